@@ -1,0 +1,1 @@
+//! Helpers shared by modes: seeds and label shuffles, history truncation, titles.

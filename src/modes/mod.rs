@@ -1,0 +1,252 @@
+//! Pure deliberation logic: one file per mode plus shared helpers.
+//!
+//! A mode is a state machine with no I/O, no clock and no global randomness. The engine tells
+//! it which model replies arrived; it answers with [`Effect`]s: model calls to start, events to
+//! publish, stage rows to store, the conversation title, and finally the answer or a failure.
+//! Nothing in here may import actix, reqwest, diesel or tokio: if a test of a mode needs a
+//! runtime, the mode is doing I/O it should not.
+
+pub mod common;
+pub mod council;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One chat message sent to a model (OpenAI chat-completions shape).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn user(content: impl Into<String>) -> Self {
+        Self { role: "user".into(), content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self { role: "assistant".into(), content: content.into() }
+    }
+    pub fn system(content: impl Into<String>) -> Self {
+        Self { role: "system".into(), content: content.into() }
+    }
+}
+
+/// A model call the mode wants made. The engine runs it (with streaming and a timeout) and
+/// hands the outcome back through [`Mode::on_reply`] with the same `key`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallSpec {
+    /// Unique within the run, chosen by the mode (e.g. `stage1:0`, `title`).
+    pub key: String,
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    /// The stage this call belongs to (`stage1`, `stage2`, `stage3`, `title`), for progress events.
+    pub stage: String,
+    /// The participant's role (`council`, `chairman`, `title`), for progress events.
+    pub role: String,
+    pub timeout_ms: u64,
+}
+
+/// Token usage and cost reported by a provider for one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// In the provider's currency (OpenRouter: USD), when the response carries it.
+    pub cost: Option<f64>,
+}
+
+/// Why a model call failed, as classified by the provider layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallErrorKind {
+    Timeout,
+    /// The server answered with a non-success HTTP status.
+    Http,
+    /// Connection refused, reset, DNS, TLS...
+    Transport,
+    /// The server answered 2xx but the body was not a usable completion.
+    Malformed,
+    /// The run was cancelled while the call was in flight.
+    Cancelled,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallError {
+    pub kind: CallErrorKind,
+    /// HTTP status, for `Http`.
+    pub status: Option<u16>,
+    /// Human-readable message (the provider's own message for HTTP errors).
+    pub message: String,
+}
+
+/// The outcome of one [`CallSpec`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallReply {
+    pub key: String,
+    pub model: String,
+    pub response_time_ms: u64,
+    pub result: Result<String, CallError>,
+    pub usage: Option<Usage>,
+}
+
+/// One row of `deliberation_stages`, as the mode wants it stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StageRow {
+    pub stage_type: String,
+    pub stage_order: i32,
+    pub model: Option<String>,
+    pub role: Option<String>,
+    pub content: String,
+    pub parsed_data: Option<Value>,
+    pub response_time_ms: Option<i64>,
+}
+
+/// What a mode asks the engine to do, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Start a model call; its reply comes back through [`Mode::on_reply`].
+    Call(CallSpec),
+    /// Publish an event to watchers (seed event names and payloads).
+    Emit { event: String, data: Value },
+    /// Store a stage row (written as soon as the effect is executed).
+    Store(StageRow),
+    /// Set the conversation's title.
+    SetTitle(String),
+    /// The deliberation produced its answer (the assistant message content). Calls still in
+    /// flight (a title, say) are awaited and their replies still delivered before `complete`.
+    Finish { answer: String },
+    /// The deliberation failed; calls in flight are dropped and `error` is published.
+    Fail { message: String },
+}
+
+impl Effect {
+    pub fn emit(event: &str, data: Value) -> Self {
+        Effect::Emit { event: event.to_string(), data }
+    }
+}
+
+/// Everything a mode knows about the run it drives. Built by the engine.
+#[derive(Debug, Clone)]
+pub struct RunContext {
+    pub run_id: String,
+    pub conversation_id: String,
+    /// The assistant message the stages belong to.
+    pub message_id: String,
+    pub question: String,
+    /// Earlier messages of the conversation, oldest first, not yet truncated.
+    pub history: Vec<ChatMessage>,
+    /// True when the conversation is new (a title is generated only then).
+    pub new_conversation: bool,
+    /// Seed for label shuffles, derived from the run id ([`common::seed_from_run_id`]).
+    pub seed: u64,
+}
+
+/// A deliberation mode's state machine.
+pub trait Mode: Send {
+    /// The first effects of the run (its first batch of calls and start events).
+    fn start(&mut self) -> Vec<Effect>;
+    /// One call finished (successfully or not). Called once per [`CallSpec`] started.
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect>;
+}
+
+/// The modes Conclave knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeKind {
+    Council,
+}
+
+impl ModeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModeKind::Council => "council",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "council" => Some(ModeKind::Council),
+            _ => None,
+        }
+    }
+
+    pub fn all() -> &'static [ModeKind] {
+        &[ModeKind::Council]
+    }
+}
+
+/// A client's mistake in a request, naming the offending field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: &str, message: impl Into<String>) -> Self {
+        Self { field: field.to_string(), message: message.into() }
+    }
+}
+
+/// What validation needs to know about the server.
+#[derive(Debug, Clone)]
+pub struct Defaults {
+    /// True when no real provider key is configured: default models are sim models.
+    pub offline: bool,
+    /// Per-stage timeout when the request does not set one.
+    pub stage_timeout_ms: u64,
+}
+
+/// A request that passed its mode's validation, with defaults filled in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidRequest {
+    pub mode: ModeKind,
+    pub question: String,
+    pub conversation_id: Option<String>,
+    /// The mode's normalised configuration (models, chairman, timeouts...), as stored with the run.
+    pub config: Value,
+    /// Every model id the run may call, for routing checks before anything runs.
+    pub models: Vec<String>,
+}
+
+/// Validates a start request (`mode` defaults to `council`).
+pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let obj = body
+        .as_object()
+        .ok_or_else(|| FieldError::new("body", "the request must be a JSON object"))?;
+    let mode = match obj.get("mode") {
+        None | Some(Value::Null) => ModeKind::Council,
+        Some(Value::String(s)) => ModeKind::parse(s).ok_or_else(|| {
+            let known: Vec<&str> = ModeKind::all().iter().map(|m| m.as_str()).collect();
+            FieldError::new(
+                "mode",
+                format!("unknown mode {s:?}; known modes: {}", known.join(", ")),
+            )
+        })?,
+        Some(_) => return Err(FieldError::new("mode", "must be a string")),
+    };
+    match mode {
+        ModeKind::Council => council::validate(body, defaults),
+    }
+}
+
+/// Builds the state machine for a validated request.
+pub fn instantiate(req: &ValidRequest, ctx: RunContext) -> Box<dyn Mode> {
+    match req.mode {
+        ModeKind::Council => Box::new(council::Council::new(&req.config, ctx)),
+    }
+}
+
+/// Rebuilds a mode's result object from its stored stage rows (ordered by stage_order, then
+/// insertion). A run that stopped early yields a partial result: missing stages are `null`.
+pub fn load_result(mode: ModeKind, rows: &[StageRow]) -> Value {
+    match mode {
+        ModeKind::Council => council::load_result(rows),
+    }
+}
