@@ -3,6 +3,20 @@
 //! # Layout
 //! - [`modes`]: pure deliberation logic (prompts, parsers, aggregation); no I/O.
 //! - [`providers`]: OpenAI-compatible HTTP client and the sim models.
+//! - [`store`]: Diesel persistence on its own threads (SQLite or PostgreSQL).
+//! - [`engine`]: actors (Hub, Deliberation, ModelCall) that run deliberations and fan out events.
+//! - [`web`]: REST, WebSocket and SSE interfaces and the embedded browser client.
+//! - [`config`]: configuration file, environment and flags; provider routes.
+//! - [`app`]: wiring: builds the server (or, for the CLI, the engine alone).
+//! - [`cli`]: the terminal client's `run` command.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod engine;
 pub mod modes;
 pub mod providers;
+pub mod store;
+pub mod web;

@@ -1,1 +1,204 @@
-fn main() {}
+//! `conclave`: the server (default), the terminal client, the sim model server, migrations.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use conclave::app::{Application, SHUTDOWN_GRACE};
+use conclave::cli::{self, RunArgs};
+use conclave::config::{Config, Overrides};
+use conclave::providers::sim::SimProvider;
+use conclave::providers::sim_server;
+
+#[derive(Parser)]
+#[command(name = "conclave", version, about = "A panel of LLMs deliberates on your question")]
+struct Cli {
+    #[command(flatten)]
+    common: Common,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Args, Clone)]
+struct Common {
+    /// Configuration file (TOML). Default: ./conclave.toml when it exists.
+    #[arg(long, global = true, env = "CONCLAVE_CONFIG")]
+    config: Option<PathBuf>,
+    /// Database: sqlite://PATH (default sqlite://conclave.db) or postgres://...
+    #[arg(long, global = true, env = "DATABASE_URL")]
+    database_url: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (the default command).
+    Serve {
+        /// Address to listen on (default 127.0.0.1:8080).
+        #[arg(long, env = "CONCLAVE_BIND")]
+        bind: Option<String>,
+    },
+    /// Run one deliberation in this process, with live progress, and print its result.
+    Run {
+        /// council
+        mode: String,
+        question: String,
+        /// Comma-separated model ids (council members).
+        #[arg(long, value_delimiter = ',')]
+        models: Option<Vec<String>>,
+        /// The chairman model.
+        #[arg(long)]
+        chairman: Option<String>,
+        /// Continue this conversation (a follow-up).
+        #[arg(long)]
+        conversation: Option<String>,
+        /// Per-stage timeout in milliseconds.
+        #[arg(long)]
+        timeout_ms: Option<u64>,
+        /// Content to evaluate, read from a file (modes that evaluate content).
+        #[arg(long)]
+        content_file: Option<PathBuf>,
+        /// Print the whole result as JSON.
+        #[arg(long)]
+        json: bool,
+        /// No progress on stderr.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Serve the sim models over the OpenAI-compatible HTTP API.
+    SimServer {
+        #[arg(long, env = "CONCLAVE_SIM_BIND", default_value = "127.0.0.1:9090")]
+        bind: String,
+    },
+    /// Apply database migrations and exit (the server also does this at start).
+    Migrate,
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let cli = Cli::parse();
+    let bind = match &cli.command {
+        Some(Command::Serve { bind }) => bind.clone(),
+        _ => std::env::var("CONCLAVE_BIND").ok(),
+    };
+    let overrides = Overrides {
+        config_path: cli.common.config.clone(),
+        bind,
+        database_url: cli.common.database_url.clone(),
+    };
+    let config = match Config::load(&overrides) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("conclave: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let system = actix_web::rt::System::new();
+    let code = system.block_on(async move {
+        match cli.command.unwrap_or(Command::Serve { bind: None }) {
+            Command::Serve { .. } => serve(config).await,
+            Command::Run {
+                mode,
+                question,
+                models,
+                chairman,
+                conversation,
+                timeout_ms,
+                content_file,
+                json,
+                quiet,
+            } => {
+                let args = RunArgs {
+                    mode,
+                    question,
+                    models,
+                    chairman,
+                    conversation,
+                    timeout_ms,
+                    content_file,
+                    json,
+                    quiet,
+                };
+                match cli::run(config, args).await {
+                    Ok(code) => code,
+                    Err(e) => {
+                        eprintln!("conclave: {e}");
+                        2
+                    }
+                }
+            }
+            Command::SimServer { bind } => sim(config, &bind).await,
+            Command::Migrate => match conclave::store::db::connect(&config.database_url, 1) {
+                Ok(_) => {
+                    println!("migrations applied to {}", config.database_url);
+                    0
+                }
+                Err(e) => {
+                    eprintln!("conclave: {e}");
+                    1
+                }
+            },
+        }
+    });
+    ExitCode::from(code as u8)
+}
+
+async fn serve(config: Config) -> i32 {
+    let models = if config.offline() {
+        "sim models (no OPENROUTER_API_KEY)"
+    } else {
+        "OpenRouter + sim models"
+    };
+    let database = config.database_url.clone();
+    let app = match Application::build(config).await {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("conclave: {e}");
+            return 1;
+        }
+    };
+    let bind_host = "127.0.0.1";
+    println!(
+        "Conclave listening on http://{bind_host}:{} — database {database}, {models}",
+        app.port()
+    );
+    let handle = app.handle();
+    actix_web::rt::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            log::info!("shutting down");
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, handle.stop(true)).await;
+        }
+    });
+    match app.run_until_stopped().await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("conclave: {e}");
+            1
+        }
+    }
+}
+
+async fn sim(config: Config, bind: &str) -> i32 {
+    let listener = match std::net::TcpListener::bind(bind) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("conclave: cannot listen on {bind}: {e}");
+            return 1;
+        }
+    };
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    let (server, _stats) = match sim_server::build(listener, SimProvider::new(config.sim.clone())) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("conclave: {e}");
+            return 1;
+        }
+    };
+    println!("sim models served at http://127.0.0.1:{port}/v1 (OpenAI-compatible)");
+    match server.await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("conclave: {e}");
+            1
+        }
+    }
+}

@@ -1,1 +1,190 @@
-//! Helpers shared by modes: seeds and label shuffles, history truncation, titles.
+//! Helpers every mode shares: run seeds and label shuffles, history truncation, titles, and
+//! the stage-one message list.
+
+use super::ChatMessage;
+
+/// A stable 64-bit seed from a run id (FNV-1a): the same run always shuffles the same way.
+pub fn seed_from_run_id(run_id: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in run_id.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// SplitMix64: a tiny deterministic generator, enough for shuffling a handful of labels.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A value in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// Fisher-Yates.
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i + 1);
+            items.swap(i, j);
+        }
+    }
+}
+
+/// `Response A`, `Response B`, … `Response Z`, `Response AA`, …
+pub fn label(i: usize) -> String {
+    let mut n = i;
+    let mut letters = Vec::new();
+    loop {
+        letters.push((b'A' + (n % 26) as u8) as char);
+        if n < 26 {
+            break;
+        }
+        n = n / 26 - 1;
+    }
+    letters.reverse();
+    format!("Response {}", letters.into_iter().collect::<String>())
+}
+
+/// A shuffled assignment of `n` participants to labels: entry `k` is the participant index
+/// shown as `label(k)`. Deterministic from the seed, so a stored run can be explained later.
+pub fn create_label_map(n: usize, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    SplitMix64::new(seed).shuffle(&mut order);
+    order
+}
+
+/// The last `max_turns` turns of a history. A turn is a user message and the replies after
+/// it, so the kept slice always starts with a user message.
+pub fn truncate_history(history: &[ChatMessage], max_turns: usize) -> Vec<ChatMessage> {
+    let starts: Vec<usize> =
+        history.iter().enumerate().filter(|(_, m)| m.role == "user").map(|(i, _)| i).collect();
+    if max_turns == 0 || starts.is_empty() {
+        return Vec::new();
+    }
+    let from = starts[starts.len().saturating_sub(max_turns)];
+    history[from..].to_vec()
+}
+
+/// Truncated history followed by `prompt` as the last user message.
+pub fn with_history(history: &[ChatMessage], max_turns: usize, prompt: &str) -> Vec<ChatMessage> {
+    let mut messages = truncate_history(history, max_turns);
+    messages.push(ChatMessage::user(prompt));
+    messages
+}
+
+/// The seed's title prompt, verbatim.
+pub fn title_prompt(question: &str) -> String {
+    format!(
+        "Generate a brief title (3-5 words) for a conversation that starts with this question:\n\n\
+         \"{question}\"\n\n\
+         Reply with ONLY the title. No quotes, no punctuation, no explanation."
+    )
+}
+
+const TITLE_MAX_WORDS: usize = 8;
+const TITLE_MAX_CHARS: usize = 80;
+
+/// A usable title from a model's reply: the first non-empty line, without markdown, quotes,
+/// a `Title:` prefix or trailing punctuation, capped in length. Falls back to the first words
+/// of the question, so a conversation always has a title.
+pub fn clean_title(raw: &str, question: &str) -> String {
+    let line = raw.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let t: String = line
+        .trim_start_matches('#')
+        .chars()
+        .filter(|c| !matches!(c, '*' | '_' | '`' | '"' | '“' | '”'))
+        .collect();
+    let mut t = t.trim().to_string();
+    if t.to_lowercase().starts_with("title:") {
+        t = t[6..].to_string();
+    }
+    let t = t.trim().trim_matches('\'').trim_end_matches(['.', '!', '?', ':', ';', ',']).trim();
+    let cleaned = cap_words(t);
+    if !cleaned.is_empty() {
+        return cleaned;
+    }
+    let fallback = cap_words(question.trim().trim_end_matches(['.', '!', '?']));
+    if fallback.is_empty() {
+        "Untitled".to_string()
+    } else {
+        fallback
+    }
+}
+
+fn cap_words(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().take(TITLE_MAX_WORDS).collect();
+    let mut out = words.join(" ");
+    if out.chars().count() > TITLE_MAX_CHARS {
+        out = out.chars().take(TITLE_MAX_CHARS).collect::<String>().trim_end().to_string();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_run_past_z() {
+        assert_eq!(label(0), "Response A");
+        assert_eq!(label(25), "Response Z");
+        assert_eq!(label(26), "Response AA");
+        assert_eq!(label(27), "Response AB");
+    }
+
+    #[test]
+    fn label_maps_are_deterministic_permutations() {
+        let a = create_label_map(6, seed_from_run_id("run-1"));
+        assert_eq!(a, create_label_map(6, seed_from_run_id("run-1")));
+        let mut sorted = a.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..6).collect::<Vec<_>>());
+        let differs = (0..20).any(|i| create_label_map(6, seed_from_run_id(&format!("r{i}"))) != a);
+        assert!(differs, "different runs shuffle differently");
+    }
+
+    #[test]
+    fn truncation_keeps_whole_turns() {
+        let mut h = Vec::new();
+        for i in 0..15 {
+            h.push(ChatMessage::user(format!("q{i}")));
+            h.push(ChatMessage::assistant(format!("a{i}")));
+        }
+        let t = truncate_history(&h, 10);
+        assert_eq!(t.len(), 20);
+        assert_eq!(t[0].content, "q5");
+        assert_eq!(t.last().map(|m| m.content.as_str()), Some("a14"));
+        // An orphan assistant message at the start is dropped.
+        let odd =
+            vec![ChatMessage::assistant("x"), ChatMessage::user("q"), ChatMessage::assistant("a")];
+        assert_eq!(truncate_history(&odd, 10)[0].content, "q");
+        assert!(truncate_history(&[], 10).is_empty());
+    }
+
+    #[test]
+    fn titles_are_cleaned_and_never_empty() {
+        assert_eq!(
+            clean_title("\"Microservices Versus Monoliths.\"", "q"),
+            "Microservices Versus Monoliths"
+        );
+        assert_eq!(clean_title("**Title:** Rust Memory Safety\nextra", "q"), "Rust Memory Safety");
+        assert_eq!(clean_title("   ", "Why is the sky blue?"), "Why is the sky blue");
+        assert_eq!(clean_title("", "  "), "Untitled");
+        let long = clean_title(&"word ".repeat(40), "q");
+        assert!(long.split_whitespace().count() <= TITLE_MAX_WORDS);
+    }
+}

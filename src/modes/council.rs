@@ -1,28 +1,714 @@
-//! Council mode (seed 01): collect, rank anonymised answers, synthesise. Placeholder until built.
-use super::{CallReply, Defaults, Effect, FieldError, Mode, RunContext, StageRow, ValidRequest};
-use serde_json::Value;
+//! Council mode (seed 01): every member answers, every member ranks the anonymised answers,
+//! the chairman synthesises. A title is generated alongside the synthesis for new
+//! conversations.
+//!
+//! Decisions where the seed is silent:
+//! - Every council member ranks in stage 2, including one whose stage-1 answer failed (the
+//!   seed: "All council models rank"); a member that fails to rank is simply absent.
+//! - The title call goes to the chairman. Its `title_complete` is held until
+//!   `stage3_complete` has gone out, so the seed's event order holds whichever finishes first.
+//! - A new conversation whose run fails still gets a fallback title (the question's first
+//!   words), without a `title_complete` event.
 
-pub fn validate(_body: &Value, _defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    Err(FieldError::new("mode", "council mode is not built yet"))
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{clean_title, create_label_map, label, title_prompt, with_history};
+use super::{
+    CallReply, CallSpec, Defaults, Effect, FieldError, Mode, ModeKind, RunContext, StageRow,
+    ValidRequest,
+};
+
+/// History a follow-up carries (the seed: "truncated to the last 10 turns").
+pub const HISTORY_TURNS: usize = 10;
+pub const MIN_MODELS: usize = 2;
+pub const MAX_MODELS: usize = 6;
+pub const TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 10_000..=600_000;
+
+const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
+const SIM_CHAIRMAN: &str = "sim/alpha";
+const SEED_DEFAULTS: [&str; 3] =
+    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
+const SEED_CHAIRMAN: &str = "anthropic/claude-opus-4-6";
+
+/// The normalised configuration stored with a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CouncilConfig {
+    pub council_models: Vec<String>,
+    pub chairman_model: String,
+    pub timeout_ms: u64,
 }
 
-pub struct Council;
+/// Reads an optional non-empty string field.
+pub(crate) fn opt_string(body: &Value, field: &str) -> Result<Option<String>, FieldError> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
+        Some(Value::String(_)) => Err(FieldError::new(field, "must not be empty")),
+        Some(_) => Err(FieldError::new(field, "must be a string")),
+    }
+}
+
+/// Reads the question: a non-empty string.
+pub(crate) fn question(body: &Value) -> Result<String, FieldError> {
+    match body.get("question") {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        Some(Value::String(_)) | None | Some(Value::Null) => {
+            Err(FieldError::new("question", "Question is required"))
+        }
+        Some(_) => Err(FieldError::new("question", "must be a string")),
+    }
+}
+
+/// Reads an optional list of model ids with a size range.
+pub(crate) fn model_list(
+    body: &Value,
+    field: &str,
+    range: std::ops::RangeInclusive<usize>,
+) -> Result<Option<Vec<String>>, FieldError> {
+    let items = match body.get(field) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(FieldError::new(field, "must be an array of model ids")),
+    };
+    let mut models = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        match item.as_str().map(str::trim) {
+            Some(s) if !s.is_empty() => models.push(s.to_string()),
+            _ => {
+                return Err(FieldError::new(
+                    field,
+                    format!("item {i} must be a non-empty model id"),
+                ))
+            }
+        }
+    }
+    if models.len() < *range.start() {
+        return Err(FieldError::new(
+            field,
+            format!("at least {} models are required", range.start()),
+        ));
+    }
+    if models.len() > *range.end() {
+        return Err(FieldError::new(field, format!("at most {} models are allowed", range.end())));
+    }
+    Ok(Some(models))
+}
+
+/// Reads an optional timeout in milliseconds within `range`.
+pub(crate) fn timeout_ms(
+    body: &Value,
+    field: &str,
+    range: std::ops::RangeInclusive<u64>,
+    default: u64,
+) -> Result<u64, FieldError> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => match v.as_u64() {
+            Some(ms) if range.contains(&ms) => Ok(ms),
+            _ => Err(FieldError::new(
+                field,
+                format!(
+                    "must be a whole number of milliseconds from {} to {}",
+                    range.start(),
+                    range.end()
+                ),
+            )),
+        },
+    }
+}
+
+/// Validates a council request (the seed's schema, plus `timeoutMs`).
+pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = question(body)?;
+    let conversation_id = opt_string(body, "conversationId")?;
+    let council_models = model_list(body, "councilModels", MIN_MODELS..=MAX_MODELS)?
+        .unwrap_or_else(|| {
+            let d: &[&str] = if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS };
+            d.iter().map(|s| s.to_string()).collect()
+        });
+    let chairman_model = opt_string(body, "chairmanModel")?.unwrap_or_else(|| {
+        (if defaults.offline { SIM_CHAIRMAN } else { SEED_CHAIRMAN }).to_string()
+    });
+    let timeout_ms = timeout_ms(body, "timeoutMs", TIMEOUT_RANGE_MS, defaults.stage_timeout_ms)?;
+    let mut models = council_models.clone();
+    models.push(chairman_model.clone());
+    models.dedup();
+    let mut seen = std::collections::HashSet::new();
+    models.retain(|m| seen.insert(m.clone()));
+    let config = CouncilConfig { council_models, chairman_model, timeout_ms };
+    Ok(ValidRequest {
+        mode: ModeKind::Council,
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models,
+    })
+}
+
+// ---- payloads (one definition for live events and stored results) --------------------------
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stage1Response {
+    pub model: String,
+    pub response: String,
+    pub response_time_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stage2Response {
+    pub model: String,
+    pub ranking: String,
+    pub parsed_ranking: Vec<String>,
+    pub response_time_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AggregateRanking {
+    pub model: String,
+    pub label: String,
+    pub average_rank: f64,
+    pub rankings_count: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stage2Metadata {
+    pub label_to_model: BTreeMap<String, String>,
+    pub aggregate_rankings: Vec<AggregateRanking>,
+}
+
+pub type Stage3Response = Stage1Response;
+
+// ---- prompts (verbatim from the seed) -------------------------------------------------------
+
+/// The seed's ranking prompt; `labeled` is (label, response) in label order.
+pub fn ranking_prompt(question: &str, labeled: &[(String, String)]) -> String {
+    let mut p = String::from(
+        "You are an expert evaluator. Below is a question and several responses from different sources. Your task is to evaluate each response and rank them from best to worst.\n\n",
+    );
+    p.push_str(&format!("Question: {question}\n\n"));
+    for (l, response) in labeled {
+        p.push_str(&format!("--- {l} ---\n{response}\n\n"));
+    }
+    p.push_str(
+        "Instructions:\n\
+1. Evaluate each response for accuracy, completeness, clarity, and helpfulness.\n\
+2. Consider the strengths and weaknesses of each response.\n\
+3. Provide your ranking from best to worst.\n\
+\n\
+CRITICAL: You MUST end your response with a section titled \"FINAL RANKING:\" followed by a numbered list. Each item must be ONLY the response label (e.g., \"Response A\"). Example:\n\
+\n\
+FINAL RANKING:\n\
+1. Response C\n\
+2. Response A\n\
+3. Response B\n\
+\n\
+Do not include any other text in the FINAL RANKING section.",
+    );
+    p
+}
+
+/// The seed's synthesis prompt (answers under their real model names).
+pub fn synthesis_prompt(
+    question: &str,
+    stage1: &[Stage1Response],
+    stage2: &[Stage2Response],
+) -> String {
+    let mut p = String::from(
+        "You are a chairman synthesizing the best possible answer from multiple AI model responses and their peer evaluations.\n\n",
+    );
+    p.push_str(&format!("Original Question: {question}\n\nSTAGE 1 — Individual Responses:\n\n"));
+    for r in stage1 {
+        p.push_str(&format!("--- {} ---\n{}\n\n", r.model, r.response));
+    }
+    p.push_str("STAGE 2 — Peer Rankings:\n\n");
+    for r in stage2 {
+        p.push_str(&format!("--- Evaluator: {} ---\n{}\n\n", r.model, r.ranking));
+    }
+    p.push_str(
+        "Synthesize the best possible answer to the original question. Consider:\n\
+1. The individual responses and their unique insights\n\
+2. The peer rankings and which responses were consistently rated highly\n\
+3. Areas of agreement and disagreement across responses\n\
+4. Any important nuances or caveats that individual responses captured\n\
+\n\
+Provide a comprehensive, well-structured synthesis that represents the collective intelligence of all the models.",
+    );
+    p
+}
+
+// ---- parsing and aggregation ----------------------------------------------------------------
+
+fn header_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    // `FINAL RANKING:` with markdown emphasis or heading marks around or inside it:
+    // `**FINAL RANKING:**`, `## Final Ranking:`, `**Final Ranking**:`.
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)final[\s*_]+ranking[\s*_]*:").unwrap_or_else(|_| unreachable!())
+    })
+}
+
+fn label_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    // Letters must end at a word boundary, so `Response AB` is never read as `Response A`.
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)\bresponse\s+([a-z]{1,3})\b").unwrap_or_else(|_| unreachable!())
+    })
+}
+
+fn numbered_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    // `1. X`, `1) X`, `**1.** X`, `- 1. X`, `#1: X`.
+    RE.get_or_init(|| {
+        Regex::new(r"^\s*(?:[-*>]\s*)?[*_#]*\s*\d{1,2}\s*[*_]*\s*[.):\]-]")
+            .unwrap_or_else(|_| unreachable!())
+    })
+}
+
+/// Labels of `labels` mentioned in `text`, in order of first mention, canonical spelling.
+fn mentions(text: &str, labels: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for cap in label_re().captures_iter(text) {
+        let Some(letters) = cap.get(1) else { continue };
+        let canonical = format!("Response {}", letters.as_str().to_uppercase());
+        if labels.contains(&canonical) && !out.contains(&canonical) {
+            out.push(canonical);
+        }
+    }
+    out
+}
+
+/// Reads an evaluator's ranking. Four levels, each tried when the one before finds nothing:
+/// 1. the numbered list under the last `FINAL RANKING:` header (the label on each numbered
+///    line, in list order);
+/// 2. any labels under that header, in order of appearance;
+/// 3. labels in the order they are first mentioned anywhere in the text;
+/// 4. nothing: the evaluator is left out of the aggregate.
+///
+/// Only labels of the run's map are returned, each once (first occurrence wins).
+pub fn parse_ranking(text: &str, labels: &[String]) -> Vec<String> {
+    if let Some(last) = header_re().find_iter(text).last() {
+        let section = &text[last.end()..];
+        let mut ranked: Vec<String> = Vec::new();
+        for line in section.lines().filter(|l| numbered_re().is_match(l)) {
+            if let Some(l) = mentions(line, labels).into_iter().find(|l| !ranked.contains(l)) {
+                ranked.push(l);
+            }
+        }
+        if !ranked.is_empty() {
+            return ranked;
+        }
+        let under = mentions(section, labels);
+        if !under.is_empty() {
+            return under;
+        }
+    }
+    mentions(text, labels)
+}
+
+/// Average 1-based position of each label over the evaluators whose ranking parsed; sorted
+/// best first (ties by label). `label_to_model` names each label's model.
+pub fn aggregate_rankings(
+    stage2: &[Stage2Response],
+    label_to_model: &BTreeMap<String, String>,
+) -> Vec<AggregateRanking> {
+    let mut positions: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for r in stage2.iter().filter(|r| !r.parsed_ranking.is_empty()) {
+        for (i, l) in r.parsed_ranking.iter().enumerate() {
+            if label_to_model.contains_key(l) {
+                positions.entry(l.as_str()).or_default().push(i + 1);
+            }
+        }
+    }
+    let mut out: Vec<AggregateRanking> = positions
+        .into_iter()
+        .map(|(l, ps)| AggregateRanking {
+            model: label_to_model.get(l).cloned().unwrap_or_default(),
+            label: l.to_string(),
+            average_rank: ((ps.iter().sum::<usize>() as f64 / ps.len() as f64) * 100.0).round()
+                / 100.0,
+            rankings_count: ps.len(),
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.average_rank.total_cmp(&b.average_rank).then_with(|| a.label.cmp(&b.label))
+    });
+    out
+}
+
+fn metadata(
+    stage2: &[Stage2Response],
+    label_to_model: &BTreeMap<String, String>,
+) -> Stage2Metadata {
+    Stage2Metadata {
+        label_to_model: label_to_model.clone(),
+        aggregate_rankings: aggregate_rankings(stage2, label_to_model),
+    }
+}
+
+fn stage2_complete(stage2: &[Stage2Response], label_to_model: &BTreeMap<String, String>) -> Value {
+    json!({ "data": stage2, "metadata": metadata(stage2, label_to_model) })
+}
+
+// ---- the state machine ----------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq)]
+enum TitleState {
+    NotWanted,
+    Pending,
+    Arrived(String),
+    Sent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Answering,
+    Ranking,
+    Synthesising,
+    Done,
+}
+
+pub struct Council {
+    config: CouncilConfig,
+    ctx: RunContext,
+    phase: Phase,
+    /// Replies of the current batch, by member index.
+    replies: Vec<Option<CallReply>>,
+    stage1: Vec<Stage1Response>,
+    label_to_model: BTreeMap<String, String>,
+    stage2: Vec<Stage2Response>,
+    title: TitleState,
+}
 
 impl Council {
-    pub fn new(_config: &Value, _ctx: RunContext) -> Self {
-        Council
+    pub fn new(config: &Value, ctx: RunContext) -> Self {
+        let config: CouncilConfig =
+            serde_json::from_value(config.clone()).unwrap_or(CouncilConfig {
+                council_models: SIM_DEFAULTS.iter().map(|s| s.to_string()).collect(),
+                chairman_model: SIM_CHAIRMAN.to_string(),
+                timeout_ms: 120_000,
+            });
+        let members = config.council_models.len();
+        Council {
+            config,
+            ctx,
+            phase: Phase::Answering,
+            replies: vec![None; members],
+            stage1: Vec::new(),
+            label_to_model: BTreeMap::new(),
+            stage2: Vec::new(),
+            title: TitleState::NotWanted,
+        }
+    }
+
+    fn call(
+        &self,
+        key: String,
+        model: &str,
+        prompt_messages: Vec<super::ChatMessage>,
+        stage: &str,
+        role: &str,
+    ) -> Effect {
+        Effect::Call(CallSpec {
+            key,
+            model: model.to_string(),
+            messages: prompt_messages,
+            stage: stage.to_string(),
+            role: role.to_string(),
+            timeout_ms: self.config.timeout_ms,
+        })
+    }
+
+    fn fail(&mut self, message: String) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let mut out = Vec::new();
+        if self.ctx.new_conversation && self.title != TitleState::Sent {
+            out.push(Effect::SetTitle(clean_title("", &self.ctx.question)));
+        }
+        out.push(Effect::Fail { message });
+        out
+    }
+
+    fn member_index(key: &str, prefix: &str) -> Option<usize> {
+        key.strip_prefix(prefix)?.parse().ok()
+    }
+
+    fn on_stage1(&mut self, reply: CallReply) -> Vec<Effect> {
+        let Some(i) = Self::member_index(&reply.key, "stage1:") else { return Vec::new() };
+        if let Some(slot) = self.replies.get_mut(i) {
+            *slot = Some(reply);
+        }
+        if self.replies.iter().any(Option::is_none) {
+            return Vec::new();
+        }
+        let replies =
+            std::mem::replace(&mut self.replies, vec![None; self.config.council_models.len()]);
+        self.stage1 = replies
+            .into_iter()
+            .flatten()
+            .filter_map(|r| {
+                r.result.ok().map(|text| Stage1Response {
+                    model: r.model,
+                    response: text,
+                    response_time_ms: r.response_time_ms as i64,
+                })
+            })
+            .collect();
+        match self.stage1.len() {
+            0 => return self.fail("All council models failed to respond.".into()),
+            1 => {
+                return self.fail(
+                    "Only 1 council model answered; at least 2 responses are required for ranking."
+                        .into(),
+                )
+            }
+            _ => {}
+        }
+        let mut out: Vec<Effect> = self
+            .stage1
+            .iter()
+            .map(|r| {
+                Effect::Store(StageRow {
+                    stage_type: "stage1".into(),
+                    stage_order: 1,
+                    model: Some(r.model.clone()),
+                    role: Some("council".into()),
+                    content: r.response.clone(),
+                    parsed_data: None,
+                    response_time_ms: Some(r.response_time_ms),
+                })
+            })
+            .collect();
+        out.push(Effect::emit("stage1_complete", json!({ "data": self.stage1 })));
+
+        // Stage 2: anonymise with a per-run shuffle and ask every member to rank.
+        let order = create_label_map(self.stage1.len(), self.ctx.seed);
+        let mut labeled = Vec::with_capacity(order.len());
+        for (k, &idx) in order.iter().enumerate() {
+            let l = label(k);
+            let answer = &self.stage1[idx];
+            self.label_to_model.insert(l.clone(), answer.model.clone());
+            out.push(Effect::Store(StageRow {
+                stage_type: "label_map".into(),
+                stage_order: 2,
+                model: Some(answer.model.clone()),
+                role: None,
+                content: l.clone(),
+                parsed_data: Some(json!({ "label": l })),
+                response_time_ms: None,
+            }));
+            labeled.push((l, answer.response.clone()));
+        }
+        out.push(Effect::emit("stage2_start", json!({})));
+        let prompt = ranking_prompt(&self.ctx.question, &labeled);
+        for (i, model) in self.config.council_models.iter().enumerate() {
+            let messages = vec![super::ChatMessage::user(prompt.clone())];
+            out.push(self.call(format!("stage2:{i}"), model, messages, "stage2", "council"));
+        }
+        self.phase = Phase::Ranking;
+        out
+    }
+
+    fn on_stage2(&mut self, reply: CallReply) -> Vec<Effect> {
+        let Some(i) = Self::member_index(&reply.key, "stage2:") else { return Vec::new() };
+        if let Some(slot) = self.replies.get_mut(i) {
+            *slot = Some(reply);
+        }
+        if self.replies.iter().any(Option::is_none) {
+            return Vec::new();
+        }
+        let labels: Vec<String> = self.label_to_model.keys().cloned().collect();
+        let replies = std::mem::take(&mut self.replies);
+        self.stage2 = replies
+            .into_iter()
+            .flatten()
+            .filter_map(|r| {
+                r.result.ok().map(|text| Stage2Response {
+                    model: r.model,
+                    parsed_ranking: parse_ranking(&text, &labels),
+                    ranking: text,
+                    response_time_ms: r.response_time_ms as i64,
+                })
+            })
+            .collect();
+        let mut out: Vec<Effect> = self
+            .stage2
+            .iter()
+            .map(|r| {
+                Effect::Store(StageRow {
+                    stage_type: "stage2".into(),
+                    stage_order: 2,
+                    model: Some(r.model.clone()),
+                    role: Some("council".into()),
+                    content: r.ranking.clone(),
+                    parsed_data: Some(json!({ "parsedRanking": r.parsed_ranking })),
+                    response_time_ms: Some(r.response_time_ms),
+                })
+            })
+            .collect();
+        out.push(Effect::emit(
+            "stage2_complete",
+            stage2_complete(&self.stage2, &self.label_to_model),
+        ));
+
+        out.push(Effect::emit("stage3_start", json!({})));
+        let prompt = synthesis_prompt(&self.ctx.question, &self.stage1, &self.stage2);
+        let messages = with_history(&self.ctx.history, HISTORY_TURNS, &prompt);
+        let chairman = self.config.chairman_model.clone();
+        out.push(self.call("stage3".into(), &chairman, messages, "stage3", "chairman"));
+        if self.ctx.new_conversation {
+            self.title = TitleState::Pending;
+            let messages = vec![super::ChatMessage::user(title_prompt(&self.ctx.question))];
+            out.push(self.call("title".into(), &chairman, messages, "title", "title"));
+        }
+        self.phase = Phase::Synthesising;
+        out
+    }
+
+    fn title_effects(&mut self, title: String) -> Vec<Effect> {
+        self.title = TitleState::Sent;
+        vec![
+            Effect::emit("title_complete", json!({ "data": { "title": title } })),
+            Effect::SetTitle(title),
+        ]
+    }
+
+    fn on_stage3(&mut self, reply: CallReply) -> Vec<Effect> {
+        let text = match reply.result {
+            Ok(text) => text,
+            Err(e) => {
+                return self.fail(format!("The chairman ({}) failed: {}", reply.model, e.message))
+            }
+        };
+        let synthesis = Stage3Response {
+            model: reply.model,
+            response: text.clone(),
+            response_time_ms: reply.response_time_ms as i64,
+        };
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "stage3".into(),
+                stage_order: 3,
+                model: Some(synthesis.model.clone()),
+                role: Some("chairman".into()),
+                content: synthesis.response.clone(),
+                parsed_data: None,
+                response_time_ms: Some(synthesis.response_time_ms),
+            }),
+            Effect::emit("stage3_complete", json!({ "data": synthesis })),
+        ];
+        self.phase = Phase::Done;
+        if let TitleState::Arrived(title) = self.title.clone() {
+            out.extend(self.title_effects(title));
+        }
+        out.push(Effect::Finish { answer: text });
+        out
+    }
+
+    fn on_title(&mut self, reply: CallReply) -> Vec<Effect> {
+        let raw = reply.result.unwrap_or_default();
+        let title = clean_title(&raw, &self.ctx.question);
+        if self.phase == Phase::Done {
+            self.title_effects(title)
+        } else {
+            self.title = TitleState::Arrived(title);
+            Vec::new()
+        }
     }
 }
 
 impl Mode for Council {
     fn start(&mut self) -> Vec<Effect> {
-        vec![Effect::Fail { message: "council mode is not built yet".into() }]
+        let mut out = vec![Effect::emit(
+            "stage1_start",
+            json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id }),
+        )];
+        let messages = with_history(&self.ctx.history, HISTORY_TURNS, &self.ctx.question);
+        for (i, model) in self.config.council_models.iter().enumerate() {
+            out.push(self.call(
+                format!("stage1:{i}"),
+                model,
+                messages.clone(),
+                "stage1",
+                "council",
+            ));
+        }
+        out
     }
-    fn on_reply(&mut self, _reply: CallReply) -> Vec<Effect> {
-        Vec::new()
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == "title" {
+            return self.on_title(reply);
+        }
+        match self.phase {
+            Phase::Answering => self.on_stage1(reply),
+            Phase::Ranking => self.on_stage2(reply),
+            Phase::Synthesising if reply.key == "stage3" => self.on_stage3(reply),
+            _ => Vec::new(),
+        }
     }
 }
 
-pub fn load_result(_rows: &[StageRow]) -> Value {
-    Value::Null
+/// Rebuilds the seed's `CouncilResult` (without `title`, which lives on the conversation)
+/// from stored rows, with the same payload shapes as the live events.
+pub fn load_result(rows: &[StageRow]) -> Value {
+    fn of<'a>(rows: &'a [StageRow], t: &'a str) -> impl Iterator<Item = &'a StageRow> + 'a {
+        rows.iter().filter(move |r| r.stage_type == t)
+    }
+    let stage1: Vec<Stage1Response> = of(rows, "stage1")
+        .map(|r| Stage1Response {
+            model: r.model.clone().unwrap_or_default(),
+            response: r.content.clone(),
+            response_time_ms: r.response_time_ms.unwrap_or(0),
+        })
+        .collect();
+    let label_to_model: BTreeMap<String, String> = of(rows, "label_map")
+        .map(|r| {
+            let l = r
+                .parsed_data
+                .as_ref()
+                .and_then(|d| d.get("label"))
+                .and_then(Value::as_str)
+                .unwrap_or(&r.content)
+                .to_string();
+            (l, r.model.clone().unwrap_or_default())
+        })
+        .collect();
+    let stage2: Vec<Stage2Response> = of(rows, "stage2")
+        .map(|r| Stage2Response {
+            model: r.model.clone().unwrap_or_default(),
+            ranking: r.content.clone(),
+            parsed_ranking: r
+                .parsed_data
+                .as_ref()
+                .and_then(|d| d.get("parsedRanking"))
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default(),
+            response_time_ms: r.response_time_ms.unwrap_or(0),
+        })
+        .collect();
+    let stage3 = of(rows, "stage3").next().map(|r| Stage3Response {
+        model: r.model.clone().unwrap_or_default(),
+        response: r.content.clone(),
+        response_time_ms: r.response_time_ms.unwrap_or(0),
+    });
+    let meta = if label_to_model.is_empty() {
+        Value::Null
+    } else {
+        stage2_complete(&stage2, &label_to_model)["metadata"].clone()
+    };
+    json!({ "stage1": stage1, "stage2": stage2, "stage2Metadata": meta, "stage3": stage3 })
 }
+
+#[cfg(test)]
+#[path = "council_tests.rs"]
+mod tests;

@@ -8,6 +8,7 @@
 pub mod openai;
 pub mod sim;
 pub mod sim_server;
+pub mod sim_text;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -67,7 +68,7 @@ pub struct Providers {
 impl Providers {
     pub fn new(mut routes: Vec<Route>, fallback: Option<Arc<dyn Provider>>) -> Self {
         // Longest prefix first, so `sim/slow-` can override `sim/`.
-        routes.sort_by(|a, b| b.prefix.len().cmp(&a.prefix.len()));
+        routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
         Self { routes: Arc::new(routes), fallback }
     }
 

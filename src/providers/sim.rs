@@ -1,1 +1,210 @@
-//! Placeholder until built.
+//! The built-in sim models (`sim/<name>`): offline, deterministic stand-ins for real models.
+//!
+//! Behaviour by name: `sim/fail…` always fails (HTTP 503), `sim/stall…` never answers (until
+//! the request is dropped), `sim/malformed…` answers without the requested structure; other
+//! names answer (see [`super::sim_text`]), subject to the configured `fail_rate` and
+//! `malformed_rate`, drawn deterministically from the prompt. Answers stream over the
+//! configured latency.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::sim_text::{respond, seed_of};
+use super::{BoxFuture, ChatRequest, ChatResponse, Provider};
+use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
+
+/// Per-model settings (the configuration file's `[sim.models."sim/x"]`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimModelConfig {
+    pub latency_ms: Option<u64>,
+    /// Share of prompts (0..1) this model fails on.
+    pub fail_rate: f64,
+    /// Share of prompts (0..1) this model answers without the requested structure.
+    pub malformed_rate: f64,
+    /// Never answer.
+    pub stall: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    /// How long an answer takes, unless the model sets its own.
+    pub latency_ms: u64,
+    pub models: HashMap<String, SimModelConfig>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig { latency_ms: 400, models: HashMap::new() }
+    }
+}
+
+/// What a sim model does with one prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Behaviour {
+    Answer,
+    Malformed,
+    Fail,
+    Stall,
+}
+
+#[derive(Clone)]
+pub struct SimProvider {
+    config: Arc<SimConfig>,
+}
+
+impl SimProvider {
+    pub fn new(config: SimConfig) -> Self {
+        SimProvider { config: Arc::new(config) }
+    }
+
+    fn model_config(&self, model: &str) -> SimModelConfig {
+        self.config.models.get(model).cloned().unwrap_or_default()
+    }
+
+    pub fn latency(&self, model: &str) -> Duration {
+        Duration::from_millis(self.model_config(model).latency_ms.unwrap_or(self.config.latency_ms))
+    }
+
+    /// Decides, deterministically from the model and prompt, what the model will do.
+    pub fn behaviour(&self, model: &str, messages: &[ChatMessage]) -> Behaviour {
+        let name = model.strip_prefix("sim/").unwrap_or(model);
+        let cfg = self.model_config(model);
+        if name.starts_with("stall") || cfg.stall {
+            return Behaviour::Stall;
+        }
+        if name.starts_with("fail") {
+            return Behaviour::Fail;
+        }
+        if name.starts_with("malformed") {
+            return Behaviour::Malformed;
+        }
+        let last = messages.last().map(|m| m.content.as_str()).unwrap_or("");
+        let draw = |salt: &str| (seed_of(&[model, last, salt]) % 10_000) as f64 / 10_000.0;
+        if draw("fail") < cfg.fail_rate {
+            Behaviour::Fail
+        } else if draw("malformed") < cfg.malformed_rate {
+            Behaviour::Malformed
+        } else {
+            Behaviour::Answer
+        }
+    }
+}
+
+/// Rough token count of a text (words × 1.3), for plausible usage figures.
+fn tokens(text: &str) -> u64 {
+    (text.split_whitespace().count() as u64 * 13).div_ceil(10)
+}
+
+pub fn simulated_failure(model: &str) -> CallError {
+    CallError {
+        kind: CallErrorKind::Http,
+        status: Some(503),
+        message: format!("simulated failure of {model}"),
+    }
+}
+
+impl Provider for SimProvider {
+    fn chat(
+        &self,
+        request: ChatRequest,
+        deltas: Option<UnboundedSender<String>>,
+    ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
+        let behaviour = self.behaviour(&request.model, &request.messages);
+        let latency = self.latency(&request.model);
+        Box::pin(async move {
+            let text = match behaviour {
+                Behaviour::Stall => {
+                    futures_util::future::pending::<()>().await;
+                    String::new()
+                }
+                Behaviour::Fail => {
+                    tokio::time::sleep(latency / 2).await;
+                    return Err(simulated_failure(&request.model));
+                }
+                Behaviour::Answer => respond(&request.model, &request.messages, false),
+                Behaviour::Malformed => respond(&request.model, &request.messages, true),
+            };
+            match deltas {
+                Some(tx) => {
+                    // Stream in about a dozen pieces spread over the latency.
+                    let words: Vec<&str> = text.split_inclusive(' ').collect();
+                    let pieces = words.len().clamp(1, 12);
+                    let per = words.len().div_ceil(pieces).max(1);
+                    let pause = latency / pieces as u32;
+                    for chunk in words.chunks(per) {
+                        tokio::time::sleep(pause).await;
+                        let _ = tx.send(chunk.concat());
+                    }
+                }
+                None => tokio::time::sleep(latency).await,
+            }
+            let prompt: String = request.messages.iter().map(|m| m.content.as_str()).collect();
+            let usage = Usage {
+                prompt_tokens: tokens(&prompt),
+                completion_tokens: tokens(&text),
+                cost: None,
+            };
+            Ok(ChatResponse { text, usage: Some(usage) })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(model: &str) -> ChatRequest {
+        ChatRequest { model: model.into(), messages: vec![ChatMessage::user("Why?")] }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn names_choose_behaviours() {
+        let sim = SimProvider::new(SimConfig::default());
+        let ok = sim.chat(ask("sim/alpha"), None).await.unwrap();
+        assert!(ok.text.contains("simulated") && ok.usage.unwrap().completion_tokens > 0);
+        let err = sim.chat(ask("sim/fail-x"), None).await.unwrap_err();
+        assert_eq!((err.kind, err.status), (CallErrorKind::Http, Some(503)));
+        let stalled =
+            tokio::time::timeout(Duration::from_secs(3600), sim.chat(ask("sim/stall"), None)).await;
+        assert!(stalled.is_err(), "a stalled model never answers");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn streaming_sends_the_whole_text_in_pieces() {
+        let sim = SimProvider::new(SimConfig::default());
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let resp = sim.chat(ask("sim/beta"), Some(tx)).await.unwrap();
+        let mut joined = String::new();
+        let mut pieces = 0;
+        while let Some(d) = rx.recv().await {
+            joined.push_str(&d);
+            pieces += 1;
+        }
+        assert_eq!(joined, resp.text);
+        assert!(pieces > 1);
+    }
+
+    #[test]
+    fn rates_are_deterministic_per_prompt() {
+        let mut models = HashMap::new();
+        models.insert(
+            "sim/flaky".to_string(),
+            SimModelConfig { fail_rate: 0.5, ..Default::default() },
+        );
+        let sim = SimProvider::new(SimConfig { latency_ms: 1, models });
+        let outcomes: Vec<Behaviour> = (0..40)
+            .map(|i| sim.behaviour("sim/flaky", &[ChatMessage::user(format!("q{i}"))]))
+            .collect();
+        let again: Vec<Behaviour> = (0..40)
+            .map(|i| sim.behaviour("sim/flaky", &[ChatMessage::user(format!("q{i}"))]))
+            .collect();
+        assert_eq!(outcomes, again);
+        let fails = outcomes.iter().filter(|b| **b == Behaviour::Fail).count();
+        assert!((8..=32).contains(&fails), "about half fail: {fails}");
+    }
+}

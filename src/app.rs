@@ -1,0 +1,98 @@
+//! Wiring: configuration in, a running server (or an in-process engine for the CLI) out.
+//!
+//! Tests call [`Application::build`] with a config bound to `127.0.0.1:0` and read
+//! [`Application::port`]; `main` does the same with the real address.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::{middleware, web, App, HttpServer};
+
+use crate::config::Config;
+use crate::engine::{Engine, EngineSettings};
+use crate::modes::Defaults;
+use crate::providers::openai::install_crypto;
+use crate::store::{Store, StoreError};
+use crate::web::{routes, AppState};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: String, source: std::io::Error },
+}
+
+/// Opens the store, marks runs a dead process left behind, and starts the engine's actors.
+/// Must run inside an actix System.
+pub async fn start_engine(config: &Config) -> Result<Engine, AppError> {
+    install_crypto();
+    let store = Store::start(&config.database_url)?;
+    let interrupted = store.mark_interrupted().await?;
+    if interrupted > 0 {
+        log::warn!(
+            "{interrupted} run(s) were left running by a previous process: marked interrupted"
+        );
+    }
+    let settings = EngineSettings {
+        defaults: Defaults { offline: config.offline(), stage_timeout_ms: config.stage_timeout_ms },
+        token_flush: config.token_flush,
+        retention: config.retention,
+    };
+    Ok(Engine::launch(store, config.providers(), settings))
+}
+
+/// A bound, not yet running, HTTP server with its engine.
+pub struct Application {
+    port: u16,
+    server: Server,
+    engine: Engine,
+}
+
+impl Application {
+    pub async fn build(config: Config) -> Result<Self, AppError> {
+        let listener = TcpListener::bind(&config.bind)
+            .map_err(|source| AppError::Bind { addr: config.bind.clone(), source })?;
+        let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+        let engine = start_engine(&config).await?;
+        let state = web::Data::new(AppState {
+            engine: engine.clone(),
+            heartbeat_interval: config.heartbeat_interval,
+            client_timeout: config.client_timeout,
+        });
+        let server = HttpServer::new(move || {
+            App::new()
+                .wrap(middleware::Logger::new("%r %s %Dms"))
+                .wrap(middleware::Compress::default())
+                .app_data(state.clone())
+                .configure(routes)
+        })
+        .shutdown_timeout(5)
+        .disable_signals()
+        .listen(listener)
+        .map_err(|source| AppError::Bind { addr: config.bind.clone(), source })?
+        .run();
+        Ok(Application { port, server, engine })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
+    /// Runs until the server is stopped (through its handle, or Ctrl-C in `main`).
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}
+
+/// How long `main` waits for in-flight requests on Ctrl-C.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);

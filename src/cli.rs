@@ -1,0 +1,200 @@
+//! The terminal client: `conclave run <mode> "question" ...` runs a deliberation in-process,
+//! shows progress per model and stage on stderr as events arrive, and prints the result on
+//! stdout (the answer, or the whole result with `--json`). Ctrl-C cancels the run.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+
+use crate::app::{start_engine, AppError};
+use crate::config::Config;
+use crate::engine::events::Frame;
+use crate::engine::EngineError;
+
+/// What `conclave run` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct RunArgs {
+    pub mode: String,
+    pub question: String,
+    pub models: Option<Vec<String>>,
+    pub chairman: Option<String>,
+    pub conversation: Option<String>,
+    pub timeout_ms: Option<u64>,
+    pub content_file: Option<PathBuf>,
+    pub json: bool,
+    pub quiet: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    App(#[from] AppError),
+    #[error("{0}")]
+    Engine(#[from] EngineError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+}
+
+/// The start body for a mode from command-line arguments.
+pub fn request_body(args: &RunArgs) -> Result<Value, CliError> {
+    let mut body = Map::new();
+    body.insert("mode".into(), json!(args.mode));
+    body.insert("question".into(), json!(args.question));
+    if let Some(c) = &args.conversation {
+        body.insert("conversationId".into(), json!(c));
+    }
+    if let Some(t) = args.timeout_ms {
+        body.insert("timeoutMs".into(), json!(t));
+    }
+    if let Some(path) = &args.content_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| CliError::Read { path: path.clone(), source })?;
+        body.insert("content".into(), json!(text));
+    }
+    match args.mode.as_str() {
+        "council" => {
+            if let Some(m) = &args.models {
+                body.insert("councilModels".into(), json!(m));
+            }
+            if let Some(c) = &args.chairman {
+                body.insert("chairmanModel".into(), json!(c));
+            }
+        }
+        _ => {
+            let mut cfg = Map::new();
+            if let Some(m) = &args.models {
+                cfg.insert("models".into(), json!(m));
+            }
+            if let Some(c) = &args.chairman {
+                cfg.insert("chairmanModel".into(), json!(c));
+            }
+            if !cfg.is_empty() {
+                body.insert("modeConfig".into(), Value::Object(cfg));
+            }
+        }
+    }
+    Ok(Value::Object(body))
+}
+
+/// One line of progress for an event, or None for events not worth a line.
+pub fn progress_line(event: &str, data: &Value) -> Option<String> {
+    let s = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    match event {
+        "token" => None,
+        "call_start" => Some(format!("  … {:<8} {} ({})", s("stage"), s("model"), s("role"))),
+        "call_complete" => {
+            let ms = data.get("responseTimeMs").and_then(Value::as_u64).unwrap_or(0);
+            if data.get("ok").and_then(Value::as_bool).unwrap_or(false) {
+                Some(format!("  ✓ {:<8} {} in {:.1}s", s("stage"), s("model"), ms as f64 / 1000.0))
+            } else {
+                let err =
+                    data.pointer("/error/message").and_then(Value::as_str).unwrap_or("failed");
+                Some(format!("  ✗ {:<8} {}: {}", s("stage"), s("model"), err))
+            }
+        }
+        "title_complete" => Some(format!(
+            "title: {}",
+            data.pointer("/data/title").and_then(Value::as_str).unwrap_or("")
+        )),
+        "error" => Some(format!("error: {}", s("message"))),
+        "cancelled" => Some("cancelled".to_string()),
+        "complete" => Some("complete".to_string()),
+        e if e.ends_with("_start") => Some(format!("▶ {}", e.trim_end_matches("_start"))),
+        e if e.ends_with("_complete") => Some(format!("■ {}", e.trim_end_matches("_complete"))),
+        other => Some(format!("• {other}")),
+    }
+}
+
+/// Runs a deliberation in-process. Returns the process exit code: 0 completed, 1 failed,
+/// 130 cancelled.
+pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
+    let body = request_body(&args)?;
+    let engine = start_engine(&config).await?;
+    let started = engine.start_run(&body, None).await?;
+    let mut err = std::io::stderr();
+    if !args.quiet {
+        let _ = writeln!(
+            err,
+            "run {} ({}), conversation {}",
+            started.run_id, args.mode, started.conversation_id
+        );
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let watcher = engine.watcher_id();
+    engine.watch(&started.run_id, 0, watcher, tx).await?;
+    let mut terminal = String::new();
+    loop {
+        tokio::select! {
+            frame = rx.recv() => {
+                let Some(Frame::Event(f)) = frame else { break };
+                if !args.quiet {
+                    let env: Value = serde_json::from_str(&f.json).unwrap_or(Value::Null);
+                    if let Some(line) = progress_line(&f.event, &env["data"]) {
+                        let _ = writeln!(err, "{line}");
+                    }
+                }
+                if f.is_terminal() {
+                    terminal = f.event.clone();
+                    break;
+                }
+            }
+            _ = tokio::signal::ctrl_c() => {
+                let _ = writeln!(err, "cancelling…");
+                engine.cancel(&started.run_id, "Ctrl-C in the terminal").await?;
+            }
+        }
+    }
+    let result = engine.result(&started.run_id).await?;
+    let mut out = std::io::stdout();
+    if args.json {
+        let _ = writeln!(out, "{}", serde_json::to_string_pretty(&result).unwrap_or_default());
+    } else if let Some(answer) = result.get("answer").and_then(Value::as_str) {
+        let _ = writeln!(out, "{answer}");
+    }
+    Ok(match terminal.as_str() {
+        "complete" => 0,
+        "cancelled" => 130,
+        _ => {
+            if !args.json {
+                let msg = result.get("error").and_then(Value::as_str).unwrap_or("the run failed");
+                let _ = writeln!(err, "{msg}");
+            }
+            1
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn council_flags_become_the_seed_request() {
+        let args = RunArgs {
+            mode: "council".into(),
+            question: "Why?".into(),
+            models: Some(vec!["sim/a".into(), "sim/b".into()]),
+            chairman: Some("sim/c".into()),
+            ..Default::default()
+        };
+        let body = request_body(&args).unwrap();
+        assert_eq!(body["councilModels"], json!(["sim/a", "sim/b"]));
+        assert_eq!(body["chairmanModel"], json!("sim/c"));
+        assert_eq!(body["mode"], json!("council"));
+    }
+
+    #[test]
+    fn progress_names_model_and_stage() {
+        let line = progress_line(
+            "call_complete",
+            &json!({"stage": "stage2", "model": "sim/beta", "ok": false, "error": {"message": "HTTP 503"}}),
+        )
+        .unwrap();
+        assert!(line.contains("stage2") && line.contains("sim/beta") && line.contains("HTTP 503"));
+        assert_eq!(progress_line("token", &json!({})), None);
+    }
+}

@@ -1,0 +1,292 @@
+//! Configuration: command-line flags and environment first, then the configuration file
+//! (`conclave.toml`, or `--config PATH` / `CONCLAVE_CONFIG`), then defaults.
+//!
+//! Builds the provider routes from it; knows nothing of HTTP or actors.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::providers::openai::OpenAiCompatible;
+use crate::providers::sim::{SimConfig, SimModelConfig, SimProvider};
+use crate::providers::{Provider, Providers, Route};
+
+pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://conclave.db";
+pub const DEFAULT_OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
+pub const DEFAULT_STAGE_TIMEOUT_MS: u64 = 120_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the configuration file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("the configuration file {path} is not valid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("configuration: {0}")]
+    Invalid(String),
+}
+
+/// A route in the configuration file: model ids starting with `prefix` go to an
+/// OpenAI-compatible server.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    pub prefix: String,
+    /// e.g. `http://127.0.0.1:11434/v1` for Ollama.
+    pub base_url: String,
+    /// The key itself (prefer `api_key_env`).
+    pub api_key: Option<String>,
+    /// The environment variable holding the key.
+    pub api_key_env: Option<String>,
+    /// Send `llama3` for `ollama/llama3` (default true).
+    #[serde(default = "yes")]
+    pub strip_prefix: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The sim section of the configuration file.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SimSection {
+    pub latency_ms: Option<u64>,
+    #[serde(default)]
+    pub models: HashMap<String, SimModelConfig>,
+}
+
+/// The configuration file, every field optional.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub bind: Option<String>,
+    pub database_url: Option<String>,
+    pub stage_timeout_ms: Option<u64>,
+    pub openrouter_base_url: Option<String>,
+    #[serde(default)]
+    pub sim: SimSection,
+    #[serde(default)]
+    pub routes: Vec<RouteConfig>,
+    /// Interval between WebSocket pings, and how long a silent client is kept.
+    pub heartbeat_interval_ms: Option<u64>,
+    pub client_timeout_ms: Option<u64>,
+}
+
+/// Values given on the command line or in the environment (they win over the file).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub config_path: Option<PathBuf>,
+    pub bind: Option<String>,
+    pub database_url: Option<String>,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: String,
+    pub database_url: String,
+    pub stage_timeout_ms: u64,
+    pub openrouter_api_key: Option<String>,
+    pub openrouter_base_url: String,
+    pub sim: SimConfig,
+    pub routes: Vec<RouteConfig>,
+    pub heartbeat_interval: Duration,
+    pub client_timeout: Duration,
+    pub token_flush: Duration,
+    /// How long an ended run's events stay in memory for late watchers.
+    pub retention: Duration,
+}
+
+impl Config {
+    /// Defaults only (no file, no environment): what tests start from.
+    pub fn defaults() -> Self {
+        Config {
+            bind: DEFAULT_BIND.into(),
+            database_url: DEFAULT_DATABASE_URL.into(),
+            stage_timeout_ms: DEFAULT_STAGE_TIMEOUT_MS,
+            openrouter_api_key: None,
+            openrouter_base_url: DEFAULT_OPENROUTER_BASE_URL.into(),
+            sim: SimConfig::default(),
+            routes: Vec::new(),
+            heartbeat_interval: Duration::from_secs(5),
+            client_timeout: Duration::from_secs(30),
+            token_flush: Duration::from_millis(100),
+            retention: Duration::from_secs(600),
+        }
+    }
+
+    /// Reads the file (if any) and the environment, then applies `overrides`.
+    pub fn load(overrides: &Overrides) -> Result<Self, ConfigError> {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let path =
+            overrides.config_path.clone().or_else(|| env("CONCLAVE_CONFIG").map(PathBuf::from));
+        let file = match &path {
+            Some(p) => read_file(p)?,
+            None if Path::new("conclave.toml").exists() => read_file(Path::new("conclave.toml"))?,
+            None => FileConfig::default(),
+        };
+        let sim_latency = match env("CONCLAVE_SIM_LATENCY_MS") {
+            Some(v) => Some(v.parse::<u64>().map_err(|_| {
+                ConfigError::Invalid(format!(
+                    "CONCLAVE_SIM_LATENCY_MS must be a number of milliseconds, not {v:?}"
+                ))
+            })?),
+            None => None,
+        };
+        Self::from_parts(
+            file,
+            overrides,
+            env("OPENROUTER_API_KEY"),
+            env("OPENROUTER_BASE_URL"),
+            sim_latency,
+        )
+    }
+
+    /// Merges the sources in precedence order (separate from `load` so tests need no env).
+    pub fn from_parts(
+        file: FileConfig,
+        overrides: &Overrides,
+        api_key: Option<String>,
+        base_url: Option<String>,
+        sim_latency_ms: Option<u64>,
+    ) -> Result<Self, ConfigError> {
+        let mut c = Config::defaults();
+        c.bind = overrides.bind.clone().or(file.bind).unwrap_or(c.bind);
+        c.database_url =
+            overrides.database_url.clone().or(file.database_url).unwrap_or(c.database_url);
+        c.stage_timeout_ms = file.stage_timeout_ms.unwrap_or(c.stage_timeout_ms);
+        if !(1_000..=3_600_000).contains(&c.stage_timeout_ms) {
+            return Err(ConfigError::Invalid(
+                "stage_timeout_ms must be between 1000 and 3600000".into(),
+            ));
+        }
+        c.openrouter_api_key = api_key;
+        c.openrouter_base_url =
+            base_url.or(file.openrouter_base_url).unwrap_or(c.openrouter_base_url);
+        if let Some(ms) = sim_latency_ms.or(file.sim.latency_ms) {
+            c.sim.latency_ms = ms;
+        }
+        c.sim.models = file.sim.models;
+        for r in &file.routes {
+            if r.prefix.is_empty() {
+                return Err(ConfigError::Invalid("a route has an empty prefix".into()));
+            }
+            if !(r.base_url.starts_with("http://") || r.base_url.starts_with("https://")) {
+                return Err(ConfigError::Invalid(format!(
+                    "route {:?}: base_url must start with http:// or https://",
+                    r.prefix
+                )));
+            }
+        }
+        c.routes = file.routes;
+        if let Some(ms) = file.heartbeat_interval_ms {
+            c.heartbeat_interval = Duration::from_millis(ms.max(100));
+        }
+        if let Some(ms) = file.client_timeout_ms {
+            c.client_timeout = Duration::from_millis(ms.max(200));
+        }
+        Ok(c)
+    }
+
+    /// True when no real provider is configured: default models are sim models.
+    pub fn offline(&self) -> bool {
+        self.openrouter_api_key.is_none()
+    }
+
+    /// Builds the model routes: configured routes, `sim/` in-process (unless a route takes
+    /// it), and OpenRouter (or `OPENROUTER_BASE_URL`) for the rest when a key is set.
+    pub fn providers(&self) -> Providers {
+        let mut routes: Vec<Route> = self
+            .routes
+            .iter()
+            .map(|r| {
+                let key = r
+                    .api_key
+                    .clone()
+                    .or_else(|| r.api_key_env.as_ref().and_then(|k| std::env::var(k).ok()));
+                Route {
+                    prefix: r.prefix.clone(),
+                    strip_prefix: r.strip_prefix,
+                    provider: Arc::new(OpenAiCompatible::new(&r.base_url, key))
+                        as Arc<dyn Provider>,
+                }
+            })
+            .collect();
+        if !routes.iter().any(|r| r.prefix == "sim/") {
+            routes.push(Route {
+                prefix: "sim/".into(),
+                strip_prefix: false,
+                provider: Arc::new(SimProvider::new(self.sim.clone())),
+            });
+        }
+        let fallback = self.openrouter_api_key.as_ref().map(|key| {
+            Arc::new(OpenAiCompatible::new(&self.openrouter_base_url, Some(key.clone())))
+                as Arc<dyn Provider>
+        });
+        Providers::new(routes, fallback)
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    toml::from_str(&text)
+        .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_win_over_the_file_and_the_file_over_defaults() {
+        let file: FileConfig = toml::from_str(
+            r#"
+            bind = "0.0.0.0:9000"
+            database_url = "sqlite://file.db"
+            stage_timeout_ms = 30000
+            [sim]
+            latency_ms = 50
+            [sim.models."sim/slow"]
+            latency_ms = 5000
+            [[routes]]
+            prefix = "ollama/"
+            base_url = "http://127.0.0.1:11434/v1"
+            "#,
+        )
+        .unwrap();
+        let o = Overrides { bind: Some("127.0.0.1:1".into()), ..Default::default() };
+        let c = Config::from_parts(file, &o, None, None, Some(7)).unwrap();
+        assert_eq!(c.bind, "127.0.0.1:1");
+        assert_eq!(c.database_url, "sqlite://file.db");
+        assert_eq!(c.stage_timeout_ms, 30000);
+        assert_eq!(c.sim.latency_ms, 7, "CONCLAVE_SIM_LATENCY_MS wins over the file");
+        assert_eq!(c.sim.models["sim/slow"].latency_ms, Some(5000));
+        assert!(c.routes[0].strip_prefix);
+        assert!(c.offline());
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_routes_are_reported() {
+        assert!(toml::from_str::<FileConfig>("bnid = \"x\"").is_err());
+        let file: FileConfig =
+            toml::from_str("[[routes]]\nprefix = \"x/\"\nbase_url = \"localhost:1\"").unwrap();
+        let err = Config::from_parts(file, &Overrides::default(), None, None, None).unwrap_err();
+        assert!(err.to_string().contains("base_url"), "{err}");
+    }
+
+    #[test]
+    fn routes_pick_providers_and_unknown_models_need_a_key() {
+        let c = Config::defaults();
+        let p = c.providers();
+        assert!(p.resolve("sim/alpha").is_ok());
+        assert!(p.resolve("openai/o3").is_err());
+        let mut keyed = Config::defaults();
+        keyed.openrouter_api_key = Some("k".into());
+        assert!(keyed.providers().resolve("openai/o3").is_ok());
+    }
+}

@@ -1,0 +1,421 @@
+//! The deliberation engine: actors that run deliberations and fan their events out.
+//!
+//! [`Engine`] is the one entry point the web layer and the CLI use: it validates and starts
+//! runs, routes cancels, subscribes watchers (replaying from memory or the store), and
+//! rebuilds results. Mode logic stays in `modes/`, SQL in `store/`.
+
+pub mod deliberation;
+pub mod events;
+pub mod hub;
+pub mod model_call;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::modes::{self, ChatMessage, Defaults, FieldError, ModeKind, RunContext};
+use crate::providers::Providers;
+use crate::store::{self, MessageRecord, NewRun, RunRecord, Store, StoreError};
+use deliberation::{Deliberation, DeliberationSetup};
+use events::{EventFrame, Frame};
+use hub::{Hub, RegisterRun, RunSummary, WatchOutcome, WatcherId};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The client's request is wrong; nothing was started.
+    #[error(transparent)]
+    Invalid(#[from] FieldError),
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the engine is shutting down")]
+    Unavailable,
+}
+
+/// What `start` answers.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartedRun {
+    pub run_id: String,
+    pub conversation_id: String,
+    pub message_id: String,
+    pub mode: ModeKind,
+}
+
+/// How a watch was served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watched {
+    /// Subscribed to a live run: more events will come until its terminal event.
+    Live,
+    /// The run is over: every event after `since` was sent and nothing more will come.
+    Ended,
+}
+
+/// Engine settings (from the configuration).
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    pub defaults: Defaults,
+    pub token_flush: Duration,
+    pub retention: Duration,
+}
+
+/// Cloneable handle to the engine's actors.
+#[derive(Clone)]
+pub struct Engine {
+    hub: Addr<Hub>,
+    store: Store,
+    providers: Providers,
+    settings: Arc<EngineSettings>,
+    next_watcher: Arc<AtomicU64>,
+}
+
+/// How many turns of a conversation's history a follow-up may carry (modes truncate further).
+const HISTORY_LIMIT: usize = 200;
+
+impl Engine {
+    /// Starts the Hub. Must run inside an actix System.
+    pub fn launch(store: Store, providers: Providers, settings: EngineSettings) -> Self {
+        let hub = Hub::new(settings.retention).start();
+        Engine {
+            hub,
+            store,
+            providers,
+            settings: Arc::new(settings),
+            next_watcher: Arc::new(AtomicU64::new(1)),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn providers(&self) -> &Providers {
+        &self.providers
+    }
+
+    pub fn defaults(&self) -> &Defaults {
+        &self.settings.defaults
+    }
+
+    /// A fresh id for a watcher's channel.
+    pub fn watcher_id(&self) -> WatcherId {
+        self.next_watcher.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Validates a start request and starts the run. Every client mistake is reported as
+    /// [`EngineError::Invalid`] before anything is stored or any model is called.
+    pub async fn start_run(
+        &self,
+        body: &Value,
+        owner: Option<String>,
+    ) -> Result<StartedRun, EngineError> {
+        let req = modes::validate(body, &self.settings.defaults)?;
+        for model in &req.models {
+            if let Err(message) = self.providers.resolve(model) {
+                return Err(FieldError::new(&field_naming(body, model), message).into());
+            }
+        }
+        let (conversation_id, new_conversation, history) = match &req.conversation_id {
+            None => (uuid::Uuid::now_v7().to_string(), true, Vec::new()),
+            Some(id) => {
+                let Some(detail) = self.store.get_conversation(id).await? else {
+                    return Err(
+                        FieldError::new("conversationId", "no conversation has this id").into()
+                    );
+                };
+                let conv = detail.conversation;
+                if conv.mode != req.mode.as_str() {
+                    return Err(FieldError::new(
+                        "conversationId",
+                        format!(
+                            "this is a {} conversation; a {} run needs a new conversation",
+                            conv.mode,
+                            req.mode.as_str()
+                        ),
+                    )
+                    .into());
+                }
+                (conv.id, false, history_of(&detail.messages))
+            }
+        };
+        let run_id = uuid::Uuid::now_v7().to_string();
+        let message_id = uuid::Uuid::now_v7().to_string();
+        let created_at = store::now_ms();
+        let request = serde_json::to_value(&req).unwrap_or(Value::Null);
+        self.store
+            .create_run(NewRun {
+                run_id: run_id.clone(),
+                conversation_id: conversation_id.clone(),
+                new_conversation,
+                user_message_id: uuid::Uuid::now_v7().to_string(),
+                message_id: message_id.clone(),
+                mode: req.mode.as_str().to_string(),
+                question: req.question.clone(),
+                request,
+                owner,
+                created_at,
+            })
+            .await?;
+        let ctx = RunContext {
+            run_id: run_id.clone(),
+            conversation_id: conversation_id.clone(),
+            message_id: message_id.clone(),
+            question: req.question.clone(),
+            history,
+            new_conversation,
+            seed: modes::common::seed_from_run_id(&run_id),
+        };
+        let mode = modes::instantiate(&req, ctx);
+        // Register with the Hub before the actor runs, so a watch sent right after this call
+        // returns finds the run.
+        let actor_ctx = Context::<Deliberation>::new();
+        let addr = actor_ctx.address();
+        let summary = RunSummary {
+            id: run_id.clone(),
+            mode: req.mode.as_str().to_string(),
+            conversation_id: conversation_id.clone(),
+            message_id: message_id.clone(),
+            question: req.question.chars().take(200).collect(),
+            status: "running".into(),
+            created_at,
+            last_event: None,
+            last_seq: 0,
+        };
+        self.hub
+            .send(RegisterRun { summary, cancel: addr.recipient() })
+            .await
+            .map_err(|_| EngineError::Unavailable)?;
+        actor_ctx.run(Deliberation::new(DeliberationSetup {
+            run_id: run_id.clone(),
+            message_id: message_id.clone(),
+            conversation_id: conversation_id.clone(),
+            mode,
+            hub: self.hub.clone(),
+            store: self.store.clone(),
+            providers: self.providers.clone(),
+            token_flush: self.settings.token_flush,
+        }));
+        Ok(StartedRun { run_id, conversation_id, message_id, mode: req.mode })
+    }
+
+    /// Cancels a run. `Ok(true)` when it was running, `Ok(false)` when it had already ended.
+    pub async fn cancel(&self, run_id: &str, reason: &str) -> Result<bool, EngineError> {
+        let live = self
+            .hub
+            .send(hub::Cancel { run_id: run_id.to_string(), reason: reason.to_string() })
+            .await
+            .map_err(|_| EngineError::Unavailable)?;
+        if live {
+            return Ok(true);
+        }
+        match self.store.get_run(run_id).await? {
+            Some(_) => Ok(false),
+            None => Err(EngineError::NotFound(format!("run {run_id}"))),
+        }
+    }
+
+    /// Sends `sink` every event of the run after `since`, then (for a live run) the live ones.
+    pub async fn watch(
+        &self,
+        run_id: &str,
+        since: i64,
+        watcher: WatcherId,
+        sink: UnboundedSender<Frame>,
+    ) -> Result<Watched, EngineError> {
+        let outcome = self
+            .hub
+            .send(hub::Watch { run_id: run_id.to_string(), since, watcher, sink: sink.clone() })
+            .await
+            .map_err(|_| EngineError::Unavailable)?;
+        match outcome {
+            WatchOutcome::Live { ended: false } => Ok(Watched::Live),
+            WatchOutcome::Live { ended: true } => Ok(Watched::Ended),
+            WatchOutcome::NotLive => {
+                if self.store.get_run(run_id).await?.is_none() {
+                    return Err(EngineError::NotFound(format!("run {run_id}")));
+                }
+                for e in self.store.events_since(run_id, since).await? {
+                    let frame = EventFrame::new(run_id, e.seq, &e.event, e.data);
+                    if sink.send(Frame::Event(Arc::new(frame))).is_err() {
+                        break;
+                    }
+                }
+                Ok(Watched::Ended)
+            }
+        }
+    }
+
+    pub fn unwatch(&self, run_id: &str, watcher: WatcherId) {
+        self.hub.do_send(hub::Unwatch { run_id: run_id.to_string(), watcher });
+    }
+
+    pub fn disconnect(&self, watcher: WatcherId) {
+        self.hub.do_send(hub::Disconnect { watcher });
+    }
+
+    pub fn subscribe_dashboard(&self, watcher: WatcherId, sink: UnboundedSender<Frame>) {
+        self.hub.do_send(hub::SubscribeDashboard { watcher, sink });
+    }
+
+    pub async fn live_runs(&self) -> Result<Vec<RunSummary>, EngineError> {
+        self.hub.send(hub::ListLive {}).await.map_err(|_| EngineError::Unavailable)
+    }
+
+    /// A run's record and the mode's result rebuilt from its stored stage rows.
+    pub async fn result(&self, run_id: &str) -> Result<Value, EngineError> {
+        let run = self
+            .store
+            .get_run(run_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("run {run_id}")))?;
+        let stages = self.store.get_stages(&run.message_id).await?;
+        let rows: Vec<_> = stages.into_iter().map(|s| s.row).collect();
+        let mut result = match ModeKind::parse(&run.mode) {
+            Some(kind) => modes::load_result(kind, &rows),
+            None => Value::Null,
+        };
+        let conversation = self.store.get_conversation(&run.conversation_id).await?;
+        let (title, question, answer) = match &conversation {
+            Some(crate::store::ConversationDetail { conversation: conv, messages, runs }) => {
+                let first = runs.first().is_some_and(|r| r.id == run.id);
+                let q = messages
+                    .iter()
+                    .find(|m| m.id == run.user_message_id)
+                    .map(|m| m.content.clone());
+                let a = messages
+                    .iter()
+                    .find(|m| m.id == run.message_id && !m.content.is_empty())
+                    .map(|m| m.content.clone());
+                (conv.title.clone().filter(|_| first), q, a)
+            }
+            None => (None, None, None),
+        };
+        if let (Some(t), Some(obj)) = (&title, result.as_object_mut()) {
+            obj.insert("title".into(), json!(t));
+        }
+        Ok(run_view(&run, question, answer, title, result))
+    }
+}
+
+/// The JSON a client sees for a run.
+pub fn run_view(
+    run: &RunRecord,
+    question: Option<String>,
+    answer: Option<String>,
+    title: Option<String>,
+    result: Value,
+) -> Value {
+    json!({
+        "id": run.id,
+        "conversationId": run.conversation_id,
+        "messageId": run.message_id,
+        "mode": run.mode,
+        "status": run.status,
+        "error": run.error,
+        "question": question,
+        "answer": answer,
+        "title": title,
+        "request": run.request,
+        "createdAt": run.created_at,
+        "finishedAt": run.finished_at,
+        "durationMs": run.finished_at.map(|f| f - run.created_at),
+        "usage": {
+            "promptTokens": run.prompt_tokens,
+            "completionTokens": run.completion_tokens,
+            "cost": run.cost,
+        },
+        "lastSeq": run.last_seq,
+        "result": result,
+    })
+}
+
+/// A conversation's completed turns as chat history (a turn whose run produced no answer is
+/// left out: the models never saw an answer to it).
+fn history_of(messages: &[MessageRecord]) -> Vec<ChatMessage> {
+    let mut out = Vec::new();
+    let mut iter = messages.iter().peekable();
+    while let Some(m) = iter.next() {
+        if m.role != "user" {
+            continue;
+        }
+        if let Some(next) = iter.peek() {
+            if next.role == "assistant" && !next.content.is_empty() {
+                out.push(ChatMessage::user(m.content.clone()));
+                out.push(ChatMessage::assistant(next.content.clone()));
+                iter.next();
+            }
+        }
+    }
+    let keep = HISTORY_LIMIT * 2;
+    if out.len() > keep {
+        out.drain(..out.len() - keep);
+    }
+    out
+}
+
+/// The request field that holds `model`, so an unroutable model id is reported where the
+/// client wrote it (`councilModels[1]`, `chairmanModel`, `modeConfig.models[0]`...).
+fn field_naming(body: &Value, model: &str) -> String {
+    fn search(v: &Value, path: &str, model: &str) -> Option<String> {
+        match v {
+            Value::String(s) if s == model => Some(path.to_string()),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .find_map(|(i, item)| search(item, &format!("{path}[{i}]"), model)),
+            Value::Object(map) => map.iter().find_map(|(k, item)| {
+                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                if k == "question" {
+                    None
+                } else {
+                    search(item, &p, model)
+                }
+            }),
+            _ => None,
+        }
+    }
+    search(body, "", model).unwrap_or_else(|| "models".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unroutable_models_are_reported_where_the_client_wrote_them() {
+        let body =
+            json!({"question": "q", "councilModels": ["sim/a", "x/y"], "chairmanModel": "z"});
+        assert_eq!(field_naming(&body, "x/y"), "councilModels[1]");
+        assert_eq!(field_naming(&body, "z"), "chairmanModel");
+        assert_eq!(field_naming(&body, "default/model"), "models");
+    }
+
+    #[test]
+    fn history_skips_turns_that_never_got_an_answer() {
+        let msg = |role: &str, content: &str, position| MessageRecord {
+            id: format!("m{position}"),
+            conversation_id: "c".into(),
+            position,
+            role: role.into(),
+            content: content.into(),
+            created_at: 0,
+        };
+        let messages = vec![
+            msg("user", "q1", 0),
+            msg("assistant", "a1", 1),
+            msg("user", "q2", 2),
+            msg("assistant", "", 3),
+            msg("user", "q3", 4),
+            msg("assistant", "a3", 5),
+        ];
+        let h = history_of(&messages);
+        let contents: Vec<&str> = h.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(contents, vec!["q1", "a1", "q3", "a3"]);
+    }
+}

@@ -1,0 +1,458 @@
+//! Council mode on recorded and adversarial model outputs, and driven as a state machine.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::modes::common::seed_from_run_id;
+use crate::modes::{CallError, CallErrorKind, ChatMessage};
+
+fn labels(n: usize) -> Vec<String> {
+    (0..n).map(label).collect()
+}
+
+#[test]
+fn reads_a_realistic_evaluation() {
+    let text = "Response A is thorough but verbose. Response B misses the caching angle. \
+                Response C is concise and correct.\n\nFINAL RANKING:\n1. Response C\n2. Response A\n3. Response B\n";
+    assert_eq!(parse_ranking(text, &labels(3)), vec!["Response C", "Response A", "Response B"]);
+}
+
+#[test]
+fn tolerates_markdown_and_case() {
+    let bold = "Analysis...\n\n**FINAL RANKING:**\n1. **Response B**\n2) *Response A*\n3. Response C - weakest";
+    assert_eq!(parse_ranking(bold, &labels(3)), vec!["Response B", "Response A", "Response C"]);
+    let heading = "## Final Ranking:\n\n1. response c\n2. response b\n3. response a";
+    assert_eq!(parse_ranking(heading, &labels(3)), vec!["Response C", "Response B", "Response A"]);
+    let inner = "**Final Ranking**:\n- 1. Response A\n- 2. Response B";
+    assert_eq!(parse_ranking(inner, &labels(2)), vec!["Response A", "Response B"]);
+}
+
+#[test]
+fn the_last_header_wins_over_a_quoted_example() {
+    let text = "The prompt's example was:\nFINAL RANKING:\n1. Response C\n2. Response A\n3. Response B\n\n\
+                My own view: B is best.\n\nFINAL RANKING:\n1. Response B\n2. Response C\n3. Response A";
+    assert_eq!(parse_ranking(text, &labels(3)), vec!["Response B", "Response C", "Response A"]);
+}
+
+#[test]
+fn unknown_and_repeated_labels_are_dropped() {
+    let text = "FINAL RANKING:\n1. Response Z\n2. Response B\n3. Response B\n4. Response A";
+    assert_eq!(parse_ranking(text, &labels(3)), vec!["Response B", "Response A"]);
+}
+
+#[test]
+fn labels_under_the_header_without_numbers_are_level_two() {
+    let text = "FINAL RANKING:\nResponse B, then Response A, and last Response C.";
+    assert_eq!(parse_ranking(text, &labels(3)), vec!["Response B", "Response A", "Response C"]);
+}
+
+#[test]
+fn without_a_header_first_mentions_are_level_three() {
+    let text = "I prefer Response C over Response A; Response C is also shorter than Response B.";
+    assert_eq!(parse_ranking(text, &labels(3)), vec!["Response C", "Response A", "Response B"]);
+}
+
+#[test]
+fn nothing_recognisable_is_empty() {
+    assert!(parse_ranking("They are all fine.", &labels(3)).is_empty());
+    assert!(parse_ranking("", &labels(3)).is_empty());
+    assert!(parse_ranking("FINAL RANKING:\n1. the first one", &labels(3)).is_empty());
+}
+
+#[test]
+fn a_longer_label_is_not_read_as_a_shorter_one() {
+    let map: Vec<String> = vec!["Response A".into(), "Response AB".into()];
+    assert_eq!(
+        parse_ranking("FINAL RANKING:\n1. Response AB\n2. Response A", &map),
+        vec!["Response AB", "Response A"]
+    );
+    assert_eq!(parse_ranking("FINAL RANKING:\n1. Response ABC", &map), Vec::<String>::new());
+}
+
+proptest! {
+    #[test]
+    fn parse_ranking_never_panics_and_returns_distinct_known_labels(text in "\\PC{0,400}", n in 1usize..7) {
+        let map = labels(n);
+        let got = parse_ranking(&text, &map);
+        let mut seen = std::collections::HashSet::new();
+        for l in &got {
+            prop_assert!(map.contains(l));
+            prop_assert!(seen.insert(l.clone()));
+        }
+    }
+
+    #[test]
+    fn parse_ranking_reads_any_well_formed_list(perm in Just((0..5usize).collect::<Vec<_>>()).prop_shuffle(), noise in "[a-z .,]{0,80}") {
+        let map = labels(5);
+        let mut text = format!("{noise}\n\nFINAL RANKING:\n");
+        for (i, p) in perm.iter().enumerate() {
+            text.push_str(&format!("{}. {}\n", i + 1, map[*p]));
+        }
+        let expected: Vec<String> = perm.iter().map(|p| map[*p].clone()).collect();
+        prop_assert_eq!(parse_ranking(&text, &map), expected);
+    }
+}
+
+#[test]
+fn aggregate_is_the_average_position_over_parsed_rankings() {
+    let m: BTreeMap<String, String> = [("Response A", "m1"), ("Response B", "m2")]
+        .iter()
+        .map(|(l, m)| (l.to_string(), m.to_string()))
+        .collect();
+    let r = |p: &[&str]| Stage2Response {
+        model: "e".into(),
+        ranking: String::new(),
+        parsed_ranking: p.iter().map(|s| s.to_string()).collect(),
+        response_time_ms: 0,
+    };
+    let agg = aggregate_rankings(
+        &[
+            r(&["Response A", "Response B"]),
+            r(&["Response B", "Response A"]),
+            r(&["Response A", "Response B"]),
+            r(&[]),
+        ],
+        &m,
+    );
+    assert_eq!(agg[0].model, "m1");
+    assert_eq!(agg[0].average_rank, 1.33);
+    assert_eq!(agg[0].rankings_count, 3, "the empty ranking is left out");
+    assert_eq!(agg[1].average_rank, 1.67);
+    assert!(aggregate_rankings(&[r(&[])], &m).is_empty());
+}
+
+#[test]
+fn prompts_are_the_seeds_verbatim() {
+    let p = ranking_prompt(
+        "Q?",
+        &[("Response A".into(), "one".into()), ("Response B".into(), "two".into())],
+    );
+    assert!(p.starts_with("You are an expert evaluator. Below is a question and several responses from different sources. Your task is to evaluate each response and rank them from best to worst.\n\nQuestion: Q?\n\n--- Response A ---\none\n\n--- Response B ---\ntwo\n\nInstructions:\n1. Evaluate each response"));
+    assert!(p.ends_with("FINAL RANKING:\n1. Response C\n2. Response A\n3. Response B\n\nDo not include any other text in the FINAL RANKING section."));
+    let s = synthesis_prompt(
+        "Q?",
+        &[Stage1Response { model: "m1".into(), response: "r1".into(), response_time_ms: 1 }],
+        &[Stage2Response {
+            model: "m2".into(),
+            ranking: "rank".into(),
+            parsed_ranking: vec![],
+            response_time_ms: 1,
+        }],
+    );
+    assert!(s.contains("Original Question: Q?\n\nSTAGE 1 — Individual Responses:\n\n--- m1 ---\nr1\n\nSTAGE 2 — Peer Rankings:\n\n--- Evaluator: m2 ---\nrank\n\n"));
+    assert!(s.ends_with("represents the collective intelligence of all the models."));
+}
+
+// ---- the state machine ----------------------------------------------------------------
+
+fn ctx(history: Vec<ChatMessage>, new_conversation: bool) -> RunContext {
+    RunContext {
+        run_id: "run-1".into(),
+        conversation_id: "conv".into(),
+        message_id: "msg".into(),
+        question: "What is best?".into(),
+        history,
+        new_conversation,
+        seed: seed_from_run_id("run-1"),
+    }
+}
+
+fn council(models: &[&str], history: Vec<ChatMessage>, new_conversation: bool) -> Council {
+    let config = json!({ "councilModels": models, "chairmanModel": "chair", "timeoutMs": 120000 });
+    Council::new(&config, ctx(history, new_conversation))
+}
+
+fn ok(spec: &CallSpec, text: &str) -> CallReply {
+    CallReply {
+        key: spec.key.clone(),
+        model: spec.model.clone(),
+        response_time_ms: 10,
+        result: Ok(text.into()),
+        usage: None,
+    }
+}
+
+fn err(spec: &CallSpec) -> CallReply {
+    CallReply {
+        key: spec.key.clone(),
+        model: spec.model.clone(),
+        response_time_ms: 10,
+        result: Err(CallError {
+            kind: CallErrorKind::Http,
+            status: Some(503),
+            message: "down".into(),
+        }),
+        usage: None,
+    }
+}
+
+fn calls(effects: &[Effect]) -> Vec<CallSpec> {
+    effects
+        .iter()
+        .filter_map(|e| if let Effect::Call(c) = e { Some(c.clone()) } else { None })
+        .collect()
+}
+
+fn events(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .filter_map(|e| if let Effect::Emit { event, .. } = e { Some(event.clone()) } else { None })
+        .collect()
+}
+
+fn rows(effects: &[Effect]) -> Vec<StageRow> {
+    effects
+        .iter()
+        .filter_map(|e| if let Effect::Store(r) = e { Some(r.clone()) } else { None })
+        .collect()
+}
+
+fn emitted(effects: &[Effect], name: &str) -> Option<Value> {
+    effects.iter().find_map(|e| match e {
+        Effect::Emit { event, data } if event == name => Some(data.clone()),
+        _ => None,
+    })
+}
+
+/// Feeds replies and collects every effect.
+fn feed(c: &mut Council, replies: Vec<CallReply>) -> Vec<Effect> {
+    replies.into_iter().flat_map(|r| c.on_reply(r)).collect()
+}
+
+/// A ranking that puts the labels in the given order.
+fn ranking(order: &[&str]) -> String {
+    let mut s = String::from("Evaluation.\n\nFINAL RANKING:\n");
+    for (i, l) in order.iter().enumerate() {
+        s.push_str(&format!("{}. {l}\n", i + 1));
+    }
+    s
+}
+
+#[test]
+fn the_happy_path_follows_the_seed() {
+    let mut c = council(&["m1", "m2", "m3"], vec![], true);
+    let mut all = c.start();
+    let s1 = calls(&all);
+    assert_eq!(s1.len(), 3);
+    assert_eq!(s1[0].messages, vec![ChatMessage::user("What is best?")]);
+    let e1 = feed(&mut c, s1.iter().map(|s| ok(s, &format!("answer {}", s.key))).collect());
+    let s2 = calls(&e1);
+    assert_eq!(s2.len(), 3, "every member ranks");
+    assert!(s2[0].messages[0].content.contains("--- Response A ---"));
+    assert!(!s2[0].messages[0].content.contains("m1"), "rankers see no model names");
+    all.extend(e1);
+    let e2 = feed(
+        &mut c,
+        s2.iter().map(|s| ok(s, &ranking(&["Response B", "Response A", "Response C"]))).collect(),
+    );
+    let s3 = calls(&e2);
+    assert_eq!(s3.iter().map(|s| s.key.as_str()).collect::<Vec<_>>(), vec!["stage3", "title"]);
+    assert!(
+        s3[0].messages[0].content.contains("--- answer")
+            || s3[0].messages[0].content.contains("--- m1 ---")
+    );
+    let meta = emitted(&e2, "stage2_complete").unwrap()["metadata"].clone();
+    assert_eq!(meta["aggregateRankings"][0]["label"], "Response B");
+    assert_eq!(meta["aggregateRankings"][0]["averageRank"], 1.0);
+    all.extend(e2);
+    let e3 = feed(&mut c, vec![ok(&s3[0], "the synthesis"), ok(&s3[1], "Best Things Compared")]);
+    all.extend(e3.clone());
+    assert_eq!(
+        events(&all),
+        vec![
+            "stage1_start",
+            "stage1_complete",
+            "stage2_start",
+            "stage2_complete",
+            "stage3_start",
+            "stage3_complete",
+            "title_complete"
+        ]
+    );
+    assert!(e3.contains(&Effect::Finish { answer: "the synthesis".into() }));
+    assert!(e3.contains(&Effect::SetTitle("Best Things Compared".into())));
+    let stored = rows(&all);
+    let types: Vec<&str> = stored.iter().map(|r| r.stage_type.as_str()).collect();
+    assert_eq!(
+        types,
+        vec![
+            "stage1",
+            "stage1",
+            "stage1",
+            "label_map",
+            "label_map",
+            "label_map",
+            "stage2",
+            "stage2",
+            "stage2",
+            "stage3"
+        ]
+    );
+    // The stored rows rebuild exactly what went out live.
+    let result = load_result(&stored);
+    assert_eq!(result["stage1"], emitted(&all, "stage1_complete").unwrap()["data"]);
+    assert_eq!(result["stage2"], emitted(&all, "stage2_complete").unwrap()["data"]);
+    assert_eq!(result["stage2Metadata"], emitted(&all, "stage2_complete").unwrap()["metadata"]);
+    assert_eq!(result["stage3"], emitted(&all, "stage3_complete").unwrap()["data"]);
+}
+
+#[test]
+fn a_title_that_arrives_first_waits_for_stage_three() {
+    let mut c = council(&["m1", "m2"], vec![], true);
+    let s1 = calls(&c.start());
+    let s2 = calls(&feed(&mut c, s1.iter().map(|s| ok(s, "a")).collect()));
+    let s3 = calls(&feed(&mut c, s2.iter().map(|s| ok(s, "no ranking")).collect()));
+    let early = c.on_reply(ok(&s3[1], "Early Title"));
+    assert!(events(&early).is_empty(), "held until stage 3");
+    let done = c.on_reply(ok(&s3[0], "syn"));
+    assert_eq!(events(&done), vec!["stage3_complete", "title_complete"]);
+}
+
+#[test]
+fn a_failed_title_falls_back_to_the_question() {
+    let mut c = council(&["m1", "m2"], vec![], true);
+    let s1 = calls(&c.start());
+    let s2 = calls(&feed(&mut c, s1.iter().map(|s| ok(s, "a")).collect()));
+    let s3 = calls(&feed(&mut c, s2.iter().map(|s| ok(s, "x")).collect()));
+    c.on_reply(ok(&s3[0], "syn"));
+    let t = c.on_reply(err(&s3[1]));
+    assert!(t.contains(&Effect::SetTitle("What is best".into())));
+}
+
+#[test]
+fn follow_ups_get_no_title_and_carry_ten_turns() {
+    let mut history = Vec::new();
+    for i in 0..15 {
+        history.push(ChatMessage::user(format!("q{i}")));
+        history.push(ChatMessage::assistant(format!("a{i}")));
+    }
+    let mut c = council(&["m1", "m2"], history, false);
+    let s1 = calls(&c.start());
+    assert_eq!(s1[0].messages.len(), 21);
+    assert_eq!(s1[0].messages[0].content, "q5");
+    let s2 = calls(&feed(&mut c, s1.iter().map(|s| ok(s, "a")).collect()));
+    assert_eq!(s2[0].messages.len(), 1, "rankers get no history");
+    let s3 = calls(&feed(&mut c, s2.iter().map(|s| ok(s, "x")).collect()));
+    assert_eq!(s3.len(), 1, "no title call for a follow-up");
+    assert_eq!(s3[0].messages.len(), 21, "the chairman gets the history too");
+}
+
+#[test]
+fn all_members_failing_aborts() {
+    let mut c = council(&["m1", "m2"], vec![], false);
+    let s1 = calls(&c.start());
+    let e = feed(&mut c, s1.iter().map(err).collect());
+    assert!(
+        matches!(e.last(), Some(Effect::Fail { message }) if message.contains("All council models failed"))
+    );
+    assert!(rows(&e).is_empty());
+}
+
+#[test]
+fn one_answer_is_not_enough() {
+    let mut c = council(&["m1", "m2", "m3"], vec![], false);
+    let s1 = calls(&c.start());
+    let e = feed(&mut c, vec![ok(&s1[0], "a"), err(&s1[1]), err(&s1[2])]);
+    assert!(matches!(e.last(), Some(Effect::Fail { .. })));
+}
+
+#[test]
+fn some_failures_continue_with_fewer_labels() {
+    let mut c = council(&["m1", "m2", "m3"], vec![], false);
+    let s1 = calls(&c.start());
+    let e = feed(&mut c, vec![ok(&s1[0], "a"), err(&s1[1]), ok(&s1[2], "c")]);
+    let s2 = calls(&e);
+    assert_eq!(s2.len(), 3);
+    assert!(s2[0].messages[0].content.contains("--- Response B ---"));
+    assert!(!s2[0].messages[0].content.contains("--- Response C ---"));
+    let map: Vec<String> = rows(&e)
+        .iter()
+        .filter(|r| r.stage_type == "label_map")
+        .filter_map(|r| r.model.clone())
+        .collect();
+    assert_eq!(map.len(), 2);
+    assert!(!map.contains(&"m2".to_string()));
+}
+
+#[test]
+fn unparseable_rankings_still_reach_the_chairman() {
+    let mut c = council(&["m1", "m2"], vec![], false);
+    let s1 = calls(&c.start());
+    let s2 = calls(&feed(&mut c, s1.iter().map(|s| ok(s, "a")).collect()));
+    let e = feed(&mut c, s2.iter().map(|s| ok(s, "all good")).collect());
+    assert_eq!(emitted(&e, "stage2_complete").unwrap()["metadata"]["aggregateRankings"], json!([]));
+    assert_eq!(calls(&e).len(), 1);
+}
+
+#[test]
+fn a_failing_chairman_fails_after_stages_one_and_two_were_stored() {
+    let mut c = council(&["m1", "m2"], vec![], true);
+    let mut all = c.start();
+    let s1 = calls(&all);
+    let e1 = feed(&mut c, s1.iter().map(|s| ok(s, "a")).collect());
+    let s2 = calls(&e1);
+    all.extend(e1);
+    let e2 =
+        feed(&mut c, s2.iter().map(|s| ok(s, &ranking(&["Response A", "Response B"]))).collect());
+    let s3 = calls(&e2);
+    all.extend(e2);
+    let e3 = c.on_reply(err(&s3[0]));
+    assert!(matches!(e3.last(), Some(Effect::Fail { message }) if message.contains("chairman")));
+    assert!(
+        e3.iter().any(|e| matches!(e, Effect::SetTitle(_))),
+        "the new conversation still gets a title"
+    );
+    let stored = rows(&all);
+    assert_eq!(stored.iter().filter(|r| r.stage_type == "stage1").count(), 2);
+    assert_eq!(stored.iter().filter(|r| r.stage_type == "stage2").count(), 2);
+    let partial = load_result(&stored);
+    assert!(partial["stage3"].is_null());
+    assert_eq!(partial["stage2Metadata"]["aggregateRankings"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn the_label_map_follows_the_run_seed() {
+    let map_for = |run: &str| {
+        let mut ctx = ctx(vec![], false);
+        ctx.seed = seed_from_run_id(run);
+        let mut c = Council::new(
+            &json!({ "councilModels": ["m1","m2","m3","m4"], "chairmanModel": "c", "timeoutMs": 120000 }),
+            ctx,
+        );
+        let s1 = calls(&c.start());
+        let e = feed(&mut c, s1.iter().map(|s| ok(s, &s.model)).collect());
+        rows(&e)
+            .into_iter()
+            .filter(|r| r.stage_type == "label_map")
+            .filter_map(|r| r.model)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(map_for("r1"), map_for("r1"));
+    assert!((2..30).any(|i| map_for(&format!("r{i}")) != map_for("r1")));
+}
+
+#[test]
+fn validation_follows_the_schema() {
+    let d = Defaults { offline: true, stage_timeout_ms: 120_000 };
+    let v = validate(&json!({ "question": " Why? " }), &d).unwrap();
+    assert_eq!(v.question, "Why?");
+    assert_eq!(v.config["councilModels"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
+    assert_eq!(v.models, vec!["sim/alpha", "sim/beta", "sim/gamma"]);
+    let online = Defaults { offline: false, stage_timeout_ms: 120_000 };
+    assert_eq!(
+        validate(&json!({ "question": "q" }), &online).unwrap().config["chairmanModel"],
+        "anthropic/claude-opus-4-6"
+    );
+    let field = |body: Value| validate(&body, &d).unwrap_err().field;
+    assert_eq!(field(json!({ "question": "" })), "question");
+    assert_eq!(field(json!({ "question": "q", "councilModels": ["a"] })), "councilModels");
+    assert_eq!(field(json!({ "question": "q", "councilModels": ["a", ""] })), "councilModels");
+    assert_eq!(
+        field(json!({ "question": "q", "councilModels": ["1","2","3","4","5","6","7"] })),
+        "councilModels"
+    );
+    assert_eq!(field(json!({ "question": "q", "chairmanModel": 3 })), "chairmanModel");
+    assert_eq!(field(json!({ "question": "q", "timeoutMs": 5 })), "timeoutMs");
+    assert_eq!(field(json!({ "question": "q", "conversationId": "" })), "conversationId");
+}

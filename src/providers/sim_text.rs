@@ -1,0 +1,289 @@
+//! What the sim models say: pure functions from (model, messages) to text.
+//!
+//! Each recogniser spots one prompt format and answers in it; [`respond`] tries them in
+//! order and falls back to a plain answer. A later mode adds a recogniser and a line in
+//! [`RECOGNISERS`]. Everything is deterministic: the same model and prompt give the same text,
+//! and each model name has its own tendencies (which answers it prefers, how much it writes).
+
+use crate::modes::common::SplitMix64;
+use crate::modes::ChatMessage;
+
+/// FNV-1a over several strings, as the seed of a reply.
+pub fn seed_of(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.as_bytes().iter().chain(std::iter::once(&0xff)) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The input a recogniser sees.
+pub struct Prompt<'a> {
+    pub model: &'a str,
+    pub messages: &'a [ChatMessage],
+    /// The last user message.
+    pub last: &'a str,
+    /// Answer without the requested structure.
+    pub malformed: bool,
+}
+
+type Recogniser = fn(&Prompt) -> Option<String>;
+
+/// Tried in order; the first that recognises its prompt answers.
+const RECOGNISERS: &[Recogniser] = &[title, ranking, synthesis];
+
+/// The sim's reply to a chat.
+pub fn respond(model: &str, messages: &[ChatMessage], malformed: bool) -> String {
+    let last =
+        messages.iter().rev().find(|m| m.role == "user").map(|m| m.content.as_str()).unwrap_or("");
+    let p = Prompt { model, messages, last, malformed };
+    RECOGNISERS.iter().find_map(|r| r(&p)).unwrap_or_else(|| answer(&p))
+}
+
+fn rng(p: &Prompt, salt: &str) -> SplitMix64 {
+    SplitMix64::new(seed_of(&[p.model, p.last, salt]))
+}
+
+fn pick<'a>(r: &mut SplitMix64, items: &[&'a str]) -> &'a str {
+    items[r.below(items.len())]
+}
+
+/// Words of the question worth repeating (longer than three letters).
+fn keywords(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '-')
+        .filter(|w| w.chars().count() > 3)
+        .map(str::to_string)
+        .collect()
+}
+
+fn title(p: &Prompt) -> Option<String> {
+    if !p.last.starts_with("Generate a brief title") {
+        return None;
+    }
+    let quoted = p.last.split('"').nth(1).unwrap_or(p.last);
+    let mut words = keywords(quoted);
+    if words.is_empty() {
+        words = vec!["Open".into(), "Question".into()];
+    }
+    let mut r = rng(p, "title");
+    let n = 3 + r.below(3);
+    let t: Vec<String> = words
+        .into_iter()
+        .take(n)
+        .map(|w| {
+            let mut c = w.chars();
+            c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
+        })
+        .collect();
+    Some(t.join(" "))
+}
+
+/// Labels (`Response X`) from `--- Response X ---` lines, with the text under each.
+fn labeled_blocks(prompt: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in prompt.lines() {
+        let t = line.trim();
+        if let Some(inner) = t.strip_prefix("--- ").and_then(|s| s.strip_suffix(" ---")) {
+            if inner.starts_with("Response ") {
+                out.push((inner.to_string(), String::new()));
+                continue;
+            }
+        }
+        if t.starts_with("Instructions:") {
+            break;
+        }
+        if let Some(last) = out.last_mut() {
+            last.1.push_str(line);
+            last.1.push('\n');
+        }
+    }
+    out
+}
+
+fn ranking(p: &Prompt) -> Option<String> {
+    if !(p.last.contains("FINAL RANKING:") && p.last.contains("--- Response ")) {
+        return None;
+    }
+    let blocks = labeled_blocks(p.last);
+    if p.malformed {
+        return Some(format!(
+            "[simulated evaluation from {}] Honestly, every answer here has merit and I would not \
+             want to put one above another.",
+            p.model
+        ));
+    }
+    // Each model scores an answer by its own taste: a hash of (model, answer text). Different
+    // models therefore disagree, and the same model is consistent.
+    let mut scored: Vec<(u64, &String)> =
+        blocks.iter().map(|(l, text)| (seed_of(&[p.model, text.trim()]), l)).collect();
+    scored.sort();
+    let mut r = rng(p, "ranking");
+    let mut s = format!("[simulated evaluation from {}]\n\n", p.model);
+    for (l, text) in &blocks {
+        let words = text.split_whitespace().count();
+        let verdict = pick(
+            &mut r,
+            &[
+                "is clear and well organised",
+                "covers the main points but misses a caveat",
+                "is accurate though somewhat terse",
+                "is thorough, if a little long",
+                "makes a strong argument with good examples",
+            ],
+        );
+        s.push_str(&format!("{l} ({words} words) {verdict}.\n"));
+    }
+    s.push_str("\nFINAL RANKING:\n");
+    for (i, (_, l)) in scored.iter().enumerate() {
+        s.push_str(&format!("{}. {l}\n", i + 1));
+    }
+    Some(s)
+}
+
+fn synthesis(p: &Prompt) -> Option<String> {
+    if !p.last.starts_with("You are a chairman synthesizing") {
+        return None;
+    }
+    let question = p
+        .last
+        .lines()
+        .find_map(|l| l.strip_prefix("Original Question: "))
+        .unwrap_or("the question");
+    let stage1 = p.last.split("STAGE 2").next().unwrap_or("");
+    let models: Vec<&str> = stage1
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("--- ").and_then(|s| s.strip_suffix(" ---")))
+        .collect();
+    if p.malformed {
+        return Some(format!("[simulated synthesis by {}] …", p.model));
+    }
+    let mut r = rng(p, "synthesis");
+    let opener = pick(
+        &mut r,
+        &[
+            "The council broadly agrees",
+            "Taken together, the answers converge",
+            "Across the panel there is a clear core of agreement",
+        ],
+    );
+    Some(format!(
+        "[simulated synthesis by {chair}]\n\n{opener} on \"{question}\".\n\n\
+         Drawing on the answers of {models}, the strongest points are the ones several members \
+         made independently, and the peer rankings favoured the answers that explained their \
+         reasoning. Where the members disagreed, the disagreement is about emphasis rather \
+         than facts.\n\nIn short: weigh the trade-offs for your own situation; the panel's \
+         consensus is a starting point, not a verdict. (This text is simulated: no real model \
+         was asked.)",
+        chair = p.model,
+        models = if models.is_empty() { "the council".to_string() } else { models.join(", ") },
+    ))
+}
+
+fn answer(p: &Prompt) -> String {
+    let mut r = rng(p, "answer");
+    let question = p.last.trim();
+    let earlier = p
+        .messages
+        .iter()
+        .rev()
+        .filter(|m| m.role == "user")
+        .nth(1)
+        .map(|m| m.content.lines().next().unwrap_or("").trim().to_string());
+    let keys = keywords(question);
+    let topic = if keys.is_empty() {
+        "this".to_string()
+    } else {
+        keys.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+    };
+    let mut s = format!("[simulated answer from {}]\n\n", p.model);
+    if let Some(e) = earlier {
+        s.push_str(&format!("Following on from the earlier question (\"{e}\"): "));
+    }
+    let stance = pick(
+        &mut r,
+        &[
+            "The short answer is that it depends on context",
+            "There is a fairly clear answer here",
+            "Experts disagree, but the weight of evidence points one way",
+            "It helps to separate the question into parts",
+        ],
+    );
+    s.push_str(&format!("{stance}. On {topic}, the key considerations are:\n\n"));
+    let points = [
+        "what you are optimising for (speed, cost, or simplicity)",
+        "the constraints you cannot change",
+        "how the choice holds up as things grow",
+        "the risks of getting it wrong and how reversible it is",
+        "what people with experience in this area tend to recommend",
+    ];
+    let n = 2 + (seed_of(&[p.model]) % 3) as usize;
+    for i in 0..n {
+        s.push_str(&format!(
+            "{}. Consider {}.\n",
+            i + 1,
+            points[(r.below(points.len()) + i) % points.len()]
+        ));
+    }
+    s.push_str(&format!(
+        "\nIn summary, for \"{}\" a careful, context-aware answer beats a universal rule.",
+        question.lines().next().unwrap_or("")
+    ));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modes::council::{parse_ranking, ranking_prompt};
+
+    #[test]
+    fn rankings_parse_and_models_disagree() {
+        let labeled: Vec<(String, String)> = (0..4)
+            .map(|i| (crate::modes::common::label(i), format!("answer number {i}")))
+            .collect();
+        let prompt = ranking_prompt("Q?", &labeled);
+        let labels: Vec<String> = labeled.iter().map(|(l, _)| l.clone()).collect();
+        let mut orders = std::collections::HashSet::new();
+        for m in ["sim/alpha", "sim/beta", "sim/gamma", "sim/delta"] {
+            let text = respond(m, &[ChatMessage::user(prompt.clone())], false);
+            let parsed = parse_ranking(&text, &labels);
+            assert_eq!(parsed.len(), 4, "{text}");
+            orders.insert(parsed);
+        }
+        assert!(orders.len() > 1, "the panel does not rank in lockstep");
+        let bad = respond("sim/alpha", &[ChatMessage::user(prompt)], true);
+        assert!(parse_ranking(&bad, &labels).is_empty(), "{bad}");
+    }
+
+    #[test]
+    fn answers_are_deterministic_simulated_and_follow_up_aware() {
+        let q = [ChatMessage::user("How do I scale a database?")];
+        let a = respond("sim/alpha", &q, false);
+        assert_eq!(a, respond("sim/alpha", &q, false));
+        assert_ne!(a, respond("sim/beta", &q, false));
+        assert!(a.contains("simulated"));
+        let follow = [
+            ChatMessage::user("How do I scale a database?"),
+            ChatMessage::assistant(a.clone()),
+            ChatMessage::user("And caching?"),
+        ];
+        assert!(respond("sim/alpha", &follow, false).contains("How do I scale a database?"));
+    }
+
+    #[test]
+    fn titles_are_short_and_plain() {
+        let t = respond(
+            "sim/alpha",
+            &[ChatMessage::user(crate::modes::common::title_prompt(
+                "What are the trade-offs of microservices?",
+            ))],
+            false,
+        );
+        let n = t.split_whitespace().count();
+        assert!((1..=5).contains(&n), "{t}");
+        assert!(!t.contains('"') && !t.contains("simulated"), "{t}");
+    }
+}

@@ -1,0 +1,106 @@
+//! Connections: the backend is chosen by the database URL's scheme, migrations run at start,
+//! and SQLite gets its pragmas on every pooled connection.
+
+use diesel::connection::SimpleConnection;
+use diesel::pg::PgConnection;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
+use diesel::sqlite::SqliteConnection;
+use diesel::Connection;
+use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+
+use super::StoreError;
+
+pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+
+/// A connection to either backend. PostgreSQL is listed first because `establish` tries the
+/// variants in order and SQLite accepts any string as a path; we pick the variant from the URL
+/// scheme ourselves anyway (see [`Backend::from_url`]) so errors name the real cause.
+#[derive(diesel::MultiConnection)]
+pub enum AnyConnection {
+    Postgresql(PgConnection),
+    Sqlite(SqliteConnection),
+}
+
+pub type DbPool = Pool<ConnectionManager<AnyConnection>>;
+
+/// The database a URL names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// A `postgres://` or `postgresql://` URL, passed to libpq as is.
+    Postgres(String),
+    /// A file path (from `sqlite://PATH`, `sqlite:PATH` or a bare path), or `:memory:`.
+    Sqlite(String),
+}
+
+impl Backend {
+    pub fn from_url(url: &str) -> Result<Self, StoreError> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Backend::Postgres(url.to_string()));
+        }
+        let path =
+            url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
+        if path.is_empty() {
+            return Err(StoreError::Config(format!("database URL {url:?} names no file")));
+        }
+        if path.contains("://") {
+            return Err(StoreError::Config(format!(
+                "unsupported database URL {url:?}: use sqlite://PATH or postgres://..."
+            )));
+        }
+        Ok(Backend::Sqlite(path.to_string()))
+    }
+
+    pub fn is_sqlite(&self) -> bool {
+        matches!(self, Backend::Sqlite(_))
+    }
+
+    fn conn_string(&self) -> &str {
+        match self {
+            Backend::Postgres(s) | Backend::Sqlite(s) => s,
+        }
+    }
+}
+
+/// Order matters: busy_timeout first so the WAL switch itself waits instead of failing with
+/// "database is locked" when r2d2 opens connections in parallel.
+const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; \
+     PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;";
+
+#[derive(Debug)]
+struct SqlitePragmas;
+
+impl CustomizeConnection<AnyConnection, diesel::r2d2::Error> for SqlitePragmas {
+    fn on_acquire(&self, conn: &mut AnyConnection) -> Result<(), diesel::r2d2::Error> {
+        if let AnyConnection::Sqlite(c) = conn {
+            c.batch_execute(SQLITE_PRAGMAS).map_err(diesel::r2d2::Error::QueryError)?;
+        }
+        Ok(())
+    }
+}
+
+/// Connects with the concrete backend (for a precise error), runs pending migrations, then
+/// builds the pool.
+pub fn connect(url: &str, pool_size: u32) -> Result<DbPool, StoreError> {
+    let backend = Backend::from_url(url)?;
+    match &backend {
+        Backend::Postgres(u) => {
+            let mut c = PgConnection::establish(u)
+                .map_err(|e| StoreError::Connect(format!("PostgreSQL at {u}: {e}")))?;
+            c.run_pending_migrations(MIGRATIONS)
+                .map_err(|e| StoreError::Migration(e.to_string()))?;
+        }
+        Backend::Sqlite(path) => {
+            let mut c = SqliteConnection::establish(path)
+                .map_err(|e| StoreError::Connect(format!("SQLite file {path}: {e}")))?;
+            c.batch_execute(SQLITE_PRAGMAS).map_err(StoreError::from)?;
+            c.run_pending_migrations(MIGRATIONS)
+                .map_err(|e| StoreError::Migration(e.to_string()))?;
+        }
+    }
+    let manager = ConnectionManager::<AnyConnection>::new(backend.conn_string());
+    let mut builder = Pool::builder().max_size(pool_size);
+    if backend.is_sqlite() {
+        builder = builder.connection_customizer(Box::new(SqlitePragmas));
+    }
+    builder.build(manager).map_err(|e| StoreError::Connect(e.to_string()))
+}

@@ -1,0 +1,331 @@
+//! Persistence: conversations, messages, runs, stage rows and run events, in SQLite (default)
+//! or PostgreSQL (by URL).
+//!
+//! Diesel is synchronous, so it runs only on the Store actor's own threads (a `SyncArbiter`);
+//! async code talks to it through the cloneable [`Store`] handle. All writes go through one
+//! writer thread, which keeps a run's rows and events in the order they were sent and gives
+//! SQLite the single writer it wants; reads have threads of their own. No mode logic here.
+
+pub mod db;
+mod queries;
+pub mod schema;
+
+use actix::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::modes::StageRow;
+use db::DbPool;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database configuration: {0}")]
+    Config(String),
+    #[error("cannot connect to the database: {0}")]
+    Connect(String),
+    #[error("database migration failed: {0}")]
+    Migration(String),
+    #[error("database query failed: {0}")]
+    Query(#[from] diesel::result::Error),
+    #[error("database pool: {0}")]
+    Pool(#[from] diesel::r2d2::PoolError),
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("the store is not running")]
+    Mailbox,
+}
+
+/// Milliseconds since the Unix epoch: the one timestamp format of the schema.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationRecord {
+    pub id: String,
+    pub user_id: Option<String>,
+    pub title: Option<String>,
+    pub mode: String,
+    pub visibility: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageRecord {
+    pub id: String,
+    pub conversation_id: String,
+    pub position: i32,
+    pub role: String,
+    pub content: String,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    pub id: String,
+    pub conversation_id: String,
+    pub user_message_id: String,
+    pub message_id: String,
+    pub mode: String,
+    pub status: String,
+    pub error: Option<String>,
+    pub request: Value,
+    pub owner: Option<String>,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cost: Option<f64>,
+    pub last_seq: i64,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StageRecord {
+    pub id: String,
+    pub message_id: String,
+    pub position: i32,
+    pub created_at: i64,
+    #[serde(flatten)]
+    pub row: StageRow,
+}
+
+/// A conversation with its messages and runs, oldest first.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConversationDetail {
+    pub conversation: ConversationRecord,
+    pub messages: Vec<MessageRecord>,
+    pub runs: Vec<RunRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredEvent {
+    pub seq: i64,
+    pub event: String,
+    pub data: Value,
+}
+
+/// Everything a new run inserts (insert form).
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub run_id: String,
+    pub conversation_id: String,
+    pub new_conversation: bool,
+    pub user_message_id: String,
+    pub message_id: String,
+    pub mode: String,
+    pub question: String,
+    pub request: Value,
+    pub owner: Option<String>,
+    pub created_at: i64,
+}
+
+/// How a run ended (update form).
+#[derive(Debug, Clone)]
+pub struct RunFinish {
+    pub run_id: String,
+    pub message_id: String,
+    /// `completed`, `failed` or `cancelled`.
+    pub status: String,
+    pub error: Option<String>,
+    /// The assistant message's content, when the run produced one.
+    pub answer: Option<String>,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cost: Option<f64>,
+    pub finished_at: i64,
+}
+
+/// The actor that owns database connections. Runs on a `SyncArbiter`.
+pub struct StoreActor {
+    pool: DbPool,
+}
+
+impl Actor for StoreActor {
+    type Context = SyncContext<Self>;
+}
+
+impl StoreActor {
+    fn conn(
+        &self,
+    ) -> Result<
+        diesel::r2d2::PooledConnection<diesel::r2d2::ConnectionManager<db::AnyConnection>>,
+        StoreError,
+    > {
+        Ok(self.pool.get()?)
+    }
+}
+
+/// Declares a store message: a struct with named fields, its result type, and the handler
+/// body run with a pooled connection.
+macro_rules! store_message {
+    ($(#[$doc:meta])* $name:ident { $($field:ident : $ty:ty),* $(,)? } -> $ret:ty, |$this:ident, $conn:ident| $body:expr) => {
+        $(#[$doc])*
+        pub struct $name { $(pub $field: $ty),* }
+
+        impl actix::Message for $name {
+            type Result = Result<$ret, StoreError>;
+        }
+
+        impl Handler<$name> for StoreActor {
+            type Result = Result<$ret, StoreError>;
+            fn handle(&mut self, $this: $name, _: &mut SyncContext<Self>) -> Self::Result {
+                let mut guard = self.conn()?;
+                let $conn: &mut db::AnyConnection = &mut guard;
+                $body
+            }
+        }
+    };
+}
+
+store_message!(
+    /// Insert a new run with its conversation and messages.
+    CreateRun { run: NewRun } -> (), |msg, conn| queries::create_run(conn, &msg.run)
+);
+store_message!(
+    /// Store one stage row of a run's assistant message.
+    StoreStage { message_id: String, position: i32, row: StageRow } -> (),
+    |msg, conn| queries::insert_stage(conn, &msg.message_id, msg.position, &msg.row, now_ms())
+);
+store_message!(
+    /// Append durable events (everything but token deltas) to a run's log.
+    AppendEvents { run_id: String, events: Vec<StoredEvent> } -> (),
+    |msg, conn| queries::append_events(conn, &msg.run_id, &msg.events, now_ms())
+);
+store_message!(
+    /// Set a conversation's title.
+    SetTitle { conversation_id: String, title: String } -> (),
+    |msg, conn| queries::set_title(conn, &msg.conversation_id, &msg.title)
+);
+store_message!(
+    /// Record how a run ended, and its answer.
+    FinishRun { finish: RunFinish } -> (), |msg, conn| queries::finish_run(conn, &msg.finish)
+);
+store_message!(
+    /// Mark runs left running by a dead process as interrupted.
+    MarkInterrupted {} -> usize, |_msg, conn| queries::mark_interrupted(conn, now_ms())
+);
+store_message!(
+    GetRun { id: String } -> Option<RunRecord>, |msg, conn| queries::get_run(conn, &msg.id)
+);
+store_message!(
+    ListRuns { limit: i64 } -> Vec<RunRecord>, |msg, conn| queries::list_runs(conn, msg.limit)
+);
+store_message!(
+    GetStages { message_id: String } -> Vec<StageRecord>,
+    |msg, conn| queries::get_stages(conn, &msg.message_id)
+);
+store_message!(
+    GetEventsSince { run_id: String, since: i64 } -> Vec<StoredEvent>,
+    |msg, conn| queries::events_since(conn, &msg.run_id, msg.since)
+);
+store_message!(
+    GetConversation { id: String } -> Option<ConversationDetail>,
+    |msg, conn| queries::get_conversation(conn, &msg.id)
+);
+store_message!(
+    ListConversations { limit: i64 } -> Vec<ConversationRecord>,
+    |msg, conn| queries::list_conversations(conn, msg.limit)
+);
+
+/// Cloneable handle to the store: one writer thread, several reader threads.
+#[derive(Clone)]
+pub struct Store {
+    writer: Addr<StoreActor>,
+    reader: Addr<StoreActor>,
+}
+
+impl Store {
+    /// Connects, migrates and starts the store's threads. Must run inside an actix System.
+    pub fn start(database_url: &str) -> Result<Store, StoreError> {
+        let readers = 3;
+        let pool = db::connect(database_url, readers + 2)?;
+        let wpool = pool.clone();
+        let writer = SyncArbiter::start(1, move || StoreActor { pool: wpool.clone() });
+        let reader =
+            SyncArbiter::start(readers as usize, move || StoreActor { pool: pool.clone() });
+        Ok(Store { writer, reader })
+    }
+
+    async fn write<M>(&self, msg: M) -> Result<M::Result, StoreError>
+    where
+        M: actix::Message + Send + 'static,
+        M::Result: Send,
+        StoreActor: Handler<M>,
+    {
+        self.writer.send(msg).await.map_err(|_| StoreError::Mailbox)
+    }
+
+    async fn read<M>(&self, msg: M) -> Result<M::Result, StoreError>
+    where
+        M: actix::Message + Send + 'static,
+        M::Result: Send,
+        StoreActor: Handler<M>,
+    {
+        self.reader.send(msg).await.map_err(|_| StoreError::Mailbox)
+    }
+
+    /// Queue a write whose result nobody waits for (stage rows, events): the writer keeps
+    /// them in order, and a failure is logged.
+    pub fn write_later<M>(&self, msg: M)
+    where
+        M: actix::Message<Result = Result<(), StoreError>> + Send + 'static,
+        StoreActor: Handler<M>,
+    {
+        let fut = self.writer.send(msg);
+        actix::spawn(async move {
+            match fut.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => log::error!("store write failed: {e}"),
+                Err(_) => log::error!("store write lost: the store is not running"),
+            }
+        });
+    }
+
+    pub async fn create_run(&self, run: NewRun) -> Result<(), StoreError> {
+        self.write(CreateRun { run }).await?
+    }
+    pub async fn finish_run(&self, finish: RunFinish) -> Result<(), StoreError> {
+        self.write(FinishRun { finish }).await?
+    }
+    pub async fn mark_interrupted(&self) -> Result<usize, StoreError> {
+        self.write(MarkInterrupted {}).await?
+    }
+    pub async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        self.read(GetRun { id: id.to_string() }).await?
+    }
+    pub async fn list_runs(&self, limit: i64) -> Result<Vec<RunRecord>, StoreError> {
+        self.read(ListRuns { limit }).await?
+    }
+    pub async fn get_stages(&self, message_id: &str) -> Result<Vec<StageRecord>, StoreError> {
+        self.read(GetStages { message_id: message_id.to_string() }).await?
+    }
+    /// Events with `seq > since`. Reads through the writer so that every event queued before
+    /// this call is already visible.
+    pub async fn events_since(
+        &self,
+        run_id: &str,
+        since: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.write(GetEventsSince { run_id: run_id.to_string(), since }).await?
+    }
+    pub async fn get_conversation(
+        &self,
+        id: &str,
+    ) -> Result<Option<ConversationDetail>, StoreError> {
+        self.read(GetConversation { id: id.to_string() }).await?
+    }
+    pub async fn list_conversations(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<ConversationRecord>, StoreError> {
+        self.read(ListConversations { limit }).await?
+    }
+}

@@ -1,0 +1,480 @@
+//! SQL, and only SQL: plain functions over a connection, called from the Store actor's threads.
+
+use diesel::prelude::*;
+use serde_json::Value;
+
+use super::db::AnyConnection;
+use super::schema::{conversations, deliberation_stages, messages, run_events, runs};
+use super::{
+    ConversationDetail, ConversationRecord, MessageRecord, NewRun, RunFinish, RunRecord,
+    StageRecord, StoreError, StoredEvent,
+};
+use crate::modes::StageRow;
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = conversations)]
+struct ConversationRow {
+    id: String,
+    user_id: Option<String>,
+    title: Option<String>,
+    mode: String,
+    visibility: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = messages)]
+struct MessageRow {
+    id: String,
+    conversation_id: String,
+    position: i32,
+    role: String,
+    content: String,
+    created_at: i64,
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = runs)]
+struct RunRow {
+    id: String,
+    conversation_id: String,
+    user_message_id: String,
+    message_id: String,
+    mode: String,
+    status: String,
+    error: Option<String>,
+    request: String,
+    owner: Option<String>,
+    prompt_tokens: i64,
+    completion_tokens: i64,
+    cost: Option<f64>,
+    last_seq: i64,
+    created_at: i64,
+    finished_at: Option<i64>,
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = deliberation_stages)]
+struct StageDbRow {
+    id: String,
+    message_id: String,
+    position: i32,
+    stage_type: String,
+    stage_order: i32,
+    model: Option<String>,
+    role: Option<String>,
+    content: String,
+    parsed_data: Option<String>,
+    response_time_ms: Option<i64>,
+    created_at: i64,
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = run_events)]
+struct EventRow {
+    seq: i64,
+    event: String,
+    data: String,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = conversations)]
+struct NewConversation<'a> {
+    id: &'a str,
+    user_id: Option<&'a str>,
+    title: Option<&'a str>,
+    mode: &'a str,
+    visibility: &'a str,
+    created_at: i64,
+    updated_at: i64,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = messages)]
+struct NewMessage<'a> {
+    id: &'a str,
+    conversation_id: &'a str,
+    position: i32,
+    role: &'a str,
+    content: &'a str,
+    created_at: i64,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = runs)]
+struct NewRunRow<'a> {
+    id: &'a str,
+    conversation_id: &'a str,
+    user_message_id: &'a str,
+    message_id: &'a str,
+    mode: &'a str,
+    status: &'a str,
+    request: String,
+    owner: Option<&'a str>,
+    created_at: i64,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = deliberation_stages)]
+struct NewStage<'a> {
+    id: String,
+    message_id: &'a str,
+    position: i32,
+    stage_type: &'a str,
+    stage_order: i32,
+    model: Option<&'a str>,
+    role: Option<&'a str>,
+    content: &'a str,
+    parsed_data: Option<String>,
+    response_time_ms: Option<i64>,
+    created_at: i64,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = run_events)]
+struct NewEvent<'a> {
+    run_id: &'a str,
+    seq: i64,
+    event: &'a str,
+    data: String,
+    created_at: i64,
+}
+
+fn parse_json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+impl From<ConversationRow> for ConversationRecord {
+    fn from(r: ConversationRow) -> Self {
+        ConversationRecord {
+            id: r.id,
+            user_id: r.user_id,
+            title: r.title,
+            mode: r.mode,
+            visibility: r.visibility,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+impl From<MessageRow> for MessageRecord {
+    fn from(r: MessageRow) -> Self {
+        MessageRecord {
+            id: r.id,
+            conversation_id: r.conversation_id,
+            position: r.position,
+            role: r.role,
+            content: r.content,
+            created_at: r.created_at,
+        }
+    }
+}
+
+impl From<RunRow> for RunRecord {
+    fn from(r: RunRow) -> Self {
+        RunRecord {
+            id: r.id,
+            conversation_id: r.conversation_id,
+            user_message_id: r.user_message_id,
+            message_id: r.message_id,
+            mode: r.mode,
+            status: r.status,
+            error: r.error,
+            request: parse_json(&r.request),
+            owner: r.owner,
+            prompt_tokens: r.prompt_tokens,
+            completion_tokens: r.completion_tokens,
+            cost: r.cost,
+            last_seq: r.last_seq,
+            created_at: r.created_at,
+            finished_at: r.finished_at,
+        }
+    }
+}
+
+impl From<StageDbRow> for StageRecord {
+    fn from(r: StageDbRow) -> Self {
+        StageRecord {
+            id: r.id,
+            message_id: r.message_id,
+            position: r.position,
+            created_at: r.created_at,
+            row: StageRow {
+                stage_type: r.stage_type,
+                stage_order: r.stage_order,
+                model: r.model,
+                role: r.role,
+                content: r.content,
+                parsed_data: r.parsed_data.as_deref().map(parse_json),
+                response_time_ms: r.response_time_ms,
+            },
+        }
+    }
+}
+
+/// Inserts what a new run needs in one transaction: the conversation (when new), the user
+/// message, an empty assistant message the stages hang off, and the run itself.
+pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreError> {
+    conn.transaction(|conn| {
+        let next_position: i32 = if run.new_conversation {
+            diesel::insert_into(conversations::table)
+                .values(NewConversation {
+                    id: &run.conversation_id,
+                    user_id: run.owner.as_deref(),
+                    title: None,
+                    mode: &run.mode,
+                    visibility: "private",
+                    created_at: run.created_at,
+                    updated_at: run.created_at,
+                })
+                .execute(conn)?;
+            0
+        } else {
+            let updated = diesel::update(conversations::table.find(&run.conversation_id))
+                .set(conversations::updated_at.eq(run.created_at))
+                .execute(conn)?;
+            if updated == 0 {
+                return Err(StoreError::NotFound(format!("conversation {}", run.conversation_id)));
+            }
+            let max: Option<i32> = messages::table
+                .filter(messages::conversation_id.eq(&run.conversation_id))
+                .select(diesel::dsl::max(messages::position))
+                .first(conn)?;
+            max.map_or(0, |m| m + 1)
+        };
+        // One statement per row: Diesel's MultiConnection has no batch insert for SQLite.
+        for message in [
+            NewMessage {
+                id: &run.user_message_id,
+                conversation_id: &run.conversation_id,
+                position: next_position,
+                role: "user",
+                content: &run.question,
+                created_at: run.created_at,
+            },
+            NewMessage {
+                id: &run.message_id,
+                conversation_id: &run.conversation_id,
+                position: next_position + 1,
+                role: "assistant",
+                content: "",
+                created_at: run.created_at,
+            },
+        ] {
+            diesel::insert_into(messages::table).values(message).execute(conn)?;
+        }
+        diesel::insert_into(runs::table)
+            .values(NewRunRow {
+                id: &run.run_id,
+                conversation_id: &run.conversation_id,
+                user_message_id: &run.user_message_id,
+                message_id: &run.message_id,
+                mode: &run.mode,
+                status: "running",
+                request: run.request.to_string(),
+                owner: run.owner.as_deref(),
+                created_at: run.created_at,
+            })
+            .execute(conn)?;
+        Ok(())
+    })
+}
+
+pub fn insert_stage(
+    conn: &mut AnyConnection,
+    message_id: &str,
+    position: i32,
+    row: &StageRow,
+    now: i64,
+) -> Result<(), StoreError> {
+    diesel::insert_into(deliberation_stages::table)
+        .values(NewStage {
+            id: uuid::Uuid::now_v7().to_string(),
+            message_id,
+            position,
+            stage_type: &row.stage_type,
+            stage_order: row.stage_order,
+            model: row.model.as_deref(),
+            role: row.role.as_deref(),
+            content: &row.content,
+            parsed_data: row.parsed_data.as_ref().map(Value::to_string),
+            response_time_ms: row.response_time_ms,
+            created_at: now,
+        })
+        .execute(conn)?;
+    Ok(())
+}
+
+pub fn append_events(
+    conn: &mut AnyConnection,
+    run_id: &str,
+    events: &[StoredEvent],
+    now: i64,
+) -> Result<(), StoreError> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<NewEvent> = events
+        .iter()
+        .map(|e| NewEvent {
+            run_id,
+            seq: e.seq,
+            event: &e.event,
+            data: e.data.to_string(),
+            created_at: now,
+        })
+        .collect();
+    let last = events.iter().map(|e| e.seq).max().unwrap_or(0);
+    conn.transaction(|conn| {
+        for row in rows {
+            diesel::insert_into(run_events::table).values(row).execute(conn)?;
+        }
+        diesel::update(runs::table.find(run_id))
+            .filter(runs::last_seq.lt(last))
+            .set(runs::last_seq.eq(last))
+            .execute(conn)?;
+        Ok(())
+    })
+}
+
+pub fn set_title(
+    conn: &mut AnyConnection,
+    conversation_id: &str,
+    title: &str,
+) -> Result<(), StoreError> {
+    diesel::update(conversations::table.find(conversation_id))
+        .set(conversations::title.eq(title))
+        .execute(conn)?;
+    Ok(())
+}
+
+pub fn finish_run(conn: &mut AnyConnection, f: &RunFinish) -> Result<(), StoreError> {
+    conn.transaction(|conn| {
+        diesel::update(runs::table.find(&f.run_id))
+            .set((
+                runs::status.eq(&f.status),
+                runs::error.eq(f.error.as_deref()),
+                runs::prompt_tokens.eq(f.prompt_tokens),
+                runs::completion_tokens.eq(f.completion_tokens),
+                runs::cost.eq(f.cost),
+                runs::finished_at.eq(Some(f.finished_at)),
+                runs::lease_until.eq(None::<i64>),
+            ))
+            .execute(conn)?;
+        if let Some(answer) = &f.answer {
+            diesel::update(messages::table.find(&f.message_id))
+                .set(messages::content.eq(answer))
+                .execute(conn)?;
+        }
+        Ok(())
+    })
+}
+
+/// Runs left `running` by a process that died are marked `interrupted` at start (single
+/// instance: nobody else can be executing them).
+pub fn mark_interrupted(conn: &mut AnyConnection, now: i64) -> Result<usize, StoreError> {
+    Ok(diesel::update(runs::table.filter(runs::status.eq("running")))
+        .set((
+            runs::status.eq("interrupted"),
+            runs::error.eq(Some("the server stopped while this run was in progress")),
+            runs::finished_at.eq(Some(now)),
+        ))
+        .execute(conn)?)
+}
+
+pub fn get_run(conn: &mut AnyConnection, id: &str) -> Result<Option<RunRecord>, StoreError> {
+    Ok(runs::table
+        .find(id)
+        .select(RunRow::as_select())
+        .first(conn)
+        .optional()?
+        .map(RunRecord::from))
+}
+
+pub fn list_runs(conn: &mut AnyConnection, limit: i64) -> Result<Vec<RunRecord>, StoreError> {
+    Ok(runs::table
+        .order(runs::created_at.desc())
+        .limit(limit)
+        .select(RunRow::as_select())
+        .load(conn)?
+        .into_iter()
+        .map(RunRecord::from)
+        .collect())
+}
+
+pub fn get_stages(
+    conn: &mut AnyConnection,
+    message_id: &str,
+) -> Result<Vec<StageRecord>, StoreError> {
+    Ok(deliberation_stages::table
+        .filter(deliberation_stages::message_id.eq(message_id))
+        .order((deliberation_stages::stage_order.asc(), deliberation_stages::position.asc()))
+        .select(StageDbRow::as_select())
+        .load(conn)?
+        .into_iter()
+        .map(StageRecord::from)
+        .collect())
+}
+
+pub fn events_since(
+    conn: &mut AnyConnection,
+    run_id: &str,
+    since: i64,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    Ok(run_events::table
+        .filter(run_events::run_id.eq(run_id))
+        .filter(run_events::seq.gt(since))
+        .order(run_events::seq.asc())
+        .select(EventRow::as_select())
+        .load(conn)?
+        .into_iter()
+        .map(|r| StoredEvent { seq: r.seq, event: r.event, data: parse_json(&r.data) })
+        .collect())
+}
+
+pub fn get_conversation(
+    conn: &mut AnyConnection,
+    id: &str,
+) -> Result<Option<ConversationDetail>, StoreError> {
+    let Some(conv) = conversations::table
+        .find(id)
+        .select(ConversationRow::as_select())
+        .first(conn)
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let msgs = messages::table
+        .filter(messages::conversation_id.eq(id))
+        .order(messages::position.asc())
+        .select(MessageRow::as_select())
+        .load(conn)?
+        .into_iter()
+        .map(MessageRecord::from)
+        .collect();
+    let conv_runs = runs::table
+        .filter(runs::conversation_id.eq(id))
+        .order(runs::created_at.asc())
+        .select(RunRow::as_select())
+        .load(conn)?
+        .into_iter()
+        .map(RunRecord::from)
+        .collect();
+    Ok(Some(ConversationDetail { conversation: conv.into(), messages: msgs, runs: conv_runs }))
+}
+
+pub fn list_conversations(
+    conn: &mut AnyConnection,
+    limit: i64,
+) -> Result<Vec<ConversationRecord>, StoreError> {
+    Ok(conversations::table
+        .order(conversations::updated_at.desc())
+        .limit(limit)
+        .select(ConversationRow::as_select())
+        .load(conn)?
+        .into_iter()
+        .map(ConversationRecord::from)
+        .collect())
+}

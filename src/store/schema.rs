@@ -1,0 +1,81 @@
+//! Diesel table definitions, written by hand to match `migrations/` (both backends).
+
+diesel::table! {
+    conversations (id) {
+        id -> Text,
+        user_id -> Nullable<Text>,
+        title -> Nullable<Text>,
+        mode -> Text,
+        visibility -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    messages (id) {
+        id -> Text,
+        conversation_id -> Text,
+        position -> Integer,
+        role -> Text,
+        content -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    runs (id) {
+        id -> Text,
+        conversation_id -> Text,
+        user_message_id -> Text,
+        message_id -> Text,
+        mode -> Text,
+        status -> Text,
+        error -> Nullable<Text>,
+        request -> Text,
+        owner -> Nullable<Text>,
+        lease_until -> Nullable<BigInt>,
+        prompt_tokens -> BigInt,
+        completion_tokens -> BigInt,
+        cost -> Nullable<Double>,
+        last_seq -> BigInt,
+        created_at -> BigInt,
+        finished_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    deliberation_stages (id) {
+        id -> Text,
+        message_id -> Text,
+        position -> Integer,
+        stage_type -> Text,
+        stage_order -> Integer,
+        model -> Nullable<Text>,
+        role -> Nullable<Text>,
+        content -> Text,
+        parsed_data -> Nullable<Text>,
+        response_time_ms -> Nullable<BigInt>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    run_events (run_id, seq) {
+        run_id -> Text,
+        seq -> BigInt,
+        event -> Text,
+        data -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::joinable!(messages -> conversations (conversation_id));
+diesel::joinable!(runs -> conversations (conversation_id));
+diesel::allow_tables_to_appear_in_same_query!(
+    conversations,
+    messages,
+    runs,
+    deliberation_stages,
+    run_events
+);

@@ -1,0 +1,74 @@
+//! The one place errors become HTTP statuses and JSON bodies `{error, field?}`.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::json;
+
+use crate::engine::EngineError;
+use crate::modes::FieldError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{message}")]
+    BadRequest { field: Option<String>, message: String },
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("the server is shutting down")]
+    Unavailable,
+    /// Details are logged, not sent.
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::BadRequest { field: None, message: message.into() }
+    }
+}
+
+impl From<FieldError> for ApiError {
+    fn from(e: FieldError) -> Self {
+        ApiError::BadRequest {
+            message: format!("{}: {}", e.field, e.message),
+            field: Some(e.field),
+        }
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Invalid(f) => f.into(),
+            EngineError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
+            EngineError::Unavailable => ApiError::Unavailable,
+            EngineError::Store(s) => ApiError::Internal(s.to_string()),
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let ApiError::Internal(detail) = self {
+            log::error!("internal error: {detail}");
+        }
+        let body = match self {
+            ApiError::BadRequest { field: Some(f), message } => {
+                json!({ "error": message, "field": f })
+            }
+            other => json!({ "error": other.to_string() }),
+        };
+        HttpResponse::build(self.status_code()).json(body)
+    }
+}

@@ -1,0 +1,160 @@
+//! REST handlers: start, list, read and cancel runs; conversations; models; health.
+
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::ApiError;
+use super::AppState;
+use crate::engine::run_view;
+use crate::modes::{self, ModeKind};
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    limit: Option<i64>,
+}
+
+fn limit(q: &ListQuery) -> Result<i64, ApiError> {
+    match q.limit {
+        None => Ok(50),
+        Some(n) if (1..=500).contains(&n) => Ok(n),
+        Some(_) => Err(ApiError::BadRequest {
+            field: Some("limit".into()),
+            message: "limit: must be between 1 and 500".into(),
+        }),
+    }
+}
+
+/// `POST /api/deliberations`: 202 with the run, conversation and message ids.
+pub async fn start(
+    state: web::Data<AppState>,
+    body: web::Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    let started = state.engine.start_run(&body, None).await?;
+    Ok(HttpResponse::Accepted().json(started))
+}
+
+/// `GET /api/deliberations`: live runs, then the most recent ones.
+pub async fn list_runs(
+    state: web::Data<AppState>,
+    q: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let limit = limit(&q)?;
+    let live = state.engine.live_runs().await?;
+    let recent = state
+        .engine
+        .store()
+        .list_runs(limit)
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let recent: Vec<Value> = recent
+        .iter()
+        .map(|r| {
+            let mut v = run_view(r, None, None, None, Value::Null);
+            if let Some(o) = v.as_object_mut() {
+                o.remove("result");
+                o.remove("question");
+                o.remove("answer");
+                o.remove("title");
+            }
+            v
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({ "live": live, "recent": recent })))
+}
+
+/// `GET /api/deliberations/{id}`: status, timings, usage and the mode's result.
+pub async fn get_run(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(state.engine.result(&id).await?))
+}
+
+/// `POST /api/deliberations/{id}/cancel`: 202 when the run was stopped, 409 when it had
+/// already ended.
+pub async fn cancel(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    if state.engine.cancel(&id, "a REST request").await? {
+        Ok(HttpResponse::Accepted().json(json!({ "runId": id.as_str(), "cancelled": true })))
+    } else {
+        Err(ApiError::Conflict(format!("run {} has already ended", id.as_str())))
+    }
+}
+
+pub async fn list_conversations(
+    state: web::Data<AppState>,
+    q: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let limit = limit(&q)?;
+    let list = state
+        .engine
+        .store()
+        .list_conversations(limit)
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(HttpResponse::Ok().json(json!({ "conversations": list })))
+}
+
+pub async fn get_conversation(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let found = state
+        .engine
+        .store()
+        .get_conversation(&id)
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let detail = found
+        .ok_or_else(|| ApiError::NotFound(format!("conversation {} not found", id.as_str())))?;
+    let runs: Vec<Value> = detail
+        .runs
+        .iter()
+        .map(|r| {
+            json!({ "id": r.id, "messageId": r.message_id, "userMessageId": r.user_message_id,
+                    "mode": r.mode, "status": r.status, "error": r.error,
+                    "createdAt": r.created_at, "finishedAt": r.finished_at })
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(
+        json!({ "conversation": detail.conversation, "messages": detail.messages, "runs": runs }),
+    ))
+}
+
+/// `GET /api/models`: the default panel of each mode and whether real providers are set up.
+pub async fn models(state: web::Data<AppState>) -> HttpResponse {
+    let defaults = state.engine.defaults();
+    let mut per_mode = serde_json::Map::new();
+    for mode in ModeKind::all() {
+        let probe = json!({ "mode": mode.as_str(), "question": "?" });
+        if let Ok(req) = modes::validate(&probe, defaults) {
+            per_mode.insert(mode.as_str().to_string(), req.config);
+        }
+    }
+    HttpResponse::Ok().json(json!({
+        "offline": defaults.offline,
+        "stageTimeoutMs": defaults.stage_timeout_ms,
+        "modes": per_mode,
+        "simModels": ["sim/alpha", "sim/beta", "sim/gamma", "sim/delta", "sim/epsilon", "sim/zeta"],
+        "simBehaviours": {
+            "sim/fail…": "always fails (HTTP 503)",
+            "sim/stall…": "never answers (the stage timeout ends it)",
+            "sim/malformed…": "answers without the requested structure",
+        },
+    }))
+}
+
+/// `GET /healthz`: 200 when the database answers.
+pub async fn health(state: web::Data<AppState>) -> HttpResponse {
+    match state.engine.store().list_runs(1).await {
+        Ok(_) => HttpResponse::Ok().json(json!({ "status": "ok", "database": "ok" })),
+        Err(e) => {
+            log::error!("health check: {e}");
+            HttpResponse::ServiceUnavailable()
+                .json(json!({ "status": "degraded", "database": e.to_string() }))
+        }
+    }
+}

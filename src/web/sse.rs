@@ -1,0 +1,82 @@
+//! `GET /api/deliberations/{id}/events`: a run's events as Server-Sent Events, for curl and
+//! non-browser clients. Each event carries `id: <seq>`, so a client that reconnects with
+//! `Last-Event-ID` (or `?since=`) resumes with no gap and no repeat.
+
+use std::time::Duration;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use bytes::Bytes;
+use futures_util::stream;
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use super::error::ApiError;
+use super::AppState;
+use crate::engine::events::Frame;
+use crate::engine::Engine;
+
+#[derive(Deserialize)]
+pub struct SinceQuery {
+    since: Option<i64>,
+}
+
+/// Unsubscribes when the client goes away.
+struct WatchGuard {
+    engine: Engine,
+    run_id: String,
+    watcher: u64,
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.engine.unwatch(&self.run_id, self.watcher);
+    }
+}
+
+pub async fn events(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    id: web::Path<String>,
+    q: web::Query<SinceQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let header_since = match req.headers().get("Last-Event-ID") {
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|s| s.trim().parse::<i64>().ok())
+                .ok_or_else(|| ApiError::bad_request("Last-Event-ID must be a sequence number"))?,
+        ),
+        None => None,
+    };
+    let since = header_since.or(q.since).unwrap_or(0).max(0);
+    let engine = state.engine.clone();
+    let watcher = engine.watcher_id();
+    let (tx, rx) = mpsc::unbounded_channel();
+    engine.watch(&id, since, watcher, tx).await?;
+    let guard = WatchGuard { engine, run_id: id.into_inner(), watcher };
+    let keepalive = tokio::time::interval(Duration::from_secs(15));
+    let body =
+        stream::unfold((rx, guard, keepalive, false), |(mut rx, guard, mut ka, done)| async move {
+            if done {
+                return None;
+            }
+            tokio::select! {
+                frame = rx.recv() => {
+                    let Some(Frame::Event(f)) = frame else { return None };
+                    let text = format!("id: {}\nevent: {}\ndata: {}\n\n", f.seq, f.event, f.json);
+                    let end = f.is_terminal();
+                    Some((Ok::<_, actix_web::Error>(Bytes::from(text)), (rx, guard, ka, end)))
+                }
+                _ = ka.tick() => {
+                    Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (rx, guard, ka, false)))
+                }
+            }
+        });
+    Ok(HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("Cache-Control", "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"))
+        // Compression would buffer the stream: events must leave as they happen.
+        .insert_header(actix_web::http::header::ContentEncoding::Identity)
+        .streaming(body))
+}

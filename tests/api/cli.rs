@@ -1,0 +1,96 @@
+//! The `conclave` binary as a user runs it: `run council`, `sim-server`, and a restart after a
+//! run was left behind.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+fn conclave() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_conclave"));
+    c.env_remove("OPENROUTER_API_KEY")
+        .env_remove("CONCLAVE_CONFIG")
+        .env("CONCLAVE_SIM_LATENCY_MS", "10");
+    c
+}
+
+#[test]
+fn run_council_prints_progress_and_the_synthesis() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    let out = conclave()
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "council",
+            "What is a monad?",
+            "--models",
+            "sim/alpha,sim/beta,sim/gamma",
+            "--chairman",
+            "sim/beta",
+        ])
+        .env("DATABASE_URL", &db)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "stderr: {stderr}");
+    assert!(
+        stderr.contains("stage1") && stderr.contains("sim/gamma") && stderr.contains("stage3"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("sim"), "the synthesis is printed: {stdout}");
+
+    let out = conclave()
+        .current_dir(dir.path())
+        .args(["run", "council", "Again, as JSON", "--json", "--quiet"])
+        .env("DATABASE_URL", &db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["result"]["stage1"].as_array().unwrap().len(), 3);
+
+    let out = conclave()
+        .current_dir(dir.path())
+        .args(["run", "council", "q", "--models", "sim/alpha"])
+        .env("DATABASE_URL", &db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("councilModels"));
+}
+
+#[test]
+fn sim_server_answers_over_the_openai_api() {
+    let mut child = conclave()
+        .args(["sim-server", "--bind", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("printed URL")
+        .to_string();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let body: Value = rt.block_on(async {
+        reqwest::Client::new()
+            .post(format!("{url}/chat/completions"))
+            .json(&serde_json::json!({ "model": "sim/alpha", "messages": [{ "role": "user", "content": "Hi?" }] }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = body["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(text.to_lowercase().contains("simulated"), "{text}");
+}

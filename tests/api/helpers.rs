@@ -1,0 +1,222 @@
+//! `spawn_app` and the clients the tests drive it with.
+
+use std::time::Duration;
+
+use conclave::app::Application;
+use conclave::config::{Config, RouteConfig};
+use conclave::providers::sim::{SimConfig, SimProvider};
+use conclave::providers::sim_server::{self, SimStats};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+
+pub struct TestApp {
+    pub base: String,
+    pub ws_url: String,
+    pub http: reqwest::Client,
+    pub handle: actix_web::dev::ServerHandle,
+    /// Present when the sim models are reached over HTTP through a sim-server.
+    pub sim_stats: Option<SimStats>,
+    pub database_url: String,
+    _dir: tempfile::TempDir,
+}
+
+/// How a test app is set up.
+pub struct Options {
+    pub sim_latency_ms: u64,
+    pub stage_timeout_ms: u64,
+    /// Route `sim/` through a sim-server over HTTP instead of in-process.
+    pub sim_over_http: bool,
+    /// Use this database URL instead of a temporary SQLite file.
+    pub database_url: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            sim_latency_ms: 30,
+            stage_timeout_ms: 120_000,
+            sim_over_http: false,
+            database_url: None,
+        }
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_with(Options::default()).await
+}
+
+pub async fn spawn_with(opts: Options) -> TestApp {
+    let _ = env_logger::builder().is_test(true).try_init();
+    conclave::providers::openai::install_crypto();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = Config::defaults();
+    config.bind = "127.0.0.1:0".into();
+    config.database_url = opts
+        .database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("test.db").display()));
+    config.sim = SimConfig { latency_ms: opts.sim_latency_ms, ..SimConfig::default() };
+    config.stage_timeout_ms = opts.stage_timeout_ms;
+    config.heartbeat_interval = Duration::from_millis(500);
+    config.client_timeout = Duration::from_secs(5);
+    config.token_flush = Duration::from_millis(20);
+    let mut sim_stats = None;
+    if opts.sim_over_http {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind sim");
+        let port = listener.local_addr().expect("addr").port();
+        let (server, stats) =
+            sim_server::build(listener, SimProvider::new(config.sim.clone())).expect("sim server");
+        actix_web::rt::spawn(server);
+        sim_stats = Some(stats);
+        config.routes.push(RouteConfig {
+            prefix: "sim/".into(),
+            base_url: format!("http://127.0.0.1:{port}/v1"),
+            api_key: None,
+            api_key_env: None,
+            strip_prefix: false,
+        });
+    }
+    let database_url = config.database_url.clone();
+    let app = Application::build(config).await.expect("build app");
+    let port = app.port();
+    let handle = app.handle();
+    actix_web::rt::spawn(app.run_until_stopped());
+    TestApp {
+        base: format!("http://127.0.0.1:{port}"),
+        ws_url: format!("ws://127.0.0.1:{port}/ws"),
+        http: reqwest::Client::new(),
+        handle,
+        sim_stats,
+        database_url,
+        _dir: dir,
+    }
+}
+
+impl TestApp {
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let resp =
+            self.http.post(format!("{}{path}", self.base)).json(body).send().await.expect("post");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let resp = self.http.get(format!("{}{path}", self.base)).send().await.expect("get");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Starts a run over REST and returns the 202 body.
+    pub async fn start(&self, body: Value) -> Value {
+        let (status, v) = self.post("/api/deliberations", &body).await;
+        assert_eq!(status, 202, "start answered {status}: {v}");
+        v
+    }
+
+    /// Polls the run until it is no longer running.
+    pub async fn wait_done(&self, run_id: &str) -> Value {
+        for _ in 0..400 {
+            let (status, v) = self.get(&format!("/api/deliberations/{run_id}")).await;
+            assert_eq!(status, 200, "{v}");
+            if v["status"] != "running" {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("run {run_id} did not finish");
+    }
+
+    pub async fn ws(&self) -> Ws {
+        let (stream, _) = tokio_tungstenite::connect_async(&self.ws_url).await.expect("ws connect");
+        Ws { stream }
+    }
+
+    pub async fn stop(self) {
+        self.handle.stop(false).await;
+    }
+}
+
+pub fn council_request(question: &str) -> Value {
+    json!({
+        "mode": "council",
+        "question": question,
+        "councilModels": ["sim/alpha", "sim/beta", "sim/gamma"],
+        "chairmanModel": "sim/alpha",
+    })
+}
+
+pub struct Ws {
+    stream: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+}
+
+impl Ws {
+    pub async fn send(&mut self, v: Value) {
+        self.stream.send(WsMessage::text(v.to_string())).await.expect("ws send");
+    }
+
+    /// The next JSON message (pings are skipped), or None after `wait` of silence.
+    pub async fn next_within(&mut self, wait: Duration) -> Option<Value> {
+        loop {
+            let msg = tokio::time::timeout(wait, self.stream.next()).await.ok()??.ok()?;
+            if let WsMessage::Text(t) = msg {
+                return serde_json::from_str(t.as_str()).ok();
+            }
+        }
+    }
+
+    pub async fn next(&mut self) -> Value {
+        self.next_within(Duration::from_secs(10)).await.expect("a websocket message within 10 s")
+    }
+
+    /// Reads until a message with `type` == `kind` (and, for events, `event` == `event`).
+    pub async fn until(&mut self, kind: &str, event: Option<&str>) -> (Value, Vec<Value>) {
+        let mut seen = Vec::new();
+        loop {
+            let v = self.next().await;
+            let hit = v["type"] == kind && event.is_none_or(|e| v["event"] == e);
+            if hit {
+                return (v, seen);
+            }
+            seen.push(v);
+        }
+    }
+
+    /// Reads events of `run` until its terminal event; returns all of them in order.
+    pub async fn events_until_end(&mut self, run: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let v = self.next().await;
+            if v["type"] == "event" && v["run"] == run {
+                let ev = v["event"].as_str().unwrap_or("").to_string();
+                out.push(v);
+                if matches!(ev.as_str(), "complete" | "error" | "cancelled") {
+                    return out;
+                }
+            }
+        }
+    }
+
+    pub async fn close(mut self) {
+        let _ = self.stream.close(None).await;
+    }
+}
+
+/// Event names of a list of envelopes, leaving out the per-call and token events.
+pub fn stage_events(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| e["event"].as_str())
+        .filter(|e| !matches!(*e, "token" | "call_start" | "call_complete"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Asserts sequence numbers are 1, 2, 3... with no gap and no repeat.
+pub fn assert_contiguous(events: &[Value], from: i64) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["seq"].as_i64(), Some(from + i as i64), "event {i} out of sequence: {e}");
+    }
+}

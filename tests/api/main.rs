@@ -1,0 +1,11 @@
+//! Integration tests: a real server on an ephemeral port, a temporary SQLite file (or a fresh
+//! PostgreSQL database), the sim models in-process and through the sim-server over HTTP, and
+//! real HTTP, WebSocket and SSE clients. One binary keeps link times down.
+
+mod cancel;
+mod cli;
+mod council;
+mod helpers;
+mod postgres;
+mod stream;
+mod validation;

@@ -1,0 +1,183 @@
+//! Watching runs live: WebSocket start, late and reconnecting watchers, SSE resumption.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+const COUNCIL_SEQUENCE: [&str; 8] = [
+    "stage1_start",
+    "stage1_complete",
+    "stage2_start",
+    "stage2_complete",
+    "stage3_start",
+    "stage3_complete",
+    "title_complete",
+    "complete",
+];
+
+#[actix_web::test]
+async fn a_websocket_client_starts_a_council_and_sees_the_seed_sequence() {
+    let app = spawn_with(Options { sim_latency_ms: 100, ..Options::default() }).await;
+    let mut ws = app.ws().await;
+    ws.send(
+        json!({ "type": "start", "id": 7, "request": council_request("Why is the sky blue?") }),
+    )
+    .await;
+    let (started, _) = ws.until("started", None).await;
+    assert_eq!(started["id"], 7);
+    let run = started["runId"].as_str().unwrap().to_string();
+    let events = ws.events_until_end(&run).await;
+    assert_contiguous(&events, 1);
+    assert_eq!(stage_events(&events), COUNCIL_SEQUENCE);
+    let first = &events[0];
+    assert_eq!(first["data"]["conversationId"], started["conversationId"]);
+    assert_eq!(first["data"]["messageId"], started["messageId"]);
+    let s1 = events.iter().find(|e| e["event"] == "stage1_complete").unwrap();
+    assert_eq!(s1["data"]["data"].as_array().unwrap().len(), 3);
+    assert!(s1["data"]["data"][0]["responseTimeMs"].is_number());
+    let s2 = events.iter().find(|e| e["event"] == "stage2_complete").unwrap();
+    assert!(s2["data"]["metadata"]["labelToModel"].is_object());
+    let calls = events.iter().filter(|e| e["event"] == "call_complete").count();
+    assert_eq!(calls, 8, "3 answers, 3 rankings, chairman, title");
+    assert!(events.iter().any(|e| e["event"] == "token"), "answers stream as token events");
+    // Stage 3's live payload equals what GET rebuilds from the stored rows.
+    let (_, stored) = app.get(&format!("/api/deliberations/{run}")).await;
+    let s3 = events.iter().find(|e| e["event"] == "stage3_complete").unwrap();
+    assert_eq!(s3["data"]["data"], stored["result"]["stage3"]);
+    assert_eq!(s2["data"]["data"], stored["result"]["stage2"]);
+    assert_eq!(s2["data"]["metadata"], stored["result"]["stage2Metadata"]);
+    ws.close().await;
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn a_late_watcher_and_a_reconnecting_one_miss_nothing_and_repeat_nothing() {
+    let app = spawn_with(Options { sim_latency_ms: 150, ..Options::default() }).await;
+    let mut a = app.ws().await;
+    a.send(json!({ "type": "start", "request": council_request("Late watchers?") })).await;
+    let (started, _) = a.until("started", None).await;
+    let run = started["runId"].as_str().unwrap().to_string();
+    // B joins once stage 1 is over.
+    let (_, _) = a.until("event", Some("stage1_complete")).await;
+    let mut b = app.ws().await;
+    b.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
+    // C watches from the start, reads a few events, drops, and reconnects with `since`.
+    let mut c = app.ws().await;
+    c.send(json!({ "type": "watch", "run": run })).await;
+    let mut c_seen = Vec::new();
+    for _ in 0..4 {
+        c_seen.push(c.next().await);
+    }
+    c.close().await;
+    let last = c_seen.last().unwrap()["seq"].as_i64().unwrap();
+    let mut c2 = app.ws().await;
+    c2.send(json!({ "type": "watch", "run": run, "since": last })).await;
+    let c_rest = c2.events_until_end(&run).await;
+    c_seen.extend(c_rest);
+
+    let a_rest = a.events_until_end(&run).await;
+    let b_all = b.events_until_end(&run).await;
+    assert_contiguous(&b_all, 1);
+    assert_contiguous(&c_seen, 1);
+    assert_eq!(stage_events(&b_all), COUNCIL_SEQUENCE);
+    assert_eq!(b_all.last(), a_rest.last());
+    assert_eq!(b_all, c_seen, "the reconnecting watcher saw exactly what the late one saw");
+    // After the run ends, a watch replays it (from memory or the database).
+    let mut d = app.ws().await;
+    d.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
+    let d_all = d.events_until_end(&run).await;
+    assert_eq!(d_all, b_all);
+    for ws in [a, b, c2, d] {
+        ws.close().await;
+    }
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn watching_an_unknown_run_is_an_error_not_silence() {
+    let app = spawn_app().await;
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "watch", "run": "nope", "id": 1 })).await;
+    let v = ws.next().await;
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["run"], "nope");
+    assert_eq!(v["id"], 1);
+    ws.send(json!({ "type": "frobnicate" })).await;
+    assert_eq!(ws.next().await["type"], "error");
+    ws.send(json!("not an object")).await;
+    assert_eq!(ws.next().await["type"], "error");
+    ws.close().await;
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn the_dashboard_lists_live_runs_and_their_progress() {
+    let app = spawn_with(Options { sim_latency_ms: 100, ..Options::default() }).await;
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "dashboard" })).await;
+    let snapshot = ws.next().await;
+    assert_eq!(snapshot["type"], "dashboard");
+    let started = app.start(council_request("Dashboard?")).await;
+    let run = started["runId"].as_str().unwrap();
+    let mut statuses = Vec::new();
+    while let Some(v) = ws.next_within(Duration::from_secs(10)).await {
+        if v["type"] == "dashboard_update" && v["run"]["id"] == run {
+            statuses.push(v["run"]["status"].as_str().unwrap().to_string());
+            if v["run"]["status"] != "running" {
+                break;
+            }
+        }
+    }
+    assert_eq!(statuses.first().map(String::as_str), Some("running"));
+    assert_eq!(statuses.last().map(String::as_str), Some("completed"));
+    ws.close().await;
+    app.stop().await;
+}
+
+fn parse_sse(text: &str) -> Vec<(i64, String, Value)> {
+    text.split("\n\n")
+        .filter_map(|block| {
+            let mut id = None;
+            let mut event = None;
+            let mut data = None;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = v.parse().ok();
+                } else if let Some(v) = line.strip_prefix("event: ") {
+                    event = Some(v.to_string());
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data = serde_json::from_str(v).ok();
+                }
+            }
+            Some((id?, event?, data?))
+        })
+        .collect()
+}
+
+#[actix_web::test]
+async fn sse_streams_a_run_and_resumes_from_last_event_id() {
+    let app = spawn_with(Options { sim_latency_ms: 80, ..Options::default() }).await;
+    let started = app.start(council_request("SSE?")).await;
+    let run = started["runId"].as_str().unwrap();
+    let url = format!("{}/api/deliberations/{run}/events", app.base);
+    let resp = app.http.get(&url).send().await.unwrap();
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let all = parse_sse(&resp.text().await.unwrap());
+    let seqs: Vec<i64> = all.iter().map(|(id, _, _)| *id).collect();
+    assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>());
+    assert_eq!(all.last().unwrap().1, "complete");
+    assert_eq!(all[0].2["run"], run);
+    // Resume after event 5: everything after it, nothing before.
+    let resp = app.http.get(&url).header("Last-Event-ID", "5").send().await.unwrap();
+    let rest = parse_sse(&resp.text().await.unwrap());
+    assert_eq!(rest.first().unwrap().0, 6);
+    assert_eq!(rest.len(), all.len() - 5);
+    let resp = app.http.get(&url).header("Last-Event-ID", "x").send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+    let resp =
+        app.http.get(format!("{}/api/deliberations/none/events", app.base)).send().await.unwrap();
+    assert_eq!(resp.status(), 404);
+    app.stop().await;
+}
