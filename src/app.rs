@@ -39,6 +39,7 @@ pub async fn start_engine(config: &Config) -> Result<Engine, AppError> {
         defaults: Defaults { offline: config.offline(), stage_timeout_ms: config.stage_timeout_ms },
         token_flush: config.token_flush,
         retention: config.retention,
+        finish_grace: config.finish_grace,
     };
     Ok(Engine::launch(store, config.providers(), settings))
 }

@@ -99,6 +99,8 @@ pub struct Config {
     pub token_flush: Duration,
     /// How long an ended run's events stay in memory for late watchers.
     pub retention: Duration,
+    /// How long a title may still arrive after the answer before the run completes without it.
+    pub finish_grace: Duration,
 }
 
 impl Config {
@@ -116,6 +118,7 @@ impl Config {
             client_timeout: Duration::from_secs(30),
             token_flush: Duration::from_millis(100),
             retention: Duration::from_secs(600),
+            finish_grace: Duration::from_secs(10),
         }
     }
 

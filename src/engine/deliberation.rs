@@ -42,6 +42,8 @@ pub struct DeliberationSetup {
     pub providers: Providers,
     /// How often streamed deltas are flushed as `token` events.
     pub token_flush: Duration,
+    /// How long calls still in flight (a title) may hold a run that has its answer.
+    pub finish_grace: Duration,
 }
 
 pub struct Deliberation {
@@ -53,6 +55,7 @@ pub struct Deliberation {
     store: Store,
     providers: Providers,
     token_flush: Duration,
+    finish_grace: Duration,
     seq: i64,
     stage_position: i32,
     phase: Phase,
@@ -74,6 +77,7 @@ impl Deliberation {
             store: setup.store,
             providers: setup.providers,
             token_flush: setup.token_flush,
+            finish_grace: setup.finish_grace,
             seq: 0,
             stage_position: 0,
             phase: Phase::Running,
@@ -162,6 +166,18 @@ impl Deliberation {
                 Effect::Finish { answer } => {
                     if self.phase == Phase::Running {
                         self.phase = Phase::Finishing { answer };
+                        // The answer is out; a slow side call (a title) may not hold the run
+                        // open for a whole stage timeout.
+                        ctx.run_later(self.finish_grace, |act, ctx| {
+                            if let Phase::Finishing { answer } = act.phase.clone() {
+                                log::info!(
+                                    "run {}: {} call(s) still in flight after the answer; dropped",
+                                    act.run_id,
+                                    act.in_flight.len()
+                                );
+                                act.end(ctx, "completed", None, Some(answer));
+                            }
+                        });
                     }
                 }
                 Effect::Fail { message } => {

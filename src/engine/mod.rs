@@ -63,6 +63,8 @@ pub struct EngineSettings {
     pub defaults: Defaults,
     pub token_flush: Duration,
     pub retention: Duration,
+    /// See [`deliberation::DeliberationSetup::finish_grace`].
+    pub finish_grace: Duration,
 }
 
 /// Cloneable handle to the engine's actors.
@@ -200,6 +202,7 @@ impl Engine {
             store: self.store.clone(),
             providers: self.providers.clone(),
             token_flush: self.settings.token_flush,
+            finish_grace: self.settings.finish_grace,
         }));
         Ok(StartedRun { run_id, conversation_id, message_id, mode: req.mode })
     }

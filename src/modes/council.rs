@@ -607,8 +607,12 @@ impl Council {
             Effect::emit("stage3_complete", json!({ "data": synthesis })),
         ];
         self.phase = Phase::Done;
-        if let TitleState::Arrived(title) = self.title.clone() {
-            out.extend(self.title_effects(title));
+        match self.title.clone() {
+            TitleState::Arrived(title) => out.extend(self.title_effects(title)),
+            // Until the title call answers (it may never), the conversation is named after
+            // its question; the real title replaces this when it comes.
+            TitleState::Pending => out.push(Effect::SetTitle(clean_title("", &self.ctx.question))),
+            TitleState::NotWanted | TitleState::Sent => {}
         }
         out.push(Effect::Finish { answer: text });
         out
