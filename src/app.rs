@@ -24,16 +24,27 @@ pub enum AppError {
     Bind { addr: String, source: std::io::Error },
 }
 
-/// Opens the store, marks runs a dead process left behind, and starts the engine's actors.
-/// Must run inside an actix System.
-pub async fn start_engine(config: &Config) -> Result<Engine, AppError> {
+/// Who is starting the engine: the server owns the database's runs and cleans up after a
+/// process that died; the CLI shares the database with a server that may be running, so it
+/// must leave other runs alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Server,
+    Cli,
+}
+
+/// Opens the store, (as the server) marks runs a dead process left behind, and starts the
+/// engine's actors. Must run inside an actix System.
+pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppError> {
     install_crypto();
     let store = Store::start(&config.database_url)?;
-    let interrupted = store.mark_interrupted().await?;
-    if interrupted > 0 {
-        log::warn!(
-            "{interrupted} run(s) were left running by a previous process: marked interrupted"
-        );
+    if role == Role::Server {
+        let interrupted = store.mark_interrupted().await?;
+        if interrupted > 0 {
+            log::warn!(
+                "{interrupted} run(s) were left running by a previous process: marked interrupted"
+            );
+        }
     }
     let settings = EngineSettings {
         defaults: Defaults { offline: config.offline(), stage_timeout_ms: config.stage_timeout_ms },
@@ -46,6 +57,7 @@ pub async fn start_engine(config: &Config) -> Result<Engine, AppError> {
 
 /// A bound, not yet running, HTTP server with its engine.
 pub struct Application {
+    addr: std::net::SocketAddr,
     port: u16,
     server: Server,
     engine: Engine,
@@ -55,8 +67,11 @@ impl Application {
     pub async fn build(config: Config) -> Result<Self, AppError> {
         let listener = TcpListener::bind(&config.bind)
             .map_err(|source| AppError::Bind { addr: config.bind.clone(), source })?;
-        let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
-        let engine = start_engine(&config).await?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| AppError::Bind { addr: config.bind.clone(), source })?;
+        let port = addr.port();
+        let engine = start_engine(&config, Role::Server).await?;
         let state = web::Data::new(AppState {
             engine: engine.clone(),
             heartbeat_interval: config.heartbeat_interval,
@@ -74,7 +89,12 @@ impl Application {
         .listen(listener)
         .map_err(|source| AppError::Bind { addr: config.bind.clone(), source })?
         .run();
-        Ok(Application { port, server, engine })
+        Ok(Application { addr, port, server, engine })
+    }
+
+    /// The address the server listens on (with the real port when bound to port 0).
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
     }
 
     pub fn port(&self) -> u16 {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
-use crate::app::{start_engine, AppError};
+use crate::app::{start_engine, AppError, Role};
 use crate::config::Config;
 use crate::engine::events::Frame;
 use crate::engine::EngineError;
@@ -113,7 +113,7 @@ pub fn progress_line(event: &str, data: &Value) -> Option<String> {
 /// 130 cancelled.
 pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
     let body = request_body(&args)?;
-    let engine = start_engine(&config).await?;
+    let engine = start_engine(&config, Role::Cli).await?;
     let started = engine.start_run(&body, None).await?;
     let mut err = std::io::stderr();
     if !args.quiet {

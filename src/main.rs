@@ -156,11 +156,7 @@ async fn serve(config: Config) -> i32 {
             return 1;
         }
     };
-    let bind_host = "127.0.0.1";
-    println!(
-        "Conclave listening on http://{bind_host}:{} — database {database}, {models}",
-        app.port()
-    );
+    println!("Conclave listening on http://{} — database {database}, {models}", app.addr());
     let handle = app.handle();
     actix_web::rt::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {

@@ -208,6 +208,14 @@ function endRun(runId, how) {
   r.ended = true;
   r.view.final.textContent = `Run ${how}.`;
   for (const s of Object.values(r.view.stages)) s.classList.remove("pending");
+  // Calls still running when the run ended were stopped with it.
+  for (const chip of r.view.calls.values()) {
+    if (chip.classList.contains("running")) chip.className = "call stopped";
+  }
+  for (const pre of r.view.live.values()) {
+    const summary = pre.parentElement && pre.parentElement.querySelector("summary");
+    if (summary) summary.textContent = summary.textContent.replace("(streaming)", "(stopped)");
+  }
   if (state.activeRun === runId) {
     state.activeRun = null;
     $("#cancel").hidden = true;

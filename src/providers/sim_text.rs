@@ -64,7 +64,12 @@ fn title(p: &Prompt) -> Option<String> {
         return None;
     }
     let quoted = p.last.split('"').nth(1).unwrap_or(p.last);
-    let mut words = keywords(quoted);
+    const QUESTION_WORDS: &[&str] =
+        &["what", "which", "when", "where", "does", "should", "would", "could", "have"];
+    let mut words: Vec<String> = keywords(quoted)
+        .into_iter()
+        .filter(|w| !QUESTION_WORDS.contains(&w.to_lowercase().as_str()))
+        .collect();
     if words.is_empty() {
         words = vec!["Open".into(), "Question".into()];
     }

@@ -24,6 +24,10 @@ pub async fn index() -> HttpResponse {
     serve("index.html")
 }
 
+pub async fn favicon() -> HttpResponse {
+    serve("favicon.svg")
+}
+
 pub async fn file(path: web::Path<String>) -> HttpResponse {
     serve(&path.into_inner())
 }

@@ -54,5 +54,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             })),
     )
     .route("/", web::get().to(assets::index))
+    .route("/favicon.ico", web::get().to(assets::favicon))
     .route("/static/{path:.*}", web::get().to(assets::file));
 }

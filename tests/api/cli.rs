@@ -94,3 +94,61 @@ fn sim_server_answers_over_the_openai_api() {
     let text = body["choices"][0]["message"]["content"].as_str().unwrap();
     assert!(text.to_lowercase().contains("simulated"), "{text}");
 }
+
+#[test]
+fn a_run_left_running_by_a_dead_server_is_marked_interrupted_at_the_next_start() {
+    use diesel::{Connection, RunQueryDsl};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.db");
+    let db = format!("sqlite://{}", path.display());
+    // A server that dies mid-run leaves this behind.
+    let out = conclave().args(["migrate"]).env("DATABASE_URL", &db).output().unwrap();
+    assert!(out.status.success());
+    let mut conn = diesel::sqlite::SqliteConnection::establish(path.to_str().unwrap()).unwrap();
+    diesel::sql_query(
+        "INSERT INTO conversations (id, mode, visibility, created_at, updated_at) VALUES ('c', 'council', 'private', 1, 1);
+         ",
+    )
+    .execute(&mut conn)
+    .unwrap();
+    diesel::sql_query(
+        "INSERT INTO runs (id, conversation_id, user_message_id, message_id, mode, status, request, created_at)
+         VALUES ('r', 'c', 'u', 'm', 'council', 'running', '{}', 1)",
+    )
+    .execute(&mut conn)
+    .unwrap();
+    // The CLI shares the database with live servers: it must not touch the run.
+    let out = conclave()
+        .current_dir(dir.path())
+        .args(["run", "council", "q", "--quiet"])
+        .env("DATABASE_URL", &db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let status = |conn: &mut diesel::sqlite::SqliteConnection| {
+        #[derive(diesel::QueryableByName)]
+        struct S {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            status: String,
+        }
+        diesel::sql_query("SELECT status FROM runs WHERE id = 'r'")
+            .get_result::<S>(conn)
+            .unwrap()
+            .status
+    };
+    assert_eq!(status(&mut conn), "running");
+    // A server start marks it interrupted.
+    let mut server = conclave()
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("DATABASE_URL", &db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains("listening on http://127.0.0.1:"), "{line}");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(status(&mut conn), "interrupted");
+}

@@ -30,6 +30,15 @@ fn fresh_database() -> Option<String> {
     Some(format!("{base}/{name}"))
 }
 
+/// Removes a test database (FORCE closes the pool's connections).
+fn drop_database(url: &str) {
+    let Some((_, name)) = url.rsplit_once('/') else { return };
+    if let Ok(mut conn) = diesel::pg::PgConnection::establish(&admin_url()) {
+        let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .execute(&mut conn);
+    }
+}
+
 #[actix_web::test]
 async fn council_runs_and_reloads_on_postgresql() {
     let Some(url) = fresh_database() else { return };
@@ -50,5 +59,7 @@ async fn council_runs_and_reloads_on_postgresql() {
         format!("{}/api/deliberations/{}/events", app.base, started["runId"].as_str().unwrap());
     let text = app.http.get(url).send().await.unwrap().text().await.unwrap();
     assert!(text.contains("event: complete"));
+    let url = app.database_url.clone();
     app.stop().await;
+    drop_database(&url);
 }
