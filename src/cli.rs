@@ -104,7 +104,26 @@ pub fn progress_line(event: &str, data: &Value) -> Option<String> {
         "cancelled" => Some("cancelled".to_string()),
         "complete" => Some("complete".to_string()),
         e if e.ends_with("_start") => Some(format!("▶ {}", e.trim_end_matches("_start"))),
-        e if e.ends_with("_complete") => Some(format!("■ {}", e.trim_end_matches("_complete"))),
+        e if e.ends_with("_complete") => {
+            let mut line = format!("■ {}", e.trim_end_matches("_complete"));
+            if let Some(agg) = data.pointer("/metadata/aggregateRankings").and_then(Value::as_array)
+            {
+                let ranks: Vec<String> = agg
+                    .iter()
+                    .map(|a| {
+                        let avg = a.get("averageRank").and_then(Value::as_f64).unwrap_or(0.0);
+                        format!(
+                            "{} {avg:.2}",
+                            a.get("model").and_then(Value::as_str).unwrap_or("?")
+                        )
+                    })
+                    .collect();
+                if !ranks.is_empty() {
+                    line.push_str(&format!(" — average rank: {}", ranks.join(", ")));
+                }
+            }
+            Some(line)
+        }
         other => Some(format!("• {other}")),
     }
 }

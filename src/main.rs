@@ -74,8 +74,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
+    // The terminal client draws its own progress; logs would interleave with it.
+    let level = if matches!(cli.command, Some(Command::Run { .. })) { "error" } else { "info" };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
     let bind = match &cli.command {
         Some(Command::Serve { bind }) => bind.clone(),
         _ => std::env::var("CONCLAVE_BIND").ok(),
