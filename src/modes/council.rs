@@ -17,10 +17,12 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{clean_title, create_label_map, label, title_prompt, with_history};
+use super::common::{
+    answer_of, create_label_map, label, title_prompt, with_history, Batch, TitleTracker, TITLE_KEY,
+};
 use super::{
-    CallReply, CallSpec, Defaults, Effect, FieldError, Mode, ModeKind, RunContext, StageRow,
-    ValidRequest,
+    request, CallReply, CallSpec, Defaults, Effect, FieldError, Mode, ModeKind, RunContext,
+    StageRow, ValidRequest,
 };
 
 /// History a follow-up carries (the seed: "truncated to the last 10 turns").
@@ -44,103 +46,31 @@ pub struct CouncilConfig {
     pub timeout_ms: u64,
 }
 
-/// Reads an optional non-empty string field.
-pub(crate) fn opt_string(body: &Value, field: &str) -> Result<Option<String>, FieldError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
-        Some(Value::String(_)) => Err(FieldError::new(field, "must not be empty")),
-        Some(_) => Err(FieldError::new(field, "must be a string")),
-    }
-}
-
-/// Reads the question: a non-empty string.
-pub(crate) fn question(body: &Value) -> Result<String, FieldError> {
-    match body.get("question") {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-        Some(Value::String(_)) | None | Some(Value::Null) => {
-            Err(FieldError::new("question", "Question is required"))
-        }
-        Some(_) => Err(FieldError::new("question", "must be a string")),
-    }
-}
-
-/// Reads an optional list of model ids with a size range.
-pub(crate) fn model_list(
-    body: &Value,
-    field: &str,
-    range: std::ops::RangeInclusive<usize>,
-) -> Result<Option<Vec<String>>, FieldError> {
-    let items = match body.get(field) {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err(FieldError::new(field, "must be an array of model ids")),
-    };
-    let mut models = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        match item.as_str().map(str::trim) {
-            Some(s) if !s.is_empty() => models.push(s.to_string()),
-            _ => {
-                return Err(FieldError::new(
-                    field,
-                    format!("item {i} must be a non-empty model id"),
-                ))
-            }
-        }
-    }
-    if models.len() < *range.start() {
-        return Err(FieldError::new(
-            field,
-            format!("at least {} models are required", range.start()),
-        ));
-    }
-    if models.len() > *range.end() {
-        return Err(FieldError::new(field, format!("at most {} models are allowed", range.end())));
-    }
-    Ok(Some(models))
-}
-
-/// Reads an optional timeout in milliseconds within `range`.
-pub(crate) fn timeout_ms(
-    body: &Value,
-    field: &str,
-    range: std::ops::RangeInclusive<u64>,
-    default: u64,
-) -> Result<u64, FieldError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(default),
-        Some(v) => match v.as_u64() {
-            Some(ms) if range.contains(&ms) => Ok(ms),
-            _ => Err(FieldError::new(
-                field,
-                format!(
-                    "must be a whole number of milliseconds from {} to {}",
-                    range.start(),
-                    range.end()
-                ),
-            )),
-        },
-    }
-}
-
 /// Validates a council request (the seed's schema, plus `timeoutMs`).
 pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = question(body)?;
-    let conversation_id = opt_string(body, "conversationId")?;
-    let council_models = model_list(body, "councilModels", MIN_MODELS..=MAX_MODELS)?
+    let question = request::question(body, "Question is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let council_models = request::model_list(
+        body,
+        "councilModels",
+        "councilModels",
+        MIN_MODELS..=MAX_MODELS,
+        None,
+        None,
+    )?
+    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS }));
+    let chairman_model = request::opt_string(body, "chairmanModel", "chairmanModel")?
         .unwrap_or_else(|| {
-            let d: &[&str] = if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS };
-            d.iter().map(|s| s.to_string()).collect()
+            (if defaults.offline { SIM_CHAIRMAN } else { SEED_CHAIRMAN }).to_string()
         });
-    let chairman_model = opt_string(body, "chairmanModel")?.unwrap_or_else(|| {
-        (if defaults.offline { SIM_CHAIRMAN } else { SEED_CHAIRMAN }).to_string()
-    });
-    let timeout_ms = timeout_ms(body, "timeoutMs", TIMEOUT_RANGE_MS, defaults.stage_timeout_ms)?;
-    let mut models = council_models.clone();
-    models.push(chairman_model.clone());
-    models.dedup();
-    let mut seen = std::collections::HashSet::new();
-    models.retain(|m| seen.insert(m.clone()));
+    let timeout_ms = request::timeout_ms(
+        body,
+        "timeoutMs",
+        "timeoutMs",
+        TIMEOUT_RANGE_MS,
+        defaults.stage_timeout_ms,
+    )?;
+    let models = request::distinct(&[&council_models], &[&chairman_model]);
     let config = CouncilConfig { council_models, chairman_model, timeout_ms };
     Ok(ValidRequest {
         mode: ModeKind::Council,
@@ -153,13 +83,8 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Stage1Response {
-    pub model: String,
-    pub response: String,
-    pub response_time_ms: i64,
-}
+/// A stage-1 answer (`{model, response, responseTimeMs}`), shared with the other modes.
+pub type Stage1Response = super::common::Answer;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -361,14 +286,6 @@ fn stage2_complete(stage2: &[Stage2Response], label_to_model: &BTreeMap<String, 
 
 // ---- the state machine ----------------------------------------------------------------------
 
-#[derive(Debug, Clone, PartialEq)]
-enum TitleState {
-    NotWanted,
-    Pending,
-    Arrived(String),
-    Sent,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
     Answering,
@@ -381,12 +298,12 @@ pub struct Council {
     config: CouncilConfig,
     ctx: RunContext,
     phase: Phase,
-    /// Replies of the current batch, by member index.
-    replies: Vec<Option<CallReply>>,
+    /// Replies of the current stage, by member index.
+    batch: Batch,
     stage1: Vec<Stage1Response>,
     label_to_model: BTreeMap<String, String>,
     stage2: Vec<Stage2Response>,
-    title: TitleState,
+    title: TitleTracker,
 }
 
 impl Council {
@@ -398,15 +315,16 @@ impl Council {
                 timeout_ms: 120_000,
             });
         let members = config.council_models.len();
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         Council {
             config,
             ctx,
             phase: Phase::Answering,
-            replies: vec![None; members],
+            batch: Batch::new("stage1", members),
             stage1: Vec::new(),
             label_to_model: BTreeMap::new(),
             stage2: Vec::new(),
-            title: TitleState::NotWanted,
+            title,
         }
     }
 
@@ -430,39 +348,16 @@ impl Council {
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
         self.phase = Phase::Done;
-        let mut out = Vec::new();
-        if self.ctx.new_conversation && self.title != TitleState::Sent {
-            out.push(Effect::SetTitle(clean_title("", &self.ctx.question)));
-        }
+        let mut out = self.title.on_fail();
         out.push(Effect::Fail { message });
         out
     }
 
-    fn member_index(key: &str, prefix: &str) -> Option<usize> {
-        key.strip_prefix(prefix)?.parse().ok()
-    }
-
     fn on_stage1(&mut self, reply: CallReply) -> Vec<Effect> {
-        let Some(i) = Self::member_index(&reply.key, "stage1:") else { return Vec::new() };
-        if let Some(slot) = self.replies.get_mut(i) {
-            *slot = Some(reply);
-        }
-        if self.replies.iter().any(Option::is_none) {
+        if !self.batch.accept(reply) || !self.batch.complete() {
             return Vec::new();
         }
-        let replies =
-            std::mem::replace(&mut self.replies, vec![None; self.config.council_models.len()]);
-        self.stage1 = replies
-            .into_iter()
-            .flatten()
-            .filter_map(|r| {
-                r.result.ok().map(|text| Stage1Response {
-                    model: r.model,
-                    response: text,
-                    response_time_ms: r.response_time_ms as i64,
-                })
-            })
-            .collect();
+        self.stage1 = self.batch.take().iter().filter_map(answer_of).collect();
         match self.stage1.len() {
             0 => return self.fail("All council models failed to respond.".into()),
             1 => {
@@ -510,27 +405,24 @@ impl Council {
         }
         out.push(Effect::emit("stage2_start", json!({})));
         let prompt = ranking_prompt(&self.ctx.question, &labeled);
+        self.batch = Batch::new("stage2", self.config.council_models.len());
         for (i, model) in self.config.council_models.iter().enumerate() {
             let messages = vec![super::ChatMessage::user(prompt.clone())];
-            out.push(self.call(format!("stage2:{i}"), model, messages, "stage2", "council"));
+            out.push(self.call(self.batch.key(i), model, messages, "stage2", "council"));
         }
         self.phase = Phase::Ranking;
         out
     }
 
     fn on_stage2(&mut self, reply: CallReply) -> Vec<Effect> {
-        let Some(i) = Self::member_index(&reply.key, "stage2:") else { return Vec::new() };
-        if let Some(slot) = self.replies.get_mut(i) {
-            *slot = Some(reply);
-        }
-        if self.replies.iter().any(Option::is_none) {
+        if !self.batch.accept(reply) || !self.batch.complete() {
             return Vec::new();
         }
         let labels: Vec<String> = self.label_to_model.keys().cloned().collect();
-        let replies = std::mem::take(&mut self.replies);
-        self.stage2 = replies
+        self.stage2 = self
+            .batch
+            .take()
             .into_iter()
-            .flatten()
             .filter_map(|r| {
                 r.result.ok().map(|text| Stage2Response {
                     model: r.model,
@@ -565,21 +457,13 @@ impl Council {
         let messages = with_history(&self.ctx.history, HISTORY_TURNS, &prompt);
         let chairman = self.config.chairman_model.clone();
         out.push(self.call("stage3".into(), &chairman, messages, "stage3", "chairman"));
-        if self.ctx.new_conversation {
-            self.title = TitleState::Pending;
-            let messages = vec![super::ChatMessage::user(title_prompt(&self.ctx.question))];
-            out.push(self.call("title".into(), &chairman, messages, "title", "title"));
-        }
+        out.extend(self.title.call(
+            &chairman,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
         self.phase = Phase::Synthesising;
         out
-    }
-
-    fn title_effects(&mut self, title: String) -> Vec<Effect> {
-        self.title = TitleState::Sent;
-        vec![
-            Effect::emit("title_complete", json!({ "data": { "title": title } })),
-            Effect::SetTitle(title),
-        ]
     }
 
     fn on_stage3(&mut self, reply: CallReply) -> Vec<Effect> {
@@ -607,26 +491,9 @@ impl Council {
             Effect::emit("stage3_complete", json!({ "data": synthesis })),
         ];
         self.phase = Phase::Done;
-        match self.title.clone() {
-            TitleState::Arrived(title) => out.extend(self.title_effects(title)),
-            // Until the title call answers (it may never), the conversation is named after
-            // its question; the real title replaces this when it comes.
-            TitleState::Pending => out.push(Effect::SetTitle(clean_title("", &self.ctx.question))),
-            TitleState::NotWanted | TitleState::Sent => {}
-        }
+        out.extend(self.title.on_answer());
         out.push(Effect::Finish { answer: text });
         out
-    }
-
-    fn on_title(&mut self, reply: CallReply) -> Vec<Effect> {
-        let raw = reply.result.unwrap_or_default();
-        let title = clean_title(&raw, &self.ctx.question);
-        if self.phase == Phase::Done {
-            self.title_effects(title)
-        } else {
-            self.title = TitleState::Arrived(title);
-            Vec::new()
-        }
     }
 }
 
@@ -650,8 +517,8 @@ impl Mode for Council {
     }
 
     fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == "title" {
-            return self.on_title(reply);
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
         }
         match self.phase {
             Phase::Answering => self.on_stage1(reply),

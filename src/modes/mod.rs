@@ -8,6 +8,8 @@
 
 pub mod common;
 pub mod council;
+pub mod request;
+pub mod voting;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
