@@ -23,6 +23,7 @@ pub struct RunArgs {
     pub conversation: Option<String>,
     pub timeout_ms: Option<u64>,
     pub content_file: Option<PathBuf>,
+    pub original_question: Option<String>,
     pub json: bool,
     pub quiet: bool,
 }
@@ -47,35 +48,47 @@ pub fn request_body(args: &RunArgs) -> Result<Value, CliError> {
     if let Some(c) = &args.conversation {
         body.insert("conversationId".into(), json!(c));
     }
-    if let Some(t) = args.timeout_ms {
-        body.insert("timeoutMs".into(), json!(t));
+    let content = match &args.content_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|source| CliError::Read { path: path.clone(), source })?,
+        ),
+        None => None,
+    };
+    if content.is_some() && args.mode != "jury" {
+        return Err(CliError::Usage("--content-file is for jury mode".into()));
     }
-    if let Some(path) = &args.content_file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| CliError::Read { path: path.clone(), source })?;
-        body.insert("content".into(), json!(text));
-    }
+    let mut cfg = Map::new();
+    let put = |map: &mut Map<String, Value>, key: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            map.insert(key.to_string(), v);
+        }
+    };
+    let models = args.models.as_ref().map(|m| json!(m));
+    let chairman = args.chairman.as_ref().map(|c| json!(c));
+    let timeout = args.timeout_ms.map(|t| json!(t));
     match args.mode.as_str() {
         "council" => {
-            if let Some(m) = &args.models {
-                body.insert("councilModels".into(), json!(m));
-            }
-            if let Some(c) = &args.chairman {
-                body.insert("chairmanModel".into(), json!(c));
-            }
+            put(&mut body, "councilModels", models);
+            put(&mut body, "chairmanModel", chairman);
+            put(&mut body, "timeoutMs", timeout);
+        }
+        "jury" => {
+            // The content to evaluate: the file, or else the question itself.
+            put(&mut cfg, "content", Some(json!(content.unwrap_or_else(|| args.question.clone()))));
+            put(&mut cfg, "originalQuestion", args.original_question.as_ref().map(|q| json!(q)));
+            put(&mut cfg, "jurorModels", models);
+            put(&mut cfg, "foremanModel", chairman);
+            put(&mut cfg, "timeoutMs", timeout);
         }
         _ => {
-            let mut cfg = Map::new();
-            if let Some(m) = &args.models {
-                cfg.insert("models".into(), json!(m));
-            }
-            if let Some(c) = &args.chairman {
-                cfg.insert("chairmanModel".into(), json!(c));
-            }
-            if !cfg.is_empty() {
-                body.insert("modeConfig".into(), Value::Object(cfg));
-            }
+            put(&mut cfg, "models", models);
+            put(&mut cfg, "chairmanModel", chairman);
+            put(&mut cfg, "timeoutMs", timeout);
         }
+    }
+    if !cfg.is_empty() {
+        body.insert("modeConfig".into(), Value::Object(cfg));
     }
     Ok(Value::Object(body))
 }
@@ -100,6 +113,57 @@ pub fn progress_line(event: &str, data: &Value) -> Option<String> {
             "title: {}",
             data.pointer("/data/title").and_then(Value::as_str).unwrap_or("")
         )),
+        "juror_complete" => {
+            let d = &data["data"];
+            let verdict = d["verdict"].as_str().unwrap_or("no verdict");
+            let avg = d["average"]
+                .as_f64()
+                .map_or("no scores".to_string(), |a| format!("average {a:.1}"));
+            Some(format!("  ⚖ juror {}: {verdict}, {avg}", d["model"].as_str().unwrap_or("?")))
+        }
+        "all_jurors_complete" => {
+            let d = &data["data"];
+            let t = &d["voteTally"];
+            Some(format!(
+                "■ deliberation — majority {} (approve {}, revise {}, reject {})",
+                d["majorityVerdict"].as_str().unwrap_or("?"),
+                t["approve"],
+                t["revise"],
+                t["reject"]
+            ))
+        }
+        "revision_complete" => {
+            let sm = &data["data"]["summary"];
+            Some(format!(
+                "■ revision — {} revised, {} stood, {} merged, {} unparsed",
+                sm["revised"], sm["stood"], sm["merged"], sm["parseFailed"]
+            ))
+        }
+        "vote_round_complete" | "vote_complete" => {
+            let d = &data["data"];
+            let tallies: Vec<String> = d["tallies"]
+                .as_object()
+                .map(|m| m.iter().map(|(l, n)| format!("{l}: {n}")).collect())
+                .unwrap_or_default();
+            let tie = if d["isTie"].as_bool().unwrap_or(false) { " (tie)" } else { "" };
+            Some(format!("■ vote — {}{tie}", tallies.join(", ")))
+        }
+        "tiebreaker_complete" => Some(format!(
+            "■ tiebreaker — {} by {}",
+            data.pointer("/data/winnerLabel").and_then(Value::as_str).unwrap_or("?"),
+            data.pointer("/data/method").and_then(Value::as_str).unwrap_or("?")
+        )),
+        "winner_declared" => {
+            let d = &data["data"];
+            Some(format!(
+                "🏆 winner: {} ({}) with {} of {} votes{}",
+                d["winnerLabel"].as_str().unwrap_or("?"),
+                d["winnerModel"].as_str().unwrap_or("?"),
+                d["voteCount"],
+                d["totalVotes"],
+                if d["tiebroken"].as_bool().unwrap_or(false) { ", after a tie" } else { "" }
+            ))
+        }
         "error" => Some(format!("error: {}", s("message"))),
         "cancelled" => Some("cancelled".to_string()),
         "complete" => Some("complete".to_string()),
@@ -204,6 +268,37 @@ mod tests {
         assert_eq!(body["councilModels"], json!(["sim/a", "sim/b"]));
         assert_eq!(body["chairmanModel"], json!("sim/c"));
         assert_eq!(body["mode"], json!("council"));
+    }
+
+    #[test]
+    fn jury_flags_fill_mode_config() {
+        let dir = std::env::temp_dir().join(format!("conclave-cli-{}", std::process::id()));
+        std::fs::write(&dir, "## GET /users").unwrap();
+        let args = RunArgs {
+            mode: "jury".into(),
+            question: "Evaluate".into(),
+            models: Some(vec!["a".into(), "b".into(), "c".into()]),
+            chairman: Some("f".into()),
+            content_file: Some(dir.clone()),
+            original_question: Some("Write docs".into()),
+            ..Default::default()
+        };
+        let body = request_body(&args).unwrap();
+        let _ = std::fs::remove_file(&dir);
+        assert_eq!(body["modeConfig"]["content"], "## GET /users");
+        assert_eq!(body["modeConfig"]["jurorModels"], json!(["a", "b", "c"]));
+        assert_eq!(body["modeConfig"]["foremanModel"], "f");
+        assert_eq!(body["modeConfig"]["originalQuestion"], "Write docs");
+        let vote = RunArgs {
+            mode: "vote".into(),
+            question: "q".into(),
+            chairman: Some("x".into()),
+            ..Default::default()
+        };
+        assert_eq!(request_body(&vote).unwrap()["modeConfig"]["chairmanModel"], "x");
+        let bad =
+            RunArgs { mode: "debate".into(), content_file: Some("x".into()), ..Default::default() };
+        assert!(request_body(&bad).is_err());
     }
 
     #[test]

@@ -39,14 +39,14 @@ enum Command {
     },
     /// Run one deliberation in this process, with live progress, and print its result.
     Run {
-        /// council
+        /// council, vote, jury or debate
         mode: String,
         question: String,
-        /// Comma-separated model ids (council members).
+        /// Comma-separated model ids (council members, voters, jurors or debaters).
         #[arg(long, value_delimiter = ',')]
         models: Option<Vec<String>>,
-        /// The chairman model.
-        #[arg(long)]
+        /// The chairman (council, vote) or foreman (jury) model.
+        #[arg(long, alias = "foreman")]
         chairman: Option<String>,
         /// Continue this conversation (a follow-up).
         #[arg(long)]
@@ -54,9 +54,12 @@ enum Command {
         /// Per-stage timeout in milliseconds.
         #[arg(long)]
         timeout_ms: Option<u64>,
-        /// Content to evaluate, read from a file (modes that evaluate content).
+        /// Jury: the content to evaluate, read from a file (default: the question itself).
         #[arg(long)]
         content_file: Option<PathBuf>,
+        /// Jury: the question the content was answering.
+        #[arg(long)]
+        original_question: Option<String>,
         /// Print the whole result as JSON.
         #[arg(long)]
         json: bool,
@@ -106,6 +109,7 @@ fn main() -> ExitCode {
                 conversation,
                 timeout_ms,
                 content_file,
+                original_question,
                 json,
                 quiet,
             } => {
@@ -117,6 +121,7 @@ fn main() -> ExitCode {
                     conversation,
                     timeout_ms,
                     content_file,
+                    original_question,
                     json,
                     quiet,
                 };

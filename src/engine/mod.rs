@@ -143,6 +143,16 @@ impl Engine {
                     )
                     .into());
                 }
+                if !req.mode.multi_turn() && !detail.messages.is_empty() {
+                    return Err(FieldError::new(
+                        "conversationId",
+                        format!(
+                            "{} mode takes no follow-ups; start a new conversation",
+                            req.mode.as_str()
+                        ),
+                    )
+                    .into());
+                }
                 (conv.id, false, history_of(&detail.messages))
             }
         };

@@ -8,7 +8,10 @@
 
 pub mod common;
 pub mod council;
+pub mod debate;
+pub mod jury;
 pub mod request;
+pub mod vote;
 pub mod voting;
 
 use serde::{Deserialize, Serialize};
@@ -160,24 +163,32 @@ pub trait Mode: Send {
 #[serde(rename_all = "lowercase")]
 pub enum ModeKind {
     Council,
+    Vote,
+    Jury,
+    Debate,
 }
 
 impl ModeKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ModeKind::Council => "council",
+            ModeKind::Vote => "vote",
+            ModeKind::Jury => "jury",
+            ModeKind::Debate => "debate",
         }
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "council" => Some(ModeKind::Council),
-            _ => None,
-        }
+        ModeKind::all().iter().copied().find(|m| m.as_str() == s)
     }
 
     pub fn all() -> &'static [ModeKind] {
-        &[ModeKind::Council]
+        &[ModeKind::Council, ModeKind::Vote, ModeKind::Jury, ModeKind::Debate]
+    }
+
+    /// Whether a conversation of this mode takes follow-ups (the seeds' "Multi-turn").
+    pub fn multi_turn(self) -> bool {
+        matches!(self, ModeKind::Council | ModeKind::Vote)
     }
 }
 
@@ -235,6 +246,9 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
     };
     match mode {
         ModeKind::Council => council::validate(body, defaults),
+        ModeKind::Vote => vote::validate(body, defaults),
+        ModeKind::Jury => jury::validate(body, defaults),
+        ModeKind::Debate => debate::validate(body, defaults),
     }
 }
 
@@ -242,6 +256,9 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
 pub fn instantiate(req: &ValidRequest, ctx: RunContext) -> Box<dyn Mode> {
     match req.mode {
         ModeKind::Council => Box::new(council::Council::new(&req.config, ctx)),
+        ModeKind::Vote => Box::new(vote::Vote::new(&req.config, ctx)),
+        ModeKind::Jury => Box::new(jury::Jury::new(&req.config, ctx)),
+        ModeKind::Debate => Box::new(debate::Debate::new(&req.config, ctx)),
     }
 }
 
@@ -250,5 +267,8 @@ pub fn instantiate(req: &ValidRequest, ctx: RunContext) -> Box<dyn Mode> {
 pub fn load_result(mode: ModeKind, rows: &[StageRow]) -> Value {
     match mode {
         ModeKind::Council => council::load_result(rows),
+        ModeKind::Vote => vote::load_result(rows),
+        ModeKind::Jury => jury::load_result(rows),
+        ModeKind::Debate => debate::load_result(rows),
     }
 }

@@ -33,7 +33,7 @@ pub struct Prompt<'a> {
 type Recogniser = fn(&Prompt) -> Option<String>;
 
 /// Tried in order; the first that recognises its prompt answers.
-const RECOGNISERS: &[Recogniser] = &[title, ranking, synthesis];
+const RECOGNISERS: &[Recogniser] = &[title, juror, foreman, revision, vote, ranking, synthesis];
 
 /// The sim's reply to a chat.
 pub fn respond(model: &str, messages: &[ChatMessage], malformed: bool) -> String {
@@ -70,6 +70,8 @@ fn title(p: &Prompt) -> Option<String> {
         .into_iter()
         .filter(|w| !QUESTION_WORDS.contains(&w.to_lowercase().as_str()))
         .collect();
+    let mut seen = std::collections::HashSet::new();
+    words.retain(|w| seen.insert(w.to_lowercase()));
     if words.is_empty() {
         words = vec!["Open".into(), "Question".into()];
     }
@@ -97,7 +99,7 @@ fn labeled_blocks(prompt: &str) -> Vec<(String, String)> {
                 continue;
             }
         }
-        if t.starts_with("Instructions:") {
+        if t.starts_with("Instructions:") || t.starts_with("Consider: accuracy") {
             break;
         }
         if let Some(last) = out.last_mut() {
@@ -146,6 +148,160 @@ fn ranking(p: &Prompt) -> Option<String> {
         s.push_str(&format!("{}. {l}\n", i + 1));
     }
     Some(s)
+}
+
+/// The text between two markers of a prompt.
+fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+    let Some((_, rest)) = text.split_once(start) else { return "" };
+    rest.split_once(end).map_or(rest, |(inner, _)| inner).trim()
+}
+
+/// A model's leniency as a juror: -2 (strict) to +2 (generous).
+fn leniency(model: &str) -> i64 {
+    (seed_of(&[model, "leniency"]) % 5) as i64 - 2
+}
+
+fn juror(p: &Prompt) -> Option<String> {
+    if !p.last.starts_with("You are a juror evaluating") {
+        return None;
+    }
+    if p.malformed {
+        return Some(format!(
+            "[simulated assessment from {}] The content reads well overall, though parts of it left me unsure.",
+            p.model
+        ));
+    }
+    let content = between(p.last, "CONTENT UNDER EVALUATION:\n", "\n\nScore each dimension");
+    // The content sets the level (every juror sees the same), the model its leniency.
+    let quality = 3 + (seed_of(&[content]) % 6) as i64;
+    let mut r = rng(p, "juror");
+    let mut s =
+        format!("[simulated assessment from {}]\n\n## Juror Assessment\n\n### Scores\n\n", p.model);
+    s.push_str("| Dimension | Score | Justification |\n|-----------|:-----:|---------------|\n");
+    let mut total = 0;
+    for dim in ["Accuracy", "Completeness", "Clarity", "Relevance", "Actionability"] {
+        let score = (quality + leniency(p.model) + r.below(3) as i64 - 1).clamp(1, 10);
+        total += score;
+        let why = pick(
+            &mut r,
+            &[
+                "Mostly solid, with a gap or two.",
+                "Clear strengths, but room to improve.",
+                "Does what it sets out to do.",
+                "Some claims need support.",
+            ],
+        );
+        s.push_str(&format!("| {dim} | {score} | {why} |\n"));
+    }
+    let avg = total as f64 / 5.0;
+    let verdict = if avg >= 7.0 {
+        "APPROVE"
+    } else if avg >= 4.0 {
+        "REVISE"
+    } else {
+        "REJECT"
+    };
+    s.push_str(&format!("| **Average** | {avg:.1} | |\n\n### Deliberation Notes\n"));
+    s.push_str("The content addresses its task and is organised sensibly. Its main weakness is a lack of concrete examples and error handling; its main strength is clarity.\n\n");
+    s.push_str(&format!("### Verdict\nVERDICT: {verdict}\n\n### Recommendations\n"));
+    if verdict == "APPROVE" {
+        s.push_str("None required.\n");
+    } else {
+        s.push_str(
+            "1. Add concrete examples.\n2. Document error cases.\n3. Tighten the structure.\n",
+        );
+    }
+    Some(s)
+}
+
+fn foreman(p: &Prompt) -> Option<String> {
+    if !p.last.starts_with("You are the foreman of a jury") {
+        return None;
+    }
+    let majority = between(p.last, "- Majority Verdict: ", "\n");
+    let count = |v: &str| between(p.last, &format!("- {v}: "), "\n").parse::<usize>().unwrap_or(0);
+    let counts = [count("APPROVE"), count("REVISE"), count("REJECT")];
+    let unanimous = counts.iter().filter(|c| **c > 0).count() <= 1;
+    let mut s = format!(
+        "[simulated report from {}]\n\n## Jury Verdict Report\n\n### Final Verdict: {majority}\nThe jury reached {majority} by majority.\n\n",
+        p.model
+    );
+    s.push_str("### Dimension Analysis\n\n(Scores are aggregated by Conclave from the jurors' scorecards.)\n\n");
+    s.push_str("### Key Strengths (Consensus)\n- Clear, well-organised structure\n- Addresses the task directly\n\n");
+    s.push_str("### Key Weaknesses (Consensus)\n- Too few concrete examples\n- Error cases are not covered\n\n");
+    if majority != "APPROVE" {
+        s.push_str(
+            "### Improvement Recommendations\n1. Add worked examples\n2. Document error cases\n\n",
+        );
+    }
+    s.push_str("### Dissenting Opinions\n");
+    if unanimous {
+        s.push_str("The jury was unanimous.\n");
+    } else {
+        s.push_str(
+            "- A minority of jurors reached a different verdict, weighing the gaps differently.\n",
+        );
+    }
+    Some(s)
+}
+
+fn revision(p: &Prompt) -> Option<String> {
+    if !p.last.starts_with("You previously answered a question.") {
+        return None;
+    }
+    let own = between(p.last, "YOUR ORIGINAL RESPONSE:\n", "\n\nOTHER RESPONSES:");
+    let labels: Vec<String> = labeled_blocks(p.last).into_iter().map(|(l, _)| l).collect();
+    let other = labels.first().cloned().unwrap_or_else(|| "another response".into());
+    if p.malformed {
+        return Some(format!(
+            "[simulated revision from {}] I have read the others.\n\n{own}",
+            p.model
+        ));
+    }
+    // Each model leans one way, nudged by the prompt: debates show a mix.
+    let lean = (seed_of(&[p.model, "lean"]) % 3) as usize;
+    let nudge = (seed_of(&[p.model, p.last]) % 4) as usize;
+    let decision = ["REVISE", "STAND", "MERGE"][if nudge == 0 { (lean + 1) % 3 } else { lean }];
+    let (reason, body) = match decision {
+        "STAND" => ("My original answer already covers the points the others raise.".to_string(), own.to_string()),
+        "MERGE" => (
+            format!("Each response has strengths; combining {} gives the most complete answer.", labels.join(", ")),
+            format!("{own}\n\nMerged in from the other responses: their examples and caveats, which round out the answer."),
+        ),
+        _ => (
+            format!("{other} made a point my answer missed."),
+            format!("{own}\n\nRevised after reading {other}: one more consideration is how the choice holds up over time."),
+        ),
+    };
+    Some(format!(
+        "[simulated revision from {}]\n\nDECISION: {decision}\nREASONING: {reason}\n\nREVISED RESPONSE:\n{body}",
+        p.model
+    ))
+}
+
+fn vote(p: &Prompt) -> Option<String> {
+    let tiebreak = p.last.starts_with("You are the chairman of a panel whose vote ended in a tie");
+    if !(p.last.starts_with("After a round of deliberation") || tiebreak) {
+        return None;
+    }
+    if p.malformed {
+        return Some(format!(
+            "[simulated vote from {}] They are all reasonable; I cannot pick one.",
+            p.model
+        ));
+    }
+    let blocks = labeled_blocks(p.last);
+    let choice = blocks
+        .iter()
+        .max_by_key(|(_, text)| seed_of(&[p.model, text.trim()]))
+        .map(|(l, _)| l.clone())
+        .unwrap_or_else(|| "Response A".into());
+    let why = if tiebreak {
+        "Of the tied responses, this one is the most practical."
+    } else {
+        "It is the most complete and practical answer."
+    };
+    Some(format!("[simulated vote from {}]\n\n{choice}: {why}\n\nVOTE: {choice}", p.model))
 }
 
 fn synthesis(p: &Prompt) -> Option<String> {
@@ -197,7 +353,14 @@ fn answer(p: &Prompt) -> String {
         .filter(|m| m.role == "user")
         .nth(1)
         .map(|m| m.content.lines().next().unwrap_or("").trim().to_string());
-    let keys = keywords(question);
+    const FILLER: &[&str] = &[
+        "what", "which", "when", "where", "does", "should", "would", "could", "have", "about",
+        "there",
+    ];
+    let keys: Vec<String> = keywords(question)
+        .into_iter()
+        .filter(|w| !FILLER.contains(&w.to_lowercase().as_str()))
+        .collect();
     let topic = if keys.is_empty() {
         "this".to_string()
     } else {

@@ -1,0 +1,682 @@
+//! Debate mode (seed 04): answer; each model sees the others' answers (anonymised) and may
+//! REVISE, STAND or MERGE; everyone votes on the revised answers under a new label map; the
+//! plurality winner's revised answer is the result, ties going to the first label
+//! alphabetically (no chairman: peers only).
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{
+    answer_of, create_label_map, label, title_prompt, word_count, Answer, Batch, TitleTracker,
+    TITLE_KEY,
+};
+use super::voting::{first_alphabetically, parse_vote, tally, vote_prompt, Tally};
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, ModeKind,
+    RunContext, StageRow, ValidRequest,
+};
+
+const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
+const SEED_DEFAULTS: [&str; 3] =
+    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
+/// Mixed into the run seed so the vote's label map is a fresh shuffle.
+const VOTE_SALT: u64 = 0x5eed_0fd0_be7e;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DebateConfig {
+    pub models: Vec<String>,
+    pub timeout_ms: u64,
+}
+
+/// `{question, modeConfig?: {models (3-6), timeoutMs}}`; follow-ups are refused by the engine
+/// (Debate is not multi-turn).
+pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg = Value::Object(request::mode_config(body, false)?);
+    let models = request::model_list(
+        &cfg,
+        "models",
+        "modeConfig.models",
+        3..=6,
+        Some("Debate mode requires at least 3 models"),
+        Some("Maximum 6 models allowed"),
+    )?
+    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS }));
+    let timeout_ms = request::timeout_ms(
+        &cfg,
+        "timeoutMs",
+        "modeConfig.timeoutMs",
+        10_000..=600_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let all = request::distinct(&[&models], &[]);
+    let config = DebateConfig { models, timeout_ms };
+    Ok(ValidRequest {
+        mode: ModeKind::Debate,
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models: all,
+    })
+}
+
+/// The seed's revision prompt, verbatim.
+pub fn revision_prompt(question: &str, own: &str, others: &[(String, String)]) -> String {
+    let mut p = String::from(
+        "You previously answered a question. Now you will see how other respondents answered the same question (anonymously). You may revise your response or stand by your original if you believe it was superior.\n\n",
+    );
+    p.push_str(&format!(
+        "ORIGINAL QUESTION:\n{question}\n\nYOUR ORIGINAL RESPONSE:\n{own}\n\nOTHER RESPONSES:\n"
+    ));
+    for (l, response) in others {
+        p.push_str(&format!("--- {l} ---\n{response}\n\n"));
+    }
+    p.push_str(
+        "Instructions:\n\
+1. Carefully consider the other responses. What insights do they offer that yours missed?\n\
+2. Identify any errors or omissions in your original response.\n\
+3. You have three options:\n   \
+a) REVISE: Produce an improved response incorporating insights from others\n   \
+b) STAND: Keep your original response unchanged (explain why)\n   \
+c) MERGE: Substantially rewrite by combining the best elements of all responses\n\
+\n\
+State your choice, then provide the response:\n\
+\n\
+DECISION: [REVISE|STAND|MERGE]\n\
+REASONING: [1-2 sentences on why]\n\
+\n\
+REVISED RESPONSE:\n\
+[Your final response — if STAND, repeat your original]",
+    );
+    p
+}
+
+/// What a revision says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParsedRevision {
+    pub decision: Option<String>,
+    pub reasoning: Option<String>,
+    pub revised_response: Option<String>,
+}
+
+fn decision_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    // `DECISION: REVISE`, `**Decision:** **MERGE**`, `Decision - stand`.
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)decision[*_\s]*[:\-][*_\s]*(revise|stand|merge)\b")
+            .unwrap_or_else(|_| unreachable!())
+    })
+}
+
+fn reasoning_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)reasoning[*_\s]*:[*_\s]*").unwrap_or_else(|_| unreachable!())
+    })
+}
+
+fn revised_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?im)^[#>*_\s]*revised\s+response[*_\s]*:[*_]*[ \t]*")
+            .unwrap_or_else(|_| unreachable!())
+    })
+}
+
+/// Reads a revision. The last `DECISION:` line counts (a model quoting the prompt's template
+/// first is read by its own answer); the reasoning runs to a blank line or the
+/// `REVISED RESPONSE:` marker; the response is everything after the last marker, or, without
+/// one, the text after the decision block.
+pub fn parse_revision(text: &str) -> ParsedRevision {
+    let decision_m = decision_re().captures_iter(text).last();
+    let decision = decision_m.as_ref().and_then(|c| c.get(1)).map(|m| m.as_str().to_uppercase());
+    let after_decision = decision_m.as_ref().and_then(|c| c.get(0)).map_or(0, |m| m.end());
+    let revised_m =
+        revised_re().find_iter(text).filter(|m| m.start() >= after_decision.min(text.len())).last();
+    let reasoning =
+        reasoning_re().find_iter(text).filter(|m| m.start() >= after_decision).last().and_then(
+            |m| {
+                let rest = &text[m.end()..];
+                let end = [rest.find("\n\n"), revised_re().find(rest).map(|r| r.start())]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .unwrap_or(rest.len());
+                let r = rest[..end].trim();
+                (!r.is_empty()).then(|| r.to_string())
+            },
+        );
+    let revised_response = match revised_m {
+        Some(m) => Some(text[m.end()..].trim().to_string()).filter(|s| !s.is_empty()),
+        None if decision.is_some() => {
+            // No marker: the text after the REASONING line (or the decision line).
+            let tail = &text[after_decision..];
+            let tail = match reasoning_re().find(tail) {
+                Some(r) => tail[r.end()..].split_once('\n').map_or("", |(_, rest)| rest),
+                None => tail.split_once('\n').map_or("", |(_, rest)| rest),
+            };
+            Some(tail.trim().to_string()).filter(|s| !s.is_empty())
+        }
+        None => None,
+    };
+    ParsedRevision { decision, reasoning, revised_response }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionResponse {
+    pub model: String,
+    pub decision: Option<String>,
+    pub reasoning: Option<String>,
+    pub original_response: String,
+    pub revised_response: String,
+    pub original_word_count: usize,
+    pub revised_word_count: usize,
+    pub response_time_ms: i64,
+    pub parse_success: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionSummary {
+    pub total_models: usize,
+    pub revised: usize,
+    pub stood: usize,
+    pub merged: usize,
+    pub parse_failed: usize,
+}
+
+pub fn summarize(revisions: &[RevisionResponse]) -> RevisionSummary {
+    let count = |d: &str| revisions.iter().filter(|r| r.decision.as_deref() == Some(d)).count();
+    RevisionSummary {
+        total_models: revisions.len(),
+        revised: count("REVISE"),
+        stood: count("STAND"),
+        merged: count("MERGE"),
+        parse_failed: revisions.iter().filter(|r| r.decision.is_none()).count(),
+    }
+}
+
+/// The revision of one debater from its reply (or its original answer when the call failed).
+fn revision_of(original: &Answer, reply: Option<&CallReply>) -> (RevisionResponse, Option<String>) {
+    let (text, ms) = match reply {
+        Some(r) => (r.result.as_ref().ok().cloned(), r.response_time_ms as i64),
+        None => (None, 0),
+    };
+    let parsed = text.as_deref().map(parse_revision);
+    let decision = parsed.as_ref().and_then(|p| p.decision.clone());
+    let revised = match (&parsed, decision.as_deref()) {
+        // A STAND with no text repeats the original, as the prompt asks.
+        (Some(p), Some("STAND")) => {
+            p.revised_response.clone().unwrap_or_else(|| original.response.clone())
+        }
+        (Some(p), Some(_)) => {
+            p.revised_response.clone().unwrap_or_else(|| original.response.clone())
+        }
+        // No decision: the whole text is the best-effort revision.
+        (Some(_), None) => text
+            .clone()
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| original.response.clone()),
+        (None, _) => original.response.clone(),
+    };
+    let r = RevisionResponse {
+        model: original.model.clone(),
+        decision: decision.clone(),
+        reasoning: parsed.as_ref().and_then(|p| p.reasoning.clone()),
+        original_word_count: word_count(&original.response),
+        revised_word_count: word_count(&revised),
+        original_response: original.response.clone(),
+        revised_response: revised,
+        response_time_ms: ms,
+        parse_success: decision.is_some(),
+    };
+    (r, text)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DebateBallot {
+    pub model: String,
+    pub vote_text: String,
+    pub voted_for: Option<String>,
+    pub response_time_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DebateVoteResult {
+    pub votes: Vec<DebateBallot>,
+    pub tallies: BTreeMap<String, usize>,
+    pub revised_label_to_model: BTreeMap<String, String>,
+    pub valid_vote_count: usize,
+    pub invalid_vote_count: usize,
+    pub is_tie: bool,
+    pub tied_labels: Vec<String>,
+}
+
+fn vote_result(
+    votes: &[DebateBallot],
+    map: &BTreeMap<String, String>,
+) -> (DebateVoteResult, Tally) {
+    let t = tally(&votes.iter().map(|v| v.voted_for.clone()).collect::<Vec<_>>());
+    (
+        DebateVoteResult {
+            votes: votes.to_vec(),
+            tallies: t.tallies.clone(),
+            revised_label_to_model: map.clone(),
+            valid_vote_count: t.valid_vote_count,
+            invalid_vote_count: t.invalid_vote_count,
+            is_tie: t.is_tie,
+            tied_labels: t.tied_labels.clone(),
+        },
+        t,
+    )
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DebateWinnerResult {
+    pub winner_label: String,
+    pub winner_model: String,
+    pub winner_response: String,
+    pub winner_decision: Option<String>,
+    pub vote_count: usize,
+    pub total_votes: usize,
+    pub tiebroken: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiebreaker_method: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Answering,
+    Revising,
+    Voting,
+    Done,
+}
+
+pub struct Debate {
+    config: DebateConfig,
+    ctx: RunContext,
+    phase: Phase,
+    batch: Batch,
+    round1: Vec<Answer>,
+    round1_labels: BTreeMap<String, usize>,
+    revisions: Vec<RevisionResponse>,
+    revised_labels: BTreeMap<String, usize>,
+    title: TitleTracker,
+}
+
+fn map_models(
+    labels: &BTreeMap<String, usize>,
+    models: impl Fn(usize) -> String,
+) -> BTreeMap<String, String> {
+    labels.iter().map(|(l, i)| (l.clone(), models(*i))).collect()
+}
+
+impl Debate {
+    pub fn new(config: &Value, ctx: RunContext) -> Self {
+        let config: DebateConfig = serde_json::from_value(config.clone())
+            .unwrap_or(DebateConfig { models: request::ids(&SIM_DEFAULTS), timeout_ms: 120_000 });
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let n = config.models.len();
+        Debate {
+            config,
+            ctx,
+            phase: Phase::Answering,
+            batch: Batch::new("round1", n),
+            round1: Vec::new(),
+            round1_labels: BTreeMap::new(),
+            revisions: Vec::new(),
+            revised_labels: BTreeMap::new(),
+            title,
+        }
+    }
+
+    fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> Effect {
+        Effect::Call(CallSpec {
+            key,
+            model: model.to_string(),
+            messages: vec![ChatMessage::user(prompt)],
+            stage: stage.into(),
+            role: role.into(),
+            timeout_ms: self.config.timeout_ms,
+        })
+    }
+
+    fn fail(&mut self, message: &str) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let mut out = self.title.on_fail();
+        out.push(Effect::Fail { message: message.to_string() });
+        out
+    }
+
+    fn label_map_row(stage_type: &str, order: i32, map: &BTreeMap<String, String>) -> Effect {
+        Effect::Store(StageRow {
+            stage_type: stage_type.into(),
+            stage_order: order,
+            model: None,
+            role: None,
+            content: serde_json::to_string(map).unwrap_or_default(),
+            parsed_data: Some(json!(map)),
+            response_time_ms: None,
+        })
+    }
+
+    fn on_round1(&mut self) -> Vec<Effect> {
+        self.round1 = self.batch.take().iter().filter_map(answer_of).collect();
+        match self.round1.len() {
+            0 => return self.fail("All models failed to answer."),
+            1 => return self.fail("Only 1 model answered; a debate needs at least 2 responses."),
+            _ => {}
+        }
+        let order = create_label_map(self.round1.len(), self.ctx.seed);
+        self.round1_labels = order.iter().enumerate().map(|(k, &i)| (label(k), i)).collect();
+        let map = map_models(&self.round1_labels, |i| self.round1[i].model.clone());
+        let mut out = vec![Self::label_map_row("round1_label_map", 0, &map)];
+        out.extend(self.round1.iter().map(|a| {
+            Effect::Store(StageRow {
+                stage_type: "initial_answer".into(),
+                stage_order: 1,
+                model: Some(a.model.clone()),
+                role: Some("respondent".into()),
+                content: a.response.clone(),
+                parsed_data: Some(json!({ "responseTimeMs": a.response_time_ms })),
+                response_time_ms: Some(a.response_time_ms),
+            })
+        }));
+        out.push(Effect::emit("round1_complete", json!({ "data": self.round1 })));
+        out.push(Effect::emit("revision_start", json!({ "data": { "labelMap": map } })));
+        // Each debater gets its own prompt: its answer, and everyone else's under their labels.
+        self.batch = Batch::new("revision", self.round1.len());
+        for (i, own) in self.round1.iter().enumerate() {
+            let others: Vec<(String, String)> = self
+                .round1_labels
+                .iter()
+                .filter(|(_, j)| **j != i)
+                .map(|(l, j)| (l.clone(), self.round1[*j].response.clone()))
+                .collect();
+            let prompt = revision_prompt(&self.ctx.question, &own.response, &others);
+            out.push(self.call(self.batch.key(i), &own.model, prompt, "revision", "debater"));
+        }
+        self.phase = Phase::Revising;
+        out
+    }
+
+    fn on_revisions(&mut self) -> Vec<Effect> {
+        let replies = self.batch.take();
+        let mut out = Vec::new();
+        self.revisions = Vec::new();
+        for (i, original) in self.round1.iter().enumerate() {
+            let (rev, text) = revision_of(original, replies.get(i));
+            if let Some(text) = text {
+                out.push(Effect::Store(StageRow {
+                    stage_type: "revision".into(),
+                    stage_order: 2,
+                    model: Some(rev.model.clone()),
+                    role: Some("debater".into()),
+                    content: text,
+                    parsed_data: Some(json!({
+                        "debater": i,
+                        "decision": rev.decision, "reasoning": rev.reasoning,
+                        "originalWordCount": rev.original_word_count,
+                        "revisedWordCount": rev.revised_word_count,
+                        "revisedResponse": rev.revised_response,
+                        "parseSuccess": rev.parse_success,
+                    })),
+                    response_time_ms: Some(rev.response_time_ms),
+                }));
+            }
+            self.revisions.push(rev);
+        }
+        let summary = summarize(&self.revisions);
+        out.push(Effect::Store(StageRow {
+            stage_type: "revision_summary".into(),
+            stage_order: 3,
+            model: None,
+            role: None,
+            content: serde_json::to_string(&summary).unwrap_or_default(),
+            parsed_data: Some(json!(summary)),
+            response_time_ms: None,
+        }));
+        out.push(Effect::emit(
+            "revision_complete",
+            json!({ "data": { "revisions": self.revisions, "summary": summary } }),
+        ));
+        // A fresh shuffle for the vote, so a letter seen during revision says nothing.
+        let order = create_label_map(self.revisions.len(), self.ctx.seed ^ VOTE_SALT);
+        self.revised_labels = order.iter().enumerate().map(|(k, &i)| (label(k), i)).collect();
+        let map = map_models(&self.revised_labels, |i| self.revisions[i].model.clone());
+        out.push(Self::label_map_row("revised_label_map", 4, &map));
+        out.push(Effect::emit("vote_start", json!({ "data": { "revisedLabelMap": map } })));
+        let labeled: Vec<(String, String)> = self
+            .revised_labels
+            .iter()
+            .map(|(l, i)| (l.clone(), self.revisions[*i].revised_response.clone()))
+            .collect();
+        let prompt = vote_prompt(&self.ctx.question, &labeled);
+        self.batch = Batch::new("vote", self.revisions.len());
+        for i in 0..self.revisions.len() {
+            let model = self.revisions[i].model.clone();
+            out.push(self.call(self.batch.key(i), &model, prompt.clone(), "vote", "voter"));
+        }
+        let first = self.round1[0].model.clone();
+        out.extend(self.title.call(
+            &first,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.phase = Phase::Voting;
+        out
+    }
+
+    fn on_votes(&mut self) -> Vec<Effect> {
+        let labels: Vec<String> = self.revised_labels.keys().cloned().collect();
+        let ballots: Vec<DebateBallot> = self
+            .batch
+            .take()
+            .into_iter()
+            .filter_map(|r| {
+                let text = r.result.ok()?;
+                Some(DebateBallot {
+                    model: r.model,
+                    voted_for: parse_vote(&text, &labels),
+                    vote_text: text,
+                    response_time_ms: r.response_time_ms as i64,
+                })
+            })
+            .collect();
+        let mut out: Vec<Effect> = ballots
+            .iter()
+            .map(|b| {
+                Effect::Store(StageRow {
+                    stage_type: "debate_vote".into(),
+                    stage_order: 5,
+                    model: Some(b.model.clone()),
+                    role: Some("voter".into()),
+                    content: b.vote_text.clone(),
+                    parsed_data: Some(json!({ "votedFor": b.voted_for })),
+                    response_time_ms: Some(b.response_time_ms),
+                })
+            })
+            .collect();
+        let map = map_models(&self.revised_labels, |i| self.revisions[i].model.clone());
+        let (result, t) = vote_result(&ballots, &map);
+        out.push(Effect::Store(StageRow {
+            stage_type: "debate_vote_tally".into(),
+            stage_order: 6,
+            model: None,
+            role: None,
+            content: serde_json::to_string(&t).unwrap_or_default(),
+            parsed_data: Some(json!(t)),
+            response_time_ms: None,
+        }));
+        out.push(Effect::emit("vote_complete", json!({ "data": result })));
+        if t.valid_vote_count == 0 {
+            out.extend(self.fail("All votes failed to parse."));
+            return out;
+        }
+        // N-way ties go to the first label alphabetically: peers only, no chairman.
+        let (winner_label, tiebroken) = if t.is_tie {
+            (first_alphabetically(&t.tied_labels).unwrap_or_default(), true)
+        } else {
+            (t.winners.first().cloned().unwrap_or_default(), false)
+        };
+        let Some(&i) = self.revised_labels.get(&winner_label) else {
+            out.extend(self.fail("internal error: the winning label is not in the label map"));
+            return out;
+        };
+        let w = &self.revisions[i];
+        let winner = DebateWinnerResult {
+            winner_label: winner_label.clone(),
+            winner_model: w.model.clone(),
+            winner_response: w.revised_response.clone(),
+            winner_decision: w.decision.clone(),
+            vote_count: t.tallies.get(&winner_label).copied().unwrap_or(0),
+            total_votes: t.valid_vote_count,
+            tiebroken,
+            tiebreaker_method: tiebroken.then(|| "alphabetical".to_string()),
+        };
+        let mut parsed = json!(winner);
+        if let Some(o) = parsed.as_object_mut() {
+            o.remove("winnerResponse");
+        }
+        out.push(Effect::Store(StageRow {
+            stage_type: "debate_winner".into(),
+            stage_order: 7,
+            model: Some(w.model.clone()),
+            role: Some("winner".into()),
+            content: w.revised_response.clone(),
+            parsed_data: Some(parsed),
+            response_time_ms: None,
+        }));
+        out.push(Effect::emit("winner_declared", json!({ "data": winner })));
+        self.phase = Phase::Done;
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: winner.winner_response });
+        out
+    }
+}
+
+impl Mode for Debate {
+    fn start(&mut self) -> Vec<Effect> {
+        let mut out = vec![
+            Effect::emit(
+                "debate_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id, "mode": "debate" }),
+            ),
+            Effect::emit("round1_start", json!({})),
+        ];
+        for (i, model) in self.config.models.iter().enumerate() {
+            out.push(self.call(
+                self.batch.key(i),
+                model,
+                self.ctx.question.clone(),
+                "round1",
+                "respondent",
+            ));
+        }
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        if self.phase == Phase::Done || !self.batch.accept(reply) || !self.batch.complete() {
+            return Vec::new();
+        }
+        match self.phase {
+            Phase::Answering => self.on_round1(),
+            Phase::Revising => self.on_revisions(),
+            Phase::Voting => self.on_votes(),
+            Phase::Done => Vec::new(),
+        }
+    }
+}
+
+/// `DebateResult` from stored rows.
+pub fn load_result(rows: &[StageRow]) -> Value {
+    let of = |t: &'static str| rows.iter().filter(move |r| r.stage_type == t);
+    let map_of = |t: &'static str| -> BTreeMap<String, String> {
+        of(t)
+            .next()
+            .and_then(|r| r.parsed_data.clone())
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default()
+    };
+    let round1: Vec<Answer> = of("initial_answer")
+        .map(|r| Answer {
+            model: r.model.clone().unwrap_or_default(),
+            response: r.content.clone(),
+            response_time_ms: r.response_time_ms.unwrap_or(0),
+        })
+        .collect();
+    let revised_map = map_of("revised_label_map");
+    let revision_rows: Vec<&StageRow> = of("revision").collect();
+    // Debaters whose revision call failed have no row: they keep their original answer.
+    let revisions: Vec<RevisionResponse> = if of("revision_summary").next().is_none() {
+        Vec::new()
+    } else {
+        round1
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                // Rows carry the debater's index: duplicate models stay distinct.
+                let row = revision_rows.iter().find(|r| {
+                    r.parsed_data.as_ref().and_then(|d| d.get("debater")).and_then(Value::as_u64)
+                        == Some(i as u64)
+                });
+                let pd = row.and_then(|r| r.parsed_data.clone()).unwrap_or(Value::Null);
+                let s = |k: &str| pd.get(k).and_then(Value::as_str).map(str::to_string);
+                let revised = s("revisedResponse").unwrap_or_else(|| a.response.clone());
+                RevisionResponse {
+                    model: a.model.clone(),
+                    decision: s("decision"),
+                    reasoning: s("reasoning"),
+                    original_word_count: word_count(&a.response),
+                    revised_word_count: word_count(&revised),
+                    original_response: a.response.clone(),
+                    revised_response: revised,
+                    response_time_ms: row.and_then(|r| r.response_time_ms).unwrap_or(0),
+                    parse_success: pd.get("parseSuccess").and_then(Value::as_bool).unwrap_or(false),
+                }
+            })
+            .collect()
+    };
+    let ballots: Vec<DebateBallot> = of("debate_vote")
+        .map(|r| DebateBallot {
+            model: r.model.clone().unwrap_or_default(),
+            vote_text: r.content.clone(),
+            voted_for: r
+                .parsed_data
+                .as_ref()
+                .and_then(|d| d.get("votedFor"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            response_time_ms: r.response_time_ms.unwrap_or(0),
+        })
+        .collect();
+    let votes = of("debate_vote_tally").next().map(|_| vote_result(&ballots, &revised_map).0);
+    let winner = of("debate_winner").next().map(|r| {
+        let mut w = r.parsed_data.clone().unwrap_or(json!({}));
+        w["winnerResponse"] = json!(r.content);
+        w
+    });
+    json!({
+        "round1": round1,
+        "round1LabelMap": map_of("round1_label_map"),
+        "revisions": revisions,
+        "revisionSummary": (!revisions.is_empty()).then(|| summarize(&revisions)),
+        "revisedLabelMap": revised_map,
+        "votes": votes,
+        "winner": winner,
+    })
+}

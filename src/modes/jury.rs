@@ -1,0 +1,883 @@
+//! Jury mode (seed 03): jurors score existing content on five dimensions and give a verdict,
+//! each `juror_complete` published as that juror finishes; scores, ranges and the majority
+//! verdict (with the seed's conservative tie rules) are computed here, in Rust; the foreman
+//! writes the report around them.
+//!
+//! Decisions where the seed is silent: a juror is `parseSuccess` when at least one dimension
+//! parsed (an out-of-range score nulls only its own dimension); when no verdict parses and no
+//! score either, the majority verdict defaults to REVISE (the conservative middle) and the
+//! summary says so; the dimension analysis's consensus is "Strong agreement" for a spread of
+//! at most 2 points, "Mixed" for 3-4 and "Disagreement" beyond; the final verdict is the
+//! majority verdict computed here (the foreman is told it and writes the report).
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{Batch, TitleTracker, TITLE_KEY};
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, ModeKind,
+    RunContext, StageRow, ValidRequest,
+};
+
+const SIM_JURORS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
+const SIM_FOREMAN: &str = "sim/delta";
+const SEED_JURORS: [&str; 3] = ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
+const SEED_FOREMAN: &str = "perplexity/sonar-pro";
+
+/// The five dimensions, as the prompts name them.
+pub const DIMENSIONS: [&str; 5] =
+    ["Accuracy", "Completeness", "Clarity", "Relevance", "Actionability"];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JuryConfig {
+    pub content: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_question: Option<String>,
+    pub juror_models: Vec<String>,
+    pub foreman_model: String,
+    pub timeout_ms: u64,
+}
+
+/// `{question, mode:"jury", modeConfig: {content, originalQuestion?, jurorModels (3-6),
+/// foremanModel (not a juror), timeoutMs (10 000-300 000)}}`.
+pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Content to evaluate is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg = Value::Object(request::mode_config(body, true)?);
+    let content = request::req_string(
+        &cfg,
+        "content",
+        "modeConfig.content",
+        "Content to evaluate is required",
+    )?;
+    let original_question =
+        request::opt_string(&cfg, "originalQuestion", "modeConfig.originalQuestion")?;
+    let juror_models = request::model_list(
+        &cfg,
+        "jurorModels",
+        "modeConfig.jurorModels",
+        3..=6,
+        Some("Jury mode requires at least 3 juror models"),
+        Some("Maximum 6 juror models allowed"),
+    )?
+    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_JURORS } else { &SEED_JURORS }));
+    let foreman_model = match cfg.get("foremanModel") {
+        None | Some(Value::Null) => {
+            (if defaults.offline { SIM_FOREMAN } else { SEED_FOREMAN }).to_string()
+        }
+        Some(_) => request::req_string(
+            &cfg,
+            "foremanModel",
+            "modeConfig.foremanModel",
+            "Foreman model is required",
+        )?
+        .trim()
+        .to_string(),
+    };
+    if juror_models.contains(&foreman_model) {
+        return Err(FieldError::new(
+            "modeConfig.foremanModel",
+            "Foreman model must not be one of the juror models",
+        ));
+    }
+    let timeout_ms = request::timeout_ms(
+        &cfg,
+        "timeoutMs",
+        "modeConfig.timeoutMs",
+        10_000..=300_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let models = request::distinct(&[&juror_models], &[&foreman_model]);
+    let config = JuryConfig { content, original_question, juror_models, foreman_model, timeout_ms };
+    Ok(ValidRequest {
+        mode: ModeKind::Jury,
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models,
+    })
+}
+
+// ---- prompts (verbatim from the seed) -------------------------------------------------------
+
+pub fn evaluation_prompt(content: &str, original_question: Option<&str>) -> String {
+    let mut p = String::from(
+        "You are a juror evaluating the quality of a response. Score it on 5 dimensions (1-10 each) and deliver a verdict.\n\n",
+    );
+    if let Some(q) = original_question {
+        p.push_str(&format!("ORIGINAL QUESTION:\n{q}\n\n"));
+    }
+    p.push_str(&format!("CONTENT UNDER EVALUATION:\n{content}\n\n"));
+    p.push_str(
+        "Score each dimension from 1 (terrible) to 10 (exceptional):\n\
+\n\
+1. **Accuracy** — Are the facts, claims, and technical details correct?\n\
+2. **Completeness** — Does it cover all important aspects of the topic?\n\
+3. **Clarity** — Is it well-organized, easy to follow, and unambiguous?\n\
+4. **Relevance** — Does it directly address the question/task at hand?\n\
+5. **Actionability** — Does it provide concrete, usable guidance?\n\
+\n\
+For each dimension, provide:\n\
+- A score (1-10)\n\
+- 1-2 sentences of justification\n\
+\n\
+Then deliver your verdict based on your average score:\n\
+- APPROVE (average >= 7): The content is good enough for use\n\
+- REVISE (average 4-6.9): The content needs improvement before use\n\
+- REJECT (average < 4): The content is fundamentally flawed\n\
+\n\
+Format your response as:\n\
+\n\
+## Juror Assessment\n\
+\n\
+### Scores\n\
+\n\
+| Dimension | Score | Justification |\n\
+|-----------|:-----:|---------------|\n\
+| Accuracy | [1-10] | [justification] |\n\
+| Completeness | [1-10] | [justification] |\n\
+| Clarity | [1-10] | [justification] |\n\
+| Relevance | [1-10] | [justification] |\n\
+| Actionability | [1-10] | [justification] |\n\
+| **Average** | [avg] | |\n\
+\n\
+### Deliberation Notes\n\
+[2-3 paragraphs explaining your overall assessment, key strengths, and key weaknesses]\n\
+\n\
+### Verdict\n\
+VERDICT: [APPROVE|REVISE|REJECT]\n\
+\n\
+### Recommendations\n\
+[If REVISE or REJECT: numbered list of specific improvements needed]",
+    );
+    p
+}
+
+pub fn foreman_prompt(
+    content: &str,
+    original_question: Option<&str>,
+    jurors: &[JurorAssessment],
+    tally: &VoteTally,
+    majority: Verdict,
+) -> String {
+    let mut p = String::from(
+        "You are the foreman of a jury that has evaluated the following content. Synthesize all juror assessments into a final verdict report.\n\n",
+    );
+    p.push_str(&format!("CONTENT EVALUATED:\n{content}\n\n"));
+    if let Some(q) = original_question {
+        p.push_str(&format!("ORIGINAL QUESTION:\n{q}\n\n"));
+    }
+    p.push_str("JUROR ASSESSMENTS:\n");
+    for (i, j) in jurors.iter().enumerate() {
+        p.push_str(&format!("--- Juror {} ({}) ---\n{}\n\n", i + 1, j.model, j.assessment_text));
+    }
+    p.push_str(&format!(
+        "VOTE TALLY:\n- APPROVE: {}\n- REVISE: {}\n- REJECT: {}\n- Majority Verdict: {}\n\n",
+        tally.approve,
+        tally.revise,
+        tally.reject,
+        majority.as_str()
+    ));
+    p.push_str(
+        "Produce a formal verdict report:\n\
+\n\
+## Jury Verdict Report\n\
+\n\
+### Final Verdict: [APPROVE|REVISE|REJECT]\n\
+[1-2 sentence summary explaining the jury's decision]\n\
+\n\
+### Dimension Analysis\n\
+\n\
+| Dimension | Avg Score | Min | Max | Consensus |\n\
+|-----------|:---------:|:---:|:---:|-----------|\n\
+| Accuracy | [avg] | [min] | [max] | [agreement note] |\n\
+| Completeness | [avg] | [min] | [max] | [agreement note] |\n\
+| Clarity | [avg] | [min] | [max] | [agreement note] |\n\
+| Relevance | [avg] | [min] | [max] | [agreement note] |\n\
+| Actionability | [avg] | [min] | [max] | [agreement note] |\n\
+| **Overall** | [avg] | [min] | [max] | |\n\
+\n\
+### Key Strengths (Consensus)\n\
+[Strengths identified by 2+ jurors — bulleted list]\n\
+\n\
+### Key Weaknesses (Consensus)\n\
+[Weaknesses identified by 2+ jurors — bulleted list]\n\
+\n\
+### Improvement Recommendations\n\
+[Prioritized numbered list — only include if verdict is REVISE or REJECT]\n\
+\n\
+### Dissenting Opinions\n\
+[If any juror's verdict differed from the majority, summarize their reasoning here. If unanimous, state \"The jury was unanimous.\"]",
+    );
+    p
+}
+
+/// The seed's jury title prompt, on the first 200 characters of the content.
+pub fn title_prompt(content: &str) -> String {
+    let preview: String = content.chars().take(200).collect();
+    format!(
+        "Generate a brief title (3-5 words) for a jury evaluation session about this content:\n\n\
+         \"{preview}\"\n\n\
+         Reply with ONLY the title. No quotes, no punctuation, no explanation."
+    )
+}
+
+// ---- parsing --------------------------------------------------------------------------------
+
+/// A value per dimension (scores, averages or ranges), serialised with the seed's names.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Dims<T> {
+    pub accuracy: T,
+    pub completeness: T,
+    pub clarity: T,
+    pub relevance: T,
+    pub actionability: T,
+}
+
+impl<T: Clone> Dims<T> {
+    pub fn from_fn(mut f: impl FnMut(usize) -> T) -> Self {
+        Dims {
+            accuracy: f(0),
+            completeness: f(1),
+            clarity: f(2),
+            relevance: f(3),
+            actionability: f(4),
+        }
+    }
+
+    pub fn get(&self, i: usize) -> &T {
+        match i {
+            0 => &self.accuracy,
+            1 => &self.completeness,
+            2 => &self.clarity,
+            3 => &self.relevance,
+            _ => &self.actionability,
+        }
+    }
+}
+
+pub type DimensionScores = Dims<Option<i64>>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Range {
+    pub min: i64,
+    pub max: i64,
+}
+
+fn regexes() -> &'static [(Regex, Regex, Regex); 5] {
+    static RE: OnceLock<[(Regex, Regex, Regex); 5]> = OnceLock::new();
+    RE.get_or_init(|| {
+        DIMENSIONS.map(|d| {
+            let d = d.to_lowercase();
+            let build = |p: String| Regex::new(&p).unwrap_or_else(|_| unreachable!());
+            (
+                // Table row: `| Accuracy | 8 |`, `| **Accuracy** | **8/10** | … |`.
+                build(format!(r"(?im)^[ \t]*\|?[ \t]*[*_]*[ \t]*{d}[ \t]*[*_]*[ \t]*\|[ \t]*[*_]*[ \t]*(-?\d+(?:\.\d+)?)[ \t]*(?:/[ \t]*10)?[ \t]*[*_]*[ \t]*\|")),
+                // Inline: `Accuracy: 8`, `**Accuracy**: 8/10`, `Accuracy — 7.5`, `Accuracy score = 9`.
+                build(format!(r"(?i)\b{d}[*_]*[ \t]*(?:score)?[*_]*[ \t]*(?:[:=—–-][ \t]*)+[*_]*[ \t]*(-?\d+(?:\.\d+)?)(?:[ \t]*/[ \t]*10)?")),
+                // A heading per dimension with `Score: 8/10` on one of the next lines.
+                build(format!(r"(?i)\b{d}\b[^\n]*\n(?:[^\n]*\n){{0,2}}?[^\n]*score[*_]*[ \t]*[:=—–-][ \t]*[*_]*[ \t]*(-?\d+(?:\.\d+)?)")),
+            )
+        })
+    })
+}
+
+/// A score: rounded to the nearest integer (`7.5` → 8), null outside 1-10.
+fn score_of(text: &str) -> Option<i64> {
+    let v: f64 = text.parse().ok()?;
+    let r = v.round();
+    (1.0..=10.0).contains(&r).then_some(r as i64)
+}
+
+/// Reads the five scores. Per dimension: the last table row naming it, else the last inline
+/// `Dimension: N`, else a `Score: N` under a line naming it. The last match wins, so a model
+/// that quotes a template or the content before its own scorecard is read by its scorecard.
+pub fn parse_scores(text: &str) -> DimensionScores {
+    let res = regexes();
+    Dims::from_fn(|i| {
+        let (table, inline, heading) = &res[i];
+        for re in [table, inline, heading] {
+            if let Some(m) = re.captures_iter(text).last().and_then(|c| c.get(1)) {
+                return score_of(m.as_str());
+            }
+        }
+        None
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Verdict {
+    Approve,
+    Revise,
+    Reject,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Approve => "APPROVE",
+            Verdict::Revise => "REVISE",
+            Verdict::Reject => "REJECT",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s.to_uppercase().as_str() {
+            "APPROVE" => Some(Verdict::Approve),
+            "REVISE" => Some(Verdict::Revise),
+            "REJECT" => Some(Verdict::Reject),
+            _ => None,
+        }
+    }
+
+    /// The seed's thresholds: >= 7 APPROVE, >= 4 REVISE, else REJECT.
+    pub fn from_average(avg: f64) -> Self {
+        if avg >= 7.0 {
+            Verdict::Approve
+        } else if avg >= 4.0 {
+            Verdict::Revise
+        } else {
+            Verdict::Reject
+        }
+    }
+}
+
+fn verdict_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)verdict[*_\s]*:[*_\s]*(approve|revise|reject)\b")
+            .unwrap_or_else(|_| unreachable!())
+    })
+}
+
+/// Reads a verdict: the last `VERDICT: X`; else a verdict word in the last 500 characters
+/// (APPROVE, then REJECT, then REVISE, as the seed checks them).
+pub fn parse_verdict(text: &str) -> Option<Verdict> {
+    if let Some(c) = verdict_re().captures_iter(text).last() {
+        return c.get(1).and_then(|m| Verdict::parse(m.as_str()));
+    }
+    let start = text.char_indices().rev().nth(499).map_or(0, |(i, _)| i);
+    let tail = text[start..].to_uppercase();
+    let has = |w: &str| {
+        tail.match_indices(w).any(|(i, _)| {
+            let before = tail[..i].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+            let after = tail[i + w.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+            before && after
+        })
+    };
+    ["APPROVE", "REJECT", "REVISE"].into_iter().find(|w| has(w)).and_then(Verdict::parse)
+}
+
+/// Items (numbered or bulleted lines) of the last section whose heading contains `heading`.
+pub fn section_items(text: &str, heading: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let h = heading.to_lowercase();
+    let is_heading = |l: &str| {
+        let t = l.trim();
+        t.starts_with('#') || (t.starts_with("**") && t.ends_with("**") && t.len() > 4)
+    };
+    let Some(start) = lines.iter().rposition(|l| is_heading(l) && l.to_lowercase().contains(&h))
+    else {
+        return Vec::new();
+    };
+    let item_re = item_re();
+    lines[start + 1..]
+        .iter()
+        .take_while(|l| !is_heading(l))
+        .filter_map(|l| {
+            item_re.captures(l).and_then(|c| c.get(1)).map(|m| m.as_str().trim().to_string())
+        })
+        .filter(|s| !s.is_empty() && !s.starts_with('['))
+        .collect()
+}
+
+fn item_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"^\s*(?:\d+[.)]|[-*•])\s+(.+)$").unwrap_or_else(|_| unreachable!())
+    })
+}
+
+/// Mean of present values, rounded to one decimal.
+fn mean(values: &[i64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    Some(((values.iter().sum::<i64>() as f64 / values.len() as f64) * 10.0).round() / 10.0)
+}
+
+pub fn average(scores: &DimensionScores) -> Option<f64> {
+    let v: Vec<i64> = (0..5).filter_map(|i| *scores.get(i)).collect();
+    mean(&v)
+}
+
+// ---- payloads -------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JurorAssessment {
+    pub model: String,
+    pub assessment_text: String,
+    pub scores: DimensionScores,
+    pub average: Option<f64>,
+    pub verdict: Option<Verdict>,
+    pub recommendations: Vec<String>,
+    pub response_time_ms: i64,
+    pub parse_success: bool,
+}
+
+pub fn assess(model: &str, text: &str, response_time_ms: i64) -> JurorAssessment {
+    let scores = parse_scores(text);
+    let parse_success = (0..5).any(|i| scores.get(i).is_some());
+    JurorAssessment {
+        model: model.to_string(),
+        assessment_text: text.to_string(),
+        average: average(&scores),
+        verdict: parse_verdict(text),
+        recommendations: section_items(text, "recommendation"),
+        scores,
+        response_time_ms,
+        parse_success,
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoteTally {
+    pub approve: usize,
+    pub revise: usize,
+    pub reject: usize,
+}
+
+/// The majority verdict with the seed's conservative ties: APPROVE–REJECT → REVISE,
+/// APPROVE–REVISE → REVISE, REVISE–REJECT → REJECT, three-way → REVISE. None without votes.
+pub fn majority_verdict(verdicts: &[Option<Verdict>]) -> (Option<Verdict>, VoteTally) {
+    let count = |v: Verdict| verdicts.iter().filter(|x| **x == Some(v)).count();
+    let t = VoteTally {
+        approve: count(Verdict::Approve),
+        revise: count(Verdict::Revise),
+        reject: count(Verdict::Reject),
+    };
+    let max = t.approve.max(t.revise).max(t.reject);
+    if max == 0 {
+        return (None, t);
+    }
+    let (a, v, r) = (t.approve == max, t.revise == max, t.reject == max);
+    let verdict = match (a, v, r) {
+        (true, false, false) => Verdict::Approve,
+        (false, true, false) => Verdict::Revise,
+        (false, false, true) => Verdict::Reject,
+        (false, true, true) => Verdict::Reject,
+        _ => Verdict::Revise,
+    };
+    (Some(verdict), t)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JurorSummary {
+    /// Jurors asked (including ones whose call failed).
+    pub juror_count: usize,
+    pub successful_jurors: usize,
+    pub majority_verdict: Verdict,
+    /// `votes`, `scores` (no verdict parsed: inferred from the average) or `default`.
+    pub verdict_source: String,
+    pub vote_tally: VoteTally,
+    pub dimension_averages: Dims<Option<f64>>,
+    pub dimension_ranges: Dims<Option<Range>>,
+    pub overall_average: Option<f64>,
+    pub warnings: Vec<String>,
+}
+
+pub fn summarize(juror_count: usize, jurors: &[JurorAssessment]) -> JurorSummary {
+    let scored: Vec<&JurorAssessment> = jurors.iter().filter(|j| j.parse_success).collect();
+    let column =
+        |i: usize| -> Vec<i64> { scored.iter().filter_map(|j| *j.scores.get(i)).collect() };
+    let dimension_averages = Dims::from_fn(|i| mean(&column(i)));
+    let dimension_ranges = Dims::from_fn(|i| {
+        let c = column(i);
+        Some(Range { min: *c.iter().min()?, max: *c.iter().max()? })
+    });
+    let avgs: Vec<f64> = (0..5).filter_map(|i| *dimension_averages.get(i)).collect();
+    let overall_average = (!avgs.is_empty())
+        .then(|| ((avgs.iter().sum::<f64>() / avgs.len() as f64) * 10.0).round() / 10.0);
+    let (majority, vote_tally) =
+        majority_verdict(&jurors.iter().map(|j| j.verdict).collect::<Vec<_>>());
+    let mut warnings = Vec::new();
+    if scored.is_empty() {
+        warnings
+            .push("No juror's scores could be parsed: dimension averages are null.".to_string());
+    }
+    let (majority_verdict, verdict_source) = match (majority, overall_average) {
+        (Some(v), _) => (v, "votes"),
+        (None, Some(avg)) => {
+            warnings.push("No verdict could be parsed: the majority verdict is inferred from the average score.".into());
+            (Verdict::from_average(avg), "scores")
+        }
+        (None, None) => {
+            warnings.push(
+                "Neither verdicts nor scores could be parsed: the verdict defaults to REVISE."
+                    .into(),
+            );
+            (Verdict::Revise, "default")
+        }
+    };
+    JurorSummary {
+        juror_count,
+        successful_jurors: jurors.len(),
+        majority_verdict,
+        verdict_source: verdict_source.into(),
+        vote_tally,
+        dimension_averages,
+        dimension_ranges,
+        overall_average,
+        warnings,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DimensionAnalysisRow {
+    pub dimension: String,
+    pub avg_score: f64,
+    pub min_score: i64,
+    pub max_score: i64,
+    pub consensus: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForemanReport {
+    pub model: String,
+    pub report_text: String,
+    pub final_verdict: Verdict,
+    pub dimension_analysis: Vec<DimensionAnalysisRow>,
+    pub key_strengths: Vec<String>,
+    pub key_weaknesses: Vec<String>,
+    pub recommendations: Vec<String>,
+    pub dissenting_opinions: Vec<String>,
+    pub response_time_ms: i64,
+}
+
+fn consensus(spread: i64) -> &'static str {
+    match spread {
+        0..=2 => "Strong agreement",
+        3..=4 => "Mixed",
+        _ => "Disagreement",
+    }
+}
+
+/// The dissent section: its items, or its sentences when it has no list.
+fn dissent(text: &str) -> Vec<String> {
+    let items = section_items(text, "dissent");
+    if !items.is_empty() {
+        return items;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(start) = lines
+        .iter()
+        .rposition(|l| l.trim().starts_with('#') && l.to_lowercase().contains("dissent"))
+    else {
+        return Vec::new();
+    };
+    let body: Vec<&str> = lines[start + 1..]
+        .iter()
+        .take_while(|l| !l.trim().starts_with('#'))
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    if body.is_empty() {
+        Vec::new()
+    } else {
+        vec![body.join(" ")]
+    }
+}
+
+pub fn foreman_report(
+    model: &str,
+    text: &str,
+    response_time_ms: i64,
+    summary: &JurorSummary,
+) -> ForemanReport {
+    let dimension_analysis = (0..5)
+        .filter_map(|i| {
+            let avg = (*summary.dimension_averages.get(i))?;
+            let r = (*summary.dimension_ranges.get(i))?;
+            Some(DimensionAnalysisRow {
+                dimension: DIMENSIONS[i].to_string(),
+                avg_score: avg,
+                min_score: r.min,
+                max_score: r.max,
+                consensus: consensus(r.max - r.min).to_string(),
+            })
+        })
+        .collect();
+    ForemanReport {
+        model: model.to_string(),
+        report_text: text.to_string(),
+        final_verdict: summary.majority_verdict,
+        dimension_analysis,
+        key_strengths: section_items(text, "strength"),
+        key_weaknesses: section_items(text, "weakness"),
+        recommendations: section_items(text, "recommendation"),
+        dissenting_opinions: dissent(text),
+        response_time_ms,
+    }
+}
+
+// ---- the state machine ----------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Deliberating,
+    Verdict,
+    Done,
+}
+
+pub struct Jury {
+    config: JuryConfig,
+    ctx: RunContext,
+    phase: Phase,
+    batch: Batch,
+    /// Successful assessments, in the order they arrived (as published).
+    jurors: Vec<JurorAssessment>,
+    summary: Option<JurorSummary>,
+    title: TitleTracker,
+}
+
+impl Jury {
+    pub fn new(config: &Value, ctx: RunContext) -> Self {
+        let config: JuryConfig = serde_json::from_value(config.clone()).unwrap_or(JuryConfig {
+            content: ctx.question.clone(),
+            original_question: None,
+            juror_models: request::ids(&SIM_JURORS),
+            foreman_model: SIM_FOREMAN.into(),
+            timeout_ms: 120_000,
+        });
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let n = config.juror_models.len();
+        Jury {
+            config,
+            ctx,
+            phase: Phase::Deliberating,
+            batch: Batch::new("juror", n),
+            jurors: Vec::new(),
+            summary: None,
+            title,
+        }
+    }
+
+    fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> Effect {
+        Effect::Call(CallSpec {
+            key,
+            model: model.to_string(),
+            messages: vec![ChatMessage::user(prompt)],
+            stage: stage.into(),
+            role: role.into(),
+            timeout_ms: self.config.timeout_ms,
+        })
+    }
+
+    fn fail(&mut self, message: String) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let mut out = self.title.on_fail();
+        out.push(Effect::Fail { message });
+        out
+    }
+
+    /// One juror finished: publish its assessment now, not with the batch.
+    fn on_juror(&mut self, reply: CallReply) -> Vec<Effect> {
+        let mut out = Vec::new();
+        if let Ok(text) = &reply.result {
+            let a = assess(&reply.model, text, reply.response_time_ms as i64);
+            out.push(Effect::Store(StageRow {
+                stage_type: "deliberation".into(),
+                stage_order: 2,
+                model: Some(a.model.clone()),
+                role: Some("juror".into()),
+                content: a.assessment_text.clone(),
+                parsed_data: Some(json!({
+                    "scores": a.scores, "average": a.average, "verdict": a.verdict,
+                    "recommendations": a.recommendations, "parseSuccess": a.parse_success,
+                })),
+                response_time_ms: Some(a.response_time_ms),
+            }));
+            out.push(Effect::emit("juror_complete", json!({ "data": a })));
+            self.jurors.push(a);
+        }
+        if !self.batch.accept(reply) || !self.batch.complete() {
+            return out;
+        }
+        self.batch.take();
+        match self.jurors.len() {
+            0 => {
+                out.extend(self.fail("All juror evaluations failed.".into()));
+                return out;
+            }
+            1 => {
+                out.extend(
+                    self.fail("Only 1 juror evaluation succeeded; at least 2 are required.".into()),
+                );
+                return out;
+            }
+            _ => {}
+        }
+        let summary = summarize(self.config.juror_models.len(), &self.jurors);
+        out.push(Effect::Store(StageRow {
+            stage_type: "juror_summary".into(),
+            stage_order: 3,
+            model: None,
+            role: None,
+            content: serde_json::to_string(&summary).unwrap_or_default(),
+            parsed_data: Some(json!(summary)),
+            response_time_ms: None,
+        }));
+        out.push(Effect::emit("all_jurors_complete", json!({ "data": summary })));
+        out.push(Effect::emit("verdict_start", json!({})));
+        let prompt = foreman_prompt(
+            &self.config.content,
+            self.config.original_question.as_deref(),
+            &self.jurors,
+            &summary.vote_tally,
+            summary.majority_verdict,
+        );
+        let foreman = self.config.foreman_model.clone();
+        out.push(self.call("verdict".into(), &foreman, prompt, "verdict", "foreman"));
+        out.extend(self.title.call(
+            &foreman,
+            title_prompt(&self.config.content),
+            self.config.timeout_ms,
+        ));
+        self.summary = Some(summary);
+        self.phase = Phase::Verdict;
+        out
+    }
+
+    fn on_verdict(&mut self, reply: CallReply) -> Vec<Effect> {
+        let text = match reply.result {
+            Ok(t) => t,
+            Err(e) => {
+                return self.fail(format!("The foreman ({}) failed: {}", reply.model, e.message))
+            }
+        };
+        let Some(summary) = self.summary.clone() else {
+            return self.fail("internal error: no juror summary".into());
+        };
+        let report = foreman_report(&reply.model, &text, reply.response_time_ms as i64, &summary);
+        let mut parsed = json!(report);
+        if let Some(o) = parsed.as_object_mut() {
+            o.remove("reportText");
+        }
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "verdict".into(),
+                stage_order: 4,
+                model: Some(report.model.clone()),
+                role: Some("foreman".into()),
+                content: text.clone(),
+                parsed_data: Some(parsed),
+                response_time_ms: Some(report.response_time_ms),
+            }),
+            Effect::emit("verdict_complete", json!({ "data": report })),
+        ];
+        self.phase = Phase::Done;
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: text });
+        out
+    }
+}
+
+impl Mode for Jury {
+    fn start(&mut self) -> Vec<Effect> {
+        let presentation = match &self.config.original_question {
+            Some(q) => json!({ "content": self.config.content, "originalQuestion": q }),
+            None => json!({ "content": self.config.content }),
+        };
+        let mut out = vec![
+            Effect::emit(
+                "jury_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id, "mode": "jury" }),
+            ),
+            Effect::emit("present_start", json!({})),
+            Effect::Store(StageRow {
+                stage_type: "present".into(),
+                stage_order: 1,
+                model: None,
+                role: None,
+                content: self.config.content.clone(),
+                parsed_data: Some(json!({ "originalQuestion": self.config.original_question })),
+                response_time_ms: None,
+            }),
+            Effect::emit("present_complete", json!({ "data": presentation })),
+            Effect::emit("deliberation_start", json!({})),
+        ];
+        let prompt =
+            evaluation_prompt(&self.config.content, self.config.original_question.as_deref());
+        for (i, model) in self.config.juror_models.iter().enumerate() {
+            out.push(self.call(self.batch.key(i), model, prompt.clone(), "deliberation", "juror"));
+        }
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        match self.phase {
+            Phase::Deliberating => self.on_juror(reply),
+            Phase::Verdict if reply.key == "verdict" => self.on_verdict(reply),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// `JuryResult` from stored rows.
+pub fn load_result(rows: &[StageRow]) -> Value {
+    let of = |t: &'static str| rows.iter().filter(move |r| r.stage_type == t);
+    let presentation = of("present").next().map(|r| {
+        let q =
+            r.parsed_data.as_ref().and_then(|d| d.get("originalQuestion")).filter(|v| !v.is_null());
+        match q {
+            Some(q) => json!({ "content": r.content, "originalQuestion": q }),
+            None => json!({ "content": r.content }),
+        }
+    });
+    let jurors: Vec<JurorAssessment> = of("deliberation")
+        .map(|r| {
+            let pd = r.parsed_data.clone().unwrap_or(Value::Null);
+            JurorAssessment {
+                model: r.model.clone().unwrap_or_default(),
+                assessment_text: r.content.clone(),
+                scores: serde_json::from_value(pd["scores"].clone()).unwrap_or_default(),
+                average: pd["average"].as_f64(),
+                verdict: serde_json::from_value(pd["verdict"].clone()).ok(),
+                recommendations: serde_json::from_value(pd["recommendations"].clone())
+                    .unwrap_or_default(),
+                response_time_ms: r.response_time_ms.unwrap_or(0),
+                parse_success: pd["parseSuccess"].as_bool().unwrap_or(false),
+            }
+        })
+        .collect();
+    let summary: Option<JurorSummary> = of("juror_summary")
+        .next()
+        .and_then(|r| r.parsed_data.clone())
+        .and_then(|v| serde_json::from_value(v).ok());
+    let foreman = of("verdict").next().map(|r| {
+        let mut f = r.parsed_data.clone().unwrap_or(json!({}));
+        f["reportText"] = json!(r.content);
+        f
+    });
+    json!({
+        "presentation": presentation,
+        "jurors": jurors,
+        "jurorSummary": summary,
+        "foreman": foreman,
+        "majorityVerdict": summary.as_ref().map(|s| s.majority_verdict),
+        "voteTally": summary.as_ref().map(|s| s.vote_tally),
+        "dimensionAverages": summary.as_ref().map(|s| s.dimension_averages.clone()),
+    })
+}

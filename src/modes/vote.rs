@@ -1,0 +1,479 @@
+//! Vote mode (specs/02-vote.md): answer, vote anonymously for the single best answer, the
+//! plurality winner's original answer is the result; the chairman breaks ties, and the first
+//! tied label alphabetically wins if the chairman cannot.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{
+    answer_of, create_label_map, label, title_prompt, with_history, Answer, Batch, TitleTracker,
+    TITLE_KEY,
+};
+use super::voting::{
+    first_alphabetically, parse_vote, tally, tiebreaker_prompt, vote_prompt, Tally,
+};
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, ModeKind,
+    RunContext, StageRow, ValidRequest,
+};
+
+pub const HISTORY_TURNS: usize = 10;
+const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
+const SEED_DEFAULTS: [&str; 3] =
+    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteConfig {
+    pub models: Vec<String>,
+    pub chairman_model: String,
+    pub timeout_ms: u64,
+}
+
+/// `{question, conversationId?, modeConfig?: {models (3-7), chairmanModel, timeoutMs}}`.
+pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg = Value::Object(request::mode_config(body, false)?);
+    let models = request::model_list(
+        &cfg,
+        "models",
+        "modeConfig.models",
+        3..=7,
+        Some("Vote mode requires at least 3 models"),
+        Some("Maximum 7 models allowed"),
+    )?
+    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS }));
+    let chairman_model = request::opt_string(&cfg, "chairmanModel", "modeConfig.chairmanModel")?
+        .unwrap_or_else(|| models[0].clone());
+    let timeout_ms = request::timeout_ms(
+        &cfg,
+        "timeoutMs",
+        "modeConfig.timeoutMs",
+        10_000..=600_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let all = request::distinct(&[&models], &[&chairman_model]);
+    let config = VoteConfig { models, chairman_model, timeout_ms };
+    Ok(ValidRequest {
+        mode: ModeKind::Vote,
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models: all,
+    })
+}
+
+/// One voter's ballot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ballot {
+    pub model: String,
+    pub vote_text: String,
+    pub voted_for: Option<String>,
+    pub response_time_ms: i64,
+}
+
+/// `vote_round_complete`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteRoundResult {
+    pub votes: Vec<Ballot>,
+    pub tallies: BTreeMap<String, usize>,
+    pub label_to_model: BTreeMap<String, String>,
+    pub valid_vote_count: usize,
+    pub invalid_vote_count: usize,
+    pub is_tie: bool,
+    pub tied_labels: Vec<String>,
+}
+
+fn round_result(
+    votes: &[Ballot],
+    label_to_model: &BTreeMap<String, String>,
+) -> (VoteRoundResult, Tally) {
+    let t = tally(&votes.iter().map(|b| b.voted_for.clone()).collect::<Vec<_>>());
+    let r = VoteRoundResult {
+        votes: votes.to_vec(),
+        tallies: t.tallies.clone(),
+        label_to_model: label_to_model.clone(),
+        valid_vote_count: t.valid_vote_count,
+        invalid_vote_count: t.invalid_vote_count,
+        is_tie: t.is_tie,
+        tied_labels: t.tied_labels.clone(),
+    };
+    (r, t)
+}
+
+/// `winner_declared`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteWinnerResult {
+    pub winner_label: String,
+    pub winner_model: String,
+    pub winner_response: String,
+    pub vote_count: usize,
+    pub total_votes: usize,
+    pub tiebroken: bool,
+    /// `chairman` or `alphabetical`, when tiebroken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiebreaker_method: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Answering,
+    Voting,
+    Tiebreak,
+    Done,
+}
+
+pub struct Vote {
+    config: VoteConfig,
+    ctx: RunContext,
+    phase: Phase,
+    batch: Batch,
+    answers: Vec<Answer>,
+    /// label -> index into `answers`
+    labels: BTreeMap<String, usize>,
+    ballots: Vec<Ballot>,
+    tally: Option<Tally>,
+    title: TitleTracker,
+}
+
+impl Vote {
+    pub fn new(config: &Value, ctx: RunContext) -> Self {
+        let config: VoteConfig = serde_json::from_value(config.clone()).unwrap_or(VoteConfig {
+            models: request::ids(&SIM_DEFAULTS),
+            chairman_model: SIM_DEFAULTS[0].into(),
+            timeout_ms: 120_000,
+        });
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let n = config.models.len();
+        Vote {
+            config,
+            ctx,
+            phase: Phase::Answering,
+            batch: Batch::new("stage1", n),
+            answers: Vec::new(),
+            labels: BTreeMap::new(),
+            ballots: Vec::new(),
+            tally: None,
+            title,
+        }
+    }
+
+    fn call(
+        &self,
+        key: String,
+        model: &str,
+        messages: Vec<ChatMessage>,
+        stage: &str,
+        role: &str,
+    ) -> Effect {
+        Effect::Call(CallSpec {
+            key,
+            model: model.to_string(),
+            messages,
+            stage: stage.into(),
+            role: role.into(),
+            timeout_ms: self.config.timeout_ms,
+        })
+    }
+
+    fn fail(&mut self, message: &str) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let mut out = self.title.on_fail();
+        out.push(Effect::Fail { message: message.to_string() });
+        out
+    }
+
+    fn label_to_model(&self) -> BTreeMap<String, String> {
+        self.labels.iter().map(|(l, i)| (l.clone(), self.answers[*i].model.clone())).collect()
+    }
+
+    fn on_answers(&mut self) -> Vec<Effect> {
+        self.answers = self.batch.take().iter().filter_map(answer_of).collect();
+        if self.answers.len() < 2 {
+            return self.fail("Fewer than 2 models answered; a vote needs at least 2 responses.");
+        }
+        let mut out: Vec<Effect> = self
+            .answers
+            .iter()
+            .map(|a| {
+                Effect::Store(StageRow {
+                    stage_type: "initial_answer".into(),
+                    stage_order: 1,
+                    model: Some(a.model.clone()),
+                    role: Some("voter".into()),
+                    content: a.response.clone(),
+                    parsed_data: None,
+                    response_time_ms: Some(a.response_time_ms),
+                })
+            })
+            .collect();
+        out.push(Effect::emit("stage1_complete", json!({ "data": self.answers })));
+        let order = create_label_map(self.answers.len(), self.ctx.seed);
+        self.labels = order.iter().enumerate().map(|(k, &i)| (label(k), i)).collect();
+        let map = self.label_to_model();
+        out.push(Effect::Store(StageRow {
+            stage_type: "label_map".into(),
+            stage_order: 0,
+            model: None,
+            role: None,
+            content: serde_json::to_string(&map).unwrap_or_default(),
+            parsed_data: Some(json!(map)),
+            response_time_ms: None,
+        }));
+        out.push(Effect::emit("vote_round_start", json!({})));
+        let labeled: Vec<(String, String)> = self
+            .labels
+            .iter()
+            .map(|(l, i)| (l.clone(), self.answers[*i].response.clone()))
+            .collect();
+        let prompt = vote_prompt(&self.ctx.question, &labeled);
+        self.batch = Batch::new("vote", self.config.models.len());
+        for (i, model) in self.config.models.iter().enumerate() {
+            out.push(self.call(
+                self.batch.key(i),
+                model,
+                vec![ChatMessage::user(prompt.clone())],
+                "vote",
+                "voter",
+            ));
+        }
+        out.extend(self.title.call(
+            &self.config.chairman_model,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.phase = Phase::Voting;
+        out
+    }
+
+    fn on_votes(&mut self) -> Vec<Effect> {
+        let labels: Vec<String> = self.labels.keys().cloned().collect();
+        self.ballots = self
+            .batch
+            .take()
+            .into_iter()
+            .filter_map(|r| {
+                let text = r.result.ok()?;
+                Some(Ballot {
+                    model: r.model,
+                    voted_for: parse_vote(&text, &labels),
+                    vote_text: text,
+                    response_time_ms: r.response_time_ms as i64,
+                })
+            })
+            .collect();
+        let mut out: Vec<Effect> = self
+            .ballots
+            .iter()
+            .map(|b| {
+                Effect::Store(StageRow {
+                    stage_type: "vote".into(),
+                    stage_order: 2,
+                    model: Some(b.model.clone()),
+                    role: Some("voter".into()),
+                    content: b.vote_text.clone(),
+                    parsed_data: Some(json!({ "votedFor": b.voted_for })),
+                    response_time_ms: Some(b.response_time_ms),
+                })
+            })
+            .collect();
+        let (round, t) = round_result(&self.ballots, &self.label_to_model());
+        out.push(Effect::Store(StageRow {
+            stage_type: "vote_tally".into(),
+            stage_order: 3,
+            model: None,
+            role: None,
+            content: serde_json::to_string(&t).unwrap_or_default(),
+            parsed_data: Some(json!(t)),
+            response_time_ms: None,
+        }));
+        out.push(Effect::emit("vote_round_complete", json!({ "data": round })));
+        if t.valid_vote_count == 0 {
+            out.extend(
+                self.fail("All votes were invalid: no vote named a response of this round."),
+            );
+            return out;
+        }
+        if t.is_tie {
+            let tied: Vec<(String, String)> = t
+                .tied_labels
+                .iter()
+                .filter_map(|l| {
+                    self.labels.get(l).map(|i| (l.clone(), self.answers[*i].response.clone()))
+                })
+                .collect();
+            out.push(Effect::emit("tiebreaker_start", json!({ "data": { "tiedLabels": t.tied_labels, "model": self.config.chairman_model } })));
+            let chairman = self.config.chairman_model.clone();
+            let prompt = tiebreaker_prompt(&self.ctx.question, &tied);
+            out.push(self.call(
+                "tiebreaker".into(),
+                &chairman,
+                vec![ChatMessage::user(prompt)],
+                "tiebreaker",
+                "chairman",
+            ));
+            self.tally = Some(t);
+            self.phase = Phase::Tiebreak;
+            return out;
+        }
+        let winner = t.winners.first().cloned().unwrap_or_default();
+        self.tally = Some(t);
+        out.extend(self.declare(&winner, None));
+        out
+    }
+
+    fn on_tiebreak(&mut self, reply: CallReply) -> Vec<Effect> {
+        let tied = self.tally.as_ref().map(|t| t.tied_labels.clone()).unwrap_or_default();
+        let chosen = reply.result.as_ref().ok().and_then(|text| parse_vote(text, &tied));
+        let mut out = Vec::new();
+        if let Ok(text) = &reply.result {
+            out.push(Effect::Store(StageRow {
+                stage_type: "tiebreaker".into(),
+                stage_order: 4,
+                model: Some(reply.model.clone()),
+                role: Some("chairman".into()),
+                content: text.clone(),
+                parsed_data: Some(json!({ "votedFor": chosen })),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }));
+        }
+        let (winner, method) = match chosen.clone() {
+            Some(l) => (l, "chairman"),
+            None => (first_alphabetically(&tied).unwrap_or_default(), "alphabetical"),
+        };
+        out.push(Effect::emit(
+            "tiebreaker_complete",
+            json!({ "data": {
+                "model": reply.model, "voteText": reply.result.as_ref().ok(),
+                "votedFor": chosen, "method": method, "winnerLabel": winner,
+                "error": reply.result.as_ref().err().map(|e| e.message.clone()),
+            } }),
+        ));
+        out.extend(self.declare(&winner, Some(method)));
+        out
+    }
+
+    fn declare(&mut self, winner_label: &str, method: Option<&str>) -> Vec<Effect> {
+        let Some(&i) = self.labels.get(winner_label) else {
+            return self.fail("internal error: the winning label is not in the label map");
+        };
+        let t = self.tally.clone().unwrap_or_else(|| tally(&[]));
+        let w = &self.answers[i];
+        let result = VoteWinnerResult {
+            winner_label: winner_label.to_string(),
+            winner_model: w.model.clone(),
+            winner_response: w.response.clone(),
+            vote_count: t.tallies.get(winner_label).copied().unwrap_or(0),
+            total_votes: t.valid_vote_count,
+            tiebroken: method.is_some(),
+            tiebreaker_method: method.map(str::to_string),
+        };
+        let mut parsed = json!(result);
+        if let Some(o) = parsed.as_object_mut() {
+            o.remove("winnerResponse");
+        }
+        let answer = w.response.clone();
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "vote_winner".into(),
+                stage_order: 5,
+                model: Some(w.model.clone()),
+                role: Some("winner".into()),
+                content: w.response.clone(),
+                parsed_data: Some(parsed),
+                response_time_ms: None,
+            }),
+            Effect::emit("winner_declared", json!({ "data": result })),
+        ];
+        self.phase = Phase::Done;
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer });
+        out
+    }
+}
+
+impl Mode for Vote {
+    fn start(&mut self) -> Vec<Effect> {
+        let mut out = vec![
+            Effect::emit(
+                "vote_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id, "mode": "vote" }),
+            ),
+            Effect::emit("stage1_start", json!({})),
+        ];
+        let messages = with_history(&self.ctx.history, HISTORY_TURNS, &self.ctx.question);
+        for (i, model) in self.config.models.iter().enumerate() {
+            out.push(self.call(self.batch.key(i), model, messages.clone(), "stage1", "voter"));
+        }
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        match self.phase {
+            Phase::Tiebreak if reply.key == "tiebreaker" => self.on_tiebreak(reply),
+            Phase::Answering | Phase::Voting => {
+                if !self.batch.accept(reply) || !self.batch.complete() {
+                    return Vec::new();
+                }
+                if self.phase == Phase::Answering {
+                    self.on_answers()
+                } else {
+                    self.on_votes()
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Vote's result from its stored rows: `{stage1, labelToModel, voteRound, tiebreaker, winner}`.
+pub fn load_result(rows: &[StageRow]) -> Value {
+    let of = |t: &'static str| rows.iter().filter(move |r| r.stage_type == t);
+    let stage1: Vec<Answer> = of("initial_answer")
+        .map(|r| Answer {
+            model: r.model.clone().unwrap_or_default(),
+            response: r.content.clone(),
+            response_time_ms: r.response_time_ms.unwrap_or(0),
+        })
+        .collect();
+    let label_to_model: BTreeMap<String, String> = of("label_map")
+        .next()
+        .and_then(|r| r.parsed_data.clone())
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
+    let ballots: Vec<Ballot> = of("vote")
+        .map(|r| Ballot {
+            model: r.model.clone().unwrap_or_default(),
+            vote_text: r.content.clone(),
+            voted_for: r
+                .parsed_data
+                .as_ref()
+                .and_then(|d| d.get("votedFor"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            response_time_ms: r.response_time_ms.unwrap_or(0),
+        })
+        .collect();
+    let vote_round = (!ballots.is_empty() || of("vote_tally").next().is_some())
+        .then(|| round_result(&ballots, &label_to_model).0);
+    let tiebreaker = of("tiebreaker").next().map(|r| {
+        json!({ "model": r.model, "voteText": r.content,
+                "votedFor": r.parsed_data.as_ref().and_then(|d| d.get("votedFor")).cloned() })
+    });
+    let winner = of("vote_winner").next().map(|r| {
+        let mut w = r.parsed_data.clone().unwrap_or(json!({}));
+        w["winnerResponse"] = json!(r.content);
+        w
+    });
+    json!({ "stage1": stage1, "labelToModel": label_to_model, "voteRound": vote_round,
+            "tiebreaker": tiebreaker, "winner": winner })
+}
