@@ -5,7 +5,8 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::common::seed_from_run_id;
-use crate::modes::{CallError, CallErrorKind, ChatMessage};
+use crate::modes::testkit::{self, calls, emitted, err, events, feed, ok, rows};
+use crate::modes::ChatMessage;
 
 fn labels(n: usize) -> Vec<String> {
     (0..n).map(label).collect()
@@ -147,77 +148,12 @@ fn prompts_are_the_seeds_verbatim() {
 // ---- the state machine ----------------------------------------------------------------
 
 fn ctx(history: Vec<ChatMessage>, new_conversation: bool) -> RunContext {
-    RunContext {
-        run_id: "run-1".into(),
-        conversation_id: "conv".into(),
-        message_id: "msg".into(),
-        question: "What is best?".into(),
-        history,
-        new_conversation,
-        seed: seed_from_run_id("run-1"),
-    }
+    testkit::ctx("What is best?", history, new_conversation)
 }
 
 fn council(models: &[&str], history: Vec<ChatMessage>, new_conversation: bool) -> Council {
     let config = json!({ "councilModels": models, "chairmanModel": "chair", "timeoutMs": 120000 });
     Council::new(&config, ctx(history, new_conversation))
-}
-
-fn ok(spec: &CallSpec, text: &str) -> CallReply {
-    CallReply {
-        key: spec.key.clone(),
-        model: spec.model.clone(),
-        response_time_ms: 10,
-        result: Ok(text.into()),
-        usage: None,
-    }
-}
-
-fn err(spec: &CallSpec) -> CallReply {
-    CallReply {
-        key: spec.key.clone(),
-        model: spec.model.clone(),
-        response_time_ms: 10,
-        result: Err(CallError {
-            kind: CallErrorKind::Http,
-            status: Some(503),
-            message: "down".into(),
-        }),
-        usage: None,
-    }
-}
-
-fn calls(effects: &[Effect]) -> Vec<CallSpec> {
-    effects
-        .iter()
-        .filter_map(|e| if let Effect::Call(c) = e { Some(c.clone()) } else { None })
-        .collect()
-}
-
-fn events(effects: &[Effect]) -> Vec<String> {
-    effects
-        .iter()
-        .filter_map(|e| if let Effect::Emit { event, .. } = e { Some(event.clone()) } else { None })
-        .collect()
-}
-
-fn rows(effects: &[Effect]) -> Vec<StageRow> {
-    effects
-        .iter()
-        .filter_map(|e| if let Effect::Store(r) = e { Some(r.clone()) } else { None })
-        .collect()
-}
-
-fn emitted(effects: &[Effect], name: &str) -> Option<Value> {
-    effects.iter().find_map(|e| match e {
-        Effect::Emit { event, data } if event == name => Some(data.clone()),
-        _ => None,
-    })
-}
-
-/// Feeds replies and collects every effect.
-fn feed(c: &mut Council, replies: Vec<CallReply>) -> Vec<Effect> {
-    replies.into_iter().flat_map(|r| c.on_reply(r)).collect()
 }
 
 /// A ranking that puts the labels in the given order.

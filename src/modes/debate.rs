@@ -680,3 +680,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         "winner": winner,
     })
 }
+
+#[cfg(test)]
+#[path = "debate_tests.rs"]
+mod tests;

@@ -881,3 +881,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         "dimensionAverages": summary.as_ref().map(|s| s.dimension_averages.clone()),
     })
 }
+
+#[cfg(test)]
+#[path = "jury_tests.rs"]
+mod tests;

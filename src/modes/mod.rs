@@ -11,6 +11,8 @@ pub mod council;
 pub mod debate;
 pub mod jury;
 pub mod request;
+#[cfg(test)]
+pub mod testkit;
 pub mod vote;
 pub mod voting;
 

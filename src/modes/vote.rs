@@ -477,3 +477,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     json!({ "stage1": stage1, "labelToModel": label_to_model, "voteRound": vote_round,
             "tiebreaker": tiebreaker, "winner": winner })
 }
+
+#[cfg(test)]
+#[path = "vote_tests.rs"]
+mod tests;

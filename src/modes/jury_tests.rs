@@ -1,0 +1,301 @@
+//! Jury mode: score and verdict parsers on the shapes real models write, the conservative
+//! majority rules, and the state machine through the seed's edge cases.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::modes::testkit::{
+    ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
+};
+
+fn scores(a: i64, b: i64, c: i64, d: i64, e: i64) -> DimensionScores {
+    Dims {
+        accuracy: Some(a),
+        completeness: Some(b),
+        clarity: Some(c),
+        relevance: Some(d),
+        actionability: Some(e),
+    }
+}
+
+const CARD: &str = "## Juror Assessment\n\n### Scores\n\n| Dimension | Score | Justification |\n|---|:---:|---|\n\
+| Accuracy | 8 | fine |\n| Completeness | 7 | ok |\n| Clarity | 9 | clear |\n| Relevance | 8 | on topic |\n\
+| Actionability | 6 | thin |\n| **Average** | 7.6 | |\n\n### Deliberation Notes\nGood.\n\n### Verdict\nVERDICT: APPROVE\n\n\
+### Recommendations\n1. Add error responses\n2. Include examples\n";
+
+#[test]
+fn reads_the_seed_format() {
+    assert_eq!(parse_scores(CARD), scores(8, 7, 9, 8, 6));
+    assert_eq!(parse_verdict(CARD), Some(Verdict::Approve));
+    let a = assess("m", CARD, 5);
+    assert_eq!(a.average, Some(7.6));
+    assert_eq!(a.recommendations, vec!["Add error responses", "Include examples"]);
+    assert!(a.parse_success);
+}
+
+#[test]
+fn reads_what_real_models_write() {
+    let bold = "| **Accuracy** | **8/10** | x |\n|  completeness  |   7   | wide spacing | extra col |\n\
+                | Clarity | 7.5 | half |\n**Relevance**: 9/10\nActionability — 4\n\nVERDICT: **revise**";
+    assert_eq!(parse_scores(bold), scores(8, 7, 8, 9, 4));
+    assert_eq!(parse_verdict(bold), Some(Verdict::Revise));
+    let headings = "### Accuracy\nScore: 8/10\nGood.\n### Completeness\nScore: 6/10\n### Clarity\nScore: 7/10\n\
+                    ### Relevance\nScore: 9/10\n### Actionability\nScore: 5/10\nOverall I lean REJECT? No: REVISE.";
+    assert_eq!(parse_scores(headings), scores(8, 6, 7, 9, 5));
+}
+
+#[test]
+fn the_models_own_scorecard_wins_over_quoted_content() {
+    // The content under evaluation is itself a scorecard, quoted before the model's own.
+    let text = format!(
+        "The content says:\n| Accuracy | 2 | quoted |\nVERDICT: REJECT\n\nMy assessment:\n{CARD}"
+    );
+    assert_eq!(parse_scores(&text).accuracy, Some(8));
+    assert_eq!(parse_verdict(&text), Some(Verdict::Approve));
+    // The template's placeholders are not scores.
+    assert_eq!(parse_scores("| Accuracy | [1-10] | [justification] |").accuracy, None);
+}
+
+#[test]
+fn out_of_range_scores_are_null_and_halves_round() {
+    let s = parse_scores(
+        "| Accuracy | 11 |\n| Completeness | 0 |\n| Clarity | 6.5 |\n| Relevance | 7.4 |",
+    );
+    assert_eq!(
+        (s.accuracy, s.completeness, s.clarity, s.relevance, s.actionability),
+        (None, None, Some(7), Some(7), None)
+    );
+    assert_eq!(average(&s), Some(7.0));
+}
+
+#[test]
+fn verdict_fallback_reads_the_end_of_the_text() {
+    assert_eq!(
+        parse_verdict("Long notes...\nIn the end I would approve this."),
+        Some(Verdict::Approve)
+    );
+    assert_eq!(parse_verdict("nothing decisive"), None);
+    assert_eq!(parse_verdict("APPROVED is not a verdict word; REVISED neither"), None);
+}
+
+proptest! {
+    #[test]
+    fn parsers_never_panic_and_scores_stay_in_range(text in "\\PC{0,500}") {
+        let s = parse_scores(&text);
+        for i in 0..5 {
+            if let Some(v) = s.get(i) {
+                prop_assert!((1..=10).contains(v));
+            }
+        }
+        let _ = parse_verdict(&text);
+        let _ = section_items(&text, "recommendation");
+    }
+}
+
+#[test]
+fn majority_ties_are_conservative() {
+    use Verdict::*;
+    let m = |v: &[Verdict]| majority_verdict(&v.iter().map(|x| Some(*x)).collect::<Vec<_>>()).0;
+    assert_eq!(m(&[Approve, Approve, Reject]), Some(Approve));
+    assert_eq!(m(&[Approve, Reject]), Some(Revise), "APPROVE-REJECT tie");
+    assert_eq!(m(&[Approve, Revise]), Some(Revise), "APPROVE-REVISE tie");
+    assert_eq!(m(&[Revise, Reject]), Some(Reject), "REVISE-REJECT tie");
+    assert_eq!(m(&[Approve, Revise, Reject]), Some(Revise), "three-way");
+    assert_eq!(majority_verdict(&[None, None]).0, None);
+}
+
+fn juror(model: &str, s: Option<DimensionScores>, verdict: Option<Verdict>) -> JurorAssessment {
+    let scores = s.unwrap_or_default();
+    JurorAssessment {
+        model: model.into(),
+        assessment_text: String::new(),
+        average: average(&scores),
+        parse_success: (0..5).any(|i| scores.get(i).is_some()),
+        scores,
+        verdict,
+        recommendations: vec![],
+        response_time_ms: 1,
+    }
+}
+
+#[test]
+fn summaries_aggregate_parsed_jurors_and_infer_missing_verdicts() {
+    let s = summarize(
+        4,
+        &[
+            juror("a", Some(scores(8, 7, 9, 8, 7)), Some(Verdict::Approve)),
+            juror("b", Some(scores(7, 5, 7, 7, 4)), Some(Verdict::Revise)),
+            juror("c", None, Some(Verdict::Approve)),
+        ],
+    );
+    assert_eq!((s.juror_count, s.successful_jurors), (4, 3));
+    assert_eq!(s.dimension_averages.accuracy, Some(7.5), "the unparsed juror is left out");
+    assert_eq!(s.dimension_ranges.actionability, Some(Range { min: 4, max: 7 }));
+    assert_eq!(s.majority_verdict, Verdict::Approve);
+    assert_eq!(s.vote_tally, VoteTally { approve: 2, revise: 1, reject: 0 });
+    let inferred = summarize(
+        2,
+        &[
+            juror("a", Some(scores(3, 3, 3, 3, 3)), None),
+            juror("b", Some(scores(4, 3, 3, 3, 3)), None),
+        ],
+    );
+    assert_eq!(
+        (inferred.majority_verdict, inferred.verdict_source.as_str()),
+        (Verdict::Reject, "scores")
+    );
+    let blind = summarize(2, &[juror("a", None, None), juror("b", None, None)]);
+    assert_eq!(blind.dimension_averages.accuracy, None);
+    assert_eq!(blind.majority_verdict, Verdict::Revise);
+    assert!(!blind.warnings.is_empty());
+}
+
+fn jury(new_conversation: bool) -> Jury {
+    let config = json!({ "content": "GET /users returns users.", "originalQuestion": "Document /users",
+                         "jurorModels": ["j1", "j2", "j3"], "foremanModel": "f", "timeoutMs": 120000 });
+    Jury::new(&config, ctx("Evaluate these docs", vec![], new_conversation))
+}
+
+#[test]
+fn jurors_are_published_as_each_finishes_and_the_foreman_reports() {
+    let mut j = jury(true);
+    let mut all = j.start();
+    let jurors = stage_calls(&all);
+    assert!(jurors[0].messages[0].content.contains("ORIGINAL QUESTION:\nDocument /users\n\nCONTENT UNDER EVALUATION:\nGET /users returns users."));
+    let first = j.on_reply(ok(&jurors[1], CARD));
+    assert_eq!(events(&first), vec!["juror_complete"], "published before the others finish");
+    all.extend(first);
+    let rest = feed(
+        &mut j,
+        vec![ok(&jurors[0], &CARD.replace("APPROVE", "REVISE")), ok(&jurors[2], CARD)],
+    );
+    let foreman = stage_calls(&rest);
+    assert_eq!(foreman.iter().map(|c| c.key.as_str()).collect::<Vec<_>>(), vec!["verdict"]);
+    let prompt = &foreman[0].messages[0].content;
+    assert!(
+        prompt.contains("--- Juror 1 (j2) ---") && prompt.contains("- Majority Verdict: APPROVE")
+    );
+    assert!(prompt.contains("- APPROVE: 2\n- REVISE: 1\n- REJECT: 0"));
+    all.extend(rest);
+    let report = "## Jury Verdict Report\n### Final Verdict: APPROVE\nGood.\n### Key Strengths (Consensus)\n- Clear\n- Accurate\n\
+                  ### Key Weaknesses (Consensus)\n- No errors documented\n### Improvement Recommendations\n1. Add errors\n\
+                  ### Dissenting Opinions\nJuror 2 voted REVISE over missing examples.";
+    let done = j.on_reply(ok(&foreman[0], report));
+    all.extend(done.clone());
+    assert_eq!(finished(&done).as_deref(), Some(report));
+    let f = emitted(&done, "verdict_complete").unwrap()["data"].clone();
+    assert_eq!(f["finalVerdict"], "APPROVE");
+    assert_eq!(f["keyStrengths"], json!(["Clear", "Accurate"]));
+    assert_eq!(f["dissentingOpinions"], json!(["Juror 2 voted REVISE over missing examples."]));
+    assert_eq!(
+        f["dimensionAnalysis"][0],
+        json!({ "dimension": "Accuracy", "avgScore": 8.0, "minScore": 8, "maxScore": 8, "consensus": "Strong agreement" })
+    );
+    assert_eq!(
+        events(&all).into_iter().filter(|e| e != "juror_complete").collect::<Vec<_>>(),
+        vec![
+            "jury_start",
+            "present_start",
+            "present_complete",
+            "deliberation_start",
+            "all_jurors_complete",
+            "verdict_start",
+            "verdict_complete"
+        ]
+    );
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["foreman"], f);
+    assert_eq!(loaded["jurorSummary"], emitted(&all, "all_jurors_complete").unwrap()["data"]);
+    assert_eq!(loaded["presentation"], emitted(&all, "present_complete").unwrap()["data"]);
+    assert_eq!(loaded["jurors"][0], emitted(&all, "juror_complete").unwrap()["data"]);
+    assert_eq!(loaded["majorityVerdict"], "APPROVE");
+}
+
+#[test]
+fn an_unparseable_juror_is_kept_but_left_out_of_the_averages() {
+    let mut j = jury(false);
+    let jurors = stage_calls(&j.start());
+    let e = feed(
+        &mut j,
+        vec![ok(&jurors[0], CARD), ok(&jurors[1], "It is fine, I suppose."), ok(&jurors[2], CARD)],
+    );
+    let assessments: Vec<_> = e
+        .iter()
+        .filter_map(|x| match x {
+            Effect::Emit { event, data } if event == "juror_complete" => Some(data["data"].clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(assessments.len(), 3);
+    assert_eq!(assessments[1]["parseSuccess"], false);
+    let summary = emitted(&e, "all_jurors_complete").unwrap()["data"].clone();
+    assert_eq!(summary["dimensionAverages"]["accuracy"], 8.0);
+    assert_eq!(summary["successfulJurors"], 3);
+}
+
+#[test]
+fn fewer_than_two_jurors_or_a_failing_foreman_is_an_error() {
+    let mut j = jury(false);
+    let jurors = stage_calls(&j.start());
+    let e = feed(&mut j, vec![ok(&jurors[0], CARD), err(&jurors[1]), err(&jurors[2])]);
+    assert!(failed(&e).is_some_and(|m| m.contains("at least 2")));
+    let mut j = jury(false);
+    let jurors = stage_calls(&j.start());
+    assert_eq!(
+        failed(&feed(&mut j, jurors.iter().map(err).collect())).as_deref(),
+        Some("All juror evaluations failed.")
+    );
+    let mut j = jury(true);
+    let mut all = j.start();
+    let jurors = stage_calls(&all);
+    let e = feed(&mut j, jurors.iter().map(|s| ok(s, CARD)).collect());
+    let f = stage_calls(&e);
+    all.extend(e);
+    let out = j.on_reply(err(&f[0]));
+    assert!(failed(&out).is_some_and(|m| m.contains("foreman")));
+    let stored = rows(&all);
+    assert_eq!(
+        stored.iter().filter(|r| r.stage_type == "deliberation").count(),
+        3,
+        "assessments kept"
+    );
+    assert_eq!(
+        stored.iter().filter(|r| r.stage_type == "juror_summary").count(),
+        1,
+        "summary kept"
+    );
+}
+
+#[test]
+fn validation_follows_the_seed() {
+    let d = Defaults { offline: true, stage_timeout_ms: 120_000 };
+    let body = |cfg: Value| json!({ "question": "Evaluate", "mode": "jury", "modeConfig": cfg });
+    let ok = validate(&body(json!({ "content": "x" })), &d).unwrap();
+    assert_eq!(ok.config["foremanModel"], "sim/delta");
+    let e = |b: Value| validate(&b, &d).unwrap_err();
+    assert_eq!(e(json!({ "question": "q", "mode": "jury" })).field, "modeConfig");
+    assert_eq!(e(body(json!({ "content": "" }))).message, "Content to evaluate is required");
+    assert_eq!(
+        e(body(json!({ "content": "x", "jurorModels": ["a", "b"] }))).message,
+        "Jury mode requires at least 3 juror models"
+    );
+    assert_eq!(
+        e(body(json!({ "content": "x", "jurorModels": ["1","2","3","4","5","6","7"] }))).message,
+        "Maximum 6 juror models allowed"
+    );
+    let overlap =
+        e(body(json!({ "content": "x", "jurorModels": ["a", "b", "c"], "foremanModel": "b" })));
+    assert_eq!(
+        (overlap.field.as_str(), overlap.message.as_str()),
+        ("modeConfig.foremanModel", "Foreman model must not be one of the juror models")
+    );
+    assert_eq!(
+        e(body(json!({ "content": "x", "foremanModel": "" }))).message,
+        "Foreman model is required"
+    );
+    assert_eq!(
+        e(body(json!({ "content": "x", "timeoutMs": 300001 }))).field,
+        "modeConfig.timeoutMs"
+    );
+}

@@ -1,0 +1,102 @@
+//! Test helpers for driving modes with fake replies.
+
+use serde_json::Value;
+
+use super::common::seed_from_run_id;
+use super::{
+    CallError, CallErrorKind, CallReply, CallSpec, ChatMessage, Effect, Mode, RunContext, StageRow,
+};
+
+pub fn ctx(question: &str, history: Vec<ChatMessage>, new_conversation: bool) -> RunContext {
+    RunContext {
+        run_id: "run-1".into(),
+        conversation_id: "conv".into(),
+        message_id: "msg".into(),
+        question: question.into(),
+        history,
+        new_conversation,
+        seed: seed_from_run_id("run-1"),
+    }
+}
+
+pub fn ok(spec: &CallSpec, text: &str) -> CallReply {
+    CallReply {
+        key: spec.key.clone(),
+        model: spec.model.clone(),
+        response_time_ms: 10,
+        result: Ok(text.into()),
+        usage: None,
+    }
+}
+
+pub fn err(spec: &CallSpec) -> CallReply {
+    CallReply {
+        key: spec.key.clone(),
+        model: spec.model.clone(),
+        response_time_ms: 10,
+        result: Err(CallError {
+            kind: CallErrorKind::Http,
+            status: Some(503),
+            message: "down".into(),
+        }),
+        usage: None,
+    }
+}
+
+pub fn calls(effects: &[Effect]) -> Vec<CallSpec> {
+    effects
+        .iter()
+        .filter_map(|e| if let Effect::Call(c) = e { Some(c.clone()) } else { None })
+        .collect()
+}
+
+/// Calls of one stage, leaving out the title call.
+pub fn stage_calls(effects: &[Effect]) -> Vec<CallSpec> {
+    calls(effects).into_iter().filter(|c| c.key != "title").collect()
+}
+
+pub fn events(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .filter_map(|e| if let Effect::Emit { event, .. } = e { Some(event.clone()) } else { None })
+        .collect()
+}
+
+pub fn rows(effects: &[Effect]) -> Vec<StageRow> {
+    effects
+        .iter()
+        .filter_map(|e| if let Effect::Store(r) = e { Some(r.clone()) } else { None })
+        .collect()
+}
+
+pub fn emitted(effects: &[Effect], name: &str) -> Option<Value> {
+    effects.iter().find_map(|e| match e {
+        Effect::Emit { event, data } if event == name => Some(data.clone()),
+        _ => None,
+    })
+}
+
+pub fn failed(effects: &[Effect]) -> Option<String> {
+    effects.iter().find_map(|e| {
+        if let Effect::Fail { message } = e {
+            Some(message.clone())
+        } else {
+            None
+        }
+    })
+}
+
+pub fn finished(effects: &[Effect]) -> Option<String> {
+    effects.iter().find_map(|e| {
+        if let Effect::Finish { answer } = e {
+            Some(answer.clone())
+        } else {
+            None
+        }
+    })
+}
+
+/// Feeds replies and collects every effect.
+pub fn feed<M: Mode + ?Sized>(m: &mut M, replies: Vec<CallReply>) -> Vec<Effect> {
+    replies.into_iter().flat_map(|r| m.on_reply(r)).collect()
+}

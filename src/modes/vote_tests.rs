@@ -1,0 +1,188 @@
+//! Vote mode driven with fake replies: every row of the spec's edge cases.
+
+use serde_json::json;
+
+use super::*;
+use crate::modes::testkit::{
+    ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
+};
+
+fn vote_mode(models: &[&str], new_conversation: bool) -> Vote {
+    let config = json!({ "models": models, "chairmanModel": "chair", "timeoutMs": 120000 });
+    Vote::new(&config, ctx("Which is best?", vec![], new_conversation))
+}
+
+/// The label each answer got, by answer text.
+fn label_of(effects: &[Effect], model: &str) -> String {
+    let map = emitted(effects, "vote_round_complete").map(|d| d["data"]["labelToModel"].clone());
+    let map = map.or_else(|| {
+        rows(effects)
+            .iter()
+            .find(|r| r.stage_type == "label_map")
+            .and_then(|r| r.parsed_data.clone())
+    });
+    map.and_then(|m| {
+        m.as_object()
+            .and_then(|o| o.iter().find(|(_, v)| v == &&json!(model)).map(|(k, _)| k.clone()))
+    })
+    .unwrap_or_default()
+}
+
+/// Runs stage 1 with answers named after each model; returns the vote calls and all effects.
+fn answered(v: &mut Vote) -> (Vec<CallSpec>, Vec<Effect>) {
+    let mut all = v.start();
+    let s1 = stage_calls(&all);
+    let e = feed(v, s1.iter().map(|s| ok(s, &format!("answer of {}", s.model))).collect());
+    let votes = stage_calls(&e);
+    all.extend(e);
+    (votes, all)
+}
+
+#[test]
+fn a_plurality_winner_answers_with_its_original_response() {
+    let mut v = vote_mode(&["m1", "m2", "m3"], true);
+    let (votes, mut all) = answered(&mut v);
+    assert_eq!(votes.len(), 3);
+    assert!(votes[0].messages[0].content.starts_with("After a round of deliberation"));
+    let b = label_of(&all, "m2");
+    let e = feed(&mut v, votes.iter().map(|s| ok(s, &format!("Good.\nVOTE: {b}"))).collect());
+    all.extend(e.clone());
+    assert_eq!(finished(&e).as_deref(), Some("answer of m2"));
+    let w = emitted(&e, "winner_declared").unwrap()["data"].clone();
+    assert_eq!(
+        (w["winnerModel"].clone(), w["voteCount"].clone(), w["tiebroken"].clone()),
+        (json!("m2"), json!(3), json!(false))
+    );
+    assert_eq!(
+        events(&all),
+        vec![
+            "vote_start",
+            "stage1_start",
+            "stage1_complete",
+            "vote_round_start",
+            "vote_round_complete",
+            "winner_declared"
+        ]
+    );
+    // Rows rebuild the live payloads.
+    let result = load_result(&rows(&all));
+    assert_eq!(result["winner"], w);
+    assert_eq!(result["voteRound"], emitted(&all, "vote_round_complete").unwrap()["data"]);
+    assert_eq!(result["stage1"], emitted(&all, "stage1_complete").unwrap()["data"]);
+    let types: Vec<String> =
+        rows(&all).iter().map(|r| format!("{}:{}", r.stage_type, r.stage_order)).collect();
+    assert!(
+        types.contains(&"label_map:0".to_string())
+            && types.contains(&"vote_tally:3".to_string())
+            && types.contains(&"vote_winner:5".to_string())
+    );
+}
+
+#[test]
+fn a_tie_goes_to_the_chairman() {
+    let mut v = vote_mode(&["m1", "m2"], false);
+    let (votes, all) = answered(&mut v);
+    let (a, b) = (label_of(&all, "m1"), label_of(&all, "m2"));
+    let e = feed(
+        &mut v,
+        vec![ok(&votes[0], &format!("VOTE: {a}")), ok(&votes[1], &format!("VOTE: {b}"))],
+    );
+    assert!(events(&e).contains(&"tiebreaker_start".to_string()));
+    let tb = stage_calls(&e);
+    assert_eq!((tb[0].key.as_str(), tb[0].model.as_str()), ("tiebreaker", "chair"));
+    let prompt = &tb[0].messages[0].content;
+    assert!(prompt.contains(&format!("--- {a} ---")) && prompt.contains(&format!("--- {b} ---")));
+    let fin = v.on_reply(ok(&tb[0], &format!("The second is better.\nVOTE: {b}")));
+    let w = emitted(&fin, "winner_declared").unwrap()["data"].clone();
+    assert_eq!(
+        (w["winnerModel"].clone(), w["tiebroken"].clone(), w["tiebreakerMethod"].clone()),
+        (json!("m2"), json!(true), json!("chairman"))
+    );
+    assert!(rows(&fin).iter().any(|r| r.stage_type == "tiebreaker" && r.stage_order == 4));
+}
+
+#[test]
+fn a_failing_or_unparseable_chairman_falls_back_to_the_first_label() {
+    for chairman_fails in [true, false] {
+        let mut v = vote_mode(&["m1", "m2", "m3"], false);
+        let (votes, all) = answered(&mut v);
+        let labels: Vec<String> = ["m1", "m2", "m3"].iter().map(|m| label_of(&all, m)).collect();
+        let e = feed(
+            &mut v,
+            votes.iter().zip(&labels).map(|(s, l)| ok(s, &format!("VOTE: {l}"))).collect(),
+        );
+        let tb = stage_calls(&e);
+        let reply = if chairman_fails { err(&tb[0]) } else { ok(&tb[0], "I refuse to choose.") };
+        let fin = v.on_reply(reply);
+        let w = emitted(&fin, "winner_declared").unwrap()["data"].clone();
+        assert_eq!(w["winnerLabel"], "Response A");
+        assert_eq!(w["tiebreakerMethod"], "alphabetical");
+    }
+}
+
+#[test]
+fn all_votes_invalid_is_an_error_with_answers_kept() {
+    let mut v = vote_mode(&["m1", "m2", "m3"], true);
+    let (votes, all) = answered(&mut v);
+    let e = feed(
+        &mut v,
+        vec![ok(&votes[0], "VOTE: Response Q"), ok(&votes[1], "no idea"), err(&votes[2])],
+    );
+    assert!(failed(&e).is_some_and(|m| m.contains("invalid")));
+    assert_eq!(rows(&all).iter().filter(|r| r.stage_type == "initial_answer").count(), 3);
+    let round = emitted(&e, "vote_round_complete").unwrap()["data"].clone();
+    assert_eq!(
+        (round["validVoteCount"].clone(), round["invalidVoteCount"].clone()),
+        (json!(0), json!(2))
+    );
+    assert!(
+        e.iter().any(|x| matches!(x, Effect::SetTitle(_))),
+        "the new conversation still gets a title"
+    );
+}
+
+#[test]
+fn fewer_than_two_answers_is_an_error() {
+    let mut v = vote_mode(&["m1", "m2", "m3"], false);
+    let s1 = stage_calls(&v.start());
+    let e = feed(&mut v, vec![ok(&s1[0], "a"), err(&s1[1]), err(&s1[2])]);
+    assert!(failed(&e).is_some());
+}
+
+#[test]
+fn duplicate_models_are_separate_participants() {
+    let mut v = vote_mode(&["m1", "m1", "m2"], false);
+    let s1 = stage_calls(&v.start());
+    assert_eq!(s1.len(), 3);
+    let e =
+        feed(&mut v, s1.iter().enumerate().map(|(i, s)| ok(s, &format!("answer {i}"))).collect());
+    assert_eq!(emitted(&e, "stage1_complete").unwrap()["data"].as_array().map(Vec::len), Some(3));
+    assert_eq!(stage_calls(&e).len(), 3);
+}
+
+#[test]
+fn validation_follows_the_spec() {
+    let d = Defaults { offline: true, stage_timeout_ms: 120_000 };
+    let ok = validate(&json!({ "question": "q", "mode": "vote" }), &d).unwrap();
+    assert_eq!(ok.config["models"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
+    let field = |b: Value| validate(&b, &d).unwrap_err().field;
+    assert_eq!(
+        field(json!({ "question": "q", "modeConfig": { "models": ["a", "b"] } })),
+        "modeConfig.models"
+    );
+    assert_eq!(
+        field(
+            json!({ "question": "q", "modeConfig": { "models": ["1","2","3","4","5","6","7","8"] } })
+        ),
+        "modeConfig.models"
+    );
+    assert_eq!(
+        field(json!({ "question": "q", "modeConfig": { "timeoutMs": 9999 } })),
+        "modeConfig.timeoutMs"
+    );
+    assert_eq!(
+        field(json!({ "question": "q", "modeConfig": { "chairmanModel": "" } })),
+        "modeConfig.chairmanModel"
+    );
+    assert_eq!(field(json!({ "question": "q", "modeConfig": 3 })), "modeConfig");
+}
