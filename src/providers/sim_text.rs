@@ -8,7 +8,9 @@
 use crate::modes::common::SplitMix64;
 use crate::modes::ChatMessage;
 
-/// FNV-1a over several strings, as the seed of a reply.
+/// A seed from several strings: FNV-1a, then a SplitMix64 step so that texts differing in
+/// one character give unrelated seeds (plain FNV keeps the high bits of similar texts close,
+/// and the sim orders answers by these seeds).
 pub fn seed_of(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for p in parts {
@@ -17,7 +19,7 @@ pub fn seed_of(parts: &[&str]) -> u64 {
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
     }
-    h
+    SplitMix64::new(h).next_u64()
 }
 
 /// The input a recogniser sees.
@@ -439,6 +441,59 @@ mod tests {
             ChatMessage::user("And caching?"),
         ];
         assert!(respond("sim/alpha", &follow, false).contains("How do I scale a database?"));
+    }
+
+    #[test]
+    fn panels_vary_split_votes_ties_decision_mixes_and_dissent() {
+        use crate::modes::{debate, jury, voting};
+        let panel = ["sim/alpha", "sim/beta", "sim/gamma"];
+        let labels: Vec<String> = (0..3).map(crate::modes::common::label).collect();
+        let (mut unanimous, mut split, mut tie) = (0, 0, 0);
+        let mut decisions = std::collections::HashSet::new();
+        let mut dissent = 0;
+        for q in 0..40 {
+            let answers: Vec<(String, String)> =
+                labels.iter().map(|l| (l.clone(), format!("answer {l} to question {q}"))).collect();
+            let prompt = voting::vote_prompt(&format!("question {q}"), &answers);
+            let votes: Vec<Option<String>> = panel
+                .iter()
+                .map(|m| {
+                    voting::parse_vote(
+                        &respond(m, &[ChatMessage::user(prompt.clone())], false),
+                        &labels,
+                    )
+                })
+                .collect();
+            let t = voting::tally(&votes);
+            match (t.is_tie, t.tallies.values().max()) {
+                (true, _) => tie += 1,
+                (false, Some(3)) => unanimous += 1,
+                _ => split += 1,
+            }
+            let rev = debate::revision_prompt(&format!("question {q}"), "my answer", &answers[1..]);
+            for m in panel {
+                decisions.extend(
+                    debate::parse_revision(&respond(m, &[ChatMessage::user(rev.clone())], false))
+                        .decision,
+                );
+            }
+            let eval = jury::evaluation_prompt(&format!("content number {q}"), None);
+            let verdicts: std::collections::HashSet<_> = panel
+                .iter()
+                .map(|m| {
+                    jury::parse_verdict(&respond(m, &[ChatMessage::user(eval.clone())], false))
+                })
+                .collect();
+            if verdicts.len() > 1 {
+                dissent += 1;
+            }
+        }
+        assert!(
+            unanimous > 0 && split > 0 && tie > 0,
+            "unanimous {unanimous}, split {split}, tie {tie}"
+        );
+        assert_eq!(decisions.len(), 3, "REVISE, STAND and MERGE all occur: {decisions:?}");
+        assert!(dissent > 0 && dissent < 40, "some juries disagree: {dissent}/40");
     }
 
     #[test]

@@ -1,0 +1,250 @@
+//! Vote, Jury and Debate through the whole server: the spec's event sequences over the
+//! WebSocket, REST starts, the sim in-process and over HTTP, stored results that reload to
+//! exactly what went out live, and the request rules that need the database.
+
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+fn data_of<'a>(events: &'a [Value], name: &str) -> &'a Value {
+    &events.iter().find(|e| e["event"] == name).unwrap_or_else(|| panic!("no {name} event"))["data"]
+}
+
+async fn run_over_ws(app: &TestApp, request: Value) -> (Value, Vec<Value>) {
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "start", "request": request })).await;
+    let (started, _) = ws.until("started", None).await;
+    let run = started["runId"].as_str().unwrap().to_string();
+    let events = ws.events_until_end(&run).await;
+    ws.close().await;
+    assert_contiguous(&events, 1);
+    let stored = app.wait_done(&run).await;
+    (stored, events)
+}
+
+fn vote_request() -> Value {
+    json!({ "mode": "vote", "question": "Which database for a small team?",
+            "modeConfig": { "models": ["sim/alpha", "sim/beta", "sim/gamma"], "chairmanModel": "sim/delta" } })
+}
+
+fn jury_request() -> Value {
+    json!({ "mode": "jury", "question": "Evaluate this API documentation",
+            "modeConfig": { "content": "## GET /api/users\nReturns users. Accepts limit and offset.",
+                            "originalQuestion": "Document the users endpoint",
+                            "jurorModels": ["sim/alpha", "sim/beta", "sim/gamma"], "foremanModel": "sim/delta" } })
+}
+
+fn debate_request() -> Value {
+    json!({ "mode": "debate", "question": "Should companies adopt a 4-day work week?",
+            "modeConfig": { "models": ["sim/alpha", "sim/beta", "sim/gamma", "sim/delta"] } })
+}
+
+async fn check_vote(app: &TestApp) {
+    let (stored, events) = run_over_ws(app, vote_request()).await;
+    assert_eq!(stored["status"], "completed", "{stored}");
+    let mut expected = vec![
+        "vote_start",
+        "stage1_start",
+        "stage1_complete",
+        "vote_round_start",
+        "vote_round_complete",
+    ];
+    let round = &data_of(&events, "vote_round_complete")["data"];
+    if round["isTie"] == true {
+        expected.extend(["tiebreaker_start", "tiebreaker_complete"]);
+    }
+    expected.extend(["winner_declared", "title_complete", "complete"]);
+    assert_eq!(stage_events(&events), expected);
+    assert_eq!(data_of(&events, "vote_start")["mode"], "vote");
+    let r = &stored["result"];
+    assert_eq!(r["voteRound"], *round);
+    assert_eq!(r["winner"], data_of(&events, "winner_declared")["data"]);
+    assert_eq!(r["stage1"], data_of(&events, "stage1_complete")["data"]);
+    assert_eq!(stored["answer"], r["winner"]["winnerResponse"]);
+    assert_eq!(round["votes"].as_array().unwrap().len(), 3);
+}
+
+async fn check_jury(app: &TestApp) {
+    let (stored, events) = run_over_ws(app, jury_request()).await;
+    assert_eq!(stored["status"], "completed", "{stored}");
+    let names = stage_events(&events);
+    assert_eq!(names.iter().filter(|e| *e == "juror_complete").count(), 3);
+    let without_jurors: Vec<&String> = names.iter().filter(|e| *e != "juror_complete").collect();
+    assert_eq!(
+        without_jurors,
+        [
+            "jury_start",
+            "present_start",
+            "present_complete",
+            "deliberation_start",
+            "all_jurors_complete",
+            "verdict_start",
+            "verdict_complete",
+            "title_complete",
+            "complete"
+        ]
+    );
+    // Each juror is published before the summary.
+    let pos = |n: &str| names.iter().position(|e| e == n).unwrap();
+    assert!(
+        names.iter().rposition(|e| e == "juror_complete").unwrap() < pos("all_jurors_complete")
+    );
+    let r = &stored["result"];
+    assert_eq!(r["jurorSummary"], data_of(&events, "all_jurors_complete")["data"]);
+    assert_eq!(r["foreman"], data_of(&events, "verdict_complete")["data"]);
+    assert_eq!(r["presentation"]["originalQuestion"], "Document the users endpoint");
+    let live_jurors: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "juror_complete")
+        .map(|e| &e["data"]["data"])
+        .collect();
+    assert_eq!(r["jurors"].as_array().unwrap().iter().collect::<Vec<_>>(), live_jurors);
+    assert!(r["dimensionAverages"]["accuracy"].is_number());
+    assert_eq!(stored["answer"], r["foreman"]["reportText"]);
+}
+
+async fn check_debate(app: &TestApp) {
+    let (stored, events) = run_over_ws(app, debate_request()).await;
+    assert_eq!(stored["status"], "completed", "{stored}");
+    assert_eq!(
+        stage_events(&events),
+        [
+            "debate_start",
+            "round1_start",
+            "round1_complete",
+            "revision_start",
+            "revision_complete",
+            "vote_start",
+            "vote_complete",
+            "winner_declared",
+            "title_complete",
+            "complete"
+        ]
+    );
+    let r = &stored["result"];
+    assert_eq!(r["round1LabelMap"], data_of(&events, "revision_start")["data"]["labelMap"]);
+    assert_eq!(r["revisedLabelMap"], data_of(&events, "vote_start")["data"]["revisedLabelMap"]);
+    assert_eq!(r["revisions"], data_of(&events, "revision_complete")["data"]["revisions"]);
+    assert_eq!(r["votes"], data_of(&events, "vote_complete")["data"]);
+    assert_eq!(r["winner"], data_of(&events, "winner_declared")["data"]);
+    assert_eq!(r["revisions"].as_array().unwrap().len(), 4);
+    // Revision prompts were unique per debater: four revision calls.
+    let revision_calls = events
+        .iter()
+        .filter(|e| e["event"] == "call_start" && e["data"]["stage"] == "revision")
+        .count();
+    assert_eq!(revision_calls, 4);
+}
+
+#[actix_web::test]
+async fn vote_jury_and_debate_complete_in_process() {
+    let app = spawn_app().await;
+    check_vote(&app).await;
+    check_jury(&app).await;
+    check_debate(&app).await;
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn vote_jury_and_debate_complete_through_the_sim_server() {
+    let app = spawn_with(Options { sim_over_http: true, ..Options::default() }).await;
+    check_vote(&app).await;
+    check_jury(&app).await;
+    check_debate(&app).await;
+    assert!(app.sim_stats.as_ref().unwrap().snapshot().completed > 20);
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn modes_start_over_rest_too_and_keep_their_failing_members_out() {
+    let app = spawn_app().await;
+    // A failing juror and one whose scorecard cannot be read.
+    let started = app
+        .start(json!({ "mode": "jury", "question": "Evaluate",
+                       "modeConfig": { "content": "Some text to judge.",
+                                       "jurorModels": ["sim/alpha", "sim/fail-j", "sim/malformed-j", "sim/beta"],
+                                       "foremanModel": "sim/delta" } }))
+        .await;
+    let run = app.wait_done(started["runId"].as_str().unwrap()).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    let jurors = run["result"]["jurors"].as_array().unwrap();
+    assert_eq!(jurors.len(), 3, "the failing juror is out");
+    let garbled = jurors.iter().find(|j| j["model"] == "sim/malformed-j").unwrap();
+    assert_eq!(garbled["parseSuccess"], false);
+    assert_eq!(run["result"]["jurorSummary"]["jurorCount"], 4);
+    // A debater whose answers are malformed: its revision has no decision, its vote is invalid.
+    let started = app
+        .start(json!({ "mode": "debate", "question": "Tabs or spaces?",
+                       "modeConfig": { "models": ["sim/alpha", "sim/beta", "sim/malformed-d"] } }))
+        .await;
+    let run = app.wait_done(started["runId"].as_str().unwrap()).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["result"]["revisionSummary"]["parseFailed"], 1);
+    assert_eq!(run["result"]["votes"]["invalidVoteCount"], 1);
+    // Every juror failing is an error, with the presentation kept.
+    let started = app
+        .start(json!({ "mode": "jury", "question": "Evaluate",
+                       "modeConfig": { "content": "x", "jurorModels": ["sim/fail-1", "sim/fail-2", "sim/fail-3"], "foremanModel": "sim/delta" } }))
+        .await;
+    let run = app.wait_done(started["runId"].as_str().unwrap()).await;
+    assert_eq!(
+        (run["status"].as_str(), run["error"].as_str()),
+        (Some("failed"), Some("All juror evaluations failed."))
+    );
+    assert_eq!(run["result"]["presentation"]["content"], "x");
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn mode_rules_that_need_the_conversation_are_enforced() {
+    let app = spawn_app().await;
+    let debate = app.start(debate_request()).await;
+    app.wait_done(debate["runId"].as_str().unwrap()).await;
+    // No follow-up on a debate.
+    let mut follow = debate_request();
+    follow["conversationId"] = debate["conversationId"].clone();
+    let (status, body) = app.post("/api/deliberations", &follow).await;
+    assert_eq!((status, body["field"].as_str()), (400, Some("conversationId")), "{body}");
+    // A vote in a debate conversation: mode mismatch.
+    let mut vote = vote_request();
+    vote["conversationId"] = debate["conversationId"].clone();
+    let (status, body) = app.post("/api/deliberations", &vote).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("debate"));
+    // Vote is multi-turn: a follow-up in a vote conversation works.
+    let first = app.start(vote_request()).await;
+    app.wait_done(first["runId"].as_str().unwrap()).await;
+    let mut again = vote_request();
+    again["conversationId"] = first["conversationId"].clone();
+    let second = app.start(again).await;
+    assert_eq!(app.wait_done(second["runId"].as_str().unwrap()).await["status"], "completed");
+    // Validation errors name the field, before anything runs.
+    let cases = [
+        (
+            json!({ "mode": "jury", "question": "q", "modeConfig": { "content": "x", "jurorModels": ["sim/a", "sim/b", "sim/c"], "foremanModel": "sim/a" } }),
+            "modeConfig.foremanModel",
+        ),
+        (
+            json!({ "mode": "jury", "question": "q", "modeConfig": { "content": "" } }),
+            "modeConfig.content",
+        ),
+        (json!({ "mode": "jury", "question": "q" }), "modeConfig"),
+        (
+            json!({ "mode": "debate", "question": "q", "modeConfig": { "models": ["sim/a", "sim/b"] } }),
+            "modeConfig.models",
+        ),
+        (
+            json!({ "mode": "vote", "question": "q", "modeConfig": { "models": ["sim/a", "sim/b", "x/y"] } }),
+            "modeConfig.models[2]",
+        ),
+        (
+            json!({ "mode": "vote", "question": "q", "modeConfig": { "timeoutMs": 5 } }),
+            "modeConfig.timeoutMs",
+        ),
+    ];
+    for (body, field) in cases {
+        let (status, v) = app.post("/api/deliberations", &body).await;
+        assert_eq!((status, v["field"].as_str()), (400, Some(field)), "{body} -> {v}");
+    }
+    app.stop().await;
+}
