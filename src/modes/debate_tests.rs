@@ -263,3 +263,35 @@ fn validation_follows_the_seed() {
     );
     assert_eq!(field(json!({ "question": "" })), "question");
 }
+
+#[test]
+fn all_models_failing_in_round_one_stores_nothing() {
+    let mut d = debate(&["m1", "m2", "m3"]);
+    let r1 = stage_calls(&d.start());
+    let e = feed(&mut d, r1.iter().map(err).collect());
+    assert!(failed(&e).is_some());
+    assert!(rows(&e).is_empty());
+}
+
+#[test]
+fn a_decision_with_no_response_text_keeps_the_original() {
+    let mut d = debate(&["m1", "m1", "m2"]);
+    let r1 = stage_calls(&d.start());
+    assert_eq!(r1.len(), 3, "duplicate models are separate debaters");
+    let revs = stage_calls(&feed(
+        &mut d,
+        r1.iter().enumerate().map(|(i, s)| ok(s, &format!("orig {i}"))).collect(),
+    ));
+    let e = feed(
+        &mut d,
+        vec![
+            ok(&revs[0], "DECISION: REVISE\nREASONING: x\n\nREVISED RESPONSE:\n"),
+            ok(&revs[1], &revision_text("STAND", "orig 1")),
+            ok(&revs[2], &revision_text("MERGE", "merged")),
+        ],
+    );
+    let revisions = emitted(&e, "revision_complete").unwrap()["data"]["revisions"].clone();
+    assert_eq!(revisions[0]["revisedResponse"], "orig 0");
+    assert_eq!(revisions[0]["decision"], "REVISE");
+    assert_eq!(revisions.as_array().map(Vec::len), Some(3));
+}

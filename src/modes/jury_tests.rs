@@ -299,3 +299,19 @@ fn validation_follows_the_seed() {
         "modeConfig.timeoutMs"
     );
 }
+
+#[test]
+fn long_content_is_passed_in_full_and_a_missing_question_is_left_out() {
+    let d = Defaults { offline: true, stage_timeout_ms: 120_000 };
+    let long = "word ".repeat(4_000);
+    let v = validate(
+        &json!({ "question": "q", "mode": "jury", "modeConfig": { "content": long } }),
+        &d,
+    )
+    .unwrap();
+    let mut j = Jury::new(&v.config, ctx("q", vec![], false));
+    let prompt = stage_calls(&j.start())[0].messages[0].content.clone();
+    assert!(prompt.contains(long.as_str()), "the whole content is sent");
+    assert!(!prompt.contains("ORIGINAL QUESTION"), "no question, no block");
+    assert!(prompt.contains("and deliver a verdict.\n\nCONTENT UNDER EVALUATION:\n"));
+}

@@ -152,3 +152,35 @@ fn a_run_left_running_by_a_dead_server_is_marked_interrupted_at_the_next_start()
     let _ = server.wait();
     assert_eq!(status(&mut conn), "interrupted");
 }
+
+#[test]
+fn run_vote_jury_and_debate_from_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("modes.db").display());
+    std::fs::write(dir.path().join("doc.md"), "## GET /users\nReturns users.").unwrap();
+    let run = |args: &[&str]| {
+        let out = conclave()
+            .current_dir(dir.path())
+            .arg("run")
+            .args(args)
+            .env("DATABASE_URL", &db)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        (
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (_, progress) =
+        run(&["vote", "Which is best?", "--models", "sim/alpha,sim/beta,sim/gamma"]);
+    assert!(progress.contains("winner:"), "{progress}");
+    let (report, progress) =
+        run(&["jury", "Evaluate these docs", "--content-file", "doc.md", "--foreman", "sim/delta"]);
+    assert!(progress.contains("juror sim/alpha") && progress.contains("majority"), "{progress}");
+    assert!(report.contains("Jury Verdict Report"), "{report}");
+    let (json, _) = run(&["debate", "Tabs or spaces?", "--json", "-q"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["mode"], "debate");
+    assert_eq!(v["result"]["revisions"].as_array().unwrap().len(), 3);
+}

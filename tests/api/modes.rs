@@ -248,3 +248,25 @@ async fn mode_rules_that_need_the_conversation_are_enforced() {
     }
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn stalled_jurors_time_out_and_a_stalled_foreman_fails_the_run() {
+    let app = spawn_with(Options { stage_timeout_ms: 1_000, ..Options::default() }).await;
+    let started = app
+        .start(json!({ "mode": "jury", "question": "Evaluate",
+                       "modeConfig": { "content": "text", "jurorModels": ["sim/alpha", "sim/stall-j", "sim/beta"], "foremanModel": "sim/delta" } }))
+        .await;
+    let run = app.wait_done(started["runId"].as_str().unwrap()).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["result"]["jurorSummary"]["successfulJurors"], 2);
+    let started = app
+        .start(json!({ "mode": "jury", "question": "Evaluate",
+                       "modeConfig": { "content": "text", "jurorModels": ["sim/alpha", "sim/beta", "sim/gamma"], "foremanModel": "sim/stall-f" } }))
+        .await;
+    let run = app.wait_done(started["runId"].as_str().unwrap()).await;
+    assert_eq!(run["status"], "failed");
+    assert!(run["error"].as_str().unwrap().contains("no answer within"), "{run}");
+    assert_eq!(run["result"]["jurors"].as_array().unwrap().len(), 3, "juror data preserved");
+    assert!(run["result"]["jurorSummary"].is_object());
+    app.stop().await;
+}
