@@ -129,8 +129,13 @@ pub async fn models(state: web::Data<AppState>) -> HttpResponse {
     let defaults = state.engine.defaults();
     let mut per_mode = serde_json::Map::new();
     for mode in ModeKind::all() {
-        let probe = json!({ "mode": mode.as_str(), "question": "?" });
-        if let Ok(req) = modes::validate(&probe, defaults) {
+        // The defaults are what validation fills in for a request that names nothing.
+        let probe =
+            json!({ "mode": mode.as_str(), "question": "?", "modeConfig": { "content": "?" } });
+        if let Ok(mut req) = modes::validate(&probe, defaults) {
+            if let Some(o) = req.config.as_object_mut() {
+                o.remove("content");
+            }
             per_mode.insert(mode.as_str().to_string(), req.config);
         }
     }

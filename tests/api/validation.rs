@@ -65,6 +65,10 @@ async fn bad_requests_name_the_field_and_start_nothing() {
     let (_, models) = app.get("/api/models").await;
     assert_eq!(models["offline"], true);
     assert_eq!(models["modes"]["council"]["chairmanModel"], "sim/alpha");
+    assert_eq!(models["modes"]["jury"]["foremanModel"], "sim/delta");
+    assert_eq!(models["modes"]["vote"]["models"].as_array().map(Vec::len), Some(3));
+    assert_eq!(models["modes"]["debate"]["models"].as_array().map(Vec::len), Some(3));
+    assert!(models["modes"]["jury"].get("content").is_none());
     app.stop().await;
 }
 
