@@ -14,7 +14,9 @@ use super::common::{
     answer_of, create_label_map, label, title_prompt, word_count, Answer, Batch, TitleTracker,
     TITLE_KEY,
 };
-use super::voting::{first_alphabetically, parse_vote, tally, vote_prompt, Tally};
+use super::voting::{
+    ballot_rows, ballots_from_rows, cast, first_alphabetically, round, vote_prompt,
+};
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, ModeKind,
     RunContext, StageRow, ValidRequest,
@@ -242,46 +244,6 @@ fn revision_of(original: &Answer, reply: Option<&CallReply>) -> (RevisionRespons
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DebateBallot {
-    pub model: String,
-    pub vote_text: String,
-    pub voted_for: Option<String>,
-    pub response_time_ms: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DebateVoteResult {
-    pub votes: Vec<DebateBallot>,
-    pub tallies: BTreeMap<String, usize>,
-    pub revised_label_to_model: BTreeMap<String, String>,
-    pub valid_vote_count: usize,
-    pub invalid_vote_count: usize,
-    pub is_tie: bool,
-    pub tied_labels: Vec<String>,
-}
-
-fn vote_result(
-    votes: &[DebateBallot],
-    map: &BTreeMap<String, String>,
-) -> (DebateVoteResult, Tally) {
-    let t = tally(&votes.iter().map(|v| v.voted_for.clone()).collect::<Vec<_>>());
-    (
-        DebateVoteResult {
-            votes: votes.to_vec(),
-            tallies: t.tallies.clone(),
-            revised_label_to_model: map.clone(),
-            valid_vote_count: t.valid_vote_count,
-            invalid_vote_count: t.invalid_vote_count,
-            is_tie: t.is_tie,
-            tied_labels: t.tied_labels.clone(),
-        },
-        t,
-    )
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct DebateWinnerResult {
     pub winner_label: String,
     pub winner_model: String,
@@ -358,18 +320,6 @@ impl Debate {
         out
     }
 
-    fn label_map_row(stage_type: &str, order: i32, map: &BTreeMap<String, String>) -> Effect {
-        Effect::Store(StageRow {
-            stage_type: stage_type.into(),
-            stage_order: order,
-            model: None,
-            role: None,
-            content: serde_json::to_string(map).unwrap_or_default(),
-            parsed_data: Some(json!(map)),
-            response_time_ms: None,
-        })
-    }
-
     fn on_round1(&mut self) -> Vec<Effect> {
         self.round1 = self.batch.take().iter().filter_map(answer_of).collect();
         match self.round1.len() {
@@ -380,7 +330,7 @@ impl Debate {
         let order = create_label_map(self.round1.len(), self.ctx.seed);
         self.round1_labels = order.iter().enumerate().map(|(k, &i)| (label(k), i)).collect();
         let map = map_models(&self.round1_labels, |i| self.round1[i].model.clone());
-        let mut out = vec![Self::label_map_row("round1_label_map", 0, &map)];
+        let mut out = vec![Effect::Store(StageRow::computed("round1_label_map", 0, json!(map)))];
         out.extend(self.round1.iter().map(|a| {
             Effect::Store(StageRow {
                 stage_type: "initial_answer".into(),
@@ -437,15 +387,7 @@ impl Debate {
             self.revisions.push(rev);
         }
         let summary = summarize(&self.revisions);
-        out.push(Effect::Store(StageRow {
-            stage_type: "revision_summary".into(),
-            stage_order: 3,
-            model: None,
-            role: None,
-            content: serde_json::to_string(&summary).unwrap_or_default(),
-            parsed_data: Some(json!(summary)),
-            response_time_ms: None,
-        }));
+        out.push(Effect::Store(StageRow::computed("revision_summary", 3, json!(summary))));
         out.push(Effect::emit(
             "revision_complete",
             json!({ "data": { "revisions": self.revisions, "summary": summary } }),
@@ -454,7 +396,7 @@ impl Debate {
         let order = create_label_map(self.revisions.len(), self.ctx.seed ^ VOTE_SALT);
         self.revised_labels = order.iter().enumerate().map(|(k, &i)| (label(k), i)).collect();
         let map = map_models(&self.revised_labels, |i| self.revisions[i].model.clone());
-        out.push(Self::label_map_row("revised_label_map", 4, &map));
+        out.push(Effect::Store(StageRow::computed("revised_label_map", 4, json!(map))));
         out.push(Effect::emit("vote_start", json!({ "data": { "revisedLabelMap": map } })));
         let labeled: Vec<(String, String)> = self
             .revised_labels
@@ -479,45 +421,11 @@ impl Debate {
 
     fn on_votes(&mut self) -> Vec<Effect> {
         let labels: Vec<String> = self.revised_labels.keys().cloned().collect();
-        let ballots: Vec<DebateBallot> = self
-            .batch
-            .take()
-            .into_iter()
-            .filter_map(|r| {
-                let text = r.result.ok()?;
-                Some(DebateBallot {
-                    model: r.model,
-                    voted_for: parse_vote(&text, &labels),
-                    vote_text: text,
-                    response_time_ms: r.response_time_ms as i64,
-                })
-            })
-            .collect();
-        let mut out: Vec<Effect> = ballots
-            .iter()
-            .map(|b| {
-                Effect::Store(StageRow {
-                    stage_type: "debate_vote".into(),
-                    stage_order: 5,
-                    model: Some(b.model.clone()),
-                    role: Some("voter".into()),
-                    content: b.vote_text.clone(),
-                    parsed_data: Some(json!({ "votedFor": b.voted_for })),
-                    response_time_ms: Some(b.response_time_ms),
-                })
-            })
-            .collect();
+        let ballots = cast(self.batch.take(), &labels);
+        let mut out = ballot_rows(&ballots, "debate_vote", 5);
         let map = map_models(&self.revised_labels, |i| self.revisions[i].model.clone());
-        let (result, t) = vote_result(&ballots, &map);
-        out.push(Effect::Store(StageRow {
-            stage_type: "debate_vote_tally".into(),
-            stage_order: 6,
-            model: None,
-            role: None,
-            content: serde_json::to_string(&t).unwrap_or_default(),
-            parsed_data: Some(json!(t)),
-            response_time_ms: None,
-        }));
+        let (result, t) = round(&ballots, "revisedLabelToModel", &map);
+        out.push(Effect::Store(StageRow::computed("debate_vote_tally", 6, json!(t))));
         out.push(Effect::emit("vote_complete", json!({ "data": result })));
         if t.valid_vote_count == 0 {
             out.extend(self.fail("All votes failed to parse."));
@@ -651,20 +559,10 @@ pub fn load_result(rows: &[StageRow]) -> Value {
             })
             .collect()
     };
-    let ballots: Vec<DebateBallot> = of("debate_vote")
-        .map(|r| DebateBallot {
-            model: r.model.clone().unwrap_or_default(),
-            vote_text: r.content.clone(),
-            voted_for: r
-                .parsed_data
-                .as_ref()
-                .and_then(|d| d.get("votedFor"))
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            response_time_ms: r.response_time_ms.unwrap_or(0),
-        })
-        .collect();
-    let votes = of("debate_vote_tally").next().map(|_| vote_result(&ballots, &revised_map).0);
+    let ballots = ballots_from_rows(rows, "debate_vote");
+    let votes = of("debate_vote_tally")
+        .next()
+        .map(|_| round(&ballots, "revisedLabelToModel", &revised_map).0);
     let winner = of("debate_winner").next().map(|r| {
         let mut w = r.parsed_data.clone().unwrap_or(json!({}));
         w["winnerResponse"] = json!(r.content);

@@ -727,15 +727,7 @@ impl Jury {
             _ => {}
         }
         let summary = summarize(self.config.juror_models.len(), &self.jurors);
-        out.push(Effect::Store(StageRow {
-            stage_type: "juror_summary".into(),
-            stage_order: 3,
-            model: None,
-            role: None,
-            content: serde_json::to_string(&summary).unwrap_or_default(),
-            parsed_data: Some(json!(summary)),
-            response_time_ms: None,
-        }));
+        out.push(Effect::Store(StageRow::computed("juror_summary", 3, json!(summary))));
         out.push(Effect::emit("all_jurors_complete", json!({ "data": summary })));
         out.push(Effect::emit("verdict_start", json!({})));
         let prompt = foreman_prompt(

@@ -112,6 +112,22 @@ pub struct StageRow {
     pub response_time_ms: Option<i64>,
 }
 
+impl StageRow {
+    /// A row of data computed by the mode (a label map, a tally, a summary): no model, the
+    /// JSON text as content and the same value as parsed data.
+    pub fn computed(stage_type: &str, stage_order: i32, data: Value) -> Self {
+        StageRow {
+            stage_type: stage_type.to_string(),
+            stage_order,
+            model: None,
+            role: None,
+            content: data.to_string(),
+            parsed_data: Some(data),
+            response_time_ms: None,
+        }
+    }
+}
+
 /// What a mode asks the engine to do, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {

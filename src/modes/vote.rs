@@ -12,7 +12,8 @@ use super::common::{
     TITLE_KEY,
 };
 use super::voting::{
-    first_alphabetically, parse_vote, tally, tiebreaker_prompt, vote_prompt, Tally,
+    ballot_rows, ballots_from_rows, cast, first_alphabetically, parse_vote, round, tally,
+    tiebreaker_prompt, vote_prompt, Ballot, Tally,
 };
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, ModeKind,
@@ -64,46 +65,6 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         config: serde_json::to_value(&config).unwrap_or(Value::Null),
         models: all,
     })
-}
-
-/// One voter's ballot.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Ballot {
-    pub model: String,
-    pub vote_text: String,
-    pub voted_for: Option<String>,
-    pub response_time_ms: i64,
-}
-
-/// `vote_round_complete`'s data.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct VoteRoundResult {
-    pub votes: Vec<Ballot>,
-    pub tallies: BTreeMap<String, usize>,
-    pub label_to_model: BTreeMap<String, String>,
-    pub valid_vote_count: usize,
-    pub invalid_vote_count: usize,
-    pub is_tie: bool,
-    pub tied_labels: Vec<String>,
-}
-
-fn round_result(
-    votes: &[Ballot],
-    label_to_model: &BTreeMap<String, String>,
-) -> (VoteRoundResult, Tally) {
-    let t = tally(&votes.iter().map(|b| b.voted_for.clone()).collect::<Vec<_>>());
-    let r = VoteRoundResult {
-        votes: votes.to_vec(),
-        tallies: t.tallies.clone(),
-        label_to_model: label_to_model.clone(),
-        valid_vote_count: t.valid_vote_count,
-        invalid_vote_count: t.invalid_vote_count,
-        is_tie: t.is_tie,
-        tied_labels: t.tied_labels.clone(),
-    };
-    (r, t)
 }
 
 /// `winner_declared`'s data.
@@ -217,15 +178,7 @@ impl Vote {
         let order = create_label_map(self.answers.len(), self.ctx.seed);
         self.labels = order.iter().enumerate().map(|(k, &i)| (label(k), i)).collect();
         let map = self.label_to_model();
-        out.push(Effect::Store(StageRow {
-            stage_type: "label_map".into(),
-            stage_order: 0,
-            model: None,
-            role: None,
-            content: serde_json::to_string(&map).unwrap_or_default(),
-            parsed_data: Some(json!(map)),
-            response_time_ms: None,
-        }));
+        out.push(Effect::Store(StageRow::computed("label_map", 0, json!(map))));
         out.push(Effect::emit("vote_round_start", json!({})));
         let labeled: Vec<(String, String)> = self
             .labels
@@ -254,45 +207,10 @@ impl Vote {
 
     fn on_votes(&mut self) -> Vec<Effect> {
         let labels: Vec<String> = self.labels.keys().cloned().collect();
-        self.ballots = self
-            .batch
-            .take()
-            .into_iter()
-            .filter_map(|r| {
-                let text = r.result.ok()?;
-                Some(Ballot {
-                    model: r.model,
-                    voted_for: parse_vote(&text, &labels),
-                    vote_text: text,
-                    response_time_ms: r.response_time_ms as i64,
-                })
-            })
-            .collect();
-        let mut out: Vec<Effect> = self
-            .ballots
-            .iter()
-            .map(|b| {
-                Effect::Store(StageRow {
-                    stage_type: "vote".into(),
-                    stage_order: 2,
-                    model: Some(b.model.clone()),
-                    role: Some("voter".into()),
-                    content: b.vote_text.clone(),
-                    parsed_data: Some(json!({ "votedFor": b.voted_for })),
-                    response_time_ms: Some(b.response_time_ms),
-                })
-            })
-            .collect();
-        let (round, t) = round_result(&self.ballots, &self.label_to_model());
-        out.push(Effect::Store(StageRow {
-            stage_type: "vote_tally".into(),
-            stage_order: 3,
-            model: None,
-            role: None,
-            content: serde_json::to_string(&t).unwrap_or_default(),
-            parsed_data: Some(json!(t)),
-            response_time_ms: None,
-        }));
+        self.ballots = cast(self.batch.take(), &labels);
+        let mut out = ballot_rows(&self.ballots, "vote", 2);
+        let (round, t) = round(&self.ballots, "labelToModel", &self.label_to_model());
+        out.push(Effect::Store(StageRow::computed("vote_tally", 3, json!(t))));
         out.push(Effect::emit("vote_round_complete", json!({ "data": round })));
         if t.valid_vote_count == 0 {
             out.extend(
@@ -450,21 +368,9 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         .and_then(|r| r.parsed_data.clone())
         .and_then(|v| serde_json::from_value(v).ok())
         .unwrap_or_default();
-    let ballots: Vec<Ballot> = of("vote")
-        .map(|r| Ballot {
-            model: r.model.clone().unwrap_or_default(),
-            vote_text: r.content.clone(),
-            voted_for: r
-                .parsed_data
-                .as_ref()
-                .and_then(|d| d.get("votedFor"))
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            response_time_ms: r.response_time_ms.unwrap_or(0),
-        })
-        .collect();
+    let ballots = ballots_from_rows(rows, "vote");
     let vote_round = (!ballots.is_empty() || of("vote_tally").next().is_some())
-        .then(|| round_result(&ballots, &label_to_model).0);
+        .then(|| round(&ballots, "labelToModel", &label_to_model).0);
     let tiebreaker = of("tiebreaker").next().map(|r| {
         json!({ "model": r.model, "voteText": r.content,
                 "votedFor": r.parsed_data.as_ref().and_then(|d| d.get("votedFor")).cloned() })

@@ -6,6 +6,9 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::{CallReply, Effect, StageRow};
 
 /// The debate spec's vote-on-revised prompt, verbatim (Vote mode uses it too).
 pub fn vote_prompt(question: &str, labeled: &[(String, String)]) -> String {
@@ -106,6 +109,86 @@ pub fn tally(votes: &[Option<String>]) -> Tally {
         is_tie,
         winners,
     }
+}
+
+/// One voter's ballot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ballot {
+    pub model: String,
+    pub vote_text: String,
+    pub voted_for: Option<String>,
+    pub response_time_ms: i64,
+}
+
+/// Ballots from a round's replies: voters whose call failed cast none; a reply whose vote
+/// does not parse is an invalid ballot.
+pub fn cast(replies: Vec<CallReply>, labels: &[String]) -> Vec<Ballot> {
+    replies
+        .into_iter()
+        .filter_map(|r| {
+            let text = r.result.ok()?;
+            Some(Ballot {
+                model: r.model,
+                voted_for: parse_vote(&text, labels),
+                vote_text: text,
+                response_time_ms: r.response_time_ms as i64,
+            })
+        })
+        .collect()
+}
+
+/// One row per ballot (`parsedData.votedFor`).
+pub fn ballot_rows(ballots: &[Ballot], stage_type: &str, stage_order: i32) -> Vec<Effect> {
+    ballots
+        .iter()
+        .map(|b| {
+            Effect::Store(StageRow {
+                stage_type: stage_type.into(),
+                stage_order,
+                model: Some(b.model.clone()),
+                role: Some("voter".into()),
+                content: b.vote_text.clone(),
+                parsed_data: Some(json!({ "votedFor": b.voted_for })),
+                response_time_ms: Some(b.response_time_ms),
+            })
+        })
+        .collect()
+}
+
+/// Ballots back from their rows.
+pub fn ballots_from_rows(rows: &[StageRow], stage_type: &str) -> Vec<Ballot> {
+    rows.iter()
+        .filter(|r| r.stage_type == stage_type)
+        .map(|r| Ballot {
+            model: r.model.clone().unwrap_or_default(),
+            vote_text: r.content.clone(),
+            voted_for: r
+                .parsed_data
+                .as_ref()
+                .and_then(|d| d.get("votedFor"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            response_time_ms: r.response_time_ms.unwrap_or(0),
+        })
+        .collect()
+}
+
+/// A round's result as the modes publish it: `{votes, tallies, <map_key>: labels→models,
+/// validVoteCount, invalidVoteCount, isTie, tiedLabels}` (Vote calls the map `labelToModel`,
+/// Debate `revisedLabelToModel`), with the tally it was built from.
+pub fn round(ballots: &[Ballot], map_key: &str, map: &BTreeMap<String, String>) -> (Value, Tally) {
+    let t = tally(&ballots.iter().map(|b| b.voted_for.clone()).collect::<Vec<_>>());
+    let mut v = json!({
+        "votes": ballots,
+        "tallies": t.tallies,
+        "validVoteCount": t.valid_vote_count,
+        "invalidVoteCount": t.invalid_vote_count,
+        "isTie": t.is_tie,
+        "tiedLabels": t.tied_labels,
+    });
+    v[map_key] = json!(map);
+    (v, t)
 }
 
 /// The first label alphabetically by label letter (`Response B` before `Response AA`).
