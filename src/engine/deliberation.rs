@@ -180,6 +180,14 @@ impl Deliberation {
                         });
                     }
                 }
+                Effect::Timer { key, after_ms } => {
+                    ctx.run_later(Duration::from_millis(after_ms), move |act, ctx| {
+                        if act.phase != Phase::Ending {
+                            let effects = act.mode.on_timer(&key);
+                            act.execute(effects, ctx);
+                        }
+                    });
+                }
                 Effect::Fail { message } => {
                     self.publish(std::mem::take(&mut events));
                     self.end(ctx, "failed", Some(message), None);

@@ -9,6 +9,7 @@
 pub mod common;
 pub mod council;
 pub mod debate;
+pub mod delphi;
 pub mod jury;
 pub mod request;
 #[cfg(test)]
@@ -144,6 +145,9 @@ pub enum Effect {
     Finish { answer: String },
     /// The deliberation failed; calls in flight are dropped and `error` is published.
     Fail { message: String },
+    /// Call [`Mode::on_timer`] with `key` after `after_ms` (modes have no clock of their own:
+    /// a time limit is a timer the engine keeps).
+    Timer { key: String, after_ms: u64 },
 }
 
 impl Effect {
@@ -174,6 +178,10 @@ pub trait Mode: Send {
     fn start(&mut self) -> Vec<Effect>;
     /// One call finished (successfully or not). Called once per [`CallSpec`] started.
     fn on_reply(&mut self, reply: CallReply) -> Vec<Effect>;
+    /// A timer the mode asked for ran out (never called after the run ended).
+    fn on_timer(&mut self, _key: &str) -> Vec<Effect> {
+        Vec::new()
+    }
 }
 
 /// The modes Conclave knows.
@@ -184,6 +192,7 @@ pub enum ModeKind {
     Vote,
     Jury,
     Debate,
+    Delphi,
 }
 
 impl ModeKind {
@@ -193,6 +202,7 @@ impl ModeKind {
             ModeKind::Vote => "vote",
             ModeKind::Jury => "jury",
             ModeKind::Debate => "debate",
+            ModeKind::Delphi => "delphi",
         }
     }
 
@@ -201,7 +211,7 @@ impl ModeKind {
     }
 
     pub fn all() -> &'static [ModeKind] {
-        &[ModeKind::Council, ModeKind::Vote, ModeKind::Jury, ModeKind::Debate]
+        &[ModeKind::Council, ModeKind::Vote, ModeKind::Jury, ModeKind::Debate, ModeKind::Delphi]
     }
 
     /// Whether a conversation of this mode takes follow-ups (the seeds' "Multi-turn").
@@ -267,6 +277,7 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         ModeKind::Vote => vote::validate(body, defaults),
         ModeKind::Jury => jury::validate(body, defaults),
         ModeKind::Debate => debate::validate(body, defaults),
+        ModeKind::Delphi => delphi::validate(body, defaults),
     }
 }
 
@@ -277,6 +288,7 @@ pub fn instantiate(req: &ValidRequest, ctx: RunContext) -> Box<dyn Mode> {
         ModeKind::Vote => Box::new(vote::Vote::new(&req.config, ctx)),
         ModeKind::Jury => Box::new(jury::Jury::new(&req.config, ctx)),
         ModeKind::Debate => Box::new(debate::Debate::new(&req.config, ctx)),
+        ModeKind::Delphi => Box::new(delphi::Delphi::new(&req.config, ctx)),
     }
 }
 
@@ -288,5 +300,6 @@ pub fn load_result(mode: ModeKind, rows: &[StageRow]) -> Value {
         ModeKind::Vote => vote::load_result(rows),
         ModeKind::Jury => jury::load_result(rows),
         ModeKind::Debate => debate::load_result(rows),
+        ModeKind::Delphi => delphi::load_result(rows),
     }
 }

@@ -1,0 +1,1381 @@
+//! Delphi mode (seed 05): the facilitator classifies the question (NUMERIC or QUALITATIVE);
+//! panelists answer independently, then in later rounds see only aggregate statistics and
+//! their own previous answer, until the estimates converge or the rounds run out; the
+//! facilitator writes the report. Every statistic is computed here, never by a model.
+//!
+//! Decisions where the seed is silent: `options` without `questionType` means a qualitative
+//! question with those options (no classification call); a qualitative question with no
+//! options takes free-form answers, grouped case-insensitively; a panelist whose round-1 answer
+//! could not be read stays on the panel (with no previous answer) while one whose call failed
+//! is dropped; a round-2+ answer that cannot be read counts as a failure (previous answer
+//! carried forward); the numeric final value is the last round's mean (the seed's example);
+//! the facilitator may not sit on the panel; the 600 s global cap is `globalTimeoutMs`.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{title_prompt, Batch, TitleTracker, TITLE_KEY};
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, ModeKind,
+    RunContext, StageRow, ValidRequest,
+};
+
+const SIM_PANEL: [&str; 4] = ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"];
+const SIM_FACILITATOR: &str = "sim/delta";
+const SEED_PANEL: [&str; 4] =
+    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro", "perplexity/sonar-pro"];
+const SEED_FACILITATOR: &str = "anthropic/claude-sonnet-4";
+/// Rounds need at least this many valid estimates.
+pub const MIN_ESTIMATES: usize = 3;
+const GLOBAL_TIMER: &str = "global";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuestionType {
+    Numeric,
+    Qualitative,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DelphiConfig {
+    pub panelist_models: Vec<String>,
+    pub facilitator_model: String,
+    pub max_rounds: u32,
+    pub numeric_convergence_threshold: f64,
+    pub qualitative_convergence_threshold: f64,
+    pub question_type: Option<QuestionType>,
+    pub options: Option<Vec<String>>,
+    pub timeout_ms: u64,
+    pub global_timeout_ms: u64,
+}
+
+fn number_in(
+    cfg: &Value,
+    key: &str,
+    field: &str,
+    min: f64,
+    max: f64,
+    default: f64,
+) -> Result<f64, FieldError> {
+    match cfg.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => match v.as_f64() {
+            Some(n) if (min..=max).contains(&n) => Ok(n),
+            _ => Err(FieldError::new(field, format!("must be a number from {min} to {max}"))),
+        },
+    }
+}
+
+/// `{question, mode:"delphi", modeConfig?: {panelistModels (3-7), facilitatorModel, maxRounds
+/// (2-5), numericConvergenceThreshold (0.01-1), qualitativeConvergenceThreshold (50-100),
+/// questionType, options (2-10), timeoutMs (30 000-180 000), globalTimeoutMs}}`.
+pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg = Value::Object(request::mode_config(body, false)?);
+    let panelist_models = request::model_list(
+        &cfg,
+        "panelistModels",
+        "modeConfig.panelistModels",
+        3..=7,
+        Some("Delphi mode requires at least 3 panelist models"),
+        Some("Maximum 7 panelist models allowed"),
+    )?
+    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_PANEL } else { &SEED_PANEL }));
+    let facilitator_model =
+        request::opt_string(&cfg, "facilitatorModel", "modeConfig.facilitatorModel")?
+            .unwrap_or_else(|| {
+                (if defaults.offline { SIM_FACILITATOR } else { SEED_FACILITATOR }).to_string()
+            });
+    if panelist_models.contains(&facilitator_model) {
+        return Err(FieldError::new(
+            "modeConfig.facilitatorModel",
+            "The facilitator must not be one of the panelists",
+        ));
+    }
+    let max_rounds = match cfg.get("maxRounds") {
+        None | Some(Value::Null) => 5,
+        Some(v) => match v.as_u64() {
+            Some(n @ 2..=5) => n as u32,
+            _ => {
+                return Err(FieldError::new(
+                    "modeConfig.maxRounds",
+                    "must be a whole number from 2 to 5",
+                ))
+            }
+        },
+    };
+    let numeric_convergence_threshold = number_in(
+        &cfg,
+        "numericConvergenceThreshold",
+        "modeConfig.numericConvergenceThreshold",
+        0.01,
+        1.0,
+        0.15,
+    )?;
+    let qualitative_convergence_threshold = number_in(
+        &cfg,
+        "qualitativeConvergenceThreshold",
+        "modeConfig.qualitativeConvergenceThreshold",
+        50.0,
+        100.0,
+        75.0,
+    )?;
+    let question_type = match cfg.get("questionType") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(serde_json::from_value::<QuestionType>(v.clone()).map_err(|_| {
+            FieldError::new("modeConfig.questionType", "must be \"numeric\" or \"qualitative\"")
+        })?),
+    };
+    let options = match request::model_list(
+        &cfg,
+        "options",
+        "modeConfig.options",
+        2..=10,
+        Some("at least 2 options are required"),
+        Some("at most 10 options are allowed"),
+    )? {
+        // The seed: a numeric override ignores options.
+        Some(_) if question_type == Some(QuestionType::Numeric) => None,
+        other => other,
+    };
+    let timeout_ms = request::timeout_ms(
+        &cfg,
+        "timeoutMs",
+        "modeConfig.timeoutMs",
+        30_000..=180_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let global_timeout_ms = request::timeout_ms(
+        &cfg,
+        "globalTimeoutMs",
+        "modeConfig.globalTimeoutMs",
+        10_000..=3_600_000,
+        600_000,
+    )?;
+    let models = request::distinct(&[&panelist_models], &[&facilitator_model]);
+    let config = DelphiConfig {
+        panelist_models,
+        facilitator_model,
+        max_rounds,
+        numeric_convergence_threshold,
+        qualitative_convergence_threshold,
+        question_type,
+        options,
+        timeout_ms,
+        global_timeout_ms,
+    };
+    Ok(ValidRequest {
+        mode: ModeKind::Delphi,
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models,
+    })
+}
+
+// ---- prompts (verbatim from the seed) -------------------------------------------------------
+
+pub fn classify_prompt(question: &str) -> String {
+    format!(
+        "Classify the following question for a Delphi estimation exercise.\n\nQUESTION:\n{question}\n\n\
+Determine:\n\
+1. Is this a NUMERIC question (expects a number, quantity, estimate, percentage, date, or measurable value)?\n\
+2. Or is this a QUALITATIVE question (expects a category, recommendation, choice, or opinion)?\n\n\
+If QUALITATIVE, suggest 3-6 answer options that cover the reasonable range of responses.\n\n\
+Format:\n\
+TYPE: [NUMERIC|QUALITATIVE]\n\
+OPTIONS: [comma-separated options, or \"N/A\" if NUMERIC]\n\
+REASONING: [one sentence explaining your classification]"
+    )
+}
+
+pub fn round1_numeric_prompt(question: &str) -> String {
+    format!(
+        "You are participating in a Delphi estimation exercise. You will provide your independent estimate for a question. In later rounds, you will see aggregate statistics from all participants (but never individual responses).\n\n\
+QUESTION:\n{question}\n\n\
+Provide:\n1. Your numeric estimate\n2. Your confidence level (LOW/MEDIUM/HIGH)\n3. Your reasoning (2-4 sentences)\n\n\
+Format:\nESTIMATE: [number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [your reasoning]"
+    )
+}
+
+pub fn round1_qualitative_prompt(question: &str, options: &[String]) -> String {
+    let mut p = format!(
+        "You are participating in a Delphi consensus exercise. You will provide your independent assessment. In later rounds, you will see aggregate results from all participants (but never individual responses).\n\n\
+QUESTION:\n{question}\n\n"
+    );
+    if !options.is_empty() {
+        p.push_str("Choose from these options:\n");
+        for (i, o) in options.iter().enumerate() {
+            p.push_str(&format!("{}. {o}\n", i + 1));
+        }
+        p.push('\n');
+    }
+    p.push_str(
+        "Provide:\n1. Your answer/recommendation\n2. Your confidence level (LOW/MEDIUM/HIGH)\n3. Your reasoning (2-4 sentences)\n\n\
+Format:\nANSWER: [your answer or option number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [your reasoning]",
+    );
+    p
+}
+
+/// Numbers as the prompts show them: whole numbers with separators, others to 3 decimals.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return "Infinity".into();
+    }
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        let digits = format!("{}", v.abs() as i64);
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        return if v < 0.0 { format!("-{out}") } else { out };
+    }
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+pub fn round_n_numeric_prompt(
+    question: &str,
+    round: u32,
+    max: u32,
+    prev: &Estimate,
+    stats: &NumericStats,
+    n: usize,
+) -> String {
+    let c = &stats.confidence_counts;
+    format!(
+        "DELPHI ROUND {round} of {max}\n\nQUESTION: {question}\n\n\
+YOUR PREVIOUS ESTIMATE: {}\nYOUR PREVIOUS CONFIDENCE: {}\n\n\
+AGGREGATE STATISTICS FROM ALL {n} PARTICIPANTS (Round {}):\n\
+- Mean: {}\n- Median: {}\n- Standard Deviation: {}\n- Range: {} — {}\n- Coefficient of Variation: {}\n\
+- Confidence Distribution: {} LOW, {} MEDIUM, {} HIGH\n\n\
+You may revise your estimate based on these aggregates, or maintain your position if you believe you are correct.\n\n\
+ESTIMATE: [number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [why you revised or maintained — reference the aggregates]",
+        prev.value.as_number().map_or("none (your previous answer could not be read)".into(), fmt_num),
+        prev.confidence.as_str(),
+        round - 1,
+        fmt_num(stats.mean),
+        fmt_num(stats.median),
+        fmt_num(stats.std_dev),
+        fmt_num(stats.min),
+        fmt_num(stats.max),
+        fmt_num(stats.cv),
+        c.low,
+        c.medium,
+        c.high
+    )
+}
+
+pub fn round_n_qualitative_prompt(
+    question: &str,
+    round: u32,
+    max: u32,
+    prev: &Estimate,
+    stats: &QualitativeStats,
+    n: usize,
+) -> String {
+    let mut dist = String::new();
+    for d in &stats.distribution {
+        dist.push_str(&format!(
+            "  {}: {} participants ({}%)\n",
+            d.answer,
+            d.count,
+            fmt_num(d.percentage)
+        ));
+    }
+    let c = &stats.confidence_counts;
+    format!(
+        "DELPHI ROUND {round} of {max}\n\nQUESTION: {question}\n\n\
+YOUR PREVIOUS ANSWER: {}\n\n\
+AGGREGATE RESULTS FROM ALL {n} PARTICIPANTS (Round {}):\n- Distribution:\n{dist}\
+- Agreement Level: {}%\n- Confidence Distribution: {} LOW, {} MEDIUM, {} HIGH\n\n\
+You may revise your answer based on these aggregates, or maintain your position.\n\n\
+ANSWER: [your answer]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [why you revised or maintained — reference the distribution]",
+        prev.value.as_answer().unwrap_or("none (your previous answer could not be read)"),
+        round - 1,
+        fmt_num(stats.agreement_percentage),
+        c.low,
+        c.medium,
+        c.high
+    )
+}
+
+pub fn synthesis_prompt(
+    question: &str,
+    rounds: &[RoundRecord],
+    n: usize,
+    converged: bool,
+    final_value: &FinalValue,
+) -> String {
+    let mut p = format!(
+        "You are the facilitator for a Delphi exercise that ran {} rounds with {n} participants.\n\nQUESTION: {question}\n\nCONVERGENCE TRAJECTORY:\n",
+        rounds.len()
+    );
+    for r in rounds {
+        p.push_str(&format!("Round {}:\n", r.round));
+        match &r.stats {
+            Stats::Numeric(s) => p.push_str(&format!(
+                "- Mean: {}, Median: {}, StdDev: {}, CV: {}\n- Range: {} — {}\n",
+                fmt_num(s.mean),
+                fmt_num(s.median),
+                fmt_num(s.std_dev),
+                fmt_num(s.cv),
+                fmt_num(s.min),
+                fmt_num(s.max)
+            )),
+            Stats::Qualitative(s) => {
+                let d: Vec<String> = s
+                    .distribution
+                    .iter()
+                    .map(|d| format!("{} {}%", d.answer, fmt_num(d.percentage)))
+                    .collect();
+                p.push_str(&format!(
+                    "- Distribution: {}\n- Agreement: {}%\n",
+                    d.join(", "),
+                    fmt_num(s.agreement_percentage)
+                ));
+            }
+        }
+        let c = r.stats.confidence_counts();
+        p.push_str(&format!("- Confidence: {}L / {}M / {}H\n", c.low, c.medium, c.high));
+    }
+    let (label, value) = match final_value {
+        FinalValue::Number(v) => ("CONSENSUS VALUE", fmt_num(*v)),
+        FinalValue::Answer(a) => ("MAJORITY ANSWER", a.clone()),
+    };
+    p.push_str(&format!(
+        "\nCONVERGENCE STATUS: {}\nFINAL {label}: {value}\n\n",
+        if converged { "Converged" } else { "Max rounds reached" }
+    ));
+    p.push_str(&format!(
+        "Produce a Delphi Report:\n\n## Delphi Consensus Report\n\n### Question\n{question}\n\n\
+### Final Consensus\n[The consensus value/answer with confidence interval if numeric]\n\n\
+### Convergence Analysis\n[How opinions shifted across rounds. Did they converge smoothly or oscillate? Which rounds saw the biggest shifts?]\n\n\
+### Confidence Trajectory\n[How participant confidence changed across rounds]\n\n\
+### Outlier Analysis\n[Were there persistent outliers who never converged? What might their reasoning have been?]\n\n\
+### Reliability Assessment\n[How reliable is this consensus? Consider: convergence speed, final CV/agreement, confidence levels, participant count]"
+    ));
+    p
+}
+
+// ---- parsing --------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Confidence {
+    Low,
+    Medium,
+    High,
+}
+
+impl Confidence {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Low => "LOW",
+            Confidence::Medium => "MEDIUM",
+            Confidence::High => "HIGH",
+        }
+    }
+}
+
+fn re(pattern: &'static str, cell: &'static OnceLock<Regex>) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
+}
+
+/// The text after the last `LABEL:` marker on its line (markdown around the label allowed).
+fn field<'a>(text: &'a str, label: &str) -> Option<&'a str> {
+    let upper = label.to_uppercase();
+    text.lines().rev().find_map(|line| {
+        let t = line.trim().trim_start_matches(['*', '_', '#', '-', ' ']);
+        let head = t.get(..upper.len())?;
+        if !head.eq_ignore_ascii_case(&upper) {
+            return None;
+        }
+        let rest = t[upper.len()..].trim_start_matches(['*', '_', ' ']);
+        rest.strip_prefix(':').map(|r| r.trim().trim_matches(['*', '_']).trim())
+    })
+}
+
+/// The confidence after `CONFIDENCE:`; MEDIUM when missing or unreadable.
+pub fn parse_confidence(text: &str) -> (Confidence, bool) {
+    match field(text, "CONFIDENCE").map(|c| c.to_uppercase()) {
+        Some(c) if c.starts_with("HIGH") => (Confidence::High, true),
+        Some(c) if c.starts_with("LOW") => (Confidence::Low, true),
+        Some(c) if c.starts_with("MED") => (Confidence::Medium, true),
+        _ => (Confidence::Medium, false),
+    }
+}
+
+/// The reasoning after the last `REASONING:` marker (to the end of the text).
+pub fn parse_reasoning(text: &str) -> String {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let r = re(r"(?i)reasoning[*_\s]*:[*_\s]*", &RE);
+    match r.find_iter(text).last() {
+        Some(m) => text[m.end()..].trim().to_string(),
+        None => String::new(),
+    }
+}
+
+/// One number expression: `42,000,000`, `42 million`, `4.2e7`, `$42M`, `~40`, `12.5%`.
+fn number_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    re(
+        r"(?i)(-?)\$?\s*(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(trillion|billion|million|thousand|bn|tn|[kmbt]\b)?\s*(%)?",
+        &RE,
+    )
+}
+
+fn scale(word: &str) -> f64 {
+    match word.to_lowercase().as_str() {
+        "thousand" | "k" => 1e3,
+        "million" | "m" => 1e6,
+        "billion" | "bn" | "b" => 1e9,
+        "trillion" | "tn" | "t" => 1e12,
+        _ => 1.0,
+    }
+}
+
+fn number_at(caps: &regex::Captures) -> Option<f64> {
+    let digits = caps.get(2)?.as_str().replace(',', "");
+    let mut v: f64 = digits.parse().ok()?;
+    if let Some(w) = caps.get(3) {
+        v *= scale(w.as_str());
+    }
+    if caps.get(1).is_some_and(|m| m.as_str() == "-") {
+        v = -v;
+    }
+    v.is_finite().then_some(v)
+}
+
+/// Reads an estimate. From the last `ESTIMATE:` line when there is one, else the first
+/// number anywhere. A range (`35-45`, `35 to 45`) gives its midpoint and says so.
+pub fn parse_estimate(text: &str) -> Option<(f64, Option<String>)> {
+    let source = field(text, "ESTIMATE").unwrap_or(text);
+    let source = source
+        .trim_start_matches(['~', '≈'])
+        .trim_start_matches("approximately ")
+        .trim_start_matches("about ");
+    let mut numbers = number_re().captures_iter(source);
+    let first = numbers.next()?;
+    let a = number_at(&first)?;
+    // A range: the next number right after a dash or "to".
+    let after = &source[first.get(0)?.end()..];
+    static RANGE: OnceLock<Regex> = OnceLock::new();
+    let range = re(r"(?i)^\s*(?:-|–|—|to)\s*", &RANGE);
+    if let Some(m) = range.find(after) {
+        if let Some(second) = number_re().captures(&after[m.end()..]) {
+            if second.get(0).map(|g| g.start()) == Some(0) {
+                if let Some(b) = number_at(&second) {
+                    // `35-45 million`: the scale on the second number applies to both.
+                    let a = if first.get(3).is_none() && second.get(3).is_some() {
+                        a * second.get(3).map_or(1.0, |w| scale(w.as_str()))
+                    } else {
+                        a
+                    };
+                    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                    let mid = (lo + hi) / 2.0;
+                    return Some((
+                        mid,
+                        Some(format!(
+                            "range {} to {} given; the midpoint {} was used",
+                            fmt_num(a),
+                            fmt_num(b),
+                            fmt_num(mid)
+                        )),
+                    ));
+                }
+            }
+        }
+    }
+    Some((a, None))
+}
+
+/// Reads a qualitative answer and matches it to the options: by number (`2`, `Option 2`),
+/// exact text, or the closest option by shared words. Without options the answer's first
+/// line is the answer.
+pub fn parse_answer(text: &str, options: &[String]) -> Option<String> {
+    let raw =
+        field(text, "ANSWER").or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty()))?;
+    let raw = raw.trim().trim_end_matches('.').trim();
+    if raw.is_empty() {
+        return None;
+    }
+    if options.is_empty() {
+        return Some(raw.chars().take(120).collect());
+    }
+    static NUM: OnceLock<Regex> = OnceLock::new();
+    let num = re(r"(?i)^(?:option\s*)?#?(\d+)\b", &NUM);
+    if let Some(n) =
+        num.captures(raw).and_then(|c| c.get(1)).and_then(|m| m.as_str().parse::<usize>().ok())
+    {
+        if (1..=options.len()).contains(&n) {
+            return Some(options[n - 1].clone());
+        }
+    }
+    let lower = raw.to_lowercase();
+    if let Some(o) = options.iter().find(|o| o.to_lowercase() == lower) {
+        return Some(o.clone());
+    }
+    if let Some(o) = options
+        .iter()
+        .find(|o| lower.starts_with(&o.to_lowercase()) || o.to_lowercase().starts_with(&lower))
+    {
+        return Some(o.clone());
+    }
+    let words = |s: &str| -> Vec<String> {
+        s.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() > 1)
+            .map(str::to_string)
+            .collect()
+    };
+    let said = words(raw);
+    options
+        .iter()
+        .map(|o| (words(o).iter().filter(|w| said.contains(w)).count(), o))
+        .filter(|(n, _)| *n > 0)
+        .max_by_key(|(n, _)| *n)
+        .map(|(_, o)| o.clone())
+}
+
+/// The facilitator's classification; None when it cannot be read.
+pub fn parse_classification(text: &str) -> Option<Classification> {
+    let t = field(text, "TYPE")?.to_uppercase();
+    let kind = if t.starts_with("NUMERIC") {
+        QuestionType::Numeric
+    } else if t.starts_with("QUALITATIVE") {
+        QuestionType::Qualitative
+    } else {
+        return None;
+    };
+    let options = match kind {
+        QuestionType::Numeric => None,
+        QuestionType::Qualitative => field(text, "OPTIONS").map(|o| {
+            o.trim_matches(['[', ']'])
+                .split(',')
+                .map(|s| s.trim().trim_matches('"').to_string())
+                .filter(|s| !s.is_empty() && !s.eq_ignore_ascii_case("n/a"))
+                .take(10)
+                .collect::<Vec<_>>()
+        }),
+    };
+    Some(Classification {
+        kind,
+        options,
+        reasoning: field(text, "REASONING").unwrap_or("").to_string(),
+    })
+}
+
+// ---- statistics -----------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfidenceCounts {
+    pub low: usize,
+    pub medium: usize,
+    pub high: usize,
+}
+
+fn count_confidence(estimates: &[&Estimate]) -> ConfidenceCounts {
+    let n = |c: Confidence| estimates.iter().filter(|e| e.confidence == c).count();
+    ConfidenceCounts {
+        low: n(Confidence::Low),
+        medium: n(Confidence::Medium),
+        high: n(Confidence::High),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NumericStats {
+    pub mean: f64,
+    pub median: f64,
+    pub std_dev: f64,
+    pub min: f64,
+    pub max: f64,
+    /// stdDev / |mean|; infinite when the mean is 0 (JSON: null, with `highVariance`).
+    #[serde(serialize_with = "finite_or_null", deserialize_with = "null_is_infinite")]
+    pub cv: f64,
+    pub high_variance: bool,
+    pub confidence_counts: ConfidenceCounts,
+}
+
+fn finite_or_null<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.is_finite() {
+        s.serialize_f64(*v)
+    } else {
+        s.serialize_none()
+    }
+}
+
+fn null_is_infinite<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+}
+
+/// The seed's numeric statistics: population standard deviation, CV = stdDev/|mean|.
+pub fn numeric_stats(values: &[f64], confidence: ConfidenceCounts) -> NumericStats {
+    let n = values.len().max(1) as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = match sorted.len() {
+        0 => 0.0,
+        l if l % 2 == 0 => (sorted[l / 2 - 1] + sorted[l / 2]) / 2.0,
+        l => sorted[l / 2],
+    };
+    let std_dev = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let cv = if mean != 0.0 { std_dev / mean.abs() } else { f64::INFINITY };
+    NumericStats {
+        mean,
+        median,
+        std_dev,
+        min: sorted.first().copied().unwrap_or(0.0),
+        max: sorted.last().copied().unwrap_or(0.0),
+        cv,
+        high_variance: cv > 2.0,
+        confidence_counts: confidence,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Share {
+    pub answer: String,
+    pub count: usize,
+    pub percentage: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QualitativeStats {
+    /// Most common first (ties by answer).
+    pub distribution: Vec<Share>,
+    pub agreement_percentage: f64,
+    pub mode: String,
+    pub confidence_counts: ConfidenceCounts,
+}
+
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+/// The seed's qualitative statistics; answers are grouped case-insensitively.
+pub fn qualitative_stats(answers: &[String], confidence: ConfidenceCounts) -> QualitativeStats {
+    let mut groups: BTreeMap<String, (String, usize)> = BTreeMap::new();
+    for a in answers {
+        groups.entry(a.to_lowercase()).or_insert_with(|| (a.clone(), 0)).1 += 1;
+    }
+    let total = answers.len().max(1) as f64;
+    let mut distribution: Vec<Share> = groups
+        .into_values()
+        .map(|(answer, count)| Share {
+            answer,
+            count,
+            percentage: round1(count as f64 * 100.0 / total),
+        })
+        .collect();
+    distribution.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.answer.cmp(&b.answer)));
+    QualitativeStats {
+        agreement_percentage: distribution.first().map_or(0.0, |d| d.percentage),
+        mode: distribution.first().map(|d| d.answer.clone()).unwrap_or_default(),
+        distribution,
+        confidence_counts: confidence,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Stats {
+    Numeric(NumericStats),
+    Qualitative(QualitativeStats),
+}
+
+impl Stats {
+    fn confidence_counts(&self) -> ConfidenceCounts {
+        match self {
+            Stats::Numeric(s) => s.confidence_counts,
+            Stats::Qualitative(s) => s.confidence_counts,
+        }
+    }
+
+    /// The convergence rule with the run's thresholds.
+    pub fn converged(&self, cfg: &DelphiConfig) -> bool {
+        match self {
+            Stats::Numeric(s) => s.cv < cfg.numeric_convergence_threshold,
+            Stats::Qualitative(s) => {
+                s.agreement_percentage >= cfg.qualitative_convergence_threshold
+            }
+        }
+    }
+
+    fn summary(&self, round: u32) -> String {
+        match self {
+            Stats::Numeric(s) => format!(
+                "Round {round} Statistics: Mean={} Median={} StdDev={} CV={} Range={}-{}",
+                fmt_num(s.mean),
+                fmt_num(s.median),
+                fmt_num(s.std_dev),
+                fmt_num(s.cv),
+                fmt_num(s.min),
+                fmt_num(s.max)
+            ),
+            Stats::Qualitative(s) => {
+                let d: Vec<String> = s
+                    .distribution
+                    .iter()
+                    .map(|d| format!("{} {}%", d.answer, fmt_num(d.percentage)))
+                    .collect();
+                format!(
+                    "Round {round} Statistics: {}. Agreement: {}%.",
+                    d.join(", "),
+                    fmt_num(s.agreement_percentage)
+                )
+            }
+        }
+    }
+}
+
+// ---- estimates and rounds -------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EstimateValue {
+    Number(f64),
+    Answer(String),
+    /// The answer could not be read.
+    Unreadable,
+}
+
+impl EstimateValue {
+    fn as_number(&self) -> Option<f64> {
+        if let EstimateValue::Number(v) = self {
+            Some(*v)
+        } else {
+            None
+        }
+    }
+    fn as_answer(&self) -> Option<&str> {
+        if let EstimateValue::Answer(a) = self {
+            Some(a)
+        } else {
+            None
+        }
+    }
+}
+
+/// One panelist's answer in one round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    /// 1-based position in the configured panel: stable across rounds.
+    pub participant: usize,
+    pub model: String,
+    pub value: EstimateValue,
+    pub confidence: Confidence,
+    pub reasoning: String,
+    pub previous: Option<EstimateValue>,
+    pub changed: bool,
+    /// Carried forward from the previous round (the call failed or was unreadable).
+    pub carried: bool,
+    pub response_time_ms: i64,
+    pub text: String,
+}
+
+impl Estimate {
+    fn valid(&self) -> bool {
+        !matches!(self.value, EstimateValue::Unreadable)
+    }
+
+    /// The seed's `DelphiEstimate` (with model name: for the stored result).
+    fn full(&self, kind: QuestionType) -> Value {
+        let mut v = json!({
+            "participantIndex": self.participant, "model": self.model,
+            "confidence": self.confidence, "reasoning": self.reasoning,
+            "changed": self.changed, "carriedForward": self.carried,
+            "responseTimeMs": self.response_time_ms,
+        });
+        let prev = self.previous.as_ref().filter(|p| !matches!(p, EstimateValue::Unreadable));
+        match kind {
+            QuestionType::Numeric => {
+                v["estimate"] = json!(self.value.as_number());
+                v["previousEstimate"] = json!(prev.and_then(EstimateValue::as_number));
+            }
+            QuestionType::Qualitative => {
+                v["answer"] = json!(self.value.as_answer());
+                v["previousAnswer"] = json!(prev.and_then(|p| p.as_answer()));
+            }
+        }
+        v
+    }
+
+    /// The seed's anonymous `DelphiEstimateSummary` for live events.
+    fn summary(&self, kind: QuestionType) -> Value {
+        let mut v = json!({ "participantIndex": self.participant, "confidence": self.confidence, "changed": self.changed });
+        match kind {
+            QuestionType::Numeric => v["estimate"] = json!(self.value.as_number()),
+            QuestionType::Qualitative => v["answer"] = json!(self.value.as_answer()),
+        }
+        v
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Classification {
+    #[serde(rename = "type")]
+    pub kind: QuestionType,
+    pub options: Option<Vec<String>>,
+    pub reasoning: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundRecord {
+    pub round: u32,
+    pub estimates: Vec<Estimate>,
+    pub stats: Stats,
+    pub converged: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum FinalValue {
+    Number(f64),
+    Answer(String),
+}
+
+fn stats_of(kind: QuestionType, estimates: &[Estimate]) -> Stats {
+    let valid: Vec<&Estimate> = estimates.iter().filter(|e| e.valid()).collect();
+    let conf = count_confidence(&valid);
+    match kind {
+        QuestionType::Numeric => Stats::Numeric(numeric_stats(
+            &valid.iter().filter_map(|e| e.value.as_number()).collect::<Vec<_>>(),
+            conf,
+        )),
+        QuestionType::Qualitative => Stats::Qualitative(qualitative_stats(
+            &valid
+                .iter()
+                .filter_map(|e| e.value.as_answer().map(str::to_string))
+                .collect::<Vec<_>>(),
+            conf,
+        )),
+    }
+}
+
+// ---- the state machine ----------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Classifying,
+    Round(u32),
+    Synthesising,
+    Done,
+}
+
+pub struct Delphi {
+    config: DelphiConfig,
+    ctx: RunContext,
+    phase: Phase,
+    batch: Batch,
+    classification: Option<Classification>,
+    /// Panelists still on the panel: (1-based participant index, model).
+    panel: Vec<(usize, String)>,
+    rounds: Vec<RoundRecord>,
+    deadline_passed: bool,
+    title: TitleTracker,
+}
+
+impl Delphi {
+    pub fn new(config: &Value, ctx: RunContext) -> Self {
+        let config: DelphiConfig = serde_json::from_value(config.clone()).unwrap_or(DelphiConfig {
+            panelist_models: request::ids(&SIM_PANEL),
+            facilitator_model: SIM_FACILITATOR.into(),
+            max_rounds: 5,
+            numeric_convergence_threshold: 0.15,
+            qualitative_convergence_threshold: 75.0,
+            question_type: None,
+            options: None,
+            timeout_ms: 120_000,
+            global_timeout_ms: 600_000,
+        });
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let panel =
+            config.panelist_models.iter().enumerate().map(|(i, m)| (i + 1, m.clone())).collect();
+        Delphi {
+            config,
+            ctx,
+            phase: Phase::Classifying,
+            batch: Batch::new("classify", 1),
+            classification: None,
+            panel,
+            rounds: Vec::new(),
+            deadline_passed: false,
+            title,
+        }
+    }
+
+    fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> Effect {
+        Effect::Call(CallSpec {
+            key,
+            model: model.to_string(),
+            messages: vec![ChatMessage::user(prompt)],
+            stage: stage.into(),
+            role: role.into(),
+            timeout_ms: self.config.timeout_ms,
+        })
+    }
+
+    fn fail(&mut self, message: String) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let mut out = self.title.on_fail();
+        out.push(Effect::Fail { message });
+        out
+    }
+
+    fn kind(&self) -> QuestionType {
+        self.classification.as_ref().map_or(QuestionType::Qualitative, |c| c.kind)
+    }
+
+    fn options(&self) -> Vec<String> {
+        self.classification.as_ref().and_then(|c| c.options.clone()).unwrap_or_default()
+    }
+
+    fn classified(&mut self, c: Classification, row: StageRow) -> Vec<Effect> {
+        let mut out =
+            vec![Effect::Store(row), Effect::emit("classify_complete", json!({ "data": c }))];
+        self.classification = Some(c);
+        out.extend(self.start_round(1));
+        out
+    }
+
+    fn start_round(&mut self, round: u32) -> Vec<Effect> {
+        self.phase = Phase::Round(round);
+        self.batch = Batch::new(&format!("round{round}"), self.panel.len());
+        let mut out = vec![Effect::emit("round_start", json!({ "round": round }))];
+        let kind = self.kind();
+        let options = self.options();
+        let previous = self.rounds.last().cloned();
+        for (i, (participant, model)) in self.panel.clone().into_iter().enumerate() {
+            // Round 2+: only the aggregates and this panelist's own previous answer.
+            let prompt = match (&previous, kind) {
+                (None, QuestionType::Numeric) => round1_numeric_prompt(&self.ctx.question),
+                (None, QuestionType::Qualitative) => {
+                    round1_qualitative_prompt(&self.ctx.question, &options)
+                }
+                (Some(prev), _) => {
+                    let Some(own) = prev.estimates.iter().find(|e| e.participant == participant)
+                    else {
+                        continue;
+                    };
+                    let n = prev.estimates.iter().filter(|e| e.valid()).count();
+                    match &prev.stats {
+                        Stats::Numeric(s) => round_n_numeric_prompt(
+                            &self.ctx.question,
+                            round,
+                            self.config.max_rounds,
+                            own,
+                            s,
+                            n,
+                        ),
+                        Stats::Qualitative(s) => round_n_qualitative_prompt(
+                            &self.ctx.question,
+                            round,
+                            self.config.max_rounds,
+                            own,
+                            s,
+                            n,
+                        ),
+                    }
+                }
+            };
+            out.push(self.call(
+                self.batch.key(i),
+                &model,
+                prompt,
+                &format!("round_{round}"),
+                "panelist",
+            ));
+        }
+        out
+    }
+
+    fn read(&self, reply: &CallReply, participant: usize, round: u32) -> Option<Estimate> {
+        let text = reply.result.as_ref().ok()?;
+        let (confidence, _) = parse_confidence(text);
+        let mut reasoning = parse_reasoning(text);
+        let value = match self.kind() {
+            QuestionType::Numeric => match parse_estimate(text) {
+                Some((v, note)) => {
+                    if let Some(n) = note {
+                        reasoning = if reasoning.is_empty() {
+                            format!("({n})")
+                        } else {
+                            format!("{reasoning} ({n})")
+                        };
+                    }
+                    EstimateValue::Number(v)
+                }
+                None => EstimateValue::Unreadable,
+            },
+            QuestionType::Qualitative => match parse_answer(text, &self.options()) {
+                Some(a) => EstimateValue::Answer(a),
+                None => EstimateValue::Unreadable,
+            },
+        };
+        let previous = self
+            .rounds
+            .last()
+            .and_then(|r| r.estimates.iter().find(|e| e.participant == participant))
+            .map(|e| e.value.clone());
+        let changed = round > 1 && previous.as_ref().is_some_and(|p| p != &value);
+        Some(Estimate {
+            participant,
+            model: reply.model.clone(),
+            value,
+            confidence,
+            reasoning,
+            previous,
+            changed,
+            carried: false,
+            response_time_ms: reply.response_time_ms as i64,
+            text: text.clone(),
+        })
+    }
+
+    fn end_round(&mut self, round: u32) -> Vec<Effect> {
+        let replies = self.batch.take();
+        let prev = self.rounds.last().cloned();
+        let mut estimates = Vec::new();
+        let mut out = Vec::new();
+        let mut still_on_panel = Vec::new();
+        for (i, (participant, model)) in self.panel.iter().enumerate() {
+            let reply = replies.iter().find(|r| r.key == self.batch.key(i));
+            let read = reply.and_then(|r| self.read(r, *participant, round));
+            let e = match (read, &prev) {
+                // Round 1: a failed call leaves the panel for good.
+                (None, None) => continue,
+                (Some(e), None) => e,
+                (Some(e), Some(_)) if e.valid() => e,
+                // Round 2+: failed or unreadable carries the previous answer forward.
+                (_, Some(p)) => match p.estimates.iter().find(|e| e.participant == *participant) {
+                    Some(last) => Estimate {
+                        previous: Some(last.value.clone()),
+                        changed: false,
+                        carried: true,
+                        response_time_ms: reply.map_or(0, |r| r.response_time_ms as i64),
+                        text: reply
+                            .and_then(|r| r.result.as_ref().ok().cloned())
+                            .unwrap_or_default(),
+                        ..last.clone()
+                    },
+                    None => continue,
+                },
+            };
+            still_on_panel.push((*participant, model.clone()));
+            estimates.push(e);
+        }
+        self.panel = still_on_panel;
+        let valid = estimates.iter().filter(|e| e.valid()).count();
+        let kind = self.kind();
+        for e in &estimates {
+            let mut pd = e.full(kind);
+            pd["round"] = json!(round);
+            pd["type"] = json!(kind);
+            out.push(Effect::Store(StageRow {
+                stage_type: format!("round_{round}"),
+                stage_order: (2 * round - 1) as i32,
+                model: Some(e.model.clone()),
+                role: Some("panelist".into()),
+                content: e.text.clone(),
+                parsed_data: Some(pd),
+                response_time_ms: Some(e.response_time_ms),
+            }));
+        }
+        if valid < MIN_ESTIMATES {
+            let message = if round == 1 && estimates.is_empty() {
+                "All panelists failed in round 1.".to_string()
+            } else {
+                format!("Only {valid} valid estimate(s) in round {round}; at least {MIN_ESTIMATES} are required.")
+            };
+            out.extend(self.fail(message));
+            return out;
+        }
+        let stats = stats_of(kind, &estimates);
+        let converged = stats.converged(&self.config);
+        let mut pd = json!(stats);
+        pd["round"] = json!(round);
+        pd["type"] = json!("stats");
+        pd["converged"] = json!(converged);
+        out.push(Effect::Store(StageRow {
+            stage_type: format!("round_{round}_stats"),
+            stage_order: (2 * round) as i32,
+            model: None,
+            role: Some("stats".into()),
+            content: stats.summary(round),
+            parsed_data: Some(pd),
+            response_time_ms: None,
+        }));
+        let summaries: Vec<Value> = estimates.iter().map(|e| e.summary(kind)).collect();
+        out.push(Effect::emit(
+            "round_complete",
+            json!({ "round": round, "data": { "estimates": summaries, "stats": stats, "converged": converged } }),
+        ));
+        self.rounds.push(RoundRecord { round, estimates, stats: stats.clone(), converged });
+        if converged {
+            out.push(Effect::emit(
+                "convergence_reached",
+                json!({ "round": round, "stats": stats }),
+            ));
+        } else if round >= self.config.max_rounds || self.deadline_passed {
+            let reason = if self.deadline_passed { "time limit" } else { "max rounds" };
+            out.push(Effect::emit(
+                "max_rounds_reached",
+                json!({ "round": round, "stats": stats, "reason": reason }),
+            ));
+        } else {
+            out.extend(self.start_round(round + 1));
+            return out;
+        }
+        out.extend(self.synthesise());
+        out
+    }
+
+    fn final_value(&self) -> FinalValue {
+        match self.rounds.last().map(|r| &r.stats) {
+            Some(Stats::Numeric(s)) => FinalValue::Number(s.mean),
+            Some(Stats::Qualitative(s)) => FinalValue::Answer(s.mode.clone()),
+            None => FinalValue::Answer(String::new()),
+        }
+    }
+
+    fn synthesise(&mut self) -> Vec<Effect> {
+        self.phase = Phase::Synthesising;
+        let converged = self.rounds.last().is_some_and(|r| r.converged);
+        let n = self.rounds.last().map_or(0, |r| r.estimates.iter().filter(|e| e.valid()).count());
+        let prompt =
+            synthesis_prompt(&self.ctx.question, &self.rounds, n, converged, &self.final_value());
+        let facilitator = self.config.facilitator_model.clone();
+        let mut out = vec![
+            Effect::emit("synthesis_start", json!({})),
+            self.call("synthesis".into(), &facilitator, prompt, "synthesis", "facilitator"),
+        ];
+        out.extend(self.title.call(
+            &facilitator,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        out
+    }
+
+    fn on_synthesis(&mut self, reply: CallReply) -> Vec<Effect> {
+        let text = match reply.result {
+            Ok(t) => t,
+            Err(e) => {
+                return self.fail(format!(
+                    "The facilitator ({}) failed to write the report: {}",
+                    reply.model, e.message
+                ))
+            }
+        };
+        let converged = self.rounds.last().is_some_and(|r| r.converged);
+        let convergence_round = self.rounds.iter().find(|r| r.converged).map(|r| r.round);
+        let report = json!({
+            "facilitatorModel": reply.model, "report": text, "totalRounds": self.rounds.len(),
+            "converged": converged, "convergenceRound": convergence_round,
+            "immediateConsensus": convergence_round == Some(1),
+            "finalValue": self.final_value(), "responseTimeMs": reply.response_time_ms,
+        });
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "synthesis".into(),
+                stage_order: 99,
+                model: Some(reply.model.clone()),
+                role: Some("facilitator".into()),
+                content: text.clone(),
+                parsed_data: Some(json!({
+                    "totalRounds": self.rounds.len(), "converged": converged,
+                    "convergenceRound": convergence_round, "finalValue": self.final_value(),
+                })),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }),
+            Effect::emit("synthesis_complete", json!({ "data": report })),
+        ];
+        self.phase = Phase::Done;
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: text });
+        out
+    }
+
+    fn on_classify(&mut self, reply: CallReply) -> Vec<Effect> {
+        let parsed = reply.result.as_deref().ok().and_then(parse_classification);
+        let mut c = match parsed {
+            Some(c) => c,
+            // The seed: fall back to QUALITATIVE when classification fails.
+            None => Classification {
+                kind: QuestionType::Qualitative,
+                options: None,
+                reasoning: "Classification failed; falling back to a qualitative question.".into(),
+            },
+        };
+        // A qualitative override keeps its type even if the facilitator says otherwise; it only
+        // asked for options.
+        if self.config.question_type == Some(QuestionType::Qualitative) {
+            c.kind = QuestionType::Qualitative;
+        }
+        if c.kind == QuestionType::Numeric {
+            c.options = None;
+        }
+        let row = StageRow {
+            stage_type: "classify".into(),
+            stage_order: 0,
+            model: Some(reply.model.clone()),
+            role: Some("facilitator".into()),
+            content: reply.result.clone().unwrap_or_default(),
+            parsed_data: Some(json!(c)),
+            response_time_ms: Some(reply.response_time_ms as i64),
+        };
+        self.classified(c, row)
+    }
+}
+
+impl Mode for Delphi {
+    fn start(&mut self) -> Vec<Effect> {
+        let cfg = self.config.clone();
+        // Options alone imply a qualitative question.
+        let known = match (cfg.question_type, &cfg.options) {
+            (Some(QuestionType::Numeric), _) => Some(QuestionType::Numeric),
+            (_, Some(_)) => Some(QuestionType::Qualitative),
+            _ => None,
+        };
+        let mut out = vec![
+            Effect::emit(
+                "delphi_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id, "questionType": known }),
+            ),
+            Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: cfg.global_timeout_ms },
+        ];
+        if let Some(kind) = known {
+            let c = Classification {
+                kind,
+                options: cfg.options.clone(),
+                reasoning: "Set by the request.".into(),
+            };
+            let row = StageRow {
+                stage_type: "classify".into(),
+                stage_order: 0,
+                model: None,
+                role: Some("facilitator".into()),
+                content: "Set by the request.".into(),
+                parsed_data: Some(json!(c)),
+                response_time_ms: None,
+            };
+            out.extend(self.classified(c, row));
+            return out;
+        }
+        out.push(self.call(
+            self.batch.key(0),
+            &cfg.facilitator_model,
+            classify_prompt(&self.ctx.question),
+            "classify",
+            "facilitator",
+        ));
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        match self.phase {
+            Phase::Classifying => {
+                if self.batch.accept(reply.clone()) {
+                    self.batch.take();
+                    return self.on_classify(reply);
+                }
+                Vec::new()
+            }
+            Phase::Round(n) => {
+                if self.batch.accept(reply) && self.batch.complete() {
+                    self.end_round(n)
+                } else {
+                    Vec::new()
+                }
+            }
+            Phase::Synthesising if reply.key == "synthesis" => self.on_synthesis(reply),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The global cap: the current round finishes, then the synthesis.
+    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
+        if key == GLOBAL_TIMER {
+            self.deadline_passed = true;
+        }
+        Vec::new()
+    }
+}
+
+/// `DelphiResult` from stored rows; estimates carry model names (the run is over).
+pub fn load_result(rows: &[StageRow]) -> Value {
+    let classification: Option<Classification> = rows
+        .iter()
+        .find(|r| r.stage_type == "classify")
+        .and_then(|r| r.parsed_data.clone())
+        .and_then(|v| serde_json::from_value(v).ok());
+    let mut rounds = Vec::new();
+    for n in 1..=5u32 {
+        let Some(stats) = rows.iter().find(|r| r.stage_type == format!("round_{n}_stats")) else {
+            break;
+        };
+        let pd = stats.parsed_data.clone().unwrap_or(Value::Null);
+        let converged = pd["converged"].as_bool().unwrap_or(false);
+        let mut st = pd.clone();
+        if let Some(o) = st.as_object_mut() {
+            for k in ["round", "type", "converged"] {
+                o.remove(k);
+            }
+        }
+        let estimates: Vec<Value> = rows
+            .iter()
+            .filter(|r| r.stage_type == format!("round_{n}"))
+            .filter_map(|r| {
+                let mut e = r.parsed_data.clone()?;
+                if let Some(o) = e.as_object_mut() {
+                    o.remove("round");
+                    o.remove("type");
+                }
+                Some(e)
+            })
+            .collect();
+        rounds.push(json!({ "roundNumber": n, "estimates": estimates, "stats": st, "converged": converged }));
+    }
+    let synthesis = rows.iter().find(|r| r.stage_type == "synthesis");
+    let report = synthesis.map(|r| {
+        let pd = r.parsed_data.clone().unwrap_or(Value::Null);
+        json!({
+            "facilitatorModel": r.model, "report": r.content, "totalRounds": pd["totalRounds"],
+            "converged": pd["converged"], "convergenceRound": pd["convergenceRound"],
+            "immediateConsensus": pd["convergenceRound"] == json!(1),
+            "finalValue": pd["finalValue"], "responseTimeMs": r.response_time_ms,
+        })
+    });
+    let convergence_round =
+        rounds.iter().find(|r| r["converged"] == true).map(|r| r["roundNumber"].clone());
+    json!({
+        "classification": classification,
+        "rounds": rounds,
+        "converged": rounds.last().is_some_and(|r| r["converged"] == true),
+        "convergenceRound": convergence_round,
+        "finalValue": report.as_ref().map(|r| r["finalValue"].clone()),
+        "report": report,
+    })
+}
+
+#[cfg(test)]
+#[path = "delphi_tests.rs"]
+mod tests;

@@ -1,0 +1,1 @@
+//! Delphi tests (below).
