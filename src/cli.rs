@@ -81,6 +81,11 @@ pub fn request_body(args: &RunArgs) -> Result<Value, CliError> {
             put(&mut cfg, "foremanModel", chairman);
             put(&mut cfg, "timeoutMs", timeout);
         }
+        "delphi" => {
+            put(&mut cfg, "panelistModels", models);
+            put(&mut cfg, "facilitatorModel", chairman);
+            put(&mut cfg, "timeoutMs", timeout);
+        }
         _ => {
             put(&mut cfg, "models", models);
             put(&mut cfg, "chairmanModel", chairman);
@@ -164,6 +169,54 @@ pub fn progress_line(event: &str, data: &Value) -> Option<String> {
                 if d["tiebroken"].as_bool().unwrap_or(false) { ", after a tie" } else { "" }
             ))
         }
+        "classify_complete" => Some(format!(
+            "■ classify — {}{}",
+            data.pointer("/data/type").and_then(Value::as_str).unwrap_or("?"),
+            data.pointer("/data/options")
+                .and_then(Value::as_array)
+                .map(|o| format!(
+                    " ({})",
+                    o.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")
+                ))
+                .unwrap_or_default()
+        )),
+        "round_start" => Some(format!("▶ round {}", data["round"])),
+        "round_complete" => {
+            let st = &data["data"]["stats"];
+            let stats = if st.get("mean").is_some() {
+                let n =
+                    |k: &str| st[k].as_f64().map_or("∞".to_string(), crate::modes::delphi::fmt_num);
+                format!(
+                    "mean {}, median {}, sd {}, CV {}, range {} – {}",
+                    n("mean"),
+                    n("median"),
+                    n("stdDev"),
+                    n("cv"),
+                    n("min"),
+                    n("max")
+                )
+            } else {
+                let d: Vec<String> = st["distribution"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|x| {
+                                format!("{} {}", x["answer"].as_str().unwrap_or("?"), x["count"])
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                format!("{} — agreement {}%", d.join(", "), st["agreementPercentage"])
+            };
+            let conv = if data["data"]["converged"] == true { " ✓ converged" } else { "" };
+            Some(format!("■ round {} — {stats}{conv}", data["round"]))
+        }
+        "convergence_reached" => Some(format!("converged in round {}", data["round"])),
+        "max_rounds_reached" => Some(format!(
+            "no convergence after round {} ({})",
+            data["round"],
+            data["reason"].as_str().unwrap_or("")
+        )),
         "error" => Some(format!("error: {}", s("message"))),
         "cancelled" => Some("cancelled".to_string()),
         "complete" => Some("complete".to_string()),

@@ -1,1 +1,416 @@
-//! Delphi tests (below).
+//! Delphi: parsers on what models write, the statistics, and the state machine through the
+//! seed's edge cases, including proof that later rounds show only aggregates.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::modes::testkit::{
+    ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
+};
+
+#[test]
+fn estimates_are_read_in_every_shape_models_write() {
+    let v = |t: &str| parse_estimate(t).map(|(v, _)| v);
+    assert_eq!(v("ESTIMATE: 42,000,000"), Some(42_000_000.0));
+    assert_eq!(v("ESTIMATE: 42 million"), Some(42_000_000.0));
+    assert_eq!(v("ESTIMATE: 4.2e7"), Some(42_000_000.0));
+    assert_eq!(v("**ESTIMATE:** $42M"), Some(42_000_000.0));
+    assert_eq!(v("ESTIMATE: ~40"), Some(40.0));
+    assert_eq!(v("ESTIMATE: 12.5%"), Some(12.5));
+    assert_eq!(v("ESTIMATE: approximately 1.5 billion"), Some(1_500_000_000.0));
+    assert_eq!(v("Estimate: 3.5 thousand engineers"), Some(3500.0));
+    let (mid, note) = parse_estimate("ESTIMATE: 35-45").unwrap();
+    assert_eq!(mid, 40.0);
+    assert!(note.unwrap().contains("midpoint"));
+    assert_eq!(v("ESTIMATE: 35 to 45 million"), Some(40_000_000.0));
+    // No ESTIMATE line: any number in the text; none at all: unreadable.
+    assert_eq!(v("I think about 300 units."), Some(300.0));
+    assert_eq!(v("ESTIMATE: unknown\nno idea"), None);
+    assert_eq!(v("The last line counts.\nESTIMATE: 1\nESTIMATE: 2"), Some(2.0));
+}
+
+#[test]
+fn confidence_defaults_to_medium_and_answers_match_options() {
+    assert_eq!(parse_confidence("CONFIDENCE: high").0, Confidence::High);
+    assert_eq!(parse_confidence("**Confidence:** LOW"), (Confidence::Low, true));
+    assert_eq!(parse_confidence("nothing"), (Confidence::Medium, false));
+    let opts: Vec<String> =
+        ["Monorepo", "Polyrepo", "Hybrid (monorepo for core, polyrepo for services)"]
+            .map(String::from)
+            .to_vec();
+    assert_eq!(parse_answer("ANSWER: 2", &opts).as_deref(), Some("Polyrepo"));
+    assert_eq!(parse_answer("ANSWER: Option 3", &opts).as_deref(), Some(opts[2].as_str()));
+    assert_eq!(parse_answer("ANSWER: monorepo", &opts).as_deref(), Some("Monorepo"));
+    assert_eq!(
+        parse_answer("ANSWER: a hybrid approach with services split", &opts).as_deref(),
+        Some(opts[2].as_str())
+    );
+    assert_eq!(parse_answer("ANSWER: 9", &[]).as_deref(), Some("9"));
+    assert_eq!(parse_answer("ANSWER: something unrelated entirely", &opts), None);
+}
+
+#[test]
+fn classification_is_read_and_options_split() {
+    let c = parse_classification(
+        "TYPE: QUALITATIVE\nOPTIONS: Go, Rust, TypeScript\nREASONING: a choice",
+    )
+    .unwrap();
+    assert_eq!((c.kind, c.options.unwrap().len()), (QuestionType::Qualitative, 3));
+    let n = parse_classification("**TYPE:** NUMERIC\nOPTIONS: N/A\nREASONING: a number").unwrap();
+    assert_eq!((n.kind, n.options), (QuestionType::Numeric, None));
+    assert!(parse_classification("I cannot tell").is_none());
+}
+
+proptest! {
+    #[test]
+    fn parsers_never_panic(text in "\\PC{0,300}") {
+        if let Some((v, _)) = parse_estimate(&text) {
+            prop_assert!(v.is_finite());
+        }
+        let _ = parse_confidence(&text);
+        let _ = parse_answer(&text, &["A".to_string(), "B".to_string()]);
+        let _ = parse_classification(&text);
+    }
+}
+
+#[test]
+fn statistics_follow_the_seed() {
+    let s = numeric_stats(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0], ConfidenceCounts::default());
+    assert_eq!(
+        (s.mean, s.median, s.std_dev, s.min, s.max),
+        (5.0, 4.5, 2.0, 2.0, 9.0),
+        "population sd"
+    );
+    assert_eq!(s.cv, 0.4);
+    let zero = numeric_stats(&[-1.0, 1.0], ConfidenceCounts::default());
+    assert!(zero.cv.is_infinite() && zero.high_variance);
+    assert_eq!(json!(zero)["cv"], json!(null), "Infinity has no JSON form");
+    let back: NumericStats = serde_json::from_value(json!(zero)).unwrap();
+    assert!(back.cv.is_infinite());
+    assert!(numeric_stats(&[1.0, 100.0, 1000.0], ConfidenceCounts::default()).cv < 2.0);
+    let q = qualitative_stats(
+        &["Go".into(), "go".into(), "Rust".into(), "Go".into()],
+        ConfidenceCounts::default(),
+    );
+    assert_eq!((q.mode.as_str(), q.agreement_percentage), ("Go", 75.0));
+    assert_eq!(q.distribution[1], Share { answer: "Rust".into(), count: 1, percentage: 25.0 });
+}
+
+fn delphi(cfg: Value) -> Delphi {
+    let mut base = json!({ "panelistModels": ["p1", "p2", "p3", "p4"], "facilitatorModel": "fac",
+        "maxRounds": 3, "numericConvergenceThreshold": 0.15, "qualitativeConvergenceThreshold": 75.0,
+        "questionType": null, "options": null, "timeoutMs": 120000, "globalTimeoutMs": 600000 });
+    for (k, v) in cfg.as_object().unwrap() {
+        base[k] = v.clone();
+    }
+    Delphi::new(&base, ctx("How many engineers by 2030?", vec![], true))
+}
+
+fn est(v: &str, c: &str) -> String {
+    format!("ESTIMATE: {v}\nCONFIDENCE: {c}\nREASONING: because")
+}
+
+#[test]
+fn numeric_rounds_show_only_aggregates_and_converge() {
+    let mut d = delphi(json!({}));
+    let mut all = d.start();
+    let classify = stage_calls(&all);
+    assert_eq!(classify[0].key, "classify:0");
+    let e = d.on_reply(ok(&classify[0], "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: quantity"));
+    let r1 = stage_calls(&e);
+    all.extend(e);
+    assert_eq!(r1.len(), 4);
+    assert!(r1[0].messages[0]
+        .content
+        .starts_with("You are participating in a Delphi estimation exercise."));
+    let firsts = ["1000", "1500", "2500", "9999"];
+    let e = feed(&mut d, r1.iter().zip(firsts).map(|(s, v)| ok(s, &est(v, "LOW"))).collect());
+    let r2 = stage_calls(&e);
+    all.extend(e.clone());
+    assert_eq!(emitted(&e, "round_complete").unwrap()["data"]["converged"], false);
+    // Every round-2 prompt: its own previous estimate and the aggregates, nothing of the others.
+    for (i, call) in r2.iter().enumerate() {
+        let p = &call.messages[0].content;
+        assert!(p.starts_with("DELPHI ROUND 2 of 3"), "{p}");
+        assert!(
+            p.contains(&format!("YOUR PREVIOUS ESTIMATE: {}", fmt_num(firsts[i].parse().unwrap())))
+        );
+        for (j, other) in firsts.iter().enumerate() {
+            if j != i {
+                let shown = fmt_num(other.parse().unwrap());
+                let in_aggregates =
+                    p.contains(&format!("Range: {shown}")) || p.contains(&format!("— {shown}"));
+                assert!(
+                    !p.contains(&format!("ESTIMATE: {shown}"))
+                        && (in_aggregates || !p.contains(&shown)),
+                    "round-2 prompt {i} shows estimate {j}"
+                );
+            }
+        }
+        for m in ["p1", "p2", "p3", "p4", "fac"] {
+            assert!(!p.contains(m), "a model name in a round-2 prompt: {p}");
+        }
+        assert!(p.contains("- Median: 2,000") && p.contains("FROM ALL 4 PARTICIPANTS (Round 1)"));
+    }
+    let e = feed(&mut d, r2.iter().map(|s| ok(s, &est("2000", "HIGH"))).collect());
+    all.extend(e.clone());
+    assert_eq!(emitted(&e, "convergence_reached").unwrap()["round"], 2);
+    let synth = stage_calls(&e);
+    assert_eq!(synth[0].key, "synthesis");
+    assert!(synth[0].messages[0]
+        .content
+        .contains("CONVERGENCE STATUS: Converged\nFINAL CONSENSUS VALUE: 2,000"));
+    let done = d.on_reply(ok(&synth[0], "## Delphi Consensus Report\n..."));
+    all.extend(done.clone());
+    assert!(finished(&done).is_some());
+    let report = emitted(&done, "synthesis_complete").unwrap()["data"].clone();
+    assert_eq!(
+        (report["totalRounds"].clone(), report["converged"].clone(), report["finalValue"].clone()),
+        (json!(2), json!(true), json!(2000.0))
+    );
+    assert_eq!(
+        events(&all),
+        vec![
+            "delphi_start",
+            "classify_complete",
+            "round_start",
+            "round_complete",
+            "round_start",
+            "round_complete",
+            "convergence_reached",
+            "synthesis_start",
+            "synthesis_complete"
+        ]
+    );
+    // Live summaries are anonymous; the stored result names the models.
+    let live = emitted(&all, "round_complete").unwrap()["data"]["estimates"].clone();
+    assert!(live[0].get("model").is_none() && live[0]["participantIndex"] == 1);
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["rounds"][0]["estimates"][0]["model"], "p1");
+    assert_eq!(loaded["rounds"][0]["estimates"][3]["estimate"], 9999.0);
+    assert_eq!(loaded["rounds"][1]["estimates"][3]["changed"], true);
+    assert_eq!(
+        loaded["rounds"][0]["stats"],
+        emitted(&all, "round_complete").unwrap()["data"]["stats"]
+    );
+    assert_eq!(
+        (loaded["converged"].clone(), loaded["convergenceRound"].clone()),
+        (json!(true), json!(2))
+    );
+    assert_eq!(loaded["report"], report);
+    let types: Vec<String> =
+        rows(&all).iter().map(|r| format!("{}:{}", r.stage_type, r.stage_order)).collect();
+    for t in [
+        "classify:0",
+        "round_1:1",
+        "round_1_stats:2",
+        "round_2:3",
+        "round_2_stats:4",
+        "synthesis:99",
+    ] {
+        assert!(types.contains(&t.to_string()), "{t} in {types:?}");
+    }
+}
+
+/// Runs classification (numeric) and round 1 with the given replies.
+fn after_round1(d: &mut Delphi, replies: &[Option<&str>]) -> Vec<Effect> {
+    let c = stage_calls(&d.start());
+    let r1 = stage_calls(&d.on_reply(ok(&c[0], "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: x")));
+    feed(
+        d,
+        r1.iter()
+            .zip(replies)
+            .map(|(s, r)| match r {
+                Some(t) => ok(s, t),
+                None => err(s),
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn a_panelist_failing_later_carries_its_answer_and_one_failing_round_one_leaves() {
+    let mut d = delphi(json!({}));
+    let e = after_round1(
+        &mut d,
+        &[Some(&est("10", "LOW")), None, Some(&est("50", "LOW")), Some(&est("90", "LOW"))],
+    );
+    let r2 = stage_calls(&e);
+    assert_eq!(r2.len(), 3, "the round-1 failure left the panel");
+    let e = feed(
+        &mut d,
+        vec![
+            err(&r2[0]),
+            ok(&r2[1], &est("60", "MEDIUM")),
+            ok(&r2[2], "I decline to give a number"),
+        ],
+    );
+    let round = emitted(&e, "round_complete").unwrap()["data"].clone();
+    let est = round["estimates"].as_array().unwrap();
+    assert_eq!(est.len(), 3);
+    assert_eq!(
+        (est[0]["participantIndex"].clone(), est[0]["estimate"].clone(), est[0]["changed"].clone()),
+        (json!(1), json!(10.0), json!(false))
+    );
+    assert_eq!(est[2]["estimate"], 90.0, "unreadable in round 2: carried forward");
+    let stored: Vec<StageRow> =
+        rows(&e).into_iter().filter(|r| r.stage_type == "round_2").collect();
+    assert_eq!(stored[0].parsed_data.as_ref().unwrap()["carriedForward"], true);
+}
+
+#[test]
+fn fewer_than_three_valid_estimates_is_an_error() {
+    let mut d = delphi(json!({}));
+    let e = after_round1(
+        &mut d,
+        &[Some(&est("10", "LOW")), Some("no number here"), None, Some(&est("12", "LOW"))],
+    );
+    assert!(failed(&e).is_some_and(|m| m.contains("at least 3")));
+    let mut d = delphi(json!({}));
+    let e = after_round1(&mut d, &[None, None, None, None]);
+    assert_eq!(failed(&e).as_deref(), Some("All panelists failed in round 1."));
+    assert!(rows(&e).iter().all(|r| r.stage_type == "classify"), "no round data saved");
+}
+
+#[test]
+fn identical_round_one_answers_go_straight_to_synthesis() {
+    let mut d = delphi(json!({}));
+    let same = est("7", "HIGH");
+    let e = after_round1(&mut d, &[Some(same.as_str()); 4]);
+    assert_eq!(emitted(&e, "convergence_reached").unwrap()["round"], 1);
+    assert_eq!(stage_calls(&e)[0].key, "synthesis");
+    let s = stage_calls(&e);
+    let done = d.on_reply(ok(&s[0], "report"));
+    assert_eq!(emitted(&done, "synthesis_complete").unwrap()["data"]["immediateConsensus"], true);
+}
+
+#[test]
+fn rounds_stop_at_the_maximum_or_the_time_limit() {
+    let spread = [
+        Some(est("1", "LOW")),
+        Some(est("100", "LOW")),
+        Some(est("1000", "LOW")),
+        Some(est("5", "LOW")),
+    ];
+    let replies: Vec<Option<&str>> = spread.iter().map(|s| s.as_deref()).collect();
+    let mut d = delphi(json!({ "maxRounds": 2 }));
+    let e = after_round1(&mut d, &replies);
+    let r2 = stage_calls(&e);
+    let e =
+        feed(&mut d, r2.iter().zip(&spread).map(|(s, t)| ok(s, t.as_deref().unwrap())).collect());
+    assert_eq!(emitted(&e, "max_rounds_reached").unwrap()["reason"], "max rounds");
+    assert!(stage_calls(&e)[0].prompt_has("CONVERGENCE STATUS: Max rounds reached"));
+    // The global cap: the round in flight finishes, then the synthesis.
+    let mut d = delphi(json!({ "maxRounds": 5 }));
+    let start = d.start();
+    assert!(start.contains(&Effect::Timer { key: "global".into(), after_ms: 600_000 }));
+    let c = stage_calls(&start);
+    let r1 = stage_calls(&d.on_reply(ok(&c[0], "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: x")));
+    assert!(d.on_timer("global").is_empty(), "nothing is cut short");
+    let e =
+        feed(&mut d, r1.iter().zip(&spread).map(|(s, t)| ok(s, t.as_deref().unwrap())).collect());
+    assert_eq!(emitted(&e, "max_rounds_reached").unwrap()["reason"], "time limit");
+    assert_eq!(stage_calls(&e)[0].key, "synthesis");
+}
+
+trait PromptHas {
+    fn prompt_has(&self, text: &str) -> bool;
+}
+
+impl PromptHas for CallSpec {
+    fn prompt_has(&self, text: &str) -> bool {
+        self.messages.iter().any(|m| m.content.contains(text))
+    }
+}
+
+#[test]
+fn classification_falls_back_and_overrides_follow_the_conflict_rules() {
+    // A classification that cannot be read: qualitative, free-form answers.
+    let mut d = delphi(json!({}));
+    let c = stage_calls(&d.start());
+    let e = d.on_reply(ok(&c[0], "hmm"));
+    assert_eq!(emitted(&e, "classify_complete").unwrap()["data"]["type"], "qualitative");
+    assert!(stage_calls(&e)[0].prompt_has("You are participating in a Delphi consensus exercise."));
+    // A failed classification call: the same fallback.
+    let mut d = delphi(json!({}));
+    let c = stage_calls(&d.start());
+    assert_eq!(
+        emitted(&d.on_reply(err(&c[0])), "classify_complete").unwrap()["data"]["type"],
+        "qualitative"
+    );
+    // Options given: qualitative with them, no classification call.
+    let mut d = delphi(json!({ "options": ["Monorepo", "Polyrepo"] }));
+    let s = d.start();
+    let calls = stage_calls(&s);
+    assert!(calls.iter().all(|c| c.stage == "round_1"));
+    assert!(calls[0].prompt_has("1. Monorepo\n2. Polyrepo"));
+    assert_eq!(emitted(&s, "delphi_start").unwrap()["questionType"], "qualitative");
+    // Qualitative without options: the facilitator is asked for options, the type stays.
+    let mut d = delphi(json!({ "questionType": "qualitative" }));
+    let c = stage_calls(&d.start());
+    assert_eq!(c[0].key, "classify:0");
+    let e = d.on_reply(ok(&c[0], "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: x"));
+    assert_eq!(emitted(&e, "classify_complete").unwrap()["data"]["type"], "qualitative");
+    // Validation: a numeric override drops options; the facilitator may not sit on the panel.
+    let defaults = Defaults { offline: true, stage_timeout_ms: 120_000 };
+    let v = validate(&json!({ "question": "q", "mode": "delphi", "modeConfig": { "questionType": "numeric", "options": ["a", "b"] } }), &defaults).unwrap();
+    assert_eq!(v.config["options"], json!(null));
+    let field = |cfg: Value| {
+        validate(&json!({ "question": "q", "mode": "delphi", "modeConfig": cfg }), &defaults)
+            .unwrap_err()
+            .field
+    };
+    assert_eq!(
+        field(json!({ "panelistModels": ["a", "b", "c"], "facilitatorModel": "a" })),
+        "modeConfig.facilitatorModel"
+    );
+    assert_eq!(field(json!({ "maxRounds": 6 })), "modeConfig.maxRounds");
+    assert_eq!(field(json!({ "maxRounds": 2.5 })), "modeConfig.maxRounds");
+    assert_eq!(field(json!({ "panelistModels": ["a", "b"] })), "modeConfig.panelistModels");
+    assert_eq!(
+        field(json!({ "numericConvergenceThreshold": 2 })),
+        "modeConfig.numericConvergenceThreshold"
+    );
+    assert_eq!(
+        field(json!({ "qualitativeConvergenceThreshold": 40 })),
+        "modeConfig.qualitativeConvergenceThreshold"
+    );
+    assert_eq!(field(json!({ "questionType": "poll" })), "modeConfig.questionType");
+    assert_eq!(field(json!({ "options": ["only one"] })), "modeConfig.options");
+    assert_eq!(field(json!({ "timeoutMs": 10000 })), "modeConfig.timeoutMs");
+}
+
+#[test]
+fn qualitative_rounds_consolidate_and_a_failing_facilitator_keeps_the_rounds() {
+    let mut d = delphi(json!({ "options": ["Go", "Rust", "Python"] }));
+    let mut all = d.start();
+    let r1 = stage_calls(&all);
+    let e = feed(
+        &mut d,
+        vec![
+            ok(&r1[0], "ANSWER: 1"),
+            ok(&r1[1], "ANSWER: rust"),
+            ok(&r1[2], "ANSWER: Go"),
+            ok(&r1[3], "ANSWER: Python"),
+        ],
+    );
+    let r2 = stage_calls(&e);
+    all.extend(e);
+    let p = &r2[1].messages[0].content;
+    assert!(
+        p.contains("YOUR PREVIOUS ANSWER: Rust")
+            && p.contains("  Go: 2 participants (50%)")
+            && p.contains("Agreement Level: 50%")
+    );
+    let e = feed(&mut d, r2.iter().map(|s| ok(s, "ANSWER: Go\nCONFIDENCE: HIGH")).collect());
+    all.extend(e.clone());
+    assert_eq!(emitted(&e, "convergence_reached").unwrap()["stats"]["agreementPercentage"], 100.0);
+    let s = stage_calls(&e);
+    let out = d.on_reply(err(&s[0]));
+    assert!(failed(&out).is_some_and(|m| m.contains("facilitator")));
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["rounds"].as_array().unwrap().len(), 2);
+    assert_eq!(loaded["rounds"][1]["estimates"][1]["previousAnswer"], "Rust");
+    assert!(loaded["report"].is_null());
+}
