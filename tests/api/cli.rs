@@ -184,3 +184,19 @@ fn run_vote_jury_and_debate_from_the_terminal() {
     assert_eq!(v["mode"], "debate");
     assert_eq!(v["result"]["revisions"].as_array().unwrap().len(), 3);
 }
+
+#[test]
+fn run_delphi_shows_each_rounds_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = conclave()
+        .current_dir(dir.path())
+        .args(["run", "delphi", "How many engineers will there be by 2030?"])
+        .env("DATABASE_URL", format!("sqlite://{}", dir.path().join("d.db").display()))
+        .output()
+        .unwrap();
+    let progress = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{progress}");
+    assert!(progress.contains("■ classify — numeric"), "{progress}");
+    assert!(progress.contains("■ round 1 — mean"), "{progress}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Delphi Consensus Report"));
+}

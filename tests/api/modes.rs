@@ -270,3 +270,84 @@ async fn stalled_jurors_time_out_and_a_stalled_foreman_fails_the_run() {
     assert!(run["result"]["jurorSummary"].is_object());
     app.stop().await;
 }
+
+async fn check_delphi(app: &TestApp, question: &str, kind: &str) {
+    let request = json!({ "mode": "delphi", "question": question,
+                          "modeConfig": { "panelistModels": ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"],
+                                          "facilitatorModel": "sim/delta", "maxRounds": 4 } });
+    let (stored, events) = run_over_ws(app, request).await;
+    assert_eq!(stored["status"], "completed", "{stored}");
+    let names = stage_events(&events);
+    assert_eq!(&names[..2], ["delphi_start", "classify_complete"]);
+    assert_eq!(data_of(&events, "classify_complete")["data"]["type"], kind);
+    let rounds: Vec<&Value> = events.iter().filter(|e| e["event"] == "round_complete").collect();
+    assert!(!rounds.is_empty() && rounds.len() <= 4);
+    assert!(
+        names.contains(&"convergence_reached".to_string())
+            || names.contains(&"max_rounds_reached".to_string())
+    );
+    assert_eq!(
+        &names[names.len() - 4..],
+        ["synthesis_start", "synthesis_complete", "title_complete", "complete"]
+    );
+    // Live estimates are anonymous; the stored result reveals the models.
+    for r in &rounds {
+        for e in r["data"]["data"]["estimates"].as_array().unwrap() {
+            assert!(e.get("model").is_none() && e["participantIndex"].is_number(), "{e}");
+        }
+    }
+    let result = &stored["result"];
+    assert_eq!(result["rounds"].as_array().unwrap().len(), rounds.len());
+    for (i, r) in rounds.iter().enumerate() {
+        assert_eq!(result["rounds"][i]["stats"], r["data"]["data"]["stats"]);
+        assert_eq!(result["rounds"][i]["converged"], r["data"]["data"]["converged"]);
+        assert!(result["rounds"][i]["estimates"][0]["model"].as_str().unwrap().starts_with("sim/"));
+    }
+    assert_eq!(result["report"], data_of(&events, "synthesis_complete")["data"]);
+    assert_eq!(result["classification"], data_of(&events, "classify_complete")["data"]);
+    assert_eq!(stored["answer"], result["report"]["report"]);
+}
+
+#[actix_web::test]
+async fn delphi_runs_numeric_and_qualitative_questions_live_and_reloads() {
+    let app = spawn_app().await;
+    check_delphi(&app, "How many software engineers will be employed globally by 2030?", "numeric")
+        .await;
+    check_delphi(&app, "Should our company adopt a monorepo?", "qualitative").await;
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn delphi_runs_through_the_sim_server_and_refuses_bad_requests() {
+    let app = spawn_with(Options { sim_over_http: true, ..Options::default() }).await;
+    check_delphi(&app, "What percentage of code will be AI-written in 2028?", "numeric").await;
+    let started = app
+        .start(json!({ "mode": "delphi", "question": "Monorepo or polyrepo?",
+                       "modeConfig": { "questionType": "qualitative", "options": ["Monorepo", "Polyrepo", "Hybrid"], "maxRounds": 3 } }))
+        .await;
+    let run = app.wait_done(started["runId"].as_str().unwrap()).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(
+        run["result"]["classification"]["options"],
+        json!(["Monorepo", "Polyrepo", "Hybrid"])
+    );
+    let answers: Vec<&str> = run["result"]["rounds"][0]["estimates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["answer"].as_str())
+        .collect();
+    assert!(answers.iter().all(|a| ["Monorepo", "Polyrepo", "Hybrid"].contains(a)), "{answers:?}");
+    let mut follow = json!({ "mode": "delphi", "question": "again?" });
+    follow["conversationId"] = started["conversationId"].clone();
+    let (status, body) = app.post("/api/deliberations", &follow).await;
+    assert_eq!((status, body["field"].as_str()), (400, Some("conversationId")));
+    let (status, body) = app
+        .post(
+            "/api/deliberations",
+            &json!({ "mode": "delphi", "question": "q", "modeConfig": { "maxRounds": 9 } }),
+        )
+        .await;
+    assert_eq!((status, body["field"].as_str()), (400, Some("modeConfig.maxRounds")));
+    app.stop().await;
+}
