@@ -55,8 +55,8 @@ pub fn request_body(args: &RunArgs) -> Result<Value, CliError> {
         ),
         None => None,
     };
-    if content.is_some() && args.mode != "jury" {
-        return Err(CliError::Usage("--content-file is for jury mode".into()));
+    if content.is_some() && !matches!(args.mode.as_str(), "jury" | "clarity") {
+        return Err(CliError::Usage("--content-file is for jury and clarity modes".into()));
     }
     let mut cfg = Map::new();
     let put = |map: &mut Map<String, Value>, key: &str, v: Option<Value>| {
@@ -72,6 +72,16 @@ pub fn request_body(args: &RunArgs) -> Result<Value, CliError> {
             put(&mut body, "councilModels", models);
             put(&mut body, "chairmanModel", chairman);
             put(&mut body, "timeoutMs", timeout);
+        }
+        "clarity" => {
+            put(&mut cfg, "content", Some(json!(content.unwrap_or_else(|| args.question.clone()))));
+            put(&mut cfg, "timeoutMs", timeout);
+            if let Some(m) = &args.models {
+                let roles = ["skeptic", "advocate", "generalist", "arbiter"];
+                let map: Map<String, Value> =
+                    roles.iter().zip(m).map(|(r, id)| (r.to_string(), json!(id))).collect();
+                put(&mut cfg, "models", Some(Value::Object(map)));
+            }
         }
         "jury" => {
             // The content to evaluate: the file, or else the question itself.
@@ -211,6 +221,34 @@ pub fn progress_line(event: &str, data: &Value) -> Option<String> {
             let conv = if data["data"]["converged"] == true { " ✓ converged" } else { "" };
             Some(format!("■ round {} — {stats}{conv}", data["round"]))
         }
+        "evaluator_complete" => {
+            let d = &data["data"];
+            Some(format!(
+                "  ⚖ {} ({}): overall {}",
+                d["role"].as_str().unwrap_or("?"),
+                d["model"].as_str().unwrap_or("?"),
+                d["overall"].as_f64().map_or("-".to_string(), |o| format!("{o:.1}"))
+            ))
+        }
+        "disagreement_detected" => Some(format!(
+            "■ disagreement — max spread {} on {}",
+            data["data"]["maxSpread"],
+            data["data"]["disagreeingDimensions"].as_array().map_or(String::new(), |a| a
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", "))
+        )),
+        "score_complete" => Some(format!(
+            "■ score {} by {}{}",
+            data["data"]["score"],
+            data["data"]["method"].as_str().unwrap_or("?"),
+            if data["data"]["needsHumanReview"] == true {
+                " — flagged for human review"
+            } else {
+                ""
+            }
+        )),
         "convergence_reached" => Some(format!("converged in round {}", data["round"])),
         "max_rounds_reached" => Some(format!(
             "no convergence after round {} ({})",

@@ -39,9 +39,10 @@ enum Command {
     },
     /// Run one deliberation in this process, with live progress, and print its result.
     Run {
-        /// council, vote, jury or debate
+        /// council, vote, jury, debate, delphi or clarity
         mode: String,
-        question: String,
+        /// The question (for jury and clarity, what to do with the content; optional there).
+        question: Option<String>,
         /// Comma-separated model ids (council members, voters, jurors or debaters).
         #[arg(long, value_delimiter = ',')]
         models: Option<Vec<String>>,
@@ -113,6 +114,15 @@ fn main() -> ExitCode {
                 json,
                 quiet,
             } => {
+                let question = match question {
+                    Some(q) => q,
+                    None if mode == "clarity" => "Score this brief".to_string(),
+                    None if mode == "jury" => "Evaluate this content".to_string(),
+                    None => {
+                        eprintln!("conclave: a question is required for {mode} mode");
+                        return 2;
+                    }
+                };
                 let args = RunArgs {
                     mode,
                     question,

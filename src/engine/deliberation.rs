@@ -17,7 +17,9 @@ use super::hub::{CancelRun, Hub, Publish, RunEnded};
 use super::model_call::{CallDelta, CallFinished, ModelCall, StopCall};
 use crate::modes::{CallReply, CallSpec, Effect, Mode, Usage};
 use crate::providers::Providers;
-use crate::store::{self, AppendEvents, RunFinish, SetTitle, Store, StoreStage, StoredEvent};
+use crate::store::{
+    self, AppendEvents, FlagRun, RunFinish, SetTitle, Store, StoreStage, StoredEvent,
+};
 
 /// Where a run is in its life.
 #[derive(Debug, Clone, PartialEq)]
@@ -179,6 +181,9 @@ impl Deliberation {
                             }
                         });
                     }
+                }
+                Effect::FlagForReview { reason } => {
+                    self.store.write_later(FlagRun { run_id: self.run_id.clone(), reason })
                 }
                 Effect::Timer { key, after_ms } => {
                     ctx.run_later(Duration::from_millis(after_ms), move |act, ctx| {

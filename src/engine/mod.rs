@@ -344,6 +344,12 @@ pub fn run_view(
             "cost": run.cost,
         },
         "lastSeq": run.last_seq,
+        "review": {
+            "needsHumanReview": run.needs_human_review,
+            "reason": run.review_reason,
+            "reviewedAt": run.reviewed_at,
+            "note": run.review_note,
+        },
         "result": result,
     })
 }

@@ -6,6 +6,7 @@
 //! Nothing in here may import actix, reqwest, diesel or tokio: if a test of a mode needs a
 //! runtime, the mode is doing I/O it should not.
 
+pub mod clarity;
 pub mod common;
 pub mod council;
 pub mod debate;
@@ -145,6 +146,8 @@ pub enum Effect {
     Finish { answer: String },
     /// The deliberation failed; calls in flight are dropped and `error` is published.
     Fail { message: String },
+    /// Flag the run for a person to review (Clarity's `needs_human_review`), with the reason.
+    FlagForReview { reason: String },
     /// Call [`Mode::on_timer`] with `key` after `after_ms` (modes have no clock of their own:
     /// a time limit is a timer the engine keeps).
     Timer { key: String, after_ms: u64 },
@@ -193,6 +196,7 @@ pub enum ModeKind {
     Jury,
     Debate,
     Delphi,
+    Clarity,
 }
 
 impl ModeKind {
@@ -203,6 +207,7 @@ impl ModeKind {
             ModeKind::Jury => "jury",
             ModeKind::Debate => "debate",
             ModeKind::Delphi => "delphi",
+            ModeKind::Clarity => "clarity",
         }
     }
 
@@ -211,7 +216,14 @@ impl ModeKind {
     }
 
     pub fn all() -> &'static [ModeKind] {
-        &[ModeKind::Council, ModeKind::Vote, ModeKind::Jury, ModeKind::Debate, ModeKind::Delphi]
+        &[
+            ModeKind::Council,
+            ModeKind::Vote,
+            ModeKind::Jury,
+            ModeKind::Debate,
+            ModeKind::Delphi,
+            ModeKind::Clarity,
+        ]
     }
 
     /// Whether a conversation of this mode takes follow-ups (the seeds' "Multi-turn").
@@ -278,6 +290,7 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         ModeKind::Jury => jury::validate(body, defaults),
         ModeKind::Debate => debate::validate(body, defaults),
         ModeKind::Delphi => delphi::validate(body, defaults),
+        ModeKind::Clarity => clarity::validate(body, defaults),
     }
 }
 
@@ -289,6 +302,7 @@ pub fn instantiate(req: &ValidRequest, ctx: RunContext) -> Box<dyn Mode> {
         ModeKind::Jury => Box::new(jury::Jury::new(&req.config, ctx)),
         ModeKind::Debate => Box::new(debate::Debate::new(&req.config, ctx)),
         ModeKind::Delphi => Box::new(delphi::Delphi::new(&req.config, ctx)),
+        ModeKind::Clarity => Box::new(clarity::Clarity::new(&req.config, ctx)),
     }
 }
 
@@ -301,5 +315,6 @@ pub fn load_result(mode: ModeKind, rows: &[StageRow]) -> Value {
         ModeKind::Jury => jury::load_result(rows),
         ModeKind::Debate => debate::load_result(rows),
         ModeKind::Delphi => delphi::load_result(rows),
+        ModeKind::Clarity => clarity::load_result(rows),
     }
 }

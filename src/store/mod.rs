@@ -84,6 +84,18 @@ pub struct RunRecord {
     pub last_seq: i64,
     pub created_at: i64,
     pub finished_at: Option<i64>,
+    pub needs_human_review: bool,
+    pub review_reason: Option<String>,
+    pub reviewed_at: Option<i64>,
+    pub review_note: Option<String>,
+}
+
+/// Which flagged runs to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewStatus {
+    Pending,
+    Reviewed,
+    All,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -216,6 +228,20 @@ store_message!(
     GetRun { id: String } -> Option<RunRecord>, |msg, conn| queries::get_run(conn, &msg.id)
 );
 store_message!(
+    /// Flag a run for human review.
+    FlagRun { run_id: String, reason: String } -> (),
+    |msg, conn| queries::flag_run(conn, &msg.run_id, &msg.reason)
+);
+store_message!(
+    ListReviews { status: ReviewStatus, limit: i64 } -> Vec<RunRecord>,
+    |msg, conn| queries::list_reviews(conn, msg.status, msg.limit)
+);
+store_message!(
+    /// Mark a flagged run reviewed, with a note.
+    MarkReviewed { run_id: String, note: String } -> Option<RunRecord>,
+    |msg, conn| queries::mark_reviewed(conn, &msg.run_id, &msg.note, now_ms())
+);
+store_message!(
     ListRuns { limit: i64 } -> Vec<RunRecord>, |msg, conn| queries::list_runs(conn, msg.limit)
 );
 store_message!(
@@ -303,6 +329,20 @@ impl Store {
     }
     pub async fn list_runs(&self, limit: i64) -> Result<Vec<RunRecord>, StoreError> {
         self.read(ListRuns { limit }).await?
+    }
+    pub async fn list_reviews(
+        &self,
+        status: ReviewStatus,
+        limit: i64,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        self.read(ListReviews { status, limit }).await?
+    }
+    pub async fn mark_reviewed(
+        &self,
+        run_id: &str,
+        note: &str,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        self.write(MarkReviewed { run_id: run_id.to_string(), note: note.to_string() }).await?
     }
     pub async fn get_stages(&self, message_id: &str) -> Result<Vec<StageRecord>, StoreError> {
         self.read(GetStages { message_id: message_id.to_string() }).await?

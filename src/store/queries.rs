@@ -6,8 +6,8 @@ use serde_json::Value;
 use super::db::AnyConnection;
 use super::schema::{conversations, deliberation_stages, messages, run_events, runs};
 use super::{
-    ConversationDetail, ConversationRecord, MessageRecord, NewRun, RunFinish, RunRecord,
-    StageRecord, StoreError, StoredEvent,
+    ConversationDetail, ConversationRecord, MessageRecord, NewRun, ReviewStatus, RunFinish,
+    RunRecord, StageRecord, StoreError, StoredEvent,
 };
 use crate::modes::StageRow;
 
@@ -52,6 +52,10 @@ struct RunRow {
     last_seq: i64,
     created_at: i64,
     finished_at: Option<i64>,
+    needs_human_review: bool,
+    review_reason: Option<String>,
+    reviewed_at: Option<i64>,
+    review_note: Option<String>,
 }
 
 #[derive(Queryable, Selectable)]
@@ -190,6 +194,10 @@ impl From<RunRow> for RunRecord {
             last_seq: r.last_seq,
             created_at: r.created_at,
             finished_at: r.finished_at,
+            needs_human_review: r.needs_human_review,
+            review_reason: r.review_reason,
+            reviewed_at: r.reviewed_at,
+            review_note: r.review_note,
         }
     }
 }
@@ -477,4 +485,48 @@ pub fn list_conversations(
         .into_iter()
         .map(ConversationRecord::from)
         .collect())
+}
+
+pub fn flag_run(conn: &mut AnyConnection, run_id: &str, reason: &str) -> Result<(), StoreError> {
+    diesel::update(runs::table.find(run_id))
+        .set((runs::needs_human_review.eq(true), runs::review_reason.eq(Some(reason))))
+        .execute(conn)?;
+    Ok(())
+}
+
+/// Flagged runs, newest first: `pending` (not yet reviewed), `reviewed`, or all.
+pub fn list_reviews(
+    conn: &mut AnyConnection,
+    status: ReviewStatus,
+    limit: i64,
+) -> Result<Vec<RunRecord>, StoreError> {
+    let mut q = runs::table.filter(runs::needs_human_review.eq(true)).into_boxed();
+    q = match status {
+        ReviewStatus::Pending => q.filter(runs::reviewed_at.is_null()),
+        ReviewStatus::Reviewed => q.filter(runs::reviewed_at.is_not_null()),
+        ReviewStatus::All => q,
+    };
+    Ok(q.order(runs::created_at.desc())
+        .limit(limit)
+        .select(RunRow::as_select())
+        .load(conn)?
+        .into_iter()
+        .map(RunRecord::from)
+        .collect())
+}
+
+/// Marks a flagged run reviewed; None when the run is unknown or was never flagged.
+pub fn mark_reviewed(
+    conn: &mut AnyConnection,
+    run_id: &str,
+    note: &str,
+    now: i64,
+) -> Result<Option<RunRecord>, StoreError> {
+    let n = diesel::update(runs::table.find(run_id).filter(runs::needs_human_review.eq(true)))
+        .set((runs::reviewed_at.eq(Some(now)), runs::review_note.eq(Some(note))))
+        .execute(conn)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    get_run(conn, run_id)
 }

@@ -41,6 +41,10 @@ diesel::table! {
         last_seq -> BigInt,
         created_at -> BigInt,
         finished_at -> Nullable<BigInt>,
+        needs_human_review -> Bool,
+        review_reason -> Nullable<Text>,
+        reviewed_at -> Nullable<BigInt>,
+        review_note -> Nullable<Text>,
     }
 }
 

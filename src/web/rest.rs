@@ -8,6 +8,7 @@ use super::error::ApiError;
 use super::AppState;
 use crate::engine::run_view;
 use crate::modes::{self, ModeKind};
+use crate::store::{ReviewStatus, RunRecord};
 
 #[derive(Deserialize)]
 pub struct ListQuery {
@@ -162,4 +163,75 @@ pub async fn health(state: web::Data<AppState>) -> HttpResponse {
                 .json(json!({ "status": "degraded", "database": e.to_string() }))
         }
     }
+}
+
+#[derive(Deserialize)]
+pub struct ReviewQuery {
+    status: Option<String>,
+    limit: Option<i64>,
+}
+
+fn review_view(r: &RunRecord) -> Value {
+    json!({
+        "runId": r.id, "conversationId": r.conversation_id, "mode": r.mode, "status": r.status,
+        "reason": r.review_reason, "createdAt": r.created_at, "reviewedAt": r.reviewed_at,
+        "note": r.review_note,
+    })
+}
+
+/// `GET /api/reviews?status=pending|reviewed|all`: runs flagged for human review.
+/// (Every run is visible to every client until accounts exist; this follows the same rule.)
+pub async fn list_reviews(
+    state: web::Data<AppState>,
+    q: web::Query<ReviewQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let status = match q.status.as_deref().unwrap_or("pending") {
+        "pending" => ReviewStatus::Pending,
+        "reviewed" => ReviewStatus::Reviewed,
+        "all" => ReviewStatus::All,
+        _ => {
+            return Err(ApiError::BadRequest {
+                field: Some("status".into()),
+                message: "status: must be pending, reviewed or all".into(),
+            })
+        }
+    };
+    let limit = limit(&ListQuery { limit: q.limit })?;
+    let runs = state
+        .engine
+        .store()
+        .list_reviews(status, limit)
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(HttpResponse::Ok()
+        .json(json!({ "reviews": runs.iter().map(review_view).collect::<Vec<_>>() })))
+}
+
+#[derive(Deserialize)]
+pub struct ReviewBody {
+    note: String,
+}
+
+/// `POST /api/reviews/{id}` with `{note}`: marks a flagged run reviewed.
+pub async fn mark_reviewed(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: web::Json<ReviewBody>,
+) -> Result<HttpResponse, ApiError> {
+    if body.note.chars().count() > 10_000 {
+        return Err(ApiError::BadRequest {
+            field: Some("note".into()),
+            message: "note: at most 10 000 characters".into(),
+        });
+    }
+    let run = state
+        .engine
+        .store()
+        .mark_reviewed(&id, body.note.trim())
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .ok_or_else(|| {
+            ApiError::NotFound(format!("no run {} is flagged for review", id.as_str()))
+        })?;
+    Ok(HttpResponse::Ok().json(review_view(&run)))
 }

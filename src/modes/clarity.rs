@@ -1,0 +1,1046 @@
+//! Clarity mode (specs/clarity-mode.md, seeds/clarity-panel-prd.md): three personas (Skeptic,
+//! Advocate, Generalist) score a brief on seven weighted dimensions in parallel; a discussion
+//! round lets them revise after seeing each other's verdicts (skipped when all agree within a
+//! point, by default); an Arbiter settles dimensions still disputed (spread > 2), weighted 1.5x
+//! there, and the run is flagged for human review. The final score, its method and the
+//! consolidated top-5 critique are computed here.
+//!
+//! Decisions where the PRD is silent: scores are read from the reply's JSON object (the last
+//! parseable one), else from `Dimension: N` lines; an evaluator needs at least four readable
+//! dimensions to count, and the panel needs two; the overall score renormalises the weights of
+//! dimensions that have a score; the method is `median` (no discussion), `post_discussion`
+//! (the medians of the revised scores) or `arbiter`; if the Arbiter fails the run still
+//! completes on the post-discussion medians and stays flagged for review.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{Batch, TitleTracker, TITLE_KEY};
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, ModeKind,
+    RunContext, StageRow, ValidRequest,
+};
+
+/// One scoring dimension.
+pub struct Dimension {
+    pub key: &'static str,
+    pub name: &'static str,
+    pub weight: f64,
+    pub guideline: &'static str,
+}
+
+/// The PRD's seven dimensions and weights (summing to 1).
+pub const DIMENSIONS: [Dimension; 7] = [
+    Dimension { key: "firstPrinciplesCoherence", name: "First-Principles Coherence", weight: 0.20, guideline: "Reasoning builds from clear foundations: 9-10 every conclusion traces to stated premises; 5 some leaps; 0-2 assertions without foundations." },
+    Dimension { key: "internalConsistency", name: "Internal Consistency", weight: 0.15, guideline: "No contradictions between sections: 9-10 none; 5 minor tensions; 0-2 sections contradict each other." },
+    Dimension { key: "evidenceQuality", name: "Evidence Quality", weight: 0.15, guideline: "Sources are credible, relevant, properly cited: 9-10 every key claim sourced; 5 some unsupported claims; 0-2 no evidence." },
+    Dimension { key: "accessibility", name: "Accessibility", weight: 0.15, guideline: "Clear language for the intended reader: 9-10 plain and precise; 5 some jargon; 0-2 impenetrable." },
+    Dimension { key: "objectivity", name: "Objectivity", weight: 0.15, guideline: "Balanced perspectives, no obvious bias: 9-10 strongest version of each side; 5 tilted; 0-2 one-sided." },
+    Dimension { key: "factualAccuracy", name: "Factual Accuracy", weight: 0.10, guideline: "Claims are verifiable and correctly stated: 9-10 all correct; 5 some errors; 0-2 largely wrong." },
+    Dimension { key: "biasDetection", name: "Bias Detection", weight: 0.10, guideline: "Free of subtle framing bias and selective emphasis: 9-10 none found; 5 noticeable framing; 0-2 pervasive." },
+];
+
+/// Disagreement: a spread above this on any dimension or overall.
+pub const DISAGREEMENT_SPREAD: f64 = 2.0;
+/// `discussion: "auto"` skips the round when every spread is at most this.
+pub const AGREEMENT_SPREAD: f64 = 1.0;
+/// The Arbiter's weight on disputed dimensions.
+pub const ARBITER_WEIGHT: f64 = 1.5;
+
+/// An evaluator persona.
+pub struct Persona {
+    pub role: &'static str,
+    pub name: &'static str,
+    pub system_prompt: &'static str,
+    pub focus: &'static [&'static str],
+}
+
+pub const PERSONAS: [Persona; 3] = [
+    Persona {
+        role: "skeptic",
+        name: "Skeptic",
+        system_prompt: "You are the Skeptic on a panel that scores policy briefs. You challenge every claim, flag unsupported assertions and ask of each one: what is the evidence? You are not contrarian for its own sake: a well-supported claim earns a high score. You weigh Evidence Quality, Factual Accuracy and First-Principles Coherence most heavily.",
+        focus: &["evidenceQuality", "factualAccuracy", "firstPrinciplesCoherence"],
+    },
+    Persona {
+        role: "advocate",
+        name: "Advocate",
+        system_prompt: "You are the Advocate on a panel that scores policy briefs. You make sure each position appears in its strongest form, catch strawmanning and check that the brief is balanced. You weigh Objectivity, Bias Detection and Internal Consistency most heavily.",
+        focus: &["objectivity", "biasDetection", "internalConsistency"],
+    },
+    Persona {
+        role: "generalist",
+        name: "Generalist",
+        system_prompt: "You are the Generalist on a panel that scores policy briefs. You read as an average, intelligent reader would: you check that the brief is accessible, flag jargon and unexplained terms, and notice where the argument is hard to follow. You weigh Accessibility, Internal Consistency and First-Principles Coherence most heavily.",
+        focus: &["accessibility", "internalConsistency", "firstPrinciplesCoherence"],
+    },
+];
+
+pub const ARBITER_PROMPT: &str = "You are the Arbiter of a panel that scores policy briefs. Three evaluators disagree on some dimensions even after discussing them. You read the brief yourself, weigh their positions and give a definitive score for each disputed dimension, with detailed reasoning.";
+
+const SIM_DEFAULT: &str = "sim/haiku";
+const SEED_DEFAULT: &str = "anthropic/claude-haiku-4-5";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Discussion {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClarityConfig {
+    pub content: String,
+    pub context: Option<String>,
+    pub title: Option<String>,
+    /// skeptic, advocate, generalist, arbiter.
+    pub models: BTreeMap<String, String>,
+    pub discussion: Discussion,
+    pub timeout_ms: u64,
+}
+
+/// `{question?, mode:"clarity", modeConfig: {content, context?, title?, models?: {skeptic,
+/// advocate, generalist, arbiter}, discussion?: auto|always|never, timeoutMs?}}`.
+pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let cfg = Value::Object(request::mode_config(body, true)?);
+    let content =
+        request::req_string(&cfg, "content", "modeConfig.content", "Content to score is required")?;
+    let question = match body.get("question") {
+        None | Some(Value::Null) => "Score this brief".to_string(),
+        _ => request::question(body, "Question is required")?,
+    };
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let context = request::opt_string(&cfg, "context", "modeConfig.context")?;
+    let title = request::opt_string(&cfg, "title", "modeConfig.title")?;
+    let default = if defaults.offline { SIM_DEFAULT } else { SEED_DEFAULT };
+    let given = match cfg.get("models") {
+        None | Some(Value::Null) => serde_json::Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => {
+            return Err(FieldError::new("modeConfig.models", "must be an object of role: model id"))
+        }
+    };
+    let mut models = BTreeMap::new();
+    for (role, _) in &given {
+        if !["skeptic", "advocate", "generalist", "arbiter"].contains(&role.as_str()) {
+            return Err(FieldError::new(
+                &format!("modeConfig.models.{role}"),
+                "unknown role: use skeptic, advocate, generalist or arbiter",
+            ));
+        }
+    }
+    let models_value = Value::Object(given);
+    for role in ["skeptic", "advocate", "generalist", "arbiter"] {
+        let m = request::opt_string(&models_value, role, &format!("modeConfig.models.{role}"))?;
+        models.insert(role.to_string(), m.unwrap_or_else(|| default.to_string()));
+    }
+    let discussion = match cfg.get("discussion") {
+        None | Some(Value::Null) => Discussion::Auto,
+        Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
+            FieldError::new("modeConfig.discussion", "must be \"auto\", \"always\" or \"never\"")
+        })?,
+    };
+    let timeout_ms = request::timeout_ms(
+        &cfg,
+        "timeoutMs",
+        "modeConfig.timeoutMs",
+        10_000..=300_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let all = request::distinct(&[], &models.values().map(String::as_str).collect::<Vec<_>>());
+    let config = ClarityConfig { content, context, title, models, discussion, timeout_ms };
+    Ok(ValidRequest {
+        mode: ModeKind::Clarity,
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models: all,
+    })
+}
+
+// ---- prompts --------------------------------------------------------------------------------
+
+fn brief_block(cfg: &ClarityConfig) -> String {
+    let mut b = String::new();
+    if let Some(t) = &cfg.title {
+        b.push_str(&format!("TITLE: {t}\n\n"));
+    }
+    if let Some(c) = &cfg.context {
+        b.push_str(&format!("CONTEXT:\n{c}\n\n"));
+    }
+    b.push_str(&format!("BRIEF:\n{}\n", cfg.content));
+    b
+}
+
+fn dimension_list() -> String {
+    DIMENSIONS
+        .iter()
+        .map(|d| {
+            format!("- {} (`{}`, weight {:.0}%): {}", d.name, d.key, d.weight * 100.0, d.guideline)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const FORMAT: &str = "Reply with one JSON object and nothing after it:\n\
+{\"scores\": {\"firstPrinciplesCoherence\": 0-10, \"internalConsistency\": 0-10, \"evidenceQuality\": 0-10, \"accessibility\": 0-10, \"objectivity\": 0-10, \"factualAccuracy\": 0-10, \"biasDetection\": 0-10},\n \
+\"critique\": \"a short paragraph explaining your scores\",\n \
+\"issues\": [{\"dimension\": \"<dimension key>\", \"issue\": \"what is wrong\", \"suggestedFix\": \"how to fix it\", \"quote\": \"the exact words of the brief concerned\", \"severity\": \"high|medium|low\"}]}";
+
+pub fn evaluation_prompt(cfg: &ClarityConfig, persona: &Persona) -> String {
+    format!(
+        "CLARITY EVALUATION\n\nScore the brief below on seven dimensions, each from 0 to 10, from your perspective as the {}.\n\n{}\nDIMENSIONS:\n{}\n\nYour focus dimensions: {}.\n\n{FORMAT}",
+        persona.name,
+        brief_block(cfg),
+        dimension_list(),
+        persona.focus.join(", ")
+    )
+}
+
+fn positions(verdicts: &[Verdict]) -> String {
+    DIMENSIONS
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let s: Vec<String> = verdicts
+                .iter()
+                .map(|v| {
+                    format!("{} {}", v.role, v.scores[i].map_or("-".into(), |x| format!("{x}")))
+                })
+                .collect();
+            format!("- {} ({}): {}", d.name, d.key, s.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn discussion_prompt(cfg: &ClarityConfig, persona: &Persona, verdicts: &[Verdict]) -> String {
+    let critiques: Vec<String> =
+        verdicts.iter().map(|v| format!("{}: {}", v.role, v.critique)).collect();
+    format!(
+        "CLARITY DISCUSSION\n\nYou are the {}. The panel has scored the brief below. Given the other evaluators' perspectives, would you revise any scores? Explain your reasoning.\n\n{}\nSCORES BY EVALUATOR:\n{}\n\nCRITIQUES:\n{}\n\n{FORMAT}\nAdd \"justification\": \"why you revised or kept your scores\" to the object.",
+        persona.name,
+        brief_block(cfg),
+        positions(verdicts),
+        critiques.join("\n")
+    )
+}
+
+pub fn arbiter_prompt(
+    cfg: &ClarityConfig,
+    verdicts: &[Verdict],
+    disputed: &[String],
+    summary: &str,
+) -> String {
+    let names: Vec<String> = disputed
+        .iter()
+        .filter_map(|k| DIMENSIONS.iter().find(|d| d.key == k))
+        .map(|d| format!("{} (`{}`)", d.name, d.key))
+        .collect();
+    format!(
+        "CLARITY ARBITRATION\n\n{}\nSCORES BY EVALUATOR:\n{}\n\nDISPUTED DIMENSIONS: {}\n\nDISCUSSION SUMMARY:\n{summary}\n\n\
+Give a definitive 0-10 score for each disputed dimension. Reply with one JSON object:\n\
+{{\"scores\": {{\"<dimension key>\": 0-10}}, \"reasoning\": \"your detailed reasoning\"}}",
+        brief_block(cfg),
+        positions(verdicts),
+        names.join(", ")
+    )
+}
+
+pub fn title_prompt(content: &str) -> String {
+    let preview: String = content.chars().take(200).collect();
+    format!(
+        "Generate a brief title (3-5 words) for a clarity review of this brief:\n\n\"{preview}\"\n\n\
+         Reply with ONLY the title. No quotes, no punctuation, no explanation."
+    )
+}
+
+// ---- parsing --------------------------------------------------------------------------------
+
+/// Where the JSON value starting at `start` (a `{`) ends, by brace depth outside strings.
+fn matching_brace(text: &str, start: usize) -> Option<usize> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, c) in text[start..].char_indices() {
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, '"') => in_string = true,
+            (false, _, '{') => depth += 1,
+            (false, _, '}') => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(start + i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The last JSON object with `scores` in a text (code fences, commentary and a quoted
+/// template before it allowed): the model's own answer comes last.
+pub fn last_json_object(text: &str) -> Option<Value> {
+    let starts: Vec<usize> =
+        text.char_indices().filter(|(_, c)| *c == '{').map(|(i, _)| i).collect();
+    starts.into_iter().rev().find_map(|start| {
+        let end = matching_brace(text, start)?;
+        match serde_json::from_str::<Value>(&text[start..=end]) {
+            Ok(v @ Value::Object(_)) if v.get("scores").is_some_and(Value::is_object) => Some(v),
+            _ => None,
+        }
+    })
+}
+
+fn score_value(v: &Value) -> Option<f64> {
+    let n = match v {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => s.trim().trim_end_matches("/10").trim().parse().ok()?,
+        _ => return None,
+    };
+    (0.0..=10.0).contains(&n).then(|| (n * 10.0).round() / 10.0)
+}
+
+/// Scores by dimension, from the JSON object or `Name: N` lines.
+pub fn parse_scores(text: &str) -> ([Option<f64>; 7], Option<Value>) {
+    if let Some(obj) = last_json_object(text) {
+        let scores = &obj["scores"];
+        let s = std::array::from_fn(|i| {
+            let d = &DIMENSIONS[i];
+            scores.get(d.key).or_else(|| scores.get(d.name)).and_then(score_value)
+        });
+        return (s, Some(obj));
+    }
+    let s = std::array::from_fn(|i| {
+        let d = &DIMENSIONS[i];
+        text.lines().rev().find_map(|line| {
+            let l = line.trim().trim_start_matches(['-', '*', ' ']).replace("**", "");
+            let lower = l.to_lowercase();
+            let rest = [d.name.to_lowercase(), d.key.to_lowercase()]
+                .iter()
+                .find_map(|n| lower.strip_prefix(n.as_str()).map(|r| r.to_string()))?;
+            let rest = rest.trim_start_matches([' ', ':', '-', '—', '=', '|']).trim();
+            let num: String =
+                rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+            score_value(&Value::String(num))
+        })
+    });
+    (s, None)
+}
+
+/// One issue an evaluator raised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Issue {
+    pub dimension: String,
+    pub issue: String,
+    pub suggested_fix: String,
+    pub quote: String,
+    pub severity: String,
+}
+
+fn issues_of(obj: Option<&Value>) -> Vec<Issue> {
+    let Some(list) = obj.and_then(|o| o.get("issues")).and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|i| {
+            let s = |k: &str| i.get(k).and_then(Value::as_str).unwrap_or("").trim().to_string();
+            let issue = s("issue");
+            (!issue.is_empty()).then(|| Issue {
+                dimension: s("dimension"),
+                issue,
+                suggested_fix: s("suggestedFix"),
+                quote: s("quote"),
+                severity: match s("severity").to_lowercase().as_str() {
+                    "high" => "high".into(),
+                    "low" => "low".into(),
+                    _ => "medium".into(),
+                },
+            })
+        })
+        .take(20)
+        .collect()
+}
+
+/// An evaluator's scorecard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    pub role: String,
+    pub model: String,
+    #[serde(with = "score_map")]
+    pub scores: [Option<f64>; 7],
+    pub overall: Option<f64>,
+    pub critique: String,
+    pub issues: Vec<Issue>,
+    pub justification: Option<String>,
+    pub response_time_ms: i64,
+    pub parse_success: bool,
+}
+
+/// Scores as `{dimensionKey: score}` in JSON.
+mod score_map {
+    use super::DIMENSIONS;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<S: Serializer>(s: &[Option<f64>; 7], ser: S) -> Result<S::Ok, S::Error> {
+        let m: BTreeMap<&str, Option<f64>> =
+            DIMENSIONS.iter().zip(s).map(|(d, v)| (d.key, *v)).collect();
+        m.serialize(ser)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<[Option<f64>; 7], D::Error> {
+        let m = BTreeMap::<String, Option<f64>>::deserialize(de)?;
+        Ok(std::array::from_fn(|i| m.get(DIMENSIONS[i].key).copied().flatten()))
+    }
+}
+
+/// The weighted overall score over the dimensions that have a score, one decimal.
+pub fn weighted(scores: &[Option<f64>; 7]) -> Option<f64> {
+    let (sum, weight) = DIMENSIONS
+        .iter()
+        .zip(scores)
+        .filter_map(|(d, s)| s.map(|s| (d.weight * s, d.weight)))
+        .fold((0.0, 0.0), |(a, w), (x, y)| (a + x, w + y));
+    (weight > 0.0).then(|| ((sum / weight) * 10.0).round() / 10.0)
+}
+
+pub fn read_verdict(role: &str, reply: &CallReply) -> Option<Verdict> {
+    let text = reply.result.as_ref().ok()?;
+    let (scores, obj) = parse_scores(text);
+    let readable = scores.iter().filter(|s| s.is_some()).count();
+    let s =
+        |k: &str| obj.as_ref().and_then(|o| o.get(k)).and_then(Value::as_str).map(str::to_string);
+    Some(Verdict {
+        role: role.to_string(),
+        model: reply.model.clone(),
+        overall: weighted(&scores),
+        critique: s("critique").unwrap_or_else(|| text.chars().take(600).collect()),
+        issues: issues_of(obj.as_ref()),
+        justification: s("justification"),
+        scores,
+        response_time_ms: reply.response_time_ms as i64,
+        parse_success: readable >= 4,
+    })
+}
+
+// ---- disagreement, final score, critique ----------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Disagreement {
+    pub has_disagreement: bool,
+    pub disagreeing_dimensions: Vec<String>,
+    pub max_spread: f64,
+    pub overall_spread: f64,
+    pub spreads: BTreeMap<String, f64>,
+    /// role -> dimension -> score.
+    pub evaluator_positions: BTreeMap<String, BTreeMap<String, Option<f64>>>,
+}
+
+fn spread(values: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = values.collect();
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let max = v.iter().cloned().fold(f64::MIN, f64::max);
+    let min = v.iter().cloned().fold(f64::MAX, f64::min);
+    ((max - min) * 10.0).round() / 10.0
+}
+
+/// The PRD's `detectDisagreement`: a spread > 2 on any dimension or overall.
+pub fn detect_disagreement(verdicts: &[Verdict]) -> Disagreement {
+    let mut spreads = BTreeMap::new();
+    let mut disagreeing = Vec::new();
+    for (i, d) in DIMENSIONS.iter().enumerate() {
+        let s = spread(verdicts.iter().filter_map(|v| v.scores[i]));
+        if s > DISAGREEMENT_SPREAD {
+            disagreeing.push(d.key.to_string());
+        }
+        spreads.insert(d.key.to_string(), s);
+    }
+    let overall_spread = spread(verdicts.iter().filter_map(|v| v.overall));
+    let max_spread = spreads.values().cloned().fold(overall_spread, f64::max);
+    let evaluator_positions = verdicts
+        .iter()
+        .map(|v| {
+            (
+                v.role.clone(),
+                DIMENSIONS.iter().zip(&v.scores).map(|(d, s)| (d.key.to_string(), *s)).collect(),
+            )
+        })
+        .collect();
+    Disagreement {
+        has_disagreement: !disagreeing.is_empty() || overall_spread > DISAGREEMENT_SPREAD,
+        disagreeing_dimensions: disagreeing,
+        max_spread,
+        overall_spread,
+        spreads,
+        evaluator_positions,
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n.is_multiple_of(2) { (v[n / 2 - 1] + v[n / 2]) / 2.0 } else { v[n / 2] })
+}
+
+/// Per-dimension final scores: the median of the evaluators' (current) scores, except on
+/// disputed dimensions the Arbiter scored, where it counts 1.5 times against one each.
+pub fn final_scores(verdicts: &[Verdict], arbiter: &BTreeMap<String, f64>) -> [Option<f64>; 7] {
+    std::array::from_fn(|i| {
+        let values: Vec<f64> = verdicts.iter().filter_map(|v| v.scores[i]).collect();
+        let s = match arbiter.get(DIMENSIONS[i].key) {
+            Some(a) => Some(
+                (values.iter().sum::<f64>() + ARBITER_WEIGHT * a)
+                    / (values.len() as f64 + ARBITER_WEIGHT),
+            ),
+            None => median(values),
+        };
+        s.map(|x| (x * 10.0).round() / 10.0)
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CritiqueItem {
+    pub dimension: String,
+    pub issue: String,
+    pub suggested_fix: String,
+    pub quote: String,
+    pub priority: String,
+    /// The personas that raised it.
+    pub flagged_by: Vec<String>,
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() > 3)
+        .map(str::to_string)
+        .collect()
+}
+
+fn similar(a: &Issue, b: &Issue) -> bool {
+    if a.dimension != b.dimension {
+        return false;
+    }
+    let (wa, wb) = (words(&a.issue), words(&b.issue));
+    let shared = wa.iter().filter(|w| wb.contains(w)).count();
+    shared * 2 >= wa.len().min(wb.len()).max(1)
+}
+
+/// Merges the evaluators' issues, de-duplicates similar ones (same dimension, mostly the same
+/// words), ranks them by agreement, then severity (how far the dimension's score falls short,
+/// times its weight, plus the stated severity), then actionability (a fix and a quote), and
+/// keeps the top 5.
+pub fn consolidate(verdicts: &[Verdict], scores: &[Option<f64>; 7]) -> Vec<CritiqueItem> {
+    let mut groups: Vec<(Issue, Vec<String>)> = Vec::new();
+    for v in verdicts {
+        for issue in &v.issues {
+            match groups.iter_mut().find(|(g, _)| similar(g, issue)) {
+                Some((g, by)) => {
+                    if !by.contains(&v.role) {
+                        by.push(v.role.clone());
+                    }
+                    if g.suggested_fix.is_empty() {
+                        g.suggested_fix = issue.suggested_fix.clone();
+                    }
+                    if g.quote.is_empty() {
+                        g.quote = issue.quote.clone();
+                    }
+                    if issue.severity == "high" {
+                        g.severity = "high".into();
+                    }
+                }
+                None => groups.push((issue.clone(), vec![v.role.clone()])),
+            }
+        }
+    }
+    let impact = |i: &Issue| {
+        let dim = DIMENSIONS.iter().position(|d| d.key == i.dimension);
+        let shortfall =
+            dim.and_then(|d| scores[d].map(|s| (10.0 - s) * DIMENSIONS[d].weight)).unwrap_or(0.0);
+        let stated = match i.severity.as_str() {
+            "high" => 1.0,
+            "low" => 0.0,
+            _ => 0.5,
+        };
+        shortfall + stated
+    };
+    let actionable =
+        |i: &Issue| usize::from(!i.suggested_fix.is_empty()) + usize::from(!i.quote.is_empty());
+    groups.sort_by(|(a, ba), (b, bb)| {
+        bb.len()
+            .cmp(&ba.len())
+            .then(impact(b).total_cmp(&impact(a)))
+            .then(actionable(b).cmp(&actionable(a)))
+    });
+    groups
+        .into_iter()
+        .take(5)
+        .map(|(i, by)| {
+            let priority = if by.len() >= 3 || (by.len() == 2 && i.severity == "high") {
+                "high"
+            } else if by.len() == 2 || i.severity == "high" {
+                "medium"
+            } else {
+                "low"
+            };
+            CritiqueItem {
+                dimension: i.dimension,
+                issue: i.issue,
+                suggested_fix: i.suggested_fix,
+                quote: i.quote,
+                priority: priority.into(),
+                flagged_by: by,
+            }
+        })
+        .collect()
+}
+
+/// Why a run needs a person: the disputed dimensions and where each evaluator stood.
+pub fn review_reason(d: &Disagreement) -> String {
+    let parts: Vec<String> = d
+        .disagreeing_dimensions
+        .iter()
+        .map(|k| {
+            let name = DIMENSIONS.iter().find(|x| x.key == k).map_or(k.as_str(), |x| x.name);
+            let pos: Vec<String> = d
+                .evaluator_positions
+                .iter()
+                .map(|(role, s)| {
+                    format!(
+                        "{role} {}",
+                        s.get(k).copied().flatten().map_or("-".into(), |x| format!("{x}"))
+                    )
+                })
+                .collect();
+            format!("{name} ({})", pos.join(", "))
+        })
+        .collect();
+    let dims = if parts.is_empty() { "the overall score".to_string() } else { parts.join("; ") };
+    format!("Evaluators still disagreed after discussion (spread above {DISAGREEMENT_SPREAD}) on {dims}; the Arbiter was called.")
+}
+
+// ---- the state machine ----------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Evaluating,
+    Discussing,
+    Arbitrating,
+    Done,
+}
+
+pub struct Clarity {
+    config: ClarityConfig,
+    ctx: RunContext,
+    phase: Phase,
+    batch: Batch,
+    initial: Vec<Verdict>,
+    current: Vec<Verdict>,
+    first_disagreement: Option<Disagreement>,
+    discussion_ran: bool,
+    title: TitleTracker,
+}
+
+impl Clarity {
+    pub fn new(config: &Value, ctx: RunContext) -> Self {
+        let config: ClarityConfig =
+            serde_json::from_value(config.clone()).unwrap_or(ClarityConfig {
+                content: ctx.question.clone(),
+                context: None,
+                title: None,
+                models: ["skeptic", "advocate", "generalist", "arbiter"]
+                    .iter()
+                    .map(|r| (r.to_string(), SIM_DEFAULT.to_string()))
+                    .collect(),
+                discussion: Discussion::Auto,
+                timeout_ms: 60_000,
+            });
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        Clarity {
+            config,
+            ctx,
+            phase: Phase::Evaluating,
+            batch: Batch::new("evaluate", 3),
+            initial: Vec::new(),
+            current: Vec::new(),
+            first_disagreement: None,
+            discussion_ran: false,
+            title,
+        }
+    }
+
+    fn model(&self, role: &str) -> String {
+        self.config.models.get(role).cloned().unwrap_or_else(|| SIM_DEFAULT.into())
+    }
+
+    fn call(&self, key: String, role: &str, system: &str, prompt: String, stage: &str) -> Effect {
+        Effect::Call(CallSpec {
+            key,
+            model: self.model(role),
+            messages: vec![ChatMessage::system(system), ChatMessage::user(prompt)],
+            stage: stage.into(),
+            role: role.into(),
+            timeout_ms: self.config.timeout_ms,
+        })
+    }
+
+    fn fail(&mut self, message: String) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let mut out = self.title.on_fail();
+        out.push(Effect::Fail { message });
+        out
+    }
+
+    fn verdict_row(stage_type: &str, order: i32, v: &Verdict, text: &str) -> Effect {
+        Effect::Store(StageRow {
+            stage_type: stage_type.into(),
+            stage_order: order,
+            model: Some(v.model.clone()),
+            role: Some(v.role.clone()),
+            content: text.to_string(),
+            parsed_data: Some(json!(v)),
+            response_time_ms: Some(v.response_time_ms),
+        })
+    }
+
+    fn on_evaluation(&mut self, reply: CallReply) -> Vec<Effect> {
+        let mut out = Vec::new();
+        let index =
+            reply.key.strip_prefix("evaluate:").and_then(|i| i.parse::<usize>().ok()).unwrap_or(0);
+        if let Some(v) = PERSONAS.get(index).and_then(|p| read_verdict(p.role, &reply)) {
+            out.push(Self::verdict_row("evaluation", 1, &v, reply.result.as_deref().unwrap_or("")));
+            out.push(Effect::emit("evaluator_complete", json!({ "data": v })));
+        }
+        if !self.batch.accept(reply) || !self.batch.complete() {
+            return out;
+        }
+        let replies = self.batch.take();
+        self.initial = replies
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| read_verdict(PERSONAS[i].role, r))
+            .filter(|v| v.parse_success)
+            .collect();
+        if self.initial.len() < 2 {
+            out.extend(self.fail("Fewer than 2 evaluators returned readable scores.".into()));
+            return out;
+        }
+        self.current = self.initial.clone();
+        let d = detect_disagreement(&self.initial);
+        out.push(Effect::Store(StageRow::computed("disagreement", 2, json!(d))));
+        if d.has_disagreement {
+            out.push(Effect::emit("disagreement_detected", json!({ "data": d })));
+        }
+        let discuss = match self.config.discussion {
+            Discussion::Always => true,
+            Discussion::Never => false,
+            Discussion::Auto => d.max_spread > AGREEMENT_SPREAD,
+        };
+        self.first_disagreement = Some(d.clone());
+        if discuss {
+            self.discussion_ran = true;
+            self.phase = Phase::Discussing;
+            self.batch = Batch::new("discuss", self.current.len());
+            out.push(Effect::emit(
+                "discussion_start",
+                json!({ "data": { "maxSpread": d.max_spread } }),
+            ));
+            for (i, v) in self.current.clone().iter().enumerate() {
+                let Some(p) = PERSONAS.iter().find(|p| p.role == v.role) else { continue };
+                let prompt = discussion_prompt(&self.config, p, &self.current);
+                out.push(self.call(
+                    self.batch.key(i),
+                    p.role,
+                    p.system_prompt,
+                    prompt,
+                    "discussion",
+                ));
+            }
+            return out;
+        }
+        out.extend(self.after_discussion(d));
+        out
+    }
+
+    fn on_discussion(&mut self) -> Vec<Effect> {
+        let replies = self.batch.take();
+        let mut out = Vec::new();
+        let mut changes = Vec::new();
+        for (i, before) in self.current.clone().iter().enumerate() {
+            let revised = replies
+                .get(i)
+                .and_then(|r| read_verdict(&before.role, r))
+                .filter(|v| v.parse_success);
+            match revised {
+                Some(mut v) => {
+                    // A dimension left out of the revision keeps its earlier score.
+                    for k in 0..7 {
+                        if v.scores[k].is_none() {
+                            v.scores[k] = before.scores[k];
+                        }
+                    }
+                    v.overall = weighted(&v.scores);
+                    let changed: Vec<&str> =
+                        DIMENSIONS.iter().enumerate().filter(|(k, _)| v.scores[*k] != before.scores[*k]).map(|(_, d)| d.key).collect();
+                    changes.push(json!({ "role": v.role, "changedDimensions": changed, "justification": v.justification }));
+                    out.push(Self::verdict_row("discussion", 3, &v, replies[i].result.as_deref().unwrap_or("")));
+                    self.current[i] = v;
+                }
+                None => changes.push(json!({ "role": before.role, "changedDimensions": [], "justification": null, "failed": true })),
+            }
+        }
+        let d = detect_disagreement(&self.current);
+        out.push(Effect::emit(
+            "discussion_complete",
+            json!({ "data": { "verdicts": self.current, "changes": changes, "disagreement": d } }),
+        ));
+        out.extend(self.after_discussion(d));
+        out
+    }
+
+    fn after_discussion(&mut self, d: Disagreement) -> Vec<Effect> {
+        if !d.has_disagreement {
+            return self.score(&BTreeMap::new(), None, &d);
+        }
+        // Dimensions to arbitrate: those still above the spread, or all when only the overall
+        // score is disputed.
+        let disputed = if d.disagreeing_dimensions.is_empty() {
+            DIMENSIONS.iter().map(|x| x.key.to_string()).collect()
+        } else {
+            d.disagreeing_dimensions.clone()
+        };
+        let summary: Vec<String> = self
+            .current
+            .iter()
+            .map(|v| {
+                format!(
+                    "{}: {}",
+                    v.role,
+                    v.justification.clone().unwrap_or_else(|| v.critique.clone())
+                )
+            })
+            .collect();
+        self.phase = Phase::Arbitrating;
+        self.first_disagreement =
+            Some(Disagreement { disagreeing_dimensions: disputed.clone(), ..d });
+        let prompt = arbiter_prompt(&self.config, &self.current, &disputed, &summary.join("\n"));
+        vec![
+            Effect::emit(
+                "arbiter_start",
+                json!({ "data": { "disputedDimensions": disputed, "model": self.model("arbiter") } }),
+            ),
+            self.call("arbiter".into(), "arbiter", ARBITER_PROMPT, prompt, "arbiter"),
+        ]
+    }
+
+    fn on_arbiter(&mut self, reply: CallReply) -> Vec<Effect> {
+        let Some(d) = self.first_disagreement.clone() else {
+            return self.fail("internal error: no disagreement".into());
+        };
+        let mut out = Vec::new();
+        let (scores, obj) = reply.result.as_deref().map(parse_scores).unwrap_or(([None; 7], None));
+        let arbiter: BTreeMap<String, f64> = DIMENSIONS
+            .iter()
+            .zip(scores)
+            .filter(|(dim, _)| d.disagreeing_dimensions.iter().any(|k| k == dim.key))
+            .filter_map(|(dim, s)| s.map(|s| (dim.key.to_string(), s)))
+            .collect();
+        let reasoning = obj
+            .as_ref()
+            .and_then(|o| o.get("reasoning"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let data = json!({ "model": reply.model, "scores": arbiter, "reasoning": reasoning,
+                           "responseTimeMs": reply.response_time_ms,
+                           "error": reply.result.as_ref().err().map(|e| e.message.clone()) });
+        if let Ok(text) = &reply.result {
+            out.push(Effect::Store(StageRow {
+                stage_type: "arbiter".into(),
+                stage_order: 4,
+                model: Some(reply.model.clone()),
+                role: Some("arbiter".into()),
+                content: text.clone(),
+                parsed_data: Some(data.clone()),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }));
+        }
+        out.push(Effect::emit("arbiter_complete", json!({ "data": data })));
+        out.extend(self.score(&arbiter, Some(review_reason(&d)), &d));
+        out
+    }
+
+    fn score(
+        &mut self,
+        arbiter: &BTreeMap<String, f64>,
+        review: Option<String>,
+        last: &Disagreement,
+    ) -> Vec<Effect> {
+        let scores = final_scores(&self.current, arbiter);
+        let method = if review.is_some() && !arbiter.is_empty() {
+            "arbiter"
+        } else if self.discussion_ran {
+            "post_discussion"
+        } else {
+            "median"
+        };
+        let overall = weighted(&scores).unwrap_or(0.0);
+        let breakdown: Vec<Value> = DIMENSIONS
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let by: BTreeMap<&str, Option<f64>> =
+                    self.current.iter().map(|v| (v.role.as_str(), v.scores[i])).collect();
+                json!({ "dimension": d.key, "name": d.name, "weight": d.weight, "score": scores[i],
+                        "evaluatorScores": by, "arbiterScore": arbiter.get(d.key) })
+            })
+            .collect();
+        let critique = consolidate(&self.current, &scores);
+        let result = json!({
+            "score": overall, "method": method, "breakdown": breakdown, "critique": critique,
+            "needsHumanReview": review.is_some(), "reviewReason": review,
+            "discussionRan": self.discussion_ran,
+            "initialDisagreement": self.first_disagreement_initial(), "finalDisagreement": last,
+            "verdicts": self.current,
+        });
+        let mut answer =
+            format!("Clarity score: {overall:.1}/10 (method: {})\n\n", method.replace('_', "-"));
+        for (i, d) in DIMENSIONS.iter().enumerate() {
+            answer.push_str(&format!(
+                "- {} ({:.0}%): {}\n",
+                d.name,
+                d.weight * 100.0,
+                scores[i].map_or("-".into(), |s| format!("{s:.1}"))
+            ));
+        }
+        if !critique.is_empty() {
+            answer.push_str("\nTop issues:\n");
+            for (n, c) in critique.iter().enumerate() {
+                answer.push_str(&format!(
+                    "{}. [{}] {}: {} Fix: {}\n",
+                    n + 1,
+                    c.priority,
+                    c.dimension,
+                    c.issue,
+                    c.suggested_fix
+                ));
+            }
+        }
+        if let Some(r) = &review {
+            answer.push_str(&format!("\nFlagged for human review: {r}\n"));
+        }
+        let mut out = vec![
+            Effect::Store(StageRow::computed("score", 5, result.clone())),
+            Effect::emit("score_complete", json!({ "data": result })),
+        ];
+        if let Some(r) = review {
+            out.push(Effect::FlagForReview { reason: r });
+        }
+        self.phase = Phase::Done;
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer });
+        out
+    }
+
+    /// The disagreement found before any discussion.
+    fn first_disagreement_initial(&self) -> Disagreement {
+        detect_disagreement(&self.initial)
+    }
+}
+
+impl Mode for Clarity {
+    fn start(&mut self) -> Vec<Effect> {
+        let mut out = vec![
+            Effect::emit(
+                "clarity_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id, "mode": "clarity",
+                        "models": self.config.models }),
+            ),
+            Effect::Store(StageRow {
+                stage_type: "brief".into(),
+                stage_order: 0,
+                model: None,
+                role: None,
+                content: self.config.content.clone(),
+                parsed_data: Some(
+                    json!({ "title": self.config.title, "context": self.config.context }),
+                ),
+                response_time_ms: None,
+            }),
+        ];
+        for (i, p) in PERSONAS.iter().enumerate() {
+            out.push(self.call(
+                self.batch.key(i),
+                p.role,
+                p.system_prompt,
+                evaluation_prompt(&self.config, p),
+                "evaluation",
+            ));
+        }
+        let model = self.model("generalist");
+        out.extend(self.title.call(
+            &model,
+            title_prompt(&self.config.content),
+            self.config.timeout_ms,
+        ));
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        match self.phase {
+            Phase::Evaluating => self.on_evaluation(reply),
+            Phase::Discussing => {
+                if self.batch.accept(reply) && self.batch.complete() {
+                    self.on_discussion()
+                } else {
+                    Vec::new()
+                }
+            }
+            Phase::Arbitrating if reply.key == "arbiter" => self.on_arbiter(reply),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The clarity result from stored rows: the brief, every evaluator's verdict before and after
+/// discussion, the Arbiter, and the score with its method.
+pub fn load_result(rows: &[StageRow]) -> Value {
+    let of = |t: &'static str| rows.iter().filter(move |r| r.stage_type == t);
+    let pd = |r: &StageRow| r.parsed_data.clone().unwrap_or(Value::Null);
+    let brief = of("brief").next().map(
+        |r| json!({ "content": r.content, "title": pd(r)["title"], "context": pd(r)["context"] }),
+    );
+    let evaluations: Vec<Value> = of("evaluation").map(pd).collect();
+    let discussion: Vec<Value> = of("discussion").map(pd).collect();
+    let score = of("score").next().map(pd);
+    json!({
+        "brief": brief,
+        "evaluations": evaluations,
+        "initialDisagreement": of("disagreement").next().map(pd),
+        "discussion": discussion,
+        "arbiter": of("arbiter").next().map(pd),
+        "score": score,
+    })
+}
+
+#[cfg(test)]
+#[path = "clarity_tests.rs"]
+mod tests;

@@ -1,0 +1,330 @@
+//! Clarity: parsing scorecards, the PRD's disagreement and scoring rules, the critique, and
+//! the state machine down each path (median, post-discussion, arbiter).
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::modes::testkit::{
+    ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
+};
+
+fn card(scores: [f64; 7], issues: &str) -> String {
+    let s: Vec<String> =
+        DIMENSIONS.iter().zip(scores).map(|(d, v)| format!("\"{}\": {v}", d.key)).collect();
+    format!("Here is my verdict.\n```json\n{{\"scores\": {{{}}}, \"critique\": \"ok\", \"issues\": [{issues}]}}\n```\nThanks.", s.join(", "))
+}
+
+fn issue(dim: &str, text: &str, sev: &str) -> String {
+    format!("{{\"dimension\": \"{dim}\", \"issue\": \"{text}\", \"suggestedFix\": \"fix it\", \"quote\": \"the brief says\", \"severity\": \"{sev}\"}}")
+}
+
+#[test]
+fn scorecards_are_read_from_json_or_lines() {
+    let (s, obj) = parse_scores(&card([8.0, 7.0, 6.5, 9.0, 7.0, 8.0, 6.0], ""));
+    assert_eq!(s, [Some(8.0), Some(7.0), Some(6.5), Some(9.0), Some(7.0), Some(8.0), Some(6.0)]);
+    assert!(obj.is_some());
+    let lines = "- **First-Principles Coherence**: 7\n- Internal Consistency: 8/10\nevidenceQuality = 4\nAccessibility — 11\n";
+    let (s, obj) = parse_scores(lines);
+    assert_eq!(&s[..4], &[Some(7.0), Some(8.0), Some(4.0), None], "11 is out of range");
+    assert!(obj.is_none());
+    // A quoted template before the real object: the object with scores counts.
+    let t = format!(
+        "Template: {{\"scores\": {{\"firstPrinciplesCoherence\": \"0-10\"}}}}\n{}",
+        card([5.0; 7], "")
+    );
+    assert_eq!(parse_scores(&t).0[0], Some(5.0));
+}
+
+proptest! {
+    #[test]
+    fn parsing_never_panics_and_scores_stay_in_range(text in "\\PC{0,400}") {
+        for s in parse_scores(&text).0.into_iter().flatten() {
+            prop_assert!((0.0..=10.0).contains(&s));
+        }
+    }
+}
+
+fn verdict(role: &str, scores: [f64; 7]) -> Verdict {
+    let s = scores.map(Some);
+    Verdict {
+        role: role.into(),
+        model: "m".into(),
+        overall: weighted(&s),
+        scores: s,
+        critique: String::new(),
+        issues: vec![],
+        justification: None,
+        response_time_ms: 1,
+        parse_success: true,
+    }
+}
+
+#[test]
+fn weights_sum_to_one_and_scores_are_weighted() {
+    assert!((DIMENSIONS.iter().map(|d| d.weight).sum::<f64>() - 1.0).abs() < 1e-9);
+    assert_eq!(
+        weighted(&[Some(10.0), Some(0.0), Some(0.0), Some(0.0), Some(0.0), Some(0.0), Some(0.0)]),
+        Some(2.0)
+    );
+    assert_eq!(
+        weighted(&[Some(10.0), None, None, None, None, None, None]),
+        Some(10.0),
+        "renormalised"
+    );
+}
+
+#[test]
+fn disagreement_is_a_spread_above_two_per_dimension_or_overall() {
+    let calm = [
+        verdict("skeptic", [7.0; 7]),
+        verdict("advocate", [8.0; 7]),
+        verdict("generalist", [9.0; 7]),
+    ];
+    let d = detect_disagreement(&calm);
+    assert!(!d.has_disagreement, "a spread of exactly 2 is not disagreement");
+    assert_eq!(d.max_spread, 2.0);
+    let mut s = [7.0; 7];
+    s[2] = 3.0;
+    let split =
+        [verdict("skeptic", s), verdict("advocate", [7.0; 7]), verdict("generalist", [7.5; 7])];
+    let d = detect_disagreement(&split);
+    assert_eq!(
+        (d.has_disagreement, d.disagreeing_dimensions.clone()),
+        (true, vec!["evidenceQuality".to_string()])
+    );
+    assert_eq!(d.evaluator_positions["skeptic"]["evidenceQuality"], Some(3.0));
+    assert!(review_reason(&d).contains("Evidence Quality (advocate 7, generalist 7.5, skeptic 3)"));
+}
+
+#[test]
+fn final_scores_use_medians_and_weight_the_arbiter() {
+    let v = [
+        verdict("skeptic", [2.0; 7]),
+        verdict("advocate", [8.0; 7]),
+        verdict("generalist", [6.0; 7]),
+    ];
+    assert_eq!(final_scores(&v, &BTreeMap::new())[0], Some(6.0));
+    let arb: BTreeMap<String, f64> = [("firstPrinciplesCoherence".to_string(), 5.0)].into();
+    // (2 + 8 + 6 + 1.5 * 5) / 4.5 = 5.2
+    let f = final_scores(&v, &arb);
+    assert_eq!((f[0], f[1]), (Some(5.2), Some(6.0)));
+}
+
+#[test]
+fn the_critique_merges_ranks_and_keeps_five() {
+    let mut a = verdict("skeptic", [4.0; 7]);
+    let mut b = verdict("advocate", [6.0; 7]);
+    let mut c = verdict("generalist", [6.0; 7]);
+    let parse = |s: String| {
+        issues_of(Some(&serde_json::from_str(&format!("{{\"issues\": [{s}]}}")).unwrap()))
+    };
+    a.issues = parse(
+        [
+            issue("evidenceQuality", "Claims lack cited sources", "high"),
+            issue("accessibility", "Jargon everywhere", "low"),
+        ]
+        .join(","),
+    );
+    b.issues = parse(
+        [
+            issue("evidenceQuality", "Claims lack any cited sources here", "medium"),
+            issue("objectivity", "One side only", "medium"),
+        ]
+        .join(","),
+    );
+    let distinct = [
+        "Loaded adjectives in the introduction",
+        "Selective statistics chosen",
+        "Headline casts workers as lazy",
+        "Only employer quotes appear",
+        "Emotive closing paragraph",
+        "Passive voice hides responsibility",
+    ];
+    c.issues = parse(
+        distinct.iter().map(|t| issue("biasDetection", t, "low")).collect::<Vec<_>>().join(","),
+    );
+    let crit = consolidate(&[a, b, c], &[Some(5.0); 7]);
+    assert_eq!(crit.len(), 5, "{crit:#?}");
+    assert_eq!(crit[0].dimension, "evidenceQuality", "two evaluators flagged it: first");
+    assert_eq!(crit[0].flagged_by, vec!["skeptic", "advocate"]);
+    assert_eq!(crit[0].priority, "high");
+    assert!(!crit[0].quote.is_empty() && !crit[0].suggested_fix.is_empty());
+}
+
+fn clarity(discussion: &str) -> Clarity {
+    let cfg = json!({ "content": "The brief text.", "context": null, "title": null, "discussion": discussion, "timeoutMs": 60000,
+                      "models": { "skeptic": "s", "advocate": "a", "generalist": "g", "arbiter": "arb" } });
+    Clarity::new(&cfg, ctx("Score this brief", vec![], false))
+}
+
+#[test]
+fn close_scores_skip_the_discussion_and_take_the_median() {
+    let mut c = clarity("auto");
+    let mut all = c.start();
+    let calls = stage_calls(&all);
+    assert_eq!(calls.len(), 3);
+    assert!(calls[0].messages[0].content.starts_with("You are the Skeptic"));
+    let e = feed(
+        &mut c,
+        vec![
+            ok(&calls[0], &card([7.0; 7], "")),
+            ok(&calls[1], &card([7.5; 7], "")),
+            ok(&calls[2], &card([8.0; 7], "")),
+        ],
+    );
+    all.extend(e.clone());
+    assert_eq!(events(&e).iter().filter(|x| *x == "evaluator_complete").count(), 3);
+    let score = emitted(&e, "score_complete").unwrap()["data"].clone();
+    assert_eq!(
+        (score["method"].clone(), score["score"].clone(), score["needsHumanReview"].clone()),
+        (json!("median"), json!(7.5), json!(false))
+    );
+    assert!(finished(&e).unwrap().starts_with("Clarity score: 7.5/10"));
+    assert!(!events(&all).contains(&"discussion_start".to_string()));
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["score"], score);
+    assert_eq!(loaded["evaluations"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_discussion_that_resolves_uses_the_revised_scores() {
+    let mut c = clarity("auto");
+    let calls = stage_calls(&c.start());
+    let mut low = [7.0; 7];
+    low[2] = 3.0;
+    let e = feed(
+        &mut c,
+        vec![
+            ok(&calls[0], &card(low, "")),
+            ok(&calls[1], &card([7.0; 7], "")),
+            ok(&calls[2], &card([7.0; 7], "")),
+        ],
+    );
+    assert!(events(&e).contains(&"disagreement_detected".to_string()));
+    let disc = stage_calls(&e);
+    assert_eq!(disc.len(), 3);
+    assert!(disc[0].messages[1]
+        .content
+        .contains("would you revise any scores? Explain your reasoning."));
+    assert!(disc[0].messages[1]
+        .content
+        .contains("Evidence Quality (evidenceQuality): skeptic 3, advocate 7, generalist 7"));
+    let mut revised = [7.0; 7];
+    revised[2] = 6.0;
+    let e = feed(
+        &mut c,
+        vec![ok(&disc[0], &card(revised, "")), err(&disc[1]), ok(&disc[2], &card([7.0; 7], ""))],
+    );
+    let done = emitted(&e, "discussion_complete").unwrap()["data"].clone();
+    assert_eq!(done["changes"][0]["changedDimensions"], json!(["evidenceQuality"]));
+    assert_eq!(done["changes"][1]["failed"], true, "a failed revision keeps the first verdict");
+    let score = emitted(&e, "score_complete").unwrap()["data"].clone();
+    assert_eq!(score["method"], "post_discussion");
+    assert_eq!(score["breakdown"][2]["score"], 7.0);
+    assert!(!e.iter().any(|x| matches!(x, Effect::FlagForReview { .. })));
+}
+
+#[test]
+fn lasting_disagreement_calls_the_arbiter_and_flags_the_run() {
+    for discussion in ["auto", "never"] {
+        let mut c = clarity(discussion);
+        let calls = stage_calls(&c.start());
+        let mut low = [7.0; 7];
+        low[2] = 2.0;
+        let mut e = feed(
+            &mut c,
+            vec![
+                ok(&calls[0], &card(low, "")),
+                ok(&calls[1], &card([7.0; 7], "")),
+                ok(&calls[2], &card([8.0; 7], "")),
+            ],
+        );
+        if discussion == "auto" {
+            let disc = stage_calls(&e);
+            e = feed(
+                &mut c,
+                disc.iter()
+                    .enumerate()
+                    .map(|(i, s)| ok(s, &card(if i == 0 { low } else { [7.0; 7] }, "")))
+                    .collect(),
+            );
+        }
+        let arb = stage_calls(&e);
+        assert_eq!((arb[0].key.as_str(), arb[0].model.as_str()), ("arbiter", "arb"));
+        assert!(arb[0].messages[1]
+            .content
+            .contains("DISPUTED DIMENSIONS: Evidence Quality (`evidenceQuality`)"));
+        let out = c.on_reply(ok(
+            &arb[0],
+            "{\"scores\": {\"evidenceQuality\": 5, \"accessibility\": 1}, \"reasoning\": \"r\"}",
+        ));
+        let score = emitted(&out, "score_complete").unwrap()["data"].clone();
+        assert_eq!(score["method"], "arbiter");
+        assert_eq!(score["breakdown"][2]["arbiterScore"], 5.0);
+        assert_eq!(
+            score["breakdown"][3]["arbiterScore"],
+            json!(null),
+            "only disputed dimensions are arbitrated"
+        );
+        assert_eq!(score["needsHumanReview"], true);
+        assert!(out.iter().any(
+            |x| matches!(x, Effect::FlagForReview { reason } if reason.contains("Evidence Quality"))
+        ));
+    }
+}
+
+#[test]
+fn a_failing_arbiter_still_scores_and_flags_and_too_few_evaluators_fail() {
+    let mut c = clarity("never");
+    let calls = stage_calls(&c.start());
+    let mut low = [7.0; 7];
+    low[0] = 1.0;
+    let e = feed(
+        &mut c,
+        vec![
+            ok(&calls[0], &card(low, "")),
+            ok(&calls[1], &card([7.0; 7], "")),
+            ok(&calls[2], &card([7.0; 7], "")),
+        ],
+    );
+    let out = c.on_reply(err(&stage_calls(&e)[0]));
+    let score = emitted(&out, "score_complete").unwrap()["data"].clone();
+    assert_eq!(
+        (score["needsHumanReview"].clone(), score["method"].clone()),
+        (json!(true), json!("median"))
+    );
+    let mut c = clarity("auto");
+    let calls = stage_calls(&c.start());
+    let e = feed(
+        &mut c,
+        vec![ok(&calls[0], &card([7.0; 7], "")), err(&calls[1]), ok(&calls[2], "no scores at all")],
+    );
+    assert!(failed(&e).is_some());
+}
+
+#[test]
+fn validation() {
+    let d = Defaults { offline: true, stage_timeout_ms: 60_000 };
+    let v =
+        validate(&json!({ "mode": "clarity", "modeConfig": { "content": "brief" } }), &d).unwrap();
+    assert_eq!(v.question, "Score this brief");
+    assert_eq!(v.config["models"]["arbiter"], "sim/haiku");
+    assert_eq!(v.config["discussion"], "auto");
+    let field = |cfg: Value| {
+        validate(&json!({ "mode": "clarity", "modeConfig": cfg }), &d).unwrap_err().field
+    };
+    assert_eq!(field(json!({ "content": "" })), "modeConfig.content");
+    assert_eq!(
+        field(json!({ "content": "x", "discussion": "sometimes" })),
+        "modeConfig.discussion"
+    );
+    assert_eq!(
+        field(json!({ "content": "x", "models": { "judge": "m" } })),
+        "modeConfig.models.judge"
+    );
+    assert_eq!(
+        field(json!({ "content": "x", "models": { "skeptic": "" } })),
+        "modeConfig.models.skeptic"
+    );
+}
