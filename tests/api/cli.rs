@@ -200,3 +200,24 @@ fn run_delphi_shows_each_rounds_statistics() {
     assert!(progress.contains("■ round 1 — mean"), "{progress}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("Delphi Consensus Report"));
 }
+
+#[test]
+fn run_clarity_prints_the_score_breakdown_and_critique() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("brief.md"), "# Brief\nTrials reported stable productivity.")
+        .unwrap();
+    let out = conclave()
+        .current_dir(dir.path())
+        .args(["run", "clarity", "--content-file", "brief.md"])
+        .env("DATABASE_URL", format!("sqlite://{}", dir.path().join("c.db").display()))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.starts_with("Clarity score: "), "{stdout}");
+    assert!(
+        stdout.contains("Evidence Quality (15%)") && stdout.contains("Top issues:"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("■ score"));
+}

@@ -351,3 +351,78 @@ async fn delphi_runs_through_the_sim_server_and_refuses_bad_requests() {
     assert_eq!((status, body["field"].as_str()), (400, Some("modeConfig.maxRounds")));
     app.stop().await;
 }
+
+const BRIEF: &str = "# The UK four-day work week\n\nTrials in 2022 across 61 companies reported stable productivity and lower burnout. Critics argue the sample was self-selected.";
+
+#[actix_web::test]
+async fn clarity_scores_a_brief_and_flagged_runs_reach_the_review_queue() {
+    let app = spawn_with(Options { sim_over_http: true, ..Options::default() }).await;
+    let request =
+        json!({ "mode": "clarity", "modeConfig": { "content": BRIEF, "title": "Four-day week" } });
+    let (stored, events) = run_over_ws(&app, request).await;
+    assert_eq!(stored["status"], "completed", "{stored}");
+    let names = stage_events(&events);
+    assert_eq!(names[0], "clarity_start");
+    assert_eq!(names.iter().filter(|e| *e == "evaluator_complete").count(), 3);
+    let score = data_of(&events, "score_complete")["data"].clone();
+    assert_eq!(stored["result"]["score"], score, "the result reloads from the rows");
+    assert_eq!(stored["result"]["evaluations"].as_array().unwrap().len(), 3);
+    let s = score["score"].as_f64().unwrap();
+    assert!((0.0..=10.0).contains(&s) && (s * 10.0).fract() == 0.0, "0-10 with one decimal: {s}");
+    assert_eq!(score["breakdown"].as_array().unwrap().len(), 7);
+    assert!(score["critique"].as_array().unwrap().len() <= 5);
+    let method = score["method"].as_str().unwrap();
+    assert_eq!(
+        names.contains(&"arbiter_start".to_string()),
+        method == "arbiter" || score["needsHumanReview"] == true
+    );
+    // Run briefs until one needs the Arbiter (the sim's skeptic disputes about half of them).
+    let mut flagged = None;
+    for i in 0..12 {
+        let started = app
+            .start(json!({ "mode": "clarity", "modeConfig": { "content": format!("{BRIEF}\n\nVariant {i}.") } }))
+            .await;
+        let run = app.wait_done(started["runId"].as_str().unwrap()).await;
+        assert_eq!(run["status"], "completed", "{run}");
+        if run["result"]["score"]["needsHumanReview"] == true {
+            assert_eq!(run["result"]["score"]["method"], "arbiter");
+            assert!(run["result"]["arbiter"].is_object());
+            assert_eq!(run["review"]["needsHumanReview"], true);
+            flagged = Some(started["runId"].as_str().unwrap().to_string());
+            break;
+        }
+    }
+    let flagged = flagged.expect("some brief needed the Arbiter");
+    let (_, pending) = app.get("/api/reviews").await;
+    let entry = pending["reviews"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["runId"] == flagged.as_str())
+        .unwrap()
+        .clone();
+    assert!(entry["reason"].as_str().unwrap().contains("Arbiter"));
+    let (status, marked) = app
+        .post(
+            &format!("/api/reviews/{flagged}"),
+            &json!({ "note": "Checked: the skeptic had a point." }),
+        )
+        .await;
+    assert_eq!(status, 200, "{marked}");
+    assert!(marked["reviewedAt"].is_number());
+    let (_, pending) = app.get("/api/reviews?status=pending").await;
+    assert!(pending["reviews"].as_array().unwrap().iter().all(|r| r["runId"] != flagged.as_str()));
+    let (_, reviewed) = app.get("/api/reviews?status=reviewed").await;
+    assert_eq!(reviewed["reviews"][0]["note"], "Checked: the skeptic had a point.");
+    assert_eq!(app.post("/api/reviews/not-a-run", &json!({ "note": "x" })).await.0, 404);
+    assert_eq!(app.post(&format!("/api/reviews/{flagged}"), &json!({ "nope": 1 })).await.0, 400);
+    assert_eq!(app.get("/api/reviews?status=maybe").await.0, 400);
+    let (status, body) = app
+        .post(
+            "/api/deliberations",
+            &json!({ "mode": "clarity", "modeConfig": { "content": "x", "discussion": "often" } }),
+        )
+        .await;
+    assert_eq!((status, body["field"].as_str()), (400, Some("modeConfig.discussion")));
+    app.stop().await;
+}
