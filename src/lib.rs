@@ -9,10 +9,12 @@
 //! - [`config`]: configuration file, environment and flags; provider routes.
 //! - [`app`]: wiring: builds the server (or, for the CLI, the engine alone).
 //! - [`cli`]: the terminal client's `run` command.
+//! - [`bench`]: benchmark commands that print figures.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod app;
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod engine;

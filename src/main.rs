@@ -75,12 +75,34 @@ enum Command {
     },
     /// Apply database migrations and exit (the server also does this at start).
     Migrate,
+    /// Print benchmark figures.
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchWhat {
+    /// Clarity's latency per panel against sim models, with the PRD's 15 s budget.
+    Clarity {
+        /// Panels to run.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Latency of every sim call, in milliseconds (a fast model's typical answer time).
+        #[arg(long, default_value_t = 2500)]
+        latency_ms: u64,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The terminal client draws its own progress; logs would interleave with it.
-    let level = if matches!(cli.command, Some(Command::Run { .. })) { "error" } else { "info" };
+    let level = if matches!(cli.command, Some(Command::Run { .. } | Command::Bench { .. })) {
+        "error"
+    } else {
+        "info"
+    };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
     let bind = match &cli.command {
         Some(Command::Serve { bind }) => bind.clone(),
@@ -144,6 +166,18 @@ fn main() -> ExitCode {
                 }
             }
             Command::SimServer { bind } => sim(config, &bind).await,
+            Command::Bench { what: BenchWhat::Clarity { runs, latency_ms } } => {
+                match conclave::bench::clarity(config, runs.max(1), latency_ms).await {
+                    Ok(figures) => {
+                        print!("{}", figures.report(latency_ms));
+                        0
+                    }
+                    Err(e) => {
+                        eprintln!("conclave: {e}");
+                        1
+                    }
+                }
+            }
             Command::Migrate => match conclave::store::db::connect(&config.database_url, 1) {
                 Ok(_) => {
                     println!("migrations applied to {}", config.database_url);

@@ -133,10 +133,10 @@ impl Provider for SimProvider {
                 Some(tx) => {
                     // Stream in about a dozen pieces spread over the latency.
                     let words: Vec<&str> = text.split_inclusive(' ').collect();
-                    let pieces = words.len().clamp(1, 12);
-                    let per = words.len().div_ceil(pieces).max(1);
-                    let pause = latency / pieces as u32;
-                    for chunk in words.chunks(per) {
+                    let per = words.len().div_ceil(12).max(1);
+                    let chunks: Vec<&[&str]> = words.chunks(per).collect();
+                    let pause = latency / chunks.len().max(1) as u32;
+                    for chunk in chunks {
                         tokio::time::sleep(pause).await;
                         let _ = tx.send(chunk.concat());
                     }
