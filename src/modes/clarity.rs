@@ -690,21 +690,19 @@ impl Clarity {
     }
 
     fn call(&self, key: String, role: &str, system: &str, prompt: String, stage: &str) -> Effect {
-        Effect::Call(CallSpec {
+        Effect::Call(CallSpec::new(
             key,
-            model: self.model(role),
-            messages: vec![ChatMessage::system(system), ChatMessage::user(prompt)],
-            stage: stage.into(),
-            role: role.into(),
-            timeout_ms: self.config.timeout_ms,
-        })
+            &self.model(role),
+            vec![ChatMessage::system(system), ChatMessage::user(prompt)],
+            stage,
+            role,
+            self.config.timeout_ms,
+        ))
     }
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
         self.phase = Phase::Done;
-        let mut out = self.title.on_fail();
-        out.push(Effect::Fail { message });
-        out
+        self.title.fail(message)
     }
 
     fn verdict_row(stage_type: &str, order: i32, v: &Verdict, text: &str) -> Effect {

@@ -229,14 +229,14 @@ impl TitleTracker {
             return None;
         }
         self.state = TitleState::Pending;
-        Some(super::Effect::Call(super::CallSpec {
-            key: TITLE_KEY.to_string(),
-            model: model.to_string(),
-            messages: vec![ChatMessage::user(prompt)],
-            stage: "title".into(),
-            role: "title".into(),
+        Some(super::Effect::Call(super::CallSpec::new(
+            TITLE_KEY,
+            model,
+            vec![ChatMessage::user(prompt)],
+            "title",
+            "title",
             timeout_ms,
-        }))
+        )))
     }
 
     fn send(&mut self, title: String) -> Vec<super::Effect> {
@@ -273,6 +273,13 @@ impl TitleTracker {
             }
             TitleState::NotWanted | TitleState::Sent => Vec::new(),
         }
+    }
+
+    /// The effects of a failing run: the fallback title (for a new conversation), then `Fail`.
+    pub fn fail(&mut self, message: String) -> Vec<super::Effect> {
+        let mut out = self.on_fail();
+        out.push(super::Effect::Fail { message });
+        out
     }
 
     /// The run is failing: a new conversation still gets a name.

@@ -336,21 +336,19 @@ impl Council {
         stage: &str,
         role: &str,
     ) -> Effect {
-        Effect::Call(CallSpec {
+        Effect::Call(CallSpec::new(
             key,
-            model: model.to_string(),
-            messages: prompt_messages,
-            stage: stage.to_string(),
-            role: role.to_string(),
-            timeout_ms: self.config.timeout_ms,
-        })
+            model,
+            prompt_messages,
+            stage,
+            role,
+            self.config.timeout_ms,
+        ))
     }
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
         self.phase = Phase::Done;
-        let mut out = self.title.on_fail();
-        out.push(Effect::Fail { message });
-        out
+        self.title.fail(message)
     }
 
     fn on_stage1(&mut self, reply: CallReply) -> Vec<Effect> {

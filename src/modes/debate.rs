@@ -303,21 +303,19 @@ impl Debate {
     }
 
     fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> Effect {
-        Effect::Call(CallSpec {
+        Effect::Call(CallSpec::new(
             key,
-            model: model.to_string(),
-            messages: vec![ChatMessage::user(prompt)],
-            stage: stage.into(),
-            role: role.into(),
-            timeout_ms: self.config.timeout_ms,
-        })
+            model,
+            vec![ChatMessage::user(prompt)],
+            stage,
+            role,
+            self.config.timeout_ms,
+        ))
     }
 
     fn fail(&mut self, message: &str) -> Vec<Effect> {
         self.phase = Phase::Done;
-        let mut out = self.title.on_fail();
-        out.push(Effect::Fail { message: message.to_string() });
-        out
+        self.title.fail(message.to_string())
     }
 
     fn on_round1(&mut self) -> Vec<Effect> {

@@ -920,21 +920,19 @@ impl Delphi {
     }
 
     fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> Effect {
-        Effect::Call(CallSpec {
+        Effect::Call(CallSpec::new(
             key,
-            model: model.to_string(),
-            messages: vec![ChatMessage::user(prompt)],
-            stage: stage.into(),
-            role: role.into(),
-            timeout_ms: self.config.timeout_ms,
-        })
+            model,
+            vec![ChatMessage::user(prompt)],
+            stage,
+            role,
+            self.config.timeout_ms,
+        ))
     }
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
         self.phase = Phase::Done;
-        let mut out = self.title.on_fail();
-        out.push(Effect::Fail { message });
-        out
+        self.title.fail(message)
     }
 
     fn kind(&self) -> QuestionType {

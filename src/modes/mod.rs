@@ -56,6 +56,26 @@ pub struct CallSpec {
     pub timeout_ms: u64,
 }
 
+impl CallSpec {
+    pub fn new(
+        key: impl Into<String>,
+        model: &str,
+        messages: Vec<ChatMessage>,
+        stage: &str,
+        role: &str,
+        timeout_ms: u64,
+    ) -> Self {
+        CallSpec {
+            key: key.into(),
+            model: model.to_string(),
+            messages,
+            stage: stage.to_string(),
+            role: role.to_string(),
+            timeout_ms,
+        }
+    }
+}
+
 /// Token usage and cost reported by a provider for one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -133,21 +133,12 @@ impl Vote {
         stage: &str,
         role: &str,
     ) -> Effect {
-        Effect::Call(CallSpec {
-            key,
-            model: model.to_string(),
-            messages,
-            stage: stage.into(),
-            role: role.into(),
-            timeout_ms: self.config.timeout_ms,
-        })
+        Effect::Call(CallSpec::new(key, model, messages, stage, role, self.config.timeout_ms))
     }
 
     fn fail(&mut self, message: &str) -> Vec<Effect> {
         self.phase = Phase::Done;
-        let mut out = self.title.on_fail();
-        out.push(Effect::Fail { message: message.to_string() });
-        out
+        self.title.fail(message.to_string())
     }
 
     fn label_to_model(&self) -> BTreeMap<String, String> {
