@@ -80,8 +80,10 @@ fn title(p: &Prompt) -> Option<String> {
         return None;
     }
     let quoted = p.last.split('"').nth(1).unwrap_or(p.last);
-    const QUESTION_WORDS: &[&str] =
-        &["what", "which", "when", "where", "does", "should", "would", "could", "have"];
+    const QUESTION_WORDS: &[&str] = &[
+        "what", "which", "when", "where", "does", "should", "would", "could", "have", "many",
+        "much", "will", "there", "this", "that", "with", "from", "into", "about", "your", "their",
+    ];
     let mut words: Vec<String> = keywords(quoted)
         .into_iter()
         .filter(|w| !QUESTION_WORDS.contains(&w.to_lowercase().as_str()))
