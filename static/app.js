@@ -302,6 +302,14 @@ async function openConversation(id) {
     if (result.stage1 && result.stage1.length) renderStage1(view, result.stage1);
     if (result.stage2 && result.stage2.length) renderStage2(view, result.stage2, result.stage2Metadata);
     if (result.stage3) renderStage3(view, result.stage3);
+    else if (rr.answer) {
+      // Other modes (vote, jury, debate, delphi, clarity) have their own views in the full
+      // client; this page shows their final answer.
+      const s = showStage(view, "stage3");
+      s.classList.remove("pending");
+      s.querySelector("h3").textContent = `${rr.mode} · answer`;
+      s.querySelector(".body").replaceChildren(el("div", "text", rr.answer));
+    }
     if (rr.status === "running") {
       state.runs.set(run.id, { lastSeq: 0, view, ended: false });
       send({ type: "watch", run: run.id, since: 0 });
