@@ -51,6 +51,7 @@ pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppErro
         token_flush: config.token_flush,
         retention: config.retention,
         finish_grace: config.finish_grace,
+        retry: config.retry,
     };
     Ok(Engine::launch(store, config.providers(), settings))
 }

@@ -74,6 +74,11 @@ pub struct FileConfig {
     /// Interval between WebSocket pings, and how long a silent client is kept.
     pub heartbeat_interval_ms: Option<u64>,
     pub client_timeout_ms: Option<u64>,
+    /// Attempts per model call, the first included (1 = no retries); default 4.
+    pub retry_max_attempts: Option<u32>,
+    /// First backoff delay; it doubles per attempt (with jitter) unless the provider says
+    /// `Retry-After`. Default 500.
+    pub retry_base_delay_ms: Option<u64>,
 }
 
 /// Values given on the command line or in the environment (they win over the file).
@@ -101,6 +106,7 @@ pub struct Config {
     pub retention: Duration,
     /// How long a title may still arrive after the answer before the run completes without it.
     pub finish_grace: Duration,
+    pub retry: crate::engine::retry::RetryPolicy,
 }
 
 impl Config {
@@ -119,6 +125,7 @@ impl Config {
             token_flush: Duration::from_millis(100),
             retention: Duration::from_secs(600),
             finish_grace: Duration::from_secs(10),
+            retry: crate::engine::retry::RetryPolicy::default(),
         }
     }
 
@@ -191,6 +198,17 @@ impl Config {
         }
         if let Some(ms) = file.client_timeout_ms {
             c.client_timeout = Duration::from_millis(ms.max(200));
+        }
+        if let Some(n) = file.retry_max_attempts {
+            if !(1..=10).contains(&n) {
+                return Err(ConfigError::Invalid(
+                    "retry_max_attempts must be between 1 and 10".into(),
+                ));
+            }
+            c.retry.max_attempts = n;
+        }
+        if let Some(ms) = file.retry_base_delay_ms {
+            c.retry.base_delay = Duration::from_millis(ms.clamp(10, 60_000));
         }
         Ok(c)
     }

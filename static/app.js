@@ -196,6 +196,14 @@ function onEvent(msg) {
       break;
     }
     case "token": liveText(v, d); break;
+    case "call_retry": {
+      // The failed attempt's streamed text is void; the retry streams afresh.
+      const pre = v.live.get(d.key);
+      if (pre) pre.textContent = "";
+      const chip = callChip(v, d);
+      chip.title = `retrying after: ${(d.error && d.error.message) || "error"}`;
+      break;
+    }
     case "complete": endRun(msg.run, "completed"); break;
     case "error": endRun(msg.run, "failed: " + (d.message || "")); break;
     case "cancelled": endRun(msg.run, "cancelled"); break;

@@ -14,7 +14,8 @@ use serde_json::{json, Value};
 
 use super::events::{is_transient, EventFrame};
 use super::hub::{CancelRun, Hub, Publish, RunEnded};
-use super::model_call::{CallDelta, CallFinished, ModelCall, StopCall};
+use super::model_call::{CallDelta, CallFinished, CallOwner, CallRetrying, ModelCall, StopCall};
+use super::retry::RetryPolicy;
 use crate::modes::{CallReply, CallSpec, Effect, Mode, Usage};
 use crate::providers::Providers;
 use crate::store::{
@@ -46,6 +47,7 @@ pub struct DeliberationSetup {
     pub token_flush: Duration,
     /// How long calls still in flight (a title) may hold a run that has its answer.
     pub finish_grace: Duration,
+    pub retry: RetryPolicy,
 }
 
 pub struct Deliberation {
@@ -58,6 +60,7 @@ pub struct Deliberation {
     providers: Providers,
     token_flush: Duration,
     finish_grace: Duration,
+    retry: RetryPolicy,
     seq: i64,
     stage_position: i32,
     phase: Phase,
@@ -80,6 +83,7 @@ impl Deliberation {
             providers: setup.providers,
             token_flush: setup.token_flush,
             finish_grace: setup.finish_grace,
+            retry: setup.retry,
             seq: 0,
             stage_position: 0,
             phase: Phase::Running,
@@ -144,13 +148,14 @@ impl Deliberation {
                             "stage": spec.stage, "role": spec.role,
                         }),
                     ));
-                    let addr = ModelCall::new(
-                        spec.clone(),
-                        self.providers.clone(),
-                        ctx.address().recipient(),
-                        ctx.address().recipient(),
-                    )
-                    .start();
+                    let owner = CallOwner {
+                        finished: ctx.address().recipient(),
+                        deltas: ctx.address().recipient(),
+                        retrying: ctx.address().recipient(),
+                    };
+                    let addr =
+                        ModelCall::new(spec.clone(), self.providers.clone(), self.retry, owner)
+                            .start();
                     self.in_flight.insert(spec.key.clone(), (addr, spec));
                 }
                 Effect::Emit { event, data } => events.push((event, data)),
@@ -342,6 +347,29 @@ impl Handler<CallFinished> for Deliberation {
         self.publish(vec![("call_complete".to_string(), data)]);
         let effects = self.mode.on_reply(reply);
         self.execute(effects, ctx);
+    }
+}
+
+impl Handler<CallRetrying> for Deliberation {
+    type Result = ();
+    fn handle(&mut self, msg: CallRetrying, _: &mut Context<Self>) {
+        let Some((_, spec)) = self.in_flight.get(&msg.key) else { return };
+        let data = json!({
+            "key": msg.key, "model": spec.model, "stage": spec.stage, "role": spec.role,
+            "attempt": msg.attempt, "delayMs": msg.delay_ms, "error": msg.error,
+        });
+        log::warn!(
+            "run {}: call {} attempt {} failed ({}); retrying in {} ms",
+            self.run_id,
+            msg.key,
+            msg.attempt,
+            msg.error.message,
+            msg.delay_ms
+        );
+        // Text streamed by the failed attempt is void: flush what is pending first so the
+        // `call_retry` event marks exactly where it ends.
+        self.flush_tokens();
+        self.publish(vec![("call_retry".to_string(), data)]);
     }
 }
 

@@ -8,6 +8,7 @@ pub mod deliberation;
 pub mod events;
 pub mod hub;
 pub mod model_call;
+pub mod retry;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -65,6 +66,7 @@ pub struct EngineSettings {
     pub retention: Duration,
     /// See [`deliberation::DeliberationSetup::finish_grace`].
     pub finish_grace: Duration,
+    pub retry: retry::RetryPolicy,
 }
 
 /// Cloneable handle to the engine's actors.
@@ -213,6 +215,7 @@ impl Engine {
             providers: self.providers.clone(),
             token_flush: self.settings.token_flush,
             finish_grace: self.settings.finish_grace,
+            retry: self.settings.retry,
         }));
         Ok(StartedRun { run_id, conversation_id, message_id, mode: req.mode })
     }

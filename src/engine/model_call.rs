@@ -1,6 +1,10 @@
 //! One ModelCall actor per model per stage: runs a provider request with the call's timeout,
 //! forwards streamed deltas to its Deliberation, reports the outcome, and stops.
 //!
+//! Transient failures (429, 5xx, broken connections) are retried with backoff inside the call's
+//! timeout budget (see [`super::retry`]); each retry is reported so watchers can reset text
+//! streamed by the failed attempt.
+//!
 //! Stopping the actor (on cancel or when the run fails) drops the request future, and with it
 //! the HTTP connection: that is how a cancelled run stops its in-flight calls.
 
@@ -11,6 +15,8 @@ use tokio::sync::mpsc;
 
 use crate::modes::{CallError, CallErrorKind, CallReply, CallSpec};
 use crate::providers::Providers;
+
+use super::retry::RetryPolicy;
 
 /// A call finished (successfully or not).
 #[derive(Message)]
@@ -27,6 +33,17 @@ pub struct CallDelta {
     pub delta: String,
 }
 
+/// An attempt failed and another follows after `delay_ms` (text streamed so far is void).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CallRetrying {
+    pub key: String,
+    /// The attempt that failed (1-based).
+    pub attempt: u32,
+    pub delay_ms: u64,
+    pub error: CallError,
+}
+
 /// Abandon the call now.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -35,18 +52,29 @@ pub struct StopCall {}
 pub struct ModelCall {
     spec: Option<CallSpec>,
     providers: Providers,
+    retry: RetryPolicy,
     finished: Recipient<CallFinished>,
     deltas: Recipient<CallDelta>,
+    retrying: Recipient<CallRetrying>,
+}
+
+/// Where a ModelCall reports to (its Deliberation).
+pub struct CallOwner {
+    pub finished: Recipient<CallFinished>,
+    pub deltas: Recipient<CallDelta>,
+    pub retrying: Recipient<CallRetrying>,
 }
 
 impl ModelCall {
-    pub fn new(
-        spec: CallSpec,
-        providers: Providers,
-        finished: Recipient<CallFinished>,
-        deltas: Recipient<CallDelta>,
-    ) -> Self {
-        ModelCall { spec: Some(spec), providers, finished, deltas }
+    pub fn new(spec: CallSpec, providers: Providers, retry: RetryPolicy, owner: CallOwner) -> Self {
+        ModelCall {
+            spec: Some(spec),
+            providers,
+            retry,
+            finished: owner.finished,
+            deltas: owner.deltas,
+            retrying: owner.retrying,
+        }
     }
 }
 
@@ -66,29 +94,53 @@ impl Actor for ModelCall {
             }
             .into_actor(self),
         );
-        let request = self.providers.chat(&spec.model, spec.messages.clone(), Some(tx));
+        let providers = self.providers.clone();
+        let policy = self.retry;
+        let retrying = self.retrying.clone();
         let timeout = Duration::from_millis(spec.timeout_ms);
         let started = Instant::now();
         ctx.spawn(
             async move {
-                let outcome = tokio::time::timeout(timeout, request).await;
-                let elapsed = started.elapsed().as_millis() as u64;
-                let (result, usage) = match outcome {
-                    Ok(Ok(resp)) => (Ok(resp.text), resp.usage),
-                    Ok(Err(e)) => (Err(e), None),
-                    Err(_) => (
-                        Err(CallError {
-                            kind: CallErrorKind::Timeout,
-                            status: None,
-                            message: format!("no answer within {} ms", timeout.as_millis()),
-                        }),
+                let deadline = started + timeout;
+                let timed_out = || {
+                    CallError::new(
+                        CallErrorKind::Timeout,
                         None,
-                    ),
+                        format!("no answer within {} ms", timeout.as_millis()),
+                    )
+                };
+                let mut attempt = 1u32;
+                let (result, usage) = loop {
+                    let remaining = deadline.saturating_duration_since(Instant::now());
+                    let request =
+                        providers.chat(&spec.model, spec.messages.clone(), Some(tx.clone()));
+                    let e = match tokio::time::timeout(remaining, request).await {
+                        Ok(Ok(resp)) => break (Ok(resp.text), resp.usage),
+                        Ok(Err(e)) => e,
+                        Err(_) => break (Err(timed_out()), None),
+                    };
+                    let remaining = deadline.saturating_duration_since(Instant::now());
+                    let seed = crate::modes::common::seed_from_run_id(&spec.key)
+                        ^ u64::from(attempt)
+                        ^ started.elapsed().as_nanos() as u64;
+                    match policy.next(attempt, &e, remaining, seed) {
+                        Some(wait) => {
+                            retrying.do_send(CallRetrying {
+                                key: spec.key.clone(),
+                                attempt,
+                                delay_ms: wait.as_millis() as u64,
+                                error: e,
+                            });
+                            tokio::time::sleep(wait).await;
+                            attempt += 1;
+                        }
+                        None => break (Err(e), None),
+                    }
                 };
                 CallReply {
                     key: spec.key,
                     model: spec.model,
-                    response_time_ms: elapsed,
+                    response_time_ms: started.elapsed().as_millis() as u64,
                     result,
                     usage,
                 }

@@ -109,6 +109,15 @@ pub struct CallError {
     pub status: Option<u16>,
     /// Human-readable message (the provider's own message for HTTP errors).
     pub message: String,
+    /// The provider's `Retry-After`, when it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+impl CallError {
+    pub fn new(kind: CallErrorKind, status: Option<u16>, message: impl Into<String>) -> Self {
+        CallError { kind, status, message: message.into(), retry_after_ms: None }
+    }
 }
 
 /// The outcome of one [`CallSpec`].

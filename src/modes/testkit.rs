@@ -34,11 +34,7 @@ pub fn err(spec: &CallSpec) -> CallReply {
         key: spec.key.clone(),
         model: spec.model.clone(),
         response_time_ms: 10,
-        result: Err(CallError {
-            kind: CallErrorKind::Http,
-            status: Some(503),
-            message: "down".into(),
-        }),
+        result: Err(CallError::new(CallErrorKind::Http, Some(503), "down")),
         usage: None,
     }
 }

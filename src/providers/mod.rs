@@ -103,9 +103,11 @@ impl Providers {
     ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
         match self.resolve(model) {
             Ok((provider, id)) => provider.chat(ChatRequest { model: id, messages }, deltas),
-            Err(message) => Box::pin(async move {
-                Err(CallError { kind: CallErrorKind::Transport, status: None, message })
-            }),
+            Err(message) => {
+                Box::pin(
+                    async move { Err(CallError::new(CallErrorKind::Transport, None, message)) },
+                )
+            }
         }
     }
 }

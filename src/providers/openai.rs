@@ -43,7 +43,7 @@ impl OpenAiCompatible {
 }
 
 fn error(kind: CallErrorKind, status: Option<u16>, message: impl Into<String>) -> CallError {
-    CallError { kind, status, message: message.into() }
+    CallError::new(kind, status, message)
 }
 
 fn transport(e: &reqwest::Error) -> CallError {
@@ -103,12 +103,22 @@ impl Provider for OpenAiCompatible {
             let resp = rb.send().await.map_err(|e| transport(&e))?;
             let status = resp.status();
             if !status.is_success() {
+                // `Retry-After` in seconds (the HTTP-date form is rare for model APIs).
+                let retry_after_ms = resp
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map(|s| (s * 1000.0) as u64);
                 let text = resp.text().await.unwrap_or_default();
-                return Err(error(
+                let mut e = error(
                     CallErrorKind::Http,
                     Some(status.as_u16()),
                     format!("HTTP {}: {}", status.as_u16(), provider_message(&text)),
-                ));
+                );
+                e.retry_after_ms = retry_after_ms;
+                return Err(e);
             }
             match deltas {
                 Some(tx) => read_stream(resp, tx).await,

@@ -7,7 +7,7 @@
 //! configured latency.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -55,11 +55,40 @@ pub enum Behaviour {
 #[derive(Clone)]
 pub struct SimProvider {
     config: Arc<SimConfig>,
+    /// Attempts seen per (model, prompt), for the models that fail only their first attempt.
+    attempts: Arc<Mutex<HashMap<u64, u32>>>,
 }
 
 impl SimProvider {
     pub fn new(config: SimConfig) -> Self {
-        SimProvider { config: Arc::new(config) }
+        SimProvider { config: Arc::new(config), attempts: Arc::new(Mutex::new(HashMap::new())) }
+    }
+
+    /// Transient failures for retry tests: `sim/flaky…` answers 503 to the first attempt at
+    /// each prompt, `sim/ratelimit…` answers 429 with `Retry-After: 1`; later attempts succeed.
+    pub fn transient_failure(&self, model: &str, messages: &[ChatMessage]) -> Option<CallError> {
+        let name = model.strip_prefix("sim/").unwrap_or(model);
+        let (status, retry_after_ms) = if name.starts_with("flaky") {
+            (503, None)
+        } else if name.starts_with("ratelimit") {
+            (429, Some(1_000))
+        } else {
+            return None;
+        };
+        let last = messages.last().map(|m| m.content.as_str()).unwrap_or("");
+        let key = seed_of(&[model, last]);
+        let mut attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
+        let n = attempts.entry(key).or_insert(0);
+        *n += 1;
+        if *n > 1 {
+            return None;
+        }
+        let message =
+            if status == 429 { "simulated rate limit" } else { "simulated transient failure" };
+        let mut e =
+            CallError::new(CallErrorKind::Http, Some(status), format!("{message} of {model}"));
+        e.retry_after_ms = retry_after_ms;
+        Some(e)
     }
 
     fn model_config(&self, model: &str) -> SimModelConfig {
@@ -101,11 +130,7 @@ fn tokens(text: &str) -> u64 {
 }
 
 pub fn simulated_failure(model: &str) -> CallError {
-    CallError {
-        kind: CallErrorKind::Http,
-        status: Some(503),
-        message: format!("simulated failure of {model}"),
-    }
+    CallError::new(CallErrorKind::Http, Some(503), format!("simulated failure of {model}"))
 }
 
 impl Provider for SimProvider {
@@ -116,7 +141,12 @@ impl Provider for SimProvider {
     ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
         let behaviour = self.behaviour(&request.model, &request.messages);
         let latency = self.latency(&request.model);
+        let transient = self.transient_failure(&request.model, &request.messages);
         Box::pin(async move {
+            if let Some(e) = transient {
+                tokio::time::sleep(latency / 4).await;
+                return Err(e);
+            }
             let text = match behaviour {
                 Behaviour::Stall => {
                     futures_util::future::pending::<()>().await;

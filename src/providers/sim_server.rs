@@ -131,6 +131,17 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
         _ => return bad_request("`messages` must be a list of {role, content}"),
     };
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    if let Some(e) = state.sim.transient_failure(&model, &messages) {
+        let mut resp = failure(&e);
+        if let Some(ms) = e.retry_after_ms {
+            if let Ok(v) =
+                actix_web::http::header::HeaderValue::from_str(&(ms / 1000).max(1).to_string())
+            {
+                resp.headers_mut().insert(actix_web::http::header::RETRY_AFTER, v);
+            }
+        }
+        return resp;
+    }
     if state.sim.behaviour(&model, &messages) == Behaviour::Fail {
         tokio::time::sleep(state.sim.latency(&model) / 2).await;
         return failure(&simulated_failure(&model));

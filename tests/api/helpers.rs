@@ -61,6 +61,8 @@ pub async fn spawn_with(opts: Options) -> TestApp {
     config.heartbeat_interval = Duration::from_millis(500);
     config.client_timeout = Duration::from_secs(5);
     config.token_flush = Duration::from_millis(20);
+    // Failing sim models answer 503, which is retried: keep the backoff short in tests.
+    config.retry.base_delay = Duration::from_millis(20);
     let mut sim_stats = None;
     if opts.sim_over_http {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind sim");

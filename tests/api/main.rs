@@ -9,5 +9,6 @@ mod helpers;
 mod modes;
 mod openai;
 mod postgres;
+mod retry;
 mod stream;
 mod validation;
