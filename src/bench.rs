@@ -8,11 +8,10 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tokio::sync::mpsc;
 
 use crate::app::{start_engine, AppError, Role};
 use crate::config::Config;
-use crate::engine::events::Frame;
+use crate::engine::events::{watcher_channel, Frame};
 use crate::engine::EngineError;
 use crate::modes::clarity::{evaluation_prompt, ClarityConfig, Discussion, PERSONAS};
 use crate::modes::ChatMessage;
@@ -97,7 +96,7 @@ pub async fn clarity(
                 continue;
             }
         };
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = watcher_channel();
         let _ = engine.watch(&started.run_id, 0, engine.watcher_id(), tx).await;
         let mut method = String::from("?");
         while let Some(Frame::Event(f)) = rx.recv().await {

@@ -6,11 +6,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc;
 
 use crate::app::{start_engine, AppError, Role};
 use crate::config::Config;
-use crate::engine::events::Frame;
+use crate::engine::events::{watcher_channel, Frame};
 use crate::engine::EngineError;
 
 /// What `conclave run` was asked.
@@ -297,14 +296,28 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
             started.run_id, args.mode, started.conversation_id
         );
     }
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = watcher_channel();
     let watcher = engine.watcher_id();
-    engine.watch(&started.run_id, 0, watcher, tx).await?;
+    engine.watch(&started.run_id, 0, watcher, tx.clone()).await?;
     let mut terminal = String::new();
+    let mut last_seq = 0;
     loop {
         tokio::select! {
             frame = rx.recv() => {
-                let Some(Frame::Event(f)) = frame else { break };
+                let f = match frame {
+                    Some(Frame::Event(f)) => f,
+                    // Fell behind: everything before the marker is read; resume after it.
+                    Some(Frame::Lagged { .. }) => {
+                        engine.watch(&started.run_id, last_seq, watcher, tx.clone()).await?;
+                        continue;
+                    }
+                    Some(_) => continue,
+                    None => break,
+                };
+                if f.seq <= last_seq {
+                    continue;
+                }
+                last_seq = f.seq;
                 if !args.quiet {
                     let env: Value = serde_json::from_str(&f.json).unwrap_or(Value::Null);
                     if let Some(line) = progress_line(&f.event, &env["data"]) {

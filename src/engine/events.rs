@@ -56,4 +56,24 @@ pub enum Frame {
     Event(Arc<EventFrame>),
     /// A dashboard update: `{type: "dashboard", runs: [...]}` or `{type: "dashboard_update", run}`.
     Dashboard(Arc<str>),
+    /// The watcher fell too far behind and was unsubscribed from `run`; it has now read
+    /// everything sent before this marker and should watch again from `since`.
+    Lagged {
+        run: String,
+        since: i64,
+    },
+    /// Likewise for the dashboard feed: subscribe again for a fresh snapshot.
+    DashboardLagged,
+}
+
+pub type FrameSender = tokio::sync::mpsc::Sender<Frame>;
+pub type FrameReceiver = tokio::sync::mpsc::Receiver<Frame>;
+
+/// How many frames may wait for one watcher. A watcher that lets more pile up is slow: its
+/// token frames are dropped, and at the next durable event it is unsubscribed and told to
+/// resume, so it never slows the run or the other watchers and its memory stays bounded.
+pub const WATCHER_BUFFER: usize = 1024;
+
+pub fn watcher_channel() -> (FrameSender, FrameReceiver) {
+    tokio::sync::mpsc::channel(WATCHER_BUFFER)
 }

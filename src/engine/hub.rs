@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use serde::Serialize;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::error::TrySendError;
 
-use super::events::{EventFrame, Frame};
+use super::events::{is_transient, EventFrame, Frame, FrameSender};
 
 /// Identifies a watcher's channel (a WebSocket session, an SSE stream, the CLI).
 pub type WatcherId = u64;
@@ -74,7 +74,7 @@ pub struct Watch {
     pub run_id: String,
     pub since: i64,
     pub watcher: WatcherId,
-    pub sink: UnboundedSender<Frame>,
+    pub sink: FrameSender,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,25 +111,58 @@ pub struct Cancel {
 #[rtype(result = "()")]
 pub struct SubscribeDashboard {
     pub watcher: WatcherId,
-    pub sink: UnboundedSender<Frame>,
+    pub sink: FrameSender,
 }
 
 #[derive(Message)]
 #[rtype(result = "Vec<RunSummary>")]
 pub struct ListLive {}
 
+/// A subscribed watcher and the last sequence number it was sent.
+struct Watching {
+    sink: FrameSender,
+    last_seq: i64,
+}
+
 struct LiveRun {
     summary: RunSummary,
     log: Vec<Arc<EventFrame>>,
-    watchers: HashMap<WatcherId, UnboundedSender<Frame>>,
+    watchers: HashMap<WatcherId, Watching>,
     cancel: Recipient<CancelRun>,
     ended_at: Option<Instant>,
 }
 
 pub struct Hub {
     runs: HashMap<String, LiveRun>,
-    dashboards: HashMap<WatcherId, UnboundedSender<Frame>>,
+    dashboards: HashMap<WatcherId, FrameSender>,
     retention: Duration,
+}
+
+/// Tells a slow watcher to resume, once it has read what it already has (the send waits for
+/// room, off the Hub's mailbox).
+fn send_lagged(sink: FrameSender, frame: Frame) {
+    actix::spawn(async move {
+        let _ = sink.send(frame).await;
+    });
+}
+
+/// What offering a frame to a watcher did.
+enum Offer {
+    Sent,
+    /// The buffer is full and the frame was a token: dropped for this watcher only.
+    Dropped,
+    /// The buffer is full on a durable event: the watcher must resume later.
+    Lagged,
+    Closed,
+}
+
+fn offer(sink: &FrameSender, frame: &Arc<EventFrame>) -> Offer {
+    match sink.try_send(Frame::Event(frame.clone())) {
+        Ok(()) => Offer::Sent,
+        Err(TrySendError::Full(_)) if is_transient(&frame.event) => Offer::Dropped,
+        Err(TrySendError::Full(_)) => Offer::Lagged,
+        Err(TrySendError::Closed(_)) => Offer::Closed,
+    }
 }
 
 impl Hub {
@@ -144,7 +177,14 @@ impl Hub {
         }
         let text = serde_json::json!({ "type": "dashboard_update", "run": summary }).to_string();
         let frame = Frame::Dashboard(text.into());
-        self.dashboards.retain(|_, sink| sink.send(frame.clone()).is_ok());
+        self.dashboards.retain(|_, sink| match sink.try_send(frame.clone()) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                send_lagged(sink.clone(), Frame::DashboardLagged);
+                false
+            }
+            Err(TrySendError::Closed(_)) => false,
+        });
     }
 
     fn evict_expired(&mut self) {
@@ -195,13 +235,27 @@ impl Handler<Publish> for Hub {
         };
         let mut changed = false;
         for frame in msg.frames {
-            if !super::events::is_transient(&frame.event) {
+            if !is_transient(&frame.event) {
                 run.summary.last_event = Some(frame.event.clone());
                 changed = true;
             }
             run.summary.last_seq = frame.seq;
-            let out = Frame::Event(frame.clone());
-            run.watchers.retain(|_, sink| sink.send(out.clone()).is_ok());
+            let run_id = &msg.run_id;
+            run.watchers.retain(|_, w| match offer(&w.sink, &frame) {
+                Offer::Sent => {
+                    w.last_seq = frame.seq;
+                    true
+                }
+                Offer::Dropped => true,
+                Offer::Lagged => {
+                    send_lagged(
+                        w.sink.clone(),
+                        Frame::Lagged { run: run_id.clone(), since: w.last_seq },
+                    );
+                    false
+                }
+                Offer::Closed => false,
+            });
             run.log.push(frame);
         }
         if changed {
@@ -233,16 +287,26 @@ impl Handler<Watch> for Hub {
             return MessageResult(WatchOutcome::NotLive);
         };
         // The log is in seq order: replay the tail after `since`, then subscribe, in one
-        // handler so no event can fall between the two.
+        // handler so no event can fall between the two. A replay larger than the watcher's
+        // buffer goes out in pieces: the watcher is told to resume where this one stopped.
+        let ended = run.ended_at.is_some();
         let start = run.log.partition_point(|f| f.seq <= msg.since);
+        let mut last_seq = msg.since;
         for frame in &run.log[start..] {
-            if msg.sink.send(Frame::Event(frame.clone())).is_err() {
-                return MessageResult(WatchOutcome::Live { ended: run.ended_at.is_some() });
+            match msg.sink.try_send(Frame::Event(frame.clone())) {
+                Ok(()) => last_seq = frame.seq,
+                Err(TrySendError::Full(_)) => {
+                    send_lagged(
+                        msg.sink,
+                        Frame::Lagged { run: msg.run_id.clone(), since: last_seq },
+                    );
+                    return MessageResult(WatchOutcome::Live { ended: false });
+                }
+                Err(TrySendError::Closed(_)) => return MessageResult(WatchOutcome::Live { ended }),
             }
         }
-        let ended = run.ended_at.is_some();
         if !ended {
-            run.watchers.insert(msg.watcher, msg.sink);
+            run.watchers.insert(msg.watcher, Watching { sink: msg.sink, last_seq });
         }
         MessageResult(WatchOutcome::Live { ended })
     }
@@ -285,8 +349,12 @@ impl Handler<SubscribeDashboard> for Hub {
     fn handle(&mut self, msg: SubscribeDashboard, _: &mut Context<Self>) {
         let text =
             serde_json::json!({ "type": "dashboard", "runs": self.live_summaries() }).to_string();
-        if msg.sink.send(Frame::Dashboard(text.into())).is_ok() {
-            self.dashboards.insert(msg.watcher, msg.sink);
+        match msg.sink.try_send(Frame::Dashboard(text.into())) {
+            Ok(()) => {
+                self.dashboards.insert(msg.watcher, msg.sink);
+            }
+            Err(TrySendError::Full(_)) => send_lagged(msg.sink, Frame::DashboardLagged),
+            Err(TrySendError::Closed(_)) => {}
         }
     }
 }
@@ -295,5 +363,97 @@ impl Handler<ListLive> for Hub {
     type Result = MessageResult<ListLive>;
     fn handle(&mut self, _: ListLive, _: &mut Context<Self>) -> Self::Result {
         MessageResult(self.live_summaries())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::mpsc;
+
+    struct Nobody;
+    impl Actor for Nobody {
+        type Context = Context<Self>;
+    }
+    impl Handler<CancelRun> for Nobody {
+        type Result = ();
+        fn handle(&mut self, _: CancelRun, _: &mut Context<Self>) {}
+    }
+
+    fn frame(seq: i64, event: &str) -> Arc<EventFrame> {
+        Arc::new(EventFrame::new("r", seq, event, serde_json::json!({})))
+    }
+
+    fn summary() -> RunSummary {
+        RunSummary {
+            id: "r".into(),
+            mode: "council".into(),
+            conversation_id: "c".into(),
+            message_id: "m".into(),
+            question: "q".into(),
+            status: "running".into(),
+            created_at: 0,
+            last_event: None,
+            last_seq: 0,
+        }
+    }
+
+    /// Reads what is waiting: event seqs, then the lag marker if there is one.
+    async fn drain(rx: &mut mpsc::Receiver<Frame>) -> (Vec<i64>, Option<i64>) {
+        let mut seqs = Vec::new();
+        while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+            match f {
+                Frame::Event(e) => seqs.push(e.seq),
+                Frame::Lagged { since, .. } => return (seqs, Some(since)),
+                _ => {}
+            }
+        }
+        (seqs, None)
+    }
+
+    #[actix_web::test]
+    async fn a_slow_watcher_never_holds_up_the_others_and_resumes_without_a_gap() {
+        let hub = Hub::new(Duration::from_secs(60)).start();
+        let cancel = Nobody.start().recipient();
+        hub.send(RegisterRun { summary: summary(), cancel }).await.unwrap();
+        let (fast_tx, mut fast_rx) = mpsc::channel(100);
+        let (slow_tx, mut slow_rx) = mpsc::channel(4);
+        for (w, sink) in [(1, fast_tx), (2, slow_tx.clone())] {
+            hub.send(Watch { run_id: "r".into(), since: 0, watcher: w, sink }).await.unwrap();
+        }
+        let mut frames = vec![frame(1, "stage1_start")];
+        frames.extend((2..=8).map(|s| frame(s, "token")));
+        frames.extend([frame(9, "stage1_complete"), frame(10, "stage2_start")]);
+        hub.send(Publish { run_id: "r".into(), frames }).await.unwrap();
+
+        let (fast, lag) = drain(&mut fast_rx).await;
+        assert_eq!(
+            (fast, lag),
+            ((1..=10).collect::<Vec<_>>(), None),
+            "the fast watcher gets everything"
+        );
+        // The slow one got its buffer's worth, then (token frames dropped meanwhile) the
+        // durable event at seq 9 unsubscribed it with a marker to resume from 4.
+        let (slow, lag) = drain(&mut slow_rx).await;
+        assert_eq!((slow, lag), (vec![1, 2, 3, 4], Some(4)));
+        // Resuming replays from the log in buffer-sized pieces until it is live again.
+        let mut seen = Vec::new();
+        let mut since = 4;
+        loop {
+            hub.send(Watch { run_id: "r".into(), since, watcher: 2, sink: slow_tx.clone() })
+                .await
+                .unwrap();
+            let (got, lag) = drain(&mut slow_rx).await;
+            seen.extend(got);
+            match lag {
+                Some(s) => since = s,
+                None => break,
+            }
+        }
+        assert_eq!(seen, (5..=10).collect::<Vec<_>>(), "no gap, no repeat");
+        hub.send(Publish { run_id: "r".into(), frames: vec![frame(11, "stage2_complete")] })
+            .await
+            .unwrap();
+        assert_eq!(drain(&mut slow_rx).await, (vec![11], None), "subscribed again");
     }
 }

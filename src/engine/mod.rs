@@ -17,13 +17,12 @@ use std::time::Duration;
 use actix::prelude::*;
 use serde::Serialize;
 use serde_json::{json, Value};
-use tokio::sync::mpsc::UnboundedSender;
 
 use crate::modes::{self, ChatMessage, Defaults, FieldError, ModeKind, RunContext};
 use crate::providers::Providers;
 use crate::store::{self, MessageRecord, NewRun, RunRecord, Store, StoreError};
 use deliberation::{Deliberation, DeliberationSetup};
-use events::{EventFrame, Frame};
+use events::{EventFrame, Frame, FrameSender};
 use hub::{Hub, RegisterRun, RunSummary, WatchOutcome, WatcherId};
 
 #[derive(Debug, thiserror::Error)]
@@ -242,7 +241,7 @@ impl Engine {
         run_id: &str,
         since: i64,
         watcher: WatcherId,
-        sink: UnboundedSender<Frame>,
+        sink: FrameSender,
     ) -> Result<Watched, EngineError> {
         let outcome = self
             .hub
@@ -256,9 +255,10 @@ impl Engine {
                 if self.store.get_run(run_id).await?.is_none() {
                     return Err(EngineError::NotFound(format!("run {run_id}")));
                 }
+                // The caller must be reading the channel: this waits for room.
                 for e in self.store.events_since(run_id, since).await? {
                     let frame = EventFrame::new(run_id, e.seq, &e.event, e.data);
-                    if sink.send(Frame::Event(Arc::new(frame))).is_err() {
+                    if sink.send(Frame::Event(Arc::new(frame))).await.is_err() {
                         break;
                     }
                 }
@@ -275,7 +275,7 @@ impl Engine {
         self.hub.do_send(hub::Disconnect { watcher });
     }
 
-    pub fn subscribe_dashboard(&self, watcher: WatcherId, sink: UnboundedSender<Frame>) {
+    pub fn subscribe_dashboard(&self, watcher: WatcherId, sink: FrameSender) {
         self.hub.do_send(hub::SubscribeDashboard { watcher, sink });
     }
 

@@ -8,11 +8,10 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use futures_util::stream;
 use serde::Deserialize;
-use tokio::sync::mpsc;
 
 use super::error::ApiError;
 use super::AppState;
-use crate::engine::events::Frame;
+use crate::engine::events::{watcher_channel, Frame};
 use crate::engine::Engine;
 
 #[derive(Deserialize)]
@@ -50,9 +49,19 @@ pub async fn events(
     };
     let since = header_since.or(q.since).unwrap_or(0).max(0);
     let engine = state.engine.clone();
+    if engine.store().get_run(&id).await.map_err(|e| ApiError::Internal(e.to_string()))?.is_none() {
+        return Err(ApiError::NotFound(format!("run {} not found", id.as_str())));
+    }
     let watcher = engine.watcher_id();
-    let (tx, rx) = mpsc::unbounded_channel();
-    engine.watch(&id, since, watcher, tx).await?;
+    let (tx, rx) = watcher_channel();
+    // Subscribe while the stream is already being read: a replay from the database waits for
+    // room in the bounded channel.
+    let (e, run) = (engine.clone(), id.to_string());
+    actix_web::rt::spawn(async move {
+        if let Err(err) = e.watch(&run, since, watcher, tx).await {
+            log::warn!("SSE watch of {run} failed: {err}");
+        }
+    });
     let guard = WatchGuard { engine, run_id: id.into_inner(), watcher };
     let keepalive = tokio::time::interval(Duration::from_secs(15));
     let body =
@@ -62,7 +71,8 @@ pub async fn events(
             }
             tokio::select! {
                 frame = rx.recv() => {
-                    let Some(Frame::Event(f)) = frame else { return None };
+                    // A lagging client's stream ends: it reconnects with Last-Event-ID.
+                let Some(Frame::Event(f)) = frame else { return None };
                     let text = format!("id: {}\nevent: {}\ndata: {}\n\n", f.seq, f.event, f.json);
                     let end = f.is_terminal();
                     Some((Ok::<_, actix_web::Error>(Bytes::from(text)), (rx, guard, ka, end)))

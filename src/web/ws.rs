@@ -16,11 +16,10 @@ use actix::prelude::*;
 use actix_web::{web, HttpRequest, HttpResponse};
 use actix_web_actors::ws;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 use super::error::ApiError;
 use super::AppState;
-use crate::engine::events::Frame;
+use crate::engine::events::{watcher_channel, Frame, FrameSender};
 use crate::engine::{Engine, EngineError};
 
 pub async fn connect(
@@ -46,7 +45,7 @@ pub struct WsSession {
     last_seen: Instant,
     heartbeat: std::time::Duration,
     timeout: std::time::Duration,
-    sink: Option<mpsc::UnboundedSender<Frame>>,
+    sink: Option<FrameSender>,
     /// The last sequence number sent per run: overlapping watches never send an event twice.
     last_sent: HashMap<String, i64>,
 }
@@ -105,8 +104,8 @@ impl WsSession {
         Self::error(ctx, id, message, extra);
     }
 
-    fn sink(&mut self) -> mpsc::UnboundedSender<Frame> {
-        self.sink.clone().unwrap_or_else(|| mpsc::unbounded_channel().0)
+    fn sink(&mut self) -> FrameSender {
+        self.sink.clone().unwrap_or_else(|| watcher_channel().0)
     }
 
     fn watch(&mut self, run: String, since: i64, id: Value, ctx: &mut ws::WebsocketContext<Self>) {
@@ -247,7 +246,7 @@ impl Actor for WsSession {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         self.hb(ctx);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = watcher_channel();
         self.sink = Some(tx);
         ctx.add_stream(futures_util::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|f| (f, rx))
@@ -272,6 +271,16 @@ impl StreamHandler<Frame> for WsSession {
                 ctx.text(&*f.json);
             }
             Frame::Dashboard(text) => ctx.text(&*text),
+            // This socket fell behind and was unsubscribed; everything before the marker has
+            // now gone out, so resubscribe from the last event sent: the client sees no gap.
+            Frame::Lagged { run, since } => {
+                let from = self.last_sent.get(&run).copied().unwrap_or(since);
+                self.watch(run, from, Value::Null, ctx);
+            }
+            Frame::DashboardLagged => {
+                let sink = self.sink();
+                self.engine.subscribe_dashboard(self.watcher, sink);
+            }
         }
     }
 
