@@ -79,6 +79,8 @@ pub struct FileConfig {
     /// First backoff delay; it doubles per attempt (with jitter) unless the provider says
     /// `Retry-After`. Default 500.
     pub retry_base_delay_ms: Option<u64>,
+    /// On SIGTERM / Ctrl-C, how long running deliberations may take to finish (default 30 000).
+    pub shutdown_grace_ms: Option<u64>,
 }
 
 /// Values given on the command line or in the environment (they win over the file).
@@ -107,6 +109,8 @@ pub struct Config {
     /// How long a title may still arrive after the answer before the run completes without it.
     pub finish_grace: Duration,
     pub retry: crate::engine::retry::RetryPolicy,
+    /// On SIGTERM / Ctrl-C, how long running deliberations may take to finish.
+    pub shutdown_grace: Duration,
 }
 
 impl Config {
@@ -126,6 +130,7 @@ impl Config {
             retention: Duration::from_secs(600),
             finish_grace: Duration::from_secs(10),
             retry: crate::engine::retry::RetryPolicy::default(),
+            shutdown_grace: Duration::from_secs(30),
         }
     }
 
@@ -206,6 +211,9 @@ impl Config {
                 ));
             }
             c.retry.max_attempts = n;
+        }
+        if let Some(ms) = file.shutdown_grace_ms {
+            c.shutdown_grace = Duration::from_millis(ms.min(3_600_000));
         }
         if let Some(ms) = file.retry_base_delay_ms {
             c.retry.base_delay = Duration::from_millis(ms.clamp(10, 60_000));

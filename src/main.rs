@@ -200,6 +200,7 @@ async fn serve(config: Config) -> i32 {
         "OpenRouter + sim models"
     };
     let database = config.database_url.clone();
+    let config_grace = config.shutdown_grace;
     let app = match Application::build(config).await {
         Ok(a) => a,
         Err(e) => {
@@ -209,11 +210,23 @@ async fn serve(config: Config) -> i32 {
     };
     println!("Conclave listening on http://{} — database {database}, {models}", app.addr());
     let handle = app.handle();
+    let engine = app.engine().clone();
+    let grace = config_grace;
     actix_web::rt::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            log::info!("shutting down");
-            let _ = tokio::time::timeout(SHUTDOWN_GRACE, handle.stop(true)).await;
+        shutdown_signal().await;
+        // New runs are refused at once; running ones get `grace` to finish, the rest end
+        // `interrupted` with their completed stages kept, and every write is flushed before
+        // the HTTP server stops.
+        log::warn!(
+            "shutting down: letting running deliberations finish (up to {} s)",
+            grace.as_secs()
+        );
+        match engine.drain(grace).await {
+            Ok(0) => log::info!("all runs finished"),
+            Ok(n) => log::warn!("{n} run(s) interrupted by the shutdown"),
+            Err(e) => log::error!("shutdown: {e}"),
         }
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, handle.stop(true)).await;
     });
     match app.run_until_stopped().await {
         Ok(()) => 0,
@@ -222,6 +235,22 @@ async fn serve(config: Config) -> i32 {
             1
         }
     }
+}
+
+/// SIGTERM (how service managers stop a server) or Ctrl-C.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 async fn sim(config: Config, bind: &str) -> i32 {

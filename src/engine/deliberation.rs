@@ -376,8 +376,14 @@ impl Handler<CallRetrying> for Deliberation {
 impl Handler<CancelRun> for Deliberation {
     type Result = ();
     fn handle(&mut self, msg: CancelRun, ctx: &mut Context<Self>) {
-        log::info!("run {} cancelled ({})", self.run_id, msg.reason);
         self.flush_tokens();
-        self.end(ctx, "cancelled", Some(format!("cancelled by {}", msg.reason)), None);
+        if msg.shutdown {
+            log::warn!("run {} interrupted: the server is shutting down", self.run_id);
+            let reason = "interrupted: the server shut down before the run finished";
+            self.end(ctx, "interrupted", Some(reason.into()), None);
+        } else {
+            log::info!("run {} cancelled ({})", self.run_id, msg.reason);
+            self.end(ctx, "cancelled", Some(format!("cancelled by {}", msg.reason)), None);
+        }
     }
 }

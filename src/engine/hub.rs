@@ -41,6 +41,8 @@ pub struct RunSummary {
 pub struct CancelRun {
     /// Who asked, for the log.
     pub reason: String,
+    /// The server is shutting down: the run ends `interrupted`, not `cancelled`.
+    pub shutdown: bool,
 }
 
 /// Register a run before its first event (so an early `watch` finds it).
@@ -117,6 +119,11 @@ pub struct SubscribeDashboard {
 #[derive(Message)]
 #[rtype(result = "Vec<RunSummary>")]
 pub struct ListLive {}
+
+/// Shutdown: end every run still going as `interrupted`; answers how many were.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct InterruptAll {}
 
 /// A subscribed watcher and the last sequence number it was sent.
 struct Watching {
@@ -336,7 +343,7 @@ impl Handler<Cancel> for Hub {
     fn handle(&mut self, msg: Cancel, _: &mut Context<Self>) -> bool {
         match self.runs.get(&msg.run_id) {
             Some(run) if run.ended_at.is_none() => {
-                run.cancel.do_send(CancelRun { reason: msg.reason });
+                run.cancel.do_send(CancelRun { reason: msg.reason, shutdown: false });
                 true
             }
             _ => false,
@@ -356,6 +363,18 @@ impl Handler<SubscribeDashboard> for Hub {
             Err(TrySendError::Full(_)) => send_lagged(msg.sink, Frame::DashboardLagged),
             Err(TrySendError::Closed(_)) => {}
         }
+    }
+}
+
+impl Handler<InterruptAll> for Hub {
+    type Result = usize;
+    fn handle(&mut self, _: InterruptAll, _: &mut Context<Self>) -> usize {
+        let mut n = 0;
+        for run in self.runs.values().filter(|r| r.ended_at.is_none()) {
+            run.cancel.do_send(CancelRun { reason: "server shutdown".into(), shutdown: true });
+            n += 1;
+        }
+        n
     }
 }
 

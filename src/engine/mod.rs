@@ -76,6 +76,8 @@ pub struct Engine {
     providers: Providers,
     settings: Arc<EngineSettings>,
     next_watcher: Arc<AtomicU64>,
+    /// Set at shutdown: no new runs.
+    draining: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How many turns of a conversation's history a follow-up may carry (modes truncate further).
@@ -91,6 +93,7 @@ impl Engine {
             providers,
             settings: Arc::new(settings),
             next_watcher: Arc::new(AtomicU64::new(1)),
+            draining: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
     }
 
@@ -113,11 +116,34 @@ impl Engine {
 
     /// Validates a start request and starts the run. Every client mistake is reported as
     /// [`EngineError::Invalid`] before anything is stored or any model is called.
+    /// Shutdown: refuse new runs, let running ones finish for up to `grace`, end the rest as
+    /// `interrupted` (their completed stages stay stored), and wait until every write has
+    /// reached the database. Returns how many runs were interrupted.
+    pub async fn drain(&self, grace: Duration) -> Result<usize, EngineError> {
+        self.draining.store(true, Ordering::SeqCst);
+        let running = |runs: &[RunSummary]| runs.iter().filter(|r| r.status == "running").count();
+        let deadline = std::time::Instant::now() + grace;
+        while running(&self.live_runs().await?) > 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let interrupted =
+            self.hub.send(hub::InterruptAll {}).await.map_err(|_| EngineError::Unavailable)?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while running(&self.live_runs().await?) > 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.store.flush().await?;
+        Ok(interrupted)
+    }
+
     pub async fn start_run(
         &self,
         body: &Value,
         owner: Option<String>,
     ) -> Result<StartedRun, EngineError> {
+        if self.draining.load(Ordering::SeqCst) {
+            return Err(EngineError::Unavailable);
+        }
         let req = modes::validate(body, &self.settings.defaults)?;
         for model in &req.models {
             if let Err(message) = self.providers.resolve(model) {

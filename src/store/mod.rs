@@ -315,6 +315,12 @@ impl Store {
         });
     }
 
+    /// Returns once every write queued before this call has reached the database (the writer
+    /// handles messages in order).
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        self.write(GetEventsSince { run_id: String::new(), since: i64::MAX }).await?.map(|_| ())
+    }
+
     pub async fn create_run(&self, run: NewRun) -> Result<(), StoreError> {
         self.write(CreateRun { run }).await?
     }

@@ -77,6 +77,7 @@ fn sim_server_answers_over_the_openai_api() {
         .find(|w| w.starts_with("http://"))
         .expect("printed URL")
         .to_string();
+    conclave::providers::openai::install_crypto();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let body: Value = rt.block_on(async {
         reqwest::Client::new()
@@ -220,4 +221,70 @@ fn run_clarity_prints_the_score_breakdown_and_critique() {
         "{stdout}"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("■ score"));
+}
+
+/// Starts `conclave serve` in `dir` and returns it with its base URL.
+fn serve_in(dir: &std::path::Path, db: &str) -> (std::process::Child, String) {
+    let mut server = conclave()
+        .current_dir(dir)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("DATABASE_URL", db)
+        .env_remove("CONCLAVE_SIM_LATENCY_MS")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("URL").to_string();
+    (server, url)
+}
+
+fn run_status(path: &std::path::Path) -> String {
+    use diesel::{Connection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct S {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        status: String,
+    }
+    let mut conn = diesel::sqlite::SqliteConnection::establish(path.to_str().unwrap()).unwrap();
+    diesel::sql_query("SELECT status FROM runs").get_result::<S>(&mut conn).unwrap().status
+}
+
+#[test]
+fn sigterm_lets_running_deliberations_finish_or_marks_them_interrupted() {
+    conclave::providers::openai::install_crypto();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    for (grace_ms, latency_ms, expected) in [(20_000, 300, "completed"), (0, 3_000, "interrupted")]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("conclave.toml"),
+            format!("shutdown_grace_ms = {grace_ms}\n[sim]\nlatency_ms = {latency_ms}\n"),
+        )
+        .unwrap();
+        let path = dir.path().join("s.db");
+        let (mut server, url) = serve_in(dir.path(), &format!("sqlite://{}", path.display()));
+        let http = reqwest::Client::new();
+        let post = |body: serde_json::Value| {
+            let req = http.post(format!("{url}/api/deliberations")).json(&body).send();
+            rt.block_on(async { req.await.unwrap().status().as_u16() })
+        };
+        assert_eq!(post(serde_json::json!({ "question": "Finish me?" })), 202);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let t = std::time::Instant::now();
+        Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+        if grace_ms > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            assert_eq!(
+                post(serde_json::json!({ "question": "Too late?" })),
+                503,
+                "no new runs while draining"
+            );
+        }
+        let status = server.wait().unwrap();
+        assert!(status.success(), "clean exit: {status:?}");
+        assert!(t.elapsed().as_secs() < 15, "exited in {:?}", t.elapsed());
+        assert_eq!(run_status(&path), expected, "grace {grace_ms} ms");
+    }
 }
