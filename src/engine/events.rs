@@ -64,6 +64,13 @@ pub enum Frame {
     },
     /// Likewise for the dashboard feed: subscribe again for a fresh snapshot.
     DashboardLagged,
+    /// A marker a watcher puts in its own channel when it watches `run` again after an
+    /// unwatch: frames of `run` ahead of it belong to the dropped subscription. `epoch` tells
+    /// which unwatch it answers, should the client unwatch again before it is read.
+    Rewatch {
+        run: String,
+        epoch: u64,
+    },
 }
 
 pub type FrameSender = tokio::sync::mpsc::Sender<Frame>;

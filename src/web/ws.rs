@@ -1,7 +1,8 @@
 //! The WebSocket session (`/ws`): one actor per socket.
 //!
 //! Client messages (JSON, `type` field; an optional `id` is echoed in direct replies):
-//! `start` (`request`: a start body), `watch` (`run`, optional `since`), `unwatch` (`run`),
+//! `start` (`request`: a start body), `watch` (`run`, optional `since`), `unwatch` (`run`; it
+//! also forgets what was sent of the run, so a later watch replays from its `since`),
 //! `cancel` (`run`), `dashboard`. Server messages: events in the envelope
 //! `{type:"event", run, seq, event, data}`, `started`, `cancel_result`, `dashboard`,
 //! `dashboard_update` and `error` (`{type:"error", message, field?, run?, id?}`).
@@ -9,7 +10,7 @@
 //! This is the only file that uses the deprecated `actix-web-actors` crate, so moving to
 //! `actix-ws` later touches nothing else.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use actix::prelude::*;
@@ -35,6 +36,9 @@ pub async fn connect(
         timeout: state.client_timeout,
         sink: None,
         last_sent: HashMap::new(),
+        watched: HashSet::new(),
+        muted: HashMap::new(),
+        unwatches: 0,
     };
     ws::start(session, &req, stream)
 }
@@ -47,7 +51,17 @@ pub struct WsSession {
     timeout: std::time::Duration,
     sink: Option<FrameSender>,
     /// The last sequence number sent per run: overlapping watches never send an event twice.
+    /// An unwatch forgets the run's entry, so a later watch can replay it from the start.
     last_sent: HashMap<String, i64>,
+    /// Runs this socket watches (an unwatch of any other run has nothing to undo).
+    watched: HashSet<String>,
+    /// Runs unwatched and not yet watched again, with the number of their last unwatch: frames
+    /// of these runs still queued from the dropped subscription are discarded until the
+    /// [`Frame::Rewatch`] marker of a new watch comes through, so they can neither reach the
+    /// client after the unwatch nor fill `last_sent` and swallow the new watch's replay.
+    muted: HashMap<String, u64>,
+    /// Unwatches so far (numbers the entries of `muted`).
+    unwatches: u64,
 }
 
 impl WsSession {
@@ -113,14 +127,24 @@ impl WsSession {
         let sink = self.sink();
         let watcher = self.watcher;
         let r = run.clone();
+        // After an unwatch, the marker goes into the channel before the watch reaches the Hub:
+        // everything queued ahead of it is stale, everything behind it is the new watch's.
+        let rewatch = self.muted.get(&run).map(|&epoch| Frame::Rewatch { run: run.clone(), epoch });
+        self.watched.insert(run.clone());
         ctx.spawn(
-            async move { engine.watch(&r, since, watcher, sink).await }.into_actor(self).map(
-                move |res, _, ctx| {
-                    if let Err(e) = res {
-                        Self::engine_error(ctx, &id, Some(&run), e);
-                    }
-                },
-            ),
+            async move {
+                if let Some(marker) = rewatch {
+                    let _ = sink.send(marker).await;
+                }
+                engine.watch(&r, since, watcher, sink).await
+            }
+            .into_actor(self)
+            .map(move |res, act, ctx| {
+                if let Err(e) = res {
+                    act.watched.remove(&run);
+                    Self::engine_error(ctx, &id, Some(&run), e);
+                }
+            }),
         );
     }
 
@@ -206,6 +230,11 @@ impl WsSession {
                     );
                 };
                 self.engine.unwatch(&run, self.watcher);
+                if self.watched.remove(&run) {
+                    self.unwatches += 1;
+                    self.last_sent.remove(&run);
+                    self.muted.insert(run, self.unwatches);
+                }
             }
             "cancel" => {
                 let Some(run) = run else {
@@ -263,6 +292,9 @@ impl StreamHandler<Frame> for WsSession {
     fn handle(&mut self, frame: Frame, ctx: &mut Self::Context) {
         match frame {
             Frame::Event(f) => {
+                if self.muted.contains_key(&f.run) {
+                    return;
+                }
                 let last = self.last_sent.entry(f.run.clone()).or_insert(0);
                 if f.seq <= *last {
                     return;
@@ -274,12 +306,21 @@ impl StreamHandler<Frame> for WsSession {
             // This socket fell behind and was unsubscribed; everything before the marker has
             // now gone out, so resubscribe from the last event sent: the client sees no gap.
             Frame::Lagged { run, since } => {
+                if self.muted.contains_key(&run) {
+                    return;
+                }
                 let from = self.last_sent.get(&run).copied().unwrap_or(since);
                 self.watch(run, from, Value::Null, ctx);
             }
             Frame::DashboardLagged => {
                 let sink = self.sink();
                 self.engine.subscribe_dashboard(self.watcher, sink);
+            }
+            Frame::Rewatch { run, epoch } => {
+                if self.muted.get(&run) == Some(&epoch) {
+                    self.muted.remove(&run);
+                    self.last_sent.remove(&run);
+                }
             }
         }
     }

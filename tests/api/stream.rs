@@ -181,3 +181,59 @@ async fn sse_streams_a_run_and_resumes_from_last_event_id() {
     assert_eq!(resp.status(), 404);
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn unwatch_then_watch_from_zero_replays_the_run_on_the_same_socket() {
+    let app = spawn_with(Options { sim_latency_ms: 20, ..Options::default() }).await;
+    let started = app.start(council_request("Replay after unwatch?")).await;
+    let run = started["runId"].as_str().unwrap().to_string();
+    app.wait_done(&run).await;
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
+    let first = ws.events_until_end(&run).await;
+    assert_contiguous(&first, 1);
+    // Without an unwatch the socket never gets an event twice.
+    ws.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
+    assert_eq!(ws.next_within(Duration::from_millis(400)).await, None);
+    ws.send(json!({ "type": "unwatch", "run": run })).await;
+    ws.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
+    let again = ws.events_until_end(&run).await;
+    assert_eq!(again, first, "the whole run again, from seq 1");
+    // `since` still applies to a watch after an unwatch.
+    ws.send(json!({ "type": "unwatch", "run": run })).await;
+    ws.send(json!({ "type": "watch", "run": run, "since": 5 })).await;
+    let tail = ws.events_until_end(&run).await;
+    assert_eq!(tail[..], first[5..]);
+    ws.close().await;
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn unwatching_a_live_run_drops_what_was_queued_and_a_rewatch_starts_clean() {
+    let app = spawn_with(Options { sim_latency_ms: 120, ..Options::default() }).await;
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "start", "request": council_request("Rewatch a live run?") })).await;
+    let (started, _) = ws.until("started", None).await;
+    let run = started["runId"].as_str().unwrap().to_string();
+    for _ in 0..3 {
+        let v = ws.next().await;
+        assert_eq!(v["run"], run.as_str());
+    }
+    ws.send(json!({ "type": "unwatch", "run": run })).await;
+    ws.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
+    // Frames already on the wire before the unwatch may still arrive; once the replay starts
+    // (seq 1 again), the old subscription's leftovers never cut into it.
+    let first = loop {
+        let v = ws.next().await;
+        assert_ne!(v["event"], "complete", "the replay never started: {v}");
+        if v["seq"] == 1 {
+            break v;
+        }
+    };
+    let mut events = vec![first];
+    events.extend(ws.events_until_end(&run).await);
+    assert_contiguous(&events, 1);
+    assert_eq!(stage_events(&events), COUNCIL_SEQUENCE);
+    ws.close().await;
+    app.stop().await;
+}
