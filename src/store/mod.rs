@@ -90,6 +90,18 @@ pub struct RunRecord {
     pub review_note: Option<String>,
 }
 
+/// How much of a run's question the list of recent runs carries.
+pub const RECENT_QUESTION_CHARS: i32 = 200;
+
+/// A run as the list of recent runs shows it: the record, the start of the user's question
+/// and the conversation's title.
+#[derive(Debug, Clone)]
+pub struct RecentRun {
+    pub run: RunRecord,
+    pub question: Option<String>,
+    pub title: Option<String>,
+}
+
 /// Which flagged runs to list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReviewStatus {
@@ -245,6 +257,10 @@ store_message!(
     ListRuns { limit: i64 } -> Vec<RunRecord>, |msg, conn| queries::list_runs(conn, msg.limit)
 );
 store_message!(
+    ListRecentRuns { limit: i64 } -> Vec<RecentRun>,
+    |msg, conn| queries::list_recent(conn, msg.limit)
+);
+store_message!(
     GetStages { message_id: String } -> Vec<StageRecord>,
     |msg, conn| queries::get_stages(conn, &msg.message_id)
 );
@@ -257,8 +273,10 @@ store_message!(
     |msg, conn| queries::get_conversation(conn, &msg.id)
 );
 store_message!(
-    ListConversations { limit: i64 } -> Vec<ConversationRecord>,
-    |msg, conn| queries::list_conversations(conn, msg.limit)
+    /// Conversations, newest first; with `title_contains`, those whose title contains it
+    /// (ignoring case).
+    ListConversations { limit: i64, title_contains: Option<String> } -> Vec<ConversationRecord>,
+    |msg, conn| queries::list_conversations(conn, msg.limit, msg.title_contains.as_deref())
 );
 
 /// Cloneable handle to the store: one writer thread, several reader threads.
@@ -336,6 +354,9 @@ impl Store {
     pub async fn list_runs(&self, limit: i64) -> Result<Vec<RunRecord>, StoreError> {
         self.read(ListRuns { limit }).await?
     }
+    pub async fn list_recent(&self, limit: i64) -> Result<Vec<RecentRun>, StoreError> {
+        self.read(ListRecentRuns { limit }).await?
+    }
     pub async fn list_reviews(
         &self,
         status: ReviewStatus,
@@ -371,7 +392,9 @@ impl Store {
     pub async fn list_conversations(
         &self,
         limit: i64,
+        title_contains: Option<&str>,
     ) -> Result<Vec<ConversationRecord>, StoreError> {
-        self.read(ListConversations { limit }).await?
+        let title_contains = title_contains.map(str::to_string);
+        self.read(ListConversations { limit, title_contains }).await?
     }
 }

@@ -6,10 +6,36 @@ use serde_json::Value;
 use super::db::AnyConnection;
 use super::schema::{conversations, deliberation_stages, messages, run_events, runs};
 use super::{
-    ConversationDetail, ConversationRecord, MessageRecord, NewRun, ReviewStatus, RunFinish,
-    RunRecord, StageRecord, StoreError, StoredEvent,
+    ConversationDetail, ConversationRecord, MessageRecord, NewRun, RecentRun, ReviewStatus,
+    RunFinish, RunRecord, StageRecord, StoreError, StoredEvent, RECENT_QUESTION_CHARS,
 };
 use crate::modes::StageRow;
+
+// Both backends have these with the same meaning: `substr` counts characters, not bytes.
+diesel::define_sql_function! {
+    fn substr(text: diesel::sql_types::Nullable<diesel::sql_types::Text>, start: diesel::sql_types::Integer, length: diesel::sql_types::Integer) -> diesel::sql_types::Nullable<diesel::sql_types::Text>;
+}
+diesel::define_sql_function! {
+    fn lower(text: diesel::sql_types::Nullable<diesel::sql_types::Text>) -> diesel::sql_types::Nullable<diesel::sql_types::Text>;
+}
+
+/// The escape character of the LIKE patterns built by [`like_pattern`].
+const LIKE_ESCAPE: char = '\\';
+
+/// A LIKE pattern matching `text` anywhere, with `%`, `_` and the escape character itself
+/// matched literally.
+pub(super) fn like_pattern(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_') || c == LIKE_ESCAPE {
+            out.push(LIKE_ESCAPE);
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = conversations)]
@@ -412,6 +438,26 @@ pub fn list_runs(conn: &mut AnyConnection, limit: i64) -> Result<Vec<RunRecord>,
         .collect())
 }
 
+/// The most recent runs with their question (cut to [`RECENT_QUESTION_CHARS`] by the database)
+/// and their conversation's title, in one query.
+pub fn list_recent(conn: &mut AnyConnection, limit: i64) -> Result<Vec<RecentRun>, StoreError> {
+    let rows: Vec<(RunRow, Option<String>, Option<String>)> = runs::table
+        .inner_join(conversations::table)
+        .left_join(messages::table.on(messages::id.eq(runs::user_message_id)))
+        .order(runs::created_at.desc())
+        .limit(limit)
+        .select((
+            RunRow::as_select(),
+            substr(messages::content.nullable(), 1, RECENT_QUESTION_CHARS),
+            conversations::title,
+        ))
+        .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(|(run, question, title)| RecentRun { run: run.into(), question, title })
+        .collect())
+}
+
 pub fn get_stages(
     conn: &mut AnyConnection,
     message_id: &str,
@@ -473,12 +519,21 @@ pub fn get_conversation(
     Ok(Some(ConversationDetail { conversation: conv.into(), messages: msgs, runs: conv_runs }))
 }
 
+/// Conversations, most recently updated first; with `title_contains`, only those whose title
+/// contains it, ignoring case (lower-cased on both sides by the database, so each backend
+/// folds case its own way: SQLite's `lower` only folds ASCII letters).
 pub fn list_conversations(
     conn: &mut AnyConnection,
     limit: i64,
+    title_contains: Option<&str>,
 ) -> Result<Vec<ConversationRecord>, StoreError> {
-    Ok(conversations::table
-        .order(conversations::updated_at.desc())
+    let mut q = conversations::table.into_boxed();
+    if let Some(text) = title_contains {
+        q = q.filter(
+            lower(conversations::title).like(lower(Some(like_pattern(text)))).escape(LIKE_ESCAPE),
+        );
+    }
+    Ok(q.order(conversations::updated_at.desc())
         .limit(limit)
         .select(ConversationRow::as_select())
         .load(conn)?
@@ -529,4 +584,18 @@ pub fn mark_reviewed(
         return Ok(None);
     }
     get_run(conn, run_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like_pattern;
+
+    #[test]
+    fn like_patterns_match_wildcards_literally() {
+        assert_eq!(like_pattern("abc"), "%abc%");
+        assert_eq!(like_pattern("100%"), "%100\\%%");
+        assert_eq!(like_pattern("a_b"), "%a\\_b%");
+        assert_eq!(like_pattern("c:\\x"), "%c:\\\\x%");
+        assert_eq!(like_pattern(""), "%%");
+    }
 }

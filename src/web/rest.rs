@@ -45,18 +45,18 @@ pub async fn list_runs(
     let recent = state
         .engine
         .store()
-        .list_runs(limit)
+        .list_recent(limit)
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?;
+    // A list entry stays small: the start of the question and the title, never the answer or
+    // the result.
     let recent: Vec<Value> = recent
-        .iter()
+        .into_iter()
         .map(|r| {
-            let mut v = run_view(r, None, None, None, Value::Null);
+            let mut v = run_view(&r.run, r.question, None, r.title, Value::Null);
             if let Some(o) = v.as_object_mut() {
                 o.remove("result");
-                o.remove("question");
                 o.remove("answer");
-                o.remove("title");
             }
             v
         })
@@ -85,15 +85,34 @@ pub async fn cancel(
     }
 }
 
+#[derive(Deserialize)]
+pub struct ConversationQuery {
+    limit: Option<i64>,
+    /// Only conversations whose title contains this, ignoring case.
+    q: Option<String>,
+}
+
+/// The longest title search accepted.
+const MAX_QUERY_CHARS: usize = 200;
+
+/// `GET /api/conversations?q=TEXT&limit=N`: conversations, most recently updated first,
+/// optionally only those whose title contains `q` (`%` and `_` are plain characters).
 pub async fn list_conversations(
     state: web::Data<AppState>,
-    q: web::Query<ListQuery>,
+    q: web::Query<ConversationQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let limit = limit(&q)?;
+    let limit = limit(&ListQuery { limit: q.limit })?;
+    let text = q.q.as_deref().filter(|t| !t.is_empty());
+    if text.is_some_and(|t| t.chars().count() > MAX_QUERY_CHARS) {
+        return Err(ApiError::BadRequest {
+            field: Some("q".into()),
+            message: format!("q: at most {MAX_QUERY_CHARS} characters"),
+        });
+    }
     let list = state
         .engine
         .store()
-        .list_conversations(limit)
+        .list_conversations(limit, text)
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(HttpResponse::Ok().json(json!({ "conversations": list })))

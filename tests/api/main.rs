@@ -6,6 +6,7 @@ mod cancel;
 mod cli;
 mod council;
 mod helpers;
+mod lists;
 mod modes;
 mod openai;
 mod postgres;

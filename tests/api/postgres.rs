@@ -63,3 +63,14 @@ async fn council_runs_and_reloads_on_postgresql() {
     app.stop().await;
     drop_database(&url);
 }
+
+#[actix_web::test]
+async fn recent_runs_and_title_search_on_postgresql() {
+    let Some(url) = fresh_database() else { return };
+    let app = spawn_with(Options { database_url: Some(url), ..Options::default() }).await;
+    crate::lists::check_recent_runs_list(&app).await;
+    crate::lists::check_conversation_search(&app).await;
+    let url = app.database_url.clone();
+    app.stop().await;
+    drop_database(&url);
+}
