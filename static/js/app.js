@@ -1,0 +1,372 @@
+// Conclave's browser client: a hash router over five views (dashboard, new deliberation,
+// conversation/run, history, review queue), all talking to the server only through the
+// documented WebSocket and REST interfaces.
+import * as ui from "./ui.js";
+import { Connection } from "./conn.js";
+import { RunView, fetchJson } from "./runview.js";
+import { buildForm, MODE_SPECS } from "./forms.js";
+
+const { el, $ } = ui;
+const MULTI_TURN = new Set(["council", "vote"]);
+
+const conn = new Connection();
+let models = null; // GET /api/models
+let current = null; // the mounted view: {destroy()}
+const main = $("#main");
+
+// Tests and the curious reach the connection here (e.g. `conclave.conn.drop()`).
+window.conclave = { conn };
+
+// ---- connection state -------------------------------------------------------------------------
+
+conn.onState((s) => {
+  const pill = $("#conn");
+  const text = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…" }[s] || s;
+  pill.textContent = text;
+  pill.className = "pill " + (s === "live" ? "ok" : s === "reconnecting" ? "bad" : "");
+  pill.title = s === "live" ? "Connected: updates arrive as they happen" : "The connection dropped; reconnecting and resuming where it left off";
+});
+
+async function loadModels() {
+  if (models) return models;
+  try {
+    models = await fetchJson("/api/models");
+  } catch (err) {
+    models = { modes: {}, simModels: [] };
+    console.warn("models", err);
+  }
+  $("#offline").hidden = !models.offline;
+  return models;
+}
+
+// ---- routing ----------------------------------------------------------------------------------
+
+function parseRoute() {
+  const h = location.hash.replace(/^#\/?/, "");
+  const parts = h.split("/").map(decodeURIComponent);
+  switch (parts[0]) {
+    case "": return { view: "dashboard" };
+    case "new": return { view: "new", mode: parts[1] && MODE_SPECS[parts[1]] ? parts[1] : "council" };
+    case "run": return { view: "run", id: parts[1] };
+    case "c": return { view: "conversation", id: parts[1] };
+    case "history": return { view: "history", q: new URLSearchParams(location.hash.split("?")[1] || "").get("q") || "" };
+    case "reviews": return { view: "reviews" };
+    default: return { view: "notfound" };
+  }
+}
+
+async function route() {
+  const r = parseRoute();
+  if (current && current.destroy) current.destroy();
+  current = null;
+  main.replaceChildren();
+  for (const a of document.querySelectorAll("[data-nav]")) {
+    const on = a.dataset.nav === (r.view === "run" || r.view === "conversation" ? "" : r.view);
+    if (on) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+  }
+  const views = { dashboard: dashboardView, new: newView, run: runRoute, conversation: conversationView, history: historyView, reviews: reviewsView, notfound: notFoundView };
+  try {
+    current = await views[r.view](r);
+  } catch (err) {
+    main.replaceChildren(el("h1", null, "Something went wrong"), el("p", { class: "error", role: "alert" }, err.message));
+  }
+  const h1 = main.querySelector("h1");
+  if (h1 && document.activeElement === document.body) { h1.tabIndex = -1; h1.focus({ preventScroll: true }); }
+}
+
+function notFoundView() {
+  main.append(el("h1", null, "Not found"), el("p", null, el("a", { href: "#/" }, "Back to the dashboard")));
+  return null;
+}
+
+// ---- dashboard --------------------------------------------------------------------------------
+
+const STAGE_LABELS = {
+  stage1_start: "answering", stage1_complete: "answers in", stage2_start: "ranking", stage2_complete: "rankings in",
+  stage3_start: "synthesising", stage3_complete: "synthesis done", vote_start: "starting", vote_round_start: "voting",
+  vote_round_complete: "votes in", tiebreaker_start: "breaking a tie", winner_declared: "winner declared",
+  jury_start: "starting", present_start: "presenting", present_complete: "presented", deliberation_start: "jurors deliberating",
+  juror_complete: "jurors deliberating", all_jurors_complete: "jurors done", verdict_start: "foreman writing", verdict_complete: "verdict in",
+  debate_start: "starting", round1_start: "round 1: answering", round1_complete: "round 1 done", revision_start: "revising",
+  revision_complete: "revisions in", vote_complete: "votes in", delphi_start: "classifying", classify_complete: "classified",
+  round_start: "estimating", round_complete: "round done", convergence_reached: "converged", max_rounds_reached: "max rounds reached",
+  synthesis_start: "facilitator writing", synthesis_complete: "report in", clarity_start: "evaluating", evaluator_complete: "evaluating",
+  disagreement_detected: "disagreement", discussion_start: "discussing", discussion_complete: "discussed", arbiter_start: "arbiter scoring",
+  arbiter_complete: "arbiter done", score_complete: "scored", title_complete: "titled", call_start: "", call_complete: "", call_retry: "retrying a call",
+  complete: "done", error: "failed", cancelled: "cancelled",
+};
+
+function stageLabel(run) {
+  const e = run.lastEvent;
+  if (!e) return "starting";
+  if (e in STAGE_LABELS && STAGE_LABELS[e]) return STAGE_LABELS[e];
+  // A call event says little: name the stage its calls belong to.
+  const calls = run.calls || [];
+  if (calls.length) return `${calls[calls.length - 1].stage.replace(/_/g, " ")}`;
+  return e.replace(/_/g, " ");
+}
+
+function progressChips(run) {
+  const calls = run.calls || [];
+  if (!calls.length) return null;
+  const stage = calls[calls.length - 1].stage;
+  const now = calls.filter((c) => c.stage === stage);
+  return el("span", { class: "chips", "aria-label": "model progress" }, now.map((c) =>
+    el("span", { class: `chip-call ${c.state}`, title: `${c.model} (${c.role || c.stage}): ${c.state}` }, c.model)));
+}
+
+function runRow(run, { onCancel }) {
+  const running = run.status === "running";
+  const title = run.title || run.question || "(no question)";
+  const elapsed = el("span", { class: "elapsed", dataset: { created: run.createdAt, finished: run.finishedAt || "" } });
+  const row = el("div", { class: "run-row", dataset: { run: run.id, status: run.status }, role: "listitem" },
+    el("div", { class: "mode-cell" }, ui.modeBadge(run.mode)),
+    el("div", { class: "q" }, el("a", { href: `#/run/${encodeURIComponent(run.id)}`, title: run.question || "" }, title)),
+    el("div", { class: "actions" },
+      el("a", { class: "button secondary small", href: `#/run/${encodeURIComponent(run.id)}`, "aria-label": `Open ${title}` }, "Open"),
+      running ? el("button", { type: "button", class: "danger small cancel", "aria-label": `Cancel ${title}`, onclick: (e) => onCancel(run, e.currentTarget) }, "Cancel") : null),
+    el("div", { class: "meta" }, ui.statusBadge(run.status), running ? el("span", { class: "stage-label" }, stageLabel(run)) : null,
+      running ? progressChips(run) : null, elapsed, el("span", null, run.owner ? `by ${run.owner}` : ""),
+      el("span", null, ui.fmtTime(run.createdAt))));
+  tickElapsed(elapsed);
+  return row;
+}
+
+function tickElapsed(node) {
+  const created = Number(node.dataset.created);
+  const finished = Number(node.dataset.finished) || Date.now();
+  if (created) node.textContent = `${ui.fmtElapsed(finished - created)} elapsed`;
+}
+
+async function dashboardView() {
+  const runs = new Map();
+  const liveList = el("div", { class: "list", role: "list", "aria-label": "Running deliberations", id: "live-runs" });
+  const recentList = el("div", { class: "list", role: "list", "aria-label": "Recent deliberations", id: "recent-runs" });
+  const err = el("p", { class: "error", role: "alert" });
+  main.append(
+    el("div", { class: "conversation-head" }, el("h1", null, "Dashboard"), el("a", { class: "button", href: "#/new" }, "New deliberation")),
+    err,
+    el("h2", null, "Running now"), liveList,
+    el("h2", null, "Recent"), recentList,
+  );
+
+  async function cancel(run, btn) {
+    btn.disabled = true;
+    try {
+      const reply = await conn.request({ type: "cancel", run: run.id });
+      if (!reply.cancelled) err.textContent = "That run had already ended.";
+    } catch (e) {
+      err.textContent = `Could not cancel: ${e.message}`;
+      btn.disabled = false;
+    }
+  }
+
+  function render() {
+    const all = [...runs.values()].sort((a, b) => b.createdAt - a.createdAt);
+    const live = all.filter((r) => r.status === "running");
+    const recent = all.filter((r) => r.status !== "running").slice(0, 50);
+    liveList.replaceChildren(...(live.length ? live.map((r) => runRow(r, { onCancel: cancel })) : [el("div", { class: "empty" }, "Nothing is running. ", el("a", { href: "#/new" }, "Start a deliberation"), ".")]));
+    recentList.replaceChildren(...(recent.length ? recent.map((r) => runRow(r, { onCancel: cancel })) : [el("div", { class: "empty" }, "No deliberations yet.")]));
+  }
+
+  let refreshTimer = null;
+  async function loadRecent() {
+    try {
+      const body = await fetchJson("/api/deliberations?limit=50");
+      for (const r of body.recent || []) {
+        const prev = runs.get(r.id);
+        // The live feed knows more about a running run than the stored row does.
+        if (!prev || prev.status !== "running" || r.status !== "running") runs.set(r.id, { ...prev, ...r });
+      }
+      for (const r of body.live || []) runs.set(r.id, { ...runs.get(r.id), ...r });
+      render();
+    } catch (e) {
+      err.textContent = `Could not load runs: ${e.message}`;
+    }
+  }
+
+  const unsubscribe = conn.subscribeDashboard((msg) => {
+    const list = msg.type === "dashboard" ? msg.runs : [msg.run];
+    let ended = false;
+    for (const r of list) {
+      const prev = runs.get(r.id);
+      if (prev && prev.status === "running" && r.status !== "running") ended = true;
+      runs.set(r.id, { ...prev, ...r });
+    }
+    render();
+    if (ended) { clearTimeout(refreshTimer); refreshTimer = setTimeout(loadRecent, 300); }
+  });
+  await loadRecent();
+  const tick = setInterval(() => main.querySelectorAll(".run-row .elapsed").forEach(tickElapsed), 1000);
+  return { destroy() { unsubscribe(); clearInterval(tick); clearTimeout(refreshTimer); } };
+}
+
+// ---- new deliberation ---------------------------------------------------------------------------
+
+async function startRun(request) {
+  const reply = await conn.request({ type: "start", request });
+  conn.feed(reply.runId); // the server already streams its events to this socket
+  return reply;
+}
+
+async function newView({ mode }) {
+  const m = await loadModels();
+  const tabs = el("div", { class: "tabs", role: "tablist", "aria-label": "Mode" });
+  for (const name of Object.keys(MODE_SPECS)) {
+    const selected = name === mode;
+    tabs.append(el("a", { role: "tab", class: "button small", href: `#/new/${name}`, "aria-selected": String(selected), "aria-controls": "mode-form" }, ui.MODE_LABELS[name]));
+  }
+  const form = buildForm(mode, m, async (request) => {
+    const reply = await startRun(request);
+    location.hash = `#/run/${encodeURIComponent(reply.runId)}`;
+  });
+  form.id = "mode-form";
+  form.setAttribute("role", "tabpanel");
+  main.append(el("h1", null, "New deliberation"), tabs, el("p", { class: "muted mode-blurb" }, MODE_SPECS[mode].blurb), form);
+  return null;
+}
+
+// ---- a conversation and its runs ----------------------------------------------------------------
+
+async function runRoute({ id }) {
+  const detail = await fetchJson(`/api/deliberations/${encodeURIComponent(id)}`);
+  return conversationView({ id: detail.conversationId, focusRun: id, known: detail });
+}
+
+async function conversationView({ id, focusRun, known }) {
+  const conv = await fetchJson(`/api/conversations/${encodeURIComponent(id)}`);
+  const details = await Promise.all(conv.runs.map((r) => (known && known.id === r.id ? known : fetchJson(`/api/deliberations/${encodeURIComponent(r.id)}`))));
+  const mode = conv.conversation.mode;
+  const views = [];
+  const thread = el("div", { class: "thread" });
+  const title = el("span", null, conv.conversation.title || details[0]?.question || "Untitled");
+  main.append(el("div", { class: "conversation-head" }, el("h1", null, title), ui.modeBadge(mode),
+    el("span", { class: "muted" }, ui.fmtTime(conv.conversation.createdAt))), thread);
+
+  let followUp = null;
+  function refreshFollowUp() {
+    if (!followUp) return;
+    const busy = views.some((v) => v.status === "running");
+    followUp.querySelector("button").disabled = busy;
+    followUp.querySelector(".muted").textContent = busy ? "You can ask a follow-up once this run ends." : "";
+  }
+
+  async function mountRun(detail) {
+    const view = new RunView({
+      conn, detail,
+      onEnded: async () => {
+        refreshFollowUp();
+        if (!conv.conversation.title) {
+          try {
+            const c = await fetchJson(`/api/conversations/${encodeURIComponent(id)}`);
+            if (c.conversation.title) { conv.conversation.title = c.conversation.title; title.textContent = c.conversation.title; }
+          } catch { /* keep the old title */ }
+        }
+      },
+    });
+    views.push(view);
+    thread.append(view.el);
+    await view.mount();
+    return view;
+  }
+
+  for (const d of details) await mountRun(d);
+
+  if (MULTI_TURN.has(mode)) {
+    const last = details[details.length - 1];
+    const q = el("textarea", { id: "follow-up-question", rows: 2, placeholder: "Ask a follow-up in this conversation…", required: true });
+    const err = el("div", { class: "error", role: "alert" });
+    followUp = el("form", { class: "form-card follow-up", "aria-label": "Follow-up question" },
+      el("label", { for: "follow-up-question" }, "Follow-up question"), q,
+      el("div", { class: "toolbar" }, el("button", { type: "submit" }, "Ask"), el("span", { class: "muted" }), err));
+    followUp.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      err.textContent = "";
+      const question = q.value.trim();
+      if (!question) { err.textContent = "Question is required"; q.focus(); return; }
+      // The follow-up keeps the panel of the conversation's last run.
+      const prev = (last && last.request) || {};
+      const request = { ...prev, mode, question, conversationId: id };
+      const btn = followUp.querySelector("button");
+      btn.disabled = true;
+      try {
+        const reply = await startRun(request);
+        q.value = "";
+        const view = await mountRun({ id: reply.runId, mode, question, createdAt: Date.now(), status: "running" });
+        refreshFollowUp();
+        view.el.scrollIntoView({ block: "start" });
+      } catch (ex) {
+        err.textContent = ex.message;
+        btn.disabled = false;
+      }
+    });
+    main.append(followUp);
+    refreshFollowUp();
+  }
+
+  if (focusRun) {
+    const v = views.find((x) => x.runId === focusRun);
+    if (v && views.length > 1) v.el.scrollIntoView({ block: "start" });
+  }
+  return { destroy() { views.forEach((v) => v.destroy()); } };
+}
+
+// ---- history ------------------------------------------------------------------------------------
+
+async function historyView({ q }) {
+  const input = el("input", { type: "search", id: "history-search", placeholder: "Search conversations by title", value: q, "aria-label": "Search conversations by title" });
+  const list = el("div", { class: "list", role: "list", id: "history-list", "aria-live": "polite" });
+  main.append(el("h1", null, "History"), el("div", { class: "toolbar" }, input), list);
+  let seq = 0;
+  async function load() {
+    const mine = ++seq;
+    const query = input.value.trim();
+    try {
+      const body = await fetchJson(`/api/conversations?limit=200${query ? "&q=" + encodeURIComponent(query) : ""}`);
+      if (mine !== seq) return;
+      const items = body.conversations || [];
+      list.replaceChildren(...(items.length ? items.map((c) => el("div", { class: "run-row", role: "listitem", dataset: { conversation: c.id } },
+        el("div", { class: "mode-cell" }, ui.modeBadge(c.mode)),
+        el("div", { class: "q" }, el("a", { href: `#/c/${encodeURIComponent(c.id)}` }, c.title || "(untitled)")),
+        el("div", { class: "meta" }, el("span", null, `updated ${ui.fmtTime(c.updatedAt)}`)))) : [el("div", { class: "empty" }, query ? `No conversation title matches “${query}”.` : "No conversations yet.")]));
+    } catch (e) {
+      list.replaceChildren(el("p", { class: "error", role: "alert" }, e.message));
+    }
+  }
+  let timer = null;
+  input.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => { history.replaceState(null, "", `#/history${input.value.trim() ? "?q=" + encodeURIComponent(input.value.trim()) : ""}`); load(); }, 250);
+  });
+  await load();
+  return { destroy() { clearTimeout(timer); } };
+}
+
+// ---- review queue -------------------------------------------------------------------------------
+
+async function reviewsView() {
+  const select = el("select", { id: "review-status", "aria-label": "Which reviews" },
+    el("option", { value: "pending" }, "Waiting for review"), el("option", { value: "reviewed" }, "Reviewed"), el("option", { value: "all" }, "All"));
+  const list = el("div", { class: "list", role: "list", id: "review-list" });
+  main.append(el("h1", null, "Human review queue"),
+    el("p", { class: "muted" }, "Clarity runs whose evaluators still disagreed after discussion are flagged here."),
+    el("div", { class: "toolbar" }, select), list);
+  async function load() {
+    const body = await fetchJson(`/api/reviews?status=${select.value}`);
+    const items = body.reviews || [];
+    list.replaceChildren(...(items.length ? items.map((r) => el("div", { class: "run-row", role: "listitem", dataset: { run: r.runId } },
+      el("div", { class: "mode-cell" }, ui.modeBadge(r.mode)),
+      el("div", { class: "q" }, el("a", { href: `#/run/${encodeURIComponent(r.runId)}` }, r.reason || "Flagged for review")),
+      el("div", { class: "meta" }, r.reviewedAt ? ui.badge("reviewed", "green") : ui.badge("pending", "yellow"), el("span", null, ui.fmtTime(r.createdAt)), r.note ? el("span", null, `note: ${r.note}`) : null))) : [el("div", { class: "empty" }, "Nothing here.")]));
+  }
+  select.addEventListener("change", load);
+  await load();
+  return null;
+}
+
+// ---- start ----------------------------------------------------------------------------------------
+
+window.addEventListener("hashchange", route);
+conn.connect();
+loadModels();
+route();

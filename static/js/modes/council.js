@@ -1,0 +1,97 @@
+// Council: answer cards (model, time), each evaluator's ranking with the parsed order beside the
+// raw text, the aggregate ranking table, a de-anonymisation toggle, and the chairman's
+// synthesis as the run's main answer.
+
+export function createView(ctx) {
+  const { el, ui } = ctx;
+  const s1 = ctx.section("stage1", "Stage 1 · Answers");
+  const s2 = ctx.section("stage2", "Stage 2 · Peer rankings");
+  const s3 = ctx.section("stage3", "Stage 3 · Synthesis");
+  let labelToModel = {};
+  let reveal = false;
+  const labelled = []; // [node, label] pairs re-rendered when the toggle changes
+
+  const revealBox = el("input", { type: "checkbox", class: "reveal-toggle" });
+  revealBox.addEventListener("change", () => { reveal = revealBox.checked; relabel(); });
+  const toggle = el("label", { class: "toggle" }, revealBox, "Show which model wrote each response");
+
+  function name(label) {
+    return reveal && labelToModel[label] ? `${label} (${labelToModel[label]})` : label;
+  }
+  // A null label marks a cell that shows the model itself, hidden until revealed.
+  function relabel() {
+    for (const [node, label] of labelled) node.textContent = label === null ? (reveal ? node.dataset.model : "hidden") : name(label);
+  }
+  function labelNode(label, tag = "span") {
+    const n = el(tag, { class: "label" }, name(label));
+    labelled.push([n, label]);
+    return n;
+  }
+
+  return {
+    callSection: (call) => call.stage,
+
+    event(name, data) {
+      switch (name) {
+        case "stage1_start": s1.running(); ctx.progress("Stage 1: collecting answers"); break;
+        case "stage1_complete":
+          for (const r of data.data || []) {
+            const card = s1.claim(r.model);
+            card.setText(r.response);
+            card.setState("ok", { ms: r.responseTimeMs });
+          }
+          s1.done();
+          ctx.announce(`Stage 1 complete: ${ui.plural((data.data || []).length, "answer")}`);
+          break;
+        case "stage2_start": s2.running(); ctx.progress("Stage 2: peer ranking"); break;
+        case "stage2_complete": {
+          const meta = data.metadata || {};
+          labelToModel = meta.labelToModel || {};
+          for (const r of data.data || []) {
+            const card = s2.claim(r.model);
+            card.setTitle(`${r.model}`);
+            card.setRole("evaluator");
+            const parsed = r.parsedRanking || [];
+            card.prepend(el("div", { class: "parsed-ranking" },
+              el("strong", null, "Parsed ranking: "),
+              parsed.length ? parsed.flatMap((l, i) => [i ? " › " : "", labelNode(l)]) : el("span", { class: "muted" }, "could not be parsed (left out of the aggregate)")));
+            card.setText(r.ranking);
+            card.setState("ok", { ms: r.responseTimeMs });
+          }
+          const agg = meta.aggregateRankings || [];
+          const body = s2.body;
+          body.replaceChildren();
+          body.append(el("div", { class: "toolbar" }, toggle));
+          if (agg.length) {
+            const modelCell = (model) => { const n = el("span", { dataset: { model } }); labelled.push([n, null]); return n; };
+            const rows = agg.map((a, i) => [String(i + 1), labelNode(a.label || ""), modelCell(a.model), ui.fmtNum(a.averageRank, 2), String(a.rankingsCount)]);
+            const t = ui.table(["#", "Response", "Model", "Average rank", "Rankings"], rows, { num: [0, 3, 4], caption: "Aggregate ranking" });
+            t.classList.add("aggregate");
+            const panel = el("div", { class: "panel" }, el("h3", null, "Aggregate ranking (lower average is better)"), t);
+            body.append(panel);
+          } else {
+            body.append(el("p", { class: "muted" }, "No ranking could be parsed; the chairman synthesises without ranking data."));
+          }
+          relabel();
+          s2.done();
+          ctx.announce("Stage 2 complete: rankings are in");
+          break;
+        }
+        case "stage3_start": s3.running(); ctx.progress("Stage 3: the chairman is synthesising"); break;
+        case "stage3_complete": {
+          const r = data.data || {};
+          const card = s3.claim(r.model);
+          card.setRole("chairman");
+          card.setState("ok", { ms: r.responseTimeMs });
+          card.setBody(el("p", { class: "muted" }, "The synthesis is the answer below."));
+          const p = ctx.primary("Synthesis");
+          p.head.replaceChildren("Synthesis", el("span", { class: "muted" }, `by ${r.model}`));
+          p.body.replaceChildren(ui.markdown(r.response));
+          s3.done();
+          break;
+        }
+        default: break;
+      }
+    },
+  };
+}

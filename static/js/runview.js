@@ -1,0 +1,398 @@
+// One run on screen: its header (question, mode, status, elapsed, tokens and cost, cancel), a
+// model card per call that streams its text as tokens arrive, and the mode's own view
+// (`modes/<mode>.js`) for everything the mode's events carry.
+//
+// The view is a fold over the run's events: the same code renders a run live and a stored run
+// reopened later (its events replayed from the server), so both look the same. Once the run
+// has ended, its stored result (`GET /api/deliberations/{id}`) is handed to the mode's
+// `finish`, for what only the end reveals (Delphi's participants, the review flag).
+import * as ui from "./ui.js";
+import * as charts from "./charts.js";
+import { TERMINAL } from "./conn.js";
+
+const { el } = ui;
+
+const CALL_STATE_LABEL = { running: "running", retrying: "retrying", ok: "done", failed: "failed", stopped: "stopped" };
+
+export async function fetchJson(url, opts) {
+  const res = await fetch(url, opts);
+  let body = null;
+  try { body = await res.json(); } catch { /* not JSON */ }
+  if (!res.ok) {
+    const err = new Error((body && body.error) || `${res.status} ${res.statusText}`);
+    err.status = res.status;
+    err.field = body && body.field;
+    throw err;
+  }
+  return body;
+}
+
+/** A model's call: header with model, role and state; its streamed or final text. */
+export class ModelCard {
+  constructor({ key, model, role, stage } = {}) {
+    this.key = key;
+    this.model = model || "";
+    this.role = role || "";
+    this.stage = stage;
+    this.state = "running";
+    this.text = "";
+    this.claimed = false;
+    this.renderTimer = null;
+    this.chip = el("span", { class: "chip-call running", title: `${this.model}: running` }, this.model);
+    this.stateBadge = el("span", { class: "chip-call running" }, "running");
+    this.timeEl = el("span", { class: "time" });
+    this.badges = el("span", { class: "badges" });
+    this.titleEl = el("span", { class: "model" }, this.model);
+    this.roleEl = el("span", { class: "role" }, this.role);
+    this.head = el("div", { class: "card-head" }, this.titleEl, this.roleEl, this.badges, this.stateBadge, this.timeEl);
+    this.errorEl = el("div", { class: "call-error", role: "alert", hidden: true });
+    this.noteEl = el("div", { class: "retry-note", hidden: true });
+    this.pre = el("div", { class: "card-pre" });
+    this.md = el("div", { class: "md streaming" });
+    this.clipWrap = ui.clip(this.md, { open: true });
+    this.body = el("div", { class: "card-body" }, this.clipWrap);
+    this.extra = el("div", { class: "card-extra" });
+    this.el = el("article", { class: "card model-card", "aria-label": `${this.model} ${this.role}`.trim(), dataset: { key: key || "", model: this.model } },
+      this.head, this.errorEl, this.noteEl, this.pre, this.body, this.extra);
+  }
+
+  appendDelta(delta) {
+    if (this.state !== "running" && this.state !== "retrying") return;
+    this.text += delta;
+    if (!this.renderTimer) {
+      this.renderTimer = setTimeout(() => {
+        this.renderTimer = null;
+        ui.setMarkdown(this.md, this.text);
+      }, 120);
+    }
+  }
+
+  /** The call's final text (markdown); collapses long text behind "Show more". */
+  setText(text, { open = false } = {}) {
+    clearTimeout(this.renderTimer);
+    this.renderTimer = null;
+    this.text = text ?? "";
+    this.md.classList.remove("streaming");
+    ui.setMarkdown(this.md, this.text);
+    const box = this.clipWrap.firstElementChild;
+    box.classList.toggle("expanded", open);
+    const btn = this.clipWrap.lastElementChild;
+    btn.textContent = open ? "Show less" : "Show more";
+    btn.setAttribute("aria-expanded", String(open));
+    requestAnimationFrame(() => ui.refreshClip(this.clipWrap));
+  }
+
+  setState(state, { ms, error } = {}) {
+    this.state = state;
+    const label = CALL_STATE_LABEL[state] || state;
+    this.stateBadge.className = `chip-call ${state}`;
+    this.stateBadge.textContent = label;
+    this.chip.className = `chip-call ${state}`;
+    this.chip.title = `${this.model}: ${label}${ms ? " · " + ui.fmtMs(ms) : ""}`;
+    if (ms !== undefined && ms !== null) this.timeEl.textContent = ui.fmtMs(ms);
+    if (state !== "running" && state !== "retrying") {
+      this.md.classList.remove("streaming");
+      clearTimeout(this.renderTimer);
+      this.renderTimer = null;
+      if (this.text) ui.setMarkdown(this.md, this.text);
+      this.noteEl.hidden = true;
+    }
+    if (error) this.showError(error);
+  }
+
+  showError(error) {
+    const e = typeof error === "string" ? { message: error } : error;
+    const status = e.status ? ` ${e.status}` : "";
+    this.errorEl.textContent = `${e.kind ? e.kind + status + ": " : ""}${e.message || "failed"}`;
+    this.errorEl.hidden = false;
+  }
+
+  retry({ attempt, delayMs, error }) {
+    this.state = "retrying";
+    this.text = "";
+    ui.setMarkdown(this.md, "");
+    this.stateBadge.className = "chip-call retrying";
+    this.stateBadge.textContent = "retrying";
+    this.chip.className = "chip-call retrying";
+    this.noteEl.textContent = `Attempt ${attempt} failed (${(error && error.message) || "error"}); retrying in ${ui.fmtMs(delayMs)}`;
+    this.noteEl.hidden = false;
+  }
+
+  setTitle(text) { this.titleEl.textContent = text; }
+  setRole(text) { this.roleEl.textContent = text; }
+  addBadge(node) { this.badges.append(node); return node; }
+  /** Content shown above the text (a reasoning line, a chart). */
+  prepend(node) { this.pre.append(node); return node; }
+  /** Replaces the text area with other content. */
+  setBody(node) { this.body.replaceChildren(node); }
+}
+
+/** A stage of a run: a heading, progress chips, model cards and the mode's own content. */
+export class Section {
+  constructor(id, title, { tabs = false } = {}) {
+    this.id = id;
+    this.cards = [];
+    this.heading = el("h2", null, title);
+    this.chips = el("div", { class: "chips", "aria-label": `${title}: model progress` });
+    this.tabBar = el("div", { class: "card-tabs", role: "tablist", "aria-label": `${title}: choose a card` });
+    this.grid = el("div", { class: "cards" });
+    this.body = el("div", { class: "stage-body" });
+    this.el = el("section", { class: "stage" + (tabs ? " tabbed" : ""), hidden: true, "aria-label": title, dataset: { section: id } },
+      this.heading, this.chips, this.tabBar, this.grid, this.body);
+    this.tabs = tabs;
+  }
+
+  show() { this.el.hidden = false; return this; }
+  setTitle(title) { this.heading.textContent = title; }
+  running() { this.show(); this.el.classList.add("running"); return this; }
+  done() { this.el.classList.remove("running"); return this; }
+
+  addCard(card) {
+    this.show();
+    this.cards.push(card);
+    this.chips.append(card.chip);
+    this.grid.append(card.el);
+    if (this.tabs) {
+      const i = this.cards.length - 1;
+      const tab = el("button", { type: "button", role: "tab", "aria-selected": "false" }, card.model || `#${i + 1}`);
+      tab.addEventListener("click", () => this.selectTab(i));
+      card.tab = tab;
+      this.tabBar.append(tab);
+      if (i === 0) this.selectTab(0);
+    }
+    return card;
+  }
+
+  selectTab(i) {
+    this.cards.forEach((c, j) => {
+      c.el.classList.toggle("tab-active", i === j);
+      if (c.tab) c.tab.setAttribute("aria-selected", String(i === j));
+    });
+  }
+
+  /** The first card of `model` not yet matched to a result (a card is made if none is left). */
+  claim(model) {
+    let card = this.cards.find((c) => !c.claimed && c.model === model);
+    if (!card) card = this.addCard(new ModelCard({ model, role: "" }));
+    card.claimed = true;
+    return card;
+  }
+}
+
+export class RunView {
+  /**
+   * `detail`: the run as `GET /api/deliberations/{id}` returns it (mode, question, status...),
+   * or at least `{id, mode, question}` for a run this page just started.
+   */
+  constructor({ conn, detail, onEnded, onFollowUpDone }) {
+    this.conn = conn;
+    this.detail = detail;
+    this.runId = detail.id;
+    this.mode = detail.mode;
+    this.onEnded = onEnded;
+    this.onFollowUpDone = onFollowUpDone;
+    this.calls = new Map();
+    this.sections = new Map();
+    this.charts = [];
+    this.usage = { promptTokens: 0, completionTokens: 0, cost: null };
+    this.callCounts = { total: 0, done: 0, failed: 0 };
+    this.status = "running";
+    this.startedAt = detail.createdAt || Date.now();
+    this.finishedAt = null;
+    this.build();
+  }
+
+  build() {
+    const d = this.detail;
+    this.statusEl = el("span", null, ui.statusBadge("running"));
+    this.elapsedEl = el("span", { class: "elapsed", title: "elapsed" });
+    this.callsEl = el("span", { class: "calls-count" });
+    this.usageEl = el("span", { class: "usage", title: "tokens and cost of this run" });
+    this.cancelBtn = el("button", { type: "button", class: "danger small", hidden: true }, "Cancel");
+    this.cancelBtn.addEventListener("click", () => this.cancel());
+    this.progressEl = el("span", { class: "progress-text" });
+    const question = d.question || (d.request && d.request.question) || "";
+    this.head = el("div", { class: "run-head" },
+      el("div", { class: "question" }, question || "(no question)"),
+      el("div", { class: "facts" }, ui.modeBadge(this.mode), this.statusEl, this.progressEl, this.elapsedEl, this.callsEl, this.usageEl,
+        el("a", { href: `#/run/${encodeURIComponent(this.runId)}`, class: "muted permalink" }, "link")),
+      el("span", { class: "spacer" }), this.cancelBtn);
+    this.endNote = el("div", { hidden: true });
+    this.modeRoot = el("div", { class: "mode-root" });
+    this.el = el("article", { class: "run", "aria-label": `${ui.MODE_LABELS[this.mode] || this.mode} run`, dataset: { run: this.runId, mode: this.mode, status: "running" } },
+      this.head, this.modeRoot, this.endNote);
+    this.ctx = this.makeCtx();
+    this.renderFacts();
+  }
+
+  makeCtx() {
+    const view = this;
+    return {
+      ui, charts, el, ModelCard,
+      run: view.detail,
+      root: view.modeRoot,
+      /** The section `id`, created (in call order, hidden until used) on first use. */
+      section(id, title, opts) {
+        let s = view.sections.get(id);
+        if (!s) {
+          s = new Section(id, title || id, opts);
+          view.sections.set(id, s);
+          const primary = view.modeRoot.querySelector(":scope > .primary");
+          view.modeRoot.insertBefore(s.el, primary);
+        }
+        return s;
+      },
+      hasSection: (id) => view.sections.has(id),
+      /** The run's main answer block (synthesis, winner, report), placed after the stages. */
+      primary(title) {
+        let p = view.modeRoot.querySelector(":scope > .primary");
+        if (!p) {
+          p = el("section", { class: "primary", "aria-label": title }, el("h2", null, title), el("div", { class: "primary-body" }));
+          view.modeRoot.append(p);
+        } else {
+          p.firstElementChild.textContent = title;
+        }
+        return { el: p, head: p.firstElementChild, body: p.lastElementChild };
+      },
+      card: (key) => view.calls.get(key),
+      progress(text) { view.progressEl.textContent = text; },
+      announce: ui.announce,
+      /** Charts are created with Chart.js; the view destroys them when it goes away. */
+      chart(config, opts) {
+        const box = charts.chart(config, opts);
+        view.charts.push(box);
+        return box;
+      },
+    };
+  }
+
+  async mount() {
+    const mod = await import(`./modes/${this.mode}.js`);
+    this.modeView = mod.createView(this.ctx);
+    const feed = this.conn.feed(this.runId);
+    this.unsubscribe = feed.subscribe((ev) => this.onEvent(ev), (message) => this.showNote(message, true));
+    this.tick = setInterval(() => this.renderFacts(), 1000);
+    // A run stored before events were recorded, or a stored run whose replay is empty, still
+    // shows its outcome.
+    if (this.detail.status && this.detail.status !== "running" && this.detail.lastSeq === 0) {
+      this.end(this.detail.status, this.detail.error);
+    }
+    return this;
+  }
+
+  destroy() {
+    if (this.unsubscribe) this.unsubscribe();
+    clearInterval(this.tick);
+    for (const box of this.charts) if (box.chart) box.chart.destroy();
+  }
+
+  onEvent(ev) {
+    const data = ev.data || {};
+    switch (ev.event) {
+      case "call_start": return this.callStart(data);
+      case "token": { const c = this.calls.get(data.key); if (c) c.appendDelta(data.delta || ""); return; }
+      case "call_retry": { const c = this.calls.get(data.key); if (c) c.retry(data); return; }
+      case "call_complete": return this.callComplete(data);
+      default: break;
+    }
+    if (TERMINAL.has(ev.event)) {
+      const status = ev.event === "complete" ? "completed" : ev.event === "cancelled" ? "cancelled" : (/interrupt/i.test(data.message || "") ? "interrupted" : "failed");
+      this.end(status, data.message);
+      return;
+    }
+    try {
+      this.modeView.event(ev.event, data, ev);
+    } catch (err) {
+      console.error(`rendering ${ev.event}`, err);
+    }
+  }
+
+  callStart(data) {
+    if (data.stage === "title") return;
+    let sectionId = this.modeView.callSection ? this.modeView.callSection(data) : data.stage;
+    if (sectionId === null) return;
+    if (sectionId === undefined) sectionId = data.stage;
+    const section = this.ctx.section(sectionId, sectionId);
+    section.running();
+    const card = section.addCard(new ModelCard(data));
+    this.calls.set(data.key, card);
+    this.callCounts.total += 1;
+    this.renderFacts();
+  }
+
+  callComplete(data) {
+    if (data.usage) {
+      this.usage.promptTokens += data.usage.promptTokens || data.usage.prompt_tokens || 0;
+      this.usage.completionTokens += data.usage.completionTokens || data.usage.completion_tokens || 0;
+      if (data.usage.cost !== undefined && data.usage.cost !== null) this.usage.cost = (this.usage.cost || 0) + data.usage.cost;
+    }
+    const card = this.calls.get(data.key);
+    if (!card) return;
+    this.callCounts.done += 1;
+    if (!data.ok) this.callCounts.failed += 1;
+    card.setState(data.ok ? "ok" : "failed", { ms: data.responseTimeMs, error: data.ok ? null : (data.error || "failed") });
+    this.renderFacts();
+  }
+
+  async end(status, message) {
+    if (this.status !== "running" && this.finishedAt) return;
+    this.status = status;
+    this.finishedAt = Date.now();
+    this.el.dataset.status = status;
+    for (const card of this.calls.values()) {
+      if (card.state === "running" || card.state === "retrying") card.setState("stopped");
+    }
+    for (const s of this.sections.values()) s.done();
+    if (status !== "completed") this.showNote(`Run ${status}${message ? ": " + message : ""}`, status === "failed" || status === "interrupted");
+    this.renderFacts();
+    ui.announce(`Run ${status}`);
+    try {
+      const detail = await fetchJson(`/api/deliberations/${encodeURIComponent(this.runId)}`);
+      this.detail = { ...this.detail, ...detail };
+      if (detail.status && detail.status !== "running" && detail.status !== this.status) {
+        this.status = detail.status;
+        this.el.dataset.status = detail.status;
+      }
+      if (detail.usage) this.usage = detail.usage;
+      if (detail.finishedAt) this.finishedAt = detail.finishedAt;
+      if (detail.createdAt) this.startedAt = detail.createdAt;
+      this.renderFacts();
+      if (this.modeView.finish) this.modeView.finish(detail);
+    } catch (err) {
+      console.warn("loading the stored result", err);
+    }
+    this.el.dataset.ready = "true";
+    if (this.onEnded) this.onEnded(this);
+  }
+
+  showNote(text, isError) {
+    this.endNote.className = isError ? "run-error" : "run-note";
+    this.endNote.setAttribute("role", isError ? "alert" : "status");
+    this.endNote.textContent = text;
+    this.endNote.hidden = false;
+  }
+
+  renderFacts() {
+    this.statusEl.replaceChildren(ui.statusBadge(this.status));
+    const end = this.finishedAt || Date.now();
+    this.elapsedEl.textContent = `${ui.fmtElapsed(end - this.startedAt)} elapsed`;
+    const c = this.callCounts;
+    this.callsEl.textContent = c.total ? `${c.done}/${c.total} calls${c.failed ? `, ${c.failed} failed` : ""}` : "";
+    const u = this.usage || {};
+    const tokens = (u.promptTokens || 0) + (u.completionTokens || 0);
+    this.usageEl.textContent = `${tokens.toLocaleString()} tokens${u.cost !== null && u.cost !== undefined ? " · " + ui.fmtCost(u.cost) : ""}`;
+    this.cancelBtn.hidden = this.status !== "running";
+    if (this.status !== "running") this.progressEl.textContent = "";
+  }
+
+  async cancel() {
+    this.cancelBtn.disabled = true;
+    try {
+      await this.conn.request({ type: "cancel", run: this.runId });
+    } catch (err) {
+      // The socket may be down; REST does the same.
+      try { await fetchJson(`/api/deliberations/${encodeURIComponent(this.runId)}/cancel`, { method: "POST" }); } catch (e) { this.showNote(e.message, true); }
+    }
+    this.cancelBtn.disabled = false;
+  }
+}

@@ -1,0 +1,181 @@
+// Small DOM kit shared by every view. Model output only ever reaches the page through
+// `markdown()` (marked, then DOMPurify) or as textContent: never through innerHTML directly.
+
+export function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  if (attrs) {
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "class") e.className = v;
+      else if (k === "text") e.textContent = v;
+      else if (k === "dataset") Object.assign(e.dataset, v);
+      else if (k.startsWith("on") && typeof v === "function") e.addEventListener(k.slice(2), v);
+      else if (v === true) e.setAttribute(k, "");
+      else e.setAttribute(k, String(v));
+    }
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+export const $ = (sel, root = document) => root.querySelector(sel);
+export const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
+
+// ---- markdown ------------------------------------------------------------------------------
+
+let purifyReady = false;
+const FORBID_TAGS = ["style", "script", "iframe", "frame", "object", "embed", "form", "input", "button",
+  "textarea", "select", "img", "video", "audio", "source", "svg", "math", "link", "meta", "base"];
+
+function setupPurify() {
+  if (purifyReady || !window.DOMPurify) return;
+  purifyReady = true;
+  // Links from models open elsewhere and carry no referrer; DOMPurify has already removed
+  // javascript: and other unsafe URLs by the time this runs.
+  window.DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+    if (node.tagName === "A" && node.hasAttribute("href")) {
+      node.setAttribute("target", "_blank");
+      node.setAttribute("rel", "noopener noreferrer nofollow");
+    }
+  });
+}
+
+/** Sanitised HTML for a model's markdown. */
+export function markdownHtml(text) {
+  setupPurify();
+  const src = String(text ?? "");
+  if (!window.marked || !window.DOMPurify) {
+    // The vendored scripts failed to load: show the text, never raw HTML.
+    const d = document.createElement("div");
+    d.textContent = src;
+    return d.innerHTML.replace(/\n/g, "<br>");
+  }
+  const html = window.marked.parse(src, { gfm: true, breaks: false, async: false });
+  return window.DOMPurify.sanitize(html, {
+    FORBID_TAGS,
+    FORBID_ATTR: ["style", "srcset", "formaction", "action", "background", "poster"],
+    ALLOW_DATA_ATTR: false,
+  });
+}
+
+/** A `.md` element holding the rendered markdown. */
+export function markdown(text, cls = "") {
+  const d = el("div", { class: ("md " + cls).trim() });
+  d.innerHTML = markdownHtml(text);
+  return d;
+}
+
+/** Re-renders markdown into an existing element. */
+export function setMarkdown(node, text) {
+  node.innerHTML = markdownHtml(text);
+}
+
+/** A block whose long content is clipped behind a "Show more" toggle. */
+export function clip(content, { open = false } = {}) {
+  const box = el("div", { class: "clip" + (open ? " expanded" : "") }, content);
+  const btn = el("button", { type: "button", class: "link more", "aria-expanded": String(open) }, open ? "Show less" : "Show more");
+  btn.addEventListener("click", () => {
+    const exp = box.classList.toggle("expanded");
+    btn.textContent = exp ? "Show less" : "Show more";
+    btn.setAttribute("aria-expanded", String(exp));
+  });
+  const wrap = el("div", { class: "clip-wrap" }, box, btn);
+  // Short content needs no toggle; measure once it is laid out.
+  requestAnimationFrame(() => refreshClip(wrap));
+  return wrap;
+}
+
+export function refreshClip(wrap) {
+  const box = wrap.firstElementChild;
+  const btn = wrap.lastElementChild;
+  if (!box || !btn) return;
+  const short = box.scrollHeight <= box.clientHeight + 4 && !box.classList.contains("expanded");
+  box.classList.toggle("short", short);
+  btn.hidden = short;
+}
+
+// ---- small pieces ----------------------------------------------------------------------------
+
+export function badge(text, color = "gray", title) {
+  return el("span", { class: `badge ${color}`, title }, text);
+}
+
+const VERDICT_COLORS = { APPROVE: "green", REVISE: "yellow", REJECT: "red" };
+export function verdictBadge(verdict) {
+  const v = String(verdict || "").toUpperCase();
+  return badge(v || "NO VERDICT", VERDICT_COLORS[v] || "gray");
+}
+
+export function fmtMs(ms) {
+  if (ms === null || ms === undefined || Number.isNaN(ms)) return "";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+export function fmtElapsed(ms) {
+  if (ms === null || ms === undefined || ms < 0) return "";
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(s % 60).padStart(2, "0")}s`;
+  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, "0")}m`;
+}
+
+export function fmtTime(ms) {
+  if (!ms) return "";
+  const d = new Date(ms);
+  const now = new Date();
+  const sameDay = d.toDateString() === now.toDateString();
+  return sameDay ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+    : d.toLocaleDateString([], { month: "short", day: "numeric" }) + " " + d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+export function fmtNum(n, digits = 1) {
+  if (n === null || n === undefined || Number.isNaN(Number(n))) return "–";
+  const x = Number(n);
+  if (Math.abs(x) >= 1e6) return x.toLocaleString(undefined, { maximumFractionDigits: 0 });
+  return x.toLocaleString(undefined, { maximumFractionDigits: digits });
+}
+
+export function fmtCost(c) {
+  if (c === null || c === undefined) return "";
+  return "$" + Number(c).toFixed(Number(c) < 0.01 ? 4 : 3);
+}
+
+export function plural(n, one, many) {
+  return `${n} ${n === 1 ? one : (many || one + "s")}`;
+}
+
+/** A table from rows of cells; `num` marks right-aligned columns. */
+export function table(headers, rows, { num = [], caption } = {}) {
+  const t = el("table", { class: "data" });
+  if (caption) t.append(el("caption", { class: "visually-hidden" }, caption));
+  const thead = el("thead", null, el("tr", null, headers.map((h, i) => el("th", { scope: "col", class: num.includes(i) ? "num" : null }, h))));
+  const tbody = el("tbody", null, rows.map((r) => el("tr", null, r.map((c, i) => el("td", { class: num.includes(i) ? "num" : null }, c)))));
+  t.append(thead, tbody);
+  return t;
+}
+
+/** Reads a screen reader a short progress message. */
+export function announce(text) {
+  const a = document.getElementById("announcer");
+  if (!a) return;
+  a.textContent = "";
+  setTimeout(() => { a.textContent = text; }, 30);
+}
+
+export const MODE_LABELS = {
+  council: "Council", vote: "Vote", jury: "Jury", debate: "Debate", delphi: "Delphi", clarity: "Clarity",
+};
+
+export function modeBadge(mode) {
+  return el("span", { class: "badge mode" }, MODE_LABELS[mode] || mode);
+}
+
+export const STATUS_COLORS = { running: "yellow", completed: "green", failed: "red", cancelled: "gray", interrupted: "red" };
+export function statusBadge(status) {
+  return badge(status, STATUS_COLORS[status] || "gray");
+}

@@ -1,0 +1,86 @@
+// Shared by the browser tests: a real server (the binary `cargo test` built) on an ephemeral
+// port with its own SQLite file and sim models, and real headless Chromium (Debian's package)
+// driven by playwright-core. Tests skip with a reason when Chromium or the binary is missing,
+// unless CONCLAVE_REQUIRE_BROWSER is set (CI sets it). Screenshots go to
+// target/browser-artifacts/ so a person can look at them.
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createInterface } from "node:readline";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, "..", "..");
+export const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+export const BIN = process.env.CONCLAVE_BIN || join(root, "target", "debug", "conclave");
+export const ARTIFACTS = process.env.CONCLAVE_ARTIFACTS || join(root, "target", "browser-artifacts");
+
+export const missing = !existsSync(CHROMIUM) ? `no Chromium at ${CHROMIUM}`
+  : !existsSync(BIN) ? `no server binary at ${BIN} (run cargo build)` : null;
+if (missing && process.env.CONCLAVE_REQUIRE_BROWSER) throw new Error(`browser tests required but ${missing}`);
+if (missing) console.log(`skipping browser tests: ${missing}`);
+export const skip = missing ?? false;
+
+/** Starts a server; resolves with `{base, proc, stop()}`. */
+export async function startServer({ latencyMs = 400, env = {} } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), "conclave-browser-"));
+  const proc = spawn(BIN, ["serve", "--bind", "127.0.0.1:0"], {
+    env: { ...process.env, DATABASE_URL: `sqlite://${join(dir, "b.db")}`, CONCLAVE_SIM_LATENCY_MS: String(latencyMs), OPENROUTER_API_KEY: "", RUST_LOG: "warn", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const base = await new Promise((resolve, reject) => {
+    const rl = createInterface({ input: proc.stdout });
+    rl.on("line", (line) => { const m = line.match(/http:\/\/[\d.:]+/); if (m) resolve(m[0]); });
+    proc.on("exit", (code) => reject(new Error(`server exited with ${code}`)));
+  });
+  return { base, proc, stop: () => proc.kill() };
+}
+
+export async function launch() {
+  const { chromium } = await import("playwright-core");
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+}
+
+/**
+ * A page (in a fresh browser context unless `context` is given) that records page errors and
+ * console errors, opened at `base + path` once the socket is live.
+ */
+export async function openPage(browser, base, path = "/", { viewport = { width: 1280, height: 900 }, context, colorScheme } = {}) {
+  const ctx = context || await browser.newContext({ viewport, colorScheme });
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+  await page.goto(base + path);
+  await page.waitForSelector("#conn.ok");
+  return { page, errors, context: ctx };
+}
+
+/** Starts a run over REST (as another client would); resolves with the 202 body. */
+export async function startRest(base, request) {
+  const res = await fetch(`${base}/api/deliberations`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(request) });
+  const body = await res.json();
+  if (res.status !== 202) throw new Error(`start failed: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** Waits until the run view of `runId` has ended and loaded its stored result. */
+export async function waitRunReady(page, runId, timeout = 60000) {
+  await page.waitForSelector(`article.run[data-run="${runId}"][data-ready="true"]`, { timeout });
+}
+
+/** The visible text of a run view, minus what changes with the clock. */
+export async function runText(page, runId) {
+  return page.$eval(`article.run[data-run="${runId}"]`, (n) => n.innerText.replace(/\S+( \S+)? elapsed/g, "elapsed"));
+}
+
+export async function screenshot(page, name) {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const path = join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
