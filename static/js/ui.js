@@ -179,3 +179,10 @@ export const STATUS_COLORS = { running: "yellow", completed: "green", failed: "r
 export function statusBadge(status) {
   return badge(status, STATUS_COLORS[status] || "gray");
 }
+
+/** Adds a mode's own stylesheet (`/static/css/<name>.css`) once, so modes need not edit app.css. */
+export function ensureStylesheet(name) {
+  const href = `/static/css/${name}.css`;
+  if (document.querySelector(`link[href="${href}"]`)) return;
+  document.head.append(el("link", { rel: "stylesheet", href }));
+}
