@@ -12,7 +12,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use serde_json::{json, Value};
 
-use super::events::{is_transient, EventFrame};
+use super::events::{is_transient, EventFrame, ProgressMark};
 use super::hub::{CancelRun, Hub, Publish, RunEnded};
 use super::model_call::{CallDelta, CallFinished, CallOwner, CallRetrying, ModelCall, StopCall};
 use super::retry::RetryPolicy;
@@ -103,6 +103,7 @@ impl Deliberation {
         let mut durable = Vec::new();
         for (event, data) in events {
             self.seq += 1;
+            let mark = ProgressMark::of(&event, &data);
             if !is_transient(&event) {
                 durable.push(StoredEvent {
                     seq: self.seq,
@@ -110,7 +111,9 @@ impl Deliberation {
                     data: data.clone(),
                 });
             }
-            frames.push(Arc::new(EventFrame::new(&self.run_id, self.seq, &event, data)));
+            frames.push(Arc::new(
+                EventFrame::new(&self.run_id, self.seq, &event, data).with_mark(mark),
+            ));
         }
         if !durable.is_empty() {
             self.store.write_later(AppendEvents { run_id: self.run_id.clone(), events: durable });
@@ -256,6 +259,7 @@ impl Deliberation {
             run_id: self.run_id.clone(),
             events: vec![StoredEvent { seq, event: event.to_string(), data: data.clone() }],
         });
+        let finished_at = store::now_ms();
         let finish = RunFinish {
             run_id: self.run_id.clone(),
             message_id: self.message_id.clone(),
@@ -265,7 +269,7 @@ impl Deliberation {
             prompt_tokens: self.usage.prompt_tokens as i64,
             completion_tokens: self.usage.completion_tokens as i64,
             cost: self.cost_seen.then_some(self.usage.cost.unwrap_or(0.0)),
-            finished_at: store::now_ms(),
+            finished_at,
         };
         let store = self.store.clone();
         let status = status.to_string();
@@ -279,7 +283,7 @@ impl Deliberation {
             .map(move |_, act, ctx| {
                 let frame = Arc::new(EventFrame::new(&act.run_id, seq, event, data));
                 act.hub.do_send(Publish { run_id: act.run_id.clone(), frames: vec![frame] });
-                act.hub.do_send(RunEnded { run_id: act.run_id.clone(), status });
+                act.hub.do_send(RunEnded { run_id: act.run_id.clone(), status, finished_at });
                 ctx.stop();
             }),
         );

@@ -24,6 +24,60 @@ pub struct EventFrame {
     pub seq: i64,
     pub event: String,
     pub json: Arc<str>,
+    /// What the event means for the run's progress, when it matters to the dashboard.
+    pub mark: Option<ProgressMark>,
+}
+
+/// A model call as its progress events name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallRef {
+    pub key: String,
+    pub model: String,
+    pub stage: String,
+    pub role: String,
+}
+
+/// The part of an event the Hub's run summary needs, read by the publisher, which holds the
+/// event's JSON value, so the Hub never parses the rendered text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProgressMark {
+    /// `call_start`.
+    CallStarted(CallRef),
+    /// `call_retry`.
+    CallRetrying(CallRef),
+    /// `call_complete`.
+    CallFinished { call: CallRef, ok: bool, response_time_ms: Option<u64> },
+    /// `title_complete`.
+    Title(String),
+}
+
+impl ProgressMark {
+    /// The mark of an event, if it has one (`call_start`, `call_retry`, `call_complete`,
+    /// `title_complete` with the payloads the engine and the modes give them).
+    pub fn of(event: &str, data: &Value) -> Option<ProgressMark> {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let call = || {
+            Some(CallRef {
+                key: data.get("key")?.as_str()?.to_string(),
+                model: text(&data["model"]),
+                stage: text(&data["stage"]),
+                role: text(&data["role"]),
+            })
+        };
+        match event {
+            "call_start" => call().map(ProgressMark::CallStarted),
+            "call_retry" => call().map(ProgressMark::CallRetrying),
+            "call_complete" => Some(ProgressMark::CallFinished {
+                call: call()?,
+                ok: data["ok"].as_bool().unwrap_or(false),
+                response_time_ms: data["responseTimeMs"].as_u64(),
+            }),
+            "title_complete" => {
+                data["data"]["title"].as_str().map(|t| ProgressMark::Title(t.into()))
+            }
+            _ => None,
+        }
+    }
 }
 
 impl EventFrame {
@@ -31,7 +85,18 @@ impl EventFrame {
         let env =
             Envelope { kind: "event", run: run.to_string(), seq, event: event.to_string(), data };
         let json = serde_json::to_string(&env).unwrap_or_else(|_| "{}".to_string());
-        EventFrame { run: run.to_string(), seq, event: event.to_string(), json: json.into() }
+        EventFrame {
+            run: run.to_string(),
+            seq,
+            event: event.to_string(),
+            json: json.into(),
+            mark: None,
+        }
+    }
+
+    pub fn with_mark(mut self, mark: Option<ProgressMark>) -> Self {
+        self.mark = mark;
+        self
     }
 
     /// Events that end a run: after one of these a run publishes nothing more.
@@ -83,4 +148,53 @@ pub const WATCHER_BUFFER: usize = 1024;
 
 pub fn watcher_channel() -> (FrameSender, FrameReceiver) {
     tokio::sync::mpsc::channel(WATCHER_BUFFER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(key: &str) -> CallRef {
+        CallRef {
+            key: key.into(),
+            model: "sim/a".into(),
+            stage: "stage1".into(),
+            role: "council".into(),
+        }
+    }
+
+    #[test]
+    fn progress_marks_are_read_from_the_payloads() {
+        let c = json!({"key": "stage1:0", "model": "sim/a", "stage": "stage1", "role": "council"});
+        assert_eq!(
+            ProgressMark::of("call_start", &c),
+            Some(ProgressMark::CallStarted(call("stage1:0")))
+        );
+        let mut r = c.clone();
+        r["attempt"] = json!(1);
+        r["delayMs"] = json!(500);
+        assert_eq!(
+            ProgressMark::of("call_retry", &r),
+            Some(ProgressMark::CallRetrying(call("stage1:0")))
+        );
+        let mut done = c.clone();
+        done["ok"] = json!(false);
+        done["responseTimeMs"] = json!(812);
+        assert_eq!(
+            ProgressMark::of("call_complete", &done),
+            Some(ProgressMark::CallFinished {
+                call: call("stage1:0"),
+                ok: false,
+                response_time_ms: Some(812)
+            })
+        );
+        assert_eq!(
+            ProgressMark::of("title_complete", &json!({"data": {"title": "Sky Colour"}})),
+            Some(ProgressMark::Title("Sky Colour".into()))
+        );
+        assert_eq!(ProgressMark::of("stage1_complete", &json!({"data": []})), None);
+        assert_eq!(ProgressMark::of("call_start", &json!({"model": "no key"})), None);
+        assert_eq!(ProgressMark::of("title_complete", &json!({})), None);
+    }
 }

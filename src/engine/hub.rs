@@ -14,7 +14,7 @@ use actix::prelude::*;
 use serde::Serialize;
 use tokio::sync::mpsc::error::TrySendError;
 
-use super::events::{is_transient, EventFrame, Frame, FrameSender};
+use super::events::{is_transient, CallRef, EventFrame, Frame, FrameSender, ProgressMark};
 
 /// Identifies a watcher's channel (a WebSocket session, an SSE stream, the CLI).
 pub type WatcherId = u64;
@@ -29,10 +29,94 @@ pub struct RunSummary {
     pub message_id: String,
     pub question: String,
     pub status: String,
+    /// Who started the run (null until accounts exist).
+    pub owner: Option<String>,
     pub created_at: i64,
+    /// When the run ended (ms since the epoch, like `created_at`).
+    pub finished_at: Option<i64>,
+    /// The conversation's title, once the run has generated one.
+    pub title: Option<String>,
     /// The last durable event published (`stage2_start`...).
     pub last_event: Option<String>,
     pub last_seq: i64,
+    /// The run's model calls in the order they started (title calls left out).
+    pub calls: Vec<CallProgress>,
+}
+
+/// One model call of a run, as the dashboard shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallProgress {
+    pub key: String,
+    pub model: String,
+    pub stage: String,
+    pub role: String,
+    pub state: CallState,
+    /// Set when the call has ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_time_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallState {
+    Running,
+    /// An attempt failed with a transient error and the call waits to try again.
+    Retrying,
+    Ok,
+    Failed,
+    /// The run ended while the call was still going.
+    Stopped,
+}
+
+/// The stage of the title call, which runs beside the deliberation: not progress to show.
+const TITLE_STAGE: &str = "title";
+
+impl RunSummary {
+    /// Applies what one event says about the run's progress.
+    fn apply(&mut self, mark: &ProgressMark) {
+        match mark {
+            ProgressMark::Title(title) => self.title = Some(title.clone()),
+            ProgressMark::CallStarted(call) => self.set_call(call, CallState::Running, None),
+            ProgressMark::CallRetrying(call) => self.set_call(call, CallState::Retrying, None),
+            ProgressMark::CallFinished { call, ok, response_time_ms } => {
+                let state = if *ok { CallState::Ok } else { CallState::Failed };
+                self.set_call(call, state, *response_time_ms)
+            }
+        }
+    }
+
+    fn set_call(&mut self, call: &CallRef, state: CallState, response_time_ms: Option<u64>) {
+        if call.stage == TITLE_STAGE {
+            return;
+        }
+        // Keys are unique within a run; a run has a few dozen calls at most.
+        match self.calls.iter_mut().find(|c| c.key == call.key) {
+            Some(c) => {
+                c.state = state;
+                c.response_time_ms = response_time_ms;
+            }
+            None => self.calls.push(CallProgress {
+                key: call.key.clone(),
+                model: call.model.clone(),
+                stage: call.stage.clone(),
+                role: call.role.clone(),
+                state,
+                response_time_ms,
+            }),
+        }
+    }
+
+    /// The run is over: calls still going were stopped with it.
+    fn end(&mut self, status: String, finished_at: i64) {
+        self.status = status;
+        self.finished_at = Some(finished_at);
+        for c in &mut self.calls {
+            if matches!(c.state, CallState::Running | CallState::Retrying) {
+                c.state = CallState::Stopped;
+            }
+        }
+    }
 }
 
 /// Ask a running deliberation to stop.
@@ -67,6 +151,8 @@ pub struct Publish {
 pub struct RunEnded {
     pub run_id: String,
     pub status: String,
+    /// When it ended (ms since the epoch), as stored.
+    pub finished_at: i64,
 }
 
 /// Subscribe to a run's events after `since`.
@@ -246,6 +332,9 @@ impl Handler<Publish> for Hub {
                 run.summary.last_event = Some(frame.event.clone());
                 changed = true;
             }
+            if let Some(mark) = &frame.mark {
+                run.summary.apply(mark);
+            }
             run.summary.last_seq = frame.seq;
             let run_id = &msg.run_id;
             run.watchers.retain(|_, w| match offer(&w.sink, &frame) {
@@ -277,7 +366,7 @@ impl Handler<RunEnded> for Hub {
     fn handle(&mut self, msg: RunEnded, _: &mut Context<Self>) {
         if let Some(run) = self.runs.get_mut(&msg.run_id) {
             run.ended_at = Some(Instant::now());
-            run.summary.status = msg.status;
+            run.summary.end(msg.status, msg.finished_at);
             // The terminal event went out before this message (same sender, same order):
             // closing the channels tells stream-based watchers (SSE, CLI) the run is over.
             run.watchers.clear();
@@ -411,9 +500,13 @@ mod tests {
             message_id: "m".into(),
             question: "q".into(),
             status: "running".into(),
+            owner: None,
             created_at: 0,
+            finished_at: None,
+            title: None,
             last_event: None,
             last_seq: 0,
+            calls: Vec::new(),
         }
     }
 
@@ -474,5 +567,109 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(drain(&mut slow_rx).await, (vec![11], None), "subscribed again");
+    }
+
+    fn marked(seq: i64, event: &str, data: serde_json::Value) -> Arc<EventFrame> {
+        let mark = ProgressMark::of(event, &data);
+        Arc::new(EventFrame::new("r", seq, event, data).with_mark(mark))
+    }
+
+    fn call_data(key: &str, stage: &str) -> serde_json::Value {
+        serde_json::json!({ "key": key, "model": "sim/a", "stage": stage, "role": "council" })
+    }
+
+    fn done_data(key: &str, ok: bool, ms: u64) -> serde_json::Value {
+        let mut d = call_data(key, "stage1");
+        d["ok"] = serde_json::json!(ok);
+        d["responseTimeMs"] = serde_json::json!(ms);
+        d
+    }
+
+    /// The `run` of every dashboard message waiting in `rx`.
+    async fn dashboard_runs(rx: &mut mpsc::Receiver<Frame>) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
+        while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+            if let Frame::Dashboard(text) = f {
+                let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                if v["type"] == "dashboard_update" {
+                    out.push(v["run"].clone());
+                }
+            }
+        }
+        out
+    }
+
+    fn states(run: &serde_json::Value) -> Vec<(String, String)> {
+        run["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["key"].as_str().unwrap().into(), c["state"].as_str().unwrap().into()))
+            .collect()
+    }
+
+    #[actix_web::test]
+    async fn the_summary_follows_each_call_the_title_and_the_end_of_the_run() {
+        let hub = Hub::new(Duration::from_secs(60)).start();
+        let cancel = Nobody.start().recipient();
+        hub.send(RegisterRun { summary: summary(), cancel }).await.unwrap();
+        let (tx, mut rx) = mpsc::channel(100);
+        hub.send(SubscribeDashboard { watcher: 9, sink: tx }).await.unwrap();
+        let frames = vec![
+            marked(1, "call_start", call_data("stage1:0", "stage1")),
+            marked(2, "call_start", call_data("stage1:1", "stage1")),
+            marked(3, "call_start", call_data("stage1:2", "stage1")),
+            marked(4, "call_start", call_data("title", "title")),
+            marked(5, "token", serde_json::json!({ "key": "stage1:0", "delta": "x" })),
+        ];
+        hub.send(Publish { run_id: "r".into(), frames }).await.unwrap();
+        let frames = vec![
+            marked(6, "call_retry", call_data("stage1:1", "stage1")),
+            marked(7, "call_complete", done_data("stage1:0", true, 120)),
+            marked(8, "call_complete", done_data("stage1:2", false, 90)),
+            marked(9, "title_complete", serde_json::json!({ "data": { "title": "Sky Colour" } })),
+        ];
+        hub.send(Publish { run_id: "r".into(), frames }).await.unwrap();
+        hub.send(RunEnded { run_id: "r".into(), status: "cancelled".into(), finished_at: 4242 })
+            .await
+            .unwrap();
+
+        let updates = dashboard_runs(&mut rx).await;
+        assert_eq!(updates.len(), 3, "one update per batch of durable events, one at the end");
+        let pair = |k: &str, s: &str| (k.to_string(), s.to_string());
+        assert_eq!(
+            states(&updates[0]),
+            vec![
+                pair("stage1:0", "running"),
+                pair("stage1:1", "running"),
+                pair("stage1:2", "running")
+            ],
+            "the title call is not progress"
+        );
+        assert_eq!(
+            states(&updates[1]),
+            vec![pair("stage1:0", "ok"), pair("stage1:1", "retrying"), pair("stage1:2", "failed")]
+        );
+        assert_eq!(updates[1]["title"], "Sky Colour");
+        assert_eq!(updates[1]["finishedAt"], serde_json::Value::Null);
+        let last = &updates[2];
+        assert_eq!(
+            states(last),
+            vec![pair("stage1:0", "ok"), pair("stage1:1", "stopped"), pair("stage1:2", "failed")]
+        );
+        assert_eq!(
+            (&last["status"], &last["finishedAt"]),
+            (&serde_json::json!("cancelled"), &serde_json::json!(4242))
+        );
+        assert_eq!(
+            last["calls"][0],
+            serde_json::json!({ "key": "stage1:0", "model": "sim/a", "stage": "stage1",
+                                "role": "council", "state": "ok", "responseTimeMs": 120 })
+        );
+        assert!(last["calls"][1].get("responseTimeMs").is_none(), "absent until the call ends");
+        assert!(last.get("owner").is_some_and(serde_json::Value::is_null));
+        // The REST list sees the same summary.
+        let live = hub.send(ListLive {}).await.unwrap();
+        assert_eq!(serde_json::to_value(&live[0]).unwrap(), *last);
     }
 }

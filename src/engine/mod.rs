@@ -197,7 +197,7 @@ impl Engine {
                 mode: req.mode.as_str().to_string(),
                 question: req.question.clone(),
                 request,
-                owner,
+                owner: owner.clone(),
                 created_at,
             })
             .await?;
@@ -222,9 +222,13 @@ impl Engine {
             message_id: message_id.clone(),
             question: req.question.chars().take(200).collect(),
             status: "running".into(),
+            owner,
             created_at,
+            finished_at: None,
+            title: None,
             last_event: None,
             last_seq: 0,
+            calls: Vec::new(),
         };
         self.hub
             .send(RegisterRun { summary, cancel: addr.recipient() })

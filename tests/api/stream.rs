@@ -237,3 +237,62 @@ async fn unwatching_a_live_run_drops_what_was_queued_and_a_rewatch_starts_clean(
     ws.close().await;
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn the_dashboard_shows_each_call_going_from_running_to_ok_and_how_the_run_ended() {
+    let app = spawn_with(Options { sim_latency_ms: 100, ..Options::default() }).await;
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "dashboard" })).await;
+    assert_eq!(ws.next().await["type"], "dashboard");
+    let started = app.start(council_request("Dashboard calls?")).await;
+    let run = started["runId"].as_str().unwrap();
+    // Every state each call key was seen in, in order, and the last summary.
+    let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut last = Value::Null;
+    let mut live_checked = false;
+    while let Some(v) = ws.next_within(Duration::from_secs(10)).await {
+        if v["type"] != "dashboard_update" || v["run"]["id"] != run {
+            continue;
+        }
+        for c in v["run"]["calls"].as_array().unwrap() {
+            let states = seen.entry(c["key"].as_str().unwrap().to_string()).or_default();
+            let state = c["state"].as_str().unwrap().to_string();
+            if states.last() != Some(&state) {
+                states.push(state);
+            }
+            assert_ne!(c["stage"], "title", "the title call is not listed: {c}");
+        }
+        if !live_checked && !v["run"]["calls"].as_array().unwrap().is_empty() {
+            // The REST list's `live` carries the same progress.
+            let (_, list) = app.get("/api/deliberations").await;
+            let entry = list["live"].as_array().unwrap().iter().find(|r| r["id"] == run).cloned();
+            assert!(entry.is_some_and(|r| r["calls"].is_array()), "{list}");
+            live_checked = true;
+        }
+        last = v["run"].clone();
+        if last["status"] != "running" {
+            break;
+        }
+    }
+    assert!(live_checked);
+    assert_eq!(last["status"], "completed", "{last}");
+    let keys: Vec<&str> = seen.keys().map(String::as_str).collect();
+    assert_eq!(keys.len(), 7, "3 answers, 3 rankings and the chairman: {keys:?}");
+    for (key, states) in &seen {
+        assert_eq!(states.first().map(String::as_str), Some("running"), "{key}: {states:?}");
+        assert_eq!(states.last().map(String::as_str), Some("ok"), "{key}: {states:?}");
+    }
+    for c in last["calls"].as_array().unwrap() {
+        assert!(c["responseTimeMs"].as_u64().is_some(), "{c}");
+        assert!(c["model"].as_str().unwrap().starts_with("sim/"));
+    }
+    assert!(last["owner"].is_null());
+    let finished = last["finishedAt"].as_i64().expect("finishedAt");
+    assert!(finished >= last["createdAt"].as_i64().unwrap());
+    let (_, stored) = app.get(&format!("/api/deliberations/{run}")).await;
+    assert_eq!(last["finishedAt"], stored["finishedAt"]);
+    assert!(last["title"].is_string());
+    assert_eq!(last["title"], stored["title"]);
+    ws.close().await;
+    app.stop().await;
+}
