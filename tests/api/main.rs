@@ -9,6 +9,7 @@ mod helpers;
 mod lists;
 mod modes;
 mod openai;
+mod page;
 mod postgres;
 mod retry;
 mod stream;
