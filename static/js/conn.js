@@ -49,7 +49,12 @@ class Feed {
   }
 
   push(ev) {
-    if (ev.seq <= this.lastSeq) return; // already seen (a resumed watch overlaps)
+    if (ev.seq <= this.lastSeq) {
+      // Already seen. The server resumes exactly after the last seq asked for, so this stays
+      // 0; it is counted so that a test can prove it.
+      this.conn.duplicates += 1;
+      return;
+    }
     this.lastSeq = ev.seq;
     this.events.push(ev);
     if (TERMINAL.has(ev.event)) {
@@ -78,6 +83,8 @@ export class Connection {
     this.dashboardListeners = new Set();
     this.stateListeners = new Set();
     this.backoff = 500;
+    this.duplicates = 0;
+    this.reconnects = 0;
     this.pingTimer = null;
     this.pongTimer = null;
   }
@@ -86,10 +93,11 @@ export class Connection {
     const proto = location.protocol === "https:" ? "wss" : "ws";
     const ws = new WebSocket(`${proto}://${location.host}/ws`);
     this.ws = ws;
-    this.setState("connecting");
+    if (this.state !== "reconnecting") this.setState("connecting");
     ws.onopen = () => {
       if (ws !== this.ws) return;
       this.backoff = 500;
+      if (this.state === "reconnecting") this.reconnects += 1;
       this.setState("live");
       for (const feed of this.feeds.values()) {
         feed.watching = false;

@@ -202,7 +202,7 @@ export function buildForm(mode, models, submit) {
 
   function showError(path, message) {
     // The server may name a nested field (modeConfig.models.judge): show it at the nearest one.
-    let p = path;
+    let p = path.replace(/\[\d+\]$/, "");
     while (p && !fieldEls[p]) p = p.includes(".") ? p.slice(0, p.lastIndexOf(".")) : "";
     const f = fieldEls[p];
     if (!f) { formError.textContent = message; return; }

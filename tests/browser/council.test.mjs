@@ -1,94 +1,106 @@
-// The browser page in real headless Chromium against a real server on an ephemeral port:
-// a user starts a council, watches it live, a second tab joins the running conversation,
-// asks a follow-up and cancels it. Skipped (with a reason) when Chromium is not installed,
-// unless CONCLAVE_REQUIRE_BROWSER is set (CI sets it).
+// Council in the browser: a user starts a council from the form and watches it live (progress
+// per model, streamed text); a second person in another browser context opens it from the
+// dashboard mid-run and sees the same events; the finished view shows the answers, the parsed
+// rankings, the aggregate table with the de-anonymisation toggle and the synthesis; a reopened
+// run renders as it did live; a follow-up is asked and cancelled mid-flight.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createInterface } from "node:readline";
+import { skip, startServer, launch, openPage, waitRunReady, runText, screenshot } from "./harness.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
-const BIN = process.env.CONCLAVE_BIN || join(here, "..", "..", "target", "debug", "conclave");
-const missing = !existsSync(CHROMIUM) ? `no Chromium at ${CHROMIUM}` : !existsSync(BIN) ? `no server binary at ${BIN} (run cargo build)` : null;
-if (missing && process.env.CONCLAVE_REQUIRE_BROWSER) throw new Error(`browser tests required but ${missing}`);
-if (missing) console.log(`skipping browser tests: ${missing}`);
-
-let server, base, browser;
+let server, browser;
 
 before(async () => {
-  if (missing) return;
-  const dir = mkdtempSync(join(tmpdir(), "conclave-browser-"));
-  server = spawn(BIN, ["serve", "--bind", "127.0.0.1:0"], {
-    env: { ...process.env, DATABASE_URL: `sqlite://${join(dir, "b.db")}`, CONCLAVE_SIM_LATENCY_MS: "400", OPENROUTER_API_KEY: "", RUST_LOG: "warn" },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  base = await new Promise((resolve, reject) => {
-    const rl = createInterface({ input: server.stdout });
-    rl.on("line", (line) => { const m = line.match(/http:\/\/[\d.:]+/); if (m) resolve(m[0]); });
-    server.on("exit", (code) => reject(new Error(`server exited with ${code}`)));
-  });
-  const { chromium } = await import("playwright-core");
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  if (skip) return;
+  server = await startServer({ latencyMs: 700 });
+  browser = await launch();
 });
 
 after(async () => {
   if (browser) await browser.close();
-  if (server) server.kill();
+  if (server) server.stop();
 });
 
-async function openPage() {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
-  await page.goto(base + "/");
-  await page.waitForSelector("#conn.ok");
-  return { page, errors };
-}
+/** The durable events a page holds for a run, as "seq:event". */
+const durable = (page, id) => page.evaluate((run) => conclave.conn.feed(run).events.filter((e) => e.event !== "token").map((e) => `${e.seq}:${e.event}`), id);
 
-test("a council runs live in the page, a second tab joins it, a follow-up is cancelled", { skip: missing ?? false }, async () => {
-  const { page, errors } = await openPage();
+test("a council runs live, a second person joins from the dashboard, reopens identically, and a follow-up is cancelled", { skip }, async () => {
+  const a = await openPage(browser, server.base, "/#/new/council");
+  const { page } = a;
   assert.equal(await page.isVisible("#offline"), true, "the page says the models are simulated");
-  await page.fill("#question", "What are the trade-offs between microservices and monoliths?");
-  await page.click("#send");
-  // Progress per model appears while stage 1 runs.
-  await page.waitForSelector(".stage .call.running");
-  await page.waitForSelector("#cancel:not([hidden])");
+  // The form starts with the server's default panel.
+  assert.deepEqual(await page.$$eval('[data-field="councilModels"] .chip', (c) => c.map((x) => x.firstChild.textContent)), ["sim/alpha", "sim/beta", "sim/gamma"]);
+  await page.fill("#f-council-question", "What are the trade-offs between microservices and monoliths?");
+  await page.click("button.start");
+  await page.waitForSelector("article.run[data-run]");
+  const runId = await page.$eval("article.run", (n) => n.dataset.run);
+  assert.match(page.url(), new RegExp(`#/run/${runId}$`));
 
-  // A second tab opens the conversation while it runs and follows it live.
-  const second = await openPage();
-  await second.page.waitForSelector("#conversations li");
-  await second.page.click("#conversations li");
+  // Progress per model while stage 1 runs, and text streaming into the cards.
+  await page.waitForSelector('[data-section="stage1"] .chip-call.running');
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-section="stage1"] .md.streaming')].some((m) => m.textContent.length > 20), null, { timeout: 10000 });
+  assert.equal(await page.isVisible("article.run .run-head button.danger"), true, "a running run can be cancelled");
 
-  await page.waitForSelector(".final:has-text('Run completed')", { timeout: 30000 });
-  const answers = await page.$$eval(".stage >> nth=0 >> details summary", (s) => s.map((x) => x.textContent));
-  assert.equal(answers.length, 3, `three answers: ${answers}`);
-  assert.equal(await page.$$eval("table tr", (r) => r.length), 4, "aggregate table: header + 3 models");
-  const synthesis = await page.textContent(".synthesis .text");
-  assert.match(synthesis, /simulated synthesis/);
-  await second.page.waitForSelector(".final:has-text('Run completed')", { timeout: 30000 });
-  assert.equal(await second.page.textContent(".synthesis .text"), synthesis, "the late tab shows the same synthesis");
-  await page.waitForFunction(() => [...document.querySelectorAll("#conversations li")].some((li) => li.textContent !== "(untitled)"));
+  // A second person opens it from their dashboard while it runs.
+  const b = await openPage(browser, server.base, "/");
+  await b.page.waitForSelector(`#live-runs [data-run="${runId}"]`);
+  const row = await b.page.textContent(`#live-runs [data-run="${runId}"]`);
+  assert.match(row, /microservices/);
+  await b.page.click(`#live-runs [data-run="${runId}"] .q a`);
+  await b.page.waitForSelector(`article.run[data-run="${runId}"]`);
+
+  await waitRunReady(page, runId);
+  await waitRunReady(b.page, runId);
+  const stored = await (await fetch(`${server.base}/api/deliberations/${runId}`)).json();
+  assert.equal(stored.status, "completed");
+
+  // Both saw the same events, and the same page.
+  assert.deepEqual(await durable(b.page, runId), await durable(page, runId));
+  const live = await runText(page, runId);
+  assert.equal(await runText(b.page, runId), live);
+
+  // What the finished view shows.
+  assert.equal(await page.$$eval('[data-section="stage1"] .model-card', (c) => c.length), 3, "three answer cards");
+  const s1 = await page.$$eval('[data-section="stage1"] .model-card', (c) => c.map((x) => x.querySelector(".md").innerText.trim()));
+  for (const r of stored.result.stage1) assert.ok(s1.some((t) => t.startsWith(r.response.split("\n")[0].trim())), `answer of ${r.model} shown`);
+  assert.match(await page.textContent('[data-section="stage1"] .model-card .time'), /\d+(\.\d)? (ms|s)/, "response time shown");
+  const parsed = await page.$$eval('[data-section="stage2"] .parsed-ranking', (p) => p.map((x) => x.textContent));
+  assert.equal(parsed.length, 3);
+  assert.ok(parsed.every((p) => /Response [A-C] › Response [A-C] › Response [A-C]/.test(p)), parsed.join(" | "));
+  const agg = stored.result.stage2Metadata.aggregateRankings;
+  assert.equal(await page.$$eval("table.aggregate tbody tr", (r) => r.length), agg.length);
+  assert.deepEqual(await page.$$eval("table.aggregate tbody td:nth-child(3)", (c) => c.map((x) => x.textContent)), agg.map(() => "hidden"), "anonymous until revealed");
+  await page.check(".reveal-toggle");
+  assert.deepEqual(await page.$$eval("table.aggregate tbody td:nth-child(3)", (c) => c.map((x) => x.textContent)), agg.map((x) => x.model));
+  const synthesis = await page.$eval(".primary .md", (n) => n.innerText);
+  assert.equal(synthesis.trim().split("\n")[0], stored.result.stage3.response.trim().split("\n")[0]);
+  assert.match(await page.textContent("article.run .usage"), /[1-9][\d,]* tokens/);
+  // The conversation's generated title replaces the question in the heading.
+  await page.waitForFunction((t) => document.querySelector("main h1").textContent === t, stored.title || (await (await fetch(`${server.base}/api/conversations/${stored.conversationId}`)).json()).conversation.title);
+  await page.uncheck(".reveal-toggle");
+  await screenshot(page, "council-finished");
+
+  // Reopened later in a fresh context, it renders as it did live.
+  const c = await openPage(browser, server.base, `/#/run/${runId}`);
+  await waitRunReady(c.page, runId);
+  assert.equal(await runText(c.page, runId), live);
 
   // A follow-up in the same conversation, cancelled mid-flight.
-  await page.fill("#question", "How does this apply to a team of 5?");
-  await page.click("#send");
-  await page.waitForSelector(".turn:nth-child(2) .call.running");
-  await page.click("#cancel");
-  await page.waitForSelector(".turn:nth-child(2) .final:has-text('cancelled')", { timeout: 5000 });
-  assert.equal(await page.$$eval(".turn", (t) => t.length), 2);
-  const res = await fetch(`${base}/api/conversations`);
-  const { conversations } = await res.json();
-  assert.equal(conversations.length, 1, "the follow-up stayed in the conversation");
-  assert.deepEqual(errors, []);
-  assert.deepEqual(second.errors, []);
-  await page.screenshot({ path: join(tmpdir(), "conclave-council.png"), fullPage: true });
+  await page.fill("#follow-up-question", "How does this apply to a team of 5?");
+  await page.click(".follow-up button[type=submit]");
+  await page.waitForFunction(() => document.querySelectorAll("article.run").length === 2);
+  const second = await page.$eval("article.run:nth-of-type(2)", (n) => n.dataset.run);
+  assert.equal(await page.isDisabled(".follow-up button[type=submit]"), true, "one question at a time");
+  await page.waitForSelector(`article.run[data-run="${second}"] .chip-call.running`);
+  await page.click(`article.run[data-run="${second}"] .run-head button.danger`);
+  await waitRunReady(page, second, 10000);
+  assert.equal(await page.getAttribute(`article.run[data-run="${second}"]`, "data-status"), "cancelled");
+  assert.match(await page.textContent(`article.run[data-run="${second}"] .run-note`), /cancelled/);
+  assert.ok(await page.$$eval(`article.run[data-run="${second}"] .chip-call.stopped`, (c) => c.length) > 0, "calls in flight show as stopped");
+  const conv = await (await fetch(`${server.base}/api/conversations/${stored.conversationId}`)).json();
+  assert.equal(conv.runs.length, 2, "the follow-up stayed in the conversation");
+  assert.equal(await page.isDisabled(".follow-up button[type=submit]"), false);
+
+  assert.deepEqual(a.errors, []);
+  assert.deepEqual(b.errors, []);
+  assert.deepEqual(c.errors, []);
 });
