@@ -1,8 +1,10 @@
 //! The built-in sim models (`sim/<name>`): offline, deterministic stand-ins for real models.
 //!
 //! Behaviour by name: `sim/fail…` always fails (HTTP 503), `sim/stall…` never answers (until
-//! the request is dropped), `sim/malformed…` answers without the requested structure; other
-//! names answer (see [`super::sim_text`]), subject to the configured `fail_rate` and
+//! the request is dropped), `sim/malformed…` answers without the requested structure,
+//! `sim/flaky…` and `sim/ratelimit…` fail each prompt's first attempt (503, 429), `sim/xss…`
+//! answers normally with hostile markup in its prose; other names answer (see
+//! [`super::sim_text`]), subject to the configured `fail_rate` and
 //! `malformed_rate`, drawn deterministically from the prompt. Answers stream over the
 //! configured latency.
 

@@ -4,6 +4,10 @@
 //! order and falls back to a plain answer. A later mode adds a recogniser and a line in
 //! [`RECOGNISERS`]. Everything is deterministic: the same model and prompt give the same text,
 //! and each model name has its own tendencies (which answers it prefers, how much it writes).
+//!
+//! `sim/xss…` models answer like the others but with [`XSS_PAYLOAD`] in their prose (never in
+//! the lines a mode's parser reads), so the browser client's sanitiser can be tested on runs
+//! that complete normally.
 
 use crate::modes::common::SplitMix64;
 use crate::modes::ChatMessage;
@@ -22,6 +26,25 @@ pub fn seed_of(parts: &[&str]) -> u64 {
     SplitMix64::new(h).next_u64()
 }
 
+/// Hostile HTML and markdown that `sim/xss…` models put in their prose: each piece would run
+/// `window.__xss=1` if a client rendered model output unsanitised. One line, so it can sit in a
+/// `REASONING:` line or a JSON string.
+pub const XSS_PAYLOAD: &str = "<script>window.__xss=1</script> \
+    <img src=x onerror=\"window.__xss=1\"> [click me](javascript:window.__xss=1) \
+    <a href=\"javascript:window.__xss=1\">link</a> <iframe src=\"javascript:window.__xss=1\"></iframe> \
+    <div onclick=\"window.__xss=1\" onmouseover=\"window.__xss=1\">hover</div> \
+    <svg onload=\"window.__xss=1\"></svg>";
+
+/// What a `sim/xss…` title starts with. Titles lose quotes and underscores when they are
+/// cleaned, so the handler spells `__xss` another way.
+pub const XSS_TITLE: &str = "<img src=x onerror=window[atob('X194c3M=')]=1>";
+
+/// Whether a model id names a `sim/xss…` model (with or without the `sim/` prefix, as a
+/// sim-server route may strip it).
+pub fn is_hostile(model: &str) -> bool {
+    model.strip_prefix("sim/").unwrap_or(model).starts_with("xss")
+}
+
 /// The input a recogniser sees.
 pub struct Prompt<'a> {
     pub model: &'a str,
@@ -30,6 +53,34 @@ pub struct Prompt<'a> {
     pub last: &'a str,
     /// Answer without the requested structure.
     pub malformed: bool,
+    /// Put [`XSS_PAYLOAD`] in the prose (a `sim/xss…` model).
+    pub hostile: bool,
+}
+
+impl Prompt<'_> {
+    /// The payload as a paragraph of its own, for a hostile model; else nothing.
+    fn hostile_paragraph(&self) -> String {
+        if self.hostile {
+            format!("{XSS_PAYLOAD}\n\n")
+        } else {
+            String::new()
+        }
+    }
+
+    /// The payload to append to a line of prose, for a hostile model; else nothing.
+    fn hostile_inline(&self) -> String {
+        if self.hostile {
+            format!(" {XSS_PAYLOAD}")
+        } else {
+            String::new()
+        }
+    }
+
+    /// Like [`Prompt::hostile_inline`], escaped for the inside of a JSON string.
+    fn hostile_json(&self) -> String {
+        let quoted = serde_json::Value::from(self.hostile_inline()).to_string();
+        quoted[1..quoted.len() - 1].to_string()
+    }
 }
 
 type Recogniser = fn(&Prompt) -> Option<String>;
@@ -55,7 +106,7 @@ const RECOGNISERS: &[Recogniser] = &[
 pub fn respond(model: &str, messages: &[ChatMessage], malformed: bool) -> String {
     let last =
         messages.iter().rev().find(|m| m.role == "user").map(|m| m.content.as_str()).unwrap_or("");
-    let p = Prompt { model, messages, last, malformed };
+    let p = Prompt { model, messages, last, malformed, hostile: is_hostile(model) };
     RECOGNISERS.iter().find_map(|r| r(&p)).unwrap_or_else(|| answer(&p))
 }
 
@@ -103,6 +154,9 @@ fn title(p: &Prompt) -> Option<String> {
             c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
         })
         .collect();
+    if p.hostile {
+        return Some(format!("{XSS_TITLE} {}", t.join(" ")));
+    }
     Some(t.join(" "))
 }
 
@@ -146,7 +200,7 @@ fn ranking(p: &Prompt) -> Option<String> {
         blocks.iter().map(|(l, text)| (seed_of(&[p.model, text.trim()]), l)).collect();
     scored.sort();
     let mut r = rng(p, "ranking");
-    let mut s = format!("[simulated evaluation from {}]\n\n", p.model);
+    let mut s = format!("[simulated evaluation from {}]\n\n{}", p.model, p.hostile_paragraph());
     for (l, text) in &blocks {
         let words = text.split_whitespace().count();
         let verdict = pick(
@@ -221,6 +275,7 @@ fn juror(p: &Prompt) -> Option<String> {
     };
     s.push_str(&format!("| **Average** | {avg:.1} | |\n\n### Deliberation Notes\n"));
     s.push_str("The content addresses its task and is organised sensibly. Its main weakness is a lack of concrete examples and error handling; its main strength is clarity.\n\n");
+    s.push_str(&p.hostile_paragraph());
     s.push_str(&format!("### Verdict\nVERDICT: {verdict}\n\n### Recommendations\n"));
     if verdict == "APPROVE" {
         s.push_str("None required.\n");
@@ -241,8 +296,9 @@ fn foreman(p: &Prompt) -> Option<String> {
     let counts = [count("APPROVE"), count("REVISE"), count("REJECT")];
     let unanimous = counts.iter().filter(|c| **c > 0).count() <= 1;
     let mut s = format!(
-        "[simulated report from {}]\n\n## Jury Verdict Report\n\n### Final Verdict: {majority}\nThe jury reached {majority} by majority.\n\n",
-        p.model
+        "[simulated report from {}]\n\n## Jury Verdict Report\n\n### Final Verdict: {majority}\nThe jury reached {majority} by majority.\n\n{}",
+        p.model,
+        p.hostile_paragraph()
     );
     s.push_str("### Dimension Analysis\n\n(Scores are aggregated by Conclave from the jurors' scorecards.)\n\n");
     s.push_str("### Key Strengths (Consensus)\n- Clear, well-organised structure\n- Addresses the task directly\n\n");
@@ -292,8 +348,10 @@ fn revision(p: &Prompt) -> Option<String> {
         ),
     };
     Some(format!(
-        "[simulated revision from {}]\n\nDECISION: {decision}\nREASONING: {reason}\n\nREVISED RESPONSE:\n{body}",
-        p.model
+        "[simulated revision from {}]\n\nDECISION: {decision}\nREASONING: {reason}{}\n\nREVISED RESPONSE:\n{}{body}",
+        p.model,
+        p.hostile_inline(),
+        p.hostile_paragraph()
     ))
 }
 
@@ -319,7 +377,11 @@ fn vote(p: &Prompt) -> Option<String> {
     } else {
         "It is the most complete and practical answer."
     };
-    Some(format!("[simulated vote from {}]\n\n{choice}: {why}\n\nVOTE: {choice}", p.model))
+    Some(format!(
+        "[simulated vote from {}]\n\n{}{choice}: {why}\n\nVOTE: {choice}",
+        p.model,
+        p.hostile_paragraph()
+    ))
 }
 
 /// A few models hold their ground in Delphi rounds: panels keep an outlier.
@@ -352,9 +414,10 @@ fn delphi_classify(p: &Prompt) -> Option<String> {
         "cost",
     ];
     if NUMERIC.iter().any(|w| q.contains(w)) {
-        return Some(
-            "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: The question asks for a quantity.".into(),
-        );
+        return Some(format!(
+            "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: The question asks for a quantity.{}",
+            p.hostile_inline()
+        ));
     }
     let yes_no =
         ["should", "is ", "will", "can ", "do ", "does", "are "].iter().any(|w| q.starts_with(w));
@@ -364,7 +427,8 @@ fn delphi_classify(p: &Prompt) -> Option<String> {
         "The established option, The newer option, A hybrid approach, It depends on context"
     };
     Some(format!(
-        "TYPE: QUALITATIVE\nOPTIONS: {options}\nREASONING: The question asks for a choice."
+        "TYPE: QUALITATIVE\nOPTIONS: {options}\nREASONING: The question asks for a choice.{}",
+        p.hostile_inline()
     ))
 }
 
@@ -427,10 +491,11 @@ fn delphi_numeric(p: &Prompt) -> Option<String> {
         }
     };
     Some(format!(
-        "[simulated estimate from {}]\nESTIMATE: {}\nCONFIDENCE: {}\nREASONING: {why}",
+        "[simulated estimate from {}]\nESTIMATE: {}\nCONFIDENCE: {}\nREASONING: {why}{}",
         p.model,
         styled(p.model, value),
-        level(p.model, round)
+        level(p.model, round),
+        p.hostile_inline()
     ))
 }
 
@@ -485,9 +550,10 @@ fn delphi_qualitative(p: &Prompt) -> Option<String> {
         }
     };
     Some(format!(
-        "[simulated answer from {}]\nANSWER: {answer}\nCONFIDENCE: {}\nREASONING: Weighing the trade-offs and the panel's view.",
+        "[simulated answer from {}]\nANSWER: {answer}\nCONFIDENCE: {}\nREASONING: Weighing the trade-offs and the panel's view.{}",
         p.model,
-        level(p.model, round)
+        level(p.model, round),
+        p.hostile_inline()
     ))
 }
 
@@ -506,8 +572,9 @@ fn delphi_report(p: &Prompt) -> Option<String> {
         .unwrap_or("?");
     let question = between(p.last, "QUESTION: ", "\n");
     Some(format!(
-        "[simulated report from {}]\n\n## Delphi Consensus Report\n\n### Question\n{question}\n\n### Final Consensus\n{value} ({status}).\n\n### Convergence Analysis\nOpinions moved toward the centre after the first round.\n\n### Confidence Trajectory\nConfidence rose as the estimates converged.\n\n### Outlier Analysis\nOne participant held a distant position throughout.\n\n### Reliability Assessment\nModerate: a small simulated panel.",
-        p.model
+        "[simulated report from {}]\n\n## Delphi Consensus Report\n\n### Question\n{question}\n\n### Final Consensus\n{value} ({status}).\n\n### Convergence Analysis\n{}Opinions moved toward the centre after the first round.\n\n### Confidence Trajectory\nConfidence rose as the estimates converged.\n\n### Outlier Analysis\nOne participant held a distant position throughout.\n\n### Reliability Assessment\nModerate: a small simulated panel.",
+        p.model,
+        p.hostile_paragraph()
     ))
 }
 
@@ -606,13 +673,15 @@ fn clarity_evaluate(p: &Prompt) -> Option<String> {
         ""
     };
     Some(format!(
-        "[simulated {who} scorecard from {model}]\n{{\"scores\": {{{scores}}}, \"critique\": \"As the {who} I find the brief {level_word}.\", \"issues\": [{{\"dimension\": \"{dim}\", \"issue\": \"{issue}\", \"suggestedFix\": \"{fix}\", \"quote\": \"{quote}\", \"severity\": \"high\"}}, {{\"dimension\": \"{}\", \"issue\": \"{}\", \"suggestedFix\": \"{}\", \"quote\": \"{quote}\", \"severity\": \"medium\"}}]{justification}}}",
+        "[simulated {who} scorecard from {model}]\n{prose}{{\"scores\": {{{scores}}}, \"critique\": \"As the {who} I find the brief {level_word}.{hostile}\", \"issues\": [{{\"dimension\": \"{dim}\", \"issue\": \"{issue}\", \"suggestedFix\": \"{fix}{hostile}\", \"quote\": \"{quote}\", \"severity\": \"high\"}}, {{\"dimension\": \"{}\", \"issue\": \"{}\", \"suggestedFix\": \"{}\", \"quote\": \"{quote}\", \"severity\": \"medium\"}}]{justification}}}",
         shared.0,
         shared.1,
         shared.2,
         model = p.model,
         scores = scores.join(", "),
         level_word = if level >= 7.0 { "solid" } else { "uneven" },
+        prose = p.hostile_paragraph(),
+        hostile = p.hostile_json(),
     ))
 }
 
@@ -636,9 +705,10 @@ fn clarity_arbitrate(p: &Prompt) -> Option<String> {
         scores.push(format!("\"{k}\": {mid}"));
     }
     Some(format!(
-        "[simulated arbitration from {}]\n{{\"scores\": {{{}}}, \"reasoning\": \"Weighing the evaluators' positions against the brief itself.\"}}",
+        "[simulated arbitration from {}]\n{{\"scores\": {{{}}}, \"reasoning\": \"Weighing the evaluators' positions against the brief itself.{}\"}}",
         p.model,
-        scores.join(", ")
+        scores.join(", "),
+        p.hostile_json()
     ))
 }
 
@@ -669,7 +739,7 @@ fn synthesis(p: &Prompt) -> Option<String> {
         ],
     );
     Some(format!(
-        "[simulated synthesis by {chair}]\n\n{opener} on \"{question}\".\n\n\
+        "[simulated synthesis by {chair}]\n\n{opener} on \"{question}\".\n\n{hostile}\
          Drawing on the answers of {models}, the strongest points are the ones several members \
          made independently, and the peer rankings favoured the answers that explained their \
          reasoning. Where the members disagreed, the disagreement is about emphasis rather \
@@ -678,6 +748,7 @@ fn synthesis(p: &Prompt) -> Option<String> {
          was asked.)",
         chair = p.model,
         models = if models.is_empty() { "the council".to_string() } else { models.join(", ") },
+        hostile = p.hostile_paragraph(),
     ))
 }
 
@@ -732,6 +803,9 @@ fn answer(p: &Prompt) -> String {
             i + 1,
             points[(r.below(points.len()) + i) % points.len()]
         ));
+    }
+    if p.hostile {
+        s.push_str(&format!("\n{XSS_PAYLOAD}\n"));
     }
     s.push_str(&format!(
         "\nIn summary, for \"{}\" a careful, context-aware answer beats a universal rule.",
@@ -844,5 +918,48 @@ mod tests {
         let n = t.split_whitespace().count();
         assert!((1..=5).contains(&n), "{t}");
         assert!(!t.contains('"') && !t.contains("simulated"), "{t}");
+    }
+
+    #[test]
+    fn xss_models_keep_every_format_readable_and_carry_the_payload() {
+        use crate::modes::{common, council, debate, delphi, jury, voting};
+        let ask = |model: &str, prompt: &str| respond(model, &[ChatMessage::user(prompt)], false);
+        assert!(is_hostile("sim/xss") && is_hostile("xss-7") && !is_hostile("sim/alpha"));
+        let labeled: Vec<(String, String)> =
+            (0..3).map(|i| (common::label(i), format!("answer {i}"))).collect();
+        let labels: Vec<String> = labeled.iter().map(|(l, _)| l.clone()).collect();
+        for model in ["sim/xss", "sim/xss-b", "xss-c"] {
+            let answer = ask(model, "How do I scale a database?");
+            assert!(answer.contains(XSS_PAYLOAD), "{answer}");
+            let ranking = ask(model, &council::ranking_prompt("Q?", &labeled));
+            assert!(ranking.contains(XSS_PAYLOAD));
+            assert_eq!(council::parse_ranking(&ranking, &labels).len(), 3, "{ranking}");
+            let vote = ask(model, &voting::vote_prompt("Q?", &labeled));
+            assert!(vote.contains(XSS_PAYLOAD));
+            assert!(voting::parse_vote(&vote, &labels).is_some(), "{vote}");
+            let rev = ask(model, &debate::revision_prompt("Q?", "my answer", &labeled[1..]));
+            let parsed = debate::parse_revision(&rev);
+            assert!(parsed.decision.is_some(), "{rev}");
+            assert!(parsed.reasoning.is_some_and(|r| r.contains(XSS_PAYLOAD)), "{rev}");
+            assert!(parsed.revised_response.is_some_and(|r| r.contains(XSS_PAYLOAD)), "{rev}");
+            let juror = ask(model, &jury::evaluation_prompt("Some content to judge.", None));
+            assert!(juror.contains(XSS_PAYLOAD));
+            let scores = jury::parse_scores(&juror);
+            assert!((0..5).all(|i| scores.get(i).is_some()), "{juror}");
+            assert!(jury::parse_verdict(&juror).is_some(), "{juror}");
+            let classify = ask(model, &delphi::classify_prompt("How many cats live in Rome?"));
+            let c = delphi::parse_classification(&classify).expect("classification");
+            assert!(c.reasoning.contains(XSS_PAYLOAD), "{classify}");
+            let estimate =
+                ask(model, &delphi::round1_numeric_prompt("How many cats live in Rome?"));
+            assert!(estimate.contains(XSS_PAYLOAD));
+            assert!(delphi::parse_estimate(&estimate).is_some(), "{estimate}");
+            let title = common::clean_title(
+                &ask(model, &common::title_prompt("What are the trade-offs of microservices?")),
+                "q",
+            );
+            assert!(title.starts_with(XSS_TITLE), "{title}");
+        }
+        assert!(!ask("sim/alpha", "How do I scale a database?").contains("<script>"));
     }
 }

@@ -168,6 +168,9 @@ pub async fn models(state: web::Data<AppState>) -> HttpResponse {
             "sim/fail…": "always fails (HTTP 503)",
             "sim/stall…": "never answers (the stage timeout ends it)",
             "sim/malformed…": "answers without the requested structure",
+            "sim/flaky…": "fails the first attempt at each prompt with HTTP 503, then answers",
+            "sim/ratelimit…": "answers the first attempt at each prompt with HTTP 429 and Retry-After: 1, then answers",
+            "sim/xss…": "answers normally, with hostile HTML and markdown (script, event handlers, javascript: links) in its prose, for testing sanitisers",
         },
     }))
 }

@@ -14,3 +14,4 @@ mod postgres;
 mod retry;
 mod stream;
 mod validation;
+mod xss;

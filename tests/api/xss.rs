@@ -1,0 +1,125 @@
+//! `sim/xss…` models: every mode completes and parses as usual, with hostile markup in the
+//! prose, in-process and through the sim-server.
+
+use conclave::providers::sim_text::{XSS_PAYLOAD, XSS_TITLE};
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+const SCRIPT: &str = "<script>window.__xss=1</script>";
+
+async fn run(app: &TestApp, request: Value) -> Value {
+    let started = app.start(request).await;
+    let run = app.wait_done(started["runId"].as_str().unwrap()).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    run
+}
+
+fn has_payload(v: &Value) -> bool {
+    v.as_str().is_some_and(|s| s.contains(XSS_PAYLOAD))
+}
+
+fn all<'a>(v: &'a Value, what: &str) -> &'a Vec<Value> {
+    v.as_array().unwrap_or_else(|| panic!("{what} is not a list: {v}"))
+}
+
+async fn check_every_mode(app: &TestApp) {
+    assert!(XSS_PAYLOAD.contains(SCRIPT));
+    let council = run(
+        app,
+        json!({ "mode": "council", "question": "Is hostile markup rendered?",
+                "councilModels": ["sim/xss-a", "sim/xss-b", "sim/xss-c"], "chairmanModel": "sim/xss-a" }),
+    )
+    .await;
+    let r = &council["result"];
+    assert!(all(&r["stage1"], "stage1").iter().all(|s| has_payload(&s["response"])));
+    for s in all(&r["stage2"], "stage2") {
+        assert_eq!(all(&s["parsedRanking"], "parsedRanking").len(), 3, "{s}");
+    }
+    assert!(has_payload(&council["answer"]), "{}", council["answer"]);
+    assert!(council["title"].as_str().unwrap().starts_with(XSS_TITLE), "{}", council["title"]);
+
+    let vote = run(
+        app,
+        json!({ "mode": "vote", "question": "Which markup is safest?",
+                "modeConfig": { "models": ["sim/xss-a", "sim/xss-b", "sim/xss-c"], "chairmanModel": "sim/xss-d" } }),
+    )
+    .await;
+    assert_eq!(vote["result"]["voteRound"]["validVoteCount"], 3, "{}", vote["result"]);
+    assert!(has_payload(&vote["answer"]));
+
+    let jury = run(
+        app,
+        json!({ "mode": "jury", "question": "Evaluate this page",
+                "modeConfig": { "content": "A page about sanitisers.",
+                                "jurorModels": ["sim/xss-a", "sim/xss-b", "sim/xss-c"], "foremanModel": "sim/xss-d" } }),
+    )
+    .await;
+    for j in all(&jury["result"]["jurors"], "jurors") {
+        assert_eq!(j["parseSuccess"], true, "{j}");
+        assert!(j["verdict"].is_string() && has_payload(&j["assessmentText"]), "{j}");
+    }
+    assert!(has_payload(&jury["answer"]));
+
+    let debate = run(
+        app,
+        json!({ "mode": "debate", "question": "Should pages trust model output?",
+                "modeConfig": { "models": ["sim/xss-a", "sim/xss-b", "sim/xss-c", "sim/xss-d"] } }),
+    )
+    .await;
+    for rev in all(&debate["result"]["revisions"], "revisions") {
+        assert_eq!(rev["parseSuccess"], true, "{rev}");
+        assert!(rev["decision"].is_string() && has_payload(&rev["reasoning"]), "{rev}");
+    }
+    assert_eq!(debate["result"]["votes"]["validVoteCount"], 4, "{}", debate["result"]["votes"]);
+    assert!(has_payload(&debate["answer"]));
+
+    let delphi = run(
+        app,
+        json!({ "mode": "delphi", "question": "How many sanitiser bugs ship each year?",
+                "modeConfig": { "panelistModels": ["sim/xss-a", "sim/xss-b", "sim/xss-c", "sim/xss-e"],
+                                "facilitatorModel": "sim/xss-d", "maxRounds": 3 } }),
+    )
+    .await;
+    let d = &delphi["result"];
+    assert_eq!(d["classification"]["type"], "numeric", "{d}");
+    assert!(has_payload(&d["classification"]["reasoning"]));
+    for round in all(&d["rounds"], "rounds") {
+        for e in all(&round["estimates"], "estimates") {
+            assert!(e["estimate"].is_number(), "{e}");
+        }
+    }
+    assert!(has_payload(&delphi["answer"]));
+
+    let clarity = run(
+        app,
+        json!({ "mode": "clarity", "modeConfig": { "content": "A brief on sanitising model output.",
+                "models": { "skeptic": "sim/xss-a", "advocate": "sim/xss-b", "generalist": "sim/xss-c", "arbiter": "sim/xss-d" } } }),
+    )
+    .await;
+    let c = &clarity["result"];
+    for e in all(&c["evaluations"], "evaluations") {
+        assert_eq!(e["parseSuccess"], true, "{e}");
+        assert!(e["critique"].as_str().unwrap().contains(SCRIPT), "{e}");
+    }
+    assert!(c["score"]["score"].is_number());
+    assert!(clarity["answer"].as_str().unwrap().contains(SCRIPT), "{}", clarity["answer"]);
+}
+
+#[actix_web::test]
+async fn every_mode_completes_with_xss_models_in_process() {
+    let app = spawn_app().await;
+    check_every_mode(&app).await;
+    let (_, models) = app.get("/api/models").await;
+    for name in ["sim/xss…", "sim/flaky…", "sim/ratelimit…"] {
+        assert!(models["simBehaviours"][name].is_string(), "{name}: {models}");
+    }
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn every_mode_completes_with_xss_models_through_the_sim_server() {
+    let app = spawn_with(Options { sim_over_http: true, ..Options::default() }).await;
+    check_every_mode(&app).await;
+    app.stop().await;
+}
