@@ -179,7 +179,7 @@ test("vote: a tie broken by the chairman, and one broken alphabetically", { skip
   await page.close();
 });
 
-test("vote: a failing member and an invalid vote; the run still completes", { skip }, async () => {
+test("vote: a failing member and an invalid vote still complete; all votes invalid fails the run, keeping what arrived", { skip }, async () => {
   const { page, errors } = await openPage(browser, base, "/");
   const id = await startViaForm(page, "vote", "Which database should a team of five use?", { models: ["sim/alpha", "sim/fail1", "sim/gamma", "sim/malformed1"] });
   await waitRunReady(page, id);
@@ -195,6 +195,18 @@ test("vote: a failing member and an invalid vote; the run still completes", { sk
   await assertWinner(page, r.winner);
   const fresh = await assertReopenedSame(id, await runText(page, id));
   await fresh.page.close();
+
+  // Every vote invalid: the run fails after the vote; the answers and the ballots stay on screen.
+  const id2 = await startViaForm(page, "vote", "Which database should a team of five use?", { models: ["sim/malformed1", "sim/malformed2", "sim/malformed3"] });
+  await waitRunReady(page, id2);
+  assert.equal(await page.getAttribute(`article.run[data-run="${id2}"]`, "data-status"), "failed");
+  assert.equal(await page.$$eval(`section[data-section="stage1"] .model-card`, (c) => c.length), 3);
+  assert.deepEqual(await page.$$eval(`section[data-section="vote"] .vote-choice`, (c) => c.map((x) => x.textContent)), ["invalid vote", "invalid vote", "invalid vote"]);
+  assert.match(await page.innerText(`section[data-section="vote"] .tally`), /no winner/);
+  assert.equal(await page.$$eval(".primary", (p) => p.length), 0);
+  assert.match(await page.innerText(`article.run[data-run="${id2}"] .run-error`), /invalid/i);
+  const fresh2 = await assertReopenedSame(id2, await runText(page, id2));
+  await fresh2.page.close();
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -30,7 +30,7 @@ export function createView(ctx) {
   const { el, ui } = ctx;
   ui.ensureStylesheet("vote");
   ui.ensureStylesheet("debate");
-  const s1 = ctx.section("round1", "Round 1 · Initial answers");
+  const s1 = ctx.section("round1", "Round 1 · Initial answers", { tabs: true });
   const s2 = ctx.section("revision", "Round 2 · Revisions", { tabs: true });
   const s3 = ctx.section("vote", "Round 3 · Vote on the revised answers");
   const rev = new Revealer(ctx);

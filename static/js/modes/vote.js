@@ -200,7 +200,7 @@ export function markWinner(ctx, section, model, text) {
 export function createView(ctx) {
   const { el, ui } = ctx;
   ui.ensureStylesheet("vote");
-  const s1 = ctx.section("stage1", "Stage 1 · Answers");
+  const s1 = ctx.section("stage1", "Stage 1 · Answers", { tabs: true });
   const s2 = ctx.section("vote", "Stage 2 · Votes");
   const s3 = ctx.section("tiebreaker", "Tiebreak");
   const rev = new Revealer(ctx);
