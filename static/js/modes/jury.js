@@ -49,12 +49,14 @@ export function createView(ctx) {
   }
 
   const fmt = (n) => ui.fmtNum(n, 1);
+  /** An average, always with one decimal ("7.0"). */
+  const avg = (n) => (n === null || n === undefined || Number.isNaN(Number(n)) ? "–" : Number(n).toFixed(1));
 
   function scoreLabel(scores) {
     return DIMS.map(([k, name]) => `${name} ${scores && scores[k] != null ? scores[k] : "not parsed"}`).join(", ");
   }
 
-  function radar(a) {
+  function radar(a, i) {
     const data = DIMS.map(([k]) => (a.scores && a.scores[k] != null ? a.scores[k] : null));
     const box = ctx.chart({
       type: "radar",
@@ -63,9 +65,9 @@ export function createView(ctx) {
         datasets: [{
           label: a.model,
           data,
-          backgroundColor: ctx.charts.color(0, 0.25),
-          borderColor: ctx.charts.color(0),
-          pointBackgroundColor: ctx.charts.color(0),
+          backgroundColor: ctx.charts.color(i, 0.3),
+          borderColor: ctx.charts.color(i),
+          pointBackgroundColor: ctx.charts.color(i),
           borderWidth: 2,
           spanGaps: true,
         }],
@@ -86,11 +88,11 @@ export function createView(ctx) {
     card.setState("ok", { ms: a.responseTimeMs });
     card.el.classList.add("juror-card");
     if (a.parseSuccess) {
-      card.prepend(radar(a));
+      card.prepend(radar(a, Math.max(0, sJurors.cards.indexOf(card))));
       card.prepend(el("div", { class: "jury-scores" },
         DIMS.map(([k, name]) => el("span", { class: "jury-score" }, el("span", { class: "muted" }, name), " ",
           el("strong", null, a.scores && a.scores[k] != null ? String(a.scores[k]) : "–"))),
-        el("span", { class: "jury-score jury-avg" }, el("span", { class: "muted" }, "Average"), " ", el("strong", null, a.average != null ? fmt(a.average) : "–"))));
+        el("span", { class: "jury-score jury-avg" }, el("span", { class: "muted" }, "Average"), " ", el("strong", null, avg(a.average)))));
     } else {
       card.prepend(el("p", { class: "callout jury-unparsed" },
         "The scores in this assessment could not be parsed, so it is left out of the averages",
@@ -167,7 +169,7 @@ export function createView(ctx) {
     sSummary.show();
     const overall = el("div", { class: "jury-stat jury-overall" },
       el("div", { class: "muted" }, "Overall average"),
-      el("div", { class: "big-number" }, s.overallAverage != null ? fmt(s.overallAverage) : "–", el("span", { class: "jury-outof" }, " / 10")));
+      el("div", { class: "big-number" }, avg(s.overallAverage), el("span", { class: "jury-outof" }, " / 10")));
     const majority = el("div", { class: "jury-stat jury-majority" },
       el("div", { class: "muted" }, "Majority verdict"),
       el("div", { class: "jury-big-verdict" }, ui.verdictBadge(s.majorityVerdict)),
@@ -208,13 +210,14 @@ export function createView(ctx) {
     body.append(el("div", { class: "jury-stats" },
       el("div", { class: "jury-stat" }, el("div", { class: "muted" }, "Final verdict"), el("div", { class: "jury-big-verdict" }, ui.verdictBadge(r.finalVerdict))),
       el("div", { class: "jury-stat jury-report-average" }, el("div", { class: "muted" }, "Overall average"),
-        el("div", { class: "big-number" }, s.overallAverage != null ? fmt(s.overallAverage) : "–", el("span", { class: "jury-outof" }, " / 10")))));
+        el("div", { class: "big-number" }, avg(s.overallAverage), el("span", { class: "jury-outof" }, " / 10")))));
 
-    const rows = (r.dimensionAnalysis || []).map((d) => [d.dimension, fmt(d.avgScore), String(d.minScore), String(d.maxScore),
+    const rows = (r.dimensionAnalysis || []).map((d) => [d.dimension, avg(d.avgScore), String(d.minScore), String(d.maxScore),
       ui.badge(d.consensus, CONSENSUS_COLOR[d.consensus] || "gray")]);
     body.append(el("h3", null, "Dimension analysis"));
     if (rows.length) {
-      const t = ui.table(["Dimension", "Average", "Min", "Max", "Consensus"], rows, { num: [1, 2, 3], caption: "Dimension analysis" });
+      const head = (long, short) => el("span", null, el("span", { class: "long" }, long), el("abbr", { class: "short", title: long }, short));
+      const t = ui.table(["Dimension", head("Average", "Avg"), "Min", "Max", "Consensus"], rows, { num: [1, 2, 3], caption: "Dimension analysis" });
       t.classList.add("jury-dimensions");
       body.append(el("div", { class: "jury-table-wrap" }, t));
     } else {
