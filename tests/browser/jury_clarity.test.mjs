@@ -137,6 +137,7 @@ test("a jury from the form: juror cards with radar charts and verdicts, the aggr
   assert.deepEqual(await page.$$eval(`${run} .jury-strengths li`, (l) => l.map((x) => x.textContent)), f.keyStrengths);
   assert.deepEqual(await page.$$eval(`${run} .jury-weaknesses li`, (l) => l.map((x) => x.textContent)), f.keyWeaknesses);
   assert.ok(await page.$$eval(`${run} .jury-report-recs li`, (l) => l.length) > 0 || f.recommendations.length === 0);
+  await page.evaluate(() => window.scrollTo(0, 0));
   await screenshot(page, "jury-finished");
 
   // Reopened in a fresh context, it renders as it did live.
@@ -161,6 +162,7 @@ test("a jury from the form: juror cards with radar charts and verdicts, the aggr
   const overflow = await c.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert.ok(overflow <= 1, `no sideways scrolling on a phone (${overflow}px)`);
   await c.page.click(`${tabs} >> nth=0`);
+  await c.page.evaluate(() => window.scrollTo(0, 0));
   await screenshot(c.page, "jury-phone");
 
   assert.deepEqual(a.errors, []);
@@ -277,6 +279,7 @@ test("a flagged Clarity run: scores per evaluator and final, method, disagreemen
   assert.ok((await page.textContent(`${run} .clarity-flag`)).includes(sc.reviewReason));
   assert.equal((await api("/api/reviews")).reviews.some((x) => x.runId === runId), true, "pending in the queue");
   await page.fill(`${run} .clarity-review-form textarea`, "Checked the sources: the 50% figure is from one vendor survey.");
+  await page.evaluate(() => window.scrollTo(0, 0));
   await screenshot(page, "clarity-finished");
   await page.click(`${run} .clarity-review-submit`);
   await page.waitForSelector(`${run} .clarity-reviewed`);
