@@ -83,17 +83,7 @@ impl Actor for ModelCall {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         let Some(spec) = self.spec.take() else { return };
-        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         let deltas = self.deltas.clone();
-        let key = spec.key.clone();
-        ctx.spawn(
-            async move {
-                while let Some(delta) = rx.recv().await {
-                    deltas.do_send(CallDelta { key: key.clone(), delta });
-                }
-            }
-            .into_actor(self),
-        );
         let providers = self.providers.clone();
         let policy = self.retry;
         let retrying = self.retrying.clone();
@@ -109,12 +99,18 @@ impl Actor for ModelCall {
                         format!("no answer within {} ms", timeout.as_millis()),
                     )
                 };
+                let forward = |delta: String| {
+                    deltas.do_send(CallDelta { key: spec.key.clone(), delta });
+                };
                 let mut attempt = 1u32;
                 let (result, usage) = loop {
                     let remaining = deadline.saturating_duration_since(Instant::now());
-                    let request =
-                        providers.chat(&spec.model, spec.messages.clone(), Some(tx.clone()));
-                    let e = match tokio::time::timeout(remaining, request).await {
+                    let (tx, rx) = mpsc::unbounded_channel::<String>();
+                    let request = providers.chat(&spec.model, spec.messages.clone(), Some(tx));
+                    let outcome =
+                        stream_attempt(tokio::time::timeout(remaining, request), rx, &forward)
+                            .await;
+                    let e = match outcome {
                         Ok(Ok(resp)) => break (Ok(resp.text), resp.usage),
                         Ok(Err(e)) => e,
                         Err(_) => break (Err(timed_out()), None),
@@ -152,6 +148,33 @@ impl Actor for ModelCall {
             }),
         );
     }
+}
+
+/// Runs one attempt while forwarding its streamed text, then forwards what is still queued
+/// before answering: every delta of an attempt reaches the Deliberation before the attempt's
+/// retry or the call's reply does (a delta after the reply would be dropped, and one after a
+/// retry notice would be counted as the next attempt's text).
+async fn stream_attempt<F: std::future::Future>(
+    request: F,
+    mut rx: mpsc::UnboundedReceiver<String>,
+    forward: &impl Fn(String),
+) -> F::Output {
+    let mut request = std::pin::pin!(request);
+    let mut open = true;
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            delta = rx.recv(), if open => match delta {
+                Some(d) => forward(d),
+                None => open = false,
+            },
+            outcome = &mut request => break outcome,
+        }
+    };
+    while let Ok(d) = rx.try_recv() {
+        forward(d);
+    }
+    outcome
 }
 
 impl Handler<StopCall> for ModelCall {

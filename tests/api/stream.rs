@@ -296,3 +296,51 @@ async fn the_dashboard_shows_each_call_going_from_running_to_ok_and_how_the_run_
     ws.close().await;
     app.stop().await;
 }
+
+/// The text a call streams adds up to exactly its answer: the last chunk is not lost when the
+/// reply arrives with it, in-process and through the sim-server's SSE stream.
+#[actix_web::test]
+async fn streamed_tokens_add_up_to_each_answer_exactly() {
+    for sim_over_http in [false, true] {
+        let app =
+            spawn_with(Options { sim_latency_ms: 150, sim_over_http, ..Options::default() }).await;
+        let mut ws = app.ws().await;
+        ws.send(json!({ "type": "start", "request": council_request("Why is the sky blue?") }))
+            .await;
+        let (started, _) = ws.until("started", None).await;
+        let run = started["runId"].as_str().unwrap().to_string();
+        let events = ws.events_until_end(&run).await;
+        let mut streamed: std::collections::HashMap<String, String> = Default::default();
+        let mut model_of: std::collections::HashMap<String, String> = Default::default();
+        for e in &events {
+            let d = &e["data"];
+            match e["event"].as_str().unwrap() {
+                "token" => streamed
+                    .entry(d["key"].as_str().unwrap().to_string())
+                    .or_default()
+                    .push_str(d["delta"].as_str().unwrap()),
+                "call_start" => {
+                    model_of.insert(d["key"].as_str().unwrap().into(), d["model"].to_string());
+                }
+                _ => {}
+            }
+        }
+        let s1 = events.iter().find(|e| e["event"] == "stage1_complete").unwrap();
+        let answers = s1["data"]["data"].as_array().unwrap();
+        for key in ["stage1:0", "stage1:1", "stage1:2"] {
+            let answer = answers.iter().find(|a| a["model"].to_string() == model_of[key]).unwrap();
+            assert_eq!(
+                streamed.get(key).map(String::as_str),
+                answer["response"].as_str(),
+                "{key} (over http: {sim_over_http})"
+            );
+        }
+        let s3 = events.iter().find(|e| e["event"] == "stage3_complete").unwrap();
+        assert_eq!(
+            streamed.get("stage3").map(String::as_str),
+            s3["data"]["data"]["response"].as_str()
+        );
+        ws.close().await;
+        app.stop().await;
+    }
+}
