@@ -35,9 +35,10 @@ function fmtCv(cv) {
   return isNum(cv) ? Number(cv).toLocaleString(undefined, { maximumFractionDigits: 3 }) : "∞ (mean is 0)";
 }
 
-function barFill(pct) {
+function barFill(pct, color) {
   const fill = document.createElement("span");
   fill.style.width = `${Math.max(0, Math.min(100, Number(pct) || 0))}%`;
+  if (color) fill.style.background = color;
   return fill;
 }
 
@@ -56,6 +57,15 @@ export function createView(ctx) {
   const round1Calls = new Set(); // call keys of round 1, to tell how many panelists started
   let outcome = null; // {converged, round, reason}
   let reportShown = false;
+  // Qualitative answers in a fixed order (the options, then others as they first appear), so an
+  // answer keeps its colour in the chart and the timeline.
+  const answerOrder = [];
+  const answerKey = (a) => String(a).toLowerCase();
+  function answerIndex(a) {
+    let i = answerOrder.findIndex((x) => answerKey(x) === answerKey(a));
+    if (i < 0) { answerOrder.push(String(a)); i = answerOrder.length - 1; }
+    return i;
+  }
   let synth = null;
 
   // ---- sections, in display order (rounds and the synthesis are made as they start) ----
@@ -110,6 +120,7 @@ export function createView(ctx) {
   function classified(c) {
     kind = String(c.type || "qualitative").toLowerCase();
     options = kind === "qualitative" && Array.isArray(c.options) ? c.options.map(String) : [];
+    options.forEach(answerIndex);
     renderBanner(c);
     classify.done();
   }
@@ -143,7 +154,7 @@ export function createView(ctx) {
     r.section.running();
     overview.show();
     const li = timelineItem(r);
-    if (!r.complete) li.replaceChildren(el("div", { class: "tl-head" }, el("strong", null, `Round ${n}`), el("span", { class: "muted" }, "panelists answering…")));
+    if (!r.complete) li.replaceChildren(el("div", { class: "tl-head" }, el("strong", null, `Round ${n}`), el("span", { class: "muted" }, n === 1 ? "panelists answering…" : "panelists revising…")));
     ctx.progress(`Round ${n}: panelists ${n === 1 ? "answering" : "revising"}`);
     if (!chartBox) chartHolder.replaceChildren(el("p", { class: "muted" }, "The chart appears once the first round is in."));
   }
@@ -268,7 +279,7 @@ export function createView(ctx) {
       li.append(el("ul", { class: "delphi-dist", "aria-label": `Round ${r.n} distribution` }, dist.map((d) =>
         el("li", null,
           el("span", { class: "delphi-dist-label" }, String(d.answer)),
-          el("span", { class: "delphi-dist-bar", "aria-hidden": "true" }, barFill(d.percentage)),
+          el("span", { class: "delphi-dist-bar", "aria-hidden": "true" }, barFill(d.percentage, ctx.charts.color(answerIndex(d.answer), 0.85))),
           el("span", { class: "delphi-dist-n" }, `${d.count} (${fmtVal(d.percentage)}%)`)))));
     }
     li.append(confidenceLine(s.confidenceCounts), el("div", { class: "delphi-count muted" }, parts.join(" · ")));
@@ -294,21 +305,21 @@ export function createView(ctx) {
       data: {
         labels,
         datasets: [
-          { label: "Mean ± 1 std dev", data: upper, borderColor: ctx.charts.color(0, 0.45), backgroundColor: ctx.charts.color(0, 0.2), borderWidth: 1, pointRadius: 0, fill: "+1", order: 3 },
-          { label: "lower band", data: lower, borderColor: ctx.charts.color(0, 0.45), backgroundColor: ctx.charts.color(0, 0.2), borderWidth: 1, pointRadius: 0, fill: false, order: 3 },
-          { label: "Mean", data: mean, borderColor: ctx.charts.color(0), backgroundColor: ctx.charts.color(0), borderWidth: 3, pointRadius: 4, fill: false, order: 1 },
-          { label: "Median", data: median, borderColor: ctx.charts.color(1), backgroundColor: ctx.charts.color(1), borderWidth: 2, borderDash: [6, 4], pointRadius: 3, fill: false, order: 2 },
+          { label: "Mean ± 1 std dev", data: upper, borderColor: ctx.charts.color(0, 0.5), backgroundColor: ctx.charts.color(0, 0.25), borderWidth: 1, pointRadius: 0, pointStyle: "rect", fill: "+1", order: 3 },
+          { label: "lower band", data: lower, borderColor: ctx.charts.color(0, 0.5), backgroundColor: ctx.charts.color(0, 0.25), borderWidth: 1, pointRadius: 0, fill: false, order: 3 },
+          { label: "Mean", data: mean, borderColor: ctx.charts.color(0), backgroundColor: ctx.charts.color(0), borderWidth: 3, pointRadius: 4, pointStyle: "circle", fill: false, order: 1 },
+          { label: "Median", data: median, borderColor: ctx.charts.color(1), backgroundColor: ctx.charts.color(1), borderWidth: 2, borderDash: [6, 4], pointRadius: 0, pointHoverRadius: 0, pointStyle: "line", fill: false, order: 2 },
           { label: "Estimates", data: points, showLine: false, borderColor: muted, backgroundColor: muted, pointRadius: 4, pointStyle: "crossRot", borderWidth: 2, fill: false, order: 0 },
         ],
       },
       options: {
         interaction: { mode: "index", intersect: false },
         plugins: {
-          legend: { labels: { color: text, filter: (item) => item.text !== "lower band" } },
+          legend: { labels: { color: text, usePointStyle: true, pointStyleWidth: 18, filter: (item) => item.text !== "lower band" } },
           tooltip: { filter: (item) => item.dataset.label !== "lower band" && item.dataset.label !== "Estimates" },
         },
         scales: {
-          x: { ticks: {} },
+          x: { offset: true, ticks: {} },
           y: { title: { display: true, text: "Estimate", color: text }, ticks: { callback: (v) => fmtCompact(v) } },
         },
       },
@@ -320,10 +331,9 @@ export function createView(ctx) {
 
   function qualitativeChart(list) {
     const labels = list.map((r) => `Round ${r.n}`);
-    const answers = [];
-    const key = (a) => String(a).toLowerCase();
-    for (const o of options) if (!answers.some((a) => key(a) === key(o))) answers.push(o);
-    for (const r of list) for (const d of r.stats.distribution || []) if (!answers.some((a) => key(a) === key(d.answer))) answers.push(String(d.answer));
+    for (const r of list) for (const d of r.stats.distribution || []) answerIndex(d.answer);
+    const answers = answerOrder;
+    const key = answerKey;
     const countOf = (r, a) => { const d = (r.stats.distribution || []).find((x) => key(x.answer) === key(a)); return d ? d.count : 0; };
     // Options no one chose in any round stay out of the chart (they would be empty).
     const shown = answers.filter((a) => list.some((r) => countOf(r, a) > 0));
@@ -333,7 +343,7 @@ export function createView(ctx) {
       data: {
         labels,
         datasets: shown.map((a) => {
-          const i = answers.indexOf(a);
+          const i = answerIndex(a);
           return { label: a, data: list.map((r) => countOf(r, a)), backgroundColor: ctx.charts.color(i, 0.85), borderColor: ctx.charts.color(i), borderWidth: 1 };
         }),
       },
