@@ -554,8 +554,11 @@ export function createView(ctx) {
       if (result) {
         try { replayResult(result); } catch (err) { console.warn("rebuilding the Delphi view from the result", err); }
       }
-      // A round that started but never completed (the run failed or was cancelled in it).
       const status = detail && detail.status;
+      if (!banner.dataset.kind && !classify.el.hidden) {
+        banner.replaceChildren(el("p", { class: "muted" }, "The run ended before the question was classified."));
+      }
+      // A round that started but never completed (the run failed or was cancelled in it).
       for (const r of rounds.values()) {
         if (r.complete) continue;
         const li = timelineItem(r);
