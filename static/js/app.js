@@ -55,8 +55,12 @@ function parseRoute() {
   }
 }
 
+let firstRoute = true;
+
 async function route() {
   const r = parseRoute();
+  const focusHeading = !firstRoute;
+  firstRoute = false;
   if (current && current.destroy) current.destroy();
   current = null;
   main.replaceChildren();
@@ -70,8 +74,11 @@ async function route() {
   } catch (err) {
     main.replaceChildren(el("h1", null, "Something went wrong"), el("p", { class: "error", role: "alert" }, err.message));
   }
+  // After a navigation inside the page, focus the new view's heading (a screen reader reads
+  // where the user landed); on first load, leave focus at the top so Tab reaches the menu.
   const h1 = main.querySelector("h1");
-  if (h1 && document.activeElement === document.body) { h1.tabIndex = -1; h1.focus({ preventScroll: true }); }
+  const active = document.activeElement;
+  if (focusHeading && h1 && (active === document.body || !main.contains(active))) { h1.tabIndex = -1; h1.focus({ preventScroll: true }); }
 }
 
 function notFoundView() {

@@ -37,7 +37,8 @@ export function chart(config, { label, small = false } = {}) {
   opts.maintainAspectRatio = false;
   opts.animation = false;
   opts.plugins = opts.plugins || {};
-  opts.plugins.legend = { labels: { color: text }, ...(opts.plugins.legend || {}) };
+  const legend = opts.plugins.legend || {};
+  opts.plugins.legend = { ...legend, labels: { color: text, ...(legend.labels || {}) } };
   if (opts.scales) {
     for (const s of Object.values(opts.scales)) {
       s.ticks = { color: text, ...(s.ticks || {}) };

@@ -72,6 +72,7 @@ export class ModelCard {
     clearTimeout(this.renderTimer);
     this.renderTimer = null;
     this.text = text ?? "";
+    this.clipWrap.hidden = false;
     this.md.classList.remove("streaming");
     ui.setMarkdown(this.md, this.text);
     const box = this.clipWrap.firstElementChild;
@@ -94,8 +95,21 @@ export class ModelCard {
       this.md.classList.remove("streaming");
       clearTimeout(this.renderTimer);
       this.renderTimer = null;
-      if (this.text) ui.setMarkdown(this.md, this.text);
       this.noteEl.hidden = true;
+      if (state === "failed" || state === "stopped") {
+        // Text streamed by a call that never finished is not stored: drop it, so the card
+        // reads the same live and when the run is reopened.
+        this.text = "";
+        ui.setMarkdown(this.md, "");
+        this.clipWrap.hidden = true;
+        if (state === "stopped") {
+          this.noteEl.textContent = "Stopped before it finished.";
+          this.noteEl.hidden = false;
+        }
+      } else if (this.text) {
+        ui.setMarkdown(this.md, this.text);
+      }
+      requestAnimationFrame(() => ui.refreshClip(this.clipWrap));
     }
     if (error) this.showError(error);
   }
@@ -118,7 +132,10 @@ export class ModelCard {
     this.noteEl.hidden = false;
   }
 
-  setTitle(text) { this.titleEl.textContent = text; }
+  setTitle(text) {
+    this.titleEl.textContent = text;
+    if (this.tab) this.tab.textContent = text;
+  }
   setRole(text) { this.roleEl.textContent = text; }
   addBadge(node) { this.badges.append(node); return node; }
   /** Content shown above the text (a reasoning line, a chart). */
@@ -133,12 +150,14 @@ export class Section {
     this.id = id;
     this.cards = [];
     this.heading = el("h2", null, title);
+    /** Content above the cards (a summary bar, a banner). */
+    this.lead = el("div", { class: "stage-lead" });
     this.chips = el("div", { class: "chips", "aria-label": `${title}: model progress` });
     this.tabBar = el("div", { class: "card-tabs", role: "tablist", "aria-label": `${title}: choose a card` });
     this.grid = el("div", { class: "cards" });
     this.body = el("div", { class: "stage-body" });
     this.el = el("section", { class: "stage" + (tabs ? " tabbed" : ""), hidden: true, "aria-label": title, dataset: { section: id } },
-      this.heading, this.chips, this.tabBar, this.grid, this.body);
+      this.heading, this.lead, this.chips, this.tabBar, this.grid, this.body);
     this.tabs = tabs;
   }
 
@@ -170,9 +189,14 @@ export class Section {
     });
   }
 
-  /** The first card of `model` not yet matched to a result (a card is made if none is left). */
+  /**
+   * The first card of `model` not yet matched to a result (a card is made if none is left).
+   * A card whose call failed is taken last: with a model on the panel twice, a result belongs
+   * to the call that succeeded.
+   */
   claim(model) {
-    let card = this.cards.find((c) => !c.claimed && c.model === model);
+    const free = this.cards.filter((c) => !c.claimed && c.model === model);
+    let card = free.find((c) => c.state !== "failed") || free[0];
     if (!card) card = this.addCard(new ModelCard({ model, role: "" }));
     card.claimed = true;
     return card;

@@ -30,9 +30,15 @@ let purifyReady = false;
 const FORBID_TAGS = ["style", "script", "iframe", "frame", "object", "embed", "form", "input", "button",
   "textarea", "select", "img", "video", "audio", "source", "svg", "math", "link", "meta", "base"];
 
+const escapeHtml = (t) => String(t).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
 function setupPurify() {
-  if (purifyReady || !window.DOMPurify) return;
+  if (purifyReady || !window.DOMPurify || !window.marked) return;
   purifyReady = true;
+  // Raw HTML in a model's markdown is shown as text, not rendered: a model that writes
+  // `<script>` or `<img onerror=…>` means it as text, and DOMPurify then never meets an event
+  // handler (inspecting one makes Chromium report a CSP violation, though nothing runs).
+  window.marked.use({ renderer: { html: (token) => escapeHtml(token.text ?? token.raw ?? "") } });
   // Links from models open elsewhere and carry no referrer; DOMPurify has already removed
   // javascript: and other unsafe URLs by the time this runs.
   window.DOMPurify.addHook("afterSanitizeAttributes", (node) => {
@@ -92,7 +98,9 @@ export function refreshClip(wrap) {
   const box = wrap.firstElementChild;
   const btn = wrap.lastElementChild;
   if (!box || !btn) return;
-  const short = box.scrollHeight <= box.clientHeight + 4 && !box.classList.contains("expanded");
+  // Short is what fits the collapsed height (15rem in app.css), expanded or not.
+  const limit = 15 * parseFloat(getComputedStyle(document.documentElement).fontSize || "16");
+  const short = box.scrollHeight <= limit + 4;
   box.classList.toggle("short", short);
   btn.hidden = short;
 }
