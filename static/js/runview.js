@@ -191,12 +191,12 @@ export class Section {
 
   /**
    * The first card of `model` not yet matched to a result (a card is made if none is left).
-   * A card whose call failed is taken last: with a model on the panel twice, a result belongs
-   * to the call that succeeded.
+   * A card whose call failed or was stopped is taken last: with a model on the panel twice, a
+   * result belongs to the call that succeeded.
    */
   claim(model) {
     const free = this.cards.filter((c) => !c.claimed && c.model === model);
-    let card = free.find((c) => c.state !== "failed") || free[0];
+    let card = free.find((c) => c.state !== "failed" && c.state !== "stopped") || free[0];
     if (!card) card = this.addCard(new ModelCard({ model, role: "" }));
     card.claimed = true;
     return card;

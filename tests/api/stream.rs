@@ -311,7 +311,7 @@ async fn streamed_tokens_add_up_to_each_answer_exactly() {
         let run = started["runId"].as_str().unwrap().to_string();
         let events = ws.events_until_end(&run).await;
         let mut streamed: std::collections::HashMap<String, String> = Default::default();
-        let mut model_of: std::collections::HashMap<String, String> = Default::default();
+        let mut model_of: std::collections::HashMap<String, Value> = Default::default();
         for e in &events {
             let d = &e["data"];
             match e["event"].as_str().unwrap() {
@@ -320,7 +320,7 @@ async fn streamed_tokens_add_up_to_each_answer_exactly() {
                     .or_default()
                     .push_str(d["delta"].as_str().unwrap()),
                 "call_start" => {
-                    model_of.insert(d["key"].as_str().unwrap().into(), d["model"].to_string());
+                    model_of.insert(d["key"].as_str().unwrap().into(), d["model"].clone());
                 }
                 _ => {}
             }
@@ -328,7 +328,7 @@ async fn streamed_tokens_add_up_to_each_answer_exactly() {
         let s1 = events.iter().find(|e| e["event"] == "stage1_complete").unwrap();
         let answers = s1["data"]["data"].as_array().unwrap();
         for key in ["stage1:0", "stage1:1", "stage1:2"] {
-            let answer = answers.iter().find(|a| a["model"].to_string() == model_of[key]).unwrap();
+            let answer = answers.iter().find(|a| a["model"] == model_of[key]).unwrap();
             assert_eq!(
                 streamed.get(key).map(String::as_str),
                 answer["response"].as_str(),

@@ -3,22 +3,12 @@
 // dashboard mid-run and sees the same events; the finished view shows the answers, the parsed
 // rankings, the aggregate table with the de-anonymisation toggle and the synthesis; a reopened
 // run renders as it did live; a follow-up is asked and cancelled mid-flight.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { skip, startServer, launch, openPage, waitRunReady, runText, screenshot } from "./harness.mjs";
+import { skip, openPage, waitRunReady, runText, screenshot, useServer } from "./harness.mjs";
 
 let server, browser;
-
-before(async () => {
-  if (skip) return;
-  server = await startServer({ latencyMs: 700 });
-  browser = await launch();
-});
-
-after(async () => {
-  if (browser) await browser.close();
-  if (server) server.stop();
-});
+useServer({ latencyMs: 700 }, (env) => ({ server, browser } = env));
 
 /** The durable events a page holds for a run, as "seq:event". */
 const durable = (page, id) => page.evaluate((run) => conclave.conn.feed(run).events.filter((e) => e.event !== "token").map((e) => `${e.seq}:${e.event}`), id);

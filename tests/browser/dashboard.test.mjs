@@ -6,22 +6,12 @@
 // - hostile model output (script tags, event handlers, javascript: links) executes nothing;
 // - history search by title; the form's own and the server's validation errors by their field;
 // - phone-sized, dark, keyboard-only and screen-reader use.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { skip, startServer, launch, openPage, startRest, waitRunReady, runText, screenshot } from "./harness.mjs";
+import { skip, openPage, startRest, waitRunReady, runText, screenshot, useServer } from "./harness.mjs";
 
 let server, browser;
-
-before(async () => {
-  if (skip) return;
-  server = await startServer({ latencyMs: 1200 });
-  browser = await launch();
-});
-
-after(async () => {
-  if (browser) await browser.close();
-  if (server) server.stop();
-});
+useServer({ latencyMs: 1200 }, (env) => ({ server, browser } = env));
 
 /** The seqs of a finished run's durable events (all but `token`), read over SSE as curl would. */
 async function storedSeqs(runId) {

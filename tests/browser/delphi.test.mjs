@@ -5,23 +5,12 @@
 // mid-round; and the edge cases the sim cannot produce on demand (an infinite CV, an unreadable
 // estimate, a panelist failing in round 1, a carried-forward answer, the time limit, an
 // immediate consensus) replayed into the real run view from recorded-shape events.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, launch, openPage, waitRunReady, runText, screenshot, skip } from "./harness.mjs";
+import { openPage, waitRunReady, runText, screenshot, skip, useServer } from "./harness.mjs";
 
 let server, base, browser;
-
-before(async () => {
-  if (skip) return;
-  server = await startServer({ latencyMs: 300 });
-  base = server.base;
-  browser = await launch();
-});
-
-after(async () => {
-  if (browser) await browser.close();
-  if (server) server.stop();
-});
+useServer({ latencyMs: 300 }, (env) => ({ server, base, browser } = env));
 
 async function getJson(path) {
   const res = await fetch(base + path);

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
+import { before, after } from "node:test";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
@@ -35,6 +36,24 @@ export async function startServer({ latencyMs = 400, env = {} } = {}) {
     proc.on("exit", (code) => reject(new Error(`server exited with ${code}`)));
   });
   return { base, proc, stop: () => proc.kill() };
+}
+
+/**
+ * One server and one browser for a test file: started before its tests (unless skipped),
+ * stopped after them. `ready({server, base, browser})` hands them to the file.
+ */
+export function useServer(options, ready) {
+  let server, browser;
+  before(async () => {
+    if (skip) return;
+    server = await startServer(options);
+    browser = await launch();
+    ready({ server, base: server.base, browser });
+  });
+  after(async () => {
+    if (browser) await browser.close();
+    if (server) server.stop();
+  });
 }
 
 export async function launch() {

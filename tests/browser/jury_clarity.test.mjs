@@ -9,22 +9,12 @@
 //   disagreement, discussion, Arbiter, critique; the review note is submitted from the page and
 //   the review queue lists it; reopened identically;
 // - a Clarity run without discussion (method median, not flagged): no review form.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { skip, startServer, launch, openPage, waitRunReady, runText, screenshot } from "./harness.mjs";
+import { skip, openPage, waitRunReady, runText, screenshot, useServer } from "./harness.mjs";
 
 let server, browser;
-
-before(async () => {
-  if (skip) return;
-  server = await startServer({ latencyMs: 300 });
-  browser = await launch();
-});
-
-after(async () => {
-  if (browser) await browser.close();
-  if (server) server.stop();
-});
+useServer({ latencyMs: 300 }, (env) => ({ server, browser } = env));
 
 const api = async (path, opts) => (await fetch(`${server.base}${path}`, opts)).json();
 /** The first number in a text ("7.3 / 10" → 7.3). */

@@ -3,23 +3,12 @@
 // (GET /api/deliberations/<id>), then reopened in a fresh page that must show the same text.
 // Also a tie broken by the chairman and one broken alphabetically, a failing member, an
 // invalid vote, and a debate cancelled mid-way. Screenshots go to target/browser-artifacts/.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, launch, openPage, waitRunReady, runText, screenshot, skip } from "./harness.mjs";
+import { openPage, waitRunReady, runText, screenshot, skip, useServer } from "./harness.mjs";
 
 let server, base, browser;
-
-before(async () => {
-  if (skip) return;
-  server = await startServer({ latencyMs: 300 });
-  base = server.base;
-  browser = await launch();
-});
-
-after(async () => {
-  if (browser) await browser.close();
-  if (server) server.stop();
-});
+useServer({ latencyMs: 300 }, (env) => ({ server, base, browser } = env));
 
 const DECISION_TEXT = { REVISE: "REVISED", MERGE: "MERGED", STAND: "STOOD" };
 

@@ -3,7 +3,7 @@
 // the original against the revised answer, under a summary bar ("2 revised, 1 stood, 1 merged");
 // round 3 the vote on the revised answers (ballots, tally chart, de-anonymisation toggle); and
 // the winner's REVISED answer as the run's main answer.
-import { Revealer, claimCard, renderBallot, tallyPanel, winnerMeta, markWinner, joinLabels } from "./vote.js";
+import { Revealer, renderBallot, tallyPanel, winnerMeta, markWinner, joinLabels } from "./vote.js";
 
 export const DECISIONS = {
   REVISE: { text: "REVISED", color: "green", word: "revised" },
@@ -96,7 +96,7 @@ export function createView(ctx) {
   }
 
   function renderRevision(r) {
-    const card = claimCard(s2, r.model);
+    const card = s2.claim(r.model);
     const failed = !r.decision && r.revisedResponse === r.originalResponse;
     card.setRole("debater");
     card.el.classList.add("revision-card");
@@ -145,7 +145,7 @@ export function createView(ctx) {
         case "round1_start": s1.running(); ctx.progress("Round 1: answering"); break;
         case "round1_complete": {
           for (const r of d || []) {
-            const card = claimCard(s1, r.model);
+            const card = s1.claim(r.model);
             card.setRole("respondent");
             card.setText(r.response);
             card.setState("ok", { ms: r.responseTimeMs });
@@ -175,7 +175,7 @@ export function createView(ctx) {
         case "vote_complete": {
           const round = d || {};
           revisedMap = round.revisedLabelToModel || revisedMap;
-          for (const v of round.votes || []) renderBallot(ctx, rev, claimCard(s3, v.model), v, revisedMap);
+          for (const v of round.votes || []) renderBallot(ctx, rev, s3.claim(v.model), v, revisedMap);
           tally = tallyPanel(ctx, rev, round, revisedMap, { title: "Votes on the revised answers", toggle: rev.toggle() });
           s3.body.replaceChildren(tally.el);
           s3.done();

@@ -38,15 +38,6 @@ export function createView(ctx) {
     report: null,
   };
 
-  /** The card of `model` in `section` not yet matched to a result, preferring live ones. */
-  function claim(section, model) {
-    const open = (c) => !c.claimed && c.model === model;
-    const card = section.cards.find((c) => open(c) && c.state !== "failed" && c.state !== "stopped")
-      || section.cards.find(open);
-    if (!card) return section.claim(model);
-    card.claimed = true;
-    return card;
-  }
 
   const fmt = (n) => ui.fmtNum(n, 1);
   /** An average, always with one decimal ("7.0"). */
@@ -82,7 +73,7 @@ export function createView(ctx) {
   }
 
   function jurorComplete(a) {
-    const card = claim(sJurors, a.model);
+    const card = sJurors.claim(a.model);
     card.setRole("juror");
     card.addBadge(ui.verdictBadge(a.verdict)).classList.add("jury-verdict");
     card.setState("ok", { ms: a.responseTimeMs });
@@ -196,7 +187,7 @@ export function createView(ctx) {
 
   function verdictComplete(r) {
     state.report = r;
-    const card = claim(sForeman, r.model);
+    const card = sForeman.claim(r.model);
     card.setRole("foreman");
     card.setState("ok", { ms: r.responseTimeMs });
     card.setBody(el("p", { class: "muted" }, "The verdict report is below."));

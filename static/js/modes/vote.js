@@ -77,16 +77,6 @@ export class Revealer {
   }
 }
 
-/**
- * The first card of `model` not yet matched to a result, preferring one whose call did not
- * fail (duplicate models: a failed twin must not take the other's result).
- */
-export function claimCard(section, model) {
-  const card = section.cards.find((c) => !c.claimed && c.model === model && c.state !== "failed");
-  if (card) { card.claimed = true; return card; }
-  return section.claim(model);
-}
-
 /** A voter's card: the label it chose (or "invalid vote") and its text behind a toggle. */
 export function renderBallot(ctx, rev, card, vote, map) {
   const { el, ui } = ctx;
@@ -222,7 +212,7 @@ export function createView(ctx) {
         case "stage1_start": s1.running(); ctx.progress("Stage 1: collecting answers"); break;
         case "stage1_complete": {
           for (const r of d || []) {
-            const card = claimCard(s1, r.model);
+            const card = s1.claim(r.model);
             card.setText(r.response);
             card.setState("ok", { ms: r.responseTimeMs });
           }
@@ -234,7 +224,7 @@ export function createView(ctx) {
         case "vote_round_complete": {
           const round = d || {};
           labelToModel = round.labelToModel || {};
-          for (const v of round.votes || []) renderBallot(ctx, rev, claimCard(s2, v.model), v, labelToModel);
+          for (const v of round.votes || []) renderBallot(ctx, rev, s2.claim(v.model), v, labelToModel);
           tally = tallyPanel(ctx, rev, round, labelToModel, { toggle: rev.toggle() });
           s2.body.replaceChildren(tally.el);
           s2.done();
@@ -251,7 +241,7 @@ export function createView(ctx) {
         }
         case "tiebreaker_complete": {
           const t = d || {};
-          const card = t.model ? claimCard(s3, t.model) : null;
+          const card = t.model ? s3.claim(t.model) : null;
           if (card) {
             card.setRole("chairman");
             if (t.votedFor) card.addBadge(el("span", { class: "badge blue vote-choice" }, "→ ", rev.label(t.votedFor, labelToModel)));
