@@ -47,7 +47,11 @@ pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppErro
         }
     }
     let settings = EngineSettings {
-        defaults: Defaults { offline: config.offline(), stage_timeout_ms: config.stage_timeout_ms },
+        defaults: Defaults {
+            offline: config.offline(),
+            stage_timeout_ms: config.stage_timeout_ms,
+            fallback: config.fallback.clone(),
+        },
         token_flush: config.token_flush,
         retention: config.retention,
         finish_grace: config.finish_grace,

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::modes::Fallbacks;
 use crate::providers::openai::OpenAiCompatible;
 use crate::providers::sim::{SimConfig, SimModelConfig, SimProvider};
 use crate::providers::{Provider, Providers, Route};
@@ -81,6 +82,10 @@ pub struct FileConfig {
     pub retry_base_delay_ms: Option<u64>,
     /// On SIGTERM / Ctrl-C, how long running deliberations may take to finish (default 30 000).
     pub shutdown_grace_ms: Option<u64>,
+    /// `[fallback]`: backup models for the single-model roles (`chairman`, `foreman`,
+    /// `facilitator`, `arbiter`).
+    #[serde(default)]
+    pub fallback: Fallbacks,
 }
 
 /// Values given on the command line or in the environment (they win over the file).
@@ -111,6 +116,8 @@ pub struct Config {
     pub retry: crate::engine::retry::RetryPolicy,
     /// On SIGTERM / Ctrl-C, how long running deliberations may take to finish.
     pub shutdown_grace: Duration,
+    /// Backup models for the single-model roles.
+    pub fallback: Fallbacks,
 }
 
 impl Config {
@@ -131,6 +138,7 @@ impl Config {
             finish_grace: Duration::from_secs(10),
             retry: crate::engine::retry::RetryPolicy::default(),
             shutdown_grace: Duration::from_secs(30),
+            fallback: Fallbacks::default(),
         }
     }
 
@@ -218,7 +226,26 @@ impl Config {
         if let Some(ms) = file.retry_base_delay_ms {
             c.retry.base_delay = Duration::from_millis(ms.clamp(10, 60_000));
         }
+        c.fallback = file.fallback;
+        for (role, model) in c.fallback.configured() {
+            if !c.serves(model) {
+                return Err(ConfigError::Invalid(format!(
+                    "fallback.{role}: no provider serves model {model:?} (use a sim model, a \
+                     routed prefix, or set OPENROUTER_API_KEY)"
+                )));
+            }
+        }
         Ok(c)
+    }
+
+    /// Whether some provider would serve `model` (the routing rule of [`Config::providers`],
+    /// without building any client), so a misspelt backup is refused at start-up rather than
+    /// failing every fallback at run time.
+    fn serves(&self, model: &str) -> bool {
+        !model.trim().is_empty()
+            && (model.starts_with("sim/")
+                || self.routes.iter().any(|r| model.starts_with(r.prefix.as_str()))
+                || self.openrouter_api_key.is_some())
     }
 
     /// True when no real provider is configured: default models are sim models.
@@ -306,6 +333,30 @@ mod tests {
             toml::from_str("[[routes]]\nprefix = \"x/\"\nbase_url = \"localhost:1\"").unwrap();
         let err = Config::from_parts(file, &Overrides::default(), None, None, None).unwrap_err();
         assert!(err.to_string().contains("base_url"), "{err}");
+    }
+
+    #[test]
+    fn backup_models_are_read_and_must_be_served() {
+        let file: FileConfig = toml::from_str(
+            "[fallback]\nchairman = \"sim/beta\"\nforeman = \"sim/gamma\"\narbiter = \"sim/haiku\"",
+        )
+        .unwrap();
+        let c = Config::from_parts(file, &Overrides::default(), None, None, None).unwrap();
+        assert_eq!(c.fallback.chairman.as_deref(), Some("sim/beta"));
+        assert_eq!(c.fallback.foreman.as_deref(), Some("sim/gamma"));
+        assert_eq!(c.fallback.facilitator, None);
+        assert_eq!(c.fallback.arbiter.as_deref(), Some("sim/haiku"));
+        assert_eq!(Config::defaults().fallback, Fallbacks::default());
+        // Unknown roles are refused, like any unknown key.
+        assert!(toml::from_str::<FileConfig>("[fallback]\njuror = \"sim/beta\"").is_err());
+        // Offline, a backup nothing serves is refused; with a key OpenRouter serves it.
+        let file: FileConfig = toml::from_str("[fallback]\nfacilitator = \"openai/o3\"").unwrap();
+        let err =
+            Config::from_parts(file.clone(), &Overrides::default(), None, None, None).unwrap_err();
+        assert!(err.to_string().contains("fallback.facilitator"), "{err}");
+        assert!(
+            Config::from_parts(file, &Overrides::default(), Some("k".into()), None, None).is_ok()
+        );
     }
 
     #[test]

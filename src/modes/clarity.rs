@@ -10,17 +10,19 @@
 //! dimensions to count, and the panel needs two; the overall score renormalises the weights of
 //! dimensions that have a score; the method is `median` (no discussion), `post_discussion`
 //! (the medians of the revised scores) or `arbiter`; if the Arbiter fails the run still
-//! completes on the post-discussion medians and stays flagged for review.
+//! completes on the post-discussion medians and stays flagged for review. A failing Arbiter
+//! is first replaced once by the configured backup (`[fallback] arbiter`); the arbiter entry
+//! then says `fallbackFrom`.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{Batch, TitleTracker, TITLE_KEY};
+use super::common::{mark_from_rows, Batch, Calls, Routed, TitleTracker, TITLE_KEY};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, ModeKind,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
+    ModeKind, RunContext, StageRow, ValidRequest,
 };
 
 /// One scoring dimension.
@@ -103,6 +105,20 @@ pub struct ClarityConfig {
     pub timeout_ms: u64,
 }
 
+/// The key of the stored configuration naming the server's backup Arbiter (`[fallback]
+/// arbiter`), when one is configured. Kept beside [`ClarityConfig`] rather than in it, as
+/// other code builds that struct for its prompts.
+const ARBITER_FALLBACK_KEY: &str = "arbiterFallbackModel";
+
+/// The `stage_order` of a Clarity stage's calls.
+fn stage_order(stage: &str) -> i32 {
+    match stage {
+        "evaluation" => 1,
+        "discussion" => 3,
+        _ => 4,
+    }
+}
+
 /// `{question?, mode:"clarity", modeConfig: {content, context?, title?, models?: {skeptic,
 /// advocate, generalist, arbiter}, discussion?: auto|always|never, timeoutMs?}}`.
 pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
@@ -152,14 +168,15 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         defaults.stage_timeout_ms,
     )?;
     let all = request::distinct(&[], &models.values().map(String::as_str).collect::<Vec<_>>());
+    let arbiter_fallback_model = models
+        .get("arbiter")
+        .and_then(|arbiter| Fallbacks::for_role(&defaults.fallback.arbiter, arbiter));
     let config = ClarityConfig { content, context, title, models, discussion, timeout_ms };
-    Ok(ValidRequest {
-        mode: ModeKind::Clarity,
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models: all,
-    })
+    let mut config = serde_json::to_value(&config).unwrap_or(Value::Null);
+    if let (Some(backup), Some(o)) = (arbiter_fallback_model, config.as_object_mut()) {
+        o.insert(ARBITER_FALLBACK_KEY.into(), json!(backup));
+    }
+    Ok(ValidRequest { mode: ModeKind::Clarity, question, conversation_id, config, models: all })
 }
 
 // ---- prompts --------------------------------------------------------------------------------
@@ -655,10 +672,15 @@ pub struct Clarity {
     first_disagreement: Option<Disagreement>,
     discussion_ran: bool,
     title: TitleTracker,
+    calls: Calls,
+    /// The backup Arbiter, when the server configures one.
+    arbiter_fallback: Option<String>,
 }
 
 impl Clarity {
     pub fn new(config: &Value, ctx: RunContext) -> Self {
+        let arbiter_fallback =
+            config.get(ARBITER_FALLBACK_KEY).and_then(Value::as_str).map(str::to_string);
         let config: ClarityConfig =
             serde_json::from_value(config.clone()).unwrap_or(ClarityConfig {
                 content: ctx.question.clone(),
@@ -682,6 +704,8 @@ impl Clarity {
             first_disagreement: None,
             discussion_ran: false,
             title,
+            calls: Calls::default(),
+            arbiter_fallback,
         }
     }
 
@@ -838,16 +862,26 @@ impl Clarity {
         self.first_disagreement =
             Some(Disagreement { disagreeing_dimensions: disputed.clone(), ..d });
         let prompt = arbiter_prompt(&self.config, &self.current, &disputed, &summary.join("\n"));
+        let spec = CallSpec::new(
+            "arbiter",
+            &self.model("arbiter"),
+            vec![ChatMessage::system(ARBITER_PROMPT), ChatMessage::user(prompt)],
+            "arbiter",
+            "arbiter",
+            self.config.timeout_ms,
+        );
+        let backup = self.arbiter_fallback.clone();
         vec![
             Effect::emit(
                 "arbiter_start",
                 json!({ "data": { "disputedDimensions": disputed, "model": self.model("arbiter") } }),
             ),
-            self.call("arbiter".into(), "arbiter", ARBITER_PROMPT, prompt, "arbiter"),
+            self.calls.solo(spec, 4, backup.as_deref()),
         ]
     }
 
-    fn on_arbiter(&mut self, reply: CallReply) -> Vec<Effect> {
+    fn on_arbiter(&mut self, routed: Routed) -> Vec<Effect> {
+        let Routed { reply, fallback_from } = routed;
         let Some(d) = self.first_disagreement.clone() else {
             return self.fail("internal error: no disagreement".into());
         };
@@ -864,9 +898,13 @@ impl Clarity {
             .and_then(|o| o.get("reasoning"))
             .and_then(Value::as_str)
             .map(str::to_string);
-        let data = json!({ "model": reply.model, "scores": arbiter, "reasoning": reasoning,
+        let mut data = json!({ "model": reply.model, "scores": arbiter, "reasoning": reasoning,
                            "responseTimeMs": reply.response_time_ms,
                            "error": reply.result.as_ref().err().map(|e| e.message.clone()) });
+        // Only a backup that answered stands in for the Arbiter.
+        if let Some(from) = fallback_from.filter(|_| reply.result.is_ok()) {
+            data["fallbackFrom"] = json!(from);
+        }
         if let Ok(text) = &reply.result {
             out.push(Effect::Store(StageRow {
                 stage_type: "arbiter".into(),
@@ -944,7 +982,11 @@ impl Clarity {
         }
         let mut out = vec![
             Effect::Store(StageRow::computed("score", 5, result.clone())),
-            Effect::emit("score_complete", json!({ "data": result })),
+            Effect::emit("score_complete", {
+                let mut done = json!({ "data": result });
+                self.calls.mark(&mut done);
+                done
+            }),
         ];
         if let Some(r) = review {
             out.push(Effect::FlagForReview { reason: r });
@@ -996,6 +1038,7 @@ impl Mode for Clarity {
             title_prompt(&self.config.content),
             self.config.timeout_ms,
         ));
+        self.calls.track(&out, stage_order);
         out
     }
 
@@ -1003,18 +1046,22 @@ impl Mode for Clarity {
         if reply.key == TITLE_KEY {
             return self.title.on_reply(&reply);
         }
-        match self.phase {
-            Phase::Evaluating => self.on_evaluation(reply),
+        let (mut out, routed) = self.calls.route(reply);
+        let Some(routed) = routed else { return out };
+        out.extend(match self.phase {
+            Phase::Evaluating => self.on_evaluation(routed.reply),
             Phase::Discussing => {
-                if self.batch.accept(reply) && self.batch.complete() {
+                if self.batch.accept(routed.reply) && self.batch.complete() {
                     self.on_discussion()
                 } else {
                     Vec::new()
                 }
             }
-            Phase::Arbitrating if reply.key == "arbiter" => self.on_arbiter(reply),
+            Phase::Arbitrating if routed.reply.key == "arbiter" => self.on_arbiter(routed),
             _ => Vec::new(),
-        }
+        });
+        self.calls.track(&out, stage_order);
+        out
     }
 }
 
@@ -1029,14 +1076,16 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     let evaluations: Vec<Value> = of("evaluation").map(pd).collect();
     let discussion: Vec<Value> = of("discussion").map(pd).collect();
     let score = of("score").next().map(pd);
-    json!({
+    let mut result = json!({
         "brief": brief,
         "evaluations": evaluations,
         "initialDisagreement": of("disagreement").next().map(pd),
         "discussion": discussion,
         "arbiter": of("arbiter").next().map(pd),
         "score": score,
-    })
+    });
+    mark_from_rows(&mut result, rows);
+    result
 }
 
 #[cfg(test)]

@@ -305,7 +305,7 @@ fn a_failing_arbiter_still_scores_and_flags_and_too_few_evaluators_fail() {
 
 #[test]
 fn validation() {
-    let d = Defaults { offline: true, stage_timeout_ms: 60_000 };
+    let d = Defaults { offline: true, stage_timeout_ms: 60_000, fallback: Fallbacks::default() };
     let v =
         validate(&json!({ "mode": "clarity", "modeConfig": { "content": "brief" } }), &d).unwrap();
     assert_eq!(v.question, "Score this brief");

@@ -359,3 +359,220 @@ pub fn answer_of(reply: &super::CallReply) -> Option<Answer> {
 pub fn word_count(text: &str) -> usize {
     text.split_whitespace().count()
 }
+
+// ---- failed calls and backup models ---------------------------------------------------------
+
+/// Stage type of the row stored for each panel call that failed.
+///
+/// Why a row per failed call rather than a field of an existing summary row: not every stage
+/// has a summary row (Council's stage 3, Vote's tiebreak, Delphi's classification), a run that
+/// fails must still say which calls failed, and the row is written the moment the failure is
+/// known, so a crash or a cancel keeps it like any other completed stage. It is stored at the
+/// `stage_order` of the stage the call belonged to; `parsedData` is the [`FailedModel`] itself
+/// and `content` the error message. Rows are generic, so this needs no schema change.
+pub const CALL_FAILED: &str = "call_failed";
+/// Appended to a call's key for the call to its backup model (`stage3` → `stage3:backup`), so
+/// its progress events are distinct from the primary's.
+pub const BACKUP_SUFFIX: &str = ":backup";
+
+/// A panel member whose call failed after the engine's retries, or timed out: one entry of a
+/// result's `failedModels` (`{model, role, stage, error: {kind, status, message}, fallbackTo?}`).
+/// The title call is not a panel member and never appears here.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedModel {
+    pub model: String,
+    /// The call's role (`council`, `chairman`, `juror`, `foreman`, `panelist`, `skeptic`...).
+    pub role: String,
+    /// The call's stage, as in its progress events (`stage1`, `vote`, `round_2`...).
+    pub stage: String,
+    /// The same object as `call_complete`'s `error`.
+    pub error: super::CallError,
+    /// The backup model that was called in its place (single-model roles with a configured
+    /// backup); the stage it answered for says `fallbackFrom`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_to: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Tracked {
+    role: String,
+    stage: String,
+    order: i32,
+    /// For a single-model role: the same call to its backup model, made if this one fails.
+    backup: Option<super::CallSpec>,
+    /// For a backup call: the primary model it stands in for.
+    fallback_from: Option<String>,
+    /// The key the mode issued (the primary's, for a backup call).
+    mode_key: String,
+}
+
+/// A reply as the mode should see it, after [`Calls::route`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Routed {
+    /// Under the key the mode issued, even when it came from the backup model.
+    pub reply: super::CallReply,
+    /// Set when the reply is the backup's: the primary model it stands in for.
+    pub fallback_from: Option<String>,
+}
+
+/// Every panel call of a run: which ones failed (for `partial` and `failedModels`), and the
+/// backup calls of the single-model roles. Modes pass each reply through [`Calls::route`]
+/// first and register the calls they start with [`Calls::track`] or [`Calls::solo`].
+#[derive(Debug, Clone, Default)]
+pub struct Calls {
+    tracked: std::collections::HashMap<String, Tracked>,
+    /// In the order the failures were seen, with their stage order.
+    failed: Vec<(i32, FailedModel)>,
+}
+
+impl Calls {
+    /// The call of a single-model role, to be repeated once with the same prompt on `backup`
+    /// (if any, and not the primary model itself) when it fails.
+    pub fn solo(
+        &mut self,
+        spec: super::CallSpec,
+        order: i32,
+        backup: Option<&str>,
+    ) -> super::Effect {
+        let backup =
+            backup.filter(|b| !b.is_empty() && *b != spec.model).map(|b| super::CallSpec {
+                key: format!("{}{BACKUP_SUFFIX}", spec.key),
+                model: b.to_string(),
+                ..spec.clone()
+            });
+        self.tracked.insert(
+            spec.key.clone(),
+            Tracked {
+                role: spec.role.clone(),
+                stage: spec.stage.clone(),
+                order,
+                backup,
+                fallback_from: None,
+                mode_key: spec.key.clone(),
+            },
+        );
+        super::Effect::Call(spec)
+    }
+
+    /// Registers the panel calls among `effects` that are not registered yet (the title call
+    /// is left out); `order` maps a call's stage to its `stage_order`.
+    pub fn track(&mut self, effects: &[super::Effect], order: impl Fn(&str) -> i32) {
+        for e in effects {
+            if let super::Effect::Call(spec) = e {
+                if spec.key != TITLE_KEY && !self.tracked.contains_key(&spec.key) {
+                    self.tracked.insert(
+                        spec.key.clone(),
+                        Tracked {
+                            role: spec.role.clone(),
+                            stage: spec.stage.clone(),
+                            order: order(&spec.stage),
+                            backup: None,
+                            fallback_from: None,
+                            mode_key: spec.key.clone(),
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// Takes a reply before the mode sees it. A failed panel call is recorded (its
+    /// `call_failed` row is among the effects returned); a failed call with a backup starts
+    /// the backup (`fallback_start`, then the call) and the mode sees nothing until the
+    /// backup answers. Otherwise the mode gets the reply under the key it issued.
+    pub fn route(&mut self, reply: super::CallReply) -> (Vec<super::Effect>, Option<Routed>) {
+        let Some(t) = self.tracked.get(&reply.key).cloned() else {
+            return (Vec::new(), Some(Routed { reply, fallback_from: None }));
+        };
+        let mut out = Vec::new();
+        if let Err(e) = &reply.result {
+            let failed = FailedModel {
+                model: reply.model.clone(),
+                role: t.role.clone(),
+                stage: t.stage.clone(),
+                error: e.clone(),
+                fallback_to: t.backup.as_ref().map(|b| b.model.clone()),
+            };
+            out.push(super::Effect::Store(super::StageRow {
+                stage_type: CALL_FAILED.into(),
+                stage_order: t.order,
+                model: Some(failed.model.clone()),
+                role: Some(failed.role.clone()),
+                content: e.message.clone(),
+                parsed_data: Some(serde_json::json!(failed)),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }));
+            self.failed.push((t.order, failed));
+            if let Some(backup) = t.backup.clone() {
+                out.push(super::Effect::emit(
+                    "fallback_start",
+                    serde_json::json!({
+                        "key": backup.key, "model": backup.model, "stage": t.stage,
+                        "role": t.role, "fallbackFrom": reply.model, "error": e,
+                    }),
+                ));
+                self.tracked.insert(
+                    backup.key.clone(),
+                    Tracked { backup: None, fallback_from: Some(reply.model.clone()), ..t },
+                );
+                out.push(super::Effect::Call(backup));
+                return (out, None);
+            }
+        }
+        let mut reply = reply;
+        reply.key = t.mode_key;
+        (out, Some(Routed { reply, fallback_from: t.fallback_from }))
+    }
+
+    /// The failed panel calls so far, by stage order (then as seen): the same order as their
+    /// stored rows come back in.
+    pub fn failed(&self) -> Vec<FailedModel> {
+        let mut f = self.failed.clone();
+        f.sort_by_key(|(order, _)| *order);
+        f.into_iter().map(|(_, m)| m).collect()
+    }
+
+    /// Adds `partial` and `failedModels` to an object (a final stage event's payload).
+    pub fn mark(&self, v: &mut serde_json::Value) {
+        mark_with(v, &self.failed());
+    }
+}
+
+/// The failed panel calls of a run, from its stored rows (in stored order).
+pub fn failed_from_rows(rows: &[super::StageRow]) -> Vec<FailedModel> {
+    let mut f: Vec<(i32, FailedModel)> = rows
+        .iter()
+        .filter(|r| r.stage_type == CALL_FAILED)
+        .filter_map(|r| {
+            let m = serde_json::from_value(r.parsed_data.clone()?).ok()?;
+            Some((r.stage_order, m))
+        })
+        .collect();
+    f.sort_by_key(|(order, _)| *order);
+    f.into_iter().map(|(_, m)| m).collect()
+}
+
+/// Adds `partial` and `failedModels` to a result rebuilt from rows.
+pub fn mark_from_rows(v: &mut serde_json::Value, rows: &[super::StageRow]) {
+    mark_with(v, &failed_from_rows(rows));
+}
+
+/// `partial` is true exactly when some panel call failed, even one a backup then replaced.
+fn mark_with(v: &mut serde_json::Value, failed: &[FailedModel]) {
+    if let Some(o) = v.as_object_mut() {
+        o.insert("partial".into(), serde_json::Value::Bool(!failed.is_empty()));
+        o.insert("failedModels".into(), serde_json::json!(failed));
+    }
+}
+
+/// The failure message of a single-model role: names the backup too when it was tried.
+pub fn role_failed(role: &str, routed: &Routed, error: &super::CallError) -> String {
+    match &routed.fallback_from {
+        Some(primary) => format!(
+            "The {role} ({primary}) and its backup ({}) failed: {}",
+            routed.reply.model, error.message
+        ),
+        None => format!("The {role} ({}) failed: {}", routed.reply.model, error.message),
+    }
+}

@@ -9,6 +9,9 @@
 //!   `stage3_complete` has gone out, so the seed's event order holds whichever finishes first.
 //! - A new conversation whose run fails still gets a fallback title (the question's first
 //!   words), without a `title_complete` event.
+//! - A failing chairman is replaced once by the configured backup (`[fallback] chairman`),
+//!   with the same prompt; `stage3` then says `fallbackFrom`. The title stays with the
+//!   primary chairman (a failed title falls back to the question anyway).
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -18,11 +21,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, title_prompt, with_history, Batch, TitleTracker, TITLE_KEY,
+    answer_of, create_label_map, label, mark_from_rows, role_failed, title_prompt, with_history,
+    Batch, Calls, Routed, TitleTracker, TITLE_KEY,
 };
 use super::{
-    request, CallReply, CallSpec, Defaults, Effect, FieldError, Mode, ModeKind, RunContext,
-    StageRow, ValidRequest,
+    request, CallReply, CallSpec, Defaults, Effect, Fallbacks, FieldError, Mode, ModeKind,
+    RunContext, StageRow, ValidRequest,
 };
 
 /// History a follow-up carries (the seed: "truncated to the last 10 turns").
@@ -44,6 +48,9 @@ pub struct CouncilConfig {
     pub council_models: Vec<String>,
     pub chairman_model: String,
     pub timeout_ms: u64,
+    /// The server's backup chairman (`[fallback] chairman`), when one is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chairman_fallback_model: Option<String>,
 }
 
 /// Validates a council request (the seed's schema, plus `timeoutMs`).
@@ -71,7 +78,9 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         defaults.stage_timeout_ms,
     )?;
     let models = request::distinct(&[&council_models], &[&chairman_model]);
-    let config = CouncilConfig { council_models, chairman_model, timeout_ms };
+    let chairman_fallback_model = Fallbacks::for_role(&defaults.fallback.chairman, &chairman_model);
+    let config =
+        CouncilConfig { council_models, chairman_model, timeout_ms, chairman_fallback_model };
     Ok(ValidRequest {
         mode: ModeKind::Council,
         question,
@@ -111,7 +120,26 @@ pub struct Stage2Metadata {
     pub aggregate_rankings: Vec<AggregateRanking>,
 }
 
-pub type Stage3Response = Stage1Response;
+/// The synthesis (`{model, response, responseTimeMs, fallbackFrom?}`): `model` is the one that
+/// wrote it, and `fallbackFrom` the chairman it stood in for when the backup wrote it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stage3Response {
+    pub model: String,
+    pub response: String,
+    pub response_time_ms: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// The `stage_order` of a council stage.
+fn stage_order(stage: &str) -> i32 {
+    match stage {
+        "stage1" => 1,
+        "stage2" => 2,
+        _ => 3,
+    }
+}
 
 // ---- prompts (verbatim from the seed) -------------------------------------------------------
 
@@ -304,6 +332,7 @@ pub struct Council {
     label_to_model: BTreeMap<String, String>,
     stage2: Vec<Stage2Response>,
     title: TitleTracker,
+    calls: Calls,
 }
 
 impl Council {
@@ -313,6 +342,7 @@ impl Council {
                 council_models: SIM_DEFAULTS.iter().map(|s| s.to_string()).collect(),
                 chairman_model: SIM_CHAIRMAN.to_string(),
                 timeout_ms: 120_000,
+                chairman_fallback_model: None,
             });
         let members = config.council_models.len();
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
@@ -325,6 +355,7 @@ impl Council {
             label_to_model: BTreeMap::new(),
             stage2: Vec::new(),
             title,
+            calls: Calls::default(),
         }
     }
 
@@ -454,7 +485,16 @@ impl Council {
         let prompt = synthesis_prompt(&self.ctx.question, &self.stage1, &self.stage2);
         let messages = with_history(&self.ctx.history, HISTORY_TURNS, &prompt);
         let chairman = self.config.chairman_model.clone();
-        out.push(self.call("stage3".into(), &chairman, messages, "stage3", "chairman"));
+        let spec = CallSpec::new(
+            "stage3",
+            &chairman,
+            messages,
+            "stage3",
+            "chairman",
+            self.config.timeout_ms,
+        );
+        let backup = self.config.chairman_fallback_model.clone();
+        out.push(self.calls.solo(spec, 3, backup.as_deref()));
         out.extend(self.title.call(
             &chairman,
             title_prompt(&self.ctx.question),
@@ -464,18 +504,20 @@ impl Council {
         out
     }
 
-    fn on_stage3(&mut self, reply: CallReply) -> Vec<Effect> {
-        let text = match reply.result {
-            Ok(text) => text,
-            Err(e) => {
-                return self.fail(format!("The chairman ({}) failed: {}", reply.model, e.message))
-            }
+    fn on_stage3(&mut self, routed: Routed) -> Vec<Effect> {
+        let text = match &routed.reply.result {
+            Ok(text) => text.clone(),
+            Err(e) => return self.fail(role_failed("chairman", &routed, e)),
         };
+        let reply = routed.reply;
         let synthesis = Stage3Response {
             model: reply.model,
             response: text.clone(),
             response_time_ms: reply.response_time_ms as i64,
+            fallback_from: routed.fallback_from,
         };
+        let mut done = json!({ "data": synthesis });
+        self.calls.mark(&mut done);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "stage3".into(),
@@ -483,10 +525,13 @@ impl Council {
                 model: Some(synthesis.model.clone()),
                 role: Some("chairman".into()),
                 content: synthesis.response.clone(),
-                parsed_data: None,
+                parsed_data: synthesis
+                    .fallback_from
+                    .as_ref()
+                    .map(|from| json!({ "fallbackFrom": from })),
                 response_time_ms: Some(synthesis.response_time_ms),
             }),
-            Effect::emit("stage3_complete", json!({ "data": synthesis })),
+            Effect::emit("stage3_complete", done),
         ];
         self.phase = Phase::Done;
         out.extend(self.title.on_answer());
@@ -511,6 +556,7 @@ impl Mode for Council {
                 "council",
             ));
         }
+        self.calls.track(&out, stage_order);
         out
     }
 
@@ -518,12 +564,16 @@ impl Mode for Council {
         if reply.key == TITLE_KEY {
             return self.title.on_reply(&reply);
         }
-        match self.phase {
-            Phase::Answering => self.on_stage1(reply),
-            Phase::Ranking => self.on_stage2(reply),
-            Phase::Synthesising if reply.key == "stage3" => self.on_stage3(reply),
+        let (mut out, routed) = self.calls.route(reply);
+        let Some(routed) = routed else { return out };
+        out.extend(match self.phase {
+            Phase::Answering => self.on_stage1(routed.reply),
+            Phase::Ranking => self.on_stage2(routed.reply),
+            Phase::Synthesising if routed.reply.key == "stage3" => self.on_stage3(routed),
             _ => Vec::new(),
-        }
+        });
+        self.calls.track(&out, stage_order);
+        out
     }
 }
 
@@ -569,13 +619,22 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         model: r.model.clone().unwrap_or_default(),
         response: r.content.clone(),
         response_time_ms: r.response_time_ms.unwrap_or(0),
+        fallback_from: r
+            .parsed_data
+            .as_ref()
+            .and_then(|d| d.get("fallbackFrom"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
     });
     let meta = if label_to_model.is_empty() {
         Value::Null
     } else {
         stage2_complete(&stage2, &label_to_model)["metadata"].clone()
     };
-    json!({ "stage1": stage1, "stage2": stage2, "stage2Metadata": meta, "stage3": stage3 })
+    let mut result =
+        json!({ "stage1": stage1, "stage2": stage2, "stage2Metadata": meta, "stage3": stage3 });
+    mark_from_rows(&mut result, rows);
+    result
 }
 
 #[cfg(test)]

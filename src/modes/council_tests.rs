@@ -6,7 +6,7 @@ use serde_json::json;
 use super::*;
 use crate::modes::common::seed_from_run_id;
 use crate::modes::testkit::{self, calls, emitted, err, events, feed, ok, rows};
-use crate::modes::ChatMessage;
+use crate::modes::{CallSpec, ChatMessage};
 
 fn labels(n: usize) -> Vec<String> {
     (0..n).map(label).collect()
@@ -231,6 +231,10 @@ fn the_happy_path_follows_the_seed() {
     assert_eq!(result["stage2"], emitted(&all, "stage2_complete").unwrap()["data"]);
     assert_eq!(result["stage2Metadata"], emitted(&all, "stage2_complete").unwrap()["metadata"]);
     assert_eq!(result["stage3"], emitted(&all, "stage3_complete").unwrap()["data"]);
+    assert!(result["stage3"].get("fallbackFrom").is_none(), "no backup was needed");
+    let done = emitted(&all, "stage3_complete").unwrap();
+    assert_eq!((&done["partial"], &done["failedModels"]), (&json!(false), &json!([])));
+    assert_eq!((&result["partial"], &result["failedModels"]), (&json!(false), &json!([])));
 }
 
 #[test]
@@ -282,7 +286,9 @@ fn all_members_failing_aborts() {
     assert!(
         matches!(e.last(), Some(Effect::Fail { message }) if message.contains("All council models failed"))
     );
-    assert!(rows(&e).is_empty());
+    // Only the failures are stored: a row per failed call.
+    assert!(rows(&e).iter().all(|r| r.stage_type == "call_failed"));
+    assert_eq!(rows(&e).len(), 2);
 }
 
 #[test]
@@ -368,14 +374,163 @@ fn the_label_map_follows_the_run_seed() {
     assert!((2..30).any(|i| map_for(&format!("r{i}")) != map_for("r1")));
 }
 
+// ---- backups and partial runs ---------------------------------------------------------------
+
+fn council_with_backup(models: &[&str], backup: &str) -> Council {
+    let config = json!({ "councilModels": models, "chairmanModel": "chair", "timeoutMs": 120000,
+                         "chairmanFallbackModel": backup });
+    Council::new(&config, ctx(vec![], false))
+}
+
+/// Runs stages 1 and 2 (every answer and ranking as given) and returns the effects so far and
+/// the chairman's call.
+fn up_to_stage3(c: &mut Council, failing: &[usize]) -> (Vec<Effect>, CallSpec) {
+    let mut all = c.start();
+    let s1 = calls(&all);
+    let e1 = feed(
+        c,
+        s1.iter()
+            .enumerate()
+            .map(|(i, s)| if failing.contains(&i) { err(s) } else { ok(s, "an answer") })
+            .collect(),
+    );
+    let s2 = calls(&e1);
+    all.extend(e1);
+    let e2 = feed(c, s2.iter().map(|s| ok(s, &ranking(&["Response A", "Response B"]))).collect());
+    let s3 = calls(&e2);
+    all.extend(e2);
+    assert_eq!(s3.len(), 1);
+    (all, s3[0].clone())
+}
+
+#[test]
+fn a_failing_chairman_is_replaced_by_its_backup_and_the_result_says_so() {
+    let mut c = council_with_backup(&["m1", "m2"], "backup");
+    let (mut all, chair) = up_to_stage3(&mut c, &[]);
+    assert_eq!((chair.key.as_str(), chair.model.as_str()), ("stage3", "chair"));
+    let e = c.on_reply(err(&chair));
+    assert!(testkit::failed(&e).is_none(), "not a failure while the backup can answer");
+    let retry = calls(&e);
+    assert_eq!(retry.len(), 1);
+    assert_eq!((retry[0].key.as_str(), retry[0].model.as_str()), ("stage3:backup", "backup"));
+    assert_eq!(retry[0].messages, chair.messages, "the same prompt");
+    assert_eq!((retry[0].stage.as_str(), retry[0].role.as_str()), ("stage3", "chairman"));
+    let start = emitted(&e, "fallback_start").unwrap();
+    assert_eq!(start["fallbackFrom"], "chair");
+    assert_eq!(start["model"], "backup");
+    assert_eq!(start["error"]["status"], 503);
+    all.extend(e);
+    let done = c.on_reply(ok(&retry[0], "the backup's synthesis"));
+    assert!(done.contains(&Effect::Finish { answer: "the backup's synthesis".into() }));
+    all.extend(done);
+    let live = emitted(&all, "stage3_complete").unwrap();
+    assert_eq!(live["data"]["model"], "backup");
+    assert_eq!(live["data"]["fallbackFrom"], "chair");
+    assert_eq!(live["partial"], true);
+    assert_eq!(
+        live["failedModels"],
+        json!([{ "model": "chair", "role": "chairman", "stage": "stage3", "fallbackTo": "backup",
+                 "error": { "kind": "http", "status": 503, "message": "down" } }])
+    );
+    let stored = rows(&all);
+    let s3 = stored.iter().find(|r| r.stage_type == "stage3").unwrap();
+    assert_eq!(s3.model.as_deref(), Some("backup"));
+    assert_eq!(s3.parsed_data, Some(json!({ "fallbackFrom": "chair" })));
+    let failed: Vec<_> = stored.iter().filter(|r| r.stage_type == "call_failed").collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!((failed[0].stage_order, failed[0].model.as_deref()), (3, Some("chair")));
+    let result = load_result(&stored);
+    assert_eq!(result["stage3"], live["data"]);
+    assert_eq!(result["partial"], live["partial"]);
+    assert_eq!(result["failedModels"], live["failedModels"]);
+}
+
+#[test]
+fn a_failing_backup_takes_the_usual_failure_path() {
+    let mut c = council_with_backup(&["m1", "m2"], "backup");
+    let (mut all, chair) = up_to_stage3(&mut c, &[]);
+    let e = c.on_reply(err(&chair));
+    let retry = calls(&e);
+    all.extend(e);
+    let e = c.on_reply(err(&retry[0]));
+    let message = testkit::failed(&e).unwrap();
+    assert!(message.contains("chair") && message.contains("backup"), "{message}");
+    assert!(calls(&e).is_empty(), "one backup only");
+    all.extend(e);
+    let result = load_result(&rows(&all));
+    assert!(result["stage3"].is_null());
+    assert_eq!(result["partial"], true);
+    let failed = result["failedModels"].as_array().unwrap();
+    assert_eq!(failed.len(), 2);
+    assert_eq!(
+        (&failed[0]["model"], &failed[0]["fallbackTo"]),
+        (&json!("chair"), &json!("backup"))
+    );
+    assert_eq!(failed[1]["model"], "backup");
+    assert!(failed[1].get("fallbackTo").is_none());
+}
+
+#[test]
+fn without_a_backup_a_failing_chairman_fails_as_before() {
+    let mut c = council(&["m1", "m2"], vec![], false);
+    let s1 = calls(&c.start());
+    let s2 = calls(&feed(&mut c, s1.iter().map(|s| ok(s, "a")).collect()));
+    let s3 = calls(&feed(&mut c, s2.iter().map(|s| ok(s, "x")).collect()));
+    let e = c.on_reply(err(&s3[0]));
+    assert_eq!(testkit::failed(&e).as_deref(), Some("The chairman (chair) failed: down"));
+    assert!(emitted(&e, "fallback_start").is_none());
+}
+
+#[test]
+fn a_failed_member_marks_the_run_partial_live_and_from_rows() {
+    let mut c = council(&["m1", "m2", "m3"], vec![], false);
+    let mut all = c.start();
+    let s1 = calls(&all);
+    let e1 = feed(&mut c, vec![ok(&s1[0], "a"), err(&s1[1]), ok(&s1[2], "c")]);
+    let s2 = calls(&e1);
+    all.extend(e1);
+    // The same member fails again at ranking: two entries, one per failed call.
+    let e2 =
+        feed(&mut c, vec![ok(&s2[0], &ranking(&["Response A"])), err(&s2[1]), ok(&s2[2], "x")]);
+    let s3 = calls(&e2);
+    all.extend(e2);
+    all.extend(c.on_reply(ok(&s3[0], "syn")));
+    let live = emitted(&all, "stage3_complete").unwrap();
+    assert_eq!(live["partial"], true);
+    let failed = live["failedModels"].as_array().unwrap();
+    assert_eq!(failed.len(), 2);
+    assert_eq!((&failed[0]["model"], &failed[0]["stage"]), (&json!("m2"), &json!("stage1")));
+    assert_eq!((&failed[1]["role"], &failed[1]["stage"]), (&json!("council"), &json!("stage2")));
+    let result = load_result(&rows(&all));
+    assert_eq!(result["failedModels"], live["failedModels"]);
+    assert_eq!(result["partial"], true);
+    assert_eq!(result["stage3"], live["data"]);
+}
+
+#[test]
+fn the_backup_chairman_comes_from_the_server_configuration() {
+    let mut d =
+        Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
+    let plain = validate(&json!({ "question": "q" }), &d).unwrap();
+    assert!(plain.config.get("chairmanFallbackModel").is_none());
+    d.fallback.chairman = Some("sim/beta".into());
+    let v = validate(&json!({ "question": "q" }), &d).unwrap();
+    assert_eq!(v.config["chairmanFallbackModel"], "sim/beta");
+    // A request cannot choose it, and a backup equal to the chairman is no backup.
+    let body =
+        json!({ "question": "q", "chairmanModel": "sim/beta", "chairmanFallbackModel": "x" });
+    assert!(validate(&body, &d).unwrap().config.get("chairmanFallbackModel").is_none());
+}
+
 #[test]
 fn validation_follows_the_schema() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000 };
+    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
     let v = validate(&json!({ "question": " Why? " }), &d).unwrap();
     assert_eq!(v.question, "Why?");
     assert_eq!(v.config["councilModels"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
     assert_eq!(v.models, vec!["sim/alpha", "sim/beta", "sim/gamma"]);
-    let online = Defaults { offline: false, stage_timeout_ms: 120_000 };
+    let online =
+        Defaults { offline: false, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
     assert_eq!(
         validate(&json!({ "question": "q" }), &online).unwrap().config["chairmanModel"],
         "anthropic/claude-opus-4-6"

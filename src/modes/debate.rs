@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, title_prompt, word_count, Answer, Batch, TitleTracker,
-    TITLE_KEY,
+    answer_of, create_label_map, label, mark_from_rows, title_prompt, word_count, Answer, Batch,
+    Calls, TitleTracker, TITLE_KEY,
 };
 use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, round, vote_prompt,
@@ -274,6 +274,16 @@ pub struct Debate {
     revisions: Vec<RevisionResponse>,
     revised_labels: BTreeMap<String, usize>,
     title: TitleTracker,
+    calls: Calls,
+}
+
+/// The `stage_order` of a debate stage's calls.
+fn stage_order(stage: &str) -> i32 {
+    match stage {
+        "round1" => 1,
+        "revision" => 2,
+        _ => 5,
+    }
 }
 
 fn map_models(
@@ -299,6 +309,7 @@ impl Debate {
             revisions: Vec::new(),
             revised_labels: BTreeMap::new(),
             title,
+            calls: Calls::default(),
         }
     }
 
@@ -463,7 +474,9 @@ impl Debate {
             parsed_data: Some(parsed),
             response_time_ms: None,
         }));
-        out.push(Effect::emit("winner_declared", json!({ "data": winner })));
+        let mut declared = json!({ "data": winner });
+        self.calls.mark(&mut declared);
+        out.push(Effect::emit("winner_declared", declared));
         self.phase = Phase::Done;
         out.extend(self.title.on_answer());
         out.push(Effect::Finish { answer: winner.winner_response });
@@ -489,6 +502,7 @@ impl Mode for Debate {
                 "respondent",
             ));
         }
+        self.calls.track(&out, stage_order);
         out
     }
 
@@ -496,15 +510,19 @@ impl Mode for Debate {
         if reply.key == TITLE_KEY {
             return self.title.on_reply(&reply);
         }
-        if self.phase == Phase::Done || !self.batch.accept(reply) || !self.batch.complete() {
-            return Vec::new();
+        let (mut out, routed) = self.calls.route(reply);
+        let Some(routed) = routed else { return out };
+        if self.phase == Phase::Done || !self.batch.accept(routed.reply) || !self.batch.complete() {
+            return out;
         }
-        match self.phase {
+        out.extend(match self.phase {
             Phase::Answering => self.on_round1(),
             Phase::Revising => self.on_revisions(),
             Phase::Voting => self.on_votes(),
             Phase::Done => Vec::new(),
-        }
+        });
+        self.calls.track(&out, stage_order);
+        out
     }
 }
 
@@ -566,7 +584,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         w["winnerResponse"] = json!(r.content);
         w
     });
-    json!({
+    let mut result = json!({
         "round1": round1,
         "round1LabelMap": map_of("round1_label_map"),
         "revisions": revisions,
@@ -574,7 +592,9 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         "revisedLabelMap": revised_map,
         "votes": votes,
         "winner": winner,
-    })
+    });
+    mark_from_rows(&mut result, rows);
+    result
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use super::*;
 use crate::modes::testkit::{
     ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
 };
+use crate::modes::Fallbacks;
 
 #[test]
 fn reads_a_well_formed_revision() {
@@ -248,7 +249,7 @@ fn two_answers_are_enough_and_one_is_not() {
 
 #[test]
 fn validation_follows_the_seed() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000 };
+    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
     assert!(validate(&json!({ "question": "q", "mode": "debate" }), &d).is_ok());
     let field = |b: Value| validate(&b, &d).unwrap_err().field;
     assert_eq!(
@@ -265,12 +266,17 @@ fn validation_follows_the_seed() {
 }
 
 #[test]
-fn all_models_failing_in_round_one_stores_nothing() {
+fn all_models_failing_in_round_one_stores_only_the_failures() {
     let mut d = debate(&["m1", "m2", "m3"]);
     let r1 = stage_calls(&d.start());
     let e = feed(&mut d, r1.iter().map(err).collect());
     assert!(failed(&e).is_some());
-    assert!(rows(&e).is_empty());
+    assert!(rows(&e).iter().all(|r| r.stage_type == "call_failed"));
+    let loaded = load_result(&rows(&e));
+    assert_eq!(loaded["partial"], true);
+    assert_eq!(loaded["failedModels"].as_array().map(Vec::len), Some(3));
+    assert_eq!(loaded["failedModels"][0]["stage"], "round1");
+    assert_eq!(loaded["failedModels"][0]["role"], "respondent");
 }
 
 #[test]

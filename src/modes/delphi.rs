@@ -9,7 +9,10 @@
 //! could not be read stays on the panel (with no previous answer) while one whose call failed
 //! is dropped; a round-2+ answer that cannot be read counts as a failure (previous answer
 //! carried forward); the numeric final value is the last round's mean (the seed's example);
-//! the facilitator may not sit on the panel; the 600 s global cap is `globalTimeoutMs`.
+//! the facilitator may not sit on the panel; the 600 s global cap is `globalTimeoutMs`. A
+//! facilitator call (classification or report) that fails is repeated once on the configured
+//! backup (`[fallback] facilitator`), which may sit on the panel (it never answers as a
+//! panelist); the classification or report it writes says `fallbackFrom`.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -18,10 +21,10 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{title_prompt, Batch, TitleTracker, TITLE_KEY};
+use super::common::{mark_from_rows, title_prompt, Batch, Calls, Routed, TitleTracker, TITLE_KEY};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, ModeKind,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
+    ModeKind, RunContext, StageRow, ValidRequest,
 };
 
 const SIM_PANEL: [&str; 4] = ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"];
@@ -52,6 +55,18 @@ pub struct DelphiConfig {
     pub options: Option<Vec<String>>,
     pub timeout_ms: u64,
     pub global_timeout_ms: u64,
+    /// The server's backup facilitator (`[fallback] facilitator`), when one is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facilitator_fallback_model: Option<String>,
+}
+
+/// The `stage_order` of a Delphi stage's calls (`classify`, `round_N`, `synthesis`).
+fn stage_order(stage: &str) -> i32 {
+    match stage.strip_prefix("round_").and_then(|n| n.parse::<i32>().ok()) {
+        Some(n) => 2 * n - 1,
+        None if stage == "classify" => 0,
+        None => 99,
+    }
 }
 
 fn number_in(
@@ -159,6 +174,8 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         600_000,
     )?;
     let models = request::distinct(&[&panelist_models], &[&facilitator_model]);
+    let facilitator_fallback_model =
+        Fallbacks::for_role(&defaults.fallback.facilitator, &facilitator_model);
     let config = DelphiConfig {
         panelist_models,
         facilitator_model,
@@ -169,6 +186,7 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         options,
         timeout_ms,
         global_timeout_ms,
+        facilitator_fallback_model,
     };
     Ok(ValidRequest {
         mode: ModeKind::Delphi,
@@ -572,6 +590,7 @@ pub fn parse_classification(text: &str) -> Option<Classification> {
         kind,
         options,
         reasoning: field(text, "REASONING").unwrap_or("").to_string(),
+        fallback_from: None,
     })
 }
 
@@ -832,6 +851,9 @@ pub struct Classification {
     pub kind: QuestionType,
     pub options: Option<Vec<String>>,
     pub reasoning: String,
+    /// The facilitator the backup stood in for, when the backup classified the question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -888,6 +910,7 @@ pub struct Delphi {
     rounds: Vec<RoundRecord>,
     deadline_passed: bool,
     title: TitleTracker,
+    calls: Calls,
 }
 
 impl Delphi {
@@ -902,6 +925,7 @@ impl Delphi {
             options: None,
             timeout_ms: 120_000,
             global_timeout_ms: 600_000,
+            facilitator_fallback_model: None,
         });
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         let panel =
@@ -916,6 +940,7 @@ impl Delphi {
             rounds: Vec::new(),
             deadline_passed: false,
             title,
+            calls: Calls::default(),
         }
     }
 
@@ -1158,9 +1183,18 @@ impl Delphi {
         let prompt =
             synthesis_prompt(&self.ctx.question, &self.rounds, n, converged, &self.final_value());
         let facilitator = self.config.facilitator_model.clone();
+        let spec = CallSpec::new(
+            "synthesis",
+            &facilitator,
+            vec![ChatMessage::user(prompt)],
+            "synthesis",
+            "facilitator",
+            self.config.timeout_ms,
+        );
+        let backup = self.config.facilitator_fallback_model.clone();
         let mut out = vec![
             Effect::emit("synthesis_start", json!({})),
-            self.call("synthesis".into(), &facilitator, prompt, "synthesis", "facilitator"),
+            self.calls.solo(spec, 99, backup.as_deref()),
         ];
         out.extend(self.title.call(
             &facilitator,
@@ -1170,24 +1204,39 @@ impl Delphi {
         out
     }
 
-    fn on_synthesis(&mut self, reply: CallReply) -> Vec<Effect> {
+    fn on_synthesis(&mut self, routed: Routed) -> Vec<Effect> {
+        let Routed { reply, fallback_from } = routed;
         let text = match reply.result {
             Ok(t) => t,
             Err(e) => {
+                let who = match &fallback_from {
+                    Some(primary) => format!("{primary}, then its backup {}", reply.model),
+                    None => reply.model.clone(),
+                };
                 return self.fail(format!(
-                    "The facilitator ({}) failed to write the report: {}",
-                    reply.model, e.message
-                ))
+                    "The facilitator ({who}) failed to write the report: {}",
+                    e.message
+                ));
             }
         };
         let converged = self.rounds.last().is_some_and(|r| r.converged);
         let convergence_round = self.rounds.iter().find(|r| r.converged).map(|r| r.round);
-        let report = json!({
+        let mut report = json!({
             "facilitatorModel": reply.model, "report": text, "totalRounds": self.rounds.len(),
             "converged": converged, "convergenceRound": convergence_round,
             "immediateConsensus": convergence_round == Some(1),
             "finalValue": self.final_value(), "responseTimeMs": reply.response_time_ms,
         });
+        let mut parsed = json!({
+            "totalRounds": self.rounds.len(), "converged": converged,
+            "convergenceRound": convergence_round, "finalValue": self.final_value(),
+        });
+        if let Some(from) = &fallback_from {
+            report["fallbackFrom"] = json!(from);
+            parsed["fallbackFrom"] = json!(from);
+        }
+        let mut done = json!({ "data": report });
+        self.calls.mark(&mut done);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "synthesis".into(),
@@ -1195,13 +1244,10 @@ impl Delphi {
                 model: Some(reply.model.clone()),
                 role: Some("facilitator".into()),
                 content: text.clone(),
-                parsed_data: Some(json!({
-                    "totalRounds": self.rounds.len(), "converged": converged,
-                    "convergenceRound": convergence_round, "finalValue": self.final_value(),
-                })),
+                parsed_data: Some(parsed),
                 response_time_ms: Some(reply.response_time_ms as i64),
             }),
-            Effect::emit("synthesis_complete", json!({ "data": report })),
+            Effect::emit("synthesis_complete", done),
         ];
         self.phase = Phase::Done;
         out.extend(self.title.on_answer());
@@ -1209,7 +1255,8 @@ impl Delphi {
         out
     }
 
-    fn on_classify(&mut self, reply: CallReply) -> Vec<Effect> {
+    fn on_classify(&mut self, routed: Routed) -> Vec<Effect> {
+        let Routed { reply, fallback_from } = routed;
         let parsed = reply.result.as_deref().ok().and_then(parse_classification);
         let mut c = match parsed {
             Some(c) => c,
@@ -1218,8 +1265,11 @@ impl Delphi {
                 kind: QuestionType::Qualitative,
                 options: None,
                 reasoning: "Classification failed; falling back to a qualitative question.".into(),
+                fallback_from: None,
             },
         };
+        // Only a backup that answered stands in for the facilitator.
+        c.fallback_from = fallback_from.filter(|_| reply.result.is_ok());
         // A qualitative override keeps its type even if the facilitator says otherwise; it only
         // asked for options.
         if self.config.question_type == Some(QuestionType::Qualitative) {
@@ -1262,6 +1312,7 @@ impl Mode for Delphi {
                 kind,
                 options: cfg.options.clone(),
                 reasoning: "Set by the request.".into(),
+                fallback_from: None,
             };
             let row = StageRow {
                 stage_type: "classify".into(),
@@ -1273,15 +1324,18 @@ impl Mode for Delphi {
                 response_time_ms: None,
             };
             out.extend(self.classified(c, row));
+            self.calls.track(&out, stage_order);
             return out;
         }
-        out.push(self.call(
+        let spec = CallSpec::new(
             self.batch.key(0),
             &cfg.facilitator_model,
-            classify_prompt(&self.ctx.question),
+            vec![ChatMessage::user(classify_prompt(&self.ctx.question))],
             "classify",
             "facilitator",
-        ));
+            cfg.timeout_ms,
+        );
+        out.push(self.calls.solo(spec, 0, cfg.facilitator_fallback_model.as_deref()));
         out
     }
 
@@ -1289,24 +1343,29 @@ impl Mode for Delphi {
         if reply.key == TITLE_KEY {
             return self.title.on_reply(&reply);
         }
-        match self.phase {
+        let (mut out, routed) = self.calls.route(reply);
+        let Some(routed) = routed else { return out };
+        out.extend(match self.phase {
             Phase::Classifying => {
-                if self.batch.accept(reply.clone()) {
+                if self.batch.accept(routed.reply.clone()) {
                     self.batch.take();
-                    return self.on_classify(reply);
+                    self.on_classify(routed)
+                } else {
+                    Vec::new()
                 }
-                Vec::new()
             }
             Phase::Round(n) => {
-                if self.batch.accept(reply) && self.batch.complete() {
+                if self.batch.accept(routed.reply) && self.batch.complete() {
                     self.end_round(n)
                 } else {
                     Vec::new()
                 }
             }
-            Phase::Synthesising if reply.key == "synthesis" => self.on_synthesis(reply),
+            Phase::Synthesising if routed.reply.key == "synthesis" => self.on_synthesis(routed),
             _ => Vec::new(),
-        }
+        });
+        self.calls.track(&out, stage_order);
+        out
     }
 
     /// The global cap: the current round finishes, then the synthesis.
@@ -1355,23 +1414,29 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     let synthesis = rows.iter().find(|r| r.stage_type == "synthesis");
     let report = synthesis.map(|r| {
         let pd = r.parsed_data.clone().unwrap_or(Value::Null);
-        json!({
+        let mut report = json!({
             "facilitatorModel": r.model, "report": r.content, "totalRounds": pd["totalRounds"],
             "converged": pd["converged"], "convergenceRound": pd["convergenceRound"],
             "immediateConsensus": pd["convergenceRound"] == json!(1),
             "finalValue": pd["finalValue"], "responseTimeMs": r.response_time_ms,
-        })
+        });
+        if let Some(from) = pd.get("fallbackFrom") {
+            report["fallbackFrom"] = from.clone();
+        }
+        report
     });
     let convergence_round =
         rounds.iter().find(|r| r["converged"] == true).map(|r| r["roundNumber"].clone());
-    json!({
+    let mut result = json!({
         "classification": classification,
         "rounds": rounds,
         "converged": rounds.last().is_some_and(|r| r["converged"] == true),
         "convergenceRound": convergence_round,
         "finalValue": report.as_ref().map(|r| r["finalValue"].clone()),
         "report": report,
-    })
+    });
+    mark_from_rows(&mut result, rows);
+    result
 }
 
 #[cfg(test)]

@@ -270,7 +270,11 @@ fn fewer_than_three_valid_estimates_is_an_error() {
     let mut d = delphi(json!({}));
     let e = after_round1(&mut d, &[None, None, None, None]);
     assert_eq!(failed(&e).as_deref(), Some("All panelists failed in round 1."));
-    assert!(rows(&e).iter().all(|r| r.stage_type == "classify"), "no round data saved");
+    assert!(
+        rows(&e).iter().all(|r| r.stage_type == "classify" || r.stage_type == "call_failed"),
+        "no round data saved"
+    );
+    assert_eq!(rows(&e).iter().filter(|r| r.stage_type == "call_failed").count(), 4);
 }
 
 #[test]
@@ -353,7 +357,8 @@ fn classification_falls_back_and_overrides_follow_the_conflict_rules() {
     let e = d.on_reply(ok(&c[0], "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: x"));
     assert_eq!(emitted(&e, "classify_complete").unwrap()["data"]["type"], "qualitative");
     // Validation: a numeric override drops options; the facilitator may not sit on the panel.
-    let defaults = Defaults { offline: true, stage_timeout_ms: 120_000 };
+    let defaults =
+        Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
     let v = validate(&json!({ "question": "q", "mode": "delphi", "modeConfig": { "questionType": "numeric", "options": ["a", "b"] } }), &defaults).unwrap();
     assert_eq!(v.config["options"], json!(null));
     let field = |cfg: Value| {

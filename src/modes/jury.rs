@@ -8,7 +8,9 @@
 //! score either, the majority verdict defaults to REVISE (the conservative middle) and the
 //! summary says so; the dimension analysis's consensus is "Strong agreement" for a spread of
 //! at most 2 points, "Mixed" for 3-4 and "Disagreement" beyond; the final verdict is the
-//! majority verdict computed here (the foreman is told it and writes the report).
+//! majority verdict computed here (the foreman is told it and writes the report); a failing
+//! foreman is replaced once by the configured backup (`[fallback] foreman`), and the report
+//! then says `fallbackFrom`.
 
 use std::sync::OnceLock;
 
@@ -16,10 +18,10 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{Batch, TitleTracker, TITLE_KEY};
+use super::common::{mark_from_rows, role_failed, Batch, Calls, Routed, TitleTracker, TITLE_KEY};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, ModeKind,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
+    ModeKind, RunContext, StageRow, ValidRequest,
 };
 
 const SIM_JURORS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
@@ -40,6 +42,18 @@ pub struct JuryConfig {
     pub juror_models: Vec<String>,
     pub foreman_model: String,
     pub timeout_ms: u64,
+    /// The server's backup foreman (`[fallback] foreman`), when one is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreman_fallback_model: Option<String>,
+}
+
+/// The `stage_order` of a jury stage's calls.
+fn stage_order(stage: &str) -> i32 {
+    if stage == "deliberation" {
+        2
+    } else {
+        4
+    }
 }
 
 /// `{question, mode:"jury", modeConfig: {content, originalQuestion?, jurorModels (3-6),
@@ -92,7 +106,15 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         defaults.stage_timeout_ms,
     )?;
     let models = request::distinct(&[&juror_models], &[&foreman_model]);
-    let config = JuryConfig { content, original_question, juror_models, foreman_model, timeout_ms };
+    let foreman_fallback_model = Fallbacks::for_role(&defaults.fallback.foreman, &foreman_model);
+    let config = JuryConfig {
+        content,
+        original_question,
+        juror_models,
+        foreman_model,
+        timeout_ms,
+        foreman_fallback_model,
+    };
     Ok(ValidRequest {
         mode: ModeKind::Jury,
         question,
@@ -561,6 +583,9 @@ pub struct ForemanReport {
     pub recommendations: Vec<String>,
     pub dissenting_opinions: Vec<String>,
     pub response_time_ms: i64,
+    /// The foreman this report's model stood in for, when the backup wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
 }
 
 fn consensus(spread: i64) -> &'static str {
@@ -626,6 +651,7 @@ pub fn foreman_report(
         recommendations: section_items(text, "recommendation"),
         dissenting_opinions: dissent(text),
         response_time_ms,
+        fallback_from: None,
     }
 }
 
@@ -647,6 +673,7 @@ pub struct Jury {
     jurors: Vec<JurorAssessment>,
     summary: Option<JurorSummary>,
     title: TitleTracker,
+    calls: Calls,
 }
 
 impl Jury {
@@ -657,6 +684,7 @@ impl Jury {
             juror_models: request::ids(&SIM_JURORS),
             foreman_model: SIM_FOREMAN.into(),
             timeout_ms: 120_000,
+            foreman_fallback_model: None,
         });
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         let n = config.juror_models.len();
@@ -668,6 +696,7 @@ impl Jury {
             jurors: Vec::new(),
             summary: None,
             title,
+            calls: Calls::default(),
         }
     }
 
@@ -736,7 +765,16 @@ impl Jury {
             summary.majority_verdict,
         );
         let foreman = self.config.foreman_model.clone();
-        out.push(self.call("verdict".into(), &foreman, prompt, "verdict", "foreman"));
+        let spec = CallSpec::new(
+            "verdict",
+            &foreman,
+            vec![ChatMessage::user(prompt)],
+            "verdict",
+            "foreman",
+            self.config.timeout_ms,
+        );
+        let backup = self.config.foreman_fallback_model.clone();
+        out.push(self.calls.solo(spec, 4, backup.as_deref()));
         out.extend(self.title.call(
             &foreman,
             title_prompt(&self.config.content),
@@ -747,17 +785,18 @@ impl Jury {
         out
     }
 
-    fn on_verdict(&mut self, reply: CallReply) -> Vec<Effect> {
-        let text = match reply.result {
-            Ok(t) => t,
-            Err(e) => {
-                return self.fail(format!("The foreman ({}) failed: {}", reply.model, e.message))
-            }
+    fn on_verdict(&mut self, routed: Routed) -> Vec<Effect> {
+        let text = match &routed.reply.result {
+            Ok(t) => t.clone(),
+            Err(e) => return self.fail(role_failed("foreman", &routed, e)),
         };
         let Some(summary) = self.summary.clone() else {
             return self.fail("internal error: no juror summary".into());
         };
-        let report = foreman_report(&reply.model, &text, reply.response_time_ms as i64, &summary);
+        let reply = routed.reply;
+        let mut report =
+            foreman_report(&reply.model, &text, reply.response_time_ms as i64, &summary);
+        report.fallback_from = routed.fallback_from;
         let mut parsed = json!(report);
         if let Some(o) = parsed.as_object_mut() {
             o.remove("reportText");
@@ -772,7 +811,11 @@ impl Jury {
                 parsed_data: Some(parsed),
                 response_time_ms: Some(report.response_time_ms),
             }),
-            Effect::emit("verdict_complete", json!({ "data": report })),
+            Effect::emit("verdict_complete", {
+                let mut done = json!({ "data": report });
+                self.calls.mark(&mut done);
+                done
+            }),
         ];
         self.phase = Phase::Done;
         out.extend(self.title.on_answer());
@@ -810,6 +853,7 @@ impl Mode for Jury {
         for (i, model) in self.config.juror_models.iter().enumerate() {
             out.push(self.call(self.batch.key(i), model, prompt.clone(), "deliberation", "juror"));
         }
+        self.calls.track(&out, stage_order);
         out
     }
 
@@ -817,11 +861,15 @@ impl Mode for Jury {
         if reply.key == TITLE_KEY {
             return self.title.on_reply(&reply);
         }
-        match self.phase {
-            Phase::Deliberating => self.on_juror(reply),
-            Phase::Verdict if reply.key == "verdict" => self.on_verdict(reply),
+        let (mut out, routed) = self.calls.route(reply);
+        let Some(routed) = routed else { return out };
+        out.extend(match self.phase {
+            Phase::Deliberating => self.on_juror(routed.reply),
+            Phase::Verdict if routed.reply.key == "verdict" => self.on_verdict(routed),
             _ => Vec::new(),
-        }
+        });
+        self.calls.track(&out, stage_order);
+        out
     }
 }
 
@@ -861,7 +909,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         f["reportText"] = json!(r.content);
         f
     });
-    json!({
+    let mut result = json!({
         "presentation": presentation,
         "jurors": jurors,
         "jurorSummary": summary,
@@ -869,7 +917,9 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         "majorityVerdict": summary.as_ref().map(|s| s.majority_verdict),
         "voteTally": summary.as_ref().map(|s| s.vote_tally),
         "dimensionAverages": summary.as_ref().map(|s| s.dimension_averages.clone()),
-    })
+    });
+    mark_from_rows(&mut result, rows);
+    result
 }
 
 #[cfg(test)]

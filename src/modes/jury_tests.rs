@@ -269,7 +269,7 @@ fn fewer_than_two_jurors_or_a_failing_foreman_is_an_error() {
 
 #[test]
 fn validation_follows_the_seed() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000 };
+    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
     let body = |cfg: Value| json!({ "question": "Evaluate", "mode": "jury", "modeConfig": cfg });
     let ok = validate(&body(json!({ "content": "x" })), &d).unwrap();
     assert_eq!(ok.config["foremanModel"], "sim/delta");
@@ -302,7 +302,7 @@ fn validation_follows_the_seed() {
 
 #[test]
 fn long_content_is_passed_in_full_and_a_missing_question_is_left_out() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000 };
+    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
     let long = "word ".repeat(4_000);
     let v = validate(
         &json!({ "question": "q", "mode": "jury", "modeConfig": { "content": long } }),

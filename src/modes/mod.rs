@@ -282,6 +282,53 @@ pub struct Defaults {
     pub offline: bool,
     /// Per-stage timeout when the request does not set one.
     pub stage_timeout_ms: u64,
+    /// Backup models for the single-model roles (the configuration's `[fallback]`).
+    pub fallback: Fallbacks,
+}
+
+/// Backup models for the roles a single model fills (`[fallback]` in the configuration file).
+/// When such a role's call fails after the engine's retries, the mode calls the backup once
+/// with the same prompt before it takes its usual failure path (see
+/// [`common::Calls::solo`]). Server configuration only: requests cannot set them. Validation
+/// copies the one a run may use into the mode's stored configuration
+/// (`chairmanFallbackModel`, `foremanFallbackModel`, `facilitatorFallbackModel`,
+/// `arbiterFallbackModel`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fallbacks {
+    /// Council's chairman (the synthesis) and Vote's chairman (the tiebreak).
+    pub chairman: Option<String>,
+    /// Jury's foreman.
+    pub foreman: Option<String>,
+    /// Delphi's facilitator (the classification and the report).
+    pub facilitator: Option<String>,
+    /// Clarity's Arbiter.
+    pub arbiter: Option<String>,
+}
+
+impl Fallbacks {
+    /// Every configured backup as (key, model), for checks at start-up.
+    pub fn configured(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("chairman", &self.chairman),
+            ("foreman", &self.foreman),
+            ("facilitator", &self.facilitator),
+            ("arbiter", &self.arbiter),
+        ]
+        .into_iter()
+        .filter_map(|(k, m)| m.as_deref().map(|m| (k, m)))
+        .collect()
+    }
+
+    /// The backup a run may use for a role whose model is `primary`: none when it is the
+    /// primary itself (the engine has already retried that model).
+    pub fn for_role(backup: &Option<String>, primary: &str) -> Option<String> {
+        backup
+            .as_deref()
+            .map(str::trim)
+            .filter(|b| !b.is_empty() && *b != primary)
+            .map(str::to_string)
+    }
 }
 
 /// A request that passed its mode's validation, with defaults filled in.

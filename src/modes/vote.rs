@@ -1,6 +1,7 @@
 //! Vote mode (specs/02-vote.md): answer, vote anonymously for the single best answer, the
 //! plurality winner's original answer is the result; the chairman breaks ties, and the first
-//! tied label alphabetically wins if the chairman cannot.
+//! tied label alphabetically wins if the chairman cannot. A chairman whose tiebreak call fails
+//! is replaced once by the configured backup (`[fallback] chairman`) before that rule applies.
 
 use std::collections::BTreeMap;
 
@@ -8,16 +9,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, title_prompt, with_history, Answer, Batch, TitleTracker,
-    TITLE_KEY,
+    answer_of, create_label_map, label, mark_from_rows, title_prompt, with_history, Answer, Batch,
+    Calls, Routed, TitleTracker, TITLE_KEY,
 };
 use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, parse_vote, round, tally,
     tiebreaker_prompt, vote_prompt, Ballot, Tally,
 };
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, ModeKind,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
+    ModeKind, RunContext, StageRow, ValidRequest,
 };
 
 pub const HISTORY_TURNS: usize = 10;
@@ -31,6 +32,18 @@ pub struct VoteConfig {
     pub models: Vec<String>,
     pub chairman_model: String,
     pub timeout_ms: u64,
+    /// The server's backup chairman for the tiebreak (`[fallback] chairman`), when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chairman_fallback_model: Option<String>,
+}
+
+/// The `stage_order` of a vote stage's calls.
+fn stage_order(stage: &str) -> i32 {
+    match stage {
+        "stage1" => 1,
+        "vote" => 2,
+        _ => 4,
+    }
 }
 
 /// `{question, conversationId?, modeConfig?: {models (3-7), chairmanModel, timeoutMs}}`.
@@ -57,7 +70,8 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         defaults.stage_timeout_ms,
     )?;
     let all = request::distinct(&[&models], &[&chairman_model]);
-    let config = VoteConfig { models, chairman_model, timeout_ms };
+    let chairman_fallback_model = Fallbacks::for_role(&defaults.fallback.chairman, &chairman_model);
+    let config = VoteConfig { models, chairman_model, timeout_ms, chairman_fallback_model };
     Ok(ValidRequest {
         mode: ModeKind::Vote,
         question,
@@ -101,6 +115,7 @@ pub struct Vote {
     ballots: Vec<Ballot>,
     tally: Option<Tally>,
     title: TitleTracker,
+    calls: Calls,
 }
 
 impl Vote {
@@ -109,6 +124,7 @@ impl Vote {
             models: request::ids(&SIM_DEFAULTS),
             chairman_model: SIM_DEFAULTS[0].into(),
             timeout_ms: 120_000,
+            chairman_fallback_model: None,
         });
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         let n = config.models.len();
@@ -122,6 +138,7 @@ impl Vote {
             ballots: Vec::new(),
             tally: None,
             title,
+            calls: Calls::default(),
         }
     }
 
@@ -220,13 +237,16 @@ impl Vote {
             out.push(Effect::emit("tiebreaker_start", json!({ "data": { "tiedLabels": t.tied_labels, "model": self.config.chairman_model } })));
             let chairman = self.config.chairman_model.clone();
             let prompt = tiebreaker_prompt(&self.ctx.question, &tied);
-            out.push(self.call(
-                "tiebreaker".into(),
+            let spec = CallSpec::new(
+                "tiebreaker",
                 &chairman,
                 vec![ChatMessage::user(prompt)],
                 "tiebreaker",
                 "chairman",
-            ));
+                self.config.timeout_ms,
+            );
+            let backup = self.config.chairman_fallback_model.clone();
+            out.push(self.calls.solo(spec, 4, backup.as_deref()));
             self.tally = Some(t);
             self.phase = Phase::Tiebreak;
             return out;
@@ -237,18 +257,25 @@ impl Vote {
         out
     }
 
-    fn on_tiebreak(&mut self, reply: CallReply) -> Vec<Effect> {
+    fn on_tiebreak(&mut self, routed: Routed) -> Vec<Effect> {
+        let Routed { reply, fallback_from } = routed;
+        // `fallbackFrom` only when the backup answered: a failed backup changes nothing.
+        let fallback_from = fallback_from.filter(|_| reply.result.is_ok());
         let tied = self.tally.as_ref().map(|t| t.tied_labels.clone()).unwrap_or_default();
         let chosen = reply.result.as_ref().ok().and_then(|text| parse_vote(text, &tied));
         let mut out = Vec::new();
         if let Ok(text) = &reply.result {
+            let mut parsed = json!({ "votedFor": chosen });
+            if let Some(from) = &fallback_from {
+                parsed["fallbackFrom"] = json!(from);
+            }
             out.push(Effect::Store(StageRow {
                 stage_type: "tiebreaker".into(),
                 stage_order: 4,
                 model: Some(reply.model.clone()),
                 role: Some("chairman".into()),
                 content: text.clone(),
-                parsed_data: Some(json!({ "votedFor": chosen })),
+                parsed_data: Some(parsed),
                 response_time_ms: Some(reply.response_time_ms as i64),
             }));
         }
@@ -256,14 +283,15 @@ impl Vote {
             Some(l) => (l, "chairman"),
             None => (first_alphabetically(&tied).unwrap_or_default(), "alphabetical"),
         };
-        out.push(Effect::emit(
-            "tiebreaker_complete",
-            json!({ "data": {
-                "model": reply.model, "voteText": reply.result.as_ref().ok(),
-                "votedFor": chosen, "method": method, "winnerLabel": winner,
-                "error": reply.result.as_ref().err().map(|e| e.message.clone()),
-            } }),
-        ));
+        let mut data = json!({
+            "model": reply.model, "voteText": reply.result.as_ref().ok(),
+            "votedFor": chosen, "method": method, "winnerLabel": winner,
+            "error": reply.result.as_ref().err().map(|e| e.message.clone()),
+        });
+        if let Some(from) = &fallback_from {
+            data["fallbackFrom"] = json!(from);
+        }
+        out.push(Effect::emit("tiebreaker_complete", json!({ "data": data })));
         out.extend(self.declare(&winner, Some(method)));
         out
     }
@@ -288,6 +316,8 @@ impl Vote {
             o.remove("winnerResponse");
         }
         let answer = w.response.clone();
+        let mut declared = json!({ "data": result });
+        self.calls.mark(&mut declared);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "vote_winner".into(),
@@ -298,7 +328,7 @@ impl Vote {
                 parsed_data: Some(parsed),
                 response_time_ms: None,
             }),
-            Effect::emit("winner_declared", json!({ "data": result })),
+            Effect::emit("winner_declared", declared),
         ];
         self.phase = Phase::Done;
         out.extend(self.title.on_answer());
@@ -320,6 +350,7 @@ impl Mode for Vote {
         for (i, model) in self.config.models.iter().enumerate() {
             out.push(self.call(self.batch.key(i), model, messages.clone(), "stage1", "voter"));
         }
+        self.calls.track(&out, stage_order);
         out
     }
 
@@ -327,20 +358,23 @@ impl Mode for Vote {
         if reply.key == TITLE_KEY {
             return self.title.on_reply(&reply);
         }
-        match self.phase {
-            Phase::Tiebreak if reply.key == "tiebreaker" => self.on_tiebreak(reply),
+        let (mut out, routed) = self.calls.route(reply);
+        let Some(routed) = routed else { return out };
+        out.extend(match self.phase {
+            Phase::Tiebreak if routed.reply.key == "tiebreaker" => self.on_tiebreak(routed),
             Phase::Answering | Phase::Voting => {
-                if !self.batch.accept(reply) || !self.batch.complete() {
-                    return Vec::new();
-                }
-                if self.phase == Phase::Answering {
+                if !self.batch.accept(routed.reply) || !self.batch.complete() {
+                    Vec::new()
+                } else if self.phase == Phase::Answering {
                     self.on_answers()
                 } else {
                     self.on_votes()
                 }
             }
             _ => Vec::new(),
-        }
+        });
+        self.calls.track(&out, stage_order);
+        out
     }
 }
 
@@ -363,16 +397,22 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     let vote_round = (!ballots.is_empty() || of("vote_tally").next().is_some())
         .then(|| round(&ballots, "labelToModel", &label_to_model).0);
     let tiebreaker = of("tiebreaker").next().map(|r| {
-        json!({ "model": r.model, "voteText": r.content,
-                "votedFor": r.parsed_data.as_ref().and_then(|d| d.get("votedFor")).cloned() })
+        let mut t = json!({ "model": r.model, "voteText": r.content,
+                "votedFor": r.parsed_data.as_ref().and_then(|d| d.get("votedFor")).cloned() });
+        if let Some(from) = r.parsed_data.as_ref().and_then(|d| d.get("fallbackFrom")) {
+            t["fallbackFrom"] = from.clone();
+        }
+        t
     });
     let winner = of("vote_winner").next().map(|r| {
         let mut w = r.parsed_data.clone().unwrap_or(json!({}));
         w["winnerResponse"] = json!(r.content);
         w
     });
-    json!({ "stage1": stage1, "labelToModel": label_to_model, "voteRound": vote_round,
-            "tiebreaker": tiebreaker, "winner": winner })
+    let mut result = json!({ "stage1": stage1, "labelToModel": label_to_model,
+            "voteRound": vote_round, "tiebreaker": tiebreaker, "winner": winner });
+    mark_from_rows(&mut result, rows);
+    result
 }
 
 #[cfg(test)]

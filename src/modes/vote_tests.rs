@@ -162,7 +162,7 @@ fn duplicate_models_are_separate_participants() {
 
 #[test]
 fn validation_follows_the_spec() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000 };
+    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
     let ok = validate(&json!({ "question": "q", "mode": "vote" }), &d).unwrap();
     assert_eq!(ok.config["models"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
     let field = |b: Value| validate(&b, &d).unwrap_err().field;
