@@ -185,6 +185,9 @@ fn close_scores_skip_the_discussion_and_take_the_median() {
     let loaded = load_result(&rows(&all));
     assert_eq!(loaded["score"], score);
     assert_eq!(loaded["evaluations"].as_array().unwrap().len(), 3);
+    let done = emitted(&e, "score_complete").unwrap();
+    assert_eq!((&done["partial"], &done["failedModels"]), (&json!(false), &json!([])));
+    assert_eq!((&loaded["partial"], &loaded["failedModels"]), (&json!(false), &json!([])));
 }
 
 #[test]
@@ -303,6 +306,92 @@ fn a_failing_arbiter_still_scores_and_flags_and_too_few_evaluators_fail() {
     assert!(failed(&e).is_some());
 }
 
+// ---- backups and partial runs ---------------------------------------------------------------
+
+fn clarity_with_backup() -> Clarity {
+    let cfg = json!({ "content": "The brief text.", "context": null, "title": null, "discussion": "never", "timeoutMs": 60000,
+                      "models": { "skeptic": "s", "advocate": "a", "generalist": "g", "arbiter": "arb" },
+                      "arbiterFallbackModel": "arb2" });
+    Clarity::new(&cfg, ctx("Score this brief", vec![], false))
+}
+
+/// Two evaluators that disagree on First-Principles Coherence (the Advocate's call fails);
+/// returns the arbiter call and all effects.
+fn disputed(c: &mut Clarity) -> (CallSpec, Vec<Effect>) {
+    let mut all = c.start();
+    let calls = stage_calls(&all);
+    let mut low = [7.0; 7];
+    low[0] = 1.0;
+    let e = feed(
+        c,
+        vec![ok(&calls[0], &card(low, "")), err(&calls[1]), ok(&calls[2], &card([7.0; 7], ""))],
+    );
+    let arb = stage_calls(&e);
+    all.extend(e);
+    assert_eq!(arb.len(), 1);
+    (arb[0].clone(), all)
+}
+
+#[test]
+fn a_failing_arbiter_is_replaced_by_its_backup_and_a_failed_evaluator_marks_the_run_partial() {
+    let mut c = clarity_with_backup();
+    let (arb, mut all) = disputed(&mut c);
+    let e = c.on_reply(err(&arb));
+    let retry = stage_calls(&e);
+    assert_eq!((retry[0].key.as_str(), retry[0].model.as_str()), ("arbiter:backup", "arb2"));
+    assert_eq!(retry[0].messages, arb.messages, "the same system prompt and brief");
+    assert!(emitted(&e, "score_complete").is_none());
+    all.extend(e);
+    let out = c.on_reply(ok(
+        &retry[0],
+        "{\"scores\": {\"firstPrinciplesCoherence\": 4}, \"reasoning\": \"r\"}",
+    ));
+    all.extend(out.clone());
+    let arbiter = emitted(&out, "arbiter_complete").unwrap()["data"].clone();
+    assert_eq!((&arbiter["model"], &arbiter["fallbackFrom"]), (&json!("arb2"), &json!("arb")));
+    let live = emitted(&out, "score_complete").unwrap();
+    assert_eq!(live["data"]["method"], "arbiter");
+    assert_eq!(live["data"]["breakdown"][0]["arbiterScore"], 4.0);
+    assert_eq!(live["partial"], true);
+    assert_eq!(
+        live["failedModels"],
+        json!([
+            { "model": "a", "role": "advocate", "stage": "evaluation",
+              "error": { "kind": "http", "status": 503, "message": "down" } },
+            { "model": "arb", "role": "arbiter", "stage": "arbiter", "fallbackTo": "arb2",
+              "error": { "kind": "http", "status": 503, "message": "down" } },
+        ])
+    );
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["arbiter"], arbiter);
+    assert_eq!(loaded["score"], live["data"]);
+    assert_eq!(
+        (&loaded["partial"], &loaded["failedModels"]),
+        (&live["partial"], &live["failedModels"])
+    );
+}
+
+#[test]
+fn a_failing_backup_arbiter_still_scores_and_flags() {
+    let mut c = clarity_with_backup();
+    let (arb, mut all) = disputed(&mut c);
+    let e = c.on_reply(err(&arb));
+    let retry = stage_calls(&e);
+    all.extend(e);
+    let out = c.on_reply(err(&retry[0]));
+    all.extend(out.clone());
+    let live = emitted(&out, "score_complete").unwrap();
+    assert_eq!(
+        (&live["data"]["needsHumanReview"], &live["data"]["method"]),
+        (&json!(true), &json!("median"))
+    );
+    assert!(emitted(&out, "arbiter_complete").unwrap()["data"].get("fallbackFrom").is_none());
+    assert_eq!(live["failedModels"].as_array().map(Vec::len), Some(3));
+    let loaded = load_result(&rows(&all));
+    assert!(loaded["arbiter"].is_null());
+    assert_eq!(loaded["failedModels"], live["failedModels"]);
+}
+
 #[test]
 fn validation() {
     let d = Defaults { offline: true, stage_timeout_ms: 60_000, fallback: Fallbacks::default() };
@@ -326,5 +415,19 @@ fn validation() {
     assert_eq!(
         field(json!({ "content": "x", "models": { "skeptic": "" } })),
         "modeConfig.models.skeptic"
+    );
+    assert!(v.config.get("arbiterFallbackModel").is_none());
+    let backed = Defaults {
+        fallback: Fallbacks { arbiter: Some("sim/sonnet".into()), ..Fallbacks::default() },
+        ..d
+    };
+    let body = json!({ "mode": "clarity", "modeConfig": { "content": "brief" } });
+    let v = validate(&body, &backed).unwrap();
+    assert_eq!(v.config["arbiterFallbackModel"], "sim/sonnet");
+    // The stored configuration still reads as a ClarityConfig, and the run finds its backup.
+    assert!(serde_json::from_value::<ClarityConfig>(v.config.clone()).is_ok());
+    assert_eq!(
+        Clarity::new(&v.config, ctx("q", vec![], false)).arbiter_fallback.as_deref(),
+        Some("sim/sonnet")
     );
 }

@@ -576,3 +576,88 @@ pub fn role_failed(role: &str, routed: &Routed, error: &super::CallError) -> Str
         None => format!("The {role} ({}) failed: {}", routed.reply.model, error.message),
     }
 }
+
+#[cfg(test)]
+mod calls_tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+    use crate::modes::testkit::{err, ok, rows};
+    use crate::modes::{CallSpec, Effect};
+
+    fn spec(key: &str, model: &str, stage: &str) -> CallSpec {
+        CallSpec::new(key, model, vec![ChatMessage::user("p")], stage, "member", 1000)
+    }
+
+    #[test]
+    fn a_solo_call_falls_back_once_and_the_title_is_not_a_panel_member() {
+        let mut calls = Calls::default();
+        let primary = spec("final", "chair", "final");
+        let effect = calls.solo(primary.clone(), 7, Some("spare"));
+        assert_eq!(effect, Effect::Call(primary.clone()));
+        let (out, routed) = calls.route(err(&primary));
+        assert!(routed.is_none(), "the mode waits for the backup");
+        let backup = crate::modes::testkit::calls(&out);
+        assert_eq!((backup[0].key.as_str(), backup[0].model.as_str()), ("final:backup", "spare"));
+        let (out, routed) = calls.route(ok(&backup[0], "done"));
+        assert!(out.is_empty());
+        let routed = routed.unwrap();
+        assert_eq!(routed.reply.key, "final", "the mode sees the key it issued");
+        assert_eq!(routed.reply.model, "spare");
+        assert_eq!(routed.fallback_from.as_deref(), Some("chair"));
+        // A backup equal to the primary, or none, means no second call.
+        let mut calls = Calls::default();
+        calls.solo(spec("x", "chair", "s"), 1, Some("chair"));
+        let (out, routed) = calls.route(err(&spec("x", "chair", "s")));
+        assert!(routed.is_some() && crate::modes::testkit::calls(&out).is_empty());
+        // Title failures are not recorded.
+        let mut calls = Calls::default();
+        let title = spec(TITLE_KEY, "chair", "title");
+        calls.track(&[Effect::Call(title.clone())], |_| 0);
+        let (out, _) = calls.route(err(&title));
+        assert!(out.is_empty());
+        let mut v = json!({});
+        calls.mark(&mut v);
+        assert_eq!(v, json!({ "partial": false, "failedModels": [] }));
+    }
+
+    proptest! {
+        /// Whatever the order replies arrive in, the failures a mode reports live are the
+        /// ones its stored rows give back, in the same order (rows come back by stage order,
+        /// then as written).
+        #[test]
+        fn live_failures_equal_the_ones_rebuilt_from_rows(
+            calls_in in proptest::collection::vec((0i32..4, any::<bool>()), 1..12),
+            arrival in Just(()).prop_perturb(|_, mut rng| rng.next_u64()),
+        ) {
+            let mut calls = Calls::default();
+            let specs: Vec<CallSpec> = calls_in
+                .iter()
+                .enumerate()
+                .map(|(i, (order, _))| spec(&format!("s{order}:{i}"), &format!("m{i}"), &format!("stage{order}")))
+                .collect();
+            let effects: Vec<Effect> = specs.iter().cloned().map(Effect::Call).collect();
+            calls.track(&effects, |stage| stage.trim_start_matches("stage").parse().unwrap_or(0));
+            let mut order: Vec<usize> = (0..specs.len()).collect();
+            SplitMix64::new(arrival).shuffle(&mut order);
+            let mut stored = Vec::new();
+            for i in order {
+                let reply = if calls_in[i].1 { ok(&specs[i], "fine") } else { err(&specs[i]) };
+                let (out, routed) = calls.route(reply);
+                prop_assert!(routed.is_some());
+                stored.extend(rows(&out));
+            }
+            // The store hands rows back by stage order, then in the order they were written.
+            stored.sort_by_key(|r| r.stage_order);
+            let live = calls.failed();
+            prop_assert_eq!(&live, &failed_from_rows(&stored));
+            prop_assert_eq!(live.len(), calls_in.iter().filter(|(_, ok)| !ok).count());
+            let (mut a, mut b) = (json!({}), json!({}));
+            calls.mark(&mut a);
+            mark_from_rows(&mut b, &stored);
+            prop_assert_eq!(&a, &b);
+            prop_assert_eq!(a["partial"].as_bool(), Some(!live.is_empty()));
+        }
+    }
+}

@@ -142,6 +142,57 @@ fn the_full_debate_follows_the_seed() {
         loaded["round1LabelMap"],
         emitted(&all, "revision_start").unwrap()["data"]["labelMap"]
     );
+    let declared = emitted(&all, "winner_declared").unwrap();
+    assert_eq!((&declared["partial"], &declared["failedModels"]), (&json!(false), &json!([])));
+    assert_eq!((&loaded["partial"], &loaded["failedModels"]), (&json!(false), &json!([])));
+}
+
+#[test]
+fn failed_debaters_mark_the_run_partial_live_and_from_rows() {
+    let mut d = debate(&["m1", "m2", "m3", "m4"]);
+    let mut all = d.start();
+    let r1 = stage_calls(&all);
+    // m4 never answers (a timeout), so it is out of the debate; m1's revision fails.
+    let mut timeout = err(&r1[3]);
+    timeout.result =
+        Err(crate::modes::CallError::new(crate::modes::CallErrorKind::Timeout, None, "timed out"));
+    let e1 = feed(
+        &mut d,
+        vec![ok(&r1[0], "orig m1"), ok(&r1[1], "orig m2"), ok(&r1[2], "orig m3"), timeout],
+    );
+    let revs = stage_calls(&e1);
+    assert_eq!(revs.len(), 3);
+    all.extend(e1);
+    let e2 = feed(
+        &mut d,
+        vec![
+            err(&revs[0]),
+            ok(&revs[1], &revision_text("STAND", "orig m2")),
+            ok(&revs[2], &revision_text("STAND", "orig m3")),
+        ],
+    );
+    let votes = stage_calls(&e2);
+    all.extend(e2.clone());
+    let b = revised_label(&e2, "m2");
+    all.extend(feed(&mut d, votes.iter().map(|s| ok(s, &format!("VOTE: {b}"))).collect()));
+    let declared = emitted(&all, "winner_declared").unwrap();
+    assert_eq!(declared["data"]["winnerModel"], "m2");
+    assert_eq!(declared["partial"], true);
+    assert_eq!(
+        declared["failedModels"],
+        json!([
+            { "model": "m4", "role": "respondent", "stage": "round1",
+              "error": { "kind": "timeout", "status": null, "message": "timed out" } },
+            { "model": "m1", "role": "debater", "stage": "revision",
+              "error": { "kind": "http", "status": 503, "message": "down" } },
+        ])
+    );
+    let loaded = load_result(&rows(&all));
+    assert_eq!(
+        (&loaded["partial"], &loaded["failedModels"]),
+        (&declared["partial"], &declared["failedModels"])
+    );
+    assert_eq!(loaded["winner"], declared["data"]);
 }
 
 #[test]

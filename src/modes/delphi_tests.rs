@@ -419,3 +419,122 @@ fn qualitative_rounds_consolidate_and_a_failing_facilitator_keeps_the_rounds() {
     assert_eq!(loaded["rounds"][1]["estimates"][1]["previousAnswer"], "Rust");
     assert!(loaded["report"].is_null());
 }
+
+// ---- backups and partial runs ---------------------------------------------------------------
+
+#[test]
+fn a_failing_facilitator_is_replaced_by_its_backup_for_classification_and_report() {
+    let mut d = delphi(json!({ "facilitatorFallbackModel": "fac2" }));
+    let mut all = d.start();
+    let c = stage_calls(&all);
+    let e = d.on_reply(err(&c[0]));
+    let retry = stage_calls(&e);
+    assert_eq!((retry[0].key.as_str(), retry[0].model.as_str()), ("classify:0:backup", "fac2"));
+    assert_eq!(retry[0].messages, c[0].messages);
+    assert!(emitted(&e, "classify_complete").is_none(), "the backup classifies first");
+    all.extend(e);
+    let e = d.on_reply(ok(&retry[0], "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: a count"));
+    let classified = emitted(&e, "classify_complete").unwrap()["data"].clone();
+    assert_eq!(
+        (&classified["type"], &classified["fallbackFrom"]),
+        (&json!("numeric"), &json!("fac"))
+    );
+    let r1 = stage_calls(&e);
+    all.extend(e);
+    // One panelist fails in round 1; the other three agree at once.
+    let e = feed(
+        &mut d,
+        vec![
+            ok(&r1[0], &est("100", "HIGH")),
+            ok(&r1[1], &est("100", "HIGH")),
+            err(&r1[2]),
+            ok(&r1[3], &est("100", "HIGH")),
+        ],
+    );
+    let s = stage_calls(&e);
+    assert_eq!(s[0].key, "synthesis");
+    all.extend(e);
+    let e = d.on_reply(err(&s[0]));
+    let retry = stage_calls(&e);
+    assert_eq!((retry[0].key.as_str(), retry[0].model.as_str()), ("synthesis:backup", "fac2"));
+    all.extend(e);
+    let done = d.on_reply(ok(&retry[0], "The panel agrees on 100."));
+    all.extend(done.clone());
+    assert_eq!(finished(&done).as_deref(), Some("The panel agrees on 100."));
+    let live = emitted(&done, "synthesis_complete").unwrap();
+    assert_eq!(live["data"]["facilitatorModel"], "fac2");
+    assert_eq!(live["data"]["fallbackFrom"], "fac");
+    assert_eq!(live["partial"], true);
+    let stages: Vec<(String, String, Value)> = live["failedModels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["model"].as_str().unwrap().into(),
+                f["stage"].as_str().unwrap().into(),
+                f["fallbackTo"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        stages,
+        vec![
+            ("fac".to_string(), "classify".to_string(), json!("fac2")),
+            ("p3".into(), "round_1".into(), Value::Null),
+            ("fac".into(), "synthesis".into(), json!("fac2")),
+        ]
+    );
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["report"], live["data"]);
+    assert_eq!(loaded["classification"], classified);
+    assert_eq!(
+        (&loaded["partial"], &loaded["failedModels"]),
+        (&live["partial"], &live["failedModels"])
+    );
+}
+
+#[test]
+fn a_failing_backup_facilitator_keeps_todays_failure_paths() {
+    // Classification: both fail, so the question falls back to qualitative as before.
+    let mut d = delphi(json!({ "facilitatorFallbackModel": "fac2" }));
+    let c = stage_calls(&d.start());
+    let retry = stage_calls(&d.on_reply(err(&c[0])));
+    let e = d.on_reply(err(&retry[0]));
+    let classified = emitted(&e, "classify_complete").unwrap()["data"].clone();
+    assert_eq!(classified["type"], "qualitative");
+    assert!(classified.get("fallbackFrom").is_none());
+    // The report: both fail, so the run fails with the rounds kept.
+    let mut d = delphi(json!({ "facilitatorFallbackModel": "fac2", "questionType": "numeric" }));
+    let mut all = d.start();
+    let r1 = stage_calls(&all);
+    let e = feed(&mut d, r1.iter().map(|s| ok(s, &est("7", "HIGH"))).collect());
+    let s = stage_calls(&e);
+    all.extend(e);
+    let e = d.on_reply(err(&s[0]));
+    let retry = stage_calls(&e);
+    all.extend(e);
+    let out = d.on_reply(err(&retry[0]));
+    assert_eq!(
+        failed(&out).as_deref(),
+        Some("The facilitator (fac, then its backup fac2) failed to write the report: down")
+    );
+    all.extend(out);
+    let loaded = load_result(&rows(&all));
+    assert!(loaded["report"].is_null());
+    assert_eq!(loaded["rounds"].as_array().map(Vec::len), Some(1));
+    assert_eq!(loaded["partial"], true);
+    assert_eq!(loaded["failedModels"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn the_backup_facilitator_comes_from_the_server_configuration() {
+    let defaults = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Fallbacks { facilitator: Some("sim/zeta".into()), ..Fallbacks::default() },
+    };
+    let v = validate(&json!({ "question": "q", "mode": "delphi" }), &defaults).unwrap();
+    assert_eq!(v.config["facilitatorFallbackModel"], "sim/zeta");
+    assert!(!v.models.contains(&"sim/zeta".to_string()), "checked at start-up instead");
+}

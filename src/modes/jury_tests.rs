@@ -210,6 +210,80 @@ fn jurors_are_published_as_each_finishes_and_the_foreman_reports() {
     assert_eq!(loaded["presentation"], emitted(&all, "present_complete").unwrap()["data"]);
     assert_eq!(loaded["jurors"][0], emitted(&all, "juror_complete").unwrap()["data"]);
     assert_eq!(loaded["majorityVerdict"], "APPROVE");
+    assert!(f.get("fallbackFrom").is_none());
+    let done = emitted(&all, "verdict_complete").unwrap();
+    assert_eq!((&done["partial"], &done["failedModels"]), (&json!(false), &json!([])));
+    assert_eq!((&loaded["partial"], &loaded["failedModels"]), (&json!(false), &json!([])));
+}
+
+fn jury_with_backup() -> Jury {
+    let config = json!({ "content": "GET /users returns users.", "jurorModels": ["j1", "j2", "j3"],
+                         "foremanModel": "f", "timeoutMs": 120000, "foremanFallbackModel": "f2" });
+    Jury::new(&config, ctx("Evaluate these docs", vec![], false))
+}
+
+#[test]
+fn a_failing_foreman_is_replaced_by_its_backup_and_a_failed_juror_marks_the_run_partial() {
+    let mut j = jury_with_backup();
+    let mut all = j.start();
+    let jurors = stage_calls(&all);
+    let e = feed(&mut j, vec![ok(&jurors[0], CARD), err(&jurors[1]), ok(&jurors[2], CARD)]);
+    let foreman = stage_calls(&e);
+    all.extend(e);
+    let e = j.on_reply(err(&foreman[0]));
+    assert!(failed(&e).is_none());
+    let retry = stage_calls(&e);
+    assert_eq!((retry[0].key.as_str(), retry[0].model.as_str()), ("verdict:backup", "f2"));
+    assert_eq!((retry[0].stage.as_str(), retry[0].role.as_str()), ("verdict", "foreman"));
+    assert_eq!(retry[0].messages, foreman[0].messages);
+    all.extend(e);
+    let done = j.on_reply(ok(&retry[0], "## Report\nVERDICT: APPROVE"));
+    all.extend(done.clone());
+    assert_eq!(finished(&done).as_deref(), Some("## Report\nVERDICT: APPROVE"));
+    let live = emitted(&done, "verdict_complete").unwrap();
+    assert_eq!(
+        (&live["data"]["model"], &live["data"]["fallbackFrom"]),
+        (&json!("f2"), &json!("f"))
+    );
+    assert_eq!(live["partial"], true);
+    let failed_models: Vec<(String, String)> = live["failedModels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["model"].as_str().unwrap().into(), f["stage"].as_str().unwrap().into()))
+        .collect();
+    assert_eq!(
+        failed_models,
+        vec![("j2".to_string(), "deliberation".to_string()), ("f".into(), "verdict".into())]
+    );
+    assert_eq!(live["failedModels"][1]["fallbackTo"], "f2");
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["foreman"], live["data"]);
+    assert_eq!(
+        (&loaded["partial"], &loaded["failedModels"]),
+        (&live["partial"], &live["failedModels"])
+    );
+}
+
+#[test]
+fn a_failing_backup_foreman_fails_the_run_with_both_named() {
+    let mut j = jury_with_backup();
+    let mut all = j.start();
+    let jurors = stage_calls(&all);
+    let e = feed(&mut j, jurors.iter().map(|s| ok(s, CARD)).collect());
+    let foreman = stage_calls(&e);
+    all.extend(e);
+    let e = j.on_reply(err(&foreman[0]));
+    let retry = stage_calls(&e);
+    all.extend(e);
+    let out = j.on_reply(err(&retry[0]));
+    assert_eq!(failed(&out).as_deref(), Some("The foreman (f) and its backup (f2) failed: down"));
+    all.extend(out);
+    let loaded = load_result(&rows(&all));
+    assert!(loaded["foreman"].is_null());
+    assert!(loaded["jurorSummary"].is_object(), "the summary is kept");
+    assert_eq!(loaded["partial"], true);
+    assert_eq!(loaded["failedModels"].as_array().map(Vec::len), Some(2));
 }
 
 #[test]
@@ -298,6 +372,17 @@ fn validation_follows_the_seed() {
         e(body(json!({ "content": "x", "timeoutMs": 300001 }))).field,
         "modeConfig.timeoutMs"
     );
+    let backed = Defaults {
+        fallback: Fallbacks { foreman: Some("sim/zeta".into()), ..Fallbacks::default() },
+        ..d.clone()
+    };
+    let v = validate(&body(json!({ "content": "x" })), &backed).unwrap();
+    assert_eq!(v.config["foremanFallbackModel"], "sim/zeta");
+    assert!(validate(&body(json!({ "content": "x" })), &d)
+        .unwrap()
+        .config
+        .get("foremanFallbackModel")
+        .is_none());
 }
 
 #[test]

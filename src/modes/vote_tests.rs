@@ -69,6 +69,7 @@ fn a_plurality_winner_answers_with_its_original_response() {
     assert_eq!(result["winner"], w);
     assert_eq!(result["voteRound"], emitted(&all, "vote_round_complete").unwrap()["data"]);
     assert_eq!(result["stage1"], emitted(&all, "stage1_complete").unwrap()["data"]);
+    assert_eq!((&result["partial"], &result["failedModels"]), (&json!(false), &json!([])));
     let types: Vec<String> =
         rows(&all).iter().map(|r| format!("{}:{}", r.stage_type, r.stage_order)).collect();
     assert!(
@@ -118,6 +119,103 @@ fn a_failing_or_unparseable_chairman_falls_back_to_the_first_label() {
         assert_eq!(w["winnerLabel"], "Response A");
         assert_eq!(w["tiebreakerMethod"], "alphabetical");
     }
+}
+
+// ---- backups and partial runs ---------------------------------------------------------------
+
+fn vote_with_backup(models: &[&str], backup: &str) -> Vote {
+    let config = json!({ "models": models, "chairmanModel": "chair", "timeoutMs": 120000,
+                         "chairmanFallbackModel": backup });
+    Vote::new(&config, ctx("Which is best?", vec![], false))
+}
+
+/// A three-way tie; returns the tiebreaker call, all effects and the labels of m1..m3.
+fn tied(v: &mut Vote) -> (CallSpec, Vec<Effect>, Vec<String>) {
+    let (votes, mut all) = answered(v);
+    let labels: Vec<String> = ["m1", "m2", "m3"].iter().map(|m| label_of(&all, m)).collect();
+    let e = feed(v, votes.iter().zip(&labels).map(|(s, l)| ok(s, &format!("VOTE: {l}"))).collect());
+    let tb = stage_calls(&e);
+    all.extend(e);
+    (tb[0].clone(), all, labels)
+}
+
+#[test]
+fn a_failing_tiebreak_goes_to_the_backup_chairman_first() {
+    let mut v = vote_with_backup(&["m1", "m2", "m3"], "backup");
+    let (tb, mut all, labels) = tied(&mut v);
+    let e = v.on_reply(err(&tb));
+    assert!(emitted(&e, "winner_declared").is_none(), "the backup decides first");
+    let retry = stage_calls(&e);
+    assert_eq!((retry[0].key.as_str(), retry[0].model.as_str()), ("tiebreaker:backup", "backup"));
+    assert_eq!(retry[0].messages, tb.messages);
+    assert_eq!(emitted(&e, "fallback_start").unwrap()["fallbackFrom"], "chair");
+    all.extend(e);
+    let fin = v.on_reply(ok(&retry[0], &format!("VOTE: {}", labels[2])));
+    all.extend(fin.clone());
+    let t = emitted(&fin, "tiebreaker_complete").unwrap()["data"].clone();
+    assert_eq!((&t["model"], &t["fallbackFrom"]), (&json!("backup"), &json!("chair")));
+    let declared = emitted(&fin, "winner_declared").unwrap();
+    assert_eq!(declared["data"]["winnerModel"], "m3");
+    assert_eq!(declared["data"]["tiebreakerMethod"], "chairman");
+    assert_eq!(declared["partial"], true);
+    assert_eq!(declared["failedModels"][0]["model"], "chair");
+    assert_eq!(declared["failedModels"][0]["stage"], "tiebreaker");
+    assert_eq!(declared["failedModels"][0]["fallbackTo"], "backup");
+    let result = load_result(&rows(&all));
+    assert_eq!(result["tiebreaker"]["fallbackFrom"], "chair");
+    assert_eq!(result["tiebreaker"]["model"], "backup");
+    assert_eq!(result["winner"], declared["data"]);
+    assert_eq!(result["partial"], declared["partial"]);
+    assert_eq!(result["failedModels"], declared["failedModels"]);
+}
+
+#[test]
+fn a_failing_backup_keeps_the_alphabetical_rule() {
+    let mut v = vote_with_backup(&["m1", "m2", "m3"], "backup");
+    let (tb, mut all, _) = tied(&mut v);
+    let e = v.on_reply(err(&tb));
+    let retry = stage_calls(&e);
+    all.extend(e);
+    let fin = v.on_reply(err(&retry[0]));
+    all.extend(fin.clone());
+    let w = emitted(&fin, "winner_declared").unwrap();
+    assert_eq!(w["data"]["winnerLabel"], "Response A");
+    assert_eq!(w["data"]["tiebreakerMethod"], "alphabetical");
+    assert!(emitted(&fin, "tiebreaker_complete").unwrap()["data"].get("fallbackFrom").is_none());
+    assert_eq!(w["failedModels"].as_array().map(Vec::len), Some(2));
+    let result = load_result(&rows(&all));
+    assert!(result["tiebreaker"].is_null());
+    assert_eq!(result["failedModels"], w["failedModels"]);
+}
+
+#[test]
+fn a_failed_voter_marks_the_run_partial() {
+    let mut v = vote_mode(&["m1", "m2", "m3"], false);
+    let (votes, mut all) = answered(&mut v);
+    let b = label_of(&all, "m2");
+    let e = feed(
+        &mut v,
+        vec![
+            ok(&votes[0], &format!("VOTE: {b}")),
+            err(&votes[1]),
+            ok(&votes[2], &format!("VOTE: {b}")),
+        ],
+    );
+    all.extend(e);
+    let declared = emitted(&all, "winner_declared").unwrap();
+    assert_eq!(declared["partial"], true);
+    assert_eq!(
+        declared["failedModels"],
+        json!([{ "model": "m2", "role": "voter", "stage": "vote",
+                 "error": { "kind": "http", "status": 503, "message": "down" } }])
+    );
+    let stored = rows(&all);
+    assert!(stored.iter().any(|r| r.stage_type == "call_failed" && r.stage_order == 2));
+    let result = load_result(&stored);
+    assert_eq!(
+        (&result["partial"], &result["failedModels"]),
+        (&declared["partial"], &declared["failedModels"])
+    );
 }
 
 #[test]
@@ -185,4 +283,11 @@ fn validation_follows_the_spec() {
         "modeConfig.chairmanModel"
     );
     assert_eq!(field(json!({ "question": "q", "modeConfig": 3 })), "modeConfig");
+    assert!(ok.config.get("chairmanFallbackModel").is_none());
+    let backed = Defaults {
+        fallback: Fallbacks { chairman: Some("sim/zeta".into()), ..Fallbacks::default() },
+        ..d
+    };
+    let v = validate(&json!({ "question": "q", "mode": "vote" }), &backed).unwrap();
+    assert_eq!(v.config["chairmanFallbackModel"], "sim/zeta");
 }
