@@ -29,6 +29,8 @@ pub struct Options {
     pub sim_over_http: bool,
     /// Use this database URL instead of a temporary SQLite file.
     pub database_url: Option<String>,
+    /// Backup models for the single-model roles (the configuration's `[fallback]`).
+    pub fallback: conclave::modes::Fallbacks,
 }
 
 impl Default for Options {
@@ -38,6 +40,7 @@ impl Default for Options {
             stage_timeout_ms: 120_000,
             sim_over_http: false,
             database_url: None,
+            fallback: Default::default(),
         }
     }
 }
@@ -58,6 +61,7 @@ pub async fn spawn_with(opts: Options) -> TestApp {
         .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("test.db").display()));
     config.sim = SimConfig { latency_ms: opts.sim_latency_ms, ..SimConfig::default() };
     config.stage_timeout_ms = opts.stage_timeout_ms;
+    config.fallback = opts.fallback.clone();
     config.heartbeat_interval = Duration::from_millis(500);
     config.client_timeout = Duration::from_secs(5);
     config.token_flush = Duration::from_millis(20);

@@ -5,6 +5,7 @@
 mod cancel;
 mod cli;
 mod council;
+mod fallback;
 mod helpers;
 mod lists;
 mod modes;
