@@ -19,6 +19,8 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://conclave.db";
 pub const DEFAULT_OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
 pub const DEFAULT_STAGE_TIMEOUT_MS: u64 = 120_000;
+/// Concurrent calls to OpenRouter (or `OPENROUTER_BASE_URL`) unless configured.
+pub const DEFAULT_OPENROUTER_MAX_CONCURRENT_CALLS: usize = 16;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -45,6 +47,9 @@ pub struct RouteConfig {
     /// Send `llama3` for `ollama/llama3` (default true).
     #[serde(default = "yes")]
     pub strip_prefix: bool,
+    /// At most this many calls to this route at once; more wait their turn (default: no cap).
+    #[serde(default)]
+    pub max_concurrent_calls: Option<usize>,
 }
 
 fn yes() -> bool {
@@ -56,6 +61,8 @@ fn yes() -> bool {
 #[serde(deny_unknown_fields)]
 pub struct SimSection {
     pub latency_ms: Option<u64>,
+    /// At most this many in-process sim calls at once (default: no cap).
+    pub max_concurrent_calls: Option<usize>,
     #[serde(default)]
     pub models: HashMap<String, SimModelConfig>,
 }
@@ -68,6 +75,8 @@ pub struct FileConfig {
     pub database_url: Option<String>,
     pub stage_timeout_ms: Option<u64>,
     pub openrouter_base_url: Option<String>,
+    /// At most this many calls to OpenRouter at once (default 16).
+    pub openrouter_max_concurrent_calls: Option<usize>,
     #[serde(default)]
     pub sim: SimSection,
     #[serde(default)]
@@ -104,7 +113,10 @@ pub struct Config {
     pub stage_timeout_ms: u64,
     pub openrouter_api_key: Option<String>,
     pub openrouter_base_url: String,
+    pub openrouter_max_concurrent_calls: usize,
     pub sim: SimConfig,
+    /// Cap on concurrent in-process sim calls.
+    pub sim_max_concurrent_calls: Option<usize>,
     pub routes: Vec<RouteConfig>,
     pub heartbeat_interval: Duration,
     pub client_timeout: Duration,
@@ -129,7 +141,9 @@ impl Config {
             stage_timeout_ms: DEFAULT_STAGE_TIMEOUT_MS,
             openrouter_api_key: None,
             openrouter_base_url: DEFAULT_OPENROUTER_BASE_URL.into(),
+            openrouter_max_concurrent_calls: DEFAULT_OPENROUTER_MAX_CONCURRENT_CALLS,
             sim: SimConfig::default(),
+            sim_max_concurrent_calls: None,
             routes: Vec::new(),
             heartbeat_interval: Duration::from_secs(5),
             client_timeout: Duration::from_secs(30),
@@ -194,9 +208,25 @@ impl Config {
             c.sim.latency_ms = ms;
         }
         c.sim.models = file.sim.models;
+        let cap_ok = |n: Option<usize>| n.is_none_or(|n| (1..=10_000).contains(&n));
+        if !cap_ok(file.openrouter_max_concurrent_calls) || !cap_ok(file.sim.max_concurrent_calls) {
+            return Err(ConfigError::Invalid(
+                "max_concurrent_calls must be between 1 and 10000".into(),
+            ));
+        }
+        c.sim_max_concurrent_calls = file.sim.max_concurrent_calls;
+        if let Some(n) = file.openrouter_max_concurrent_calls {
+            c.openrouter_max_concurrent_calls = n;
+        }
         for r in &file.routes {
             if r.prefix.is_empty() {
                 return Err(ConfigError::Invalid("a route has an empty prefix".into()));
+            }
+            if !cap_ok(r.max_concurrent_calls) {
+                return Err(ConfigError::Invalid(format!(
+                    "route {:?}: max_concurrent_calls must be between 1 and 10000",
+                    r.prefix
+                )));
             }
             if !(r.base_url.starts_with("http://") || r.base_url.starts_with("https://")) {
                 return Err(ConfigError::Invalid(format!(
@@ -269,6 +299,7 @@ impl Config {
                     strip_prefix: r.strip_prefix,
                     provider: Arc::new(OpenAiCompatible::new(&r.base_url, key))
                         as Arc<dyn Provider>,
+                    max_concurrent_calls: r.max_concurrent_calls,
                 }
             })
             .collect();
@@ -277,13 +308,14 @@ impl Config {
                 prefix: "sim/".into(),
                 strip_prefix: false,
                 provider: Arc::new(SimProvider::new(self.sim.clone())),
+                max_concurrent_calls: self.sim_max_concurrent_calls,
             });
         }
         let fallback = self.openrouter_api_key.as_ref().map(|key| {
             Arc::new(OpenAiCompatible::new(&self.openrouter_base_url, Some(key.clone())))
                 as Arc<dyn Provider>
         });
-        Providers::new(routes, fallback)
+        Providers::new(routes, fallback).cap_fallback(Some(self.openrouter_max_concurrent_calls))
     }
 }
 
@@ -324,6 +356,24 @@ mod tests {
         assert_eq!(c.sim.models["sim/slow"].latency_ms, Some(5000));
         assert!(c.routes[0].strip_prefix);
         assert!(c.offline());
+    }
+
+    #[test]
+    fn concurrency_caps_are_read_and_checked() {
+        let file: FileConfig = toml::from_str(
+            "openrouter_max_concurrent_calls = 4\n[sim]\nmax_concurrent_calls = 2\n\
+             [[routes]]\nprefix = \"x/\"\nbase_url = \"http://h/v1\"\nmax_concurrent_calls = 3",
+        )
+        .unwrap();
+        let c = Config::from_parts(file, &Overrides::default(), None, None, None).unwrap();
+        assert_eq!((c.openrouter_max_concurrent_calls, c.sim_max_concurrent_calls), (4, Some(2)));
+        assert_eq!(c.routes[0].max_concurrent_calls, Some(3));
+        assert_eq!(Config::defaults().openrouter_max_concurrent_calls, 16);
+        let zero: FileConfig = toml::from_str(
+            "[[routes]]\nprefix = \"x/\"\nbase_url = \"http://h\"\nmax_concurrent_calls = 0",
+        )
+        .unwrap();
+        assert!(Config::from_parts(zero, &Overrides::default(), None, None, None).is_err());
     }
 
     #[test]

@@ -4,6 +4,12 @@
 //! wins; `sim/` goes to the in-process sim unless a route sends it elsewhere; everything else
 //! to OpenRouter or `OPENROUTER_BASE_URL`). Providers know nothing of modes or runs: they take
 //! messages and return text, streaming deltas through an optional channel.
+//!
+//! Each route (and the fallback) may cap its concurrent calls: a call first waits for a permit
+//! of its provider's semaphore, holds it for the whole request (streaming included) and gives it
+//! back when the request ends or is dropped. The wait is part of the call's future, so it counts
+//! against the call's timeout and a cancelled call stops waiting. A completion with no text is
+//! `Malformed` whichever provider sent it.
 
 pub mod openai;
 pub mod sim;
@@ -15,6 +21,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::Semaphore;
 
 use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
 
@@ -55,21 +62,58 @@ pub struct Route {
     /// Remove the prefix from the model id before sending it (e.g. `ollama/llama3` -> `llama3`).
     pub strip_prefix: bool,
     pub provider: Arc<dyn Provider>,
+    /// At most this many calls to this route's provider at once (`None`: no cap).
+    pub max_concurrent_calls: Option<usize>,
+}
+
+/// A provider with its concurrency cap.
+#[derive(Clone)]
+struct Capped {
+    provider: Arc<dyn Provider>,
+    permits: Option<Arc<Semaphore>>,
+}
+
+impl Capped {
+    fn new(provider: Arc<dyn Provider>, max: Option<usize>) -> Self {
+        let permits = max.map(|n| Arc::new(Semaphore::new(n.clamp(1, Semaphore::MAX_PERMITS))));
+        Capped { provider, permits }
+    }
+}
+
+struct Served {
+    prefix: String,
+    strip_prefix: bool,
+    target: Capped,
 }
 
 /// Routes model ids to providers.
 #[derive(Clone)]
 pub struct Providers {
-    routes: Arc<Vec<Route>>,
+    routes: Arc<Vec<Served>>,
     /// Serves ids no route matches (OpenRouter or `OPENROUTER_BASE_URL`), if a key is configured.
-    fallback: Option<Arc<dyn Provider>>,
+    fallback: Option<Capped>,
 }
 
 impl Providers {
+    /// `fallback` has no cap; see [`Providers::cap_fallback`].
     pub fn new(mut routes: Vec<Route>, fallback: Option<Arc<dyn Provider>>) -> Self {
         // Longest prefix first, so `sim/slow-` can override `sim/`.
         routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
-        Self { routes: Arc::new(routes), fallback }
+        let routes = routes
+            .into_iter()
+            .map(|r| Served {
+                prefix: r.prefix,
+                strip_prefix: r.strip_prefix,
+                target: Capped::new(r.provider, r.max_concurrent_calls),
+            })
+            .collect();
+        Self { routes: Arc::new(routes), fallback: fallback.map(|p| Capped::new(p, None)) }
+    }
+
+    /// Caps the fallback provider's concurrent calls.
+    pub fn cap_fallback(mut self, max: Option<usize>) -> Self {
+        self.fallback = self.fallback.map(|f| Capped::new(f.provider, max));
+        self
     }
 
     /// True when a real (non-sim) default provider is configured.
@@ -79,10 +123,14 @@ impl Providers {
 
     /// The provider and provider-side model id for `model`, or a message saying why none serves it.
     pub fn resolve(&self, model: &str) -> Result<(Arc<dyn Provider>, String), String> {
+        self.target(model).map(|(t, id)| (t.provider, id))
+    }
+
+    fn target(&self, model: &str) -> Result<(Capped, String), String> {
         for route in self.routes.iter() {
             if let Some(rest) = model.strip_prefix(route.prefix.as_str()) {
                 let id = if route.strip_prefix { rest.to_string() } else { model.to_string() };
-                return Ok((route.provider.clone(), id));
+                return Ok((route.target.clone(), id));
             }
         }
         match &self.fallback {
@@ -94,20 +142,123 @@ impl Providers {
         }
     }
 
-    /// Runs one chat request against whichever provider serves `model`.
+    /// Runs one chat request against whichever provider serves `model`, once that provider
+    /// has a free permit.
     pub fn chat(
         &self,
         model: &str,
         messages: Vec<ChatMessage>,
         deltas: Option<UnboundedSender<String>>,
     ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
-        match self.resolve(model) {
-            Ok((provider, id)) => provider.chat(ChatRequest { model: id, messages }, deltas),
+        match self.target(model) {
+            Ok((Capped { provider, permits }, id)) => Box::pin(async move {
+                // Held until the request ends or is dropped; the semaphore is never closed.
+                let _permit = match permits {
+                    Some(p) => p.acquire_owned().await.ok(),
+                    None => None,
+                };
+                let resp = provider.chat(ChatRequest { model: id, messages }, deltas).await?;
+                if resp.text.trim().is_empty() {
+                    return Err(CallError::new(
+                        CallErrorKind::Malformed,
+                        None,
+                        "the response holds no completion text",
+                    ));
+                }
+                Ok(resp)
+            }),
             Err(message) => {
                 Box::pin(
                     async move { Err(CallError::new(CallErrorKind::Transport, None, message)) },
                 )
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// Answers after a pause, counting how many of its calls run at once.
+    struct Counting {
+        now: Arc<AtomicUsize>,
+        max: Arc<AtomicUsize>,
+    }
+
+    impl Provider for Counting {
+        fn chat(
+            &self,
+            request: ChatRequest,
+            _: Option<UnboundedSender<String>>,
+        ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
+            let (now, max) = (self.now.clone(), self.max.clone());
+            Box::pin(async move {
+                let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                max.fetch_max(n, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                now.fetch_sub(1, Ordering::SeqCst);
+                Ok(ChatResponse { text: request.model, usage: None })
+            })
+        }
+    }
+
+    fn capped(max: Option<usize>) -> (Providers, Arc<AtomicUsize>) {
+        let peak = Arc::new(AtomicUsize::new(0));
+        let provider = Counting { now: Arc::new(AtomicUsize::new(0)), max: peak.clone() };
+        let route = Route {
+            prefix: "c/".into(),
+            strip_prefix: false,
+            provider: Arc::new(provider),
+            max_concurrent_calls: max,
+        };
+        (Providers::new(vec![route], None), peak)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cap_of_two_lets_two_of_five_calls_run_at_once() {
+        let (providers, peak) = capped(Some(2));
+        let started = tokio::time::Instant::now();
+        let calls = (0..5).map(|i| providers.chat(&format!("c/{i}"), Vec::new(), None));
+        let replies = futures_util::future::join_all(calls).await;
+        assert!(replies.iter().all(Result::is_ok));
+        assert_eq!(peak.load(Ordering::SeqCst), 2);
+        assert_eq!(started.elapsed(), Duration::from_millis(300), "three waves of 100 ms");
+        let (uncapped, peak) = capped(None);
+        let calls = (0..5).map(|i| uncapped.chat(&format!("c/{i}"), Vec::new(), None));
+        futures_util::future::join_all(calls).await;
+        assert_eq!(peak.load(Ordering::SeqCst), 5);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dropped_wait_gives_up_its_place_and_a_timed_out_wait_is_a_timeout() {
+        let (providers, _) = capped(Some(1));
+        let first = tokio::spawn(providers.chat("c/a", Vec::new(), None));
+        tokio::task::yield_now().await;
+        let waiting = tokio::time::timeout(
+            Duration::from_millis(50),
+            providers.chat("c/b", Vec::new(), None),
+        )
+        .await;
+        assert!(waiting.is_err(), "the wait for a permit counts against the timeout");
+        assert!(first.await.unwrap().is_ok());
+        let third = providers.chat("c/c", Vec::new(), None).await.unwrap();
+        assert_eq!(third.text, "c/c", "the dropped waiter did not keep a permit");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_empty_completion_is_malformed() {
+        let sim = sim::SimProvider::new(sim::SimConfig::default());
+        let route = Route {
+            prefix: "sim/".into(),
+            strip_prefix: false,
+            provider: Arc::new(sim),
+            max_concurrent_calls: None,
+        };
+        let providers = Providers::new(vec![route], None);
+        let e = providers.chat("sim/empty", vec![ChatMessage::user("Q?")], None).await.unwrap_err();
+        assert_eq!(e.kind, CallErrorKind::Malformed);
     }
 }

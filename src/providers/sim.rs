@@ -2,11 +2,13 @@
 //!
 //! Behaviour by name: `sim/fail…` always fails (HTTP 503), `sim/stall…` never answers (until
 //! the request is dropped), `sim/malformed…` answers without the requested structure,
-//! `sim/flaky…` and `sim/ratelimit…` fail each prompt's first attempt (503, 429), `sim/xss…`
-//! answers normally with hostile markup in its prose; other names answer (see
-//! [`super::sim_text`]), subject to the configured `fail_rate` and
-//! `malformed_rate`, drawn deterministically from the prompt. Answers stream over the
-//! configured latency.
+//! `sim/flaky…` and `sim/ratelimit…` fail each prompt's first attempt (503, 429), `sim/reset…`
+//! breaks each prompt's first attempt off mid-stream (a transport error after some text; the
+//! sim-server drops the connection), `sim/empty…` answers an empty completion,
+//! `sim/slowstart…` is silent for [`SLOWSTART_DELAY`] (or its `start_delay_ms`) before its
+//! first byte, `sim/xss…` answers normally with hostile markup in its prose; other names answer
+//! (see [`super::sim_text`]), subject to the configured `fail_rate` and `malformed_rate`, drawn
+//! deterministically from the prompt. Answers stream over the configured latency.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,7 +32,13 @@ pub struct SimModelConfig {
     pub malformed_rate: f64,
     /// Never answer.
     pub stall: bool,
+    /// Silence before the first byte (default 0, or [`SLOWSTART_DELAY`] for `sim/slowstart…`).
+    pub start_delay_ms: Option<u64>,
 }
+
+/// How long a `sim/slowstart…` model is silent before its first byte unless configured: longer
+/// than the shortest stage timeout (10 s), so at that timeout it always times out.
+pub const SLOWSTART_DELAY: Duration = Duration::from_secs(15);
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
@@ -50,6 +58,8 @@ impl Default for SimConfig {
 pub enum Behaviour {
     Answer,
     Malformed,
+    /// A well-formed but empty completion (`200` with `""`).
+    Empty,
     Fail,
     Stall,
 }
@@ -59,6 +69,15 @@ pub struct SimProvider {
     config: Arc<SimConfig>,
     /// Attempts seen per (model, prompt), for the models that fail only their first attempt.
     attempts: Arc<Mutex<HashMap<u64, u32>>>,
+}
+
+/// The error of an attempt whose connection broke mid-stream.
+pub fn simulated_reset(model: &str) -> CallError {
+    CallError::new(
+        CallErrorKind::Transport,
+        None,
+        format!("simulated connection reset of {model} mid-stream"),
+    )
 }
 
 impl SimProvider {
@@ -77,12 +96,7 @@ impl SimProvider {
         } else {
             return None;
         };
-        let last = messages.last().map(|m| m.content.as_str()).unwrap_or("");
-        let key = seed_of(&[model, last]);
-        let mut attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
-        let n = attempts.entry(key).or_insert(0);
-        *n += 1;
-        if *n > 1 {
+        if !self.first_attempt(model, messages, "") {
             return None;
         }
         let message =
@@ -91,6 +105,34 @@ impl SimProvider {
             CallError::new(CallErrorKind::Http, Some(status), format!("{message} of {model}"));
         e.retry_after_ms = retry_after_ms;
         Some(e)
+    }
+
+    /// Counts an attempt at this prompt (per `salt`) and says whether it was the first.
+    fn first_attempt(&self, model: &str, messages: &[ChatMessage], salt: &str) -> bool {
+        let last = messages.last().map(|m| m.content.as_str()).unwrap_or("");
+        let key =
+            if salt.is_empty() { seed_of(&[model, last]) } else { seed_of(&[model, last, salt]) };
+        let mut attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
+        let n = attempts.entry(key).or_insert(0);
+        *n += 1;
+        *n == 1
+    }
+
+    /// Whether this attempt breaks off mid-stream: `sim/reset…` at each prompt's first attempt.
+    /// Counts the attempt, so call it once per request.
+    pub fn resets_now(&self, model: &str, messages: &[ChatMessage]) -> bool {
+        let name = model.strip_prefix("sim/").unwrap_or(model);
+        name.starts_with("reset") && self.first_attempt(model, messages, "reset")
+    }
+
+    /// Silence before the first byte of an answer.
+    pub fn start_delay(&self, model: &str) -> Duration {
+        let name = model.strip_prefix("sim/").unwrap_or(model);
+        match self.model_config(model).start_delay_ms {
+            Some(ms) => Duration::from_millis(ms),
+            None if name.starts_with("slowstart") => SLOWSTART_DELAY,
+            None => Duration::ZERO,
+        }
     }
 
     fn model_config(&self, model: &str) -> SimModelConfig {
@@ -114,6 +156,9 @@ impl SimProvider {
         if name.starts_with("malformed") {
             return Behaviour::Malformed;
         }
+        if name.starts_with("empty") {
+            return Behaviour::Empty;
+        }
         let last = messages.last().map(|m| m.content.as_str()).unwrap_or("");
         let draw = |salt: &str| (seed_of(&[model, last, salt]) % 10_000) as f64 / 10_000.0;
         if draw("fail") < cfg.fail_rate {
@@ -135,20 +180,33 @@ pub fn simulated_failure(model: &str) -> CallError {
     CallError::new(CallErrorKind::Http, Some(503), format!("simulated failure of {model}"))
 }
 
-impl Provider for SimProvider {
-    fn chat(
+impl SimProvider {
+    /// Answers `request` at once: what [`Provider::chat`] does after the start delay. The
+    /// sim-server waits out the start delay itself, before it sends any header.
+    pub fn chat_after_start(
         &self,
         request: ChatRequest,
         deltas: Option<UnboundedSender<String>>,
     ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
+        self.answer(request, deltas, Duration::ZERO)
+    }
+
+    fn answer(
+        &self,
+        request: ChatRequest,
+        deltas: Option<UnboundedSender<String>>,
+        start_delay: Duration,
+    ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
         let behaviour = self.behaviour(&request.model, &request.messages);
         let latency = self.latency(&request.model);
         let transient = self.transient_failure(&request.model, &request.messages);
+        let reset = transient.is_none() && self.resets_now(&request.model, &request.messages);
         Box::pin(async move {
             if let Some(e) = transient {
                 tokio::time::sleep(latency / 4).await;
                 return Err(e);
             }
+            tokio::time::sleep(start_delay).await;
             let text = match behaviour {
                 Behaviour::Stall => {
                     futures_util::future::pending::<()>().await;
@@ -160,20 +218,30 @@ impl Provider for SimProvider {
                 }
                 Behaviour::Answer => respond(&request.model, &request.messages, false),
                 Behaviour::Malformed => respond(&request.model, &request.messages, true),
+                Behaviour::Empty => String::new(),
             };
             match deltas {
-                Some(tx) => {
-                    // Stream in about a dozen pieces spread over the latency.
+                Some(tx) if !text.is_empty() => {
+                    // Stream in about a dozen pieces spread over the latency; a reset breaks
+                    // off after the first third of them.
                     let words: Vec<&str> = text.split_inclusive(' ').collect();
                     let per = words.len().div_ceil(12).max(1);
                     let chunks: Vec<&[&str]> = words.chunks(per).collect();
                     let pause = latency / chunks.len().max(1) as u32;
-                    for chunk in chunks {
+                    let sent = if reset { chunks.len().div_ceil(3) } else { chunks.len() };
+                    for chunk in &chunks[..sent] {
                         tokio::time::sleep(pause).await;
                         let _ = tx.send(chunk.concat());
                     }
+                    if reset {
+                        return Err(simulated_reset(&request.model));
+                    }
                 }
-                None => tokio::time::sleep(latency).await,
+                _ if reset => {
+                    tokio::time::sleep(latency / 3).await;
+                    return Err(simulated_reset(&request.model));
+                }
+                _ => tokio::time::sleep(latency).await,
             }
             let prompt: String = request.messages.iter().map(|m| m.content.as_str()).collect();
             let usage = Usage {
@@ -183,6 +251,17 @@ impl Provider for SimProvider {
             };
             Ok(ChatResponse { text, usage: Some(usage) })
         })
+    }
+}
+
+impl Provider for SimProvider {
+    fn chat(
+        &self,
+        request: ChatRequest,
+        deltas: Option<UnboundedSender<String>>,
+    ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
+        let start_delay = self.start_delay(&request.model);
+        self.answer(request, deltas, start_delay)
     }
 }
 
@@ -219,6 +298,42 @@ mod tests {
         }
         assert_eq!(joined, resp.text);
         assert!(pieces > 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reset_breaks_off_the_first_attempt_mid_stream_and_the_retry_answers() {
+        let sim = SimProvider::new(SimConfig::default());
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let err = sim.chat(ask("sim/reset-a"), Some(tx)).await.unwrap_err();
+        assert_eq!((err.kind, err.status), (CallErrorKind::Transport, None));
+        let mut partial = String::new();
+        while let Some(d) = rx.recv().await {
+            partial.push_str(&d);
+        }
+        let whole = sim.chat(ask("sim/reset-a"), None).await.unwrap().text;
+        assert!(!partial.is_empty() && partial.len() < whole.len(), "some text, not all");
+        assert!(whole.starts_with(&partial));
+        let other = ChatRequest {
+            model: "sim/reset-a".into(),
+            messages: vec![ChatMessage::user("Other?")],
+        };
+        assert!(sim.chat(other, None).await.is_err(), "the first attempt at each prompt breaks");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn empty_and_slowstart_models() {
+        let sim = SimProvider::new(SimConfig::default());
+        assert_eq!(sim.chat(ask("sim/empty-a"), None).await.unwrap().text, "");
+        let started = tokio::time::Instant::now();
+        let ok = sim.chat(ask("sim/slowstart-a"), None).await.unwrap();
+        assert!(ok.text.contains("simulated"));
+        assert!(started.elapsed() >= SLOWSTART_DELAY);
+        let mut models = HashMap::new();
+        let quick = SimModelConfig { start_delay_ms: Some(50), ..Default::default() };
+        models.insert("sim/slowstart-b".to_string(), quick);
+        let sim = SimProvider::new(SimConfig { latency_ms: 10, models });
+        assert_eq!(sim.start_delay("sim/slowstart-b"), Duration::from_millis(50));
+        assert_eq!(sim.start_delay("sim/alpha"), Duration::ZERO);
     }
 
     #[test]

@@ -2,8 +2,14 @@
 //! benchmarks drive the real HTTP client path.
 //!
 //! `POST /v1/chat/completions` (streaming and not), `GET /v1/models`, and `GET /sim/stats`:
-//! counters of requests, completed answers, and streams whose client went away before the end
-//! (`aborted`), which is how a test sees a cancelled run drop its connections.
+//! counters of requests, completed answers, streams whose client went away before the end
+//! (`aborted`, which is how a test sees a cancelled run drop its connections), connections the
+//! server broke off on purpose (`resets`, for `sim/reset…`), and requests in flight now and at
+//! most at once (`inFlight`, `maxInFlight`, how a test sees a concurrency cap hold).
+//!
+//! The wire shapes of the faults: `sim/slowstart…` sends nothing (not even headers) until its
+//! start delay has passed; `sim/reset…` sends part of its answer, then closes the connection
+//! without ending the response; `sim/empty…` answers `200` with empty content.
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,14 +23,17 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::sim::{simulated_failure, Behaviour, SimProvider};
-use super::{BoxFuture, ChatRequest, ChatResponse, Provider};
-use crate::modes::{CallError, ChatMessage};
+use super::{BoxFuture, ChatRequest, ChatResponse};
+use crate::modes::{CallError, CallErrorKind, ChatMessage};
 
 #[derive(Default)]
 struct Counters {
     requests: AtomicU64,
     completed: AtomicU64,
     aborted: AtomicU64,
+    resets: AtomicU64,
+    in_flight: AtomicU64,
+    max_in_flight: AtomicU64,
 }
 
 /// A cheap, cloneable view of the server's counters.
@@ -32,10 +41,14 @@ struct Counters {
 pub struct SimStats(Arc<Counters>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StatsSnapshot {
     pub requests: u64,
     pub completed: u64,
     pub aborted: u64,
+    pub resets: u64,
+    pub in_flight: u64,
+    pub max_in_flight: u64,
 }
 
 impl SimStats {
@@ -44,20 +57,53 @@ impl SimStats {
             requests: self.0.requests.load(Ordering::SeqCst),
             completed: self.0.completed.load(Ordering::SeqCst),
             aborted: self.0.aborted.load(Ordering::SeqCst),
+            resets: self.0.resets.load(Ordering::SeqCst),
+            in_flight: self.0.in_flight.load(Ordering::SeqCst),
+            max_in_flight: self.0.max_in_flight.load(Ordering::SeqCst),
         }
     }
 }
 
-/// Counts a stream as aborted unless it reached its end.
-struct StreamGuard {
+/// A request in flight, from its arrival until its last byte is produced or it is dropped.
+///
+/// It ends *before* the last byte goes out, so a client that starts its next request only once
+/// the previous one has ended never makes the server count both at once.
+struct InFlight {
     stats: SimStats,
+    ended: bool,
+}
+
+impl InFlight {
+    fn begin(stats: &SimStats) -> Self {
+        let now = stats.0.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        stats.0.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight { stats: stats.clone(), ended: false }
+    }
+
+    fn end(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            self.stats.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// Counts a stream as aborted unless it reached its end (or was reset on purpose).
+struct StreamGuard {
+    flight: InFlight,
     finished: bool,
 }
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
         if !self.finished {
-            self.stats.0.aborted.fetch_add(1, Ordering::SeqCst);
+            self.flight.stats.0.aborted.fetch_add(1, Ordering::SeqCst);
         }
     }
 }
@@ -122,6 +168,7 @@ fn chunk(model: &str, delta: Value) -> Bytes {
 
 async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpResponse {
     state.stats.0.requests.fetch_add(1, Ordering::SeqCst);
+    let mut flight = InFlight::begin(&state.stats);
     let Some(model) = body.get("model").and_then(Value::as_str).map(str::to_string) else {
         return bad_request("`model` is required");
     };
@@ -146,9 +193,15 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
         tokio::time::sleep(state.sim.latency(&model) / 2).await;
         return failure(&simulated_failure(&model));
     }
+    // Nothing at all (not even headers) before the start delay has passed.
+    tokio::time::sleep(state.sim.start_delay(&model)).await;
     let request = ChatRequest { model: model.clone(), messages };
     if !stream {
-        return match state.sim.chat(request, None).await {
+        return match state.sim.chat_after_start(request, None).await {
+            Err(e) if e.kind == CallErrorKind::Transport => {
+                flight.end();
+                broken_body(&state.stats)
+            }
             Ok(r) => {
                 state.stats.0.completed.fetch_add(1, Ordering::SeqCst);
                 HttpResponse::Ok().json(json!({
@@ -162,8 +215,8 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
         };
     }
     let (tx, rx) = mpsc::unbounded_channel();
-    let answer = state.sim.chat(request, Some(tx));
-    let guard = StreamGuard { stats: state.stats.clone(), finished: false };
+    let answer = state.sim.chat_after_start(request, Some(tx));
+    let guard = StreamGuard { flight, finished: false };
     let body = futures_util::stream::unfold(
         StreamState { answer: Some(answer), rx, outcome: None, guard, model, done: false },
         next_chunk,
@@ -172,6 +225,18 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
         .content_type("text/event-stream")
         .insert_header(("Cache-Control", "no-cache"))
         .streaming(body)
+}
+
+/// A `200` whose body breaks off after its first bytes: the connection is closed without
+/// ending the response, as when a proxy or the provider drops it.
+fn broken_body(stats: &SimStats) -> HttpResponse {
+    stats.0.resets.fetch_add(1, Ordering::SeqCst);
+    let start = Bytes::from_static(b"{\"object\":\"chat.completion\",\"choices\":[{\"index\":0,");
+    let body = futures_util::stream::iter([
+        Ok(start),
+        Err(actix_web::error::ErrorInternalServerError("simulated connection reset")),
+    ]);
+    HttpResponse::Ok().content_type("application/json").streaming(body)
 }
 
 /// How often a stream with nothing to say sends a comment line.
@@ -198,7 +263,17 @@ async fn next_chunk(mut st: StreamState) -> Option<(Result<Bytes, actix_web::Err
                 let c = chunk(&st.model, json!({ "content": d }));
                 return Some((Ok(c), st));
             }
+            st.done = true;
+            st.guard.finished = true;
+            st.guard.flight.end();
             let tail = match st.outcome.take() {
+                Some(Err(e)) if e.kind == CallErrorKind::Transport => {
+                    // Break the connection off mid-response: actix closes it on a body error.
+                    st.guard.flight.stats.0.resets.fetch_add(1, Ordering::SeqCst);
+                    let reset =
+                        actix_web::error::ErrorInternalServerError("simulated connection reset");
+                    return Some((Err(reset), st));
+                }
                 Some(Ok(r)) => {
                     let usage = json!({ "object": "chat.completion.chunk", "model": st.model,
                                         "choices": [], "usage": usage_json(&r) });
@@ -209,9 +284,7 @@ async fn next_chunk(mut st: StreamState) -> Option<(Result<Bytes, actix_web::Err
                 }
                 None => "data: [DONE]\n\n".to_string(),
             };
-            st.done = true;
-            st.guard.finished = true;
-            st.guard.stats.0.completed.fetch_add(1, Ordering::SeqCst);
+            st.guard.flight.stats.0.completed.fetch_add(1, Ordering::SeqCst);
             return Some((Ok(Bytes::from(tail)), st));
         }
         let answer = st.answer.as_mut()?;
@@ -245,6 +318,11 @@ async fn models() -> HttpResponse {
         "sim/fail",
         "sim/stall",
         "sim/malformed",
+        "sim/flaky",
+        "sim/ratelimit",
+        "sim/reset",
+        "sim/empty",
+        "sim/slowstart",
     ]
     .iter()
     .map(|id| json!({ "id": id, "object": "model", "owned_by": "conclave-sim" }))

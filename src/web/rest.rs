@@ -170,6 +170,9 @@ pub async fn models(state: web::Data<AppState>) -> HttpResponse {
             "sim/malformed…": "answers without the requested structure",
             "sim/flaky…": "fails the first attempt at each prompt with HTTP 503, then answers",
             "sim/ratelimit…": "answers the first attempt at each prompt with HTTP 429 and Retry-After: 1, then answers",
+            "sim/reset…": "breaks the connection off mid-stream on the first attempt at each prompt, then answers when retried",
+            "sim/empty…": "answers an empty completion (200 with empty content)",
+            "sim/slowstart…": "sends nothing for 15 s (or its start_delay_ms) before answering",
             "sim/xss…": "answers normally, with hostile HTML and markdown (script, event handlers, javascript: links) in its prose, for testing sanitisers",
         },
     }))

@@ -1,10 +1,11 @@
 //! `spawn_app` and the clients the tests drive it with.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use conclave::app::Application;
 use conclave::config::{Config, RouteConfig};
-use conclave::providers::sim::{SimConfig, SimProvider};
+use conclave::providers::sim::{SimConfig, SimModelConfig, SimProvider};
 use conclave::providers::sim_server::{self, SimStats};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
@@ -29,6 +30,10 @@ pub struct Options {
     pub sim_over_http: bool,
     /// Use this database URL instead of a temporary SQLite file.
     pub database_url: Option<String>,
+    /// Per-model sim settings (`[sim.models."sim/x"]`).
+    pub sim_models: HashMap<String, SimModelConfig>,
+    /// Cap on concurrent calls to the sim (its route when over HTTP).
+    pub max_concurrent_calls: Option<usize>,
     /// Backup models for the single-model roles (the configuration's `[fallback]`).
     pub fallback: conclave::modes::Fallbacks,
 }
@@ -40,6 +45,8 @@ impl Default for Options {
             stage_timeout_ms: 120_000,
             sim_over_http: false,
             database_url: None,
+            sim_models: HashMap::new(),
+            max_concurrent_calls: None,
             fallback: Default::default(),
         }
     }
@@ -59,7 +66,8 @@ pub async fn spawn_with(opts: Options) -> TestApp {
         .database_url
         .clone()
         .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("test.db").display()));
-    config.sim = SimConfig { latency_ms: opts.sim_latency_ms, ..SimConfig::default() };
+    config.sim = SimConfig { latency_ms: opts.sim_latency_ms, models: opts.sim_models.clone() };
+    config.sim_max_concurrent_calls = opts.max_concurrent_calls;
     config.stage_timeout_ms = opts.stage_timeout_ms;
     config.fallback = opts.fallback.clone();
     config.heartbeat_interval = Duration::from_millis(500);
@@ -81,6 +89,7 @@ pub async fn spawn_with(opts: Options) -> TestApp {
             api_key: None,
             api_key_env: None,
             strip_prefix: false,
+            max_concurrent_calls: opts.max_concurrent_calls,
         });
     }
     let database_url = config.database_url.clone();

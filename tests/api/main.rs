@@ -6,6 +6,7 @@ mod cancel;
 mod cli;
 mod council;
 mod fallback;
+mod faults;
 mod helpers;
 mod lists;
 mod modes;

@@ -1,0 +1,971 @@
+//! Fault injection: every mode against sim models reached over HTTP through the sim-server,
+//! with panels mixing healthy models and injected faults (stalls past the stage timeout, slow
+//! first bytes, 429 with `Retry-After`, 503s once or always, connections reset mid-stream,
+//! malformed and empty answers).
+//!
+//! Each run's outcome is recorded (completed, partial = completed with some panel call failed, or
+//! failed), and its stored stage rows are checked against what it published: every row a
+//! stage-complete event announces exists exactly once in `deliberation_stages`, the result
+//! rebuilt from the rows (`GET /api/deliberations/{id}`) equals the events' payloads, and the
+//! stored status matches the terminal event. The table is printed (`--nocapture`) and written to
+//! `target/fault-report.txt`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use conclave::modes::{CallErrorKind, ChatMessage};
+use conclave::providers::openai::OpenAiCompatible;
+use conclave::providers::sim::{SimConfig, SimModelConfig, SimProvider};
+use conclave::providers::{sim_server, ChatRequest, Provider};
+use diesel::{Connection, RunQueryDsl};
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+fn ask(model: &str, question: &str) -> ChatRequest {
+    ChatRequest { model: model.into(), messages: vec![ChatMessage::user(question)] }
+}
+
+/// The faults as the HTTP client meets them: a reset is a transport error after some text and
+/// the retry answers, an empty answer is malformed, a slow start sends no header for a while.
+#[actix_web::test]
+async fn the_sim_server_serves_each_fault_on_the_wire() {
+    conclave::providers::openai::install_crypto();
+    let mut models = HashMap::new();
+    let slow = SimModelConfig { start_delay_ms: Some(400), ..Default::default() };
+    models.insert("sim/slowstart-w".to_string(), slow);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://127.0.0.1:{}/v1", listener.local_addr().unwrap().port());
+    let (server, stats) =
+        sim_server::build(listener, SimProvider::new(SimConfig { latency_ms: 60, models }))
+            .unwrap();
+    actix_web::rt::spawn(server);
+    let client = OpenAiCompatible::new(&base, None);
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let e = client.chat(ask("sim/reset-w", "Streamed?"), Some(tx)).await.unwrap_err();
+    assert_eq!(e.kind, CallErrorKind::Transport, "{e:?}");
+    let mut partial = String::new();
+    while let Ok(d) = rx.try_recv() {
+        partial.push_str(&d);
+    }
+    assert!(!partial.is_empty(), "some chunks arrived before the reset");
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let whole = client.chat(ask("sim/reset-w", "Streamed?"), Some(tx)).await.unwrap().text;
+    assert!(whole.starts_with(&partial) && whole.len() > partial.len());
+    let e = client.chat(ask("sim/reset-w", "Plain?"), None).await.unwrap_err();
+    assert_eq!(e.kind, CallErrorKind::Transport, "{e:?}");
+    assert!(client.chat(ask("sim/reset-w", "Plain?"), None).await.is_ok(), "the retry answers");
+    assert_eq!(stats.snapshot().resets, 2);
+
+    for deltas in [None, Some(tokio::sync::mpsc::unbounded_channel().0)] {
+        let e = client.chat(ask("sim/empty-w", "Anything?"), deltas).await.unwrap_err();
+        assert_eq!(e.kind, CallErrorKind::Malformed, "{e:?}");
+    }
+    let raw = reqwest::Client::new()
+        .post(format!("{base}/chat/completions"))
+        .json(&json!({ "model": "sim/empty-w", "messages": [{ "role": "user", "content": "Q" }] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(raw.status(), 200);
+    let body: Value = raw.json().await.unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], "", "200 with empty content");
+
+    let started = Instant::now();
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/chat/completions"))
+        .json(&json!({ "model": "sim/slowstart-w", "stream": true,
+                       "messages": [{ "role": "user", "content": "Slow?" }] }))
+        .send()
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(400), "no header before the delay");
+    assert!(resp.text().await.unwrap().contains("[DONE]"));
+    let s = stats.snapshot();
+    assert_eq!((s.in_flight, s.aborted), (0, 0), "{s:?}");
+}
+
+/// A route capped at 2 concurrent calls never has more than 2 at the sim-server.
+#[actix_web::test]
+async fn a_route_capped_at_two_never_has_more_than_two_calls_in_flight() {
+    let app = spawn_with(Options {
+        sim_over_http: true,
+        sim_latency_ms: 150,
+        max_concurrent_calls: Some(2),
+        ..Options::default()
+    })
+    .await;
+    let models = ["sim/alpha", "sim/beta", "sim/gamma", "sim/delta", "sim/epsilon"];
+    let started = app
+        .start(
+            json!({ "question": "Capped?", "councilModels": models, "chairmanModel": "sim/alpha" }),
+        )
+        .await;
+    let run = app.wait_done(started["runId"].as_str().unwrap()).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["result"]["stage1"].as_array().unwrap().len(), 5);
+    let s = app.sim_stats.as_ref().unwrap().snapshot();
+    assert_eq!(s.max_in_flight, 2, "five calls at a time were asked for: {s:?}");
+    // The fifth answer waited for two waves of 150 ms before its own.
+    let slowest = run["result"]["stage1"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["responseTimeMs"].as_i64())
+        .max()
+        .unwrap();
+    assert!(slowest >= 400, "the wait for a permit counts in the call's time: {slowest}");
+    app.stop().await;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Completed,
+    Partial,
+    Failed,
+}
+
+impl Outcome {
+    fn name(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Partial => "partial",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+struct Scenario {
+    name: &'static str,
+    /// What the panel is expected to do (reported; asserted only for recoverable faults).
+    expect: Outcome,
+    request: Value,
+}
+
+/// Non-Delphi stage timeout: the shortest allowed, so stalls end quickly.
+const STAGE_MS: u64 = 10_000;
+/// Delphi's per-round minimum.
+const ROUND_MS: u64 = 30_000;
+
+fn scenarios() -> Vec<Scenario> {
+    let t = STAGE_MS;
+    let council = |q: &str, models: &[&str], chair: &str| {
+        json!({ "mode": "council", "question": q, "councilModels": models,
+                "chairmanModel": chair, "timeoutMs": t })
+    };
+    let vote = |q: &str, models: &[&str], chair: &str| {
+        json!({ "mode": "vote", "question": q,
+                "modeConfig": { "models": models, "chairmanModel": chair, "timeoutMs": t } })
+    };
+    let jury = |content: &str, jurors: &[&str], foreman: &str| {
+        json!({ "mode": "jury", "question": "Evaluate this documentation",
+                "modeConfig": { "content": content, "originalQuestion": "Document the endpoint",
+                                "jurorModels": jurors, "foremanModel": foreman, "timeoutMs": t } })
+    };
+    let debate = |q: &str, models: &[&str]| json!({ "mode": "debate", "question": q, "modeConfig": { "models": models, "timeoutMs": t } });
+    let delphi = |q: &str, panel: &[&str], facilitator: &str, numeric: bool| {
+        let mut c = json!({ "panelistModels": panel, "facilitatorModel": facilitator,
+                            "maxRounds": 3, "timeoutMs": ROUND_MS });
+        if numeric {
+            c["questionType"] = json!("numeric");
+        }
+        json!({ "mode": "delphi", "question": q, "modeConfig": c })
+    };
+    let clarity = |content: &str, roles: [&str; 4]| {
+        json!({ "mode": "clarity", "question": "Score this brief",
+                "modeConfig": { "content": content, "discussion": "auto", "timeoutMs": t,
+                                "models": { "skeptic": roles[0], "advocate": roles[1],
+                                            "generalist": roles[2], "arbiter": roles[3] } } })
+    };
+    use Outcome::*;
+    let s = |name, expect, request| Scenario { name, expect, request };
+    vec![
+        s(
+            "council/transient",
+            Completed,
+            council(
+                "Monolith or services (transient)?",
+                &["sim/flaky-c", "sim/ratelimit-c", "sim/reset-c", "sim/alpha"],
+                "sim/reset-cc",
+            ),
+        ),
+        s(
+            "council/broken",
+            Partial,
+            council(
+                "Monolith or services (broken)?",
+                &["sim/fail", "sim/malformed", "sim/empty", "sim/alpha", "sim/beta"],
+                "sim/alpha",
+            ),
+        ),
+        s(
+            "council/timeouts",
+            Partial,
+            council(
+                "Monolith or services (timeouts)?",
+                &["sim/stall", "sim/slowstart", "sim/alpha", "sim/beta"],
+                "sim/gamma",
+            ),
+        ),
+        s(
+            "council/chairman",
+            Failed,
+            council(
+                "Monolith or services (chairman)?",
+                &["sim/alpha", "sim/beta", "sim/gamma"],
+                "sim/fail",
+            ),
+        ),
+        s(
+            "vote/transient",
+            Completed,
+            vote(
+                "Which database (transient)?",
+                &["sim/flaky-v", "sim/ratelimit-v", "sim/reset-v"],
+                "sim/alpha",
+            ),
+        ),
+        s(
+            "vote/broken",
+            Partial,
+            vote(
+                "Which database (broken)?",
+                &["sim/fail", "sim/empty", "sim/malformed", "sim/alpha", "sim/beta"],
+                "sim/gamma",
+            ),
+        ),
+        s(
+            "vote/timeouts",
+            Partial,
+            vote(
+                "Which database (timeouts)?",
+                &["sim/stall", "sim/slowstart-soon", "sim/alpha", "sim/beta"],
+                "sim/gamma",
+            ),
+        ),
+        s(
+            "vote/too-few",
+            Failed,
+            vote("Which database (too few)?", &["sim/fail", "sim/empty", "sim/alpha"], "sim/beta"),
+        ),
+        s(
+            "jury/transient",
+            Completed,
+            jury(
+                "## GET /users (transient)\nLists users.",
+                &["sim/flaky-j", "sim/ratelimit-j", "sim/reset-j"],
+                "sim/reset-jf",
+            ),
+        ),
+        s(
+            "jury/broken",
+            Partial,
+            jury(
+                "## GET /users (broken)\nLists users.",
+                &["sim/fail", "sim/malformed", "sim/empty", "sim/alpha", "sim/beta"],
+                "sim/delta",
+            ),
+        ),
+        s(
+            "jury/foreman-late",
+            Failed,
+            jury(
+                "## GET /users (timeouts)\nLists users.",
+                &["sim/stall", "sim/alpha", "sim/beta"],
+                "sim/slowstart",
+            ),
+        ),
+        s(
+            "debate/transient",
+            Completed,
+            debate(
+                "A 4-day week (transient)?",
+                &["sim/flaky-d", "sim/ratelimit-d", "sim/reset-d", "sim/alpha"],
+            ),
+        ),
+        s(
+            "debate/broken",
+            Partial,
+            debate(
+                "A 4-day week (broken)?",
+                &["sim/fail", "sim/empty", "sim/malformed", "sim/alpha", "sim/beta"],
+            ),
+        ),
+        s(
+            "debate/timeouts",
+            Partial,
+            debate(
+                "A 4-day week (timeouts)?",
+                &["sim/stall", "sim/slowstart-soon", "sim/alpha", "sim/beta"],
+            ),
+        ),
+        s(
+            "delphi/transient",
+            Completed,
+            delphi(
+                "How many engineers by 2030 (transient)?",
+                &["sim/flaky-p", "sim/ratelimit-p", "sim/reset-p", "sim/alpha"],
+                "sim/delta",
+                false,
+            ),
+        ),
+        s(
+            "delphi/broken",
+            Partial,
+            delphi(
+                "How many engineers by 2030 (broken)?",
+                &["sim/fail", "sim/empty", "sim/malformed", "sim/alpha", "sim/beta", "sim/gamma"],
+                "sim/delta",
+                false,
+            ),
+        ),
+        s(
+            "delphi/timeouts",
+            Partial,
+            delphi(
+                "How many engineers by 2030 (timeouts)?",
+                &["sim/stall", "sim/slowstart-soon", "sim/alpha", "sim/beta"],
+                "sim/epsilon",
+                true,
+            ),
+        ),
+        s(
+            "delphi/facilitator",
+            Failed,
+            delphi(
+                "How many engineers by 2030 (facilitator)?",
+                &["sim/alpha", "sim/beta", "sim/gamma"],
+                "sim/fail",
+                true,
+            ),
+        ),
+        s(
+            "clarity/transient",
+            Completed,
+            clarity(
+                "Brief (transient): ship weekly.",
+                ["sim/flaky-l", "sim/ratelimit-l", "sim/reset-l", "sim/alpha"],
+            ),
+        ),
+        s(
+            "clarity/broken",
+            Failed,
+            clarity(
+                "Brief (broken): ship weekly.",
+                ["sim/fail", "sim/empty", "sim/alpha", "sim/beta"],
+            ),
+        ),
+        s(
+            "clarity/unreadable",
+            Failed,
+            clarity(
+                "Brief (unreadable): ship weekly.",
+                ["sim/malformed", "sim/stall", "sim/alpha", "sim/beta"],
+            ),
+        ),
+        s(
+            "clarity/timeouts",
+            Partial,
+            clarity(
+                "Brief (timeouts): ship weekly.",
+                ["sim/stall", "sim/alpha", "sim/gamma", "sim/slowstart"],
+            ),
+        ),
+    ]
+}
+
+/// The fault a sim model name injects.
+fn fault_of(model: &str) -> Option<&'static str> {
+    let name = model.strip_prefix("sim/")?;
+    let faults = [
+        ("stall", "stall > timeout"),
+        ("slowstart-soon", "slow start < timeout"),
+        ("slowstart", "slow start > timeout"),
+        ("ratelimit", "429 + Retry-After"),
+        ("flaky", "503 once"),
+        ("fail", "503 always"),
+        ("reset", "reset mid-stream"),
+        ("malformed", "malformed answer"),
+        ("empty", "empty answer"),
+    ];
+    faults.iter().find(|(p, _)| name.starts_with(p)).map(|(_, f)| *f)
+}
+
+/// Every model id a request names.
+fn models_of(request: &Value) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) if s.starts_with("sim/") => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(request, &mut out);
+    out
+}
+
+/// A stage row as stored, keyed as finely as its announcing event allows.
+type RowKey = (String, Option<String>, Option<String>);
+
+/// The rows a run's events announce, by key: each key's count is how many times it must be
+/// stored. A stage type is keyed the same way for every row (model and content when the event
+/// carries them, the model alone, or the type alone).
+#[derive(Default)]
+struct Expected {
+    counts: BTreeMap<RowKey, usize>,
+    /// Per stage type: whether the key holds the model and the content.
+    shape: BTreeMap<String, (bool, bool)>,
+}
+
+impl Expected {
+    fn add(&mut self, stage: &str, model: Option<&Value>, content: Option<&Value>) {
+        let text = |v: Option<&Value>| v.map(|v| v.as_str().map(str::to_string));
+        let key = (stage.to_string(), text(model).flatten(), text(content).flatten());
+        self.shape.insert(stage.to_string(), (model.is_some(), content.is_some()));
+        *self.counts.entry(key).or_default() += 1;
+    }
+    fn full(&mut self, stage: &str, model: &Value, content: &Value) {
+        self.add(stage, Some(model), Some(content));
+    }
+    fn by_model(&mut self, stage: &str, model: &Value) {
+        self.add(stage, Some(model), None);
+    }
+    fn one(&mut self, stage: &str) {
+        self.add(stage, None, None);
+    }
+}
+
+/// The inner payloads (`data`) of a run's events named `name`.
+fn payloads<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["event"] == name).map(|e| &e["data"]).collect()
+}
+
+fn items(v: &Value) -> &[Value] {
+    v.as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+/// The failed panel calls (the title call is no panel member), as their `call_complete`s.
+fn failed_panel_calls(events: &[Value]) -> Vec<&Value> {
+    payloads(events, "call_complete")
+        .into_iter()
+        .filter(|c| c["ok"] != true && c["key"] != "title")
+        .collect()
+}
+
+fn expected_rows(mode: &str, events: &[Value]) -> Expected {
+    let mut x = Expected::default();
+    let ev = |name: &str| payloads(events, name);
+    // Every mode stores a row per failed panel call, with the error message as its content.
+    for c in failed_panel_calls(events) {
+        x.full("call_failed", &c["model"], &c["error"]["message"]);
+    }
+    match mode {
+        "council" => {
+            for e in ev("stage1_complete") {
+                for a in items(&e["data"]) {
+                    x.full("stage1", &a["model"], &a["response"]);
+                }
+            }
+            for e in ev("stage2_complete") {
+                for r in items(&e["data"]) {
+                    x.full("stage2", &r["model"], &r["ranking"]);
+                }
+                for (label, model) in
+                    e["metadata"]["labelToModel"].as_object().into_iter().flatten()
+                {
+                    x.full("label_map", model, &json!(label));
+                }
+            }
+            for e in ev("stage3_complete") {
+                x.full("stage3", &e["data"]["model"], &e["data"]["response"]);
+            }
+        }
+        "vote" => {
+            for e in ev("stage1_complete") {
+                for a in items(&e["data"]) {
+                    x.full("initial_answer", &a["model"], &a["response"]);
+                }
+                x.one("label_map");
+            }
+            for e in ev("vote_round_complete") {
+                for v in items(&e["data"]["votes"]) {
+                    x.full("vote", &v["model"], &v["voteText"]);
+                }
+                x.one("vote_tally");
+            }
+            for e in ev("tiebreaker_complete") {
+                if e["data"]["voteText"].is_string() {
+                    x.full("tiebreaker", &e["data"]["model"], &e["data"]["voteText"]);
+                }
+            }
+            for e in ev("winner_declared") {
+                x.full("vote_winner", &e["data"]["winnerModel"], &e["data"]["winnerResponse"]);
+            }
+        }
+        "jury" => {
+            for e in ev("present_complete") {
+                x.full("present", &Value::Null, &e["data"]["content"]);
+            }
+            for e in ev("juror_complete") {
+                x.full("deliberation", &e["data"]["model"], &e["data"]["assessmentText"]);
+            }
+            for _ in ev("all_jurors_complete") {
+                x.one("juror_summary");
+            }
+            for e in ev("verdict_complete") {
+                x.full("verdict", &e["data"]["model"], &e["data"]["reportText"]);
+            }
+        }
+        "debate" => {
+            for e in ev("round1_complete") {
+                for a in items(&e["data"]) {
+                    x.full("initial_answer", &a["model"], &a["response"]);
+                }
+                x.one("round1_label_map");
+            }
+            if !ev("revision_complete").is_empty() {
+                // A revision row is the reply's text: stored for each revision call that answered.
+                for c in ev("call_complete") {
+                    if c["stage"] == "revision" && c["ok"] == true {
+                        x.by_model("revision", &c["model"]);
+                    }
+                }
+                x.one("revision_summary");
+            }
+            for _ in ev("vote_start") {
+                x.one("revised_label_map");
+            }
+            for e in ev("vote_complete") {
+                for v in items(&e["data"]["votes"]) {
+                    x.full("debate_vote", &v["model"], &v["voteText"]);
+                }
+                x.one("debate_vote_tally");
+            }
+            for e in ev("winner_declared") {
+                x.full("debate_winner", &e["data"]["winnerModel"], &e["data"]["winnerResponse"]);
+            }
+        }
+        "delphi" => {
+            for _ in ev("classify_complete") {
+                x.one("classify");
+            }
+            for e in ev("round_complete") {
+                let n = e["round"].as_i64().unwrap_or(0);
+                for _ in items(&e["data"]["estimates"]) {
+                    x.one(&format!("round_{n}"));
+                }
+                x.one(&format!("round_{n}_stats"));
+            }
+            for e in ev("synthesis_complete") {
+                x.full("synthesis", &e["data"]["facilitatorModel"], &e["data"]["report"]);
+            }
+        }
+        "clarity" => {
+            for _ in ev("clarity_start") {
+                x.one("brief");
+            }
+            for e in ev("evaluator_complete") {
+                x.by_model("evaluation", &e["data"]["model"]);
+            }
+            // The disagreement row is stored once the evaluations are in, whatever follows.
+            let after =
+                ["disagreement_detected", "discussion_start", "arbiter_start", "score_complete"];
+            if after.iter().any(|n| !ev(n).is_empty()) {
+                x.one("disagreement");
+            }
+            for e in ev("discussion_complete") {
+                for c in items(&e["data"]["changes"]) {
+                    if c["failed"] != true {
+                        x.one("discussion");
+                    }
+                }
+            }
+            for e in ev("arbiter_complete") {
+                if e["data"]["error"].is_null() {
+                    x.by_model("arbiter", &e["data"]["model"]);
+                }
+            }
+            for _ in ev("score_complete") {
+                x.one("score");
+            }
+        }
+        other => panic!("no row expectations for mode {other}"),
+    }
+    x
+}
+
+/// Empty: what a result holds for a stage that never completed.
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
+fn check(out: &mut Vec<String>, field: &str, got: &Value, want: Option<Value>) {
+    match want {
+        Some(w) if *got != w => out.push(format!("{field}: stored {got} but published {w}")),
+        None if !is_empty(got) => out.push(format!("{field}: stored {got} but never published")),
+        _ => {}
+    }
+}
+
+/// Where the result rebuilt from the rows differs from what the events said.
+fn result_mismatches(mode: &str, result: &Value, events: &[Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    let one = |name: &str| payloads(events, name).last().copied();
+    let r = result;
+    let data = |name: &str| one(name).map(|e| e["data"].clone());
+    match mode {
+        "council" => {
+            check(&mut out, "stage1", &r["stage1"], data("stage1_complete"));
+            check(&mut out, "stage2", &r["stage2"], data("stage2_complete"));
+            let meta = one("stage2_complete").map(|e| e["metadata"].clone());
+            check(&mut out, "stage2Metadata", &r["stage2Metadata"], meta);
+            check(&mut out, "stage3", &r["stage3"], data("stage3_complete"));
+        }
+        "vote" => {
+            check(&mut out, "stage1", &r["stage1"], data("stage1_complete"));
+            check(&mut out, "voteRound", &r["voteRound"], data("vote_round_complete"));
+            check(&mut out, "winner", &r["winner"], data("winner_declared"));
+        }
+        "jury" => {
+            check(&mut out, "presentation", &r["presentation"], data("present_complete"));
+            let jurors: Vec<Value> =
+                payloads(events, "juror_complete").iter().map(|e| e["data"].clone()).collect();
+            check(&mut out, "jurors", &r["jurors"], (!jurors.is_empty()).then(|| json!(jurors)));
+            check(&mut out, "jurorSummary", &r["jurorSummary"], data("all_jurors_complete"));
+            check(&mut out, "foreman", &r["foreman"], data("verdict_complete"));
+        }
+        "debate" => {
+            check(&mut out, "round1", &r["round1"], data("round1_complete"));
+            let revisions = one("revision_complete").map(|e| e["data"]["revisions"].clone());
+            check(&mut out, "revisions", &r["revisions"], revisions);
+            let summary = one("revision_complete").map(|e| e["data"]["summary"].clone());
+            check(&mut out, "revisionSummary", &r["revisionSummary"], summary);
+            check(&mut out, "votes", &r["votes"], data("vote_complete"));
+            check(&mut out, "winner", &r["winner"], data("winner_declared"));
+        }
+        "delphi" => {
+            let rounds = payloads(events, "round_complete");
+            let stored = items(&r["rounds"]);
+            if stored.len() < rounds.len() {
+                out.push(format!("rounds: {} stored, {} published", stored.len(), rounds.len()));
+            }
+            for (s, e) in stored.iter().zip(&rounds) {
+                if s["stats"] != e["data"]["stats"] || s["converged"] != e["data"]["converged"] {
+                    out.push(format!("round {}: stored stats differ", e["round"]));
+                }
+                if items(&s["estimates"]).len() != items(&e["data"]["estimates"]).len() {
+                    out.push(format!("round {}: stored estimates differ", e["round"]));
+                }
+            }
+            check(&mut out, "report", &r["report"], data("synthesis_complete"));
+        }
+        "clarity" => {
+            let evals: Vec<Value> =
+                payloads(events, "evaluator_complete").iter().map(|e| e["data"].clone()).collect();
+            let stored = items(&r["evaluations"]);
+            if stored.len() != evals.len() {
+                out.push(format!(
+                    "evaluations: {} stored, {} published",
+                    stored.len(),
+                    evals.len()
+                ));
+            }
+            check(&mut out, "score", &r["score"], data("score_complete"));
+        }
+        _ => {}
+    }
+    // Which panel calls failed, rebuilt from the call_failed rows, against the call events and
+    // against the final stage event that carried them.
+    let failed = failed_panel_calls(events);
+    let want: Vec<(Value, Value)> =
+        failed.iter().map(|c| (c["model"].clone(), c["error"].clone())).collect();
+    let mut got: Vec<(Value, Value)> = items(&r["failedModels"])
+        .iter()
+        .map(|f| (f["model"].clone(), f["error"].clone()))
+        .collect();
+    let mut want_sorted = want.clone();
+    want_sorted.sort_by_key(|p| p.0.to_string() + &p.1.to_string());
+    got.sort_by_key(|p| p.0.to_string() + &p.1.to_string());
+    if got != want_sorted {
+        out.push(format!("failedModels: stored {got:?} but the calls said {want_sorted:?}"));
+    }
+    if r["partial"] != json!(!failed.is_empty()) {
+        out.push(format!("partial: stored {} with {} failed call(s)", r["partial"], failed.len()));
+    }
+    let carried = events.iter().rev().map(|e| &e["data"]).find(|d| d.get("failedModels").is_some());
+    if let Some(d) = carried {
+        if d["failedModels"] != r["failedModels"] || d["partial"] != r["partial"] {
+            out.push(format!(
+                "failedModels: published {} but stored {}",
+                d["failedModels"], r["failedModels"]
+            ));
+        }
+    }
+    out
+}
+
+#[derive(diesel::QueryableByName)]
+struct StoredRow {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    stage_type: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    model: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    content: String,
+}
+
+fn stored_rows(database_url: &str, message_id: &str) -> Vec<StoredRow> {
+    let path = database_url.strip_prefix("sqlite://").expect("a SQLite test database");
+    let mut conn =
+        diesel::sqlite::SqliteConnection::establish(path).expect("open the test database");
+    diesel::sql_query(
+        "SELECT stage_type, model, content FROM deliberation_stages WHERE message_id = ?",
+    )
+    .bind::<diesel::sql_types::Text, _>(message_id)
+    .load(&mut conn)
+    .expect("read stage rows")
+}
+
+/// What happened to one scenario.
+struct Report {
+    name: &'static str,
+    mode: String,
+    faults: Vec<&'static str>,
+    expect: Outcome,
+    outcome: Outcome,
+    calls_failed: usize,
+    calls: usize,
+    retries: usize,
+    rows_expected: usize,
+    rows_lost: usize,
+    rows_duplicated: usize,
+    rows_unannounced: usize,
+    problems: Vec<String>,
+    seconds: f64,
+}
+
+async fn run_scenario(app: &TestApp, s: &Scenario) -> Report {
+    let started = Instant::now();
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "start", "request": s.request })).await;
+    let (ack, _) = ws.until("started", None).await;
+    let run = ack["runId"].as_str().expect("a run id").to_string();
+    let message_id = ack["messageId"].as_str().expect("a message id").to_string();
+    let events = ws.events_until_end(&run).await;
+    ws.close().await;
+    let seconds = started.elapsed().as_secs_f64();
+    let mut problems = Vec::new();
+    assert_contiguous(&events, 1);
+    let terminal = events.last().map(|e| e["event"].as_str().unwrap_or("").to_string());
+    let stored = app.wait_done(&run).await;
+    let want_status = match terminal.as_deref() {
+        Some("complete") => "completed",
+        Some("error") => "failed",
+        other => panic!("{}: ended with {other:?}", s.name),
+    };
+    if stored["status"] != want_status {
+        problems.push(format!("stored status {} after {:?}", stored["status"], terminal));
+    }
+    let calls = payloads(&events, "call_complete");
+    let calls_failed = failed_panel_calls(&events).len();
+    let outcome = match (want_status, calls_failed) {
+        ("completed", 0) => Outcome::Completed,
+        ("completed", _) => Outcome::Partial,
+        _ => Outcome::Failed,
+    };
+    let mode = s.request["mode"].as_str().unwrap_or("council").to_string();
+    let expected = expected_rows(&mode, &events);
+    let mut got: BTreeMap<RowKey, usize> = BTreeMap::new();
+    let mut rows_unannounced = 0;
+    for row in stored_rows(&app.database_url, &message_id) {
+        let Some(&(m, c)) = expected.shape.get(&row.stage_type) else {
+            rows_unannounced += 1;
+            continue;
+        };
+        let key = (row.stage_type, row.model.filter(|_| m), c.then_some(row.content));
+        *got.entry(key).or_default() += 1;
+    }
+    let (mut lost, mut duplicated) = (0, 0);
+    for (key, &want) in &expected.counts {
+        let have = got.get(key).copied().unwrap_or(0);
+        if have < want {
+            lost += want - have;
+            problems.push(format!("row {} of {:?} lost", key.0, key.1));
+        }
+    }
+    for (key, &have) in &got {
+        let want = expected.counts.get(key).copied().unwrap_or(0);
+        if have > want {
+            duplicated += have - want;
+            problems.push(format!(
+                "row {} of {:?} stored {have} times, announced {want}",
+                key.0, key.1
+            ));
+        }
+    }
+    problems.extend(result_mismatches(&mode, &stored["result"], &events));
+    Report {
+        name: s.name,
+        mode,
+        faults: {
+            let mut f: Vec<&str> =
+                models_of(&s.request).iter().filter_map(|m| fault_of(m)).collect();
+            f.sort();
+            f.dedup();
+            f
+        },
+        expect: s.expect,
+        outcome,
+        calls_failed,
+        calls: calls.len(),
+        retries: payloads(&events, "call_retry").len(),
+        rows_expected: expected.counts.values().sum(),
+        rows_lost: lost,
+        rows_duplicated: duplicated,
+        rows_unannounced,
+        problems,
+        seconds,
+    }
+}
+
+fn render(reports: &[Report], total: Duration) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "Fault injection: {} runs over HTTP through the sim-server, {:.1} s",
+        reports.len(),
+        total.as_secs_f64()
+    );
+    let _ = writeln!(t);
+    let _ = writeln!(
+        t,
+        "{:<20} {:<9} {:<9} {:>5} {:>7} {:>4} {:>4} {:>4} {:>3} {:>5}  faults",
+        "scenario", "expected", "outcome", "calls", "failed", "retr", "rows", "lost", "dup", "secs"
+    );
+    for r in reports {
+        let mark = if r.expect == r.outcome { "" } else { " (!)" };
+        let _ = writeln!(
+            t,
+            "{:<20} {:<9} {:<9} {:>5} {:>7} {:>4} {:>4} {:>4} {:>3} {:>5.1}  {}{}",
+            r.name,
+            r.expect.name(),
+            r.outcome.name(),
+            r.calls,
+            r.calls_failed,
+            r.retries,
+            r.rows_expected,
+            r.rows_lost,
+            r.rows_duplicated,
+            r.seconds,
+            r.faults.join(", "),
+            mark
+        );
+    }
+    let _ = writeln!(t);
+    let _ = writeln!(
+        t,
+        "{:<22} {:>4} {:>9} {:>7} {:>6} {:>9}",
+        "fault injected", "runs", "completed", "partial", "failed", "rows lost"
+    );
+    let mut kinds: Vec<&str> = reports.iter().flat_map(|r| r.faults.iter().copied()).collect();
+    kinds.sort();
+    kinds.dedup();
+    let line = |t: &mut String, label: &str, rs: &[&Report]| {
+        let n = |o: Outcome| rs.iter().filter(|r| r.outcome == o).count();
+        let _ = writeln!(
+            t,
+            "{:<22} {:>4} {:>9} {:>7} {:>6} {:>9}",
+            label,
+            rs.len(),
+            n(Outcome::Completed),
+            n(Outcome::Partial),
+            n(Outcome::Failed),
+            rs.iter().map(|r| r.rows_lost).sum::<usize>()
+        );
+    };
+    for k in kinds {
+        let rs: Vec<&Report> = reports.iter().filter(|r| r.faults.contains(&k)).collect();
+        line(&mut t, k, &rs);
+    }
+    let all: Vec<&Report> = reports.iter().collect();
+    line(&mut t, "all runs", &all);
+    let unannounced: usize = reports.iter().map(|r| r.rows_unannounced).sum();
+    let dup: usize = reports.iter().map(|r| r.rows_duplicated).sum();
+    let _ = writeln!(
+        t,
+        "\nrows lost: {}, rows duplicated: {dup}, rows stored without a stage event (a failed stage's partial rows): {unannounced}",
+        reports.iter().map(|r| r.rows_lost).sum::<usize>()
+    );
+    let modes: std::collections::BTreeSet<&str> = reports.iter().map(|r| r.mode.as_str()).collect();
+    let _ = writeln!(t, "modes: {}", modes.into_iter().collect::<Vec<_>>().join(", "));
+    for r in reports.iter().filter(|r| !r.problems.is_empty()) {
+        let _ = writeln!(t, "\n{}:", r.name);
+        for p in &r.problems {
+            let _ = writeln!(t, "  - {p}");
+        }
+    }
+    t
+}
+
+/// Every mode with faults injected, all runs at once on one server: no stage row lost or
+/// duplicated, results that rebuild to what was published, and every run ended.
+#[actix_web::test]
+async fn every_mode_keeps_its_rows_under_injected_faults() {
+    let mut sim_models = HashMap::new();
+    let soon = SimModelConfig { start_delay_ms: Some(1_500), ..Default::default() };
+    sim_models.insert("sim/slowstart-soon".to_string(), soon);
+    let app = spawn_with(Options {
+        sim_over_http: true,
+        sim_latency_ms: 40,
+        sim_models,
+        ..Options::default()
+    })
+    .await;
+    let started = Instant::now();
+    let scenarios = scenarios();
+    let reports =
+        futures_util::future::join_all(scenarios.iter().map(|s| run_scenario(&app, s))).await;
+    let total = started.elapsed();
+    let table = render(&reports, total);
+    println!("{table}");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    let _ = std::fs::create_dir_all(&path);
+    std::fs::write(path.join("fault-report.txt"), &table).expect("write target/fault-report.txt");
+
+    let (_, list) = app.get("/api/deliberations?limit=100").await;
+    let running: Vec<&Value> = items(&list["live"])
+        .iter()
+        .chain(items(&list["recent"]))
+        .filter(|r| r["status"] == "running")
+        .collect();
+    assert!(running.is_empty(), "runs left running: {running:?}");
+    let stats = app.sim_stats.as_ref().unwrap().snapshot();
+    assert!(stats.resets >= 5, "every reset model broke a connection: {stats:?}");
+    let lost: usize = reports.iter().map(|r| r.rows_lost).sum();
+    let dup: usize = reports.iter().map(|r| r.rows_duplicated).sum();
+    assert_eq!((lost, dup), (0, 0), "stage rows lost or duplicated:\n{table}");
+    let problems: Vec<String> = reports
+        .iter()
+        .flat_map(|r| r.problems.iter().map(move |p| format!("{}: {p}", r.name)))
+        .collect();
+    assert!(problems.is_empty(), "{problems:#?}\n{table}");
+    for r in reports.iter().filter(|r| r.expect == Outcome::Completed) {
+        assert_eq!(
+            r.outcome,
+            Outcome::Completed,
+            "{}: retries recover every transient fault\n{table}",
+            r.name
+        );
+        assert!(r.retries > 0, "{}: the faults were retried", r.name);
+    }
+    app.stop().await;
+}
