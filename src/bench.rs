@@ -5,6 +5,7 @@
 //! budget, with the ratio to a single-judge baseline (one scoring call through the same
 //! provider path) measured in the same run.
 
+use crate::engine::Viewer;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -88,7 +89,7 @@ pub async fn clarity(
     for i in 0..runs {
         let body = json!({ "mode": "clarity", "modeConfig": { "content": format!("{BRIEF}\n\nVariant {i}.") } });
         let t = Instant::now();
-        let started = match engine.start_run(&body, None).await {
+        let started = match engine.start_run(&body, &Viewer::local()).await {
             Ok(s) => s,
             Err(EngineError::Store(e)) => return Err(AppError::Store(e)),
             Err(e) => {
@@ -97,7 +98,7 @@ pub async fn clarity(
             }
         };
         let (tx, mut rx) = watcher_channel();
-        let _ = engine.watch(&started.run_id, 0, engine.watcher_id(), tx).await;
+        let _ = engine.watch(&started.run_id, 0, engine.watcher_id(), tx, &Viewer::local()).await;
         let mut method = String::from("?");
         while let Some(Frame::Event(f)) = rx.recv().await {
             if f.event == "score_complete" {

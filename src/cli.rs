@@ -2,6 +2,7 @@
 //! shows progress per model and stage on stderr as events arrive, and prints the result on
 //! stdout (the answer, or the whole result with `--json`). Ctrl-C cancels the run.
 
+use crate::engine::Viewer;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -287,7 +288,7 @@ pub fn progress_line(event: &str, data: &Value) -> Option<String> {
 pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
     let body = request_body(&args)?;
     let engine = start_engine(&config, Role::Cli).await?;
-    let started = engine.start_run(&body, None).await?;
+    let started = engine.start_run(&body, &Viewer::local()).await?;
     let mut err = std::io::stderr();
     if !args.quiet {
         let _ = writeln!(
@@ -298,7 +299,7 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
     }
     let (tx, mut rx) = watcher_channel();
     let watcher = engine.watcher_id();
-    engine.watch(&started.run_id, 0, watcher, tx.clone()).await?;
+    engine.watch(&started.run_id, 0, watcher, tx.clone(), &Viewer::local()).await?;
     let mut terminal = String::new();
     let mut last_seq = 0;
     loop {
@@ -308,7 +309,7 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
                     Some(Frame::Event(f)) => f,
                     // Fell behind: everything before the marker is read; resume after it.
                     Some(Frame::Lagged { .. }) => {
-                        engine.watch(&started.run_id, last_seq, watcher, tx.clone()).await?;
+                        engine.watch(&started.run_id, last_seq, watcher, tx.clone(), &Viewer::local()).await?;
                         continue;
                     }
                     Some(_) => continue,
@@ -331,11 +332,11 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
             }
             _ = tokio::signal::ctrl_c() => {
                 let _ = writeln!(err, "cancelling…");
-                engine.cancel(&started.run_id, "Ctrl-C in the terminal").await?;
+                engine.cancel(&started.run_id, "Ctrl-C in the terminal", &Viewer::local()).await?;
             }
         }
     }
-    let result = engine.result(&started.run_id).await?;
+    let result = engine.result(&started.run_id, &Viewer::local()).await?;
     let mut out = std::io::stdout();
     if args.json {
         let _ = writeln!(out, "{}", serde_json::to_string_pretty(&result).unwrap_or_default());

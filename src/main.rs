@@ -75,11 +75,31 @@ enum Command {
     },
     /// Apply database migrations and exit (the server also does this at start).
     Migrate,
+    /// Manage accounts: add (prints a new API token), list, revoke.
+    User {
+        #[command(subcommand)]
+        action: UserAction,
+    },
     /// Print benchmark figures.
     Bench {
         #[command(subcommand)]
         what: BenchWhat,
     },
+}
+
+#[derive(Subcommand)]
+enum UserAction {
+    /// Add a user and print its API token (shown once; only its hash is stored).
+    Add {
+        name: String,
+        /// May see and cancel every run.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// List users.
+    List,
+    /// Revoke a user: every token of theirs stops working at once.
+    Revoke { name: String },
 }
 
 #[derive(Subcommand)]
@@ -98,7 +118,10 @@ enum BenchWhat {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The terminal client draws its own progress; logs would interleave with it.
-    let level = if matches!(cli.command, Some(Command::Run { .. } | Command::Bench { .. })) {
+    let level = if matches!(
+        cli.command,
+        Some(Command::Run { .. } | Command::Bench { .. } | Command::User { .. })
+    ) {
         "error"
     } else {
         "info"
@@ -178,6 +201,7 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            Command::User { action } => user_command(&config.database_url, action).await,
             Command::Migrate => match conclave::store::db::connect(&config.database_url, 1) {
                 Ok(_) => {
                     println!("migrations applied to {}", config.database_url);
@@ -209,6 +233,15 @@ async fn serve(config: Config) -> i32 {
         }
     };
     println!("Conclave listening on http://{} — database {database}, {models}", app.addr());
+    match conclave::web::auth::bootstrap_admin(app.engine().store()).await {
+        Ok(Some(path)) => println!(
+            "No accounts yet: created the admin. Sign in (this link works once, for 24 hours):\n    \
+             http://{}{path}",
+            app.addr()
+        ),
+        Ok(None) => {}
+        Err(e) => log::error!("could not create the first admin: {e}"),
+    }
     let handle = app.handle();
     let engine = app.engine().clone();
     let grace = config_grace;
@@ -234,6 +267,79 @@ async fn serve(config: Config) -> i32 {
             eprintln!("conclave: {e}");
             1
         }
+    }
+}
+
+/// `conclave user add|list|revoke`, straight on the database (no server needed).
+async fn user_command(database_url: &str, action: UserAction) -> i32 {
+    use conclave::store::{Store, StoreError, TokenKind};
+    use conclave::web::auth::{hash_token, new_token};
+    let store = match Store::start(database_url) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("conclave: {e}");
+            return 1;
+        }
+    };
+    match action {
+        UserAction::Add { name, admin } => {
+            let name = name.trim().to_string();
+            let valid = !name.is_empty()
+                && name.len() <= 64
+                && name.chars().all(|c| c.is_alphanumeric() || "._-@".contains(c));
+            if !valid {
+                eprintln!("conclave: a user name is 1 to 64 letters, digits, '.', '_', '-' or '@'");
+                return 2;
+            }
+            let token = new_token();
+            match store.create_user(&name, admin, hash_token(&token), TokenKind::Api, None).await {
+                Ok(user) => {
+                    eprintln!(
+                        "added {}{}; its API token (shown only now):",
+                        user.name,
+                        if user.is_admin { " (admin)" } else { "" }
+                    );
+                    println!("{token}");
+                    0
+                }
+                Err(StoreError::Conflict(m)) => {
+                    eprintln!("conclave: {m}");
+                    2
+                }
+                Err(e) => {
+                    eprintln!("conclave: {e}");
+                    1
+                }
+            }
+        }
+        UserAction::List => match store.list_users().await {
+            Ok(users) => {
+                for u in users {
+                    let role = if u.is_admin { "admin" } else { "user" };
+                    let state = if u.revoked_at.is_some() { "revoked" } else { "active" };
+                    println!("{}\t{role}\t{state}", u.name);
+                }
+                0
+            }
+            Err(e) => {
+                eprintln!("conclave: {e}");
+                1
+            }
+        },
+        UserAction::Revoke { name } => match store.revoke_user(&name).await {
+            Ok(true) => {
+                eprintln!("revoked {name}: its tokens and sessions no longer work");
+                0
+            }
+            Ok(false) => {
+                eprintln!("conclave: no active user named {name:?}");
+                2
+            }
+            Err(e) => {
+                eprintln!("conclave: {e}");
+                1
+            }
+        },
     }
 }
 

@@ -14,6 +14,7 @@ use actix::prelude::*;
 use serde::Serialize;
 use tokio::sync::mpsc::error::TrySendError;
 
+use super::access::Viewer;
 use super::events::{is_transient, CallRef, EventFrame, Frame, FrameSender, ProgressMark};
 
 /// Identifies a watcher's channel (a WebSocket session, an SSE stream, the CLI).
@@ -29,8 +30,10 @@ pub struct RunSummary {
     pub message_id: String,
     pub question: String,
     pub status: String,
-    /// Who started the run (null until accounts exist).
+    /// The name of the user who started the run (null for runs of the local CLI).
     pub owner: Option<String>,
+    /// `team` (every signed-in user sees it) or `private` (its owner and admins).
+    pub visibility: String,
     pub created_at: i64,
     /// When the run ended (ms since the epoch, like `created_at`).
     pub finished_at: Option<i64>,
@@ -200,11 +203,15 @@ pub struct Cancel {
 pub struct SubscribeDashboard {
     pub watcher: WatcherId,
     pub sink: FrameSender,
+    /// Only the runs this viewer may see are listed and updated.
+    pub viewer: Viewer,
 }
 
 #[derive(Message)]
 #[rtype(result = "Vec<RunSummary>")]
-pub struct ListLive {}
+pub struct ListLive {
+    pub viewer: Viewer,
+}
 
 /// Shutdown: end every run still going as `interrupted`; answers how many were.
 #[derive(Message)]
@@ -227,7 +234,7 @@ struct LiveRun {
 
 pub struct Hub {
     runs: HashMap<String, LiveRun>,
-    dashboards: HashMap<WatcherId, FrameSender>,
+    dashboards: HashMap<WatcherId, (FrameSender, Viewer)>,
     retention: Duration,
 }
 
@@ -270,13 +277,18 @@ impl Hub {
         }
         let text = serde_json::json!({ "type": "dashboard_update", "run": summary }).to_string();
         let frame = Frame::Dashboard(text.into());
-        self.dashboards.retain(|_, sink| match sink.try_send(frame.clone()) {
-            Ok(()) => true,
-            Err(TrySendError::Full(_)) => {
-                send_lagged(sink.clone(), Frame::DashboardLagged);
-                false
+        self.dashboards.retain(|_, (sink, viewer)| {
+            if !viewer.can_see(summary.owner.as_deref(), &summary.visibility) {
+                return true;
             }
-            Err(TrySendError::Closed(_)) => false,
+            match sink.try_send(frame.clone()) {
+                Ok(()) => true,
+                Err(TrySendError::Full(_)) => {
+                    send_lagged(sink.clone(), Frame::DashboardLagged);
+                    false
+                }
+                Err(TrySendError::Closed(_)) => false,
+            }
         });
     }
 
@@ -285,8 +297,13 @@ impl Hub {
         self.runs.retain(|_, run| run.ended_at.is_none_or(|t| t.elapsed() < retention));
     }
 
-    fn live_summaries(&self) -> Vec<RunSummary> {
-        let mut list: Vec<RunSummary> = self.runs.values().map(|r| r.summary.clone()).collect();
+    fn live_summaries(&self, viewer: &Viewer) -> Vec<RunSummary> {
+        let mut list: Vec<RunSummary> = self
+            .runs
+            .values()
+            .filter(|r| viewer.can_see(r.summary.owner.as_deref(), &r.summary.visibility))
+            .map(|r| r.summary.clone())
+            .collect();
         list.sort_by_key(|r| std::cmp::Reverse(r.created_at));
         list
     }
@@ -443,11 +460,11 @@ impl Handler<Cancel> for Hub {
 impl Handler<SubscribeDashboard> for Hub {
     type Result = ();
     fn handle(&mut self, msg: SubscribeDashboard, _: &mut Context<Self>) {
-        let text =
-            serde_json::json!({ "type": "dashboard", "runs": self.live_summaries() }).to_string();
+        let runs = self.live_summaries(&msg.viewer);
+        let text = serde_json::json!({ "type": "dashboard", "runs": runs }).to_string();
         match msg.sink.try_send(Frame::Dashboard(text.into())) {
             Ok(()) => {
-                self.dashboards.insert(msg.watcher, msg.sink);
+                self.dashboards.insert(msg.watcher, (msg.sink, msg.viewer));
             }
             Err(TrySendError::Full(_)) => send_lagged(msg.sink, Frame::DashboardLagged),
             Err(TrySendError::Closed(_)) => {}
@@ -469,8 +486,8 @@ impl Handler<InterruptAll> for Hub {
 
 impl Handler<ListLive> for Hub {
     type Result = MessageResult<ListLive>;
-    fn handle(&mut self, _: ListLive, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.live_summaries())
+    fn handle(&mut self, msg: ListLive, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.live_summaries(&msg.viewer))
     }
 }
 
@@ -501,6 +518,7 @@ mod tests {
             question: "q".into(),
             status: "running".into(),
             owner: None,
+            visibility: "team".into(),
             created_at: 0,
             finished_at: None,
             title: None,
@@ -614,7 +632,9 @@ mod tests {
         let cancel = Nobody.start().recipient();
         hub.send(RegisterRun { summary: summary(), cancel }).await.unwrap();
         let (tx, mut rx) = mpsc::channel(100);
-        hub.send(SubscribeDashboard { watcher: 9, sink: tx }).await.unwrap();
+        hub.send(SubscribeDashboard { watcher: 9, sink: tx, viewer: Viewer::local() })
+            .await
+            .unwrap();
         let frames = vec![
             marked(1, "call_start", call_data("stage1:0", "stage1")),
             marked(2, "call_start", call_data("stage1:1", "stage1")),
@@ -669,7 +689,7 @@ mod tests {
         assert!(last["calls"][1].get("responseTimeMs").is_none(), "absent until the call ends");
         assert!(last.get("owner").is_some_and(serde_json::Value::is_null));
         // The REST list sees the same summary.
-        let live = hub.send(ListLive {}).await.unwrap();
+        let live = hub.send(ListLive { viewer: Viewer::local() }).await.unwrap();
         assert_eq!(serde_json::to_value(&live[0]).unwrap(), *last);
     }
 }

@@ -4,6 +4,7 @@
 //! runs, routes cancels, subscribes watchers (replaying from memory or the store), and
 //! rebuilds results. Mode logic stays in `modes/`, SQL in `store/`.
 
+pub mod access;
 pub mod deliberation;
 pub mod events;
 pub mod hub;
@@ -21,6 +22,7 @@ use serde_json::{json, Value};
 use crate::modes::{self, ChatMessage, Defaults, FieldError, ModeKind, RunContext};
 use crate::providers::Providers;
 use crate::store::{self, MessageRecord, NewRun, RunRecord, Store, StoreError};
+pub use access::Viewer;
 use deliberation::{Deliberation, DeliberationSetup};
 use events::{EventFrame, Frame, FrameSender};
 use hub::{Hub, RegisterRun, RunSummary, WatchOutcome, WatcherId};
@@ -32,6 +34,9 @@ pub enum EngineError {
     Invalid(#[from] FieldError),
     #[error("{0} not found")]
     NotFound(String),
+    /// The caller may see the run but not do this to it.
+    #[error("{0}")]
+    Forbidden(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("the engine is shutting down")]
@@ -123,13 +128,17 @@ impl Engine {
         self.draining.store(true, Ordering::SeqCst);
         let running = |runs: &[RunSummary]| runs.iter().filter(|r| r.status == "running").count();
         let deadline = std::time::Instant::now() + grace;
-        while running(&self.live_runs().await?) > 0 && std::time::Instant::now() < deadline {
+        while running(&self.live_runs(&Viewer::local()).await?) > 0
+            && std::time::Instant::now() < deadline
+        {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let interrupted =
             self.hub.send(hub::InterruptAll {}).await.map_err(|_| EngineError::Unavailable)?;
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while running(&self.live_runs().await?) > 0 && std::time::Instant::now() < deadline {
+        while running(&self.live_runs(&Viewer::local()).await?) > 0
+            && std::time::Instant::now() < deadline
+        {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         self.store.flush().await?;
@@ -139,26 +148,67 @@ impl Engine {
     pub async fn start_run(
         &self,
         body: &Value,
-        owner: Option<String>,
+        viewer: &Viewer,
     ) -> Result<StartedRun, EngineError> {
         if self.draining.load(Ordering::SeqCst) {
             return Err(EngineError::Unavailable);
         }
         let req = modes::validate(body, &self.settings.defaults)?;
+        let owner = viewer.name.clone();
+        let requested_visibility = match body.get("visibility") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(v)) if v == "team" || v == "private" => Some(v.clone()),
+            Some(_) => {
+                return Err(FieldError::new("visibility", "must be \"team\" or \"private\"").into())
+            }
+        };
         for model in &req.models {
             if let Err(message) = self.providers.resolve(model) {
                 return Err(FieldError::new(&field_naming(body, model), message).into());
             }
         }
-        let (conversation_id, new_conversation, history) = match &req.conversation_id {
-            None => (uuid::Uuid::now_v7().to_string(), true, Vec::new()),
+        let (conversation_id, new_conversation, history, visibility) = match &req.conversation_id {
+            None => (
+                uuid::Uuid::now_v7().to_string(),
+                true,
+                Vec::new(),
+                requested_visibility.unwrap_or_else(|| "team".to_string()),
+            ),
             Some(id) => {
-                let Some(detail) = self.store.get_conversation(id).await? else {
-                    return Err(
-                        FieldError::new("conversationId", "no conversation has this id").into()
-                    );
+                let detail = match self.store.get_conversation(id).await? {
+                    Some(d)
+                        if viewer.can_see(
+                            d.conversation.user_id.as_deref(),
+                            &d.conversation.visibility,
+                        ) =>
+                    {
+                        d
+                    }
+                    _ => {
+                        return Err(FieldError::new(
+                            "conversationId",
+                            "no conversation has this id",
+                        )
+                        .into())
+                    }
                 };
                 let conv = detail.conversation;
+                if !viewer.can_control(conv.user_id.as_deref()) {
+                    return Err(EngineError::Forbidden(
+                        "only the conversation's owner or an admin may ask a follow-up in it"
+                            .into(),
+                    ));
+                }
+                if requested_visibility.as_ref().is_some_and(|v| *v != conv.visibility) {
+                    return Err(FieldError::new(
+                        "visibility",
+                        format!(
+                            "a follow-up keeps its conversation's visibility ({})",
+                            conv.visibility
+                        ),
+                    )
+                    .into());
+                }
                 if conv.mode != req.mode.as_str() {
                     return Err(FieldError::new(
                         "conversationId",
@@ -180,7 +230,7 @@ impl Engine {
                     )
                     .into());
                 }
-                (conv.id, false, history_of(&detail.messages))
+                (conv.id, false, history_of(&detail.messages), conv.visibility)
             }
         };
         let run_id = uuid::Uuid::now_v7().to_string();
@@ -198,6 +248,7 @@ impl Engine {
                 question: req.question.clone(),
                 request,
                 owner: owner.clone(),
+                visibility: visibility.clone(),
                 created_at,
             })
             .await?;
@@ -223,6 +274,7 @@ impl Engine {
             question: req.question.chars().take(200).collect(),
             status: "running".into(),
             owner,
+            visibility,
             created_at,
             finished_at: None,
             title: None,
@@ -249,8 +301,28 @@ impl Engine {
         Ok(StartedRun { run_id, conversation_id, message_id, mode: req.mode })
     }
 
+    /// Who owns a run and who may see it; a run `viewer` may not see is not found.
+    async fn access(&self, run_id: &str, viewer: &Viewer) -> Result<store::Access, EngineError> {
+        match self.store.run_access(run_id).await? {
+            Some(a) if viewer.can_see_access(&a) => Ok(a),
+            _ => Err(EngineError::NotFound(format!("run {run_id}"))),
+        }
+    }
+
     /// Cancels a run. `Ok(true)` when it was running, `Ok(false)` when it had already ended.
-    pub async fn cancel(&self, run_id: &str, reason: &str) -> Result<bool, EngineError> {
+    /// Only its owner or an admin may.
+    pub async fn cancel(
+        &self,
+        run_id: &str,
+        reason: &str,
+        viewer: &Viewer,
+    ) -> Result<bool, EngineError> {
+        let access = self.access(run_id, viewer).await?;
+        if !viewer.can_control(access.owner.as_deref()) {
+            return Err(EngineError::Forbidden(
+                "only the run's owner or an admin may cancel it".into(),
+            ));
+        }
         let live = self
             .hub
             .send(hub::Cancel { run_id: run_id.to_string(), reason: reason.to_string() })
@@ -272,7 +344,9 @@ impl Engine {
         since: i64,
         watcher: WatcherId,
         sink: FrameSender,
+        viewer: &Viewer,
     ) -> Result<Watched, EngineError> {
+        self.access(run_id, viewer).await?;
         let outcome = self
             .hub
             .send(hub::Watch { run_id: run_id.to_string(), since, watcher, sink: sink.clone() })
@@ -305,16 +379,21 @@ impl Engine {
         self.hub.do_send(hub::Disconnect { watcher });
     }
 
-    pub fn subscribe_dashboard(&self, watcher: WatcherId, sink: FrameSender) {
-        self.hub.do_send(hub::SubscribeDashboard { watcher, sink });
+    /// The live-run list and its updates, limited to the runs `viewer` may see.
+    pub fn subscribe_dashboard(&self, watcher: WatcherId, sink: FrameSender, viewer: Viewer) {
+        self.hub.do_send(hub::SubscribeDashboard { watcher, sink, viewer });
     }
 
-    pub async fn live_runs(&self) -> Result<Vec<RunSummary>, EngineError> {
-        self.hub.send(hub::ListLive {}).await.map_err(|_| EngineError::Unavailable)
+    pub async fn live_runs(&self, viewer: &Viewer) -> Result<Vec<RunSummary>, EngineError> {
+        self.hub
+            .send(hub::ListLive { viewer: viewer.clone() })
+            .await
+            .map_err(|_| EngineError::Unavailable)
     }
 
     /// A run's record and the mode's result rebuilt from its stored stage rows.
-    pub async fn result(&self, run_id: &str) -> Result<Value, EngineError> {
+    pub async fn result(&self, run_id: &str, viewer: &Viewer) -> Result<Value, EngineError> {
+        let access = self.access(run_id, viewer).await?;
         let run = self
             .store
             .get_run(run_id)
@@ -345,7 +424,10 @@ impl Engine {
         if let (Some(t), Some(obj)) = (&title, result.as_object_mut()) {
             obj.insert("title".into(), json!(t));
         }
-        Ok(run_view(&run, question, answer, title, result))
+        let mut view = run_view(&run, question, answer, title, result);
+        view["visibility"] = json!(access.visibility);
+        view["canControl"] = json!(viewer.can_control(access.owner.as_deref()));
+        Ok(view)
     }
 }
 
@@ -368,6 +450,7 @@ pub fn run_view(
         "answer": answer,
         "title": title,
         "request": run.request,
+        "owner": run.owner,
         "createdAt": run.created_at,
         "finishedAt": run.finished_at,
         "durationMs": run.finished_at.map(|f| f - run.created_at),

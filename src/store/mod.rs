@@ -31,6 +31,8 @@ pub enum StoreError {
     Pool(#[from] diesel::r2d2::PoolError),
     #[error("not found: {0}")]
     NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
     #[error("the store is not running")]
     Mailbox,
 }
@@ -147,7 +149,11 @@ pub struct NewRun {
     pub mode: String,
     pub question: String,
     pub request: Value,
+    /// The owner's user name.
     pub owner: Option<String>,
+    /// A new conversation's visibility: `team` or `private` (a follow-up keeps its
+    /// conversation's).
+    pub visibility: String,
     pub created_at: i64,
 }
 
@@ -245,8 +251,8 @@ store_message!(
     |msg, conn| queries::flag_run(conn, &msg.run_id, &msg.reason)
 );
 store_message!(
-    ListReviews { status: ReviewStatus, limit: i64 } -> Vec<RunRecord>,
-    |msg, conn| queries::list_reviews(conn, msg.status, msg.limit)
+    ListReviews { status: ReviewStatus, limit: i64, visible_to: Option<String> } -> Vec<RunRecord>,
+    |msg, conn| queries::list_reviews(conn, msg.status, msg.limit, msg.visible_to.as_deref())
 );
 store_message!(
     /// Mark a flagged run reviewed, with a note.
@@ -257,8 +263,8 @@ store_message!(
     ListRuns { limit: i64 } -> Vec<RunRecord>, |msg, conn| queries::list_runs(conn, msg.limit)
 );
 store_message!(
-    ListRecentRuns { limit: i64 } -> Vec<RecentRun>,
-    |msg, conn| queries::list_recent(conn, msg.limit)
+    ListRecentRuns { limit: i64, visible_to: Option<String> } -> Vec<RecentRun>,
+    |msg, conn| queries::list_recent(conn, msg.limit, msg.visible_to.as_deref())
 );
 store_message!(
     GetStages { message_id: String } -> Vec<StageRecord>,
@@ -275,9 +281,12 @@ store_message!(
 store_message!(
     /// Conversations, newest first; with `title_contains`, those whose title contains it
     /// (ignoring case).
-    ListConversations { limit: i64, title_contains: Option<String> } -> Vec<ConversationRecord>,
-    |msg, conn| queries::list_conversations(conn, msg.limit, msg.title_contains.as_deref())
+    ListConversations { limit: i64, title_contains: Option<String>, visible_to: Option<String> } -> Vec<ConversationRecord>,
+    |msg, conn| queries::list_conversations(conn, msg.limit, msg.title_contains.as_deref(), msg.visible_to.as_deref())
 );
+
+mod users;
+pub use users::{Access, TokenKind, UserRecord};
 
 /// Cloneable handle to the store: one writer thread, several reader threads.
 #[derive(Clone)]
@@ -354,15 +363,21 @@ impl Store {
     pub async fn list_runs(&self, limit: i64) -> Result<Vec<RunRecord>, StoreError> {
         self.read(ListRuns { limit }).await?
     }
-    pub async fn list_recent(&self, limit: i64) -> Result<Vec<RecentRun>, StoreError> {
-        self.read(ListRecentRuns { limit }).await?
+    /// Newest runs first; with `visible_to`, only those that user may see.
+    pub async fn list_recent(
+        &self,
+        limit: i64,
+        visible_to: Option<&str>,
+    ) -> Result<Vec<RecentRun>, StoreError> {
+        self.read(ListRecentRuns { limit, visible_to: visible_to.map(str::to_string) }).await?
     }
     pub async fn list_reviews(
         &self,
         status: ReviewStatus,
         limit: i64,
+        visible_to: Option<&str>,
     ) -> Result<Vec<RunRecord>, StoreError> {
-        self.read(ListReviews { status, limit }).await?
+        self.read(ListReviews { status, limit, visible_to: visible_to.map(str::to_string) }).await?
     }
     pub async fn mark_reviewed(
         &self,
@@ -393,8 +408,10 @@ impl Store {
         &self,
         limit: i64,
         title_contains: Option<&str>,
+        visible_to: Option<&str>,
     ) -> Result<Vec<ConversationRecord>, StoreError> {
         let title_contains = title_contains.map(str::to_string);
-        self.read(ListConversations { limit, title_contains }).await?
+        let visible_to = visible_to.map(str::to_string);
+        self.read(ListConversations { limit, title_contains, visible_to }).await?
     }
 }

@@ -259,7 +259,7 @@ pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreErr
                     user_id: run.owner.as_deref(),
                     title: None,
                     mode: &run.mode,
-                    visibility: "private",
+                    visibility: &run.visibility,
                     created_at: run.created_at,
                     updated_at: run.created_at,
                 })
@@ -440,10 +440,21 @@ pub fn list_runs(conn: &mut AnyConnection, limit: i64) -> Result<Vec<RunRecord>,
 
 /// The most recent runs with their question (cut to [`RECENT_QUESTION_CHARS`] by the database)
 /// and their conversation's title, in one query.
-pub fn list_recent(conn: &mut AnyConnection, limit: i64) -> Result<Vec<RecentRun>, StoreError> {
-    let rows: Vec<(RunRow, Option<String>, Option<String>)> = runs::table
+pub fn list_recent(
+    conn: &mut AnyConnection,
+    limit: i64,
+    visible_to: Option<&str>,
+) -> Result<Vec<RecentRun>, StoreError> {
+    let mut q = runs::table
         .inner_join(conversations::table)
         .left_join(messages::table.on(messages::id.eq(runs::user_message_id)))
+        .into_boxed();
+    if let Some(name) = visible_to {
+        q = q.filter(
+            conversations::visibility.eq("team").or(conversations::user_id.eq(name.to_string())),
+        );
+    }
+    let rows: Vec<(RunRow, Option<String>, Option<String>)> = q
         .order(runs::created_at.desc())
         .limit(limit)
         .select((
@@ -526,8 +537,14 @@ pub fn list_conversations(
     conn: &mut AnyConnection,
     limit: i64,
     title_contains: Option<&str>,
+    visible_to: Option<&str>,
 ) -> Result<Vec<ConversationRecord>, StoreError> {
     let mut q = conversations::table.into_boxed();
+    if let Some(name) = visible_to {
+        q = q.filter(
+            conversations::visibility.eq("team").or(conversations::user_id.eq(name.to_string())),
+        );
+    }
     if let Some(text) = title_contains {
         q = q.filter(
             lower(conversations::title).like(lower(Some(like_pattern(text)))).escape(LIKE_ESCAPE),
@@ -554,8 +571,17 @@ pub fn list_reviews(
     conn: &mut AnyConnection,
     status: ReviewStatus,
     limit: i64,
+    visible_to: Option<&str>,
 ) -> Result<Vec<RunRecord>, StoreError> {
-    let mut q = runs::table.filter(runs::needs_human_review.eq(true)).into_boxed();
+    let mut q = runs::table
+        .inner_join(conversations::table)
+        .filter(runs::needs_human_review.eq(true))
+        .into_boxed();
+    if let Some(name) = visible_to {
+        q = q.filter(
+            conversations::visibility.eq("team").or(conversations::user_id.eq(name.to_string())),
+        );
+    }
     q = match status {
         ReviewStatus::Pending => q.filter(runs::reviewed_at.is_null()),
         ReviewStatus::Reviewed => q.filter(runs::reviewed_at.is_not_null()),

@@ -83,3 +83,28 @@ diesel::allow_tables_to_appear_in_same_query!(
     deliberation_stages,
     run_events
 );
+
+diesel::table! {
+    users (id) {
+        id -> Text,
+        name -> Text,
+        is_admin -> Bool,
+        created_at -> BigInt,
+        revoked_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    api_tokens (id) {
+        id -> Text,
+        user_id -> Text,
+        token_hash -> Text,
+        kind -> Text,
+        created_at -> BigInt,
+        expires_at -> Nullable<BigInt>,
+        revoked_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::joinable!(api_tokens -> users (user_id));
+diesel::allow_tables_to_appear_in_same_query!(users, api_tokens);

@@ -1,4 +1,6 @@
-//! The one place errors become HTTP statuses and JSON bodies `{error, field?}`.
+//! The one place errors become HTTP statuses and JSON bodies `{error, field?}`: 400 for a
+//! client's mistake (naming the field when there is one), 413 for a body over the size limit,
+//! 415 for a body that is not JSON, 404, 409, 503, and 500 with the details only in the log.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
@@ -11,10 +13,22 @@ use crate::modes::FieldError;
 pub enum ApiError {
     #[error("{message}")]
     BadRequest { field: Option<String>, message: String },
+    /// No valid token or session: sign in.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Signed in, allowed to see it, but not to do this (cancel someone else's run).
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// The body is over the size limit (413).
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// The body is not JSON, by its `Content-Type` (415).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     #[error("the server is shutting down")]
     Unavailable,
     /// Details are logged, not sent.
@@ -42,6 +56,7 @@ impl From<EngineError> for ApiError {
         match e {
             EngineError::Invalid(f) => f.into(),
             EngineError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
+            EngineError::Forbidden(why) => ApiError::Forbidden(why),
             EngineError::Unavailable => ApiError::Unavailable,
             EngineError::Store(s) => ApiError::Internal(s.to_string()),
         }
@@ -52,8 +67,12 @@ impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -67,6 +86,7 @@ impl ResponseError for ApiError {
             ApiError::BadRequest { field: Some(f), message } => {
                 json!({ "error": message, "field": f })
             }
+            ApiError::PayloadTooLarge(message) => json!({ "error": message, "field": "body" }),
             other => json!({ "error": other.to_string() }),
         };
         HttpResponse::build(self.status_code()).json(body)

@@ -3,17 +3,26 @@
 //! Handlers translate between HTTP and the [`Engine`]; they hold no mode logic and no SQL.
 
 mod assets;
+pub mod auth;
+pub mod client_msg;
 pub mod error;
+pub mod limits;
 mod rest;
 mod sse;
 mod ws;
 
 use std::time::Duration;
 
+use actix_web::error::{JsonPayloadError, PayloadError};
 use actix_web::web;
 
 use crate::engine::Engine;
 use error::ApiError;
+
+/// The largest JSON body accepted (`POST /api/deliberations` and the rest): over it, 413.
+/// Fields have their own, smaller limits (see `modes::request`); this one keeps a client from
+/// making the server buffer an arbitrary amount before any field is looked at.
+pub const MAX_JSON_BYTES: usize = 1 << 20;
 
 /// Shared by every handler (created once, handed out with `web::Data`).
 pub struct AppState {
@@ -22,12 +31,39 @@ pub struct AppState {
     pub client_timeout: Duration,
 }
 
+/// A body that could not be read as JSON: too large (413), not sent as JSON (415), or
+/// malformed (400), each with a message saying which.
+fn json_error(err: JsonPayloadError) -> ApiError {
+    let too_large = || {
+        ApiError::PayloadTooLarge(format!(
+            "the request body is larger than the limit of {MAX_JSON_BYTES} bytes (1 MiB)"
+        ))
+    };
+    match err {
+        JsonPayloadError::OverflowKnownLength { .. } | JsonPayloadError::Overflow { .. } => {
+            too_large()
+        }
+        JsonPayloadError::Payload(PayloadError::Overflow) => too_large(),
+        JsonPayloadError::ContentType => ApiError::UnsupportedMediaType(
+            "the request body must be JSON, sent with `Content-Type: application/json`".into(),
+        ),
+        JsonPayloadError::Deserialize(e) => ApiError::BadRequest {
+            field: Some("body".into()),
+            message: format!("invalid JSON body: {e}"),
+        },
+        other => ApiError::BadRequest {
+            field: Some("body".into()),
+            message: format!("the request body could not be read: {other}"),
+        },
+    }
+}
+
 /// Registers every route.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.app_data(
-        web::JsonConfig::default().limit(1 << 20).error_handler(|err, _| {
-            ApiError::bad_request(format!("invalid JSON body: {err}")).into()
-        }),
+        web::JsonConfig::default()
+            .limit(MAX_JSON_BYTES)
+            .error_handler(|err, _| json_error(err).into()),
     )
     .app_data(
         web::QueryConfig::default()
@@ -38,9 +74,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .error_handler(|err, _| ApiError::bad_request(format!("invalid path: {err}")).into()),
     )
     .route("/healthz", web::get().to(rest::health))
+    .route("/login", web::get().to(auth::login_link))
     .route("/ws", web::get().to(ws::connect))
     .service(
         web::scope("/api")
+            .route("/session", web::post().to(auth::sign_in))
+            .route("/session", web::delete().to(auth::sign_out))
+            .route("/me", web::get().to(auth::me))
             .route("/deliberations", web::post().to(rest::start))
             .route("/deliberations", web::get().to(rest::list_runs))
             .route("/deliberations/{id}", web::get().to(rest::get_run))

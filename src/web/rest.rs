@@ -4,6 +4,7 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::auth::Caller;
 use super::error::ApiError;
 use super::AppState;
 use crate::engine::run_view;
@@ -29,23 +30,26 @@ fn limit(q: &ListQuery) -> Result<i64, ApiError> {
 /// `POST /api/deliberations`: 202 with the run, conversation and message ids.
 pub async fn start(
     state: web::Data<AppState>,
+    caller: Caller,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
-    let started = state.engine.start_run(&body, None).await?;
+    let started = state.engine.start_run(&body, &caller.viewer()).await?;
     Ok(HttpResponse::Accepted().json(started))
 }
 
 /// `GET /api/deliberations`: live runs, then the most recent ones.
 pub async fn list_runs(
     state: web::Data<AppState>,
+    caller: Caller,
     q: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let limit = limit(&q)?;
-    let live = state.engine.live_runs().await?;
+    let viewer = caller.viewer();
+    let live = state.engine.live_runs(&viewer).await?;
     let recent = state
         .engine
         .store()
-        .list_recent(limit)
+        .list_recent(limit, viewer.visible_to())
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     // A list entry stays small: the start of the question and the title, never the answer or
@@ -67,18 +71,20 @@ pub async fn list_runs(
 /// `GET /api/deliberations/{id}`: status, timings, usage and the mode's result.
 pub async fn get_run(
     state: web::Data<AppState>,
+    caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(state.engine.result(&id).await?))
+    Ok(HttpResponse::Ok().json(state.engine.result(&id, &caller.viewer()).await?))
 }
 
 /// `POST /api/deliberations/{id}/cancel`: 202 when the run was stopped, 409 when it had
 /// already ended.
 pub async fn cancel(
     state: web::Data<AppState>,
+    caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    if state.engine.cancel(&id, "a REST request").await? {
+    if state.engine.cancel(&id, "a REST request", &caller.viewer()).await? {
         Ok(HttpResponse::Accepted().json(json!({ "runId": id.as_str(), "cancelled": true })))
     } else {
         Err(ApiError::Conflict(format!("run {} has already ended", id.as_str())))
@@ -99,6 +105,7 @@ const MAX_QUERY_CHARS: usize = 200;
 /// optionally only those whose title contains `q` (`%` and `_` are plain characters).
 pub async fn list_conversations(
     state: web::Data<AppState>,
+    caller: Caller,
     q: web::Query<ConversationQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let limit = limit(&ListQuery { limit: q.limit })?;
@@ -112,7 +119,7 @@ pub async fn list_conversations(
     let list = state
         .engine
         .store()
-        .list_conversations(limit, text)
+        .list_conversations(limit, text, caller.viewer().visible_to())
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(HttpResponse::Ok().json(json!({ "conversations": list })))
@@ -120,6 +127,7 @@ pub async fn list_conversations(
 
 pub async fn get_conversation(
     state: web::Data<AppState>,
+    caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let found = state
@@ -128,7 +136,10 @@ pub async fn get_conversation(
         .get_conversation(&id)
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let viewer = caller.viewer();
+    // One the caller may not see is not found either.
     let detail = found
+        .filter(|d| viewer.can_see(d.conversation.user_id.as_deref(), &d.conversation.visibility))
         .ok_or_else(|| ApiError::NotFound(format!("conversation {} not found", id.as_str())))?;
     let runs: Vec<Value> = detail
         .runs
@@ -145,7 +156,7 @@ pub async fn get_conversation(
 }
 
 /// `GET /api/models`: the default panel of each mode and whether real providers are set up.
-pub async fn models(state: web::Data<AppState>) -> HttpResponse {
+pub async fn models(state: web::Data<AppState>, _caller: Caller) -> HttpResponse {
     let defaults = state.engine.defaults();
     let mut per_mode = serde_json::Map::new();
     for mode in ModeKind::all() {
@@ -204,10 +215,11 @@ fn review_view(r: &RunRecord) -> Value {
     })
 }
 
-/// `GET /api/reviews?status=pending|reviewed|all`: runs flagged for human review.
-/// (Every run is visible to every client until accounts exist; this follows the same rule.)
+/// `GET /api/reviews?status=pending|reviewed|all`: runs flagged for human review, of those
+/// the caller may see.
 pub async fn list_reviews(
     state: web::Data<AppState>,
+    caller: Caller,
     q: web::Query<ReviewQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let status = match q.status.as_deref().unwrap_or("pending") {
@@ -225,7 +237,7 @@ pub async fn list_reviews(
     let runs = state
         .engine
         .store()
-        .list_reviews(status, limit)
+        .list_reviews(status, limit, caller.viewer().visible_to())
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(HttpResponse::Ok()
@@ -237,12 +249,27 @@ pub struct ReviewBody {
     note: String,
 }
 
-/// `POST /api/reviews/{id}` with `{note}`: marks a flagged run reviewed.
+/// `POST /api/reviews/{id}` with `{note}`: marks a flagged run reviewed (its owner or an admin).
 pub async fn mark_reviewed(
     state: web::Data<AppState>,
+    caller: Caller,
     id: web::Path<String>,
     body: web::Json<ReviewBody>,
 ) -> Result<HttpResponse, ApiError> {
+    let viewer = caller.viewer();
+    let access = state
+        .engine
+        .store()
+        .run_access(&id)
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .filter(|a| viewer.can_see_access(a))
+        .ok_or_else(|| {
+            ApiError::NotFound(format!("no run {} is flagged for review", id.as_str()))
+        })?;
+    if !viewer.can_control(access.owner.as_deref()) {
+        return Err(ApiError::Forbidden("only the run's owner or an admin may review it".into()));
+    }
     if body.note.chars().count() > 10_000 {
         return Err(ApiError::BadRequest {
             field: Some("note".into()),

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use futures_util::stream;
 use serde::Deserialize;
 
+use super::auth::Caller;
 use super::error::ApiError;
 use super::AppState;
 use crate::engine::events::{watcher_channel, Frame};
@@ -34,6 +35,7 @@ impl Drop for WatchGuard {
 
 pub async fn events(
     state: web::Data<AppState>,
+    caller: Caller,
     req: HttpRequest,
     id: web::Path<String>,
     q: web::Query<SinceQuery>,
@@ -49,7 +51,14 @@ pub async fn events(
     };
     let since = header_since.or(q.since).unwrap_or(0).max(0);
     let engine = state.engine.clone();
-    if engine.store().get_run(&id).await.map_err(|e| ApiError::Internal(e.to_string()))?.is_none() {
+    let viewer = caller.viewer();
+    let visible = engine
+        .store()
+        .run_access(&id)
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .is_some_and(|a| viewer.can_see_access(&a));
+    if !visible {
         return Err(ApiError::NotFound(format!("run {} not found", id.as_str())));
     }
     let watcher = engine.watcher_id();
@@ -58,7 +67,7 @@ pub async fn events(
     // room in the bounded channel.
     let (e, run) = (engine.clone(), id.to_string());
     actix_web::rt::spawn(async move {
-        if let Err(err) = e.watch(&run, since, watcher, tx).await {
+        if let Err(err) = e.watch(&run, since, watcher, tx, &viewer).await {
             log::warn!("SSE watch of {run} failed: {err}");
         }
     });

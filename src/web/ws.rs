@@ -11,6 +11,8 @@
 //! `actix-ws` later touches nothing else.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
@@ -18,17 +20,37 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use actix_web_actors::ws;
 use serde_json::{json, Value};
 
+use super::client_msg::{self, ClientMsg, Decoded};
 use super::error::ApiError;
+use super::limits::{
+    Admit, Flood, FrameGuard, MAX_FRAME_BYTES, MESSAGES_PER_SECOND, MESSAGE_BURST,
+};
 use super::AppState;
 use crate::engine::events::{watcher_channel, Frame, FrameSender};
-use crate::engine::{Engine, EngineError};
+use crate::engine::{Engine, EngineError, Viewer};
 
 pub async fn connect(
     state: web::Data<AppState>,
     req: HttpRequest,
     stream: web::Payload,
 ) -> Result<HttpResponse, actix_web::Error> {
+    // A page from another site may not open a socket with this browser's cookie.
+    if !same_origin(&req) {
+        return Err(
+            ApiError::Forbidden("cross-origin WebSocket connections are refused".into()).into()
+        );
+    }
+    // Signed in by cookie or header now, or by the first message (`auth`) later.
+    let viewer = match super::auth::token_of(&req) {
+        Some((token, _)) => super::auth::authenticate(state.engine.store(), &token)
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?
+            .map(|u| Viewer::user(&u.name, u.is_admin)),
+        None => None,
+    };
+    let oversized = Arc::new(AtomicBool::new(false));
     let session = WsSession {
+        viewer,
         engine: state.engine.clone(),
         watcher: state.engine.watcher_id(),
         last_seen: Instant::now(),
@@ -39,11 +61,32 @@ pub async fn connect(
         watched: HashSet::new(),
         muted: HashMap::new(),
         unwatches: 0,
+        flood: Flood::new(Instant::now()),
+        oversized: oversized.clone(),
     };
-    ws::start(session, &req, stream)
+    ws::WsResponseBuilder::new(session, &req, FrameGuard::new(stream, MAX_FRAME_BYTES, oversized))
+        .frame_size(MAX_FRAME_BYTES)
+        .start()
+}
+
+/// A viewer who sees nothing private (a socket whose sign-in has not completed never gets this
+/// far; this only keeps the types honest).
+fn nobody() -> Viewer {
+    Viewer { name: None, is_admin: false }
+}
+
+/// Whether the `Origin` header (sent by browsers) names this server's own host. Clients that
+/// send none (curl, scripts) authenticate with a token instead of a cookie.
+fn same_origin(req: &HttpRequest) -> bool {
+    let Some(origin) = req.headers().get(actix_web::http::header::ORIGIN) else { return true };
+    let Ok(origin) = origin.to_str() else { return false };
+    let host = req.connection_info().host().to_string();
+    origin.split_once("://").is_some_and(|(_, rest)| rest.trim_end_matches('/') == host)
 }
 
 pub struct WsSession {
+    /// Who is signed in on this socket; `None` until an `auth` message succeeds.
+    viewer: Option<Viewer>,
     engine: Engine,
     watcher: u64,
     last_seen: Instant,
@@ -62,6 +105,10 @@ pub struct WsSession {
     muted: HashMap<String, u64>,
     /// Unwatches so far (numbers the entries of `muted`).
     unwatches: u64,
+    /// The per-socket message rate limit.
+    flood: Flood,
+    /// Set by the [`FrameGuard`] when the client sent a frame over [`MAX_FRAME_BYTES`].
+    oversized: Arc<AtomicBool>,
 }
 
 impl WsSession {
@@ -124,6 +171,7 @@ impl WsSession {
 
     fn watch(&mut self, run: String, since: i64, id: Value, ctx: &mut ws::WebsocketContext<Self>) {
         let engine = self.engine.clone();
+        let viewer = self.viewer.clone().unwrap_or_else(nobody);
         let sink = self.sink();
         let watcher = self.watcher;
         let r = run.clone();
@@ -136,7 +184,7 @@ impl WsSession {
                 if let Some(marker) = rewatch {
                     let _ = sink.send(marker).await;
                 }
-                engine.watch(&r, since, watcher, sink).await
+                engine.watch(&r, since, watcher, sink, &viewer).await
             }
             .into_actor(self)
             .map(move |res, act, ctx| {
@@ -148,87 +196,78 @@ impl WsSession {
         );
     }
 
-    fn handle_client(&mut self, text: &str, ctx: &mut ws::WebsocketContext<Self>) {
-        let msg: Value = match serde_json::from_str(text) {
-            Ok(v @ Value::Object(_)) => v,
+    /// Before anything else, a socket without a cookie or header must send
+    /// `{"type":"auth","token":…}`; every other message is refused until then.
+    fn authenticate(&mut self, text: &str, ctx: &mut ws::WebsocketContext<Self>) {
+        let msg: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        let id = msg.get("id").cloned().unwrap_or(Value::Null);
+        let token = match (msg.get("type").and_then(Value::as_str), msg.get("token")) {
+            (Some("auth"), Some(Value::String(t))) => t.clone(),
             _ => {
                 return Self::error(
                     ctx,
-                    &Value::Null,
-                    "messages must be JSON objects with a `type`".into(),
-                    json!({}),
+                    &id,
+                    "sign in first: send {\"type\":\"auth\",\"token\":…} or connect with a session cookie or an Authorization header".into(),
+                    json!({ "code": "unauthorized" }),
                 )
             }
         };
-        let id = msg.get("id").cloned().unwrap_or(Value::Null);
-        let run = msg.get("run").and_then(Value::as_str).map(str::to_string);
-        match msg.get("type").and_then(Value::as_str).unwrap_or("") {
-            "start" => {
-                let body = match msg.get("request") {
-                    Some(b) => b.clone(),
-                    None => {
-                        let mut b = msg.clone();
-                        if let Some(o) = b.as_object_mut() {
-                            o.remove("type");
-                            o.remove("id");
-                        }
-                        b
+        let store = self.engine.store().clone();
+        ctx.spawn(async move { super::auth::authenticate(&store, &token).await }.into_actor(self).map(
+            move |res, act, ctx| match res {
+                Ok(Some(user)) => {
+                    act.viewer = Some(Viewer::user(&user.name, user.is_admin));
+                    let mut v = json!({ "type": "authenticated", "name": user.name, "isAdmin": user.is_admin });
+                    if !id.is_null() {
+                        v["id"] = id;
                     }
-                };
+                    Self::send_json(ctx, v);
+                }
+                Ok(None) => {
+                    Self::error(ctx, &id, "that token is not valid".into(), json!({ "code": "unauthorized" }));
+                    ctx.close(Some(ws::CloseReason { code: ws::CloseCode::Policy, description: Some("not signed in".into()) }));
+                    ctx.stop();
+                }
+                Err(e) => {
+                    log::error!("websocket sign-in: {e}");
+                    Self::error(ctx, &id, "internal error".into(), json!({}));
+                }
+            },
+        ));
+    }
+
+    fn handle_client(&mut self, text: &str, ctx: &mut ws::WebsocketContext<Self>) {
+        let Some(viewer) = self.viewer.clone() else { return self.authenticate(text, ctx) };
+        let Decoded { id, msg } = match client_msg::decode(text) {
+            Ok(d) => d,
+            Err(e) => return Self::send_json(ctx, e.to_json()),
+        };
+        match msg {
+            ClientMsg::Start { request } => {
                 let engine = self.engine.clone();
-                ctx.spawn(async move { engine.start_run(&body, None).await }.into_actor(self).map(
-                    move |res, act, ctx| match res {
-                        Ok(started) => {
-                            let mut v = json!({ "type": "started" });
-                            if let (Some(o), Ok(Value::Object(s))) =
-                                (v.as_object_mut(), serde_json::to_value(&started))
-                            {
-                                o.extend(s);
+                ctx.spawn(
+                    async move { engine.start_run(&request, &viewer).await }.into_actor(self).map(
+                        move |res, act, ctx| match res {
+                            Ok(started) => {
+                                let mut v = json!({ "type": "started" });
+                                if let (Some(o), Ok(Value::Object(s))) =
+                                    (v.as_object_mut(), serde_json::to_value(&started))
+                                {
+                                    o.extend(s);
+                                }
+                                if !id.is_null() {
+                                    v["id"] = id.clone();
+                                }
+                                Self::send_json(ctx, v);
+                                act.watch(started.run_id, 0, id, ctx);
                             }
-                            if !id.is_null() {
-                                v["id"] = id.clone();
-                            }
-                            Self::send_json(ctx, v);
-                            act.watch(started.run_id, 0, id, ctx);
-                        }
-                        Err(e) => Self::engine_error(ctx, &id, None, e),
-                    },
-                ));
+                            Err(e) => Self::engine_error(ctx, &id, None, e),
+                        },
+                    ),
+                );
             }
-            "watch" => {
-                let Some(run) = run else {
-                    return Self::error(
-                        ctx,
-                        &id,
-                        "watch needs `run`".into(),
-                        json!({"field": "run"}),
-                    );
-                };
-                let since = match msg.get("since") {
-                    None | Some(Value::Null) => 0,
-                    Some(v) => match v.as_i64() {
-                        Some(n) if n >= 0 => n,
-                        _ => {
-                            return Self::error(
-                                ctx,
-                                &id,
-                                "since must be a non-negative sequence number".into(),
-                                json!({"field": "since"}),
-                            )
-                        }
-                    },
-                };
-                self.watch(run, since, id, ctx);
-            }
-            "unwatch" => {
-                let Some(run) = run else {
-                    return Self::error(
-                        ctx,
-                        &id,
-                        "unwatch needs `run`".into(),
-                        json!({"field": "run"}),
-                    );
-                };
+            ClientMsg::Watch { run, since } => self.watch(run, since, id, ctx),
+            ClientMsg::Unwatch { run } => {
                 self.engine.unwatch(&run, self.watcher);
                 if self.watched.remove(&run) {
                     self.unwatches += 1;
@@ -236,18 +275,10 @@ impl WsSession {
                     self.muted.insert(run, self.unwatches);
                 }
             }
-            "cancel" => {
-                let Some(run) = run else {
-                    return Self::error(
-                        ctx,
-                        &id,
-                        "cancel needs `run`".into(),
-                        json!({"field": "run"}),
-                    );
-                };
+            ClientMsg::Cancel { run } => {
                 let engine = self.engine.clone();
                 let r = run.clone();
-                ctx.spawn(async move { engine.cancel(&r, "a WebSocket client").await }.into_actor(self).map(
+                ctx.spawn(async move { engine.cancel(&r, "a WebSocket client", &viewer).await }.into_actor(self).map(
                     move |res, _, ctx| match res {
                         Ok(cancelled) => {
                             let mut v = json!({ "type": "cancel_result", "run": run, "cancelled": cancelled });
@@ -260,12 +291,46 @@ impl WsSession {
                     },
                 ));
             }
-            "dashboard" => {
+            ClientMsg::Dashboard => {
                 let sink = self.sink();
-                self.engine.subscribe_dashboard(self.watcher, sink);
+                self.engine.subscribe_dashboard(
+                    self.watcher,
+                    sink,
+                    self.viewer.clone().unwrap_or_else(nobody),
+                );
             }
-            "ping" => Self::send_json(ctx, json!({ "type": "pong", "id": id })),
-            other => Self::error(ctx, &id, format!("unknown message type {other:?}"), json!({})),
+            ClientMsg::Ping => Self::send_json(ctx, json!({ "type": "pong", "id": id })),
+        }
+    }
+
+    /// Applies the per-socket rate limit to one incoming message; false when it is dropped.
+    fn admit(&mut self, ctx: &mut ws::WebsocketContext<Self>) -> bool {
+        match self.flood.admit(Instant::now()) {
+            Admit::Yes => true,
+            Admit::DropAndWarn => {
+                log::info!("websocket client exceeds the message rate; dropping its messages");
+                Self::error(
+                    ctx,
+                    &Value::Null,
+                    format!(
+                        "too many messages: at most {MESSAGES_PER_SECOND} per second (bursts of \
+                         {MESSAGE_BURST}); messages are dropped until the client slows down, \
+                         and a client that keeps flooding is disconnected"
+                    ),
+                    json!({}),
+                );
+                false
+            }
+            Admit::Drop => false,
+            Admit::Close => {
+                log::warn!("websocket client kept flooding; closing the socket");
+                ctx.close(Some(ws::CloseReason {
+                    code: ws::CloseCode::Policy,
+                    description: Some("too many messages".into()),
+                }));
+                ctx.stop();
+                false
+            }
         }
     }
 }
@@ -314,7 +379,11 @@ impl StreamHandler<Frame> for WsSession {
             }
             Frame::DashboardLagged => {
                 let sink = self.sink();
-                self.engine.subscribe_dashboard(self.watcher, sink);
+                self.engine.subscribe_dashboard(
+                    self.watcher,
+                    sink,
+                    self.viewer.clone().unwrap_or_else(nobody),
+                );
             }
             Frame::Rewatch { run, epoch } => {
                 if self.muted.get(&run) == Some(&epoch) {
@@ -332,6 +401,14 @@ impl StreamHandler<Frame> for WsSession {
 impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WsSession {
     fn handle(&mut self, msg: Result<ws::Message, ws::ProtocolError>, ctx: &mut Self::Context) {
         self.last_seen = Instant::now();
+        let counted = matches!(
+            msg,
+            Ok(ws::Message::Text(_) | ws::Message::Binary(_) | ws::Message::Ping(_))
+                | Ok(ws::Message::Continuation(_))
+        );
+        if counted && !self.admit(ctx) {
+            return;
+        }
         match msg {
             Ok(ws::Message::Text(text)) => self.handle_client(&text, ctx),
             Ok(ws::Message::Ping(p)) => ctx.pong(&p),
@@ -346,9 +423,34 @@ impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WsSession {
                 ctx.close(reason);
                 ctx.stop();
             }
+            // Browsers never fragment messages; a fragmented one is refused at its first frame
+            // and the rest of it ignored.
+            Ok(ws::Message::Continuation(
+                actix_http::ws::Item::FirstText(_) | actix_http::ws::Item::FirstBinary(_),
+            )) => Self::error(
+                ctx,
+                &Value::Null,
+                "fragmented messages are not supported".into(),
+                json!({}),
+            ),
             Ok(ws::Message::Continuation(_)) | Ok(ws::Message::Nop) => {}
             Err(e) => {
-                log::warn!("websocket protocol error: {e}");
+                let (code, description) = if self.oversized.load(Ordering::Relaxed)
+                    || matches!(e, ws::ProtocolError::Overflow)
+                {
+                    log::info!("websocket client sent a frame over {MAX_FRAME_BYTES} bytes");
+                    Self::error(
+                        ctx,
+                        &Value::Null,
+                        format!("message too large: at most {MAX_FRAME_BYTES} bytes per frame"),
+                        json!({}),
+                    );
+                    (ws::CloseCode::Size, "message too large")
+                } else {
+                    log::warn!("websocket protocol error: {e}");
+                    (ws::CloseCode::Protocol, "protocol error")
+                };
+                ctx.close(Some(ws::CloseReason { code, description: Some(description.into()) }));
                 ctx.stop();
             }
         }

@@ -15,7 +15,21 @@ let current = null; // the mounted view: {destroy()}
 const main = $("#main");
 
 // Tests and the curious reach the connection here (e.g. `conclave.conn.drop()`).
-window.conclave = { conn };
+window.conclave = { conn, me: null, signedOut };
+
+/** The session ended while the page was open: show the sign-in screen again. */
+function signedOut() {
+  if (window.conclave.me) {
+    window.conclave.me = null;
+    location.reload();
+  }
+}
+
+/** Only a run's owner or an admin may stop it. */
+function mayCancel(run) {
+  const me = window.conclave.me;
+  return !!me && (me.isAdmin || (run.owner && run.owner === me.name));
+}
 
 // ---- connection state -------------------------------------------------------------------------
 
@@ -131,9 +145,10 @@ function runRow(run, { onCancel }) {
     el("div", { class: "q" }, el("a", { href: `#/run/${encodeURIComponent(run.id)}`, title: run.question || "" }, title)),
     el("div", { class: "actions" },
       el("a", { class: "button secondary small", href: `#/run/${encodeURIComponent(run.id)}`, "aria-label": `Open ${title}` }, "Open"),
-      running ? el("button", { type: "button", class: "danger small cancel", "aria-label": `Cancel ${title}`, onclick: (e) => onCancel(run, e.currentTarget) }, "Cancel") : null),
+      running && mayCancel(run) ? el("button", { type: "button", class: "danger small cancel", "aria-label": `Cancel ${title}`, onclick: (e) => onCancel(run, e.currentTarget) }, "Cancel") : null),
     el("div", { class: "meta" }, ui.statusBadge(run.status), running ? el("span", { class: "stage-label" }, stageLabel(run)) : null,
-      running ? progressChips(run) : null, elapsed, el("span", null, run.owner ? `by ${run.owner}` : ""),
+      running ? progressChips(run) : null, elapsed, el("span", { class: "owner" }, run.owner ? `by ${run.owner}` : ""),
+      run.visibility === "private" ? ui.badge("private", "gray", "Only its owner and admins see it") : null,
       el("span", null, ui.fmtTime(run.createdAt))));
   tickElapsed(elapsed);
   return row;
@@ -279,8 +294,8 @@ async function conversationView({ id, focusRun, known }) {
 
   for (const d of details) await mountRun(d);
 
-  if (MULTI_TURN.has(mode)) {
-    const last = details[details.length - 1];
+  const last = details[details.length - 1];
+  if (MULTI_TURN.has(mode) && (!last || last.canControl !== false)) {
     const q = el("textarea", { id: "follow-up-question", rows: 2, placeholder: "Ask a follow-up in this conversation…", required: true });
     const err = el("div", { class: "error", role: "alert" });
     followUp = el("form", { class: "form-card follow-up", "aria-label": "Follow-up question" },
@@ -371,9 +386,53 @@ async function reviewsView() {
   return null;
 }
 
-// ---- start ----------------------------------------------------------------------------------------
+// ---- signing in -----------------------------------------------------------------------------------
 
-window.addEventListener("hashchange", route);
-conn.connect();
-loadModels();
-route();
+function signInView(message) {
+  const token = el("input", { id: "sign-in-token", type: "password", autocomplete: "off", required: true, "aria-describedby": "sign-in-help" });
+  const err = el("div", { class: "error", role: "alert" }, message || "");
+  const form = el("form", { class: "form-card sign-in", "aria-label": "Sign in" },
+    el("h1", null, "Sign in to Conclave"),
+    el("p", { class: "muted", id: "sign-in-help" }, "Open the sign-in link the server printed when it first started, or paste an API token (an admin makes one with ",
+      el("code", null, "conclave user add NAME"), ")."),
+    el("div", { class: "field" }, el("label", { for: "sign-in-token" }, "API token"), token),
+    el("div", { class: "toolbar" }, el("button", { type: "submit" }, "Sign in"), err));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    err.textContent = "";
+    const res = await fetch("/api/session", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token: token.value.trim() }) });
+    if (res.ok) location.reload();
+    else err.textContent = res.status === 401 ? "That token is not valid." : `Could not sign in (${res.status}).`;
+  });
+  $("#conn").textContent = "signed out";
+  $("#conn").className = "pill";
+  main.replaceChildren(form);
+  token.focus();
+}
+
+async function boot() {
+  let me = null;
+  try {
+    const res = await fetch("/api/me");
+    if (res.ok) me = await res.json();
+  } catch (err) {
+    main.replaceChildren(el("h1", null, "Cannot reach the server"), el("p", { class: "error", role: "alert" }, err.message));
+    return;
+  }
+  if (!me) return signInView();
+  window.conclave.me = me;
+  $("#me-name").textContent = me.isAdmin ? `${me.name} (admin)` : me.name;
+  $("#me").hidden = false;
+  $("#sign-out").addEventListener("click", async () => {
+    await fetch("/api/session", { method: "DELETE" });
+    window.conclave.me = null;
+    location.hash = "#/";
+    location.reload();
+  });
+  window.addEventListener("hashchange", route);
+  conn.connect();
+  loadModels();
+  route();
+}
+
+boot();

@@ -87,6 +87,10 @@ function setPath(obj, path, value) {
   o[keys[keys.length - 1]] = value;
 }
 
+/** Every mode's last field: who may watch the run. */
+const VISIBILITY = { path: "visibility", kind: "select", label: "Who can see it",
+  options: [["team", "Everyone signed in (team)"], ["private", "Only me and admins (private)"]] };
+
 let listCounter = 0;
 
 /** Chosen models as removable chips plus an input with suggestions; duplicates are allowed. */
@@ -124,7 +128,7 @@ function modelPicker(id, suggestions, initial, onChange) {
  * starts the run and rejects with an Error carrying `field` when the server refuses it.
  */
 export function buildForm(mode, models, submit) {
-  const spec = MODE_SPECS[mode];
+  const spec = { ...MODE_SPECS[mode], fields: [...MODE_SPECS[mode].fields, VISIBILITY] };
   const defaults = (models.modes && models.modes[mode]) || {};
   const suggestions = [...new Set([...(models.simModels || []), ...Object.keys(models.simBehaviours || {}).map((k) => k.replace("…", "")),
     ...Object.values(models.modes || {}).flatMap((m) => Object.values(m).flatMap((v) => (Array.isArray(v) ? v : typeof v === "string" && v.includes("/") ? [v] : [])))])]

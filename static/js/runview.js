@@ -18,6 +18,8 @@ export async function fetchJson(url, opts) {
   const res = await fetch(url, opts);
   let body = null;
   try { body = await res.json(); } catch { /* not JSON */ }
+  // The session ended (signed out elsewhere, revoked): back to the sign-in screen.
+  if (res.status === 401 && window.conclave && window.conclave.signedOut) window.conclave.signedOut();
   if (!res.ok) {
     const err = new Error((body && body.error) || `${res.status} ${res.statusText}`);
     err.status = res.status;
@@ -405,7 +407,8 @@ export class RunView {
     const u = this.usage || {};
     const tokens = (u.promptTokens || 0) + (u.completionTokens || 0);
     this.usageEl.textContent = `${tokens.toLocaleString()} tokens${u.cost !== null && u.cost !== undefined ? " · " + ui.fmtCost(u.cost) : ""}`;
-    this.cancelBtn.hidden = this.status !== "running";
+    // Only the run's owner or an admin may stop it (the server says which in `canControl`).
+    this.cancelBtn.hidden = this.status !== "running" || this.detail.canControl === false;
     if (this.status !== "running") this.progressEl.textContent = "";
   }
 

@@ -223,8 +223,24 @@ fn run_clarity_prints_the_score_breakdown_and_critique() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("■ score"));
 }
 
-/// Starts `conclave serve` in `dir` and returns it with its base URL.
-fn serve_in(dir: &std::path::Path, db: &str) -> (std::process::Child, String) {
+/// Adds a user with `conclave user add` and answers its API token.
+fn add_user(db: &str, name: &str, admin: bool) -> String {
+    let mut cmd = conclave();
+    cmd.args(["user", "add", name]).env("DATABASE_URL", db);
+    if admin {
+        cmd.arg("--admin");
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Starts `conclave serve` in `dir` and returns it with its base URL and an admin's client.
+fn serve_in(dir: &std::path::Path, db: &str) -> (std::process::Child, String, reqwest::Client) {
+    let token = add_user(db, "ops", true);
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("Authorization", format!("Bearer {token}").parse().unwrap());
+    let client = reqwest::Client::builder().default_headers(headers).build().unwrap();
     let mut server = conclave()
         .current_dir(dir)
         .args(["serve", "--bind", "127.0.0.1:0"])
@@ -237,7 +253,7 @@ fn serve_in(dir: &std::path::Path, db: &str) -> (std::process::Child, String) {
     let mut line = String::new();
     BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("URL").to_string();
-    (server, url)
+    (server, url, client)
 }
 
 fn run_status(path: &std::path::Path) -> String {
@@ -264,8 +280,7 @@ fn sigterm_lets_running_deliberations_finish_or_marks_them_interrupted() {
         )
         .unwrap();
         let path = dir.path().join("s.db");
-        let (mut server, url) = serve_in(dir.path(), &format!("sqlite://{}", path.display()));
-        let http = reqwest::Client::new();
+        let (mut server, url, http) = serve_in(dir.path(), &format!("sqlite://{}", path.display()));
         let post = |body: serde_json::Value| {
             let req = http.post(format!("{url}/api/deliberations")).json(&body).send();
             rt.block_on(async { req.await.unwrap().status().as_u16() })
@@ -286,5 +301,33 @@ fn sigterm_lets_running_deliberations_finish_or_marks_them_interrupted() {
         assert!(status.success(), "clean exit: {status:?}");
         assert!(t.elapsed().as_secs() < 15, "exited in {:?}", t.elapsed());
         assert_eq!(run_status(&path), expected, "grace {grace_ms} ms");
+    }
+}
+
+#[test]
+fn user_commands_add_list_and_revoke_accounts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("u.db").display());
+    let token = add_user(&db, "alice", false);
+    assert!(token.starts_with("cnv_") && token.len() == 68, "{token}");
+    add_user(&db, "root", true);
+    let again =
+        conclave().args(["user", "add", "alice"]).env("DATABASE_URL", &db).output().unwrap();
+    assert_eq!(again.status.code(), Some(2), "a name is taken once");
+    let bad = conclave().args(["user", "add", "a b"]).env("DATABASE_URL", &db).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let list = conclave().args(["user", "list"]).env("DATABASE_URL", &db).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout).to_string();
+    assert_eq!(list, "alice\tuser\tactive\nroot\tadmin\tactive\n");
+    let out =
+        conclave().args(["user", "revoke", "alice"]).env("DATABASE_URL", &db).output().unwrap();
+    assert!(out.status.success());
+    let list = conclave().args(["user", "list"]).env("DATABASE_URL", &db).output().unwrap();
+    assert!(String::from_utf8_lossy(&list.stdout).contains("alice\tuser\trevoked"));
+    // The token is not in the database, only its hash.
+    for file in ["u.db", "u.db-wal"] {
+        let bytes = std::fs::read(dir.path().join(file)).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(&token[4..]), "the token itself is never stored ({file})");
     }
 }

@@ -14,7 +14,10 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 pub struct TestApp {
     pub base: String,
     pub ws_url: String,
+    /// Sends the admin `tester`'s token with every request.
     pub http: reqwest::Client,
+    /// `tester`'s API token.
+    pub token: String,
     pub handle: actix_web::dev::ServerHandle,
     /// Present when the sim models are reached over HTTP through a sim-server.
     pub sim_stats: Option<SimStats>,
@@ -30,12 +33,12 @@ pub struct Options {
     pub sim_over_http: bool,
     /// Use this database URL instead of a temporary SQLite file.
     pub database_url: Option<String>,
+    /// Backup models for the single-model roles (the configuration's `[fallback]`).
+    pub fallback: conclave::modes::Fallbacks,
     /// Per-model sim settings (`[sim.models."sim/x"]`).
     pub sim_models: HashMap<String, SimModelConfig>,
     /// Cap on concurrent calls to the sim (its route when over HTTP).
     pub max_concurrent_calls: Option<usize>,
-    /// Backup models for the single-model roles (the configuration's `[fallback]`).
-    pub fallback: conclave::modes::Fallbacks,
 }
 
 impl Default for Options {
@@ -45,11 +48,32 @@ impl Default for Options {
             stage_timeout_ms: 120_000,
             sim_over_http: false,
             database_url: None,
+            fallback: Default::default(),
             sim_models: HashMap::new(),
             max_concurrent_calls: None,
-            fallback: Default::default(),
         }
     }
+}
+
+/// Adds a user with an API token and answers the token.
+pub async fn add_user(store: &conclave::store::Store, name: &str, admin: bool) -> String {
+    use conclave::web::auth::{hash_token, new_token};
+    let token = new_token();
+    store
+        .create_user(name, admin, hash_token(&token), conclave::store::TokenKind::Api, None)
+        .await
+        .expect("create user");
+    token
+}
+
+/// An HTTP client that sends `token` with every request.
+pub fn client_with(token: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        format!("Bearer {token}").parse().expect("header value"),
+    );
+    reqwest::Client::builder().default_headers(headers).build().expect("client")
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -96,11 +120,14 @@ pub async fn spawn_with(opts: Options) -> TestApp {
     let app = Application::build(config).await.expect("build app");
     let port = app.port();
     let handle = app.handle();
+    // Every request of the tests is signed in as an admin unless a test asks otherwise.
+    let token = add_user(app.engine().store(), "tester", true).await;
     actix_web::rt::spawn(app.run_until_stopped());
     TestApp {
         base: format!("http://127.0.0.1:{port}"),
         ws_url: format!("ws://127.0.0.1:{port}/ws"),
-        http: reqwest::Client::new(),
+        http: client_with(&token),
+        token,
         handle,
         sim_stats,
         database_url,
@@ -143,8 +170,29 @@ impl TestApp {
     }
 
     pub async fn ws(&self) -> Ws {
+        self.ws_as(&self.token).await
+    }
+
+    /// A WebSocket signed in with `token` (sent as `Authorization: Bearer` on the upgrade).
+    pub async fn ws_as(&self, token: &str) -> Ws {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut req = self.ws_url.as_str().into_client_request().expect("ws request");
+        req.headers_mut()
+            .insert("Authorization", format!("Bearer {token}").parse().expect("header"));
+        let (stream, _) = tokio_tungstenite::connect_async(req).await.expect("ws connect");
+        Ws { stream }
+    }
+
+    /// A WebSocket that has not signed in.
+    pub async fn ws_anonymous(&self) -> Ws {
         let (stream, _) = tokio_tungstenite::connect_async(&self.ws_url).await.expect("ws connect");
         Ws { stream }
+    }
+
+    /// Adds a user straight in the store; answers its API token.
+    pub async fn user(&self, name: &str, admin: bool) -> String {
+        let store = conclave::store::Store::start(&self.database_url).expect("store");
+        add_user(&store, name, admin).await
     }
 
     pub async fn stop(self) {

@@ -2,6 +2,7 @@
 //! PostgreSQL database), the sim models in-process and through the sim-server over HTTP, and
 //! real HTTP, WebSocket and SSE clients. One binary keeps link times down.
 
+mod access;
 mod cancel;
 mod cli;
 mod council;

@@ -286,7 +286,8 @@ async fn the_dashboard_shows_each_call_going_from_running_to_ok_and_how_the_run_
         assert!(c["responseTimeMs"].as_u64().is_some(), "{c}");
         assert!(c["model"].as_str().unwrap().starts_with("sim/"));
     }
-    assert!(last["owner"].is_null());
+    assert_eq!(last["owner"], "tester", "the signed-in user who started it");
+    assert_eq!(last["visibility"], "team");
     let finished = last["finishedAt"].as_i64().expect("finishedAt");
     assert!(finished >= last["createdAt"].as_i64().unwrap());
     let (_, stored) = app.get(&format!("/api/deliberations/{run}")).await;

@@ -5,7 +5,7 @@
 // run renders as it did live; a follow-up is asked and cancelled mid-flight.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { skip, openPage, waitRunReady, runText, screenshot, useServer } from "./harness.mjs";
+import { skip, openPage, waitRunReady, runText, screenshot, useServer, api } from "./harness.mjs";
 
 let server, browser;
 useServer({ latencyMs: 700 }, (env) => ({ server, browser } = env));
@@ -40,7 +40,7 @@ test("a council runs live, a second person joins from the dashboard, reopens ide
 
   await waitRunReady(page, runId);
   await waitRunReady(b.page, runId);
-  const stored = await (await fetch(`${server.base}/api/deliberations/${runId}`)).json();
+  const stored = await (await api(`${server.base}/api/deliberations/${runId}`)).json();
   assert.equal(stored.status, "completed");
 
   // Both saw the same events, and the same page.
@@ -65,7 +65,7 @@ test("a council runs live, a second person joins from the dashboard, reopens ide
   assert.equal(synthesis.trim().split("\n")[0], stored.result.stage3.response.trim().split("\n")[0]);
   assert.match(await page.textContent("article.run .usage"), /[1-9][\d,]* tokens/);
   // The conversation's generated title replaces the question in the heading.
-  await page.waitForFunction((t) => document.querySelector("main h1").textContent === t, stored.title || (await (await fetch(`${server.base}/api/conversations/${stored.conversationId}`)).json()).conversation.title);
+  await page.waitForFunction((t) => document.querySelector("main h1").textContent === t, stored.title || (await (await api(`${server.base}/api/conversations/${stored.conversationId}`)).json()).conversation.title);
   await page.uncheck(".reveal-toggle");
   await screenshot(page, "council-finished");
 
@@ -86,7 +86,7 @@ test("a council runs live, a second person joins from the dashboard, reopens ide
   assert.equal(await page.getAttribute(`article.run[data-run="${second}"]`, "data-status"), "cancelled");
   assert.match(await page.textContent(`article.run[data-run="${second}"] .run-note`), /cancelled/);
   assert.ok(await page.$$eval(`article.run[data-run="${second}"] .chip-call.stopped`, (c) => c.length) > 0, "calls in flight show as stopped");
-  const conv = await (await fetch(`${server.base}/api/conversations/${stored.conversationId}`)).json();
+  const conv = await (await api(`${server.base}/api/conversations/${stored.conversationId}`)).json();
   assert.equal(conv.runs.length, 2, "the follow-up stayed in the conversation");
   assert.equal(await page.isDisabled(".follow-up button[type=submit]"), false);
 

@@ -8,14 +8,14 @@
 // - phone-sized, dark, keyboard-only and screen-reader use.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { skip, openPage, startRest, waitRunReady, runText, screenshot, useServer } from "./harness.mjs";
+import { skip, openPage, startRest, waitRunReady, runText, screenshot, useServer, api } from "./harness.mjs";
 
 let server, browser;
 useServer({ latencyMs: 1200 }, (env) => ({ server, browser } = env));
 
 /** The seqs of a finished run's durable events (all but `token`), read over SSE as curl would. */
 async function storedSeqs(runId) {
-  const text = await (await fetch(`${server.base}/api/deliberations/${runId}/events`)).text();
+  const text = await (await api(`${server.base}/api/deliberations/${runId}/events`)).text();
   const blocks = text.split(/\n\n/).map((b) => ({ id: (b.match(/^id: ?(\d+)$/m) || [])[1], event: (b.match(/^event: ?(\S+)$/m) || [])[1] }));
   return blocks.filter((b) => b.id && b.event !== "token").map((b) => Number(b.id));
 }
@@ -39,7 +39,7 @@ test("two dashboards update live and a run is cancelled from one of them", { ski
     await p.waitForSelector(`#recent-runs [data-run="${run.runId}"][data-status="cancelled"]`, { timeout: 5000 });
     assert.equal(await p.$(`#live-runs [data-run="${run.runId}"]`), null);
   }
-  const stored = await (await fetch(`${server.base}/api/deliberations/${run.runId}`)).json();
+  const stored = await (await api(`${server.base}/api/deliberations/${run.runId}`)).json();
   assert.equal(stored.status, "cancelled");
   assert.deepEqual(a.errors, []);
   assert.deepEqual(b.errors, []);
@@ -109,7 +109,7 @@ test("hostile model output executes nothing", { skip }, async () => {
   for (const run of runs) {
     await page.goto(`${server.base}/#/run/${run.runId}`);
     await waitRunReady(page, run.runId, 90000);
-    const stored = await (await fetch(`${server.base}/api/deliberations/${run.runId}`)).json();
+    const stored = await (await api(`${server.base}/api/deliberations/${run.runId}`)).json();
     assert.equal(stored.status, "completed", `${run.mode}: ${stored.error}`);
     const body = await page.$eval("main", (m) => m.innerText);
     assert.match(body, /click me|hover|link/, `${run.mode}: the hostile text is shown as text`);
@@ -142,7 +142,7 @@ test("history finds conversations by title and reopens them", { skip }, async ()
   await waitRunReady(page, second.runId, 60000);
   await page.goto(`${server.base}/#/run/${first.runId}`);
   await waitRunReady(page, first.runId, 60000);
-  const convs = await (await fetch(`${server.base}/api/conversations`)).json();
+  const convs = await (await api(`${server.base}/api/conversations`)).json();
   const pluto = convs.conversations.find((c) => c.id === second.conversationId);
   assert.ok(pluto.title, "titled");
   const word = pluto.title.split(/\s+/).find((w) => w.length > 3);

@@ -7,13 +7,13 @@
 // immediate consensus) replayed into the real run view from recorded-shape events.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { openPage, waitRunReady, runText, screenshot, skip, useServer } from "./harness.mjs";
+import { openPage, waitRunReady, runText, screenshot, skip, useServer, api } from "./harness.mjs";
 
 let server, base, browser;
 useServer({ latencyMs: 300 }, (env) => ({ server, base, browser } = env));
 
 async function getJson(path) {
-  const res = await fetch(base + path);
+  const res = await api(base + path);
   assert.equal(res.status, 200, `GET ${path}`);
   return res.json();
 }

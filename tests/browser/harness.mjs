@@ -3,7 +3,7 @@
 // driven by playwright-core. Tests skip with a reason when Chromium or the binary is missing,
 // unless CONCLAVE_REQUIRE_BROWSER is set (CI sets it). Screenshots go to
 // target/browser-artifacts/ so a person can look at them.
-import { spawn } from "node:child_process";
+import { spawn, execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
@@ -23,19 +23,41 @@ if (missing && process.env.CONCLAVE_REQUIRE_BROWSER) throw new Error(`browser te
 if (missing) console.log(`skipping browser tests: ${missing}`);
 export const skip = missing ?? false;
 
-/** Starts a server; resolves with `{base, proc, stop()}`. */
-export async function startServer({ latencyMs = 400, env = {} } = {}) {
+/**
+ * Starts a server; resolves with `{base, proc, stop(), token, users, loginLink}`. An admin
+ * `tester` is made first with the CLI (`token` is its API token) and `users` more
+ * (`{name: token}`), unless `fresh` is set: then the server starts with no account and prints
+ * its one-time sign-in link (`loginLink`).
+ */
+export async function startServer({ latencyMs = 400, env = {}, fresh = false, users = [] } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "conclave-browser-"));
-  const proc = spawn(BIN, ["serve", "--bind", "127.0.0.1:0"], {
-    env: { ...process.env, DATABASE_URL: `sqlite://${join(dir, "b.db")}`, CONCLAVE_SIM_LATENCY_MS: String(latencyMs), OPENROUTER_API_KEY: "", RUST_LOG: "warn", ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const base = await new Promise((resolve, reject) => {
+  const fullEnv = { ...process.env, DATABASE_URL: `sqlite://${join(dir, "b.db")}`, CONCLAVE_SIM_LATENCY_MS: String(latencyMs), OPENROUTER_API_KEY: "", RUST_LOG: "warn", ...env };
+  const addUser = (name, admin) => execFileSync(BIN, ["user", "add", name, ...(admin ? ["--admin"] : [])], { env: fullEnv, stdio: ["ignore", "pipe", "ignore"] }).toString().trim();
+  const token = fresh ? null : addUser("tester", true);
+  const tokens = {};
+  for (const name of users) tokens[name] = addUser(name, false);
+  const proc = spawn(BIN, ["serve", "--bind", "127.0.0.1:0"], { env: fullEnv, stdio: ["ignore", "pipe", "inherit"] });
+  const { base, loginLink } = await new Promise((resolve, reject) => {
     const rl = createInterface({ input: proc.stdout });
-    rl.on("line", (line) => { const m = line.match(/http:\/\/[\d.:]+/); if (m) resolve(m[0]); });
+    let base = null;
+    rl.on("line", (line) => {
+      const link = line.match(/http:\/\/[\d.:]+\/login\?token=\S+/);
+      if (link) return resolve({ base, loginLink: link[0] });
+      const m = line.match(/http:\/\/[\d.:]+/);
+      if (m && !base) {
+        base = m[0];
+        if (!fresh) resolve({ base, loginLink: null });
+      }
+    });
     proc.on("exit", (code) => reject(new Error(`server exited with ${code}`)));
   });
-  return { base, proc, stop: () => proc.kill() };
+  return { base, proc, stop: () => proc.kill(), token, users: tokens, loginLink };
+}
+
+/** Signs a browser context in with an API token (the session cookie lands in its jar). */
+export async function signIn(context, base, token) {
+  const res = await context.request.post(`${base}/api/session`, { data: { token } });
+  if (!res.ok()) throw new Error(`sign-in failed: ${res.status()}`);
 }
 
 /**
@@ -48,6 +70,7 @@ export function useServer(options, ready) {
     if (skip) return;
     server = await startServer(options);
     browser = await launch();
+    current = server;
     ready({ server, base: server.base, browser });
   });
   after(async () => {
@@ -64,12 +87,17 @@ export async function launch() {
   });
 }
 
+/** The server of the running test file (for signing new contexts in). */
+let current = null;
+
 /**
  * A page (in a fresh browser context unless `context` is given) that records page errors and
- * console errors, opened at `base + path` once the socket is live.
+ * console errors, opened at `base + path` once the socket is live. A fresh context is signed
+ * in as `as` (a token; the file's admin `tester` by default).
  */
-export async function openPage(browser, base, path = "/", { viewport = { width: 1280, height: 900 }, context, colorScheme } = {}) {
+export async function openPage(browser, base, path = "/", { viewport = { width: 1280, height: 900 }, context, colorScheme, as } = {}) {
   const ctx = context || await browser.newContext({ viewport, colorScheme });
+  if (!context) await signIn(ctx, base, as || current.token);
   const page = await ctx.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
@@ -79,9 +107,14 @@ export async function openPage(browser, base, path = "/", { viewport = { width: 
   return { page, errors, context: ctx };
 }
 
+/** `fetch` signed in as the file's admin (or `token`). */
+export function api(url, opts = {}, token = current && current.token) {
+  return fetch(url, { ...opts, headers: { ...(opts.headers || {}), authorization: `Bearer ${token}` } });
+}
+
 /** Starts a run over REST (as another client would); resolves with the 202 body. */
-export async function startRest(base, request) {
-  const res = await fetch(`${base}/api/deliberations`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(request) });
+export async function startRest(base, request, token) {
+  const res = await api(`${base}/api/deliberations`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(request) }, token);
   const body = await res.json();
   if (res.status !== 202) throw new Error(`start failed: ${res.status} ${JSON.stringify(body)}`);
   return body;

@@ -11,12 +11,12 @@
 // - a Clarity run without discussion (method median, not flagged): no review form.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { skip, openPage, waitRunReady, runText, screenshot, useServer } from "./harness.mjs";
+import { skip, openPage, waitRunReady, runText, screenshot, useServer, api as authedFetch } from "./harness.mjs";
 
 let server, browser;
 useServer({ latencyMs: 300 }, (env) => ({ server, browser } = env));
 
-const api = async (path, opts) => (await fetch(`${server.base}${path}`, opts)).json();
+const api = async (path, opts) => (await authedFetch(`${server.base}${path}`, opts)).json();
 /** The first number in a text ("7.3 / 10" → 7.3). */
 const num = (s) => { const m = String(s).match(/-?\d+(\.\d+)?/); return m ? Number(m[0]) : NaN; };
 // Chromium logs a CSP refusal when DOMPurify parses hostile markup with inline handlers (the

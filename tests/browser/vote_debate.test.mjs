@@ -5,7 +5,7 @@
 // invalid vote, and a debate cancelled mid-way. Screenshots go to target/browser-artifacts/.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { openPage, waitRunReady, runText, screenshot, skip, useServer } from "./harness.mjs";
+import { openPage, waitRunReady, runText, screenshot, skip, useServer, api } from "./harness.mjs";
 
 let server, base, browser;
 useServer({ latencyMs: 300 }, (env) => ({ server, base, browser } = env));
@@ -13,7 +13,7 @@ useServer({ latencyMs: 300 }, (env) => ({ server, base, browser } = env));
 const DECISION_TEXT = { REVISE: "REVISED", MERGE: "MERGED", STAND: "STOOD" };
 
 async function detail(id) {
-  const res = await fetch(`${base}/api/deliberations/${encodeURIComponent(id)}`);
+  const res = await api(`${base}/api/deliberations/${encodeURIComponent(id)}`);
   assert.equal(res.status, 200);
   return res.json();
 }
