@@ -56,6 +56,7 @@ pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppErro
         retention: config.retention,
         finish_grace: config.finish_grace,
         retry: config.retry,
+        user_limits: config.user_limits,
     };
     Ok(Engine::launch(store, config.providers(), settings))
 }

@@ -91,6 +91,10 @@ pub struct FileConfig {
     pub retry_base_delay_ms: Option<u64>,
     /// On SIGTERM / Ctrl-C, how long running deliberations may take to finish (default 30 000).
     pub shutdown_grace_ms: Option<u64>,
+    /// Runs one user may have running at once (default 8).
+    pub max_runs_per_user: Option<usize>,
+    /// Runs one user may start per minute (default 30).
+    pub max_starts_per_minute: Option<usize>,
     /// `[fallback]`: backup models for the single-model roles (`chairman`, `foreman`,
     /// `facilitator`, `arbiter`).
     #[serde(default)]
@@ -128,6 +132,8 @@ pub struct Config {
     pub retry: crate::engine::retry::RetryPolicy,
     /// On SIGTERM / Ctrl-C, how long running deliberations may take to finish.
     pub shutdown_grace: Duration,
+    /// Per-user limits on starting runs.
+    pub user_limits: crate::engine::limits::UserLimits,
     /// Backup models for the single-model roles.
     pub fallback: Fallbacks,
 }
@@ -152,6 +158,7 @@ impl Config {
             finish_grace: Duration::from_secs(10),
             retry: crate::engine::retry::RetryPolicy::default(),
             shutdown_grace: Duration::from_secs(30),
+            user_limits: crate::engine::limits::UserLimits::default(),
             fallback: Fallbacks::default(),
         }
     }
@@ -249,6 +256,20 @@ impl Config {
                 ));
             }
             c.retry.max_attempts = n;
+        }
+        if let Some(n) = file.max_runs_per_user {
+            if !(1..=10_000).contains(&n) {
+                return Err(ConfigError::Invalid("max_runs_per_user must be 1 to 10000".into()));
+            }
+            c.user_limits.concurrent_runs = n;
+        }
+        if let Some(n) = file.max_starts_per_minute {
+            if !(1..=100_000).contains(&n) {
+                return Err(ConfigError::Invalid(
+                    "max_starts_per_minute must be 1 to 100000".into(),
+                ));
+            }
+            c.user_limits.starts_per_minute = n;
         }
         if let Some(ms) = file.shutdown_grace_ms {
             c.shutdown_grace = Duration::from_millis(ms.min(3_600_000));

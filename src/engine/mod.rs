@@ -8,6 +8,7 @@ pub mod access;
 pub mod deliberation;
 pub mod events;
 pub mod hub;
+pub mod limits;
 pub mod model_call;
 pub mod retry;
 
@@ -37,6 +38,9 @@ pub enum EngineError {
     /// The caller may see the run but not do this to it.
     #[error("{0}")]
     Forbidden(String),
+    /// Over a per-user limit: try again after `retry_after_secs`.
+    #[error("{message}")]
+    RateLimited { message: String, retry_after_secs: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("the engine is shutting down")]
@@ -71,6 +75,7 @@ pub struct EngineSettings {
     /// See [`deliberation::DeliberationSetup::finish_grace`].
     pub finish_grace: Duration,
     pub retry: retry::RetryPolicy,
+    pub user_limits: limits::UserLimits,
 }
 
 /// Cloneable handle to the engine's actors.
@@ -83,6 +88,7 @@ pub struct Engine {
     next_watcher: Arc<AtomicU64>,
     /// Set at shutdown: no new runs.
     draining: Arc<std::sync::atomic::AtomicBool>,
+    starts: Arc<limits::StartLimiter>,
 }
 
 /// How many turns of a conversation's history a follow-up may carry (modes truncate further).
@@ -99,6 +105,7 @@ impl Engine {
             settings: Arc::new(settings),
             next_watcher: Arc::new(AtomicU64::new(1)),
             draining: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            starts: Arc::new(limits::StartLimiter::default()),
         }
     }
 
@@ -155,6 +162,16 @@ impl Engine {
         }
         let req = modes::validate(body, &self.settings.defaults)?;
         let owner = viewer.name.clone();
+        if let Some(name) = &owner {
+            let mine = |r: &RunSummary| r.status == "running" && r.owner.as_deref() == Some(name);
+            let running = self.live_runs(viewer).await?.iter().filter(|r| mine(r)).count();
+            self.starts
+                .admit(name, running, self.settings.user_limits, std::time::Instant::now())
+                .map_err(|r| EngineError::RateLimited {
+                    message: r.message,
+                    retry_after_secs: r.retry_after_secs,
+                })?;
+        }
         let requested_visibility = match body.get("visibility") {
             None | Some(Value::Null) => None,
             Some(Value::String(v)) if v == "team" || v == "private" => Some(v.clone()),

@@ -23,6 +23,9 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// Over a per-user limit; `Retry-After` says when to try again.
+    #[error("{message}")]
+    TooManyRequests { message: String, retry_after_secs: u64 },
     /// The body is over the size limit (413).
     #[error("{0}")]
     PayloadTooLarge(String),
@@ -57,6 +60,9 @@ impl From<EngineError> for ApiError {
             EngineError::Invalid(f) => f.into(),
             EngineError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
             EngineError::Forbidden(why) => ApiError::Forbidden(why),
+            EngineError::RateLimited { message, retry_after_secs } => {
+                ApiError::TooManyRequests { message, retry_after_secs }
+            }
             EngineError::Unavailable => ApiError::Unavailable,
             EngineError::Store(s) => ApiError::Internal(s.to_string()),
         }
@@ -71,6 +77,7 @@ impl ResponseError for ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -87,8 +94,15 @@ impl ResponseError for ApiError {
                 json!({ "error": message, "field": f })
             }
             ApiError::PayloadTooLarge(message) => json!({ "error": message, "field": "body" }),
+            ApiError::TooManyRequests { message, retry_after_secs } => {
+                json!({ "error": message, "retryAfterSeconds": retry_after_secs })
+            }
             other => json!({ "error": other.to_string() }),
         };
-        HttpResponse::build(self.status_code()).json(body)
+        let mut resp = HttpResponse::build(self.status_code());
+        if let ApiError::TooManyRequests { retry_after_secs, .. } = self {
+            resp.insert_header(("Retry-After", retry_after_secs.to_string()));
+        }
+        resp.json(body)
     }
 }

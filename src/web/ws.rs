@@ -152,6 +152,9 @@ impl WsSession {
         if let ApiError::BadRequest { field: Some(f), .. } = &api {
             extra["field"] = json!(f);
         }
+        if let ApiError::TooManyRequests { retry_after_secs, .. } = &api {
+            extra["retryAfterSeconds"] = json!(retry_after_secs);
+        }
         if let Some(r) = run {
             extra["run"] = json!(r);
         }

@@ -276,3 +276,44 @@ async fn sign_in_link_and_session_cookie_and_revocation() {
     assert_eq!(status_of(&as_carol, "GET", format!("{}/api/me", app.base)).await, 401);
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn a_user_over_a_limit_gets_429_with_when_to_retry() {
+    use conclave::engine::limits::UserLimits;
+    let app = spawn_with(Options {
+        sim_latency_ms: 2000,
+        user_limits: UserLimits { concurrent_runs: 2, starts_per_minute: 3 },
+        ..Options::default()
+    })
+    .await;
+    let alice = client_with(&app.user("alice", false).await);
+    let start = |client: &reqwest::Client| {
+        client
+            .post(format!("{}/api/deliberations", app.base))
+            .json(&json!({ "question": "Why is the sky blue?" }))
+            .send()
+    };
+    assert_eq!(start(&alice).await.unwrap().status(), 202);
+    assert_eq!(start(&alice).await.unwrap().status(), 202);
+    // A third at once is over the concurrent limit.
+    let r = start(&alice).await.unwrap();
+    assert_eq!(r.status(), 429);
+    assert!(r.headers()["retry-after"].to_str().unwrap().parse::<u64>().unwrap() >= 1);
+    let body: Value = r.json().await.unwrap();
+    assert!(body["error"].as_str().unwrap().contains("running"), "{body}");
+    assert!(body["retryAfterSeconds"].as_u64().unwrap() >= 1);
+    // Others are not affected by alice's limit.
+    assert_eq!(start(&app.http).await.unwrap().status(), 202);
+    // Over the WebSocket the same refusal carries retryAfterSeconds.
+    let token = app.user("bob", false).await;
+    let bob = client_with(&token);
+    for _ in 0..2 {
+        assert_eq!(start(&bob).await.unwrap().status(), 202);
+    }
+    let mut ws = app.ws_as(&token).await;
+    ws.send(json!({ "type": "start", "id": 9, "request": { "question": "One more?" } })).await;
+    let (err, _) = ws.until("error", None).await;
+    assert_eq!(err["id"], 9);
+    assert!(err["retryAfterSeconds"].as_u64().unwrap() >= 1, "{err}");
+    app.stop().await;
+}

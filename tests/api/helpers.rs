@@ -39,6 +39,8 @@ pub struct Options {
     pub sim_models: HashMap<String, SimModelConfig>,
     /// Cap on concurrent calls to the sim (its route when over HTTP).
     pub max_concurrent_calls: Option<usize>,
+    /// Per-user limits on starting runs.
+    pub user_limits: conclave::engine::limits::UserLimits,
 }
 
 impl Default for Options {
@@ -51,6 +53,10 @@ impl Default for Options {
             fallback: Default::default(),
             sim_models: HashMap::new(),
             max_concurrent_calls: None,
+            user_limits: conclave::engine::limits::UserLimits {
+                concurrent_runs: 1000,
+                starts_per_minute: 100_000,
+            },
         }
     }
 }
@@ -94,6 +100,7 @@ pub async fn spawn_with(opts: Options) -> TestApp {
     config.sim_max_concurrent_calls = opts.max_concurrent_calls;
     config.stage_timeout_ms = opts.stage_timeout_ms;
     config.fallback = opts.fallback.clone();
+    config.user_limits = opts.user_limits;
     config.heartbeat_interval = Duration::from_millis(500);
     config.client_timeout = Duration::from_secs(5);
     config.token_flush = Duration::from_millis(20);

@@ -4,7 +4,7 @@
 // unless CONCLAVE_REQUIRE_BROWSER is set (CI sets it). Screenshots go to
 // target/browser-artifacts/ so a person can look at them.
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,7 +31,9 @@ export const skip = missing ?? false;
  */
 export async function startServer({ latencyMs = 400, env = {}, fresh = false, users = [] } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "conclave-browser-"));
-  const fullEnv = { ...process.env, DATABASE_URL: `sqlite://${join(dir, "b.db")}`, CONCLAVE_SIM_LATENCY_MS: String(latencyMs), OPENROUTER_API_KEY: "", RUST_LOG: "warn", ...env };
+  // The tests start many runs as one user: lift the per-user limits (their own tests are in Rust).
+  writeFileSync(join(dir, "conclave.toml"), "max_runs_per_user = 1000\nmax_starts_per_minute = 100000\n");
+  const fullEnv = { ...process.env, CONCLAVE_CONFIG: join(dir, "conclave.toml"), DATABASE_URL: `sqlite://${join(dir, "b.db")}`, CONCLAVE_SIM_LATENCY_MS: String(latencyMs), OPENROUTER_API_KEY: "", RUST_LOG: "warn", ...env };
   const addUser = (name, admin) => execFileSync(BIN, ["user", "add", name, ...(admin ? ["--admin"] : [])], { env: fullEnv, stdio: ["ignore", "pipe", "ignore"] }).toString().trim();
   const token = fresh ? null : addUser("tester", true);
   const tokens = {};
