@@ -86,7 +86,11 @@ async function route() {
   try {
     current = await views[r.view](r);
   } catch (err) {
-    main.replaceChildren(el("h1", null, "Something went wrong"), el("p", { class: "error", role: "alert" }, err.message));
+    // A run or conversation one may not see is "not found" too: nothing says it exists.
+    const missing = err.status === 404;
+    main.replaceChildren(el("h1", null, missing ? "Not found" : "Something went wrong"),
+      el("p", { class: "error", role: "alert" }, missing ? "Nothing here, or nothing you may see. " : err.message),
+      el("p", null, el("a", { href: "#/" }, "Back to the dashboard")));
   }
   // After a navigation inside the page, focus the new view's heading (a screen reader reads
   // where the user landed); on first load, leave focus at the top so Tab reaches the menu.

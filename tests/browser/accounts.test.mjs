@@ -77,7 +77,8 @@ test("the sign-in form, what another user sees, and signing out", { skip }, asyn
   // The private run's address gives nothing away.
   await page.goto(`${server.base}/#/run/${secret.runId}`);
   await page.waitForSelector("main .error");
-  assert.match(await page.textContent("main"), /not found/);
+  assert.equal(await page.textContent("main h1"), "Not found");
+  assert.doesNotMatch(await page.textContent("main"), /private question/);
 
   // A private run of his own, from the form.
   await page.goto(`${server.base}/#/new/council`);
