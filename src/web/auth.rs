@@ -81,10 +81,8 @@ impl FromRequest for Caller {
                 )
             };
             let (token, kind) = token.ok_or_else(unauthorized)?;
-            let user = authenticate(state.engine.store(), &token)
-                .await
-                .map_err(|e| ApiError::Internal(e.to_string()))?
-                .ok_or_else(unauthorized)?;
+            let user =
+                authenticate(state.engine.store(), &token).await?.ok_or_else(unauthorized)?;
             let session = (kind == TokenKind::Session).then_some(token);
             Ok(Caller { user, session })
         })
@@ -99,10 +97,7 @@ async fn session_cookie(
 ) -> Result<Cookie<'static>, ApiError> {
     let token = new_token();
     let expires = now_ms() + SESSION_DAYS * 24 * 3600 * 1000;
-    store
-        .add_token(&user.name, hash_token(&token), TokenKind::Session, Some(expires))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    store.add_token(&user.name, hash_token(&token), TokenKind::Session, Some(expires)).await?;
     Ok(Cookie::build(SESSION_COOKIE, token)
         .path("/")
         .http_only(true)
@@ -130,10 +125,7 @@ pub async fn login_link(
 ) -> Result<HttpResponse, ApiError> {
     let store = state.engine.store();
     let found = match &q.token {
-        Some(t) => store
-            .authenticate(hash_token(t), vec![TokenKind::Login])
-            .await
-            .map_err(|e| ApiError::Internal(e.to_string()))?,
+        Some(t) => store.authenticate(hash_token(t), vec![TokenKind::Login]).await?,
         None => None,
     };
     let Some((user, _)) = found else {
@@ -162,8 +154,7 @@ pub async fn sign_in(
     let store = state.engine.store();
     let user = store
         .authenticate(hash_token(body.token.trim()), vec![TokenKind::Api, TokenKind::Login])
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .await?
         .map(|(u, _)| u)
         .ok_or_else(|| ApiError::Unauthorized("that token is not valid".into()))?;
     let cookie = session_cookie(store, &user, is_https(&req)).await?;
@@ -176,12 +167,7 @@ pub async fn sign_out(
     caller: Caller,
 ) -> Result<HttpResponse, ApiError> {
     if let Some(token) = &caller.session {
-        state
-            .engine
-            .store()
-            .revoke_token(hash_token(token))
-            .await
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        state.engine.store().revoke_token(hash_token(token)).await?;
     }
     let mut gone = Cookie::build(SESSION_COOKIE, "").path("/").finish();
     gone.make_removal();

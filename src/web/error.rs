@@ -54,6 +54,13 @@ impl From<FieldError> for ApiError {
     }
 }
 
+/// A database failure is the server's problem, not the client's: logged, answered 500.
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> Self {
+        ApiError::Internal(e.to_string())
+    }
+}
+
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         match e {

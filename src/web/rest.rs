@@ -46,12 +46,7 @@ pub async fn list_runs(
     let limit = limit(&q)?;
     let viewer = caller.viewer();
     let live = state.engine.live_runs(&viewer).await?;
-    let recent = state
-        .engine
-        .store()
-        .list_recent(limit, viewer.visible_to())
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let recent = state.engine.store().list_recent(limit, viewer.visible_to()).await?;
     // A list entry stays small: the start of the question and the title, never the answer or
     // the result.
     let recent: Vec<Value> = recent
@@ -116,12 +111,8 @@ pub async fn list_conversations(
             message: format!("q: at most {MAX_QUERY_CHARS} characters"),
         });
     }
-    let list = state
-        .engine
-        .store()
-        .list_conversations(limit, text, caller.viewer().visible_to())
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let list =
+        state.engine.store().list_conversations(limit, text, caller.viewer().visible_to()).await?;
     Ok(HttpResponse::Ok().json(json!({ "conversations": list })))
 }
 
@@ -130,12 +121,7 @@ pub async fn get_conversation(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let found = state
-        .engine
-        .store()
-        .get_conversation(&id)
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let found = state.engine.store().get_conversation(&id).await?;
     let viewer = caller.viewer();
     // One the caller may not see is not found either.
     let detail = found
@@ -234,12 +220,8 @@ pub async fn list_reviews(
         }
     };
     let limit = limit(&ListQuery { limit: q.limit })?;
-    let runs = state
-        .engine
-        .store()
-        .list_reviews(status, limit, caller.viewer().visible_to())
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let runs =
+        state.engine.store().list_reviews(status, limit, caller.viewer().visible_to()).await?;
     Ok(HttpResponse::Ok()
         .json(json!({ "reviews": runs.iter().map(review_view).collect::<Vec<_>>() })))
 }
@@ -261,12 +243,11 @@ pub async fn mark_reviewed(
         .engine
         .store()
         .run_access(&id)
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .await?
         .filter(|a| viewer.can_see_access(a))
         .ok_or_else(|| {
-            ApiError::NotFound(format!("no run {} is flagged for review", id.as_str()))
-        })?;
+        ApiError::NotFound(format!("no run {} is flagged for review", id.as_str()))
+    })?;
     if !viewer.can_control(access.owner.as_deref()) {
         return Err(ApiError::Forbidden("only the run's owner or an admin may review it".into()));
     }
@@ -276,13 +257,8 @@ pub async fn mark_reviewed(
             message: "note: at most 10 000 characters".into(),
         });
     }
-    let run = state
-        .engine
-        .store()
-        .mark_reviewed(&id, body.note.trim())
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .ok_or_else(|| {
+    let run =
+        state.engine.store().mark_reviewed(&id, body.note.trim()).await?.ok_or_else(|| {
             ApiError::NotFound(format!("no run {} is flagged for review", id.as_str()))
         })?;
     Ok(HttpResponse::Ok().json(review_view(&run)))

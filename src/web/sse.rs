@@ -52,12 +52,7 @@ pub async fn events(
     let since = header_since.or(q.since).unwrap_or(0).max(0);
     let engine = state.engine.clone();
     let viewer = caller.viewer();
-    let visible = engine
-        .store()
-        .run_access(&id)
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .is_some_and(|a| viewer.can_see_access(&a));
+    let visible = engine.store().run_access(&id).await?.is_some_and(|a| viewer.can_see_access(&a));
     if !visible {
         return Err(ApiError::NotFound(format!("run {} not found", id.as_str())));
     }

@@ -44,7 +44,7 @@ pub async fn connect(
     let viewer = match super::auth::token_of(&req) {
         Some((token, _)) => super::auth::authenticate(state.engine.store(), &token)
             .await
-            .map_err(|e| ApiError::Internal(e.to_string()))?
+            .map_err(ApiError::from)?
             .map(|u| Viewer::user(&u.name, u.is_admin)),
         None => None,
     };
