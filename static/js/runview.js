@@ -218,6 +218,7 @@ export class RunView {
     this.onEnded = onEnded;
     this.onFollowUpDone = onFollowUpDone;
     this.calls = new Map();
+    this.backups = new Map(); // call key -> fallback_start data
     this.sections = new Map();
     this.charts = [];
     this.usage = { promptTokens: 0, completionTokens: 0, cost: null };
@@ -237,10 +238,11 @@ export class RunView {
     this.cancelBtn = el("button", { type: "button", class: "danger small", hidden: true }, "Cancel");
     this.cancelBtn.addEventListener("click", () => this.cancel());
     this.progressEl = el("span", { class: "progress-text" });
+    this.partialEl = el("span", { class: "partial", hidden: true });
     const question = d.question || (d.request && d.request.question) || "";
     this.head = el("div", { class: "run-head" },
       el("div", { class: "question" }, question || "(no question)"),
-      el("div", { class: "facts" }, ui.modeBadge(this.mode), this.statusEl, this.progressEl, this.elapsedEl, this.callsEl, this.usageEl,
+      el("div", { class: "facts" }, ui.modeBadge(this.mode), this.statusEl, this.partialEl, this.progressEl, this.elapsedEl, this.callsEl, this.usageEl,
         el("a", { href: `#/run/${encodeURIComponent(this.runId)}`, class: "muted permalink" }, "link")),
       el("span", { class: "spacer" }), this.cancelBtn);
     this.endNote = el("div", { hidden: true });
@@ -321,6 +323,15 @@ export class RunView {
       case "call_complete": return this.callComplete(data);
       default: break;
     }
+    if (ev.event === "fallback_start") {
+      // The primary failed; its backup answers in a card of its own (its call_start follows).
+      this.backups.set(data.key, data);
+      const existing = this.calls.get(data.key);
+      if (existing) this.noteBackup(existing, data);
+      return;
+    }
+    // A mode's final stage event says whether some panel member failed.
+    if (data.partial === true) this.markPartial(data.failedModels || []);
     if (TERMINAL.has(ev.event)) {
       const status = ev.event === "complete" ? "completed" : ev.event === "cancelled" ? "cancelled" : (/interrupt/i.test(data.message || "") ? "interrupted" : "failed");
       this.end(status, data.message);
@@ -342,6 +353,8 @@ export class RunView {
     section.running();
     const card = section.addCard(new ModelCard(data));
     this.calls.set(data.key, card);
+    const backup = this.backups.get(data.key);
+    if (backup) this.noteBackup(card, backup);
     this.callCounts.total += 1;
     this.renderFacts();
   }
@@ -389,6 +402,18 @@ export class RunView {
     }
     this.el.dataset.ready = "true";
     if (this.onEnded) this.onEnded(this);
+  }
+
+  noteBackup(card, backup) {
+    card.prepend(el("div", { class: "callout fallback-note" },
+      `Backup for ${backup.fallbackFrom}, which failed: ${(backup.error && backup.error.message) || "error"}`));
+  }
+
+  markPartial(failed) {
+    const names = [...new Set(failed.map((f) => f.model))];
+    this.partialEl.replaceChildren(ui.badge("partial", "yellow", `Some panel calls failed: ${names.join(", ")}`),
+      el("span", { class: "muted" }, ` ${ui.plural(failed.length, "failed call")}`));
+    this.partialEl.hidden = false;
   }
 
   showNote(text, isError) {

@@ -29,10 +29,10 @@ export const skip = missing ?? false;
  * (`{name: token}`), unless `fresh` is set: then the server starts with no account and prints
  * its one-time sign-in link (`loginLink`).
  */
-export async function startServer({ latencyMs = 400, env = {}, fresh = false, users = [] } = {}) {
+export async function startServer({ latencyMs = 400, env = {}, fresh = false, users = [], config = "" } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "conclave-browser-"));
   // The tests start many runs as one user: lift the per-user limits (their own tests are in Rust).
-  writeFileSync(join(dir, "conclave.toml"), "max_runs_per_user = 1000\nmax_starts_per_minute = 100000\n");
+  writeFileSync(join(dir, "conclave.toml"), "max_runs_per_user = 1000\nmax_starts_per_minute = 100000\n" + config);
   const fullEnv = { ...process.env, CONCLAVE_CONFIG: join(dir, "conclave.toml"), DATABASE_URL: `sqlite://${join(dir, "b.db")}`, CONCLAVE_SIM_LATENCY_MS: String(latencyMs), OPENROUTER_API_KEY: "", RUST_LOG: "warn", ...env };
   const addUser = (name, admin) => execFileSync(BIN, ["user", "add", name, ...(admin ? ["--admin"] : [])], { env: fullEnv, stdio: ["ignore", "pipe", "ignore"] }).toString().trim();
   const token = fresh ? null : addUser("tester", true);
