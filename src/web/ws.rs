@@ -7,6 +7,12 @@
 //! `{type:"event", run, seq, event, data}`, `started`, `cancel_result`, `dashboard`,
 //! `dashboard_update` and `error` (`{type:"error", message, field?, run?, id?}`).
 //!
+//! Limits per socket (see [`super::limits`]): a frame over 1 MiB gets an error and a close with
+//! 1009 (message too big), checked at the frame's header; more than 50 messages a second
+//! (bursts of 100) are dropped with one error, and a flood that goes on is closed with 1008
+//! (policy violation). Bad JSON, unknown types, binary and fragmented frames get an error and
+//! the socket stays open. Decoding is [`super::client_msg`], pure and fuzzed.
+//!
 //! This is the only file that uses the deprecated `actix-web-actors` crate, so moving to
 //! `actix-ws` later touches nothing else.
 
@@ -63,6 +69,7 @@ pub async fn connect(
         unwatches: 0,
         flood: Flood::new(Instant::now()),
         oversized: oversized.clone(),
+        told_fragments: false,
     };
     ws::WsResponseBuilder::new(session, &req, FrameGuard::new(stream, MAX_FRAME_BYTES, oversized))
         .frame_size(MAX_FRAME_BYTES)
@@ -109,6 +116,8 @@ pub struct WsSession {
     flood: Flood,
     /// Set by the [`FrameGuard`] when the client sent a frame over [`MAX_FRAME_BYTES`].
     oversized: Arc<AtomicBool>,
+    /// Whether the client was told that fragmented messages are ignored.
+    told_fragments: bool,
 }
 
 impl WsSession {
@@ -426,17 +435,20 @@ impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WsSession {
                 ctx.close(reason);
                 ctx.stop();
             }
-            // Browsers never fragment messages; a fragmented one is refused at its first frame
-            // and the rest of it ignored.
-            Ok(ws::Message::Continuation(
-                actix_http::ws::Item::FirstText(_) | actix_http::ws::Item::FirstBinary(_),
-            )) => Self::error(
-                ctx,
-                &Value::Null,
-                "fragmented messages are not supported".into(),
-                json!({}),
-            ),
-            Ok(ws::Message::Continuation(_)) | Ok(ws::Message::Nop) => {}
+            // Browsers never fragment messages: fragments are ignored, and the client is told
+            // so once.
+            Ok(ws::Message::Continuation(_)) => {
+                if !self.told_fragments {
+                    self.told_fragments = true;
+                    Self::error(
+                        ctx,
+                        &Value::Null,
+                        "fragmented messages are not supported (and are ignored)".into(),
+                        json!({}),
+                    );
+                }
+            }
+            Ok(ws::Message::Nop) => {}
             Err(e) => {
                 let (code, description) = if self.oversized.load(Ordering::Relaxed)
                     || matches!(e, ws::ProtocolError::Overflow)

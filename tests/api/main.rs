@@ -17,4 +17,5 @@ mod postgres;
 mod retry;
 mod stream;
 mod validation;
+mod ws_abuse;
 mod xss;
