@@ -344,7 +344,8 @@ pub struct ValidRequest {
     pub models: Vec<String>,
 }
 
-/// Validates a start request (`mode` defaults to `council`).
+/// Validates a start request (`mode` defaults to `council`): the keys, types and sizes every
+/// mode shares ([`request::check_fields`]), then the mode's own rules.
 pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let obj = body
         .as_object()
@@ -360,6 +361,8 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         })?,
         Some(_) => return Err(FieldError::new("mode", "must be a string")),
     };
+    // Unknown keys, wrong types and over-long texts, named, before the mode looks.
+    request::check_fields(obj, mode)?;
     match mode {
         ModeKind::Council => council::validate(body, defaults),
         ModeKind::Vote => vote::validate(body, defaults),

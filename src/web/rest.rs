@@ -147,8 +147,10 @@ pub async fn models(state: web::Data<AppState>, _caller: Caller) -> HttpResponse
     let mut per_mode = serde_json::Map::new();
     for mode in ModeKind::all() {
         // The defaults are what validation fills in for a request that names nothing.
-        let probe =
-            json!({ "mode": mode.as_str(), "question": "?", "modeConfig": { "content": "?" } });
+        let mut probe = json!({ "mode": mode.as_str(), "question": "?" });
+        if matches!(mode, ModeKind::Jury | ModeKind::Clarity) {
+            probe["modeConfig"] = json!({ "content": "?" });
+        }
         if let Ok(mut req) = modes::validate(&probe, defaults) {
             if let Some(o) = req.config.as_object_mut() {
                 o.remove("content");

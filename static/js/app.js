@@ -310,9 +310,13 @@ async function conversationView({ id, focusRun, known }) {
       err.textContent = "";
       const question = q.value.trim();
       if (!question) { err.textContent = "Question is required"; q.focus(); return; }
-      // The follow-up keeps the panel of the conversation's last run.
-      const prev = (last && last.request) || {};
-      const request = { ...prev, mode, question, conversationId: id };
+      // The follow-up keeps the panel of the conversation's last run, taken from its stored
+      // configuration (`request.config`) into the start body's own fields: the server refuses
+      // unknown ones. The timeout is left to the server's default.
+      const cfg = (last && last.request && last.request.config) || {};
+      const request = mode === "council"
+        ? { mode, question, conversationId: id, councilModels: cfg.councilModels, chairmanModel: cfg.chairmanModel }
+        : { mode, question, conversationId: id, modeConfig: { models: cfg.models, chairmanModel: cfg.chairmanModel } };
       const btn = followUp.querySelector("button");
       btn.disabled = true;
       try {

@@ -87,3 +87,168 @@ async fn a_request_with_no_models_gets_the_offline_defaults() {
     assert!(models.iter().all(|m| m.starts_with("sim/")), "{models:?}");
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn unknown_fields_wrong_types_and_long_texts_are_refused_by_name() {
+    let app = spawn_app().await;
+    let big = |n: usize| "x".repeat(n);
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({ "question": "q", "councilModelz": ["sim/alpha", "sim/beta"] }), "councilModelz"),
+        (json!({ "question": "q", "Question": "q" }), "Question"),
+        (json!({ "question": "q", "modeConfig": { "models": ["sim/a"] } }), "modeConfig.models"),
+        (json!({ "mode": "vote", "question": "q", "councilModels": ["sim/a"] }), "councilModels"),
+        (
+            json!({ "mode": "vote", "question": "q", "modeConfig": { "model": [] } }),
+            "modeConfig.model",
+        ),
+        (
+            json!({ "mode": "jury", "question": "q", "modeConfig": { "contnet": "…" } }),
+            "modeConfig.contnet",
+        ),
+        (
+            json!({ "mode": "debate", "question": "q", "modeConfig": { "chairmanModel": "sim/a" } }),
+            "modeConfig.chairmanModel",
+        ),
+        (
+            json!({ "mode": "delphi", "question": "q", "modeConfig": { "rounds": 3 } }),
+            "modeConfig.rounds",
+        ),
+        (
+            json!({ "mode": "clarity", "modeConfig": { "content": "c", "models": { "judge": "sim/a" } } }),
+            "modeConfig.models.judge",
+        ),
+        (
+            json!({ "mode": "clarity", "modeConfig": { "content": "c", "weights": {} } }),
+            "modeConfig.weights",
+        ),
+        // Wrong types.
+        (json!({ "question": "q", "timeoutMs": "60000" }), "timeoutMs"),
+        (json!({ "question": "q", "councilModels": ["sim/alpha", 7] }), "councilModels"),
+        (
+            json!({ "mode": "delphi", "question": "q", "modeConfig": { "maxRounds": 2.5 } }),
+            "modeConfig.maxRounds",
+        ),
+        (
+            json!({ "mode": "delphi", "question": "q", "modeConfig": { "options": "a,b" } }),
+            "modeConfig.options",
+        ),
+        (
+            json!({ "mode": "clarity", "modeConfig": { "content": "c", "models": "sim/a" } }),
+            "modeConfig.models",
+        ),
+        (json!({ "mode": "jury", "question": "q", "modeConfig": "content" }), "modeConfig"),
+        (json!({ "question": "q", "visibility": ["team"] }), "visibility"),
+        // Sizes.
+        (json!({ "question": big(20_001) }), "question"),
+        (
+            json!({ "mode": "jury", "question": "q", "modeConfig": { "content": big(200_001) } }),
+            "modeConfig.content",
+        ),
+        (
+            json!({ "mode": "clarity", "modeConfig": { "content": big(200_001) } }),
+            "modeConfig.content",
+        ),
+        (
+            json!({ "mode": "jury", "question": "q", "modeConfig": { "content": "c", "originalQuestion": big(20_001) } }),
+            "modeConfig.originalQuestion",
+        ),
+        (json!({ "question": "q", "chairmanModel": big(201) }), "chairmanModel"),
+        (json!({ "question": "nul \u{0} inside" }), "question"),
+        // Too many models, per mode.
+        (
+            json!({ "mode": "vote", "question": "q", "modeConfig": { "models": vec!["sim/a"; 8] } }),
+            "modeConfig.models",
+        ),
+        (
+            json!({ "mode": "jury", "question": "q", "modeConfig": { "content": "c", "jurorModels": vec!["sim/a"; 7] } }),
+            "modeConfig.jurorModels",
+        ),
+        (
+            json!({ "mode": "debate", "question": "q", "modeConfig": { "models": vec!["sim/a"; 7] } }),
+            "modeConfig.models",
+        ),
+        (
+            json!({ "mode": "delphi", "question": "q", "modeConfig": { "panelistModels": vec!["sim/a"; 8] } }),
+            "modeConfig.panelistModels",
+        ),
+        (
+            json!({ "mode": "delphi", "question": "q", "modeConfig": { "options": vec!["o"; 11] } }),
+            "modeConfig.options",
+        ),
+    ];
+    for (body, field) in cases {
+        let (status, v) = app.post("/api/deliberations", &body).await;
+        assert_eq!(status, 400, "{field} -> {v}");
+        assert_eq!(v["field"], field, "{v}");
+        assert!(v["error"].as_str().is_some_and(|e| e.contains(field)), "{v}");
+    }
+    let (_, v) =
+        app.post("/api/deliberations", &json!({ "question": "q", "councilModelz": [] })).await;
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains("unknown field") && error.contains("did you mean \"councilModels\""),
+        "{v}"
+    );
+    // Texts at their limits are fine (counted in characters, not bytes).
+    let (status, v) = app
+        .post(
+            "/api/deliberations",
+            &json!({ "question": "é".repeat(20_000), "visibility": "team" }),
+        )
+        .await;
+    assert_eq!(status, 202, "{v}");
+    let run = app.wait_done(v["runId"].as_str().unwrap()).await;
+    assert_eq!(run["status"], "completed");
+    // Over the WebSocket the same rule names the same field.
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "start", "id": 4, "request": { "mode": "jury", "question": "q", "modeConfig": { "contnet": "x" } } })).await;
+    let v = ws.next().await;
+    assert_eq!(
+        (v["type"].as_str(), v["field"].as_str(), v["id"].as_i64()),
+        (Some("error"), Some("modeConfig.contnet"), Some(4))
+    );
+    ws.close().await;
+    let (_, list) = app.get("/api/deliberations").await;
+    assert_eq!(list["recent"].as_array().map(Vec::len), Some(1), "only the valid run started");
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn bodies_too_large_not_json_or_malformed_get_413_415_and_400() {
+    let app = spawn_app().await;
+    let url = format!("{}/api/deliberations", app.base);
+    let send = |body: String, content_type: Option<&'static str>| {
+        let mut req = app.http.post(&url).body(body);
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        async move {
+            let resp = req.send().await.expect("post");
+            let status = resp.status().as_u16();
+            (status, resp.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    // Over 1 MiB: 413, whatever is inside.
+    let huge = json!({ "question": "q", "modeConfig": { "content": "x".repeat(1 << 20) } });
+    let (status, v) = send(huge.to_string(), Some("application/json")).await;
+    assert_eq!(status, 413, "{v}");
+    assert_eq!(v["field"], "body");
+    assert!(v["error"].as_str().unwrap().contains("1048576"), "{v}");
+    // Not sent as JSON: 415.
+    let body = json!({ "question": "q" }).to_string();
+    for ct in [Some("text/plain"), Some("application/x-www-form-urlencoded"), None] {
+        let (status, v) = send(body.clone(), ct).await;
+        assert_eq!(status, 415, "{ct:?} -> {v}");
+        assert!(v["error"].as_str().unwrap().contains("application/json"), "{v}");
+    }
+    // Malformed: 400 naming the body, with where it broke.
+    for bad in ["{not json", "", "{\"question\": \"q\"", "[1,", "\u{0}"] {
+        let (status, v) = send(bad.to_string(), Some("application/json")).await;
+        assert_eq!(status, 400, "{bad:?} -> {v}");
+        assert_eq!(v["field"], "body", "{bad:?} -> {v}");
+        assert!(v["error"].as_str().unwrap().starts_with("invalid JSON body"), "{v}");
+    }
+    let (_, list) = app.get("/api/deliberations").await;
+    assert_eq!(list["recent"], json!([]), "nothing was started");
+    app.stop().await;
+}
