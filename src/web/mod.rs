@@ -48,7 +48,7 @@ fn json_error(err: JsonPayloadError) -> ApiError {
             "the request body must be JSON, sent with `Content-Type: application/json`".into(),
         ),
         JsonPayloadError::Deserialize(e) => ApiError::BadRequest {
-            field: Some("body".into()),
+            field: Some(named_field(&e.to_string()).unwrap_or("body").to_string()),
             message: format!("invalid JSON body: {e}"),
         },
         other => ApiError::BadRequest {
@@ -56,6 +56,15 @@ fn json_error(err: JsonPayloadError) -> ApiError {
             message: format!("the request body could not be read: {other}"),
         },
     }
+}
+
+/// The field a typed body's error names (serde says "unknown field `notes`" or "missing field
+/// `note`"), so those answers name the field like every other 400.
+fn named_field(message: &str) -> Option<&str> {
+    ["unknown field `", "missing field `"].iter().find_map(|prefix| {
+        let rest = &message[message.find(prefix)? + prefix.len()..];
+        Some(&rest[..rest.find('`')?])
+    })
 }
 
 /// Registers every route.
@@ -98,4 +107,20 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .route("/", web::get().to(assets::index))
     .route("/favicon.ico", web::get().to(assets::favicon))
     .route("/static/{path:.*}", web::get().to(assets::file));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::named_field;
+
+    #[test]
+    fn serde_errors_name_their_field() {
+        assert_eq!(
+            named_field("unknown field `notes`, expected `note` at line 1 column 8"),
+            Some("notes")
+        );
+        assert_eq!(named_field("missing field `note` at line 1 column 2"), Some("note"));
+        assert_eq!(named_field("invalid type: integer `3`, expected a string"), None);
+        assert_eq!(named_field("unknown field `"), None);
+    }
 }

@@ -229,6 +229,7 @@ pub async fn list_reviews(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReviewBody {
     note: String,
 }

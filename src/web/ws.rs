@@ -461,6 +461,11 @@ impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WsSession {
                         json!({}),
                     );
                     (ws::CloseCode::Size, "message too large")
+                } else if let ws::ProtocolError::Io(_) = e {
+                    // The connection broke off (a closed tab, a lost network): nobody to tell.
+                    log::debug!("websocket connection lost: {e}");
+                    ctx.stop();
+                    return;
                 } else {
                     log::warn!("websocket protocol error: {e}");
                     (ws::CloseCode::Protocol, "protocol error")

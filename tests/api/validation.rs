@@ -248,6 +248,11 @@ async fn bodies_too_large_not_json_or_malformed_get_413_415_and_400() {
         assert_eq!(v["field"], "body", "{bad:?} -> {v}");
         assert!(v["error"].as_str().unwrap().starts_with("invalid JSON body"), "{v}");
     }
+    // Typed bodies name their unknown or missing fields too.
+    let (status, v) = app.post("/api/reviews/some-run", &json!({ "notes": "ok" })).await;
+    assert_eq!((status, v["field"].as_str()), (400, Some("notes")), "{v}");
+    let (status, v) = app.post("/api/reviews/some-run", &json!({})).await;
+    assert_eq!((status, v["field"].as_str()), (400, Some("note")), "{v}");
     let (_, list) = app.get("/api/deliberations").await;
     assert_eq!(list["recent"], json!([]), "nothing was started");
     app.stop().await;
