@@ -165,8 +165,12 @@ fn check_entry(
 }
 
 fn unknown(key: &str, allowed: &[Field], prefix: &str, mode: Option<ModeKind>) -> FieldError {
-    // A key can be anything the client sent: echo a bounded part of it.
-    let shown: String = key.chars().take(MAX_ID_CHARS).collect();
+    // A key can be anything the client sent: echo a bounded part of it (and name the empty
+    // key visibly).
+    let shown: String = match key {
+        "" => "\"\"".to_string(),
+        _ => key.chars().take(MAX_ID_CHARS).collect(),
+    };
     let mut keys: Vec<&str> = allowed.iter().map(|f| f.key).collect();
     if mode.is_some() {
         keys.push("modeConfig");
@@ -429,6 +433,8 @@ mod tests {
             field(json!({"mode": "debate", "modeConfig": {"chairmanModel": "a"}})),
             "modeConfig.chairmanModel"
         );
+        assert_eq!(field(json!({"question": "q", "": 1})), "\"\"");
+        assert_eq!(field(json!({"mode": "vote", "modeConfig": {"": 1}})), "modeConfig.\"\"");
         // A huge key is echoed only in part.
         let key = "k".repeat(10_000);
         assert!(field(json!({ key: 1 })).len() <= MAX_ID_CHARS);

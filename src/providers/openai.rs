@@ -99,7 +99,8 @@ impl Provider for OpenAiCompatible {
         if let Some(key) = &self.api_key {
             rb = rb.bearer_auth(key);
         }
-        Box::pin(async move {
+        let key = self.api_key.clone();
+        let call = async move {
             let resp = rb.send().await.map_err(|e| transport(&e))?;
             let status = resp.status();
             if !status.is_success() {
@@ -145,8 +146,20 @@ impl Provider for OpenAiCompatible {
                     Ok(ChatResponse { text: content.to_string(), usage: usage_of(&v) })
                 }
             }
-        })
+        };
+        Box::pin(async move { call.await.map_err(|e| redact(e, key.as_deref())) })
     }
+}
+
+/// A provider's message may repeat the key it was sent ("Incorrect API key provided: …");
+/// errors travel into events, stored rows and logs, so the key is cut out of them here.
+fn redact(mut e: CallError, key: Option<&str>) -> CallError {
+    if let Some(key) = key.map(str::trim).filter(|k| k.len() >= 8) {
+        if e.message.contains(key) {
+            e.message = e.message.replace(key, "[redacted]");
+        }
+    }
+    e
 }
 
 async fn read_stream(

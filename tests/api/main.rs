@@ -15,6 +15,7 @@ mod openai;
 mod page;
 mod postgres;
 mod retry;
+mod secrets;
 mod stream;
 mod validation;
 mod ws_abuse;

@@ -1,0 +1,224 @@
+//! API keys and tokens never appear in logs, events, stored rows, errors or responses.
+//!
+//! The real binary runs with recognisable fake keys (a route's `api_key`, a route's
+//! `api_key_env`, `OPENROUTER_API_KEY`) pointing at a fake provider that refuses every call
+//! with 401 or 500 and echoes nothing, and with logging at `trace`. Runs of several modes fail
+//! against it; then every event, every REST answer, the database files and the captured log
+//! are searched for the keys and the caller's own API token.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+const ROUTE_KEY: &str = "sk-test-SECRET-123";
+const ENV_KEY: &str = "sk-test-SECRET-env-456";
+const OPENROUTER_KEY: &str = "sk-or-test-SECRET-789";
+/// Sent to a provider that, unlike a careful one, repeats the key it was given in its error.
+const ECHOED_KEY: &str = "sk-test-SECRET-echo-000";
+
+/// The fake provider: records the `Authorization` header it was sent and refuses the call with
+/// the status in its path, saying nothing about the key (`/echo/` answers 401 and repeats the
+/// key it was sent, as a careless provider might).
+async fn refuse(req: HttpRequest, seen: web::Data<Mutex<Vec<String>>>) -> HttpResponse {
+    let auth = req.headers().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
+    seen.lock().unwrap().push(auth.to_string());
+    let path = req.match_info().get("status").unwrap_or("500");
+    if path == "echo" {
+        let key = auth.trim_start_matches("Bearer ");
+        return HttpResponse::Unauthorized()
+            .json(json!({ "error": { "message": format!("Incorrect API key provided: {key}") } }));
+    }
+    let status = path.parse().unwrap_or(500);
+    HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap())
+        .json(json!({ "error": { "message": "upstream refused the request" } }))
+}
+
+fn conclave() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_conclave"));
+    c.env_remove("CONCLAVE_CONFIG")
+        .env_remove("OPENROUTER_API_KEY")
+        .env("CONCLAVE_SIM_LATENCY_MS", "10");
+    c
+}
+
+#[actix_web::test]
+async fn api_keys_and_tokens_appear_in_no_log_event_row_or_response() {
+    conclave::providers::openai::install_crypto();
+    let seen = web::Data::new(Mutex::new(Vec::<String>::new()));
+    let data = seen.clone();
+    let fake = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .route("/{status}/v1/chat/completions", web::post().to(refuse))
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .unwrap();
+    let port = fake.addrs()[0].port();
+    let fake = fake.run();
+    let fake_handle = fake.handle();
+    actix_web::rt::spawn(fake);
+
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("secrets.db");
+    let db = format!("sqlite://{}", db_path.display());
+    std::fs::write(
+        dir.path().join("conclave.toml"),
+        format!(
+            "retry_max_attempts = 2\nretry_base_delay_ms = 10\nshutdown_grace_ms = 0\n\
+             [[routes]]\nprefix = \"leaky401/\"\nbase_url = \"http://127.0.0.1:{port}/401/v1\"\n\
+             api_key = \"{ROUTE_KEY}\"\n\
+             [[routes]]\nprefix = \"leaky500/\"\nbase_url = \"http://127.0.0.1:{port}/500/v1\"\n\
+             api_key_env = \"CONCLAVE_TEST_ROUTE_KEY\"\n\
+             [[routes]]\nprefix = \"echo/\"\nbase_url = \"http://127.0.0.1:{port}/echo/v1\"\n\
+             api_key = \"{ECHOED_KEY}\"\n"
+        ),
+    )
+    .unwrap();
+    let out = conclave().args(["user", "add", "ops", "--admin"]).env("DATABASE_URL", &db).output();
+    let out = out.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let log_path = dir.path().join("server.log");
+    let mut server = conclave()
+        .current_dir(dir.path())
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("DATABASE_URL", &db)
+        .env("OPENROUTER_API_KEY", OPENROUTER_KEY)
+        .env("OPENROUTER_BASE_URL", format!("http://127.0.0.1:{port}/500/v1"))
+        .env("CONCLAVE_TEST_ROUTE_KEY", ENV_KEY)
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = server.stdout.take().unwrap();
+    let first_line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        line
+    })
+    .await
+    .unwrap();
+    let base =
+        first_line.split_whitespace().find(|w| w.starts_with("http://")).expect("URL").to_string();
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("Authorization", format!("Bearer {token}").parse().unwrap());
+    let http = reqwest::Client::builder().default_headers(headers).build().unwrap();
+    let get = |path: String| {
+        let req = http.get(format!("{base}{path}"));
+        async move { req.send().await.unwrap().text().await.unwrap() }
+    };
+
+    // Everything the server says goes in here, then gets searched.
+    let mut said: Vec<String> = Vec::new();
+    let requests = [
+        // Stage 1 half fails (401 and 500), rankings fail, the chairman fails.
+        json!({ "question": "Secrets?", "councilModels": ["sim/alpha", "sim/beta", "leaky401/a", "leaky500/b"],
+                "chairmanModel": "leaky500/c" }),
+        // No models named: with a key, the seed's defaults, all sent to the fake OpenRouter.
+        json!({ "question": "Defaults with a key?" }),
+        json!({ "mode": "jury", "question": "Judge", "modeConfig": { "content": "c",
+                "jurorModels": ["leaky401/a", "leaky500/b", "echo/c"], "foremanModel": "leaky401/f" } }),
+        json!({ "mode": "clarity", "modeConfig": { "content": "a brief",
+                "models": { "skeptic": "leaky401/s", "advocate": "leaky500/a", "generalist": "sim/g", "arbiter": "leaky401/z" } } }),
+    ];
+    let mut runs = Vec::new();
+    for body in &requests {
+        let resp = http.post(format!("{base}/api/deliberations")).json(body).send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        assert_eq!(status, 202, "{text}");
+        said.push(text.clone());
+        let v: Value = serde_json::from_str(&text).unwrap();
+        runs.push(v["runId"].as_str().unwrap().to_string());
+    }
+    // Every event of every run, over the WebSocket.
+    let mut req = format!("{}/ws", base.replace("http://", "ws://")).into_client_request().unwrap();
+    req.headers_mut().insert("Authorization", format!("Bearer {token}").parse().unwrap());
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    for run in &runs {
+        use futures_util::SinkExt;
+        ws.send(Message::text(json!({ "type": "watch", "run": run }).to_string())).await.unwrap();
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(30), ws.next())
+                .await
+                .expect("events within 30 s")
+                .unwrap()
+                .unwrap();
+            if let Message::Text(t) = msg {
+                let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                said.push(t.to_string());
+                if v["run"] == run.as_str()
+                    && matches!(v["event"].as_str(), Some("complete" | "error" | "cancelled"))
+                {
+                    break;
+                }
+            }
+        }
+    }
+    let events = said.join("\n");
+    assert!(events.contains("call_complete") && events.contains("\"status\":401"), "{events}");
+    assert!(events.contains("call_retry"), "500s were retried");
+    assert!(events.contains("Incorrect API key provided: [redacted]"), "{events}");
+    for run in &runs {
+        said.push(get(format!("/api/deliberations/{run}")).await);
+        said.push(get(format!("/api/deliberations/{run}/events")).await);
+    }
+    for path in
+        ["/api/deliberations", "/api/models", "/api/conversations", "/api/reviews", "/healthz"]
+    {
+        said.push(get(path.to_string()).await);
+    }
+    // Errors: a model no route serves, and one that a route serves but with a bad body.
+    for body in [
+        json!({ "question": "q", "councilModels": ["nokey-route/x", "leaky401/a"] }),
+        json!({ "question": "q", "councilModelz": ["leaky401/a"] }),
+    ] {
+        let resp = http.post(format!("{base}/api/deliberations")).json(&body).send().await.unwrap();
+        said.push(resp.text().await.unwrap());
+    }
+    let _ = ws.close(None).await;
+
+    // The keys were really used: the fake provider saw each of them.
+    let auth = seen.lock().unwrap().clone();
+    for key in [ROUTE_KEY, ENV_KEY, OPENROUTER_KEY, ECHOED_KEY] {
+        assert!(auth.iter().any(|a| a == &format!("Bearer {key}")), "{key} was not sent: {auth:?}");
+    }
+
+    Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    let status = tokio::task::spawn_blocking(move || server.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status:?}");
+    fake_handle.stop(false).await;
+
+    let log = String::from_utf8_lossy(&std::fs::read(&log_path).unwrap()).into_owned();
+    assert!(log.contains("TRACE") || log.contains("DEBUG"), "the log was captured at trace level");
+    let mut stored = Vec::new();
+    for suffix in ["", "-wal", "-shm"] {
+        let bytes = std::fs::read(format!("{}{suffix}", db_path.display())).unwrap_or_default();
+        stored.push(String::from_utf8_lossy(&bytes).into_owned());
+    }
+    let stored = stored.join("\n");
+    assert!(stored.contains("leaky401/a"), "the runs were stored");
+    let places =
+        [("the log", &log), ("what the server said", &said.join("\n")), ("the database", &stored)];
+    // The keys (and anything that looks like a part of them), and the random part of the
+    // caller's token.
+    let secrets = [ROUTE_KEY, ENV_KEY, OPENROUTER_KEY, ECHOED_KEY, "SECRET", &token[4..]];
+    for (place, text) in places {
+        for secret in secrets {
+            if let Some(at) = text.find(secret) {
+                let from = text[..at].char_indices().rev().nth(200).map_or(0, |(i, _)| i);
+                let context: String = text[from..].chars().take(400).collect();
+                panic!("{secret:?} appears in {place}: …{context}…");
+            }
+        }
+    }
+}
