@@ -180,13 +180,16 @@ fn unknown(key: &str, allowed: &[Field], prefix: &str, mode: Option<ModeKind>) -
         message.push_str(&format!(" (did you mean {near:?}?)"));
     }
     let place = match mode {
-        Some(m) => format!("{} requests", m.as_str()),
-        None => format!("`{}`", prefix.trim_end_matches('.')),
+        Some(m) => format!("{} requests accept", m.as_str()),
+        None => format!("`{}` accepts", prefix.trim_end_matches('.')),
     };
     if keys.is_empty() {
-        message.push_str(&format!("; {place} take no fields here"));
+        message.push_str(&format!(
+            "; `{}` takes no fields in this mode",
+            prefix.trim_end_matches('.')
+        ));
     } else {
-        message.push_str(&format!("; {place} accept {}", keys.join(", ")));
+        message.push_str(&format!("; {place} {}", keys.join(", ")));
     }
     FieldError { field: format!("{prefix}{shown}"), message }
 }
@@ -420,10 +423,11 @@ mod tests {
             field(json!({"mode": "clarity", "modeConfig": {"models": {"judge": "m"}}})),
             "modeConfig.models.judge"
         );
-        assert_eq!(
-            field(json!({"mode": "council", "modeConfig": {"models": []}})),
-            "modeConfig.models"
-        );
+        let e = check(json!({"mode": "council", "modeConfig": {"models": []}})).unwrap_err();
+        assert_eq!(e.field, "modeConfig.models");
+        assert!(e.message.ends_with("`modeConfig` takes no fields in this mode"), "{}", e.message);
+        let e = check(json!({"mode": "debate", "modeConfig": {"model": []}})).unwrap_err();
+        assert!(e.message.ends_with("`modeConfig` accepts models, timeoutMs"), "{}", e.message);
         // A mode's keys are not another's.
         assert_eq!(
             field(json!({"mode": "vote", "councilModels": ["a", "b", "c"]})),
