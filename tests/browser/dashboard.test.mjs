@@ -63,10 +63,16 @@ test("a dropped connection resumes without gaps or repeats, and a reload mid-run
   }, runId);
   // Drop the socket while stage 1 streams.
   await page.waitForFunction(() => Object.values(window.__streamed).some((t) => t.length > 10), null, { timeout: 15000 });
-  await page.evaluate(() => conclave.conn.drop());
-  await page.waitForSelector("#conn.bad");
-  assert.match(await page.textContent("#conn"), /reconnecting/);
-  await page.waitForSelector("#conn.ok", { timeout: 10000 });
+  // Record what the connection pill says from here on, then drop the socket.
+  await page.evaluate(() => {
+    window.__pill = [];
+    new MutationObserver(() => window.__pill.push(document.querySelector("#conn").textContent))
+      .observe(document.querySelector("#conn"), { childList: true, characterData: true, subtree: true });
+    conclave.conn.drop();
+  });
+  await page.waitForFunction(() => window.__pill.includes("reconnecting…") && document.querySelector("#conn.ok"), null, { timeout: 10000 });
+  const pill = await page.evaluate(() => window.__pill);
+  assert.deepEqual(pill.slice(pill.indexOf("reconnecting…")), ["reconnecting…", "live"], "the pill said so, then recovered");
 
   // A second person reloads their page mid-run.
   const other = await openPage(browser, server.base, `/#/run/${runId}`);
