@@ -58,6 +58,13 @@ pub fn request_body(args: &RunArgs) -> Result<Value, CliError> {
     if content.is_some() && !matches!(args.mode.as_str(), "jury" | "clarity") {
         return Err(CliError::Usage("--content-file is for jury and clarity modes".into()));
     }
+    if args.chairman.is_some() && matches!(args.mode.as_str(), "debate" | "clarity") {
+        return Err(CliError::Usage(format!(
+            "{} mode has no chairman (debate ties go to the first label alphabetically; \
+             clarity takes its four roles from --models)",
+            args.mode
+        )));
+    }
     let mut cfg = Map::new();
     let put = |map: &mut Map<String, Value>, key: &str, v: Option<Value>| {
         if let Some(v) = v {
@@ -404,6 +411,11 @@ mod tests {
         let bad =
             RunArgs { mode: "debate".into(), content_file: Some("x".into()), ..Default::default() };
         assert!(request_body(&bad).is_err());
+        let no_chair =
+            RunArgs { mode: "debate".into(), chairman: Some("x".into()), ..Default::default() };
+        assert!(
+            matches!(request_body(&no_chair), Err(CliError::Usage(m)) if m.contains("no chairman"))
+        );
     }
 
     #[test]
