@@ -500,7 +500,12 @@ pub fn parse_estimate(text: &str) -> Option<(f64, Option<String>)> {
                         a
                     };
                     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-                    let mid = (lo + hi) / 2.0;
+                    // Halves first: `lo + hi` overflows for numbers near f64::MAX.
+                    let mid = lo / 2.0 + hi / 2.0;
+                    if !a.is_finite() || !mid.is_finite() {
+                        // An absurd range (its scale overflows) is no estimate at all.
+                        return None;
+                    }
                     return Some((
                         mid,
                         Some(format!(
