@@ -96,11 +96,11 @@ pub(super) fn create_user(
     kind: TokenKind,
     expires_at: Option<i64>,
 ) -> Result<UserRecord, StoreError> {
+    // Writes only, no read first: SQLite refuses at once (no busy wait) to upgrade a
+    // transaction that has read to a writer while another connection writes, which a second
+    // process (`conclave user add` beside a running server) would hit. A taken name is
+    // reported by the UNIQUE constraint instead.
     conn.transaction(|conn| {
-        let taken = users::table.filter(users::name.eq(name)).count().get_result::<i64>(conn)?;
-        if taken > 0 {
-            return Err(StoreError::Conflict(format!("a user named {name:?} already exists")));
-        }
         let row = UserRow {
             id: uuid::Uuid::now_v7().to_string(),
             name: name.to_string(),
@@ -108,7 +108,15 @@ pub(super) fn create_user(
             created_at: now_ms(),
             revoked_at: None,
         };
-        diesel::insert_into(users::table).values(&row).execute(conn)?;
+        match diesel::insert_into(users::table).values(&row).execute(conn) {
+            Err(diesel::result::Error::DatabaseError(
+                diesel::result::DatabaseErrorKind::UniqueViolation,
+                _,
+            )) => {
+                return Err(StoreError::Conflict(format!("a user named {name:?} already exists")))
+            }
+            other => other?,
+        };
         insert_token(conn, &row.id, token_hash, kind, expires_at)?;
         Ok(row.into())
     })
@@ -213,10 +221,17 @@ store_message!(
     /// Revoke a user and every token of theirs; false when there is no such active user.
     RevokeUser { name: String } -> bool,
     |msg, conn| conn.transaction(|conn| {
-        let Some(id) = user_id_by_name(conn, &msg.name)? else { return Ok(false) };
+        // Write first (see `create_user`): revoke the user, then all its tokens.
         let now = now_ms();
-        diesel::update(users::table.find(&id)).set(users::revoked_at.eq(Some(now))).execute(conn)?;
-        diesel::update(api_tokens::table.filter(api_tokens::user_id.eq(&id)))
+        let n = diesel::update(users::table.filter(users::name.eq(&msg.name)))
+            .filter(users::revoked_at.is_null())
+            .set(users::revoked_at.eq(Some(now)))
+            .execute(conn)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let ids = users::table.filter(users::name.eq(&msg.name)).select(users::id);
+        diesel::update(api_tokens::table.filter(api_tokens::user_id.eq_any(ids)))
             .filter(api_tokens::revoked_at.is_null())
             .set(api_tokens::revoked_at.eq(Some(now)))
             .execute(conn)?;
