@@ -33,19 +33,12 @@ pub enum Role {
     Cli,
 }
 
-/// Opens the store, (as the server) marks runs a dead process left behind, and starts the
-/// engine's actors. Must run inside an actix System.
+/// Opens the store, starts the engine's actors and (as the server) resumes the runs a dead
+/// process left behind whose lease has run out (the rest are taken over as their leases run
+/// out). Must run inside an actix System.
 pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppError> {
     install_crypto();
     let store = Store::start(&config.database_url)?;
-    if role == Role::Server {
-        let interrupted = store.mark_interrupted().await?;
-        if interrupted > 0 {
-            log::warn!(
-                "{interrupted} run(s) were left running by a previous process: marked interrupted"
-            );
-        }
-    }
     let settings = EngineSettings {
         defaults: Defaults {
             offline: config.offline(),
@@ -57,8 +50,18 @@ pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppErro
         finish_grace: config.finish_grace,
         retry: config.retry,
         user_limits: config.user_limits,
+        lease: config.lease,
+        recover: role == Role::Server,
     };
-    Ok(Engine::launch(store, config.providers(), settings))
+    let engine = Engine::launch(store, config.providers(), settings);
+    if role == Role::Server {
+        match engine.recover().await {
+            Ok(0) => {}
+            Ok(n) => log::warn!("{n} run(s) left running by a previous process were resumed"),
+            Err(e) => log::error!("could not look for runs to resume: {e}"),
+        }
+    }
+    Ok(engine)
 }
 
 /// A bound, not yet running, HTTP server with its engine.

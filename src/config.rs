@@ -91,6 +91,9 @@ pub struct FileConfig {
     pub retry_base_delay_ms: Option<u64>,
     /// On SIGTERM / Ctrl-C, how long running deliberations may take to finish (default 30 000).
     pub shutdown_grace_ms: Option<u64>,
+    /// How long a running run's lease lasts without a heartbeat (default 10 000); after it,
+    /// another process (or this one after a restart) resumes the run.
+    pub lease_ms: Option<u64>,
     /// Runs one user may have running at once (default 8).
     pub max_runs_per_user: Option<usize>,
     /// Runs one user may start per minute (default 30).
@@ -136,6 +139,8 @@ pub struct Config {
     pub user_limits: crate::engine::limits::UserLimits,
     /// Backup models for the single-model roles.
     pub fallback: Fallbacks,
+    /// See [`FileConfig::lease_ms`]; heartbeats go out every third of it.
+    pub lease: Duration,
 }
 
 impl Config {
@@ -160,6 +165,7 @@ impl Config {
             shutdown_grace: Duration::from_secs(30),
             user_limits: crate::engine::limits::UserLimits::default(),
             fallback: Fallbacks::default(),
+            lease: Duration::from_secs(10),
         }
     }
 
@@ -273,6 +279,12 @@ impl Config {
         }
         if let Some(ms) = file.shutdown_grace_ms {
             c.shutdown_grace = Duration::from_millis(ms.min(3_600_000));
+        }
+        if let Some(ms) = file.lease_ms {
+            if !(300..=600_000).contains(&ms) {
+                return Err(ConfigError::Invalid("lease_ms must be between 300 and 600000".into()));
+            }
+            c.lease = Duration::from_millis(ms);
         }
         if let Some(ms) = file.retry_base_delay_ms {
             c.retry.base_delay = Duration::from_millis(ms.clamp(10, 60_000));

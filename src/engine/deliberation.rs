@@ -4,6 +4,13 @@
 //! replies back to the mode, publishes events through the Hub, sends stage rows and events to
 //! the Store, and ends the run as completed, failed or cancelled. It holds no prompt text and
 //! no SQL: those belong to `modes/` and `store/`.
+//!
+//! Writes and publication: each step (the start, a reply, a timer) is journaled together with
+//! the stage rows and events it produced, in one transaction ([`Commit`]); its events reach
+//! watchers only once that transaction has committed, so nobody ever sees an event the store
+//! could lose. One commit is in flight per run at a time; steps that come meanwhile are
+//! written together in the next one. A failed commit is retried with backoff; if the database
+//! keeps refusing, the run fails with the database's error (see [`COMMIT_RETRIES`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -15,12 +22,15 @@ use serde_json::{json, Value};
 use super::events::{is_transient, EventFrame, ProgressMark};
 use super::hub::{CancelRun, Hub, Publish, RunEnded};
 use super::model_call::{CallDelta, CallFinished, CallOwner, CallRetrying, ModelCall, StopCall};
+use super::resume::{self, Replayed};
 use super::retry::RetryPolicy;
 use crate::modes::{CallReply, CallSpec, Effect, Mode, Usage};
 use crate::providers::Providers;
-use crate::store::{
-    self, AppendEvents, FlagRun, RunFinish, SetTitle, Store, StoreStage, StoredEvent,
-};
+use crate::store::{self, Commit, JournalRecord, RunFinish, Store, StoreError, StoredEvent};
+
+/// How often a refused commit is tried again (with doubling delays from 100 ms, capped at
+/// 2 s: about 10 s in all) before the run fails with the database's error.
+pub const COMMIT_RETRIES: u32 = 8;
 
 /// Where a run is in its life.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +58,15 @@ pub struct DeliberationSetup {
     /// How long calls still in flight (a title) may hold a run that has its answer.
     pub finish_grace: Duration,
     pub retry: RetryPolicy,
+    /// Set when the run is resumed after a crash: where it stood.
+    pub resume: Option<Resumed>,
+}
+
+/// A run picked up from its journal (see [`super::resume`]).
+pub struct Resumed {
+    pub replayed: Replayed,
+    /// The last sequence number stored before the crash.
+    pub seq: i64,
 }
 
 pub struct Deliberation {
@@ -69,6 +88,15 @@ pub struct Deliberation {
     pending_tokens: BTreeMap<String, String>,
     usage: Usage,
     cost_seen: bool,
+    /// Journal steps so far.
+    step: i64,
+    /// What the current step writes, and the frames it publishes once written.
+    batch: Commit,
+    frames: Vec<Arc<EventFrame>>,
+    /// A commit is in flight (or waiting to be retried): later steps wait in `batch`.
+    committing: bool,
+    commit_failures: u32,
+    resume: Option<Resumed>,
 }
 
 impl Deliberation {
@@ -91,34 +119,166 @@ impl Deliberation {
             pending_tokens: BTreeMap::new(),
             usage: Usage::default(),
             cost_seen: false,
+            step: 0,
+            batch: Commit::default(),
+            frames: Vec::new(),
+            committing: false,
+            commit_failures: 0,
+            resume: setup.resume,
         }
     }
 
-    /// Assigns sequence numbers, persists the durable events and hands all to the Hub.
+    /// Assigns sequence numbers and queues the events: durable ones are written with the
+    /// current step, and all go to the Hub once it is committed (see [`Self::commit`]).
     fn publish(&mut self, events: Vec<(String, Value)>) {
-        if events.is_empty() {
-            return;
-        }
-        let mut frames = Vec::with_capacity(events.len());
-        let mut durable = Vec::new();
         for (event, data) in events {
             self.seq += 1;
             let mark = ProgressMark::of(&event, &data);
             if !is_transient(&event) {
-                durable.push(StoredEvent {
+                self.batch.events.push(StoredEvent {
                     seq: self.seq,
                     event: event.clone(),
                     data: data.clone(),
                 });
             }
-            frames.push(Arc::new(
+            self.frames.push(Arc::new(
                 EventFrame::new(&self.run_id, self.seq, &event, data).with_mark(mark),
             ));
         }
-        if !durable.is_empty() {
-            self.store.write_later(AppendEvents { run_id: self.run_id.clone(), events: durable });
+    }
+
+    /// Journals one input of the mode with the current step.
+    fn journal(&mut self, kind: &str, call_key: Option<&str>, data: Value) {
+        self.step += 1;
+        self.batch.journal.push(JournalRecord {
+            step: self.step,
+            kind: kind.to_string(),
+            call_key: call_key.map(str::to_string),
+            data,
+        });
+    }
+
+    /// Writes what the steps so far produced, unless a commit is already in flight (its
+    /// completion sends the next). Frames with nothing to write ahead of them (streamed
+    /// tokens between steps) go straight out.
+    fn commit(&mut self, ctx: &mut Context<Self>) {
+        if self.committing {
+            return;
         }
-        self.hub.do_send(Publish { run_id: self.run_id.clone(), frames });
+        if self.batch.is_empty() {
+            if !self.frames.is_empty() {
+                let frames = std::mem::take(&mut self.frames);
+                self.hub.do_send(Publish { run_id: self.run_id.clone(), frames });
+            }
+            return;
+        }
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.run_id.clone_from(&self.run_id);
+        batch.message_id.clone_from(&self.message_id);
+        batch.conversation_id.clone_from(&self.conversation_id);
+        let frames = std::mem::take(&mut self.frames);
+        self.send_commit(Arc::new(batch), frames, ctx);
+    }
+
+    fn send_commit(
+        &mut self,
+        batch: Arc<Commit>,
+        frames: Vec<Arc<EventFrame>>,
+        ctx: &mut Context<Self>,
+    ) {
+        self.committing = true;
+        let store = self.store.clone();
+        let sent = batch.clone();
+        ctx.spawn(async move { store.commit(sent).await }.into_actor(self).map(
+            move |result, act, ctx| match result {
+                Ok(()) => {
+                    act.committing = false;
+                    act.commit_failures = 0;
+                    if !frames.is_empty() {
+                        act.hub.do_send(Publish { run_id: act.run_id.clone(), frames });
+                    }
+                    match &batch.finish {
+                        Some(finish) => act.ended(finish.status.clone(), finish.finished_at, ctx),
+                        None => act.commit(ctx),
+                    }
+                }
+                Err(e) => act.commit_failed(e, batch, frames, ctx),
+            },
+        ));
+    }
+
+    /// A commit was refused: try again (with what accumulated meanwhile) after a delay, or,
+    /// after [`COMMIT_RETRIES`], fail the run with the database's error.
+    fn commit_failed(
+        &mut self,
+        error: StoreError,
+        batch: Arc<Commit>,
+        frames: Vec<Arc<EventFrame>>,
+        ctx: &mut Context<Self>,
+    ) {
+        self.commit_failures += 1;
+        if self.commit_failures > COMMIT_RETRIES {
+            log::error!("run {}: the database refused its writes: {error}", self.run_id);
+            self.store_gave_up(error, &batch, ctx);
+            return;
+        }
+        let delay = Duration::from_millis((100u64 << (self.commit_failures - 1)).min(2_000));
+        log::warn!(
+            "run {}: writing a step failed ({error}); attempt {} of {} in {} ms",
+            self.run_id,
+            self.commit_failures + 1,
+            COMMIT_RETRIES + 1,
+            delay.as_millis()
+        );
+        ctx.run_later(delay, move |act, ctx| {
+            let mut merged = Arc::try_unwrap(batch).unwrap_or_else(|shared| (*shared).clone());
+            merged.absorb(std::mem::take(&mut act.batch));
+            let mut frames = frames;
+            frames.append(&mut act.frames);
+            act.send_commit(Arc::new(merged), frames, ctx);
+        });
+    }
+
+    /// The database keeps refusing this run's writes: stop its calls and tell its watchers
+    /// why. One last attempt records the failure; if that is refused too, the run stays
+    /// `running` in the database and is resumed from its last stored step once its lease runs
+    /// out and the database is back (nothing unstored was ever published).
+    fn store_gave_up(&mut self, error: StoreError, batch: &Commit, ctx: &mut Context<Self>) {
+        self.phase = Phase::Ending;
+        for (_, (addr, _)) in self.in_flight.drain() {
+            addr.do_send(StopCall {});
+        }
+        self.pending_tokens.clear();
+        self.frames.clear();
+        let message = format!("the database refused the run's writes: {error}");
+        let seq = batch
+            .events
+            .iter()
+            .chain(self.batch.events.iter())
+            .map(|e| e.seq)
+            .min()
+            .unwrap_or(self.seq + 1);
+        let data = json!({ "message": message });
+        let finished_at = store::now_ms();
+        let last = Commit {
+            run_id: self.run_id.clone(),
+            message_id: self.message_id.clone(),
+            conversation_id: self.conversation_id.clone(),
+            events: vec![StoredEvent { seq, event: "error".into(), data: data.clone() }],
+            finish: Some(self.finish_record("failed", Some(message), None, finished_at)),
+            ..Commit::default()
+        };
+        let store = self.store.clone();
+        ctx.spawn(async move { store.commit(Arc::new(last)).await }.into_actor(self).map(
+            move |result, act, ctx| {
+                if let Err(e) = result {
+                    log::error!("run {}: its failure could not be stored either: {e}", act.run_id);
+                }
+                let frame = Arc::new(EventFrame::new(&act.run_id, seq, "error", data));
+                act.hub.do_send(Publish { run_id: act.run_id.clone(), frames: vec![frame] });
+                act.ended("failed".into(), finished_at, ctx);
+            },
+        ));
     }
 
     fn flush_tokens(&mut self) {
@@ -163,16 +323,10 @@ impl Deliberation {
                 }
                 Effect::Emit { event, data } => events.push((event, data)),
                 Effect::Store(row) => {
-                    self.store.write_later(StoreStage {
-                        message_id: self.message_id.clone(),
-                        position: self.stage_position,
-                        row,
-                    });
+                    self.batch.stages.push((self.stage_position, row));
                     self.stage_position += 1;
                 }
-                Effect::SetTitle(title) => self
-                    .store
-                    .write_later(SetTitle { conversation_id: self.conversation_id.clone(), title }),
+                Effect::SetTitle(title) => self.batch.title = Some(title),
                 Effect::Finish { answer } => {
                     if self.phase == Phase::Running {
                         self.phase = Phase::Finishing { answer };
@@ -190,12 +344,11 @@ impl Deliberation {
                         });
                     }
                 }
-                Effect::FlagForReview { reason } => {
-                    self.store.write_later(FlagRun { run_id: self.run_id.clone(), reason })
-                }
+                Effect::FlagForReview { reason } => self.batch.flag = Some(reason),
                 Effect::Timer { key, after_ms } => {
                     ctx.run_later(Duration::from_millis(after_ms), move |act, ctx| {
                         if act.phase != Phase::Ending {
+                            act.journal(resume::TIMER, Some(&key), json!({}));
                             let effects = act.mode.on_timer(&key);
                             act.execute(effects, ctx);
                         }
@@ -210,6 +363,7 @@ impl Deliberation {
         }
         self.publish(events);
         self.check_done(ctx);
+        self.commit(ctx);
     }
 
     fn check_done(&mut self, ctx: &mut Context<Self>) {
@@ -231,8 +385,9 @@ impl Deliberation {
         }
     }
 
-    /// Ends the run: stops calls, writes the outcome, and only then publishes the terminal
-    /// event, so a client that reads the result on `complete` finds it stored.
+    /// Ends the run: stops calls and writes the outcome with the terminal event; the event
+    /// is published once written, so a client that reads the result on `complete` finds it
+    /// stored.
     fn end(
         &mut self,
         ctx: &mut Context<Self>,
@@ -253,14 +408,19 @@ impl Deliberation {
             "cancelled" => ("cancelled", json!({ "message": error.clone().unwrap_or_default() })),
             _ => ("error", json!({ "message": error.clone().unwrap_or_default() })),
         };
-        self.seq += 1;
-        let seq = self.seq;
-        self.store.write_later(AppendEvents {
-            run_id: self.run_id.clone(),
-            events: vec![StoredEvent { seq, event: event.to_string(), data: data.clone() }],
-        });
-        let finished_at = store::now_ms();
-        let finish = RunFinish {
+        self.publish(vec![(event.to_string(), data)]);
+        self.batch.finish = Some(self.finish_record(status, error, answer, store::now_ms()));
+        self.commit(ctx);
+    }
+
+    fn finish_record(
+        &self,
+        status: &str,
+        error: Option<String>,
+        answer: Option<String>,
+        finished_at: i64,
+    ) -> RunFinish {
+        RunFinish {
             run_id: self.run_id.clone(),
             message_id: self.message_id.clone(),
             status: status.to_string(),
@@ -270,23 +430,13 @@ impl Deliberation {
             completion_tokens: self.usage.completion_tokens as i64,
             cost: self.cost_seen.then_some(self.usage.cost.unwrap_or(0.0)),
             finished_at,
-        };
-        let store = self.store.clone();
-        let status = status.to_string();
-        ctx.spawn(
-            async move {
-                if let Err(e) = store.finish_run(finish).await {
-                    log::error!("could not store the end of a run: {e}");
-                }
-            }
-            .into_actor(self)
-            .map(move |_, act, ctx| {
-                let frame = Arc::new(EventFrame::new(&act.run_id, seq, event, data));
-                act.hub.do_send(Publish { run_id: act.run_id.clone(), frames: vec![frame] });
-                act.hub.do_send(RunEnded { run_id: act.run_id.clone(), status, finished_at });
-                ctx.stop();
-            }),
-        );
+        }
+    }
+
+    /// The run's end is stored and published: tell the Hub and stop.
+    fn ended(&mut self, status: String, finished_at: i64, ctx: &mut Context<Self>) {
+        self.hub.do_send(RunEnded { run_id: self.run_id.clone(), status, finished_at });
+        ctx.stop();
     }
 
     fn add_usage(&mut self, reply: &CallReply) {
@@ -305,9 +455,35 @@ impl Actor for Deliberation {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        log::info!("run {} started", self.run_id);
-        ctx.run_interval(self.token_flush, |act, _| act.flush_tokens());
-        let effects = self.mode.start();
+        ctx.run_interval(self.token_flush, |act, ctx| {
+            act.flush_tokens();
+            act.commit(ctx);
+        });
+        let effects = match self.resume.take() {
+            None => {
+                log::info!("run {} started", self.run_id);
+                self.journal(resume::START, None, json!({}));
+                self.mode.start()
+            }
+            Some(Resumed { replayed, seq }) => {
+                log::warn!(
+                    "run {} resumed after step {} (seq {seq}), {} call(s) to make again",
+                    self.run_id,
+                    replayed.steps,
+                    replayed.calls()
+                );
+                self.seq = seq;
+                self.step = replayed.steps;
+                self.stage_position = replayed.stages;
+                self.usage = replayed.usage;
+                self.cost_seen = replayed.cost_seen;
+                self.publish(vec![(
+                    "resumed".to_string(),
+                    json!({ "afterSeq": seq, "calls": replayed.calls() }),
+                )]);
+                replayed.pending
+            }
+        };
         self.execute(effects, ctx);
     }
 }
@@ -349,6 +525,7 @@ impl Handler<CallFinished> for Deliberation {
             data["error"] = json!(e);
         }
         self.publish(vec![("call_complete".to_string(), data)]);
+        self.journal(resume::REPLY, Some(&reply.key), resume::reply_data(&reply));
         let effects = self.mode.on_reply(reply);
         self.execute(effects, ctx);
     }
@@ -356,7 +533,7 @@ impl Handler<CallFinished> for Deliberation {
 
 impl Handler<CallRetrying> for Deliberation {
     type Result = ();
-    fn handle(&mut self, msg: CallRetrying, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: CallRetrying, ctx: &mut Context<Self>) {
         let Some((_, spec)) = self.in_flight.get(&msg.key) else { return };
         let data = json!({
             "key": msg.key, "model": spec.model, "stage": spec.stage, "role": spec.role,
@@ -374,6 +551,7 @@ impl Handler<CallRetrying> for Deliberation {
         // `call_retry` event marks exactly where it ends.
         self.flush_tokens();
         self.publish(vec![("call_retry".to_string(), data)]);
+        self.commit(ctx);
     }
 }
 

@@ -132,11 +132,13 @@ pub struct CancelRun {
     pub shutdown: bool,
 }
 
-/// Register a run before its first event (so an early `watch` finds it).
+/// Register a run before its first event (so an early `watch` finds it). A run resumed after
+/// a crash brings the events it already stored, so watchers replay them as if it never stopped.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct RegisterRun {
     pub summary: RunSummary,
+    pub log: Vec<Arc<EventFrame>>,
     pub cancel: Recipient<CancelRun>,
 }
 
@@ -174,6 +176,27 @@ pub enum WatchOutcome {
     Live { ended: bool },
     /// The Hub does not hold this run: replay it from the store.
     NotLive,
+}
+
+/// Wait for a run that is `running` in the store but executed by no actor here yet (its
+/// process died and its lease has not run out): the watcher, already sent the stored events up
+/// to `since`, is subscribed when the run is resumed here.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Park {
+    pub run_id: String,
+    pub since: i64,
+    pub watcher: WatcherId,
+    pub sink: FrameSender,
+}
+
+/// A run with parked watchers will not be resumed (it was ended `interrupted`): send them its
+/// terminal event and let them go.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Abandon {
+    pub run_id: String,
+    pub terminal: Arc<EventFrame>,
 }
 
 #[derive(Message)]
@@ -234,6 +257,8 @@ struct LiveRun {
 
 pub struct Hub {
     runs: HashMap<String, LiveRun>,
+    /// Watchers waiting for a run to be resumed here (see [`Park`]).
+    parked: HashMap<String, HashMap<WatcherId, Watching>>,
     dashboards: HashMap<WatcherId, (FrameSender, Viewer)>,
     retention: Duration,
 }
@@ -268,7 +293,7 @@ fn offer(sink: &FrameSender, frame: &Arc<EventFrame>) -> Offer {
 impl Hub {
     /// `retention`: how long an ended run's events stay in memory for late watchers.
     pub fn new(retention: Duration) -> Self {
-        Hub { runs: HashMap::new(), dashboards: HashMap::new(), retention }
+        Hub { runs: HashMap::new(), parked: HashMap::new(), dashboards: HashMap::new(), retention }
     }
 
     fn dashboard_update(&mut self, summary: &RunSummary) {
@@ -321,17 +346,28 @@ impl Actor for Hub {
 impl Handler<RegisterRun> for Hub {
     type Result = ();
     fn handle(&mut self, msg: RegisterRun, _: &mut Context<Self>) {
-        let summary = msg.summary.clone();
-        self.runs.insert(
-            msg.summary.id.clone(),
-            LiveRun {
-                summary: msg.summary,
-                log: Vec::new(),
-                watchers: HashMap::new(),
-                cancel: msg.cancel,
-                ended_at: None,
-            },
-        );
+        let mut summary = msg.summary;
+        for frame in &msg.log {
+            if !is_transient(&frame.event) {
+                summary.last_event = Some(frame.event.clone());
+            }
+            if let Some(mark) = &frame.mark {
+                summary.apply(mark);
+            }
+            summary.last_seq = frame.seq;
+        }
+        let run = LiveRun {
+            summary: summary.clone(),
+            log: msg.log,
+            watchers: HashMap::new(),
+            cancel: msg.cancel,
+            ended_at: None,
+        };
+        // A run resumed here replaces what an earlier attempt left (its watchers are gone).
+        self.runs.insert(summary.id.clone(), run);
+        for (watcher, w) in self.parked.remove(&summary.id).unwrap_or_default() {
+            self.attach(&summary.id, w.last_seq, watcher, w.sink);
+        }
         self.dashboard_update(&summary);
     }
 }
@@ -393,35 +429,68 @@ impl Handler<RunEnded> for Hub {
     }
 }
 
-impl Handler<Watch> for Hub {
-    type Result = MessageResult<Watch>;
-    fn handle(&mut self, msg: Watch, _: &mut Context<Self>) -> Self::Result {
-        let Some(run) = self.runs.get_mut(&msg.run_id) else {
-            return MessageResult(WatchOutcome::NotLive);
+impl Hub {
+    /// Replays a live run's log after `since` to a watcher and subscribes it, in one step so
+    /// no event can fall between the two. A replay larger than the watcher's buffer goes out
+    /// in pieces: the watcher is told to resume where this one stopped.
+    fn attach(
+        &mut self,
+        run_id: &str,
+        since: i64,
+        watcher: WatcherId,
+        sink: FrameSender,
+    ) -> WatchOutcome {
+        let Some(run) = self.runs.get_mut(run_id) else {
+            return WatchOutcome::NotLive;
         };
-        // The log is in seq order: replay the tail after `since`, then subscribe, in one
-        // handler so no event can fall between the two. A replay larger than the watcher's
-        // buffer goes out in pieces: the watcher is told to resume where this one stopped.
         let ended = run.ended_at.is_some();
-        let start = run.log.partition_point(|f| f.seq <= msg.since);
-        let mut last_seq = msg.since;
+        let start = run.log.partition_point(|f| f.seq <= since);
+        let mut last_seq = since;
         for frame in &run.log[start..] {
-            match msg.sink.try_send(Frame::Event(frame.clone())) {
+            match sink.try_send(Frame::Event(frame.clone())) {
                 Ok(()) => last_seq = frame.seq,
                 Err(TrySendError::Full(_)) => {
-                    send_lagged(
-                        msg.sink,
-                        Frame::Lagged { run: msg.run_id.clone(), since: last_seq },
-                    );
-                    return MessageResult(WatchOutcome::Live { ended: false });
+                    send_lagged(sink, Frame::Lagged { run: run_id.to_string(), since: last_seq });
+                    return WatchOutcome::Live { ended: false };
                 }
-                Err(TrySendError::Closed(_)) => return MessageResult(WatchOutcome::Live { ended }),
+                Err(TrySendError::Closed(_)) => return WatchOutcome::Live { ended },
             }
         }
         if !ended {
-            run.watchers.insert(msg.watcher, Watching { sink: msg.sink, last_seq });
+            run.watchers.insert(watcher, Watching { sink, last_seq });
         }
-        MessageResult(WatchOutcome::Live { ended })
+        WatchOutcome::Live { ended }
+    }
+}
+
+impl Handler<Watch> for Hub {
+    type Result = MessageResult<Watch>;
+    fn handle(&mut self, msg: Watch, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.attach(&msg.run_id, msg.since, msg.watcher, msg.sink))
+    }
+}
+
+impl Handler<Park> for Hub {
+    type Result = ();
+    fn handle(&mut self, msg: Park, _: &mut Context<Self>) {
+        // Resumed since the caller looked: attach at once.
+        if self.runs.contains_key(&msg.run_id) {
+            self.attach(&msg.run_id, msg.since, msg.watcher, msg.sink);
+            return;
+        }
+        let waiting = Watching { sink: msg.sink, last_seq: msg.since };
+        self.parked.entry(msg.run_id).or_default().insert(msg.watcher, waiting);
+    }
+}
+
+impl Handler<Abandon> for Hub {
+    type Result = ();
+    fn handle(&mut self, msg: Abandon, _: &mut Context<Self>) {
+        for (_, w) in self.parked.remove(&msg.run_id).unwrap_or_default() {
+            if msg.terminal.seq > w.last_seq {
+                let _ = w.sink.try_send(Frame::Event(msg.terminal.clone()));
+            }
+        }
     }
 }
 
@@ -430,6 +499,9 @@ impl Handler<Unwatch> for Hub {
     fn handle(&mut self, msg: Unwatch, _: &mut Context<Self>) {
         if let Some(run) = self.runs.get_mut(&msg.run_id) {
             run.watchers.remove(&msg.watcher);
+        }
+        if let Some(parked) = self.parked.get_mut(&msg.run_id) {
+            parked.remove(&msg.watcher);
         }
     }
 }
@@ -440,6 +512,10 @@ impl Handler<Disconnect> for Hub {
         for run in self.runs.values_mut() {
             run.watchers.remove(&msg.watcher);
         }
+        for parked in self.parked.values_mut() {
+            parked.remove(&msg.watcher);
+        }
+        self.parked.retain(|_, p| !p.is_empty());
         self.dashboards.remove(&msg.watcher);
     }
 }
@@ -545,7 +621,7 @@ mod tests {
     async fn a_slow_watcher_never_holds_up_the_others_and_resumes_without_a_gap() {
         let hub = Hub::new(Duration::from_secs(60)).start();
         let cancel = Nobody.start().recipient();
-        hub.send(RegisterRun { summary: summary(), cancel }).await.unwrap();
+        hub.send(RegisterRun { summary: summary(), log: Vec::new(), cancel }).await.unwrap();
         let (fast_tx, mut fast_rx) = mpsc::channel(100);
         let (slow_tx, mut slow_rx) = mpsc::channel(4);
         for (w, sink) in [(1, fast_tx), (2, slow_tx.clone())] {
@@ -630,7 +706,7 @@ mod tests {
     async fn the_summary_follows_each_call_the_title_and_the_end_of_the_run() {
         let hub = Hub::new(Duration::from_secs(60)).start();
         let cancel = Nobody.start().recipient();
-        hub.send(RegisterRun { summary: summary(), cancel }).await.unwrap();
+        hub.send(RegisterRun { summary: summary(), log: Vec::new(), cancel }).await.unwrap();
         let (tx, mut rx) = mpsc::channel(100);
         hub.send(SubscribeDashboard { watcher: 9, sink: tx, viewer: Viewer::local() })
             .await

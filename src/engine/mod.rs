@@ -10,6 +10,7 @@ pub mod events;
 pub mod hub;
 pub mod limits;
 pub mod model_call;
+pub mod resume;
 pub mod retry;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,7 +25,7 @@ use crate::modes::{self, ChatMessage, Defaults, FieldError, ModeKind, RunContext
 use crate::providers::Providers;
 use crate::store::{self, MessageRecord, NewRun, RunRecord, Store, StoreError};
 pub use access::Viewer;
-use deliberation::{Deliberation, DeliberationSetup};
+use deliberation::{Deliberation, DeliberationSetup, Resumed};
 use events::{EventFrame, Frame, FrameSender};
 use hub::{Hub, RegisterRun, RunSummary, WatchOutcome, WatcherId};
 
@@ -76,6 +77,11 @@ pub struct EngineSettings {
     pub finish_grace: Duration,
     pub retry: retry::RetryPolicy,
     pub user_limits: limits::UserLimits,
+    /// How long a run's lease lasts without a heartbeat (see [`Engine::recover`]).
+    pub lease: Duration,
+    /// Take over runs whose lease ran out (the server does; the CLI shares the database with
+    /// a server and leaves other runs alone).
+    pub recover: bool,
 }
 
 /// Cloneable handle to the engine's actors.
@@ -89,16 +95,19 @@ pub struct Engine {
     /// Set at shutdown: no new runs.
     draining: Arc<std::sync::atomic::AtomicBool>,
     starts: Arc<limits::StartLimiter>,
+    /// This process, as the holder of its runs' leases.
+    instance: Arc<str>,
 }
 
 /// How many turns of a conversation's history a follow-up may carry (modes truncate further).
 const HISTORY_LIMIT: usize = 200;
 
 impl Engine {
-    /// Starts the Hub. Must run inside an actix System.
+    /// Starts the Hub and the lease heartbeat (which, with `settings.recover`, also takes
+    /// over runs whose lease ran out). Must run inside an actix System.
     pub fn launch(store: Store, providers: Providers, settings: EngineSettings) -> Self {
         let hub = Hub::new(settings.retention).start();
-        Engine {
+        let engine = Engine {
             hub,
             store,
             providers,
@@ -106,7 +115,188 @@ impl Engine {
             next_watcher: Arc::new(AtomicU64::new(1)),
             draining: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             starts: Arc::new(limits::StartLimiter::default()),
+            instance: uuid::Uuid::new_v4().to_string().into(),
+        };
+        let beat = engine.clone();
+        actix::spawn(async move {
+            let period = beat.settings.lease / 3;
+            loop {
+                tokio::time::sleep(period).await;
+                beat.heartbeat().await;
+            }
+        });
+        engine
+    }
+
+    /// Renews this process's leases and (as the server) takes over runs whose lease ran out.
+    async fn heartbeat(&self) {
+        let until = store::now_ms() + self.settings.lease.as_millis() as i64;
+        let running = self
+            .live_runs(&Viewer::local())
+            .await
+            .map_or(1, |runs| runs.iter().filter(|r| r.status == "running").count());
+        if running > 0 {
+            if let Err(e) = self.store.renew_leases(&self.instance, until).await {
+                log::error!("could not renew the leases of running runs: {e}");
+            }
         }
+        if self.settings.recover && !self.draining.load(Ordering::SeqCst) {
+            if let Err(e) = self.recover().await {
+                log::error!("could not look for runs to resume: {e}");
+            }
+        }
+    }
+
+    /// Resumes every run left `running` whose lease has run out (its process died): each is
+    /// claimed (so two processes never both take one), rebuilt from its journal and continued
+    /// from its last stored step; a run that cannot be resumed is ended `interrupted` with what
+    /// it stored. Answers how many runs were resumed.
+    pub async fn recover(&self) -> Result<usize, EngineError> {
+        let now = store::now_ms();
+        let until = now + self.settings.lease.as_millis() as i64;
+        let mut resumed = 0;
+        for run_id in self.store.expired_runs(now).await? {
+            if !self.store.claim_run(&run_id, &self.instance, now, until).await? {
+                continue;
+            }
+            match self.resume_run(&run_id).await {
+                Ok(()) => resumed += 1,
+                Err(reason) => {
+                    log::warn!("run {run_id} cannot be resumed: {reason}");
+                    let error = format!("interrupted: the run could not be resumed ({reason})");
+                    let end = self.store.interrupt_run(&run_id, &error).await?;
+                    let terminal =
+                        Arc::new(EventFrame::new(&run_id, end.seq, &end.event, end.data));
+                    self.hub.do_send(hub::Abandon { run_id, terminal });
+                }
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// Rebuilds a claimed run from the store and starts it again.
+    async fn resume_run(&self, run_id: &str) -> Result<(), String> {
+        let err = |e: StoreError| e.to_string();
+        let run = self.store.get_run(run_id).await.map_err(err)?.ok_or("the run is gone")?;
+        let kind =
+            ModeKind::parse(&run.mode).ok_or_else(|| format!("unknown mode {}", run.mode))?;
+        let detail = self
+            .store
+            .get_conversation(&run.conversation_id)
+            .await
+            .map_err(err)?
+            .ok_or("its conversation is gone")?;
+        let position = |id: &str| detail.messages.iter().find(|m| m.id == id).map(|m| m.position);
+        let asked = position(&run.user_message_id).ok_or("its question is gone")?;
+        let question = detail
+            .messages
+            .iter()
+            .find(|m| m.id == run.user_message_id)
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        let earlier: Vec<MessageRecord> =
+            detail.messages.iter().filter(|m| m.position < asked).cloned().collect();
+        let config = match run.request.get("config") {
+            Some(c @ Value::Object(_)) => c.clone(),
+            _ => return Err("its stored request has no configuration".into()),
+        };
+        let req = modes::ValidRequest {
+            mode: kind,
+            question: question.clone(),
+            conversation_id: Some(run.conversation_id.clone()),
+            config,
+            models: Vec::new(),
+        };
+        let ctx = RunContext {
+            run_id: run.id.clone(),
+            conversation_id: run.conversation_id.clone(),
+            message_id: run.message_id.clone(),
+            question: question.clone(),
+            history: history_of(&earlier),
+            new_conversation: detail.runs.first().is_some_and(|r| r.id == run.id),
+            seed: modes::common::seed_from_run_id(&run.id),
+        };
+        let mut mode = modes::instantiate(&req, ctx);
+        let journal = self.store.journal(run_id).await.map_err(err)?;
+        let stored = self.store.count_stages(&run.message_id).await.map_err(err)?;
+        let resume = if journal.is_empty() {
+            // The start itself was never written, so nothing of the run was: start afresh.
+            if stored > 0 || run.last_seq > 0 {
+                return Err("it has stored data but no journal".into());
+            }
+            None
+        } else {
+            let replayed = resume::replay(mode.as_mut(), &journal)?;
+            if i64::from(replayed.stages) != stored {
+                return Err(format!(
+                    "its journal accounts for {} stage rows but {stored} are stored",
+                    replayed.stages
+                ));
+            }
+            Some(Resumed { replayed, seq: run.last_seq })
+        };
+        let log: Vec<Arc<EventFrame>> = self
+            .store
+            .events_since(run_id, 0)
+            .await
+            .map_err(err)?
+            .into_iter()
+            .map(|e| {
+                let mark = events::ProgressMark::of(&e.event, &e.data);
+                Arc::new(EventFrame::new(run_id, e.seq, &e.event, e.data).with_mark(mark))
+            })
+            .collect();
+        let summary = RunSummary {
+            id: run.id.clone(),
+            mode: run.mode.clone(),
+            conversation_id: run.conversation_id.clone(),
+            message_id: run.message_id.clone(),
+            question: question.chars().take(200).collect(),
+            status: "running".into(),
+            owner: run.owner.clone(),
+            visibility: detail.conversation.visibility.clone(),
+            created_at: run.created_at,
+            finished_at: None,
+            title: detail.conversation.title.clone(),
+            last_event: None,
+            last_seq: 0,
+            calls: Vec::new(),
+        };
+        self.run_actor(summary, log, mode, resume).await.map_err(|e| e.to_string())
+    }
+
+    /// Registers a run with the Hub (with the events it already has) and starts its actor.
+    async fn run_actor(
+        &self,
+        summary: RunSummary,
+        log: Vec<Arc<EventFrame>>,
+        mode: Box<dyn modes::Mode>,
+        resume: Option<Resumed>,
+    ) -> Result<(), EngineError> {
+        // Register with the Hub before the actor runs, so a watch sent right after this call
+        // returns finds the run.
+        let actor_ctx = Context::<Deliberation>::new();
+        let addr = actor_ctx.address();
+        let (run_id, message_id, conversation_id) =
+            (summary.id.clone(), summary.message_id.clone(), summary.conversation_id.clone());
+        self.hub
+            .send(RegisterRun { summary, log, cancel: addr.recipient() })
+            .await
+            .map_err(|_| EngineError::Unavailable)?;
+        actor_ctx.run(Deliberation::new(DeliberationSetup {
+            run_id,
+            message_id,
+            conversation_id,
+            mode,
+            hub: self.hub.clone(),
+            store: self.store.clone(),
+            providers: self.providers.clone(),
+            token_flush: self.settings.token_flush,
+            finish_grace: self.settings.finish_grace,
+            retry: self.settings.retry,
+            resume,
+        }));
+        Ok(())
     }
 
     pub fn store(&self) -> &Store {
@@ -267,6 +457,10 @@ impl Engine {
                 owner: owner.clone(),
                 visibility: visibility.clone(),
                 created_at,
+                lease: Some((
+                    self.instance.to_string(),
+                    created_at + self.settings.lease.as_millis() as i64,
+                )),
             })
             .await?;
         let ctx = RunContext {
@@ -279,10 +473,6 @@ impl Engine {
             seed: modes::common::seed_from_run_id(&run_id),
         };
         let mode = modes::instantiate(&req, ctx);
-        // Register with the Hub before the actor runs, so a watch sent right after this call
-        // returns finds the run.
-        let actor_ctx = Context::<Deliberation>::new();
-        let addr = actor_ctx.address();
         let summary = RunSummary {
             id: run_id.clone(),
             mode: req.mode.as_str().to_string(),
@@ -299,22 +489,7 @@ impl Engine {
             last_seq: 0,
             calls: Vec::new(),
         };
-        self.hub
-            .send(RegisterRun { summary, cancel: addr.recipient() })
-            .await
-            .map_err(|_| EngineError::Unavailable)?;
-        actor_ctx.run(Deliberation::new(DeliberationSetup {
-            run_id: run_id.clone(),
-            message_id: message_id.clone(),
-            conversation_id: conversation_id.clone(),
-            mode,
-            hub: self.hub.clone(),
-            store: self.store.clone(),
-            providers: self.providers.clone(),
-            token_flush: self.settings.token_flush,
-            finish_grace: self.settings.finish_grace,
-            retry: self.settings.retry,
-        }));
+        self.run_actor(summary, Vec::new(), mode, None).await?;
         Ok(StartedRun { run_id, conversation_id, message_id, mode: req.mode })
     }
 
@@ -373,17 +548,29 @@ impl Engine {
             WatchOutcome::Live { ended: false } => Ok(Watched::Live),
             WatchOutcome::Live { ended: true } => Ok(Watched::Ended),
             WatchOutcome::NotLive => {
-                if self.store.get_run(run_id).await?.is_none() {
+                let Some(run) = self.store.get_run(run_id).await? else {
                     return Err(EngineError::NotFound(format!("run {run_id}")));
-                }
+                };
                 // The caller must be reading the channel: this waits for room.
+                let mut sent = since;
                 for e in self.store.events_since(run_id, since).await? {
+                    let seq = e.seq;
                     let frame = EventFrame::new(run_id, e.seq, &e.event, e.data);
                     if sink.send(Frame::Event(Arc::new(frame))).await.is_err() {
-                        break;
+                        return Ok(Watched::Ended);
                     }
+                    sent = seq;
                 }
-                Ok(Watched::Ended)
+                if run.status != "running" {
+                    return Ok(Watched::Ended);
+                }
+                // Running, but no actor here executes it: its process died and the run will
+                // be resumed when its lease runs out. The watcher follows it from there.
+                self.hub
+                    .send(hub::Park { run_id: run_id.to_string(), since: sent, watcher, sink })
+                    .await
+                    .map_err(|_| EngineError::Unavailable)?;
+                Ok(Watched::Live)
             }
         }
     }

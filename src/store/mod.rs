@@ -155,6 +155,64 @@ pub struct NewRun {
     /// conversation's).
     pub visibility: String,
     pub created_at: i64,
+    /// The process that executes the run and until when (ms since the epoch) its lease holds.
+    pub lease: Option<(String, i64)>,
+}
+
+/// One input a run's mode received, as journaled for crash recovery.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JournalRecord {
+    /// 1, 2, 3... in the order the mode received them.
+    pub step: i64,
+    /// `start`, `reply` or `timer`.
+    pub kind: String,
+    pub call_key: Option<String>,
+    pub data: Value,
+}
+
+/// What one step of a run writes, in one transaction (see [`Store::commit`]).
+#[derive(Debug, Clone, Default)]
+pub struct Commit {
+    pub run_id: String,
+    pub message_id: String,
+    pub conversation_id: String,
+    pub journal: Vec<JournalRecord>,
+    /// Stage rows with their positions under the run's assistant message.
+    pub stages: Vec<(i32, StageRow)>,
+    pub events: Vec<StoredEvent>,
+    pub title: Option<String>,
+    /// A reason to flag the run for review.
+    pub flag: Option<String>,
+    /// The run's end, when this step ends it.
+    pub finish: Option<RunFinish>,
+}
+
+impl Commit {
+    /// True when there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.journal.is_empty()
+            && self.stages.is_empty()
+            && self.events.is_empty()
+            && self.title.is_none()
+            && self.flag.is_none()
+            && self.finish.is_none()
+    }
+
+    /// Appends `later` (a step that came after this one) to this commit.
+    pub fn absorb(&mut self, later: Commit) {
+        self.journal.extend(later.journal);
+        self.stages.extend(later.stages);
+        self.events.extend(later.events);
+        if later.title.is_some() {
+            self.title = later.title;
+        }
+        if later.flag.is_some() {
+            self.flag = later.flag;
+        }
+        if later.finish.is_some() {
+            self.finish = later.finish;
+        }
+    }
 }
 
 /// How a run ended (update form).
@@ -220,35 +278,41 @@ store_message!(
     CreateRun { run: NewRun } -> (), |msg, conn| queries::create_run(conn, &msg.run)
 );
 store_message!(
-    /// Store one stage row of a run's assistant message.
-    StoreStage { message_id: String, position: i32, row: StageRow } -> (),
-    |msg, conn| queries::insert_stage(conn, &msg.message_id, msg.position, &msg.row, now_ms())
+    /// Write one step of a run (journal, stage rows, events, title, flag, outcome) in one
+    /// transaction.
+    CommitRun { commit: std::sync::Arc<Commit> } -> (),
+    |msg, conn| queries::commit(conn, &msg.commit, now_ms())
 );
 store_message!(
-    /// Append durable events (everything but token deltas) to a run's log.
-    AppendEvents { run_id: String, events: Vec<StoredEvent> } -> (),
-    |msg, conn| queries::append_events(conn, &msg.run_id, &msg.events, now_ms())
+    /// A run's journal, in step order.
+    GetJournal { run_id: String } -> Vec<JournalRecord>,
+    |msg, conn| queries::journal(conn, &msg.run_id)
 );
 store_message!(
-    /// Set a conversation's title.
-    SetTitle { conversation_id: String, title: String } -> (),
-    |msg, conn| queries::set_title(conn, &msg.conversation_id, &msg.title)
+    CountStages { message_id: String } -> i64,
+    |msg, conn| queries::count_stages(conn, &msg.message_id)
 );
 store_message!(
-    /// Record how a run ended, and its answer.
-    FinishRun { finish: RunFinish } -> (), |msg, conn| queries::finish_run(conn, &msg.finish)
+    /// Runs still `running` whose lease ran out before `now`.
+    ExpiredRuns { now: i64 } -> Vec<String>, |msg, conn| queries::expired_runs(conn, msg.now)
 );
 store_message!(
-    /// Mark runs left running by a dead process as interrupted.
-    MarkInterrupted {} -> usize, |_msg, conn| queries::mark_interrupted(conn, now_ms())
+    /// Take over a run whose lease ran out; answers whether this caller got it.
+    ClaimRun { run_id: String, owner: String, now: i64, until: i64 } -> bool,
+    |msg, conn| queries::claim_run(conn, &msg.run_id, &msg.owner, msg.now, msg.until)
+);
+store_message!(
+    /// Extend the leases of the running runs `owner` executes.
+    RenewLeases { owner: String, until: i64 } -> usize,
+    |msg, conn| queries::renew_leases(conn, &msg.owner, msg.until)
+);
+store_message!(
+    /// End a run that cannot be resumed as `interrupted`.
+    InterruptRun { run_id: String, error: String } -> StoredEvent,
+    |msg, conn| queries::interrupt_run(conn, &msg.run_id, &msg.error, now_ms())
 );
 store_message!(
     GetRun { id: String } -> Option<RunRecord>, |msg, conn| queries::get_run(conn, &msg.id)
-);
-store_message!(
-    /// Flag a run for human review.
-    FlagRun { run_id: String, reason: String } -> (),
-    |msg, conn| queries::flag_run(conn, &msg.run_id, &msg.reason)
 );
 store_message!(
     ListReviews { status: ReviewStatus, limit: i64, visible_to: Option<String> } -> Vec<RunRecord>,
@@ -325,23 +389,6 @@ impl Store {
         self.reader.send(msg).await.map_err(|_| StoreError::Mailbox)
     }
 
-    /// Queue a write whose result nobody waits for (stage rows, events): the writer keeps
-    /// them in order, and a failure is logged.
-    pub fn write_later<M>(&self, msg: M)
-    where
-        M: actix::Message<Result = Result<(), StoreError>> + Send + 'static,
-        StoreActor: Handler<M>,
-    {
-        let fut = self.writer.send(msg);
-        actix::spawn(async move {
-            match fut.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => log::error!("store write failed: {e}"),
-                Err(_) => log::error!("store write lost: the store is not running"),
-            }
-        });
-    }
-
     /// Returns once every write queued before this call has reached the database (the writer
     /// handles messages in order).
     pub async fn flush(&self) -> Result<(), StoreError> {
@@ -351,11 +398,40 @@ impl Store {
     pub async fn create_run(&self, run: NewRun) -> Result<(), StoreError> {
         self.write(CreateRun { run }).await?
     }
-    pub async fn finish_run(&self, finish: RunFinish) -> Result<(), StoreError> {
-        self.write(FinishRun { finish }).await?
+    /// Writes one step of a run in one transaction. Whatever the outcome, the step is either
+    /// wholly stored or not at all, so it may be sent again after an error.
+    pub async fn commit(&self, commit: std::sync::Arc<Commit>) -> Result<(), StoreError> {
+        self.write(CommitRun { commit }).await?
     }
-    pub async fn mark_interrupted(&self) -> Result<usize, StoreError> {
-        self.write(MarkInterrupted {}).await?
+    pub async fn journal(&self, run_id: &str) -> Result<Vec<JournalRecord>, StoreError> {
+        self.read(GetJournal { run_id: run_id.to_string() }).await?
+    }
+    pub async fn count_stages(&self, message_id: &str) -> Result<i64, StoreError> {
+        self.read(CountStages { message_id: message_id.to_string() }).await?
+    }
+    pub async fn expired_runs(&self, now: i64) -> Result<Vec<String>, StoreError> {
+        self.read(ExpiredRuns { now }).await?
+    }
+    pub async fn claim_run(
+        &self,
+        run_id: &str,
+        owner: &str,
+        now: i64,
+        until: i64,
+    ) -> Result<bool, StoreError> {
+        let (run_id, owner) = (run_id.to_string(), owner.to_string());
+        self.write(ClaimRun { run_id, owner, now, until }).await?
+    }
+    pub async fn renew_leases(&self, owner: &str, until: i64) -> Result<usize, StoreError> {
+        self.write(RenewLeases { owner: owner.to_string(), until }).await?
+    }
+    pub async fn interrupt_run(
+        &self,
+        run_id: &str,
+        error: &str,
+    ) -> Result<StoredEvent, StoreError> {
+        let (run_id, error) = (run_id.to_string(), error.to_string());
+        self.write(InterruptRun { run_id, error }).await?
     }
     pub async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         self.read(GetRun { id: id.to_string() }).await?

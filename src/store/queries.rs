@@ -4,10 +4,11 @@ use diesel::prelude::*;
 use serde_json::Value;
 
 use super::db::AnyConnection;
-use super::schema::{conversations, deliberation_stages, messages, run_events, runs};
+use super::schema::{conversations, deliberation_stages, messages, run_events, run_journal, runs};
 use super::{
-    ConversationDetail, ConversationRecord, MessageRecord, NewRun, RecentRun, ReviewStatus,
-    RunFinish, RunRecord, StageRecord, StoreError, StoredEvent, RECENT_QUESTION_CHARS,
+    Commit, ConversationDetail, ConversationRecord, JournalRecord, MessageRecord, NewRun,
+    RecentRun, ReviewStatus, RunFinish, RunRecord, StageRecord, StoreError, StoredEvent,
+    RECENT_QUESTION_CHARS,
 };
 use crate::modes::StageRow;
 
@@ -143,6 +144,19 @@ struct NewRunRow<'a> {
     request: String,
     owner: Option<&'a str>,
     created_at: i64,
+    lease_owner: Option<&'a str>,
+    lease_until: Option<i64>,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = run_journal)]
+struct NewJournal<'a> {
+    run_id: &'a str,
+    step: i64,
+    kind: &'a str,
+    call_key: Option<&'a str>,
+    data: String,
+    created_at: i64,
 }
 
 #[derive(Insertable)]
@@ -169,6 +183,17 @@ struct NewEvent<'a> {
     event: &'a str,
     data: String,
     created_at: i64,
+}
+
+/// Text as both backends can store it: PostgreSQL refuses NUL characters in `text`, so they
+/// become U+FFFD (the replacement character) everywhere, keeping the backends identical. JSON
+/// columns need nothing: serde_json writes NUL as the escape `\u0000`.
+fn without_nul(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
 }
 
 fn parse_json(text: &str) -> Value {
@@ -285,7 +310,7 @@ pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreErr
                 conversation_id: &run.conversation_id,
                 position: next_position,
                 role: "user",
-                content: &run.question,
+                content: &without_nul(&run.question),
                 created_at: run.created_at,
             },
             NewMessage {
@@ -310,6 +335,8 @@ pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreErr
                 request: run.request.to_string(),
                 owner: run.owner.as_deref(),
                 created_at: run.created_at,
+                lease_owner: run.lease.as_ref().map(|(owner, _)| owner.as_str()),
+                lease_until: run.lease.as_ref().map(|(_, until)| *until),
             })
             .execute(conn)?;
         Ok(())
@@ -332,7 +359,7 @@ pub fn insert_stage(
             stage_order: row.stage_order,
             model: row.model.as_deref(),
             role: row.role.as_deref(),
-            content: &row.content,
+            content: &without_nul(&row.content),
             parsed_data: row.parsed_data.as_ref().map(Value::to_string),
             response_time_ms: row.response_time_ms,
             created_at: now,
@@ -399,23 +426,11 @@ pub fn finish_run(conn: &mut AnyConnection, f: &RunFinish) -> Result<(), StoreEr
             .execute(conn)?;
         if let Some(answer) = &f.answer {
             diesel::update(messages::table.find(&f.message_id))
-                .set(messages::content.eq(answer))
+                .set(messages::content.eq(without_nul(answer)))
                 .execute(conn)?;
         }
         Ok(())
     })
-}
-
-/// Runs left `running` by a process that died are marked `interrupted` at start (single
-/// instance: nobody else can be executing them).
-pub fn mark_interrupted(conn: &mut AnyConnection, now: i64) -> Result<usize, StoreError> {
-    Ok(diesel::update(runs::table.filter(runs::status.eq("running")))
-        .set((
-            runs::status.eq("interrupted"),
-            runs::error.eq(Some("the server stopped while this run was in progress")),
-            runs::finished_at.eq(Some(now)),
-        ))
-        .execute(conn)?)
 }
 
 pub fn get_run(conn: &mut AnyConnection, id: &str) -> Result<Option<RunRecord>, StoreError> {
@@ -610,6 +625,143 @@ pub fn mark_reviewed(
         return Ok(None);
     }
     get_run(conn, run_id)
+}
+
+/// Writes one step of a run in a single transaction: its journal entries, stage rows, events,
+/// title, review flag and (when the run ends) its outcome. A run's journal is deleted with its
+/// end: it exists only to resume a run that did not end.
+pub fn commit(conn: &mut AnyConnection, c: &Commit, now: i64) -> Result<(), StoreError> {
+    conn.transaction(|conn| {
+        for j in &c.journal {
+            diesel::insert_into(run_journal::table)
+                .values(NewJournal {
+                    run_id: &c.run_id,
+                    step: j.step,
+                    kind: &j.kind,
+                    call_key: j.call_key.as_deref(),
+                    data: j.data.to_string(),
+                    created_at: now,
+                })
+                .execute(conn)?;
+        }
+        for (position, row) in &c.stages {
+            insert_stage(conn, &c.message_id, *position, row, now)?;
+        }
+        append_events(conn, &c.run_id, &c.events, now)?;
+        if let Some(title) = &c.title {
+            set_title(conn, &c.conversation_id, title)?;
+        }
+        if let Some(reason) = &c.flag {
+            flag_run(conn, &c.run_id, reason)?;
+        }
+        if let Some(finish) = &c.finish {
+            finish_run(conn, finish)?;
+            diesel::delete(run_journal::table.filter(run_journal::run_id.eq(&c.run_id)))
+                .execute(conn)?;
+        }
+        Ok(())
+    })
+}
+
+/// A run's journal, in step order.
+pub fn journal(conn: &mut AnyConnection, run_id: &str) -> Result<Vec<JournalRecord>, StoreError> {
+    let rows: Vec<(i64, String, Option<String>, String)> = run_journal::table
+        .filter(run_journal::run_id.eq(run_id))
+        .order(run_journal::step.asc())
+        .select((run_journal::step, run_journal::kind, run_journal::call_key, run_journal::data))
+        .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(|(step, kind, call_key, data)| JournalRecord {
+            step,
+            kind,
+            call_key,
+            data: parse_json(&data),
+        })
+        .collect())
+}
+
+/// How many stage rows a message has.
+pub fn count_stages(conn: &mut AnyConnection, message_id: &str) -> Result<i64, StoreError> {
+    Ok(deliberation_stages::table
+        .filter(deliberation_stages::message_id.eq(message_id))
+        .count()
+        .get_result(conn)?)
+}
+
+/// Runs still `running` whose lease has run out (or that never had one): their process died.
+pub fn expired_runs(conn: &mut AnyConnection, now: i64) -> Result<Vec<String>, StoreError> {
+    Ok(runs::table
+        .filter(runs::status.eq("running"))
+        .filter(runs::lease_until.is_null().or(runs::lease_until.lt(now)))
+        .order(runs::created_at.asc())
+        .select(runs::id)
+        .load(conn)?)
+}
+
+/// Takes a run over for `owner` if it is still running and its lease has run out; answers
+/// whether this caller got it (one statement, so two processes never both do).
+pub fn claim_run(
+    conn: &mut AnyConnection,
+    run_id: &str,
+    owner: &str,
+    now: i64,
+    until: i64,
+) -> Result<bool, StoreError> {
+    let n = diesel::update(
+        runs::table
+            .find(run_id)
+            .filter(runs::status.eq("running"))
+            .filter(runs::lease_until.is_null().or(runs::lease_until.lt(now))),
+    )
+    .set((runs::lease_owner.eq(Some(owner)), runs::lease_until.eq(Some(until))))
+    .execute(conn)?;
+    Ok(n == 1)
+}
+
+/// Extends the lease of every running run `owner` executes; answers how many.
+pub fn renew_leases(
+    conn: &mut AnyConnection,
+    owner: &str,
+    until: i64,
+) -> Result<usize, StoreError> {
+    Ok(diesel::update(
+        runs::table.filter(runs::status.eq("running")).filter(runs::lease_owner.eq(owner)),
+    )
+    .set(runs::lease_until.eq(Some(until)))
+    .execute(conn)?)
+}
+
+/// Ends a run that cannot be resumed as `interrupted`, keeping what it stored, with a terminal
+/// `error` event after its last one (which it answers).
+pub fn interrupt_run(
+    conn: &mut AnyConnection,
+    run_id: &str,
+    error: &str,
+    now: i64,
+) -> Result<StoredEvent, StoreError> {
+    conn.transaction(|conn| {
+        let last: Option<i64> = run_events::table
+            .filter(run_events::run_id.eq(run_id))
+            .select(diesel::dsl::max(run_events::seq))
+            .first(conn)?;
+        let end = StoredEvent {
+            seq: last.unwrap_or(0) + 1,
+            event: "error".into(),
+            data: serde_json::json!({ "message": error }),
+        };
+        append_events(conn, run_id, std::slice::from_ref(&end), now)?;
+        diesel::update(runs::table.find(run_id).filter(runs::status.eq("running")))
+            .set((
+                runs::status.eq("interrupted"),
+                runs::error.eq(Some(error)),
+                runs::finished_at.eq(Some(now)),
+                runs::lease_until.eq(None::<i64>),
+            ))
+            .execute(conn)?;
+        diesel::delete(run_journal::table.filter(run_journal::run_id.eq(run_id))).execute(conn)?;
+        Ok(end)
+    })
 }
 
 #[cfg(test)]

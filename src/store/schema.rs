@@ -45,6 +45,7 @@ diesel::table! {
         review_reason -> Nullable<Text>,
         reviewed_at -> Nullable<BigInt>,
         review_note -> Nullable<Text>,
+        lease_owner -> Nullable<Text>,
     }
 }
 
@@ -74,6 +75,17 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    run_journal (run_id, step) {
+        run_id -> Text,
+        step -> BigInt,
+        kind -> Text,
+        call_key -> Nullable<Text>,
+        data -> Text,
+        created_at -> BigInt,
+    }
+}
+
 diesel::joinable!(messages -> conversations (conversation_id));
 diesel::joinable!(runs -> conversations (conversation_id));
 diesel::allow_tables_to_appear_in_same_query!(
@@ -81,7 +93,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     messages,
     runs,
     deliberation_stages,
-    run_events
+    run_events,
+    run_journal
 );
 
 diesel::table! {

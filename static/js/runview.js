@@ -134,6 +134,17 @@ export class ModelCard {
     this.noteEl.hidden = false;
   }
 
+  /** The call is made again: the run was resumed after a server restart. */
+  restart() {
+    this.setState("running");
+    this.text = "";
+    ui.setMarkdown(this.md, "");
+    this.clipWrap.hidden = false;
+    this.md.classList.add("streaming");
+    this.noteEl.textContent = "Asked again: the server restarted while this call was running.";
+    this.noteEl.hidden = false;
+  }
+
   setTitle(text) {
     this.titleEl.textContent = text;
     if (this.tab) this.tab.textContent = text;
@@ -323,6 +334,10 @@ export class RunView {
       case "call_complete": return this.callComplete(data);
       default: break;
     }
+    if (ev.event === "resumed") {
+      this.showNote("The server restarted during this run; it resumed from its last saved step.", false);
+      return;
+    }
     if (ev.event === "fallback_start") {
       // The primary failed; its backup answers in a card of its own (its call_start follows).
       this.backups.set(data.key, data);
@@ -346,6 +361,12 @@ export class RunView {
 
   callStart(data) {
     if (data.stage === "title") return;
+    const earlier = this.calls.get(data.key);
+    if (earlier && (earlier.state === "running" || earlier.state === "retrying")) {
+      // The same call again after the run resumed: its card starts over.
+      earlier.restart();
+      return;
+    }
     let sectionId = this.modeView.callSection ? this.modeView.callSection(data) : data.stage;
     if (sectionId === null) return;
     if (sectionId === undefined) sectionId = data.stage;

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-fn conclave() -> Command {
+pub(crate) fn conclave() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_conclave"));
     c.env_remove("OPENROUTER_API_KEY")
         .env_remove("CONCLAVE_CONFIG")
@@ -97,12 +97,13 @@ fn sim_server_answers_over_the_openai_api() {
 }
 
 #[test]
-fn a_run_left_running_by_a_dead_server_is_marked_interrupted_at_the_next_start() {
+fn a_run_left_running_that_cannot_be_resumed_is_marked_interrupted_at_the_next_start() {
     use diesel::{Connection, RunQueryDsl};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("crash.db");
     let db = format!("sqlite://{}", path.display());
-    // A server that dies mid-run leaves this behind.
+    // A server that died mid-run left this behind, with a request no mode can be rebuilt
+    // from (the crash test in crash.rs resumes real runs).
     let out = conclave().args(["migrate"]).env("DATABASE_URL", &db).output().unwrap();
     assert!(out.status.success());
     let mut conn = diesel::sqlite::SqliteConnection::establish(path.to_str().unwrap()).unwrap();
@@ -138,7 +139,7 @@ fn a_run_left_running_by_a_dead_server_is_marked_interrupted_at_the_next_start()
             .status
     };
     assert_eq!(status(&mut conn), "running");
-    // A server start marks it interrupted.
+    // A server start tries to resume it and marks it interrupted, saying why.
     let mut server = conclave()
         .args(["serve", "--bind", "127.0.0.1:0"])
         .env("DATABASE_URL", &db)
@@ -224,7 +225,7 @@ fn run_clarity_prints_the_score_breakdown_and_critique() {
 }
 
 /// Adds a user with `conclave user add` and answers its API token.
-fn add_user(db: &str, name: &str, admin: bool) -> String {
+pub(crate) fn add_user(db: &str, name: &str, admin: bool) -> String {
     let mut cmd = conclave();
     cmd.args(["user", "add", name]).env("DATABASE_URL", db);
     if admin {

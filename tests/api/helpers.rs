@@ -182,12 +182,7 @@ impl TestApp {
 
     /// A WebSocket signed in with `token` (sent as `Authorization: Bearer` on the upgrade).
     pub async fn ws_as(&self, token: &str) -> Ws {
-        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-        let mut req = self.ws_url.as_str().into_client_request().expect("ws request");
-        req.headers_mut()
-            .insert("Authorization", format!("Bearer {token}").parse().expect("header"));
-        let (stream, _) = tokio_tungstenite::connect_async(req).await.expect("ws connect");
-        Ws { stream }
+        Ws::connect(&self.ws_url, token).await
     }
 
     /// A WebSocket that has not signed in.
@@ -223,11 +218,22 @@ pub struct Ws {
 }
 
 impl Ws {
+    /// A WebSocket to `url`, signed in with `token` (for servers run as a separate process).
+    pub async fn connect(url: &str, token: &str) -> Ws {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut req = url.into_client_request().expect("ws request");
+        req.headers_mut()
+            .insert("Authorization", format!("Bearer {token}").parse().expect("header"));
+        let (stream, _) = tokio_tungstenite::connect_async(req).await.expect("ws connect");
+        Ws { stream }
+    }
+
     pub async fn send(&mut self, v: Value) {
         self.stream.send(WsMessage::text(v.to_string())).await.expect("ws send");
     }
 
-    /// The next JSON message (pings are skipped), or None after `wait` of silence.
+    /// The next JSON message (pings are skipped), or None after `wait` of silence (a ping
+    /// starts the wait again).
     pub async fn next_within(&mut self, wait: Duration) -> Option<Value> {
         loop {
             let msg = tokio::time::timeout(wait, self.stream.next()).await.ok()??.ok()?;

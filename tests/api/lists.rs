@@ -16,6 +16,8 @@ fn set_title(database_url: &str, conversation: &str, title: &str) {
     } else {
         let path = database_url.trim_start_matches("sqlite://");
         let mut conn = diesel::sqlite::SqliteConnection::establish(path).expect("sqlite");
+        // The server writes too (leases, runs): wait for its lock like the server does.
+        diesel::sql_query("PRAGMA busy_timeout = 5000").execute(&mut conn).expect("pragma");
         diesel::sql_query(sql).execute(&mut conn).expect("update title");
     }
 }

@@ -6,6 +6,7 @@ mod access;
 mod cancel;
 mod cli;
 mod council;
+mod crash;
 mod fallback;
 mod faults;
 mod helpers;

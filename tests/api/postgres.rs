@@ -12,7 +12,7 @@ fn admin_url() -> String {
 }
 
 /// Creates a fresh database and returns its URL, or None when PostgreSQL is not reachable.
-fn fresh_database() -> Option<String> {
+pub(crate) fn fresh_database() -> Option<String> {
     let admin = admin_url();
     let mut conn = match diesel::pg::PgConnection::establish(&admin) {
         Ok(c) => c,
@@ -31,7 +31,7 @@ fn fresh_database() -> Option<String> {
 }
 
 /// Removes a test database (FORCE closes the pool's connections).
-fn drop_database(url: &str) {
+pub(crate) fn drop_database(url: &str) {
     let Some((_, name)) = url.rsplit_once('/') else { return };
     if let Ok(mut conn) = diesel::pg::PgConnection::establish(&admin_url()) {
         let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))

@@ -1,0 +1,239 @@
+//! The crash-and-restart test: `kill -9` the real server while a run of every mode is in
+//! flight, start it again on the same database, and check that each run resumes from its last
+//! stored step and finishes, that a watcher reconnecting with the last sequence number it saw
+//! follows it to the end, and that no stage row or event is lost or written twice. On SQLite,
+//! and on PostgreSQL when it is reachable (required in CI).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::cli::{add_user, conclave};
+use crate::helpers::Ws;
+
+/// One run of each mode, with panels of sim models.
+fn requests() -> Vec<Value> {
+    let panel = json!(["sim/alpha", "sim/beta", "sim/gamma"]);
+    vec![
+        json!({ "mode": "council", "question": "Is a crash a reason to lose work?",
+                "councilModels": panel, "chairmanModel": "sim/delta" }),
+        json!({ "mode": "vote", "question": "Which database for a small team?",
+                "modeConfig": { "models": panel, "chairmanModel": "sim/delta" } }),
+        json!({ "mode": "jury", "question": "Evaluate this API documentation",
+                "modeConfig": { "content": "## GET /api/users\nReturns users.",
+                                "jurorModels": panel, "foremanModel": "sim/delta" } }),
+        json!({ "mode": "debate", "question": "Should companies adopt a 4-day work week?",
+                "modeConfig": { "models": ["sim/alpha", "sim/beta", "sim/gamma", "sim/delta"] } }),
+        json!({ "mode": "delphi", "question": "How many engineers will there be by 2030?",
+                "modeConfig": { "panelistModels": ["sim/alpha", "sim/beta", "sim/gamma"],
+                                "facilitatorModel": "sim/delta", "maxRounds": 3 } }),
+        json!({ "mode": "clarity", "modeConfig": { "content":
+                "# The four-day week\n\nTrials reported stable productivity and lower burnout." } }),
+    ]
+}
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    /// Starts `conclave serve` in `dir` (which holds its conclave.toml) on `db`; its log goes
+    /// to `log`.
+    fn start(dir: &std::path::Path, db: &str, log: &str) -> Server {
+        let log = std::fs::File::create(dir.join(log)).unwrap();
+        let mut child = conclave()
+            .current_dir(dir)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env("DATABASE_URL", db)
+            .env("RUST_LOG", "info")
+            .env_remove("CONCLAVE_SIM_LATENCY_MS")
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("URL");
+        Server { child, url: url.to_string() }
+    }
+
+    async fn ws(&self, token: &str) -> Ws {
+        Ws::connect(&format!("{}/ws", self.url.replacen("http", "ws", 1)), token).await
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What a watcher saw of one run: events by sequence number.
+#[derive(Default)]
+struct Seen {
+    events: BTreeMap<i64, Value>,
+    ended: bool,
+}
+
+impl Seen {
+    fn last_seq(&self) -> i64 {
+        self.events.keys().next_back().copied().unwrap_or(0)
+    }
+
+    fn add(&mut self, v: &Value) {
+        let seq = v["seq"].as_i64().expect("seq");
+        assert!(!self.events.contains_key(&seq), "seq {seq} delivered twice: {v}");
+        if matches!(v["event"].as_str(), Some("complete" | "error" | "cancelled")) {
+            self.ended = true;
+        }
+        self.events.insert(seq, v.clone());
+    }
+
+    fn count(&self, event: &str) -> usize {
+        self.events.values().filter(|e| e["event"] == event).count()
+    }
+}
+
+/// Reads events into `seen` until `enough` holds or `limit` passes.
+async fn follow(
+    ws: &mut Ws,
+    seen: &mut HashMap<String, Seen>,
+    limit: Duration,
+    enough: impl Fn(&HashMap<String, Seen>) -> bool,
+) {
+    let deadline = Instant::now() + limit;
+    while !enough(seen) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "gave up waiting after {limit:?}");
+        // (The server's pings restart `next_within`'s wait: bound the whole read.)
+        let Ok(Some(v)) = tokio::time::timeout(left, ws.next_within(left)).await else { continue };
+        if v["type"] == "event" && v["event"] != "token" {
+            if let Some(s) = seen.get_mut(v["run"].as_str().unwrap_or("")) {
+                s.add(&v);
+            }
+        }
+    }
+}
+
+async fn kill_mid_run_and_resume(db: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    // Calls take 400 ms; a lease runs out 1 s after its last heartbeat.
+    std::fs::write(
+        dir.path().join("conclave.toml"),
+        "lease_ms = 1000\nmax_runs_per_user = 100\n[sim]\nlatency_ms = 400\n",
+    )
+    .unwrap();
+    conclave::providers::openai::install_crypto();
+    let token = add_user(db, "ops", true);
+    let http = crate::helpers::client_with(&token);
+    let first = Server::start(dir.path(), db, "first.log");
+    let mut runs = Vec::new();
+    for body in requests() {
+        let r = http.post(format!("{}/api/deliberations", first.url)).json(&body).send().await;
+        let r = r.unwrap();
+        assert_eq!(r.status().as_u16(), 202);
+        let v: Value = r.json().await.unwrap();
+        runs.push((v["runId"].as_str().unwrap().to_string(), body["mode"].clone()));
+    }
+    let mut ws = first.ws(&token).await;
+    let mut seen: HashMap<String, Seen> = HashMap::new();
+    for (run, _) in &runs {
+        ws.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
+        seen.insert(run.clone(), Seen::default());
+    }
+    // Wait until every run has finished at least one model call, then kill the server.
+    follow(&mut ws, &mut seen, Duration::from_secs(30), |seen| {
+        seen.values().all(|s| s.count("call_complete") >= 1)
+    })
+    .await;
+    drop(first);
+    drop(ws);
+    let before: HashMap<String, i64> =
+        seen.iter().map(|(k, s)| (k.clone(), s.last_seq())).collect();
+    let mid_run: Vec<String> =
+        seen.iter().filter(|(_, s)| !s.ended).map(|(k, _)| k.clone()).collect();
+    assert!(mid_run.len() >= 5, "the kill caught most runs mid-flight ({})", mid_run.len());
+
+    // Start again; reconnect and resume each watch from the last sequence number seen.
+    let second = Server::start(dir.path(), db, "second.log");
+    let mut ws = second.ws(&token).await;
+    for (run, seq) in &before {
+        ws.send(json!({ "type": "watch", "run": run, "since": seq })).await;
+    }
+    follow(&mut ws, &mut seen, Duration::from_secs(90), |seen| seen.values().all(|s| s.ended))
+        .await;
+    let log = std::fs::read_to_string(dir.path().join("second.log")).unwrap_or_default();
+
+    // Replaying each run from the start gives exactly what the watcher saw across the crash.
+    let mut replay = second.ws(&token).await;
+    for (run, mode) in &runs {
+        let s = &seen[run];
+        assert_eq!(s.events.values().last().unwrap()["event"], "complete", "{mode} run {run}");
+        if mid_run.contains(run) {
+            assert_eq!(s.count("resumed"), 1, "{mode}: one resumed event\n{log}");
+        }
+        replay.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
+        let stored = replay.events_until_end(run).await;
+        let stored: Vec<&Value> = stored.iter().filter(|e| e["event"] != "token").collect();
+        let seqs: Vec<i64> = stored.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+        // Token events take sequence numbers but are not stored: the rest rise strictly.
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{mode}: stored seqs rise: {seqs:?}");
+        let watched: Vec<&Value> = s.events.values().collect();
+        assert_eq!(stored, watched, "{mode}: what was watched live is what is stored");
+
+        // The result is whole and each stage row is there once.
+        let r = http.get(format!("{}/api/deliberations/{run}", second.url)).send().await.unwrap();
+        let view: Value = r.json().await.unwrap();
+        assert_eq!(view["status"], "completed", "{mode}: {view}");
+        assert!(view["answer"].as_str().is_some_and(|a| !a.is_empty()), "{mode}: an answer");
+        let store = conclave::store::Store::start(db).unwrap();
+        let rows = store.get_stages(view["messageId"].as_str().unwrap()).await.unwrap();
+        let mut distinct = HashSet::new();
+        for row in &rows {
+            let key = serde_json::to_string(&row.row).unwrap();
+            assert!(distinct.insert(key), "{mode}: a stage row stored twice: {:?}", row.row);
+        }
+        let positions: Vec<i32> = rows.iter().map(|r| r.position).collect();
+        let mut sorted = positions.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..rows.len() as i32).collect::<Vec<_>>(), "{mode}: positions");
+        check_whole(mode.as_str().unwrap(), &view["result"]);
+    }
+}
+
+/// Every stage a completed run of `mode` has is in its result.
+fn check_whole(mode: &str, r: &Value) {
+    let len = |v: &Value| v.as_array().map_or(0, Vec::len);
+    match mode {
+        "council" => {
+            assert_eq!(len(&r["stage1"]), 3, "{r}");
+            assert_eq!(len(&r["stage2"]), 3, "{r}");
+            assert!(r["stage3"]["response"].is_string(), "{r}");
+        }
+        "vote" => assert!(r["winner"].is_object() && len(&r["stage1"]) == 3, "{r}"),
+        "jury" => assert!(len(&r["jurors"]) == 3 && r["foreman"].is_object(), "{r}"),
+        "debate" => assert!(len(&r["revisions"]) == 4 && r["winner"].is_object(), "{r}"),
+        "delphi" => assert!(len(&r["rounds"]) >= 1 && r["report"].is_object(), "{r}"),
+        "clarity" => assert!(len(&r["evaluations"]) == 3 && r["score"].is_object(), "{r}"),
+        other => panic!("unknown mode {other}"),
+    }
+}
+
+#[actix_web::test]
+async fn every_mode_resumes_after_the_server_is_killed_mid_run_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("crash.db").display());
+    kill_mid_run_and_resume(&db).await;
+}
+
+#[actix_web::test]
+async fn every_mode_resumes_after_the_server_is_killed_mid_run_on_postgresql() {
+    let Some(url) = crate::postgres::fresh_database() else { return };
+    kill_mid_run_and_resume(&url).await;
+    crate::postgres::drop_database(&url);
+}
