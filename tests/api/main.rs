@@ -10,6 +10,7 @@ mod fallback;
 mod faults;
 mod helpers;
 mod lists;
+mod metrics;
 mod modes;
 mod openai;
 mod page;
