@@ -9,6 +9,7 @@
 //! - [`config`]: configuration file, environment and flags; provider routes.
 //! - [`app`]: wiring: builds the server (or, for the CLI, the engine alone).
 //! - [`cli`]: the terminal client's `run` command.
+//! - [`metrics`]: process-wide counters and their Prometheus text for `GET /metrics`.
 //! - [`bench`]: benchmark commands that print figures.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -18,6 +19,7 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod metrics;
 pub mod modes;
 pub mod providers;
 pub mod store;

@@ -217,6 +217,7 @@ impl Deliberation {
         ctx: &mut Context<Self>,
     ) {
         self.commit_failures += 1;
+        crate::metrics::global().commit_failed();
         if self.commit_failures > COMMIT_RETRIES {
             log::error!("run {}: the database refused its writes: {error}", self.run_id);
             self.store_gave_up(error, &batch, ctx);

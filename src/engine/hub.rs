@@ -5,6 +5,7 @@
 //! that joins late or reconnects gets every event after its `since` and then the live ones:
 //! replay and subscription happen in one message handler, so nothing can slip between them.
 //! The Hub does no I/O; runs it no longer holds are replayed from the store by the caller.
+//! Token events dropped and watchers told to resume are counted in [`crate::metrics`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use tokio::sync::mpsc::error::TrySendError;
 
 use super::access::Viewer;
 use super::events::{is_transient, CallRef, EventFrame, Frame, FrameSender, ProgressMark};
+use crate::metrics::{self, Feed};
 
 /// Identifies a watcher's channel (a WebSocket session, an SSE stream, the CLI).
 pub type WatcherId = u64;
@@ -309,6 +311,7 @@ impl Hub {
             match sink.try_send(frame.clone()) {
                 Ok(()) => true,
                 Err(TrySendError::Full(_)) => {
+                    metrics::global().watcher_lagged(Feed::Dashboard);
                     send_lagged(sink.clone(), Frame::DashboardLagged);
                     false
                 }
@@ -395,8 +398,12 @@ impl Handler<Publish> for Hub {
                     w.last_seq = frame.seq;
                     true
                 }
-                Offer::Dropped => true,
+                Offer::Dropped => {
+                    metrics::global().token_dropped();
+                    true
+                }
                 Offer::Lagged => {
+                    metrics::global().watcher_lagged(Feed::Run);
                     send_lagged(
                         w.sink.clone(),
                         Frame::Lagged { run: run_id.clone(), since: w.last_seq },
@@ -450,6 +457,7 @@ impl Hub {
             match sink.try_send(Frame::Event(frame.clone())) {
                 Ok(()) => last_seq = frame.seq,
                 Err(TrySendError::Full(_)) => {
+                    metrics::global().watcher_lagged(Feed::Run);
                     send_lagged(sink, Frame::Lagged { run: run_id.to_string(), since: last_seq });
                     return WatchOutcome::Live { ended: false };
                 }
@@ -542,7 +550,10 @@ impl Handler<SubscribeDashboard> for Hub {
             Ok(()) => {
                 self.dashboards.insert(msg.watcher, (msg.sink, msg.viewer));
             }
-            Err(TrySendError::Full(_)) => send_lagged(msg.sink, Frame::DashboardLagged),
+            Err(TrySendError::Full(_)) => {
+                metrics::global().watcher_lagged(Feed::Dashboard);
+                send_lagged(msg.sink, Frame::DashboardLagged)
+            }
             Err(TrySendError::Closed(_)) => {}
         }
     }
@@ -619,6 +630,8 @@ mod tests {
 
     #[actix_web::test]
     async fn a_slow_watcher_never_holds_up_the_others_and_resumes_without_a_gap() {
+        let (dropped, lagged) =
+            (metrics::global().events_dropped(), metrics::global().watchers_lagged(Feed::Run));
         let hub = Hub::new(Duration::from_secs(60)).start();
         let cancel = Nobody.start().recipient();
         hub.send(RegisterRun { summary: summary(), log: Vec::new(), cancel }).await.unwrap();
@@ -642,6 +655,9 @@ mod tests {
         // durable event at seq 9 unsubscribed it with a marker to resume from 4.
         let (slow, lag) = drain(&mut slow_rx).await;
         assert_eq!((slow, lag), (vec![1, 2, 3, 4], Some(4)));
+        // Counted (other tests of this binary may add to the same counters meanwhile).
+        assert!(metrics::global().events_dropped() >= dropped + 4, "tokens 5 to 8 were dropped");
+        assert!(metrics::global().watchers_lagged(Feed::Run) > lagged, "the slow one lagged");
         // Resuming replays from the log in buffer-sized pieces until it is live again.
         let mut seen = Vec::new();
         let mut since = 4;

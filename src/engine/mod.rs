@@ -160,7 +160,10 @@ impl Engine {
                 continue;
             }
             match self.resume_run(&run_id).await {
-                Ok(()) => resumed += 1,
+                Ok(()) => {
+                    crate::metrics::global().run_resumed();
+                    resumed += 1
+                }
                 Err(reason) => {
                     log::warn!("run {run_id} cannot be resumed: {reason}");
                     let error = format!("interrupted: the run could not be resumed ({reason})");
@@ -490,6 +493,7 @@ impl Engine {
             calls: Vec::new(),
         };
         self.run_actor(summary, Vec::new(), mode, None).await?;
+        crate::metrics::global().run_started(req.mode.as_str());
         Ok(StartedRun { run_id, conversation_id, message_id, mode: req.mode })
     }
 

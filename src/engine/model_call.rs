@@ -7,6 +7,9 @@
 //!
 //! Stopping the actor (on cancel or when the run fails) drops the request future, and with it
 //! the HTTP connection: that is how a cancelled run stops its in-flight calls.
+//!
+//! Every call that ends, and every retry, is counted in [`crate::metrics`]: latency, error
+//! kind, and the tokens and cost of the reply. A call stopped that way is not.
 
 use std::time::{Duration, Instant};
 
@@ -121,6 +124,7 @@ impl Actor for ModelCall {
                         ^ started.elapsed().as_nanos() as u64;
                     match policy.next(attempt, &e, remaining, seed) {
                         Some(wait) => {
+                            crate::metrics::global().call_retried(&spec.model);
                             retrying.do_send(CallRetrying {
                                 key: spec.key.clone(),
                                 attempt,
@@ -133,13 +137,15 @@ impl Actor for ModelCall {
                         None => break (Err(e), None),
                     }
                 };
-                CallReply {
+                let reply = CallReply {
                     key: spec.key,
                     model: spec.model,
                     response_time_ms: started.elapsed().as_millis() as u64,
                     result,
                     usage,
-                }
+                };
+                crate::metrics::global().call_finished(&reply);
+                reply
             }
             .into_actor(self)
             .map(|reply, act, ctx| {

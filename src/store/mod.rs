@@ -349,7 +349,9 @@ store_message!(
     |msg, conn| queries::list_conversations(conn, msg.limit, msg.title_contains.as_deref(), msg.visible_to.as_deref())
 );
 
+mod stats;
 mod users;
+pub use stats::RunCount;
 pub use users::{Access, TokenKind, UserRecord};
 
 /// Cloneable handle to the store: one writer thread, several reader threads.

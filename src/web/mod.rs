@@ -1,4 +1,5 @@
-//! HTTP interfaces: REST routes, the WebSocket session, the SSE stream and the static client.
+//! HTTP interfaces: REST routes, the WebSocket session, the SSE stream, the Prometheus
+//! metrics and the static client.
 //!
 //! Handlers translate between HTTP and the [`Engine`]; they hold no mode logic and no SQL.
 
@@ -7,6 +8,7 @@ pub mod auth;
 pub mod client_msg;
 pub mod error;
 pub mod limits;
+mod metrics;
 mod rest;
 mod sse;
 mod ws;
@@ -83,6 +85,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .error_handler(|err, _| ApiError::bad_request(format!("invalid path: {err}")).into()),
     )
     .route("/healthz", web::get().to(rest::health))
+    .route("/metrics", web::get().to(metrics::scrape))
     .route("/login", web::get().to(auth::login_link))
     .route("/ws", web::get().to(ws::connect))
     .service(

@@ -70,6 +70,7 @@ pub async fn connect(
         flood: Flood::new(Instant::now()),
         oversized: oversized.clone(),
         told_fragments: false,
+        _open: None,
     };
     ws::WsResponseBuilder::new(session, &req, FrameGuard::new(stream, MAX_FRAME_BYTES, oversized))
         .frame_size(MAX_FRAME_BYTES)
@@ -118,6 +119,9 @@ pub struct WsSession {
     oversized: Arc<AtomicBool>,
     /// Whether the client was told that fragmented messages are ignored.
     told_fragments: bool,
+    /// Counts this socket as open (in `conclave_websocket_connections`) from `started` until
+    /// the session is dropped, however it ends.
+    _open: Option<crate::metrics::WsConnection>,
 }
 
 impl WsSession {
@@ -351,6 +355,7 @@ impl Actor for WsSession {
     type Context = ws::WebsocketContext<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        self._open = Some(crate::metrics::global().ws_opened());
         self.hb(ctx);
         let (tx, rx) = watcher_channel();
         self.sink = Some(tx);

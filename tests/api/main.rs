@@ -11,6 +11,7 @@ mod fallback;
 mod faults;
 mod helpers;
 mod lists;
+mod metrics;
 mod modes;
 mod openai;
 mod page;
