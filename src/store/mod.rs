@@ -37,6 +37,43 @@ pub enum StoreError {
     Mailbox,
 }
 
+impl StoreError {
+    /// True for failures of the database itself rather than of the request: a lost or
+    /// refused connection, a lock held too long, a full disk, a read-only file. Such a write
+    /// may succeed if tried again later; a client is told to retry (503), not that it erred.
+    pub fn is_unavailable(&self) -> bool {
+        use diesel::result::{DatabaseErrorKind, Error};
+        match self {
+            StoreError::Connect(_) | StoreError::Pool(_) | StoreError::Mailbox => true,
+            StoreError::Query(Error::DatabaseError(kind, info)) => {
+                matches!(
+                    kind,
+                    DatabaseErrorKind::ClosedConnection
+                        | DatabaseErrorKind::SerializationFailure
+                        | DatabaseErrorKind::ReadOnlyTransaction
+                ) || {
+                    let m = info.message().to_ascii_lowercase();
+                    [
+                        "locked",
+                        "busy",
+                        "disk",
+                        "full",
+                        "readonly",
+                        "read-only",
+                        "connection",
+                        "terminat",
+                        "i/o",
+                    ]
+                    .iter()
+                    .any(|w| m.contains(w))
+                }
+            }
+            StoreError::Query(Error::BrokenTransactionManager) => true,
+            _ => false,
+        }
+    }
+}
+
 /// Milliseconds since the Unix epoch: the one timestamp format of the schema.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

@@ -1,6 +1,7 @@
 //! The one place errors become HTTP statuses and JSON bodies `{error, field?}`: 400 for a
 //! client's mistake (naming the field when there is one), 413 for a body over the size limit,
-//! 415 for a body that is not JSON, 404, 409, 503, and 500 with the details only in the log.
+//! 415 for a body that is not JSON, 404, 409, 503 (shutting down, or the database unavailable),
+//! and 500 with the details only in the log.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
@@ -34,6 +35,10 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("the server is shutting down")]
     Unavailable,
+    /// The database is unreachable, locked or full: nothing was done; try again (503 with
+    /// `Retry-After`). Details are logged.
+    #[error("the database is unavailable right now (busy, unreachable or full); nothing was changed, try again shortly")]
+    StoreUnavailable(String),
     /// Details are logged, not sent.
     #[error("internal error")]
     Internal(String),
@@ -54,10 +59,15 @@ impl From<FieldError> for ApiError {
     }
 }
 
-/// A database failure is the server's problem, not the client's: logged, answered 500.
+/// A database failure is the server's problem, not the client's: logged, answered 503 when the
+/// database is unavailable (retry) and 500 otherwise.
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> Self {
-        ApiError::Internal(e.to_string())
+        if e.is_unavailable() {
+            ApiError::StoreUnavailable(e.to_string())
+        } else {
+            ApiError::Internal(e.to_string())
+        }
     }
 }
 
@@ -71,7 +81,7 @@ impl From<EngineError> for ApiError {
                 ApiError::TooManyRequests { message, retry_after_secs }
             }
             EngineError::Unavailable => ApiError::Unavailable,
-            EngineError::Store(s) => ApiError::Internal(s.to_string()),
+            EngineError::Store(s) => s.into(),
         }
     }
 }
@@ -87,14 +97,18 @@ impl ResponseError for ApiError {
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::StoreUnavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
     fn error_response(&self) -> HttpResponse {
-        if let ApiError::Internal(detail) = self {
-            log::error!("internal error: {detail}");
+        match self {
+            ApiError::Internal(detail) => log::error!("internal error: {detail}"),
+            ApiError::StoreUnavailable(detail) => log::warn!("database unavailable: {detail}"),
+            _ => {}
         }
         let body = match self {
             ApiError::BadRequest { field: Some(f), message } => {
@@ -109,6 +123,9 @@ impl ResponseError for ApiError {
         let mut resp = HttpResponse::build(self.status_code());
         if let ApiError::TooManyRequests { retry_after_secs, .. } = self {
             resp.insert_header(("Retry-After", retry_after_secs.to_string()));
+        }
+        if let ApiError::StoreUnavailable(_) = self {
+            resp.insert_header(("Retry-After", "2"));
         }
         resp.json(body)
     }

@@ -168,6 +168,9 @@ impl WsSession {
         if let ApiError::TooManyRequests { retry_after_secs, .. } = &api {
             extra["retryAfterSeconds"] = json!(retry_after_secs);
         }
+        if let ApiError::StoreUnavailable(_) = &api {
+            extra["retryAfterSeconds"] = json!(2);
+        }
         if let Some(r) = run {
             extra["run"] = json!(r);
         }

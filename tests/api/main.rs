@@ -7,6 +7,7 @@ mod cancel;
 mod cli;
 mod council;
 mod crash;
+mod dberrors;
 mod fallback;
 mod faults;
 mod helpers;
