@@ -38,7 +38,8 @@ export async function startServer({ latencyMs = 400, env = {}, fresh = false, us
   const token = fresh ? null : addUser("tester", true);
   const tokens = {};
   for (const name of users) tokens[name] = addUser(name, false);
-  const proc = spawn(BIN, ["serve", "--bind", "127.0.0.1:0"], { env: fullEnv, stdio: ["ignore", "pipe", "inherit"] });
+  const serve = (bind) => spawn(BIN, ["serve", "--bind", bind], { env: fullEnv, stdio: ["ignore", "pipe", "inherit"] });
+  const proc = serve("127.0.0.1:0");
   const { base, loginLink } = await new Promise((resolve, reject) => {
     const rl = createInterface({ input: proc.stdout });
     let base = null;
@@ -53,7 +54,21 @@ export async function startServer({ latencyMs = 400, env = {}, fresh = false, us
     });
     proc.on("exit", (code) => reject(new Error(`server exited with ${code}`)));
   });
-  return { base, proc, stop: () => proc.kill(), token, users: tokens, loginLink };
+  const server = { base, proc, token, users: tokens, loginLink };
+  server.stop = () => server.proc.kill();
+  /** `kill -9`, then the server again on the same port and database; resolves once it listens. */
+  server.crash = async () => {
+    const dead = new Promise((resolve) => server.proc.once("exit", resolve));
+    server.proc.kill("SIGKILL");
+    await dead;
+    server.proc = serve(base.replace("http://", ""));
+    await new Promise((resolve, reject) => {
+      const rl = createInterface({ input: server.proc.stdout });
+      rl.on("line", (line) => { if (line.includes(base)) resolve(); });
+      server.proc.on("exit", (code) => reject(new Error(`server exited with ${code}`)));
+    });
+  };
+  return server;
 }
 
 /** Signs a browser context in with an API token (the session cookie lands in its jar). */
