@@ -214,6 +214,21 @@ export class Section {
     card.claimed = true;
     return card;
   }
+
+  /**
+   * A stage's answers (`[{model, response, responseTimeMs}]`) into their cards, then the
+   * section is done; answers how many there were. `role` relabels the cards.
+   */
+  answers(list, { role } = {}) {
+    for (const r of list || []) {
+      const card = this.claim(r.model);
+      if (role) card.setRole(role);
+      card.setText(r.response);
+      card.setState("ok", { ms: r.responseTimeMs });
+    }
+    this.done();
+    return (list || []).length;
+  }
 }
 
 export class RunView {

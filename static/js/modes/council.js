@@ -29,19 +29,11 @@ export function createView(ctx) {
   }
 
   return {
-    callSection: (call) => call.stage,
-
     event(name, data) {
       switch (name) {
         case "stage1_start": s1.running(); ctx.progress("Stage 1: collecting answers"); break;
         case "stage1_complete":
-          for (const r of data.data || []) {
-            const card = s1.claim(r.model);
-            card.setText(r.response);
-            card.setState("ok", { ms: r.responseTimeMs });
-          }
-          s1.done();
-          ctx.announce(`Stage 1 complete: ${ui.plural((data.data || []).length, "answer")}`);
+          ctx.announce(`Stage 1 complete: ${ui.plural(s1.answers(data.data), "answer")}`);
           break;
         case "stage2_start": s2.running(); ctx.progress("Stage 2: peer ranking"); break;
         case "stage2_complete": {

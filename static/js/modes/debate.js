@@ -135,25 +135,15 @@ export function createView(ctx) {
   }
 
   const view = {
-    // Call stages: round1 (answers), revision (debaters), vote (voters); titles are skipped.
-    callSection: (call) => call.stage,
-
+    // Call stages (runview's default sections): round1 (answers), revision, vote.
     event(name, data) {
       seen = true;
       const d = data.data;
       switch (name) {
         case "round1_start": s1.running(); ctx.progress("Round 1: answering"); break;
-        case "round1_complete": {
-          for (const r of d || []) {
-            const card = s1.claim(r.model);
-            card.setRole("respondent");
-            card.setText(r.response);
-            card.setState("ok", { ms: r.responseTimeMs });
-          }
-          s1.done();
-          ctx.announce(`Round 1 complete: ${ui.plural((d || []).length, "answer")}`);
+        case "round1_complete":
+          ctx.announce(`Round 1 complete: ${ui.plural(s1.answers(d, { role: "respondent" }), "answer")}`);
           break;
-        }
         case "revision_start":
           round1Map = (d && d.labelMap) || {};
           s2.running();

@@ -202,24 +202,15 @@ export function createView(ctx) {
   let seen = false;
 
   const view = {
-    // Call stages: stage1 (answers), vote (ballots), tiebreaker (the chairman); titles are skipped.
-    callSection: (call) => call.stage,
-
+    // Call stages (runview's default sections): stage1 (answers), vote (ballots), tiebreaker.
     event(name, data) {
       seen = true;
       const d = data.data;
       switch (name) {
         case "stage1_start": s1.running(); ctx.progress("Stage 1: collecting answers"); break;
-        case "stage1_complete": {
-          for (const r of d || []) {
-            const card = s1.claim(r.model);
-            card.setText(r.response);
-            card.setState("ok", { ms: r.responseTimeMs });
-          }
-          s1.done();
-          ctx.announce(`Stage 1 complete: ${ui.plural((d || []).length, "answer")}`);
+        case "stage1_complete":
+          ctx.announce(`Stage 1 complete: ${ui.plural(s1.answers(d), "answer")}`);
           break;
-        }
         case "vote_round_start": s2.running(); ctx.progress("Stage 2: voting"); break;
         case "vote_round_complete": {
           const round = d || {};
