@@ -191,12 +191,11 @@ impl Engine {
             .ok_or("its conversation is gone")?;
         let position = |id: &str| detail.messages.iter().find(|m| m.id == id).map(|m| m.position);
         let asked = position(&run.user_message_id).ok_or("its question is gone")?;
-        let question = detail
-            .messages
-            .iter()
-            .find(|m| m.id == run.user_message_id)
-            .map(|m| m.content.clone())
-            .unwrap_or_default();
+        // The validated request holds the question exactly as the mode first saw it.
+        let question = match run.request.get("question") {
+            Some(Value::String(q)) => q.clone(),
+            _ => return Err("its stored request has no question".into()),
+        };
         let earlier: Vec<MessageRecord> =
             detail.messages.iter().filter(|m| m.position < asked).cloned().collect();
         let config = match run.request.get("config") {
