@@ -13,8 +13,8 @@
 //! the same thing: a NUL character in a JSON string or key becomes U+FFFD (`jsonb` refuses the
 //! escape `\u0000`), and a whole-number float of 1e16 or more that fits a 64-bit integer is
 //! stored as that integer (`jsonb` keeps numbers as `numeric`, and reads `1e+16` back as the
-//! integer `10000000000000000`). Milliseconds are kept exactly: a `timestamptz` holds
-//! microseconds.
+//! integer `10000000000000000`), -0.0 as 0.0. Milliseconds are kept exactly: a `timestamptz`
+//! holds microseconds.
 
 use std::io::Write;
 
@@ -75,8 +75,14 @@ const EXPONENT_FROM: f64 = 1e16;
 const I64_END: f64 = 9_223_372_036_854_775_808.0;
 const U64_END: f64 = 18_446_744_073_709_551_616.0;
 
-/// The integer a float becomes in `jsonb`, when it becomes one.
-fn float_as_integer(f: f64) -> Option<serde_json::Number> {
+/// The number a float reads back as from `jsonb` (which keeps numbers as `numeric`), when that
+/// is not the float itself: a whole number written with an exponent (serde_json writes 1e16 as
+/// `1e+16`) that fits a 64-bit integer comes back as that integer, and -0.0 as 0.0.
+fn portable_number(n: &serde_json::Number) -> Option<serde_json::Number> {
+    let f = n.as_f64().filter(|_| n.is_f64())?;
+    if f == 0.0 && f.is_sign_negative() {
+        return serde_json::Number::from_f64(0.0);
+    }
     if f.fract() != 0.0 || f.abs() < EXPONENT_FROM {
         return None;
     }
@@ -92,7 +98,7 @@ fn float_as_integer(f: f64) -> Option<serde_json::Number> {
 fn needs_change(v: &Value) -> bool {
     match v {
         Value::String(s) => s.contains('\0'),
-        Value::Number(n) => n.as_f64().is_some_and(|f| n.is_f64() && float_as_integer(f).is_some()),
+        Value::Number(n) => portable_number(n).is_some(),
         Value::Array(items) => items.iter().any(needs_change),
         Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || needs_change(v)),
         Value::Null | Value::Bool(_) => false,
@@ -111,8 +117,8 @@ fn make_portable(v: &mut Value) {
             }
         }
         Value::Number(n) => {
-            if let Some(i) = n.as_f64().filter(|_| n.is_f64()).and_then(float_as_integer) {
-                *n = i;
+            if let Some(portable) = portable_number(n) {
+                *n = portable;
             }
         }
         Value::Array(items) => items.iter_mut().for_each(make_portable),
@@ -283,7 +289,7 @@ mod tests {
 
     #[test]
     fn large_whole_floats_are_stored_as_the_integers_jsonb_would_read_back() {
-        let v = json!([1e16, -1e16, 1.8e19, 1e20, -9.3e18, 12345.0, 1.5e16]);
+        let v = json!([1e16, -1e16, 1.8e19, 1e20, -9.3e18, 12345.0, 1.5e16, -0.0]);
         let back: Value = serde_json::from_str(JsonText::new(&v).as_str()).unwrap();
         assert_eq!(
             back,
@@ -294,8 +300,10 @@ mod tests {
                 1e20,
                 -9.3e18,
                 12345.0,
-                15_000_000_000_000_000u64
+                15_000_000_000_000_000u64,
+                0.0
             ])
         );
+        assert_eq!(JsonText::new(&json!(-0.0)).as_str(), "0.0");
     }
 }

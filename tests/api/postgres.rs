@@ -565,7 +565,7 @@ async fn store_nul_characters(url: &str) -> Value {
             step: 2,
             kind: "reply".into(),
             call_key: Some("stage1:0".into()),
-            data: json!({ "text": "a \0 in a reply", "big": 1e16, "small": 0.1,
+            data: json!({ "text": "a \0 in a reply", "big": 1e16, "small": 0.1, "zero": -0.0,
                           "nested": { "\0key": ["x\0y", 1, null, true] } }),
         },
     ];
@@ -615,7 +615,7 @@ async fn nul_characters_in_text_and_json_store_and_read_back_alike_on_both_backe
         "journal": [
             [1, "start", null, { "q": r }],
             [2, "reply", "stage1:0", { "text": format!("a {r} in a reply"),
-                                       "big": 10_000_000_000_000_000u64, "small": 0.1,
+                                       "big": 10_000_000_000_000_000u64, "small": 0.1, "zero": 0.0,
                                        "nested": { format!("{r}key"): [format!("x{r}y"), 1, null, true] } }],
         ],
         "content": format!("an answer with {r} in it"),
@@ -628,9 +628,10 @@ async fn nul_characters_in_text_and_json_store_and_read_back_alike_on_both_backe
         "title": format!("A title with {r}"),
     });
     assert_eq!(on_sqlite, expected);
+    assert_eq!(on_sqlite.to_string(), expected.to_string(), "to the letter");
     let Some(db) = TempDb::new() else { return };
     let on_postgres = store_nul_characters(db.url()).await;
-    assert_eq!(on_postgres, on_sqlite);
+    assert_eq!(on_postgres.to_string(), on_sqlite.to_string());
 }
 
 // --- The schema ----------------------------------------------------------------------------------
