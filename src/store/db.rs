@@ -1,5 +1,5 @@
-//! Connections: the backend is chosen by the database URL's scheme, migrations run at start,
-//! and SQLite gets its pragmas on every pooled connection.
+//! Connections: the backend is chosen by the database URL's scheme, that backend's own
+//! migrations run at start, and SQLite gets its pragmas on every pooled connection.
 
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
@@ -10,7 +10,13 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 use super::StoreError;
 
-pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+/// SQLite's schema: portable types (JSON as TEXT, times as BIGINT milliseconds). These are the
+/// migrations both backends once shared, unchanged, so existing SQLite files stay current.
+pub const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
+
+/// PostgreSQL's schema: the same tables with `jsonb` and `timestamptz` columns. Its first four
+/// versions are those of the shared migrations; the fifth converts a database they made.
+pub const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
 
 /// A connection to either backend. PostgreSQL is listed first because `establish` tries the
 /// variants in order and SQLite accepts any string as a path; we pick the variant from the URL
@@ -86,14 +92,14 @@ pub fn connect(url: &str, pool_size: u32) -> Result<DbPool, StoreError> {
         Backend::Postgres(u) => {
             let mut c = PgConnection::establish(u)
                 .map_err(|e| StoreError::Connect(format!("PostgreSQL at {u}: {e}")))?;
-            c.run_pending_migrations(MIGRATIONS)
+            c.run_pending_migrations(POSTGRES_MIGRATIONS)
                 .map_err(|e| StoreError::Migration(e.to_string()))?;
         }
         Backend::Sqlite(path) => {
             let mut c = SqliteConnection::establish(path)
                 .map_err(|e| StoreError::Connect(format!("SQLite file {path}: {e}")))?;
             c.batch_execute(SQLITE_PRAGMAS).map_err(StoreError::from)?;
-            c.run_pending_migrations(MIGRATIONS)
+            c.run_pending_migrations(SQLITE_MIGRATIONS)
                 .map_err(|e| StoreError::Migration(e.to_string()))?;
         }
     }

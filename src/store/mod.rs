@@ -9,6 +9,7 @@
 pub mod db;
 mod queries;
 pub mod schema;
+pub mod types;
 
 use actix::prelude::*;
 use serde::Serialize;

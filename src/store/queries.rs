@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::db::AnyConnection;
 use super::schema::{conversations, deliberation_stages, messages, run_events, run_journal, runs};
+use super::types::{JsonText, Ms};
 use super::{
     Commit, ConversationDetail, ConversationRecord, JournalRecord, MessageRecord, NewRun,
     RecentRun, ReviewStatus, RunFinish, RunRecord, StageRecord, StoreError, StoredEvent,
@@ -71,7 +72,7 @@ struct RunRow {
     mode: String,
     status: String,
     error: Option<String>,
-    request: String,
+    request: Value,
     owner: Option<String>,
     prompt_tokens: i64,
     completion_tokens: i64,
@@ -96,7 +97,7 @@ struct StageDbRow {
     model: Option<String>,
     role: Option<String>,
     content: String,
-    parsed_data: Option<String>,
+    parsed_data: Option<Value>,
     response_time_ms: Option<i64>,
     created_at: i64,
 }
@@ -106,7 +107,7 @@ struct StageDbRow {
 struct EventRow {
     seq: i64,
     event: String,
-    data: String,
+    data: Value,
 }
 
 #[derive(Insertable)]
@@ -117,8 +118,8 @@ struct NewConversation<'a> {
     title: Option<&'a str>,
     mode: &'a str,
     visibility: &'a str,
-    created_at: i64,
-    updated_at: i64,
+    created_at: Ms,
+    updated_at: Ms,
 }
 
 #[derive(Insertable)]
@@ -129,7 +130,7 @@ struct NewMessage<'a> {
     position: i32,
     role: &'a str,
     content: &'a str,
-    created_at: i64,
+    created_at: Ms,
 }
 
 #[derive(Insertable)]
@@ -141,11 +142,11 @@ struct NewRunRow<'a> {
     message_id: &'a str,
     mode: &'a str,
     status: &'a str,
-    request: String,
+    request: JsonText,
     owner: Option<&'a str>,
-    created_at: i64,
+    created_at: Ms,
     lease_owner: Option<&'a str>,
-    lease_until: Option<i64>,
+    lease_until: Option<Ms>,
 }
 
 #[derive(Insertable)]
@@ -155,8 +156,8 @@ struct NewJournal<'a> {
     step: i64,
     kind: &'a str,
     call_key: Option<&'a str>,
-    data: String,
-    created_at: i64,
+    data: JsonText,
+    created_at: Ms,
 }
 
 #[derive(Insertable)]
@@ -170,9 +171,9 @@ struct NewStage<'a> {
     model: Option<&'a str>,
     role: Option<&'a str>,
     content: &'a str,
-    parsed_data: Option<String>,
+    parsed_data: Option<JsonText>,
     response_time_ms: Option<i64>,
-    created_at: i64,
+    created_at: Ms,
 }
 
 #[derive(Insertable)]
@@ -181,13 +182,13 @@ struct NewEvent<'a> {
     run_id: &'a str,
     seq: i64,
     event: &'a str,
-    data: String,
-    created_at: i64,
+    data: JsonText,
+    created_at: Ms,
 }
 
 /// Text as both backends can store it: PostgreSQL refuses NUL characters in `text`, so they
 /// become U+FFFD (the replacement character) everywhere, keeping the backends identical. JSON
-/// columns need nothing: serde_json writes NUL as the escape `\u0000`.
+/// columns get the same treatment from [`JsonText`] (`jsonb` refuses the escape `\u0000`).
 fn without_nul(text: &str) -> std::borrow::Cow<'_, str> {
     if text.contains('\0') {
         std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
@@ -196,8 +197,8 @@ fn without_nul(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-fn parse_json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
+fn opt_without_nul(text: Option<&str>) -> Option<std::borrow::Cow<'_, str>> {
+    text.map(without_nul)
 }
 
 impl From<ConversationRow> for ConversationRecord {
@@ -237,7 +238,7 @@ impl From<RunRow> for RunRecord {
             mode: r.mode,
             status: r.status,
             error: r.error,
-            request: parse_json(&r.request),
+            request: r.request,
             owner: r.owner,
             prompt_tokens: r.prompt_tokens,
             completion_tokens: r.completion_tokens,
@@ -266,7 +267,7 @@ impl From<StageDbRow> for StageRecord {
                 model: r.model,
                 role: r.role,
                 content: r.content,
-                parsed_data: r.parsed_data.as_deref().map(parse_json),
+                parsed_data: r.parsed_data,
                 response_time_ms: r.response_time_ms,
             },
         }
@@ -285,14 +286,14 @@ pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreErr
                     title: None,
                     mode: &run.mode,
                     visibility: &run.visibility,
-                    created_at: run.created_at,
-                    updated_at: run.created_at,
+                    created_at: Ms(run.created_at),
+                    updated_at: Ms(run.created_at),
                 })
                 .execute(conn)?;
             0
         } else {
             let updated = diesel::update(conversations::table.find(&run.conversation_id))
-                .set(conversations::updated_at.eq(run.created_at))
+                .set(conversations::updated_at.eq(Ms(run.created_at)))
                 .execute(conn)?;
             if updated == 0 {
                 return Err(StoreError::NotFound(format!("conversation {}", run.conversation_id)));
@@ -311,7 +312,7 @@ pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreErr
                 position: next_position,
                 role: "user",
                 content: &without_nul(&run.question),
-                created_at: run.created_at,
+                created_at: Ms(run.created_at),
             },
             NewMessage {
                 id: &run.message_id,
@@ -319,7 +320,7 @@ pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreErr
                 position: next_position + 1,
                 role: "assistant",
                 content: "",
-                created_at: run.created_at,
+                created_at: Ms(run.created_at),
             },
         ] {
             diesel::insert_into(messages::table).values(message).execute(conn)?;
@@ -332,11 +333,11 @@ pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreErr
                 message_id: &run.message_id,
                 mode: &run.mode,
                 status: "running",
-                request: run.request.to_string(),
+                request: JsonText::new(&run.request),
                 owner: run.owner.as_deref(),
-                created_at: run.created_at,
+                created_at: Ms(run.created_at),
                 lease_owner: run.lease.as_ref().map(|(owner, _)| owner.as_str()),
-                lease_until: run.lease.as_ref().map(|(_, until)| *until),
+                lease_until: run.lease.as_ref().map(|(_, until)| Ms(*until)),
             })
             .execute(conn)?;
         Ok(())
@@ -360,9 +361,9 @@ pub fn insert_stage(
             model: row.model.as_deref(),
             role: row.role.as_deref(),
             content: &without_nul(&row.content),
-            parsed_data: row.parsed_data.as_ref().map(Value::to_string),
+            parsed_data: row.parsed_data.as_ref().map(JsonText::new),
             response_time_ms: row.response_time_ms,
-            created_at: now,
+            created_at: Ms(now),
         })
         .execute(conn)?;
     Ok(())
@@ -383,8 +384,8 @@ pub fn append_events(
             run_id,
             seq: e.seq,
             event: &e.event,
-            data: e.data.to_string(),
-            created_at: now,
+            data: JsonText::new(&e.data),
+            created_at: Ms(now),
         })
         .collect();
     let last = events.iter().map(|e| e.seq).max().unwrap_or(0);
@@ -406,7 +407,7 @@ pub fn set_title(
     title: &str,
 ) -> Result<(), StoreError> {
     diesel::update(conversations::table.find(conversation_id))
-        .set(conversations::title.eq(title))
+        .set(conversations::title.eq(without_nul(title)))
         .execute(conn)?;
     Ok(())
 }
@@ -416,12 +417,12 @@ pub fn finish_run(conn: &mut AnyConnection, f: &RunFinish) -> Result<(), StoreEr
         diesel::update(runs::table.find(&f.run_id))
             .set((
                 runs::status.eq(&f.status),
-                runs::error.eq(f.error.as_deref()),
+                runs::error.eq(opt_without_nul(f.error.as_deref())),
                 runs::prompt_tokens.eq(f.prompt_tokens),
                 runs::completion_tokens.eq(f.completion_tokens),
                 runs::cost.eq(f.cost),
-                runs::finished_at.eq(Some(f.finished_at)),
-                runs::lease_until.eq(None::<i64>),
+                runs::finished_at.eq(Some(Ms(f.finished_at))),
+                runs::lease_until.eq(None::<Ms>),
             ))
             .execute(conn)?;
         if let Some(answer) = &f.answer {
@@ -510,7 +511,7 @@ pub fn events_since(
         .select(EventRow::as_select())
         .load(conn)?
         .into_iter()
-        .map(|r| StoredEvent { seq: r.seq, event: r.event, data: parse_json(&r.data) })
+        .map(|r| StoredEvent { seq: r.seq, event: r.event, data: r.data })
         .collect())
 }
 
@@ -576,7 +577,7 @@ pub fn list_conversations(
 
 pub fn flag_run(conn: &mut AnyConnection, run_id: &str, reason: &str) -> Result<(), StoreError> {
     diesel::update(runs::table.find(run_id))
-        .set((runs::needs_human_review.eq(true), runs::review_reason.eq(Some(reason))))
+        .set((runs::needs_human_review.eq(true), runs::review_reason.eq(Some(without_nul(reason)))))
         .execute(conn)?;
     Ok(())
 }
@@ -619,7 +620,7 @@ pub fn mark_reviewed(
     now: i64,
 ) -> Result<Option<RunRecord>, StoreError> {
     let n = diesel::update(runs::table.find(run_id).filter(runs::needs_human_review.eq(true)))
-        .set((runs::reviewed_at.eq(Some(now)), runs::review_note.eq(Some(note))))
+        .set((runs::reviewed_at.eq(Some(Ms(now))), runs::review_note.eq(Some(without_nul(note)))))
         .execute(conn)?;
     if n == 0 {
         return Ok(None);
@@ -639,8 +640,8 @@ pub fn commit(conn: &mut AnyConnection, c: &Commit, now: i64) -> Result<(), Stor
                     step: j.step,
                     kind: &j.kind,
                     call_key: j.call_key.as_deref(),
-                    data: j.data.to_string(),
-                    created_at: now,
+                    data: JsonText::new(&j.data),
+                    created_at: Ms(now),
                 })
                 .execute(conn)?;
         }
@@ -665,19 +666,14 @@ pub fn commit(conn: &mut AnyConnection, c: &Commit, now: i64) -> Result<(), Stor
 
 /// A run's journal, in step order.
 pub fn journal(conn: &mut AnyConnection, run_id: &str) -> Result<Vec<JournalRecord>, StoreError> {
-    let rows: Vec<(i64, String, Option<String>, String)> = run_journal::table
+    let rows: Vec<(i64, String, Option<String>, Value)> = run_journal::table
         .filter(run_journal::run_id.eq(run_id))
         .order(run_journal::step.asc())
         .select((run_journal::step, run_journal::kind, run_journal::call_key, run_journal::data))
         .load(conn)?;
     Ok(rows
         .into_iter()
-        .map(|(step, kind, call_key, data)| JournalRecord {
-            step,
-            kind,
-            call_key,
-            data: parse_json(&data),
-        })
+        .map(|(step, kind, call_key, data)| JournalRecord { step, kind, call_key, data })
         .collect())
 }
 
@@ -693,7 +689,7 @@ pub fn count_stages(conn: &mut AnyConnection, message_id: &str) -> Result<i64, S
 pub fn expired_runs(conn: &mut AnyConnection, now: i64) -> Result<Vec<String>, StoreError> {
     Ok(runs::table
         .filter(runs::status.eq("running"))
-        .filter(runs::lease_until.is_null().or(runs::lease_until.lt(now)))
+        .filter(runs::lease_until.is_null().or(runs::lease_until.lt(Ms(now))))
         .order(runs::created_at.asc())
         .select(runs::id)
         .load(conn)?)
@@ -712,9 +708,9 @@ pub fn claim_run(
         runs::table
             .find(run_id)
             .filter(runs::status.eq("running"))
-            .filter(runs::lease_until.is_null().or(runs::lease_until.lt(now))),
+            .filter(runs::lease_until.is_null().or(runs::lease_until.lt(Ms(now)))),
     )
-    .set((runs::lease_owner.eq(Some(owner)), runs::lease_until.eq(Some(until))))
+    .set((runs::lease_owner.eq(Some(owner)), runs::lease_until.eq(Some(Ms(until)))))
     .execute(conn)?;
     Ok(n == 1)
 }
@@ -728,7 +724,7 @@ pub fn renew_leases(
     Ok(diesel::update(
         runs::table.filter(runs::status.eq("running")).filter(runs::lease_owner.eq(owner)),
     )
-    .set(runs::lease_until.eq(Some(until)))
+    .set(runs::lease_until.eq(Some(Ms(until))))
     .execute(conn)?)
 }
 
@@ -754,9 +750,9 @@ pub fn interrupt_run(
         diesel::update(runs::table.find(run_id).filter(runs::status.eq("running")))
             .set((
                 runs::status.eq("interrupted"),
-                runs::error.eq(Some(error)),
-                runs::finished_at.eq(Some(now)),
-                runs::lease_until.eq(None::<i64>),
+                runs::error.eq(Some(without_nul(error))),
+                runs::finished_at.eq(Some(Ms(now))),
+                runs::lease_until.eq(None::<Ms>),
             ))
             .execute(conn)?;
         diesel::delete(run_journal::table.filter(run_journal::run_id.eq(run_id))).execute(conn)?;

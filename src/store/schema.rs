@@ -1,29 +1,40 @@
-//! Diesel table definitions, written by hand to match `migrations/` (both backends).
+//! Diesel table definitions, written by hand to match `migrations/sqlite` and
+//! `migrations/postgres`. JSON columns are `types::Json` and times `types::Millis`, which map to
+//! each backend's own types: one definition serves both.
 
 diesel::table! {
+    use diesel::sql_types::*;
+    use crate::store::types::{Json, Millis};
+
     conversations (id) {
         id -> Text,
         user_id -> Nullable<Text>,
         title -> Nullable<Text>,
         mode -> Text,
         visibility -> Text,
-        created_at -> BigInt,
-        updated_at -> BigInt,
+        created_at -> Millis,
+        updated_at -> Millis,
     }
 }
 
 diesel::table! {
+    use diesel::sql_types::*;
+    use crate::store::types::{Json, Millis};
+
     messages (id) {
         id -> Text,
         conversation_id -> Text,
         position -> Integer,
         role -> Text,
         content -> Text,
-        created_at -> BigInt,
+        created_at -> Millis,
     }
 }
 
 diesel::table! {
+    use diesel::sql_types::*;
+    use crate::store::types::{Json, Millis};
+
     runs (id) {
         id -> Text,
         conversation_id -> Text,
@@ -32,24 +43,27 @@ diesel::table! {
         mode -> Text,
         status -> Text,
         error -> Nullable<Text>,
-        request -> Text,
+        request -> Json,
         owner -> Nullable<Text>,
-        lease_until -> Nullable<BigInt>,
+        lease_until -> Nullable<Millis>,
         prompt_tokens -> BigInt,
         completion_tokens -> BigInt,
         cost -> Nullable<Double>,
         last_seq -> BigInt,
-        created_at -> BigInt,
-        finished_at -> Nullable<BigInt>,
+        created_at -> Millis,
+        finished_at -> Nullable<Millis>,
         needs_human_review -> Bool,
         review_reason -> Nullable<Text>,
-        reviewed_at -> Nullable<BigInt>,
+        reviewed_at -> Nullable<Millis>,
         review_note -> Nullable<Text>,
         lease_owner -> Nullable<Text>,
     }
 }
 
 diesel::table! {
+    use diesel::sql_types::*;
+    use crate::store::types::{Json, Millis};
+
     deliberation_stages (id) {
         id -> Text,
         message_id -> Text,
@@ -59,30 +73,36 @@ diesel::table! {
         model -> Nullable<Text>,
         role -> Nullable<Text>,
         content -> Text,
-        parsed_data -> Nullable<Text>,
+        parsed_data -> Nullable<Json>,
         response_time_ms -> Nullable<BigInt>,
-        created_at -> BigInt,
+        created_at -> Millis,
     }
 }
 
 diesel::table! {
+    use diesel::sql_types::*;
+    use crate::store::types::{Json, Millis};
+
     run_events (run_id, seq) {
         run_id -> Text,
         seq -> BigInt,
         event -> Text,
-        data -> Text,
-        created_at -> BigInt,
+        data -> Json,
+        created_at -> Millis,
     }
 }
 
 diesel::table! {
+    use diesel::sql_types::*;
+    use crate::store::types::{Json, Millis};
+
     run_journal (run_id, step) {
         run_id -> Text,
         step -> BigInt,
         kind -> Text,
         call_key -> Nullable<Text>,
-        data -> Text,
-        created_at -> BigInt,
+        data -> Json,
+        created_at -> Millis,
     }
 }
 
@@ -98,24 +118,30 @@ diesel::allow_tables_to_appear_in_same_query!(
 );
 
 diesel::table! {
+    use diesel::sql_types::*;
+    use crate::store::types::{Json, Millis};
+
     users (id) {
         id -> Text,
         name -> Text,
         is_admin -> Bool,
-        created_at -> BigInt,
-        revoked_at -> Nullable<BigInt>,
+        created_at -> Millis,
+        revoked_at -> Nullable<Millis>,
     }
 }
 
 diesel::table! {
+    use diesel::sql_types::*;
+    use crate::store::types::{Json, Millis};
+
     api_tokens (id) {
         id -> Text,
         user_id -> Text,
         token_hash -> Text,
         kind -> Text,
-        created_at -> BigInt,
-        expires_at -> Nullable<BigInt>,
-        revoked_at -> Nullable<BigInt>,
+        created_at -> Millis,
+        expires_at -> Nullable<Millis>,
+        revoked_at -> Nullable<Millis>,
     }
 }
 

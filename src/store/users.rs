@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::db::{self, AnyConnection};
 use super::schema::{api_tokens, conversations, runs, users};
+use super::types::Ms;
 use super::{now_ms, StoreActor, StoreError};
 use actix::prelude::*;
 
@@ -44,7 +45,7 @@ pub struct UserRecord {
     pub revoked_at: Option<i64>,
 }
 
-#[derive(Queryable, Selectable, Insertable)]
+#[derive(Queryable, Selectable)]
 #[diesel(table_name = users)]
 struct UserRow {
     id: String,
@@ -52,6 +53,15 @@ struct UserRow {
     is_admin: bool,
     created_at: i64,
     revoked_at: Option<i64>,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = users)]
+struct NewUser<'a> {
+    id: &'a str,
+    name: &'a str,
+    is_admin: bool,
+    created_at: Ms,
 }
 
 impl From<UserRow> for UserRecord {
@@ -73,9 +83,8 @@ struct NewToken<'a> {
     user_id: &'a str,
     token_hash: &'a str,
     kind: &'a str,
-    created_at: i64,
-    expires_at: Option<i64>,
-    revoked_at: Option<i64>,
+    created_at: Ms,
+    expires_at: Option<Ms>,
 }
 
 /// Who owns a run or a conversation, and who else may see it.
@@ -108,7 +117,9 @@ pub(super) fn create_user(
             created_at: now_ms(),
             revoked_at: None,
         };
-        match diesel::insert_into(users::table).values(&row).execute(conn) {
+        let new =
+            NewUser { id: &row.id, name: &row.name, is_admin, created_at: Ms(row.created_at) };
+        match diesel::insert_into(users::table).values(new).execute(conn) {
             Err(diesel::result::Error::DatabaseError(
                 diesel::result::DatabaseErrorKind::UniqueViolation,
                 _,
@@ -135,9 +146,8 @@ fn insert_token(
             user_id,
             token_hash,
             kind: kind.as_str(),
-            created_at: now_ms(),
-            expires_at,
-            revoked_at: None,
+            created_at: Ms(now_ms()),
+            expires_at: expires_at.map(Ms),
         })
         .execute(conn)?;
     Ok(())
@@ -156,7 +166,7 @@ pub(super) fn user_by_token(
         .filter(api_tokens::token_hash.eq(token_hash))
         .filter(api_tokens::kind.eq_any(kinds))
         .filter(api_tokens::revoked_at.is_null())
-        .filter(api_tokens::expires_at.is_null().or(api_tokens::expires_at.gt(now)))
+        .filter(api_tokens::expires_at.is_null().or(api_tokens::expires_at.gt(Ms(now))))
         .filter(users::revoked_at.is_null())
         .select((UserRow::as_select(), api_tokens::id, api_tokens::kind))
         .first(conn)
@@ -171,7 +181,7 @@ pub(super) fn user_by_token(
         // One use only: a second request with the same link finds nothing.
         let used = diesel::update(api_tokens::table.find(&token_id))
             .filter(api_tokens::revoked_at.is_null())
-            .set(api_tokens::revoked_at.eq(Some(now)))
+            .set(api_tokens::revoked_at.eq(Some(Ms(now))))
             .execute(conn)?;
         if used == 0 {
             return Ok(None);
@@ -212,7 +222,7 @@ store_message!(
     RevokeToken { token_hash: String } -> (),
     |msg, conn| {
         diesel::update(api_tokens::table.filter(api_tokens::token_hash.eq(&msg.token_hash)))
-            .set(api_tokens::revoked_at.eq(Some(now_ms())))
+            .set(api_tokens::revoked_at.eq(Some(Ms(now_ms()))))
             .execute(conn)?;
         Ok(())
     }
@@ -225,7 +235,7 @@ store_message!(
         let now = now_ms();
         let n = diesel::update(users::table.filter(users::name.eq(&msg.name)))
             .filter(users::revoked_at.is_null())
-            .set(users::revoked_at.eq(Some(now)))
+            .set(users::revoked_at.eq(Some(Ms(now))))
             .execute(conn)?;
         if n == 0 {
             return Ok(false);
@@ -233,7 +243,7 @@ store_message!(
         let ids = users::table.filter(users::name.eq(&msg.name)).select(users::id);
         diesel::update(api_tokens::table.filter(api_tokens::user_id.eq_any(ids)))
             .filter(api_tokens::revoked_at.is_null())
-            .set(api_tokens::revoked_at.eq(Some(now)))
+            .set(api_tokens::revoked_at.eq(Some(Ms(now))))
             .execute(conn)?;
         Ok(true)
     })
