@@ -66,7 +66,8 @@ async fn metrics(app: &TestApp) -> String {
 
 #[actix_web::test]
 async fn a_run_whose_writes_are_refused_for_a_while_completes_once_the_database_recovers() {
-    let app = spawn_with(Options { sim_latency_ms: 100, ..Options::default() }).await;
+    let app =
+        spawn_with(Options { sim_latency_ms: 100, sqlite_only: true, ..Options::default() }).await;
     let before = counter(&metrics(&app).await, "conclave_store_commit_failures_total");
     refuse_inserts(&app.database_url, "run_journal");
     let mut ws = app.ws().await;
@@ -96,7 +97,8 @@ async fn a_run_whose_writes_are_refused_for_a_while_completes_once_the_database_
 
 #[actix_web::test]
 async fn a_database_that_keeps_refusing_fails_the_run_clearly_and_the_server_carries_on() {
-    let app = spawn_with(Options { sim_latency_ms: 50, ..Options::default() }).await;
+    let app =
+        spawn_with(Options { sim_latency_ms: 50, sqlite_only: true, ..Options::default() }).await;
     let started = app.start(council_request("What if the disk stays full?")).await;
     let run = started["runId"].as_str().unwrap().to_string();
     let mut ws = app.ws().await;
@@ -129,7 +131,7 @@ async fn a_database_that_keeps_refusing_fails_the_run_clearly_and_the_server_car
 
 #[actix_web::test]
 async fn a_start_that_cannot_be_stored_is_answered_503_with_when_to_retry() {
-    let app = spawn_app().await;
+    let app = spawn_with(Options { sqlite_only: true, ..Options::default() }).await;
     refuse_inserts(&app.database_url, "runs");
     let resp = app
         .http

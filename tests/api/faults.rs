@@ -723,16 +723,25 @@ struct StoredRow {
     content: String,
 }
 
+/// The stage rows of a message, straight from the database (SQLite or PostgreSQL).
 fn stored_rows(database_url: &str, message_id: &str) -> Vec<StoredRow> {
-    let path = database_url.strip_prefix("sqlite://").expect("a SQLite test database");
-    let mut conn =
-        diesel::sqlite::SqliteConnection::establish(path).expect("open the test database");
-    diesel::sql_query(
-        "SELECT stage_type, model, content FROM deliberation_stages WHERE message_id = ?",
-    )
-    .bind::<diesel::sql_types::Text, _>(message_id)
-    .load(&mut conn)
-    .expect("read stage rows")
+    let sql = "SELECT stage_type, model, content FROM deliberation_stages WHERE message_id = ";
+    if database_url.starts_with("postgres") {
+        let mut conn =
+            diesel::pg::PgConnection::establish(database_url).expect("open the database");
+        diesel::sql_query(format!("{sql}$1"))
+            .bind::<diesel::sql_types::Text, _>(message_id)
+            .load(&mut conn)
+            .expect("read stage rows")
+    } else {
+        let path = database_url.strip_prefix("sqlite://").expect("a SQLite test database");
+        let mut conn =
+            diesel::sqlite::SqliteConnection::establish(path).expect("open the test database");
+        diesel::sql_query(format!("{sql}?"))
+            .bind::<diesel::sql_types::Text, _>(message_id)
+            .load(&mut conn)
+            .expect("read stage rows")
+    }
 }
 
 /// What happened to one scenario.

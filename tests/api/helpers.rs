@@ -22,7 +22,18 @@ pub struct TestApp {
     /// Present when the sim models are reached over HTTP through a sim-server.
     pub sim_stats: Option<SimStats>,
     pub database_url: String,
+    /// A PostgreSQL database made for this app alone (`CONCLAVE_TEST_DATABASE=postgres`),
+    /// dropped with it.
+    own_pg: Option<String>,
     _dir: tempfile::TempDir,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(url) = self.own_pg.take() {
+            crate::postgres::drop_database(&url);
+        }
+    }
 }
 
 /// How a test app is set up.
@@ -41,6 +52,9 @@ pub struct Options {
     pub max_concurrent_calls: Option<usize>,
     /// Per-user limits on starting runs.
     pub user_limits: conclave::engine::limits::UserLimits,
+    /// Always a temporary SQLite file, even when `CONCLAVE_TEST_DATABASE=postgres` (for tests
+    /// whose mechanics are SQLite's own, such as triggers that fail writes).
+    pub sqlite_only: bool,
 }
 
 impl Default for Options {
@@ -57,6 +71,7 @@ impl Default for Options {
                 concurrent_runs: 1000,
                 starts_per_minute: 100_000,
             },
+            sqlite_only: false,
         }
     }
 }
@@ -92,9 +107,17 @@ pub async fn spawn_with(opts: Options) -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut config = Config::defaults();
     config.bind = "127.0.0.1:0".into();
+    // `CONCLAVE_TEST_DATABASE=postgres` runs the suite on a fresh PostgreSQL database per app.
+    let own_pg = match (&opts.database_url, opts.sqlite_only) {
+        (None, false) if std::env::var("CONCLAVE_TEST_DATABASE").as_deref() == Ok("postgres") => {
+            crate::postgres::fresh_database()
+        }
+        _ => None,
+    };
     config.database_url = opts
         .database_url
         .clone()
+        .or_else(|| own_pg.clone())
         .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("test.db").display()));
     config.sim = SimConfig { latency_ms: opts.sim_latency_ms, models: opts.sim_models.clone() };
     config.sim_max_concurrent_calls = opts.max_concurrent_calls;
@@ -138,6 +161,7 @@ pub async fn spawn_with(opts: Options) -> TestApp {
         handle,
         sim_stats,
         database_url,
+        own_pg,
         _dir: dir,
     }
 }
