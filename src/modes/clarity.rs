@@ -278,41 +278,124 @@ pub fn title_prompt(content: &str) -> String {
 
 // ---- parsing --------------------------------------------------------------------------------
 
-/// Where the JSON value starting at `start` (a `{`) ends, by brace depth outside strings.
-fn matching_brace(text: &str, start: usize) -> Option<usize> {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for (i, c) in text[start..].char_indices() {
-        match (in_string, escaped, c) {
-            (true, true, _) => escaped = false,
-            (true, false, '\\') => escaped = true,
-            (true, false, '"') => in_string = false,
-            (true, false, _) => {}
-            (false, _, '"') => in_string = true,
-            (false, _, '{') => depth += 1,
-            (false, _, '}') => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(start + i);
-                }
+/// The scans still looking for their closing `}` that are in one string state. A scan's
+/// brace depth is its key plus `shift`, so a brace moves all of them at once; scans of equal
+/// depth share an entry, and a scan ends (its depth reaches 0) only from the smallest key.
+#[derive(Default)]
+struct Scans {
+    shift: i64,
+    by_key: BTreeMap<i64, Vec<usize>>,
+    len: usize,
+}
+
+impl Scans {
+    /// Both sets of scans, which from here on read the text alike. The smaller moves into the
+    /// larger, so no scan moves more than O(log n) times over a text.
+    fn merge(a: Scans, b: Scans) -> Scans {
+        let (mut big, small) = if a.len >= b.len { (a, b) } else { (b, a) };
+        big.len += small.len;
+        for (key, ids) in small.by_key {
+            big.by_key.entry(key + small.shift - big.shift).or_default().extend(ids);
+        }
+        big
+    }
+}
+
+/// A `{` of a reply, as a scan starting there reads the text: braces counted outside `"`
+/// strings, `\` escaping the next byte inside them.
+struct Opening {
+    start: usize,
+    /// The `}` that brings the scan back to depth 0, if any.
+    end: Option<usize>,
+    /// An earlier `{` whose scan is outside a string here and still open (the innermost):
+    /// were its text JSON, this `{` would open one of its values, ending at the same `}`.
+    around: Option<usize>,
+}
+
+/// Every `{` of `text` with where its own scan ends, in one pass: O(n log n), where a scan
+/// per `{` is O(n²). A scan from each `{` is in one of three string states (outside, inside,
+/// just after a `\` inside); scans in the same state react alike to every byte, so they are
+/// moved as a set, and a set takes a brace in O(log n). Braces, quotes and backslashes are
+/// ASCII, so bytes are read as characters.
+fn openings(text: &str) -> Vec<Opening> {
+    let mut found: Vec<Opening> = Vec::new();
+    let (mut outside, mut inside, mut escaped) =
+        (Scans::default(), Scans::default(), Scans::default());
+    for (i, b) in text.bytes().enumerate() {
+        if b == b'\\' {
+            // Outside a string a backslash is nothing; inside it escapes the next byte.
+            std::mem::swap(&mut inside, &mut escaped);
+            continue;
+        }
+        // Any other byte ends an escape.
+        let unescaped = std::mem::take(&mut escaped);
+        if b == b'"' {
+            let opened = Scans::merge(std::mem::take(&mut outside), unescaped);
+            outside = std::mem::replace(&mut inside, opened);
+            continue;
+        }
+        inside = Scans::merge(std::mem::take(&mut inside), unescaped);
+        if b == b'{' {
+            outside.shift += 1;
+            let around = outside.by_key.first_key_value().and_then(|(_, ids)| ids.first());
+            found.push(Opening { start: i, end: None, around: around.copied() });
+            outside.by_key.entry(1 - outside.shift).or_default().push(found.len() - 1);
+            outside.len += 1;
+        } else if b == b'}' {
+            outside.shift -= 1;
+            for id in outside.by_key.remove(&-outside.shift).unwrap_or_default() {
+                found[id].end = Some(i);
+                outside.len -= 1;
             }
-            _ => {}
         }
     }
-    None
+    found
 }
 
 /// The last JSON object with `scores` in a text (code fences, commentary and a quoted
 /// template before it allowed): the model's own answer comes last.
+///
+/// Exactly: each `{`, from the last back, is taken with the text up to the `}` that closes it
+/// when scanning from that `{` alone (braces counted outside `"` strings, `\` escaping inside
+/// them); the first such text that parses as a JSON object whose `scores` is an object is it.
+/// So an object nested in another counts on its own, and the one that opens last wins.
 pub fn last_json_object(text: &str) -> Option<Value> {
-    let starts: Vec<usize> =
-        text.char_indices().filter(|(_, c)| *c == '{').map(|(i, _)| i).collect();
-    starts.into_iter().rev().find_map(|start| {
-        let end = matching_brace(text, start)?;
-        match serde_json::from_str::<Value>(&text[start..=end]) {
-            Ok(v @ Value::Object(_)) if v.get("scores").is_some_and(Value::is_object) => Some(v),
-            _ => None,
+    find_last_object(text, |s| serde_json::from_str(s).ok())
+}
+
+/// `last_json_object`, with the parser given: tests count what it is handed.
+///
+/// The parsing stays linear in the text: a candidate that cannot name `scores` (neither
+/// `scores` nor a `\`, which could spell it, in it) is not parsed, and the `around` of a
+/// candidate that is not JSON cannot be JSON either, so it is not parsed. What is left to
+/// parse more than once is (short of crafted escapes, which can hide an `around`) JSON
+/// objects nested in each other, at most 128 deep (serde_json's limit): each byte is parsed
+/// at most about 128 times.
+fn find_last_object(text: &str, mut parse: impl FnMut(&str) -> Option<Value>) -> Option<Value> {
+    let found = openings(text);
+    let bytes = text.as_bytes();
+    let hints: Vec<usize> = (0..bytes.len())
+        .filter(|&i| bytes[i] == b'\\' || bytes[i..].starts_with(b"scores"))
+        .collect();
+    let mut not_json = vec![false; found.len()];
+    for (id, o) in found.iter().enumerate().rev() {
+        let Some(end) = o.end else { continue };
+        if !not_json[id] {
+            let first_hint = hints.partition_point(|&h| h < o.start);
+            if hints.get(first_hint).is_none_or(|&h| h > end) {
+                continue;
+            }
+            match parse(&text[o.start..=end]) {
+                Some(v) if v.get("scores").is_some_and(Value::is_object) => return Some(v),
+                Some(_) => continue,
+                None => {}
+            }
         }
-    })
+        if let Some(around) = o.around {
+            not_json[around] = true;
+        }
+    }
+    None
 }
 
 fn score_value(v: &Value) -> Option<f64> {

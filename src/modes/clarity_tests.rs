@@ -45,6 +45,181 @@ proptest! {
     }
 }
 
+/// The search as it was (each `{` scanned forward on its own, quadratic): the reference the
+/// one-pass search must agree with.
+fn last_json_object_reference(text: &str) -> Option<Value> {
+    fn matching_brace(text: &str, start: usize) -> Option<usize> {
+        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        for (i, c) in text[start..].char_indices() {
+            match (in_string, escaped, c) {
+                (true, true, _) => escaped = false,
+                (true, false, '\\') => escaped = true,
+                (true, false, '"') => in_string = false,
+                (true, false, _) => {}
+                (false, _, '"') => in_string = true,
+                (false, _, '{') => depth += 1,
+                (false, _, '}') => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        return Some(start + i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+    let starts: Vec<usize> =
+        text.char_indices().filter(|(_, c)| *c == '{').map(|(i, _)| i).collect();
+    starts.into_iter().rev().find_map(|start| {
+        let end = matching_brace(text, start)?;
+        match serde_json::from_str::<Value>(&text[start..=end]) {
+            Ok(v @ Value::Object(_)) if v.get("scores").is_some_and(Value::is_object) => Some(v),
+            _ => None,
+        }
+    })
+}
+
+#[test]
+fn the_last_object_with_scores_is_the_one_that_opens_last() {
+    let cases: &[(&str, Option<Value>)] = &[
+        ("no object", None),
+        ("{\"scores\": 7}", None),
+        ("{\"scores\": {\"a\": 1}}", Some(json!({"scores": {"a": 1}}))),
+        // Code fences, prose and trailing garbage around it; an unclosed `{` after it.
+        (
+            "Verdict:\n```json\n{\"scores\": {\"a\": 1}}\n```\n} trailing { \"x\"",
+            Some(json!({"scores": {"a": 1}})),
+        ),
+        // The later of two; an invalid later one does not hide an earlier valid one.
+        (
+            "{\"scores\": {\"a\": 1}} then {\"scores\": {\"a\": 2}}",
+            Some(json!({"scores": {"a": 2}})),
+        ),
+        (
+            "{\"scores\": {\"a\": 1}} then {\"scores\": {\"a\": 2},}",
+            Some(json!({"scores": {"a": 1}})),
+        ),
+        // Braces and escaped quotes inside strings do not count.
+        (
+            "{\"scores\": {\"a\": 1}, \"critique\": \"a } and a \\\" and {\"}",
+            Some(json!({"scores": {"a": 1}, "critique": "a } and a \" and {"})),
+        ),
+        // A nested object with scores opens after the outer one, so it wins even when the
+        // outer one has scores too.
+        (
+            "{\"scores\": {\"a\": 1}, \"inner\": {\"scores\": {\"a\": 2}}}",
+            Some(json!({"scores": {"a": 2}})),
+        ),
+        ("{\"x\": {\"scores\": {\"a\": 3}}}", Some(json!({"scores": {"a": 3}}))),
+        // A `{` inside a quoted string of the prose still starts a candidate of its own.
+        ("He wrote \"see {\"scores\": {\"a\": 4}}\" twice", Some(json!({"scores": {"a": 4}}))),
+        // An escaped key still names `scores`.
+        ("{\"sc\\u006fres\": {\"a\": 5}}", Some(json!({"scores": {"a": 5}}))),
+        // Found by the property test against broken versions: a scan that sees `\"` as an
+        // escape and one that sees a quote opening meet (both in a string from there on).
+        ("}{\"scores\":{},\"{\\\"\":\"\"}", Some(json!({"scores": {}, "{\"": ""}))),
+        ("{\"scores\": {\"scores\": 1}}", Some(json!({"scores": {"scores": 1}}))),
+        // Duplicate keys: the last one counts.
+        ("{\"scores\": {\"a\": 1}, \"scores\": 2}", None),
+    ];
+    for (text, want) in cases {
+        assert_eq!(&last_json_object(text), want, "{text}");
+        assert_eq!(&last_json_object_reference(text), want, "reference: {text}");
+    }
+}
+
+/// A JSON object as a model would write it, with keys `scores`, `a` or short runs of
+/// braces, quotes and backslashes (escaped when serialised), nested up to three deep.
+fn json_object_text() -> impl Strategy<Value = String> {
+    const KEY: &str = "scores|scores|a|[{}\"\\\\]{0,3}";
+    let leaf = prop_oneof![
+        "[{}\"\\\\a :,]{0,6}".prop_map(Value::from),
+        (0..11i32).prop_map(Value::from),
+        Just(Value::Null),
+    ];
+    let value = leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            proptest::collection::btree_map(KEY, inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    });
+    proptest::collection::btree_map(KEY, value, 0..4)
+        .prop_map(|m| Value::Object(m.into_iter().collect()).to_string())
+}
+
+/// Text made of what the search reacts to: braces, quotes, escapes, `scores` (plain and
+/// escaped), JSON punctuation and values, whole objects (with escapes in their strings) and
+/// fences, a little prose and Unicode.
+fn reply_text() -> impl Strategy<Value = String> {
+    #[rustfmt::skip]
+    const PIECES: &[&str] = &[
+        "{", "{", "{", "}", "}", "}", "\"", "\"", "\\", "\\\"", "\\\\", "\"scores\"", "scores",
+        ":", ",", " ", "\n", "[", "]", "1", "7.5", "1e999", "\"x\"", "null", "{}", "```json\n",
+        "\n```", "é", "\u{1}", "\"sc\\u006fres\"", "{\"scores\": ", "{\"scores\": {}}",
+        "{\"scores\": {\"clarity\": 7}}", "\"scores\": {\"a\": 1}", "{\"scores\": 1}",
+        "{\"a\": ", "\"a\": \"{\", ", "{\"sc\\u006fres\": {\"a\": 2}}",
+    ];
+    let piece = prop_oneof![
+        6 => proptest::sample::select(PIECES).prop_map(str::to_string),
+        1 => json_object_text(),
+    ];
+    prop_oneof![
+        8 => proptest::collection::vec(piece, 0..40).prop_map(|v| v.concat()),
+        1 => "[{}\"\\\\:, a]{0,80}",
+        1 => "\\PC{0,200}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4_000))]
+    #[test]
+    fn the_one_pass_search_agrees_with_the_reference(text in reply_text()) {
+        prop_assert_eq!(last_json_object(&text), last_json_object_reference(&text));
+    }
+}
+
+#[test]
+fn the_search_agrees_with_the_reference_on_the_fuzz_corpus() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_corpus");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let text =
+            String::from_utf8_lossy(&std::fs::read(entry.unwrap().path()).unwrap()).into_owned();
+        assert_eq!(last_json_object(&text), last_json_object_reference(&text));
+    }
+}
+
+/// What the parser is handed stays linear in the reply: adversarial replies of 80 KB, counted
+/// in bytes parsed (no clock).
+#[test]
+fn the_search_parses_a_linear_amount() {
+    let n = 80_000;
+    let deep = |inner: String, levels: usize| {
+        "{\"scores\": 1, \"x\": ".repeat(levels) + &inner + &"}".repeat(levels)
+    };
+    let shapes: [(&str, String, usize); 6] = [
+        ("open braces", "{".repeat(n), 0),
+        ("balanced braces", "{".repeat(n / 2) + &"}".repeat(n / 2), 0),
+        ("quoted and escaped braces", "{\"\\\"{\\\\}\"scores".repeat(n / 14), 2),
+        // Each level is invalid (`{"scores": }`) and encloses the next.
+        ("nested invalid candidates", deep(String::new(), n / 18), 2),
+        // Valid objects with scores that is not an object, deeper than serde_json takes.
+        ("nested valid candidates", deep("1".into(), n / 18), 2),
+        // 127 valid levels around 80 KB: each level is parsed whole, the bounded worst.
+        ("deep padding", deep(format!("{{\"p\": \"{}\"}}", "x".repeat(n)), 126), 130),
+    ];
+    for (name, text, factor) in shapes {
+        let mut parsed = 0;
+        let found = find_last_object(&text, |s| {
+            parsed += s.len();
+            serde_json::from_str(s).ok()
+        });
+        assert_eq!(found, None, "{name}");
+        assert!(parsed <= factor * text.len(), "{name}: {parsed} bytes parsed of {}", text.len());
+    }
+}
+
 fn verdict(role: &str, scores: [f64; 7]) -> Verdict {
     let s = scores.map(Some);
     Verdict {
