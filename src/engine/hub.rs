@@ -1268,4 +1268,83 @@ mod tests {
         let live = hub.send(ListLive { viewer: Viewer::local(), remote: true }).await.unwrap();
         assert_eq!(serde_json::to_value(&live[0]).unwrap(), *last);
     }
+
+    /// Every frame waiting in `rx`: event seqs, and the lag marker's `since` if one came.
+    async fn drain_all(rx: &mut mpsc::Receiver<Frame>) -> (Vec<i64>, Option<i64>) {
+        let mut seqs = Vec::new();
+        let mut lag = None;
+        while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+            match f {
+                Frame::Event(e) => seqs.push(e.seq),
+                Frame::Lagged { since, .. } => lag = Some(since),
+                _ => {}
+            }
+        }
+        (seqs, lag)
+    }
+
+    async fn remote(hub: &Addr<Hub>, frames: Vec<Arc<EventFrame>>) {
+        hub.send(RemoteFrames { run_id: "r".into(), frames }).await.unwrap();
+    }
+
+    #[actix_web::test]
+    async fn a_run_executed_elsewhere_is_followed_without_repeats_and_a_gap_sends_watchers_back_to_the_store(
+    ) {
+        let hub = Hub::new(Duration::from_secs(60)).start();
+        let epoch = hub.send(Follow { run_id: "r".into() }).await.unwrap();
+        // Frames that arrive while the watcher reads the store wait in the log.
+        remote(&hub, vec![frame(3, "call_start"), frame(4, "token")]).await;
+        let (tx, mut rx) = mpsc::channel(100);
+        let park = |since, epoch, sink| Park {
+            run_id: "r".into(),
+            since,
+            watcher: 1,
+            sink,
+            epoch: Some(epoch),
+        };
+        hub.send(park(3, epoch, tx.clone())).await.unwrap();
+        remote(&hub, vec![frame(4, "token"), frame(5, "stage1_start")]).await;
+        assert_eq!(drain_all(&mut rx).await, (vec![4, 5], None), "after what it read, once each");
+        // 6 and 7 never came: the watcher is told to catch up from the store after 5.
+        remote(&hub, vec![frame(8, "token")]).await;
+        assert_eq!(drain_all(&mut rx).await, (vec![], Some(5)));
+        // A watch that read the store before that gap cannot trust what was received: it is
+        // sent back too; one that follows afresh is served.
+        let stale = hub.send(Follow { run_id: "r".into() }).await.unwrap();
+        assert_eq!(stale, epoch + 1, "the gap started a new epoch");
+        let (tx2, mut rx2) = mpsc::channel(100);
+        hub.send(park(2, epoch, tx2.clone())).await.unwrap();
+        assert_eq!(drain_all(&mut rx2).await, (vec![], Some(2)));
+        hub.send(park(7, stale, tx2)).await.unwrap();
+        remote(&hub, vec![frame(9, "complete")]).await;
+        assert_eq!(drain_all(&mut rx2).await, (vec![8, 9], None));
+        // The terminal event ends the follow: the Hub let go of the watcher's channel.
+        drop(tx);
+        assert!(rx2.recv().await.is_none(), "nothing holds the channel open");
+        assert!(hub.send(ListFollowed {}).await.unwrap().is_empty());
+    }
+
+    #[actix_web::test]
+    async fn watchers_following_a_run_switch_to_it_when_it_is_resumed_here() {
+        let hub = Hub::new(Duration::from_secs(60)).start();
+        let epoch = hub.send(Follow { run_id: "r".into() }).await.unwrap();
+        let (tx, mut rx) = mpsc::channel(100);
+        hub.send(Park { run_id: "r".into(), since: 2, watcher: 1, sink: tx, epoch: Some(epoch) })
+            .await
+            .unwrap();
+        remote(&hub, vec![frame(3, "token")]).await;
+        assert_eq!(drain_all(&mut rx).await, (vec![3], None));
+        // Taken over here: the log holds the stored events; numbering goes on after the token.
+        let cancel = Nobody.start().recipient();
+        let log = vec![frame(1, "stage1_start"), frame(2, "call_start")];
+        hub.send(RegisterRun { summary: summary(), log, cancel }).await.unwrap();
+        hub.send(Publish { run_id: "r".into(), frames: vec![frame(4, "resumed")] }).await.unwrap();
+        // Frames still in flight from the old executor are ignored.
+        remote(&hub, vec![frame(4, "token"), frame(5, "token")]).await;
+        hub.send(Publish { run_id: "r".into(), frames: vec![frame(5, "call_start")] })
+            .await
+            .unwrap();
+        assert_eq!(drain_all(&mut rx).await, (vec![4, 5], None));
+        assert!(hub.send(ListFollowed {}).await.unwrap().is_empty(), "no longer followed");
+    }
 }
