@@ -10,6 +10,7 @@ mod crash;
 mod fallback;
 mod faults;
 mod helpers;
+mod instances;
 mod lists;
 mod metrics;
 mod modes;
