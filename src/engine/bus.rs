@@ -36,6 +36,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 const PING_EVERY: Duration = Duration::from_secs(5);
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How long a cancel request made while Redis is unreachable waits to be sent when it is back.
+const HOLD_CANCELS: Duration = Duration::from_secs(60);
 /// How long a run's highest published sequence number is kept after its last frame: far
 /// longer than any lease, after which nobody takes the run over from those numbers.
 const SEQ_TTL_SECS: u64 = 86_400;
@@ -120,6 +122,7 @@ impl Bus {
             rx,
             lost: lost.clone(),
             wanted: HashSet::new(),
+            held: Vec::new(),
             url: redacted(&settings.url),
         };
         actix::spawn(task.run());
@@ -202,6 +205,9 @@ struct Task {
     lost: Arc<AtomicBool>,
     /// Run channels to be subscribed to (kept across reconnections).
     wanted: HashSet<String>,
+    /// Cancel requests made while disconnected: sent once connected (if still recent), as the
+    /// instance that received them already answered that the run is being stopped.
+    held: Vec<(tokio::time::Instant, Control)>,
     url: String,
 }
 
@@ -276,6 +282,15 @@ impl Task {
         let hello = self.envelope(Control::Hello { resync });
         publish(&mut conn.publisher, redis::cmd("PUBLISH").arg(self.names.control()).arg(hello))
             .await?;
+        let held: Vec<String> = (self.held.iter())
+            .filter(|(at, _)| at.elapsed() < HOLD_CANCELS)
+            .map(|(_, cancel)| self.envelope(cancel.clone()))
+            .collect();
+        for text in held {
+            let cmd = redis::cmd("PUBLISH").arg(self.names.control()).arg(text).clone();
+            publish(&mut conn.publisher, &cmd).await?;
+        }
+        self.held.clear();
         self.hub.do_send(BusUp {});
         Ok(conn)
     }
@@ -430,6 +445,9 @@ impl Task {
             tokio::select! {
                 cmd = self.rx.recv() => match cmd {
                     None => return false,
+                    Some(Command::Control(cancel @ Control::Cancel { .. })) => {
+                        self.held.push((tokio::time::Instant::now(), cancel));
+                    }
                     Some(Command::Frames { .. } | Command::Control(_)) => {
                         self.lost.store(true, Ordering::SeqCst);
                     }
