@@ -292,7 +292,8 @@ pub struct RemoteControl {
 #[rtype(result = "()")]
 pub struct BusUp {}
 
-/// The runs followed over the bus and the last sequence number received of each.
+/// The runs followed over the bus and the highest sequence number known of each (received,
+/// or read from the store by a watcher).
 #[derive(Message)]
 #[rtype(result = "Vec<(String, i64)>")]
 pub struct ListFollowed {}
@@ -329,7 +330,10 @@ struct Followed {
     watchers: HashMap<WatcherId, Watching>,
     /// Watches between their [`Follow`] and their [`Park`] or [`Unfollow`].
     pending: usize,
+    /// The last frame received (frames come numbered in a row: see [`Followed::receive`]).
     last_seq: i64,
+    /// The highest number known here: received, or read from the store by a watcher.
+    known: i64,
     /// Changes when frames were lost: a watch that read the store before cannot trust `log`.
     epoch: u64,
     /// The store's last sequence number at the previous [`Verify`], when it was ahead.
@@ -346,6 +350,7 @@ impl Followed {
             watchers: HashMap::new(),
             pending: 0,
             last_seq: 0,
+            known: 0,
             epoch,
             suspect: None,
             ended: false,
@@ -499,6 +504,7 @@ impl Followed {
         self.epoch = *gaps;
         self.log.clear();
         self.last_seq = 0;
+        self.known = 0;
         self.suspect = None;
         self.touch();
     }
@@ -520,6 +526,7 @@ impl Followed {
             self.resync(run_id, gaps);
         }
         self.last_seq = frame.seq;
+        self.known = self.known.max(frame.seq);
         fan_out(&mut self.watchers, run_id, &frame);
         let terminal = frame.is_terminal();
         self.log.push(frame);
@@ -866,6 +873,7 @@ impl Handler<Park> for Hub {
             // Frames were lost while this watcher read the store: read it again.
             send_lagged(msg.sink, Frame::Lagged { run: msg.run_id, since: msg.since });
         } else {
+            entry.known = entry.known.max(msg.since);
             replay_and_subscribe(
                 &entry.log,
                 entry.ended,
@@ -959,7 +967,7 @@ impl Handler<ListFollowed> for Hub {
             self.followed
                 .iter()
                 .filter(|(_, f)| !f.ended && (!f.watchers.is_empty() || f.pending > 0))
-                .map(|(id, f)| (id.clone(), f.last_seq))
+                .map(|(id, f)| (id.clone(), f.known))
                 .collect(),
         )
     }
@@ -969,19 +977,19 @@ impl Handler<Verify> for Hub {
     type Result = ();
     fn handle(&mut self, msg: Verify, _: &mut Context<Self>) {
         let Some(f) = self.followed.get_mut(&msg.run_id) else { return };
-        if f.ended || msg.stored_seq <= f.last_seq {
+        if f.ended || msg.stored_seq <= f.known {
             f.suspect = None;
             return;
         }
         // The store is ahead: normal for a moment (events are published once stored), not
         // for a whole check period.
         match f.suspect {
-            Some(earlier) if f.last_seq < earlier => {
+            Some(earlier) if f.known < earlier => {
                 log::warn!(
                     "run {}: the bus brought nothing after event {} though event {earlier} was \
                      stored a while ago; its watchers here catch up from the database",
                     msg.run_id,
-                    f.last_seq
+                    f.known
                 );
                 f.resync(&msg.run_id, &mut self.gaps);
             }
@@ -1346,5 +1354,28 @@ mod tests {
             .unwrap();
         assert_eq!(drain_all(&mut rx).await, (vec![4, 5], None));
         assert!(hub.send(ListFollowed {}).await.unwrap().is_empty(), "no longer followed");
+    }
+
+    #[actix_web::test]
+    async fn a_quiet_run_is_left_alone_but_a_store_that_stays_ahead_of_the_bus_sends_watchers_back()
+    {
+        let hub = Hub::new(Duration::from_secs(60)).start();
+        let epoch = hub.send(Follow { run_id: "r".into() }).await.unwrap();
+        let (tx, mut rx) = mpsc::channel(100);
+        hub.send(Park { run_id: "r".into(), since: 5, watcher: 1, sink: tx, epoch: Some(epoch) })
+            .await
+            .unwrap();
+        assert_eq!(hub.send(ListFollowed {}).await.unwrap(), vec![("r".to_string(), 5)]);
+        let verify = |stored_seq| Verify { run_id: "r".into(), stored_seq };
+        // A long model call: nothing new anywhere, however often it is checked.
+        for _ in 0..3 {
+            hub.send(verify(5)).await.unwrap();
+        }
+        assert_eq!(drain_all(&mut rx).await, (vec![], None));
+        // Stored but not yet published: fine once; still missing a check later, it was lost.
+        hub.send(verify(7)).await.unwrap();
+        assert_eq!(drain_all(&mut rx).await, (vec![], None));
+        hub.send(verify(7)).await.unwrap();
+        assert_eq!(drain_all(&mut rx).await, (vec![], Some(5)));
     }
 }
