@@ -88,7 +88,8 @@ enum Command {
     Unsubscribe {
         run_id: String,
     },
-    /// The highest sequence number published for a run (None when unknown or unreachable).
+    /// The highest sequence number published for a run (0 when none was; None when Redis
+    /// cannot say).
     HighWater {
         run_id: String,
         reply: oneshot::Sender<Option<i64>>,
@@ -159,7 +160,8 @@ impl Bus {
         let _ = self.tx.try_send(Command::Unsubscribe { run_id: run_id.to_string() });
     }
 
-    /// The highest sequence number any instance published for `run_id`, if Redis knows it.
+    /// The highest sequence number any instance published for `run_id` (0 when none was), or
+    /// None when Redis cannot be asked.
     pub async fn high_water(&self, run_id: &str) -> Option<i64> {
         let (reply, answer) = oneshot::channel();
         self.tx.try_send(Command::HighWater { run_id: run_id.to_string(), reply }).ok()?;
@@ -396,7 +398,7 @@ impl Task {
                     .await;
                     match got {
                         Ok(Ok(v)) => {
-                            let _ = reply.send(v);
+                            let _ = reply.send(Some(v.unwrap_or(0)));
                         }
                         Ok(Err(e)) => return Err(e.to_string()),
                         Err(_) => return Err("no answer to GET".into()),
