@@ -10,6 +10,7 @@ use actix_web::dev::Server;
 use actix_web::{middleware, web, App, HttpServer};
 
 use crate::config::Config;
+use crate::engine::bus::BusSettings;
 use crate::engine::{Engine, EngineSettings};
 use crate::modes::Defaults;
 use crate::providers::openai::install_crypto;
@@ -22,6 +23,8 @@ pub enum AppError {
     Store(#[from] StoreError),
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: String, source: std::io::Error },
+    #[error("REDIS_URL / redis_url is not a Redis URL: {0}")]
+    Redis(String),
 }
 
 /// Who is starting the engine: the server owns the database's runs and cleans up after a
@@ -35,9 +38,18 @@ pub enum Role {
 
 /// Opens the store, starts the engine's actors and (as the server) resumes the runs a dead
 /// process left behind whose lease has run out (the rest are taken over as their leases run
-/// out). Must run inside an actix System.
+/// out). A server with `redis_url` joins the other instances on that Redis; the CLI runs its
+/// one deliberation alone. Must run inside an actix System.
 pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppError> {
     install_crypto();
+    let bus = match (&config.redis_url, role) {
+        (Some(url), Role::Server) => {
+            // Checked here so a bad URL stops the start instead of retrying forever.
+            redis::Client::open(url.as_str()).map_err(|e| AppError::Redis(e.to_string()))?;
+            Some(BusSettings { url: url.clone(), prefix: config.redis_prefix.clone() })
+        }
+        _ => None,
+    };
     let store = Store::start(&config.database_url)?;
     let settings = EngineSettings {
         defaults: Defaults {
@@ -52,6 +64,7 @@ pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppErro
         user_limits: config.user_limits,
         lease: config.lease,
         recover: role == Role::Server,
+        bus,
     };
     let engine = Engine::launch(store, config.providers(), settings);
     if role == Role::Server {

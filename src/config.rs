@@ -21,6 +21,8 @@ pub const DEFAULT_OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
 pub const DEFAULT_STAGE_TIMEOUT_MS: u64 = 120_000;
 /// Concurrent calls to OpenRouter (or `OPENROUTER_BASE_URL`) unless configured.
 pub const DEFAULT_OPENROUTER_MAX_CONCURRENT_CALLS: usize = 16;
+/// What Redis channel and key names start with unless `redis_prefix` says otherwise.
+pub const DEFAULT_REDIS_PREFIX: &str = "conclave";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -102,6 +104,12 @@ pub struct FileConfig {
     /// `facilitator`, `arbiter`).
     #[serde(default)]
     pub fallback: Fallbacks,
+    /// Redis for several instances on one database (`REDIS_URL` wins): run events, the
+    /// dashboard and cancels cross instances over its pub/sub. Unset: a single instance.
+    pub redis_url: Option<String>,
+    /// What this deployment's channel and key names start with (default `conclave`), so
+    /// deployments sharing one Redis stay apart.
+    pub redis_prefix: Option<String>,
 }
 
 /// Values given on the command line or in the environment (they win over the file).
@@ -141,6 +149,9 @@ pub struct Config {
     pub fallback: Fallbacks,
     /// See [`FileConfig::lease_ms`]; heartbeats go out every third of it.
     pub lease: Duration,
+    /// See [`FileConfig::redis_url`]; `None` runs a single instance with no Redis at all.
+    pub redis_url: Option<String>,
+    pub redis_prefix: String,
 }
 
 impl Config {
@@ -166,6 +177,8 @@ impl Config {
             user_limits: crate::engine::limits::UserLimits::default(),
             fallback: Fallbacks::default(),
             lease: Duration::from_secs(10),
+            redis_url: None,
+            redis_prefix: DEFAULT_REDIS_PREFIX.into(),
         }
     }
 
@@ -187,13 +200,17 @@ impl Config {
             })?),
             None => None,
         };
-        Self::from_parts(
+        let mut c = Self::from_parts(
             file,
             overrides,
             env("OPENROUTER_API_KEY"),
             env("OPENROUTER_BASE_URL"),
             sim_latency,
-        )
+        )?;
+        if let Some(url) = env("REDIS_URL") {
+            c.redis_url = Some(check_redis_url(url)?);
+        }
+        Ok(c)
     }
 
     /// Merges the sources in precedence order (separate from `load` so tests need no env).
@@ -289,6 +306,19 @@ impl Config {
         if let Some(ms) = file.retry_base_delay_ms {
             c.retry.base_delay = Duration::from_millis(ms.clamp(10, 60_000));
         }
+        c.redis_url =
+            file.redis_url.filter(|u| !u.trim().is_empty()).map(check_redis_url).transpose()?;
+        if let Some(prefix) = file.redis_prefix {
+            let valid = !prefix.is_empty()
+                && prefix.len() <= 64
+                && prefix.chars().all(|ch| ch.is_ascii_alphanumeric() || "_-.".contains(ch));
+            if !valid {
+                return Err(ConfigError::Invalid(
+                    "redis_prefix must be 1 to 64 letters, digits, '_', '-' or '.'".into(),
+                ));
+            }
+            c.redis_prefix = prefix;
+        }
         c.fallback = file.fallback;
         for (role, model) in c.fallback.configured() {
             if !c.serves(model) {
@@ -349,6 +379,19 @@ impl Config {
                 as Arc<dyn Provider>
         });
         Providers::new(routes, fallback).cap_fallback(Some(self.openrouter_max_concurrent_calls))
+    }
+}
+
+/// Only plain-TCP and Unix-socket Redis: the build has no TLS for Redis (see the README).
+fn check_redis_url(url: String) -> Result<String, ConfigError> {
+    let url = url.trim().to_string();
+    if ["redis://", "redis+unix://", "unix://"].iter().any(|s| url.starts_with(s)) {
+        Ok(url)
+    } else {
+        Err(ConfigError::Invalid(format!(
+            "REDIS_URL / redis_url must start with redis:// (or redis+unix://), not {:?}",
+            url.split("://").next().unwrap_or_default()
+        )))
     }
 }
 
@@ -440,6 +483,27 @@ mod tests {
         assert!(
             Config::from_parts(file, &Overrides::default(), Some("k".into()), None, None).is_ok()
         );
+    }
+
+    #[test]
+    fn redis_is_off_unless_configured_and_its_settings_are_checked() {
+        let none =
+            Config::from_parts(FileConfig::default(), &Overrides::default(), None, None, None)
+                .unwrap();
+        assert_eq!((none.redis_url, none.redis_prefix.as_str()), (None, "conclave"));
+        let file: FileConfig =
+            toml::from_str("redis_url = \"redis://127.0.0.1:6379/2\"\nredis_prefix = \"t-1\"")
+                .unwrap();
+        let c = Config::from_parts(file, &Overrides::default(), None, None, None).unwrap();
+        assert_eq!(c.redis_url.as_deref(), Some("redis://127.0.0.1:6379/2"));
+        assert_eq!(c.redis_prefix, "t-1");
+        for bad in ["redis_url = \"rediss://h\"", "redis_prefix = \"a b\"", "redis_prefix = \"\""] {
+            let file: FileConfig = toml::from_str(bad).unwrap();
+            assert!(
+                Config::from_parts(file, &Overrides::default(), None, None, None).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

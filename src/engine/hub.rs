@@ -6,24 +6,31 @@
 //! replay and subscription happen in one message handler, so nothing can slip between them.
 //! The Hub does no I/O; runs it no longer holds are replayed from the store by the caller.
 //! Token events dropped and watchers told to resume are counted in [`crate::metrics`].
+//!
+//! With a [`Bus`] (several instances), it also publishes what its own runs do, follows runs
+//! other instances execute for the watchers here ([`Follow`], [`RemoteFrames`]), lists other
+//! instances' runs on the dashboard ([`RemoteControl`]) and delivers their cancel requests.
+//! Without one it behaves as a single instance: a watcher of a run executed nowhere here waits
+//! for it to be resumed here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::access::Viewer;
+use super::bus::{Bus, Control};
 use super::events::{is_transient, CallRef, EventFrame, Frame, FrameSender, ProgressMark};
 use crate::metrics::{self, Feed};
 
 /// Identifies a watcher's channel (a WebSocket session, an SSE stream, the CLI).
 pub type WatcherId = u64;
 
-/// A run as the dashboard lists it.
-#[derive(Debug, Clone, Serialize)]
+/// A run as the dashboard lists it (and as instances tell each other over the bus).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
     pub id: String,
@@ -49,7 +56,7 @@ pub struct RunSummary {
 }
 
 /// One model call of a run, as the dashboard shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallProgress {
     pub key: String,
@@ -62,7 +69,7 @@ pub struct CallProgress {
     pub response_time_ms: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CallState {
     Running,
@@ -180,9 +187,10 @@ pub enum WatchOutcome {
     NotLive,
 }
 
-/// Wait for a run that is `running` in the store but executed by no actor here yet (its
-/// process died and its lease has not run out): the watcher, already sent the stored events up
-/// to `since`, is subscribed when the run is resumed here.
+/// Follow a run that is `running` in the store but executed by no actor here (another instance
+/// executes it, or its process died and its lease has not run out): the watcher, already sent
+/// the stored events up to `since`, gets the rest as they come over the bus, and from the run's
+/// own actor if it is resumed here.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Park {
@@ -190,6 +198,24 @@ pub struct Park {
     pub since: i64,
     pub watcher: WatcherId,
     pub sink: FrameSender,
+    /// What [`Follow`] answered before the store was read (None without a bus).
+    pub epoch: Option<u64>,
+}
+
+/// With a bus: start receiving a run's frames before its stored events are read, so none can
+/// fall between the two. Answers, once subscribed, the follow's epoch for its [`Park`] (or
+/// [`Unfollow`] when the store says the run is over).
+#[derive(Message)]
+#[rtype(result = "u64")]
+pub struct Follow {
+    pub run_id: String,
+}
+
+/// A [`Follow`] that ends without a [`Park`] (the run was over, or the watch failed).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Unfollow {
+    pub run_id: String,
 }
 
 /// A run with parked watchers will not be resumed (it was ended `interrupted`): send them its
@@ -236,12 +262,51 @@ pub struct SubscribeDashboard {
 #[rtype(result = "Vec<RunSummary>")]
 pub struct ListLive {
     pub viewer: Viewer,
+    /// Include the runs other instances execute (known from the bus).
+    pub remote: bool,
 }
 
 /// Shutdown: end every run still going as `interrupted`; answers how many were.
 #[derive(Message)]
 #[rtype(result = "usize")]
 pub struct InterruptAll {}
+
+/// Frames another instance published for a run followed here.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RemoteFrames {
+    pub run_id: String,
+    pub frames: Vec<Arc<EventFrame>>,
+}
+
+/// A control message from another instance.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RemoteControl {
+    pub from: String,
+    pub msg: Control,
+}
+
+/// The bus (re)connected: frames may have been missed meanwhile.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct BusUp {}
+
+/// The runs followed over the bus and the highest sequence number known of each (received,
+/// or read from the store by a watcher).
+#[derive(Message)]
+#[rtype(result = "Vec<(String, i64)>")]
+pub struct ListFollowed {}
+
+/// What the store says of a followed run: if it stays ahead of what the bus brought for a
+/// whole check period, frames were lost, and the run's watchers catch up from the store.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Verify {
+    pub run_id: String,
+    /// The run's last stored sequence number (its terminal event's if it is over).
+    pub stored_seq: i64,
+}
 
 /// A subscribed watcher and the last sequence number it was sent.
 struct Watching {
@@ -257,12 +322,88 @@ struct LiveRun {
     ended_at: Option<Instant>,
 }
 
+/// A run watched here that no actor here executes: its frames come over the bus (if any).
+struct Followed {
+    /// Frames received since this instance subscribed (or since the last gap): a watcher that
+    /// read the store after the subscription finds here every event after what it read.
+    log: Vec<Arc<EventFrame>>,
+    watchers: HashMap<WatcherId, Watching>,
+    /// Watches between their [`Follow`] and their [`Park`] or [`Unfollow`].
+    pending: usize,
+    /// The last frame received (frames come numbered in a row: see [`Followed::receive`]).
+    last_seq: i64,
+    /// The highest number known here: received, or read from the store by a watcher.
+    known: i64,
+    /// Changes when frames were lost: a watch that read the store before cannot trust `log`.
+    epoch: u64,
+    /// The store's last sequence number at the previous [`Verify`], when it was ahead.
+    suspect: Option<i64>,
+    ended: bool,
+    /// Since when nobody watches or waits (the entry goes after [`FOLLOW_LINGER`]).
+    idle_since: Option<Instant>,
+}
+
+impl Followed {
+    fn new(epoch: u64) -> Self {
+        Followed {
+            log: Vec::new(),
+            watchers: HashMap::new(),
+            pending: 0,
+            last_seq: 0,
+            known: 0,
+            epoch,
+            suspect: None,
+            ended: false,
+            idle_since: None,
+        }
+    }
+
+    fn touch(&mut self) {
+        self.idle_since = if self.watchers.is_empty() && self.pending == 0 {
+            Some(self.idle_since.unwrap_or_else(Instant::now))
+        } else {
+            None
+        };
+    }
+}
+
+/// How long a followed run nobody watches any more stays subscribed (a watcher that
+/// reconnects at once finds it still there).
+const FOLLOW_LINGER: Duration = Duration::from_secs(10);
+
+/// Another instance's run, as its dashboard shows it.
+struct RemoteRun {
+    summary: RunSummary,
+    instance: String,
+    ended_at: Option<Instant>,
+}
+
+/// The Hub's side of the bus.
+pub struct BusLink {
+    pub bus: Bus,
+    /// How often this instance tells the others which runs it executes (a third of a lease).
+    pub beat: Duration,
+    /// An instance silent this long (a lease) has its runs dropped from the live list; a
+    /// cancel for a run executed nowhere is kept three times as long, for whoever takes the
+    /// run over.
+    pub silent_after: Duration,
+}
+
 pub struct Hub {
     runs: HashMap<String, LiveRun>,
-    /// Watchers waiting for a run to be resumed here (see [`Park`]).
-    parked: HashMap<String, HashMap<WatcherId, Watching>>,
+    /// Watched runs no actor here executes (see [`Park`]).
+    followed: HashMap<String, Followed>,
     dashboards: HashMap<WatcherId, (FrameSender, Viewer)>,
     retention: Duration,
+    bus: Option<BusLink>,
+    /// Other instances' runs (from the bus).
+    remote: HashMap<String, RemoteRun>,
+    /// When each other instance was last heard from.
+    heard: HashMap<String, Instant>,
+    /// Cancel requests for runs not executed here, in case this instance takes one over.
+    pending_cancels: HashMap<String, (String, Instant)>,
+    /// Gaps seen so far (numbers [`Followed::epoch`]).
+    gaps: u64,
 }
 
 /// Tells a slow watcher to resume, once it has read what it already has (the send waits for
@@ -292,10 +433,132 @@ fn offer(sink: &FrameSender, frame: &Arc<EventFrame>) -> Offer {
     }
 }
 
+/// Sends a frame to every watcher of a run that has not had it, dropping the ones that are
+/// gone or too slow (told to resume).
+fn fan_out(watchers: &mut HashMap<WatcherId, Watching>, run_id: &str, frame: &Arc<EventFrame>) {
+    watchers.retain(|_, w| {
+        if frame.seq <= w.last_seq {
+            return true;
+        }
+        match offer(&w.sink, frame) {
+            Offer::Sent => {
+                w.last_seq = frame.seq;
+                true
+            }
+            Offer::Dropped => {
+                metrics::global().token_dropped();
+                true
+            }
+            Offer::Lagged => {
+                metrics::global().watcher_lagged(Feed::Run);
+                send_lagged(
+                    w.sink.clone(),
+                    Frame::Lagged { run: run_id.to_string(), since: w.last_seq },
+                );
+                false
+            }
+            Offer::Closed => false,
+        }
+    });
+}
+
+/// Replays `log` after `since` to a watcher and subscribes it unless `ended` (see
+/// [`Hub::attach`]); answers whether the replay overflowed the watcher's buffer (it was told
+/// to resume).
+fn replay_and_subscribe(
+    log: &[Arc<EventFrame>],
+    ended: bool,
+    watchers: &mut HashMap<WatcherId, Watching>,
+    run_id: &str,
+    since: i64,
+    watcher: WatcherId,
+    sink: FrameSender,
+) -> bool {
+    let start = log.partition_point(|f| f.seq <= since);
+    let mut last_seq = since;
+    for frame in &log[start..] {
+        match sink.try_send(Frame::Event(frame.clone())) {
+            Ok(()) => last_seq = frame.seq,
+            Err(TrySendError::Full(_)) => {
+                metrics::global().watcher_lagged(Feed::Run);
+                send_lagged(sink, Frame::Lagged { run: run_id.to_string(), since: last_seq });
+                return true;
+            }
+            Err(TrySendError::Closed(_)) => return false,
+        }
+    }
+    if !ended {
+        watchers.insert(watcher, Watching { sink, last_seq });
+    }
+    false
+}
+
+impl Followed {
+    /// Frames were lost: every watcher catches up from the store (it is told to watch again
+    /// from the last event it got) and what was received so far is no longer a whole log.
+    fn resync(&mut self, run_id: &str, gaps: &mut u64) {
+        for (_, w) in self.watchers.drain() {
+            send_lagged(w.sink, Frame::Lagged { run: run_id.to_string(), since: w.last_seq });
+        }
+        *gaps += 1;
+        self.epoch = *gaps;
+        self.log.clear();
+        self.last_seq = 0;
+        self.known = 0;
+        self.suspect = None;
+        self.touch();
+    }
+
+    /// Takes one frame as the next of the run.
+    fn receive(&mut self, run_id: &str, frame: Arc<EventFrame>, gaps: &mut u64) {
+        if self.ended || frame.seq <= self.last_seq {
+            return;
+        }
+        // One publisher numbers every frame of a run in a row, tokens included (a run taken
+        // over continues after the highest number published): a jump means frames were lost.
+        if self.last_seq > 0 && frame.seq > self.last_seq + 1 {
+            log::warn!(
+                "run {run_id}: events {} to {} never came over the bus; its watchers here catch \
+                 up from the database",
+                self.last_seq + 1,
+                frame.seq - 1
+            );
+            self.resync(run_id, gaps);
+        }
+        self.last_seq = frame.seq;
+        self.known = self.known.max(frame.seq);
+        fan_out(&mut self.watchers, run_id, &frame);
+        let terminal = frame.is_terminal();
+        self.log.push(frame);
+        if terminal {
+            self.ended = true;
+            // Closing the channels tells stream-based watchers (SSE) the run is over.
+            self.watchers.clear();
+            self.touch();
+        }
+    }
+}
+
 impl Hub {
     /// `retention`: how long an ended run's events stay in memory for late watchers.
     pub fn new(retention: Duration) -> Self {
-        Hub { runs: HashMap::new(), parked: HashMap::new(), dashboards: HashMap::new(), retention }
+        Hub {
+            runs: HashMap::new(),
+            followed: HashMap::new(),
+            dashboards: HashMap::new(),
+            retention,
+            bus: None,
+            remote: HashMap::new(),
+            heard: HashMap::new(),
+            pending_cancels: HashMap::new(),
+            gaps: 0,
+        }
+    }
+
+    /// Exchanges with other instances over `link`.
+    pub fn with_bus(mut self, link: BusLink) -> Self {
+        self.bus = Some(link);
+        self
     }
 
     fn dashboard_update(&mut self, summary: &RunSummary) {
@@ -320,20 +583,108 @@ impl Hub {
         });
     }
 
+    /// A run executed here changed: update the dashboards here and elsewhere.
+    fn local_update(&mut self, summary: &RunSummary) {
+        if let Some(link) = &self.bus {
+            link.bus.control(Control::Summary { run: Box::new(summary.clone()) });
+        }
+        self.dashboard_update(summary);
+    }
+
     fn evict_expired(&mut self) {
         let retention = self.retention;
         self.runs.retain(|_, run| run.ended_at.is_none_or(|t| t.elapsed() < retention));
     }
 
-    fn live_summaries(&self, viewer: &Viewer) -> Vec<RunSummary> {
-        let mut list: Vec<RunSummary> = self
-            .runs
-            .values()
-            .filter(|r| viewer.can_see(r.summary.owner.as_deref(), &r.summary.visibility))
-            .map(|r| r.summary.clone())
-            .collect();
+    /// Drops followed runs nobody watches, other instances' runs that ended a retention ago or
+    /// whose instance fell silent, and cancels kept too long.
+    fn tidy(&mut self) {
+        let bus = self.bus.as_ref().map(|l| &l.bus);
+        self.followed.retain(|run_id, f| {
+            let keep = f.idle_since.is_none_or(|t| t.elapsed() < FOLLOW_LINGER);
+            if !keep {
+                if let Some(bus) = bus {
+                    bus.unsubscribe(run_id);
+                }
+            }
+            keep
+        });
+        let Some(link) = &self.bus else { return };
+        let (retention, silent) = (self.retention, link.silent_after);
+        let heard = &self.heard;
+        self.remote.retain(|_, r| match r.ended_at {
+            Some(t) => t.elapsed() < retention,
+            None => heard.get(&r.instance).is_some_and(|t| t.elapsed() < silent),
+        });
+        self.heard.retain(|_, t| t.elapsed() < retention.max(silent));
+        self.pending_cancels.retain(|_, (_, t)| t.elapsed() < silent * 3);
+    }
+
+    fn live_summaries(&self, viewer: &Viewer, remote: bool) -> Vec<RunSummary> {
+        let visible = |s: &RunSummary| viewer.can_see(s.owner.as_deref(), &s.visibility);
+        let mut list: Vec<RunSummary> =
+            self.runs.values().map(|r| &r.summary).filter(|s| visible(s)).cloned().collect();
+        if remote {
+            list.extend(
+                self.remote
+                    .values()
+                    .map(|r| &r.summary)
+                    .filter(|s| visible(s) && !self.runs.contains_key(&s.id))
+                    .cloned(),
+            );
+        }
         list.sort_by_key(|r| std::cmp::Reverse(r.created_at));
         list
+    }
+
+    fn running_here(&self) -> Vec<RunSummary> {
+        self.runs.values().filter(|r| r.ended_at.is_none()).map(|r| r.summary.clone()).collect()
+    }
+
+    /// Another instance's summary of a run it executes.
+    fn remote_update(&mut self, from: &str, summary: RunSummary) {
+        if self.runs.contains_key(&summary.id) {
+            return;
+        }
+        let ended_at = (summary.status != "running").then(Instant::now);
+        self.dashboard_update(&summary);
+        let run = RemoteRun { summary, instance: from.to_string(), ended_at };
+        self.remote.insert(run.summary.id.clone(), run);
+    }
+
+    /// `from` executes exactly `running` of the runs it had said it executes.
+    fn remote_running(&mut self, from: &str, running: &[String]) {
+        let running: HashSet<&str> = running.iter().map(String::as_str).collect();
+        self.remote.retain(|id, r| {
+            r.instance != from || r.ended_at.is_some() || running.contains(id.as_str())
+        });
+    }
+
+    fn resync_followed(&mut self) {
+        let gaps = &mut self.gaps;
+        for (run_id, f) in &mut self.followed {
+            if !f.ended {
+                f.resync(run_id, gaps);
+            }
+        }
+    }
+
+    /// Delivers a cancel to a run executed here; otherwise (with a bus) keeps it for a while,
+    /// in case this instance takes the run over before it was stopped.
+    fn cancel(&mut self, run_id: &str, reason: String) -> bool {
+        match self.runs.get(run_id) {
+            Some(run) if run.ended_at.is_none() => {
+                run.cancel.do_send(CancelRun { reason, shutdown: false });
+                true
+            }
+            Some(_) => false,
+            None => {
+                if self.bus.is_some() {
+                    self.pending_cancels.insert(run_id.to_string(), (reason, Instant::now()));
+                }
+                false
+            }
+        }
     }
 }
 
@@ -343,6 +694,15 @@ impl Actor for Hub {
     fn started(&mut self, ctx: &mut Self::Context) {
         let period = (self.retention / 4).max(Duration::from_millis(50));
         ctx.run_interval(period, |hub, _| hub.evict_expired());
+        ctx.run_interval(Duration::from_secs(1), |hub, _| hub.tidy());
+        if let Some(link) = &self.bus {
+            ctx.run_interval(link.beat, |hub, _| {
+                if let Some(link) = &hub.bus {
+                    let running = hub.running_here().into_iter().map(|s| s.id).collect();
+                    link.bus.control(Control::Beat { running });
+                }
+            });
+        }
     }
 }
 
@@ -359,6 +719,10 @@ impl Handler<RegisterRun> for Hub {
             }
             summary.last_seq = frame.seq;
         }
+        if let Some((reason, _)) = self.pending_cancels.remove(&summary.id) {
+            // Cancelled while no instance executed it: it stops as soon as it starts.
+            msg.cancel.do_send(CancelRun { reason, shutdown: false });
+        }
         let run = LiveRun {
             summary: summary.clone(),
             log: msg.log,
@@ -368,10 +732,18 @@ impl Handler<RegisterRun> for Hub {
         };
         // A run resumed here replaces what an earlier attempt left (its watchers are gone).
         self.runs.insert(summary.id.clone(), run);
-        for (watcher, w) in self.parked.remove(&summary.id).unwrap_or_default() {
-            self.attach(&summary.id, w.last_seq, watcher, w.sink);
+        self.remote.remove(&summary.id);
+        // Watchers that followed it elsewhere now follow it here: its log holds every stored
+        // event, and it numbers new ones after anything they were sent.
+        if let Some(followed) = self.followed.remove(&summary.id) {
+            for (watcher, w) in followed.watchers {
+                self.attach(&summary.id, w.last_seq, watcher, w.sink);
+            }
+            if let Some(link) = &self.bus {
+                link.bus.unsubscribe(&summary.id);
+            }
         }
-        self.dashboard_update(&summary);
+        self.local_update(&summary);
     }
 }
 
@@ -382,6 +754,9 @@ impl Handler<Publish> for Hub {
             log::warn!("events for unknown run {}", msg.run_id);
             return;
         };
+        if let Some(link) = &self.bus {
+            link.bus.frames(&msg.run_id, msg.frames.clone());
+        }
         let mut changed = false;
         for frame in msg.frames {
             if !is_transient(&frame.event) {
@@ -392,31 +767,12 @@ impl Handler<Publish> for Hub {
                 run.summary.apply(mark);
             }
             run.summary.last_seq = frame.seq;
-            let run_id = &msg.run_id;
-            run.watchers.retain(|_, w| match offer(&w.sink, &frame) {
-                Offer::Sent => {
-                    w.last_seq = frame.seq;
-                    true
-                }
-                Offer::Dropped => {
-                    metrics::global().token_dropped();
-                    true
-                }
-                Offer::Lagged => {
-                    metrics::global().watcher_lagged(Feed::Run);
-                    send_lagged(
-                        w.sink.clone(),
-                        Frame::Lagged { run: run_id.clone(), since: w.last_seq },
-                    );
-                    false
-                }
-                Offer::Closed => false,
-            });
+            fan_out(&mut run.watchers, &msg.run_id, &frame);
             run.log.push(frame);
         }
         if changed {
             let summary = run.summary.clone();
-            self.dashboard_update(&summary);
+            self.local_update(&summary);
         }
     }
 }
@@ -431,7 +787,7 @@ impl Handler<RunEnded> for Hub {
             // closing the channels tells stream-based watchers (SSE, CLI) the run is over.
             run.watchers.clear();
             let summary = run.summary.clone();
-            self.dashboard_update(&summary);
+            self.local_update(&summary);
         }
     }
 }
@@ -451,23 +807,9 @@ impl Hub {
             return WatchOutcome::NotLive;
         };
         let ended = run.ended_at.is_some();
-        let start = run.log.partition_point(|f| f.seq <= since);
-        let mut last_seq = since;
-        for frame in &run.log[start..] {
-            match sink.try_send(Frame::Event(frame.clone())) {
-                Ok(()) => last_seq = frame.seq,
-                Err(TrySendError::Full(_)) => {
-                    metrics::global().watcher_lagged(Feed::Run);
-                    send_lagged(sink, Frame::Lagged { run: run_id.to_string(), since: last_seq });
-                    return WatchOutcome::Live { ended: false };
-                }
-                Err(TrySendError::Closed(_)) => return WatchOutcome::Live { ended },
-            }
-        }
-        if !ended {
-            run.watchers.insert(watcher, Watching { sink, last_seq });
-        }
-        WatchOutcome::Live { ended }
+        let lagged =
+            replay_and_subscribe(&run.log, ended, &mut run.watchers, run_id, since, watcher, sink);
+        WatchOutcome::Live { ended: ended && !lagged }
     }
 }
 
@@ -478,26 +820,180 @@ impl Handler<Watch> for Hub {
     }
 }
 
+impl Handler<Follow> for Hub {
+    type Result = ResponseFuture<u64>;
+    fn handle(&mut self, msg: Follow, _: &mut Context<Self>) -> Self::Result {
+        // Executed here (resumed since the caller looked): its [`Park`] attaches to it.
+        if self.runs.contains_key(&msg.run_id) {
+            return Box::pin(async { 0 });
+        }
+        let gaps = self.gaps;
+        let entry = self.followed.entry(msg.run_id.clone()).or_insert_with(|| Followed::new(gaps));
+        entry.pending += 1;
+        entry.touch();
+        let epoch = entry.epoch;
+        let subscribed = self.bus.as_ref().map(|l| l.bus.subscribe(&msg.run_id));
+        Box::pin(async move {
+            if let Some(subscribed) = subscribed {
+                subscribed.await;
+            }
+            epoch
+        })
+    }
+}
+
+impl Handler<Unfollow> for Hub {
+    type Result = ();
+    fn handle(&mut self, msg: Unfollow, _: &mut Context<Self>) {
+        if let Some(f) = self.followed.get_mut(&msg.run_id) {
+            f.pending = f.pending.saturating_sub(1);
+            f.touch();
+        }
+    }
+}
+
 impl Handler<Park> for Hub {
     type Result = ();
     fn handle(&mut self, msg: Park, _: &mut Context<Self>) {
-        // Resumed since the caller looked: attach at once.
+        // Resumed here since the caller looked: attach at once.
         if self.runs.contains_key(&msg.run_id) {
+            if let (Some(f), Some(_)) = (self.followed.get_mut(&msg.run_id), msg.epoch) {
+                f.pending = f.pending.saturating_sub(1);
+                f.touch();
+            }
             self.attach(&msg.run_id, msg.since, msg.watcher, msg.sink);
             return;
         }
-        let waiting = Watching { sink: msg.sink, last_seq: msg.since };
-        self.parked.entry(msg.run_id).or_default().insert(msg.watcher, waiting);
+        let gaps = self.gaps;
+        let entry = self.followed.entry(msg.run_id.clone()).or_insert_with(|| Followed::new(gaps));
+        if msg.epoch.is_some() {
+            entry.pending = entry.pending.saturating_sub(1);
+        }
+        if msg.epoch.is_some_and(|e| e != entry.epoch) {
+            // Frames were lost while this watcher read the store: read it again.
+            send_lagged(msg.sink, Frame::Lagged { run: msg.run_id, since: msg.since });
+        } else {
+            entry.known = entry.known.max(msg.since);
+            replay_and_subscribe(
+                &entry.log,
+                entry.ended,
+                &mut entry.watchers,
+                &msg.run_id,
+                msg.since,
+                msg.watcher,
+                msg.sink,
+            );
+        }
+        entry.touch();
     }
 }
 
 impl Handler<Abandon> for Hub {
     type Result = ();
     fn handle(&mut self, msg: Abandon, _: &mut Context<Self>) {
-        for (_, w) in self.parked.remove(&msg.run_id).unwrap_or_default() {
-            if msg.terminal.seq > w.last_seq {
-                let _ = w.sink.try_send(Frame::Event(msg.terminal.clone()));
+        if let Some(link) = &self.bus {
+            link.bus.frames(&msg.run_id, vec![msg.terminal.clone()]);
+        }
+        let gaps = self.gaps;
+        let entry = self.followed.entry(msg.run_id.clone()).or_insert_with(|| Followed::new(gaps));
+        // Its last event before the terminal one was stored, not necessarily received: no gap.
+        entry.last_seq = entry.last_seq.max(msg.terminal.seq - 1);
+        entry.receive(&msg.run_id, msg.terminal, &mut self.gaps);
+    }
+}
+
+impl Handler<RemoteFrames> for Hub {
+    type Result = ();
+    fn handle(&mut self, msg: RemoteFrames, _: &mut Context<Self>) {
+        // A run executed here now: its own actor is the source.
+        if self.runs.contains_key(&msg.run_id) {
+            return;
+        }
+        let Some(entry) = self.followed.get_mut(&msg.run_id) else { return };
+        for frame in msg.frames {
+            entry.receive(&msg.run_id, frame, &mut self.gaps);
+        }
+    }
+}
+
+impl Handler<RemoteControl> for Hub {
+    type Result = ();
+    fn handle(&mut self, msg: RemoteControl, _: &mut Context<Self>) {
+        let from = msg.from;
+        self.heard.insert(from.clone(), Instant::now());
+        match msg.msg {
+            Control::Summary { run } => self.remote_update(&from, *run),
+            Control::Beat { running } => self.remote_running(&from, &running),
+            Control::Snapshot { runs } => {
+                let ids: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
+                self.remote_running(&from, &ids);
+                for run in runs {
+                    self.remote_update(&from, run);
+                }
             }
+            Control::Hello { resync } => {
+                if let Some(link) = &self.bus {
+                    link.bus.control(Control::Snapshot { runs: self.running_here() });
+                }
+                if resync {
+                    log::warn!("instance {from} lost events it published; followers catch up");
+                    self.resync_followed();
+                }
+            }
+            Control::Cancel { run, reason } => {
+                if self.cancel(&run, reason) {
+                    log::info!("run {run} cancelled at the request of instance {from}");
+                }
+            }
+        }
+    }
+}
+
+impl Handler<BusUp> for Hub {
+    type Result = ();
+    fn handle(&mut self, _: BusUp, _: &mut Context<Self>) {
+        // Whatever came while the bus was away is lost: followers catch up from the store.
+        self.resync_followed();
+        if let Some(link) = &self.bus {
+            link.bus.control(Control::Snapshot { runs: self.running_here() });
+        }
+    }
+}
+
+impl Handler<ListFollowed> for Hub {
+    type Result = MessageResult<ListFollowed>;
+    fn handle(&mut self, _: ListFollowed, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(
+            self.followed
+                .iter()
+                .filter(|(_, f)| !f.ended && (!f.watchers.is_empty() || f.pending > 0))
+                .map(|(id, f)| (id.clone(), f.known))
+                .collect(),
+        )
+    }
+}
+
+impl Handler<Verify> for Hub {
+    type Result = ();
+    fn handle(&mut self, msg: Verify, _: &mut Context<Self>) {
+        let Some(f) = self.followed.get_mut(&msg.run_id) else { return };
+        if f.ended || msg.stored_seq <= f.known {
+            f.suspect = None;
+            return;
+        }
+        // The store is ahead: normal for a moment (events are published once stored), not
+        // for a whole check period.
+        match f.suspect {
+            Some(earlier) if f.known < earlier => {
+                log::warn!(
+                    "run {}: the bus brought nothing after event {} though event {earlier} was \
+                     stored a while ago; its watchers here catch up from the database",
+                    msg.run_id,
+                    f.known
+                );
+                f.resync(&msg.run_id, &mut self.gaps);
+            }
+            _ => f.suspect = Some(msg.stored_seq),
         }
     }
 }
@@ -508,8 +1004,9 @@ impl Handler<Unwatch> for Hub {
         if let Some(run) = self.runs.get_mut(&msg.run_id) {
             run.watchers.remove(&msg.watcher);
         }
-        if let Some(parked) = self.parked.get_mut(&msg.run_id) {
-            parked.remove(&msg.watcher);
+        if let Some(f) = self.followed.get_mut(&msg.run_id) {
+            f.watchers.remove(&msg.watcher);
+            f.touch();
         }
     }
 }
@@ -520,10 +1017,11 @@ impl Handler<Disconnect> for Hub {
         for run in self.runs.values_mut() {
             run.watchers.remove(&msg.watcher);
         }
-        for parked in self.parked.values_mut() {
-            parked.remove(&msg.watcher);
+        for f in self.followed.values_mut() {
+            if f.watchers.remove(&msg.watcher).is_some() {
+                f.touch();
+            }
         }
-        self.parked.retain(|_, p| !p.is_empty());
         self.dashboards.remove(&msg.watcher);
     }
 }
@@ -531,20 +1029,14 @@ impl Handler<Disconnect> for Hub {
 impl Handler<Cancel> for Hub {
     type Result = bool;
     fn handle(&mut self, msg: Cancel, _: &mut Context<Self>) -> bool {
-        match self.runs.get(&msg.run_id) {
-            Some(run) if run.ended_at.is_none() => {
-                run.cancel.do_send(CancelRun { reason: msg.reason, shutdown: false });
-                true
-            }
-            _ => false,
-        }
+        self.cancel(&msg.run_id, msg.reason)
     }
 }
 
 impl Handler<SubscribeDashboard> for Hub {
     type Result = ();
     fn handle(&mut self, msg: SubscribeDashboard, _: &mut Context<Self>) {
-        let runs = self.live_summaries(&msg.viewer);
+        let runs = self.live_summaries(&msg.viewer, true);
         let text = serde_json::json!({ "type": "dashboard", "runs": runs }).to_string();
         match msg.sink.try_send(Frame::Dashboard(text.into())) {
             Ok(()) => {
@@ -574,7 +1066,7 @@ impl Handler<InterruptAll> for Hub {
 impl Handler<ListLive> for Hub {
     type Result = MessageResult<ListLive>;
     fn handle(&mut self, msg: ListLive, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.live_summaries(&msg.viewer))
+        MessageResult(self.live_summaries(&msg.viewer, msg.remote))
     }
 }
 
@@ -781,7 +1273,109 @@ mod tests {
         assert!(last["calls"][1].get("responseTimeMs").is_none(), "absent until the call ends");
         assert!(last.get("owner").is_some_and(serde_json::Value::is_null));
         // The REST list sees the same summary.
-        let live = hub.send(ListLive { viewer: Viewer::local() }).await.unwrap();
+        let live = hub.send(ListLive { viewer: Viewer::local(), remote: true }).await.unwrap();
         assert_eq!(serde_json::to_value(&live[0]).unwrap(), *last);
+    }
+
+    /// Every frame waiting in `rx`: event seqs, and the lag marker's `since` if one came.
+    async fn drain_all(rx: &mut mpsc::Receiver<Frame>) -> (Vec<i64>, Option<i64>) {
+        let mut seqs = Vec::new();
+        let mut lag = None;
+        while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+            match f {
+                Frame::Event(e) => seqs.push(e.seq),
+                Frame::Lagged { since, .. } => lag = Some(since),
+                _ => {}
+            }
+        }
+        (seqs, lag)
+    }
+
+    async fn remote(hub: &Addr<Hub>, frames: Vec<Arc<EventFrame>>) {
+        hub.send(RemoteFrames { run_id: "r".into(), frames }).await.unwrap();
+    }
+
+    #[actix_web::test]
+    async fn a_run_executed_elsewhere_is_followed_without_repeats_and_a_gap_sends_watchers_back_to_the_store(
+    ) {
+        let hub = Hub::new(Duration::from_secs(60)).start();
+        let epoch = hub.send(Follow { run_id: "r".into() }).await.unwrap();
+        // Frames that arrive while the watcher reads the store wait in the log.
+        remote(&hub, vec![frame(3, "call_start"), frame(4, "token")]).await;
+        let (tx, mut rx) = mpsc::channel(100);
+        let park = |since, epoch, sink| Park {
+            run_id: "r".into(),
+            since,
+            watcher: 1,
+            sink,
+            epoch: Some(epoch),
+        };
+        hub.send(park(3, epoch, tx.clone())).await.unwrap();
+        remote(&hub, vec![frame(4, "token"), frame(5, "stage1_start")]).await;
+        assert_eq!(drain_all(&mut rx).await, (vec![4, 5], None), "after what it read, once each");
+        // 6 and 7 never came: the watcher is told to catch up from the store after 5.
+        remote(&hub, vec![frame(8, "token")]).await;
+        assert_eq!(drain_all(&mut rx).await, (vec![], Some(5)));
+        // A watch that read the store before that gap cannot trust what was received: it is
+        // sent back too; one that follows afresh is served.
+        let stale = hub.send(Follow { run_id: "r".into() }).await.unwrap();
+        assert_eq!(stale, epoch + 1, "the gap started a new epoch");
+        let (tx2, mut rx2) = mpsc::channel(100);
+        hub.send(park(2, epoch, tx2.clone())).await.unwrap();
+        assert_eq!(drain_all(&mut rx2).await, (vec![], Some(2)));
+        hub.send(park(7, stale, tx2)).await.unwrap();
+        remote(&hub, vec![frame(9, "complete")]).await;
+        assert_eq!(drain_all(&mut rx2).await, (vec![8, 9], None));
+        // The terminal event ends the follow: the Hub let go of the watcher's channel.
+        drop(tx);
+        assert!(rx2.recv().await.is_none(), "nothing holds the channel open");
+        assert!(hub.send(ListFollowed {}).await.unwrap().is_empty());
+    }
+
+    #[actix_web::test]
+    async fn watchers_following_a_run_switch_to_it_when_it_is_resumed_here() {
+        let hub = Hub::new(Duration::from_secs(60)).start();
+        let epoch = hub.send(Follow { run_id: "r".into() }).await.unwrap();
+        let (tx, mut rx) = mpsc::channel(100);
+        hub.send(Park { run_id: "r".into(), since: 2, watcher: 1, sink: tx, epoch: Some(epoch) })
+            .await
+            .unwrap();
+        remote(&hub, vec![frame(3, "token")]).await;
+        assert_eq!(drain_all(&mut rx).await, (vec![3], None));
+        // Taken over here: the log holds the stored events; numbering goes on after the token.
+        let cancel = Nobody.start().recipient();
+        let log = vec![frame(1, "stage1_start"), frame(2, "call_start")];
+        hub.send(RegisterRun { summary: summary(), log, cancel }).await.unwrap();
+        hub.send(Publish { run_id: "r".into(), frames: vec![frame(4, "resumed")] }).await.unwrap();
+        // Frames still in flight from the old executor are ignored.
+        remote(&hub, vec![frame(4, "token"), frame(5, "token")]).await;
+        hub.send(Publish { run_id: "r".into(), frames: vec![frame(5, "call_start")] })
+            .await
+            .unwrap();
+        assert_eq!(drain_all(&mut rx).await, (vec![4, 5], None));
+        assert!(hub.send(ListFollowed {}).await.unwrap().is_empty(), "no longer followed");
+    }
+
+    #[actix_web::test]
+    async fn a_quiet_run_is_left_alone_but_a_store_that_stays_ahead_of_the_bus_sends_watchers_back()
+    {
+        let hub = Hub::new(Duration::from_secs(60)).start();
+        let epoch = hub.send(Follow { run_id: "r".into() }).await.unwrap();
+        let (tx, mut rx) = mpsc::channel(100);
+        hub.send(Park { run_id: "r".into(), since: 5, watcher: 1, sink: tx, epoch: Some(epoch) })
+            .await
+            .unwrap();
+        assert_eq!(hub.send(ListFollowed {}).await.unwrap(), vec![("r".to_string(), 5)]);
+        let verify = |stored_seq| Verify { run_id: "r".into(), stored_seq };
+        // A long model call: nothing new anywhere, however often it is checked.
+        for _ in 0..3 {
+            hub.send(verify(5)).await.unwrap();
+        }
+        assert_eq!(drain_all(&mut rx).await, (vec![], None));
+        // Stored but not yet published: fine once; still missing a check later, it was lost.
+        hub.send(verify(7)).await.unwrap();
+        assert_eq!(drain_all(&mut rx).await, (vec![], None));
+        hub.send(verify(7)).await.unwrap();
+        assert_eq!(drain_all(&mut rx).await, (vec![], Some(5)));
     }
 }

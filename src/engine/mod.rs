@@ -2,9 +2,12 @@
 //!
 //! [`Engine`] is the one entry point the web layer and the CLI use: it validates and starts
 //! runs, routes cancels, subscribes watchers (replaying from memory or the store), and
-//! rebuilds results. Mode logic stays in `modes/`, SQL in `store/`.
+//! rebuilds results. Mode logic stays in `modes/`, SQL in `store/`. With a [`bus::Bus`]
+//! several instances share one database: watches, cancels and the live list reach runs that
+//! other instances execute.
 
 pub mod access;
+pub mod bus;
 pub mod deliberation;
 pub mod events;
 pub mod hub;
@@ -82,6 +85,8 @@ pub struct EngineSettings {
     /// Take over runs whose lease ran out (the server does; the CLI shares the database with
     /// a server and leaves other runs alone).
     pub recover: bool,
+    /// Exchange with other instances over Redis (None: a single instance, no Redis at all).
+    pub bus: Option<bus::BusSettings>,
 }
 
 /// Cloneable handle to the engine's actors.
@@ -95,18 +100,39 @@ pub struct Engine {
     /// Set at shutdown: no new runs.
     draining: Arc<std::sync::atomic::AtomicBool>,
     starts: Arc<limits::StartLimiter>,
-    /// This process, as the holder of its runs' leases.
+    /// This process, as the holder of its runs' leases (and its name on the bus).
     instance: Arc<str>,
+    bus: Option<bus::Bus>,
 }
 
 /// How many turns of a conversation's history a follow-up may carry (modes truncate further).
 const HISTORY_LIMIT: usize = 200;
 
 impl Engine {
-    /// Starts the Hub and the lease heartbeat (which, with `settings.recover`, also takes
-    /// over runs whose lease ran out). Must run inside an actix System.
+    /// Starts the Hub, the bus (when configured) and the lease heartbeat (which, with
+    /// `settings.recover`, also takes over runs whose lease ran out). Must run inside an
+    /// actix System.
     pub fn launch(store: Store, providers: Providers, settings: EngineSettings) -> Self {
-        let hub = Hub::new(settings.retention).start();
+        let instance: Arc<str> = uuid::Uuid::new_v4().to_string().into();
+        let mut bus_handle = None;
+        let hub = Hub::create(|ctx| {
+            let hub = Hub::new(settings.retention);
+            let Some(config) = &settings.bus else { return hub };
+            match bus::Bus::start(config, &instance, ctx.address()) {
+                Ok(bus) => {
+                    bus_handle = Some(bus.clone());
+                    hub.with_bus(hub::BusLink {
+                        bus,
+                        beat: settings.lease / 3,
+                        silent_after: settings.lease,
+                    })
+                }
+                Err(e) => {
+                    log::error!("the Redis bus cannot start ({e}): running as a single instance");
+                    hub
+                }
+            }
+        });
         let engine = Engine {
             hub,
             store,
@@ -115,7 +141,8 @@ impl Engine {
             next_watcher: Arc::new(AtomicU64::new(1)),
             draining: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             starts: Arc::new(limits::StartLimiter::default()),
-            instance: uuid::Uuid::new_v4().to_string().into(),
+            instance,
+            bus: bus_handle,
         };
         let beat = engine.clone();
         actix::spawn(async move {
@@ -132,7 +159,7 @@ impl Engine {
     async fn heartbeat(&self) {
         let until = store::now_ms() + self.settings.lease.as_millis() as i64;
         let running = self
-            .live_runs(&Viewer::local())
+            .local_runs()
             .await
             .map_or(1, |runs| runs.iter().filter(|r| r.status == "running").count());
         if running > 0 {
@@ -145,6 +172,23 @@ impl Engine {
                 log::error!("could not look for runs to resume: {e}");
             }
         }
+        if self.bus.is_some() {
+            if let Err(e) = self.verify_followed().await {
+                log::error!("could not check the runs followed over the bus: {e}");
+            }
+        }
+    }
+
+    /// Compares what the bus brought of each run followed from here with what the store
+    /// holds, so watchers catch up from the store if the bus lost events (see [`hub::Verify`]).
+    async fn verify_followed(&self) -> Result<(), EngineError> {
+        let followed =
+            self.hub.send(hub::ListFollowed {}).await.map_err(|_| EngineError::Unavailable)?;
+        for (run_id, _) in followed {
+            let Some(run) = self.store.get_run(&run_id).await? else { continue };
+            self.hub.do_send(hub::Verify { run_id, stored_seq: run.last_seq });
+        }
+        Ok(())
     }
 
     /// Resumes every run left `running` whose lease has run out (its process died): each is
@@ -235,7 +279,7 @@ impl Engine {
                     replayed.stages
                 ));
             }
-            Some(Resumed { replayed, seq: run.last_seq })
+            Some(Resumed { replayed, seq: self.resume_seq(&run).await })
         };
         let log: Vec<Arc<EventFrame>> = self
             .store
@@ -265,6 +309,24 @@ impl Engine {
             calls: Vec::new(),
         };
         self.run_actor(summary, log, mode, resume).await.map_err(|e| e.to_string())
+    }
+
+    /// Where a resumed run's numbering continues: after its last stored event, and after every
+    /// number published on the bus (token events are numbered but not stored, and watchers,
+    /// which drop numbers they have seen, may have seen them).
+    async fn resume_seq(&self, run: &RunRecord) -> i64 {
+        let Some(bus) = &self.bus else { return run.last_seq };
+        match bus.high_water(&run.id).await {
+            Some(published) => run.last_seq.max(published),
+            None => {
+                log::warn!(
+                    "run {}: Redis cannot say which event numbers were published; resuming after \
+                     the last stored one (watchers that saw later token events may miss some)",
+                    run.id
+                );
+                run.last_seq
+            }
+        }
     }
 
     /// Registers a run with the Hub (with the events it already has) and starts its actor.
@@ -327,17 +389,13 @@ impl Engine {
         self.draining.store(true, Ordering::SeqCst);
         let running = |runs: &[RunSummary]| runs.iter().filter(|r| r.status == "running").count();
         let deadline = std::time::Instant::now() + grace;
-        while running(&self.live_runs(&Viewer::local()).await?) > 0
-            && std::time::Instant::now() < deadline
-        {
+        while running(&self.local_runs().await?) > 0 && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let interrupted =
             self.hub.send(hub::InterruptAll {}).await.map_err(|_| EngineError::Unavailable)?;
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while running(&self.live_runs(&Viewer::local()).await?) > 0
-            && std::time::Instant::now() < deadline
-        {
+        while running(&self.local_runs().await?) > 0 && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         self.store.flush().await?;
@@ -527,6 +585,17 @@ impl Engine {
             return Ok(true);
         }
         match self.store.get_run(run_id).await? {
+            // Executed by another instance (or about to be taken over): whoever holds it
+            // stops it; the request is checked here, not there.
+            Some(run) if run.status == "running" && self.bus.is_some() => {
+                if let Some(bus) = &self.bus {
+                    bus.control(bus::Control::Cancel {
+                        run: run_id.to_string(),
+                        reason: reason.to_string(),
+                    });
+                }
+                Ok(true)
+            }
             Some(_) => Ok(false),
             None => Err(EngineError::NotFound(format!("run {run_id}"))),
         }
@@ -554,28 +623,69 @@ impl Engine {
                 let Some(run) = self.store.get_run(run_id).await? else {
                     return Err(EngineError::NotFound(format!("run {run_id}")));
                 };
-                // The caller must be reading the channel: this waits for room.
-                let mut sent = since;
-                for e in self.store.events_since(run_id, since).await? {
-                    let seq = e.seq;
-                    let frame = EventFrame::new(run_id, e.seq, &e.event, e.data);
-                    if sink.send(Frame::Event(Arc::new(frame))).await.is_err() {
-                        return Ok(Watched::Ended);
-                    }
-                    sent = seq;
-                }
                 if run.status != "running" {
+                    self.replay(run_id, since, &sink).await?;
                     return Ok(Watched::Ended);
                 }
-                // Running, but no actor here executes it: its process died and the run will
-                // be resumed when its lease runs out. The watcher follows it from there.
+                // Running, but no actor here executes it: another instance does, or its
+                // process died and it will be resumed when its lease runs out. With a bus,
+                // receive its frames before reading the store: an event stored after the read
+                // is published after it, so it comes over the bus.
+                let epoch = match &self.bus {
+                    Some(_) => Some(
+                        self.hub
+                            .send(hub::Follow { run_id: run_id.to_string() })
+                            .await
+                            .map_err(|_| EngineError::Unavailable)?,
+                    ),
+                    None => None,
+                };
+                let replayed = self.replay(run_id, since, &sink).await;
+                let sent = match replayed {
+                    Ok(Some(sent)) => sent,
+                    Ok(None) | Err(_) => {
+                        if epoch.is_some() {
+                            self.hub.do_send(hub::Unfollow { run_id: run_id.to_string() });
+                        }
+                        return replayed.map(|_| Watched::Ended);
+                    }
+                };
+                // The watcher follows it over the bus, and here if it is resumed here.
                 self.hub
-                    .send(hub::Park { run_id: run_id.to_string(), since: sent, watcher, sink })
+                    .send(hub::Park {
+                        run_id: run_id.to_string(),
+                        since: sent,
+                        watcher,
+                        sink,
+                        epoch,
+                    })
                     .await
                     .map_err(|_| EngineError::Unavailable)?;
                 Ok(Watched::Live)
             }
         }
+    }
+
+    /// Sends the stored events after `since` (the caller must be reading the channel: this
+    /// waits for room). Answers the last sequence number sent, or None when the watcher went
+    /// away or the events end with the run's terminal one (it ended meanwhile).
+    async fn replay(
+        &self,
+        run_id: &str,
+        since: i64,
+        sink: &FrameSender,
+    ) -> Result<Option<i64>, EngineError> {
+        let mut sent = since;
+        for e in self.store.events_since(run_id, since).await? {
+            let seq = e.seq;
+            let frame = EventFrame::new(run_id, e.seq, &e.event, e.data);
+            let terminal = frame.is_terminal();
+            if sink.send(Frame::Event(Arc::new(frame))).await.is_err() || terminal {
+                return Ok(None);
+            }
+            sent = seq;
+        }
+        Ok(Some(sent))
     }
 
     pub fn unwatch(&self, run_id: &str, watcher: WatcherId) {
@@ -591,9 +701,18 @@ impl Engine {
         self.hub.do_send(hub::SubscribeDashboard { watcher, sink, viewer });
     }
 
+    /// The runs going on (and lately ended) that `viewer` may see, on every instance.
     pub async fn live_runs(&self, viewer: &Viewer) -> Result<Vec<RunSummary>, EngineError> {
         self.hub
-            .send(hub::ListLive { viewer: viewer.clone() })
+            .send(hub::ListLive { viewer: viewer.clone(), remote: true })
+            .await
+            .map_err(|_| EngineError::Unavailable)
+    }
+
+    /// The runs this instance executes (and lately ended).
+    async fn local_runs(&self) -> Result<Vec<RunSummary>, EngineError> {
+        self.hub
+            .send(hub::ListLive { viewer: Viewer::local(), remote: false })
             .await
             .map_err(|_| EngineError::Unavailable)
     }

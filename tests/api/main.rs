@@ -11,6 +11,7 @@ mod dberrors;
 mod fallback;
 mod faults;
 mod helpers;
+mod instances;
 mod lists;
 mod metrics;
 mod modes;
