@@ -279,7 +279,8 @@ impl Engine {
                     replayed.stages
                 ));
             }
-            Some(Resumed { replayed, seq: self.resume_seq(&run).await })
+            let seq = self.resume_seq(&run, replayed.calls()).await;
+            Some(Resumed { replayed, seq })
         };
         let log: Vec<Arc<EventFrame>> = self
             .store
@@ -311,22 +312,30 @@ impl Engine {
         self.run_actor(summary, log, mode, resume).await.map_err(|e| e.to_string())
     }
 
-    /// Where a resumed run's numbering continues: after its last stored event, and after every
-    /// number published on the bus (token events are numbered but not stored, and watchers,
-    /// which drop numbers they have seen, may have seen them).
-    async fn resume_seq(&self, run: &RunRecord) -> i64 {
-        let Some(bus) = &self.bus else { return run.last_seq };
-        match bus.high_water(&run.id).await {
-            Some(published) => run.last_seq.max(published),
-            None => {
-                log::warn!(
-                    "run {}: Redis cannot say which event numbers were published; resuming after \
-                     the last stored one (watchers that saw later token events may miss some)",
+    /// Where a resumed run's numbering continues: after every number its dead process may have
+    /// published. Token events are numbered but not stored, and watchers drop numbers they
+    /// have seen, so reusing one would hide the resumed run's events from them. The bus knows
+    /// the highest number published; without it, the numbering skips past the most token
+    /// events the dead process could have sent since its last stored step: one per call in
+    /// flight per token flush (plus one when a call retried or ended), for the time since.
+    async fn resume_seq(&self, run: &RunRecord, calls_in_flight: usize) -> i64 {
+        if let Some(bus) = &self.bus {
+            match bus.high_water(&run.id).await {
+                Some(published) => return run.last_seq.max(published),
+                None => log::warn!(
+                    "run {}: Redis cannot say which event numbers were published; skipping past \
+                     the most that could have been",
                     run.id
-                );
-                run.last_seq
+                ),
             }
         }
+        let since = match self.store.last_event_at(&run.id).await {
+            Ok(Some(at)) => at,
+            _ => run.created_at,
+        };
+        let flush_ms = (self.settings.token_flush.as_millis() as i64).max(1);
+        let flushes = (store::now_ms() - since).max(0) / flush_ms + 2;
+        run.last_seq + flushes * 2 * calls_in_flight.max(1) as i64
     }
 
     /// Registers a run with the Hub (with the events it already has) and starts its actor.

@@ -327,6 +327,11 @@ store_message!(
     |msg, conn| queries::journal(conn, &msg.run_id)
 );
 store_message!(
+    /// When a run's last event was stored.
+    LastEventAt { run_id: String } -> Option<i64>,
+    |msg, conn| queries::last_event_at(conn, &msg.run_id)
+);
+store_message!(
     CountStages { message_id: String } -> i64,
     |msg, conn| queries::count_stages(conn, &msg.message_id)
 );
@@ -445,6 +450,9 @@ impl Store {
     }
     pub async fn journal(&self, run_id: &str) -> Result<Vec<JournalRecord>, StoreError> {
         self.read(GetJournal { run_id: run_id.to_string() }).await?
+    }
+    pub async fn last_event_at(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+        self.read(LastEventAt { run_id: run_id.to_string() }).await?
     }
     pub async fn count_stages(&self, message_id: &str) -> Result<i64, StoreError> {
         self.read(CountStages { message_id: message_id.to_string() }).await?

@@ -515,6 +515,16 @@ pub fn events_since(
         .collect())
 }
 
+/// When a run's last event was stored (ms since the epoch), if it has any.
+pub fn last_event_at(conn: &mut AnyConnection, run_id: &str) -> Result<Option<i64>, StoreError> {
+    Ok(run_events::table
+        .filter(run_events::run_id.eq(run_id))
+        .order(run_events::seq.desc())
+        .select(run_events::created_at)
+        .first::<i64>(conn)
+        .optional()?)
+}
+
 pub fn get_conversation(
     conn: &mut AnyConnection,
     id: &str,

@@ -78,11 +78,13 @@ impl Drop for Server {
 struct Seen {
     events: BTreeMap<i64, Value>,
     ended: bool,
+    /// The highest number seen, token events included: what a client resumes from.
+    last_seq: i64,
 }
 
 impl Seen {
     fn last_seq(&self) -> i64 {
-        self.events.keys().next_back().copied().unwrap_or(0)
+        self.last_seq
     }
 
     fn add(&mut self, v: &Value) {
@@ -112,8 +114,14 @@ async fn follow(
         assert!(!left.is_zero(), "gave up waiting after {limit:?}");
         // (The server's pings restart `next_within`'s wait: bound the whole read.)
         let Ok(Some(v)) = tokio::time::timeout(left, ws.next_within(left)).await else { continue };
-        if v["type"] == "event" && v["event"] != "token" {
-            if let Some(s) = seen.get_mut(v["run"].as_str().unwrap_or("")) {
+        if v["type"] != "event" {
+            continue;
+        }
+        if let Some(s) = seen.get_mut(v["run"].as_str().unwrap_or("")) {
+            let seq = v["seq"].as_i64().expect("seq");
+            assert!(seq > s.last_seq, "seq {seq} after {}: {v}", s.last_seq);
+            s.last_seq = seq;
+            if v["event"] != "token" {
                 s.add(&v);
             }
         }
@@ -146,9 +154,13 @@ async fn kill_mid_run_and_resume(db: &str) {
         ws.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
         seen.insert(run.clone(), Seen::default());
     }
-    // Wait until every run has finished at least one model call, then kill the server.
+    // Wait until every run has finished at least one model call and streamed text past its
+    // last stored event (a token event is numbered but never stored), then kill the server.
     follow(&mut ws, &mut seen, Duration::from_secs(30), |seen| {
-        seen.values().all(|s| s.count("call_complete") >= 1)
+        seen.values().all(|s| {
+            s.count("call_complete") >= 1
+                && s.events.keys().next_back().is_some_and(|last| s.last_seq > *last)
+        })
     })
     .await;
     drop(first);
