@@ -9,7 +9,7 @@
 //! - [`config`]: configuration file, environment and flags; provider routes.
 //! - [`app`]: wiring: builds the server (or, for the CLI, the engine alone).
 //! - [`cli`]: the terminal client's `run` command.
-//! - [`bench`]: benchmark commands that print figures.
+//! - [`bench`]: `conclave bench`: drives a real server and sim-server and prints figures.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
