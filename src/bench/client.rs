@@ -76,6 +76,8 @@ pub struct Finished {
     pub run_id: String,
     /// From sending `start` to receiving the terminal event.
     pub wall: Duration,
+    /// From sending `start` to receiving `started` (the run is stored and registered).
+    pub started_after: Duration,
     /// `complete`, `error` or `cancelled`.
     pub terminal: String,
     /// Every event message of the run, as received (when asked to keep them).
@@ -100,6 +102,7 @@ pub async fn drive(
     ws.send(Message::text(start)).await.map_err(|e| BenchError::Ws(e.to_string()))?;
     let deadline = tokio::time::Instant::from_std(t0 + limit);
     let mut run_id: Option<String> = None;
+    let mut started_after = Duration::ZERO;
     let mut events = Vec::new();
     loop {
         let msg = match tokio::time::timeout_at(deadline, ws.next()).await {
@@ -124,6 +127,7 @@ pub async fn drive(
                     return Ok(Finished {
                         run_id: p.run.to_string(),
                         wall: t0.elapsed(),
+                        started_after,
                         terminal: p.event.to_string(),
                         events,
                     });
@@ -133,7 +137,10 @@ pub async fn drive(
         }
         let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
         match v["type"].as_str() {
-            Some("started") => run_id = v["runId"].as_str().map(str::to_string),
+            Some("started") => {
+                started_after = t0.elapsed();
+                run_id = v["runId"].as_str().map(str::to_string);
+            }
             Some("error") => {
                 return Err(BenchError::Run(format!(
                     "the server refused the run: {}",

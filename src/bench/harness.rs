@@ -57,7 +57,21 @@ impl Workspace {
 
     /// `conclave --config <config> ...` with nothing inherited that would reroute it.
     fn conclave(&self, config: &Path) -> Command {
-        let mut c = Command::new(&self.exe);
+        self.wrapped(config, None)
+    }
+
+    /// The same, behind `wrapper` (a command and its arguments, split at spaces) when given:
+    /// `CONCLAVE_BENCH_SERVER_WRAPPER="valgrind --tool=callgrind"` profiles the server.
+    fn wrapped(&self, config: &Path, wrapper: Option<&str>) -> Command {
+        let mut words = wrapper.unwrap_or_default().split_whitespace();
+        let mut c = match words.next() {
+            Some(program) => {
+                let mut c = Command::new(program);
+                c.args(words).arg(&self.exe);
+                c
+            }
+            None => Command::new(&self.exe),
+        };
         for k in CLEARED_ENV {
             c.env_remove(k);
         }
@@ -104,9 +118,13 @@ impl Workspace {
             )));
         }
         let log = self.log_file("server.log")?;
-        let mut cmd = self.conclave(&config);
+        let wrapper = std::env::var("CONCLAVE_BENCH_SERVER_WRAPPER").ok();
+        let mut cmd = self.wrapped(&config, wrapper.as_deref());
         cmd.arg("serve");
-        let (proc, line) = Proc::spawn("server", cmd, log)?;
+        let (mut proc, line) = Proc::spawn("server", cmd, log)?;
+        if wrapper.is_some() {
+            proc.grace = Duration::from_secs(120);
+        }
         let base = url_in(&line)
             .ok_or_else(|| BenchError::Child(format!("the server printed no URL: {line:?}")))?;
         let ws_url = format!("{}/ws", base.replacen("http://", "ws://", 1));
@@ -141,6 +159,9 @@ fn url_in(line: &str) -> Option<String> {
 pub struct Proc {
     child: Child,
     name: &'static str,
+    /// How long it gets to exit after SIGTERM when dropped (longer under a profiler, which
+    /// writes its output at exit).
+    grace: Duration,
 }
 
 impl Proc {
@@ -158,7 +179,7 @@ impl Proc {
             .spawn()
             .map_err(BenchError::io(format!("cannot start the {name}")))?;
         let stdout = child.stdout.take();
-        let proc = Proc { child, name };
+        let proc = Proc { child, name, grace: Duration::from_secs(5) };
         let (tx, rx) = std::sync::mpsc::channel();
         if let Some(stdout) = stdout {
             std::thread::spawn(move || {
@@ -190,18 +211,6 @@ impl Proc {
         status_field(self.pid(), "VmRSS:")
     }
 
-    /// CPU time (user + system) the process has used so far.
-    pub fn cpu_time(&self) -> Option<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).ok()?;
-        // Fields after the command name (which may hold spaces) start after the last ')'.
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-        // SAFETY: sysconf only reads a configuration value.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
-    }
-
     /// SIGTERM, up to `grace` to exit, then SIGKILL.
     pub fn stop(&mut self, grace: Duration) {
         if let Ok(Some(_)) = self.child.try_wait() {
@@ -227,8 +236,64 @@ impl Proc {
 
 impl Drop for Proc {
     fn drop(&mut self) {
-        self.stop(Duration::from_secs(5));
+        self.stop(self.grace);
     }
+}
+
+/// Scheduler figures of a process so far, summed over its threads.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sched {
+    /// Time on a CPU.
+    pub cpu: Duration,
+    /// Time runnable but waiting for a CPU (`/proc/…/schedstat`): how oversubscribed the
+    /// machine's cores were for this process.
+    pub waited: Duration,
+}
+
+/// CPU time used so far by each thread of `pid`: (thread id, name, time), in thread-id order.
+pub fn thread_cpu(pid: u32) -> Vec<(u32, String, Duration)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(u32, String, Duration)> = dir
+        .filter_map(|e| {
+            let tid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+            let path = format!("/proc/{pid}/task/{tid}");
+            let name = std::fs::read_to_string(format!("{path}/comm")).ok()?;
+            let cpu = cpu_of_stat(&std::fs::read_to_string(format!("{path}/stat")).ok()?)?;
+            Some((tid, name.trim().to_string(), cpu))
+        })
+        .collect();
+    out.sort_by_key(|t| t.0);
+    out
+}
+
+/// [`Sched`] of `pid`, from the `schedstat` of each of its threads (threads that ended are not
+/// counted).
+pub fn sched(pid: u32) -> Sched {
+    let mut total = Sched::default();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return total };
+    for e in dir.flatten() {
+        let path = e.path().join("schedstat");
+        let Ok(text) = std::fs::read_to_string(path) else { continue };
+        let f: Vec<u64> = text.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        if let [cpu, waited, ..] = f[..] {
+            total.cpu += Duration::from_nanos(cpu);
+            total.waited += Duration::from_nanos(waited);
+        }
+    }
+    total
+}
+
+/// User + system time from a `/proc/…/stat` line.
+fn cpu_of_stat(stat: &str) -> Option<Duration> {
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
 }
 
 fn status_field(pid: u32, field: &str) -> Option<u64> {

@@ -241,7 +241,8 @@ pub fn command(config: crate::config::Config, args: BenchArgs) -> i32 {
     match run(&scenarios, sizes) {
         Ok(report) => {
             println!("{}", report.render());
-            0
+            // A missed target is a figure, not a failure; a scenario that could not finish is.
+            i32::from(report.failed)
         }
         Err(e) => {
             eprintln!("conclave: bench: {e}");

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
 use super::client::{self, is_terminal, peek_event, Finished, Rest, Socket};
-use super::harness::{Proc, Workspace};
+use super::harness::{sched, thread_cpu, Sched, Workspace};
 use super::ideal;
 use super::report::{fmt_ms, ms, percentile, Draws, Report};
 use super::{BenchError, Scenario, Sizes};
@@ -66,24 +66,55 @@ fn mib(kib: Option<u64>) -> f64 {
     kib.map_or(f64::NAN, |k| k as f64 / 1024.0)
 }
 
-/// CPU used by a process while `span` passed, as a share of one core.
-struct CpuMeter<'a> {
-    proc: &'a Proc,
-    cpu: Option<Duration>,
+/// CPU a process uses from `start` on, in cores (1.0: one core all the time), whole and per
+/// thread, and the time its threads waited for a core: the evidence of what bounds a figure.
+struct CpuMeter {
+    pid: u32,
+    sched: Sched,
+    threads: Vec<(u32, String, Duration)>,
     at: Instant,
 }
 
-impl<'a> CpuMeter<'a> {
-    fn start(proc: &'a Proc) -> Self {
-        CpuMeter { proc, cpu: proc.cpu_time(), at: Instant::now() }
+impl CpuMeter {
+    fn start(pid: u32) -> Self {
+        CpuMeter { pid, sched: sched(pid), threads: thread_cpu(pid), at: Instant::now() }
     }
 
-    /// Cores busy on average since `start` (2.0: both cores of this machine, all the time).
-    fn cores(&self) -> f64 {
-        match (self.cpu, self.proc.cpu_time()) {
-            (Some(a), Some(b)) => (b - a).as_secs_f64() / self.at.elapsed().as_secs_f64(),
-            _ => f64::NAN,
-        }
+    /// Cores busy on average since `start`, and threads waiting for a core on average.
+    fn cores(&self) -> (f64, f64) {
+        let span = self.at.elapsed().as_secs_f64();
+        let now = sched(self.pid);
+        (
+            now.cpu.saturating_sub(self.sched.cpu).as_secs_f64() / span,
+            now.waited.saturating_sub(self.sched.waited).as_secs_f64() / span,
+        )
+    }
+
+    /// "1.21 cores (waiting 0.40)".
+    fn summary(&self) -> String {
+        let (cores, waiting) = self.cores();
+        format!("{cores:.2} cores (runnable but waiting for a core: {waiting:.2})")
+    }
+
+    /// The busiest threads since `start`, named (`main` is the process's first thread, where
+    /// actix's System arbiter runs; other threads are shown by their rank among the threads
+    /// and their name), with the cores each used.
+    fn busiest(&self, n: usize) -> String {
+        let span = self.at.elapsed().as_secs_f64();
+        let before: HashMap<u32, Duration> =
+            self.threads.iter().map(|(tid, _, cpu)| (*tid, *cpu)).collect();
+        let mut used: Vec<(String, f64)> = thread_cpu(self.pid)
+            .into_iter()
+            .enumerate()
+            .map(|(rank, (tid, name, cpu))| {
+                let was = before.get(&tid).copied().unwrap_or_default();
+                let label =
+                    if tid == self.pid { "main".to_string() } else { format!("#{rank} {name}") };
+                (label, cpu.saturating_sub(was).as_secs_f64() / span)
+            })
+            .collect();
+        used.sort_by(|a, b| b.1.total_cmp(&a.1));
+        used.iter().take(n).map(|(l, c)| format!("{l} {c:.2}")).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -154,8 +185,9 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
             (f, req, sock)
         }));
     }
-    let server_cpu = CpuMeter::start(&server.proc);
-    let sim_cpu = CpuMeter::start(&sim.proc);
+    let server_cpu = CpuMeter::start(server.proc.pid());
+    let sim_cpu = CpuMeter::start(sim.proc.pid());
+    let bench_cpu = CpuMeter::start(std::process::id());
     barrier.wait().await;
     let load_started = Instant::now();
     // What the sim delivers while the server is loaded: one run's calls made straight to it.
@@ -179,7 +211,13 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
         }
     }
     let load_took = load_started.elapsed();
-    let (server_cores, sim_cores) = (server_cpu.cores(), sim_cpu.cores());
+    let cpu = format!(
+        "server {}, busiest threads {}; sim-server {}; this client {}",
+        server_cpu.summary(),
+        server_cpu.busiest(4),
+        sim_cpu.summary(),
+        bench_cpu.summary()
+    );
     let peak = server.proc.peak_rss_kib();
     let probe = probe.await.map_err(|e| BenchError::Run(e.to_string()))??;
     drop(keep);
@@ -194,6 +232,7 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
     let stored = stored_runs(&server.db_path, MEMBERS.len() as i64)?;
     let walls: Vec<f64> = finished.iter().map(|(f, _)| ms(f.wall)).collect();
     let (p50, p95) = (percentile(&walls, 0.5), percentile(&walls, 0.95));
+    let starts: Vec<f64> = finished.iter().map(|(f, _)| ms(f.started_after)).collect();
     let mut r = Report::scenario(2, &format!("{n} concurrent Council runs, {latency} ms"));
     r.row("runs completed", fraction(completed, n))
         .target("all", completed == n && stored.all_stages >= n);
@@ -204,16 +243,16 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
     r.row("server peak RSS (VmHWM)", format!("{:.0} MiB", mib(peak)))
         .target(&format!("< {PEAK_RSS_MIB:.0} MB"), mib(peak) < PEAK_RSS_MIB);
     r.note(format!(
-        "wall max {}; all {n} done {:.2} s after the starts were sent; a run made straight against \
-         the sim-server during the load took {} (idle: {}); CPU during the load: server {:.2} \
-         cores, sim-server {:.2} (of 2); server RSS {:.0} MiB before the load; {} of {} runs \
-         stored with every stage",
+        "wall max {}; `started` came back after p50 {}, p95 {}; all {n} done {:.2} s after the \
+         starts were sent; a run made straight against the sim-server during the load took {} \
+         (idle: {}); CPU during the load (2 cores): {cpu}; server RSS {:.0} MiB before the load; \
+         {} of {} runs stored with every stage",
         fmt_ms(percentile(&walls, 1.0)),
+        fmt_ms(percentile(&starts, 0.5)),
+        fmt_ms(percentile(&starts, 0.95)),
         load_took.as_secs_f64(),
         fmt_ms(ms(probe.critical_path)),
         fmt_ms(ideal),
-        server_cores,
-        sim_cores,
         mib(rss_before),
         stored.all_stages,
         stored.completed,
@@ -296,6 +335,28 @@ fn stored_seqs(path: &Path, run_id: &str) -> Result<Vec<i64>, BenchError> {
     Ok(rows.into_iter().map(|s| s.seq).collect())
 }
 
+/// Each stored event of a run by seq: its name and the size of its data.
+fn stored_events(path: &Path, run_id: &str) -> Result<HashMap<i64, (String, usize)>, BenchError> {
+    use diesel::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Ev {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        seq: i64,
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        event: String,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        bytes: i64,
+    }
+    let mut conn = open_db(path)?;
+    let rows: Vec<Ev> = diesel::sql_query(
+        "SELECT seq, event, length(data) AS bytes FROM run_events WHERE run_id = ?",
+    )
+    .bind::<diesel::sql_types::Text, _>(run_id)
+    .load(&mut conn)
+    .map_err(|e| BenchError::Db(e.to_string()))?;
+    Ok(rows.into_iter().map(|e| (e.seq, (e.event, e.bytes as usize))).collect())
+}
+
 /// Scenario 3: latency 0, closed-loop clients added until completed runs per second stop
 /// growing; then every completed run's stages are counted in the database.
 async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
@@ -308,7 +369,7 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
     let errors = Arc::new(Mutex::new(Vec::<String>::new()));
     let walls = Arc::new(Mutex::new(Vec::<(usize, f64)>::new()));
     let mut workers = Vec::new();
-    let mut levels: Vec<(usize, f64, f64, f64, f64)> = Vec::new();
+    let mut levels: Vec<(usize, f64, f64, String)> = Vec::new();
     let settle = Duration::from_secs(1);
     for &level in sizes.throughput_levels {
         let more = level.saturating_sub(workers.len());
@@ -347,8 +408,9 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
             }));
         }
         tokio::time::sleep(settle).await;
-        let server_cpu = CpuMeter::start(&server.proc);
-        let sim_cpu = CpuMeter::start(&sim.proc);
+        let server_cpu = CpuMeter::start(server.proc.pid());
+        let sim_cpu = CpuMeter::start(sim.proc.pid());
+        let bench_cpu = CpuMeter::start(std::process::id());
         let (c0, t0) = (done.load(Ordering::Relaxed), Instant::now());
         let w0 = walls.lock().map(|w| w.len()).unwrap_or(0);
         tokio::time::sleep(sizes.throughput_window).await;
@@ -357,18 +419,28 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
             .lock()
             .map(|w| percentile(&w[w0.min(w.len())..].iter().map(|x| x.1).collect::<Vec<_>>(), 0.5))
             .unwrap_or(f64::NAN);
-        levels.push((level, rate, wall50, server_cpu.cores(), sim_cpu.cores()));
-        eprintln!(
-            "bench:   {level} clients: {rate:.0} runs/s (run p50 {}; CPU server {:.2}, sim {:.2})",
-            fmt_ms(wall50),
-            server_cpu.cores(),
-            sim_cpu.cores()
+        let cpu = format!(
+            "server {}, busiest threads {}; sim-server {}; this client {}",
+            server_cpu.summary(),
+            server_cpu.busiest(4),
+            sim_cpu.summary(),
+            bench_cpu.summary()
         );
+        eprintln!(
+            "bench:   {level} clients: {rate:.0} runs/s (run p50 {}); CPU: {cpu}",
+            fmt_ms(wall50)
+        );
+        levels.push((level, rate, wall50, cpu));
+        // Saturated once two levels in a row add less than 5 % to the best so far.
         let best = levels.iter().map(|l| l.1).fold(0.0, f64::max);
-        if levels.len() >= 2 && rate < best * 1.05 && failed.load(Ordering::Relaxed) == 0 {
-            break; // no longer growing: saturated
-        }
-        if failed.load(Ordering::Relaxed) > 0 {
+        let growing = |l: &[(usize, f64, f64, String)]| {
+            let before = l.iter().map(|x| x.1).fold(0.0, f64::max);
+            l.len() < 2 || l[l.len() - 1].1 >= before * 1.05
+        };
+        let k = levels.len();
+        if failed.load(Ordering::Relaxed) > 0
+            || (k >= 3 && rate < best * 1.05 && !growing(&levels[..k - 1]))
+        {
             break;
         }
     }
@@ -379,11 +451,9 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
     let peak = server.proc.peak_rss_kib();
     let (done, failed) = (done.load(Ordering::Relaxed) as usize, failed.load(Ordering::Relaxed));
     let stored = stored_runs(&server.db_path, MEMBERS.len() as i64)?;
-    let (best_level, best_rate, best_wall, server_cores, sim_cores) = levels
-        .iter()
-        .copied()
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .unwrap_or((0, 0.0, f64::NAN, f64::NAN, f64::NAN));
+    let best = levels.iter().max_by(|a, b| a.1.total_cmp(&b.1)).cloned();
+    let (best_level, best_rate, best_wall, best_cpu) =
+        best.unwrap_or((0, 0.0, f64::NAN, String::new()));
     let mut r = Report::scenario(3, "Council runs at latency 0, clients added until saturated");
     r.row("completed runs/s", format!("{best_rate:.0} ({best_level} clients)"))
         .target(&format!(">= {RUNS_PER_SECOND:.0}/s"), best_rate >= RUNS_PER_SECOND);
@@ -394,17 +464,11 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
     r.row("server peak RSS (VmHWM)", format!("{:.0} MiB", mib(peak)));
     let per_level: Vec<String> = levels
         .iter()
-        .map(|(l, rate, wall, s, m)| {
-            format!(
-                "{l} clients {rate:.0}/s (run p50 {}, CPU server {s:.2} sim {m:.2})",
-                fmt_ms(*wall)
-            )
-        })
+        .map(|(l, rate, wall, _)| format!("{l} clients {rate:.0}/s (run p50 {})", fmt_ms(*wall)))
         .collect();
     r.note(format!(
         "per level (each measured {:.0} s after {:.0} s settling): {}; at the best level runs took \
-         {} each and the CPU was server {server_cores:.2} + sim-server {sim_cores:.2} cores of 2; \
-         {} stage rows stored for {} completed runs",
+         {} each; CPU there (2 cores): {best_cpu}; {} stage rows stored for {} completed runs",
         sizes.throughput_window.as_secs_f64(),
         settle.as_secs_f64(),
         per_level.join("; "),
@@ -426,11 +490,13 @@ struct Watched {
     events: Vec<(i64, Instant)>,
 }
 
-async fn watch_one(mut sock: Socket, run: String, limit: Duration) -> Watched {
+/// Watches `run` on `sock` until its terminal event; answers what it saw and the socket, left
+/// open (closing thousands of sockets while the others still read would weigh on the figures).
+async fn watch_one(mut sock: Socket, run: String, limit: Duration) -> (Watched, Socket) {
     let mut seen = Watched { first: None, events: Vec::new() };
     let watch = json!({ "type": "watch", "run": run }).to_string();
     if sock.send(Message::text(watch)).await.is_err() {
-        return seen;
+        return (seen, sock);
     }
     let deadline = tokio::time::Instant::now() + limit;
     while let Ok(Some(Ok(msg))) = tokio::time::timeout_at(deadline, sock.next()).await {
@@ -446,8 +512,7 @@ async fn watch_one(mut sock: Socket, run: String, limit: Duration) -> Watched {
             break;
         }
     }
-    let _ = sock.close(None).await;
-    seen
+    (seen, sock)
 }
 
 /// Scenario 4: one run watched by many sockets; every durable event must reach every one, and
@@ -474,14 +539,26 @@ async fn watchers(sizes: Sizes) -> Result<Report, BenchError> {
     let started = rest.post("/api/deliberations", &request).await?;
     let run = started["runId"].as_str().unwrap_or_default().to_string();
     let watch_sent = Instant::now();
+    let server_cpu = CpuMeter::start(server.proc.pid());
+    let bench_cpu = CpuMeter::start(std::process::id());
     let limit = hold * 2 + RUN_LIMIT;
     let tasks: Vec<_> =
         sockets.into_iter().map(|s| tokio::spawn(watch_one(s, run.clone(), limit))).collect();
     let mut seen = Vec::with_capacity(n);
+    let mut open = Vec::with_capacity(n);
     for t in tasks {
-        seen.push(t.await.map_err(|e| BenchError::Run(e.to_string()))?);
+        let (w, sock) = t.await.map_err(|e| BenchError::Run(e.to_string()))?;
+        seen.push(w);
+        open.push(sock);
     }
+    let cpu = format!(
+        "server {}, busiest threads {}; this client {}",
+        server_cpu.summary(),
+        server_cpu.busiest(4),
+        bench_cpu.summary()
+    );
     let peak = server.proc.peak_rss_kib();
+    drop(open);
     let status = rest.get(&format!("/api/deliberations/{run}")).await?;
     let truth = stored_seqs(&server.db_path, &run)?;
     let complete = seen
@@ -502,15 +579,28 @@ async fn watchers(sizes: Sizes) -> Result<Report, BenchError> {
     }
     let mut delays = Vec::new();
     let mut live = 0;
-    for times in by_seq.values() {
+    let mut worst: Vec<(f64, i64)> = Vec::new();
+    for (seq, times) in &by_seq {
         let first = times.iter().min().copied();
         if let (Some(first), Some(sub)) = (first, all_subscribed) {
             if first > sub {
                 live += 1;
-                delays.extend(times.iter().map(|t| ms(t.duration_since(first))));
+                let d: Vec<f64> = times.iter().map(|t| ms(t.duration_since(first))).collect();
+                worst.push((percentile(&d, 0.99), *seq));
+                delays.extend(d);
             }
         }
     }
+    worst.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let events = stored_events(&server.db_path, &run)?;
+    let worst: Vec<String> = worst
+        .iter()
+        .take(3)
+        .map(|(p99, seq)| {
+            let (name, bytes) = events.get(seq).cloned().unwrap_or_default();
+            format!("seq {seq} {name} ({bytes} B of data): p99 {}", fmt_ms(*p99))
+        })
+        .collect();
     let p99 = percentile(&delays, 0.99);
     let mut r = Report::scenario(4, &format!("1 Council run watched by {n} WebSocket clients"));
     r.row("run status", status["status"].as_str().unwrap_or("?").to_string())
@@ -523,13 +613,15 @@ async fn watchers(sizes: Sizes) -> Result<Report, BenchError> {
     r.note(format!(
         "{} durable events stored (every event but `token`); delivery measured on the {live} that \
          went out after all {n} were subscribed (max {}); connecting took {:.1} s, subscribing \
-         {:.1} s (stage 1 held for {:.0} s so that they could); open-file limit {}",
+         {:.1} s (stage 1 held for {:.0} s so that they could); open-file limit {}; slowest \
+         events: {}; CPU from the watches to the end (2 cores): {cpu}",
         truth.len(),
         fmt_ms(percentile(&delays, 1.0)),
         connect_took.as_secs_f64(),
         all_subscribed.map_or(f64::NAN, |s| s.duration_since(watch_sent).as_secs_f64()),
         hold.as_secs_f64(),
         super::harness::raise_fd_limit(),
+        worst.join("; "),
     ));
     Ok(r.finish())
 }
