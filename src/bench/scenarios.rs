@@ -90,6 +90,19 @@ impl CpuMeter {
         )
     }
 
+    /// CPU time used since `start`.
+    fn used(&self) -> Duration {
+        sched(self.pid).cpu.saturating_sub(self.sched.cpu)
+    }
+
+    /// Cores used since `start` by the process's first thread, where actix's System arbiter
+    /// (and with it the engine's Hub) runs.
+    fn main_thread(&self) -> f64 {
+        let was = self.threads.iter().find(|t| t.0 == self.pid).map(|t| t.2).unwrap_or_default();
+        let now = thread_cpu(self.pid).into_iter().find(|t| t.0 == self.pid).map(|t| t.2);
+        now.unwrap_or_default().saturating_sub(was).as_secs_f64() / self.at.elapsed().as_secs_f64()
+    }
+
     /// "1.21 cores (waiting 0.40)".
     fn summary(&self) -> String {
         let (cores, waiting) = self.cores();
@@ -116,6 +129,18 @@ impl CpuMeter {
         used.sort_by(|a, b| b.1.total_cmp(&a.1));
         used.iter().take(n).map(|(l, c)| format!("{l} {c:.2}")).collect::<Vec<_>>().join(", ")
     }
+}
+
+/// "server 5.9 ms + sim-server 2.3 ms + client 0.3 ms = 8.5 ms": CPU per run of each
+/// process, the figure that bounds throughput on a machine with a fixed number of cores.
+fn per_run(meters: &[(&str, &CpuMeter)], runs: usize) -> String {
+    let each: Vec<(String, f64)> = meters
+        .iter()
+        .map(|(name, m)| (name.to_string(), ms(m.used()) / runs.max(1) as f64))
+        .collect();
+    let total: f64 = each.iter().map(|e| e.1).sum();
+    let parts: Vec<String> = each.iter().map(|(n, v)| format!("{n} {v:.2} ms")).collect();
+    format!("{} = {total:.2} ms", parts.join(" + "))
 }
 
 /// Scenario 1: one Council run at a time; overhead = wall time minus the run's own ideal.
@@ -212,11 +237,12 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
     }
     let load_took = load_started.elapsed();
     let cpu = format!(
-        "server {}, busiest threads {}; sim-server {}; this client {}",
+        "server {}, busiest threads {}; sim-server {}; this client {}; CPU per run: {}",
         server_cpu.summary(),
         server_cpu.busiest(4),
         sim_cpu.summary(),
-        bench_cpu.summary()
+        bench_cpu.summary(),
+        per_run(&[("server", &server_cpu), ("sim-server", &sim_cpu), ("client", &bench_cpu)], n)
     );
     let peak = server.proc.peak_rss_kib();
     let probe = probe.await.map_err(|e| BenchError::Run(e.to_string()))??;
@@ -357,6 +383,19 @@ fn stored_events(path: &Path, run_id: &str) -> Result<HashMap<i64, (String, usiz
     Ok(rows.into_iter().map(|e| (e.seq, (e.event, e.bytes as usize))).collect())
 }
 
+/// One concurrency level of scenario 3.
+struct Level {
+    clients: usize,
+    /// Completed runs per second in the window.
+    rate: f64,
+    wall50: f64,
+    /// Cores used by the server's main thread (the Hub) in the window.
+    hub: f64,
+    /// Runs completed since the scenario began, at the window's end.
+    so_far: u64,
+    cpu: String,
+}
+
 /// Scenario 3: latency 0, closed-loop clients added until completed runs per second stop
 /// growing; then every completed run's stages are counted in the database.
 async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
@@ -369,7 +408,7 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
     let errors = Arc::new(Mutex::new(Vec::<String>::new()));
     let walls = Arc::new(Mutex::new(Vec::<(usize, f64)>::new()));
     let mut workers = Vec::new();
-    let mut levels: Vec<(usize, f64, f64, String)> = Vec::new();
+    let mut levels: Vec<Level> = Vec::new();
     let settle = Duration::from_secs(1);
     for &level in sizes.throughput_levels {
         let more = level.saturating_sub(workers.len());
@@ -419,28 +458,32 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
             .lock()
             .map(|w| percentile(&w[w0.min(w.len())..].iter().map(|x| x.1).collect::<Vec<_>>(), 0.5))
             .unwrap_or(f64::NAN);
+        let runs = (done.load(Ordering::Relaxed) - c0) as usize;
         let cpu = format!(
-            "server {}, busiest threads {}; sim-server {}; this client {}",
+            "server {}, busiest threads {}; sim-server {}; this client {}; CPU per run: {}",
             server_cpu.summary(),
             server_cpu.busiest(4),
             sim_cpu.summary(),
-            bench_cpu.summary()
+            bench_cpu.summary(),
+            per_run(
+                &[("server", &server_cpu), ("sim-server", &sim_cpu), ("client", &bench_cpu)],
+                runs
+            )
         );
         eprintln!(
             "bench:   {level} clients: {rate:.0} runs/s (run p50 {}); CPU: {cpu}",
             fmt_ms(wall50)
         );
-        levels.push((level, rate, wall50, cpu));
-        // Saturated once two levels in a row add less than 5 % to the best so far.
-        let best = levels.iter().map(|l| l.1).fold(0.0, f64::max);
-        let growing = |l: &[(usize, f64, f64, String)]| {
-            let before = l.iter().map(|x| x.1).fold(0.0, f64::max);
-            l.len() < 2 || l[l.len() - 1].1 >= before * 1.05
+        let hub = server_cpu.main_thread();
+        let so_far = done.load(Ordering::Relaxed);
+        levels.push(Level { clients: level, rate, wall50, hub, so_far, cpu });
+        // Saturated once two levels in a row add less than 5 % to the best before them.
+        let improved = |i: usize| {
+            let before = levels[..i].iter().map(|l| l.rate).fold(0.0, f64::max);
+            levels[i].rate >= before * 1.05
         };
         let k = levels.len();
-        if failed.load(Ordering::Relaxed) > 0
-            || (k >= 3 && rate < best * 1.05 && !growing(&levels[..k - 1]))
-        {
+        if failed.load(Ordering::Relaxed) > 0 || (k >= 3 && !improved(k - 1) && !improved(k - 2)) {
             break;
         }
     }
@@ -451,9 +494,9 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
     let peak = server.proc.peak_rss_kib();
     let (done, failed) = (done.load(Ordering::Relaxed) as usize, failed.load(Ordering::Relaxed));
     let stored = stored_runs(&server.db_path, MEMBERS.len() as i64)?;
-    let best = levels.iter().max_by(|a, b| a.1.total_cmp(&b.1)).cloned();
+    let best = levels.iter().max_by(|a, b| a.rate.total_cmp(&b.rate));
     let (best_level, best_rate, best_wall, best_cpu) =
-        best.unwrap_or((0, 0.0, f64::NAN, String::new()));
+        best.map_or((0, 0.0, f64::NAN, ""), |b| (b.clients, b.rate, b.wall50, b.cpu.as_str()));
     let mut r = Report::scenario(3, "Council runs at latency 0, clients added until saturated");
     r.row("completed runs/s", format!("{best_rate:.0} ({best_level} clients)"))
         .target(&format!(">= {RUNS_PER_SECOND:.0}/s"), best_rate >= RUNS_PER_SECOND);
@@ -464,7 +507,16 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
     r.row("server peak RSS (VmHWM)", format!("{:.0} MiB", mib(peak)));
     let per_level: Vec<String> = levels
         .iter()
-        .map(|(l, rate, wall, _)| format!("{l} clients {rate:.0}/s (run p50 {})", fmt_ms(*wall)))
+        .map(|l| {
+            format!(
+                "{} clients {:.0}/s (run p50 {}, server main thread {:.2} cores, {} runs done)",
+                l.clients,
+                l.rate,
+                fmt_ms(l.wall50),
+                l.hub,
+                l.so_far
+            )
+        })
         .collect();
     r.note(format!(
         "per level (each measured {:.0} s after {:.0} s settling): {}; at the best level runs took \
