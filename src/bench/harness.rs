@@ -248,6 +248,9 @@ pub struct Sched {
     /// Time runnable but waiting for a CPU (`/proc/…/schedstat`): how oversubscribed the
     /// machine's cores were for this process.
     pub waited: Duration,
+    /// Of the process's CPU time, the part spent in the kernel (system time: socket reads and
+    /// writes, mostly).
+    pub kernel: Duration,
 }
 
 /// CPU time used so far by each thread of `pid`: (thread id, name, time), in thread-id order.
@@ -282,18 +285,27 @@ pub fn sched(pid: u32) -> Sched {
             total.waited += Duration::from_nanos(waited);
         }
     }
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        total.kernel = stat_times(&stat).map(|t| t.1).unwrap_or_default();
+    }
     total
 }
 
 /// User + system time from a `/proc/…/stat` line.
 fn cpu_of_stat(stat: &str) -> Option<Duration> {
+    stat_times(stat).map(|(user, kernel)| user + kernel)
+}
+
+/// (user, system) time from a `/proc/…/stat` line.
+fn stat_times(stat: &str) -> Option<(Duration, Duration)> {
     // Fields after the command name (which may hold spaces) start after the last ')'.
     let rest = stat.get(stat.rfind(')')? + 2..)?;
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    let (user, kernel) = (f.get(11)?.parse::<u64>().ok()?, f.get(12)?.parse::<u64>().ok()?);
     // SAFETY: sysconf only reads a configuration value.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
+    let secs = |ticks: u64| Duration::from_secs_f64(ticks as f64 / hz as f64);
+    (hz > 0).then(|| (secs(user), secs(kernel)))
 }
 
 fn status_field(pid: u32, field: &str) -> Option<u64> {

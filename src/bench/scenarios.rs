@@ -103,10 +103,16 @@ impl CpuMeter {
         now.unwrap_or_default().saturating_sub(was).as_secs_f64() / self.at.elapsed().as_secs_f64()
     }
 
-    /// "1.21 cores (waiting 0.40)".
+    /// "1.21 cores, 35 % in the kernel (runnable but waiting for a core: 0.40)".
     fn summary(&self) -> String {
         let (cores, waiting) = self.cores();
-        format!("{cores:.2} cores (runnable but waiting for a core: {waiting:.2})")
+        let now = sched(self.pid);
+        let used = now.cpu.saturating_sub(self.sched.cpu).as_secs_f64();
+        let kernel = now.kernel.saturating_sub(self.sched.kernel).as_secs_f64();
+        format!(
+            "{cores:.2} cores, {:.0} % in the kernel (runnable but waiting for a core: {waiting:.2})",
+            (kernel * 100.0 / used).min(100.0)
+        )
     }
 
     /// The busiest threads since `start`, named (`main` is the process's first thread, where
@@ -540,12 +546,15 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
 struct Watched {
     first: Option<Instant>,
     events: Vec<(i64, Instant)>,
+    /// Messages received, `token` events among them.
+    messages: usize,
+    tokens: usize,
 }
 
 /// Watches `run` on `sock` until its terminal event; answers what it saw and the socket, left
 /// open (closing thousands of sockets while the others still read would weigh on the figures).
 async fn watch_one(mut sock: Socket, run: String, limit: Duration) -> (Watched, Socket) {
-    let mut seen = Watched { first: None, events: Vec::new() };
+    let mut seen = Watched { first: None, events: Vec::new(), messages: 0, tokens: 0 };
     let watch = json!({ "type": "watch", "run": run }).to_string();
     if sock.send(Message::text(watch)).await.is_err() {
         return (seen, sock);
@@ -555,7 +564,11 @@ async fn watch_one(mut sock: Socket, run: String, limit: Duration) -> (Watched, 
         let Message::Text(text) = msg else { continue };
         let now = Instant::now();
         seen.first.get_or_insert(now);
+        seen.messages += 1;
         let Some(p) = peek_event(text.as_str()) else { continue };
+        if p.event == "token" {
+            seen.tokens += 1;
+        }
         if p.run != run || p.event == "token" {
             continue;
         }
@@ -603,11 +616,17 @@ async fn watchers(sizes: Sizes) -> Result<Report, BenchError> {
         seen.push(w);
         open.push(sock);
     }
+    let messages: usize = seen.iter().map(|w| w.messages).sum();
+    let tokens: usize = seen.iter().map(|w| w.tokens).sum();
+    let per_message = |m: &CpuMeter| ms(m.used()) * 1000.0 / messages.max(1) as f64;
     let cpu = format!(
-        "server {}, busiest threads {}; this client {}",
+        "server {}, busiest threads {}; this client {}; {messages} messages sent to the watchers \
+         ({tokens} of them `token` events), CPU per message: server {:.1} µs, client {:.1} µs",
         server_cpu.summary(),
         server_cpu.busiest(4),
-        bench_cpu.summary()
+        bench_cpu.summary(),
+        per_message(&server_cpu),
+        per_message(&bench_cpu),
     );
     let peak = server.proc.peak_rss_kib();
     drop(open);
