@@ -291,6 +291,22 @@ pub fn sched(pid: u32) -> Sched {
     total
 }
 
+/// The machine's CPU time so far, from `/proc/stat`: (busy, idle, stolen by the hypervisor),
+/// summed over its cores.
+pub fn machine_cpu() -> Option<(Duration, Duration, Duration)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal (guest time is inside user).
+    let field = |i: usize| f.get(i).copied().unwrap_or(0);
+    let busy = field(0) + field(1) + field(2) + field(5) + field(6);
+    let idle = field(3) + field(4);
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let secs = |ticks: u64| Duration::from_secs_f64(ticks as f64 / hz.max(1) as f64);
+    Some((secs(busy), secs(idle), secs(field(7))))
+}
+
 /// User + system time from a `/proc/…/stat` line.
 fn cpu_of_stat(stat: &str) -> Option<Duration> {
     stat_times(stat).map(|(user, kernel)| user + kernel)

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
 use super::client::{self, is_terminal, peek_event, Finished, Rest, Socket};
-use super::harness::{sched, thread_cpu, Sched, Workspace};
+use super::harness::{machine_cpu, sched, thread_cpu, Sched, Workspace};
 use super::ideal;
 use super::report::{fmt_ms, ms, percentile, Draws, Report};
 use super::{BenchError, Scenario, Sizes};
@@ -137,6 +137,31 @@ impl CpuMeter {
     }
 }
 
+/// The whole machine's cores, busy and stolen, from `start` on: whether a figure was bounded by
+/// the CPU at all, and by whom (every process on the machine counts, the benchmark's and others').
+struct MachineMeter {
+    at: Option<(Duration, Duration, Duration)>,
+}
+
+impl MachineMeter {
+    fn start() -> Self {
+        MachineMeter { at: machine_cpu() }
+    }
+
+    /// "1.97 of 2 cores busy (0.01 stolen)".
+    fn summary(&self) -> String {
+        let (Some(a), Some(b)) = (self.at, machine_cpu()) else { return "?".into() };
+        let (busy, idle, stolen) = (b.0 - a.0, b.1 - a.1, b.2 - a.2);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let total = (busy + idle + stolen).as_secs_f64().max(1e-9);
+        format!(
+            "{:.2} of {cores:.0} cores busy ({:.2} stolen by the hypervisor)",
+            busy.as_secs_f64() / total * cores,
+            stolen.as_secs_f64() / total * cores
+        )
+    }
+}
+
 /// "server 5.9 ms + sim-server 2.3 ms + client 0.3 ms = 8.5 ms": CPU per run of each
 /// process, the figure that bounds throughput on a machine with a fixed number of cores.
 fn per_run(meters: &[(&str, &CpuMeter)], runs: usize) -> String {
@@ -219,6 +244,7 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
     let server_cpu = CpuMeter::start(server.proc.pid());
     let sim_cpu = CpuMeter::start(sim.proc.pid());
     let bench_cpu = CpuMeter::start(std::process::id());
+    let machine = MachineMeter::start();
     barrier.wait().await;
     let load_started = Instant::now();
     // What the sim delivers while the server is loaded: one run's calls made straight to it.
@@ -243,7 +269,8 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
     }
     let load_took = load_started.elapsed();
     let cpu = format!(
-        "server {}, busiest threads {}; sim-server {}; this client {}; CPU per run: {}",
+        "machine {}; server {}, busiest threads {}; sim-server {}; this client {}; CPU per run: {}",
+        machine.summary(),
         server_cpu.summary(),
         server_cpu.busiest(4),
         sim_cpu.summary(),
@@ -456,6 +483,7 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
         let server_cpu = CpuMeter::start(server.proc.pid());
         let sim_cpu = CpuMeter::start(sim.proc.pid());
         let bench_cpu = CpuMeter::start(std::process::id());
+        let machine = MachineMeter::start();
         let (c0, t0) = (done.load(Ordering::Relaxed), Instant::now());
         let w0 = walls.lock().map(|w| w.len()).unwrap_or(0);
         tokio::time::sleep(sizes.throughput_window).await;
@@ -466,7 +494,9 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
             .unwrap_or(f64::NAN);
         let runs = (done.load(Ordering::Relaxed) - c0) as usize;
         let cpu = format!(
-            "server {}, busiest threads {}; sim-server {}; this client {}; CPU per run: {}",
+            "machine {}; server {}, busiest threads {}; sim-server {}; this client {}; CPU per \
+             run: {}",
+            machine.summary(),
             server_cpu.summary(),
             server_cpu.busiest(4),
             sim_cpu.summary(),
@@ -606,6 +636,7 @@ async fn watchers(sizes: Sizes) -> Result<Report, BenchError> {
     let watch_sent = Instant::now();
     let server_cpu = CpuMeter::start(server.proc.pid());
     let bench_cpu = CpuMeter::start(std::process::id());
+    let machine = MachineMeter::start();
     let limit = hold * 2 + RUN_LIMIT;
     let tasks: Vec<_> =
         sockets.into_iter().map(|s| tokio::spawn(watch_one(s, run.clone(), limit))).collect();
@@ -620,8 +651,10 @@ async fn watchers(sizes: Sizes) -> Result<Report, BenchError> {
     let tokens: usize = seen.iter().map(|w| w.tokens).sum();
     let per_message = |m: &CpuMeter| ms(m.used()) * 1000.0 / messages.max(1) as f64;
     let cpu = format!(
-        "server {}, busiest threads {}; this client {}; {messages} messages sent to the watchers \
+        "machine {}; server {}, busiest threads {}; this client {}; {messages} messages sent to \
+         the watchers \
          ({tokens} of them `token` events), CPU per message: server {:.1} µs, client {:.1} µs",
+        machine.summary(),
         server_cpu.summary(),
         server_cpu.busiest(4),
         bench_cpu.summary(),
