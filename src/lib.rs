@@ -10,7 +10,7 @@
 //! - [`app`]: wiring: builds the server (or, for the CLI, the engine alone).
 //! - [`cli`]: the terminal client's `run` command.
 //! - [`metrics`]: process-wide counters and their Prometheus text for `GET /metrics`.
-//! - [`bench`]: benchmark commands that print figures.
+//! - [`bench`]: `conclave bench`: drives a real server and sim-server and prints figures.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 

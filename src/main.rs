@@ -80,10 +80,22 @@ enum Command {
         #[command(subcommand)]
         action: UserAction,
     },
-    /// Print benchmark figures.
+    /// Print benchmark figures: the five scenarios of "Speed, measured" against a real server
+    /// and sim-server started as child processes (README "Benchmarks"), or `clarity`.
     Bench {
-        #[command(subcommand)]
-        what: BenchWhat,
+        /// Scenarios, by number or name: 1 overhead, 2 concurrent, 3 throughput, 4 watchers,
+        /// 5 modes (default: all five). `clarity` alone runs Clarity panels in-process instead.
+        scenarios: Vec<String>,
+        /// Reduced sizes (5 sequential runs, 50 concurrent, 500 watchers...) for a smoke test.
+        #[arg(long)]
+        quick: bool,
+        /// clarity: panels to run.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// clarity: latency of every sim call, in milliseconds (a fast model's typical answer
+        /// time).
+        #[arg(long, default_value_t = 2500)]
+        latency_ms: u64,
     },
 }
 
@@ -100,19 +112,6 @@ enum UserAction {
     List,
     /// Revoke a user: every token of theirs stops working at once.
     Revoke { name: String },
-}
-
-#[derive(Subcommand)]
-enum BenchWhat {
-    /// Clarity's latency per panel against sim models, with the PRD's 15 s budget.
-    Clarity {
-        /// Panels to run.
-        #[arg(long, default_value_t = 5)]
-        runs: usize,
-        /// Latency of every sim call, in milliseconds (a fast model's typical answer time).
-        #[arg(long, default_value_t = 2500)]
-        latency_ms: u64,
-    },
 }
 
 fn main() -> ExitCode {
@@ -143,9 +142,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let command = cli.command.unwrap_or(Command::Serve { bind: None });
+    // The benchmark drives child processes from a runtime of its own.
+    if let Command::Bench { scenarios, quick, runs, latency_ms } = command {
+        let args = conclave::bench::BenchArgs { scenarios, quick, runs, latency_ms };
+        return ExitCode::from(conclave::bench::command(config, args) as u8);
+    }
     let system = actix_web::rt::System::new();
     let code = system.block_on(async move {
-        match cli.command.unwrap_or(Command::Serve { bind: None }) {
+        match command {
             Command::Serve { .. } => serve(config).await,
             Command::Run {
                 mode,
@@ -189,18 +194,7 @@ fn main() -> ExitCode {
                 }
             }
             Command::SimServer { bind } => sim(config, &bind).await,
-            Command::Bench { what: BenchWhat::Clarity { runs, latency_ms } } => {
-                match conclave::bench::clarity(config, runs.max(1), latency_ms).await {
-                    Ok(figures) => {
-                        print!("{}", figures.report(latency_ms));
-                        0
-                    }
-                    Err(e) => {
-                        eprintln!("conclave: {e}");
-                        1
-                    }
-                }
-            }
+            Command::Bench { .. } => unreachable!("handled before the System starts"),
             Command::User { action } => user_command(&config.database_url, action).await,
             Command::Migrate => match conclave::store::db::connect(&config.database_url, 1) {
                 Ok(_) => {

@@ -3,6 +3,7 @@
 //! real HTTP, WebSocket and SSE clients. One binary keeps link times down.
 
 mod access;
+mod bench;
 mod cancel;
 mod cli;
 mod council;

@@ -1,5 +1,3 @@
-//! Benchmarks that print figures (never timed tests: machines here are shared and noisy).
-//!
 //! `conclave bench clarity`: runs Clarity panels in-process against sim models whose every call
 //! takes a realistic latency, and reports wall-clock latency per panel against the PRD's 15 s
 //! budget, with the ratio to a single-judge baseline (one scoring call through the same
