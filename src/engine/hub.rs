@@ -266,6 +266,15 @@ pub struct ListLive {
     pub remote: bool,
 }
 
+/// How many runs are running: those of `owner` on every instance (known from the bus), or
+/// with no owner given, every run this instance executes. Counted without copying summaries:
+/// a start asks this, and the Hub holds every run of the retention period.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct CountRunning {
+    pub owner: Option<String>,
+}
+
 /// Shutdown: end every run still going as `interrupted`; answers how many were.
 #[derive(Message)]
 #[rtype(result = "usize")]
@@ -770,7 +779,8 @@ impl Handler<Publish> for Hub {
             fan_out(&mut run.watchers, &msg.run_id, &frame);
             run.log.push(frame);
         }
-        if changed {
+        // Nobody to tell (no dashboard here, no bus): no copy of the summary.
+        if changed && (self.bus.is_some() || !self.dashboards.is_empty()) {
             let summary = run.summary.clone();
             self.local_update(&summary);
         }
@@ -1060,6 +1070,26 @@ impl Handler<InterruptAll> for Hub {
             n += 1;
         }
         n
+    }
+}
+
+impl Handler<CountRunning> for Hub {
+    type Result = usize;
+    fn handle(&mut self, msg: CountRunning, _: &mut Context<Self>) -> usize {
+        let running = |s: &RunSummary| s.status == "running";
+        match &msg.owner {
+            None => self.runs.values().filter(|r| running(&r.summary)).count(),
+            Some(owner) => {
+                let mine = |s: &RunSummary| running(s) && s.owner.as_deref() == Some(owner);
+                let local = self.runs.values().filter(|r| mine(&r.summary)).count();
+                let remote = self
+                    .remote
+                    .values()
+                    .filter(|r| mine(&r.summary) && !self.runs.contains_key(&r.summary.id))
+                    .count();
+                local + remote
+            }
+        }
     }
 }
 

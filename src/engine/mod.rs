@@ -158,10 +158,7 @@ impl Engine {
     /// Renews this process's leases and (as the server) takes over runs whose lease ran out.
     async fn heartbeat(&self) {
         let until = store::now_ms() + self.settings.lease.as_millis() as i64;
-        let running = self
-            .local_runs()
-            .await
-            .map_or(1, |runs| runs.iter().filter(|r| r.status == "running").count());
+        let running = self.hub.send(hub::CountRunning { owner: None }).await.unwrap_or(1);
         if running > 0 {
             if let Err(e) = self.store.renew_leases(&self.instance, until).await {
                 log::error!("could not renew the leases of running runs: {e}");
@@ -422,8 +419,11 @@ impl Engine {
         let req = modes::validate(body, &self.settings.defaults)?;
         let owner = viewer.name.clone();
         if let Some(name) = &owner {
-            let mine = |r: &RunSummary| r.status == "running" && r.owner.as_deref() == Some(name);
-            let running = self.live_runs(viewer).await?.iter().filter(|r| mine(r)).count();
+            let running = self
+                .hub
+                .send(hub::CountRunning { owner: Some(name.clone()) })
+                .await
+                .map_err(|_| EngineError::Unavailable)?;
             self.starts
                 .admit(name, running, self.settings.user_limits, std::time::Instant::now())
                 .map_err(|r| EngineError::RateLimited {
