@@ -363,6 +363,59 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
     })
 }
 
+/// `conclave bench ...` (see [`crate::bench`]): prints the table (or the Clarity report) and answers the exit code.
+pub fn bench_command(config: Config, args: crate::bench::BenchArgs) -> i32 {
+    if args.scenarios.iter().any(|s| s == "clarity") {
+        if args.scenarios.len() > 1 {
+            eprintln!("conclave: `bench clarity` runs alone");
+            return 2;
+        }
+        let system = actix_web::rt::System::new();
+        return system.block_on(async move {
+            match crate::bench::clarity::clarity(config, args.runs.max(1), args.latency_ms).await {
+                Ok(figures) => {
+                    print!("{}", figures.report(args.latency_ms));
+                    0
+                }
+                Err(e) => {
+                    eprintln!("conclave: {e}");
+                    1
+                }
+            }
+        });
+    }
+    let mut scenarios = Vec::new();
+    for s in &args.scenarios {
+        match crate::bench::Scenario::parse(s) {
+            Some(sc) if !scenarios.contains(&sc) => scenarios.push(sc),
+            Some(_) => {}
+            None => {
+                eprintln!(
+                    "conclave: unknown scenario {s:?}: use 1-5 (overhead, concurrent, \
+                     throughput, watchers, modes) or clarity"
+                );
+                return 2;
+            }
+        }
+    }
+    if scenarios.is_empty() {
+        scenarios = crate::bench::Scenario::ALL.to_vec();
+    }
+    scenarios.sort();
+    let sizes = if args.quick { crate::bench::Sizes::quick() } else { crate::bench::Sizes::full() };
+    match crate::bench::run(&scenarios, sizes) {
+        Ok(report) => {
+            println!("{}", report.render());
+            // A missed target is a figure, not a failure; a scenario that could not finish is.
+            i32::from(report.failed)
+        }
+        Err(e) => {
+            eprintln!("conclave: bench: {e}");
+            1
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -117,13 +117,11 @@ enum UserAction {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The terminal client draws its own progress; logs would interleave with it.
-    let level = if matches!(
-        cli.command,
-        Some(Command::Run { .. } | Command::Bench { .. } | Command::User { .. })
-    ) {
-        "error"
-    } else {
-        "info"
+    let level = match cli.command {
+        Some(Command::Run { .. } | Command::User { .. }) => "error",
+        // The benchmark's progress is its own log; the server and sim it drives log apart.
+        Some(Command::Bench { .. }) => "error,conclave::bench=info",
+        _ => "info",
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
     let bind = match &cli.command {
@@ -146,7 +144,7 @@ fn main() -> ExitCode {
     // The benchmark drives child processes from a runtime of its own.
     if let Command::Bench { scenarios, quick, runs, latency_ms } = command {
         let args = conclave::bench::BenchArgs { scenarios, quick, runs, latency_ms };
-        return ExitCode::from(conclave::bench::command(config, args) as u8);
+        return ExitCode::from(conclave::cli::bench_command(config, args) as u8);
     }
     let system = actix_web::rt::System::new();
     let code = system.block_on(async move {

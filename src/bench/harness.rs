@@ -141,7 +141,7 @@ impl Workspace {
 impl Drop for Workspace {
     fn drop(&mut self) {
         if std::env::var_os("CONCLAVE_BENCH_KEEP").is_some() {
-            eprintln!("bench: kept {}", self.dir.display());
+            log::info!("kept {}", self.dir.display());
             return;
         }
         let _ = std::fs::remove_dir_all(&self.dir);

@@ -184,11 +184,11 @@ pub fn run(scenarios: &[Scenario], sizes: Sizes) -> Result<Report, BenchError> {
     harness::raise_fd_limit();
     let mut report = Report::default();
     for &scenario in scenarios {
-        eprintln!("bench: scenario {} ({}) ...", scenario.number(), scenario.name());
+        log::info!("scenario {} ({}) ...", scenario.number(), scenario.name());
         let started = std::time::Instant::now();
         let part = runtime.block_on(scenarios::run(scenario, sizes))?;
-        eprintln!(
-            "bench: scenario {} done in {:.1} s\n{}",
+        log::info!(
+            "scenario {} done in {:.1} s\n{}",
             scenario.number(),
             started.elapsed().as_secs_f64(),
             part.render()
@@ -196,57 +196,4 @@ pub fn run(scenarios: &[Scenario], sizes: Sizes) -> Result<Report, BenchError> {
         report.extend(part);
     }
     Ok(report)
-}
-
-/// `conclave bench ...`: prints the table (or the Clarity report) and answers the exit code.
-pub fn command(config: crate::config::Config, args: BenchArgs) -> i32 {
-    if args.scenarios.iter().any(|s| s == "clarity") {
-        if args.scenarios.len() > 1 {
-            eprintln!("conclave: `bench clarity` runs alone");
-            return 2;
-        }
-        let system = actix_web::rt::System::new();
-        return system.block_on(async move {
-            match clarity::clarity(config, args.runs.max(1), args.latency_ms).await {
-                Ok(figures) => {
-                    print!("{}", figures.report(args.latency_ms));
-                    0
-                }
-                Err(e) => {
-                    eprintln!("conclave: {e}");
-                    1
-                }
-            }
-        });
-    }
-    let mut scenarios = Vec::new();
-    for s in &args.scenarios {
-        match Scenario::parse(s) {
-            Some(sc) if !scenarios.contains(&sc) => scenarios.push(sc),
-            Some(_) => {}
-            None => {
-                eprintln!(
-                    "conclave: unknown scenario {s:?}: use 1-5 (overhead, concurrent, \
-                     throughput, watchers, modes) or clarity"
-                );
-                return 2;
-            }
-        }
-    }
-    if scenarios.is_empty() {
-        scenarios = Scenario::ALL.to_vec();
-    }
-    scenarios.sort();
-    let sizes = if args.quick { Sizes::quick() } else { Sizes::full() };
-    match run(&scenarios, sizes) {
-        Ok(report) => {
-            println!("{}", report.render());
-            // A missed target is a figure, not a failure; a scenario that could not finish is.
-            i32::from(report.failed)
-        }
-        Err(e) => {
-            eprintln!("conclave: bench: {e}");
-            1
-        }
-    }
 }

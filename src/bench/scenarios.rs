@@ -506,10 +506,7 @@ async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
                 runs
             )
         );
-        eprintln!(
-            "bench:   {level} clients: {rate:.0} runs/s (run p50 {}); CPU: {cpu}",
-            fmt_ms(wall50)
-        );
+        log::info!("  {level} clients: {rate:.0} runs/s (run p50 {}); CPU: {cpu}", fmt_ms(wall50));
         let hub = server_cpu.main_thread();
         let so_far = done.load(Ordering::Relaxed);
         levels.push(Level { clients: level, rate, wall50, hub, so_far, cpu });
