@@ -5,14 +5,12 @@
 //! and on PostgreSQL when it is reachable (required in CI).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::cli::{add_user, conclave};
-use crate::helpers::Ws;
+use crate::cli::add_user;
+use crate::helpers::{ServerProcess, Ws};
 
 /// One run of each mode, with panels of sim models.
 fn requests() -> Vec<Value> {
@@ -33,44 +31,6 @@ fn requests() -> Vec<Value> {
         json!({ "mode": "clarity", "modeConfig": { "content":
                 "# The four-day week\n\nTrials reported stable productivity and lower burnout." } }),
     ]
-}
-
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    /// Starts `conclave serve` in `dir` (which holds its conclave.toml) on `db`; its log goes
-    /// to `log`.
-    fn start(dir: &std::path::Path, db: &str, log: &str) -> Server {
-        let log = std::fs::File::create(dir.join(log)).unwrap();
-        let mut child = conclave()
-            .current_dir(dir)
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .env("DATABASE_URL", db)
-            .env("RUST_LOG", "info")
-            .env_remove("CONCLAVE_SIM_LATENCY_MS")
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("URL");
-        Server { child, url: url.to_string() }
-    }
-
-    async fn ws(&self, token: &str) -> Ws {
-        Ws::connect(&format!("{}/ws", self.url.replacen("http", "ws", 1)), token).await
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// What a watcher saw of one run: events by sequence number.
@@ -139,7 +99,7 @@ async fn kill_mid_run_and_resume(db: &str) {
     conclave::providers::openai::install_crypto();
     let token = add_user(db, "ops", true);
     let http = crate::helpers::client_with(&token);
-    let first = Server::start(dir.path(), db, "first.log");
+    let first = ServerProcess::start(dir.path(), db, "first");
     let mut runs = Vec::new();
     for body in requests() {
         let r = http.post(format!("{}/api/deliberations", first.url)).json(&body).send().await;
@@ -172,7 +132,7 @@ async fn kill_mid_run_and_resume(db: &str) {
     assert!(mid_run.len() >= 5, "the kill caught most runs mid-flight ({})", mid_run.len());
 
     // Start again; reconnect and resume each watch from the last sequence number seen.
-    let second = Server::start(dir.path(), db, "second.log");
+    let second = ServerProcess::start(dir.path(), db, "second");
     let mut ws = second.ws(&token).await;
     for (run, seq) in &before {
         ws.send(json!({ "type": "watch", "run": run, "since": seq })).await;

@@ -320,3 +320,48 @@ pub fn assert_contiguous(events: &[Value], from: i64) {
         assert_eq!(e["seq"].as_i64(), Some(from + i as i64), "event {i} out of sequence: {e}");
     }
 }
+
+/// A real `conclave serve` process (for crash and several-instance tests), killed when
+/// dropped.
+pub struct ServerProcess {
+    child: std::process::Child,
+    pub url: String,
+    /// Its log is `<name>.log` in the directory it was started in.
+    pub name: &'static str,
+}
+
+impl ServerProcess {
+    /// Starts `conclave serve` in `dir` (which holds its conclave.toml) on `db`, with its log
+    /// in `<name>.log` there; returns once it listens.
+    pub fn start(dir: &std::path::Path, db: &str, name: &'static str) -> ServerProcess {
+        use std::io::BufRead;
+        let log = std::fs::File::create(dir.join(format!("{name}.log"))).expect("log file");
+        let mut child = crate::cli::conclave()
+            .current_dir(dir)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env("DATABASE_URL", db)
+            .env("RUST_LOG", "info")
+            .env_remove("CONCLAVE_SIM_LATENCY_MS")
+            .env_remove("REDIS_URL")
+            .stdout(std::process::Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("start conclave serve");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("stdout");
+        std::io::BufReader::new(stdout).read_line(&mut line).expect("its first line");
+        let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("URL");
+        ServerProcess { child, url: url.to_string(), name }
+    }
+
+    pub async fn ws(&self, token: &str) -> Ws {
+        Ws::connect(&format!("{}/ws", self.url.replacen("http", "ws", 1)), token).await
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

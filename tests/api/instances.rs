@@ -8,14 +8,12 @@
 //! CONCLAVE_REQUIRE_PG / CONCLAVE_REQUIRE_REDIS is set (`.ci/run` sets both): then it fails.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::cli::{add_user, conclave};
-use crate::helpers::{client_with, Ws};
+use crate::cli::add_user;
+use crate::helpers::{client_with, ServerProcess, Ws};
 
 fn redis_url() -> String {
     std::env::var("CONCLAVE_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
@@ -56,50 +54,10 @@ async fn clean_redis(prefix: &str) {
     }
 }
 
-struct Server {
-    child: Child,
-    url: String,
-    name: &'static str,
-}
-
-impl Server {
-    /// Starts `conclave serve` in `dir` (which holds the shared conclave.toml) on `db`; its log
-    /// goes to `<name>.log` there.
-    fn start(dir: &std::path::Path, db: &str, name: &'static str) -> Server {
-        let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
-        let mut child = conclave()
-            .current_dir(dir)
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .env("DATABASE_URL", db)
-            .env("RUST_LOG", "info")
-            .env_remove("CONCLAVE_SIM_LATENCY_MS")
-            .env_remove("REDIS_URL")
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("URL");
-        Server { child, url: url.to_string(), name }
-    }
-
-    async fn ws(&self, token: &str) -> Ws {
-        Ws::connect(&format!("{}/ws", self.url.replacen("http", "ws", 1)), token).await
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Two instances on a fresh PostgreSQL database and a Redis prefix of their own.
 struct Cluster {
-    a: Server,
-    b: Server,
+    a: ServerProcess,
+    b: ServerProcess,
     db: String,
     prefix: String,
     token: String,
@@ -129,8 +87,8 @@ impl Cluster {
         )
         .unwrap();
         let token = add_user(&db, "ops", true);
-        let a = Server::start(dir.path(), &db, "a");
-        let b = Server::start(dir.path(), &db, "b");
+        let a = ServerProcess::start(dir.path(), &db, "a");
+        let b = ServerProcess::start(dir.path(), &db, "b");
         let http = client_with(&token);
         let cluster = Cluster { a, b, db, prefix, token, http, dir };
         cluster.wait_connected().await;
@@ -148,12 +106,12 @@ impl Cluster {
         }
     }
 
-    fn log(&self, s: &Server) -> String {
+    fn log(&self, s: &ServerProcess) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("{}.log", s.name))).unwrap_or_default()
     }
 
     /// Starts a run on `server`; answers its id.
-    async fn start_run(&self, server: &Server, body: &Value) -> String {
+    async fn start_run(&self, server: &ServerProcess, body: &Value) -> String {
         let r = self.http.post(format!("{}/api/deliberations", server.url)).json(body).send();
         let r = r.await.unwrap();
         assert_eq!(r.status().as_u16(), 202);
@@ -161,7 +119,7 @@ impl Cluster {
         v["runId"].as_str().unwrap().to_string()
     }
 
-    async fn get(&self, server: &Server, path: &str) -> Value {
+    async fn get(&self, server: &ServerProcess, path: &str) -> Value {
         let r = self.http.get(format!("{}{path}", server.url)).send().await.unwrap();
         assert_eq!(r.status().as_u16(), 200, "{path}");
         r.json().await.unwrap()

@@ -6,8 +6,6 @@
 //! process of its own.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -261,29 +259,6 @@ async fn only_this_machine_or_an_admin_may_read_the_metrics() {
     app.stop().await;
 }
 
-/// A `conclave serve` process, killed when dropped.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn conclave(dir: &std::path::Path, db: &str) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_conclave"));
-    c.current_dir(dir)
-        .env_remove("OPENROUTER_API_KEY")
-        .env_remove("CONCLAVE_CONFIG")
-        .env("CONCLAVE_SIM_LATENCY_MS", "10")
-        .env("DATABASE_URL", db);
-    c
-}
-
 /// Polls `/metrics` until `series` reads `want`; answers the last scrape.
 async fn wait_for(client: &reqwest::Client, base: &str, series: &str, want: f64) -> Scrape {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -300,53 +275,42 @@ async fn wait_for(client: &reqwest::Client, base: &str, series: &str, want: f64)
 async fn a_server_process_counts_its_websockets_exactly_and_its_runs() {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}", dir.path().join("metrics.db").display());
-    let out = conclave(dir.path(), &db).args(["user", "add", "ops", "--admin"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let mut child = conclave(dir.path(), &db)
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.split_whitespace().find(|w| w.starts_with("http://")).expect("address");
-    let server = Server { base: addr.to_string(), child };
+    let token = crate::cli::add_user(&db, "ops", true);
+    let server = ServerProcess::start(dir.path(), &db, "metrics");
     let plain = reqwest::Client::new();
     let (open, total) = ("conclave_websocket_connections", "conclave_websocket_connections_total");
 
-    let s = scrape_with(&plain, &server.base).await;
+    let s = scrape_with(&plain, &server.url).await;
     assert_eq!((s.get(open), s.get(total)), (0.0, 0.0));
     let connect = || async {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-        let url = format!("{}/ws", server.base.replacen("http://", "ws://", 1));
+        let url = format!("{}/ws", server.url.replacen("http://", "ws://", 1));
         let mut req = url.into_client_request().unwrap();
         req.headers_mut().insert("Authorization", format!("Bearer {token}").parse().unwrap());
         tokio_tungstenite::connect_async(req).await.expect("ws connect").0
     };
     let mut first = connect().await;
     let second = connect().await;
-    let s = wait_for(&plain, &server.base, open, 2.0).await;
+    let s = wait_for(&plain, &server.url, open, 2.0).await;
     assert_eq!((s.get(open), s.get(total)), (2.0, 2.0));
     first.close(None).await.unwrap();
-    let s = wait_for(&plain, &server.base, open, 1.0).await;
+    let s = wait_for(&plain, &server.url, open, 1.0).await;
     assert_eq!((s.get(open), s.get(total)), (1.0, 2.0), "a closed socket is no longer open");
     drop(second); // the TCP connection goes away without a close frame
-    let s = wait_for(&plain, &server.base, open, 0.0).await;
+    let s = wait_for(&plain, &server.url, open, 0.0).await;
     assert_eq!((s.get(open), s.get(total)), (0.0, 2.0), "a dropped connection is not open");
 
     // Runs by mode and status come from the database.
     let admin = client_with(&token);
     let resp = admin
-        .post(format!("{}/api/deliberations", server.base))
+        .post(format!("{}/api/deliberations", server.url))
         .json(&council_request("Counted?"))
         .send()
         .await
         .unwrap();
     assert_eq!(resp.status(), 202);
     let s =
-        wait_for(&plain, &server.base, "conclave_runs{mode=\"council\",status=\"completed\"}", 1.0)
+        wait_for(&plain, &server.url, "conclave_runs{mode=\"council\",status=\"completed\"}", 1.0)
             .await;
     assert_eq!(s.get("conclave_runs{mode=\"council\",status=\"completed\"}"), 1.0, "{}", s.text);
     assert_eq!(s.get("conclave_runs{mode=\"council\",status=\"running\"}"), 0.0);
