@@ -244,12 +244,18 @@ impl Deliberation {
     /// why. One last attempt records the failure; if that is refused too, the run stays
     /// `running` in the database and is resumed from its last stored step once its lease runs
     /// out and the database is back (nothing unstored was ever published).
-    fn store_gave_up(&mut self, error: StoreError, batch: &Commit, ctx: &mut Context<Self>) {
+    /// The run is ending: no more steps; calls still going are stopped and their unflushed
+    /// text dropped.
+    fn stop_calls(&mut self) {
         self.phase = Phase::Ending;
         for (_, (addr, _)) in self.in_flight.drain() {
             addr.do_send(StopCall {});
         }
         self.pending_tokens.clear();
+    }
+
+    fn store_gave_up(&mut self, error: StoreError, batch: &Commit, ctx: &mut Context<Self>) {
+        self.stop_calls();
         self.frames.clear();
         let message = format!("the database refused the run's writes: {error}");
         let seq = batch
@@ -399,11 +405,7 @@ impl Deliberation {
         if self.phase == Phase::Ending {
             return;
         }
-        self.phase = Phase::Ending;
-        for (_, (addr, _)) in self.in_flight.drain() {
-            addr.do_send(StopCall {});
-        }
-        self.pending_tokens.clear();
+        self.stop_calls();
         let (event, data) = match status {
             "completed" => ("complete", json!({})),
             "cancelled" => ("cancelled", json!({ "message": error.clone().unwrap_or_default() })),

@@ -261,9 +261,8 @@ pub struct SubscribeDashboard {
 #[derive(Message)]
 #[rtype(result = "Vec<RunSummary>")]
 pub struct ListLive {
+    /// Only the runs this viewer may see, on every instance (others' known from the bus).
     pub viewer: Viewer,
-    /// Include the runs other instances execute (known from the bus).
-    pub remote: bool,
 }
 
 /// How many runs are running: those of `owner` on every instance (known from the bus), or
@@ -629,19 +628,18 @@ impl Hub {
         self.pending_cancels.retain(|_, (_, t)| t.elapsed() < silent * 3);
     }
 
-    fn live_summaries(&self, viewer: &Viewer, remote: bool) -> Vec<RunSummary> {
+    /// The runs `viewer` may see, this instance's and (from the bus) the others', newest first.
+    fn live_summaries(&self, viewer: &Viewer) -> Vec<RunSummary> {
         let visible = |s: &RunSummary| viewer.can_see(s.owner.as_deref(), &s.visibility);
         let mut list: Vec<RunSummary> =
             self.runs.values().map(|r| &r.summary).filter(|s| visible(s)).cloned().collect();
-        if remote {
-            list.extend(
-                self.remote
-                    .values()
-                    .map(|r| &r.summary)
-                    .filter(|s| visible(s) && !self.runs.contains_key(&s.id))
-                    .cloned(),
-            );
-        }
+        list.extend(
+            self.remote
+                .values()
+                .map(|r| &r.summary)
+                .filter(|s| visible(s) && !self.runs.contains_key(&s.id))
+                .cloned(),
+        );
         list.sort_by_key(|r| std::cmp::Reverse(r.created_at));
         list
     }
@@ -1046,7 +1044,7 @@ impl Handler<Cancel> for Hub {
 impl Handler<SubscribeDashboard> for Hub {
     type Result = ();
     fn handle(&mut self, msg: SubscribeDashboard, _: &mut Context<Self>) {
-        let runs = self.live_summaries(&msg.viewer, true);
+        let runs = self.live_summaries(&msg.viewer);
         let text = serde_json::json!({ "type": "dashboard", "runs": runs }).to_string();
         match msg.sink.try_send(Frame::Dashboard(text.into())) {
             Ok(()) => {
@@ -1096,7 +1094,7 @@ impl Handler<CountRunning> for Hub {
 impl Handler<ListLive> for Hub {
     type Result = MessageResult<ListLive>;
     fn handle(&mut self, msg: ListLive, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.live_summaries(&msg.viewer, msg.remote))
+        MessageResult(self.live_summaries(&msg.viewer))
     }
 }
 
@@ -1303,7 +1301,7 @@ mod tests {
         assert!(last["calls"][1].get("responseTimeMs").is_none(), "absent until the call ends");
         assert!(last.get("owner").is_some_and(serde_json::Value::is_null));
         // The REST list sees the same summary.
-        let live = hub.send(ListLive { viewer: Viewer::local(), remote: true }).await.unwrap();
+        let live = hub.send(ListLive { viewer: Viewer::local() }).await.unwrap();
         assert_eq!(serde_json::to_value(&live[0]).unwrap(), *last);
     }
 

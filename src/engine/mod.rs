@@ -158,7 +158,7 @@ impl Engine {
     /// Renews this process's leases and (as the server) takes over runs whose lease ran out.
     async fn heartbeat(&self) {
         let until = store::now_ms() + self.settings.lease.as_millis() as i64;
-        let running = self.hub.send(hub::CountRunning { owner: None }).await.unwrap_or(1);
+        let running = self.running_here().await.unwrap_or(1);
         if running > 0 {
             if let Err(e) = self.store.renew_leases(&self.instance, until).await {
                 log::error!("could not renew the leases of running runs: {e}");
@@ -393,15 +393,14 @@ impl Engine {
     /// reached the database. Returns how many runs were interrupted.
     pub async fn drain(&self, grace: Duration) -> Result<usize, EngineError> {
         self.draining.store(true, Ordering::SeqCst);
-        let running = |runs: &[RunSummary]| runs.iter().filter(|r| r.status == "running").count();
         let deadline = std::time::Instant::now() + grace;
-        while running(&self.local_runs().await?) > 0 && std::time::Instant::now() < deadline {
+        while self.running_here().await? > 0 && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let interrupted =
             self.hub.send(hub::InterruptAll {}).await.map_err(|_| EngineError::Unavailable)?;
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while running(&self.local_runs().await?) > 0 && std::time::Instant::now() < deadline {
+        while self.running_here().await? > 0 && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         self.store.flush().await?;
@@ -713,17 +712,14 @@ impl Engine {
     /// The runs going on (and lately ended) that `viewer` may see, on every instance.
     pub async fn live_runs(&self, viewer: &Viewer) -> Result<Vec<RunSummary>, EngineError> {
         self.hub
-            .send(hub::ListLive { viewer: viewer.clone(), remote: true })
+            .send(hub::ListLive { viewer: viewer.clone() })
             .await
             .map_err(|_| EngineError::Unavailable)
     }
 
-    /// The runs this instance executes (and lately ended).
-    async fn local_runs(&self) -> Result<Vec<RunSummary>, EngineError> {
-        self.hub
-            .send(hub::ListLive { viewer: Viewer::local(), remote: false })
-            .await
-            .map_err(|_| EngineError::Unavailable)
+    /// How many runs this instance executes now.
+    async fn running_here(&self) -> Result<usize, EngineError> {
+        self.hub.send(hub::CountRunning { owner: None }).await.map_err(|_| EngineError::Unavailable)
     }
 
     /// A run's record and the mode's result rebuilt from its stored stage rows.
