@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
 use super::client::{self, is_terminal, peek_event, Finished, Rest, Socket};
-use super::harness::{machine_cpu, sched, thread_cpu, Sched, Workspace};
+use super::harness::{machine_cpu, sched, thread_cpu, Sched, SimServer, Workspace};
 use super::ideal;
 use super::report::{fmt_ms, ms, percentile, Draws, Report};
 use super::{BenchError, Scenario, Sizes};
@@ -287,6 +287,7 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
         ideals.push(ms(ideal::measure(&sim.base_v1, req, &f.run_id).await?.critical_path));
     }
     let ideal = percentile(&ideals, 0.5);
+    let floor = floor(&sim, &finished).await?;
     let completed = finished.iter().filter(|(f, _)| f.completed()).count();
     let stored = stored_runs(&server.db_path, MEMBERS.len() as i64)?;
     let walls: Vec<f64> = finished.iter().map(|(f, _)| ms(f.wall)).collect();
@@ -301,6 +302,10 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
         .target(&format!("< {CONCURRENT_P95_RATIO}x"), p95 / ideal < CONCURRENT_P95_RATIO);
     r.row("server peak RSS (VmHWM)", format!("{:.0} MiB", mib(peak)))
         .target(&format!("< {PEAK_RSS_MIB:.0} MB"), mib(peak) < PEAK_RSS_MIB);
+    let floor_p95 = percentile(&floor.walls, 0.95);
+    r.row("floor: the same runs without Conclave, wall p95", fmt_ms(floor_p95))
+        .ideal(fmt_ms(ideal), floor_p95 / ideal);
+    r.row("wall p95 over the floor's", format!("{:.2}x", p95 / floor_p95));
     r.note(format!(
         "wall max {}; `started` came back after p50 {}, p95 {}; all {n} done {:.2} s after the \
          starts were sent; a run made straight against the sim-server during the load took {} \
@@ -316,10 +321,62 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
         stored.all_stages,
         stored.completed,
     ));
+    r.note(format!(
+        "floor: the same {} runs started at once straight against the sim-server by this \
+         process, each driven by its mode's state machine through the server's HTTP client, \
+         with no server, database or socket between (what no server could beat on this \
+         machine with the sim-server on it): wall p50 {}, p95 {}, all done {:.2} s after the \
+         start; CPU: sim-server {}, this client {}; CPU per run: {}",
+        floor.walls.len(),
+        fmt_ms(percentile(&floor.walls, 0.5)),
+        fmt_ms(floor_p95),
+        floor.took.as_secs_f64(),
+        floor.sim_cpu,
+        floor.client_cpu,
+        floor.per_run,
+    ));
     for e in errors.iter().take(3) {
         r.note(format!("run failed: {e}"));
     }
     Ok(r.finish())
+}
+
+/// The same runs made straight against the sim-server, all at once: the bound on scenario 2
+/// that the machine and the sim-server set, whatever the server does.
+struct Floor {
+    walls: Vec<f64>,
+    took: Duration,
+    sim_cpu: String,
+    client_cpu: String,
+    per_run: String,
+}
+
+async fn floor(sim: &SimServer, runs: &[(Finished, Value)]) -> Result<Floor, BenchError> {
+    let sim_cpu = CpuMeter::start(sim.proc.pid());
+    let client_cpu = CpuMeter::start(std::process::id());
+    let barrier = Arc::new(tokio::sync::Barrier::new(runs.len() + 1));
+    let tasks: Vec<_> = runs
+        .iter()
+        .map(|(f, req)| {
+            let (base, req, id, barrier) =
+                (sim.base_v1.clone(), req.clone(), f.run_id.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let t = Instant::now();
+                ideal::measure(&base, &req, &id).await.map(|_| t.elapsed())
+            })
+        })
+        .collect();
+    barrier.wait().await;
+    let started = Instant::now();
+    let mut walls = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        let wall = t.await.map_err(|e| BenchError::Run(e.to_string()))??;
+        walls.push(ms(wall));
+    }
+    let took = started.elapsed();
+    let per_run = per_run(&[("sim-server", &sim_cpu), ("client", &client_cpu)], runs.len());
+    Ok(Floor { walls, took, sim_cpu: sim_cpu.summary(), client_cpu: client_cpu.summary(), per_run })
 }
 
 /// What the database holds of the benchmark's Council runs.
