@@ -173,7 +173,11 @@ impl SimProvider {
 
 /// Rough token count of a text (words × 1.3), for plausible usage figures.
 fn tokens(text: &str) -> u64 {
-    (text.split_whitespace().count() as u64 * 13).div_ceil(10)
+    scaled(text.split_whitespace().count() as u64)
+}
+
+fn scaled(words: u64) -> u64 {
+    (words * 13).div_ceil(10)
 }
 
 pub fn simulated_failure(model: &str) -> CallError {
@@ -222,16 +226,13 @@ impl SimProvider {
             };
             match deltas {
                 Some(tx) if !text.is_empty() => {
-                    // Stream in about a dozen pieces spread over the latency; a reset breaks
-                    // off after the first third of them.
-                    let words: Vec<&str> = text.split_inclusive(' ').collect();
-                    let per = words.len().div_ceil(12).max(1);
-                    let chunks: Vec<&[&str]> = words.chunks(per).collect();
-                    let pause = latency / chunks.len().max(1) as u32;
-                    let sent = if reset { chunks.len().div_ceil(3) } else { chunks.len() };
-                    for chunk in &chunks[..sent] {
-                        tokio::time::sleep(pause).await;
-                        let _ = tx.send(chunk.concat());
+                    // A reset breaks off after the first third of the pieces.
+                    let pieces = pieces(&text);
+                    let sent = if reset { pieces.len().div_ceil(3) } else { pieces.len() };
+                    let start = tokio::time::Instant::now();
+                    for (i, piece) in pieces.into_iter().take(sent).enumerate() {
+                        tokio::time::sleep_until(start + piece_due(latency, i, sent.max(1))).await;
+                        let _ = tx.send(piece);
                     }
                     if reset {
                         return Err(simulated_reset(&request.model));
@@ -243,15 +244,75 @@ impl SimProvider {
                 }
                 _ => tokio::time::sleep(latency).await,
             }
-            let prompt: String = request.messages.iter().map(|m| m.content.as_str()).collect();
-            let usage = Usage {
-                prompt_tokens: tokens(&prompt),
-                completion_tokens: tokens(&text),
-                cost: None,
-            };
+            let usage = usage(&request.messages, &text);
             Ok(ChatResponse { text, usage: Some(usage) })
         })
     }
+
+    /// The whole answer to a request that simply answers (well-formed or, by `malformed_rate`,
+    /// not): its text cut into the pieces it streams in. `None` for the models and draws that
+    /// do something else (fail, stall, reset, answer empty, fail their first attempt), which
+    /// take [`SimProvider::chat_after_start`]. Counts no attempt.
+    pub fn plan(&self, request: &ChatRequest) -> Option<Planned> {
+        let name = request.model.strip_prefix("sim/").unwrap_or(&request.model);
+        if ["flaky", "ratelimit", "reset"].iter().any(|p| name.starts_with(p)) {
+            return None;
+        }
+        let malformed = match self.behaviour(&request.model, &request.messages) {
+            Behaviour::Answer => false,
+            Behaviour::Malformed => true,
+            _ => return None,
+        };
+        let text = respond(&request.model, &request.messages, malformed);
+        if text.is_empty() {
+            return None;
+        }
+        Some(Planned {
+            pieces: pieces(&text),
+            latency: self.latency(&request.model),
+            usage: usage(&request.messages, &text),
+            text,
+        })
+    }
+}
+
+/// An answer as it will stream: piece `i` of `n` is due [`piece_due`] after the first byte.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    pub text: String,
+    pub pieces: Vec<String>,
+    pub latency: Duration,
+    pub usage: Usage,
+}
+
+/// An answer streams in about a dozen pieces (runs of whole words).
+fn pieces(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_inclusive(' ').collect();
+    let per = words.len().div_ceil(12).max(1);
+    words.chunks(per).map(|c| c.concat()).collect()
+}
+
+/// When piece `i` (0-based) of `n` is due after the answer starts: evenly over `latency`, the
+/// last at `latency` itself. Deadlines from the start, not waits one after another, so waits
+/// rounded up to the timer's millisecond do not add up.
+pub fn piece_due(latency: Duration, i: usize, n: usize) -> Duration {
+    latency.mul_f64((i + 1) as f64 / n.max(1) as f64)
+}
+
+/// Plausible usage: the prompt's and the answer's words × 1.3, the prompt's messages counted
+/// as one text.
+fn usage(messages: &[ChatMessage], text: &str) -> Usage {
+    let mut words = 0;
+    let mut joined_mid_word = false;
+    for m in messages.iter().filter(|m| !m.content.is_empty()) {
+        // Two messages whose contents meet without white space make one word of the text.
+        if joined_mid_word && !m.content.starts_with(char::is_whitespace) {
+            words -= 1;
+        }
+        words += m.content.split_whitespace().count() as u64;
+        joined_mid_word = !m.content.ends_with(char::is_whitespace);
+    }
+    Usage { prompt_tokens: scaled(words), completion_tokens: tokens(text), cost: None }
 }
 
 impl Provider for SimProvider {
@@ -353,5 +414,39 @@ mod tests {
         assert_eq!(outcomes, again);
         let fails = outcomes.iter().filter(|b| **b == Behaviour::Fail).count();
         assert!((8..=32).contains(&fails), "about half fail: {fails}");
+    }
+
+    proptest::proptest! {
+        /// Prompt tokens count the words of the messages joined into one text, as before the
+        /// count went message by message.
+        #[test]
+        fn prompt_usage_counts_the_joined_text(
+            contents in proptest::collection::vec("[a b\\n]{0,6}", 0..5)
+        ) {
+            let messages: Vec<ChatMessage> = contents.iter().map(ChatMessage::user).collect();
+            let joined: String = contents.concat();
+            proptest::prop_assert_eq!(usage(&messages, "").prompt_tokens, tokens(&joined));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_planned_answer_is_what_the_provider_streams() {
+        let sim = SimProvider::new(SimConfig { latency_ms: 200, ..Default::default() });
+        let request = ask("sim/alpha");
+        let plan = sim.plan(&request).expect("an ordinary model answers");
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let started = tokio::time::Instant::now();
+        let resp = sim.chat(request, Some(tx)).await.unwrap();
+        // The pieces land on their deadlines, so the answer takes its latency and no more.
+        assert_eq!(started.elapsed(), Duration::from_millis(200));
+        let mut streamed = Vec::new();
+        while let Some(d) = rx.recv().await {
+            streamed.push(d);
+        }
+        assert_eq!(streamed, plan.pieces);
+        assert_eq!((resp.text, resp.usage), (plan.text, Some(plan.usage)));
+        for model in ["sim/fail", "sim/stall", "sim/reset", "sim/flaky", "sim/empty"] {
+            assert!(sim.plan(&ask(model)).is_none(), "{model} takes the general path");
+        }
     }
 }

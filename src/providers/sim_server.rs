@@ -22,7 +22,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::sim::{simulated_failure, Behaviour, SimProvider};
+use super::sim::{piece_due, simulated_failure, Behaviour, Planned, SimProvider};
 use super::{BoxFuture, ChatRequest, ChatResponse};
 use crate::modes::{CallError, CallErrorKind, ChatMessage};
 
@@ -169,14 +169,15 @@ fn chunk(model: &str, delta: Value) -> Bytes {
 async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpResponse {
     state.stats.0.requests.fetch_add(1, Ordering::SeqCst);
     let mut flight = InFlight::begin(&state.stats);
+    let mut body = body.into_inner();
     let Some(model) = body.get("model").and_then(Value::as_str).map(str::to_string) else {
         return bad_request("`model` is required");
     };
-    let messages: Vec<ChatMessage> = match body.get("messages").cloned().map(serde_json::from_value)
-    {
-        Some(Ok(m)) => m,
-        _ => return bad_request("`messages` must be a list of {role, content}"),
-    };
+    let messages: Vec<ChatMessage> =
+        match body.get_mut("messages").map(|m| serde_json::from_value(m.take())) {
+            Some(Ok(m)) => m,
+            _ => return bad_request("`messages` must be a list of {role, content}"),
+        };
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     if let Some(e) = state.sim.transient_failure(&model, &messages) {
         let mut resp = failure(&e);
@@ -214,9 +215,15 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
             Err(e) => failure(&e),
         };
     }
+    let guard = StreamGuard { flight, finished: false };
+    if let Some(plan) = state.sim.plan(&request) {
+        return HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .insert_header(("Cache-Control", "no-cache"))
+            .streaming(planned_stream(plan, &model, guard));
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     let answer = state.sim.chat_after_start(request, Some(tx));
-    let guard = StreamGuard { flight, finished: false };
     let body = futures_util::stream::unfold(
         StreamState { answer: Some(answer), rx, outcome: None, guard, model, done: false },
         next_chunk,
@@ -237,6 +244,75 @@ fn broken_body(stats: &SimStats) -> HttpResponse {
         Err(actix_web::error::ErrorInternalServerError("simulated connection reset")),
     ]);
     HttpResponse::Ok().content_type("application/json").streaming(body)
+}
+
+/// An answer known in whole ([`SimProvider::plan`]), streamed on its pieces' deadlines: every
+/// chunk is rendered before the first goes out, and one timer serves the whole stream, so a
+/// piece costs the sim-server little more than its write (it stands in for a provider on
+/// another machine, whose work is not the benchmark's to count).
+fn planned_stream(
+    plan: Planned,
+    model: &str,
+    guard: StreamGuard,
+) -> impl futures_util::Stream<Item = Result<Bytes, actix_web::Error>> {
+    let model_json = Value::from(model).to_string();
+    let n = plan.pieces.len();
+    let chunks: Vec<Bytes> = plan
+        .pieces
+        .iter()
+        .map(|piece| {
+            let content = Value::from(piece.as_str());
+            Bytes::from(format!(
+                "data: {{\"object\":\"chat.completion.chunk\",\"model\":{model_json},\
+                 \"choices\":[{{\"index\":0,\"delta\":{{\"content\":{content}}}}}]}}\n\n"
+            ))
+        })
+        .collect();
+    let usage = json!({ "object": "chat.completion.chunk", "model": model, "choices": [],
+                        "usage": usage_json(&ChatResponse { text: String::new(),
+                                                            usage: Some(plan.usage) }) });
+    let tail = Bytes::from(format!("data: {usage}\n\ndata: [DONE]\n\n"));
+    let start = tokio::time::Instant::now();
+    let state = PlannedStream {
+        chunks: chunks.into_iter(),
+        tail: Some(tail),
+        due: (0..n).map(move |i| start + piece_due(plan.latency, i, n)).collect(),
+        next: 0,
+        last_write: start,
+        timer: Box::pin(tokio::time::sleep_until(start)),
+        guard,
+    };
+    futures_util::stream::unfold(state, |mut st| async move {
+        let Some(&due) = st.due.get(st.next) else {
+            let tail = st.tail.take()?;
+            st.guard.finished = true;
+            st.guard.flight.end();
+            st.guard.flight.stats.0.completed.fetch_add(1, Ordering::SeqCst);
+            return Some((Ok(tail), st));
+        };
+        // Like real providers, a comment line keeps a slow stream alive.
+        let keepalive = st.last_write + KEEPALIVE;
+        let wake = due.min(keepalive);
+        st.timer.as_mut().reset(wake);
+        st.timer.as_mut().await;
+        st.last_write = wake;
+        if wake < due {
+            return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), st));
+        }
+        st.next += 1;
+        let chunk = st.chunks.next()?;
+        Some((Ok(chunk), st))
+    })
+}
+
+struct PlannedStream {
+    chunks: std::vec::IntoIter<Bytes>,
+    tail: Option<Bytes>,
+    due: Vec<tokio::time::Instant>,
+    next: usize,
+    last_write: tokio::time::Instant,
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    guard: StreamGuard,
 }
 
 /// How often a stream with nothing to say sends a comment line.
