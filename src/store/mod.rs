@@ -315,12 +315,55 @@ store_message!(
     /// Insert a new run with its conversation and messages.
     CreateRun { run: NewRun } -> (), |msg, conn| queries::create_run(conn, &msg.run)
 );
-store_message!(
-    /// Write one step of a run (journal, stage rows, events, title, flag, outcome) in one
-    /// transaction.
-    CommitRun { commit: std::sync::Arc<Commit> } -> (),
-    |msg, conn| queries::commit(conn, &msg.commit, now_ms())
-);
+
+/// Steps of runs waiting for the writer, each with whoever waits for its outcome.
+type PendingCommit = (std::sync::Arc<Commit>, tokio::sync::oneshot::Sender<Result<(), StoreError>>);
+
+/// Steps sent by any run since the writer last took them. They are written together, so that
+/// many runs' steps share one transaction (and one WAL sync on SQLite) instead of one each.
+#[derive(Clone, Default)]
+struct CommitQueue(std::sync::Arc<std::sync::Mutex<Vec<PendingCommit>>>);
+
+impl CommitQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PendingCommit>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Write every queued step: in one transaction when there are several, and if that one is
+/// refused, each in a transaction of its own, so that each step gets its own outcome (a step is
+/// always either wholly stored or not at all).
+struct CommitQueued(CommitQueue);
+
+impl actix::Message for CommitQueued {
+    type Result = ();
+}
+
+impl Handler<CommitQueued> for StoreActor {
+    type Result = ();
+    fn handle(&mut self, msg: CommitQueued, _: &mut SyncContext<Self>) {
+        let pending = std::mem::take(&mut *msg.0.lock());
+        let now = now_ms();
+        if pending.len() > 1 {
+            let together = self.conn().and_then(|mut guard| {
+                let conn: &mut db::AnyConnection = &mut guard;
+                diesel::Connection::transaction(conn, |conn| {
+                    pending.iter().try_for_each(|(c, _)| queries::commit_steps(conn, c, now))
+                })
+            });
+            if together.is_ok() {
+                for (_, done) in pending {
+                    let _ = done.send(Ok(()));
+                }
+                return;
+            }
+        }
+        for (c, done) in pending {
+            let result = self.conn().and_then(|mut conn| queries::commit(&mut conn, &c, now));
+            let _ = done.send(result);
+        }
+    }
+}
 store_message!(
     /// A run's journal, in step order.
     GetJournal { run_id: String } -> Vec<JournalRecord>,
@@ -402,6 +445,7 @@ pub use users::{Access, TokenKind, UserRecord};
 pub struct Store {
     writer: Addr<StoreActor>,
     reader: Addr<StoreActor>,
+    commits: CommitQueue,
 }
 
 impl Store {
@@ -413,7 +457,7 @@ impl Store {
         let writer = SyncArbiter::start(1, move || StoreActor { pool: wpool.clone() });
         let reader =
             SyncArbiter::start(readers as usize, move || StoreActor { pool: pool.clone() });
-        Ok(Store { writer, reader })
+        Ok(Store { writer, reader, commits: CommitQueue::default() })
     }
 
     async fn write<M>(&self, msg: M) -> Result<M::Result, StoreError>
@@ -445,8 +489,25 @@ impl Store {
     }
     /// Writes one step of a run in one transaction. Whatever the outcome, the step is either
     /// wholly stored or not at all, so it may be sent again after an error.
+    ///
+    /// Steps sent while the writer is busy wait for it together and are written in one
+    /// transaction; a step sent to an idle writer is written at once.
     pub async fn commit(&self, commit: std::sync::Arc<Commit>) -> Result<(), StoreError> {
-        self.write(CommitRun { commit }).await?
+        let (done, outcome) = tokio::sync::oneshot::channel();
+        let first = {
+            let mut queue = self.commits.lock();
+            queue.push((commit, done));
+            queue.len() == 1
+        };
+        // The first step queued asks the writer to take the queue; later ones ride along. The
+        // request sits in the writer's mailbox after every write sent before it, so a step is
+        // written after the writes sent before it, as any write is.
+        if first && self.writer.try_send(CommitQueued(self.commits.clone())).is_err() {
+            for (_, done) in std::mem::take(&mut *self.commits.lock()) {
+                let _ = done.send(Err(StoreError::Mailbox));
+            }
+        }
+        outcome.await.map_err(|_| StoreError::Mailbox)?
     }
     pub async fn journal(&self, run_id: &str) -> Result<Vec<JournalRecord>, StoreError> {
         self.read(GetJournal { run_id: run_id.to_string() }).await?

@@ -642,36 +642,39 @@ pub fn mark_reviewed(
 /// title, review flag and (when the run ends) its outcome. A run's journal is deleted with its
 /// end: it exists only to resume a run that did not end.
 pub fn commit(conn: &mut AnyConnection, c: &Commit, now: i64) -> Result<(), StoreError> {
-    conn.transaction(|conn| {
-        for j in &c.journal {
-            diesel::insert_into(run_journal::table)
-                .values(NewJournal {
-                    run_id: &c.run_id,
-                    step: j.step,
-                    kind: &j.kind,
-                    call_key: j.call_key.as_deref(),
-                    data: JsonText::new(&j.data),
-                    created_at: Ms(now),
-                })
-                .execute(conn)?;
-        }
-        for (position, row) in &c.stages {
-            insert_stage(conn, &c.message_id, *position, row, now)?;
-        }
-        append_events(conn, &c.run_id, &c.events, now)?;
-        if let Some(title) = &c.title {
-            set_title(conn, &c.conversation_id, title)?;
-        }
-        if let Some(reason) = &c.flag {
-            flag_run(conn, &c.run_id, reason)?;
-        }
-        if let Some(finish) = &c.finish {
-            finish_run(conn, finish)?;
-            diesel::delete(run_journal::table.filter(run_journal::run_id.eq(&c.run_id)))
-                .execute(conn)?;
-        }
-        Ok(())
-    })
+    conn.transaction(|conn| commit_steps(conn, c, now))
+}
+
+/// What [`commit`] writes, inside a transaction the caller holds.
+pub fn commit_steps(conn: &mut AnyConnection, c: &Commit, now: i64) -> Result<(), StoreError> {
+    for j in &c.journal {
+        diesel::insert_into(run_journal::table)
+            .values(NewJournal {
+                run_id: &c.run_id,
+                step: j.step,
+                kind: &j.kind,
+                call_key: j.call_key.as_deref(),
+                data: JsonText::new(&j.data),
+                created_at: Ms(now),
+            })
+            .execute(conn)?;
+    }
+    for (position, row) in &c.stages {
+        insert_stage(conn, &c.message_id, *position, row, now)?;
+    }
+    append_events(conn, &c.run_id, &c.events, now)?;
+    if let Some(title) = &c.title {
+        set_title(conn, &c.conversation_id, title)?;
+    }
+    if let Some(reason) = &c.flag {
+        flag_run(conn, &c.run_id, reason)?;
+    }
+    if let Some(finish) = &c.finish {
+        finish_run(conn, finish)?;
+        diesel::delete(run_journal::table.filter(run_journal::run_id.eq(&c.run_id)))
+            .execute(conn)?;
+    }
+    Ok(())
 }
 
 /// A run's journal, in step order.

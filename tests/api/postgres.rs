@@ -858,3 +858,54 @@ async fn a_database_made_by_the_shared_migrations_is_converted_to_the_fresh_sche
     assert_eq!(done["status"], "completed", "{done}");
     app.stop().await;
 }
+
+/// Many runs send their steps at once (so the writer takes them together, in one transaction):
+/// every step is stored, in order; a step that cannot be stored (a journal step it already
+/// wrote) fails alone, with the database's reason, and the others sent with it are stored.
+async fn check_steps_sent_together(url: &str) {
+    let store = Store::start(url).expect("store");
+    let now = now_ms();
+    let ids: Vec<String> = (0..40).map(|i| format!("batch-{i}")).collect();
+    for id in &ids {
+        store.create_run(new_run(id, now, None)).await.unwrap();
+    }
+    let step = |id: &str, step: i64| {
+        let mut c = commit_for(id);
+        c.journal = vec![JournalRecord {
+            step,
+            kind: "reply".into(),
+            call_key: Some(format!("stage1:{step}")),
+            data: json!({ "text": format!("{id} step {step}") }),
+        }];
+        Arc::new(c)
+    };
+    // Each run's first step, all at once, then each run's second step and, for run 7, its
+    // first step again (refused: the journal already has it), all at once.
+    let first = futures_util::future::join_all(ids.iter().map(|id| store.commit(step(id, 1))));
+    assert!(first.await.iter().all(Result::is_ok));
+    let mut second: Vec<_> = ids.iter().map(|id| store.commit(step(id, 2))).collect();
+    second.insert(20, store.commit(step("batch-7", 1)));
+    let outcomes = futures_util::future::join_all(second).await;
+    let refused = outcomes.iter().filter(|o| o.is_err()).count();
+    assert_eq!(refused, 1, "only the repeated step is refused: {outcomes:?}");
+    let e = outcomes[20].as_ref().unwrap_err().to_string();
+    assert!(e.to_lowercase().contains("unique") || e.contains("duplicate"), "{e}");
+    for id in &ids {
+        let journal = store.journal(id).await.unwrap();
+        let steps: Vec<i64> = journal.iter().map(|j| j.step).collect();
+        assert_eq!(steps, [1, 2], "{id}");
+        assert_eq!(journal[0].data, json!({ "text": format!("{id} step 1") }));
+    }
+}
+
+#[actix_web::test]
+async fn steps_of_many_runs_sent_together_are_each_stored_or_refused_on_sqlite() {
+    let (_dir, url) = sqlite_db();
+    check_steps_sent_together(&url).await;
+}
+
+#[actix_web::test]
+async fn steps_of_many_runs_sent_together_are_each_stored_or_refused_on_postgresql() {
+    let Some(db) = TempDb::new() else { return };
+    check_steps_sent_together(db.url()).await;
+}
