@@ -397,8 +397,22 @@ pub struct BusLink {
     pub silent_after: Duration,
 }
 
+/// How many bytes of ended runs' events the Hub keeps for late watchers, at most (their
+/// rendered JSON); past it the runs that ended first go, before their retention is over. A
+/// watcher of a run no longer held reads it from the store, as after the retention.
+pub const RETAINED_BYTES: usize = 64 << 20;
+
+/// What a frame kept in a log costs besides its JSON (the frame, its names, the pointer).
+const FRAME_OVERHEAD: usize = 160;
+
 pub struct Hub {
     runs: HashMap<String, LiveRun>,
+    /// Ended runs still held, in the order they ended, with the bytes each log holds.
+    ended: std::collections::VecDeque<(String, usize)>,
+    /// The bytes of the logs in `ended`.
+    ended_bytes: usize,
+    /// The most `ended_bytes` may reach.
+    retained_bytes: usize,
     /// Watched runs no actor here executes (see [`Park`]).
     followed: HashMap<String, Followed>,
     dashboards: HashMap<WatcherId, (FrameSender, Viewer)>,
@@ -552,6 +566,9 @@ impl Hub {
     pub fn new(retention: Duration) -> Self {
         Hub {
             runs: HashMap::new(),
+            ended: std::collections::VecDeque::new(),
+            ended_bytes: 0,
+            retained_bytes: RETAINED_BYTES,
             followed: HashMap::new(),
             dashboards: HashMap::new(),
             retention,
@@ -599,9 +616,29 @@ impl Hub {
         self.dashboard_update(summary);
     }
 
+    /// Keeps at most `bytes` of ended runs' events (see [`RETAINED_BYTES`]).
+    pub fn retain_bytes(mut self, bytes: usize) -> Self {
+        self.retained_bytes = bytes;
+        self
+    }
+
+    /// Drops ended runs whose retention is over, and the earliest ended while the ended runs'
+    /// logs hold more than their byte budget.
     fn evict_expired(&mut self) {
         let retention = self.retention;
-        self.runs.retain(|_, run| run.ended_at.is_none_or(|t| t.elapsed() < retention));
+        while let Some((run_id, bytes)) = self.ended.front() {
+            let over = self.ended_bytes > self.retained_bytes;
+            match self.runs.get(run_id).and_then(|r| r.ended_at) {
+                // Resumed here since (the entry is stale) or already gone.
+                None => {}
+                Some(t) if over || t.elapsed() >= retention => {
+                    self.runs.remove(run_id);
+                }
+                Some(_) => break,
+            }
+            self.ended_bytes -= bytes;
+            self.ended.pop_front();
+        }
     }
 
     /// Drops followed runs nobody watches, other instances' runs that ended a retention ago or
@@ -789,6 +826,11 @@ impl Handler<RunEnded> for Hub {
     type Result = ();
     fn handle(&mut self, msg: RunEnded, _: &mut Context<Self>) {
         if let Some(run) = self.runs.get_mut(&msg.run_id) {
+            if run.ended_at.is_none() {
+                let bytes = run.log.iter().map(|f| f.json.len() + FRAME_OVERHEAD).sum();
+                self.ended.push_back((msg.run_id.clone(), bytes));
+                self.ended_bytes += bytes;
+            }
             run.ended_at = Some(Instant::now());
             run.summary.end(msg.status, msg.finished_at);
             // The terminal event went out before this message (same sender, same order):
@@ -796,6 +838,9 @@ impl Handler<RunEnded> for Hub {
             run.watchers.clear();
             let summary = run.summary.clone();
             self.local_update(&summary);
+            if self.ended_bytes > self.retained_bytes {
+                self.evict_expired();
+            }
         }
     }
 }
@@ -1146,6 +1191,41 @@ mod tests {
             }
         }
         (seqs, None)
+    }
+
+    /// Ended runs' events are kept within their byte budget: past it the run that ended first
+    /// is no longer held (its watchers read the store), the later ones are, and running runs
+    /// always are, whatever their size.
+    #[actix_web::test]
+    async fn ended_runs_are_held_within_a_byte_budget_oldest_first() {
+        let text = "x".repeat(1000);
+        let big = |run: &str, seq| {
+            Arc::new(EventFrame::new(run, seq, "stage1_complete", serde_json::json!({ "t": text })))
+        };
+        // Room for about two runs of three such events.
+        let hub = Hub::new(Duration::from_secs(600)).retain_bytes(8_000).start();
+        for id in ["a", "b", "c", "d"] {
+            let cancel = Nobody.start().recipient();
+            let summary = RunSummary { id: id.into(), ..summary() };
+            hub.send(RegisterRun { summary, log: Vec::new(), cancel }).await.unwrap();
+            let frames = (1..=3).map(|seq| big(id, seq)).collect();
+            hub.send(Publish { run_id: id.into(), frames }).await.unwrap();
+        }
+        let held = |id: &'static str| {
+            let hub = hub.clone();
+            async move {
+                let (sink, _rx) = mpsc::channel(16);
+                let watch = Watch { run_id: id.into(), since: 0, watcher: 9, sink };
+                matches!(hub.send(watch).await.unwrap(), WatchOutcome::Live { .. })
+            }
+        };
+        for id in ["a", "b", "c"] {
+            let end = RunEnded { run_id: id.into(), status: "completed".into(), finished_at: 1 };
+            hub.send(end).await.unwrap();
+        }
+        assert!(!held("a").await, "the first to end went when the third ended");
+        assert!(held("b").await && held("c").await, "the two last ended are kept");
+        assert!(held("d").await, "a running run is held whatever the budget");
     }
 
     #[actix_web::test]
