@@ -303,9 +303,9 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
     r.row("server peak RSS (VmHWM)", format!("{:.0} MiB", mib(peak)))
         .target(&format!("< {PEAK_RSS_MIB:.0} MB"), mib(peak) < PEAK_RSS_MIB);
     let floor_p95 = percentile(&floor.walls, 0.95);
-    r.row("floor: the same runs without Conclave, wall p95", fmt_ms(floor_p95))
+    r.row("floor p95 (the same runs, no server)", fmt_ms(floor_p95))
         .ideal(fmt_ms(ideal), floor_p95 / ideal);
-    r.row("wall p95 over the floor's", format!("{:.2}x", p95 / floor_p95));
+    r.row("p95 over the floor p95", format!("{:.2}x", p95 / floor_p95));
     r.note(format!(
         "wall max {}; `started` came back after p50 {}, p95 {}; all {n} done {:.2} s after the \
          starts were sent; a run made straight against the sim-server during the load took {} \
@@ -325,8 +325,8 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
         "floor: the same {} runs started at once straight against the sim-server by this \
          process, each driven by its mode's state machine through the server's HTTP client, \
          with no server, database or socket between (what no server could beat on this \
-         machine with the sim-server on it): wall p50 {}, p95 {}, all done {:.2} s after the \
-         start; CPU: sim-server {}, this client {}; CPU per run: {}",
+         machine with the sim-server on it): their wall times p50 {}, p95 {}, all done {:.2} s \
+         after the start; CPU: sim-server {}, this client {}; CPU per run: {}",
         floor.walls.len(),
         fmt_ms(percentile(&floor.walls, 0.5)),
         fmt_ms(floor_p95),

@@ -35,6 +35,10 @@ fn quick_bench_prints_every_row_and_every_run_completes() {
     for metric in ["overhead p50", "wall p95", "server peak RSS"] {
         assert_eq!(row(metric).len(), 1, "no {metric} row: {stdout}");
     }
+    // Scenario 2's floor: the same runs without the server, with the ideal beside it.
+    let floor = row("floor p95 (");
+    assert!(floor.len() == 1 && floor[0].matches(" ms").count() >= 2, "{stdout}");
+    assert_eq!(row("p95 over the floor p95").len(), 1, "{stdout}");
     // Every figure has its ideal beside it, measured in the same run.
     for l in row("wall p") {
         assert!(l.contains("ms") && l.matches(" ms").count() >= 2 && l.contains('x'), "{l}");
