@@ -311,16 +311,27 @@ macro_rules! store_message {
     };
 }
 
-store_message!(
-    /// Insert a new run with its conversation and messages.
-    CreateRun { run: NewRun } -> (), |msg, conn| queries::create_run(conn, &msg.run)
-);
+/// A write that may share a transaction with others: a new run, or a step of one.
+enum Queued {
+    Create(Box<NewRun>),
+    Commit(std::sync::Arc<Commit>),
+}
 
-/// Steps of runs waiting for the writer, each with whoever waits for its outcome.
-type PendingCommit = (std::sync::Arc<Commit>, tokio::sync::oneshot::Sender<Result<(), StoreError>>);
+impl Queued {
+    fn write(&self, conn: &mut db::AnyConnection, now: i64) -> Result<(), StoreError> {
+        match self {
+            Queued::Create(run) => queries::create_run(conn, run),
+            Queued::Commit(c) => queries::commit(conn, c, now),
+        }
+    }
+}
 
-/// Steps sent by any run since the writer last took them. They are written together, so that
-/// many runs' steps share one transaction (and one WAL sync on SQLite) instead of one each.
+/// Writes waiting for the writer, each with whoever waits for its outcome.
+type PendingCommit = (Queued, tokio::sync::oneshot::Sender<Result<(), StoreError>>);
+
+/// New runs and steps of runs sent by anyone since the writer last took them. They are written
+/// together, so that many runs' writes share one transaction (and one WAL sync on SQLite)
+/// instead of one each.
 #[derive(Clone, Default)]
 struct CommitQueue(std::sync::Arc<std::sync::Mutex<Vec<PendingCommit>>>);
 
@@ -330,9 +341,9 @@ impl CommitQueue {
     }
 }
 
-/// Write every queued step: in one transaction when there are several, and if that one is
-/// refused, each in a transaction of its own, so that each step gets its own outcome (a step is
-/// always either wholly stored or not at all).
+/// Write everything queued: in one transaction when there are several writes, and if that one
+/// is refused, each in a transaction of its own, so that each write gets its own outcome (a
+/// write is always either wholly stored or not at all).
 struct CommitQueued(CommitQueue);
 
 impl actix::Message for CommitQueued {
@@ -348,7 +359,7 @@ impl Handler<CommitQueued> for StoreActor {
             let together = self.conn().and_then(|mut guard| {
                 let conn: &mut db::AnyConnection = &mut guard;
                 diesel::Connection::transaction(conn, |conn| {
-                    pending.iter().try_for_each(|(c, _)| queries::commit_steps(conn, c, now))
+                    pending.iter().try_for_each(|(w, _)| w.write(conn, now))
                 })
             });
             if together.is_ok() {
@@ -358,8 +369,11 @@ impl Handler<CommitQueued> for StoreActor {
                 return;
             }
         }
-        for (c, done) in pending {
-            let result = self.conn().and_then(|mut conn| queries::commit(&mut conn, &c, now));
+        for (w, done) in pending {
+            let result = self.conn().and_then(|mut guard| {
+                let conn: &mut db::AnyConnection = &mut guard;
+                diesel::Connection::transaction(conn, |conn| w.write(conn, now))
+            });
             let _ = done.send(result);
         }
     }
@@ -484,8 +498,10 @@ impl Store {
         self.write(GetEventsSince { run_id: String::new(), since: i64::MAX }).await?.map(|_| ())
     }
 
+    /// Inserts a new run with its conversation and messages. Like a step, it may share a
+    /// transaction with other runs' writes (see [`Store::commit`]).
     pub async fn create_run(&self, run: NewRun) -> Result<(), StoreError> {
-        self.write(CreateRun { run }).await?
+        self.queue(Queued::Create(Box::new(run))).await
     }
     /// Writes one step of a run in one transaction. Whatever the outcome, the step is either
     /// wholly stored or not at all, so it may be sent again after an error.
@@ -493,10 +509,14 @@ impl Store {
     /// Steps sent while the writer is busy wait for it together and are written in one
     /// transaction; a step sent to an idle writer is written at once.
     pub async fn commit(&self, commit: std::sync::Arc<Commit>) -> Result<(), StoreError> {
+        self.queue(Queued::Commit(commit)).await
+    }
+
+    async fn queue(&self, write: Queued) -> Result<(), StoreError> {
         let (done, outcome) = tokio::sync::oneshot::channel();
         let first = {
             let mut queue = self.commits.lock();
-            queue.push((commit, done));
+            queue.push((write, done));
             queue.len() == 1
         };
         // The first step queued asks the writer to take the queue; later ones ride along. The

@@ -274,74 +274,73 @@ impl From<StageDbRow> for StageRecord {
     }
 }
 
-/// Inserts what a new run needs in one transaction: the conversation (when new), the user
-/// message, an empty assistant message the stages hang off, and the run itself.
+/// Inserts what a new run needs: the conversation (when new), the user message, an empty
+/// assistant message the stages hang off, and the run itself. Inside a transaction the caller
+/// holds, so that they are stored together or not at all.
 pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreError> {
-    conn.transaction(|conn| {
-        let next_position: i32 = if run.new_conversation {
-            diesel::insert_into(conversations::table)
-                .values(NewConversation {
-                    id: &run.conversation_id,
-                    user_id: run.owner.as_deref(),
-                    title: None,
-                    mode: &run.mode,
-                    visibility: &run.visibility,
-                    created_at: Ms(run.created_at),
-                    updated_at: Ms(run.created_at),
-                })
-                .execute(conn)?;
-            0
-        } else {
-            let updated = diesel::update(conversations::table.find(&run.conversation_id))
-                .set(conversations::updated_at.eq(Ms(run.created_at)))
-                .execute(conn)?;
-            if updated == 0 {
-                return Err(StoreError::NotFound(format!("conversation {}", run.conversation_id)));
-            }
-            let max: Option<i32> = messages::table
-                .filter(messages::conversation_id.eq(&run.conversation_id))
-                .select(diesel::dsl::max(messages::position))
-                .first(conn)?;
-            max.map_or(0, |m| m + 1)
-        };
-        // One statement per row: Diesel's MultiConnection has no batch insert for SQLite.
-        for message in [
-            NewMessage {
-                id: &run.user_message_id,
-                conversation_id: &run.conversation_id,
-                position: next_position,
-                role: "user",
-                content: &without_nul(&run.question),
-                created_at: Ms(run.created_at),
-            },
-            NewMessage {
-                id: &run.message_id,
-                conversation_id: &run.conversation_id,
-                position: next_position + 1,
-                role: "assistant",
-                content: "",
-                created_at: Ms(run.created_at),
-            },
-        ] {
-            diesel::insert_into(messages::table).values(message).execute(conn)?;
-        }
-        diesel::insert_into(runs::table)
-            .values(NewRunRow {
-                id: &run.run_id,
-                conversation_id: &run.conversation_id,
-                user_message_id: &run.user_message_id,
-                message_id: &run.message_id,
+    let next_position: i32 = if run.new_conversation {
+        diesel::insert_into(conversations::table)
+            .values(NewConversation {
+                id: &run.conversation_id,
+                user_id: run.owner.as_deref(),
+                title: None,
                 mode: &run.mode,
-                status: "running",
-                request: JsonText::new(&run.request),
-                owner: run.owner.as_deref(),
+                visibility: &run.visibility,
                 created_at: Ms(run.created_at),
-                lease_owner: run.lease.as_ref().map(|(owner, _)| owner.as_str()),
-                lease_until: run.lease.as_ref().map(|(_, until)| Ms(*until)),
+                updated_at: Ms(run.created_at),
             })
             .execute(conn)?;
-        Ok(())
-    })
+        0
+    } else {
+        let updated = diesel::update(conversations::table.find(&run.conversation_id))
+            .set(conversations::updated_at.eq(Ms(run.created_at)))
+            .execute(conn)?;
+        if updated == 0 {
+            return Err(StoreError::NotFound(format!("conversation {}", run.conversation_id)));
+        }
+        let max: Option<i32> = messages::table
+            .filter(messages::conversation_id.eq(&run.conversation_id))
+            .select(diesel::dsl::max(messages::position))
+            .first(conn)?;
+        max.map_or(0, |m| m + 1)
+    };
+    // One statement per row: Diesel's MultiConnection has no batch insert for SQLite.
+    for message in [
+        NewMessage {
+            id: &run.user_message_id,
+            conversation_id: &run.conversation_id,
+            position: next_position,
+            role: "user",
+            content: &without_nul(&run.question),
+            created_at: Ms(run.created_at),
+        },
+        NewMessage {
+            id: &run.message_id,
+            conversation_id: &run.conversation_id,
+            position: next_position + 1,
+            role: "assistant",
+            content: "",
+            created_at: Ms(run.created_at),
+        },
+    ] {
+        diesel::insert_into(messages::table).values(message).execute(conn)?;
+    }
+    diesel::insert_into(runs::table)
+        .values(NewRunRow {
+            id: &run.run_id,
+            conversation_id: &run.conversation_id,
+            user_message_id: &run.user_message_id,
+            message_id: &run.message_id,
+            mode: &run.mode,
+            status: "running",
+            request: JsonText::new(&run.request),
+            owner: run.owner.as_deref(),
+            created_at: Ms(run.created_at),
+            lease_owner: run.lease.as_ref().map(|(owner, _)| owner.as_str()),
+            lease_until: run.lease.as_ref().map(|(_, until)| Ms(*until)),
+        })
+        .execute(conn)?;
+    Ok(())
 }
 
 pub fn insert_stage(
@@ -638,15 +637,11 @@ pub fn mark_reviewed(
     get_run(conn, run_id)
 }
 
-/// Writes one step of a run in a single transaction: its journal entries, stage rows, events,
-/// title, review flag and (when the run ends) its outcome. A run's journal is deleted with its
-/// end: it exists only to resume a run that did not end.
+/// Writes one step of a run: its journal entries, stage rows, events, title, review flag and
+/// (when the run ends) its outcome, inside a transaction the caller holds, so that the step is
+/// stored whole or not at all. A run's journal is deleted with its end: it exists only to resume
+/// a run that did not end.
 pub fn commit(conn: &mut AnyConnection, c: &Commit, now: i64) -> Result<(), StoreError> {
-    conn.transaction(|conn| commit_steps(conn, c, now))
-}
-
-/// What [`commit`] writes, inside a transaction the caller holds.
-pub fn commit_steps(conn: &mut AnyConnection, c: &Commit, now: i64) -> Result<(), StoreError> {
     for j in &c.journal {
         diesel::insert_into(run_journal::table)
             .values(NewJournal {

@@ -859,16 +859,24 @@ async fn a_database_made_by_the_shared_migrations_is_converted_to_the_fresh_sche
     app.stop().await;
 }
 
-/// Many runs send their steps at once (so the writer takes them together, in one transaction):
-/// every step is stored, in order; a step that cannot be stored (a journal step it already
-/// wrote) fails alone, with the database's reason, and the others sent with it are stored.
+/// Many runs start, then send their steps, at once (so the writer takes them together, in one
+/// transaction): every run and step is stored, in order; a write that cannot be stored (a
+/// follow-up in a missing conversation, a journal step already written) fails alone, with its
+/// reason, and the others sent with it are stored.
 async fn check_steps_sent_together(url: &str) {
     let store = Store::start(url).expect("store");
     let now = now_ms();
     let ids: Vec<String> = (0..40).map(|i| format!("batch-{i}")).collect();
-    for id in &ids {
-        store.create_run(new_run(id, now, None)).await.unwrap();
-    }
+    // New runs at once, one of them a follow-up in a conversation that does not exist.
+    let mut orphan = new_run("orphan", now, None);
+    orphan.new_conversation = false;
+    let mut creates: Vec<_> =
+        ids.iter().map(|id| store.create_run(new_run(id, now, None))).collect();
+    creates.insert(10, store.create_run(orphan));
+    let created = futures_util::future::join_all(creates).await;
+    assert!(matches!(created[10], Err(StoreError::NotFound(_))), "{:?}", created[10]);
+    assert_eq!(created.iter().filter(|c| c.is_ok()).count(), ids.len(), "{created:?}");
+    assert!(store.get_run("orphan").await.unwrap().is_none());
     let step = |id: &str, step: i64| {
         let mut c = commit_for(id);
         c.journal = vec![JournalRecord {
