@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 
 use super::sim::{piece_due, simulated_failure, Behaviour, Planned, SimProvider};
 use super::{BoxFuture, ChatRequest, ChatResponse};
-use crate::modes::{CallError, CallErrorKind, ChatMessage};
+use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
 
 #[derive(Default)]
 struct Counters {
@@ -150,8 +150,8 @@ fn failure(e: &CallError) -> HttpResponse {
     HttpResponse::build(status).json(json!({ "error": { "message": e.message } }))
 }
 
-fn usage_json(r: &ChatResponse) -> Value {
-    match r.usage {
+fn usage_json(usage: Option<Usage>) -> Value {
+    match usage {
         Some(u) => {
             json!({ "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
                            "total_tokens": u.prompt_tokens + u.completion_tokens })
@@ -209,7 +209,7 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
                     "object": "chat.completion", "model": model,
                     "choices": [{ "index": 0, "message": { "role": "assistant", "content": r.text },
                                   "finish_reason": "stop" }],
-                    "usage": usage_json(&r),
+                    "usage": usage_json(r.usage),
                 }))
             }
             Err(e) => failure(&e),
@@ -269,21 +269,23 @@ fn planned_stream(
         })
         .collect();
     let usage = json!({ "object": "chat.completion.chunk", "model": model, "choices": [],
-                        "usage": usage_json(&ChatResponse { text: String::new(),
-                                                            usage: Some(plan.usage) }) });
+                        "usage": usage_json(Some(plan.usage)) });
     let tail = Bytes::from(format!("data: {usage}\n\ndata: [DONE]\n\n"));
     let start = tokio::time::Instant::now();
+    let chunks: Vec<_> = chunks
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| (start + piece_due(plan.latency, i, n), c))
+        .collect();
     let state = PlannedStream {
-        chunks: chunks.into_iter(),
+        chunks: chunks.into_iter().peekable(),
         tail: Some(tail),
-        due: (0..n).map(move |i| start + piece_due(plan.latency, i, n)).collect(),
-        next: 0,
         last_write: start,
         timer: Box::pin(tokio::time::sleep_until(start)),
         guard,
     };
     futures_util::stream::unfold(state, |mut st| async move {
-        let Some(&due) = st.due.get(st.next) else {
+        let Some(&(due, _)) = st.chunks.peek() else {
             let tail = st.tail.take()?;
             st.guard.finished = true;
             st.guard.flight.end();
@@ -291,25 +293,22 @@ fn planned_stream(
             return Some((Ok(tail), st));
         };
         // Like real providers, a comment line keeps a slow stream alive.
-        let keepalive = st.last_write + KEEPALIVE;
-        let wake = due.min(keepalive);
+        let wake = due.min(st.last_write + KEEPALIVE);
         st.timer.as_mut().reset(wake);
         st.timer.as_mut().await;
         st.last_write = wake;
         if wake < due {
             return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), st));
         }
-        st.next += 1;
-        let chunk = st.chunks.next()?;
+        let (_, chunk) = st.chunks.next()?;
         Some((Ok(chunk), st))
     })
 }
 
 struct PlannedStream {
-    chunks: std::vec::IntoIter<Bytes>,
+    /// Each chunk with when it is due.
+    chunks: std::iter::Peekable<std::vec::IntoIter<(tokio::time::Instant, Bytes)>>,
     tail: Option<Bytes>,
-    due: Vec<tokio::time::Instant>,
-    next: usize,
     last_write: tokio::time::Instant,
     timer: std::pin::Pin<Box<tokio::time::Sleep>>,
     guard: StreamGuard,
@@ -352,7 +351,7 @@ async fn next_chunk(mut st: StreamState) -> Option<(Result<Bytes, actix_web::Err
                 }
                 Some(Ok(r)) => {
                     let usage = json!({ "object": "chat.completion.chunk", "model": st.model,
-                                        "choices": [], "usage": usage_json(&r) });
+                                        "choices": [], "usage": usage_json(r.usage) });
                     format!("data: {usage}\n\ndata: [DONE]\n\n")
                 }
                 Some(Err(e)) => {

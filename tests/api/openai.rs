@@ -116,3 +116,53 @@ async fn failures_are_classified_with_the_providers_message() {
     let e = dead.chat(ask("x"), None).await.unwrap_err();
     assert_eq!(e.kind, CallErrorKind::Transport, "{}", e.message);
 }
+
+/// The sim-server streams an answer in pieces spread over its latency, with a keep-alive
+/// comment in each pause longer than 100 ms, and the pieces read by the client add up to the
+/// very answer the same request gets unstreamed, with its usage.
+#[actix_web::test]
+async fn the_sim_server_streams_its_answer_over_the_latency_with_keepalives() {
+    use conclave::providers::sim::{SimConfig, SimProvider};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let sim = SimProvider::new(SimConfig { latency_ms: 2400, ..SimConfig::default() });
+    let (server, _) = conclave::providers::sim_server::build(listener, sim).unwrap();
+    actix_web::rt::spawn(server);
+    let body = json!({ "model": "sim/alpha", "stream": true,
+                       "messages": [{ "role": "user", "content": "Why do streams pause?" }] });
+    conclave::providers::openai::install_crypto();
+    let started = std::time::Instant::now();
+    let raw = reqwest::Client::new()
+        .post(format!("{base}/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= std::time::Duration::from_millis(2400), "the latency is kept");
+    let events: Vec<&str> = raw.split("\n\n").filter(|e| !e.is_empty()).collect();
+    let keepalives = events.iter().filter(|e| e.starts_with(':')).count();
+    let data: Vec<Value> = events
+        .iter()
+        .filter_map(|e| e.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(events.last(), Some(&"data: [DONE]"), "{raw}");
+    let pieces: Vec<&str> =
+        data.iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
+    assert!(pieces.len() >= 8, "about a dozen pieces: {pieces:?}");
+    assert!(keepalives >= pieces.len() / 2, "keep-alives in the 200 ms pauses: {raw}");
+    let usage = &data.last().unwrap()["usage"];
+    assert!(usage["completion_tokens"].as_u64().unwrap() > 0, "{raw}");
+    let client = OpenAiCompatible::new(&base, None);
+    let plain = ChatRequest {
+        model: "sim/alpha".into(),
+        messages: vec![ChatMessage::user("Why do streams pause?")],
+    };
+    let whole = client.chat(plain, None).await.unwrap();
+    assert_eq!(pieces.concat(), whole.text);
+    assert_eq!(usage["prompt_tokens"].as_u64(), whole.usage.map(|u| u.prompt_tokens));
+}
