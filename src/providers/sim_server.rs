@@ -100,6 +100,21 @@ struct StreamGuard {
     finished: bool,
 }
 
+impl StreamGuard {
+    /// The stream ends as meant (a reset on purpose included): no longer in flight, and not
+    /// counted as aborted.
+    fn end(&mut self) {
+        self.finished = true;
+        self.flight.end();
+    }
+
+    /// The stream reached its end and counts as completed.
+    fn complete(&mut self) {
+        self.end();
+        self.flight.stats.0.completed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 impl Drop for StreamGuard {
     fn drop(&mut self) {
         if !self.finished {
@@ -158,6 +173,13 @@ fn usage_json(usage: Option<Usage>) -> Value {
         }
         None => Value::Null,
     }
+}
+
+/// The end of a stream that answered: its usage, then `[DONE]`.
+fn usage_tail(model: &str, usage: Option<Usage>) -> String {
+    let usage = json!({ "object": "chat.completion.chunk", "model": model, "choices": [],
+                        "usage": usage_json(usage) });
+    format!("data: {usage}\n\ndata: [DONE]\n\n")
 }
 
 fn chunk(model: &str, delta: Value) -> Bytes {
@@ -255,27 +277,16 @@ fn planned_stream(
     model: &str,
     guard: StreamGuard,
 ) -> impl futures_util::Stream<Item = Result<Bytes, actix_web::Error>> {
-    let model_json = Value::from(model).to_string();
     let n = plan.pieces.len();
-    let chunks: Vec<Bytes> = plan
-        .pieces
-        .iter()
-        .map(|piece| {
-            let content = Value::from(piece.as_str());
-            Bytes::from(format!(
-                "data: {{\"object\":\"chat.completion.chunk\",\"model\":{model_json},\
-                 \"choices\":[{{\"index\":0,\"delta\":{{\"content\":{content}}}}}]}}\n\n"
-            ))
-        })
-        .collect();
-    let usage = json!({ "object": "chat.completion.chunk", "model": model, "choices": [],
-                        "usage": usage_json(Some(plan.usage)) });
-    let tail = Bytes::from(format!("data: {usage}\n\ndata: [DONE]\n\n"));
+    let tail = Bytes::from(usage_tail(model, Some(plan.usage)));
     let start = tokio::time::Instant::now();
-    let chunks: Vec<_> = chunks
+    let chunks: Vec<_> = plan
+        .pieces
         .into_iter()
         .enumerate()
-        .map(|(i, c)| (start + piece_due(plan.latency, i, n), c))
+        .map(|(i, piece)| {
+            (start + piece_due(plan.latency, i, n), chunk(model, json!({ "content": piece })))
+        })
         .collect();
     let state = PlannedStream {
         chunks: chunks.into_iter().peekable(),
@@ -287,9 +298,7 @@ fn planned_stream(
     futures_util::stream::unfold(state, |mut st| async move {
         let Some(&(due, _)) = st.chunks.peek() else {
             let tail = st.tail.take()?;
-            st.guard.finished = true;
-            st.guard.flight.end();
-            st.guard.flight.stats.0.completed.fetch_add(1, Ordering::SeqCst);
+            st.guard.complete();
             return Some((Ok(tail), st));
         };
         // Like real providers, a comment line keeps a slow stream alive.
@@ -339,8 +348,7 @@ async fn next_chunk(mut st: StreamState) -> Option<(Result<Bytes, actix_web::Err
                 return Some((Ok(c), st));
             }
             st.done = true;
-            st.guard.finished = true;
-            st.guard.flight.end();
+            st.guard.end();
             let tail = match st.outcome.take() {
                 Some(Err(e)) if e.kind == CallErrorKind::Transport => {
                     // Break the connection off mid-response: actix closes it on a body error.
@@ -349,11 +357,7 @@ async fn next_chunk(mut st: StreamState) -> Option<(Result<Bytes, actix_web::Err
                         actix_web::error::ErrorInternalServerError("simulated connection reset");
                     return Some((Err(reset), st));
                 }
-                Some(Ok(r)) => {
-                    let usage = json!({ "object": "chat.completion.chunk", "model": st.model,
-                                        "choices": [], "usage": usage_json(r.usage) });
-                    format!("data: {usage}\n\ndata: [DONE]\n\n")
-                }
+                Some(Ok(r)) => usage_tail(&st.model, r.usage),
                 Some(Err(e)) => {
                     format!("data: {}\n\n", json!({ "error": { "message": e.message } }))
                 }
