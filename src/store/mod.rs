@@ -287,6 +287,15 @@ impl StoreActor {
     > {
         Ok(self.pool.get()?)
     }
+
+    /// Runs `f` in one transaction on a pooled connection.
+    fn in_transaction(
+        &self,
+        f: impl FnOnce(&mut db::AnyConnection) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut guard = self.conn()?;
+        diesel::Connection::transaction(&mut *guard, f)
+    }
 }
 
 /// Declares a store message: a struct with named fields, its result type, and the handler
@@ -327,16 +336,16 @@ impl Queued {
 }
 
 /// Writes waiting for the writer, each with whoever waits for its outcome.
-type PendingCommit = (Queued, tokio::sync::oneshot::Sender<Result<(), StoreError>>);
+type PendingWrite = (Queued, tokio::sync::oneshot::Sender<Result<(), StoreError>>);
 
 /// New runs and steps of runs sent by anyone since the writer last took them. They are written
-/// together, so that many runs' writes share one transaction (and one WAL sync on SQLite)
-/// instead of one each.
+/// together, so that many runs' writes share one transaction (one commit of SQLite's WAL or
+/// PostgreSQL's) instead of one each.
 #[derive(Clone, Default)]
-struct CommitQueue(std::sync::Arc<std::sync::Mutex<Vec<PendingCommit>>>);
+struct WriteQueue(std::sync::Arc<std::sync::Mutex<Vec<PendingWrite>>>);
 
-impl CommitQueue {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PendingCommit>> {
+impl WriteQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PendingWrite>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -344,24 +353,20 @@ impl CommitQueue {
 /// Write everything queued: in one transaction when there are several writes, and if that one
 /// is refused, each in a transaction of its own, so that each write gets its own outcome (a
 /// write is always either wholly stored or not at all).
-struct CommitQueued(CommitQueue);
+struct WriteQueued(WriteQueue);
 
-impl actix::Message for CommitQueued {
+impl actix::Message for WriteQueued {
     type Result = ();
 }
 
-impl Handler<CommitQueued> for StoreActor {
+impl Handler<WriteQueued> for StoreActor {
     type Result = ();
-    fn handle(&mut self, msg: CommitQueued, _: &mut SyncContext<Self>) {
+    fn handle(&mut self, msg: WriteQueued, _: &mut SyncContext<Self>) {
         let pending = std::mem::take(&mut *msg.0.lock());
         let now = now_ms();
         if pending.len() > 1 {
-            let together = self.conn().and_then(|mut guard| {
-                let conn: &mut db::AnyConnection = &mut guard;
-                diesel::Connection::transaction(conn, |conn| {
-                    pending.iter().try_for_each(|(w, _)| w.write(conn, now))
-                })
-            });
+            let together = self
+                .in_transaction(|conn| pending.iter().try_for_each(|(w, _)| w.write(conn, now)));
             if together.is_ok() {
                 for (_, done) in pending {
                     let _ = done.send(Ok(()));
@@ -370,11 +375,7 @@ impl Handler<CommitQueued> for StoreActor {
             }
         }
         for (w, done) in pending {
-            let result = self.conn().and_then(|mut guard| {
-                let conn: &mut db::AnyConnection = &mut guard;
-                diesel::Connection::transaction(conn, |conn| w.write(conn, now))
-            });
-            let _ = done.send(result);
+            let _ = done.send(self.in_transaction(|conn| w.write(conn, now)));
         }
     }
 }
@@ -459,7 +460,7 @@ pub use users::{Access, TokenKind, UserRecord};
 pub struct Store {
     writer: Addr<StoreActor>,
     reader: Addr<StoreActor>,
-    commits: CommitQueue,
+    queued: WriteQueue,
 }
 
 impl Store {
@@ -471,7 +472,7 @@ impl Store {
         let writer = SyncArbiter::start(1, move || StoreActor { pool: wpool.clone() });
         let reader =
             SyncArbiter::start(readers as usize, move || StoreActor { pool: pool.clone() });
-        Ok(Store { writer, reader, commits: CommitQueue::default() })
+        Ok(Store { writer, reader, queued: WriteQueue::default() })
     }
 
     async fn write<M>(&self, msg: M) -> Result<M::Result, StoreError>
@@ -515,15 +516,15 @@ impl Store {
     async fn queue(&self, write: Queued) -> Result<(), StoreError> {
         let (done, outcome) = tokio::sync::oneshot::channel();
         let first = {
-            let mut queue = self.commits.lock();
+            let mut queue = self.queued.lock();
             queue.push((write, done));
             queue.len() == 1
         };
-        // The first step queued asks the writer to take the queue; later ones ride along. The
-        // request sits in the writer's mailbox after every write sent before it, so a step is
-        // written after the writes sent before it, as any write is.
-        if first && self.writer.try_send(CommitQueued(self.commits.clone())).is_err() {
-            for (_, done) in std::mem::take(&mut *self.commits.lock()) {
+        // The first write queued asks the writer to take the queue; later ones ride along. The
+        // request sits in the writer's mailbox after every write sent before it, so a queued
+        // write is made after the writes sent before it, as any write is.
+        if first && self.writer.try_send(WriteQueued(self.queued.clone())).is_err() {
+            for (_, done) in std::mem::take(&mut *self.queued.lock()) {
                 let _ = done.send(Err(StoreError::Mailbox));
             }
         }
