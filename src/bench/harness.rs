@@ -8,9 +8,12 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::BenchError;
+use crate::providers::openai::OpenAiCompatible;
+use crate::providers::Provider;
 
 /// How long a child may take to print the line that says where it listens.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -88,7 +91,8 @@ impl Workspace {
         let (proc, line) = Proc::spawn("sim-server", cmd, log)?;
         let url = url_in(&line)
             .ok_or_else(|| BenchError::Child(format!("sim-server printed no URL: {line:?}")))?;
-        Ok(SimServer { proc, base_v1: url })
+        let client = Arc::new(OpenAiCompatible::new(&url, None));
+        Ok(SimServer { proc, base_v1: url, client })
     }
 
     /// Starts `conclave serve` on a fresh SQLite file, routing `sim/` to `sim`, with the
@@ -335,6 +339,9 @@ pub struct SimServer {
     pub proc: Proc,
     /// `http://127.0.0.1:PORT/v1`.
     pub base_v1: String,
+    /// The HTTP client the ideal's replays share, as the server shares its own: a replay
+    /// reuses pooled connections, and none pays for building a client.
+    pub client: Arc<dyn Provider>,
 }
 
 /// A running `conclave serve`.

@@ -9,8 +9,7 @@
 //! "the sum over its stages of the slowest model latency", as the sim really delivered it. This
 //! executor's own glue is not counted in it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::stream::FuturesUnordered;
@@ -22,7 +21,6 @@ use crate::config::DEFAULT_STAGE_TIMEOUT_MS;
 use crate::modes::{
     self, CallError, CallErrorKind, CallReply, Defaults, Effect, Fallbacks, RunContext,
 };
-use crate::providers::openai::OpenAiCompatible;
 use crate::providers::{BoxFuture, ChatRequest, ChatResponse, Provider};
 
 /// What the reference execution of one run measured.
@@ -40,21 +38,13 @@ pub struct Ideal {
 /// long it took, and its outcome.
 type Done = (String, String, Duration, Duration, Result<ChatResponse, CallError>);
 
-/// One HTTP client per sim-server, kept for the process like the server keeps its own: a run
-/// reuses pooled connections, and no run pays for building a client.
-fn client(sim_v1: &str) -> Arc<dyn Provider> {
-    static CLIENTS: OnceLock<Mutex<HashMap<String, Arc<dyn Provider>>>> = OnceLock::new();
-    let mut clients =
-        CLIENTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    clients
-        .entry(sim_v1.to_string())
-        .or_insert_with(|| Arc::new(OpenAiCompatible::new(sim_v1, None)))
-        .clone()
-}
-
-/// Runs `request` as run `run_id` against the sim-server at `sim_v1` (`http://…/v1`), as the
-/// server would with no overhead at all.
-pub async fn measure(sim_v1: &str, request: &Value, run_id: &str) -> Result<Ideal, BenchError> {
+/// Runs `request` as run `run_id` against the sim-server through `provider` (its HTTP
+/// client), as the server would with no overhead at all.
+pub async fn measure(
+    provider: &Arc<dyn Provider>,
+    request: &Value,
+    run_id: &str,
+) -> Result<Ideal, BenchError> {
     let defaults = Defaults {
         offline: true,
         stage_timeout_ms: DEFAULT_STAGE_TIMEOUT_MS,
@@ -72,7 +62,6 @@ pub async fn measure(sim_v1: &str, request: &Value, run_id: &str) -> Result<Idea
         seed: modes::common::seed_from_run_id(run_id),
     };
     let mut mode = modes::instantiate(&req, ctx);
-    let provider = client(sim_v1);
     let mut pending: FuturesUnordered<BoxFuture<'static, Done>> = FuturesUnordered::new();
     let mut ideal = Ideal { critical_path: Duration::ZERO, calls: 0, slowest_call: Duration::ZERO };
     let mut finished = false;

@@ -185,14 +185,14 @@ async fn overhead(sizes: Sizes) -> Result<Report, BenchError> {
     // One run first, not counted: connections to the sim-server, SQLite pages, allocations.
     let warm = council("Warm-up: what is a benchmark?");
     let f = client::drive(&mut sock, &warm, false, RUN_LIMIT).await?;
-    ideal::measure(&sim.base_v1, &warm, &f.run_id).await?;
+    ideal::measure(&sim.client, &warm, &f.run_id).await?;
     let (mut walls, mut ideals, mut overheads, mut completed) = (vec![], vec![], vec![], 0);
     for i in 0..n {
         let req = council(&format!("Question {i}: what are the trade-offs of microservices?"));
         let f = client::drive(&mut sock, &req, false, RUN_LIMIT).await?;
         completed += usize::from(f.completed());
         // The same run again with no engine in between: its own ideal.
-        let id = ideal::measure(&sim.base_v1, &req, &f.run_id).await?;
+        let id = ideal::measure(&sim.client, &req, &f.run_id).await?;
         walls.push(ms(f.wall));
         ideals.push(ms(id.critical_path));
         overheads.push(ms(f.wall) - ms(id.critical_path));
@@ -250,9 +250,9 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
     // What the sim delivers while the server is loaded: one run's calls made straight to it.
     let probe_req = council("Probe: what does the sim deliver under load?");
     let probe = tokio::spawn({
-        let base = sim.base_v1.clone();
+        let client = sim.client.clone();
         let req = probe_req.clone();
-        async move { ideal::measure(&base, &req, &uuid::Uuid::now_v7().to_string()).await }
+        async move { ideal::measure(&client, &req, &uuid::Uuid::now_v7().to_string()).await }
     });
     let mut finished: Vec<(Finished, Value)> = Vec::with_capacity(n);
     let mut errors = Vec::new();
@@ -284,10 +284,10 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
     let mut ideals = Vec::new();
     let step = (finished.len() / sizes.ideal_samples.max(1)).max(1);
     for (f, req) in finished.iter().step_by(step).take(sizes.ideal_samples) {
-        ideals.push(ms(ideal::measure(&sim.base_v1, req, &f.run_id).await?.critical_path));
+        ideals.push(ms(ideal::measure(&sim.client, req, &f.run_id).await?.critical_path));
     }
     let ideal = percentile(&ideals, 0.5);
-    let floor = floor(&sim, &finished).await?;
+    let floor = measure_floor(&sim, &finished).await?;
     let completed = finished.iter().filter(|(f, _)| f.completed()).count();
     let stored = stored_runs(&server.db_path, MEMBERS.len() as i64)?;
     let walls: Vec<f64> = finished.iter().map(|(f, _)| ms(f.wall)).collect();
@@ -351,19 +351,19 @@ struct Floor {
     per_run: String,
 }
 
-async fn floor(sim: &SimServer, runs: &[(Finished, Value)]) -> Result<Floor, BenchError> {
+async fn measure_floor(sim: &SimServer, runs: &[(Finished, Value)]) -> Result<Floor, BenchError> {
     let sim_cpu = CpuMeter::start(sim.proc.pid());
     let client_cpu = CpuMeter::start(std::process::id());
     let barrier = Arc::new(tokio::sync::Barrier::new(runs.len() + 1));
     let tasks: Vec<_> = runs
         .iter()
         .map(|(f, req)| {
-            let (base, req, id, barrier) =
-                (sim.base_v1.clone(), req.clone(), f.run_id.clone(), barrier.clone());
+            let (client, req, id, barrier) =
+                (sim.client.clone(), req.clone(), f.run_id.clone(), barrier.clone());
             tokio::spawn(async move {
                 barrier.wait().await;
                 let t = Instant::now();
-                ideal::measure(&base, &req, &id).await.map(|_| t.elapsed())
+                ideal::measure(&client, &req, &id).await.map(|_| t.elapsed())
             })
         })
         .collect();
@@ -886,8 +886,8 @@ async fn modes(sizes: Sizes) -> Result<Report, BenchError> {
         .iter()
         .zip(&finished)
         .map(|(c, f)| {
-            let (base, req, id) = (sim.base_v1.clone(), c.request.clone(), f.run_id.clone());
-            tokio::spawn(async move { ideal::measure(&base, &req, &id).await })
+            let (client, req, id) = (sim.client.clone(), c.request.clone(), f.run_id.clone());
+            tokio::spawn(async move { ideal::measure(&client, &req, &id).await })
         })
         .collect();
     let mut measured = Vec::new();
