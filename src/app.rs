@@ -107,6 +107,9 @@ impl Application {
                 .configure(routes)
         })
         .shutdown_timeout(5)
+        // Events leave as they happen: a small write must not wait for the client's ACK of
+        // the previous one (Nagle's algorithm, on unless asked; a delayed ACK is 40 ms).
+        .tcp_nodelay(true)
         .disable_signals()
         .listen(listener)
         .map_err(|source| AppError::Bind { addr: config.bind.clone(), source })?

@@ -312,8 +312,8 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
     loop {
         tokio::select! {
             frame = rx.recv() => {
-                let f = match frame {
-                    Some(Frame::Event(f)) => f,
+                let batch = match frame {
+                    Some(Frame::Events(batch)) => batch,
                     // Fell behind: everything before the marker is read; resume after it.
                     Some(Frame::Lagged { .. }) => {
                         engine.watch(&started.run_id, last_seq, watcher, tx.clone(), &Viewer::local()).await?;
@@ -322,18 +322,20 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
                     Some(_) => continue,
                     None => break,
                 };
-                if f.seq <= last_seq {
-                    continue;
-                }
-                last_seq = f.seq;
-                if !args.quiet {
-                    let env: Value = serde_json::from_str(&f.json).unwrap_or(Value::Null);
-                    if let Some(line) = progress_line(&f.event, &env["data"]) {
-                        let _ = writeln!(err, "{line}");
+                let from = batch.partition_point(|f| f.seq <= last_seq);
+                for f in &batch[from..] {
+                    last_seq = f.seq;
+                    if !args.quiet {
+                        let env: Value = serde_json::from_str(&f.json).unwrap_or(Value::Null);
+                        if let Some(line) = progress_line(&f.event, &env["data"]) {
+                            let _ = writeln!(err, "{line}");
+                        }
+                    }
+                    if f.is_terminal() {
+                        terminal = f.event.clone();
                     }
                 }
-                if f.is_terminal() {
-                    terminal = f.event.clone();
+                if !terminal.is_empty() {
                     break;
                 }
             }

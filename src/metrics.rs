@@ -199,9 +199,9 @@ impl Registry {
         WsConnection { registry: self }
     }
 
-    /// A token event was not sent to a watcher whose buffer was full.
-    pub fn token_dropped(&self) {
-        self.events_dropped.fetch_add(1, Ordering::Relaxed);
+    /// `n` token events were not sent to a watcher whose buffer was full.
+    pub fn tokens_dropped(&self, n: usize) {
+        self.events_dropped.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// A watcher whose buffer was full was unsubscribed and told to resume.
@@ -480,8 +480,7 @@ mod tests {
     #[test]
     fn runs_and_hub_counters_are_rendered_with_escaped_labels() {
         let r = Registry::new();
-        r.token_dropped();
-        r.token_dropped();
+        r.tokens_dropped(2);
         r.watcher_lagged(Feed::Dashboard);
         let runs = [RunCount { mode: "council".into(), status: "a\"b\\c\nd".into(), count: 3 }];
         let text = r.render(&runs);

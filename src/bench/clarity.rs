@@ -98,13 +98,15 @@ pub async fn clarity(
         let (tx, mut rx) = watcher_channel();
         let _ = engine.watch(&started.run_id, 0, engine.watcher_id(), tx, &Viewer::local()).await;
         let mut method = String::from("?");
-        while let Some(Frame::Event(f)) = rx.recv().await {
-            if f.event == "score_complete" {
-                let v: serde_json::Value = serde_json::from_str(&f.json).unwrap_or_default();
-                method = v["data"]["data"]["method"].as_str().unwrap_or("?").to_string();
-            }
-            if f.is_terminal() {
-                break;
+        'watch: while let Some(Frame::Events(batch)) = rx.recv().await {
+            for f in batch.iter() {
+                if f.event == "score_complete" {
+                    let v: serde_json::Value = serde_json::from_str(&f.json).unwrap_or_default();
+                    method = v["data"]["data"]["method"].as_str().unwrap_or("?").to_string();
+                }
+                if f.is_terminal() {
+                    break 'watch;
+                }
             }
         }
         figures.panels.push((t.elapsed(), method));

@@ -355,7 +355,7 @@ impl Task {
                         .ignore();
                     let channel = self.names.run(&run_id);
                     for f in frames {
-                        pipe.cmd("PUBLISH").arg(&channel).arg(f.json.as_bytes()).ignore();
+                        pipe.cmd("PUBLISH").arg(&channel).arg(f.json.as_bytes().as_ref()).ignore();
                     }
                     publishing = true;
                 }

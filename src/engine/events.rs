@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use bytestring::ByteString;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -17,13 +18,14 @@ pub struct Envelope {
     pub data: Value,
 }
 
-/// An event ready to send: the envelope plus its JSON text, rendered once.
+/// An event ready to send: the envelope plus its JSON text, rendered once (every socket that
+/// sends it shares the text: a WebSocket text frame holds a [`ByteString`]).
 #[derive(Debug, Clone)]
 pub struct EventFrame {
     pub run: String,
     pub seq: i64,
     pub event: String,
-    pub json: Arc<str>,
+    pub json: ByteString,
     /// What the event means for the run's progress, when it matters to the dashboard.
     pub mark: Option<ProgressMark>,
 }
@@ -115,27 +117,27 @@ pub fn is_transient(event: &str) -> bool {
     event == "token"
 }
 
+/// Events of one run, in the order of their numbers: what one step of the run published
+/// together (or a piece of a replay). A watcher gets them in one message and a socket writes
+/// them in one go, so a burst of events costs one wake-up and one write per watcher.
+pub type EventBatch = Arc<[Arc<EventFrame>]>;
+
 /// What a watcher's channel carries.
 #[derive(Debug, Clone)]
 pub enum Frame {
-    Event(Arc<EventFrame>),
+    /// Never empty; every event of it belongs to the same run.
+    Events(EventBatch),
     /// A dashboard update: `{type: "dashboard", runs: [...]}` or `{type: "dashboard_update", run}`.
     Dashboard(Arc<str>),
     /// The watcher fell too far behind and was unsubscribed from `run`; it has now read
     /// everything sent before this marker and should watch again from `since`.
-    Lagged {
-        run: String,
-        since: i64,
-    },
+    Lagged { run: String, since: i64 },
     /// Likewise for the dashboard feed: subscribe again for a fresh snapshot.
     DashboardLagged,
     /// A marker a watcher puts in its own channel when it watches `run` again after an
     /// unwatch: frames of `run` ahead of it belong to the dropped subscription. `epoch` tells
     /// which unwatch it answers, should the client unwatch again before it is read.
-    Rewatch {
-        run: String,
-        epoch: u64,
-    },
+    Rewatch { run: String, epoch: u64 },
 }
 
 pub type FrameSender = tokio::sync::mpsc::Sender<Frame>;

@@ -23,7 +23,9 @@ use tokio::sync::mpsc::error::TrySendError;
 
 use super::access::Viewer;
 use super::bus::{Bus, Control};
-use super::events::{is_transient, CallRef, EventFrame, Frame, FrameSender, ProgressMark};
+use super::events::{
+    is_transient, CallRef, EventBatch, EventFrame, Frame, FrameSender, ProgressMark,
+};
 use crate::metrics::{self, Feed};
 
 /// Identifies a watcher's channel (a WebSocket session, an SSE stream, the CLI).
@@ -436,39 +438,51 @@ fn send_lagged(sink: FrameSender, frame: Frame) {
     });
 }
 
-/// What offering a frame to a watcher did.
+/// What offering a batch to a watcher did.
 enum Offer {
     Sent,
-    /// The buffer is full and the frame was a token: dropped for this watcher only.
-    Dropped,
+    /// The buffer is full and the batch held only tokens: dropped for this watcher only.
+    Dropped(usize),
     /// The buffer is full on a durable event: the watcher must resume later.
     Lagged,
     Closed,
 }
 
-fn offer(sink: &FrameSender, frame: &Arc<EventFrame>) -> Offer {
-    match sink.try_send(Frame::Event(frame.clone())) {
+fn offer(sink: &FrameSender, batch: EventBatch) -> Offer {
+    match sink.try_send(Frame::Events(batch)) {
         Ok(()) => Offer::Sent,
-        Err(TrySendError::Full(_)) if is_transient(&frame.event) => Offer::Dropped,
+        Err(TrySendError::Full(Frame::Events(b))) if b.iter().all(|f| is_transient(&f.event)) => {
+            Offer::Dropped(b.len())
+        }
         Err(TrySendError::Full(_)) => Offer::Lagged,
         Err(TrySendError::Closed(_)) => Offer::Closed,
     }
 }
 
-/// Sends a frame to every watcher of a run that has not had it, dropping the ones that are
-/// gone or too slow (told to resume).
-fn fan_out(watchers: &mut HashMap<WatcherId, Watching>, run_id: &str, frame: &Arc<EventFrame>) {
+/// The events of `batch` after `last_seq`: the batch itself when the watcher has none of it
+/// (the usual case: every watcher shares one allocation), else a copy of its tail.
+fn unsent(batch: &EventBatch, last_seq: i64) -> Option<EventBatch> {
+    let from = batch.partition_point(|f| f.seq <= last_seq);
+    match from {
+        0 if !batch.is_empty() => Some(batch.clone()),
+        n if n < batch.len() => Some(batch[n..].into()),
+        _ => None,
+    }
+}
+
+/// Sends every watcher of a run, in one message, the events of `batch` it has not had,
+/// dropping the watchers that are gone or too slow (told to resume).
+fn fan_out(watchers: &mut HashMap<WatcherId, Watching>, run_id: &str, batch: &EventBatch) {
+    let Some(last) = batch.last().map(|f| f.seq) else { return };
     watchers.retain(|_, w| {
-        if frame.seq <= w.last_seq {
-            return true;
-        }
-        match offer(&w.sink, frame) {
+        let Some(unsent) = unsent(batch, w.last_seq) else { return true };
+        match offer(&w.sink, unsent) {
             Offer::Sent => {
-                w.last_seq = frame.seq;
+                w.last_seq = last;
                 true
             }
-            Offer::Dropped => {
-                metrics::global().token_dropped();
+            Offer::Dropped(n) => {
+                metrics::global().tokens_dropped(n);
                 true
             }
             Offer::Lagged => {
@@ -484,6 +498,9 @@ fn fan_out(watchers: &mut HashMap<WatcherId, Watching>, run_id: &str, frame: &Ar
     });
 }
 
+/// How many events of a replay go in one message.
+pub const REPLAY_BATCH: usize = 256;
+
 /// Replays `log` after `since` to a watcher and subscribes it unless `ended` (see
 /// [`Hub::attach`]); answers whether the replay overflowed the watcher's buffer (it was told
 /// to resume).
@@ -498,9 +515,9 @@ fn replay_and_subscribe(
 ) -> bool {
     let start = log.partition_point(|f| f.seq <= since);
     let mut last_seq = since;
-    for frame in &log[start..] {
-        match sink.try_send(Frame::Event(frame.clone())) {
-            Ok(()) => last_seq = frame.seq,
+    for piece in log[start..].chunks(REPLAY_BATCH) {
+        match sink.try_send(Frame::Events(piece.into())) {
+            Ok(()) => last_seq = piece.last().map_or(last_seq, |f| f.seq),
             Err(TrySendError::Full(_)) => {
                 metrics::global().watcher_lagged(Feed::Run);
                 send_lagged(sink, Frame::Lagged { run: run_id.to_string(), since: last_seq });
@@ -549,7 +566,7 @@ impl Followed {
         }
         self.last_seq = frame.seq;
         self.known = self.known.max(frame.seq);
-        fan_out(&mut self.watchers, run_id, &frame);
+        fan_out(&mut self.watchers, run_id, &Arc::from([frame.clone()]));
         let terminal = frame.is_terminal();
         self.log.push(frame);
         if terminal {
@@ -802,7 +819,7 @@ impl Handler<Publish> for Hub {
             link.bus.frames(&msg.run_id, msg.frames.clone());
         }
         let mut changed = false;
-        for frame in msg.frames {
+        for frame in &msg.frames {
             if !is_transient(&frame.event) {
                 run.summary.last_event = Some(frame.event.clone());
                 changed = true;
@@ -811,9 +828,10 @@ impl Handler<Publish> for Hub {
                 run.summary.apply(mark);
             }
             run.summary.last_seq = frame.seq;
-            fan_out(&mut run.watchers, &msg.run_id, &frame);
-            run.log.push(frame);
         }
+        let batch: EventBatch = msg.frames.into();
+        fan_out(&mut run.watchers, &msg.run_id, &batch);
+        run.log.extend(batch.iter().cloned());
         // Nobody to tell (no dashboard here, no bus): no copy of the summary.
         if changed && (self.bus.is_some() || !self.dashboards.is_empty()) {
             let summary = run.summary.clone();
@@ -1185,7 +1203,7 @@ mod tests {
         let mut seqs = Vec::new();
         while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
             match f {
-                Frame::Event(e) => seqs.push(e.seq),
+                Frame::Events(batch) => seqs.extend(batch.iter().map(|e| e.seq)),
                 Frame::Lagged { since, .. } => return (seqs, Some(since)),
                 _ => {}
             }
@@ -1228,6 +1246,40 @@ mod tests {
         assert!(held("d").await, "a running run is held whatever the budget");
     }
 
+    /// The messages waiting in `rx`, each as the numbers of its events.
+    async fn messages(rx: &mut mpsc::Receiver<Frame>) -> Vec<Vec<i64>> {
+        let mut got = Vec::new();
+        while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+            if let Frame::Events(batch) = f {
+                got.push(batch.iter().map(|e| e.seq).collect());
+            }
+        }
+        got
+    }
+
+    /// A step's events reach each watcher in one message (one wake-up and one write per
+    /// socket); a watcher that already read some of them from the store gets only the rest.
+    #[actix_web::test]
+    async fn a_steps_events_reach_each_watcher_in_one_message_without_what_it_read() {
+        let hub = Hub::new(Duration::from_secs(60)).start();
+        let cancel = Nobody.start().recipient();
+        let log = vec![frame(1, "stage1_start")];
+        hub.send(RegisterRun { summary: summary(), log, cancel }).await.unwrap();
+        let (a_tx, mut a_rx) = mpsc::channel(100);
+        let (b_tx, mut b_rx) = mpsc::channel(100);
+        hub.send(Watch { run_id: "r".into(), since: 0, watcher: 1, sink: a_tx }).await.unwrap();
+        // Events are stored before they are published: B read 2 and 3 from the store before
+        // the Hub had them.
+        hub.send(Watch { run_id: "r".into(), since: 3, watcher: 2, sink: b_tx }).await.unwrap();
+        let step = vec![frame(2, "call_complete"), frame(3, "stage1_complete"), frame(4, "token")];
+        hub.send(Publish { run_id: "r".into(), frames: step }).await.unwrap();
+        hub.send(Publish { run_id: "r".into(), frames: vec![frame(5, "stage2_start")] })
+            .await
+            .unwrap();
+        assert_eq!(messages(&mut a_rx).await, vec![vec![1], vec![2, 3, 4], vec![5]]);
+        assert_eq!(messages(&mut b_rx).await, vec![vec![4], vec![5]]);
+    }
+
     #[actix_web::test]
     async fn a_slow_watcher_never_holds_up_the_others_and_resumes_without_a_gap() {
         let (dropped, lagged) =
@@ -1240,10 +1292,14 @@ mod tests {
         for (w, sink) in [(1, fast_tx), (2, slow_tx.clone())] {
             hub.send(Watch { run_id: "r".into(), since: 0, watcher: w, sink }).await.unwrap();
         }
-        let mut frames = vec![frame(1, "stage1_start")];
-        frames.extend((2..=8).map(|s| frame(s, "token")));
-        frames.extend([frame(9, "stage1_complete"), frame(10, "stage2_start")]);
-        hub.send(Publish { run_id: "r".into(), frames }).await.unwrap();
+        // Each publish is one step's events, one message to each watcher: a start, seven
+        // token flushes, then a stage's end with the next stage's start.
+        let mut steps = vec![vec![frame(1, "stage1_start")]];
+        steps.extend((2..=8).map(|s| vec![frame(s, "token")]));
+        steps.push(vec![frame(9, "stage1_complete"), frame(10, "stage2_start")]);
+        for frames in steps {
+            hub.send(Publish { run_id: "r".into(), frames }).await.unwrap();
+        }
 
         let (fast, lag) = drain(&mut fast_rx).await;
         assert_eq!(
@@ -1258,7 +1314,7 @@ mod tests {
         // Counted (other tests of this binary may add to the same counters meanwhile).
         assert!(metrics::global().events_dropped() >= dropped + 4, "tokens 5 to 8 were dropped");
         assert!(metrics::global().watchers_lagged(Feed::Run) > lagged, "the slow one lagged");
-        // Resuming replays from the log in buffer-sized pieces until it is live again.
+        // Resuming replays from the log until it is live again.
         let mut seen = Vec::new();
         let mut since = 4;
         loop {
@@ -1391,7 +1447,7 @@ mod tests {
         let mut lag = None;
         while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
             match f {
-                Frame::Event(e) => seqs.push(e.seq),
+                Frame::Events(batch) => seqs.extend(batch.iter().map(|e| e.seq)),
                 Frame::Lagged { since, .. } => lag = Some(since),
                 _ => {}
             }

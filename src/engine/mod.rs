@@ -684,14 +684,19 @@ impl Engine {
         sink: &FrameSender,
     ) -> Result<Option<i64>, EngineError> {
         let mut sent = since;
-        for e in self.store.events_since(run_id, since).await? {
-            let seq = e.seq;
-            let frame = EventFrame::new(run_id, e.seq, &e.event, e.data);
-            let terminal = frame.is_terminal();
-            if sink.send(Frame::Event(Arc::new(frame))).await.is_err() || terminal {
+        let mut stored = self.store.events_since(run_id, since).await?.into_iter().peekable();
+        while stored.peek().is_some() {
+            let piece: Vec<Arc<EventFrame>> = stored
+                .by_ref()
+                .take(hub::REPLAY_BATCH)
+                .map(|e| Arc::new(EventFrame::new(run_id, e.seq, &e.event, e.data)))
+                .collect();
+            let last = piece.last().map_or(sent, |f| f.seq);
+            let terminal = piece.iter().any(|f| f.is_terminal());
+            if sink.send(Frame::Events(piece.into())).await.is_err() || terminal {
                 return Ok(None);
             }
-            sent = seq;
+            sent = last;
         }
         Ok(Some(sent))
     }

@@ -148,6 +148,8 @@ pub fn build(listener: TcpListener, sim: SimProvider) -> std::io::Result<(Server
             .route("/sim/stats", web::get().to(stats_route))
     })
     .workers(2)
+    // Each streamed piece leaves when it is due, as a provider's do.
+    .tcp_nodelay(true)
     .disable_signals()
     .shutdown_timeout(1)
     .listen(listener)?

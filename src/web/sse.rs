@@ -2,6 +2,7 @@
 //! non-browser clients. Each event carries `id: <seq>`, so a client that reconnects with
 //! `Last-Event-ID` (or `?since=`) resumes with no gap and no repeat.
 
+use std::fmt::Write;
 use std::time::Duration;
 
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -68,24 +69,29 @@ pub async fn events(
     });
     let guard = WatchGuard { engine, run_id: id.into_inner(), watcher };
     let keepalive = tokio::time::interval(Duration::from_secs(15));
-    let body =
-        stream::unfold((rx, guard, keepalive, false), |(mut rx, guard, mut ka, done)| async move {
+    let body = stream::unfold(
+        (rx, guard, keepalive, false),
+        |(mut rx, guard, mut ka, done)| async move {
             if done {
                 return None;
             }
             tokio::select! {
                 frame = rx.recv() => {
                     // A lagging client's stream ends: it reconnects with Last-Event-ID.
-                let Some(Frame::Event(f)) = frame else { return None };
-                    let text = format!("id: {}\nevent: {}\ndata: {}\n\n", f.seq, f.event, f.json);
-                    let end = f.is_terminal();
+                let Some(Frame::Events(batch)) = frame else { return None };
+                    let mut text = String::new();
+                    for f in batch.iter() {
+                        let _ = write!(text, "id: {}\nevent: {}\ndata: {}\n\n", f.seq, f.event, f.json);
+                    }
+                    let end = batch.iter().any(|f| f.is_terminal());
                     Some((Ok::<_, actix_web::Error>(Bytes::from(text)), (rx, guard, ka, end)))
                 }
                 _ = ka.tick() => {
                     Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (rx, guard, ka, false)))
                 }
             }
-        });
+        },
+    );
     Ok(HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("Cache-Control", "no-cache"))

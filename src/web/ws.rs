@@ -376,16 +376,21 @@ impl Actor for WsSession {
 impl StreamHandler<Frame> for WsSession {
     fn handle(&mut self, frame: Frame, ctx: &mut Self::Context) {
         match frame {
-            Frame::Event(f) => {
-                if self.muted.contains_key(&f.run) {
+            // Written in one go: the frames queued in one handling leave in one write.
+            Frame::Events(batch) => {
+                let Some(run) = batch.first().map(|f| &f.run) else { return };
+                if self.muted.contains_key(run) {
                     return;
                 }
-                let last = self.last_sent.entry(f.run.clone()).or_insert(0);
-                if f.seq <= *last {
-                    return;
+                if !self.last_sent.contains_key(run) {
+                    self.last_sent.insert(run.clone(), 0);
                 }
-                *last = f.seq;
-                ctx.text(&*f.json);
+                let Some(last) = self.last_sent.get_mut(run) else { return };
+                let from = batch.partition_point(|f| f.seq <= *last);
+                for f in &batch[from..] {
+                    *last = f.seq;
+                    ctx.text(f.json.clone());
+                }
             }
             Frame::Dashboard(text) => ctx.text(&*text),
             // This socket fell behind and was unsubscribed; everything before the marker has
