@@ -643,24 +643,29 @@ async fn watch_one(mut sock: Socket, run: String, limit: Duration) -> (Watched, 
     if sock.send(Message::text(watch)).await.is_err() {
         return (seen, sock);
     }
-    let deadline = tokio::time::Instant::now() + limit;
-    while let Ok(Some(Ok(msg))) = tokio::time::timeout_at(deadline, sock.next()).await {
-        let Message::Text(text) = msg else { continue };
-        let now = Instant::now();
-        seen.first.get_or_insert(now);
-        seen.messages += 1;
-        let Some(p) = peek_event(text.as_str()) else { continue };
-        if p.event == "token" {
-            seen.tokens += 1;
+    // One timer for the whole watch, not one per message: ten thousand of these sockets
+    // stand in for browsers on other machines, so they should take as little of this one's
+    // CPU from the server as they can.
+    let read = async {
+        while let Some(Ok(msg)) = sock.next().await {
+            let Message::Text(text) = msg else { continue };
+            let now = Instant::now();
+            seen.first.get_or_insert(now);
+            seen.messages += 1;
+            let Some(p) = peek_event(text.as_str()) else { continue };
+            if p.event == "token" {
+                seen.tokens += 1;
+            }
+            if p.run != run || p.event == "token" {
+                continue;
+            }
+            seen.events.push((p.seq, now));
+            if is_terminal(p.event) {
+                break;
+            }
         }
-        if p.run != run || p.event == "token" {
-            continue;
-        }
-        seen.events.push((p.seq, now));
-        if is_terminal(p.event) {
-            break;
-        }
-    }
+    };
+    let _ = tokio::time::timeout(limit, read).await;
     (seen, sock)
 }
 
