@@ -143,9 +143,11 @@ pub enum Frame {
 pub type FrameSender = tokio::sync::mpsc::Sender<Frame>;
 pub type FrameReceiver = tokio::sync::mpsc::Receiver<Frame>;
 
-/// How many frames may wait for one watcher. A watcher that lets more pile up is slow: its
-/// token frames are dropped, and at the next durable event it is unsubscribed and told to
-/// resume, so it never slows the run or the other watchers and its memory stays bounded.
+/// How many messages may wait for one watcher (a message is one step's events, or a piece of
+/// a replay: see [`EventBatch`]). A watcher that lets more pile up is slow: messages of only
+/// `token` events are dropped for it, and at the next one holding a durable event it is
+/// unsubscribed and told to resume, so it never slows the run or the other watchers and its
+/// memory stays bounded.
 pub const WATCHER_BUFFER: usize = 1024;
 
 pub fn watcher_channel() -> (FrameSender, FrameReceiver) {

@@ -865,8 +865,9 @@ impl Handler<RunEnded> for Hub {
 
 impl Hub {
     /// Replays a live run's log after `since` to a watcher and subscribes it, in one step so
-    /// no event can fall between the two. A replay larger than the watcher's buffer goes out
-    /// in pieces: the watcher is told to resume where this one stopped.
+    /// no event can fall between the two. The replay goes out in pieces of [`REPLAY_BATCH`]
+    /// events; one that finds the watcher's buffer full stops there, and the watcher is told
+    /// to resume where it stopped.
     fn attach(
         &mut self,
         run_id: &str,
@@ -1278,6 +1279,40 @@ mod tests {
             .unwrap();
         assert_eq!(messages(&mut a_rx).await, vec![vec![1], vec![2, 3, 4], vec![5]]);
         assert_eq!(messages(&mut b_rx).await, vec![vec![4], vec![5]]);
+    }
+
+    /// A replay that overflows the watcher's buffer stops at a piece's end; the watcher is told
+    /// to resume from there and, watching again each time, gets the whole log once, then what
+    /// comes live.
+    #[actix_web::test]
+    async fn a_replay_larger_than_the_buffer_resumes_piece_by_piece_without_a_gap() {
+        let hub = Hub::new(Duration::from_secs(60)).start();
+        let cancel = Nobody.start().recipient();
+        let n = 2 * REPLAY_BATCH as i64 + 1;
+        let log = (1..=n).map(|s| frame(s, "call_complete")).collect();
+        hub.send(RegisterRun { summary: summary(), log, cancel }).await.unwrap();
+        let (tx, mut rx) = mpsc::channel(1);
+        let (mut seen, mut lags, mut since) = (Vec::new(), Vec::new(), 0);
+        loop {
+            let watch = Watch { run_id: "r".into(), since, watcher: 1, sink: tx.clone() };
+            hub.send(watch).await.unwrap();
+            let (got, lag) = drain(&mut rx).await;
+            seen.extend(got);
+            match lag {
+                Some(s) => {
+                    lags.push(s);
+                    since = s;
+                }
+                None => break,
+            }
+        }
+        let batch = REPLAY_BATCH as i64;
+        assert_eq!(lags, vec![batch, 2 * batch], "each overflow stops at a piece's end");
+        hub.send(Publish { run_id: "r".into(), frames: vec![frame(n + 1, "stage1_complete")] })
+            .await
+            .unwrap();
+        seen.extend(drain(&mut rx).await.0);
+        assert_eq!(seen, (1..=n + 1).collect::<Vec<_>>(), "no gap, no repeat, then live");
     }
 
     #[actix_web::test]
