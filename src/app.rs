@@ -38,17 +38,17 @@ pub enum Role {
 
 /// Opens the store, starts the engine's actors and (as the server) resumes the runs a dead
 /// process left behind whose lease has run out (the rest are taken over as their leases run
-/// out). A server with `redis_url` joins the other instances on that Redis; the CLI runs its
-/// one deliberation alone. Must run inside an actix System.
+/// out). With `redis_url` it joins the other instances on that Redis, the CLI too: the servers'
+/// watchers follow a CLI run live, list it, and can cancel it. Must run inside an actix System.
 pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppError> {
     install_crypto();
-    let bus = match (&config.redis_url, role) {
-        (Some(url), Role::Server) => {
+    let bus = match &config.redis_url {
+        Some(url) => {
             // Checked here so a bad URL stops the start instead of retrying forever.
             redis::Client::open(url.as_str()).map_err(|e| AppError::Redis(e.to_string()))?;
             Some(BusSettings { url: url.clone(), prefix: config.redis_prefix.clone() })
         }
-        _ => None,
+        None => None,
     };
     let store = Store::start(&config.database_url)?;
     let settings = EngineSettings {

@@ -2,7 +2,8 @@
 //! Redis (a channel prefix of their own per test). A watcher on B sees the run A executes with
 //! the same sequence numbers and events, and B replays it the same; B lists it live; a cancel
 //! sent to B stops it on A; and when A is killed (`kill -9`) mid-run, B takes the run over once
-//! its lease has run out and B's watcher follows it to the end.
+//! its lease has run out and B's watcher follows it to the end. A run of the `conclave run` CLI
+//! on the same database and Redis is listed, followed and cancelled from a server likewise.
 //!
 //! Skipped with a printed reason when PostgreSQL or Redis is unreachable, unless
 //! CONCLAVE_REQUIRE_PG / CONCLAVE_REQUIRE_REDIS is set (`.ci/run` sets both): then it fails.
@@ -291,6 +292,61 @@ async fn a_cancel_sent_to_another_instance_stops_the_run_at_once() {
     // A second cancel finds it ended, on either instance.
     let again = c.http.post(&cancel).send().await.unwrap();
     assert_eq!(again.status().as_u16(), 409);
+    c.finish().await;
+}
+
+/// A run of the `conclave run` CLI on the same database and Redis is an instance's like any
+/// other: a server lists it live, its watchers follow it, and a cancel sent to the server stops
+/// it in the CLI's process, which exits 130 (cancelled).
+#[actix_web::test]
+async fn a_cli_run_is_listed_by_a_server_and_stopped_by_a_cancel_sent_there() {
+    // Calls take 5 s: the run is surely still going when it is cancelled.
+    let Some(c) = Cluster::start(5_000).await else { return };
+    let mut cli = crate::cli::conclave()
+        .current_dir(c.dir.path())
+        .args(["run", "council", "Can a terminal join the cluster?", "-q"])
+        .env("DATABASE_URL", &c.db)
+        .env_remove("CONCLAVE_SIM_LATENCY_MS")
+        .env_remove("REDIS_URL")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start conclave run");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let run = loop {
+        let list = c.get(&c.a, "/api/deliberations").await;
+        let live = list["live"].as_array().cloned().unwrap_or_default();
+        if let Some(r) = live.iter().find(|r| r["question"] == "Can a terminal join the cluster?") {
+            break r["id"].as_str().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "A never listed the CLI's run: {list}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut on_a = c.a.ws(&c.token).await;
+    on_a.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
+    read_until(&mut on_a, &run, Duration::from_secs(10), |e| e["event"] == "call_start").await;
+
+    let sent = Instant::now();
+    let cancel = format!("{}/api/deliberations/{run}/cancel", c.a.url);
+    let r = c.http.post(&cancel).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 202, "{:?}", r.text().await);
+    let events = read_until(&mut on_a, &run, Duration::from_secs(10), is_terminal).await;
+    let took = sent.elapsed();
+    assert_eq!(events.last().unwrap()["event"], "cancelled", "{events:?}");
+    eprintln!("a cancel sent to a server stopped the CLI's run in {} ms", took.as_millis());
+    assert!(took < Duration::from_secs(3), "the cancel took {took:?}");
+    let status = loop {
+        if let Some(status) = cli.try_wait().unwrap() {
+            break status;
+        }
+        assert!(sent.elapsed() < Duration::from_secs(15), "the CLI did not exit after the cancel");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut cli.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "the CLI says cancelled: {stderr}");
+    let v = c.get(&c.b, &format!("/api/deliberations/{run}")).await;
+    assert_eq!(v["status"], "cancelled", "{v}");
     c.finish().await;
 }
 
