@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use crate::app::{start_engine, AppError, Role};
 use crate::config::Config;
-use crate::engine::events::{watcher_channel, Frame};
+use crate::engine::events::{after, watcher_channel, Frame};
 use crate::engine::EngineError;
 
 /// What `conclave run` was asked.
@@ -322,8 +322,7 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
                     Some(_) => continue,
                     None => break,
                 };
-                let from = batch.partition_point(|f| f.seq <= last_seq);
-                for f in &batch[from..] {
+                for f in after(&batch, last_seq) {
                     last_seq = f.seq;
                     if !args.quiet {
                         let env: Value = serde_json::from_str(&f.json).unwrap_or(Value::Null);

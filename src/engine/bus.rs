@@ -23,7 +23,7 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-use super::events::EventFrame;
+use super::events::{EventBatch, EventFrame};
 use super::hub::{BusUp, Hub, RemoteControl, RemoteFrames, RunSummary};
 
 /// Work waiting for the bus task. More than this and frames are dropped (and announced).
@@ -77,7 +77,7 @@ struct Envelope {
 enum Command {
     Frames {
         run_id: String,
-        frames: Vec<Arc<EventFrame>>,
+        frames: EventBatch,
     },
     Control(Control),
     /// Subscribe to a run's channel; answers once Redis confirmed (false when not connected).
@@ -131,7 +131,7 @@ impl Bus {
     }
 
     /// Publishes frames of a run executed here (in order, after any given before).
-    pub fn frames(&self, run_id: &str, frames: Vec<Arc<EventFrame>>) {
+    pub fn frames(&self, run_id: &str, frames: EventBatch) {
         if self.tx.try_send(Command::Frames { run_id: run_id.to_string(), frames }).is_err() {
             self.lost.store(true, Ordering::SeqCst);
         }
@@ -354,7 +354,7 @@ impl Task {
                         .arg(SEQ_TTL_SECS)
                         .ignore();
                     let channel = self.names.run(&run_id);
-                    for f in frames {
+                    for f in frames.iter() {
                         pipe.cmd("PUBLISH").arg(&channel).arg(f.json.as_bytes().as_ref()).ignore();
                     }
                     publishing = true;

@@ -122,6 +122,12 @@ pub fn is_transient(event: &str) -> bool {
 /// them in one go, so a burst of events costs one wake-up and one write per watcher.
 pub type EventBatch = Arc<[Arc<EventFrame>]>;
 
+/// The events of `events` (in the order of their numbers, as a batch or a log is) numbered
+/// after `seq`: what a watcher that has everything up to `seq` has not had yet.
+pub fn after(events: &[Arc<EventFrame>], seq: i64) -> &[Arc<EventFrame>] {
+    &events[events.partition_point(|f| f.seq <= seq)..]
+}
+
 /// What a watcher's channel carries.
 #[derive(Debug, Clone)]
 pub enum Frame {

@@ -24,7 +24,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use super::access::Viewer;
 use super::bus::{Bus, Control};
 use super::events::{
-    is_transient, CallRef, EventBatch, EventFrame, Frame, FrameSender, ProgressMark,
+    after, is_transient, CallRef, EventBatch, EventFrame, Frame, FrameSender, ProgressMark,
 };
 use crate::metrics::{self, Feed};
 
@@ -462,11 +462,13 @@ fn offer(sink: &FrameSender, batch: EventBatch) -> Offer {
 /// The events of `batch` after `last_seq`: the batch itself when the watcher has none of it
 /// (the usual case: every watcher shares one allocation), else a copy of its tail.
 fn unsent(batch: &EventBatch, last_seq: i64) -> Option<EventBatch> {
-    let from = batch.partition_point(|f| f.seq <= last_seq);
-    match from {
-        0 if !batch.is_empty() => Some(batch.clone()),
-        n if n < batch.len() => Some(batch[n..].into()),
-        _ => None,
+    let rest = after(batch, last_seq);
+    if rest.is_empty() {
+        None
+    } else if rest.len() == batch.len() {
+        Some(batch.clone())
+    } else {
+        Some(rest.into())
     }
 }
 
@@ -513,9 +515,8 @@ fn replay_and_subscribe(
     watcher: WatcherId,
     sink: FrameSender,
 ) -> bool {
-    let start = log.partition_point(|f| f.seq <= since);
     let mut last_seq = since;
-    for piece in log[start..].chunks(REPLAY_BATCH) {
+    for piece in after(log, since).chunks(REPLAY_BATCH) {
         match sink.try_send(Frame::Events(piece.into())) {
             Ok(()) => last_seq = piece.last().map_or(last_seq, |f| f.seq),
             Err(TrySendError::Full(_)) => {
@@ -815,11 +816,12 @@ impl Handler<Publish> for Hub {
             log::warn!("events for unknown run {}", msg.run_id);
             return;
         };
+        let batch: EventBatch = msg.frames.into();
         if let Some(link) = &self.bus {
-            link.bus.frames(&msg.run_id, msg.frames.clone());
+            link.bus.frames(&msg.run_id, batch.clone());
         }
         let mut changed = false;
-        for frame in &msg.frames {
+        for frame in batch.iter() {
             if !is_transient(&frame.event) {
                 run.summary.last_event = Some(frame.event.clone());
                 changed = true;
@@ -829,7 +831,6 @@ impl Handler<Publish> for Hub {
             }
             run.summary.last_seq = frame.seq;
         }
-        let batch: EventBatch = msg.frames.into();
         fan_out(&mut run.watchers, &msg.run_id, &batch);
         run.log.extend(batch.iter().cloned());
         // Nobody to tell (no dashboard here, no bus): no copy of the summary.
@@ -964,7 +965,7 @@ impl Handler<Abandon> for Hub {
     type Result = ();
     fn handle(&mut self, msg: Abandon, _: &mut Context<Self>) {
         if let Some(link) = &self.bus {
-            link.bus.frames(&msg.run_id, vec![msg.terminal.clone()]);
+            link.bus.frames(&msg.run_id, Arc::from([msg.terminal.clone()]));
         }
         let gaps = self.gaps;
         let entry = self.followed.entry(msg.run_id.clone()).or_insert_with(|| Followed::new(gaps));

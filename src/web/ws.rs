@@ -32,7 +32,7 @@ use super::limits::{
     Admit, Flood, FrameGuard, MAX_FRAME_BYTES, MESSAGES_PER_SECOND, MESSAGE_BURST,
 };
 use super::AppState;
-use crate::engine::events::{watcher_channel, Frame, FrameSender};
+use crate::engine::events::{after, watcher_channel, Frame, FrameSender};
 use crate::engine::{Engine, EngineError, Viewer};
 
 pub async fn connect(
@@ -386,8 +386,7 @@ impl StreamHandler<Frame> for WsSession {
                     self.last_sent.insert(run.clone(), 0);
                 }
                 let Some(last) = self.last_sent.get_mut(run) else { return };
-                let from = batch.partition_point(|f| f.seq <= *last);
-                for f in &batch[from..] {
+                for f in after(&batch, *last) {
                     *last = f.seq;
                     ctx.text(f.json.clone());
                 }
