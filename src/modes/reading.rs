@@ -1,0 +1,368 @@
+//! Reading a model's reply as a careful person would, before any mode's parser looks for its
+//! answer: reasoning traces are set aside, fenced JSON is found, and a reply that declines to
+//! answer is recognised as such.
+//!
+//! The contract every parser keeps: an answer is reported only when the text states it. When
+//! it does not, the parser reports nothing and says why ([`Unparsed`]); the raw text is kept
+//! and shown. A mention is never a vote.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A reply split into its reasoning trace and the answer the model gave after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Split<'a> {
+    /// The text outside every reasoning block: what parsers read and what is passed on.
+    pub answer: Cow<'a, str>,
+    /// The reasoning, blocks joined by a blank line, when there was any.
+    pub reasoning: Option<String>,
+    /// A reasoning block was opened and never closed: the model stopped while thinking (or
+    /// hit its output cap), and whatever answer it had in mind is not in the text.
+    pub unclosed: bool,
+}
+
+/// The names of reasoning blocks: `<think>` (DeepSeek-R1, Qwen3), `<thinking>`, `<reasoning>`.
+const TAGS: [&str; 3] = ["think", "thinking", "reasoning"];
+
+fn open_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)<(think|thinking|reasoning)\s*>").unwrap_or_else(|_| unreachable!())
+    })
+}
+
+fn close_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)</\s*(think|thinking|reasoning)\s*>").unwrap_or_else(|_| unreachable!())
+    })
+}
+
+/// Splits a reply into reasoning and answer.
+///
+/// - A closed block (`<think>…</think>`, any of [`TAGS`], any case) is reasoning, wherever it
+///   stands; blocks of one name may not nest, so the first closing tag of the same name ends it.
+/// - A closing tag with no opening one before it (servers whose chat template opens the block
+///   in the prompt) makes everything before it reasoning.
+/// - An opening tag never closed makes everything after it reasoning, and `unclosed` is set.
+pub fn split_reasoning(text: &str) -> Split<'_> {
+    if !text.contains('<') {
+        return Split { answer: Cow::Borrowed(text), reasoning: None, unclosed: false };
+    }
+    let mut answer = String::new();
+    let mut reasoning: Vec<&str> = Vec::new();
+    let mut unclosed = false;
+    let mut rest = text;
+    // A leading closing tag with no opening one: the template opened the block.
+    if let Some(close) = close_re().find(rest) {
+        let opened_before = open_re().find(&rest[..close.start()]).is_some();
+        if !opened_before {
+            reasoning.push(rest[..close.start()].trim());
+            rest = &rest[close.end()..];
+        }
+    }
+    while let Some(open) = open_re().captures(rest) {
+        let Some(whole) = open.get(0) else { break };
+        let name = open.get(1).map_or("think", |m| m.as_str()).to_lowercase();
+        answer.push_str(&rest[..whole.start()]);
+        let after = &rest[whole.end()..];
+        let close = close_re()
+            .captures_iter(after)
+            .find(|c| c.get(1).is_some_and(|n| n.as_str().eq_ignore_ascii_case(&name)));
+        match close.and_then(|c| c.get(0)) {
+            Some(end) => {
+                reasoning.push(after[..end.start()].trim());
+                rest = &after[end.end()..];
+            }
+            None => {
+                reasoning.push(after.trim());
+                unclosed = true;
+                rest = "";
+                break;
+            }
+        }
+    }
+    answer.push_str(rest);
+    if reasoning.is_empty() {
+        return Split { answer: Cow::Borrowed(text), reasoning: None, unclosed: false };
+    }
+    let joined: Vec<&str> = reasoning.into_iter().filter(|r| !r.is_empty()).collect();
+    Split {
+        answer: Cow::Owned(answer.trim().to_string()),
+        reasoning: (!joined.is_empty()).then(|| joined.join("\n\n")),
+        unclosed,
+    }
+}
+
+/// The answer part of a reply (reasoning blocks removed): what a parser reads and what is
+/// handed on to other models or kept as the conversation's reply.
+pub fn answer_text(text: &str) -> Cow<'_, str> {
+    split_reasoning(text).answer
+}
+
+/// Wraps a reasoning trace the provider sent in its own field (`reasoning`,
+/// `reasoning_content`) in a `<think>` block before the answer, so a reply has one shape
+/// whichever way its provider sends reasoning: stored whole, read without it, shown folded.
+pub fn with_reasoning(reasoning: &str, answer: &str) -> String {
+    if reasoning.trim().is_empty() {
+        return answer.to_string();
+    }
+    format!("<think>\n{}\n</think>\n\n{answer}", reasoning.trim())
+}
+
+/// Why a reply gave no answer a parser could report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unparsed {
+    /// The model declined: it refused, abstained or said it cannot answer.
+    Refused,
+    /// The model only thought: its reasoning never closed, or nothing followed it.
+    ReasoningOnly,
+    /// The reply says something, but not the answer in a form that can be read.
+    NoAnswer,
+}
+
+impl Unparsed {
+    /// Why `text` (a whole reply) gave no answer.
+    pub fn of(text: &str) -> Self {
+        let split = split_reasoning(text);
+        if split.unclosed || (split.reasoning.is_some() && split.answer.trim().is_empty()) {
+            Unparsed::ReasoningOnly
+        } else if declines(&split.answer) {
+            Unparsed::Refused
+        } else {
+            Unparsed::NoAnswer
+        }
+    }
+
+    /// Words for a person.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Unparsed::Refused => "declined to answer",
+            Unparsed::ReasoningOnly => "stopped while reasoning",
+            Unparsed::NoAnswer => "gave no readable answer",
+        }
+    }
+}
+
+fn decline_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"(?ix)
+            \bI\s*(?:'m|\s+am)\s+(?:not\s+able|unable|not\s+comfortable|not\s+in\s+a\s+position)\s+to\b
+            | \bI\s+(?:can(?:not|'t|’t)|can\s+not|won(?:'t|’t)|will\s+not|must\s+decline|decline|refuse|have\s+to\s+decline)\b
+            | \bI\s+(?:abstain|pass)\b
+            | \b(?:abstain(?:ing)?|no\s+vote|no\s+ranking|no\s+verdict|no\s+estimate)\b
+            | \bunable\s+to\s+(?:rank|vote|decide|choose|estimate|judge|evaluate|assess|determine|answer)\b
+            | \bnot\s+possible\s+to\s+(?:rank|vote|decide|choose|estimate|judge|determine)\b
+            ",
+        )
+        .unwrap_or_else(|_| unreachable!())
+    })
+}
+
+/// The text says the model declines (refuses, abstains, cannot answer). Only a hint for
+/// *why* nothing was parsed: a reply that declines and then states an answer anyway is read
+/// by its stated answer.
+pub fn declines(text: &str) -> bool {
+    decline_re().is_match(text)
+}
+
+/// Every JSON object or array in a text, in order: the contents of fenced code blocks
+/// (```` ```json ```` or plain), then, when no fence held one, each outermost `{…}` that
+/// parses on its own. What a model writes after its JSON comes later in the list.
+pub fn json_values(text: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("```") {
+        let after = &rest[start + 3..];
+        let body_start = after.find('\n').map_or(after.len(), |i| i + 1);
+        let Some(end) = after[body_start..].find("```") else { break };
+        let body = after[body_start..body_start + end].trim();
+        if let Ok(v) = serde_json::from_str::<Value>(body) {
+            if v.is_object() || v.is_array() {
+                out.push(v);
+            }
+        }
+        rest = &after[body_start + end + 3..];
+    }
+    if out.is_empty() {
+        out.extend(bare_objects(text));
+    }
+    out
+}
+
+/// Outermost `{…}` spans (braces counted outside JSON strings) that parse as JSON objects.
+fn bare_objects(text: &str) -> Vec<Value> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'{' {
+            i += 1;
+            continue;
+        }
+        let (mut depth, mut in_str, mut escaped, mut end) = (0usize, false, false, None);
+        for (j, &b) in bytes.iter().enumerate().skip(i) {
+            if in_str {
+                match b {
+                    _ if escaped => escaped = false,
+                    b'\\' => escaped = true,
+                    b'"' => in_str = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => in_str = true,
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(j);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        match end {
+            Some(end) => {
+                if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(&text[i..=end]) {
+                    out.push(v);
+                    i = end + 1;
+                } else {
+                    i += 1;
+                }
+            }
+            None => i += 1,
+        }
+    }
+    out
+}
+
+/// The value under the first of `keys` (case-insensitive) in the last JSON object of the
+/// text that has one of them.
+pub fn json_field(text: &str, keys: &[&str]) -> Option<Value> {
+    json_values(text).into_iter().rev().find_map(|v| {
+        let obj = v.as_object()?;
+        keys.iter().find_map(|k| {
+            obj.iter().find(|(name, _)| name.eq_ignore_ascii_case(k)).map(|(_, v)| v.clone())
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn closed_blocks_are_set_aside_wherever_they_stand() {
+        let s = split_reasoning("<think>Draft: VOTE: Response A</think>\n\nVOTE: Response B");
+        assert_eq!(s.answer, "VOTE: Response B");
+        assert_eq!(s.reasoning.as_deref(), Some("Draft: VOTE: Response A"));
+        assert!(!s.unclosed);
+        let s = split_reasoning("Intro <THINKING>hmm</Thinking> then <reasoning>x</reasoning> end");
+        assert_eq!(s.answer, "Intro  then  end");
+        assert_eq!(s.reasoning.as_deref(), Some("hmm\n\nx"));
+    }
+
+    #[test]
+    fn an_unclosed_block_leaves_no_answer() {
+        let s =
+            split_reasoning("<think>I think Response A is best, so FINAL RANKING: 1. Response A");
+        assert_eq!(s.answer, "");
+        assert!(s.unclosed);
+        assert_eq!(Unparsed::of("<think>still going"), Unparsed::ReasoningOnly);
+    }
+
+    #[test]
+    fn a_closing_tag_alone_ends_a_block_the_template_opened() {
+        let s = split_reasoning("draft says 12\n</think>\nESTIMATE: 40");
+        assert_eq!(s.answer, "ESTIMATE: 40");
+        assert_eq!(s.reasoning.as_deref(), Some("draft says 12"));
+    }
+
+    #[test]
+    fn text_without_tags_is_borrowed_untouched() {
+        let s = split_reasoning("plain answer, 3 < 4");
+        assert!(matches!(s.answer, Cow::Borrowed("plain answer, 3 < 4")));
+        assert_eq!(s.reasoning, None);
+    }
+
+    #[test]
+    fn provider_reasoning_takes_the_same_shape() {
+        let text = with_reasoning("weighing A and B", "VOTE: Response B");
+        let s = split_reasoning(&text);
+        assert_eq!(s.answer, "VOTE: Response B");
+        assert_eq!(s.reasoning.as_deref(), Some("weighing A and B"));
+        assert_eq!(with_reasoning("  ", "x"), "x");
+    }
+
+    #[test]
+    fn declining_is_recognised_in_its_common_forms() {
+        for t in [
+            "I can't rank these fairly; Response A and B are both strong.",
+            "I abstain; Response A and C are both good",
+            "I cannot approve or reject this without the full text.",
+            "I cannot estimate this; the 2020 data is missing.",
+            "I'm unable to choose between them.",
+            "I won’t vote on this.",
+            "As an AI, I am not able to judge this.",
+        ] {
+            assert!(declines(t), "{t}");
+            assert_eq!(Unparsed::of(t), Unparsed::Refused, "{t}");
+        }
+        for t in ["Response A is clearer. VOTE: Response A", "The canal opened in 1914."] {
+            assert!(!declines(t), "{t}");
+        }
+        assert_eq!(Unparsed::of("Response A is nice."), Unparsed::NoAnswer);
+    }
+
+    #[test]
+    fn json_is_found_in_fences_and_bare() {
+        let t = "Here:\n```json\n{\"vote\": \"Response B\"}\n```\nThanks";
+        assert_eq!(json_field(t, &["vote"]), Some(Value::String("Response B".into())));
+        let t = r#"My answer {"Ranking": ["Response C", "Response A"]} and {"x": "}"}"#;
+        assert_eq!(json_values(t).len(), 2);
+        assert_eq!(
+            json_field(t, &["ranking"]).map(|v| v.to_string()).as_deref(),
+            Some(r#"["Response C","Response A"]"#)
+        );
+        assert!(json_values("no json { here").is_empty());
+    }
+
+    proptest! {
+        /// No input makes the reader panic, and the answer never holds a closed block's text.
+        #[test]
+        fn any_text_splits_without_panicking(s in "\\PC{0,200}") {
+            let split = split_reasoning(&s);
+            let _ = Unparsed::of(&s);
+            let _ = json_values(&s);
+            prop_assert!(split.answer.len() <= s.len());
+        }
+
+        /// Whatever a closed `<think>` block holds, the answer after it is the same.
+        #[test]
+        fn a_closed_block_never_changes_the_answer(inside in "\\PC{0,120}", after in "[A-Za-z0-9 :.]{0,60}") {
+            prop_assume!(!inside.to_lowercase().contains("think>") && !inside.to_lowercase().contains("<think"));
+            let text = format!("<think>{inside}</think>{after}");
+            let split = split_reasoning(&text);
+            prop_assert_eq!(split.answer.as_ref(), after.trim());
+        }
+    }
+
+    #[test]
+    fn tags_are_the_documented_ones() {
+        for t in TAGS {
+            let s = format!("<{t}>x</{t}>y");
+            assert_eq!(split_reasoning(&s).answer, "y");
+        }
+    }
+}
