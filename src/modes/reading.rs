@@ -31,14 +31,15 @@ const TAGS: [&str; 3] = ["think", "thinking", "reasoning"];
 fn open_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"(?i)<(think|thinking|reasoning)\s*>").unwrap_or_else(|_| unreachable!())
+        Regex::new(&format!(r"(?i)<({})\s*>", TAGS.join("|"))).unwrap_or_else(|_| unreachable!())
     })
 }
 
 fn close_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"(?i)</\s*(think|thinking|reasoning)\s*>").unwrap_or_else(|_| unreachable!())
+        Regex::new(&format!(r"(?i)</\s*({})\s*>", TAGS.join("|")))
+            .unwrap_or_else(|_| unreachable!())
     })
 }
 
