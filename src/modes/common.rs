@@ -98,11 +98,26 @@ pub fn title_prompt(question: &str) -> String {
 const TITLE_MAX_WORDS: usize = 8;
 const TITLE_MAX_CHARS: usize = 80;
 
-/// A usable title from a model's reply: the first non-empty line, without markdown, quotes,
-/// a `Title:` prefix or trailing punctuation, capped in length. Falls back to the first words
-/// of the question, so a conversation always has a title.
+/// Words a title must not end on: a title ending on one reads as a cut sentence.
+const DANGLING: &[&str] = &[
+    "a", "an", "the", "of", "to", "in", "on", "at", "for", "with", "by", "from", "into", "about",
+    "over", "under", "between", "via", "vs", "versus", "and", "or", "but", "nor", "so", "yet",
+    "because", "as", "than", "that", "which", "who", "whom", "whose", "if", "when", "while", "is",
+    "are", "was", "were", "be", "been", "being", "do", "does", "did", "has", "have", "had", "it",
+    "its", "this", "these", "those", "their", "his", "her", "my", "your", "our", "we", "they", "i",
+    "you", "he", "she", "can", "could", "should", "would", "will", "may", "might", "must", "not",
+    "very", "more", "most", "de", "la", "le", "les", "des", "du", "el", "los", "las", "y", "et",
+    "und", "der", "die", "das", "den", "dem", "zu",
+];
+
+/// A usable title from a model's reply: the first non-empty line of its answer (reasoning set
+/// aside), without markdown, quotes, a `Title:` prefix or trailing punctuation. A reply longer
+/// than a title (a model that answered the question instead) is not used. Falls back to the
+/// start of the question, so a conversation always has a title. Either way the title ends at a
+/// word boundary and never on a dangling word (`the`, `of`, `because`…).
 pub fn clean_title(raw: &str, question: &str) -> String {
-    let line = raw.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let answer = super::reading::answer_text(raw);
+    let line = answer.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
     let t: String = line
         .trim_start_matches('#')
         .chars()
@@ -113,9 +128,11 @@ pub fn clean_title(raw: &str, question: &str) -> String {
         t = t[6..].to_string();
     }
     let t = t.trim().trim_matches('\'').trim_end_matches(['.', '!', '?', ':', ';', ',']).trim();
-    let cleaned = cap_words(t);
-    if !cleaned.is_empty() {
-        return cleaned;
+    if t.split_whitespace().count() <= TITLE_MAX_WORDS && t.chars().count() <= TITLE_MAX_CHARS {
+        let cleaned = cap_words(t);
+        if !cleaned.is_empty() {
+            return cleaned;
+        }
     }
     let fallback = cap_words(question.trim().trim_end_matches(['.', '!', '?']));
     if fallback.is_empty() {
@@ -125,13 +142,54 @@ pub fn clean_title(raw: &str, question: &str) -> String {
     }
 }
 
+/// At most [`TITLE_MAX_WORDS`] words and [`TITLE_MAX_CHARS`] characters, cut at a word
+/// boundary, without dangling words or punctuation at the end (unless nothing else is left).
 fn cap_words(text: &str) -> String {
-    let words: Vec<&str> = text.split_whitespace().take(TITLE_MAX_WORDS).collect();
-    let mut out = words.join(" ");
-    if out.chars().count() > TITLE_MAX_CHARS {
-        out = out.chars().take(TITLE_MAX_CHARS).collect::<String>().trim_end().to_string();
+    let mut words: Vec<&str> = Vec::new();
+    let mut chars = 0;
+    for w in text.split_whitespace().take(TITLE_MAX_WORDS) {
+        let add = w.chars().count() + usize::from(!words.is_empty());
+        if chars + add > TITLE_MAX_CHARS {
+            break;
+        }
+        chars += add;
+        words.push(w);
     }
-    out
+    if words.is_empty() {
+        // A single word longer than the limit: cut it.
+        return text.trim().chars().take(TITLE_MAX_CHARS).collect::<String>().trim().to_string();
+    }
+    let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+    while words.len() > 1 && words.last().is_some_and(|w| DANGLING.contains(&bare(w).as_str())) {
+        words.pop();
+    }
+    let out = words.join(" ");
+    let trimmed = out.trim_end_matches([',', ';', ':', '-', '—', '–', '(', '/', '&']).trim_end();
+    if trimmed.is_empty() {
+        out
+    } else {
+        trimmed.to_string()
+    }
+}
+
+/// Names that tell a panel's members apart in summaries: a model that is a member once keeps
+/// its id; one that is a member twice or more is numbered in panel order (`local/smollm2 #1`,
+/// `local/smollm2 #2`, …).
+pub fn member_names(models: &[String]) -> Vec<String> {
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    models
+        .iter()
+        .map(|m| {
+            let total = models.iter().filter(|x| *x == m).count();
+            let n = seen.entry(m.as_str()).or_default();
+            *n += 1;
+            if total > 1 {
+                format!("{m} #{n}")
+            } else {
+                m.clone()
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -186,6 +244,40 @@ mod tests {
         assert_eq!(clean_title("", "  "), "Untitled");
         let long = clean_title(&"word ".repeat(40), "q");
         assert!(long.split_whitespace().count() <= TITLE_MAX_WORDS);
+    }
+
+    #[test]
+    fn a_sentence_is_not_a_title_and_no_title_ends_on_a_dangling_word() {
+        // What SmolLM2 answered when asked for a title: the question's answer.
+        let answered = "The sky is blue because it reflects the blue light of the sun more than other colours.";
+        assert_eq!(clean_title(answered, "Why is the sky blue?"), "Why is the sky blue");
+        let q = "What are the main differences between PostgreSQL and MySQL for a small web app?";
+        assert_eq!(clean_title("", q), "What are the main differences between PostgreSQL");
+        assert_eq!(clean_title("Comparing Rust and the", "q"), "Comparing Rust");
+        assert_eq!(
+            clean_title("<think>a title? maybe Foo</think>Rust Error Handling", "q"),
+            "Rust Error Handling"
+        );
+        assert_eq!(clean_title("<think>never finished", "Tabs or spaces?"), "Tabs or spaces");
+        assert_eq!(clean_title("The", "q"), "The", "a lone word stays");
+        let long_word = "x".repeat(200);
+        assert_eq!(clean_title("", &long_word).chars().count(), TITLE_MAX_CHARS);
+        for t in [answered, q, "Title: A Guide To", "Rust vs Go:"] {
+            let title = clean_title(t, q);
+            let last = title.split_whitespace().last().unwrap_or("").to_lowercase();
+            assert!(!DANGLING.contains(&last.as_str()), "{title}");
+            assert!(title.chars().count() <= TITLE_MAX_CHARS);
+        }
+    }
+
+    #[test]
+    fn members_of_one_model_are_numbered() {
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            member_names(&ids(&["local/smollm2", "sim/a", "local/smollm2", "local/smollm2"])),
+            ids(&["local/smollm2 #1", "sim/a", "local/smollm2 #2", "local/smollm2 #3"])
+        );
+        assert_eq!(member_names(&ids(&["a", "b"])), ids(&["a", "b"]));
     }
 }
 

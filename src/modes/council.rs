@@ -14,16 +14,16 @@
 //!   primary chairman (a failed title falls back to the question anyway).
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
-use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, mark_from_rows, role_failed, title_prompt, with_history,
-    Batch, Calls, Routed, TitleTracker, TITLE_KEY,
+    answer_of, create_label_map, label, mark_from_rows, member_names, role_failed, title_prompt,
+    with_history, Batch, Calls, Routed, TitleTracker, TITLE_KEY,
 };
+use super::ranking;
+use super::reading::{answer_text, Unparsed};
 use super::{
     request, CallReply, CallSpec, Defaults, Effect, Fallbacks, FieldError, Mode, ModeKind,
     RunContext, StageRow, ValidRequest,
@@ -95,13 +95,36 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
 /// A stage-1 answer (`{model, response, responseTimeMs}`), shared with the other modes.
 pub type Stage1Response = super::common::Answer;
 
+/// An evaluator's ranking: its text, and what it states.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Stage2Response {
     pub model: String,
     pub ranking: String,
+    /// The labels in the stated order (tied ones in the order written); empty when the
+    /// evaluator stated no ranking.
     pub parsed_ranking: Vec<String>,
+    /// The stated places, best first; a place holds the labels tied in it.
+    #[serde(default)]
+    pub places: Vec<Vec<String>>,
+    /// The ranking names only some of the labels (the others share the places left).
+    #[serde(default)]
+    pub partial: bool,
+    /// Why no ranking was read, when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<Unparsed>,
     pub response_time_ms: i64,
+}
+
+impl Stage2Response {
+    /// The evaluator's places (rows stored before places were recorded hold only the order).
+    fn places(&self) -> Vec<Vec<String>> {
+        if self.places.is_empty() {
+            self.parsed_ranking.iter().map(|l| vec![l.clone()]).collect()
+        } else {
+            self.places.clone()
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -110,7 +133,10 @@ pub struct AggregateRanking {
     pub model: String,
     pub label: String,
     pub average_rank: f64,
+    /// Rankings counted for this label (every parsed ranking places every label).
     pub rankings_count: usize,
+    /// Of those, the rankings that named it; the rest placed it by the partial rule.
+    pub named_count: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -118,6 +144,12 @@ pub struct AggregateRanking {
 pub struct Stage2Metadata {
     pub label_to_model: BTreeMap<String, String>,
     pub aggregate_rankings: Vec<AggregateRanking>,
+    /// Evaluators whose ranking was read and counted.
+    pub rankings_counted: usize,
+    /// Of those, the ones that named only some labels.
+    pub partial_rankings: usize,
+    /// Evaluators that answered but stated no ranking (left out of the aggregate).
+    pub unparsed_rankings: usize,
 }
 
 /// The synthesis (`{model, response, responseTimeMs, fallbackFrom?}`): `model` is the one that
@@ -181,11 +213,11 @@ pub fn synthesis_prompt(
     );
     p.push_str(&format!("Original Question: {question}\n\nSTAGE 1 — Individual Responses:\n\n"));
     for r in stage1 {
-        p.push_str(&format!("--- {} ---\n{}\n\n", r.model, r.response));
+        p.push_str(&format!("--- {} ---\n{}\n\n", r.model, answer_text(&r.response)));
     }
     p.push_str("STAGE 2 — Peer Rankings:\n\n");
     for r in stage2 {
-        p.push_str(&format!("--- Evaluator: {} ---\n{}\n\n", r.model, r.ranking));
+        p.push_str(&format!("--- Evaluator: {} ---\n{}\n\n", r.model, answer_text(&r.ranking)));
     }
     p.push_str(
         "Synthesize the best possible answer to the original question. Consider:\n\
@@ -201,111 +233,67 @@ Provide a comprehensive, well-structured synthesis that represents the collectiv
 
 // ---- parsing and aggregation ----------------------------------------------------------------
 
-fn header_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    // `FINAL RANKING:` with markdown emphasis or heading marks around or inside it:
-    // `**FINAL RANKING:**`, `## Final Ranking:`, `**Final Ranking**:`.
-    RE.get_or_init(|| {
-        Regex::new(r"(?i)final[\s*_]+ranking[\s*_]*:").unwrap_or_else(|_| unreachable!())
-    })
-}
+/// Reads an evaluator's ranking (see [`super::ranking`]: only a stated ranking counts).
+pub use super::ranking::parse_ranking;
 
-fn label_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    // Letters must end at a word boundary, so `Response AB` is never read as `Response A`.
-    RE.get_or_init(|| {
-        Regex::new(r"(?i)\bresponse\s+([a-z]{1,3})\b").unwrap_or_else(|_| unreachable!())
-    })
-}
-
-fn numbered_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    // `1. X`, `1) X`, `**1.** X`, `- 1. X`, `#1: X`.
-    RE.get_or_init(|| {
-        Regex::new(r"^\s*(?:[-*>]\s*)?[*_#]*\s*\d{1,2}\s*[*_]*\s*[.):\]-]")
-            .unwrap_or_else(|_| unreachable!())
-    })
-}
-
-/// Labels of `labels` mentioned in `text`, in order of first mention, canonical spelling.
-fn mentions(text: &str, labels: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for cap in label_re().captures_iter(text) {
-        let Some(letters) = cap.get(1) else { continue };
-        let canonical = format!("Response {}", letters.as_str().to_uppercase());
-        if labels.contains(&canonical) && !out.contains(&canonical) {
-            out.push(canonical);
-        }
-    }
-    out
-}
-
-/// Reads an evaluator's ranking. Four levels, each tried when the one before finds nothing:
-/// 1. the numbered list under the last `FINAL RANKING:` header (the label on each numbered
-///    line, in list order);
-/// 2. any labels under that header, in order of appearance;
-/// 3. labels in the order they are first mentioned anywhere in the text;
-/// 4. nothing: the evaluator is left out of the aggregate.
-///
-/// Only labels of the run's map are returned, each once (first occurrence wins).
-pub fn parse_ranking(text: &str, labels: &[String]) -> Vec<String> {
-    if let Some(last) = header_re().find_iter(text).last() {
-        let section = &text[last.end()..];
-        let mut ranked: Vec<String> = Vec::new();
-        for line in section.lines().filter(|l| numbered_re().is_match(l)) {
-            if let Some(l) = mentions(line, labels).into_iter().find(|l| !ranked.contains(l)) {
-                ranked.push(l);
-            }
-        }
-        if !ranked.is_empty() {
-            return ranked;
-        }
-        let under = mentions(section, labels);
-        if !under.is_empty() {
-            return under;
-        }
-    }
-    mentions(text, labels)
-}
-
-/// Average 1-based position of each label over the evaluators whose ranking parsed; sorted
-/// best first (ties by label). `label_to_model` names each label's model.
+/// Average position of each label over the evaluators whose ranking parsed, by the fractional
+/// rule of [`super::ranking`] (tied labels share their places' mean; labels a partial ranking
+/// leaves out share the places left); sorted best first (ties by label). `label_to_model`
+/// names each label's member.
 pub fn aggregate_rankings(
     stage2: &[Stage2Response],
     label_to_model: &BTreeMap<String, String>,
 ) -> Vec<AggregateRanking> {
-    let mut positions: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for r in stage2.iter().filter(|r| !r.parsed_ranking.is_empty()) {
-        for (i, l) in r.parsed_ranking.iter().enumerate() {
-            if label_to_model.contains_key(l) {
-                positions.entry(l.as_str()).or_default().push(i + 1);
-            }
-        }
-    }
-    let mut out: Vec<AggregateRanking> = positions
+    let labels: Vec<String> = label_to_model.keys().cloned().collect();
+    let rankings: Vec<Vec<Vec<String>>> = stage2.iter().map(Stage2Response::places).collect();
+    ranking::aggregate(&rankings, &labels)
         .into_iter()
-        .map(|(l, ps)| AggregateRanking {
-            model: label_to_model.get(l).cloned().unwrap_or_default(),
-            label: l.to_string(),
-            average_rank: ((ps.iter().sum::<usize>() as f64 / ps.len() as f64) * 100.0).round()
-                / 100.0,
-            rankings_count: ps.len(),
+        .map(|s| AggregateRanking {
+            model: label_to_model.get(&s.label).cloned().unwrap_or_default(),
+            label: s.label,
+            average_rank: s.average_rank,
+            rankings_count: s.rankings_count,
+            named_count: s.named_count,
         })
-        .collect();
-    out.sort_by(|a, b| {
-        a.average_rank.total_cmp(&b.average_rank).then_with(|| a.label.cmp(&b.label))
-    });
-    out
+        .collect()
 }
 
 fn metadata(
     stage2: &[Stage2Response],
     label_to_model: &BTreeMap<String, String>,
 ) -> Stage2Metadata {
+    let counted = stage2.iter().filter(|r| !r.parsed_ranking.is_empty()).count();
     Stage2Metadata {
         label_to_model: label_to_model.clone(),
         aggregate_rankings: aggregate_rankings(stage2, label_to_model),
+        rankings_counted: counted,
+        partial_rankings: stage2.iter().filter(|r| r.partial).count(),
+        unparsed_rankings: stage2.len() - counted,
     }
+}
+
+/// An evaluator's reply as a [`Stage2Response`].
+fn stage2_response(model: String, text: String, labels: &[String], ms: u64) -> Stage2Response {
+    let read = ranking::read_ranking(&text, labels);
+    Stage2Response {
+        model,
+        parsed_ranking: read.order(),
+        partial: read.partial(labels.len()),
+        places: read.places,
+        unparsed: read.unparsed,
+        ranking: text,
+        response_time_ms: ms as i64,
+    }
+}
+
+/// What a `stage2` row stores as parsed data (the seed's `parsedRanking`, and how it was read).
+fn stage2_parsed(r: &Stage2Response) -> Value {
+    let mut v =
+        json!({ "parsedRanking": r.parsed_ranking, "places": r.places, "partial": r.partial });
+    if let Some(u) = r.unparsed {
+        v["unparsed"] = json!(u);
+    }
+    v
 }
 
 fn stage2_complete(stage2: &[Stage2Response], label_to_model: &BTreeMap<String, String>) -> Value {
@@ -386,7 +374,21 @@ impl Council {
         if !self.batch.accept(reply) || !self.batch.complete() {
             return Vec::new();
         }
-        self.stage1 = self.batch.take().iter().filter_map(answer_of).collect();
+        let names = member_names(&self.config.council_models);
+        self.stage1 = self
+            .batch
+            .take()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                answer_of(r).map(|mut a| {
+                    if let Some(name) = names.get(i) {
+                        a.model = name.clone();
+                    }
+                    a
+                })
+            })
+            .collect();
         match self.stage1.len() {
             0 => return self.fail("All council models failed to respond.".into()),
             1 => {
@@ -430,7 +432,8 @@ impl Council {
                 parsed_data: Some(json!({ "label": l })),
                 response_time_ms: None,
             }));
-            labeled.push((l, answer.response.clone()));
+            // Rankers read the answer, not the reasoning behind it.
+            labeled.push((l, answer_text(&answer.response).into_owned()));
         }
         out.push(Effect::emit("stage2_start", json!({})));
         let prompt = ranking_prompt(&self.ctx.question, &labeled);
@@ -448,17 +451,15 @@ impl Council {
             return Vec::new();
         }
         let labels: Vec<String> = self.label_to_model.keys().cloned().collect();
+        let names = member_names(&self.config.council_models);
         self.stage2 = self
             .batch
             .take()
             .into_iter()
-            .filter_map(|r| {
-                r.result.ok().map(|text| Stage2Response {
-                    model: r.model,
-                    parsed_ranking: parse_ranking(&text, &labels),
-                    ranking: text,
-                    response_time_ms: r.response_time_ms as i64,
-                })
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let model = names.get(i).cloned().unwrap_or(r.model);
+                r.result.ok().map(|text| stage2_response(model, text, &labels, r.response_time_ms))
             })
             .collect();
         let mut out: Vec<Effect> = self
@@ -471,7 +472,7 @@ impl Council {
                     model: Some(r.model.clone()),
                     role: Some("council".into()),
                     content: r.ranking.clone(),
-                    parsed_data: Some(json!({ "parsedRanking": r.parsed_ranking })),
+                    parsed_data: Some(stage2_parsed(r)),
                     response_time_ms: Some(r.response_time_ms),
                 })
             })
@@ -577,6 +578,12 @@ impl Mode for Council {
     }
 }
 
+/// A field of a row's parsed data, when it is there and reads as `T`.
+fn parsed_field<T: serde::de::DeserializeOwned>(row: &StageRow, key: &str) -> Option<T> {
+    let v = row.parsed_data.as_ref()?.get(key)?;
+    serde_json::from_value(v.clone()).ok()
+}
+
 /// Rebuilds the seed's `CouncilResult` (without `title`, which lives on the conversation)
 /// from stored rows, with the same payload shapes as the live events.
 pub fn load_result(rows: &[StageRow]) -> Value {
@@ -606,12 +613,10 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         .map(|r| Stage2Response {
             model: r.model.clone().unwrap_or_default(),
             ranking: r.content.clone(),
-            parsed_ranking: r
-                .parsed_data
-                .as_ref()
-                .and_then(|d| d.get("parsedRanking"))
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-                .unwrap_or_default(),
+            parsed_ranking: parsed_field(r, "parsedRanking").unwrap_or_default(),
+            places: parsed_field(r, "places").unwrap_or_default(),
+            partial: parsed_field(r, "partial").unwrap_or_default(),
+            unparsed: parsed_field(r, "unparsed"),
             response_time_ms: r.response_time_ms.unwrap_or(0),
         })
         .collect();

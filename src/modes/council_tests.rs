@@ -37,9 +37,11 @@ fn the_last_header_wins_over_a_quoted_example() {
 }
 
 #[test]
-fn unknown_and_repeated_labels_are_dropped() {
-    let text = "FINAL RANKING:\n1. Response Z\n2. Response B\n3. Response B\n4. Response A";
+fn unknown_labels_are_dropped_and_a_label_ranked_twice_is_no_ranking() {
+    let text = "FINAL RANKING:\n1. Response Z\n2. Response B\n3. Response A";
     assert_eq!(parse_ranking(text, &labels(3)), vec!["Response B", "Response A"]);
+    let text = "FINAL RANKING:\n1. Response Z\n2. Response B\n3. Response B\n4. Response A";
+    assert!(parse_ranking(text, &labels(3)).is_empty());
 }
 
 #[test]
@@ -49,9 +51,9 @@ fn labels_under_the_header_without_numbers_are_level_two() {
 }
 
 #[test]
-fn without_a_header_first_mentions_are_level_three() {
+fn without_a_stated_ranking_mentions_are_not_a_ranking() {
     let text = "I prefer Response C over Response A; Response C is also shorter than Response B.";
-    assert_eq!(parse_ranking(text, &labels(3)), vec!["Response C", "Response A", "Response B"]);
+    assert!(parse_ranking(text, &labels(3)).is_empty());
 }
 
 #[test]
@@ -105,6 +107,9 @@ fn aggregate_is_the_average_position_over_parsed_rankings() {
         model: "e".into(),
         ranking: String::new(),
         parsed_ranking: p.iter().map(|s| s.to_string()).collect(),
+        places: Vec::new(),
+        partial: false,
+        unparsed: None,
         response_time_ms: 0,
     };
     let agg = aggregate_rankings(
@@ -138,6 +143,9 @@ fn prompts_are_the_seeds_verbatim() {
             model: "m2".into(),
             ranking: "rank".into(),
             parsed_ranking: vec![],
+            places: vec![],
+            partial: false,
+            unparsed: None,
             response_time_ms: 1,
         }],
     );

@@ -125,6 +125,9 @@ pub enum Unparsed {
     ReasoningOnly,
     /// The reply says something, but not the answer in a form that can be read.
     NoAnswer,
+    /// The reply states contradictory answers (a label ranked twice, two different votes in
+    /// its final section): a careful reader would not pick one.
+    Inconsistent,
 }
 
 impl Unparsed {
@@ -146,6 +149,7 @@ impl Unparsed {
             Unparsed::Refused => "declined to answer",
             Unparsed::ReasoningOnly => "stopped while reasoning",
             Unparsed::NoAnswer => "gave no readable answer",
+            Unparsed::Inconsistent => "gave contradictory answers",
         }
     }
 }
