@@ -283,10 +283,33 @@ pub fn progress_line(event: &str, data: &Value) -> Option<String> {
                 if !ranks.is_empty() {
                     line.push_str(&format!(" — average rank: {}", ranks.join(", ")));
                 }
+                let meta = &data["metadata"];
+                let count = |k: &str| meta.get(k).and_then(Value::as_u64).unwrap_or(0);
+                let (counted, partial, unread) =
+                    (count("rankingsCounted"), count("partialRankings"), count("unparsedRankings"));
+                if counted + unread > 0 {
+                    let mut from = format!(" (from {counted} ranking{}", plural(counted));
+                    if partial > 0 {
+                        from.push_str(&format!(", {partial} partial"));
+                    }
+                    if unread > 0 {
+                        from.push_str(&format!("; {unread} gave no readable ranking"));
+                    }
+                    from.push(')');
+                    line.push_str(&from);
+                }
             }
             Some(line)
         }
         other => Some(format!("• {other}")),
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }
 

@@ -336,6 +336,10 @@ impl Deliberation {
                 Effect::SetTitle(title) => self.batch.title = Some(title),
                 Effect::Finish { answer } => {
                     if self.phase == Phase::Running {
+                        // The conversation keeps the answer, not the reasoning behind it: a
+                        // follow-up sends it back to the models as history. The stage rows
+                        // keep the whole reply.
+                        let answer = crate::modes::reading::answer_text(&answer).into_owned();
                         self.phase = Phase::Finishing { answer };
                         // The answer is out; a slow side call (a title) may not hold the run
                         // open for a whole stage timeout.

@@ -172,6 +172,21 @@ fn cap_words(text: &str) -> String {
     }
 }
 
+/// A batch's replies (in member order) under the names that tell the members apart.
+pub fn named(replies: Vec<super::CallReply>, models: &[String]) -> Vec<super::CallReply> {
+    let names = member_names(models);
+    replies
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut r)| {
+            if let Some(name) = names.get(i) {
+                r.model = name.clone();
+            }
+            r
+        })
+        .collect()
+}
+
 /// Names that tell a panel's members apart in summaries: a model that is a member once keeps
 /// its id; one that is a member twice or more is numbered in panel order (`local/smollm2 #1`,
 /// `local/smollm2 #2`, …).

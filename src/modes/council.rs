@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, mark_from_rows, member_names, role_failed, title_prompt,
+    answer_of, create_label_map, label, mark_from_rows, named, role_failed, title_prompt,
     with_history, Batch, Calls, Routed, TitleTracker, TITLE_KEY,
 };
 use super::ranking;
@@ -374,20 +374,9 @@ impl Council {
         if !self.batch.accept(reply) || !self.batch.complete() {
             return Vec::new();
         }
-        let names = member_names(&self.config.council_models);
-        self.stage1 = self
-            .batch
-            .take()
+        self.stage1 = named(self.batch.take(), &self.config.council_models)
             .iter()
-            .enumerate()
-            .filter_map(|(i, r)| {
-                answer_of(r).map(|mut a| {
-                    if let Some(name) = names.get(i) {
-                        a.model = name.clone();
-                    }
-                    a
-                })
-            })
+            .filter_map(answer_of)
             .collect();
         match self.stage1.len() {
             0 => return self.fail("All council models failed to respond.".into()),
@@ -451,15 +440,12 @@ impl Council {
             return Vec::new();
         }
         let labels: Vec<String> = self.label_to_model.keys().cloned().collect();
-        let names = member_names(&self.config.council_models);
-        self.stage2 = self
-            .batch
-            .take()
+        self.stage2 = named(self.batch.take(), &self.config.council_models)
             .into_iter()
-            .enumerate()
-            .filter_map(|(i, r)| {
-                let model = names.get(i).cloned().unwrap_or(r.model);
-                r.result.ok().map(|text| stage2_response(model, text, &labels, r.response_time_ms))
+            .filter_map(|r| {
+                r.result
+                    .ok()
+                    .map(|text| stage2_response(r.model, text, &labels, r.response_time_ms))
             })
             .collect();
         let mut out: Vec<Effect> = self

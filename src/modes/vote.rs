@@ -9,11 +9,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, mark_from_rows, title_prompt, with_history, Answer, Batch,
-    Calls, Routed, TitleTracker, TITLE_KEY,
+    answer_of, create_label_map, label, mark_from_rows, named, title_prompt, with_history, Answer,
+    Batch, Calls, Routed, TitleTracker, TITLE_KEY,
 };
+use super::reading::answer_text;
 use super::voting::{
-    ballot_rows, ballots_from_rows, cast, first_alphabetically, parse_vote, round, tally,
+    ballot_rows, ballots_from_rows, cast, first_alphabetically, read_vote, round, tally,
     tiebreaker_prompt, vote_prompt, Ballot, Tally,
 };
 use super::{
@@ -163,7 +164,8 @@ impl Vote {
     }
 
     fn on_answers(&mut self) -> Vec<Effect> {
-        self.answers = self.batch.take().iter().filter_map(answer_of).collect();
+        self.answers =
+            named(self.batch.take(), &self.config.models).iter().filter_map(answer_of).collect();
         if self.answers.len() < 2 {
             return self.fail("Fewer than 2 models answered; a vote needs at least 2 responses.");
         }
@@ -191,7 +193,7 @@ impl Vote {
         let labeled: Vec<(String, String)> = self
             .labels
             .iter()
-            .map(|(l, i)| (l.clone(), self.answers[*i].response.clone()))
+            .map(|(l, i)| (l.clone(), answer_text(&self.answers[*i].response).into_owned()))
             .collect();
         let prompt = vote_prompt(&self.ctx.question, &labeled);
         self.batch = Batch::new("vote", self.config.models.len());
@@ -215,7 +217,7 @@ impl Vote {
 
     fn on_votes(&mut self) -> Vec<Effect> {
         let labels: Vec<String> = self.labels.keys().cloned().collect();
-        self.ballots = cast(self.batch.take(), &labels);
+        self.ballots = cast(named(self.batch.take(), &self.config.models), &labels);
         let mut out = ballot_rows(&self.ballots, "vote", 2);
         let (round, t) = round(&self.ballots, "labelToModel", &self.label_to_model());
         out.push(Effect::Store(StageRow::computed("vote_tally", 3, json!(t))));
@@ -231,7 +233,8 @@ impl Vote {
                 .tied_labels
                 .iter()
                 .filter_map(|l| {
-                    self.labels.get(l).map(|i| (l.clone(), self.answers[*i].response.clone()))
+                    let answer = |i: &usize| answer_text(&self.answers[*i].response).into_owned();
+                    self.labels.get(l).map(|i| (l.clone(), answer(i)))
                 })
                 .collect();
             out.push(Effect::emit("tiebreaker_start", json!({ "data": { "tiedLabels": t.tied_labels, "model": self.config.chairman_model } })));
@@ -262,10 +265,14 @@ impl Vote {
         // `fallbackFrom` only when the backup answered: a failed backup changes nothing.
         let fallback_from = fallback_from.filter(|_| reply.result.is_ok());
         let tied = self.tally.as_ref().map(|t| t.tied_labels.clone()).unwrap_or_default();
-        let chosen = reply.result.as_ref().ok().and_then(|text| parse_vote(text, &tied));
+        let read = reply.result.as_ref().ok().map(|text| read_vote(text, &tied));
+        let chosen = read.clone().and_then(Result::ok);
         let mut out = Vec::new();
         if let Ok(text) = &reply.result {
             let mut parsed = json!({ "votedFor": chosen });
+            if let Some(Err(why)) = &read {
+                parsed["unparsed"] = json!(why);
+            }
             if let Some(from) = &fallback_from {
                 parsed["fallbackFrom"] = json!(from);
             }

@@ -255,7 +255,40 @@ fn duplicate_models_are_separate_participants() {
     let e =
         feed(&mut v, s1.iter().enumerate().map(|(i, s)| ok(s, &format!("answer {i}"))).collect());
     assert_eq!(emitted(&e, "stage1_complete").unwrap()["data"].as_array().map(Vec::len), Some(3));
-    assert_eq!(stage_calls(&e).len(), 3);
+    let votes = stage_calls(&e);
+    assert_eq!(votes.len(), 3);
+    // Summaries tell the two members of m1 apart; the calls still go to m1.
+    let names: Vec<String> = emitted(&e, "stage1_complete").unwrap()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["model"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, vec!["m1 #1", "m1 #2", "m2"]);
+    assert_eq!(votes[1].model, "m1");
+    let map: Vec<String> = rows(&e)
+        .iter()
+        .filter(|r| r.stage_type == "label_map")
+        .flat_map(|r| {
+            r.parsed_data
+                .clone()
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(map.contains(&"m1 #2".to_string()), "{map:?}");
+    let e = feed(
+        &mut v,
+        votes.iter().map(|s| ok(s, "I abstain; Response A and C are both good")).collect(),
+    );
+    let round = emitted(&e, "vote_round_complete").unwrap();
+    assert_eq!(round["data"]["votes"][1]["model"], "m1 #2");
+    assert_eq!(round["data"]["votes"][1]["unparsed"], "refused");
+    assert_eq!(round["data"]["invalidVoteCount"], 3, "a mention is no vote");
 }
 
 #[test]

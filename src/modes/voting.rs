@@ -8,6 +8,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::reading::{self, Unparsed};
 use super::{CallReply, Effect, StageRow};
 
 /// The debate spec's vote-on-revised prompt, verbatim (Vote mode uses it too).
@@ -44,34 +45,103 @@ pub fn tiebreaker_prompt(question: &str, tied: &[(String, String)]) -> String {
 
 fn vote_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    // `VOTE: Response B`, `**VOTE:** Response B`, `Vote: **Response B**`.
+    // `VOTE: Response B`, `**VOTE:** Response B`, `Vote: **Response B**`, `VOTE: B.`, and the
+    // same headed in another language (`VOTO: Respuesta B`, `VOTE : Réponse B`, `STIMME: Antwort B`).
     RE.get_or_init(|| {
-        Regex::new(r"(?i)vote[*_\s]*:[*_\s]*response\s+([a-z]{1,2})\b")
-            .unwrap_or_else(|_| unreachable!())
+        Regex::new(
+            r"(?im)\b(?:vote|voto|stimme|votaci[oó]n|vota[cç][aã]o)[*_\s]*:[*_\s]*(?:(response|r[ée]ponse|respuesta|resposta|risposta|antwort)[*_\s]+)?([a-z]{1,2})\b([^\n]*)$",
+        )
+        .unwrap_or_else(|_| unreachable!())
     })
 }
 
 fn mention_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"(?i)\bresponse\s+([a-z]{1,2})\b").unwrap_or_else(|_| unreachable!())
+        Regex::new(r"(?i)\b(?:response|r[ée]ponse|respuesta|resposta|risposta|antwort)[*_\s]+([a-z]{1,2})\b")
+            .unwrap_or_else(|_| unreachable!())
     })
 }
 
-/// Reads a vote: the last `VOTE: Response X` line (the model's own, after any quoted template);
-/// failing that, the last mention of one of the run's labels. A `VOTE:` for a label the run
-/// does not have is an invalid vote (`None`).
-pub fn parse_vote(text: &str, labels: &[String]) -> Option<String> {
-    let canonical = |letters: &str| format!("Response {}", letters.to_uppercase());
-    if let Some(cap) = vote_re().captures_iter(text).last() {
-        let l = canonical(cap.get(1)?.as_str());
-        return labels.contains(&l).then_some(l);
+fn stated_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    // A vote said in words: `My vote is Response B`, `I vote for Response B`, `I choose
+    // Response B`, `The best response is Response B`. Each phrase is contiguous, so `I can't
+    // choose…` or `I would not vote for…` never match.
+    RE.get_or_init(|| {
+        Regex::new(
+            r"(?i)\b(?:my\s+vote\s+(?:is|goes\s+to)|i\s+vote\s+for|i\s+choose|i\s+pick|i\s+select|the\s+best\s+response\s+is)[\s:*_-]*(?:response|r[ée]ponse|respuesta)[*_\s]+([a-z]{1,2})\b",
+        )
+        .unwrap_or_else(|_| unreachable!())
+    })
+}
+
+fn canonical(letters: &str) -> String {
+    format!("Response {}", letters.to_uppercase())
+}
+
+/// Reads a vote, or says why there is none. Only a stated vote counts, read from the answer
+/// part of the reply (reasoning traces set aside):
+/// 1. the last `VOTE:` line (the model's own, after any quoted template), with the label
+///    spelled out or as a bare letter (`VOTE: B`); a line that names a second label
+///    (`VOTE: Response A or Response B`) is contradictory; a `VOTE:` for a label the run does
+///    not have is an invalid vote;
+/// 2. else a JSON `vote` (or `choice`) field;
+/// 3. else the last vote said in words (`My vote is Response B`, `I vote for Response B`).
+///
+/// A label merely mentioned (`I abstain; Response A and C are both good`) is no vote.
+pub fn read_vote(text: &str, labels: &[String]) -> Result<String, Unparsed> {
+    let split = reading::split_reasoning(text);
+    if split.unclosed {
+        return Err(Unparsed::ReasoningOnly);
     }
-    mention_re()
-        .captures_iter(text)
+    let answer = split.answer.as_ref();
+    if let Some(cap) = vote_re().captures_iter(answer).last() {
+        let spelled = cap.get(1).is_some();
+        let letters = cap.get(2).map_or("", |m| m.as_str());
+        let rest = cap.get(3).map_or("", |m| m.as_str());
+        // A bare letter must stand alone (`VOTE: B.`), or `VOTE: I think…` would be a vote for I.
+        let alone =
+            rest.trim_start().chars().next().is_none_or(|c| {
+                matches!(c, '.' | '!' | ')' | '*' | '_' | ',' | ';' | '(' | '-' | '—')
+            });
+        if spelled || alone {
+            let l = canonical(letters);
+            let others = mention_re()
+                .captures_iter(rest)
+                .filter_map(|c| c.get(1).map(|m| canonical(m.as_str())))
+                .any(|o| o != l && labels.contains(&o));
+            if others && !rest.to_lowercase().contains("over") {
+                return Err(Unparsed::Inconsistent);
+            }
+            return if labels.contains(&l) { Ok(l) } else { Err(Unparsed::NoAnswer) };
+        }
+    }
+    if let Some(v) = reading::json_field(answer, &["vote", "choice", "winner"]) {
+        let s = v.as_str().unwrap_or("").trim();
+        let l = if s.len() <= 2 && s.chars().all(|c| c.is_ascii_alphabetic()) {
+            Some(canonical(s))
+        } else {
+            mention_re().captures(s).and_then(|c| c.get(1)).map(|m| canonical(m.as_str()))
+        };
+        if let Some(l) = l.filter(|l| labels.contains(l)) {
+            return Ok(l);
+        }
+    }
+    if let Some(l) = stated_re()
+        .captures_iter(answer)
         .filter_map(|c| c.get(1).map(|m| canonical(m.as_str())))
         .filter(|l| labels.contains(l))
         .last()
+    {
+        return Ok(l);
+    }
+    Err(Unparsed::of(text))
+}
+
+/// The stated vote, if any (see [`read_vote`]).
+pub fn parse_vote(text: &str, labels: &[String]) -> Option<String> {
+    read_vote(text, labels).ok()
 }
 
 /// The count of a vote round.
@@ -118,6 +188,9 @@ pub struct Ballot {
     pub model: String,
     pub vote_text: String,
     pub voted_for: Option<String>,
+    /// Why no vote was read, when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<Unparsed>,
     pub response_time_ms: i64,
 }
 
@@ -128,9 +201,11 @@ pub fn cast(replies: Vec<CallReply>, labels: &[String]) -> Vec<Ballot> {
         .into_iter()
         .filter_map(|r| {
             let text = r.result.ok()?;
+            let read = read_vote(&text, labels);
             Some(Ballot {
                 model: r.model,
-                voted_for: parse_vote(&text, labels),
+                voted_for: read.clone().ok(),
+                unparsed: read.err(),
                 vote_text: text,
                 response_time_ms: r.response_time_ms as i64,
             })
@@ -149,7 +224,10 @@ pub fn ballot_rows(ballots: &[Ballot], stage_type: &str, stage_order: i32) -> Ve
                 model: Some(b.model.clone()),
                 role: Some("voter".into()),
                 content: b.vote_text.clone(),
-                parsed_data: Some(json!({ "votedFor": b.voted_for })),
+                parsed_data: Some(match b.unparsed {
+                    Some(why) => json!({ "votedFor": b.voted_for, "unparsed": why }),
+                    None => json!({ "votedFor": b.voted_for }),
+                }),
                 response_time_ms: Some(b.response_time_ms),
             })
         })
@@ -169,6 +247,11 @@ pub fn ballots_from_rows(rows: &[StageRow], stage_type: &str) -> Vec<Ballot> {
                 .and_then(|d| d.get("votedFor"))
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            unparsed: r
+                .parsed_data
+                .as_ref()
+                .and_then(|d| d.get("unparsed"))
+                .and_then(|u| serde_json::from_value(u.clone()).ok()),
             response_time_ms: r.response_time_ms.unwrap_or(0),
         })
         .collect()
@@ -223,12 +306,9 @@ mod tests {
     }
 
     #[test]
-    fn falls_back_to_the_last_known_label_and_rejects_unknown_votes() {
+    fn a_mention_is_no_vote_and_unknown_votes_are_rejected() {
         let l = labels(3);
-        assert_eq!(
-            parse_vote("Response A is good but Response C is best.", &l),
-            Some("Response C".into())
-        );
+        assert_eq!(parse_vote("Response A is good but Response C is best.", &l), None);
         assert_eq!(
             parse_vote("VOTE: Response F", &l),
             None,
@@ -254,7 +334,62 @@ mod tests {
         );
     }
 
+    #[test]
+    fn votes_as_real_models_write_them() {
+        let l = labels(3);
+        let ok = |s: &str| Ok(format!("Response {s}"));
+        let cases: Vec<(&str, Result<String, Unparsed>)> = vec![
+            // Refusals and hedges that mention labels.
+            ("I abstain; Response A and C are both good", Err(Unparsed::Refused)),
+            ("I can't choose between Response A and Response B.", Err(Unparsed::Refused)),
+            ("VOTE: none — I abstain", Err(Unparsed::Refused)),
+            // Reasoning traces: the draft inside never counts.
+            ("<think>VOTE: Response A… no, C is better.</think>\nVOTE: Response C", ok("C")),
+            ("<think>I lean to VOTE: Response B", Err(Unparsed::ReasoningOnly)),
+            ("Thinking it over.</think>VOTE: Response B", ok("B")),
+            // Structured and half-followed formats.
+            ("```json\n{\"vote\": \"Response B\", \"reason\": \"clearest\"}\n```", ok("B")),
+            ("{\"vote\": \"C\"}", ok("C")),
+            ("VOTE: B.", ok("B")),
+            ("VOTE: I think B is best", Err(Unparsed::NoAnswer)),
+            ("VOTE: Response B (it is the clearest)", ok("B")),
+            ("VOTE: Response B over Response A", ok("B")),
+            ("VOTE: Response A or Response B", Err(Unparsed::Inconsistent)),
+            ("After weighing them, my vote goes to Response C.", ok("C")),
+            ("I would not vote for Response A. I vote for Response B.", ok("B")),
+            // Another language.
+            ("Análisis…\n\nVOTO: Respuesta C", ok("C")),
+            ("VOTE : Réponse A", ok("A")),
+            ("STIMME: Antwort B", ok("B")),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(read_vote(text, &l), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn recorded_smollm2_votes_read_as_a_careful_person_would() {
+        let corpus: Vec<Value> =
+            serde_json::from_str(include_str!("corpus/votes_smollm2.json")).unwrap_or_default();
+        assert!(corpus.len() >= 10);
+        for case in corpus {
+            let text = case["text"].as_str().unwrap_or("");
+            let n = case["labels"].as_u64().unwrap_or(3) as usize;
+            let expected = case["vote"].as_str().map(str::to_string);
+            assert_eq!(parse_vote(text, &labels(n)), expected, "{}: {text}", case["note"]);
+        }
+    }
+
     proptest! {
+        /// Nothing inside a closed `<think>` block changes the vote stated after it.
+        #[test]
+        fn a_closed_trace_never_changes_the_vote(inside in "[A-Za-z .:\n]{0,200}", draft in 0usize..4, fin in 0usize..4) {
+            let l = labels(4);
+            let after = format!("VOTE: {}", l[fin]);
+            let text = format!("<think>{inside}\nVOTE: {}</think>\n{after}", l[draft]);
+            prop_assert_eq!(read_vote(&text, &l), Ok(l[fin].clone()));
+        }
+
         #[test]
         fn parse_vote_never_panics_and_only_returns_known_labels(text in "\\PC{0,300}", n in 1usize..8) {
             let l = labels(n);

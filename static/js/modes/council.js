@@ -2,6 +2,14 @@
 // raw text, the aggregate ranking table, a de-anonymisation toggle, and the chairman's
 // synthesis as the run's main answer.
 
+// Why an evaluator's reply gave no ranking, in words.
+const UNPARSED = {
+  refused: "declined to rank",
+  reasoning_only: "stopped while reasoning",
+  no_answer: "no ranking stated",
+  inconsistent: "contradictory ranking",
+};
+
 export function createView(ctx) {
   const { el, ui } = ctx;
   const s1 = ctx.section("stage1", "Stage 1 · Answers");
@@ -44,9 +52,14 @@ export function createView(ctx) {
             card.setTitle(`${r.model}`);
             card.setRole("evaluator");
             const parsed = r.parsedRanking || [];
+            // Places best first; tied labels share one (older runs hold only the order).
+            const places = (r.places && r.places.length) ? r.places : parsed.map((l) => [l]);
+            const stated = places.flatMap((place, i) => [i ? " › " : "", ...place.flatMap((l, j) => [j ? " = " : "", labelNode(l)])]);
+            const missing = Object.keys(labelToModel).length - parsed.length;
             card.prepend(el("div", { class: "parsed-ranking" },
-              el("strong", null, "Parsed ranking: "),
-              parsed.length ? parsed.flatMap((l, i) => [i ? " › " : "", labelNode(l)]) : el("span", { class: "muted" }, "could not be parsed (left out of the aggregate)")));
+              el("strong", null, "Ranking: "),
+              parsed.length ? stated : el("span", { class: "muted" }, `${UNPARSED[r.unparsed] || "no ranking stated"}: left out of the aggregate`),
+              r.partial ? el("span", { class: "badge partial", title: "The labels it leaves out share the places left" }, `partial · ${ui.plural(missing, "response")} not ranked`) : null));
             card.setText(r.ranking);
             card.setState("ok", { ms: r.responseTimeMs });
           }
@@ -57,9 +70,15 @@ export function createView(ctx) {
           if (agg.length) {
             const modelCell = (model) => { const n = el("span", { dataset: { model } }); labelled.push([n, null]); return n; };
             const rows = agg.map((a, i) => [String(i + 1), labelNode(a.label || ""), modelCell(a.model), ui.fmtNum(a.averageRank, 2), String(a.rankingsCount)]);
-            const t = ui.table(["#", "Response", "Model", "Average rank", "Rankings"], rows, { num: [0, 3, 4], caption: "Aggregate ranking" });
+            const rows2 = agg.map((a, i) => { const r = rows[i]; r[4] = a.namedCount !== undefined && a.namedCount !== a.rankingsCount ? `${a.namedCount} of ${a.rankingsCount}` : String(a.rankingsCount); return r; });
+            const t = ui.table(["#", "Response", "Model", "Average rank", "Ranked by"], rows2, { num: [0, 3, 4], caption: "Aggregate ranking" });
             t.classList.add("aggregate");
-            const panel = el("div", { class: "panel" }, el("h3", null, "Aggregate ranking (lower average is better)"), t);
+            const counted = meta.rankingsCounted ?? agg[0].rankingsCount;
+            const notes = [`from ${ui.plural(counted, "ranking")}`];
+            if (meta.partialRankings) notes.push(`${meta.partialRankings} partial (unranked responses share the places left)`);
+            if (meta.unparsedRankings) notes.push(`${meta.unparsedRankings} without a readable ranking, left out`);
+            const panel = el("div", { class: "panel" }, el("h3", null, "Aggregate ranking (lower average is better)"),
+              el("p", { class: "muted" }, notes.join("; ")), t);
             body.append(panel);
           } else {
             body.append(el("p", { class: "muted" }, "No ranking could be parsed; the chairman synthesises without ranking data."));
