@@ -85,7 +85,8 @@ export function renderBallot(ctx, rev, card, vote, map) {
   if (vote.votedFor) {
     card.addBadge(el("span", { class: "badge blue vote-choice", title: "the response this model voted for" }, "→ ", rev.label(vote.votedFor, map)));
   } else {
-    card.addBadge(el("span", { class: "badge red vote-choice", title: "no vote for a response of this round could be read" }, "invalid vote"));
+    const why = { refused: "abstained", reasoning_only: "stopped while reasoning", inconsistent: "contradictory vote", no_answer: "no vote stated" }[vote.unparsed];
+    card.addBadge(el("span", { class: "badge red vote-choice", title: "no vote for a response of this round could be read" }, why ? `invalid vote · ${why}` : "invalid vote"));
   }
   const details = el("details", { class: "vote-reasoning" },
     el("summary", null, vote.votedFor ? "Reasoning" : "Reply (no valid vote could be read)"),
