@@ -55,6 +55,8 @@ pub struct Options {
     /// Always a temporary SQLite file, even when `CONCLAVE_TEST_DATABASE=postgres` (for tests
     /// whose mechanics are SQLite's own, such as triggers that fail writes).
     pub sqlite_only: bool,
+    /// More routes (a real model server, a fake provider).
+    pub routes: Vec<RouteConfig>,
 }
 
 impl Default for Options {
@@ -72,6 +74,7 @@ impl Default for Options {
                 starts_per_minute: 100_000,
             },
             sqlite_only: false,
+            routes: Vec::new(),
         }
     }
 }
@@ -146,6 +149,7 @@ pub async fn spawn_with(opts: Options) -> TestApp {
             max_concurrent_calls: opts.max_concurrent_calls,
         });
     }
+    config.routes.extend(opts.routes.clone());
     let database_url = config.database_url.clone();
     let app = Application::build(config).await.expect("build app");
     let port = app.port();

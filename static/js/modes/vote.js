@@ -86,7 +86,8 @@ export function renderBallot(ctx, rev, card, vote, map) {
     card.addBadge(el("span", { class: "badge blue vote-choice", title: "the response this model voted for" }, "→ ", rev.label(vote.votedFor, map)));
   } else {
     const why = { refused: "abstained", reasoning_only: "stopped while reasoning", inconsistent: "contradictory vote", no_answer: "no vote stated" }[vote.unparsed];
-    card.addBadge(el("span", { class: "badge red vote-choice", title: "no vote for a response of this round could be read" }, why ? `invalid vote · ${why}` : "invalid vote"));
+    card.addBadge(el("span", { class: "badge red vote-choice", title: "no vote for a response of this round could be read" }, "invalid vote"));
+    if (why) card.addBadge(el("span", { class: "badge unparsed-why" }, why));
   }
   const details = el("details", { class: "vote-reasoning" },
     el("summary", null, vote.votedFor ? "Reasoning" : "Reply (no valid vote could be read)"),

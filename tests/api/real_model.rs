@@ -1,0 +1,365 @@
+//! Every mode against a real model: llama.cpp's `llama-server` with SmolLM2-135M-Instruct
+//! (`scripts/real-model.sh start`), through the real Conclave server, a real WebSocket and the
+//! REST API. A 135M model often ignores the formats, so these tests assert what a user relies
+//! on whatever it writes: the run ends (completed, or failed with a reason a person can read),
+//! every call's tokens are recorded, and everything reported as parsed is stated in the text it
+//! was read from; what was not read is marked unparsed, with the raw text kept.
+//!
+//! They run when `CONCLAVE_REAL_MODEL_URL` names the server's OpenAI-compatible base URL
+//! (`http://127.0.0.1:8093/v1`), and are skipped with a printed reason otherwise;
+//! `CONCLAVE_REQUIRE_REAL_MODEL=1` (set by `.ci/run`) makes a missing server a failure.
+
+use std::time::Duration;
+
+use conclave::modes::reading::answer_text;
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+const MODEL: &str = "local/smollm2";
+
+/// The server's base URL, or None (with the reason printed) when these tests must be skipped.
+async fn real_model() -> Option<String> {
+    let required = std::env::var("CONCLAVE_REQUIRE_REAL_MODEL").is_ok_and(|v| v == "1");
+    let Some(url) = std::env::var("CONCLAVE_REAL_MODEL_URL").ok().filter(|u| !u.is_empty()) else {
+        assert!(!required, "CONCLAVE_REQUIRE_REAL_MODEL=1 but CONCLAVE_REAL_MODEL_URL is not set");
+        eprintln!(
+            "skipping the real-model test: CONCLAVE_REAL_MODEL_URL is not set \
+             (start one with scripts/real-model.sh start)"
+        );
+        return None;
+    };
+    let health = format!("{}/health", url.trim_end_matches('/').trim_end_matches("/v1"));
+    let up = reqwest::get(&health).await.map(|r| r.status().is_success()).unwrap_or(false);
+    if !up {
+        assert!(!required, "CONCLAVE_REQUIRE_REAL_MODEL=1 but {health} does not answer");
+        eprintln!("skipping the real-model test: {health} does not answer");
+        return None;
+    }
+    Some(url)
+}
+
+/// A test app whose `local/` models are served by the real model server.
+async fn app_for(url: &str) -> TestApp {
+    // Read from TOML, as a user's configuration file would give it.
+    let route: conclave::config::RouteConfig = toml::from_str(&format!(
+        "prefix = \"local/\"\nbase_url = \"{url}\"\nmax_concurrent_calls = 3\n"
+    ))
+    .expect("route");
+    spawn_with(Options { stage_timeout_ms: 600_000, routes: vec![route], ..Options::default() })
+        .await
+}
+
+/// Runs a request over the WebSocket; answers the stored run and its events.
+async fn run(app: &TestApp, request: Value) -> (Value, Vec<Value>) {
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "start", "request": request })).await;
+    let (started, _) = ws.until("started", None).await;
+    let run = started["runId"].as_str().expect("runId").to_string();
+    let events = tokio::time::timeout(Duration::from_secs(1200), ws.events_until_end(&run))
+        .await
+        .expect("the run ends within 20 minutes");
+    ws.close().await;
+    assert_contiguous(&events, 1);
+    let (status, stored) = app.get(&format!("/api/deliberations/{run}")).await;
+    assert_eq!(status, 200, "{stored}");
+    (stored, events)
+}
+
+/// What every run must show, whatever the model wrote.
+fn check_run(mode: &str, stored: &Value, events: &[Value]) {
+    let status = stored["status"].as_str().unwrap_or("");
+    match status {
+        "completed" => {
+            assert!(stored["answer"].as_str().is_some_and(|a| !a.trim().is_empty()), "{stored}")
+        }
+        "failed" => {
+            let error = stored["error"].as_str().unwrap_or("");
+            assert!(!error.is_empty(), "a failed {mode} run says why: {stored}");
+            for word in ["panic", "internal error", "unwrap"] {
+                assert!(!error.to_lowercase().contains(word), "{mode}: {error}");
+            }
+        }
+        other => panic!("{mode} run ended {other}: {stored}"),
+    }
+    // `partial` agrees with the failed calls it lists.
+    if let Some(p) = stored["result"].get("partial") {
+        let failed = stored["result"]["failedModels"].as_array().map_or(0, Vec::len);
+        assert_eq!(p.as_bool(), Some(failed > 0), "{mode}: {}", stored["result"]);
+    }
+    // Every call that answered reports its tokens, and the run's totals are their sums.
+    let (mut prompt, mut completion) = (0u64, 0u64);
+    let mut answered = 0;
+    for e in events.iter().filter(|e| e["event"] == "call_complete") {
+        let d = &e["data"];
+        if d["ok"] == true {
+            answered += 1;
+            let u = &d["usage"];
+            let p = u["promptTokens"].as_u64().unwrap_or(0);
+            let c = u["completionTokens"].as_u64().unwrap_or(0);
+            assert!(p > 0 && c > 0, "{mode}: call {} recorded no tokens: {d}", d["key"]);
+            prompt += p;
+            completion += c;
+        }
+    }
+    assert!(answered > 0, "{mode}: no call answered");
+    assert_eq!(stored["usage"]["promptTokens"].as_u64(), Some(prompt), "{mode}");
+    assert_eq!(stored["usage"]["completionTokens"].as_u64(), Some(completion), "{mode}");
+    let calls = events.iter().filter(|e| e["event"] == "call_complete").count();
+    eprintln!(
+        "real model, {mode}: {status}; {answered}/{calls} calls answered, {prompt} prompt and \
+         {completion} completion tokens{}",
+        stored["error"].as_str().map(|e| format!("; error: {e}")).unwrap_or_default()
+    );
+}
+
+/// The text a parser read (its reasoning trace set aside), lower-cased.
+fn said(text: &str) -> String {
+    answer_text(text).to_lowercase()
+}
+
+/// A label a parser reported is written in the text it came from.
+fn states_label(text: &str, label: &str) -> bool {
+    let letter = label.trim_start_matches("Response ").to_lowercase();
+    let t = said(text);
+    let words = ["response", "réponse", "reponse", "respuesta", "resposta", "risposta", "antwort"];
+    words.iter().any(|w| t.contains(&format!("{w} {letter}")))
+        || regex::Regex::new(&format!(r"(?i)\b(?:vote|voto|stimme)\W*{letter}\b"))
+            .is_ok_and(|re| re.is_match(&t))
+        || regex::Regex::new(&format!(r#""{letter}""#)).is_ok_and(|re| re.is_match(&t))
+}
+
+/// A number a parser reported is written in the text it came from: its significant digits
+/// appear among the text's digits (`34 million` and `34,000,000` both hold `34`).
+fn states_number(text: &str, n: f64) -> bool {
+    let digits: String = said(text).chars().filter(char::is_ascii_digit).collect();
+    let sig = format!("{:e}", n.abs());
+    let mantissa = sig.split('e').next().unwrap_or("").replace('.', "");
+    let mantissa = mantissa.trim_end_matches('0');
+    mantissa.is_empty() || digits.contains(mantissa)
+}
+
+fn count(kind: &str, parsed: usize, unparsed: usize) {
+    eprintln!("real model, {kind}: {parsed} parsed, {unparsed} unparsed");
+}
+
+#[actix_web::test]
+async fn council_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "council", "question": "Why is the sky blue? Answer in two sentences.",
+                "councilModels": [MODEL, MODEL, MODEL], "chairmanModel": MODEL }),
+    )
+    .await;
+    check_run("council", &stored, &events);
+    let result = &stored["result"];
+    let stage2 = result["stage2"].as_array().cloned().unwrap_or_default();
+    let (mut parsed, mut unparsed) = (0, 0);
+    for r in &stage2 {
+        let text = r["ranking"].as_str().unwrap_or("");
+        let order = r["parsedRanking"].as_array().cloned().unwrap_or_default();
+        if order.is_empty() {
+            unparsed += 1;
+            assert!(r["unparsed"].is_string(), "an unread ranking says why: {r}");
+        } else {
+            parsed += 1;
+            for l in &order {
+                assert!(states_label(text, l.as_str().unwrap_or("")), "{l} is not in: {text}");
+            }
+        }
+    }
+    count("council rankings", parsed, unparsed);
+    if !stage2.is_empty() {
+        let meta = &result["stage2Metadata"];
+        assert_eq!(meta["rankingsCounted"], json!(parsed));
+        assert_eq!(meta["unparsedRankings"], json!(unparsed));
+        // Three members of one model are told apart.
+        let members: Vec<&str> = result["stage1"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|s| s["model"].as_str()).collect())
+            .unwrap_or_default();
+        assert!(members.iter().all(|m| m.starts_with("local/smollm2 #")), "{members:?}");
+    }
+    // The title is a title, not a cut sentence.
+    let title = stored["title"].as_str().unwrap_or("");
+    assert!(!title.is_empty() && title.split_whitespace().count() <= 8, "{title}");
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn vote_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "vote", "question": "Which is the best first programming language?",
+                "modeConfig": { "models": [MODEL, MODEL, MODEL], "chairmanModel": MODEL } }),
+    )
+    .await;
+    check_run("vote", &stored, &events);
+    let votes = stored["result"]["voteRound"]["votes"].as_array().cloned().unwrap_or_default();
+    let (mut parsed, mut unparsed) = (0, 0);
+    for v in &votes {
+        let text = v["voteText"].as_str().unwrap_or("");
+        match v["votedFor"].as_str() {
+            Some(l) => {
+                parsed += 1;
+                assert!(states_label(text, l), "{l} is not in: {text}");
+            }
+            None => {
+                unparsed += 1;
+                assert!(v["unparsed"].is_string(), "an invalid ballot says why: {v}");
+            }
+        }
+    }
+    count("vote ballots", parsed, unparsed);
+    if stored["status"] == "failed" {
+        assert_eq!(parsed, 0, "a vote with valid ballots does not fail: {stored}");
+    }
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn jury_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "jury", "question": "Evaluate this answer",
+                "modeConfig": { "content": "The capital of Australia is Sydney, its largest city.",
+                                "originalQuestion": "What is the capital of Australia?",
+                                "jurorModels": [MODEL, MODEL, MODEL], "foremanModel": MODEL } }),
+    )
+    .await;
+    check_run("jury", &stored, &events);
+    let jurors = stored["result"]["jurors"].as_array().cloned().unwrap_or_default();
+    let (mut verdicts, mut no_verdict, mut scores, mut no_score) = (0, 0, 0, 0);
+    for j in &jurors {
+        let text = j["assessmentText"].as_str().unwrap_or("");
+        match j["verdict"].as_str() {
+            Some(v) => {
+                verdicts += 1;
+                let stem = &v.to_lowercase()[..5];
+                let t = said(text);
+                let stated = t.contains(stem)
+                    || ["aprob", "rejet", "rechaz", "ablehn", "genehm", "révis", "revis", "überarb"]
+                        .iter()
+                        .any(|w| t.contains(w));
+                assert!(stated, "verdict {v} is not in: {text}");
+            }
+            None => no_verdict += 1,
+        }
+        if let Some(map) = j["scores"].as_object() {
+            for s in map.values() {
+                match s.as_f64() {
+                    Some(n) => {
+                        scores += 1;
+                        assert!(states_number(text, n), "score {n} is not in: {text}");
+                    }
+                    None => no_score += 1,
+                }
+            }
+        }
+    }
+    count("jury verdicts", verdicts, no_verdict);
+    count("jury scores", scores, no_score);
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn debate_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "debate", "question": "Should schools start later in the morning?",
+                "modeConfig": { "models": [MODEL, MODEL, MODEL] } }),
+    )
+    .await;
+    check_run("debate", &stored, &events);
+    let result = &stored["result"];
+    let revisions = result["revisions"].as_array().cloned().unwrap_or_default();
+    let (mut decided, mut undecided) = (0, 0);
+    for r in &revisions {
+        match r["decision"].as_str() {
+            Some(d) => {
+                decided += 1;
+                assert!(matches!(d, "REVISE" | "STAND" | "MERGE"), "{d}");
+            }
+            None => undecided += 1,
+        }
+    }
+    count("debate decisions", decided, undecided);
+    let votes = result["votes"]["votes"].as_array().cloned().unwrap_or_default();
+    let (mut parsed, mut unparsed) = (0, 0);
+    for v in &votes {
+        let text = v["voteText"].as_str().unwrap_or("");
+        match v["votedFor"].as_str() {
+            Some(l) => {
+                parsed += 1;
+                assert!(states_label(text, l), "{l} is not in: {text}");
+            }
+            None => unparsed += 1,
+        }
+    }
+    count("debate votes", parsed, unparsed);
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn delphi_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "delphi", "question": "How many people live in Tokyo's metropolitan area?",
+                "modeConfig": { "panelistModels": [MODEL, MODEL, MODEL], "facilitatorModel": MODEL,
+                                "maxRounds": 2 } }),
+    )
+    .await;
+    check_run("delphi", &stored, &events);
+    let (mut parsed, mut unparsed) = (0, 0);
+    for round in stored["result"]["rounds"].as_array().cloned().unwrap_or_default() {
+        for e in round["estimates"].as_array().cloned().unwrap_or_default() {
+            let text = e["rawResponse"].as_str().or(e["response"].as_str()).unwrap_or("");
+            match e["estimate"].as_f64() {
+                Some(n) => {
+                    parsed += 1;
+                    if !text.is_empty() {
+                        assert!(states_number(text, n), "estimate {n} is not in: {text}");
+                    }
+                }
+                None => unparsed += 1,
+            }
+        }
+    }
+    count("delphi estimates", parsed, unparsed);
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn clarity_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "clarity", "question": "Score this brief",
+                "modeConfig": { "content": "Brief: build a mobile app that lets residents report potholes with a photo and location; the city fixes them within 14 days. Budget 80k. Launch in spring.",
+                                "models": { "skeptic": MODEL, "advocate": MODEL,
+                                            "generalist": MODEL, "arbiter": MODEL } } }),
+    )
+    .await;
+    check_run("clarity", &stored, &events);
+    let (mut parsed, mut unparsed) = (0, 0);
+    for v in stored["result"]["evaluations"].as_array().cloned().unwrap_or_default() {
+        if v["parseSuccess"] == true {
+            parsed += 1;
+        } else {
+            unparsed += 1;
+        }
+    }
+    count("clarity scorecards", parsed, unparsed);
+    app.stop().await;
+}
