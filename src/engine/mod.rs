@@ -349,6 +349,7 @@ impl Engine {
         let addr = actor_ctx.address();
         let (run_id, message_id, conversation_id) =
             (summary.id.clone(), summary.message_id.clone(), summary.conversation_id.clone());
+        let mode_name = summary.mode.clone();
         self.hub
             .send(RegisterRun { summary, log, cancel: addr.recipient() })
             .await
@@ -358,6 +359,7 @@ impl Engine {
             message_id,
             conversation_id,
             mode,
+            mode_name,
             hub: self.hub.clone(),
             store: self.store.clone(),
             providers: self.providers.clone(),

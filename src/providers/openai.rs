@@ -4,12 +4,15 @@
 //! Failures are classified for the engine: a non-2xx answer is `Http` with the provider's own
 //! message, a connection problem is `Transport`, and a 2xx answer that holds no usable
 //! completion is `Malformed`. Dropping the returned future drops the connection.
+//!
+//! Every request carries the call's output cap, in `max_tokens` or, for servers that want it
+//! (OpenAI's newer models), `max_completion_tokens`. OpenRouter is asked for each call's cost.
 
 use std::time::Duration;
 
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -21,14 +24,39 @@ pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// The request field that carries the output cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenField {
+    /// `max_tokens`: what OpenAI-compatible servers (OpenRouter, vLLM, llama.cpp, Ollama) read.
+    #[default]
+    MaxTokens,
+    /// `max_completion_tokens`: what OpenAI's reasoning models accept instead.
+    MaxCompletionTokens,
+}
+
 pub struct OpenAiCompatible {
     endpoint: String,
     api_key: Option<String>,
     client: Result<reqwest::Client, String>,
+    token_field: TokenField,
+    /// Ask for the call's cost (`"usage": {"include": true}`), which only OpenRouter
+    /// understands (others may refuse the unknown field).
+    openrouter: bool,
+}
+
+/// Whether `base_url` is OpenRouter's (host `openrouter.ai` or a subdomain).
+pub fn is_openrouter(base_url: &str) -> bool {
+    // Parsing lowercases the host.
+    reqwest::Url::parse(base_url)
+        .ok()
+        .and_then(|u| u.host_str().map(|h| h == "openrouter.ai" || h.ends_with(".openrouter.ai")))
+        .unwrap_or(false)
 }
 
 impl OpenAiCompatible {
     /// `base_url` like `https://openrouter.ai/api/v1`; requests go to `{base_url}/chat/completions`.
+    /// The cap goes in `max_tokens`; cost is asked for when the host is OpenRouter's.
     pub fn new(base_url: &str, api_key: Option<String>) -> Self {
         install_crypto();
         let client = reqwest::Client::builder()
@@ -39,6 +67,33 @@ impl OpenAiCompatible {
             endpoint: format!("{}/chat/completions", base_url.trim_end_matches('/')),
             api_key,
             client,
+            token_field: TokenField::default(),
+            openrouter: is_openrouter(base_url),
+        }
+    }
+
+    /// Sends the output cap in `field`.
+    pub fn token_field(mut self, field: TokenField) -> Self {
+        self.token_field = field;
+        self
+    }
+
+    /// Treats the server as OpenRouter (asks for each call's cost) or not, whatever its host.
+    pub fn openrouter(mut self, yes: bool) -> Self {
+        self.openrouter = yes;
+        self
+    }
+
+    fn body<'a>(&self, request: &'a ChatRequest, stream: bool) -> RequestBody<'a> {
+        let cap = |field| request.max_tokens.filter(|_| self.token_field == field);
+        RequestBody {
+            model: &request.model,
+            messages: &request.messages,
+            stream,
+            stream_options: stream.then_some(StreamOptions { include_usage: true }),
+            max_tokens: cap(TokenField::MaxTokens),
+            max_completion_tokens: cap(TokenField::MaxCompletionTokens),
+            usage: self.openrouter.then_some(UsageOptions { include: true }),
         }
     }
 }
@@ -86,13 +141,7 @@ impl Provider for OpenAiCompatible {
                 return Box::pin(async move { Err(error(CallErrorKind::Transport, None, e)) });
             }
         };
-        let stream = deltas.is_some();
-        let body = RequestBody {
-            model: &request.model,
-            messages: &request.messages,
-            stream,
-            stream_options: stream.then_some(StreamOptions { include_usage: true }),
-        };
+        let body = self.body(&request, deltas.is_some());
         let mut rb = client
             .post(&self.endpoint)
             .header("HTTP-Referer", "https://github.com/conclave")
@@ -171,11 +220,23 @@ struct RequestBody<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<UsageOptions>,
 }
 
 #[derive(Serialize)]
 struct StreamOptions {
     include_usage: bool,
+}
+
+/// OpenRouter's usage accounting: `include` adds the call's `cost` to its `usage`.
+#[derive(Serialize)]
+struct UsageOptions {
+    include: bool,
 }
 
 /// The text and usage a stream chunk carries, or the provider's error sent mid-stream.
@@ -229,6 +290,7 @@ async fn read_stream(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn chunks_that_matter_are_read() {
@@ -241,5 +303,47 @@ mod tests {
         let failed = r#"{"error":{"message":"overloaded"}}"#;
         assert!(read_chunk(failed).unwrap_err().message.contains("overloaded"));
         assert!(read_chunk("{").unwrap_err().message.contains("not JSON"));
+    }
+
+    #[test]
+    fn the_body_carries_the_cap_in_the_routes_field_and_asks_openrouter_for_cost() {
+        let request = ChatRequest {
+            model: "m".into(),
+            messages: vec![ChatMessage::user("q")],
+            max_tokens: Some(300),
+        };
+        let local = OpenAiCompatible::new("http://127.0.0.1:8080/v1", None);
+        let body = serde_json::to_value(local.body(&request, false)).unwrap();
+        assert_eq!(body["max_tokens"], 300);
+        assert!(body.get("max_completion_tokens").is_none() && body.get("usage").is_none());
+        assert!(body.get("stream_options").is_none());
+        let openai = OpenAiCompatible::new("https://api.openai.com/v1", None)
+            .token_field(TokenField::MaxCompletionTokens);
+        let body = serde_json::to_value(openai.body(&request, true)).unwrap();
+        assert_eq!(body["max_completion_tokens"], 300);
+        assert!(body.get("max_tokens").is_none());
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        let openrouter = OpenAiCompatible::new("https://openrouter.ai/api/v1", None);
+        let body = serde_json::to_value(openrouter.body(&request, true)).unwrap();
+        assert_eq!(body["usage"], json!({ "include": true }));
+        assert_eq!(body["max_tokens"], 300);
+        let forced = local.openrouter(true);
+        assert_eq!(
+            serde_json::to_value(forced.body(&request, false)).unwrap()["usage"]["include"],
+            true
+        );
+        let uncapped = ChatRequest { max_tokens: None, ..request };
+        let body =
+            serde_json::to_value(openrouter.openrouter(false).body(&uncapped, false)).unwrap();
+        assert!(body.get("max_tokens").is_none() && body.get("usage").is_none());
+    }
+
+    #[test]
+    fn openrouter_is_known_by_its_host() {
+        assert!(is_openrouter("https://openrouter.ai/api/v1"));
+        assert!(is_openrouter("https://eu.OpenRouter.ai/api/v1/"));
+        assert!(!is_openrouter("https://openrouter.ai.example.com/v1"));
+        assert!(!is_openrouter("http://127.0.0.1:9090/v1"));
+        assert!(!is_openrouter("not a url"));
     }
 }

@@ -9,6 +9,9 @@
 //! first byte, `sim/xss…` answers normally with hostile markup in its prose; other names answer
 //! (see [`super::sim_text`]), subject to the configured `fail_rate` and `malformed_rate`, drawn
 //! deterministically from the prompt. Answers stream over the configured latency.
+//!
+//! Like a real server, the sim stops an answer at the request's `max_tokens` (counted as
+//! [`tokens`] counts them): a capped reply is its first words.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -176,6 +179,39 @@ fn tokens(text: &str) -> u64 {
     (text.split_whitespace().count() as u64 * 13).div_ceil(10)
 }
 
+/// `text` cut where a server would stop it at `max_tokens`: after as many words as the cap
+/// buys by [`tokens`]' count (at least one), whitespace kept; whole when it fits.
+pub fn capped(text: &str, max_tokens: Option<u32>) -> &str {
+    let Some(cap) = max_tokens else { return text };
+    if tokens(text) <= u64::from(cap) {
+        return text;
+    }
+    let words = (u64::from(cap) * 10 / 13).max(1);
+    let mut seen = 0u64;
+    let mut in_word = false;
+    for (i, ch) in text.char_indices() {
+        if ch.is_whitespace() {
+            if in_word {
+                seen += 1;
+                if seen == words {
+                    return &text[..i];
+                }
+            }
+            in_word = false;
+        } else {
+            in_word = true;
+        }
+    }
+    text
+}
+
+/// What a sim model answers when it answers: the mode's format (see [`respond`]), cut at the
+/// request's cap.
+fn reply(request: &ChatRequest, malformed: bool) -> String {
+    let answer = respond(&request.model, &request.messages, malformed);
+    capped(&answer, request.max_tokens).to_string()
+}
+
 pub fn simulated_failure(model: &str) -> CallError {
     CallError::new(CallErrorKind::Http, Some(503), format!("simulated failure of {model}"))
 }
@@ -216,8 +252,8 @@ impl SimProvider {
                     tokio::time::sleep(latency / 2).await;
                     return Err(simulated_failure(&request.model));
                 }
-                Behaviour::Answer => respond(&request.model, &request.messages, false),
-                Behaviour::Malformed => respond(&request.model, &request.messages, true),
+                Behaviour::Answer => reply(&request, false),
+                Behaviour::Malformed => reply(&request, true),
                 Behaviour::Empty => String::new(),
             };
             match deltas {
@@ -259,7 +295,7 @@ impl SimProvider {
             Behaviour::Malformed => true,
             _ => return None,
         };
-        let text = respond(&request.model, &request.messages, malformed);
+        let text = reply(request, malformed);
         if text.is_empty() {
             return None;
         }
@@ -317,7 +353,7 @@ mod tests {
     use super::*;
 
     fn ask(model: &str) -> ChatRequest {
-        ChatRequest { model: model.into(), messages: vec![ChatMessage::user("Why?")] }
+        ChatRequest::new(model, vec![ChatMessage::user("Why?")])
     }
 
     #[tokio::test(start_paused = true)]
@@ -360,10 +396,7 @@ mod tests {
         let whole = sim.chat(ask("sim/reset-a"), None).await.unwrap().text;
         assert!(!partial.is_empty() && partial.len() < whole.len(), "some text, not all");
         assert!(whole.starts_with(&partial));
-        let other = ChatRequest {
-            model: "sim/reset-a".into(),
-            messages: vec![ChatMessage::user("Other?")],
-        };
+        let other = ChatRequest::new("sim/reset-a", vec![ChatMessage::user("Other?")]);
         assert!(sim.chat(other, None).await.is_err(), "the first attempt at each prompt breaks");
     }
 
@@ -421,5 +454,23 @@ mod tests {
         for model in ["sim/fail", "sim/stall", "sim/reset", "sim/flaky", "sim/empty"] {
             assert!(sim.plan(&ask(model)).is_none(), "{model} takes the general path");
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cap_cuts_the_answer_where_a_server_would() {
+        let sim = SimProvider::new(SimConfig::default());
+        let whole = sim.chat(ask("sim/alpha"), None).await.unwrap();
+        let mut request = ask("sim/alpha");
+        request.max_tokens = Some(13);
+        let cut = sim.chat(request.clone(), None).await.unwrap();
+        assert!(whole.text.starts_with(&cut.text) && cut.text.len() < whole.text.len());
+        assert_eq!(cut.text.split_whitespace().count(), 10, "13 tokens buy 10 words");
+        assert!(cut.usage.unwrap().completion_tokens <= 13);
+        assert_eq!(sim.plan(&request).unwrap().text, cut.text, "streamed the same");
+        // A cap the answer fits leaves it as it was.
+        request.max_tokens = Some(2_000);
+        assert_eq!(sim.chat(request, None).await.unwrap().text, whole.text);
+        assert_eq!(capped("one two", Some(1)), "one", "at least a word");
+        assert_eq!(capped("  a  b  c ", Some(2)), "  a");
     }
 }

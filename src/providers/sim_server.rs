@@ -10,6 +10,8 @@
 //! The wire shapes of the faults: `sim/slowstart…` sends nothing (not even headers) until its
 //! start delay has passed; `sim/reset…` sends part of its answer, then closes the connection
 //! without ending the response; `sim/empty…` answers `200` with empty content.
+//!
+//! A request's `max_tokens` (or `max_completion_tokens`) caps the answer as in-process.
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -203,6 +205,10 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
             _ => return bad_request("`messages` must be a list of {role, content}"),
         };
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let max_tokens = ["max_tokens", "max_completion_tokens"]
+        .iter()
+        .find_map(|k| body.get(*k).and_then(Value::as_u64))
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
     if let Some(e) = state.sim.transient_failure(&model, &messages) {
         let mut resp = failure(&e);
         if let Some(ms) = e.retry_after_ms {
@@ -220,7 +226,7 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
     }
     // Nothing at all (not even headers) before the start delay has passed.
     tokio::time::sleep(state.sim.start_delay(&model)).await;
-    let request = ChatRequest { model: model.clone(), messages };
+    let request = ChatRequest { model: model.clone(), messages, max_tokens };
     if !stream {
         return match state.sim.chat_after_start(request, None).await {
             Err(e) if e.kind == CallErrorKind::Transport => {

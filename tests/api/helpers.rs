@@ -144,6 +144,9 @@ pub async fn spawn_with(opts: Options) -> TestApp {
             api_key_env: None,
             strip_prefix: false,
             max_concurrent_calls: opts.max_concurrent_calls,
+            max_tokens: None,
+            max_tokens_field: None,
+            openrouter: None,
         });
     }
     let database_url = config.database_url.clone();

@@ -1,11 +1,12 @@
 //! The OpenAI-compatible client against a fake provider over real HTTP: streaming and plain
-//! answers, usage and cost, and each class of failure.
+//! answers, usage and cost, each class of failure, and the output cap and cost request in
+//! the body.
 
 use std::net::TcpListener;
 
 use actix_web::{web, App, HttpResponse, HttpServer};
 use conclave::modes::{CallErrorKind, ChatMessage};
-use conclave::providers::openai::OpenAiCompatible;
+use conclave::providers::openai::{OpenAiCompatible, TokenField};
 use conclave::providers::{ChatRequest, Provider};
 use serde_json::{json, Value};
 
@@ -42,6 +43,10 @@ async fn fake(body: web::Json<Value>, req: actix_web::HttpRequest) -> HttpRespon
         "no-choices" => HttpResponse::Ok().json(json!({ "choices": [] })),
         "stream-empty" => sse(&[r#"{"choices":[{"delta":{"role":"assistant"}}]}"#, "[DONE]"]),
         "stream-error" => sse(&[r#"{"error":{"message":"upstream overloaded"}}"#]),
+        // The request body itself, as the answer.
+        "echo" => HttpResponse::Ok().json(json!({
+            "choices": [{ "message": { "role": "assistant", "content": body.to_string() } }]
+        })),
         _ => HttpResponse::NotFound().finish(),
     }
 }
@@ -60,7 +65,7 @@ fn start_fake() -> String {
 }
 
 fn ask(model: &str) -> ChatRequest {
-    ChatRequest { model: model.into(), messages: vec![ChatMessage::user("hi")] }
+    ChatRequest::new(model, vec![ChatMessage::user("hi")])
 }
 
 #[actix_web::test]
@@ -117,6 +122,29 @@ async fn failures_are_classified_with_the_providers_message() {
     assert_eq!(e.kind, CallErrorKind::Transport, "{}", e.message);
 }
 
+/// The body a provider receives carries the output cap in the route's field, and asks
+/// OpenRouter (and only OpenRouter) for the call's cost.
+#[actix_web::test]
+async fn the_body_carries_the_cap_and_asks_openrouter_for_cost() {
+    let base = start_fake();
+    let sent = |client: OpenAiCompatible| async move {
+        let request = ChatRequest { max_tokens: Some(300), ..ask("echo") };
+        let text = client.chat(request, None).await.unwrap().text;
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    let body = sent(OpenAiCompatible::new(&base, None)).await;
+    assert_eq!(body["max_tokens"], 300, "{body}");
+    assert!(body.get("max_completion_tokens").is_none() && body.get("usage").is_none(), "{body}");
+    let body =
+        sent(OpenAiCompatible::new(&base, None).token_field(TokenField::MaxCompletionTokens)).await;
+    assert_eq!(body["max_completion_tokens"], 300, "{body}");
+    assert!(body.get("max_tokens").is_none(), "{body}");
+    // A route forced to OpenRouter (the real one is known by its host, openrouter.ai).
+    let body = sent(OpenAiCompatible::new(&base, None).openrouter(true)).await;
+    assert_eq!(body["usage"], json!({ "include": true }), "{body}");
+    assert_eq!(body["max_tokens"], 300, "{body}");
+}
+
 /// The sim-server streams an answer in pieces spread over its latency, with a keep-alive
 /// comment in each pause longer than 100 ms, and the pieces read by the client add up to the
 /// very answer the same request gets unstreamed, with its usage.
@@ -158,10 +186,7 @@ async fn the_sim_server_streams_its_answer_over_the_latency_with_keepalives() {
     let usage = &data.last().unwrap()["usage"];
     assert!(usage["completion_tokens"].as_u64().unwrap() > 0, "{raw}");
     let client = OpenAiCompatible::new(&base, None);
-    let plain = ChatRequest {
-        model: "sim/alpha".into(),
-        messages: vec![ChatMessage::user("Why do streams pause?")],
-    };
+    let plain = ChatRequest::new("sim/alpha", vec![ChatMessage::user("Why do streams pause?")]);
     let whole = client.chat(plain, None).await.unwrap();
     assert_eq!(pieces.concat(), whole.text);
     assert_eq!(usage["prompt_tokens"].as_u64(), whole.usage.map(|u| u.prompt_tokens));
