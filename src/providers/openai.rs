@@ -7,6 +7,12 @@
 //!
 //! Every request carries the call's output cap, in `max_tokens` or, for servers that want it
 //! (OpenAI's newer models), `max_completion_tokens`. OpenRouter is asked for each call's cost.
+//!
+//! A reasoning trace sent in its own field (`reasoning` or `reasoning_content`, in stream
+//! deltas or in the whole message) is kept out of the answer: it becomes a `<think>` block
+//! before it ([`with_reasoning`]), so a reply reads the same whichever way its server sends
+//! reasoning. Streamed, the block's tags go out as deltas too, so the text watchers saw live
+//! is exactly the text returned.
 
 use std::time::Duration;
 
@@ -17,6 +23,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{BoxFuture, ChatRequest, ChatResponse, Provider};
+use crate::modes::reading::with_reasoning;
 use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
 
 /// Installs rustls' ring provider once per process (reqwest is built without a default).
@@ -183,18 +190,14 @@ impl Provider for OpenAiCompatible {
                             format!("the response is not JSON: {e}"),
                         )
                     })?;
-                    let content = v
-                        .pointer("/choices/0/message/content")
-                        .and_then(Value::as_str)
-                        .filter(|c| !c.is_empty())
-                        .ok_or_else(|| {
-                            error(
-                                CallErrorKind::Malformed,
-                                None,
-                                "the response holds no completion text",
-                            )
-                        })?;
-                    Ok(ChatResponse { text: content.to_string(), usage: usage_of(&v) })
+                    let text = message_text(&v).ok_or_else(|| {
+                        error(
+                            CallErrorKind::Malformed,
+                            None,
+                            "the response holds no completion text",
+                        )
+                    })?;
+                    Ok(ChatResponse { text, usage: usage_of(&v) })
                 }
             }
         };
@@ -239,8 +242,36 @@ struct UsageOptions {
     include: bool,
 }
 
+/// A reasoning trace in its own field of a delta or message: `reasoning_content` (DeepSeek,
+/// vLLM, llama.cpp) or `reasoning` (OpenRouter, newer vLLM). Servers that send both send the
+/// same trace twice, so only the first is taken.
+fn reasoning_of(v: &Value) -> Option<&str> {
+    ["reasoning_content", "reasoning"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str).filter(|r| !r.is_empty()))
+}
+
+/// The text of a whole (unstreamed) response: its content, after its reasoning as a `<think>`
+/// block when it sent one; `None` when it holds neither.
+fn message_text(v: &Value) -> Option<String> {
+    let message = v.pointer("/choices/0/message")?;
+    let content = message.get("content").and_then(Value::as_str).unwrap_or("");
+    match reasoning_of(message).filter(|r| !r.trim().is_empty()) {
+        Some(reasoning) => Some(with_reasoning(reasoning, content)),
+        None => Some(content.to_string()).filter(|c| !c.is_empty()),
+    }
+}
+
+/// What one stream chunk carries.
+#[derive(Debug, Default, PartialEq)]
+struct Chunk {
+    reasoning: Option<String>,
+    content: Option<String>,
+    usage: Option<Usage>,
+}
+
 /// The text and usage a stream chunk carries, or the provider's error sent mid-stream.
-fn read_chunk(data: &str) -> Result<(Option<String>, Option<Usage>), CallError> {
+fn read_chunk(data: &str) -> Result<Chunk, CallError> {
     let v: Value = serde_json::from_str(data).map_err(|e| {
         error(CallErrorKind::Malformed, None, format!("a stream chunk is not JSON: {e}"))
     })?;
@@ -251,8 +282,61 @@ fn read_chunk(data: &str) -> Result<(Option<String>, Option<Usage>), CallError> 
             format!("provider error mid-stream: {}", provider_message(data)),
         ));
     }
-    let piece = v.pointer("/choices/0/delta/content").and_then(Value::as_str);
-    Ok((piece.map(str::to_string), usage_of(&v)))
+    let delta = v.pointer("/choices/0/delta");
+    let field = |f: fn(&Value) -> Option<&str>| {
+        delta.and_then(f).filter(|p| !p.is_empty()).map(str::to_string)
+    };
+    Ok(Chunk {
+        reasoning: field(reasoning_of),
+        content: field(|d| d.get("content").and_then(Value::as_str)),
+        usage: usage_of(&v),
+    })
+}
+
+/// Opens and closes the `<think>` block of a streamed reply: `<think>\n` before the first
+/// reasoning delta, `\n</think>\n\n` before the first answer delta after it (or at the end).
+/// Each method answers what to send on; `text` is everything sent, the reply's whole text.
+#[derive(Debug, Default)]
+struct Transcript {
+    text: String,
+    thinking: bool,
+}
+
+impl Transcript {
+    const OPEN: &'static str = "<think>\n";
+    const CLOSE: &'static str = "\n</think>\n\n";
+
+    fn reasoning(&mut self, piece: &str) -> String {
+        let mut out = String::new();
+        if !self.thinking {
+            // A trace resumed after some answer starts a block of its own.
+            if !self.text.is_empty() {
+                out.push_str("\n\n");
+            }
+            out.push_str(Self::OPEN);
+            self.thinking = true;
+        }
+        out.push_str(piece);
+        self.text.push_str(&out);
+        out
+    }
+
+    fn answer(&mut self, piece: &str) -> String {
+        let mut out = self.close().unwrap_or_default();
+        out.push_str(piece);
+        self.text.push_str(piece);
+        out
+    }
+
+    /// Closes an open block (at the first answer delta, or at the end of the stream).
+    fn close(&mut self) -> Option<String> {
+        if !self.thinking {
+            return None;
+        }
+        self.thinking = false;
+        self.text.push_str(Self::CLOSE);
+        Some(Self::CLOSE.to_string())
+    }
 }
 
 async fn read_stream(
@@ -260,7 +344,7 @@ async fn read_stream(
     tx: UnboundedSender<String>,
 ) -> Result<ChatResponse, CallError> {
     let mut events = resp.bytes_stream().eventsource();
-    let mut text = String::new();
+    let mut transcript = Transcript::default();
     let mut usage = None;
     while let Some(event) = events.next().await {
         let event = event
@@ -272,19 +356,24 @@ async fn read_stream(
         if data.is_empty() {
             continue;
         }
-        let (piece, chunk_usage) = read_chunk(data)?;
-        if let Some(piece) = piece.filter(|p| !p.is_empty()) {
-            text.push_str(&piece);
-            let _ = tx.send(piece);
+        let chunk = read_chunk(data)?;
+        if let Some(piece) = chunk.reasoning {
+            let _ = tx.send(transcript.reasoning(&piece));
         }
-        if let Some(u) = chunk_usage {
+        if let Some(piece) = chunk.content {
+            let _ = tx.send(transcript.answer(&piece));
+        }
+        if let Some(u) = chunk.usage {
             usage = Some(u);
         }
     }
-    if text.is_empty() {
+    if let Some(close) = transcript.close() {
+        let _ = tx.send(close);
+    }
+    if transcript.text.is_empty() {
         return Err(error(CallErrorKind::Malformed, None, "the stream ended without any text"));
     }
-    Ok(ChatResponse { text, usage })
+    Ok(ChatResponse { text: transcript.text, usage })
 }
 
 #[cfg(test)]
@@ -295,14 +384,74 @@ mod tests {
     #[test]
     fn chunks_that_matter_are_read() {
         let text = r#"{"choices":[{"index":0,"delta":{"content":"a \"b\""}}]}"#;
-        assert_eq!(read_chunk(text).unwrap(), (Some("a \"b\"".into()), None));
+        let content = Chunk { content: Some("a \"b\"".into()), ..Chunk::default() };
+        assert_eq!(read_chunk(text).unwrap(), content);
         let usage =
             r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"cost":0.5}}"#;
         let expected = Usage { prompt_tokens: 3, completion_tokens: 4, cost: Some(0.5) };
-        assert_eq!(read_chunk(usage).unwrap(), (None, Some(expected)));
+        assert_eq!(read_chunk(usage).unwrap(), Chunk { usage: Some(expected), ..Chunk::default() });
         let failed = r#"{"error":{"message":"overloaded"}}"#;
         assert!(read_chunk(failed).unwrap_err().message.contains("overloaded"));
         assert!(read_chunk("{").unwrap_err().message.contains("not JSON"));
+    }
+
+    #[test]
+    fn reasoning_deltas_are_read_apart_from_the_answer() {
+        let chunk = |delta: Value| json!({ "choices": [{ "delta": delta }] }).to_string();
+        let deepseek = chunk(json!({ "reasoning_content": "hmm", "content": null }));
+        let read = read_chunk(&deepseek).unwrap();
+        assert_eq!((read.reasoning.as_deref(), read.content), (Some("hmm"), None));
+        let openrouter = chunk(json!({ "reasoning": "so", "content": "" }));
+        let read = read_chunk(&openrouter).unwrap();
+        assert_eq!((read.reasoning.as_deref(), read.content), (Some("so"), None));
+        // vLLM sends both names with the same trace: read once.
+        let both = chunk(json!({ "reasoning_content": "x", "reasoning": "x", "content": "A" }));
+        let read = read_chunk(&both).unwrap();
+        assert_eq!((read.reasoning.as_deref(), read.content.as_deref()), (Some("x"), Some("A")));
+    }
+
+    #[test]
+    fn a_streamed_trace_is_wrapped_so_the_deltas_add_up_to_the_text() {
+        let mut t = Transcript::default();
+        let sent = [
+            t.reasoning("Let me"),
+            t.reasoning(" think."),
+            t.answer("The answer"),
+            t.answer(" is 4."),
+        ]
+        .concat()
+            + &t.close().unwrap_or_default();
+        assert_eq!(sent, "<think>\nLet me think.\n</think>\n\nThe answer is 4.");
+        assert_eq!(sent, t.text);
+        let split = crate::modes::reading::split_reasoning(&t.text);
+        assert_eq!(split.answer, "The answer is 4.");
+        assert_eq!(split.reasoning.as_deref(), Some("Let me think."));
+        // Only reasoning: the block is closed at the end and nothing follows it.
+        let mut t = Transcript::default();
+        let sent = t.reasoning("only thinking") + &t.close().unwrap_or_default();
+        assert_eq!(
+            (sent.as_str(), t.text.as_str()),
+            ("<think>\nonly thinking\n</think>\n\n", sent.as_str())
+        );
+        // No reasoning: the answer as sent.
+        let mut t = Transcript::default();
+        assert_eq!(t.answer("plain"), "plain");
+        assert_eq!((t.close(), t.text.as_str()), (None, "plain"));
+    }
+
+    #[test]
+    fn a_whole_message_puts_its_reasoning_in_a_think_block() {
+        let response = |message: Value| json!({ "choices": [{ "message": message }] });
+        let text = message_text(&response(json!({ "content": "4", "reasoning_content": "2+2" })));
+        assert_eq!(text.as_deref(), Some("<think>\n2+2\n</think>\n\n4"));
+        let text = message_text(&response(json!({ "content": "4", "reasoning": "sum" })));
+        assert_eq!(text.as_deref(), Some("<think>\nsum\n</think>\n\n4"));
+        let only = message_text(&response(json!({ "content": null, "reasoning": "hmm" })));
+        assert_eq!(only.as_deref(), Some("<think>\nhmm\n</think>\n\n"));
+        assert_eq!(message_text(&response(json!({ "content": "4" }))).as_deref(), Some("4"));
+        assert_eq!(message_text(&response(json!({ "content": "", "reasoning": "" }))), None);
+        assert_eq!(message_text(&response(json!({ "content": null }))), None);
+        assert_eq!(message_text(&json!({ "choices": [] })), None);
     }
 
     #[test]
