@@ -6,12 +6,14 @@
 //! breaks each prompt's first attempt off mid-stream (a transport error after some text; the
 //! sim-server drops the connection), `sim/empty…` answers an empty completion,
 //! `sim/slowstart…` is silent for [`SLOWSTART_DELAY`] (or its `start_delay_ms`) before its
-//! first byte, `sim/xss…` answers normally with hostile markup in its prose; other names answer
-//! (see [`super::sim_text`]), subject to the configured `fail_rate` and `malformed_rate`, drawn
-//! deterministically from the prompt. Answers stream over the configured latency.
+//! first byte, `sim/xss…` answers normally with hostile markup in its prose, `sim/thinker…`
+//! answers normally after a `<think>` trace holding a draft that differs from its answer; other
+//! names answer (see [`super::sim_text`]), subject to the configured `fail_rate` and
+//! `malformed_rate`, drawn deterministically from the prompt. Answers stream over the configured
+//! latency.
 //!
 //! Like a real server, the sim stops an answer at the request's `max_tokens` (counted as
-//! [`tokens`] counts them): a capped reply is its first words.
+//! [`tokens`] counts them, the reasoning trace included): a capped reply is its first words.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,8 +22,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::sim_text::{respond, seed_of};
+use super::sim_text::{reasoning_trace, respond, seed_of};
 use super::{BoxFuture, ChatRequest, ChatResponse, Provider};
+use crate::modes::reading::with_reasoning;
 use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
 
 /// Per-model settings (the configuration file's `[sim.models."sim/x"]`).
@@ -205,11 +208,29 @@ pub fn capped(text: &str, max_tokens: Option<u32>) -> &str {
     text
 }
 
-/// What a sim model answers when it answers: the mode's format (see [`respond`]), cut at the
-/// request's cap.
+/// What a sim model answers when it answers: the mode's format (see [`respond`]), after a
+/// reasoning trace for `sim/thinker…`, cut at the request's cap.
 fn reply(request: &ChatRequest, malformed: bool) -> String {
     let answer = respond(&request.model, &request.messages, malformed);
-    capped(&answer, request.max_tokens).to_string()
+    let name = request.model.strip_prefix("sim/").unwrap_or(&request.model);
+    let text = if name.starts_with("thinker") {
+        let trace = reasoning_trace(&request.model, &request.messages, malformed, &answer);
+        with_reasoning(&trace, &answer)
+    } else {
+        answer
+    };
+    capped(&text, request.max_tokens).to_string()
+}
+
+/// A reply of the `<think>\n…\n</think>\n\n…` shape [`with_reasoning`] gives, as a server
+/// with a reasoning field sends it: `(reasoning, answer)`. A trace cut before its end has no
+/// answer. `None` for a reply with no trace.
+pub fn reasoning_parts(text: &str) -> Option<(&str, &str)> {
+    let rest = text.strip_prefix("<think>\n")?;
+    Some(match rest.find("\n</think>\n\n") {
+        Some(end) => (&rest[..end], &rest[end + "\n</think>\n\n".len()..]),
+        None => (rest, ""),
+    })
 }
 
 pub fn simulated_failure(model: &str) -> CallError {
@@ -318,7 +339,7 @@ pub struct Planned {
 }
 
 /// An answer streams in about a dozen pieces (runs of whole words).
-fn pieces(text: &str) -> Vec<String> {
+pub fn pieces(text: &str) -> Vec<String> {
     let words: Vec<&str> = text.split_inclusive(' ').collect();
     let per = words.len().div_ceil(12).max(1);
     words.chunks(per).map(|c| c.concat()).collect()
@@ -472,5 +493,40 @@ mod tests {
         assert_eq!(sim.chat(request, None).await.unwrap().text, whole.text);
         assert_eq!(capped("one two", Some(1)), "one", "at least a word");
         assert_eq!(capped("  a  b  c ", Some(2)), "  a");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_thinker_drafts_in_a_think_block_then_answers_differently() {
+        use crate::modes::reading::split_reasoning;
+        use crate::modes::voting::{parse_vote, vote_prompt};
+        let sim = SimProvider::new(SimConfig::default());
+        let labels: Vec<String> = (0..3).map(crate::modes::common::label).collect();
+        let answers: Vec<(String, String)> =
+            labels.iter().map(|l| (l.clone(), format!("answer {l}"))).collect();
+        let mut differs = 0;
+        for q in 0..12 {
+            let prompt = vote_prompt(&format!("Question {q}?"), &answers);
+            let request = ChatRequest::new("sim/thinker", vec![ChatMessage::user(prompt)]);
+            let text = sim.chat(request, None).await.unwrap().text;
+            let split = split_reasoning(&text);
+            let (reasoning, answer) = (split.reasoning.unwrap(), split.answer);
+            assert!(text.starts_with("<think>\nLet me think") && !split.unclosed, "{text}");
+            assert_ne!(reasoning.trim(), answer.trim());
+            let final_vote = parse_vote(&answer, &labels);
+            assert!(final_vote.is_some(), "{answer}");
+            if parse_vote(&reasoning, &labels) != final_vote {
+                differs += 1;
+            }
+            let (trace, after) = reasoning_parts(&text).unwrap();
+            assert_eq!(with_reasoning(trace, after), text, "the wire split is exact");
+        }
+        assert!(differs > 0, "some drafts vote otherwise than the answer");
+        // Other names have no trace; a cap can end a thinker inside its trace.
+        assert!(!sim.chat(ask("sim/alpha"), None).await.unwrap().text.contains("<think>"));
+        let mut short = ask("sim/thinker");
+        short.max_tokens = Some(5);
+        let text = sim.chat(short, None).await.unwrap().text;
+        assert!(split_reasoning(&text).unclosed, "{text}");
+        assert_eq!(reasoning_parts(&text).map(|(_, a)| a), Some(""));
     }
 }

@@ -398,3 +398,57 @@ async fn a_run_on_a_reasoning_provider_stores_the_trace_and_counts_the_answer() 
     assert_eq!(live.keys().filter(|k| *k != "title").count(), 6, "{:?}", live.keys());
     handle.stop(false).await;
 }
+
+/// `sim/thinker` through the sim-server sends its trace in `reasoning_content` deltas (and
+/// the message's `reasoning_content`), and the client puts it back together as exactly the
+/// text the in-process sim answers; a cap cuts it as in-process.
+#[actix_web::test]
+async fn the_sim_thinker_sends_its_trace_apart_over_http() {
+    use conclave::providers::sim::{SimConfig, SimProvider};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let sim = SimProvider::new(SimConfig { latency_ms: 20, ..SimConfig::default() });
+    let (server, _) = conclave::providers::sim_server::build(listener, sim.clone()).unwrap();
+    actix_web::rt::spawn(server);
+    let question = || ChatRequest::new("sim/thinker", vec![ChatMessage::user("Why think?")]);
+    let in_process = sim.chat(question(), None).await.unwrap().text;
+    assert!(in_process.starts_with("<think>\n"), "{in_process}");
+
+    let body = json!({ "model": "sim/thinker", "stream": true,
+                       "messages": [{ "role": "user", "content": "Why think?" }] });
+    let raw = reqwest::Client::new()
+        .post(format!("{base}/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let deltas: Vec<Value> = raw
+        .split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str::<Value>(d).unwrap()["choices"][0]["delta"].clone())
+        .filter(|d| d.is_object())
+        .collect();
+    let reasoning = deltas.iter().filter(|d| d.get("reasoning_content").is_some()).count();
+    let first_content = deltas.iter().position(|d| d.get("content").is_some()).unwrap();
+    assert!(reasoning > 1 && first_content == reasoning, "trace first, then the answer: {raw}");
+    assert!(!raw.contains("<think>"), "no inline tags on the wire: {raw}");
+
+    let client = OpenAiCompatible::new(&base, None);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let streamed = client.chat(question(), Some(tx)).await.unwrap().text;
+    let mut live = String::new();
+    while let Ok(d) = rx.try_recv() {
+        live.push_str(&d);
+    }
+    assert_eq!((streamed.as_str(), live.as_str()), (in_process.as_str(), in_process.as_str()));
+    assert_eq!(client.chat(question(), None).await.unwrap().text, in_process);
+    let capped = ChatRequest { max_tokens: Some(20), ..question() };
+    let short = client.chat(capped.clone(), None).await.unwrap().text;
+    let short_here = sim.chat(capped, None).await.unwrap().text;
+    assert!(short.len() < in_process.len() && short_here.len() < in_process.len());
+    assert_eq!(short, format!("{}\n</think>\n\n", short_here.trim_end()), "cut inside the trace");
+}
