@@ -19,6 +19,7 @@ mod modes;
 mod openai;
 mod page;
 mod postgres;
+mod reasoning;
 mod retry;
 mod secrets;
 mod stream;
