@@ -1,6 +1,9 @@
 //! The terminal client: `conclave run <mode> "question" ...` runs a deliberation in-process,
 //! shows progress per model and stage on stderr as events arrive, and prints the result on
 //! stdout (the answer, or the whole result with `--json`). Ctrl-C cancels the run.
+//!
+//! The answer is printed without its reasoning trace (a `<think>` block), unless
+//! `--show-reasoning`; `--json` prints the result as stored, traces included.
 
 use crate::engine::Viewer;
 use std::io::Write;
@@ -25,6 +28,8 @@ pub struct RunArgs {
     pub content_file: Option<PathBuf>,
     pub original_question: Option<String>,
     pub json: bool,
+    /// Print the answer's reasoning trace too.
+    pub show_reasoning: bool,
     pub quiet: bool,
 }
 
@@ -372,7 +377,7 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
     if args.json {
         let _ = writeln!(out, "{}", serde_json::to_string_pretty(&result).unwrap_or_default());
     } else if let Some(answer) = result.get("answer").and_then(Value::as_str) {
-        let _ = writeln!(out, "{answer}");
+        let _ = writeln!(out, "{}", printed_answer(answer, args.show_reasoning));
     }
     Ok(match terminal.as_str() {
         "complete" => 0,
@@ -385,6 +390,15 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
             1
         }
     })
+}
+
+/// The answer as printed: without its reasoning trace unless `show_reasoning`.
+pub fn printed_answer(answer: &str, show_reasoning: bool) -> std::borrow::Cow<'_, str> {
+    if show_reasoning {
+        std::borrow::Cow::Borrowed(answer)
+    } else {
+        crate::modes::reading::answer_text(answer)
+    }
 }
 
 /// `conclave bench ...` (see [`crate::bench`]): prints the table (or the Clarity report) and answers the exit code.
@@ -504,5 +518,13 @@ mod tests {
         .unwrap();
         assert!(line.contains("stage2") && line.contains("sim/beta") && line.contains("HTTP 503"));
         assert_eq!(progress_line("token", &json!({})), None);
+    }
+
+    #[test]
+    fn the_answer_is_printed_without_its_reasoning_unless_asked() {
+        let answer = "<think>\nA draft.\n</think>\n\nThe answer.";
+        assert_eq!(printed_answer(answer, false), "The answer.");
+        assert_eq!(printed_answer(answer, true), answer);
+        assert_eq!(printed_answer("Plain.", false), "Plain.");
     }
 }

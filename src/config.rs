@@ -3,7 +3,7 @@
 //!
 //! Builds the provider routes from it; knows nothing of HTTP or actors.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,9 +11,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::modes::Fallbacks;
-use crate::providers::openai::OpenAiCompatible;
+use crate::providers::openai::{OpenAiCompatible, TokenField};
 use crate::providers::sim::{SimConfig, SimModelConfig, SimProvider};
-use crate::providers::{Provider, Providers, Route};
+use crate::providers::{OutputCaps, Provider, Providers, Route};
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://conclave.db";
@@ -23,6 +23,20 @@ pub const DEFAULT_STAGE_TIMEOUT_MS: u64 = 120_000;
 pub const DEFAULT_OPENROUTER_MAX_CONCURRENT_CALLS: usize = 16;
 /// What Redis channel and key names start with unless `redis_prefix` says otherwise.
 pub const DEFAULT_REDIS_PREFIX: &str = "conclave";
+/// The largest output cap accepted (tokens): above any model's real limit, so a larger
+/// number is a typo, not a wish.
+pub const MAX_OUTPUT_TOKENS: i64 = 200_000;
+
+/// The roles each mode gives its calls: what a `[max_tokens]` key may name, alone (`chairman`)
+/// or after its mode (`council.chairman`). A mode that gives a call a new role adds it here.
+pub const CALL_ROLES: &[(&str, &[&str])] = &[
+    ("council", &["council", "chairman", "title"]),
+    ("vote", &["voter", "chairman", "title"]),
+    ("jury", &["juror", "foreman", "title"]),
+    ("debate", &["respondent", "debater", "voter", "title"]),
+    ("delphi", &["panelist", "facilitator", "title"]),
+    ("clarity", &["skeptic", "advocate", "generalist", "arbiter", "title"]),
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -52,6 +66,15 @@ pub struct RouteConfig {
     /// At most this many calls to this route at once; more wait their turn (default: no cap).
     #[serde(default)]
     pub max_concurrent_calls: Option<usize>,
+    /// A ceiling on every call's output cap on this route (default: none).
+    #[serde(default)]
+    pub max_tokens: Option<i64>,
+    /// The field the cap is sent in: `max_tokens` (default) or `max_completion_tokens`.
+    #[serde(default)]
+    pub max_tokens_field: Option<TokenField>,
+    /// Treat the server as OpenRouter (ask for each call's cost) or not; default: by host.
+    #[serde(default)]
+    pub openrouter: Option<bool>,
 }
 
 fn yes() -> bool {
@@ -110,6 +133,10 @@ pub struct FileConfig {
     /// What this deployment's channel and key names start with (default `conclave`), so
     /// deployments sharing one Redis stay apart.
     pub redis_prefix: Option<String>,
+    /// `[max_tokens]`: output caps: `default`, by role (`title = 300`) and by mode and role
+    /// (`"council.chairman" = 4000`).
+    #[serde(default)]
+    pub max_tokens: BTreeMap<String, i64>,
 }
 
 /// Values given on the command line or in the environment (they win over the file).
@@ -152,6 +179,8 @@ pub struct Config {
     /// See [`FileConfig::redis_url`]; `None` runs a single instance with no Redis at all.
     pub redis_url: Option<String>,
     pub redis_prefix: String,
+    /// Every call's output cap, by mode and role.
+    pub max_tokens: OutputCaps,
 }
 
 impl Config {
@@ -179,6 +208,7 @@ impl Config {
             lease: Duration::from_secs(10),
             redis_url: None,
             redis_prefix: DEFAULT_REDIS_PREFIX.into(),
+            max_tokens: OutputCaps::default(),
         }
     }
 
@@ -264,7 +294,11 @@ impl Config {
                     r.prefix
                 )));
             }
+            if let Some(n) = r.max_tokens {
+                token_count(&format!("route {:?}: max_tokens", r.prefix), n)?;
+            }
         }
+        c.max_tokens = output_caps(&file.max_tokens)?;
         c.routes = file.routes;
         if let Some(ms) = file.heartbeat_interval_ms {
             c.heartbeat_interval = Duration::from_millis(ms.max(100));
@@ -357,12 +391,18 @@ impl Config {
                     .api_key
                     .clone()
                     .or_else(|| r.api_key_env.as_ref().and_then(|k| std::env::var(k).ok()));
+                let mut client = OpenAiCompatible::new(&r.base_url, key)
+                    .token_field(r.max_tokens_field.unwrap_or_default());
+                if let Some(yes) = r.openrouter {
+                    client = client.openrouter(yes);
+                }
                 Route {
                     prefix: r.prefix.clone(),
                     strip_prefix: r.strip_prefix,
-                    provider: Arc::new(OpenAiCompatible::new(&r.base_url, key))
-                        as Arc<dyn Provider>,
+                    provider: Arc::new(client) as Arc<dyn Provider>,
                     max_concurrent_calls: r.max_concurrent_calls,
+                    // Checked by `from_parts`.
+                    max_tokens: r.max_tokens.and_then(|n| u32::try_from(n).ok()),
                 }
             })
             .collect();
@@ -372,14 +412,58 @@ impl Config {
                 strip_prefix: false,
                 provider: Arc::new(SimProvider::new(self.sim.clone())),
                 max_concurrent_calls: self.sim_max_concurrent_calls,
+                max_tokens: None,
             });
         }
         let fallback = self.openrouter_api_key.as_ref().map(|key| {
             Arc::new(OpenAiCompatible::new(&self.openrouter_base_url, Some(key.clone())))
                 as Arc<dyn Provider>
         });
-        Providers::new(routes, fallback).cap_fallback(Some(self.openrouter_max_concurrent_calls))
+        Providers::new(routes, fallback)
+            .cap_fallback(Some(self.openrouter_max_concurrent_calls))
+            .with_caps(self.max_tokens.clone())
     }
+}
+
+/// A token count from the file, checked: 1 to [`MAX_OUTPUT_TOKENS`].
+fn token_count(what: &str, n: i64) -> Result<u32, ConfigError> {
+    match u32::try_from(n) {
+        Ok(n) if (1..=MAX_OUTPUT_TOKENS).contains(&i64::from(n)) => Ok(n),
+        _ => Err(ConfigError::Invalid(format!(
+            "{what} must be a number of tokens from 1 to {MAX_OUTPUT_TOKENS}, not {n}"
+        ))),
+    }
+}
+
+/// The `[max_tokens]` table: `default`, roles, and `mode.role` keys naming a role the mode
+/// has (see [`CALL_ROLES`]), over the built-in caps (2 000, and 300 for the title).
+fn output_caps(table: &BTreeMap<String, i64>) -> Result<OutputCaps, ConfigError> {
+    let mut caps = OutputCaps::default();
+    for (key, &n) in table {
+        let cap = token_count(&format!("max_tokens.{key:?}"), n)?;
+        if key == "default" {
+            caps.default = cap;
+            continue;
+        }
+        let known = match key.split_once('.') {
+            Some((mode, role)) => {
+                CALL_ROLES.iter().any(|(m, roles)| *m == mode && roles.contains(&role))
+            }
+            None => CALL_ROLES.iter().any(|(_, roles)| roles.contains(&key.as_str())),
+        };
+        if !known {
+            let listed: Vec<String> = CALL_ROLES
+                .iter()
+                .map(|(mode, roles)| format!("{mode}: {}", roles.join(", ")))
+                .collect();
+            return Err(ConfigError::Invalid(format!(
+                "max_tokens.{key:?} names no role: use `default`, a role or `mode.role` ({})",
+                listed.join("; ")
+            )));
+        }
+        caps.by_role.insert(key.clone(), cap);
+    }
+    Ok(caps)
 }
 
 /// Only plain-TCP and Unix-socket Redis: the build has no TLS for Redis (see the README).
@@ -515,5 +599,114 @@ mod tests {
         let mut keyed = Config::defaults();
         keyed.openrouter_api_key = Some("k".into());
         assert!(keyed.providers().resolve("openai/o3").is_ok());
+    }
+
+    #[test]
+    fn output_caps_default_to_2000_and_300_for_the_title_and_are_read_per_role_and_mode() {
+        let c = Config::defaults();
+        let p = c.providers();
+        assert_eq!(p.max_tokens("council", "council", "sim/a"), 2000);
+        assert_eq!(p.max_tokens("council", "title", "sim/a"), 300);
+        let file: FileConfig = toml::from_str(
+            "[max_tokens]\ndefault = 1500\nchairman = 2500\n\"council.chairman\" = 4000\n\
+             \"jury.foreman\" = 3000\n\
+             [[routes]]\nprefix = \"x/\"\nbase_url = \"http://h/v1\"\nmax_tokens = 1000\n\
+             max_tokens_field = \"max_completion_tokens\"\nopenrouter = true",
+        )
+        .unwrap();
+        let c = Config::from_parts(file, &Overrides::default(), None, None, None).unwrap();
+        assert_eq!(c.routes[0].max_tokens_field, Some(TokenField::MaxCompletionTokens));
+        assert_eq!(c.routes[0].openrouter, Some(true));
+        let p = c.providers();
+        assert_eq!(p.max_tokens("council", "chairman", "sim/a"), 4000, "mode.role wins");
+        assert_eq!(p.max_tokens("vote", "chairman", "sim/a"), 2500, "then the role");
+        assert_eq!(p.max_tokens("jury", "foreman", "sim/a"), 3000);
+        assert_eq!(p.max_tokens("jury", "juror", "sim/a"), 1500, "then the default");
+        assert_eq!(p.max_tokens("jury", "title", "sim/a"), 300, "the title keeps its own");
+        assert_eq!(p.max_tokens("council", "chairman", "x/m"), 1000, "the route is a ceiling");
+        assert_eq!(p.max_tokens("council", "title", "x/m"), 300);
+    }
+
+    #[test]
+    fn invalid_output_caps_are_configuration_errors() {
+        let route = |extra: &str| {
+            format!("[[routes]]\nprefix = \"x/\"\nbase_url = \"http://h/v1\"\n{extra}")
+        };
+        for (bad, says) in [
+            ("[max_tokens]\ndefault = 0".to_string(), "max_tokens.\"default\""),
+            ("[max_tokens]\ntitle = -5".to_string(), "not -5"),
+            ("[max_tokens]\ndefault = 99999999999".to_string(), "from 1 to 200000"),
+            ("[max_tokens]\ncheirman = 10".to_string(), "names no role"),
+            ("[max_tokens]\n\"jury.chairman\" = 10".to_string(), "jury: juror, foreman"),
+            ("[max_tokens]\n\"chess.title\" = 10".to_string(), "names no role"),
+            (route("max_tokens = 0"), "route \"x/\": max_tokens"),
+        ] {
+            let file: FileConfig = toml::from_str(&bad).unwrap();
+            let err = Config::from_parts(file, &Overrides::default(), None, None, None)
+                .expect_err(&bad)
+                .to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        // Not a number, or not a field name the client knows: refused when the file is read.
+        assert!(toml::from_str::<FileConfig>("[max_tokens]\ndefault = \"lots\"").is_err());
+        assert!(toml::from_str::<FileConfig>(&route("max_tokens_field = \"max_tokenz\"")).is_err());
+    }
+
+    /// Every role a mode gives its calls (in a run of each mode on sim answers) is one
+    /// [`CALL_ROLES`] lists for it, every mode is listed, and the default caps cut none of the
+    /// sim's answers.
+    #[test]
+    fn call_roles_list_every_mode_and_the_roles_its_calls_have() {
+        use crate::modes::{self, testkit, Effect, ModeKind};
+        use crate::providers::sim::capped;
+        let providers = Config::defaults().providers();
+        for kind in ModeKind::all() {
+            let listed = CALL_ROLES.iter().find(|(m, _)| *m == kind.as_str());
+            let Some((_, roles)) = listed else { panic!("{} is not in CALL_ROLES", kind.as_str()) };
+            let mut body = serde_json::json!({ "mode": kind.as_str(), "question": "Why?" });
+            if matches!(kind, ModeKind::Jury | ModeKind::Clarity) {
+                body["modeConfig"] = serde_json::json!({ "content": "A text to judge." });
+            }
+            let defaults = modes::Defaults {
+                offline: true,
+                stage_timeout_ms: 60_000,
+                fallback: Fallbacks::default(),
+            };
+            let req = modes::validate(&body, &defaults).unwrap();
+            let mut mode = modes::instantiate(&req, testkit::ctx("Why?", Vec::new(), true));
+            let mut effects = mode.start();
+            let mut seen = 0;
+            for _ in 0..500 {
+                let mut next = Vec::new();
+                for effect in std::mem::take(&mut effects) {
+                    match effect {
+                        Effect::Call(spec) => {
+                            assert!(
+                                roles.contains(&spec.role.as_str()),
+                                "{}: role {:?} is not in CALL_ROLES",
+                                kind.as_str(),
+                                spec.role
+                            );
+                            seen += 1;
+                            let text = crate::providers::sim_text::respond(
+                                &spec.model,
+                                &spec.messages,
+                                false,
+                            );
+                            let cap = providers.max_tokens(kind.as_str(), &spec.role, &spec.model);
+                            assert_eq!(capped(&text, Some(cap)), text, "{}", spec.key);
+                            next.extend(mode.on_reply(testkit::ok(&spec, &text)));
+                        }
+                        Effect::Timer { key, .. } => next.extend(mode.on_timer(&key)),
+                        _ => {}
+                    }
+                }
+                if next.is_empty() {
+                    break;
+                }
+                effects = next;
+            }
+            assert!(seen > 1, "{}: its calls ran", kind.as_str());
+        }
     }
 }

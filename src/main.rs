@@ -70,6 +70,9 @@ enum Command {
         /// Print the whole result as JSON.
         #[arg(long)]
         json: bool,
+        /// Print the answer's reasoning trace too (left out by default).
+        #[arg(long)]
+        show_reasoning: bool,
         /// No progress on stderr.
         #[arg(long, short)]
         quiet: bool,
@@ -166,6 +169,7 @@ fn main() -> ExitCode {
                 content_file,
                 original_question,
                 json,
+                show_reasoning,
                 quiet,
             } => {
                 let question = match question {
@@ -187,6 +191,7 @@ fn main() -> ExitCode {
                     content_file,
                     original_question,
                     json,
+                    show_reasoning,
                     quiet,
                 };
                 match cli::run(config, args).await {

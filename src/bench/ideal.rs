@@ -80,8 +80,7 @@ pub async fn measure(
                             let t = Instant::now();
                             // Stream like the engine does; the deltas themselves are not needed.
                             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-                            let request =
-                                ChatRequest { model: spec.model.clone(), messages: spec.messages };
+                            let request = ChatRequest::new(spec.model.clone(), spec.messages);
                             let limit = Duration::from_millis(spec.timeout_ms);
                             let result =
                                 match tokio::time::timeout(limit, provider.chat(request, Some(tx)))

@@ -50,6 +50,8 @@ pub struct DeliberationSetup {
     pub message_id: String,
     pub conversation_id: String,
     pub mode: Box<dyn Mode>,
+    /// The mode's name (`council`, …): with a call's role, it chooses the call's output cap.
+    pub mode_name: String,
     pub hub: Addr<Hub>,
     pub store: Store,
     pub providers: Providers,
@@ -74,6 +76,7 @@ pub struct Deliberation {
     message_id: String,
     conversation_id: String,
     mode: Box<dyn Mode>,
+    mode_name: String,
     hub: Addr<Hub>,
     store: Store,
     providers: Providers,
@@ -106,6 +109,7 @@ impl Deliberation {
             message_id: setup.message_id,
             conversation_id: setup.conversation_id,
             mode: setup.mode,
+            mode_name: setup.mode_name,
             hub: setup.hub,
             store: setup.store,
             providers: setup.providers,
@@ -323,9 +327,16 @@ impl Deliberation {
                         deltas: ctx.address().recipient(),
                         retrying: ctx.address().recipient(),
                     };
-                    let addr =
-                        ModelCall::new(spec.clone(), self.providers.clone(), self.retry, owner)
-                            .start();
+                    let max_tokens =
+                        self.providers.max_tokens(&self.mode_name, &spec.role, &spec.model);
+                    let call = ModelCall::new(
+                        spec.clone(),
+                        max_tokens,
+                        self.providers.clone(),
+                        self.retry,
+                        owner,
+                    );
+                    let addr = call.start();
                     self.in_flight.insert(spec.key.clone(), (addr, spec));
                 }
                 Effect::Emit { event, data } => events.push((event, data)),
@@ -336,10 +347,6 @@ impl Deliberation {
                 Effect::SetTitle(title) => self.batch.title = Some(title),
                 Effect::Finish { answer } => {
                     if self.phase == Phase::Running {
-                        // The conversation keeps the answer, not the reasoning behind it: a
-                        // follow-up sends it back to the models as history. The stage rows
-                        // keep the whole reply.
-                        let answer = crate::modes::reading::answer_text(&answer).into_owned();
                         self.phase = Phase::Finishing { answer };
                         // The answer is out; a slow side call (a title) may not hold the run
                         // open for a whole stage timeout.

@@ -349,6 +349,7 @@ impl Engine {
         let addr = actor_ctx.address();
         let (run_id, message_id, conversation_id) =
             (summary.id.clone(), summary.message_id.clone(), summary.conversation_id.clone());
+        let mode_name = summary.mode.clone();
         self.hub
             .send(RegisterRun { summary, log, cancel: addr.recipient() })
             .await
@@ -358,6 +359,7 @@ impl Engine {
             message_id,
             conversation_id,
             mode,
+            mode_name,
             hub: self.hub.clone(),
             store: self.store.clone(),
             providers: self.providers.clone(),
@@ -807,7 +809,7 @@ pub fn run_view(
 }
 
 /// A conversation's completed turns as chat history (a turn whose run produced no answer is
-/// left out: the models never saw an answer to it).
+/// left out: the models never saw an answer to it), answers without their reasoning traces.
 fn history_of(messages: &[MessageRecord]) -> Vec<ChatMessage> {
     let mut out = Vec::new();
     let mut iter = messages.iter().peekable();
@@ -818,7 +820,10 @@ fn history_of(messages: &[MessageRecord]) -> Vec<ChatMessage> {
         if let Some(next) = iter.peek() {
             if next.role == "assistant" && !next.content.is_empty() {
                 out.push(ChatMessage::user(m.content.clone()));
-                out.push(ChatMessage::assistant(next.content.clone()));
+                // The models get the answer back, not the reasoning behind it (providers ask
+                // for traces to be left out of history; they are stored with the reply).
+                let answer = crate::modes::reading::answer_text(&next.content);
+                out.push(ChatMessage::assistant(answer.into_owned()));
                 iter.next();
             }
         }
@@ -883,10 +888,10 @@ mod tests {
             msg("user", "q2", 2),
             msg("assistant", "", 3),
             msg("user", "q3", 4),
-            msg("assistant", "a3", 5),
+            msg("assistant", "<think>draft a3</think>\n\na3", 5),
         ];
         let h = history_of(&messages);
         let contents: Vec<&str> = h.iter().map(|m| m.content.as_str()).collect();
-        assert_eq!(contents, vec!["q1", "a1", "q3", "a3"]);
+        assert_eq!(contents, vec!["q1", "a1", "q3", "a3"], "answers go back without their traces");
     }
 }

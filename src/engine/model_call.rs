@@ -8,6 +8,9 @@
 //! Stopping the actor (on cancel or when the run fails) drops the request future, and with it
 //! the HTTP connection: that is how a cancelled run stops its in-flight calls.
 //!
+//! Every attempt asks for at most the call's output cap (`max_tokens`), resolved by its
+//! Deliberation from the run's mode and the call's role.
+//!
 //! Every call that ends, and every retry, is counted in [`crate::metrics`]: latency, error
 //! kind, and the tokens and cost of the reply. A call stopped that way is not.
 
@@ -54,6 +57,7 @@ pub struct StopCall {}
 
 pub struct ModelCall {
     spec: Option<CallSpec>,
+    max_tokens: u32,
     providers: Providers,
     retry: RetryPolicy,
     finished: Recipient<CallFinished>,
@@ -69,9 +73,17 @@ pub struct CallOwner {
 }
 
 impl ModelCall {
-    pub fn new(spec: CallSpec, providers: Providers, retry: RetryPolicy, owner: CallOwner) -> Self {
+    /// A call of `spec` whose answer may run to `max_tokens`.
+    pub fn new(
+        spec: CallSpec,
+        max_tokens: u32,
+        providers: Providers,
+        retry: RetryPolicy,
+        owner: CallOwner,
+    ) -> Self {
         ModelCall {
             spec: Some(spec),
+            max_tokens,
             providers,
             retry,
             finished: owner.finished,
@@ -89,6 +101,7 @@ impl Actor for ModelCall {
         let deltas = self.deltas.clone();
         let providers = self.providers.clone();
         let policy = self.retry;
+        let max_tokens = self.max_tokens;
         let retrying = self.retrying.clone();
         let timeout = Duration::from_millis(spec.timeout_ms);
         let started = Instant::now();
@@ -109,7 +122,12 @@ impl Actor for ModelCall {
                 let (result, usage) = loop {
                     let remaining = deadline.saturating_duration_since(Instant::now());
                     let (tx, rx) = mpsc::unbounded_channel::<String>();
-                    let request = providers.chat(&spec.model, spec.messages.clone(), Some(tx));
+                    let request = providers.chat_capped(
+                        &spec.model,
+                        spec.messages.clone(),
+                        max_tokens,
+                        Some(tx),
+                    );
                     let outcome =
                         stream_attempt(tokio::time::timeout(remaining, request), rx, &forward)
                             .await;

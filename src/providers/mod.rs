@@ -10,12 +10,17 @@
 //! back when the request ends or is dropped. The wait is part of the call's future, so it counts
 //! against the call's timeout and a cancelled call stops waiting. A completion with no text is
 //! `Malformed` whichever provider sent it.
+//!
+//! Every call through [`Providers`] carries an output cap (`max_tokens`): the one configured
+//! for its mode and role ([`OutputCaps`]), lowered to its route's ceiling when it has one, so
+//! no server alone decides how long (and on a paid provider, how costly) an answer may run.
 
 pub mod openai;
 pub mod sim;
 pub mod sim_server;
 pub mod sim_text;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -34,6 +39,50 @@ pub struct ChatRequest {
     /// The model id as the provider knows it (route prefixes already stripped).
     pub model: String,
     pub messages: Vec<ChatMessage>,
+    /// The most tokens the answer may run to, reasoning included (`None`: the server decides;
+    /// calls through [`Providers`] always set it).
+    pub max_tokens: Option<u32>,
+}
+
+impl ChatRequest {
+    /// A request with no output cap.
+    pub fn new(model: impl Into<String>, messages: Vec<ChatMessage>) -> Self {
+        ChatRequest { model: model.into(), messages, max_tokens: None }
+    }
+}
+
+/// Output caps by mode and role (the configuration file's `[max_tokens]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputCaps {
+    /// For any call no entry names.
+    pub default: u32,
+    /// By role (`title`, `chairman`) or by mode and role (`council.chairman`); the second wins.
+    pub by_role: HashMap<String, u32>,
+}
+
+impl OutputCaps {
+    /// What a panel member, chairman, foreman… may write unless configured.
+    pub const DEFAULT: u32 = 2_000;
+    /// What the conversation title may run to unless configured.
+    pub const TITLE: u32 = 300;
+
+    /// The cap of a call in `mode` (`council`, …) for `role` (`chairman`, `title`, …).
+    pub fn for_call(&self, mode: &str, role: &str) -> u32 {
+        self.by_role
+            .get(&format!("{mode}.{role}"))
+            .or_else(|| self.by_role.get(role))
+            .copied()
+            .unwrap_or(self.default)
+    }
+}
+
+impl Default for OutputCaps {
+    fn default() -> Self {
+        OutputCaps {
+            default: Self::DEFAULT,
+            by_role: HashMap::from([("title".to_string(), Self::TITLE)]),
+        }
+    }
 }
 
 /// A successful completion.
@@ -64,6 +113,8 @@ pub struct Route {
     pub provider: Arc<dyn Provider>,
     /// At most this many calls to this route's provider at once (`None`: no cap).
     pub max_concurrent_calls: Option<usize>,
+    /// A ceiling on the output cap of every call this route serves (`None`: none).
+    pub max_tokens: Option<u32>,
 }
 
 /// A provider with its concurrency cap.
@@ -84,6 +135,7 @@ struct Served {
     prefix: String,
     strip_prefix: bool,
     target: Capped,
+    max_tokens: Option<u32>,
 }
 
 /// Routes model ids to providers.
@@ -92,6 +144,7 @@ pub struct Providers {
     routes: Arc<Vec<Served>>,
     /// Serves ids no route matches (OpenRouter or `OPENROUTER_BASE_URL`), if a key is configured.
     fallback: Option<Capped>,
+    caps: Arc<OutputCaps>,
 }
 
 impl Providers {
@@ -105,9 +158,20 @@ impl Providers {
                 prefix: r.prefix,
                 strip_prefix: r.strip_prefix,
                 target: Capped::new(r.provider, r.max_concurrent_calls),
+                max_tokens: r.max_tokens,
             })
             .collect();
-        Self { routes: Arc::new(routes), fallback: fallback.map(|p| Capped::new(p, None)) }
+        Self {
+            routes: Arc::new(routes),
+            fallback: fallback.map(|p| Capped::new(p, None)),
+            caps: Arc::new(OutputCaps::default()),
+        }
+    }
+
+    /// Replaces the default output caps.
+    pub fn with_caps(mut self, caps: OutputCaps) -> Self {
+        self.caps = Arc::new(caps);
+        self
     }
 
     /// Caps the fallback provider's concurrent calls.
@@ -126,6 +190,21 @@ impl Providers {
         self.target(model).map(|(t, id)| (t.provider, id))
     }
 
+    /// The output cap of a call to `model` in `mode` for `role`: the configured cap, lowered to
+    /// the ceiling of the route that serves `model`.
+    pub fn max_tokens(&self, mode: &str, role: &str, model: &str) -> u32 {
+        self.lowered(self.caps.for_call(mode, role), model)
+    }
+
+    /// `cap`, lowered to the ceiling of the route that serves `model` (the first match, as in
+    /// [`Providers::target`]).
+    fn lowered(&self, cap: u32, model: &str) -> u32 {
+        match self.routes.iter().find(|r| model.starts_with(r.prefix.as_str())) {
+            Some(Served { max_tokens: Some(ceiling), .. }) => cap.min(*ceiling),
+            _ => cap,
+        }
+    }
+
     fn target(&self, model: &str) -> Result<(Capped, String), String> {
         for route in self.routes.iter() {
             if let Some(rest) = model.strip_prefix(route.prefix.as_str()) {
@@ -142,12 +221,25 @@ impl Providers {
         }
     }
 
-    /// Runs one chat request against whichever provider serves `model`, once that provider
-    /// has a free permit.
+    /// Runs one chat request against whichever provider serves `model`, capped at the default
+    /// output cap (for calls outside any mode's roles; a run's calls use [`Providers::chat_capped`]).
     pub fn chat(
         &self,
         model: &str,
         messages: Vec<ChatMessage>,
+        deltas: Option<UnboundedSender<String>>,
+    ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
+        let max_tokens = self.lowered(self.caps.default, model);
+        self.chat_capped(model, messages, max_tokens, deltas)
+    }
+
+    /// Runs one chat request, its answer capped at `max_tokens`, against whichever provider
+    /// serves `model`, once that provider has a free permit.
+    pub fn chat_capped(
+        &self,
+        model: &str,
+        messages: Vec<ChatMessage>,
+        max_tokens: u32,
         deltas: Option<UnboundedSender<String>>,
     ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
         match self.target(model) {
@@ -157,7 +249,8 @@ impl Providers {
                     Some(p) => p.acquire_owned().await.ok(),
                     None => None,
                 };
-                let resp = provider.chat(ChatRequest { model: id, messages }, deltas).await?;
+                let request = ChatRequest { model: id, messages, max_tokens: Some(max_tokens) };
+                let resp = provider.chat(request, deltas).await?;
                 if resp.text.trim().is_empty() {
                     return Err(CallError::new(
                         CallErrorKind::Malformed,
@@ -213,6 +306,7 @@ mod tests {
             strip_prefix: false,
             provider: Arc::new(provider),
             max_concurrent_calls: max,
+            max_tokens: None,
         };
         (Providers::new(vec![route], None), peak)
     }
@@ -256,9 +350,60 @@ mod tests {
             strip_prefix: false,
             provider: Arc::new(sim),
             max_concurrent_calls: None,
+            max_tokens: None,
         };
         let providers = Providers::new(vec![route], None);
         let e = providers.chat("sim/empty", vec![ChatMessage::user("Q?")], None).await.unwrap_err();
         assert_eq!(e.kind, CallErrorKind::Malformed);
+    }
+
+    /// Answers with the cap it was asked for.
+    struct Echo;
+
+    impl Provider for Echo {
+        fn chat(
+            &self,
+            request: ChatRequest,
+            _: Option<UnboundedSender<String>>,
+        ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
+            let text = format!("{:?}", request.max_tokens);
+            Box::pin(async move { Ok(ChatResponse { text, usage: None }) })
+        }
+    }
+
+    #[tokio::test]
+    async fn every_call_carries_its_cap_lowered_to_its_routes_ceiling() {
+        let route = |prefix: &str, max_tokens| Route {
+            prefix: prefix.into(),
+            strip_prefix: true,
+            provider: Arc::new(Echo),
+            max_concurrent_calls: None,
+            max_tokens,
+        };
+        let caps = OutputCaps {
+            default: 1_000,
+            by_role: HashMap::from([("title".into(), 50), ("council.chairman".into(), 4_000)]),
+        };
+        let providers =
+            Providers::new(vec![route("a/", None), route("b/", Some(800))], Some(Arc::new(Echo)))
+                .with_caps(caps);
+        let asked = |mode: &str, role: &str, model: &str| {
+            let cap = providers.max_tokens(mode, role, model);
+            providers.chat_capped(model, Vec::new(), cap, None)
+        };
+        assert_eq!(asked("council", "chairman", "a/m").await.unwrap().text, "Some(4000)");
+        assert_eq!(asked("vote", "chairman", "a/m").await.unwrap().text, "Some(1000)");
+        assert_eq!(asked("vote", "title", "a/m").await.unwrap().text, "Some(50)");
+        assert_eq!(asked("council", "chairman", "b/m").await.unwrap().text, "Some(800)");
+        assert_eq!(asked("council", "title", "b/m").await.unwrap().text, "Some(50)");
+        assert_eq!(asked("council", "chairman", "other").await.unwrap().text, "Some(4000)");
+        // Outside a run, the default cap.
+        assert_eq!(providers.chat("b/m", Vec::new(), None).await.unwrap().text, "Some(800)");
+        assert_eq!(providers.chat("a/m", Vec::new(), None).await.unwrap().text, "Some(1000)");
+        let built_in = OutputCaps::default();
+        assert_eq!(
+            (built_in.for_call("jury", "juror"), built_in.for_call("jury", "title")),
+            (2_000, 300)
+        );
     }
 }

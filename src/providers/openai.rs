@@ -4,16 +4,26 @@
 //! Failures are classified for the engine: a non-2xx answer is `Http` with the provider's own
 //! message, a connection problem is `Transport`, and a 2xx answer that holds no usable
 //! completion is `Malformed`. Dropping the returned future drops the connection.
+//!
+//! Every request carries the call's output cap, in `max_tokens` or, for servers that want it
+//! (OpenAI's newer models), `max_completion_tokens`. OpenRouter is asked for each call's cost.
+//!
+//! A reasoning trace sent in its own field (`reasoning` or `reasoning_content`, in stream
+//! deltas or in the whole message) is kept out of the answer: it becomes a `<think>` block
+//! before it ([`with_reasoning`]), so a reply reads the same whichever way its server sends
+//! reasoning. Streamed, the block's tags go out as deltas too, so the text watchers saw live
+//! is exactly the text returned.
 
 use std::time::Duration;
 
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{BoxFuture, ChatRequest, ChatResponse, Provider};
+use crate::modes::reading::with_reasoning;
 use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
 
 /// Installs rustls' ring provider once per process (reqwest is built without a default).
@@ -21,14 +31,39 @@ pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// The request field that carries the output cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenField {
+    /// `max_tokens`: what OpenAI-compatible servers (OpenRouter, vLLM, llama.cpp, Ollama) read.
+    #[default]
+    MaxTokens,
+    /// `max_completion_tokens`: what OpenAI's reasoning models accept instead.
+    MaxCompletionTokens,
+}
+
 pub struct OpenAiCompatible {
     endpoint: String,
     api_key: Option<String>,
     client: Result<reqwest::Client, String>,
+    token_field: TokenField,
+    /// Ask for the call's cost (`"usage": {"include": true}`), which only OpenRouter
+    /// understands (others may refuse the unknown field).
+    openrouter: bool,
+}
+
+/// Whether `base_url` is OpenRouter's (host `openrouter.ai` or a subdomain).
+pub fn is_openrouter(base_url: &str) -> bool {
+    // Parsing lowercases the host.
+    reqwest::Url::parse(base_url)
+        .ok()
+        .and_then(|u| u.host_str().map(|h| h == "openrouter.ai" || h.ends_with(".openrouter.ai")))
+        .unwrap_or(false)
 }
 
 impl OpenAiCompatible {
     /// `base_url` like `https://openrouter.ai/api/v1`; requests go to `{base_url}/chat/completions`.
+    /// The cap goes in `max_tokens`; cost is asked for when the host is OpenRouter's.
     pub fn new(base_url: &str, api_key: Option<String>) -> Self {
         install_crypto();
         let client = reqwest::Client::builder()
@@ -39,6 +74,33 @@ impl OpenAiCompatible {
             endpoint: format!("{}/chat/completions", base_url.trim_end_matches('/')),
             api_key,
             client,
+            token_field: TokenField::default(),
+            openrouter: is_openrouter(base_url),
+        }
+    }
+
+    /// Sends the output cap in `field`.
+    pub fn token_field(mut self, field: TokenField) -> Self {
+        self.token_field = field;
+        self
+    }
+
+    /// Treats the server as OpenRouter (asks for each call's cost) or not, whatever its host.
+    pub fn openrouter(mut self, yes: bool) -> Self {
+        self.openrouter = yes;
+        self
+    }
+
+    fn body<'a>(&self, request: &'a ChatRequest, stream: bool) -> RequestBody<'a> {
+        let cap = |field| request.max_tokens.filter(|_| self.token_field == field);
+        RequestBody {
+            model: &request.model,
+            messages: &request.messages,
+            stream,
+            stream_options: stream.then_some(StreamOptions { include_usage: true }),
+            max_tokens: cap(TokenField::MaxTokens),
+            max_completion_tokens: cap(TokenField::MaxCompletionTokens),
+            usage: self.openrouter.then_some(UsageOptions { include: true }),
         }
     }
 }
@@ -86,13 +148,7 @@ impl Provider for OpenAiCompatible {
                 return Box::pin(async move { Err(error(CallErrorKind::Transport, None, e)) });
             }
         };
-        let stream = deltas.is_some();
-        let body = RequestBody {
-            model: &request.model,
-            messages: &request.messages,
-            stream,
-            stream_options: stream.then_some(StreamOptions { include_usage: true }),
-        };
+        let body = self.body(&request, deltas.is_some());
         let mut rb = client
             .post(&self.endpoint)
             .header("HTTP-Referer", "https://github.com/conclave")
@@ -134,18 +190,14 @@ impl Provider for OpenAiCompatible {
                             format!("the response is not JSON: {e}"),
                         )
                     })?;
-                    let content = v
-                        .pointer("/choices/0/message/content")
-                        .and_then(Value::as_str)
-                        .filter(|c| !c.is_empty())
-                        .ok_or_else(|| {
-                            error(
-                                CallErrorKind::Malformed,
-                                None,
-                                "the response holds no completion text",
-                            )
-                        })?;
-                    Ok(ChatResponse { text: content.to_string(), usage: usage_of(&v) })
+                    let text = message_text(&v).ok_or_else(|| {
+                        error(
+                            CallErrorKind::Malformed,
+                            None,
+                            "the response holds no completion text",
+                        )
+                    })?;
+                    Ok(ChatResponse { text, usage: usage_of(&v) })
                 }
             }
         };
@@ -171,6 +223,12 @@ struct RequestBody<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<UsageOptions>,
 }
 
 #[derive(Serialize)]
@@ -178,8 +236,42 @@ struct StreamOptions {
     include_usage: bool,
 }
 
+/// OpenRouter's usage accounting: `include` adds the call's `cost` to its `usage`.
+#[derive(Serialize)]
+struct UsageOptions {
+    include: bool,
+}
+
+/// A reasoning trace in its own field of a delta or message: `reasoning_content` (DeepSeek,
+/// vLLM, llama.cpp) or `reasoning` (OpenRouter, newer vLLM). Servers that send both send the
+/// same trace twice, so only the first is taken.
+fn reasoning_of(v: &Value) -> Option<&str> {
+    ["reasoning_content", "reasoning"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str).filter(|r| !r.is_empty()))
+}
+
+/// The text of a whole (unstreamed) response: its content, after its reasoning as a `<think>`
+/// block when it sent one; `None` when it holds neither.
+fn message_text(v: &Value) -> Option<String> {
+    let message = v.pointer("/choices/0/message")?;
+    let content = message.get("content").and_then(Value::as_str).unwrap_or("");
+    match reasoning_of(message).filter(|r| !r.trim().is_empty()) {
+        Some(reasoning) => Some(with_reasoning(reasoning, content)),
+        None => Some(content.to_string()).filter(|c| !c.is_empty()),
+    }
+}
+
+/// What one stream chunk carries.
+#[derive(Debug, Default, PartialEq)]
+struct Chunk {
+    reasoning: Option<String>,
+    content: Option<String>,
+    usage: Option<Usage>,
+}
+
 /// The text and usage a stream chunk carries, or the provider's error sent mid-stream.
-fn read_chunk(data: &str) -> Result<(Option<String>, Option<Usage>), CallError> {
+fn read_chunk(data: &str) -> Result<Chunk, CallError> {
     let v: Value = serde_json::from_str(data).map_err(|e| {
         error(CallErrorKind::Malformed, None, format!("a stream chunk is not JSON: {e}"))
     })?;
@@ -190,8 +282,61 @@ fn read_chunk(data: &str) -> Result<(Option<String>, Option<Usage>), CallError> 
             format!("provider error mid-stream: {}", provider_message(data)),
         ));
     }
-    let piece = v.pointer("/choices/0/delta/content").and_then(Value::as_str);
-    Ok((piece.map(str::to_string), usage_of(&v)))
+    let delta = v.pointer("/choices/0/delta");
+    let field = |f: fn(&Value) -> Option<&str>| {
+        delta.and_then(f).filter(|p| !p.is_empty()).map(str::to_string)
+    };
+    Ok(Chunk {
+        reasoning: field(reasoning_of),
+        content: field(|d| d.get("content").and_then(Value::as_str)),
+        usage: usage_of(&v),
+    })
+}
+
+/// Opens and closes the `<think>` block of a streamed reply: `<think>\n` before the first
+/// reasoning delta, `\n</think>\n\n` before the first answer delta after it (or at the end).
+/// Each method answers what to send on; `text` is everything sent, the reply's whole text.
+#[derive(Debug, Default)]
+struct Transcript {
+    text: String,
+    thinking: bool,
+}
+
+impl Transcript {
+    const OPEN: &'static str = "<think>\n";
+    const CLOSE: &'static str = "\n</think>\n\n";
+
+    fn reasoning(&mut self, piece: &str) -> String {
+        let mut out = String::new();
+        if !self.thinking {
+            // A trace resumed after some answer starts a block of its own.
+            if !self.text.is_empty() {
+                out.push_str("\n\n");
+            }
+            out.push_str(Self::OPEN);
+            self.thinking = true;
+        }
+        out.push_str(piece);
+        self.text.push_str(&out);
+        out
+    }
+
+    fn answer(&mut self, piece: &str) -> String {
+        let mut out = self.close().unwrap_or_default();
+        out.push_str(piece);
+        self.text.push_str(piece);
+        out
+    }
+
+    /// Closes an open block (at the first answer delta, or at the end of the stream).
+    fn close(&mut self) -> Option<String> {
+        if !self.thinking {
+            return None;
+        }
+        self.thinking = false;
+        self.text.push_str(Self::CLOSE);
+        Some(Self::CLOSE.to_string())
+    }
 }
 
 async fn read_stream(
@@ -199,7 +344,7 @@ async fn read_stream(
     tx: UnboundedSender<String>,
 ) -> Result<ChatResponse, CallError> {
     let mut events = resp.bytes_stream().eventsource();
-    let mut text = String::new();
+    let mut transcript = Transcript::default();
     let mut usage = None;
     while let Some(event) = events.next().await {
         let event = event
@@ -211,35 +356,143 @@ async fn read_stream(
         if data.is_empty() {
             continue;
         }
-        let (piece, chunk_usage) = read_chunk(data)?;
-        if let Some(piece) = piece.filter(|p| !p.is_empty()) {
-            text.push_str(&piece);
-            let _ = tx.send(piece);
+        let chunk = read_chunk(data)?;
+        if let Some(piece) = chunk.reasoning {
+            let _ = tx.send(transcript.reasoning(&piece));
         }
-        if let Some(u) = chunk_usage {
+        if let Some(piece) = chunk.content {
+            let _ = tx.send(transcript.answer(&piece));
+        }
+        if let Some(u) = chunk.usage {
             usage = Some(u);
         }
     }
-    if text.is_empty() {
+    if let Some(close) = transcript.close() {
+        let _ = tx.send(close);
+    }
+    if transcript.text.is_empty() {
         return Err(error(CallErrorKind::Malformed, None, "the stream ended without any text"));
     }
-    Ok(ChatResponse { text, usage })
+    Ok(ChatResponse { text: transcript.text, usage })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn chunks_that_matter_are_read() {
         let text = r#"{"choices":[{"index":0,"delta":{"content":"a \"b\""}}]}"#;
-        assert_eq!(read_chunk(text).unwrap(), (Some("a \"b\"".into()), None));
+        let content = Chunk { content: Some("a \"b\"".into()), ..Chunk::default() };
+        assert_eq!(read_chunk(text).unwrap(), content);
         let usage =
             r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"cost":0.5}}"#;
         let expected = Usage { prompt_tokens: 3, completion_tokens: 4, cost: Some(0.5) };
-        assert_eq!(read_chunk(usage).unwrap(), (None, Some(expected)));
+        assert_eq!(read_chunk(usage).unwrap(), Chunk { usage: Some(expected), ..Chunk::default() });
         let failed = r#"{"error":{"message":"overloaded"}}"#;
         assert!(read_chunk(failed).unwrap_err().message.contains("overloaded"));
         assert!(read_chunk("{").unwrap_err().message.contains("not JSON"));
+    }
+
+    #[test]
+    fn reasoning_deltas_are_read_apart_from_the_answer() {
+        let chunk = |delta: Value| json!({ "choices": [{ "delta": delta }] }).to_string();
+        let deepseek = chunk(json!({ "reasoning_content": "hmm", "content": null }));
+        let read = read_chunk(&deepseek).unwrap();
+        assert_eq!((read.reasoning.as_deref(), read.content), (Some("hmm"), None));
+        let openrouter = chunk(json!({ "reasoning": "so", "content": "" }));
+        let read = read_chunk(&openrouter).unwrap();
+        assert_eq!((read.reasoning.as_deref(), read.content), (Some("so"), None));
+        // vLLM sends both names with the same trace: read once.
+        let both = chunk(json!({ "reasoning_content": "x", "reasoning": "x", "content": "A" }));
+        let read = read_chunk(&both).unwrap();
+        assert_eq!((read.reasoning.as_deref(), read.content.as_deref()), (Some("x"), Some("A")));
+    }
+
+    #[test]
+    fn a_streamed_trace_is_wrapped_so_the_deltas_add_up_to_the_text() {
+        let mut t = Transcript::default();
+        let sent = [
+            t.reasoning("Let me"),
+            t.reasoning(" think."),
+            t.answer("The answer"),
+            t.answer(" is 4."),
+        ]
+        .concat()
+            + &t.close().unwrap_or_default();
+        assert_eq!(sent, "<think>\nLet me think.\n</think>\n\nThe answer is 4.");
+        assert_eq!(sent, t.text);
+        let split = crate::modes::reading::split_reasoning(&t.text);
+        assert_eq!(split.answer, "The answer is 4.");
+        assert_eq!(split.reasoning.as_deref(), Some("Let me think."));
+        // Only reasoning: the block is closed at the end and nothing follows it.
+        let mut t = Transcript::default();
+        let sent = t.reasoning("only thinking") + &t.close().unwrap_or_default();
+        assert_eq!(
+            (sent.as_str(), t.text.as_str()),
+            ("<think>\nonly thinking\n</think>\n\n", sent.as_str())
+        );
+        // No reasoning: the answer as sent.
+        let mut t = Transcript::default();
+        assert_eq!(t.answer("plain"), "plain");
+        assert_eq!((t.close(), t.text.as_str()), (None, "plain"));
+    }
+
+    #[test]
+    fn a_whole_message_puts_its_reasoning_in_a_think_block() {
+        let response = |message: Value| json!({ "choices": [{ "message": message }] });
+        let text = message_text(&response(json!({ "content": "4", "reasoning_content": "2+2" })));
+        assert_eq!(text.as_deref(), Some("<think>\n2+2\n</think>\n\n4"));
+        let text = message_text(&response(json!({ "content": "4", "reasoning": "sum" })));
+        assert_eq!(text.as_deref(), Some("<think>\nsum\n</think>\n\n4"));
+        let only = message_text(&response(json!({ "content": null, "reasoning": "hmm" })));
+        assert_eq!(only.as_deref(), Some("<think>\nhmm\n</think>\n\n"));
+        assert_eq!(message_text(&response(json!({ "content": "4" }))).as_deref(), Some("4"));
+        assert_eq!(message_text(&response(json!({ "content": "", "reasoning": "" }))), None);
+        assert_eq!(message_text(&response(json!({ "content": null }))), None);
+        assert_eq!(message_text(&json!({ "choices": [] })), None);
+    }
+
+    #[test]
+    fn the_body_carries_the_cap_in_the_routes_field_and_asks_openrouter_for_cost() {
+        let request = ChatRequest {
+            model: "m".into(),
+            messages: vec![ChatMessage::user("q")],
+            max_tokens: Some(300),
+        };
+        let local = OpenAiCompatible::new("http://127.0.0.1:8080/v1", None);
+        let body = serde_json::to_value(local.body(&request, false)).unwrap();
+        assert_eq!(body["max_tokens"], 300);
+        assert!(body.get("max_completion_tokens").is_none() && body.get("usage").is_none());
+        assert!(body.get("stream_options").is_none());
+        let openai = OpenAiCompatible::new("https://api.openai.com/v1", None)
+            .token_field(TokenField::MaxCompletionTokens);
+        let body = serde_json::to_value(openai.body(&request, true)).unwrap();
+        assert_eq!(body["max_completion_tokens"], 300);
+        assert!(body.get("max_tokens").is_none());
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        let openrouter = OpenAiCompatible::new("https://openrouter.ai/api/v1", None);
+        let body = serde_json::to_value(openrouter.body(&request, true)).unwrap();
+        assert_eq!(body["usage"], json!({ "include": true }));
+        assert_eq!(body["max_tokens"], 300);
+        let forced = local.openrouter(true);
+        assert_eq!(
+            serde_json::to_value(forced.body(&request, false)).unwrap()["usage"]["include"],
+            true
+        );
+        let uncapped = ChatRequest { max_tokens: None, ..request };
+        let body =
+            serde_json::to_value(openrouter.openrouter(false).body(&uncapped, false)).unwrap();
+        assert!(body.get("max_tokens").is_none() && body.get("usage").is_none());
+    }
+
+    #[test]
+    fn openrouter_is_known_by_its_host() {
+        assert!(is_openrouter("https://openrouter.ai/api/v1"));
+        assert!(is_openrouter("https://eu.OpenRouter.ai/api/v1/"));
+        assert!(!is_openrouter("https://openrouter.ai.example.com/v1"));
+        assert!(!is_openrouter("http://127.0.0.1:9090/v1"));
+        assert!(!is_openrouter("not a url"));
     }
 }

@@ -6,9 +6,14 @@
 //! breaks each prompt's first attempt off mid-stream (a transport error after some text; the
 //! sim-server drops the connection), `sim/empty…` answers an empty completion,
 //! `sim/slowstart…` is silent for [`SLOWSTART_DELAY`] (or its `start_delay_ms`) before its
-//! first byte, `sim/xss…` answers normally with hostile markup in its prose; other names answer
-//! (see [`super::sim_text`]), subject to the configured `fail_rate` and `malformed_rate`, drawn
-//! deterministically from the prompt. Answers stream over the configured latency.
+//! first byte, `sim/xss…` answers normally with hostile markup in its prose, `sim/thinker…`
+//! answers normally after a `<think>` trace holding a draft that differs from its answer; other
+//! names answer (see [`super::sim_text`]), subject to the configured `fail_rate` and
+//! `malformed_rate`, drawn deterministically from the prompt. Answers stream over the configured
+//! latency.
+//!
+//! Like a real server, the sim stops an answer at the request's `max_tokens` (counted as
+//! [`tokens`] counts them, the reasoning trace included): a capped reply is its first words.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,8 +22,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::sim_text::{respond, seed_of};
+use super::sim_text::{reasoning_trace, respond, seed_of};
 use super::{BoxFuture, ChatRequest, ChatResponse, Provider};
+use crate::modes::reading::with_reasoning;
 use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
 
 /// Per-model settings (the configuration file's `[sim.models."sim/x"]`).
@@ -176,6 +182,57 @@ fn tokens(text: &str) -> u64 {
     (text.split_whitespace().count() as u64 * 13).div_ceil(10)
 }
 
+/// `text` cut where a server would stop it at `max_tokens`: after as many words as the cap
+/// buys by [`tokens`]' count (at least one), whitespace kept; whole when it fits.
+pub fn capped(text: &str, max_tokens: Option<u32>) -> &str {
+    let Some(cap) = max_tokens else { return text };
+    if tokens(text) <= u64::from(cap) {
+        return text;
+    }
+    let words = (u64::from(cap) * 10 / 13).max(1);
+    let mut seen = 0u64;
+    let mut in_word = false;
+    for (i, ch) in text.char_indices() {
+        if ch.is_whitespace() {
+            if in_word {
+                seen += 1;
+                if seen == words {
+                    return &text[..i];
+                }
+            }
+            in_word = false;
+        } else {
+            in_word = true;
+        }
+    }
+    text
+}
+
+/// What a sim model answers when it answers: the mode's format (see [`respond`]), after a
+/// reasoning trace for `sim/thinker…`, cut at the request's cap.
+fn reply(request: &ChatRequest, malformed: bool) -> String {
+    let answer = respond(&request.model, &request.messages, malformed);
+    let name = request.model.strip_prefix("sim/").unwrap_or(&request.model);
+    let text = if name.starts_with("thinker") {
+        let trace = reasoning_trace(&request.model, &request.messages, malformed, &answer);
+        with_reasoning(&trace, &answer)
+    } else {
+        answer
+    };
+    capped(&text, request.max_tokens).to_string()
+}
+
+/// A reply of the `<think>\n…\n</think>\n\n…` shape [`with_reasoning`] gives, as a server
+/// with a reasoning field sends it: `(reasoning, answer)`. A trace cut before its end has no
+/// answer. `None` for a reply with no trace.
+pub fn reasoning_parts(text: &str) -> Option<(&str, &str)> {
+    let rest = text.strip_prefix("<think>\n")?;
+    Some(match rest.find("\n</think>\n\n") {
+        Some(end) => (&rest[..end], &rest[end + "\n</think>\n\n".len()..]),
+        None => (rest, ""),
+    })
+}
+
 pub fn simulated_failure(model: &str) -> CallError {
     CallError::new(CallErrorKind::Http, Some(503), format!("simulated failure of {model}"))
 }
@@ -216,8 +273,8 @@ impl SimProvider {
                     tokio::time::sleep(latency / 2).await;
                     return Err(simulated_failure(&request.model));
                 }
-                Behaviour::Answer => respond(&request.model, &request.messages, false),
-                Behaviour::Malformed => respond(&request.model, &request.messages, true),
+                Behaviour::Answer => reply(&request, false),
+                Behaviour::Malformed => reply(&request, true),
                 Behaviour::Empty => String::new(),
             };
             match deltas {
@@ -259,7 +316,7 @@ impl SimProvider {
             Behaviour::Malformed => true,
             _ => return None,
         };
-        let text = respond(&request.model, &request.messages, malformed);
+        let text = reply(request, malformed);
         if text.is_empty() {
             return None;
         }
@@ -282,7 +339,7 @@ pub struct Planned {
 }
 
 /// An answer streams in about a dozen pieces (runs of whole words).
-fn pieces(text: &str) -> Vec<String> {
+pub fn pieces(text: &str) -> Vec<String> {
     let words: Vec<&str> = text.split_inclusive(' ').collect();
     let per = words.len().div_ceil(12).max(1);
     words.chunks(per).map(|c| c.concat()).collect()
@@ -317,7 +374,7 @@ mod tests {
     use super::*;
 
     fn ask(model: &str) -> ChatRequest {
-        ChatRequest { model: model.into(), messages: vec![ChatMessage::user("Why?")] }
+        ChatRequest::new(model, vec![ChatMessage::user("Why?")])
     }
 
     #[tokio::test(start_paused = true)]
@@ -360,10 +417,7 @@ mod tests {
         let whole = sim.chat(ask("sim/reset-a"), None).await.unwrap().text;
         assert!(!partial.is_empty() && partial.len() < whole.len(), "some text, not all");
         assert!(whole.starts_with(&partial));
-        let other = ChatRequest {
-            model: "sim/reset-a".into(),
-            messages: vec![ChatMessage::user("Other?")],
-        };
+        let other = ChatRequest::new("sim/reset-a", vec![ChatMessage::user("Other?")]);
         assert!(sim.chat(other, None).await.is_err(), "the first attempt at each prompt breaks");
     }
 
@@ -421,5 +475,58 @@ mod tests {
         for model in ["sim/fail", "sim/stall", "sim/reset", "sim/flaky", "sim/empty"] {
             assert!(sim.plan(&ask(model)).is_none(), "{model} takes the general path");
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cap_cuts_the_answer_where_a_server_would() {
+        let sim = SimProvider::new(SimConfig::default());
+        let whole = sim.chat(ask("sim/alpha"), None).await.unwrap();
+        let mut request = ask("sim/alpha");
+        request.max_tokens = Some(13);
+        let cut = sim.chat(request.clone(), None).await.unwrap();
+        assert!(whole.text.starts_with(&cut.text) && cut.text.len() < whole.text.len());
+        assert_eq!(cut.text.split_whitespace().count(), 10, "13 tokens buy 10 words");
+        assert!(cut.usage.unwrap().completion_tokens <= 13);
+        assert_eq!(sim.plan(&request).unwrap().text, cut.text, "streamed the same");
+        // A cap the answer fits leaves it as it was.
+        request.max_tokens = Some(2_000);
+        assert_eq!(sim.chat(request, None).await.unwrap().text, whole.text);
+        assert_eq!(capped("one two", Some(1)), "one", "at least a word");
+        assert_eq!(capped("  a  b  c ", Some(2)), "  a");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_thinker_drafts_in_a_think_block_then_answers_differently() {
+        use crate::modes::reading::split_reasoning;
+        use crate::modes::voting::{parse_vote, vote_prompt};
+        let sim = SimProvider::new(SimConfig::default());
+        let labels: Vec<String> = (0..3).map(crate::modes::common::label).collect();
+        let answers: Vec<(String, String)> =
+            labels.iter().map(|l| (l.clone(), format!("answer {l}"))).collect();
+        let mut differs = 0;
+        for q in 0..12 {
+            let prompt = vote_prompt(&format!("Question {q}?"), &answers);
+            let request = ChatRequest::new("sim/thinker", vec![ChatMessage::user(prompt)]);
+            let text = sim.chat(request, None).await.unwrap().text;
+            let split = split_reasoning(&text);
+            let (reasoning, answer) = (split.reasoning.unwrap(), split.answer);
+            assert!(text.starts_with("<think>\nLet me think") && !split.unclosed, "{text}");
+            assert_ne!(reasoning.trim(), answer.trim());
+            let final_vote = parse_vote(&answer, &labels);
+            assert!(final_vote.is_some(), "{answer}");
+            if parse_vote(&reasoning, &labels) != final_vote {
+                differs += 1;
+            }
+            let (trace, after) = reasoning_parts(&text).unwrap();
+            assert_eq!(with_reasoning(trace, after), text, "the wire split is exact");
+        }
+        assert!(differs > 0, "some drafts vote otherwise than the answer");
+        // Other names have no trace; a cap can end a thinker inside its trace.
+        assert!(!sim.chat(ask("sim/alpha"), None).await.unwrap().text.contains("<think>"));
+        let mut short = ask("sim/thinker");
+        short.max_tokens = Some(5);
+        let text = sim.chat(short, None).await.unwrap().text;
+        assert!(split_reasoning(&text).unclosed, "{text}");
+        assert_eq!(reasoning_parts(&text).map(|(_, a)| a), Some(""));
     }
 }

@@ -10,6 +10,11 @@
 //! The wire shapes of the faults: `sim/slowstart…` sends nothing (not even headers) until its
 //! start delay has passed; `sim/reset…` sends part of its answer, then closes the connection
 //! without ending the response; `sim/empty…` answers `200` with empty content.
+//!
+//! A request's `max_tokens` (or `max_completion_tokens`) caps the answer as in-process. A
+//! `sim/thinker…` model sends its trace as a reasoning model's server does, apart from the
+//! answer: in `reasoning_content` deltas before the `content` ones, or in the message's
+//! `reasoning_content`.
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +27,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::sim::{piece_due, simulated_failure, Behaviour, Planned, SimProvider};
+use super::sim::{
+    piece_due, pieces, reasoning_parts, simulated_failure, Behaviour, Planned, SimProvider,
+};
 use super::{BoxFuture, ChatRequest, ChatResponse};
 use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
 
@@ -203,6 +210,10 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
             _ => return bad_request("`messages` must be a list of {role, content}"),
         };
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let max_tokens = ["max_tokens", "max_completion_tokens"]
+        .iter()
+        .find_map(|k| body.get(*k).and_then(Value::as_u64))
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
     if let Some(e) = state.sim.transient_failure(&model, &messages) {
         let mut resp = failure(&e);
         if let Some(ms) = e.retry_after_ms {
@@ -220,7 +231,7 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
     }
     // Nothing at all (not even headers) before the start delay has passed.
     tokio::time::sleep(state.sim.start_delay(&model)).await;
-    let request = ChatRequest { model: model.clone(), messages };
+    let request = ChatRequest { model: model.clone(), messages, max_tokens };
     if !stream {
         return match state.sim.chat_after_start(request, None).await {
             Err(e) if e.kind == CallErrorKind::Transport => {
@@ -229,10 +240,14 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
             }
             Ok(r) => {
                 state.stats.0.completed.fetch_add(1, Ordering::SeqCst);
+                let message = match reasoning_parts(&r.text) {
+                    Some((reasoning, answer)) => json!({ "role": "assistant", "content": answer,
+                                                         "reasoning_content": reasoning }),
+                    None => json!({ "role": "assistant", "content": r.text }),
+                };
                 HttpResponse::Ok().json(json!({
                     "object": "chat.completion", "model": model,
-                    "choices": [{ "index": 0, "message": { "role": "assistant", "content": r.text },
-                                  "finish_reason": "stop" }],
+                    "choices": [{ "index": 0, "message": message, "finish_reason": "stop" }],
                     "usage": usage_json(r.usage),
                 }))
             }
@@ -279,16 +294,22 @@ fn planned_stream(
     model: &str,
     guard: StreamGuard,
 ) -> impl futures_util::Stream<Item = Result<Bytes, actix_web::Error>> {
-    let n = plan.pieces.len();
+    // A trace goes in reasoning deltas, the answer after it in content ones.
+    let deltas: Vec<Value> = match reasoning_parts(&plan.text) {
+        Some((reasoning, answer)) => pieces(reasoning)
+            .into_iter()
+            .map(|p| json!({ "reasoning_content": p }))
+            .chain(pieces(answer).into_iter().map(|p| json!({ "content": p })))
+            .collect(),
+        None => plan.pieces.into_iter().map(|p| json!({ "content": p })).collect(),
+    };
+    let n = deltas.len();
     let tail = Bytes::from(usage_tail(model, Some(plan.usage)));
     let start = tokio::time::Instant::now();
-    let chunks: Vec<_> = plan
-        .pieces
+    let chunks: Vec<_> = deltas
         .into_iter()
         .enumerate()
-        .map(|(i, piece)| {
-            (start + piece_due(plan.latency, i, n), chunk(model, json!({ "content": piece })))
-        })
+        .map(|(i, delta)| (start + piece_due(plan.latency, i, n), chunk(model, delta)))
         .collect();
     let state = PlannedStream {
         chunks: chunks.into_iter().peekable(),
@@ -404,6 +425,7 @@ async fn models() -> HttpResponse {
         "sim/reset",
         "sim/empty",
         "sim/slowstart",
+        "sim/thinker",
     ]
     .iter()
     .map(|id| json!({ "id": id, "object": "model", "owned_by": "conclave-sim" }))

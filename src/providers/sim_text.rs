@@ -814,6 +814,27 @@ fn answer(p: &Prompt) -> String {
     s
 }
 
+/// The reasoning trace a `sim/thinker…` model writes before `answer`: a first draft that
+/// differs from it (what a model of another name would answer, in the same format, so a
+/// parser that read the trace would find the draft's vote or ranking), then a note that the
+/// draft was dropped.
+pub fn reasoning_trace(
+    model: &str,
+    messages: &[ChatMessage],
+    malformed: bool,
+    answer: &str,
+) -> String {
+    let draft = (1..=8)
+        .map(|i| respond(&format!("{model}~draft{i}"), messages, malformed))
+        .find(|d| d.trim() != answer.trim())
+        .unwrap_or_else(|| format!("(a draft that said too little about: {})", answer.trim()));
+    format!(
+        "Let me think this through before answering.\n\nA first draft:\n\n{}\n\n\
+         On a second look the draft does not hold up, so the answer below replaces it.",
+        draft.trim()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

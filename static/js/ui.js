@@ -49,7 +49,52 @@ function setupPurify() {
   });
 }
 
-/** Sanitised HTML for a model's markdown. */
+// ---- reasoning -----------------------------------------------------------------------------
+
+// The reasoning blocks the server's reader sets aside (src/modes/reading.rs), read the same way.
+const REASONING_TAGS = "think|thinking|reasoning";
+const reasoningOpen = () => new RegExp(`<(${REASONING_TAGS})\\s*>`, "i");
+const reasoningClose = (name = REASONING_TAGS) => new RegExp(`</\\s*(${name})\\s*>`, "i");
+
+/**
+ * A reply split into its reasoning and its answer, as the server splits it: a closed block
+ * (`<think>…</think>`, `<thinking>`, `<reasoning>`, any case) is reasoning wherever it stands;
+ * a closing tag with no opening one before it makes everything before it reasoning (the
+ * template opened the block); an opening tag never closed makes the rest reasoning
+ * (`unclosed`: the model is still thinking, or stopped while it was).
+ */
+export function splitReasoning(text) {
+  const src = String(text ?? "");
+  if (!src.includes("<")) return { answer: src, reasoning: null, unclosed: false };
+  const blocks = [];
+  let answer = "";
+  let rest = src;
+  let unclosed = false;
+  const lead = reasoningClose().exec(rest);
+  if (lead && !reasoningOpen().test(rest.slice(0, lead.index))) {
+    blocks.push(rest.slice(0, lead.index).trim());
+    rest = rest.slice(lead.index + lead[0].length);
+  }
+  for (let open = reasoningOpen().exec(rest); open; open = reasoningOpen().exec(rest)) {
+    answer += rest.slice(0, open.index);
+    const after = rest.slice(open.index + open[0].length);
+    const close = reasoningClose(open[1]).exec(after);
+    if (!close) {
+      blocks.push(after.trim());
+      unclosed = true;
+      rest = "";
+      break;
+    }
+    blocks.push(after.slice(0, close.index).trim());
+    rest = after.slice(close.index + close[0].length);
+  }
+  if (!blocks.length) return { answer: src, reasoning: null, unclosed: false };
+  answer += rest;
+  const kept = blocks.filter(Boolean);
+  return { answer: answer.trim(), reasoning: kept.length ? kept.join("\n\n") : null, unclosed };
+}
+
+/** Sanitised HTML for a model's markdown. Its reasoning, if any, comes first, folded. */
 export function markdownHtml(text) {
   setupPurify();
   const src = String(text ?? "");
@@ -59,7 +104,15 @@ export function markdownHtml(text) {
     d.textContent = src;
     return d.innerHTML.replace(/\n/g, "<br>");
   }
-  const html = window.marked.parse(src, { gfm: true, breaks: false, async: false });
+  const render = (md) => window.marked.parse(md, { gfm: true, breaks: false, async: false });
+  const { answer, reasoning, unclosed } = splitReasoning(src);
+  let html = render(answer);
+  if (reasoning !== null || unclosed) {
+    // Folded, ahead of the answer; an unclosed trace says it is unfinished.
+    const summary = unclosed ? "Reasoning…" : "Reasoning";
+    html = `<details class="reasoning"><summary>${summary}</summary>${render(reasoning ?? "")}</details>${html}`;
+  }
+  // One pass over everything, the fold and the trace included.
   return window.DOMPurify.sanitize(html, {
     FORBID_TAGS,
     FORBID_ATTR: ["style", "srcset", "formaction", "action", "background", "poster"],
@@ -74,9 +127,12 @@ export function markdown(text, cls = "") {
   return d;
 }
 
-/** Re-renders markdown into an existing element. */
+/** Re-renders markdown into an existing element; a reasoning fold the reader opened stays open. */
 export function setMarkdown(node, text) {
+  const wasOpen = node.querySelector(":scope > details.reasoning")?.open;
   node.innerHTML = markdownHtml(text);
+  const fold = node.querySelector(":scope > details.reasoning");
+  if (fold && wasOpen) fold.open = true;
 }
 
 /** A block whose long content is clipped behind a "Show more" toggle. */

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use crate::helpers::*;
 
 fn ask(model: &str, question: &str) -> ChatRequest {
-    ChatRequest { model: model.into(), messages: vec![ChatMessage::user(question)] }
+    ChatRequest::new(model, vec![ChatMessage::user(question)])
 }
 
 /// The faults as the HTTP client meets them: a reset is a transport error after some text and

@@ -147,6 +147,9 @@ pub async fn spawn_with(opts: Options) -> TestApp {
             api_key_env: None,
             strip_prefix: false,
             max_concurrent_calls: opts.max_concurrent_calls,
+            max_tokens: None,
+            max_tokens_field: None,
+            openrouter: None,
         });
     }
     config.routes.extend(opts.routes.clone());

@@ -20,6 +20,7 @@ mod openai;
 mod page;
 mod postgres;
 mod real_model;
+mod reasoning;
 mod retry;
 mod secrets;
 mod stream;

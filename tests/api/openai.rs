@@ -1,11 +1,13 @@
 //! The OpenAI-compatible client against a fake provider over real HTTP: streaming and plain
-//! answers, usage and cost, and each class of failure.
+//! answers, usage and cost, each class of failure, the output cap and cost request in the
+//! body, and reasoning sent in its own field; then a whole run on a fake reasoning provider.
 
 use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
 
 use actix_web::{web, App, HttpResponse, HttpServer};
 use conclave::modes::{CallErrorKind, ChatMessage};
-use conclave::providers::openai::OpenAiCompatible;
+use conclave::providers::openai::{OpenAiCompatible, TokenField};
 use conclave::providers::{ChatRequest, Provider};
 use serde_json::{json, Value};
 
@@ -42,6 +44,33 @@ async fn fake(body: web::Json<Value>, req: actix_web::HttpRequest) -> HttpRespon
         "no-choices" => HttpResponse::Ok().json(json!({ "choices": [] })),
         "stream-empty" => sse(&[r#"{"choices":[{"delta":{"role":"assistant"}}]}"#, "[DONE]"]),
         "stream-error" => sse(&[r#"{"error":{"message":"upstream overloaded"}}"#]),
+        // The request body itself, as the answer.
+        "echo" => HttpResponse::Ok().json(json!({
+            "choices": [{ "message": { "role": "assistant", "content": body.to_string() } }]
+        })),
+        "stream-reasoning" => sse(&[
+            r#"{"choices":[{"delta":{"role":"assistant","content":null,"reasoning_content":"Two and"}}]}"#,
+            r#"{"choices":[{"delta":{"content":null,"reasoning_content":" two..."}}]}"#,
+            r#"{"choices":[{"delta":{"content":"It is","reasoning_content":null}}]}"#,
+            r#"{"choices":[{"delta":{"content":" 4."}}]}"#,
+            "[DONE]",
+        ]),
+        "stream-reasoning-only" => sse(&[
+            r#"{"choices":[{"delta":{"reasoning":"Still thinking when the cap hit"}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#,
+            "[DONE]",
+        ]),
+        "plain-reasoning" => HttpResponse::Ok().json(json!({
+            "choices": [{ "message": { "role": "assistant", "content": "It is 4.",
+                                       "reasoning": "Two and two." } }]
+        })),
+        "plain-reasoning-only" => HttpResponse::Ok().json(json!({
+            "choices": [{ "message": { "role": "assistant", "content": null,
+                                       "reasoning_content": "Hmm." } }]
+        })),
+        "plain-nothing" => HttpResponse::Ok().json(json!({
+            "choices": [{ "message": { "role": "assistant", "content": "", "reasoning": "" } }]
+        })),
         _ => HttpResponse::NotFound().finish(),
     }
 }
@@ -60,7 +89,7 @@ fn start_fake() -> String {
 }
 
 fn ask(model: &str) -> ChatRequest {
-    ChatRequest { model: model.into(), messages: vec![ChatMessage::user("hi")] }
+    ChatRequest::new(model, vec![ChatMessage::user("hi")])
 }
 
 #[actix_web::test]
@@ -117,6 +146,63 @@ async fn failures_are_classified_with_the_providers_message() {
     assert_eq!(e.kind, CallErrorKind::Transport, "{}", e.message);
 }
 
+/// The body a provider receives carries the output cap in the route's field, and asks
+/// OpenRouter (and only OpenRouter) for the call's cost.
+#[actix_web::test]
+async fn the_body_carries_the_cap_and_asks_openrouter_for_cost() {
+    let base = start_fake();
+    let sent = |client: OpenAiCompatible| async move {
+        let request = ChatRequest { max_tokens: Some(300), ..ask("echo") };
+        let text = client.chat(request, None).await.unwrap().text;
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    let body = sent(OpenAiCompatible::new(&base, None)).await;
+    assert_eq!(body["max_tokens"], 300, "{body}");
+    assert!(body.get("max_completion_tokens").is_none() && body.get("usage").is_none(), "{body}");
+    let body =
+        sent(OpenAiCompatible::new(&base, None).token_field(TokenField::MaxCompletionTokens)).await;
+    assert_eq!(body["max_completion_tokens"], 300, "{body}");
+    assert!(body.get("max_tokens").is_none(), "{body}");
+    // A route forced to OpenRouter (the real one is known by its host, openrouter.ai).
+    let body = sent(OpenAiCompatible::new(&base, None).openrouter(true)).await;
+    assert_eq!(body["usage"], json!({ "include": true }), "{body}");
+    assert_eq!(body["max_tokens"], 300, "{body}");
+}
+
+/// Reasoning in its own field becomes a `<think>` block before the answer; streamed, the
+/// deltas add up to exactly the final text. A reply with reasoning and no answer keeps its
+/// (closed) trace; one with neither is malformed.
+#[actix_web::test]
+async fn reasoning_fields_become_a_think_block_before_the_answer() {
+    use conclave::modes::reading::split_reasoning;
+    let client = OpenAiCompatible::new(&start_fake(), None);
+    let streamed = |model: &'static str| {
+        let client = &client;
+        async move {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let text = client.chat(ask(model), Some(tx)).await.unwrap().text;
+            let mut live = String::new();
+            while let Ok(d) = rx.try_recv() {
+                live.push_str(&d);
+            }
+            assert_eq!(live, text, "{model}: the live text is the final text");
+            text
+        }
+    };
+    let text = streamed("stream-reasoning").await;
+    assert_eq!(text, "<think>\nTwo and two...\n</think>\n\nIt is 4.");
+    assert_eq!(split_reasoning(&text).answer, "It is 4.");
+    let only = streamed("stream-reasoning-only").await;
+    assert_eq!(only, "<think>\nStill thinking when the cap hit\n</think>\n\n");
+    assert_eq!(split_reasoning(&only).answer, "");
+    let plain = client.chat(ask("plain-reasoning"), None).await.unwrap().text;
+    assert_eq!(plain, "<think>\nTwo and two.\n</think>\n\nIt is 4.");
+    let plain_only = client.chat(ask("plain-reasoning-only"), None).await.unwrap().text;
+    assert_eq!(plain_only, "<think>\nHmm.\n</think>\n\n");
+    let e = client.chat(ask("plain-nothing"), None).await.unwrap_err();
+    assert_eq!(e.kind, CallErrorKind::Malformed, "{}", e.message);
+}
+
 /// The sim-server streams an answer in pieces spread over its latency, with a keep-alive
 /// comment in each pause longer than 100 ms, and the pieces read by the client add up to the
 /// very answer the same request gets unstreamed, with its usage.
@@ -158,11 +244,211 @@ async fn the_sim_server_streams_its_answer_over_the_latency_with_keepalives() {
     let usage = &data.last().unwrap()["usage"];
     assert!(usage["completion_tokens"].as_u64().unwrap() > 0, "{raw}");
     let client = OpenAiCompatible::new(&base, None);
-    let plain = ChatRequest {
-        model: "sim/alpha".into(),
-        messages: vec![ChatMessage::user("Why do streams pause?")],
-    };
+    let plain = ChatRequest::new("sim/alpha", vec![ChatMessage::user("Why do streams pause?")]);
     let whole = client.chat(plain, None).await.unwrap();
     assert_eq!(pieces.concat(), whole.text);
     assert_eq!(usage["prompt_tokens"].as_u64(), whole.usage.map(|u| u.prompt_tokens));
+}
+
+/// The request bodies a fake reasoning provider received.
+type Received = Arc<Mutex<Vec<Value>>>;
+
+/// A fake reasoning model server, streaming as the engine asks: its trace in
+/// `reasoning_content` deltas, then its answer. Votes for Response A after a draft that voted
+/// for Response B; titles without a trace.
+async fn reasoner(body: web::Json<Value>, received: web::Data<Received>) -> HttpResponse {
+    received.lock().unwrap().push(body.0.clone());
+    let model = body["model"].as_str().unwrap_or("").to_string();
+    let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+    let last = last["content"].as_str().unwrap_or("");
+    let (reasoning, content) = if last.starts_with("Generate a brief title") {
+        (None, "Reasoned Title".to_string())
+    } else if last.starts_with("After a round of deliberation") {
+        (Some("My draft says\nVOTE: Response B\nbut A is better."), "VOTE: Response A".into())
+    } else {
+        (Some("Let me weigh this."), format!("The answer of {model}."))
+    };
+    let chunk = |delta: Value| format!("data: {}\n\n", json!({ "choices": [{ "delta": delta }] }));
+    let mut out = String::new();
+    if let Some(r) = reasoning {
+        for piece in r.split_inclusive(' ') {
+            out.push_str(&chunk(json!({ "reasoning_content": piece, "content": null })));
+        }
+    }
+    out.push_str(&chunk(json!({ "content": content })));
+    out.push_str("data: [DONE]\n\n");
+    HttpResponse::Ok().content_type("text/event-stream").body(out)
+}
+
+/// A Vote run on a fake reasoning provider, through the real server: each call asks for its
+/// role's cap (the title 300, the rest the default 2 000 unless configured per mode and role),
+/// each stored answer and vote holds its trace in a `<think>` block, the same text the
+/// watchers saw streamed, and the votes are the answers', not the drafts'.
+#[actix_web::test]
+async fn a_run_on_a_reasoning_provider_stores_the_trace_and_counts_the_answer() {
+    use conclave::app::Application;
+    use conclave::config::Config;
+    use conclave::modes::reading::split_reasoning;
+
+    let received: Received = Arc::default();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let fake = format!("http://{}/v1", listener.local_addr().unwrap());
+    let data = web::Data::new(received.clone());
+    let server = HttpServer::new(move || {
+        App::new().app_data(data.clone()).route("/v1/chat/completions", web::post().to(reasoner))
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(listener)
+    .unwrap()
+    .run();
+    actix_web::rt::spawn(server);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::defaults();
+    config.bind = "127.0.0.1:0".into();
+    config.database_url = format!("sqlite://{}", dir.path().join("t.db").display());
+    config.token_flush = std::time::Duration::from_millis(20);
+    let file: conclave::config::FileConfig = toml::from_str(&format!(
+        "[max_tokens]\n\"vote.voter\" = 1500\n\
+         [[routes]]\nprefix = \"think/\"\nbase_url = \"{fake}\"\nstrip_prefix = false"
+    ))
+    .unwrap();
+    let parsed = Config::from_parts(file, &Default::default(), None, None, None).unwrap();
+    config.max_tokens = parsed.max_tokens;
+    config.routes = parsed.routes;
+    let app = Application::build(config).await.unwrap();
+    let token = crate::helpers::add_user(app.engine().store(), "tester", true).await;
+    let url = format!("ws://127.0.0.1:{}/ws", app.port());
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let handle = app.handle();
+    actix_web::rt::spawn(app.run_until_stopped());
+
+    let mut ws = crate::helpers::Ws::connect(&url, &token).await;
+    let request = json!({ "mode": "vote", "question": "Which is best?",
+                          "modeConfig": { "models": ["think/a", "think/b", "think/c"],
+                                          "chairmanModel": "think/a" } });
+    ws.send(json!({ "type": "start", "request": request })).await;
+    let (started, _) = ws.until("started", None).await;
+    let run = started["runId"].as_str().unwrap().to_string();
+    let events = ws.events_until_end(&run).await;
+    assert_eq!(events.last().unwrap()["event"], "complete", "{events:?}");
+    let mut live: std::collections::BTreeMap<String, String> = Default::default();
+    for e in events.iter().filter(|e| e["event"] == "token") {
+        let key = e["data"]["key"].as_str().unwrap().to_string();
+        live.entry(key).or_default().push_str(e["data"]["delta"].as_str().unwrap());
+    }
+
+    // Every call asked for its cap.
+    let bodies = received.lock().unwrap().clone();
+    let title = |b: &&Value| b["messages"][0]["content"].as_str().unwrap().starts_with("Generate");
+    let caps: Vec<(bool, u64)> =
+        bodies.iter().map(|b| (title(&b), b["max_tokens"].as_u64().unwrap())).collect();
+    assert_eq!(caps.len(), 7, "three answers, three votes and a title: {caps:?}");
+    assert!(caps.iter().all(|&(t, cap)| cap == if t { 300 } else { 1500 }), "{caps:?}");
+    assert!(bodies.iter().all(|b| b.get("usage").is_none()), "no cost asked of a local server");
+
+    let client = crate::helpers::client_with(&token);
+    let stored: Value = client
+        .get(format!("{base}/api/deliberations/{run}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stored["status"], "completed", "{stored}");
+    let result = &stored["result"];
+    let model_of = |key: &str| {
+        let start = events.iter().find(|e| e["event"] == "call_start" && e["data"]["key"] == key);
+        start.unwrap()["data"]["model"].as_str().unwrap().to_string()
+    };
+    // Stored whole, trace included, exactly as streamed; read without the trace.
+    for answer in result["stage1"].as_array().unwrap() {
+        let text = answer["response"].as_str().unwrap();
+        let model = answer["model"].as_str().unwrap();
+        assert_eq!(
+            text,
+            format!("<think>\nLet me weigh this.\n</think>\n\nThe answer of {model}.")
+        );
+        assert_eq!(split_reasoning(text).answer, format!("The answer of {model}."));
+    }
+    let votes = result["voteRound"]["votes"].as_array().unwrap();
+    assert_eq!(votes.len(), 3);
+    for vote in votes {
+        let text = vote["voteText"].as_str().unwrap();
+        let split = split_reasoning(text);
+        assert!(split.reasoning.unwrap().contains("VOTE: Response B"), "the draft is kept: {text}");
+        assert_eq!(split.answer, "VOTE: Response A");
+        assert_eq!(vote["votedFor"], "Response A", "the answer's vote, not the draft's");
+    }
+    assert_eq!(result["winner"]["winnerLabel"], "Response A");
+    assert_eq!(result["title"], "Reasoned Title");
+    let streamed = |key: &str| live.get(key).cloned().unwrap_or_default();
+    for key in live.keys().filter(|k| k.starts_with("stage1:")) {
+        let model = model_of(key);
+        let stored = result["stage1"].as_array().unwrap().iter().find(|a| a["model"] == model);
+        assert_eq!(streamed(key), stored.unwrap()["response"].as_str().unwrap(), "{key}");
+    }
+    for key in live.keys().filter(|k| k.starts_with("vote:")) {
+        let model = model_of(key);
+        let stored = votes.iter().find(|v| v["model"] == model).unwrap();
+        assert_eq!(streamed(key), stored["voteText"].as_str().unwrap(), "{key}");
+    }
+    assert_eq!(live.keys().filter(|k| *k != "title").count(), 6, "{:?}", live.keys());
+    handle.stop(false).await;
+}
+
+/// `sim/thinker` through the sim-server sends its trace in `reasoning_content` deltas (and
+/// the message's `reasoning_content`), and the client puts it back together as exactly the
+/// text the in-process sim answers; a cap cuts it as in-process.
+#[actix_web::test]
+async fn the_sim_thinker_sends_its_trace_apart_over_http() {
+    use conclave::providers::sim::{SimConfig, SimProvider};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let sim = SimProvider::new(SimConfig { latency_ms: 20, ..SimConfig::default() });
+    let (server, _) = conclave::providers::sim_server::build(listener, sim.clone()).unwrap();
+    actix_web::rt::spawn(server);
+    let question = || ChatRequest::new("sim/thinker", vec![ChatMessage::user("Why think?")]);
+    let in_process = sim.chat(question(), None).await.unwrap().text;
+    assert!(in_process.starts_with("<think>\n"), "{in_process}");
+
+    let body = json!({ "model": "sim/thinker", "stream": true,
+                       "messages": [{ "role": "user", "content": "Why think?" }] });
+    let raw = reqwest::Client::new()
+        .post(format!("{base}/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let deltas: Vec<Value> = raw
+        .split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str::<Value>(d).unwrap()["choices"][0]["delta"].clone())
+        .filter(|d| d.is_object())
+        .collect();
+    let reasoning = deltas.iter().filter(|d| d.get("reasoning_content").is_some()).count();
+    let first_content = deltas.iter().position(|d| d.get("content").is_some()).unwrap();
+    assert!(reasoning > 1 && first_content == reasoning, "trace first, then the answer: {raw}");
+    assert!(!raw.contains("<think>"), "no inline tags on the wire: {raw}");
+
+    let client = OpenAiCompatible::new(&base, None);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let streamed = client.chat(question(), Some(tx)).await.unwrap().text;
+    let mut live = String::new();
+    while let Ok(d) = rx.try_recv() {
+        live.push_str(&d);
+    }
+    assert_eq!((streamed.as_str(), live.as_str()), (in_process.as_str(), in_process.as_str()));
+    assert_eq!(client.chat(question(), None).await.unwrap().text, in_process);
+    let capped = ChatRequest { max_tokens: Some(20), ..question() };
+    let short = client.chat(capped.clone(), None).await.unwrap().text;
+    let short_here = sim.chat(capped, None).await.unwrap().text;
+    assert!(short.len() < in_process.len() && short_here.len() < in_process.len());
+    assert_eq!(short, format!("{}\n</think>\n\n", short_here.trim_end()), "cut inside the trace");
 }

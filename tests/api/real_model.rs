@@ -244,9 +244,11 @@ async fn jury_against_the_real_model() {
                 let stem = &v.to_lowercase()[..5];
                 let t = said(text);
                 let stated = t.contains(stem)
-                    || ["aprob", "rejet", "rechaz", "ablehn", "genehm", "révis", "revis", "überarb"]
-                        .iter()
-                        .any(|w| t.contains(w));
+                    || [
+                        "aprob", "rejet", "rechaz", "ablehn", "genehm", "révis", "revis", "überarb",
+                    ]
+                    .iter()
+                    .any(|w| t.contains(w));
                 assert!(stated, "verdict {v} is not in: {text}");
             }
             None => no_verdict += 1,
