@@ -70,11 +70,9 @@ fn out_of_range_scores_are_null_and_halves_round() {
 }
 
 #[test]
-fn verdict_fallback_reads_the_end_of_the_text() {
-    assert_eq!(
-        parse_verdict("Long notes...\nIn the end I would approve this."),
-        Some(Verdict::Approve)
-    );
+fn a_verdict_word_that_is_only_mentioned_is_no_verdict() {
+    // The seed's fallback (a verdict word near the end) is gone: a mention is not a verdict.
+    assert_eq!(parse_verdict("Long notes...\nIn the end I would approve this."), None);
     assert_eq!(parse_verdict("nothing decisive"), None);
     assert_eq!(parse_verdict("APPROVED is not a verdict word; REVISED neither"), None);
 }
@@ -116,6 +114,7 @@ fn juror(model: &str, s: Option<DimensionScores>, verdict: Option<Verdict>) -> J
         verdict,
         recommendations: vec![],
         response_time_ms: 1,
+        unparsed: None,
     }
 }
 
