@@ -232,6 +232,7 @@ fn verdict(role: &str, scores: [f64; 7]) -> Verdict {
         justification: None,
         response_time_ms: 1,
         parse_success: true,
+        unparsed: None,
     }
 }
 
