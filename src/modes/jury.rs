@@ -336,11 +336,11 @@ fn tail_re() -> &'static Regex {
     })
 }
 
-/// A score: rounded to the nearest integer (`7.5` → 8), null outside 1-10.
+/// A score: null outside 1-10 (`0.99`, `10.5`, `11`), else rounded to the nearest integer
+/// (`7.5` → 8).
 fn score_of(text: &str) -> Option<i64> {
     let v: f64 = text.parse().ok()?;
-    let r = v.round();
-    (1.0..=10.0).contains(&r).then_some(r as i64)
+    (1.0..=10.0).contains(&v).then_some(v.round() as i64)
 }
 
 /// A stated number read with what follows it: `8`, `8/10`, `8 out of 10` are scores; a
