@@ -204,12 +204,11 @@ pub fn parse_revision(raw: &str) -> ParsedRevision {
         return none(Unparsed::ReasoningOnly);
     }
     let text = split.answer.as_ref();
-    let stated = last_stated(text, decision_labels(), decision_word);
-    if stated.is_none() {
-        if let Some(p) = json_revision(text) {
-            return p;
-        }
+    // A revision written as JSON is read as JSON (its fields, not the text around them).
+    if let Some(p) = json_revision(text) {
+        return p;
     }
+    let stated = last_stated(text, decision_labels(), decision_word);
     let decision = stated.map(|s| s.value.to_string());
     let after_decision = stated.map_or(0, |s| s.end);
     let revised_m = revised_re().find_iter(text).filter(|m| m.start() >= after_decision).last();
