@@ -189,8 +189,8 @@ fn json_revision(answer: &str) -> Option<ParsedRevision> {
 /// the answer states (`DECISION: X`, a `## Decision` heading with the word under it, JSON, a
 /// few other languages), so a model quoting the prompt's template first is read by its own
 /// answer; a decision word only mentioned ("I can't decide whether to revise or stand",
-/// `[REVISE|STAND|MERGE]`) is none. The reasoning runs to a blank line or the `REVISED
-/// RESPONSE:` marker; the response is everything after the last marker, or, without one, the
+/// `[REVISE|STAND|MERGE]`) is none. A JSON revision with a decision is read from its fields.
+/// Otherwise the reasoning runs to a blank line or the `REVISED RESPONSE:` marker; the response is everything after the last marker, or, without one, the
 /// text after the decision block.
 pub fn parse_revision(raw: &str) -> ParsedRevision {
     let split = split_reasoning(raw);
