@@ -620,7 +620,10 @@ fn reply(text: &str) -> CallReply {
     }
 }
 
-fn check_corpus(cases: &[(&str, &str, [Option<f64>; 7], Option<Unparsed>)]) {
+/// A case: its name, the reply, the scores and why the scorecard could not be read.
+type Case<'a> = (&'a str, &'a str, [Option<f64>; 7], Option<Unparsed>);
+
+fn check_corpus(cases: &[Case]) {
     for (name, text, scores, unparsed) in cases {
         assert_eq!(parse_scores(text).0, *scores, "{name}: scores");
         let v = read_verdict("skeptic", &reply(text)).unwrap();
@@ -678,7 +681,7 @@ fn adversarial_replies_parse_as_a_careful_reader_reads_them() {
     let odd = "Evidence Quality: 3-4\nAccessibility: 4/5\nObjectivity: -2\nFactual Accuracy: 8\nBias Detection: 10/10\nInternal Consistency: 7\nFirst-Principles Coherence: 9-10 every conclusion traces to stated premises";
     let strings = "Scores below.\n```json\n{\"scores\": {\"firstPrinciplesCoherence\": \"7/10\", \"internalConsistency\": \"8\", \"evidenceQuality\": 6, \"accessibility\": 9, \"objectivity\": 5, \"factualAccuracy\": 7.5, \"biasDetection\": 6}}\n```";
     let dims = dimension_list();
-    let cases: Vec<(&str, &str, [Option<f64>; 7], Option<Unparsed>)> = vec![
+    let cases: Vec<Case> = vec![
         ("a draft scorecard in think", &in_think, want, None),
         ("a think block after the scorecard", &think_after, want, None),
         ("a template-opened block", &opened, want, None),
