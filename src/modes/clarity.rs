@@ -1039,11 +1039,10 @@ impl Clarity {
                            "responseTimeMs": reply.response_time_ms,
                            "error": reply.result.as_ref().err().map(|e| e.message.clone()) });
         // An Arbiter that answered without a readable score for a disputed dimension: why.
-        if let Ok(text) = &reply.result {
-            if arbiter.is_empty() {
-                data["unparsed"] = json!(Unparsed::of(text));
-            }
-        }
+        data["unparsed"] = match &reply.result {
+            Ok(text) if arbiter.is_empty() => json!(Unparsed::of(text)),
+            _ => Value::Null,
+        };
         // Only a backup that answered stands in for the Arbiter.
         if let Some(from) = fallback_from.filter(|_| reply.result.is_ok()) {
             data["fallbackFrom"] = json!(from);

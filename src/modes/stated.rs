@@ -54,7 +54,7 @@ fn negation_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"(?i)\b(?:no|not|never|cannot|can\s+not|without|neither|nor|either|if|whether|unless|would|could|should|might|may|ni|non|pas|ne|sans|nicht|kein\w*|weder|ohne|não|nao|nem|sin|senza|se|si|wenn|ob|falls)\b|n['’]t\b",
+            r"(?i)\b(?:no|not|never|cannot|can\s+not|without|neither|nor|if|whether|unless|would|could|should|might|may|ni|non|pas|ne|sans|nicht|kein\w*|weder|ohne|não|nao|nem|sin|senza|se|si|wenn|ob|falls)\b|n['’]t\b",
         )
         .unwrap_or_else(|_| unreachable!())
     })
@@ -149,7 +149,17 @@ pub fn last_stated<T>(
         else {
             continue;
         };
-        if let Some(value) = word(w.as_str()) {
+        let Some(value) = word(w.as_str()) else { continue };
+        // A list of choices under the heading (`APPROVE` / `REVISE` / `REJECT`, one a line)
+        // states none of them.
+        let after = &answer[line_start + line.len()..];
+        let listed = after.lines().map(str::trim).find(|l| !l.is_empty()).is_some_and(|l| {
+            lone_word_re()
+                .captures(l)
+                .and_then(|c| c.get(1))
+                .is_some_and(|n| word(n.as_str()).is_some())
+        });
+        if !listed {
             keep(line_start + w.start(), Stated { value, end: line_start + w.end() });
         }
     }
@@ -181,6 +191,7 @@ mod tests {
         assert_eq!(read("| Answer | no | because |"), Some(false));
         assert_eq!(read("### Answer\n\n**Yes**\n"), Some(true));
         assert_eq!(read("ANSWER: [yes]"), Some(true));
+        assert_eq!(read("Either way, answer: no"), Some(false));
         assert_eq!(read("ANSWER: yes\nlater ANSWER: no"), Some(false), "the last counts");
         for t in [
             "ANSWER: [yes|no]",
@@ -194,6 +205,7 @@ mod tests {
             "I say yes. No answer though",
             "### Answer\nI think yes",
             "### Answer\n### Notes\nyes",
+            "### Answer\nyes\nno\n",
         ] {
             assert_eq!(read(t), None, "{t}");
         }
