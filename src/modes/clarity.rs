@@ -427,9 +427,9 @@ fn line_score(line_rest: &str) -> Option<f64> {
         return None;
     }
     let after = after.trim_start_matches(['*', '_', ' ']);
-    if after.starts_with(['-', '–'])
-        && after[1..].trim_start().starts_with(|c: char| c.is_ascii_digit())
-    {
+    // A range: `7-8`, `7 – 8`.
+    let range = after.strip_prefix(['-', '–']);
+    if range.is_some_and(|r| r.trim_start().starts_with(|c: char| c.is_ascii_digit())) {
         return None;
     }
     let scale = after

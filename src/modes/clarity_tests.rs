@@ -678,7 +678,7 @@ fn adversarial_replies_parse_as_a_careful_reader_reads_them() {
     let unclosed = format!("<think>\nMy scores would be {} but let me check the", json_card(last));
     let table = "| Dimension | Score |\n|---|:-:|\n| First-Principles Coherence | 7 |\n| Internal Consistency | 8 |\n| Evidence Quality | 6 |\n| Accessibility | 9 |\n| Objectivity | 5 |\n| Factual Accuracy | 7.5 |\n| Bias Detection | 6 |";
     let lines = "- First-Principles Coherence: 7/10\n- **Internal Consistency**: **8**\n- Evidence Quality — 6 out of 10\n- accessibility = 9\n- Objectivity: 5\n- Factual Accuracy: 7.5\n- Bias Detection: 6";
-    let odd = "Evidence Quality: 3-4\nAccessibility: 4/5\nObjectivity: -2\nFactual Accuracy: 8\nBias Detection: 10/10\nInternal Consistency: 7\nFirst-Principles Coherence: 9-10 every conclusion traces to stated premises";
+    let odd = "Evidence Quality: 3–4\nAccessibility: 4/5\nObjectivity: -2\nFactual Accuracy: 8\nBias Detection: 10/10\nInternal Consistency: 7\nFirst-Principles Coherence: 9-10 every conclusion traces to stated premises";
     let strings = "Scores below.\n```json\n{\"scores\": {\"firstPrinciplesCoherence\": \"7/10\", \"internalConsistency\": \"8\", \"evidenceQuality\": 6, \"accessibility\": 9, \"objectivity\": 5, \"factualAccuracy\": 7.5, \"biasDetection\": 6}}\n```";
     let dims = dimension_list();
     let cases: Vec<Case> = vec![
@@ -793,7 +793,7 @@ proptest! {
     }
 
     #[test]
-    fn no_input_makes_the_reader_panic(text in "(\\PC|<think>|</think>|\\{\"scores\": |\\}|```|: ){0,120}") {
+    fn no_input_makes_the_reader_panic(text in "(\\PC|<think>|</think>|\\{\"scores\": |\\}|```|: |Objectivity: |7|–|-|/){0,120}") {
         let v = read_verdict("skeptic", &reply(&text)).unwrap();
         prop_assert_eq!(v.parse_success, v.unparsed.is_none());
     }

@@ -506,7 +506,7 @@ proptest! {
     }
 
     #[test]
-    fn no_input_makes_the_parser_panic(text in "(\\PC|<think>|</think>|DECISION: |REVISED RESPONSE:|\\{|\\}|```){0,120}") {
+    fn no_input_makes_the_parser_panic(text in "(\\PC|<think>|</think>|DECISION: |## Decision\n|REVISED RESPONSE:|REASONING: |\\{|\\}|```|–|\n){0,120}") {
         let p = parse_revision(&text);
         prop_assert_eq!(p.decision.is_none(), p.unparsed.is_some());
     }

@@ -604,7 +604,7 @@ proptest! {
     /// No input makes the parsers panic, a draft verdict or a scorecard inside a block
     /// included.
     #[test]
-    fn no_input_makes_a_parser_panic(text in "(\\PC|<think>|</think>|\\||VERDICT: |\\{|\\}|```){0,120}") {
+    fn no_input_makes_a_parser_panic(text in "(\\PC|<think>|</think>|\\||VERDICT: |Accuracy: |### Verdict\n|\\{|\\}|```|7|–|-|/|\n){0,120}") {
         let _ = assess("m", &text, 1);
         let _ = dissent(&text);
     }
