@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{mark_from_rows, Batch, Calls, Routed, TitleTracker, TITLE_KEY};
+use super::reading::{split_reasoning, Unparsed};
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
     ModeKind, RunContext, StageRow, ValidRequest,
@@ -407,8 +408,53 @@ fn score_value(v: &Value) -> Option<f64> {
     (0.0..=10.0).contains(&n).then(|| (n * 10.0).round() / 10.0)
 }
 
-/// Scores by dimension, from the JSON object or `Name: N` lines.
+/// The score a `Name: N` line (or table row `| Name | N |`) states after its name: `7`,
+/// `8/10`, `**6.5**`, `7 out of 10`. A range (`7-8`, the guideline's `9-10`) or another scale
+/// (`4/5`) states none.
+fn line_score(line_rest: &str) -> Option<f64> {
+    let rest = line_rest.trim_start_matches([' ', ':', '-', '—', '–', '=', '|', '*', '_', '`']);
+    // A minus sign just before the number (`: -3`) makes it negative: no score.
+    if line_rest[..line_rest.len() - rest.len()].ends_with(['-', '–'])
+        && rest.starts_with(|c: char| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let rest = rest.trim();
+    let len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+    let (num, after) = rest.split_at(len);
+    let num = num.trim_end_matches('.');
+    if num.is_empty() {
+        return None;
+    }
+    let after = after.trim_start_matches(['*', '_', ' ']);
+    // A range: `7-8`, `7 – 8`.
+    let range = after.strip_prefix(['-', '–']);
+    if range.is_some_and(|r| r.trim_start().starts_with(|c: char| c.is_ascii_digit())) {
+        return None;
+    }
+    let scale = after
+        .strip_prefix('/')
+        .or_else(|| after.strip_prefix("out of"))
+        .map(|s| s.trim_start_matches(['*', '_', ' ']));
+    if let Some(scale) = scale {
+        let n = scale.find(|c: char| !c.is_ascii_digit()).unwrap_or(scale.len());
+        if scale[..n] != *"10" {
+            return None;
+        }
+    }
+    score_value(&Value::String(num.to_string()))
+}
+
+/// Scores by dimension, from the answer part of a reply: the last JSON object with `scores`,
+/// else `Dimension: N` lines or table rows (the last line naming a dimension wins). A draft
+/// scorecard in a `<think>` block never counts; a reply whose reasoning never closed has
+/// none.
 pub fn parse_scores(text: &str) -> ([Option<f64>; 7], Option<Value>) {
+    let split = split_reasoning(text);
+    if split.unclosed {
+        return ([None; 7], None);
+    }
+    let text = split.answer.as_ref();
     if let Some(obj) = last_json_object(text) {
         let scores = &obj["scores"];
         let s = std::array::from_fn(|i| {
@@ -420,15 +466,12 @@ pub fn parse_scores(text: &str) -> ([Option<f64>; 7], Option<Value>) {
     let s = std::array::from_fn(|i| {
         let d = &DIMENSIONS[i];
         text.lines().rev().find_map(|line| {
-            let l = line.trim().trim_start_matches(['-', '*', ' ']).replace("**", "");
+            let l = line.trim().trim_start_matches(['-', '*', ' ', '|']).replace("**", "");
             let lower = l.to_lowercase();
             let rest = [d.name.to_lowercase(), d.key.to_lowercase()]
                 .iter()
                 .find_map(|n| lower.strip_prefix(n.as_str()).map(|r| r.to_string()))?;
-            let rest = rest.trim_start_matches([' ', ':', '-', '—', '=', '|']).trim();
-            let num: String =
-                rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
-            score_value(&Value::String(num))
+            line_score(&rest)
         })
     });
     (s, None)
@@ -483,6 +526,10 @@ pub struct Verdict {
     pub justification: Option<String>,
     pub response_time_ms: i64,
     pub parse_success: bool,
+    /// Why the scorecard could not be read (fewer than four scores): `refused`,
+    /// `reasoning_only` or `no_answer`. Null when it was.
+    #[serde(default)]
+    pub unparsed: Option<Unparsed>,
 }
 
 /// Scores as `{dimensionKey: score}` in JSON.
@@ -519,16 +566,19 @@ pub fn read_verdict(role: &str, reply: &CallReply) -> Option<Verdict> {
     let readable = scores.iter().filter(|s| s.is_some()).count();
     let s =
         |k: &str| obj.as_ref().and_then(|o| o.get(k)).and_then(Value::as_str).map(str::to_string);
+    // Without a critique field, the start of the answer (never of the reasoning).
+    let answer = split_reasoning(text).answer;
     Some(Verdict {
         role: role.to_string(),
         model: reply.model.clone(),
         overall: weighted(&scores),
-        critique: s("critique").unwrap_or_else(|| text.chars().take(600).collect()),
+        critique: s("critique").unwrap_or_else(|| answer.chars().take(600).collect()),
         issues: issues_of(obj.as_ref()),
         justification: s("justification"),
         scores,
         response_time_ms: reply.response_time_ms as i64,
         parse_success: readable >= 4,
+        unparsed: (readable < 4).then(|| Unparsed::of(text)),
     })
 }
 
@@ -888,12 +938,10 @@ impl Clarity {
         let mut out = Vec::new();
         let mut changes = Vec::new();
         for (i, before) in self.current.clone().iter().enumerate() {
-            let revised = replies
-                .get(i)
-                .and_then(|r| read_verdict(&before.role, r))
-                .filter(|v| v.parse_success);
-            match revised {
-                Some(mut v) => {
+            let reply = replies.get(i);
+            let read = reply.and_then(|r| read_verdict(&before.role, r));
+            match read {
+                Some(mut v) if v.parse_success => {
                     // A dimension left out of the revision keeps its earlier score.
                     for k in 0..7 {
                         if v.scores[k].is_none() {
@@ -906,6 +954,12 @@ impl Clarity {
                     changes.push(json!({ "role": v.role, "changedDimensions": changed, "justification": v.justification }));
                     out.push(Self::verdict_row("discussion", 3, &v, replies[i].result.as_deref().unwrap_or("")));
                     self.current[i] = v;
+                }
+                // A reply that could not be read is kept (its raw text and why), and the
+                // evaluator keeps its first verdict.
+                Some(v) => {
+                    changes.push(json!({ "role": before.role, "changedDimensions": [], "justification": null, "failed": true, "unparsed": v.unparsed }));
+                    out.push(Self::verdict_row("discussion", 3, &v, replies[i].result.as_deref().unwrap_or("")));
                 }
                 None => changes.push(json!({ "role": before.role, "changedDimensions": [], "justification": null, "failed": true })),
             }
@@ -984,6 +1038,11 @@ impl Clarity {
         let mut data = json!({ "model": reply.model, "scores": arbiter, "reasoning": reasoning,
                            "responseTimeMs": reply.response_time_ms,
                            "error": reply.result.as_ref().err().map(|e| e.message.clone()) });
+        // An Arbiter that answered without a readable score for a disputed dimension: why.
+        data["unparsed"] = match &reply.result {
+            Ok(text) if arbiter.is_empty() => json!(Unparsed::of(text)),
+            _ => Value::Null,
+        };
         // Only a backup that answered stands in for the Arbiter.
         if let Some(from) = fallback_from.filter(|_| reply.result.is_ok()) {
             data["fallbackFrom"] = json!(from);

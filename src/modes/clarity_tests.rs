@@ -232,6 +232,7 @@ fn verdict(role: &str, scores: [f64; 7]) -> Verdict {
         justification: None,
         response_time_ms: 1,
         parse_success: true,
+        unparsed: None,
     }
 }
 
@@ -605,4 +606,195 @@ fn validation() {
         Clarity::new(&v.config, ctx("q", vec![], false)).arbiter_fallback.as_deref(),
         Some("sim/sonnet")
     );
+}
+
+// ---- the corpus: real and adversarial replies, each with the parse a careful reader expects --
+
+fn reply(text: &str) -> CallReply {
+    CallReply {
+        key: "evaluate:0".into(),
+        model: "m".into(),
+        response_time_ms: 1,
+        result: Ok(text.into()),
+        usage: None,
+    }
+}
+
+/// A case: its name, the reply, the scores and why the scorecard could not be read.
+type Case<'a> = (&'a str, &'a str, [Option<f64>; 7], Option<Unparsed>);
+
+fn check_corpus(cases: &[Case]) {
+    for (name, text, scores, unparsed) in cases {
+        assert_eq!(parse_scores(text).0, *scores, "{name}: scores");
+        let v = read_verdict("skeptic", &reply(text)).unwrap();
+        assert_eq!(v.unparsed, *unparsed, "{name}: unparsed");
+        assert_eq!(v.parse_success, unparsed.is_none(), "{name}: parseSuccess");
+        assert!(!v.critique.contains("<think"), "{name}: a trace in the critique");
+    }
+}
+
+/// Replies of SmolLM2-135M-Instruct to the evaluation prompt (each persona's system prompt
+/// and `evaluation_prompt`), verbatim (`corpus/clarity/SOURCES.md`). None has a scorecard:
+/// it restates its persona, repeats the brief, or writes a letter. One echoes the guideline
+/// (`First-Principles Coherence: 9-10 all correct; …`), a range, not a score.
+#[test]
+fn real_replies_parse_as_a_careful_reader_reads_them() {
+    let none = [None; 7];
+    let no = Some(Unparsed::NoAnswer);
+    let cases = [
+        ("smollm2-01", include_str!("corpus/clarity/smollm2-01.txt"), none, no),
+        ("smollm2-02", include_str!("corpus/clarity/smollm2-02.txt"), none, no),
+        ("smollm2-03", include_str!("corpus/clarity/smollm2-03.txt"), none, no),
+        ("smollm2-04", include_str!("corpus/clarity/smollm2-04.txt"), none, no),
+        ("smollm2-05", include_str!("corpus/clarity/smollm2-05.txt"), none, no),
+        ("smollm2-06", include_str!("corpus/clarity/smollm2-06.txt"), none, no),
+        ("smollm2-07", include_str!("corpus/clarity/smollm2-07.txt"), none, no),
+        ("smollm2-08", include_str!("corpus/clarity/smollm2-08.txt"), none, no),
+        ("smollm2-09", include_str!("corpus/clarity/smollm2-09.txt"), none, no),
+    ];
+    check_corpus(&cases);
+}
+
+fn json_card(s: [f64; 7]) -> String {
+    let pairs: Vec<String> =
+        DIMENSIONS.iter().zip(s).map(|(d, v)| format!("\"{}\": {v}", d.key)).collect();
+    format!("{{\"scores\": {{{}}}, \"critique\": \"c\", \"issues\": []}}", pairs.join(", "))
+}
+
+#[test]
+fn adversarial_replies_parse_as_a_careful_reader_reads_them() {
+    use Unparsed::*;
+    let (draft, last) = ([2.0; 7], [7.0, 8.0, 6.0, 9.0, 5.0, 7.5, 6.0]);
+    let want = last.map(Some);
+    let none = [None; 7];
+    let in_think = format!(
+        "<think>\nFirst try:\n{}\nToo harsh.\n</think>\n\n```json\n{}\n```",
+        json_card(draft),
+        json_card(last)
+    );
+    let think_after =
+        format!("{}\n<think>Should it be {}?</think>", json_card(last), json_card(draft));
+    let opened = format!("{}\n</think>\n{}", json_card(draft), json_card(last));
+    let unclosed = format!("<think>\nMy scores would be {} but let me check the", json_card(last));
+    let table = "| Dimension | Score |\n|---|:-:|\n| First-Principles Coherence | 7 |\n| Internal Consistency | 8 |\n| Evidence Quality | 6 |\n| Accessibility | 9 |\n| Objectivity | 5 |\n| Factual Accuracy | 7.5 |\n| Bias Detection | 6 |";
+    let lines = "- First-Principles Coherence: 7/10\n- **Internal Consistency**: **8**\n- Evidence Quality — 6 out of 10\n- accessibility = 9\n- Objectivity: 5\n- Factual Accuracy: 7.5\n- Bias Detection: 6";
+    let odd = "Evidence Quality: 3–4\nAccessibility: 4/5\nObjectivity: -2\nFactual Accuracy: 8\nBias Detection: 10/10\nInternal Consistency: 7\nFirst-Principles Coherence: 9-10 every conclusion traces to stated premises";
+    let strings = "Scores below.\n```json\n{\"scores\": {\"firstPrinciplesCoherence\": \"7/10\", \"internalConsistency\": \"8\", \"evidenceQuality\": 6, \"accessibility\": 9, \"objectivity\": 5, \"factualAccuracy\": 7.5, \"biasDetection\": 6}}\n```";
+    let dims = dimension_list();
+    let cases: Vec<Case> = vec![
+        ("a draft scorecard in think", &in_think, want, None),
+        ("a think block after the scorecard", &think_after, want, None),
+        ("a template-opened block", &opened, want, None),
+        ("an unclosed trace", &unclosed, none, Some(ReasoningOnly)),
+        ("only reasoning", "<think>7, 8, 6, 9, 5, 7.5, 6</think>", none, Some(ReasoningOnly)),
+        (
+            "a refusal",
+            "I cannot score this brief; scoring policy is outside my role.",
+            none,
+            Some(Refused),
+        ),
+        (
+            "a refusal naming dimensions",
+            "I can't rate Evidence Quality or Objectivity without the sources.",
+            none,
+            Some(Refused),
+        ),
+        ("a Markdown table", table, want, None),
+        ("lines", lines, want, None),
+        (
+            "ranges, other scales, a minus",
+            odd,
+            [None, Some(7.0), None, None, None, Some(8.0), Some(10.0)],
+            Some(NoAnswer),
+        ),
+        ("string scores in a fence", strings, want, None),
+        ("the format echoed", FORMAT, none, Some(NoAnswer)),
+        ("the dimension list echoed", &dims, none, Some(NoAnswer)),
+    ];
+    check_corpus(&cases);
+}
+
+#[test]
+fn unparsed_evaluators_say_why_live_and_from_rows() {
+    let mut c = clarity("auto");
+    let mut all = c.start();
+    let calls = stage_calls(&all);
+    let mut low = [7.0; 7];
+    low[2] = 3.0;
+    let e = feed(
+        &mut c,
+        vec![
+            ok(&calls[0], &format!("<think>{}</think>\n{}", card([1.0; 7], ""), card(low, ""))),
+            ok(&calls[1], &card([7.0; 7], "")),
+            ok(&calls[2], &card([7.0; 7], "")),
+        ],
+    );
+    let first = emitted(&e, "evaluator_complete").unwrap()["data"].clone();
+    assert_eq!(
+        (first["scores"]["evidenceQuality"].clone(), first["unparsed"].clone()),
+        (json!(3.0), json!(null))
+    );
+    let disc = stage_calls(&e);
+    all.extend(e);
+    let e = feed(
+        &mut c,
+        vec![
+            ok(&disc[0], "I cannot revise scores for a brief I consider unfair."),
+            ok(&disc[1], "<think>Maybe 6 on evidence"),
+            ok(&disc[2], &card([7.0; 7], "")),
+        ],
+    );
+    let done = emitted(&e, "discussion_complete").unwrap()["data"].clone();
+    assert_eq!(done["changes"][0]["unparsed"], "refused");
+    assert_eq!(done["changes"][1]["unparsed"], "reasoning_only");
+    assert_eq!(done["changes"][0]["failed"], true);
+    assert_eq!(done["verdicts"][0]["scores"]["evidenceQuality"], 3.0, "the first verdict stands");
+    let arb = stage_calls(&e);
+    all.extend(e);
+    let out = c.on_reply(ok(&arb[0], "I'm unable to judge this; the brief is too short."));
+    let arbiter = emitted(&out, "arbiter_complete").unwrap()["data"].clone();
+    assert_eq!(arbiter["unparsed"], "refused");
+    all.extend(out);
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["evaluations"][0], first);
+    assert_eq!(loaded["arbiter"], arbiter);
+    let kept: Vec<Value> = loaded["discussion"].as_array().unwrap().clone();
+    assert_eq!(kept.len(), 3, "unreadable discussion replies are kept");
+    assert_eq!(
+        kept.iter().map(|v| v["unparsed"].clone()).collect::<Vec<_>>(),
+        vec![json!("refused"), json!("reasoning_only"), json!(null)]
+    );
+    assert_eq!(loaded["score"], emitted(&all, "score_complete").unwrap()["data"]);
+}
+
+fn answers() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(card([7.0, 8.0, 6.0, 9.0, 5.0, 7.5, 6.0], "")),
+        Just(
+            "- Evidence Quality: 6/10\n- Objectivity: 5\n- Accessibility: 9\n- Bias Detection: 4"
+                .to_string()
+        ),
+        Just("I cannot score this brief.".to_string()),
+        "[A-Za-z0-9:{}\"|\\-\n ]{1,120}",
+    ]
+}
+
+proptest! {
+    /// Whatever a closed `<think>` block holds, what is read after it is what the answer
+    /// alone gives.
+    #[test]
+    fn a_closed_think_block_never_changes_the_parse(inside in "\\PC{0,300}", answer in answers()) {
+        let low = inside.to_lowercase();
+        prop_assume!(!low.contains("think>") && !low.contains("<think"));
+        prop_assume!(!answer.contains('<') && !answer.trim().is_empty());
+        let text = format!("<think>{inside}</think>\n{answer}");
+        prop_assert_eq!(parse_scores(&text), parse_scores(answer.trim()));
+        prop_assert_eq!(read_verdict("skeptic", &reply(&text)), read_verdict("skeptic", &reply(answer.trim())));
+    }
+
+    #[test]
+    fn no_input_makes_the_reader_panic(text in "(\\PC|<think>|</think>|\\{\"scores\": |\\}|```|: |Objectivity: |7|–|-|/){0,120}") {
+        let v = read_verdict("skeptic", &reply(&text)).unwrap();
+        prop_assert_eq!(v.parse_success, v.unparsed.is_none());
+    }
 }

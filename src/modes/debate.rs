@@ -14,6 +14,8 @@ use super::common::{
     answer_of, create_label_map, label, mark_from_rows, title_prompt, word_count, Answer, Batch,
     Calls, TitleTracker, TITLE_KEY,
 };
+use super::jury::stated::{last_stated, Labels};
+use super::reading::{answer_text, json_values, split_reasoning, Unparsed};
 use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, round, vote_prompt,
 };
@@ -104,15 +106,35 @@ REVISED RESPONSE:\n\
 pub struct ParsedRevision {
     pub decision: Option<String>,
     pub reasoning: Option<String>,
+    /// From the answer part of the reply: never a reasoning trace.
     pub revised_response: Option<String>,
+    /// Why no decision was read (null when one was).
+    #[serde(default)]
+    pub unparsed: Option<Unparsed>,
 }
 
-fn decision_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    // `DECISION: REVISE`, `**Decision:** **MERGE**`, `Decision - stand`.
-    RE.get_or_init(|| {
-        Regex::new(r"(?i)decision[*_\s]*[:\-][*_\s]*(revise|stand|merge)\b")
-            .unwrap_or_else(|_| unreachable!())
+/// A decision word, in English or a few other languages (`REVISAR`, `MAINTENIR`,
+/// `ZUSAMMENFÜHREN`).
+fn decision_word(word: &str) -> Option<&'static str> {
+    match word.to_lowercase().as_str() {
+        "revise" | "revisar" | "réviser" | "reviser" | "rivedere" | "überarbeiten"
+        | "ueberarbeiten" | "herzien" => Some("REVISE"),
+        "stand" | "mantener" | "manter" | "maintenir" | "mantenere" | "beibehalten"
+        | "behouden" => Some("STAND"),
+        "merge" | "fusionar" | "combinar" | "mesclar" | "fundir" | "fusionner" | "unire"
+        | "zusammenführen" | "zusammenfuehren" | "samenvoegen" => Some("MERGE"),
+        _ => None,
+    }
+}
+
+fn decision_labels() -> &'static Labels {
+    static L: OnceLock<Labels> = OnceLock::new();
+    // `DECISION: REVISE`, `**Decision:** **MERGE**`, `Decision - stand`, `Choice: b) STAND`,
+    // `DECISIÓN: REVISAR`, `DÉCISION : MAINTENIR`, `ENTSCHEIDUNG: ZUSAMMENFÜHREN`.
+    L.get_or_init(|| {
+        Labels::new(
+            r"(?:final\s+|my\s+)?(?:decision|choice)|decisión|decisão|décision|decisione|entscheidung|beslissing",
+        )
     })
 }
 
@@ -131,16 +153,65 @@ fn revised_re() -> &'static Regex {
     })
 }
 
-/// Reads a revision. The last `DECISION:` line counts (a model quoting the prompt's template
-/// first is read by its own answer); the reasoning runs to a blank line or the
-/// `REVISED RESPONSE:` marker; the response is everything after the last marker, or, without
-/// one, the text after the decision block.
-pub fn parse_revision(text: &str) -> ParsedRevision {
-    let decision_m = decision_re().captures_iter(text).last();
-    let decision = decision_m.as_ref().and_then(|c| c.get(1)).map(|m| m.as_str().to_uppercase());
-    let after_decision = decision_m.as_ref().and_then(|c| c.get(0)).map_or(0, |m| m.end());
-    let revised_m =
-        revised_re().find_iter(text).filter(|m| m.start() >= after_decision.min(text.len())).last();
+/// A revision written as JSON: `{"decision": "REVISE", "reasoning": …, "revised_response":
+/// …}` (the last object with a decision that reads as one).
+fn json_revision(answer: &str) -> Option<ParsedRevision> {
+    json_values(answer).into_iter().rev().find_map(|v| {
+        let o = v.as_object()?;
+        let field = |keys: &[&str]| {
+            keys.iter().find_map(|k| {
+                o.iter()
+                    .find(|(name, _)| name.eq_ignore_ascii_case(k))
+                    .and_then(|(_, v)| v.as_str())
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+            })
+        };
+        let word = field(&["decision", "choice"])?;
+        let decision = decision_word(word.trim_matches(['*', '_', '[', ']', '.', ' ']))?;
+        Some(ParsedRevision {
+            decision: Some(decision.to_string()),
+            reasoning: field(&["reasoning", "reason"]),
+            revised_response: field(&[
+                "revised_response",
+                "revisedResponse",
+                "revised response",
+                "response",
+                "answer",
+            ]),
+            unparsed: None,
+        })
+    })
+}
+
+/// Reads a revision from the answer part of the reply (a draft decision in a `<think>` block
+/// never counts; a reply whose reasoning never closed has none). The decision is the last one
+/// the answer states (`DECISION: X`, a `## Decision` heading with the word under it, JSON, a
+/// few other languages), so a model quoting the prompt's template first is read by its own
+/// answer; a decision word only mentioned ("I can't decide whether to revise or stand",
+/// `[REVISE|STAND|MERGE]`) is none. A JSON revision with a decision is read from its fields.
+/// Otherwise the reasoning runs to a blank line or the `REVISED RESPONSE:` marker; the response is everything after the last marker, or, without one, the
+/// text after the decision block.
+pub fn parse_revision(raw: &str) -> ParsedRevision {
+    let split = split_reasoning(raw);
+    let none = |why: Unparsed| ParsedRevision {
+        decision: None,
+        reasoning: None,
+        revised_response: None,
+        unparsed: Some(why),
+    };
+    if split.unclosed {
+        return none(Unparsed::ReasoningOnly);
+    }
+    let text = split.answer.as_ref();
+    // A revision written as JSON is read as JSON (its fields, not the text around them).
+    if let Some(p) = json_revision(text) {
+        return p;
+    }
+    let stated = last_stated(text, decision_labels(), decision_word);
+    let decision = stated.map(|s| s.value.to_string());
+    let after_decision = stated.map_or(0, |s| s.end);
+    let revised_m = revised_re().find_iter(text).filter(|m| m.start() >= after_decision).last();
     let reasoning =
         reasoning_re().find_iter(text).filter(|m| m.start() >= after_decision).last().and_then(
             |m| {
@@ -167,7 +238,8 @@ pub fn parse_revision(text: &str) -> ParsedRevision {
         }
         None => None,
     };
-    ParsedRevision { decision, reasoning, revised_response }
+    let unparsed = decision.is_none().then(|| Unparsed::of(raw));
+    ParsedRevision { decision, reasoning, revised_response, unparsed }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -182,6 +254,16 @@ pub struct RevisionResponse {
     pub revised_word_count: usize,
     pub response_time_ms: i64,
     pub parse_success: bool,
+    /// Why no decision was read from the debater's reply: `refused`, `reasoning_only` or
+    /// `no_answer`. Null when one was, or when the call failed (no reply to read).
+    #[serde(default)]
+    pub unparsed: Option<Unparsed>,
+}
+
+/// A round-one answer as others read it and as it stands in for a revision: without its
+/// reasoning.
+fn plain(response: &str) -> String {
+    answer_text(response).into_owned()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -213,20 +295,20 @@ fn revision_of(original: &Answer, reply: Option<&CallReply>) -> (RevisionRespons
     };
     let parsed = text.as_deref().map(parse_revision);
     let decision = parsed.as_ref().and_then(|p| p.decision.clone());
+    let unparsed = parsed.as_ref().and_then(|p| p.unparsed);
     let revised = match (&parsed, decision.as_deref()) {
-        // A STAND with no text repeats the original, as the prompt asks.
-        (Some(p), Some("STAND")) => {
-            p.revised_response.clone().unwrap_or_else(|| original.response.clone())
-        }
+        // A decision with no response text repeats the original (as the prompt asks of STAND).
         (Some(p), Some(_)) => {
-            p.revised_response.clone().unwrap_or_else(|| original.response.clone())
+            p.revised_response.clone().unwrap_or_else(|| plain(&original.response))
         }
-        // No decision: the whole text is the best-effort revision.
-        (Some(_), None) => text
-            .clone()
+        // No decision in a readable reply: its answer is the best-effort revision. A refusal
+        // or a reply that never finished thinking keeps the original.
+        (Some(_), None) if unparsed == Some(Unparsed::NoAnswer) => text
+            .as_deref()
+            .map(plain)
             .filter(|t| !t.trim().is_empty())
-            .unwrap_or_else(|| original.response.clone()),
-        (None, _) => original.response.clone(),
+            .unwrap_or_else(|| plain(&original.response)),
+        _ => plain(&original.response),
     };
     let r = RevisionResponse {
         model: original.model.clone(),
@@ -238,6 +320,7 @@ fn revision_of(original: &Answer, reply: Option<&CallReply>) -> (RevisionRespons
         revised_response: revised,
         response_time_ms: ms,
         parse_success: decision.is_some(),
+        unparsed,
     };
     (r, text)
 }
@@ -360,9 +443,9 @@ impl Debate {
                 .round1_labels
                 .iter()
                 .filter(|(_, j)| **j != i)
-                .map(|(l, j)| (l.clone(), self.round1[*j].response.clone()))
+                .map(|(l, j)| (l.clone(), plain(&self.round1[*j].response)))
                 .collect();
-            let prompt = revision_prompt(&self.ctx.question, &own.response, &others);
+            let prompt = revision_prompt(&self.ctx.question, &plain(&own.response), &others);
             out.push(self.call(self.batch.key(i), &own.model, prompt, "revision", "debater"));
         }
         self.phase = Phase::Revising;
@@ -389,6 +472,7 @@ impl Debate {
                         "revisedWordCount": rev.revised_word_count,
                         "revisedResponse": rev.revised_response,
                         "parseSuccess": rev.parse_success,
+                        "unparsed": rev.unparsed,
                     })),
                     response_time_ms: Some(rev.response_time_ms),
                 }));
@@ -560,7 +644,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
                 });
                 let pd = row.and_then(|r| r.parsed_data.clone()).unwrap_or(Value::Null);
                 let s = |k: &str| pd.get(k).and_then(Value::as_str).map(str::to_string);
-                let revised = s("revisedResponse").unwrap_or_else(|| a.response.clone());
+                let revised = s("revisedResponse").unwrap_or_else(|| plain(&a.response));
                 RevisionResponse {
                     model: a.model.clone(),
                     decision: s("decision"),
@@ -571,6 +655,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
                     revised_response: revised,
                     response_time_ms: row.and_then(|r| r.response_time_ms).unwrap_or(0),
                     parse_success: pd.get("parseSuccess").and_then(Value::as_bool).unwrap_or(false),
+                    unparsed: serde_json::from_value(pd["unparsed"].clone()).unwrap_or(None),
                 }
             })
             .collect()

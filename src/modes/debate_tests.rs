@@ -352,3 +352,162 @@ fn a_decision_with_no_response_text_keeps_the_original() {
     assert_eq!(revisions[0]["decision"], "REVISE");
     assert_eq!(revisions.as_array().map(Vec::len), Some(3));
 }
+
+// ---- the corpus: real and adversarial replies, each with the parse a careful reader expects --
+
+/// What a careful reader takes from a revision: the decision, the reasoning, the response and
+/// why there is no decision.
+type Want = (Option<&'static str>, Option<&'static str>, Option<&'static str>, Option<Unparsed>);
+
+fn check_corpus(cases: &[(&str, &str, Want)]) {
+    for (name, text, (decision, reasoning, response, unparsed)) in cases {
+        let p = parse_revision(text);
+        assert_eq!(p.decision.as_deref(), *decision, "{name}: decision");
+        assert_eq!(p.reasoning.as_deref(), *reasoning, "{name}: reasoning");
+        assert_eq!(p.revised_response.as_deref(), *response, "{name}: response");
+        assert_eq!(p.unparsed, *unparsed, "{name}: unparsed");
+        if let Some(r) = &p.revised_response {
+            assert!(!r.to_lowercase().contains("<think"), "{name}: a trace in the response");
+        }
+    }
+}
+
+/// Replies of SmolLM2-135M-Instruct to the seed's revision prompt, verbatim
+/// (`corpus/debate/SOURCES.md`). It answers with a line of the template ("[Your final response
+/// — if STAND, repeat your original]"), a greeting or the prompt's first paragraph repeated:
+/// the decision words it writes are mentions, never a decision.
+#[test]
+fn real_replies_parse_as_a_careful_reader_reads_them() {
+    let none: Want = (None, None, None, Some(Unparsed::NoAnswer));
+    let cases = [
+        ("smollm2-01", include_str!("corpus/debate/smollm2-01.txt"), none),
+        ("smollm2-02", include_str!("corpus/debate/smollm2-02.txt"), none),
+        ("smollm2-03", include_str!("corpus/debate/smollm2-03.txt"), none),
+        ("smollm2-04", include_str!("corpus/debate/smollm2-04.txt"), none),
+        ("smollm2-05", include_str!("corpus/debate/smollm2-05.txt"), none),
+        ("smollm2-06", include_str!("corpus/debate/smollm2-06.txt"), none),
+        ("smollm2-07", include_str!("corpus/debate/smollm2-07.txt"), none),
+        ("smollm2-08", include_str!("corpus/debate/smollm2-08.txt"), none),
+    ];
+    check_corpus(&cases);
+}
+
+#[test]
+fn adversarial_replies_parse_as_a_careful_reader_reads_them() {
+    use Unparsed::*;
+    let full = "DECISION: REVISE\nREASONING: B covered caching.\n\nREVISED RESPONSE:\nUse a cache.";
+    let draft =
+        format!("<think>DECISION: STAND is tempting; REVISED RESPONSE: mine</think>\n{full}");
+    let after = format!("{full}\n<think>or DECISION: MERGE?</think>");
+    let opened = format!("maybe DECISION: MERGE\n</think>\n{full}");
+    let inner = "DECISION: REVISE\nREASONING: x\n\nREVISED RESPONSE:\n<think>check the numbers</think>\n100 °C at sea level.";
+    let cases: Vec<(&str, &str, Want)> = vec![
+        ("well formed", full, (Some("REVISE"), Some("B covered caching."), Some("Use a cache."), None)),
+        ("a draft decision in think", &draft, (Some("REVISE"), Some("B covered caching."), Some("Use a cache."), None)),
+        ("a think block after the answer", &after, (Some("REVISE"), Some("B covered caching."), Some("Use a cache."), None)),
+        ("a template-opened block", &opened, (Some("REVISE"), Some("B covered caching."), Some("Use a cache."), None)),
+        ("a trace inside the response", inner, (Some("REVISE"), Some("x"), Some("100 °C at sea level."), None)),
+        ("an unclosed trace", "<think>I'll go with DECISION: MERGE and write", (None, None, None, Some(ReasoningOnly))),
+        ("an unclosed trace after a decision", "DECISION: STAND\n<think>wait, maybe", (None, None, None, Some(ReasoningOnly))),
+        ("cannot decide", "I can't decide whether to revise or stand; both answers have merit.", (None, None, None, Some(Refused))),
+        ("a question", "Should I revise? Maybe. I'll stand by it, though I might merge later.", (None, None, None, Some(NoAnswer))),
+        ("the template echoed", "DECISION: [REVISE|STAND|MERGE]\nREASONING: [1-2 sentences on why]\n\nREVISED RESPONSE:\n[Your final response]", (None, Some("[1-2 sentences on why]"), Some("[Your final response]"), Some(NoAnswer))),
+        ("alternatives", "DECISION: REVISE or MERGE, hard to say.", (None, None, None, Some(NoAnswer))),
+        ("a negated decision", "Decision: not STAND. I have nothing to add.", (None, None, None, Some(NoAnswer))),
+        ("a hedge, then a decision", "I would not revise; my original stands.\nDECISION: STAND\nREASONING: complete.", (Some("STAND"), Some("complete."), None, None)),
+        ("fenced JSON", "```json\n{\"decision\": \"merge\", \"reasoning\": \"both halves\", \"revised_response\": \"Start with a monolith; split later.\"}\n```", (Some("MERGE"), Some("both halves"), Some("Start with a monolith; split later."), None)),
+        ("JSON with a hedged decision", "{\"decision\": \"I cannot decide\", \"revised_response\": \"x\"}", (None, None, None, Some(Refused))),
+        ("a heading", "## Decision\n**STAND**\n\n## Reasoning\nMine was right.\n\nREVISED RESPONSE:\nNo: a modular monolith.", (Some("STAND"), None, Some("No: a modular monolith."), None)),
+        ("an option letter", "Decision: b) STAND\nREASONING: unchanged.", (Some("STAND"), Some("unchanged."), None, None)),
+        ("Spanish", "DECISIÓN: MANTENER\nREASONING: la mía era correcta.\n\nREVISED RESPONSE:\n100 °C.", (Some("STAND"), Some("la mía era correcta."), Some("100 °C."), None)),
+        ("French", "DÉCISION : FUSIONNER\n\nREVISED RESPONSE:\nLes deux.", (Some("MERGE"), None, Some("Les deux."), None)),
+        ("German", "ENTSCHEIDUNG: ÜBERARBEITEN\nDie neue Antwort.", (Some("REVISE"), None, Some("Die neue Antwort."), None)),
+    ];
+    check_corpus(&cases);
+}
+
+#[test]
+fn unparsed_revisions_say_why_live_and_from_rows_and_carry_no_trace() {
+    let mut d = debate(&["m1", "m2", "m3"]);
+    let mut all = d.start();
+    let r1 = stage_calls(&all);
+    let e1 = feed(
+        &mut d,
+        vec![
+            ok(&r1[0], "<think>hidden plan</think>\norig m1"),
+            ok(&r1[1], "orig m2"),
+            ok(&r1[2], "orig m3"),
+        ],
+    );
+    let revs = stage_calls(&e1);
+    assert!(
+        revs.iter().all(|c| !c.messages[0].content.contains("hidden plan")),
+        "no trace handed on"
+    );
+    all.extend(e1);
+    let e2 = feed(
+        &mut d,
+        vec![
+            ok(&revs[0], "I can't decide whether to revise or stand."),
+            ok(&revs[1], "<think>DECISION: MERGE, then write the merged"),
+            ok(
+                &revs[2],
+                "<think>draft</think>\nDECISION: REVISE\nREASONING: r\n\nREVISED RESPONSE:\nnew m3",
+            ),
+        ],
+    );
+    let live = emitted(&e2, "revision_complete").unwrap()["data"]["revisions"].clone();
+    assert_eq!(
+        live.as_array().unwrap().iter().map(|r| r["unparsed"].clone()).collect::<Vec<_>>(),
+        vec![json!("refused"), json!("reasoning_only"), json!(null)]
+    );
+    assert_eq!(
+        live[0]["revisedResponse"], "orig m1",
+        "a refusal keeps the original, without its trace"
+    );
+    assert_eq!(live[1]["revisedResponse"], "orig m2");
+    assert_eq!(live[2]["revisedResponse"], "new m3");
+    let votes = stage_calls(&e2);
+    assert!(!votes[0].messages[0].content.contains("<think"));
+    all.extend(e2);
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["revisions"], live);
+    let stored = rows(&all);
+    let revision = stored.iter().find(|r| r.stage_type == "revision").unwrap();
+    assert_eq!(
+        revision.content, "I can't decide whether to revise or stand.",
+        "the raw text is kept"
+    );
+}
+
+fn answers() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(
+            "DECISION: REVISE\nREASONING: B covered caching.\n\nREVISED RESPONSE:\nUse a cache."
+                .to_string()
+        ),
+        Just("```json\n{\"decision\": \"merge\", \"revised_response\": \"both\"}\n```".to_string()),
+        Just("I can't decide whether to revise or stand.".to_string()),
+        Just("## Decision\nSTAND\n\nMine.".to_string()),
+        "[A-Za-z0-9:#*\\-\n ]{1,120}",
+    ]
+}
+
+proptest! {
+    /// Whatever a closed `<think>` block holds, what is parsed after it is what the answer
+    /// alone gives.
+    #[test]
+    fn a_closed_think_block_never_changes_the_parse(inside in "\\PC{0,300}", answer in answers()) {
+        let low = inside.to_lowercase();
+        prop_assume!(!low.contains("think>") && !low.contains("<think"));
+        prop_assume!(!answer.contains('<') && !answer.trim().is_empty());
+        let text = format!("<think>{inside}</think>\n{answer}");
+        prop_assert_eq!(parse_revision(&text), parse_revision(answer.trim()));
+    }
+
+    #[test]
+    fn no_input_makes_the_parser_panic(text in "(\\PC|<think>|</think>|DECISION: |## Decision\n|REVISED RESPONSE:|REASONING: |\\{|\\}|```|–|\n){0,120}") {
+        let p = parse_revision(&text);
+        prop_assert_eq!(p.decision.is_none(), p.unparsed.is_some());
+    }
+}

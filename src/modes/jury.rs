@@ -19,6 +19,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{mark_from_rows, role_failed, Batch, Calls, Routed, TitleTracker, TITLE_KEY};
+use super::reading::{answer_text, json_field, json_values, split_reasoning, Unparsed};
+use stated::{last_stated, Labels};
+
+/// Reading a labelled choice (`VERDICT: X`); Debate reads its `DECISION:` with it too.
+#[path = "stated.rs"]
+pub(super) mod stated;
+
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
     ModeKind, RunContext, StageRow, ValidRequest,
@@ -195,7 +202,9 @@ pub fn foreman_prompt(
     }
     p.push_str("JUROR ASSESSMENTS:\n");
     for (i, j) in jurors.iter().enumerate() {
-        p.push_str(&format!("--- Juror {} ({}) ---\n{}\n\n", i + 1, j.model, j.assessment_text));
+        // The juror's answer, its reasoning left out.
+        let said = answer_text(&j.assessment_text);
+        p.push_str(&format!("--- Juror {} ({}) ---\n{}\n\n", i + 1, j.model, said));
     }
     p.push_str(&format!(
         "VOTE TALLY:\n- APPROVE: {}\n- REVISE: {}\n- REJECT: {}\n- Majority Verdict: {}\n\n",
@@ -290,44 +299,265 @@ pub struct Range {
     pub max: i64,
 }
 
-fn regexes() -> &'static [(Regex, Regex, Regex); 5] {
-    static RE: OnceLock<[(Regex, Regex, Regex); 5]> = OnceLock::new();
+/// What one place in a reply says about a dimension: `None` when it holds no score, else the
+/// stated score (`Some(None)` when it is out of the 1-10 range, which nulls the dimension).
+type Found = Option<Option<i64>>;
+
+fn inline_res() -> &'static [Regex; 5] {
+    static RE: OnceLock<[Regex; 5]> = OnceLock::new();
     RE.get_or_init(|| {
         DIMENSIONS.map(|d| {
-            let d = d.to_lowercase();
-            let build = |p: String| Regex::new(&p).unwrap_or_else(|_| unreachable!());
-            (
-                // Table row: `| Accuracy | 8 |`, `| **Accuracy** | **8/10** | … |`.
-                build(format!(r"(?im)^[ \t]*\|?[ \t]*[*_]*[ \t]*{d}[ \t]*[*_]*[ \t]*\|[ \t]*[*_]*[ \t]*(-?\d+(?:\.\d+)?)[ \t]*(?:/[ \t]*10)?[ \t]*[*_]*[ \t]*\|")),
-                // Inline: `Accuracy: 8`, `**Accuracy**: 8/10`, `Accuracy — 7.5`, `Accuracy score = 9`.
-                build(format!(r"(?i)\b{d}[*_]*[ \t]*(?:score)?[*_]*[ \t]*(?:[:=—–-][ \t]*)+[*_]*[ \t]*(-?\d+(?:\.\d+)?)(?:[ \t]*/[ \t]*10)?")),
-                // A heading per dimension with `Score: 8/10` on one of the next lines.
-                build(format!(r"(?i)\b{d}\b[^\n]*\n(?:[^\n]*\n){{0,2}}?[^\n]*score[*_]*[ \t]*[:=—–-][ \t]*[*_]*[ \t]*(-?\d+(?:\.\d+)?)")),
-            )
+            // `Accuracy: 8`, `**Accuracy**: 8/10`, `Accuracy — 7.5`, `Accuracy score = 9`,
+            // `**Accuracy:** **8**`, `Accuracy (8/10)`.
+            Regex::new(&format!(
+                r"(?i)\b{d}\b[*_]*[ \t]*(?:score)?[*_]*[ \t]*[:=—–(-][ \t*_]*(-?\d+(?:\.\d+)?)"
+            ))
+            .unwrap_or_else(|_| unreachable!())
         })
     })
 }
 
-/// A score: rounded to the nearest integer (`7.5` → 8), null outside 1-10.
-fn score_of(text: &str) -> Option<i64> {
-    let v: f64 = text.parse().ok()?;
-    let r = v.round();
-    (1.0..=10.0).contains(&r).then_some(r as i64)
+fn heading_score_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)\bscore[*_]*[ \t]*[:=—–-][ \t*_]*(-?\d+(?:\.\d+)?)")
+            .unwrap_or_else(|_| unreachable!())
+    })
 }
 
-/// Reads the five scores. Per dimension: the last table row naming it, else the last inline
-/// `Dimension: N`, else a `Score: N` under a line naming it. The last match wins, so a model
-/// that quotes a template or the content before its own scorecard is read by its scorecard.
-pub fn parse_scores(text: &str) -> DimensionScores {
-    let res = regexes();
-    Dims::from_fn(|i| {
-        let (table, inline, heading) = &res[i];
-        for re in [table, inline, heading] {
-            if let Some(m) = re.captures_iter(text).last().and_then(|c| c.get(1)) {
-                return score_of(m.as_str());
+fn tail_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    // What may follow a number: a scale (`/10`, ` out of 10`, ` of 10`) or a range (`-8`).
+    RE.get_or_init(|| {
+        Regex::new(
+            r"(?i)^[ \t*_]*(?:(?:/|out[ \t]+of\b|of\b)[ \t*_]*(\d+(?:\.\d+)?)|([-–][ \t]*\d))",
+        )
+        .unwrap_or_else(|_| unreachable!())
+    })
+}
+
+/// A score: null outside 1-10 (`0.99`, `10.5`, `11`), else rounded to the nearest integer
+/// (`7.5` → 8).
+fn score_of(text: &str) -> Option<i64> {
+    let v: f64 = text.parse().ok()?;
+    (1.0..=10.0).contains(&v).then_some(v.round() as i64)
+}
+
+/// A stated number read with what follows it: `8`, `8/10`, `8 out of 10` are scores; a
+/// range (`7-8`) or another scale (`4/5`) states none.
+fn score_at(number: &str, after: &str) -> Found {
+    if let Some(c) = tail_re().captures(after) {
+        if c.get(2).is_some() {
+            return None;
+        }
+        if c.get(1).is_some_and(|d| d.as_str().parse::<f64>().ok() != Some(10.0)) {
+            return None;
+        }
+    }
+    Some(score_of(number))
+}
+
+fn number_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"^-?\d+(?:\.\d+)?").unwrap_or_else(|_| unreachable!()))
+}
+
+/// A table cell or JSON string holding a score: `8`, `**8/10**`, `8 out of 10`.
+fn cell_score(cell: &str) -> Found {
+    let t = cell.trim().trim_start_matches(['*', '_', ' ']);
+    let m = number_re().find(t)?;
+    let after = &t[m.end()..];
+    // Only a number (with its scale) and markup or a note: not `8 jurors`.
+    let rest = tail_re().find(after).map_or(after, |s| &after[s.end()..]);
+    let rest = rest.trim_start_matches(['*', '_', ' ']);
+    if !(rest.is_empty() || rest.starts_with(['(', '-', '–', '—', ',', '.', ';'])) {
+        return None;
+    }
+    score_at(m.as_str(), after)
+}
+
+/// The dimension a cell or key names: `Accuracy`, `**Clarity**`, `3. Relevance`, `accuracy
+/// score`.
+fn dimension_of(name: &str) -> Option<usize> {
+    let t = name.trim().trim_matches(['*', '_', ' ', ':']);
+    let t = t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ')').trim();
+    let t = t.trim_matches(['*', '_', ' ', ':']).to_lowercase();
+    let t = t.strip_suffix(" score").unwrap_or(&t);
+    DIMENSIONS.iter().position(|d| d.eq_ignore_ascii_case(t))
+}
+
+fn table_cells(line: &str) -> Option<Vec<&str>> {
+    let t = line.trim();
+    if !t.contains('|') {
+        return None;
+    }
+    let t = t.strip_prefix('|').unwrap_or(t);
+    let t = t.strip_suffix('|').unwrap_or(t);
+    Some(t.split('|').map(str::trim).collect())
+}
+
+fn is_rule(cells: &[&str]) -> bool {
+    cells.iter().all(|c| c.contains('-') && c.chars().all(|ch| matches!(ch, '-' | ':' | ' ')))
+}
+
+/// Scores in Markdown tables, the last row naming a dimension winning: rows (`| Accuracy |
+/// 8 | … |`, the score under the header's `Score` column, else just after the name) or
+/// columns (a header naming the dimensions over a row of scores).
+fn table_scores(answer: &str) -> [Found; 5] {
+    let mut out = [None; 5];
+    let lines: Vec<&str> = answer.lines().collect();
+    let mut header: Option<Vec<&str>> = None;
+    for (i, line) in lines.iter().enumerate() {
+        let Some(cells) = table_cells(line) else {
+            header = None;
+            continue;
+        };
+        if is_rule(&cells) {
+            continue;
+        }
+        if lines.get(i + 1).and_then(|l| table_cells(l)).is_some_and(|c| is_rule(&c)) {
+            header = Some(cells);
+            continue;
+        }
+        if let Some(d) = cells.first().and_then(|c| dimension_of(c)) {
+            let col = header
+                .as_ref()
+                .and_then(|h| h.iter().position(|c| c.to_lowercase().contains("score")))
+                .filter(|&k| k > 0)
+                .unwrap_or(1);
+            if let Some(f) = cells.get(col).and_then(|c| cell_score(c)) {
+                out[d] = Some(f);
+            }
+        } else if let Some(h) = &header {
+            for (k, name) in h.iter().enumerate() {
+                if let (Some(d), Some(f)) =
+                    (dimension_of(name), cells.get(k).and_then(|c| cell_score(c)))
+                {
+                    out[d] = Some(f);
+                }
             }
         }
-        None
+    }
+    out
+}
+
+/// A JSON score: a number, a string (`"8/10"`) or an object with a `score`.
+fn json_score(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_f64().and_then(|x| score_of(&x.to_string())),
+        Value::String(s) => cell_score(s).flatten(),
+        Value::Object(o) => {
+            o.iter().find(|(k, _)| k.eq_ignore_ascii_case("score")).and_then(|(_, v)| json_score(v))
+        }
+        _ => None,
+    }
+}
+
+/// Scores in the last JSON value that has any: `{"scores": {"accuracy": 8, …}}`, the
+/// dimensions at the top level, or a list of `{"dimension": …, "score": …}`.
+fn json_scores(answer: &str) -> [Found; 5] {
+    let field = |o: &serde_json::Map<String, Value>, key: &str| {
+        o.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.clone())
+    };
+    for v in json_values(answer).into_iter().rev() {
+        let mut out: [Found; 5] = [None; 5];
+        let scores = match &v {
+            Value::Object(o) => field(o, "scores").unwrap_or_else(|| v.clone()),
+            _ => v.clone(),
+        };
+        match &scores {
+            Value::Object(o) => {
+                for (k, s) in o {
+                    if let Some(d) = dimension_of(k) {
+                        out[d] = Some(json_score(s));
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for item in items.iter().filter_map(Value::as_object) {
+                    let name = field(item, "dimension").or_else(|| field(item, "name"));
+                    if let Some(d) = name.as_ref().and_then(Value::as_str).and_then(dimension_of) {
+                        out[d] = Some(field(item, "score").as_ref().and_then(json_score));
+                    }
+                }
+            }
+            _ => {}
+        }
+        if out.iter().any(Option::is_some) {
+            return out;
+        }
+    }
+    [None; 5]
+}
+
+/// The last inline `Dimension: N` that states a score.
+fn inline_score(answer: &str, i: usize) -> Found {
+    inline_res()[i]
+        .captures_iter(answer)
+        .filter_map(|c| {
+            let m = c.get(1)?;
+            score_at(m.as_str(), &answer[m.end()..])
+        })
+        .last()
+}
+
+/// A `Score: N` on one of the three lines under a line naming the dimension (a heading per
+/// dimension), before any line naming another dimension or another heading.
+fn heading_score(answer: &str, i: usize) -> Found {
+    let lines: Vec<&str> = answer.lines().collect();
+    let names = |l: &str| {
+        let lower = l.to_lowercase();
+        (0..5).filter(|&k| contains_word(&lower, &DIMENSIONS[k].to_lowercase())).collect::<Vec<_>>()
+    };
+    let mut found = None;
+    for (n, line) in lines.iter().enumerate() {
+        if names(line) != [i] {
+            continue;
+        }
+        for next in lines.iter().skip(n + 1).take(3) {
+            if next.trim_start().starts_with('#') || !names(next).is_empty() {
+                break;
+            }
+            if let Some(m) = heading_score_re().captures(next).and_then(|c| c.get(1)) {
+                if let Some(f) = score_at(m.as_str(), &next[m.end()..]) {
+                    found = Some(f);
+                }
+                break;
+            }
+        }
+    }
+    found
+}
+
+fn contains_word(haystack: &str, word: &str) -> bool {
+    haystack.match_indices(word).any(|(at, _)| {
+        let before = haystack[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = haystack[at + word.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        before && after
+    })
+}
+
+/// Reads the five scores from the answer part of a reply (a draft scorecard in a `<think>`
+/// block never counts; a reply whose reasoning never closed has none). Per dimension, the
+/// first form that states it: JSON, else the last table row (or column) naming it, else the
+/// last inline `Dimension: N`, else a `Score: N` under a line naming it. The last match of a
+/// form wins, so a model that quotes a template or the content before its own scorecard is
+/// read by its scorecard. A stated number outside 1-10 nulls its dimension; a range (`7-8`)
+/// or another scale (`4/5`) is not a score.
+pub fn parse_scores(text: &str) -> DimensionScores {
+    let split = split_reasoning(text);
+    if split.unclosed {
+        return Dims::default();
+    }
+    let answer = split.answer.as_ref();
+    let json = json_scores(answer);
+    let table = table_scores(answer);
+    Dims::from_fn(|i| {
+        json[i]
+            .or(table[i])
+            .or_else(|| inline_score(answer, i))
+            .or_else(|| heading_score(answer, i))
+            .flatten()
     })
 }
 
@@ -348,15 +578,6 @@ impl Verdict {
         }
     }
 
-    fn parse(s: &str) -> Option<Self> {
-        match s.to_uppercase().as_str() {
-            "APPROVE" => Some(Verdict::Approve),
-            "REVISE" => Some(Verdict::Revise),
-            "REJECT" => Some(Verdict::Reject),
-            _ => None,
-        }
-    }
-
     /// The seed's thresholds: >= 7 APPROVE, >= 4 REVISE, else REJECT.
     pub fn from_average(avg: f64) -> Self {
         if avg >= 7.0 {
@@ -369,35 +590,58 @@ impl Verdict {
     }
 }
 
-fn verdict_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?i)verdict[*_\s]*:[*_\s]*(approve|revise|reject)\b")
-            .unwrap_or_else(|_| unreachable!())
+/// A verdict word, in English or a few other languages (`APROBAR`, `REJETER`, `ABLEHNEN`).
+fn verdict_word(word: &str) -> Option<Verdict> {
+    match word.to_lowercase().as_str() {
+        "approve" | "approved" | "aprobar" | "aprobado" | "aprovar" | "aprovado" | "approuver"
+        | "approuvé" | "approvare" | "approvato" | "annehmen" | "angenommen" | "genehmigen"
+        | "genehmigt" | "goedkeuren" | "goedgekeurd" | "zatwierdzić" => Some(Verdict::Approve),
+        "revise" | "revisar" | "réviser" | "reviser" | "rivedere" | "revisionare"
+        | "überarbeiten" | "ueberarbeiten" | "herzien" | "poprawić" => Some(Verdict::Revise),
+        "reject" | "rejected" | "rechazar" | "rechazado" | "rejeitar" | "rejeitado" | "rejeter"
+        | "rejeté" | "respingere" | "respinto" | "rifiutare" | "ablehnen" | "abgelehnt"
+        | "afwijzen" | "afgewezen" | "odrzucić" => Some(Verdict::Reject),
+        _ => None,
+    }
+}
+
+fn verdict_labels() -> &'static Labels {
+    static L: OnceLock<Labels> = OnceLock::new();
+    L.get_or_init(|| {
+        Labels::new(
+            r"(?:(?:final|my|the\s+jury's)\s+)?verdict(?:\s+final)?|final_?verdict|veredicto(?:\s+final)?|veredito(?:\s+final)?|verdetto(?:\s+finale)?|(?:end)?urteil|oordeel|werdykt",
+        )
     })
 }
 
-/// Reads a verdict: the last `VERDICT: X`; else a verdict word in the last 500 characters
-/// (APPROVE, then REJECT, then REVISE, as the seed checks them).
+/// Reads a verdict, only where the answer part of the reply states one: the last labelled
+/// `VERDICT: X` (also `**Final verdict:** Reject`, `| Verdict | APPROVE |`, a `### Verdict`
+/// heading with the word alone under it, `VEREDICTO: APROBAR`, `VERDICT : REJETER`,
+/// `URTEIL: ABLEHNEN`), else a JSON `{"verdict": "approve"}`. A verdict word that is only
+/// mentioned ("I would not approve", "neither approve nor reject", `[APPROVE|REVISE|REJECT]`)
+/// is none, and so is anything inside a reasoning block.
 pub fn parse_verdict(text: &str) -> Option<Verdict> {
-    if let Some(c) = verdict_re().captures_iter(text).last() {
-        return c.get(1).and_then(|m| Verdict::parse(m.as_str()));
+    let split = split_reasoning(text);
+    if split.unclosed {
+        return None;
     }
-    let start = text.char_indices().rev().nth(499).map_or(0, |(i, _)| i);
-    let tail = text[start..].to_uppercase();
-    let has = |w: &str| {
-        tail.match_indices(w).any(|(i, _)| {
-            let before = tail[..i].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
-            let after = tail[i + w.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
-            before && after
-        })
-    };
-    ["APPROVE", "REJECT", "REVISE"].into_iter().find(|w| has(w)).and_then(Verdict::parse)
+    let answer = split.answer.as_ref();
+    if let Some(s) = last_stated(answer, verdict_labels(), verdict_word) {
+        return Some(s.value);
+    }
+    let v = json_field(answer, &["verdict", "finalVerdict", "final_verdict"])?;
+    let word = v.as_str()?.trim().trim_matches(['*', '_', '[', ']', '.', ' ']);
+    verdict_word(word)
 }
 
 /// Items (numbered or bulleted lines) of the last section whose heading contains `heading`.
+/// Read on the answer part of the reply: a draft inside a reasoning block has none.
 pub fn section_items(text: &str, heading: &str) -> Vec<String> {
-    let lines: Vec<&str> = text.lines().collect();
+    let split = split_reasoning(text);
+    if split.unclosed {
+        return Vec::new();
+    }
+    let lines: Vec<&str> = split.answer.lines().collect();
     let h = heading.to_lowercase();
     let is_heading = |l: &str| {
         let t = l.trim();
@@ -451,20 +695,27 @@ pub struct JurorAssessment {
     pub recommendations: Vec<String>,
     pub response_time_ms: i64,
     pub parse_success: bool,
+    /// Why the verdict or the scores (whichever is missing) could not be read: the juror
+    /// `refused`, stopped in `reasoning_only`, or wrote `no_answer` in a readable form. Null
+    /// when both were read.
+    #[serde(default)]
+    pub unparsed: Option<Unparsed>,
 }
 
 pub fn assess(model: &str, text: &str, response_time_ms: i64) -> JurorAssessment {
     let scores = parse_scores(text);
     let parse_success = (0..5).any(|i| scores.get(i).is_some());
+    let verdict = parse_verdict(text);
     JurorAssessment {
         model: model.to_string(),
         assessment_text: text.to_string(),
         average: average(&scores),
-        verdict: parse_verdict(text),
+        verdict,
         recommendations: section_items(text, "recommendation"),
         scores,
         response_time_ms,
         parse_success,
+        unparsed: (!parse_success || verdict.is_none()).then(|| Unparsed::of(text)),
     }
 }
 
@@ -602,7 +853,11 @@ fn dissent(text: &str) -> Vec<String> {
     if !items.is_empty() {
         return items;
     }
-    let lines: Vec<&str> = text.lines().collect();
+    let split = split_reasoning(text);
+    if split.unclosed {
+        return Vec::new();
+    }
+    let lines: Vec<&str> = split.answer.lines().collect();
     let Some(start) = lines
         .iter()
         .rposition(|l| l.trim().starts_with('#') && l.to_lowercase().contains("dissent"))
@@ -730,6 +985,7 @@ impl Jury {
                 parsed_data: Some(json!({
                     "scores": a.scores, "average": a.average, "verdict": a.verdict,
                     "recommendations": a.recommendations, "parseSuccess": a.parse_success,
+                    "unparsed": a.unparsed,
                 })),
                 response_time_ms: Some(a.response_time_ms),
             }));
@@ -819,7 +1075,10 @@ impl Jury {
         ];
         self.phase = Phase::Done;
         out.extend(self.title.on_answer());
-        out.push(Effect::Finish { answer: text });
+        // The conversation keeps the report without its reasoning (the row keeps it all).
+        let answer = answer_text(&text);
+        let answer = if answer.trim().is_empty() { text.clone() } else { answer.into_owned() };
+        out.push(Effect::Finish { answer });
         out
     }
 }
@@ -897,6 +1156,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
                     .unwrap_or_default(),
                 response_time_ms: r.response_time_ms.unwrap_or(0),
                 parse_success: pd["parseSuccess"].as_bool().unwrap_or(false),
+                unparsed: serde_json::from_value(pd["unparsed"].clone()).unwrap_or(None),
             }
         })
         .collect();

@@ -2,7 +2,7 @@
 //! majority rules, and the state machine through the seed's edge cases.
 
 use proptest::prelude::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::*;
 use crate::modes::testkit::{
@@ -70,11 +70,9 @@ fn out_of_range_scores_are_null_and_halves_round() {
 }
 
 #[test]
-fn verdict_fallback_reads_the_end_of_the_text() {
-    assert_eq!(
-        parse_verdict("Long notes...\nIn the end I would approve this."),
-        Some(Verdict::Approve)
-    );
+fn a_verdict_word_that_is_only_mentioned_is_no_verdict() {
+    // The seed's fallback (a verdict word near the end) is gone: a mention is not a verdict.
+    assert_eq!(parse_verdict("Long notes...\nIn the end I would approve this."), None);
     assert_eq!(parse_verdict("nothing decisive"), None);
     assert_eq!(parse_verdict("APPROVED is not a verdict word; REVISED neither"), None);
 }
@@ -116,6 +114,7 @@ fn juror(model: &str, s: Option<DimensionScores>, verdict: Option<Verdict>) -> J
         verdict,
         recommendations: vec![],
         response_time_ms: 1,
+        unparsed: None,
     }
 }
 
@@ -399,4 +398,266 @@ fn long_content_is_passed_in_full_and_a_missing_question_is_left_out() {
     assert!(prompt.contains(long.as_str()), "the whole content is sent");
     assert!(!prompt.contains("ORIGINAL QUESTION"), "no question, no block");
     assert!(prompt.contains("and deliver a verdict.\n\nCONTENT UNDER EVALUATION:\n"));
+}
+
+// ---- the corpus: real and adversarial replies, each with the parse a careful reader expects --
+
+/// What a careful reader takes from a juror's reply.
+struct Expect {
+    scores: [Option<i64>; 5],
+    verdict: Option<Verdict>,
+    /// Why something is missing (None when scores and verdict were both read).
+    unparsed: Option<Unparsed>,
+}
+
+const NO_SCORES: [Option<i64>; 5] = [None; 5];
+
+fn expect(
+    scores: [Option<i64>; 5],
+    verdict: Option<Verdict>,
+    unparsed: Option<Unparsed>,
+) -> Expect {
+    Expect { scores, verdict, unparsed }
+}
+
+fn check_corpus(cases: &[(&str, &str, Expect)]) {
+    for (name, text, want) in cases {
+        let a = assess("m", text, 1);
+        let got = [
+            a.scores.accuracy,
+            a.scores.completeness,
+            a.scores.clarity,
+            a.scores.relevance,
+            a.scores.actionability,
+        ];
+        assert_eq!(got, want.scores, "{name}: scores");
+        assert_eq!(a.verdict, want.verdict, "{name}: verdict");
+        assert_eq!(a.unparsed, want.unparsed, "{name}: unparsed");
+        assert_eq!(a.parse_success, got.iter().any(Option::is_some), "{name}: parseSuccess");
+    }
+}
+
+/// Replies of SmolLM2-135M-Instruct (llama.cpp's llama-server) to the seed's juror prompt,
+/// verbatim (`corpus/jury/SOURCES.md`). The model rarely follows the format: it echoes the
+/// template, drifts off topic or repeats itself to its token cap. A careful reader finds no
+/// verdict in any of them, and no score but a last `Accuracy: 0.99` (off the 1-10 scale).
+#[test]
+fn real_replies_parse_as_a_careful_reader_reads_them() {
+    use Unparsed::NoAnswer;
+    let cases = [
+        // A letter to "Your Honor" about a panel of experts.
+        (
+            "smollm2-01",
+            include_str!("corpus/jury/smollm2-01.txt"),
+            expect(NO_SCORES, None, Some(NoAnswer)),
+        ),
+        // The template echoed three times: `[1-10]` is no score, `### Verdict` has no word.
+        (
+            "smollm2-02",
+            include_str!("corpus/jury/smollm2-02.txt"),
+            expect(NO_SCORES, None, Some(NoAnswer)),
+        ),
+        (
+            "smollm2-03",
+            include_str!("corpus/jury/smollm2-03.txt"),
+            expect(NO_SCORES, None, Some(NoAnswer)),
+        ),
+        // `Accuracy: 1`, then `Accuracy: 0.99` to the end: the last stated value is off the
+        // scale, so the dimension is null (and the reply unparsed).
+        (
+            "smollm2-04",
+            include_str!("corpus/jury/smollm2-04.txt"),
+            expect(NO_SCORES, None, Some(NoAnswer)),
+        ),
+        (
+            "smollm2-05",
+            include_str!("corpus/jury/smollm2-05.txt"),
+            expect(NO_SCORES, None, Some(NoAnswer)),
+        ),
+        (
+            "smollm2-06",
+            include_str!("corpus/jury/smollm2-06.txt"),
+            expect(NO_SCORES, None, Some(NoAnswer)),
+        ),
+        (
+            "smollm2-07",
+            include_str!("corpus/jury/smollm2-07.txt"),
+            expect(NO_SCORES, None, Some(NoAnswer)),
+        ),
+        // `| Verdict | [Verdienst] |`: a labelled cell, but no verdict word in it.
+        (
+            "smollm2-08",
+            include_str!("corpus/jury/smollm2-08.txt"),
+            expect(NO_SCORES, None, Some(NoAnswer)),
+        ),
+        // "The content is fundamentally flawed" is the prompt's gloss of REJECT, not a verdict.
+        (
+            "smollm2-09",
+            include_str!("corpus/jury/smollm2-09.txt"),
+            expect(NO_SCORES, None, Some(NoAnswer)),
+        ),
+    ];
+    check_corpus(&cases);
+}
+
+const FULL: [Option<i64>; 5] = [Some(8), Some(7), Some(9), Some(8), Some(6)];
+
+/// Recorded-style and adversarial replies: refusals and hedges that name verdicts, drafts in
+/// reasoning blocks, unclosed traces, JSON, tables, half-followed formats, other languages.
+#[test]
+fn adversarial_replies_parse_as_a_careful_reader_reads_them() {
+    use Unparsed::*;
+    use Verdict::*;
+    let card = CARD;
+    let think_draft = format!(
+        "<think>\nFirst pass: | Accuracy | 9 |, VERDICT: APPROVE. But the errors are missing...\n</think>\n\n{}",
+        card.replace("VERDICT: APPROVE", "VERDICT: REVISE")
+    );
+    let think_after = format!("{card}\n<think>Maybe VERDICT: REJECT and | Accuracy | 2 |?</think>");
+    let template_opened = format!("Accuracy: 2, VERDICT: REJECT, I think\n</think>\n{card}");
+    let unclosed = "<think>\nThe table would be | Accuracy | 8 |, so VERDICT: APPROVE. Let me double-check the";
+    let json_fenced = "Here is my assessment.\n```json\n{\"scores\": {\"accuracy\": 8, \"completeness\": 7, \"clarity\": \"9/10\", \"relevance\": 8, \"actionability\": {\"score\": 6, \"why\": \"thin\"}}, \"verdict\": \"approve\"}\n```";
+    let json_bare_hedge = "{\"scores\": {\"Accuracy\": 8, \"Completeness\": 7, \"Clarity\": 9, \"Relevance\": 8, \"Actionability\": 6}, \"verdict\": \"I cannot decide\"}";
+    let json_list = "```json\n[{\"dimension\": \"Accuracy\", \"score\": 8}, {\"dimension\": \"Completeness\", \"score\": 7}, {\"dimension\": \"Clarity\", \"score\": 9}, {\"dimension\": \"Relevance\", \"score\": 8}, {\"dimension\": \"Actionability\", \"score\": 6}]\n```\nVERDICT: APPROVE";
+    let score_last = "| Dimension | Justification | Score |\n|---|---|:-:|\n| Accuracy | right | 8 |\n| Completeness | most | 7 |\n| Clarity | clear | 9 |\n| Relevance | yes | 8 |\n| Actionability | some | 6 |\n\n**Final verdict:** Reject";
+    let transposed = "| Accuracy | Completeness | Clarity | Relevance | Actionability |\n|---|---|---|---|---|\n| 8 | 7 | 9 | 8 | 6 |\n\n### Verdict\n\n**REVISE**\n";
+    let inline_forms = "Accuracy: 8 out of 10\n**Completeness**: **7**\nClarity - 9/10\nRelevance (8/10): on topic\nActionability: 4/5\n\nVERDICT: REVISE";
+    let ranges = "Accuracy: 7-8\nCompleteness: 11/10\nClarity: 0.5\nRelevance: 10\nActionability: -3\nVERDICT: REVISE";
+    let scored_refusal =
+        format!("{}\nI can't give a verdict on this.", card.replace("VERDICT: APPROVE", ""));
+    let cases: Vec<(&str, &str, Expect)> = vec![
+        ("the seed's card", card, expect(FULL, Some(Approve), None)),
+        // Refusals and hedges that name the verdict words.
+        ("cannot approve or reject", "I cannot approve or reject this without the full text.", expect(NO_SCORES, None, Some(Refused))),
+        ("would not approve", "I would not approve this in its current form; it needs work.", expect(NO_SCORES, None, Some(NoAnswer))),
+        ("neither nor", "Neither approve nor reject: the content is off-topic for the question.", expect(NO_SCORES, None, Some(NoAnswer))),
+        ("a mention at the end", "The scores are mixed. Some readers would approve, others reject.", expect(NO_SCORES, None, Some(NoAnswer))),
+        ("the template's verdict line", "### Verdict\nVERDICT: [APPROVE|REVISE|REJECT]", expect(NO_SCORES, None, Some(NoAnswer))),
+        ("alternatives", "VERDICT: APPROVE or REVISE — I'm torn.", expect(NO_SCORES, None, Some(NoAnswer))),
+        ("a negated label", "No verdict: APPROVE would be premature.", expect(NO_SCORES, None, Some(Refused))),
+        ("a question", "Verdict: APPROVE? Hard to say.", expect(NO_SCORES, None, Some(NoAnswer))),
+        ("a negated value", "Final verdict: not approved.", expect(NO_SCORES, None, Some(NoAnswer))),
+        ("a conditional", "If I had to give a verdict: REJECT.", expect(NO_SCORES, None, Some(NoAnswer))),
+        ("a refusal that still states one", "I can't verify every fact here.\n\nVERDICT: REVISE", expect(NO_SCORES, Some(Revise), Some(Refused))),
+        ("a scored refusal", &scored_refusal, expect(FULL, None, Some(Refused))),
+        // Reasoning blocks.
+        ("a draft in think", &think_draft, expect(FULL, Some(Revise), None)),
+        ("a think block after the answer", &think_after, expect(FULL, Some(Approve), None)),
+        ("a template-opened block", &template_opened, expect(FULL, Some(Approve), None)),
+        ("an unclosed trace", unclosed, expect(NO_SCORES, None, Some(ReasoningOnly))),
+        ("only reasoning", "<think>8, 7, 9, 8, 6: APPROVE</think>", expect(NO_SCORES, None, Some(ReasoningOnly))),
+        ("scores only in think", "<think>| Accuracy | 8 |</think>\nVERDICT: APPROVE", expect(NO_SCORES, Some(Approve), Some(NoAnswer))),
+        // JSON and tables.
+        ("fenced JSON", json_fenced, expect(FULL, Some(Approve), None)),
+        ("JSON with a hedged verdict", json_bare_hedge, expect(FULL, None, Some(Refused))),
+        ("a JSON list", json_list, expect(FULL, Some(Approve), None)),
+        ("the score in the last column", score_last, expect(FULL, Some(Reject), None)),
+        ("a transposed table and a heading", transposed, expect(FULL, Some(Revise), None)),
+        ("a verdict row", "| Accuracy | 8 |\n| Verdict | REJECT |", expect([Some(8), None, None, None, None], Some(Reject), None)),
+        // Half-followed formats.
+        ("inline forms", inline_forms, expect([Some(8), Some(7), Some(9), Some(8), None], Some(Revise), None)),
+        ("ranges and off-scale numbers", ranges, expect([None, None, None, Some(10), None], Some(Revise), None)),
+        ("the template echoed", "| Accuracy | [1-10] | [justification] |\n| **Average** | [avg] | |\nVERDICT: [APPROVE|REVISE|REJECT]", expect(NO_SCORES, None, Some(NoAnswer))),
+        ("a heading per dimension", "### Accuracy\nGood facts.\n### Completeness\nScore: 6/10\n### Clarity\nScore: 7/10\nVERDICT: REVISE", expect([None, Some(6), Some(7), None, None], Some(Revise), None)),
+        // Other languages.
+        ("Spanish", "VEREDICTO: APROBAR", expect(NO_SCORES, Some(Approve), Some(NoAnswer))),
+        ("French", "VERDICT : REJETER", expect(NO_SCORES, Some(Reject), Some(NoAnswer))),
+        ("German", "URTEIL: ABLEHNEN", expect(NO_SCORES, Some(Reject), Some(NoAnswer))),
+        ("a Spanish heading", "### Veredicto final\n\n**REVISAR**", expect(NO_SCORES, Some(Revise), Some(NoAnswer))),
+        ("Italian", "Verdetto: approvare", expect(NO_SCORES, Some(Approve), Some(NoAnswer))),
+    ];
+    check_corpus(&cases);
+}
+
+/// Answers to place after a reasoning block: the seed's card and shapes of the corpus.
+fn answers() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(CARD.to_string()),
+        Just("Accuracy: 8 out of 10\nClarity - 9/10\nVERDICT: REVISE".to_string()),
+        Just("```json\n{\"scores\": {\"accuracy\": 3}, \"verdict\": \"reject\"}\n```".to_string()),
+        Just("I cannot approve or reject this.".to_string()),
+        Just("### Verdict\n\nREJECT\n### Recommendations\n1. Add errors".to_string()),
+        "[A-Za-z0-9|:#*\\-\n ]{1,120}",
+    ]
+}
+
+proptest! {
+    /// Whatever a closed `<think>` block holds, what is parsed after it is what the answer
+    /// alone gives.
+    #[test]
+    fn a_closed_think_block_never_changes_the_parse(
+        inside in "\\PC{0,300}",
+        answer in answers(),
+    ) {
+        let low = inside.to_lowercase();
+        prop_assume!(!low.contains("think>") && !low.contains("<think"));
+        prop_assume!(!answer.contains('<') && !answer.trim().is_empty());
+        let text = format!("<think>{inside}</think>\n{answer}");
+        let (with, alone) = (assess("m", &text, 1), assess("m", answer.trim(), 1));
+        prop_assert_eq!(&with.scores, &alone.scores);
+        prop_assert_eq!(with.verdict, alone.verdict);
+        prop_assert_eq!(with.unparsed, alone.unparsed);
+        prop_assert_eq!(&with.recommendations, &alone.recommendations);
+        prop_assert_eq!(dissent(&text), dissent(answer.trim()));
+    }
+
+    /// No input makes the parsers panic, a draft verdict or a scorecard inside a block
+    /// included.
+    #[test]
+    fn no_input_makes_a_parser_panic(text in "(\\PC|<think>|</think>|\\||VERDICT: |Accuracy: |### Verdict\n|\\{|\\}|```|7|–|-|/|\n){0,120}") {
+        let _ = assess("m", &text, 1);
+        let _ = dissent(&text);
+    }
+}
+
+#[test]
+fn unparsed_jurors_say_why_live_and_from_rows_and_reasoning_is_not_handed_on() {
+    let mut j = jury(false);
+    let mut all = j.start();
+    let jurors = stage_calls(&all);
+    let thinking = format!("<think>Secret draft: VERDICT: REJECT</think>\n{CARD}");
+    let e = feed(
+        &mut j,
+        vec![
+            ok(&jurors[0], &thinking),
+            ok(&jurors[1], "I cannot approve or reject this without the full text."),
+            ok(&jurors[2], "<think>Accuracy 8, so APPROVE, but"),
+        ],
+    );
+    let live: Vec<Value> = e
+        .iter()
+        .filter_map(|x| match x {
+            Effect::Emit { event, data } if event == "juror_complete" => Some(data["data"].clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        live.iter().map(|a| a["unparsed"].clone()).collect::<Vec<_>>(),
+        vec![json!(null), json!("refused"), json!("reasoning_only")]
+    );
+    assert_eq!(live[1]["verdict"], json!(null), "a refusal naming verdicts is no verdict");
+    assert_eq!(live[0]["assessmentText"], thinking, "the raw text is kept");
+    let stored = rows(&e);
+    let pd: Vec<Value> = stored
+        .iter()
+        .filter(|r| r.stage_type == "deliberation")
+        .map(|r| r.parsed_data.clone().unwrap())
+        .collect();
+    assert_eq!(pd[2]["unparsed"], "reasoning_only");
+    let summary = emitted(&e, "all_jurors_complete").unwrap()["data"].clone();
+    assert_eq!(summary["voteTally"], json!({ "approve": 1, "revise": 0, "reject": 0 }));
+    let foreman = stage_calls(&e);
+    let prompt = &foreman[0].messages[0].content;
+    assert!(!prompt.contains("Secret draft") && !prompt.contains("<think>"), "{prompt}");
+    all.extend(e);
+    let report = "<think>draft report</think>\n## Jury Verdict Report\n### Final Verdict: APPROVE";
+    let done = j.on_reply(ok(&foreman[0], report));
+    assert_eq!(
+        finished(&done).as_deref(),
+        Some("## Jury Verdict Report\n### Final Verdict: APPROVE")
+    );
+    all.extend(done);
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["jurors"], json!(live));
+    assert_eq!(loaded["foreman"]["reportText"], report, "the row keeps the whole reply");
 }
