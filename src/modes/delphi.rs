@@ -1478,6 +1478,11 @@ pub struct Estimate {
     pub changed: bool,
     /// Carried forward from the previous round (the call failed or was unreadable).
     pub carried: bool,
+    /// Why this round's reply gave no answer, when it came but could not be read (its value
+    /// is then unreadable, or carried forward from the previous round).
+    pub unparsed: Option<Unparsed>,
+    /// The reply named its confidence; when it did not, `confidence` is the default MEDIUM.
+    pub confidence_stated: bool,
     pub response_time_ms: i64,
     pub text: String,
 }
@@ -1495,6 +1500,7 @@ impl Estimate {
             "changed": self.changed, "carriedForward": self.carried,
             "responseTimeMs": self.response_time_ms,
         });
+        self.mark(&mut v);
         let prev = self.previous.as_ref().filter(|p| !matches!(p, EstimateValue::Unreadable));
         match kind {
             QuestionType::Numeric => {
@@ -1516,7 +1522,18 @@ impl Estimate {
             QuestionType::Numeric => v["estimate"] = json!(self.value.as_number()),
             QuestionType::Qualitative => v["answer"] = json!(self.value.as_answer()),
         }
+        self.mark(&mut v);
         v
+    }
+
+    /// `unparsed` (why the reply gave no answer) and `confidenceDefaulted`, when they apply.
+    fn mark(&self, v: &mut Value) {
+        if let Some(why) = self.unparsed {
+            v["unparsed"] = json!(why);
+        }
+        if !self.confidence_stated {
+            v["confidenceDefaulted"] = json!(true);
+        }
     }
 }
 
@@ -1708,7 +1725,7 @@ impl Delphi {
 
     fn read(&self, reply: &CallReply, participant: usize, round: u32) -> Option<Estimate> {
         let text = reply.result.as_ref().ok()?;
-        let (confidence, _) = parse_confidence(text);
+        let (confidence, confidence_stated) = parse_confidence(text);
         let mut reasoning = parse_reasoning(text);
         let value = match self.kind() {
             QuestionType::Numeric => match parse_estimate(text) {
@@ -1735,7 +1752,10 @@ impl Delphi {
             .and_then(|r| r.estimates.iter().find(|e| e.participant == participant))
             .map(|e| e.value.clone());
         let changed = round > 1 && previous.as_ref().is_some_and(|p| p != &value);
+        let unparsed = matches!(value, EstimateValue::Unreadable).then(|| Unparsed::of(text));
         Some(Estimate {
+            unparsed,
+            confidence_stated,
             participant,
             model: reply.model.clone(),
             value,
@@ -1758,6 +1778,7 @@ impl Delphi {
         for (i, (participant, model)) in self.panel.iter().enumerate() {
             let reply = replies.iter().find(|r| r.key == self.batch.key(i));
             let read = reply.and_then(|r| self.read(r, *participant, round));
+            let unparsed = read.as_ref().and_then(|e| e.unparsed);
             let e = match (read, &prev) {
                 // Round 1: a failed call leaves the panel for good.
                 (None, None) => continue,
@@ -1769,6 +1790,7 @@ impl Delphi {
                         previous: Some(last.value.clone()),
                         changed: false,
                         carried: true,
+                        unparsed,
                         response_time_ms: reply.map_or(0, |r| r.response_time_ms as i64),
                         text: reply
                             .and_then(|r| r.result.as_ref().ok().cloned())

@@ -449,9 +449,82 @@ fn a_panelist_failing_later_carries_its_answer_and_one_failing_round_one_leaves(
         (json!(1), json!(10.0), json!(false))
     );
     assert_eq!(est[2]["estimate"], 90.0, "unreadable in round 2: carried forward");
+    assert_eq!(est[2]["unparsed"], "refused");
     let stored: Vec<StageRow> =
         rows(&e).into_iter().filter(|r| r.stage_type == "round_2").collect();
     assert_eq!(stored[0].parsed_data.as_ref().unwrap()["carriedForward"], true);
+}
+
+/// The keys of a live summary, compared with the stored estimate of the same participant.
+fn agrees(live: &Value, stored: &Value) -> bool {
+    live.as_object().is_some_and(|o| o.iter().all(|(k, v)| &stored[k] == v))
+}
+
+#[test]
+fn an_unreadable_reply_says_why_live_stored_and_reloaded() {
+    let mut d = delphi(json!({}));
+    let mut all = after_round1(
+        &mut d,
+        &[
+            Some(&est("10", "LOW")),
+            Some("ESTIMATE: 20"),
+            Some(&est("30", "HIGH")),
+            Some("I cannot estimate this; the 2020 data is missing."),
+        ],
+    );
+    let r1 = emitted(&all, "round_complete").unwrap()["data"]["estimates"].clone();
+    assert_eq!(r1[3]["estimate"], Value::Null);
+    assert_eq!(r1[3]["unparsed"], "refused", "{r1}");
+    assert!(r1[0].get("unparsed").is_none() && r1[0].get("confidenceDefaulted").is_none());
+    assert_eq!(r1[1]["confidenceDefaulted"], true, "no CONFIDENCE line: MEDIUM, and it says so");
+    let r2 = stage_calls(&all);
+    assert_eq!(r2.len(), 4, "an unreadable round-1 answer stays on the panel");
+    let e = feed(
+        &mut d,
+        vec![
+            ok(&r2[0], &est("12", "LOW")),
+            ok(&r2[1], "<think>The median is 20, so ESTIMATE: 20"),
+            ok(&r2[2], "The panel is right; I'd say about 25 now."),
+            ok(&r2[3], &est("25", "MEDIUM")),
+        ],
+    );
+    all.extend(e.clone());
+    let live = emitted(&e, "round_complete").unwrap()["data"]["estimates"].clone();
+    assert_eq!(
+        (&live[1]["estimate"], &live[1]["unparsed"]),
+        (&json!(20.0), &json!("reasoning_only")),
+        "carried forward, and why"
+    );
+    assert_eq!((&live[2]["estimate"], &live[2]["unparsed"]), (&json!(30.0), &json!("no_answer")));
+    let stored: Vec<Value> = rows(&e)
+        .into_iter()
+        .filter(|r| r.stage_type == "round_2")
+        .filter_map(|r| r.parsed_data)
+        .collect();
+    assert_eq!(
+        (&stored[1]["carriedForward"], &stored[1]["unparsed"]),
+        (&json!(true), &json!("reasoning_only"))
+    );
+    // A reload gives back what ran.
+    let loaded = load_result(&rows(&all));
+    let rounds_live: Vec<Value> = all
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { event, data } if event == "round_complete" => Some(data.clone()),
+            _ => None,
+        })
+        .collect();
+    for (n, live) in rounds_live.iter().enumerate() {
+        let stored = &loaded["rounds"][n];
+        assert_eq!(stored["stats"], live["data"]["stats"]);
+        for (i, l) in live["data"]["estimates"].as_array().unwrap().iter().enumerate() {
+            assert!(
+                agrees(l, &stored["estimates"][i]),
+                "round {n}: {l} vs {}",
+                stored["estimates"][i]
+            );
+        }
+    }
 }
 
 #[test]
