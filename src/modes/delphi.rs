@@ -393,8 +393,9 @@ pub fn synthesis_prompt(
 //
 // 1. A labelled line: `ESTIMATE: 40`, `**Final estimate:** 40`, `1. Your numeric estimate: 40`,
 //    `ESTIMACIÓN: 40`, `ESTIMATION : 40`, `SCHÄTZUNG: 40`, an upper-case `ESTIMATE:` inside a
-//    line, or a table row or column headed `Estimate`. The last such line decides, unless it
-//    only repeats the prompt's placeholder (`[number]`): when what it says cannot be read, the
+//    line (not `YOUR PREVIOUS ESTIMATE:`), a table row or column headed `Estimate`, or a
+//    heading `## Final Estimate` over the value. The last such line decides, unless it only
+//    repeats the prompt's placeholder (`[number]`): when what it says cannot be read, the
 //    reply is unparsed (an earlier or vaguer statement is not tried instead).
 // 2. A JSON object's field: `{"estimate": 34000000, "confidence": "high", "reasoning": "…"}`.
 // 3. For a number only: a line `Estimated <what>: 40`, then a labelled `ANSWER:` line.
@@ -429,9 +430,39 @@ fn re(pattern: &'static str, cell: &'static OnceLock<Regex>) -> &'static Regex {
 
 /// Words that may stand before a label: `Final estimate:`, `My answer:`, `Your numeric
 /// estimate:` (models echo the prompt's list), `Ma réponse :`.
-const QUALIFIERS: &str =
-    "final|my|your|our|the|best|revised|updated|new|overall|numeric|numerical|\
-point|current|own|ma|mon|mi|la|le|il|mia|mio|minha|meu|meine|mein|die|der|votre|su";
+const QUALIFIERS: &[&str] = &[
+    "final",
+    "my",
+    "your",
+    "our",
+    "the",
+    "best",
+    "revised",
+    "updated",
+    "new",
+    "overall",
+    "numeric",
+    "numerical",
+    "point",
+    "current",
+    "own",
+    "ma",
+    "mon",
+    "mi",
+    "la",
+    "le",
+    "il",
+    "mia",
+    "mio",
+    "minha",
+    "meu",
+    "meine",
+    "mein",
+    "die",
+    "der",
+    "votre",
+    "su",
+];
 
 const ESTIMATE_LABELS: &[&str] = &[
     "estimate",
@@ -517,42 +548,138 @@ const CONFIDENCE_KEYS: &[&str] =
 const REASONING_KEYS: &[&str] =
     &["reasoning", "rationale", "explanation", "justification", "razonamiento"];
 
-fn alternation<S: AsRef<str>>(names: &[S]) -> String {
-    names
-        .iter()
-        .map(|n| regex::escape(n.as_ref()).replace(' ', r"\s+"))
-        .collect::<Vec<_>>()
-        .join("|")
+/// Spaces within a line (French typography puts a no-break space before a colon).
+fn is_gap(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\u{a0}' | '\u{202f}')
 }
 
-/// The ways one label is written.
+/// Markup around a label: spaces, quotes, emphasis.
+fn is_mark(c: char) -> bool {
+    is_gap(c) || "\"'`*_".contains(c)
+}
+
+fn skip(s: &str, mut i: usize, f: impl Fn(char) -> bool) -> usize {
+    while let Some(c) = s[i..].chars().next().filter(|c| f(*c)) {
+        i += c.len_utf8();
+    }
+    i
+}
+
+/// `name` at byte `i` of `s`, in any case (a space in it stands for any run of spaces): the
+/// byte after it.
+fn name_at(s: &str, i: usize, name: &str) -> Option<usize> {
+    let mut j = i;
+    for n in name.chars() {
+        if n == ' ' {
+            let k = skip(s, j, is_gap);
+            if k == j {
+                return None;
+            }
+            j = k;
+            continue;
+        }
+        let c = s[j..].chars().next()?;
+        if !c.to_lowercase().eq(n.to_lowercase()) {
+            return None;
+        }
+        j += c.len_utf8();
+    }
+    Some(j)
+}
+
+/// List marks, quotes, headings and numbering before a label: `- `, `> `, `## `, `1. `, `2) `.
+fn skip_lead(line: &str) -> usize {
+    let mut i = 0;
+    loop {
+        let j = skip(line, i, |c| is_gap(c) || ">*_#•+|-–".contains(c));
+        let d = skip(line, j, |c| c.is_ascii_digit());
+        let numbered = (1..=2).contains(&(d - j))
+            && line[d..].starts_with(['.', ')'])
+            && line[d + 1..].chars().next().is_none_or(is_gap);
+        let next = if numbered { d + 1 } else { j };
+        if next == i {
+            return i;
+        }
+        i = next;
+    }
+}
+
+/// The ways one label is written: at the start of a line, in any case, after list marks,
+/// markup and qualifiers (`**Final estimate:**`, `1. Your numeric estimate:`, `ESTIMACIÓN :`),
+/// with a parenthesis that may give a unit (`ESTIMATE (in millions):`); in upper case inside a
+/// line (`… so ESTIMATE: 40`); alone in a table cell or a heading. Matched by hand: a set of
+/// case-insensitive regexes for these took a noticeable time to build on a run's first reply.
 struct Family {
-    /// At the start of a line, any case, after list marks and markup; a parenthesis after the
-    /// label (`ESTIMATE (in millions):`) is captured.
-    start: Regex,
-    /// Upper case inside a line: `… and so ESTIMATE: 40`.
-    inline: Regex,
-    /// A table cell holding only the label.
-    cell: Regex,
+    names: &'static [&'static str],
+    upper: Vec<String>,
 }
 
 impl Family {
-    fn new(names: &[&str]) -> Family {
-        let alt = alternation(names);
-        let upper: Vec<String> = names.iter().map(|n| n.to_uppercase()).collect();
-        let upper = alternation(&upper);
-        let q = QUALIFIERS;
-        let mark = r#"["'`*_\s]*"#;
-        let build = |p: String| Regex::new(&p).unwrap_or_else(|_| unreachable!());
-        Family {
-            start: build(format!(
-                r"(?i)^(?:[\s>*_#•+|\-–]|\d{{1,2}}[.)](?:\s|$))*{mark}(?:(?:{q})\s+)*(?:{alt})s?{mark}(?:\(([^)\n]{{0,60}})\){mark})?[:=≈~：]"
-            )),
-            inline: build(format!(r"(?:^|[\s(\[{{,;.!?*_])(?:{upper})[*_]*\s*[:：]")),
-            cell: build(format!(
-                r"(?i)^{mark}(?:(?:{q})\s+)*(?:{alt})s?{mark}(?:\(([^)\n]{{0,60}})\))?[:\s*_]*$"
-            )),
+    fn new(names: &'static [&'static str]) -> Family {
+        Family { names, upper: names.iter().map(|n| n.to_uppercase()).collect() }
+    }
+
+    /// The label at byte `i` (after markup and qualifiers): the byte after it (and its
+    /// markup and parenthesis), and the parenthesis.
+    fn label_at<'a>(&self, s: &'a str, i: usize) -> Option<(usize, Option<&'a str>)> {
+        let mut i = skip(s, i, is_mark);
+        loop {
+            if let Some(end) = self.names.iter().filter_map(|n| name_at(s, i, n)).max() {
+                let end = if s[end..].starts_with('s') { end + 1 } else { end };
+                if s[end..].starts_with(char::is_alphanumeric) {
+                    return None; // `Estimated`, `Typed`
+                }
+                let mut j = skip(s, end, is_mark);
+                let mut unit = None;
+                if s[j..].starts_with('(') {
+                    let close = s[j..].find([')', '\n']).filter(|&k| k <= 61)?;
+                    if !s[j + close..].starts_with(')') {
+                        return None;
+                    }
+                    unit = Some(&s[j + 1..j + close]);
+                    j = skip(s, j + close + 1, is_mark);
+                }
+                return Some((j, unit));
+            }
+            let after = QUALIFIERS
+                .iter()
+                .find_map(|q| name_at(s, i, q).filter(|&e| s[e..].starts_with(is_gap)))?;
+            i = skip(s, after, is_gap);
         }
+    }
+
+    /// The label at the start of `line`: the byte after its separator, and its parenthesis.
+    fn at_start<'a>(&self, line: &'a str) -> Option<(usize, Option<&'a str>)> {
+        let (j, unit) = self.label_at(line, skip_lead(line))?;
+        let c = line[j..].chars().next().filter(|c| ":=≈~：".contains(*c))?;
+        Some((j + c.len_utf8(), unit))
+    }
+
+    /// A table cell or heading holding only the label (and a colon): its parenthesis.
+    fn alone<'a>(&self, cell: &'a str) -> Option<Option<&'a str>> {
+        let (j, unit) = self.label_at(cell, 0)?;
+        cell[j..].chars().all(|c| c == ':' || is_mark(c)).then_some(unit)
+    }
+
+    /// Upper-case labels inside a line, in order: (where the label starts, the byte after its
+    /// colon).
+    fn inline(&self, line: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        for u in &self.upper {
+            for (at, _) in line.match_indices(u.as_str()) {
+                let before = line[..at].chars().next_back();
+                if !before.is_none_or(|c| is_gap(c) || "([{,;.!?*_".contains(c)) {
+                    continue;
+                }
+                let j = skip(line, at + u.len(), |c| c == '*' || c == '_');
+                let j = skip(line, j, is_gap);
+                if let Some(c) = line[j..].chars().next().filter(|c| matches!(c, ':' | '：')) {
+                    out.push((at, j + c.len_utf8()));
+                }
+            }
+        }
+        out.sort_unstable();
+        out
     }
 }
 
@@ -564,8 +691,6 @@ struct Labels {
     reasoning: Family,
     kind: Family,
     options: Family,
-    /// Any upper-case label inside a line: where a value ends (`ESTIMATE: 40 CONFIDENCE: HIGH`).
-    any_inline: Regex,
 }
 
 impl Labels {
@@ -582,40 +707,20 @@ impl Labels {
     }
 
     fn is_label_line(&self, line: &str) -> bool {
-        self.families().iter().any(|f| f.start.is_match(line))
+        self.families().iter().any(|f| f.at_start(line).is_some())
     }
 }
 
 fn labels() -> &'static Labels {
     static L: OnceLock<Labels> = OnceLock::new();
-    L.get_or_init(|| {
-        let all: Vec<String> = [
-            ESTIMATE_LABELS,
-            ANSWER_LABELS,
-            CHOICE_LABELS,
-            CONFIDENCE_LABELS,
-            REASONING_LABELS,
-            TYPE_LABELS,
-            OPTIONS_LABELS,
-        ]
-        .concat()
-        .iter()
-        .map(|n| n.to_uppercase())
-        .collect();
-        Labels {
-            estimate: Family::new(ESTIMATE_LABELS),
-            answer: Family::new(ANSWER_LABELS),
-            choice: Family::new(CHOICE_LABELS),
-            confidence: Family::new(CONFIDENCE_LABELS),
-            reasoning: Family::new(REASONING_LABELS),
-            kind: Family::new(TYPE_LABELS),
-            options: Family::new(OPTIONS_LABELS),
-            any_inline: Regex::new(&format!(
-                r"(?:^|[\s(\[{{,;.!?*_])(?:{})[*_]*\s*[:：]",
-                alternation(&all)
-            ))
-            .unwrap_or_else(|_| unreachable!()),
-        }
+    L.get_or_init(|| Labels {
+        estimate: Family::new(ESTIMATE_LABELS),
+        answer: Family::new(ANSWER_LABELS),
+        choice: Family::new(CHOICE_LABELS),
+        confidence: Family::new(CONFIDENCE_LABELS),
+        reasoning: Family::new(REASONING_LABELS),
+        kind: Family::new(TYPE_LABELS),
+        options: Family::new(OPTIONS_LABELS),
     })
 }
 
@@ -635,12 +740,11 @@ struct Hit {
     strict: bool,
 }
 
-/// The value up to the next upper-case label on its line.
+/// The value up to the next upper-case label on its line (`40 CONFIDENCE: HIGH`).
 fn cut(value: &str) -> &str {
-    match labels().any_inline.find(value) {
-        Some(m) => &value[..m.start()],
-        None => value,
-    }
+    let next =
+        labels().families().iter().filter_map(|f| f.inline(value).first().map(|h| h.0)).min();
+    &value[..next.unwrap_or(value.len())]
 }
 
 /// A value with the markup around it removed: `**40**`, `[40]`, `"Go"`.
@@ -699,8 +803,8 @@ fn is_separator_row(line: &str) -> bool {
 /// one row of values.
 fn table_hit(lines: &[&str], i: usize, fam: &Family) -> Option<Hit> {
     let cells = table_cells(lines[i])?;
-    let (k, caps) = cells.iter().enumerate().find_map(|(k, c)| Some((k, fam.cell.captures(c)?)))?;
-    let unit = caps.get(1).map(|m| m.as_str().to_string());
+    let (k, unit) = cells.iter().enumerate().find_map(|(k, c)| Some((k, fam.alone(c)?)))?;
+    let unit = unit.map(str::to_string);
     if lines.get(i + 1).is_some_and(|l| is_separator_row(l)) {
         let data = lines.get(i + 2).and_then(|l| table_cells(l))?;
         if lines.get(i + 3).is_some_and(|l| table_cells(l).is_some()) {
@@ -726,7 +830,7 @@ fn echoes_previous(before: &str) -> bool {
 fn is_heading(line: &str, fam: &Family) -> bool {
     let t = line.trim();
     let marked = t.starts_with('#') || (t.starts_with("**") && t.ends_with("**") && t.len() > 4);
-    marked && fam.cell.is_match(t.trim_start_matches('#'))
+    marked && fam.alone(t.trim_start_matches('#')).is_some()
 }
 
 /// Every place the label stands in `text`, in order.
@@ -738,19 +842,18 @@ fn hits(text: &str, fam: &Family) -> Vec<Hit> {
             out.extend(table_hit(&lines, i, fam));
             continue;
         }
-        let start = fam.start.captures(line);
-        let from = start.as_ref().and_then(|c| c.get(0)).map_or(0, |m| m.end());
+        let start = fam.at_start(line);
+        let from = start.map_or(0, |(end, _)| end);
         // Not `YOUR PREVIOUS ESTIMATE:` (a round-2 prompt repeated).
         let inline = fam
-            .inline
-            .find_iter(&line[from..])
-            .filter(|m| !echoes_previous(&line[..from + m.start()]))
-            .last()
-            .map(|m| from + m.end());
+            .inline(&line[from..])
+            .into_iter()
+            .rfind(|(at, _)| !echoes_previous(&line[..from + at]))
+            .map(|(_, end)| from + end);
         let heading = start.is_none() && inline.is_none() && is_heading(line, fam);
         let (col, unit) = match (inline, &start) {
             (Some(col), _) => (col, None),
-            (None, Some(c)) => (from, c.get(1).map(|m| m.as_str().to_string())),
+            (None, Some((_, unit))) => (from, unit.map(str::to_string)),
             (None, None) if heading => (line.len(), None),
             (None, None) => continue,
         };
@@ -931,7 +1034,7 @@ pub fn parse_reasoning(text: &str) -> String {
             for line in &lines[h.line + 1..] {
                 if l.families()
                     .iter()
-                    .any(|f| !std::ptr::eq(*f, &l.reasoning) && f.start.is_match(line))
+                    .any(|f| !std::ptr::eq(*f, &l.reasoning) && f.at_start(line).is_some())
                 {
                     break;
                 }
