@@ -63,9 +63,10 @@ pub enum Lead {
     /// Only hedging words (`about`, `~`, `approximately`, `between`, …) and markup: for a value
     /// read from prose (`My estimate is about 40`).
     Strict,
-    /// Any words that do not decline or hedge (`unknown`, `N/A`, `cannot`, …): for the rest of
-    /// a labelled line (`ESTIMATE: The number will be about 40`). A year after `by`, `in`, … is
-    /// passed over when another number follows (`ESTIMATE: by 2030, 45 million`).
+    /// For the rest of a labelled line: hedging words, or a sentence that neither declines nor
+    /// hedges (`unknown`, `N/A`, `cannot`, …) and introduces its number with a stating word or
+    /// mark (`ESTIMATE: The number will be about 40`, `2030: 45 million`); years are passed
+    /// over while another number follows (`ESTIMATE: by 2030, 45 million`).
     Label,
 }
 
@@ -606,7 +607,6 @@ const HEDGES_ALLOWED: &[&str] = &[
     "ungefähr",
     "rund",
     "zwischen",
-    "circa",
     "intorno",
     "tra",
     "fra",
@@ -844,7 +844,6 @@ const STATING: &[&str] = &[
     "etwa",
     "ungefähr",
     "rund",
-    "circa",
     "sera",
     "será",
     "sarà",
