@@ -22,9 +22,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{mark_from_rows, title_prompt, Batch, Calls, Routed, TitleTracker, TITLE_KEY};
+use super::reading::{self, Unparsed};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    ModeKind, RunContext, StageRow, ValidRequest,
+    numbers, request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError,
+    Mode, ModeKind, RunContext, StageRow, ValidRequest,
 };
 
 const SIM_PANEL: [&str; 4] = ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"];
@@ -386,6 +387,24 @@ pub fn synthesis_prompt(
 }
 
 // ---- parsing --------------------------------------------------------------------------------
+//
+// A reply states its answer only in these forms, read from its answer part (reasoning blocks
+// set aside; a reply whose reasoning never closed states nothing), in this order:
+//
+// 1. A labelled line: `ESTIMATE: 40`, `**Final estimate:** 40`, `1. Your numeric estimate: 40`,
+//    `ESTIMACIÓN: 40`, `ESTIMATION : 40`, `SCHÄTZUNG: 40`, an upper-case `ESTIMATE:` inside a
+//    line (not `YOUR PREVIOUS ESTIMATE:`), a table row or column headed `Estimate`, or a
+//    heading `## Final Estimate` over the value. The last such line decides, unless it only
+//    repeats the prompt's placeholder (`[number]`): when what it says cannot be read, the
+//    reply is unparsed (an earlier or vaguer statement is not tried instead).
+// 2. A JSON object's field: `{"estimate": 34000000, "confidence": "high", "reasoning": "…"}`.
+// 3. For a number only: a line `Estimated <what>: 40`, then a labelled `ANSWER:` line.
+// 4. A sentence that states it with the value right after: `My estimate is about 40`, `The
+//    answer is 4`, `I estimate ~40`, `estimate ≈ 40`; for a choice among options, also
+//    `I choose Option 2`.
+//
+// Anything else, such as a number somewhere in prose, is not an answer: the reply is unparsed
+// and the reason ([`Unparsed`]) is stored with its text.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -409,193 +428,948 @@ fn re(pattern: &'static str, cell: &'static OnceLock<Regex>) -> &'static Regex {
     cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
 }
 
-/// The text after the last `LABEL:` marker on its line (markdown around the label allowed).
-fn field<'a>(text: &'a str, label: &str) -> Option<&'a str> {
-    let upper = label.to_uppercase();
-    text.lines().rev().find_map(|line| {
-        let t = line.trim().trim_start_matches(['*', '_', '#', '-', ' ']);
-        let head = t.get(..upper.len())?;
-        if !head.eq_ignore_ascii_case(&upper) {
+/// Words that may stand before a label: `Final estimate:`, `My answer:`, `Your numeric
+/// estimate:` (models echo the prompt's list), `Ma réponse :`.
+const QUALIFIERS: &[&str] = &[
+    "final",
+    "my",
+    "your",
+    "our",
+    "the",
+    "best",
+    "revised",
+    "updated",
+    "new",
+    "overall",
+    "numeric",
+    "numerical",
+    "point",
+    "current",
+    "own",
+    "ma",
+    "mon",
+    "mi",
+    "la",
+    "le",
+    "il",
+    "mia",
+    "mio",
+    "minha",
+    "meu",
+    "meine",
+    "mein",
+    "die",
+    "der",
+    "votre",
+    "su",
+];
+
+const ESTIMATE_LABELS: &[&str] = &[
+    "estimate",
+    "estimation",
+    "estimación",
+    "estimacion",
+    "estimativa",
+    "estimativo",
+    "schätzung",
+    "schaetzung",
+    "stima",
+];
+const ANSWER_LABELS: &[&str] =
+    &["answer", "réponse", "reponse", "respuesta", "resposta", "risposta", "antwort"];
+const CHOICE_LABELS: &[&str] = &[
+    "chosen option",
+    "selected option",
+    "recommended option",
+    "choice",
+    "recommendation",
+    "elección",
+    "choix",
+    "wahl",
+    "escolha",
+    "scelta",
+];
+const CONFIDENCE_LABELS: &[&str] = &[
+    "confidence level",
+    "level of confidence",
+    "confidence",
+    "niveau de confiance",
+    "confiance",
+    "nivel de confianza",
+    "confianza",
+    "nível de confiança",
+    "confiança",
+    "livello di fiducia",
+    "livello di confidenza",
+    "fiducia",
+    "confidenza",
+    "konfidenzniveau",
+    "vertrauensniveau",
+    "konfidenz",
+    "vertrauen",
+    "sicherheit",
+];
+const REASONING_LABELS: &[&str] = &[
+    "reasoning",
+    "rationale",
+    "justification",
+    "raisonnement",
+    "razonamiento",
+    "justificación",
+    "begründung",
+    "raciocínio",
+    "justificativa",
+    "ragionamento",
+    "motivazione",
+];
+const TYPE_LABELS: &[&str] = &["question type", "type", "tipo", "typ"];
+const OPTIONS_LABELS: &[&str] =
+    &["answer options", "options", "opciones", "opções", "opcoes", "opzioni", "optionen"];
+
+const ESTIMATE_KEYS: &[&str] = &[
+    "estimate",
+    "final_estimate",
+    "finalEstimate",
+    "best_estimate",
+    "bestEstimate",
+    "point_estimate",
+    "estimation",
+    "estimación",
+    "schätzung",
+    "stima",
+    "estimativa",
+    "value",
+    "answer",
+];
+const ANSWER_KEYS: &[&str] =
+    &["answer", "final_answer", "finalAnswer", "choice", "option", "recommendation", "respuesta"];
+const CONFIDENCE_KEYS: &[&str] =
+    &["confidence", "confidence_level", "confidenceLevel", "confianza", "confiance"];
+const REASONING_KEYS: &[&str] =
+    &["reasoning", "rationale", "explanation", "justification", "razonamiento"];
+
+/// Spaces within a line (French typography puts a no-break space before a colon).
+fn is_gap(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\u{a0}' | '\u{202f}')
+}
+
+/// Markup around a label: spaces, quotes, emphasis.
+fn is_mark(c: char) -> bool {
+    is_gap(c) || "\"'`*_".contains(c)
+}
+
+fn skip(s: &str, mut i: usize, f: impl Fn(char) -> bool) -> usize {
+    while let Some(c) = s[i..].chars().next().filter(|c| f(*c)) {
+        i += c.len_utf8();
+    }
+    i
+}
+
+/// `name` at byte `i` of `s`, in any case (a space in it stands for any run of spaces): the
+/// byte after it.
+fn name_at(s: &str, i: usize, name: &str) -> Option<usize> {
+    let mut j = i;
+    for n in name.chars() {
+        if n == ' ' {
+            let k = skip(s, j, is_gap);
+            if k == j {
+                return None;
+            }
+            j = k;
+            continue;
+        }
+        let c = s[j..].chars().next()?;
+        if !c.to_lowercase().eq(n.to_lowercase()) {
             return None;
         }
-        let rest = t[upper.len()..].trim_start_matches(['*', '_', ' ']);
-        rest.strip_prefix(':').map(|r| r.trim().trim_matches(['*', '_']).trim())
+        j += c.len_utf8();
+    }
+    Some(j)
+}
+
+/// List marks, quotes, headings and numbering before a label: `- `, `> `, `## `, `1. `, `2) `.
+fn skip_lead(line: &str) -> usize {
+    let mut i = 0;
+    loop {
+        let j = skip(line, i, |c| is_gap(c) || ">*_#•+|-–".contains(c));
+        let d = skip(line, j, |c| c.is_ascii_digit());
+        let numbered = (1..=2).contains(&(d - j))
+            && line[d..].starts_with(['.', ')'])
+            && line[d + 1..].chars().next().is_none_or(is_gap);
+        let next = if numbered { d + 1 } else { j };
+        if next == i {
+            return i;
+        }
+        i = next;
+    }
+}
+
+/// The ways one label is written: at the start of a line, in any case, after list marks,
+/// markup and qualifiers (`**Final estimate:**`, `1. Your numeric estimate:`, `ESTIMACIÓN :`),
+/// with a parenthesis that may give a unit (`ESTIMATE (in millions):`); in upper case inside a
+/// line (`… so ESTIMATE: 40`); alone in a table cell or a heading. Matched by hand: a set of
+/// case-insensitive regexes for these took a noticeable time to build on a run's first reply.
+struct Family {
+    names: &'static [&'static str],
+    upper: Vec<String>,
+}
+
+impl Family {
+    fn new(names: &'static [&'static str]) -> Family {
+        Family { names, upper: names.iter().map(|n| n.to_uppercase()).collect() }
+    }
+
+    /// The label at byte `i` (after markup and qualifiers): the byte after it (and its
+    /// markup and parenthesis), and the parenthesis.
+    fn label_at<'a>(&self, s: &'a str, i: usize) -> Option<(usize, Option<&'a str>)> {
+        let mut i = skip(s, i, is_mark);
+        loop {
+            if let Some(end) = self.names.iter().filter_map(|n| name_at(s, i, n)).max() {
+                let end = if s[end..].starts_with('s') { end + 1 } else { end };
+                if s[end..].starts_with(char::is_alphanumeric) {
+                    return None; // `Estimated`, `Typed`
+                }
+                let mut j = skip(s, end, is_mark);
+                let mut unit = None;
+                if s[j..].starts_with('(') {
+                    let close = s[j..].find([')', '\n']).filter(|&k| k <= 61)?;
+                    if !s[j + close..].starts_with(')') {
+                        return None;
+                    }
+                    unit = Some(&s[j + 1..j + close]);
+                    j = skip(s, j + close + 1, is_mark);
+                }
+                return Some((j, unit));
+            }
+            let after = QUALIFIERS
+                .iter()
+                .find_map(|q| name_at(s, i, q).filter(|&e| s[e..].starts_with(is_gap)))?;
+            i = skip(s, after, is_gap);
+        }
+    }
+
+    /// The label at the start of `line`: the byte after its separator, and its parenthesis.
+    fn at_start<'a>(&self, line: &'a str) -> Option<(usize, Option<&'a str>)> {
+        let (j, unit) = self.label_at(line, skip_lead(line))?;
+        let c = line[j..].chars().next().filter(|c| ":=≈~：".contains(*c))?;
+        Some((j + c.len_utf8(), unit))
+    }
+
+    /// A table cell or heading holding only the label (and a colon): its parenthesis.
+    fn alone<'a>(&self, cell: &'a str) -> Option<Option<&'a str>> {
+        let (j, unit) = self.label_at(cell, 0)?;
+        cell[j..].chars().all(|c| c == ':' || is_mark(c)).then_some(unit)
+    }
+
+    /// Upper-case labels inside a line, in order: (where the label starts, the byte after its
+    /// colon).
+    fn inline(&self, line: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        for u in &self.upper {
+            for (at, _) in line.match_indices(u.as_str()) {
+                let before = line[..at].chars().next_back();
+                if !before.is_none_or(|c| is_gap(c) || "([{,;.!?*_".contains(c)) {
+                    continue;
+                }
+                let j = skip(line, at + u.len(), |c| c == '*' || c == '_');
+                let j = skip(line, j, is_gap);
+                if let Some(c) = line[j..].chars().next().filter(|c| matches!(c, ':' | '：')) {
+                    out.push((at, j + c.len_utf8()));
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+struct Labels {
+    estimate: Family,
+    answer: Family,
+    choice: Family,
+    confidence: Family,
+    reasoning: Family,
+    kind: Family,
+    options: Family,
+}
+
+impl Labels {
+    fn families(&self) -> [&Family; 7] {
+        [
+            &self.estimate,
+            &self.answer,
+            &self.choice,
+            &self.confidence,
+            &self.reasoning,
+            &self.kind,
+            &self.options,
+        ]
+    }
+
+    fn is_label_line(&self, line: &str) -> bool {
+        self.families().iter().any(|f| f.at_start(line).is_some())
+    }
+}
+
+fn labels() -> &'static Labels {
+    static L: OnceLock<Labels> = OnceLock::new();
+    L.get_or_init(|| Labels {
+        estimate: Family::new(ESTIMATE_LABELS),
+        answer: Family::new(ANSWER_LABELS),
+        choice: Family::new(CHOICE_LABELS),
+        confidence: Family::new(CONFIDENCE_LABELS),
+        reasoning: Family::new(REASONING_LABELS),
+        kind: Family::new(TYPE_LABELS),
+        options: Family::new(OPTIONS_LABELS),
     })
 }
 
-/// The confidence after `CONFIDENCE:`; MEDIUM when missing or unreadable.
-pub fn parse_confidence(text: &str) -> (Confidence, bool) {
-    match field(text, "CONFIDENCE").map(|c| c.to_uppercase()) {
-        Some(c) if c.starts_with("HIGH") => (Confidence::High, true),
-        Some(c) if c.starts_with("LOW") => (Confidence::Low, true),
-        Some(c) if c.starts_with("MED") => (Confidence::Medium, true),
-        _ => (Confidence::Medium, false),
+/// Where a label stands and what follows it.
+#[derive(Debug, Clone)]
+struct Hit {
+    /// The value: the rest of the line up to another label (or the next line, when the
+    /// label's line holds nothing else).
+    value: String,
+    /// What the label's parenthesis says (`in millions`).
+    unit: Option<String>,
+    /// The line of the label and the byte where its value starts.
+    line: usize,
+    col: usize,
+    /// The value stands on a line of its own under the label (`## Estimate` then `42
+    /// million`): only hedging words may stand before a number in it.
+    strict: bool,
+}
+
+/// The value up to the next upper-case label on its line (`40 CONFIDENCE: HIGH`).
+fn cut(value: &str) -> &str {
+    let next =
+        labels().families().iter().filter_map(|f| f.inline(value).first().map(|h| h.0)).min();
+    &value[..next.unwrap_or(value.len())]
+}
+
+/// A value with the markup around it removed: `**40**`, `[40]`, `"Go"`.
+fn clean(value: &str) -> &str {
+    let t = value.trim().trim_matches(|c: char| "*_`\"'“”".contains(c) || c.is_whitespace());
+    let t = t.strip_prefix('[').and_then(|x| x.strip_suffix(']')).unwrap_or(t);
+    t.trim()
+}
+
+/// The prompt's template repeated instead of filled in: `[number]`, `[LOW|MEDIUM|HIGH]`,
+/// `[your answer or option number]`, `<number>`.
+fn placeholder(value: &str) -> bool {
+    let t = value.trim().trim_matches(|c: char| "*_`.".contains(c) || c.is_whitespace());
+    if t.is_empty() || t.contains('|') {
+        return true;
+    }
+    let inner = t
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .or_else(|| t.strip_prefix('<').and_then(|x| x.strip_suffix('>')));
+    let Some(inner) = inner else { return false };
+    let lower = inner.to_lowercase();
+    !inner.chars().any(|c| c.is_ascii_digit())
+        && [
+            "your",
+            "number",
+            "answer",
+            "option",
+            "reasoning",
+            "estimate",
+            "comma-separated",
+            "sentence",
+            "value",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
+fn table_cells(line: &str) -> Option<Vec<&str>> {
+    let t = line.trim();
+    let inner = t.strip_prefix('|')?;
+    let inner = inner.strip_suffix('|').unwrap_or(inner);
+    Some(inner.split('|').map(str::trim).collect())
+}
+
+fn is_separator_row(line: &str) -> bool {
+    table_cells(line).is_some_and(|cells| {
+        cells.iter().all(|c| {
+            let c = c.trim_matches(':');
+            c.len() >= 2 && c.chars().all(|x| x == '-')
+        })
+    })
+}
+
+/// A label in a table: a row `| Estimate | 40 |`, or a column headed `Estimate` over exactly
+/// one row of values.
+fn table_hit(lines: &[&str], i: usize, fam: &Family) -> Option<Hit> {
+    let cells = table_cells(lines[i])?;
+    let (k, unit) = cells.iter().enumerate().find_map(|(k, c)| Some((k, fam.alone(c)?)))?;
+    let unit = unit.map(str::to_string);
+    if lines.get(i + 1).is_some_and(|l| is_separator_row(l)) {
+        let data = lines.get(i + 2).and_then(|l| table_cells(l))?;
+        if lines.get(i + 3).is_some_and(|l| table_cells(l).is_some()) {
+            return None; // several rows of values: no one value
+        }
+        let value = data.get(k)?.to_string();
+        return Some(Hit { value, unit, line: i + 2, col: 0, strict: false });
+    }
+    let value = cells.get(k + 1)?.to_string();
+    Some(Hit { value, unit, line: i, col: 0, strict: false })
+}
+
+/// Whether the words before an upper-case label make it the prompt's echo of the previous
+/// round (`YOUR PREVIOUS ESTIMATE:`).
+fn echoes_previous(before: &str) -> bool {
+    let last = before.trim_end().rsplit(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
+    ["previous", "prior", "old", "initial", "last", "earlier"]
+        .iter()
+        .any(|w| last.eq_ignore_ascii_case(w))
+}
+
+/// A heading (`## Final Estimate`) or a line in bold (`**Estimate**`) holding only the label.
+fn is_heading(line: &str, fam: &Family) -> bool {
+    let t = line.trim();
+    let marked = t.starts_with('#') || (t.starts_with("**") && t.ends_with("**") && t.len() > 4);
+    marked && fam.alone(t.trim_start_matches('#')).is_some()
+}
+
+/// Every place the label stands in `text`, in order.
+fn hits(text: &str, fam: &Family) -> Vec<Hit> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if table_cells(line).is_some() {
+            out.extend(table_hit(&lines, i, fam));
+            continue;
+        }
+        let start = fam.at_start(line);
+        let from = start.map_or(0, |(end, _)| end);
+        // Not `YOUR PREVIOUS ESTIMATE:` (a round-2 prompt repeated).
+        let inline = fam
+            .inline(&line[from..])
+            .into_iter()
+            .rfind(|(at, _)| !echoes_previous(&line[..from + at]))
+            .map(|(_, end)| from + end);
+        let heading = start.is_none() && inline.is_none() && is_heading(line, fam);
+        let (col, unit) = match (inline, &start) {
+            (Some(col), _) => (col, None),
+            (None, Some((_, unit))) => (from, unit.map(str::to_string)),
+            (None, None) if heading => (line.len(), None),
+            (None, None) => continue,
+        };
+        let mut value = cut(&line[col..]).to_string();
+        let mut strict = false;
+        if clean(&value).is_empty() {
+            // `ESTIMATE:` alone on its line, or a heading: the value is on the next one.
+            if let Some(next) = lines[i + 1..].iter().find(|l| !l.trim().is_empty()) {
+                if !labels().is_label_line(next) {
+                    value = cut(next).to_string();
+                    strict = true;
+                }
+            }
+        }
+        out.push(Hit { value, unit, line: i, col, strict });
+    }
+    out
+}
+
+/// The label's last statement that is not a placeholder: the one that decides.
+fn stated(text: &str, fam: &Family) -> Option<Hit> {
+    hits(text, fam).into_iter().rev().find(|h| !placeholder(&h.value))
+}
+
+/// The answer part of a reply; None when its reasoning never closed.
+fn answer_part(text: &str) -> Option<String> {
+    let split = reading::split_reasoning(text);
+    (!split.unclosed).then(|| split.answer.into_owned())
+}
+
+fn read_hit(hit: &Hit) -> Option<numbers::Stated> {
+    let lead = if hit.strict { numbers::Lead::Strict } else { numbers::Lead::Label };
+    let mut s = numbers::read_stated(clean(&hit.value), lead)?;
+    // `ESTIMATE (in millions): 42`.
+    if let Some(f) = hit.unit.as_deref().and_then(numbers::scale_in) {
+        if s.scale == 1.0 {
+            s.value = numbers::scale_by(s.value, f);
+            s.range = s.range.map(|(a, b)| (numbers::scale_by(a, f), numbers::scale_by(b, f)));
+        }
+    }
+    s.value.is_finite().then_some(s)
+}
+
+fn json_number(v: &Value) -> Option<numbers::Stated> {
+    match v {
+        Value::Number(n) => n.as_f64().filter(|x| x.is_finite()).map(|value| numbers::Stated {
+            value,
+            range: None,
+            percent: false,
+            scale: 1.0,
+        }),
+        Value::String(s) => numbers::read_stated(s, numbers::Lead::Label),
+        _ => None,
     }
 }
 
-/// The reasoning after the last `REASONING:` marker (to the end of the text).
-pub fn parse_reasoning(text: &str) -> String {
+fn estimated_line() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let r = re(r"(?i)reasoning[*_\s]*:[*_\s]*", &RE);
-    match r.find_iter(text).last() {
-        Some(m) => text[m.end()..].trim().to_string(),
-        None => String::new(),
-    }
+    re(r"(?im)^(?:[\s>*_#•+\-–]|\d{1,2}[.)]\s)*[*_\s]*estimated(?:\s+[^\s:]+){1,10}?[*_\s]*:", &RE)
 }
 
-/// One number expression: `42,000,000`, `42 million`, `4.2e7`, `$42M`, `~40`, `12.5%`.
-fn number_re() -> &'static Regex {
+/// Sentences that state an estimate, ending right before the value.
+fn stated_estimate_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     re(
-        r"(?i)(-?)\$?\s*(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(trillion|billion|million|thousand|bn|tn|[kmbt]\b)?\s*(%)?",
+        r"(?imx)
+        \b(?:my|our)\s+(?:(?:final|best|revised|updated|overall|current|own|point|numeric)\s+)*
+            (?:estimate|guess|answer|prediction|forecast)\s*(?:is\b|would\s+be\b|will\s+be\b|remains\b|stands\s+at\b|:)
+        | (?:^|[.!?]\s)\s*(?:(?:so|thus|therefore|hence|overall|finally|in\s+conclusion|in\s+short|in\s+summary)\s*,?\s+)?
+            (?:the\s+)?(?:(?:final|best)\s+)?(?:estimate|answer)\s+(?:is|would\s+be|will\s+be)\b
+        | \bI(?:\s+would|'d|’d)?\s+estimate\s+(?:that\s+)?
+            (?:(?:it|this|the\s+(?:number|total|value|figure))\s+(?:at|to\s+be|is|will\s+be|would\s+be)\s+
+              |there\s+(?:are|is|will\s+be|would\s+be)\s+)?
+        | \b(?:estimate|answer)\s*[≈=]",
         &RE,
     )
 }
 
-fn scale(word: &str) -> f64 {
-    match word.to_lowercase().as_str() {
-        "thousand" | "k" => 1e3,
-        "million" | "m" => 1e6,
-        "billion" | "bn" | "b" => 1e9,
-        "trillion" | "tn" | "t" => 1e12,
-        _ => 1.0,
-    }
+/// The last sentence stating a value: the rest of its line.
+fn stated_sentence<'a>(text: &'a str, re: &Regex) -> Option<&'a str> {
+    let m = re.find_iter(text).last()?;
+    let rest = &text[m.end()..];
+    Some(&rest[..rest.find('\n').unwrap_or(rest.len())])
 }
 
-fn number_at(caps: &regex::Captures) -> Option<f64> {
-    let digits = caps.get(2)?.as_str().replace(',', "");
-    let mut v: f64 = digits.parse().ok()?;
-    if let Some(w) = caps.get(3) {
-        v *= scale(w.as_str());
-    }
-    if caps.get(1).is_some_and(|m| m.as_str() == "-") {
-        v = -v;
-    }
-    v.is_finite().then_some(v)
-}
-
-/// Reads an estimate. From the last `ESTIMATE:` line when there is one, else the first
-/// number anywhere. A range (`35-45`, `35 to 45`) gives its midpoint and says so.
+/// Reads an estimate (see the rules above). A range (`35-45`, `35 to 45`) gives its midpoint
+/// and says so; a stated most likely value within it wins.
 pub fn parse_estimate(text: &str) -> Option<(f64, Option<String>)> {
-    let source = field(text, "ESTIMATE").unwrap_or(text);
-    let source = source
-        .trim_start_matches(['~', '≈'])
-        .trim_start_matches("approximately ")
-        .trim_start_matches("about ");
-    let mut numbers = number_re().captures_iter(source);
-    let first = numbers.next()?;
-    let a = number_at(&first)?;
-    // A range: the next number right after a dash or "to".
-    let after = &source[first.get(0)?.end()..];
-    static RANGE: OnceLock<Regex> = OnceLock::new();
-    let range = re(r"(?i)^\s*(?:-|–|—|to)\s*", &RANGE);
-    if let Some(m) = range.find(after) {
-        if let Some(second) = number_re().captures(&after[m.end()..]) {
-            if second.get(0).map(|g| g.start()) == Some(0) {
-                if let Some(b) = number_at(&second) {
-                    // `35-45 million`: the scale on the second number applies to both.
-                    let a = if first.get(3).is_none() && second.get(3).is_some() {
-                        a * second.get(3).map_or(1.0, |w| scale(w.as_str()))
-                    } else {
-                        a
-                    };
-                    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-                    // Halves first: `lo + hi` overflows for numbers near f64::MAX.
-                    let mid = lo / 2.0 + hi / 2.0;
-                    if !a.is_finite() || !mid.is_finite() {
-                        // An absurd range (its scale overflows) is no estimate at all.
-                        return None;
-                    }
-                    return Some((
-                        mid,
-                        Some(format!(
-                            "range {} to {} given; the midpoint {} was used",
-                            fmt_num(a),
-                            fmt_num(b),
-                            fmt_num(mid)
-                        )),
-                    ));
-                }
-            }
-        }
-    }
-    Some((a, None))
-}
-
-/// Reads a qualitative answer and matches it to the options: by number (`2`, `Option 2`),
-/// exact text, or the closest option by shared words. Without options the answer's first
-/// line is the answer.
-pub fn parse_answer(text: &str, options: &[String]) -> Option<String> {
-    let raw =
-        field(text, "ANSWER").or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty()))?;
-    let raw = raw.trim().trim_end_matches('.').trim();
-    if raw.is_empty() {
+    let answer = answer_part(text)?;
+    let l = labels();
+    let s = if let Some(h) = stated(&answer, &l.estimate) {
+        read_hit(&h)
+    } else if let Some(v) = reading::json_field(&answer, ESTIMATE_KEYS) {
+        json_number(&v)
+    } else if let Some(m) = estimated_line().find_iter(&answer).last() {
+        let rest = &answer[m.end()..];
+        let value = cut(&rest[..rest.find('\n').unwrap_or(rest.len())]);
+        numbers::read_stated(clean(value), numbers::Lead::Label)
+    } else if let Some(h) = stated(&answer, &l.answer) {
+        read_hit(&h)
+    } else {
+        stated_sentence(&answer, stated_estimate_re())
+            .and_then(|v| numbers::read_stated(v, numbers::Lead::Strict))
+    }?;
+    if !s.value.is_finite() {
         return None;
     }
-    if options.is_empty() {
-        return Some(raw.chars().take(120).collect());
+    let note = s.range.map(|(a, b)| {
+        format!(
+            "range {} to {} given; the midpoint {} was used",
+            fmt_num(a),
+            fmt_num(b),
+            fmt_num(s.value)
+        )
+    });
+    Some((s.value, note))
+}
+
+fn level_of(word: &str) -> Option<Confidence> {
+    match word {
+        "high" | "élevée" | "élevé" | "elevee" | "eleve" | "haute" | "haut" | "alta" | "alto"
+        | "hoch" | "elevata" | "elevato" => Some(Confidence::High),
+        "medium" | "med" | "moderate" | "mid" | "moyenne" | "moyen" | "media" | "medio"
+        | "média" | "médio" | "mittel" | "mittlere" | "moderata" | "moderato" => {
+            Some(Confidence::Medium)
+        }
+        "low" | "faible" | "basse" | "bas" | "baja" | "bajo" | "baixa" | "baixo" | "niedrig"
+        | "gering" | "bassa" | "basso" => Some(Confidence::Low),
+        _ => None,
     }
-    static NUM: OnceLock<Regex> = OnceLock::new();
-    let num = re(r"(?i)^(?:option\s*)?#?(\d+)\b", &NUM);
-    if let Some(n) =
-        num.captures(raw).and_then(|c| c.get(1)).and_then(|m| m.as_str().parse::<usize>().ok())
-    {
-        if (1..=options.len()).contains(&n) {
+}
+
+/// One confidence level, named first: `HIGH`, `very high`, `Moderate`, `ÉLEVÉE`. Two levels
+/// (`MEDIUM-HIGH`, `low to medium`) or a number (`80%`) name none.
+fn level(value: &str) -> Option<Confidence> {
+    let words: Vec<String> = value
+        .split(|c: char| !c.is_alphanumeric() && c != '%' && c != '.')
+        .map(|w| w.trim_matches('.').to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut it = words.iter().skip_while(|w| {
+        ["very", "quite", "fairly", "rather", "relatively", "reasonably", "très", "muy", "sehr"]
+            .contains(&w.as_str())
+    });
+    let first = level_of(it.next()?)?;
+    let mut rest =
+        it.skip_while(|w| ["to", "or", "and", "à", "a", "bis", "ou", "o"].contains(&w.as_str()));
+    if rest.next().is_some_and(|w| level_of(w).is_some()) {
+        return None;
+    }
+    Some(first)
+}
+
+/// The stated confidence and whether it was stated: MEDIUM (and `false`) when the reply names
+/// no one level.
+pub fn parse_confidence(text: &str) -> (Confidence, bool) {
+    let Some(answer) = answer_part(text) else { return (Confidence::Medium, false) };
+    let value = match stated(&answer, &labels().confidence) {
+        Some(h) => Some(cut(&h.value).to_string()),
+        None => reading::json_field(&answer, CONFIDENCE_KEYS)
+            .and_then(|v| v.as_str().map(str::to_string)),
+    };
+    match value.as_deref().map(clean).and_then(level) {
+        Some(c) => (c, true),
+        None => (Confidence::Medium, false),
+    }
+}
+
+/// The reasoning after the last `REASONING:` label, up to the next labelled line (or the JSON
+/// `reasoning` field); empty when there is none.
+pub fn parse_reasoning(text: &str) -> String {
+    let Some(answer) = answer_part(text) else { return String::new() };
+    let l = labels();
+    if let Some(h) = stated(&answer, &l.reasoning) {
+        if h.col > 0 {
+            let lines: Vec<&str> = answer.lines().collect();
+            let mut out = vec![cut(&lines[h.line][h.col..]).trim()];
+            for line in &lines[h.line + 1..] {
+                if l.families()
+                    .iter()
+                    .any(|f| !std::ptr::eq(*f, &l.reasoning) && f.at_start(line).is_some())
+                {
+                    break;
+                }
+                out.push(line);
+            }
+            return out.join("\n").trim().trim_matches(['*', '_']).trim().to_string();
+        }
+        return clean(&h.value).to_string();
+    }
+    match reading::json_field(&answer, REASONING_KEYS) {
+        Some(Value::String(s)) => s.trim().to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Text compared with an option: lower case, markup and quotes gone, spaces collapsed.
+fn norm(s: &str) -> String {
+    let s: String =
+        s.chars().filter(|c| !"*_`\"“”‘’".contains(*c)).collect::<String>().to_lowercase();
+    let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    s.trim_end_matches(['.', '!', ',', ';', ':']).trim().to_string()
+}
+
+fn ends_word(s: &str, at: usize) -> bool {
+    !s[at..].starts_with(|c: char| c.is_alphanumeric())
+}
+
+/// The longest option `s` starts with.
+fn leading_option(s: &str, opts: &[String]) -> Option<usize> {
+    opts.iter()
+        .enumerate()
+        .filter(|(_, o)| !o.is_empty() && s.starts_with(o.as_str()) && ends_word(s, o.len()))
+        .max_by_key(|(_, o)| o.len())
+        .map(|(i, _)| i)
+}
+
+fn option_number_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    re(
+        r"^(?:(?:option|opción|opcion|opção|opcao|opzione|choice|number|no\.?|n°|nº)\s*)?[#(]?\s*(\d{1,2})\b",
+        &RE,
+    )
+}
+
+/// `or 2`, `/ Polyrepo`, `and option 3`: a second choice named right after the first.
+fn alternative_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    re(r"^\s*\)?\s*(?:or|and|/|,|&|vs\.?|versus|-|–|to)\s*(.*)$", &RE)
+}
+
+fn negation_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    re(
+        r"(?i)\b(?:not|no|never|neither|nor|against|except|instead|rather|without|avoid|don't|do\s+not|none|both)\b",
+        &RE,
+    )
+}
+
+/// Says no option: `none`, `N/A`, `unknown`, `both`, `neither`, or declines.
+fn names_nothing(v: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let r = re(
+        r"(?i)^(?:n/a|none|unknown|unsure|undecided|both|neither|all|no\s+answer|not\s+sure|it\s+is\s+unclear)\b",
+        &RE,
+    );
+    r.is_match(v) || reading::declines(v)
+}
+
+/// Whether `rest` names an option other than `i` (by text or number) first.
+fn names_other(rest: &str, opts: &[String], i: usize) -> bool {
+    let rest = rest.trim_start_matches(|c: char| " .):-–(#".contains(c));
+    if let Some(j) = leading_option(rest, opts) {
+        return j != i;
+    }
+    option_number_re()
+        .captures(rest)
+        .and_then(|c| c.get(1))
+        .and_then(|m| m.as_str().parse::<usize>().ok())
+        .is_some_and(|n| (1..=opts.len()).contains(&n) && n - 1 != i)
+}
+
+/// Matches a stated answer to the options: exact text; the text of one option followed by
+/// more words; an option's number (`2`, `Option 2`, `#2`); the start of one option's text
+/// (`Hybrid`); and, when `loose`, the one option sharing the most words with it. An answer
+/// naming two options (`1 or 2`, `Monorepo or Polyrepo`, `1. Polyrepo` when option 1 is
+/// Monorepo), declining, or naming none is no answer.
+fn match_option(value: &str, options: &[String], loose: bool) -> Option<String> {
+    if placeholder(value) {
+        return None;
+    }
+    let v = norm(clean(value));
+    if v.is_empty() || names_nothing(&v) {
+        return None;
+    }
+    let opts: Vec<String> = options.iter().map(|o| norm(o)).collect();
+    if let Some(i) = opts.iter().position(|o| *o == v) {
+        return Some(options[i].clone());
+    }
+    if let Some(i) = leading_option(&v, &opts) {
+        let rest = &v[opts[i].len()..];
+        if let Some(alt) = alternative_re().captures(rest).and_then(|c| c.get(1)) {
+            if names_other(alt.as_str(), &opts, i) {
+                return None;
+            }
+        }
+        return Some(options[i].clone());
+    }
+    if let Some(c) = option_number_re().captures(&v) {
+        let n: usize = c.get(1).and_then(|m| m.as_str().parse().ok()).unwrap_or(0);
+        if (1..=opts.len()).contains(&n) {
+            let rest = &v[c.get(0).map_or(0, |m| m.end())..];
+            if let Some(alt) = alternative_re().captures(rest).and_then(|c| c.get(1)) {
+                if names_other(alt.as_str(), &opts, n - 1)
+                    || alt.as_str().starts_with(|c: char| c.is_ascii_digit())
+                {
+                    return None;
+                }
+            }
+            if names_other(rest, &opts, n - 1) {
+                return None;
+            }
             return Some(options[n - 1].clone());
         }
     }
-    let lower = raw.to_lowercase();
-    if let Some(o) = options.iter().find(|o| o.to_lowercase() == lower) {
-        return Some(o.clone());
+    let starts: Vec<usize> = (0..opts.len())
+        .filter(|&i| {
+            v.chars().count() >= 3 && opts[i].starts_with(&v) && ends_word(&opts[i], v.len())
+        })
+        .collect();
+    if let [i] = starts[..] {
+        return Some(options[i].clone());
     }
-    if let Some(o) = options
-        .iter()
-        .find(|o| lower.starts_with(&o.to_lowercase()) || o.to_lowercase().starts_with(&lower))
-    {
-        return Some(o.clone());
+    if !loose || negation_re().is_match(&v) {
+        return None;
     }
+    const STOP: [&str; 12] = [
+        "the", "and", "for", "with", "approach", "option", "answer", "use", "using", "that",
+        "this", "are",
+    ];
     let words = |s: &str| -> Vec<String> {
-        s.to_lowercase()
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.len() > 1)
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() > 2 && !STOP.contains(w))
             .map(str::to_string)
             .collect()
     };
-    let said = words(raw);
-    options
+    let said = words(&v);
+    let mut scored: Vec<(usize, usize)> = opts
         .iter()
-        .map(|o| (words(o).iter().filter(|w| said.contains(w)).count(), o))
-        .filter(|(n, _)| *n > 0)
-        .max_by_key(|(n, _)| *n)
-        .map(|(_, o)| o.clone())
+        .enumerate()
+        .map(|(i, o)| (words(o).iter().filter(|w| said.contains(w)).count(), i))
+        .collect();
+    scored.sort_by_key(|s| std::cmp::Reverse(s.0));
+    match scored[..] {
+        [(best, i), (second, _), ..] if best > 0 && best > second => Some(options[i].clone()),
+        [(best, i)] if best > 0 => Some(options[i].clone()),
+        _ => None,
+    }
 }
 
-/// The facilitator's classification; None when it cannot be read.
-pub fn parse_classification(text: &str) -> Option<Classification> {
-    let t = field(text, "TYPE")?.to_uppercase();
-    let kind = if t.starts_with("NUMERIC") {
-        QuestionType::Numeric
-    } else if t.starts_with("QUALITATIVE") {
-        QuestionType::Qualitative
-    } else {
+/// Sentences that state a choice, ending right before it.
+fn stated_choice_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    re(
+        r"(?imx)
+        (?:^|[.!?]\s)\s*(?:(?:so|thus|therefore|hence|overall|finally|in\s+conclusion|in\s+short|in\s+summary)\s*,?\s+)?
+            (?:the|my)\s+(?:(?:final|best)\s+)?(?:answer|choice|recommendation)\s+(?:is|would\s+be|will\s+be)\b\s*:?
+        | \bI(?:\s+would|\s+will|'d|’d|'ll|’ll)?\s+(?:choose|pick|select|recommend|go\s+with|vote\s+for|opt\s+for)\b\s*:?",
+        &RE,
+    )
+}
+
+/// An answer without options: what the `ANSWER:` line says, unless it declines or is empty.
+fn free_answer(value: &str) -> Option<String> {
+    if placeholder(value) {
         return None;
+    }
+    let v = clean(value).trim_end_matches('.').trim();
+    if v.is_empty() || names_nothing(v) {
+        return None;
+    }
+    Some(v.chars().take(120).collect())
+}
+
+/// Reads a qualitative answer (see the rules above) and matches it to the options. Without
+/// options, a labelled answer (or JSON field) is the answer as written.
+pub fn parse_answer(text: &str, options: &[String]) -> Option<String> {
+    let answer = answer_part(text)?;
+    let l = labels();
+    let json = || -> Option<String> {
+        match reading::json_field(&answer, ANSWER_KEYS)? {
+            Value::String(s) => Some(s),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    };
+    let (value, loose) = if let Some(h) = stated(&answer, &l.answer) {
+        (h.value, true)
+    } else if let Some(v) = json() {
+        (v, true)
+    } else if let Some(h) = stated(&answer, &l.choice) {
+        (h.value, true)
+    } else if options.is_empty() {
+        return None;
+    } else {
+        (stated_sentence(&answer, stated_choice_re())?.to_string(), false)
+    };
+    if options.is_empty() {
+        free_answer(&value)
+    } else {
+        match_option(&value, options, loose)
+    }
+}
+
+fn kind_of(value: &str) -> Option<QuestionType> {
+    if value.contains('|') {
+        return None;
+    }
+    let first =
+        clean(value).split(|c: char| !c.is_alphanumeric()).find(|w| !w.is_empty())?.to_lowercase();
+    match first.as_str() {
+        "numeric" | "numerical" | "quantitative" | "number" | "numérique" | "numerique"
+        | "numérico" | "numerico" | "numérica" | "numerica" | "numerisch" => {
+            Some(QuestionType::Numeric)
+        }
+        "qualitative" | "qualitatif" | "cualitativo" | "cualitativa" | "qualitativ"
+        | "qualitativo" | "qualitativa" => Some(QuestionType::Qualitative),
+        _ => None,
+    }
+}
+
+fn stated_kind_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    re(
+        r"(?i)\bthis\s+(?:question\s+)?is\s+(?:a|an)\s+(numeric|numerical|quantitative|qualitative)\s+question\b",
+        &RE,
+    )
+}
+
+/// Splits `Go, Rust, "Hybrid (core, services)"` at commas and semicolons outside brackets.
+fn split_options(value: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut depth, mut cur) = (0i32, String::new());
+    for c in value.chars() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            _ => {}
+        }
+        if (c == ',' || c == ';') && depth <= 0 {
+            out.push(std::mem::take(&mut cur));
+        } else {
+            cur.push(c);
+        }
+    }
+    out.push(cur);
+    out
+}
+
+fn list_item_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    re(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+(.+)$", &RE)
+}
+
+/// The options under `OPTIONS:`: on its line, comma-separated, or as a list below it.
+fn parse_options(answer: &str) -> Option<Vec<String>> {
+    let fam = &labels().options;
+    let lines: Vec<&str> = answer.lines().collect();
+    let mut raw: Vec<String> = Vec::new();
+    if let Some(h) = stated(answer, fam) {
+        let on_line = if h.col > 0 { cut(&lines[h.line][h.col..]) } else { h.value.as_str() };
+        if clean(on_line).is_empty() && h.col > 0 {
+            for line in lines[h.line + 1..].iter().skip_while(|l| l.trim().is_empty()) {
+                match list_item_re().captures(line).and_then(|c| c.get(1)) {
+                    Some(item) => raw.push(item.as_str().to_string()),
+                    None => break,
+                }
+            }
+        } else {
+            let v = clean(on_line);
+            raw = split_options(v);
+        }
+    } else if let Some(Value::Array(items)) = reading::json_field(answer, &["options"]) {
+        raw = items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for o in raw {
+        let o = clean(&o);
+        let o = list_item_re().captures(o).and_then(|c| c.get(1)).map_or(o, |m| m.as_str());
+        let o = clean(o).trim_end_matches('.').trim();
+        if o.is_empty()
+            || placeholder(o)
+            || o.eq_ignore_ascii_case("n/a")
+            || o.eq_ignore_ascii_case("none")
+        {
+            continue;
+        }
+        if !out.iter().any(|x| x.eq_ignore_ascii_case(o)) {
+            out.push(o.to_string());
+        }
+    }
+    out.truncate(10);
+    (out.len() >= 2).then_some(out)
+}
+
+/// The facilitator's classification; None when it cannot be read. Qualitative options come
+/// from `OPTIONS:` (fewer than two: free-form answers).
+pub fn parse_classification(text: &str) -> Option<Classification> {
+    let answer = answer_part(text)?;
+    let l = labels();
+    let kind = if let Some(h) = stated(&answer, &l.kind) {
+        kind_of(&h.value)?
+    } else if let Some(v) = reading::json_field(&answer, &["type", "question_type", "questionType"])
+    {
+        kind_of(v.as_str()?)?
+    } else {
+        // `This question is a NUMERIC question`, said the same way every time.
+        let mut kinds = stated_kind_re()
+            .captures_iter(&answer)
+            .filter_map(|c| c.get(1).and_then(|m| kind_of(m.as_str())));
+        let first = kinds.next()?;
+        if kinds.any(|k| k != first) {
+            return None;
+        }
+        first
     };
     let options = match kind {
         QuestionType::Numeric => None,
-        QuestionType::Qualitative => field(text, "OPTIONS").map(|o| {
-            o.trim_matches(['[', ']'])
-                .split(',')
-                .map(|s| s.trim().trim_matches('"').to_string())
-                .filter(|s| !s.is_empty() && !s.eq_ignore_ascii_case("n/a"))
-                .take(10)
-                .collect::<Vec<_>>()
-        }),
+        QuestionType::Qualitative => parse_options(&answer),
     };
     Some(Classification {
         kind,
         options,
-        reasoning: field(text, "REASONING").unwrap_or("").to_string(),
+        reasoning: parse_reasoning(&answer).lines().next().unwrap_or("").trim().to_string(),
         fallback_from: None,
+        unparsed: None,
     })
 }
 
@@ -807,6 +1581,11 @@ pub struct Estimate {
     pub changed: bool,
     /// Carried forward from the previous round (the call failed or was unreadable).
     pub carried: bool,
+    /// Why this round's reply gave no answer, when it came but could not be read (its value
+    /// is then unreadable, or carried forward from the previous round).
+    pub unparsed: Option<Unparsed>,
+    /// The reply named its confidence; when it did not, `confidence` is the default MEDIUM.
+    pub confidence_stated: bool,
     pub response_time_ms: i64,
     pub text: String,
 }
@@ -824,6 +1603,7 @@ impl Estimate {
             "changed": self.changed, "carriedForward": self.carried,
             "responseTimeMs": self.response_time_ms,
         });
+        self.mark(&mut v);
         let prev = self.previous.as_ref().filter(|p| !matches!(p, EstimateValue::Unreadable));
         match kind {
             QuestionType::Numeric => {
@@ -845,7 +1625,18 @@ impl Estimate {
             QuestionType::Numeric => v["estimate"] = json!(self.value.as_number()),
             QuestionType::Qualitative => v["answer"] = json!(self.value.as_answer()),
         }
+        self.mark(&mut v);
         v
+    }
+
+    /// `unparsed` (why the reply gave no answer) and `confidenceDefaulted`, when they apply.
+    fn mark(&self, v: &mut Value) {
+        if let Some(why) = self.unparsed {
+            v["unparsed"] = json!(why);
+        }
+        if !self.confidence_stated {
+            v["confidenceDefaulted"] = json!(true);
+        }
     }
 }
 
@@ -859,6 +1650,9 @@ pub struct Classification {
     /// The facilitator the backup stood in for, when the backup classified the question.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_from: Option<String>,
+    /// Why the facilitator's reply could not be read, when the fallback type was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<Unparsed>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -1034,7 +1828,7 @@ impl Delphi {
 
     fn read(&self, reply: &CallReply, participant: usize, round: u32) -> Option<Estimate> {
         let text = reply.result.as_ref().ok()?;
-        let (confidence, _) = parse_confidence(text);
+        let (confidence, confidence_stated) = parse_confidence(text);
         let mut reasoning = parse_reasoning(text);
         let value = match self.kind() {
             QuestionType::Numeric => match parse_estimate(text) {
@@ -1061,7 +1855,10 @@ impl Delphi {
             .and_then(|r| r.estimates.iter().find(|e| e.participant == participant))
             .map(|e| e.value.clone());
         let changed = round > 1 && previous.as_ref().is_some_and(|p| p != &value);
+        let unparsed = matches!(value, EstimateValue::Unreadable).then(|| Unparsed::of(text));
         Some(Estimate {
+            unparsed,
+            confidence_stated,
             participant,
             model: reply.model.clone(),
             value,
@@ -1084,6 +1881,7 @@ impl Delphi {
         for (i, (participant, model)) in self.panel.iter().enumerate() {
             let reply = replies.iter().find(|r| r.key == self.batch.key(i));
             let read = reply.and_then(|r| self.read(r, *participant, round));
+            let unparsed = read.as_ref().and_then(|e| e.unparsed);
             let e = match (read, &prev) {
                 // Round 1: a failed call leaves the panel for good.
                 (None, None) => continue,
@@ -1095,6 +1893,7 @@ impl Delphi {
                         previous: Some(last.value.clone()),
                         changed: false,
                         carried: true,
+                        unparsed,
                         response_time_ms: reply.map_or(0, |r| r.response_time_ms as i64),
                         text: reply
                             .and_then(|r| r.result.as_ref().ok().cloned())
@@ -1271,6 +2070,9 @@ impl Delphi {
                 options: None,
                 reasoning: "Classification failed; falling back to a qualitative question.".into(),
                 fallback_from: None,
+                // A reply that came but could not be read says why; a failed call is stored
+                // as a failure already.
+                unparsed: reply.result.as_deref().ok().map(Unparsed::of),
             },
         };
         // Only a backup that answered stands in for the facilitator.
@@ -1318,6 +2120,7 @@ impl Mode for Delphi {
                 options: cfg.options.clone(),
                 reasoning: "Set by the request.".into(),
                 fallback_from: None,
+                unparsed: None,
             };
             let row = StageRow {
                 stage_type: "classify".into(),

@@ -1,6 +1,8 @@
 //! Delphi: parsers on what models write, the statistics, and the state machine through the
 //! seed's edge cases, including proof that later rounds show only aggregates.
 
+use std::collections::BTreeMap;
+
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -24,8 +26,9 @@ fn estimates_are_read_in_every_shape_models_write() {
     assert_eq!(mid, 40.0);
     assert!(note.unwrap().contains("midpoint"));
     assert_eq!(v("ESTIMATE: 35 to 45 million"), Some(40_000_000.0));
-    // No ESTIMATE line: any number in the text; none at all: unreadable.
-    assert_eq!(v("I think about 300 units."), Some(300.0));
+    // No stated estimate: a number somewhere in prose is not one.
+    assert_eq!(v("I think about 300 units."), None);
+    assert_eq!(v("I cannot estimate this; the 2020 data is missing"), None);
     assert_eq!(v("ESTIMATE: unknown\nno idea"), None);
     assert_eq!(v("The last line counts.\nESTIMATE: 1\nESTIMATE: 2"), Some(2.0));
 }
@@ -62,6 +65,158 @@ fn classification_is_read_and_options_split() {
     assert!(parse_classification("I cannot tell").is_none());
 }
 
+// ---- the corpus -----------------------------------------------------------------------------
+
+struct Case {
+    name: String,
+    keys: BTreeMap<String, String>,
+    text: String,
+}
+
+impl Case {
+    fn key(&self, k: &str) -> Option<&str> {
+        self.keys.get(k).map(String::as_str)
+    }
+}
+
+fn corpus() -> Vec<Case> {
+    let src = include_str!("corpus/delphi.txt");
+    src.split("\n=== ")
+        .skip(1)
+        .map(|chunk| {
+            let (head, text) = chunk.split_once("\n---\n").unwrap_or((chunk, ""));
+            let mut lines = head.lines();
+            let name = lines.next().unwrap_or_default().trim().to_string();
+            let keys = lines
+                .filter_map(|l| l.split_once(": "))
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .collect();
+            Case { name, keys, text: text.trim_end().to_string() }
+        })
+        .collect()
+}
+
+fn list(v: Option<&str>) -> Vec<String> {
+    v.filter(|s| !s.is_empty()).map_or(Vec::new(), |s| s.split(" | ").map(String::from).collect())
+}
+
+/// What went wrong with one case, if anything.
+fn check(case: &Case) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let expect = case.key("expect").unwrap_or_default();
+    let why = expect.strip_prefix("unparsed:");
+    let got_why = || json!(Unparsed::of(&case.text)).as_str().unwrap_or_default().to_string();
+    match case.key("kind") {
+        Some("estimate") => match (parse_estimate(&case.text), why) {
+            (None, Some(w)) if got_why() == w => {}
+            (None, _) => wrong.push(format!("unparsed ({}), expected {expect}", got_why())),
+            (Some((v, note)), None) => {
+                let want: f64 = expect.parse().unwrap_or(f64::NAN);
+                if (v - want).abs() > want.abs() * 1e-9 {
+                    wrong.push(format!("estimate {v}, expected {want}"));
+                }
+                if case.key("note") == Some("midpoint")
+                    && !note.is_some_and(|n| n.contains("midpoint"))
+                {
+                    wrong.push("no midpoint note".into());
+                }
+            }
+            (Some((v, _)), Some(_)) => wrong.push(format!("estimate {v}, expected {expect}")),
+        },
+        Some("answer") => {
+            let options = list(case.key("options"));
+            match (parse_answer(&case.text, &options), why) {
+                (None, Some(w)) if got_why() == w => {}
+                (got, _) if got.as_deref() == Some(expect) => {}
+                (got, _) => {
+                    wrong.push(format!("answer {got:?} ({}), expected {expect}", got_why()))
+                }
+            }
+        }
+        Some("classify") => match (parse_classification(&case.text), why) {
+            (None, Some(w)) if got_why() == w => {}
+            (Some(c), None) => {
+                if json!(c.kind) != json!(expect) {
+                    wrong.push(format!("type {:?}, expected {expect}", c.kind));
+                }
+                let opts = case.key("opts").map(|o| list(Some(o)));
+                if c.options != opts {
+                    wrong.push(format!("options {:?}, expected {opts:?}", c.options));
+                }
+            }
+            (got, _) => {
+                wrong.push(format!("classification {got:?} ({}), expected {expect}", got_why()))
+            }
+        },
+        other => wrong.push(format!("unknown kind {other:?}")),
+    }
+    if let Some(c) = case.key("confidence") {
+        let want = match c {
+            "none" => (Confidence::Medium, false),
+            level => (serde_json::from_value(json!(level)).unwrap_or(Confidence::Medium), true),
+        };
+        let got = parse_confidence(&case.text);
+        if got != want {
+            wrong.push(format!("confidence {got:?}, expected {want:?}"));
+        }
+    }
+    if let Some(r) = case.key("reasoning") {
+        let got = parse_reasoning(&case.text);
+        if got != r {
+            wrong.push(format!("reasoning {got:?}, expected {r:?}"));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn the_corpus_parses_as_a_careful_reader_would() {
+    let cases = corpus();
+    assert!(cases.len() >= 100, "{} cases", cases.len());
+    let real = cases.iter().filter(|c| c.name.starts_with("real/")).count();
+    assert!(real >= 10, "{real} recorded replies");
+    let failures: Vec<String> = cases
+        .iter()
+        .flat_map(|c| check(c).into_iter().map(move |w| format!("{}: {w}", c.name)))
+        .collect();
+    assert!(failures.is_empty(), "{} wrong:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn what_counts_as_stating_an_estimate() {
+    let v = |t: &str| parse_estimate(t).map(|(v, _)| v);
+    // Stated: a label, a JSON field, a final-answer sentence with the number right after it.
+    for (t, want) in [
+        ("ESTIMATE: 40", 40.0),
+        ("Final estimate: 40", 40.0),
+        ("1. Your numeric estimate: 40", 40.0),
+        ("My best estimate is roughly 40.", 40.0),
+        ("Our estimate would be 40", 40.0),
+        ("I estimate about 40.", 40.0),
+        ("I'd estimate there are about 40 of them.", 40.0),
+        ("The answer is 40.", 40.0),
+        ("In conclusion, the final estimate is ~40.", 40.0),
+        ("{\"estimate\": 40}", 40.0),
+        ("ANSWER: 40", 40.0),
+        ("Estimate = 40", 40.0),
+    ] {
+        assert_eq!(v(t), Some(want), "{t}");
+    }
+    // Not stated: a number that is not the model's own final answer.
+    for t in [
+        "The 2020 estimate was 300.",
+        "My estimate is that by 2030 there will be 40.",
+        "The UN estimate is 9.7 billion.",
+        "Estimates range widely; 40 is often quoted.",
+        "I cannot estimate this; the 2020 data is missing.",
+        "40",
+        "ESTIMATE: [number]",
+        "My estimate is not 40.",
+    ] {
+        assert_eq!(v(t), None, "{t}");
+    }
+}
+
 proptest! {
     #[test]
     fn parsers_never_panic(text in "\\PC{0,300}") {
@@ -69,8 +224,48 @@ proptest! {
             prop_assert!(v.is_finite());
         }
         let _ = parse_confidence(&text);
+        let _ = parse_reasoning(&text);
         let _ = parse_answer(&text, &["A".to_string(), "B".to_string()]);
+        let _ = parse_answer(&text, &[]);
         let _ = parse_classification(&text);
+    }
+
+    #[test]
+    fn label_shaped_text_never_panics(
+        text in "(ESTIMATE|ANSWER|CONFIDENCE|TYPE|OPTIONS|REASONING|\\||```|\\{|\"estimate\"|<think>|</think>|[0-9.,e×^%$MBk -]|\n|: ){0,40}"
+    ) {
+        if let Some((v, _)) = parse_estimate(&text) {
+            prop_assert!(v.is_finite());
+        }
+        let _ = parse_confidence(&text);
+        let _ = parse_reasoning(&text);
+        let _ = parse_answer(&text, &["Go".to_string(), "Rust".to_string()]);
+        let _ = parse_classification(&text);
+    }
+
+    /// Whatever a closed reasoning block holds, the estimate, answer, confidence and
+    /// classification stated after it are read the same.
+    #[test]
+    fn nothing_in_a_closed_block_changes_what_follows(
+        inside in "[^<>]{0,200}",
+        after in prop_oneof![
+            (any::<i32>(), 0..3usize).prop_map(|(n, c)| format!(
+                "ESTIMATE: {n}\nCONFIDENCE: {}\nREASONING: because",
+                ["LOW", "MEDIUM", "HIGH"][c]
+            )),
+            (1..4usize).prop_map(|n| format!("ANSWER: {n}\nCONFIDENCE: HIGH")),
+            Just("TYPE: QUALITATIVE\nOPTIONS: Go, Rust".to_string()),
+            "[A-Za-z0-9 :.,%$\n|-]{0,80}",
+        ],
+    ) {
+        let after = after.trim().to_string();
+        let text = format!("<think>{inside}</think>\n{after}");
+        let opts = ["Go".to_string(), "Rust".to_string(), "Zig".to_string()];
+        prop_assert_eq!(parse_estimate(&text), parse_estimate(&after));
+        prop_assert_eq!(parse_answer(&text, &opts), parse_answer(&after, &opts));
+        prop_assert_eq!(parse_answer(&text, &[]), parse_answer(&after, &[]));
+        prop_assert_eq!(parse_confidence(&text), parse_confidence(&after));
+        prop_assert_eq!(parse_classification(&text), parse_classification(&after));
     }
 }
 
@@ -254,9 +449,97 @@ fn a_panelist_failing_later_carries_its_answer_and_one_failing_round_one_leaves(
         (json!(1), json!(10.0), json!(false))
     );
     assert_eq!(est[2]["estimate"], 90.0, "unreadable in round 2: carried forward");
+    assert_eq!(est[2]["unparsed"], "refused");
     let stored: Vec<StageRow> =
         rows(&e).into_iter().filter(|r| r.stage_type == "round_2").collect();
     assert_eq!(stored[0].parsed_data.as_ref().unwrap()["carriedForward"], true);
+}
+
+/// The keys of a live summary, compared with the stored estimate of the same participant.
+fn agrees(live: &Value, stored: &Value) -> bool {
+    live.as_object().is_some_and(|o| o.iter().all(|(k, v)| &stored[k] == v))
+}
+
+#[test]
+fn an_unreadable_reply_says_why_live_stored_and_reloaded() {
+    let mut d = delphi(json!({}));
+    let mut all = after_round1(
+        &mut d,
+        &[
+            Some(&est("10", "LOW")),
+            Some("ESTIMATE: 20"),
+            Some(&est("30", "HIGH")),
+            Some("I cannot estimate this; the 2020 data is missing."),
+        ],
+    );
+    let r1 = emitted(&all, "round_complete").unwrap()["data"]["estimates"].clone();
+    assert_eq!(r1[3]["estimate"], Value::Null);
+    assert_eq!(r1[3]["unparsed"], "refused", "{r1}");
+    assert!(r1[0].get("unparsed").is_none() && r1[0].get("confidenceDefaulted").is_none());
+    assert_eq!(r1[1]["confidenceDefaulted"], true, "no CONFIDENCE line: MEDIUM, and it says so");
+    let r2 = stage_calls(&all);
+    assert_eq!(r2.len(), 4, "an unreadable round-1 answer stays on the panel");
+    let e = feed(
+        &mut d,
+        vec![
+            ok(&r2[0], &est("12", "LOW")),
+            ok(&r2[1], "<think>The median is 20, so ESTIMATE: 20"),
+            ok(&r2[2], "The panel is right; I'd say about 25 now."),
+            ok(&r2[3], &est("25", "MEDIUM")),
+        ],
+    );
+    all.extend(e.clone());
+    let live = emitted(&e, "round_complete").unwrap()["data"]["estimates"].clone();
+    assert_eq!(
+        (&live[1]["estimate"], &live[1]["unparsed"]),
+        (&json!(20.0), &json!("reasoning_only")),
+        "carried forward, and why"
+    );
+    assert_eq!((&live[2]["estimate"], &live[2]["unparsed"]), (&json!(30.0), &json!("no_answer")));
+    let stored: Vec<Value> = rows(&e)
+        .into_iter()
+        .filter(|r| r.stage_type == "round_2")
+        .filter_map(|r| r.parsed_data)
+        .collect();
+    assert_eq!(
+        (&stored[1]["carriedForward"], &stored[1]["unparsed"]),
+        (&json!(true), &json!("reasoning_only"))
+    );
+    // A reload gives back what ran.
+    let loaded = load_result(&rows(&all));
+    let rounds_live: Vec<Value> = all
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { event, data } if event == "round_complete" => Some(data.clone()),
+            _ => None,
+        })
+        .collect();
+    for (n, live) in rounds_live.iter().enumerate() {
+        let stored = &loaded["rounds"][n];
+        assert_eq!(stored["stats"], live["data"]["stats"]);
+        for (i, l) in live["data"]["estimates"].as_array().unwrap().iter().enumerate() {
+            assert!(
+                agrees(l, &stored["estimates"][i]),
+                "round {n}: {l} vs {}",
+                stored["estimates"][i]
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unreadable_classification_says_why() {
+    let mut d = delphi(json!({}));
+    let c = stage_calls(&d.start());
+    let all = d.on_reply(ok(&c[0], "I cannot classify this question."));
+    let live = emitted(&all, "classify_complete").unwrap()["data"].clone();
+    assert_eq!((&live["type"], &live["unparsed"]), (&json!("qualitative"), &json!("refused")));
+    assert_eq!(load_result(&rows(&all))["classification"], live);
+    // A failed call is a failure, not an unreadable reply.
+    let mut d = delphi(json!({}));
+    let c = stage_calls(&d.start());
+    let e = d.on_reply(err(&c[0]));
+    assert!(emitted(&e, "classify_complete").unwrap()["data"].get("unparsed").is_none());
 }
 
 #[test]

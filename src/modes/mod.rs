@@ -12,6 +12,7 @@ pub mod council;
 pub mod debate;
 pub mod delphi;
 pub mod jury;
+pub mod numbers;
 pub mod ranking;
 pub mod reading;
 pub mod request;
