@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, mark_from_rows, title_prompt, word_count, Answer, Batch,
-    Calls, TitleTracker, TITLE_KEY,
+    answer_of, create_label_map, label, mark_from_rows, member_names, named, title_prompt,
+    word_count, Answer, Batch, Calls, TitleTracker, TITLE_KEY,
 };
-use super::jury::stated::{last_stated, Labels};
 use super::reading::{answer_text, json_values, split_reasoning, Unparsed};
+use super::stated::{last_stated, Labels};
 use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, round, vote_prompt,
 };
@@ -396,10 +396,17 @@ impl Debate {
         }
     }
 
-    fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> Effect {
+    /// The model a member stands for: summaries name members (`m #2` when `m` sits on the
+    /// panel twice), calls go to the model.
+    fn model_of<'a>(&'a self, member: &'a str) -> &'a str {
+        let names = member_names(&self.config.models);
+        names.iter().position(|n| n == member).map_or(member, |i| &self.config.models[i])
+    }
+
+    fn call(&self, key: String, member: &str, prompt: String, stage: &str, role: &str) -> Effect {
         Effect::Call(CallSpec::new(
             key,
-            model,
+            self.model_of(member),
             vec![ChatMessage::user(prompt)],
             stage,
             role,
@@ -413,7 +420,8 @@ impl Debate {
     }
 
     fn on_round1(&mut self) -> Vec<Effect> {
-        self.round1 = self.batch.take().iter().filter_map(answer_of).collect();
+        self.round1 =
+            named(self.batch.take(), &self.config.models).iter().filter_map(answer_of).collect();
         match self.round1.len() {
             0 => return self.fail("All models failed to answer."),
             1 => return self.fail("Only 1 model answered; a debate needs at least 2 responses."),
@@ -502,7 +510,7 @@ impl Debate {
             let model = self.revisions[i].model.clone();
             out.push(self.call(self.batch.key(i), &model, prompt.clone(), "vote", "voter"));
         }
-        let first = self.round1[0].model.clone();
+        let first = self.model_of(&self.round1[0].model).to_string();
         out.extend(self.title.call(
             &first,
             title_prompt(&self.ctx.question),
@@ -514,7 +522,21 @@ impl Debate {
 
     fn on_votes(&mut self) -> Vec<Effect> {
         let labels: Vec<String> = self.revised_labels.keys().cloned().collect();
-        let ballots = cast(self.batch.take(), &labels);
+        // Voter `i` is the debater of revision `i` (members whose first answer failed are
+        // not in the vote): its ballot goes under that member's name.
+        let voters: Vec<CallReply> = self
+            .batch
+            .take()
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut r)| {
+                if let Some(rev) = self.revisions.get(i) {
+                    r.model = rev.model.clone();
+                }
+                r
+            })
+            .collect();
+        let ballots = cast(voters, &labels);
         let mut out = ballot_rows(&ballots, "debate_vote", 5);
         let map = map_models(&self.revised_labels, |i| self.revisions[i].model.clone());
         let (result, t) = round(&ballots, "revisedLabelToModel", &map);

@@ -511,3 +511,36 @@ proptest! {
         prop_assert_eq!(p.decision.is_none(), p.unparsed.is_some());
     }
 }
+
+#[test]
+fn debaters_of_one_model_are_told_apart_and_their_calls_go_to_the_model() {
+    let mut d = debate(&["m", "m", "x", "m"]);
+    let r1 = stage_calls(&d.start());
+    // The second member's first answer fails: the vote is among the three others.
+    let replies =
+        r1.iter().enumerate().map(|(i, s)| if i == 1 { err(s) } else { ok(s, "answer") }).collect();
+    let e1 = feed(&mut d, replies);
+    let names: Vec<String> = emitted(&e1, "round1_complete").unwrap()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["model"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, vec!["m #1", "x", "m #3"]);
+    let revs = stage_calls(&e1);
+    assert_eq!(revs.iter().map(|s| s.model.as_str()).collect::<Vec<_>>(), vec!["m", "x", "m"]);
+    let e2 = feed(&mut d, revs.iter().map(|s| ok(s, &revision_text("STAND", "same"))).collect());
+    let votes = stage_calls(&e2);
+    assert!(votes.iter().all(|s| s.model == "m" || s.model == "x"));
+    let e3 = feed(&mut d, votes.iter().map(|s| ok(s, "VOTE: Response A")).collect());
+    let round = emitted(&e3, "debate_vote_complete")
+        .or_else(|| emitted(&e3, "vote_complete"))
+        .expect("the vote round's event");
+    let voters: Vec<&str> = round["data"]["votes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["model"].as_str())
+        .collect();
+    assert_eq!(voters, vec!["m #1", "x", "m #3"], "each ballot under the member that cast it");
+}

@@ -1856,11 +1856,16 @@ impl Delphi {
             .map(|e| e.value.clone());
         let changed = round > 1 && previous.as_ref().is_some_and(|p| p != &value);
         let unparsed = matches!(value, EstimateValue::Unreadable).then(|| Unparsed::of(text));
+        // Members of one model are told apart (`local/smollm2 #2`) once the panel is revealed.
+        let model = super::common::member_names(&self.config.panelist_models)
+            .get(participant.wrapping_sub(1))
+            .cloned()
+            .unwrap_or_else(|| reply.model.clone());
         Some(Estimate {
             unparsed,
             confidence_stated,
             participant,
-            model: reply.model.clone(),
+            model,
             value,
             confidence,
             reasoning,
@@ -2213,6 +2218,8 @@ pub fn load_result(rows: &[StageRow]) -> Value {
                 if let Some(o) = e.as_object_mut() {
                     o.remove("round");
                     o.remove("type");
+                    // What the panelist wrote, kept whole beside what was read from it.
+                    o.insert("text".into(), json!(r.content));
                 }
                 Some(e)
             })

@@ -18,13 +18,11 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{mark_from_rows, role_failed, Batch, Calls, Routed, TitleTracker, TITLE_KEY};
+use super::common::{
+    mark_from_rows, member_names, role_failed, Batch, Calls, Routed, TitleTracker, TITLE_KEY,
+};
 use super::reading::{answer_text, json_field, json_values, split_reasoning, Unparsed};
-use stated::{last_stated, Labels};
-
-/// Reading a labelled choice (`VERDICT: X`); Debate reads its `DECISION:` with it too.
-#[path = "stated.rs"]
-pub(super) mod stated;
+use super::stated::{last_stated, Labels};
 
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
@@ -975,7 +973,11 @@ impl Jury {
     fn on_juror(&mut self, reply: CallReply) -> Vec<Effect> {
         let mut out = Vec::new();
         if let Ok(text) = &reply.result {
-            let a = assess(&reply.model, text, reply.response_time_ms as i64);
+            // Jurors of one model are told apart (`m #2`); the key says which juror this is.
+            let index = reply.key.rsplit(':').next().and_then(|n| n.parse::<usize>().ok());
+            let names = member_names(&self.config.juror_models);
+            let name = index.and_then(|i| names.get(i)).unwrap_or(&reply.model);
+            let a = assess(name, text, reply.response_time_ms as i64);
             out.push(Effect::Store(StageRow {
                 stage_type: "deliberation".into(),
                 stage_order: 2,

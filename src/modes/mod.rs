@@ -16,6 +16,8 @@ pub mod numbers;
 pub mod ranking;
 pub mod reading;
 pub mod request;
+/// Reading a labelled choice (`VERDICT: X`, `DECISION: STAND`) where a reply states it.
+pub mod stated;
 #[cfg(test)]
 pub mod testkit;
 pub mod vote;

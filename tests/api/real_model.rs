@@ -29,6 +29,7 @@ async fn real_model() -> Option<String> {
         );
         return None;
     };
+    conclave::providers::openai::install_crypto();
     let health = format!("{}/health", url.trim_end_matches('/').trim_end_matches("/v1"));
     let up = reqwest::get(&health).await.map(|r| r.status().is_success()).unwrap_or(false);
     if !up {
@@ -43,7 +44,7 @@ async fn real_model() -> Option<String> {
 async fn app_for(url: &str) -> TestApp {
     // Read from TOML, as a user's configuration file would give it.
     let route: conclave::config::RouteConfig = toml::from_str(&format!(
-        "prefix = \"local/\"\nbase_url = \"{url}\"\nmax_concurrent_calls = 3\n"
+        "prefix = \"local/\"\nbase_url = \"{url}\"\nmax_concurrent_calls = 3\nmax_tokens = 256\n"
     ))
     .expect("route");
     spawn_with(Options { stage_timeout_ms: 600_000, routes: vec![route], ..Options::default() })
@@ -139,6 +140,14 @@ fn states_number(text: &str, n: f64) -> bool {
     mantissa.is_empty() || digits.contains(mantissa)
 }
 
+/// With `CONCLAVE_REAL_MODEL_SHOW=1`, prints what the model wrote beside what was read from it,
+/// for a person to judge the parsers by.
+fn show(what: &str, text: &str, read: &Value) {
+    if std::env::var("CONCLAVE_REAL_MODEL_SHOW").is_ok_and(|v| v == "1") {
+        eprintln!("---- {what}: read {read}\n{}\n", text.trim());
+    }
+}
+
 fn count(kind: &str, parsed: usize, unparsed: usize) {
     eprintln!("real model, {kind}: {parsed} parsed, {unparsed} unparsed");
 }
@@ -160,6 +169,7 @@ async fn council_against_the_real_model() {
     for r in &stage2 {
         let text = r["ranking"].as_str().unwrap_or("");
         let order = r["parsedRanking"].as_array().cloned().unwrap_or_default();
+        show("ranking", text, &json!({ "places": r["places"], "unparsed": r["unparsed"] }));
         if order.is_empty() {
             unparsed += 1;
             assert!(r["unparsed"].is_string(), "an unread ranking says why: {r}");
@@ -203,6 +213,7 @@ async fn vote_against_the_real_model() {
     let (mut parsed, mut unparsed) = (0, 0);
     for v in &votes {
         let text = v["voteText"].as_str().unwrap_or("");
+        show("vote", text, &json!({ "votedFor": v["votedFor"], "unparsed": v["unparsed"] }));
         match v["votedFor"].as_str() {
             Some(l) => {
                 parsed += 1;
@@ -238,6 +249,11 @@ async fn jury_against_the_real_model() {
     let (mut verdicts, mut no_verdict, mut scores, mut no_score) = (0, 0, 0, 0);
     for j in &jurors {
         let text = j["assessmentText"].as_str().unwrap_or("");
+        show(
+            "juror",
+            text,
+            &json!({ "verdict": j["verdict"], "scores": j["scores"], "unparsed": j["unparsed"] }),
+        );
         match j["verdict"].as_str() {
             Some(v) => {
                 verdicts += 1;
@@ -285,6 +301,11 @@ async fn debate_against_the_real_model() {
     let revisions = result["revisions"].as_array().cloned().unwrap_or_default();
     let (mut decided, mut undecided) = (0, 0);
     for r in &revisions {
+        show(
+            "revision",
+            r["revisedResponse"].as_str().unwrap_or(""),
+            &json!({ "decision": r["decision"], "unparsed": r["unparsed"] }),
+        );
         match r["decision"].as_str() {
             Some(d) => {
                 decided += 1;
@@ -298,6 +319,7 @@ async fn debate_against_the_real_model() {
     let (mut parsed, mut unparsed) = (0, 0);
     for v in &votes {
         let text = v["voteText"].as_str().unwrap_or("");
+        show("debate vote", text, &json!({ "votedFor": v["votedFor"], "unparsed": v["unparsed"] }));
         match v["votedFor"].as_str() {
             Some(l) => {
                 parsed += 1;
@@ -325,7 +347,12 @@ async fn delphi_against_the_real_model() {
     let (mut parsed, mut unparsed) = (0, 0);
     for round in stored["result"]["rounds"].as_array().cloned().unwrap_or_default() {
         for e in round["estimates"].as_array().cloned().unwrap_or_default() {
-            let text = e["rawResponse"].as_str().or(e["response"].as_str()).unwrap_or("");
+            let text = e["text"].as_str().unwrap_or("");
+            show(
+                "estimate",
+                text,
+                &json!({ "estimate": e["estimate"], "confidence": e["confidence"], "unparsed": e["unparsed"] }),
+            );
             match e["estimate"].as_f64() {
                 Some(n) => {
                     parsed += 1;
@@ -356,6 +383,11 @@ async fn clarity_against_the_real_model() {
     check_run("clarity", &stored, &events);
     let (mut parsed, mut unparsed) = (0, 0);
     for v in stored["result"]["evaluations"].as_array().cloned().unwrap_or_default() {
+        show(
+            "scorecard",
+            v["critique"].as_str().unwrap_or(""),
+            &json!({ "scores": v["scores"], "unparsed": v["unparsed"] }),
+        );
         if v["parseSuccess"] == true {
             parsed += 1;
         } else {
