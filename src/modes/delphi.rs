@@ -2199,10 +2199,13 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         .and_then(|v| serde_json::from_value(v).ok());
     let mut rounds = Vec::new();
     for n in 1..=5u32 {
-        let Some(stats) = rows.iter().find(|r| r.stage_type == format!("round_{n}_stats")) else {
+        let stats = rows.iter().find(|r| r.stage_type == format!("round_{n}_stats"));
+        // A round that failed (too few valid estimates) has no statistics, but what its
+        // panelists wrote is stored and shown.
+        if stats.is_none() && !rows.iter().any(|r| r.stage_type == format!("round_{n}")) {
             break;
-        };
-        let pd = stats.parsed_data.clone().unwrap_or(Value::Null);
+        }
+        let pd = stats.and_then(|s| s.parsed_data.clone()).unwrap_or(Value::Null);
         let converged = pd["converged"].as_bool().unwrap_or(false);
         let mut st = pd.clone();
         if let Some(o) = st.as_object_mut() {

@@ -550,6 +550,14 @@ fn fewer_than_three_valid_estimates_is_an_error() {
         &[Some(&est("10", "LOW")), Some("no number here"), None, Some(&est("12", "LOW"))],
     );
     assert!(failed(&e).is_some_and(|m| m.contains("at least 3")));
+    // What the panelists wrote is kept and shown, though the round has no statistics.
+    let result = load_result(&rows(&e));
+    let round = &result["rounds"][0];
+    assert_eq!(round["stats"], Value::Null);
+    let texts: Vec<&str> =
+        round["estimates"].as_array().unwrap().iter().filter_map(|e| e["text"].as_str()).collect();
+    assert!(texts.contains(&"no number here"), "{round}");
+    assert_eq!(round["estimates"][1]["unparsed"], "no_answer");
     let mut d = delphi(json!({}));
     let e = after_round1(&mut d, &[None, None, None, None]);
     assert_eq!(failed(&e).as_deref(), Some("All panelists failed in round 1."));

@@ -17,6 +17,9 @@ use serde_json::{json, Value};
 use crate::helpers::*;
 
 const MODEL: &str = "local/smollm2";
+/// The same model under another name, for the roles that may not sit on the panel (Jury's
+/// foreman, Delphi's facilitator): llama-server serves its one model whatever it is called.
+const CHAIR: &str = "local/smollm2-chair";
 
 /// The server's base URL, or None (with the reason printed) when these tests must be skipped.
 async fn real_model() -> Option<String> {
@@ -55,11 +58,18 @@ async fn app_for(url: &str) -> TestApp {
 async fn run(app: &TestApp, request: Value) -> (Value, Vec<Value>) {
     let mut ws = app.ws().await;
     ws.send(json!({ "type": "start", "request": request })).await;
-    let (started, _) = ws.until("started", None).await;
+    let started = loop {
+        let v = ws.next().await;
+        match v["type"].as_str() {
+            Some("started") => break v,
+            Some("error") => panic!("the start was refused: {v}"),
+            _ => {}
+        }
+    };
     let run = started["runId"].as_str().expect("runId").to_string();
-    let events = tokio::time::timeout(Duration::from_secs(1200), ws.events_until_end(&run))
+    let events = tokio::time::timeout(Duration::from_secs(600), ws.events_until_end(&run))
         .await
-        .expect("the run ends within 20 minutes");
+        .expect("the run ends within 10 minutes");
     ws.close().await;
     assert_contiguous(&events, 1);
     let (status, stored) = app.get(&format!("/api/deliberations/{run}")).await;
@@ -241,7 +251,7 @@ async fn jury_against_the_real_model() {
         json!({ "mode": "jury", "question": "Evaluate this answer",
                 "modeConfig": { "content": "The capital of Australia is Sydney, its largest city.",
                                 "originalQuestion": "What is the capital of Australia?",
-                                "jurorModels": [MODEL, MODEL, MODEL], "foremanModel": MODEL } }),
+                                "jurorModels": [MODEL, MODEL, MODEL], "foremanModel": CHAIR } }),
     )
     .await;
     check_run("jury", &stored, &events);
@@ -339,7 +349,7 @@ async fn delphi_against_the_real_model() {
     let (stored, events) = run(
         &app,
         json!({ "mode": "delphi", "question": "How many people live in Tokyo's metropolitan area?",
-                "modeConfig": { "panelistModels": [MODEL, MODEL, MODEL], "facilitatorModel": MODEL,
+                "modeConfig": { "panelistModels": [MODEL, MODEL, MODEL], "facilitatorModel": CHAIR,
                                 "maxRounds": 2 } }),
     )
     .await;
