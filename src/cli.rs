@@ -153,7 +153,7 @@ pub fn progress_line(event: &str, data: &Value) -> Option<String> {
             let t = &d["voteTally"];
             Some(format!(
                 "■ deliberation — majority {} (approve {}, revise {}, reject {})",
-                d["majorityVerdict"].as_str().unwrap_or("?"),
+                d["majorityVerdict"].as_str().unwrap_or("no verdict"),
                 t["approve"],
                 t["revise"],
                 t["reject"]

@@ -189,7 +189,7 @@ pub fn foreman_prompt(
     original_question: Option<&str>,
     jurors: &[JurorAssessment],
     tally: &VoteTally,
-    majority: Verdict,
+    majority: Option<Verdict>,
 ) -> String {
     let mut p = String::from(
         "You are the foreman of a jury that has evaluated the following content. Synthesize all juror assessments into a final verdict report.\n\n",
@@ -209,7 +209,7 @@ pub fn foreman_prompt(
         tally.approve,
         tally.revise,
         tally.reject,
-        majority.as_str()
+        majority.map_or("none (no juror's verdict or scores could be read)", Verdict::as_str)
     ));
     p.push_str(
         "Produce a formal verdict report:\n\
@@ -754,8 +754,10 @@ pub struct JurorSummary {
     /// Jurors asked (including ones whose call failed).
     pub juror_count: usize,
     pub successful_jurors: usize,
-    pub majority_verdict: Verdict,
-    /// `votes`, `scores` (no verdict parsed: inferred from the average) or `default`.
+    /// None when no juror's verdict or scores could be read: the panel reached no verdict,
+    /// and none is made up for it.
+    pub majority_verdict: Option<Verdict>,
+    /// `votes`, `scores` (no verdict parsed: inferred from the average) or `none`.
     pub verdict_source: String,
     pub vote_tally: VoteTally,
     pub dimension_averages: Dims<Option<f64>>,
@@ -784,17 +786,16 @@ pub fn summarize(juror_count: usize, jurors: &[JurorAssessment]) -> JurorSummary
             .push("No juror's scores could be parsed: dimension averages are null.".to_string());
     }
     let (majority_verdict, verdict_source) = match (majority, overall_average) {
-        (Some(v), _) => (v, "votes"),
+        (Some(v), _) => (Some(v), "votes"),
         (None, Some(avg)) => {
             warnings.push("No verdict could be parsed: the majority verdict is inferred from the average score.".into());
-            (Verdict::from_average(avg), "scores")
+            (Some(Verdict::from_average(avg)), "scores")
         }
         (None, None) => {
             warnings.push(
-                "Neither verdicts nor scores could be parsed: the verdict defaults to REVISE."
-                    .into(),
+                "Neither verdicts nor scores could be read: the panel reached no verdict.".into(),
             );
-            (Verdict::Revise, "default")
+            (None, "none")
         }
     };
     JurorSummary {
@@ -825,7 +826,7 @@ pub struct DimensionAnalysisRow {
 pub struct ForemanReport {
     pub model: String,
     pub report_text: String,
-    pub final_verdict: Verdict,
+    pub final_verdict: Option<Verdict>,
     pub dimension_analysis: Vec<DimensionAnalysisRow>,
     pub key_strengths: Vec<String>,
     pub key_weaknesses: Vec<String>,

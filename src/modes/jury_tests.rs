@@ -131,7 +131,7 @@ fn summaries_aggregate_parsed_jurors_and_infer_missing_verdicts() {
     assert_eq!((s.juror_count, s.successful_jurors), (4, 3));
     assert_eq!(s.dimension_averages.accuracy, Some(7.5), "the unparsed juror is left out");
     assert_eq!(s.dimension_ranges.actionability, Some(Range { min: 4, max: 7 }));
-    assert_eq!(s.majority_verdict, Verdict::Approve);
+    assert_eq!(s.majority_verdict, Some(Verdict::Approve));
     assert_eq!(s.vote_tally, VoteTally { approve: 2, revise: 1, reject: 0 });
     let inferred = summarize(
         2,
@@ -142,12 +142,15 @@ fn summaries_aggregate_parsed_jurors_and_infer_missing_verdicts() {
     );
     assert_eq!(
         (inferred.majority_verdict, inferred.verdict_source.as_str()),
-        (Verdict::Reject, "scores")
+        (Some(Verdict::Reject), "scores")
     );
     let blind = summarize(2, &[juror("a", None, None), juror("b", None, None)]);
     assert_eq!(blind.dimension_averages.accuracy, None);
-    assert_eq!(blind.majority_verdict, Verdict::Revise);
+    // Nothing stated, nothing made up: the panel reached no verdict.
+    assert_eq!((blind.majority_verdict, blind.verdict_source.as_str()), (None, "none"));
     assert!(!blind.warnings.is_empty());
+    assert!(foreman_prompt("c", None, &[], &blind.vote_tally, blind.majority_verdict)
+        .contains("Majority Verdict: none"));
 }
 
 fn jury(new_conversation: bool) -> Jury {

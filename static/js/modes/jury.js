@@ -148,7 +148,7 @@ export function createView(ctx) {
 
   const SOURCE_NOTE = {
     scores: "No juror's verdict could be parsed, so the majority verdict is inferred from the overall average.",
-    default: "Neither verdicts nor scores could be parsed, so the verdict defaults to REVISE.",
+    none: "Neither verdicts nor scores could be read: the panel reached no verdict.",
   };
 
   function allJurorsComplete(s) {
@@ -178,7 +178,7 @@ export function createView(ctx) {
       el("div", { class: "jury-chart" }, el("h3", null, "Verdicts"), pieChart(t))));
     body.append(panel);
     sSummary.done();
-    ctx.announce(`All jurors done: majority ${s.majorityVerdict}, overall average ${fmt(s.overallAverage)}`);
+    ctx.announce(s.majorityVerdict ? `All jurors done: majority ${s.majorityVerdict}, overall average ${fmt(s.overallAverage)}` : "All jurors done: no verdict could be read");
   }
 
   function list(items, cls) {
@@ -289,7 +289,7 @@ export function createView(ctx) {
       p.el.classList.add("jury-report", "jury-no-report");
       const s = state.summary;
       const msg = s
-        ? `No verdict report: the run ${detail.status} before the foreman's report. The jurors' assessments and summary above are kept; by majority they reached ${s.majorityVerdict} with an overall average of ${fmt(s.overallAverage)}.`
+        ? `No verdict report: the run ${detail.status} before the foreman's report. The jurors' assessments and summary above are kept; ${s.majorityVerdict ? `by majority they reached ${s.majorityVerdict} with an overall average of ${fmt(s.overallAverage)}` : "no juror's verdict or scores could be read"}.`
         : `No verdict report: the run ${detail.status} before the jurors' summary.`;
       p.body.replaceChildren(el("p", { class: "callout" }, msg));
     },
