@@ -163,6 +163,16 @@ export function refreshClip(wrap) {
 
 // ---- small pieces ----------------------------------------------------------------------------
 
+/** Why a model's reply gave no answer that could be read (a reply's `unparsed`), in words. */
+export function unparsedWhy(code) {
+  return {
+    refused: "The model declined to answer.",
+    reasoning_only: "The model stopped while still reasoning.",
+    no_answer: "The reply does not state an answer in a form that can be read.",
+    inconsistent: "The reply states contradictory answers.",
+  }[code] || "";
+}
+
 export function badge(text, color = "gray", title) {
   return el("span", { class: `badge ${color}`, title }, text);
 }

@@ -101,7 +101,7 @@ export function createView(ctx) {
       card.prepend(scoreGrid(v.scores));
     } else {
       card.addBadge(ui.badge("unreadable", "red"));
-      card.prepend(el("p", { class: "callout clarity-unparsed" }, "No scores could be read from this answer, so it is left out of the scoring."));
+      card.prepend(el("p", { class: "callout clarity-unparsed" }, "No scores could be read from this answer, so it is left out of the scoring.", v.unparsed ? ` ${ui.unparsedWhy(v.unparsed)}` : ""));
     }
     card.setText(v.critique || "");
     const issues = v.issues || [];

@@ -87,7 +87,8 @@ export function createView(ctx) {
     } else {
       card.prepend(el("p", { class: "callout jury-unparsed" },
         "The scores in this assessment could not be parsed, so it is left out of the averages",
-        a.verdict ? "; its verdict still counts." : " and has no verdict."));
+        a.verdict ? "; its verdict still counts." : " and has no verdict.",
+        a.unparsed ? ` ${ui.unparsedWhy(a.unparsed)}` : ""));
     }
     // The full assessment, collapsed behind "Show more".
     card.setText(a.assessmentText || "");
