@@ -27,16 +27,14 @@ pub const DEFAULT_REDIS_PREFIX: &str = "conclave";
 /// number is a typo, not a wish.
 pub const MAX_OUTPUT_TOKENS: i64 = 200_000;
 
-/// The roles each mode gives its calls: what a `[max_tokens]` key may name, alone (`chairman`)
-/// or after its mode (`council.chairman`). A mode that gives a call a new role adds it here.
-pub const CALL_ROLES: &[(&str, &[&str])] = &[
-    ("council", &["council", "chairman", "title"]),
-    ("vote", &["voter", "chairman", "title"]),
-    ("jury", &["juror", "foreman", "title"]),
-    ("debate", &["respondent", "debater", "voter", "title"]),
-    ("delphi", &["panelist", "facilitator", "title"]),
-    ("clarity", &["skeptic", "advocate", "generalist", "arbiter", "title"]),
-];
+/// The roles each mode gives its calls, from the mode registry: what a `[max_tokens]` key may
+/// name, alone (`chairman`) or after its mode (`council.chairman`).
+fn call_roles() -> Vec<(&'static str, Vec<&'static str>)> {
+    crate::modes::registry::MODES
+        .iter()
+        .map(|m| (m.id, m.roles.iter().map(|r| r.id).collect()))
+        .collect()
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -436,9 +434,10 @@ fn token_count(what: &str, n: i64) -> Result<u32, ConfigError> {
 }
 
 /// The `[max_tokens]` table: `default`, roles, and `mode.role` keys naming a role the mode
-/// has (see [`CALL_ROLES`]), over the built-in caps (2 000, and 300 for the title).
+/// has (see [`call_roles`]), over the built-in caps (2 000, and 300 for the title).
 fn output_caps(table: &BTreeMap<String, i64>) -> Result<OutputCaps, ConfigError> {
     let mut caps = OutputCaps::default();
+    let call_roles = call_roles();
     for (key, &n) in table {
         let cap = token_count(&format!("max_tokens.{key:?}"), n)?;
         if key == "default" {
@@ -447,12 +446,12 @@ fn output_caps(table: &BTreeMap<String, i64>) -> Result<OutputCaps, ConfigError>
         }
         let known = match key.split_once('.') {
             Some((mode, role)) => {
-                CALL_ROLES.iter().any(|(m, roles)| *m == mode && roles.contains(&role))
+                call_roles.iter().any(|(m, roles)| *m == mode && roles.contains(&role))
             }
-            None => CALL_ROLES.iter().any(|(_, roles)| roles.contains(&key.as_str())),
+            None => call_roles.iter().any(|(_, roles)| roles.contains(&key.as_str())),
         };
         if !known {
-            let listed: Vec<String> = CALL_ROLES
+            let listed: Vec<String> = call_roles
                 .iter()
                 .map(|(mode, roles)| format!("{mode}: {}", roles.join(", ")))
                 .collect();
@@ -652,28 +651,24 @@ mod tests {
         assert!(toml::from_str::<FileConfig>(&route("max_tokens_field = \"max_tokenz\"")).is_err());
     }
 
-    /// Every role a mode gives its calls (in a run of each mode on sim answers) is one
-    /// [`CALL_ROLES`] lists for it, every mode is listed, and the default caps cut none of the
-    /// sim's answers.
+    /// Every role a mode gives its calls (in a run of each mode on sim answers) is one its
+    /// registry entry lists, and the default caps cut none of the sim's answers.
     #[test]
     fn call_roles_list_every_mode_and_the_roles_its_calls_have() {
         use crate::modes::{self, testkit, Effect, ModeKind};
         use crate::providers::sim::capped;
         let providers = Config::defaults().providers();
         for kind in ModeKind::all() {
-            let listed = CALL_ROLES.iter().find(|(m, _)| *m == kind.as_str());
-            let Some((_, roles)) = listed else { panic!("{} is not in CALL_ROLES", kind.as_str()) };
-            let mut body = serde_json::json!({ "mode": kind.as_str(), "question": "Why?" });
-            if matches!(kind, ModeKind::Jury | ModeKind::Clarity) {
-                body["modeConfig"] = serde_json::json!({ "content": "A text to judge." });
-            }
+            let roles: Vec<&str> = kind.spec().roles.iter().map(|r| r.id).collect();
+            let body = (kind.spec().example)();
             let defaults = modes::Defaults {
                 offline: true,
                 stage_timeout_ms: 60_000,
                 fallback: Fallbacks::default(),
             };
             let req = modes::validate(&body, &defaults).unwrap();
-            let mut mode = modes::instantiate(&req, testkit::ctx("Why?", Vec::new(), true));
+            let mut mode =
+                modes::instantiate(&req, testkit::ctx("Why?", Vec::new(), true)).expect("builds");
             let mut effects = mode.start();
             let mut seen = 0;
             for _ in 0..500 {
@@ -683,7 +678,7 @@ mod tests {
                         Effect::Call(spec) => {
                             assert!(
                                 roles.contains(&spec.role.as_str()),
-                                "{}: role {:?} is not in CALL_ROLES",
+                                "{}: role {:?} is not among its registered roles",
                                 kind.as_str(),
                                 spec.role
                             );

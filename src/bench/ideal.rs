@@ -61,7 +61,7 @@ pub async fn measure(
         new_conversation: true,
         seed: modes::common::seed_from_run_id(run_id),
     };
-    let mut mode = modes::instantiate(&req, ctx);
+    let mut mode = modes::instantiate(&req, ctx).map_err(BenchError::Run)?;
     let mut pending: FuturesUnordered<BoxFuture<'static, Done>> = FuturesUnordered::new();
     let mut ideal = Ideal { critical_path: Duration::ZERO, calls: 0, slowest_call: Duration::ZERO };
     let mut finished = false;

@@ -259,7 +259,7 @@ impl Engine {
             new_conversation: detail.runs.first().is_some_and(|r| r.id == run.id),
             seed: modes::common::seed_from_run_id(&run.id),
         };
-        let mut mode = modes::instantiate(&req, ctx);
+        let mut mode = modes::instantiate(&req, ctx)?;
         let journal = self.store.journal(run_id).await.map_err(err)?;
         let stored = self.store.count_stages(&run.message_id).await.map_err(err)?;
         let resume = if journal.is_empty() {
@@ -513,6 +513,19 @@ impl Engine {
         let run_id = uuid::Uuid::now_v7().to_string();
         let message_id = uuid::Uuid::now_v7().to_string();
         let created_at = store::now_ms();
+        let ctx = RunContext {
+            run_id: run_id.clone(),
+            conversation_id: conversation_id.clone(),
+            message_id: message_id.clone(),
+            question: req.question.clone(),
+            history,
+            new_conversation,
+            seed: modes::common::seed_from_run_id(&run_id),
+        };
+        // Built before anything is stored: a configuration that does not fit is refused
+        // with nothing left behind.
+        let mode = modes::instantiate(&req, ctx)
+            .map_err(|e| EngineError::Invalid(FieldError::new("modeConfig", e)))?;
         let request = serde_json::to_value(&req).unwrap_or(Value::Null);
         self.store
             .create_run(NewRun {
@@ -533,16 +546,6 @@ impl Engine {
                 )),
             })
             .await?;
-        let ctx = RunContext {
-            run_id: run_id.clone(),
-            conversation_id: conversation_id.clone(),
-            message_id: message_id.clone(),
-            question: req.question.clone(),
-            history,
-            new_conversation,
-            seed: modes::common::seed_from_run_id(&run_id),
-        };
-        let mode = modes::instantiate(&req, ctx);
         let summary = RunSummary {
             id: run_id.clone(),
             mode: req.mode.as_str().to_string(),

@@ -16,14 +16,17 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{mark_from_rows, Batch, Calls, Routed, TitleTracker, TITLE_KEY};
 use super::reading::{split_reasoning, Unparsed};
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
+use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_SHORT_CHARS, MAX_TEXT_CHARS};
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    ModeKind, RunContext, StageRow, ValidRequest,
+    RunContext, StageRow, ValidRequest,
 };
 
 /// One scoring dimension.
@@ -86,7 +89,8 @@ pub const ARBITER_PROMPT: &str = "You are the Arbiter of a panel that scores pol
 const SIM_DEFAULT: &str = "sim/haiku";
 const SEED_DEFAULT: &str = "anthropic/claude-haiku-4-5";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// When the evaluators discuss their scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Discussion {
     Auto,
@@ -120,50 +124,80 @@ fn stage_order(stage: &str) -> i32 {
     }
 }
 
+/// The model of each of Clarity's four roles.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClarityModels {
+    /// Looks for what does not hold up.
+    pub skeptic: Option<ModelId>,
+    /// Looks for what works.
+    pub advocate: Option<ModelId>,
+    /// Reads as the intended audience would.
+    pub generalist: Option<ModelId>,
+    /// Settles the dimensions the evaluators still disagree on.
+    pub arbiter: Option<ModelId>,
+}
+
+/// Clarity's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClarityRequest {
+    /// The brief to score (required).
+    pub content: Option<Text<MAX_CONTENT_CHARS>>,
+    /// The brief's title.
+    pub title: Option<Text<MAX_SHORT_CHARS>>,
+    /// What the evaluators should know about the brief's setting.
+    pub context: Option<Text<MAX_TEXT_CHARS>>,
+    /// Each role's model (default: a fast model for all four).
+    pub models: Option<ClarityModels>,
+    /// The discussion round: `auto` (when the evaluators disagree), `always` or `never`.
+    pub discussion: Option<Discussion>,
+    /// Per-stage timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 300000))]
+    pub timeout_ms: Option<i64>,
+}
+
 /// `{question?, mode:"clarity", modeConfig: {content, context?, title?, models?: {skeptic,
 /// advocate, generalist, arbiter}, discussion?: auto|always|never, timeoutMs?}}`.
-pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let cfg = Value::Object(request::mode_config(body, true)?);
-    let content =
-        request::req_string(&cfg, "content", "modeConfig.content", "Content to score is required")?;
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let cfg: ClarityRequest = request::typed(&request::mode_config(body, true)?, "modeConfig")?;
+    let content = cfg
+        .content
+        .as_ref()
+        .filter(|c| !c.0.trim().is_empty())
+        .map(|c| c.0.clone())
+        .ok_or_else(|| FieldError::new("modeConfig.content", "Content to score is required"))?;
     let question = match body.get("question") {
         None | Some(Value::Null) => "Score this brief".to_string(),
         _ => request::question(body, "Question is required")?,
     };
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let context = request::opt_string(&cfg, "context", "modeConfig.context")?;
-    let title = request::opt_string(&cfg, "title", "modeConfig.title")?;
-    let default = if defaults.offline { SIM_DEFAULT } else { SEED_DEFAULT };
-    let given = match cfg.get("models") {
-        None | Some(Value::Null) => serde_json::Map::new(),
-        Some(Value::Object(m)) => m.clone(),
-        Some(_) => {
-            return Err(FieldError::new("modeConfig.models", "must be an object of role: model id"))
-        }
+    let non_empty = |t: &Option<Text<{ MAX_TEXT_CHARS }>>, field: &str| match t {
+        None => Ok(None),
+        Some(t) => t.trimmed().map(Some).ok_or_else(|| FieldError::new(field, "must not be empty")),
     };
+    let context = non_empty(&cfg.context, "modeConfig.context")?;
+    let title = match &cfg.title {
+        None => None,
+        Some(t) => Some(
+            t.trimmed().ok_or_else(|| FieldError::new("modeConfig.title", "must not be empty"))?,
+        ),
+    };
+    let default = if defaults.offline { SIM_DEFAULT } else { SEED_DEFAULT };
+    let given = cfg.models.unwrap_or_default();
     let mut models = BTreeMap::new();
-    for (role, _) in &given {
-        if !["skeptic", "advocate", "generalist", "arbiter"].contains(&role.as_str()) {
-            return Err(FieldError::new(
-                &format!("modeConfig.models.{role}"),
-                "unknown role: use skeptic, advocate, generalist or arbiter",
-            ));
-        }
-    }
-    let models_value = Value::Object(given);
-    for role in ["skeptic", "advocate", "generalist", "arbiter"] {
-        let m = request::opt_string(&models_value, role, &format!("modeConfig.models.{role}"))?;
+    for (role, id) in [
+        ("skeptic", &given.skeptic),
+        ("advocate", &given.advocate),
+        ("generalist", &given.generalist),
+        ("arbiter", &given.arbiter),
+    ] {
+        let m = request::model(id.as_ref(), &format!("modeConfig.models.{role}"))?;
         models.insert(role.to_string(), m.unwrap_or_else(|| default.to_string()));
     }
-    let discussion = match cfg.get("discussion") {
-        None | Some(Value::Null) => Discussion::Auto,
-        Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
-            FieldError::new("modeConfig.discussion", "must be \"auto\", \"always\" or \"never\"")
-        })?,
-    };
-    let timeout_ms = request::timeout_ms(
-        &cfg,
-        "timeoutMs",
+    let discussion = cfg.discussion.unwrap_or(Discussion::Auto);
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
         "modeConfig.timeoutMs",
         10_000..=300_000,
         defaults.stage_timeout_ms,
@@ -177,8 +211,72 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
     if let (Some(backup), Some(o)) = (arbiter_fallback_model, config.as_object_mut()) {
         o.insert(ARBITER_FALLBACK_KEY.into(), json!(backup));
     }
-    Ok(ValidRequest { mode: ModeKind::Clarity, question, conversation_id, config, models: all })
+    Ok(ValidRequest { mode: SPEC.kind(), question, conversation_id, config, models: all })
 }
+
+/// Clarity in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "clarity",
+    label: "Clarity",
+    description: "A Skeptic, an Advocate and a Generalist score a brief on seven weighted dimensions; an Arbiter settles lasting disagreement, which is flagged for human review.",
+    multi_turn: false,
+    question: Question { label: "What to score (optional)", required: None },
+    roles: &[
+        Role {
+            id: "skeptic",
+            label: "Skeptic",
+            field: Some("models.skeptic"),
+            panel: false,
+            fallback: None,
+            sim_default: &[SIM_DEFAULT],
+            default: &[SEED_DEFAULT],
+        },
+        Role {
+            id: "advocate",
+            label: "Advocate",
+            field: Some("models.advocate"),
+            panel: false,
+            fallback: None,
+            sim_default: &[SIM_DEFAULT],
+            default: &[SEED_DEFAULT],
+        },
+        Role {
+            id: "generalist",
+            label: "Generalist",
+            field: Some("models.generalist"),
+            panel: false,
+            fallback: None,
+            sim_default: &[SIM_DEFAULT],
+            default: &[SEED_DEFAULT],
+        },
+        Role {
+            id: "arbiter",
+            label: "Arbiter",
+            field: Some("models.arbiter"),
+            panel: false,
+            fallback: Some("arbiter"),
+            sim_default: &[SIM_DEFAULT],
+            default: &[SEED_DEFAULT],
+        },
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<ClarityRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Clarity::new(config, ctx)?)),
+    load_result,
+    outcome: |r| {
+        let score = r.get("score").filter(|s| !s.is_null())?;
+        let mut line = format!("score {:.1}/10", score["score"].as_f64()?);
+        if score["needsHumanReview"] == true {
+            line.push_str(" · flagged for review");
+        }
+        Some(line)
+    },
+    example: || {
+        json!({ "mode": "clarity", "modeConfig": { "content": "Brief: a mobile app for reporting potholes with a photo; the city fixes them within 14 days." } })
+    },
+};
 
 // ---- prompts --------------------------------------------------------------------------------
 
@@ -811,23 +909,12 @@ pub struct Clarity {
 }
 
 impl Clarity {
-    pub fn new(config: &Value, ctx: RunContext) -> Self {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let arbiter_fallback =
             config.get(ARBITER_FALLBACK_KEY).and_then(Value::as_str).map(str::to_string);
-        let config: ClarityConfig =
-            serde_json::from_value(config.clone()).unwrap_or(ClarityConfig {
-                content: ctx.question.clone(),
-                context: None,
-                title: None,
-                models: ["skeptic", "advocate", "generalist", "arbiter"]
-                    .iter()
-                    .map(|r| (r.to_string(), SIM_DEFAULT.to_string()))
-                    .collect(),
-                discussion: Discussion::Auto,
-                timeout_ms: 60_000,
-            });
+        let config: ClarityConfig = stored_config("clarity", config)?;
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
-        Clarity {
+        Ok(Clarity {
             config,
             ctx,
             phase: Phase::Evaluating,
@@ -839,7 +926,7 @@ impl Clarity {
             title,
             calls: Calls::default(),
             arbiter_fallback,
-        }
+        })
     }
 
     fn model(&self, role: &str) -> String {

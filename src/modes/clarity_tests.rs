@@ -8,6 +8,7 @@ use super::*;
 use crate::modes::testkit::{
     ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
 };
+use crate::modes::validate;
 
 fn card(scores: [f64; 7], issues: &str) -> String {
     let s: Vec<String> =
@@ -331,7 +332,7 @@ fn the_critique_merges_ranks_and_keeps_five() {
 fn clarity(discussion: &str) -> Clarity {
     let cfg = json!({ "content": "The brief text.", "context": null, "title": null, "discussion": discussion, "timeoutMs": 60000,
                       "models": { "skeptic": "s", "advocate": "a", "generalist": "g", "arbiter": "arb" } });
-    Clarity::new(&cfg, ctx("Score this brief", vec![], false))
+    Clarity::new(&cfg, ctx("Score this brief", vec![], false)).expect("a configuration that fits")
 }
 
 #[test]
@@ -488,7 +489,7 @@ fn clarity_with_backup() -> Clarity {
     let cfg = json!({ "content": "The brief text.", "context": null, "title": null, "discussion": "never", "timeoutMs": 60000,
                       "models": { "skeptic": "s", "advocate": "a", "generalist": "g", "arbiter": "arb" },
                       "arbiterFallbackModel": "arb2" });
-    Clarity::new(&cfg, ctx("Score this brief", vec![], false))
+    Clarity::new(&cfg, ctx("Score this brief", vec![], false)).expect("a configuration that fits")
 }
 
 /// Two evaluators that disagree on First-Principles Coherence (the Advocate's call fails);
@@ -603,7 +604,10 @@ fn validation() {
     // The stored configuration still reads as a ClarityConfig, and the run finds its backup.
     assert!(serde_json::from_value::<ClarityConfig>(v.config.clone()).is_ok());
     assert_eq!(
-        Clarity::new(&v.config, ctx("q", vec![], false)).arbiter_fallback.as_deref(),
+        Clarity::new(&v.config, ctx("q", vec![], false))
+            .expect("a configuration that fits")
+            .arbiter_fallback
+            .as_deref(),
         Some("sim/sonnet")
     );
 }

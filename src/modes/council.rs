@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -24,9 +25,11 @@ use super::common::{
 };
 use super::ranking;
 use super::reading::{answer_text, Unparsed};
+use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role};
+use super::request::ModelId;
 use super::{
-    request, CallReply, CallSpec, Defaults, Effect, Fallbacks, FieldError, Mode, ModeKind,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, Defaults, Effect, Fallbacks, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
 };
 
 /// History a follow-up carries (the seed: "truncated to the last 10 turns").
@@ -43,7 +46,7 @@ const SEED_CHAIRMAN: &str = "anthropic/claude-opus-4-6";
 
 /// The normalised configuration stored with a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CouncilConfig {
     pub council_models: Vec<String>,
     pub chairman_model: String,
@@ -53,27 +56,62 @@ pub struct CouncilConfig {
     pub chairman_fallback_model: Option<String>,
 }
 
-/// Validates a council request (the seed's schema, plus `timeoutMs`).
-pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+/// Council's settings: in `modeConfig`, or at the top level of the request (the seed's shape).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CouncilRequest {
+    /// The council: 2 to 6 models that answer and rank each other's answers (the same model
+    /// twice is two members).
+    #[schemars(length(min = 2, max = 6))]
+    pub council_models: Option<Vec<ModelId>>,
+    /// Writes the synthesis; may also sit on the council.
+    pub chairman_model: Option<ModelId>,
+    /// Per-stage timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 600000))]
+    pub timeout_ms: Option<i64>,
+}
+
+/// The keys Council takes at the top level of a request as well as in `modeConfig`.
+const TOP_LEVEL: &[&str] = &["councilModels", "chairmanModel", "timeoutMs"];
+
+/// Validates a council request (the seed's schema, plus `timeoutMs`). Its settings may sit at
+/// the top level (the seed's shape) or in `modeConfig`, not both; errors name them where
+/// they were given.
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let question = request::question(body, "Question is required")?;
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let council_models = request::model_list(
-        body,
-        "councilModels",
-        "councilModels",
+    let in_config = request::mode_config(body, false)?;
+    let at_top: serde_json::Map<String, Value> = TOP_LEVEL
+        .iter()
+        .filter_map(|k| body.get(*k).filter(|v| !v.is_null()).map(|v| (k.to_string(), v.clone())))
+        .collect();
+    let (cfg, prefix) = match (at_top.is_empty(), in_config.is_empty()) {
+        (false, false) => {
+            return Err(FieldError::new(
+                "modeConfig",
+                "give Council's settings at the top level or in modeConfig, not both",
+            ))
+        }
+        (false, true) => (at_top, ""),
+        _ => (in_config, "modeConfig."),
+    };
+    let cfg: CouncilRequest = request::typed(&cfg, "modeConfig")?;
+    let name = |k: &str| format!("{prefix}{k}");
+    let council_models = request::models(
+        cfg.council_models.as_deref(),
+        &name("councilModels"),
         MIN_MODELS..=MAX_MODELS,
         None,
         None,
     )?
     .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS }));
-    let chairman_model = request::opt_string(body, "chairmanModel", "chairmanModel")?
+    let chairman_model = request::model(cfg.chairman_model.as_ref(), &name("chairmanModel"))?
         .unwrap_or_else(|| {
             (if defaults.offline { SIM_CHAIRMAN } else { SEED_CHAIRMAN }).to_string()
         });
-    let timeout_ms = request::timeout_ms(
-        body,
-        "timeoutMs",
-        "timeoutMs",
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
+        &name("timeoutMs"),
         TIMEOUT_RANGE_MS,
         defaults.stage_timeout_ms,
     )?;
@@ -82,13 +120,51 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
     let config =
         CouncilConfig { council_models, chairman_model, timeout_ms, chairman_fallback_model };
     Ok(ValidRequest {
-        mode: ModeKind::Council,
+        mode: SPEC.kind(),
         question,
         conversation_id,
         config: serde_json::to_value(&config).unwrap_or(Value::Null),
         models,
     })
 }
+
+/// Council in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "council",
+    label: "Council",
+    description:
+        "Every member answers, every member ranks the anonymised answers, the chairman synthesises.",
+    multi_turn: true,
+    question: Question { label: "Question", required: Some("Question is required") },
+    roles: &[
+        Role {
+            id: "council",
+            label: "Council members",
+            field: Some("councilModels"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_DEFAULTS,
+            default: &SEED_DEFAULTS,
+        },
+        Role {
+            id: "chairman",
+            label: "Chairman",
+            field: Some("chairmanModel"),
+            panel: false,
+            fallback: Some("chairman"),
+            sim_default: &[SIM_CHAIRMAN],
+            default: &[SEED_CHAIRMAN],
+        },
+        Role::internal("title", "Title"),
+    ],
+    top_level: TOP_LEVEL,
+    schema: schema_of::<CouncilRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Council::new(config, ctx)?)),
+    load_result,
+    outcome: |r| r.pointer("/stage3/response").and_then(Value::as_str).map(|t| short(t, 160)),
+    example: || json!({ "mode": "council", "question": "Monolith or microservices for a team of five?" }),
+};
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
@@ -324,17 +400,11 @@ pub struct Council {
 }
 
 impl Council {
-    pub fn new(config: &Value, ctx: RunContext) -> Self {
-        let config: CouncilConfig =
-            serde_json::from_value(config.clone()).unwrap_or(CouncilConfig {
-                council_models: SIM_DEFAULTS.iter().map(|s| s.to_string()).collect(),
-                chairman_model: SIM_CHAIRMAN.to_string(),
-                timeout_ms: 120_000,
-                chairman_fallback_model: None,
-            });
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: CouncilConfig = stored_config("council", config)?;
         let members = config.council_models.len();
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
-        Council {
+        Ok(Council {
             config,
             ctx,
             phase: Phase::Answering,
@@ -344,7 +414,7 @@ impl Council {
             stage2: Vec::new(),
             title,
             calls: Calls::default(),
-        }
+        })
     }
 
     fn call(

@@ -6,6 +6,7 @@ use serde_json::json;
 use super::*;
 use crate::modes::common::seed_from_run_id;
 use crate::modes::testkit::{self, calls, emitted, err, events, feed, ok, rows};
+use crate::modes::validate;
 use crate::modes::{CallSpec, ChatMessage};
 
 fn labels(n: usize) -> Vec<String> {
@@ -161,7 +162,7 @@ fn ctx(history: Vec<ChatMessage>, new_conversation: bool) -> RunContext {
 
 fn council(models: &[&str], history: Vec<ChatMessage>, new_conversation: bool) -> Council {
     let config = json!({ "councilModels": models, "chairmanModel": "chair", "timeoutMs": 120000 });
-    Council::new(&config, ctx(history, new_conversation))
+    Council::new(&config, ctx(history, new_conversation)).expect("a configuration that fits")
 }
 
 /// A ranking that puts the labels in the given order.
@@ -369,7 +370,7 @@ fn the_label_map_follows_the_run_seed() {
         let mut c = Council::new(
             &json!({ "councilModels": ["m1","m2","m3","m4"], "chairmanModel": "c", "timeoutMs": 120000 }),
             ctx,
-        );
+        ).expect("a configuration that fits");
         let s1 = calls(&c.start());
         let e = feed(&mut c, s1.iter().map(|s| ok(s, &s.model)).collect());
         rows(&e)
@@ -387,7 +388,7 @@ fn the_label_map_follows_the_run_seed() {
 fn council_with_backup(models: &[&str], backup: &str) -> Council {
     let config = json!({ "councilModels": models, "chairmanModel": "chair", "timeoutMs": 120000,
                          "chairmanFallbackModel": backup });
-    Council::new(&config, ctx(vec![], false))
+    Council::new(&config, ctx(vec![], false)).expect("a configuration that fits")
 }
 
 /// Runs stages 1 and 2 (every answer and ranking as given) and returns the effects so far and
@@ -524,9 +525,12 @@ fn the_backup_chairman_comes_from_the_server_configuration() {
     d.fallback.chairman = Some("sim/beta".into());
     let v = validate(&json!({ "question": "q" }), &d).unwrap();
     assert_eq!(v.config["chairmanFallbackModel"], "sim/beta");
-    // A request cannot choose it, and a backup equal to the chairman is no backup.
+    // A request cannot choose it (the field is refused by name), and a backup equal to the
+    // chairman is no backup.
     let body =
         json!({ "question": "q", "chairmanModel": "sim/beta", "chairmanFallbackModel": "x" });
+    assert_eq!(validate(&body, &d).unwrap_err().field, "chairmanFallbackModel");
+    let body = json!({ "question": "q", "chairmanModel": "sim/beta" });
     assert!(validate(&body, &d).unwrap().config.get("chairmanFallbackModel").is_none());
 }
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use regex::Regex;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -15,13 +16,15 @@ use super::common::{
     word_count, Answer, Batch, Calls, TitleTracker, TITLE_KEY,
 };
 use super::reading::{answer_text, json_values, split_reasoning, Unparsed};
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
+use super::request::ModelId;
 use super::stated::{last_stated, Labels};
 use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, round, vote_prompt,
 };
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, ModeKind,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
 };
 
 const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
@@ -31,30 +34,40 @@ const SEED_DEFAULTS: [&str; 3] =
 const VOTE_SALT: u64 = 0x5eed_0fd0_be7e;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DebateConfig {
     pub models: Vec<String>,
     pub timeout_ms: u64,
 }
 
+/// Debate's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DebateRequest {
+    /// The debaters: 3 to 6 models that answer, revise after reading the others, and vote.
+    #[schemars(length(min = 3, max = 6))]
+    pub models: Option<Vec<ModelId>>,
+    /// Per-stage timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 600000))]
+    pub timeout_ms: Option<i64>,
+}
+
 /// `{question, modeConfig?: {models (3-6), timeoutMs}}`; follow-ups are refused by the engine
 /// (Debate is not multi-turn).
-pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let question = request::question(body, "Question is required")?;
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg = Value::Object(request::mode_config(body, false)?);
-    let models = request::model_list(
-        &cfg,
-        "models",
+    let cfg: DebateRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let models = request::models(
+        cfg.models.as_deref(),
         "modeConfig.models",
         3..=6,
         Some("Debate mode requires at least 3 models"),
         Some("Maximum 6 models allowed"),
     )?
     .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS }));
-    let timeout_ms = request::timeout_ms(
-        &cfg,
-        "timeoutMs",
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
         "modeConfig.timeoutMs",
         10_000..=600_000,
         defaults.stage_timeout_ms,
@@ -62,13 +75,43 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
     let all = request::distinct(&[&models], &[]);
     let config = DebateConfig { models, timeout_ms };
     Ok(ValidRequest {
-        mode: ModeKind::Debate,
+        mode: SPEC.kind(),
         question,
         conversation_id,
         config: serde_json::to_value(&config).unwrap_or(Value::Null),
         models: all,
     })
 }
+
+/// Debate in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "debate",
+    label: "Debate",
+    description: "Every model answers, revises after reading the others anonymously, then votes on the revised answers.",
+    multi_turn: false,
+    question: Question { label: "Question", required: Some("Question is required") },
+    roles: &[
+        Role {
+            id: "respondent",
+            label: "Debaters",
+            field: Some("models"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_DEFAULTS,
+            default: &SEED_DEFAULTS,
+        },
+        Role::internal("debater", "Revisions"),
+        Role::internal("voter", "Votes"),
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<DebateRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Debate::new(config, ctx)?)),
+    load_result,
+    outcome: super::registry::winner_outcome,
+    example: || json!({ "mode": "debate", "question": "Should companies adopt a 4-day work week?" }),
+};
 
 /// The seed's revision prompt, verbatim.
 pub fn revision_prompt(question: &str, own: &str, others: &[(String, String)]) -> String {
@@ -377,12 +420,11 @@ fn map_models(
 }
 
 impl Debate {
-    pub fn new(config: &Value, ctx: RunContext) -> Self {
-        let config: DebateConfig = serde_json::from_value(config.clone())
-            .unwrap_or(DebateConfig { models: request::ids(&SIM_DEFAULTS), timeout_ms: 120_000 });
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: DebateConfig = stored_config("debate", config)?;
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         let n = config.models.len();
-        Debate {
+        Ok(Debate {
             config,
             ctx,
             phase: Phase::Answering,
@@ -393,7 +435,7 @@ impl Debate {
             revised_labels: BTreeMap::new(),
             title,
             calls: Calls::default(),
-        }
+        })
     }
 
     /// The model a member stands for: summaries name members (`m #2` when `m` sits on the

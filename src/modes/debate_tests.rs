@@ -8,6 +8,7 @@ use super::*;
 use crate::modes::testkit::{
     ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
 };
+use crate::modes::validate;
 use crate::modes::Fallbacks;
 
 #[test]
@@ -56,6 +57,7 @@ fn debate(models: &[&str]) -> Debate {
         &json!({ "models": models, "timeoutMs": 120000 }),
         ctx("Four-day week?", vec![], true),
     )
+    .expect("a configuration that fits")
 }
 
 fn revision_text(decision: &str, body: &str) -> String {

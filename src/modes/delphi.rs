@@ -18,14 +18,17 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use regex::Regex;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{mark_from_rows, title_prompt, Batch, Calls, Routed, TitleTracker, TITLE_KEY};
 use super::reading::{self, Unparsed};
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
+use super::request::{ModelId, Text, MAX_SHORT_CHARS};
 use super::{
     numbers, request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError,
-    Mode, ModeKind, RunContext, StageRow, ValidRequest,
+    Mode, RunContext, StageRow, ValidRequest,
 };
 
 const SIM_PANEL: [&str; 4] = ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"];
@@ -37,7 +40,8 @@ const SEED_FACILITATOR: &str = "anthropic/claude-sonnet-4";
 pub const MIN_ESTIMATES: usize = 3;
 const GLOBAL_TIMER: &str = "global";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Whether a question asks for a number or for one of some choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum QuestionType {
     Numeric,
@@ -45,7 +49,7 @@ pub enum QuestionType {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DelphiConfig {
     pub panelist_models: Vec<String>,
     pub facilitator_model: String,
@@ -70,33 +74,63 @@ fn stage_order(stage: &str) -> i32 {
     }
 }
 
+/// A number within `min..=max`, or `default` when absent.
 fn number_in(
-    cfg: &Value,
-    key: &str,
+    n: Option<f64>,
     field: &str,
     min: f64,
     max: f64,
     default: f64,
 ) -> Result<f64, FieldError> {
-    match cfg.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(v) => match v.as_f64() {
-            Some(n) if (min..=max).contains(&n) => Ok(n),
-            _ => Err(FieldError::new(field, format!("must be a number from {min} to {max}"))),
-        },
+    match n {
+        None => Ok(default),
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        Some(_) => Err(FieldError::new(field, format!("must be a number from {min} to {max}"))),
     }
+}
+
+/// Delphi's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DelphiRequest {
+    /// The panel: 3 to 7 models that estimate anonymously, round after round.
+    #[schemars(length(min = 3, max = 7))]
+    pub panelist_models: Option<Vec<ModelId>>,
+    /// Classifies the question and writes the report; must not be a panelist.
+    pub facilitator_model: Option<ModelId>,
+    /// The most rounds (2 to 5; default 5).
+    #[schemars(range(min = 2, max = 5))]
+    pub max_rounds: Option<i64>,
+    /// Numeric questions converge when the spread (coefficient of variation) falls to this
+    /// (0.01 to 1; default 0.15).
+    #[schemars(range(min = 0.01, max = 1.0))]
+    pub numeric_convergence_threshold: Option<f64>,
+    /// Qualitative questions converge when this share of the panel agrees, in % (50 to 100;
+    /// default 75).
+    #[schemars(range(min = 50.0, max = 100.0))]
+    pub qualitative_convergence_threshold: Option<f64>,
+    /// Skip the classification: `numeric` or `qualitative`.
+    pub question_type: Option<QuestionType>,
+    /// The choices of a qualitative question (2 to 10).
+    #[schemars(length(min = 2, max = 10))]
+    pub options: Option<Vec<Text<MAX_SHORT_CHARS>>>,
+    /// Per-round timeout in milliseconds.
+    #[schemars(range(min = 30000, max = 180000))]
+    pub timeout_ms: Option<i64>,
+    /// The whole run's time limit in milliseconds (default 600 000).
+    #[schemars(range(min = 10000, max = 3600000))]
+    pub global_timeout_ms: Option<i64>,
 }
 
 /// `{question, mode:"delphi", modeConfig?: {panelistModels (3-7), facilitatorModel, maxRounds
 /// (2-5), numericConvergenceThreshold (0.01-1), qualitativeConvergenceThreshold (50-100),
 /// questionType, options (2-10), timeoutMs (30 000-180 000), globalTimeoutMs}}`.
-pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let question = request::question(body, "Question is required")?;
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg = Value::Object(request::mode_config(body, false)?);
-    let panelist_models = request::model_list(
-        &cfg,
-        "panelistModels",
+    let cfg: DelphiRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let panelist_models = request::models(
+        cfg.panelist_models.as_deref(),
         "modeConfig.panelistModels",
         3..=7,
         Some("Delphi mode requires at least 3 panelist models"),
@@ -104,7 +138,7 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
     )?
     .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_PANEL } else { &SEED_PANEL }));
     let facilitator_model =
-        request::opt_string(&cfg, "facilitatorModel", "modeConfig.facilitatorModel")?
+        request::model(cfg.facilitator_model.as_ref(), "modeConfig.facilitatorModel")?
             .unwrap_or_else(|| {
                 (if defaults.offline { SIM_FACILITATOR } else { SEED_FACILITATOR }).to_string()
             });
@@ -114,43 +148,35 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
             "The facilitator must not be one of the panelists",
         ));
     }
-    let max_rounds = match cfg.get("maxRounds") {
-        None | Some(Value::Null) => 5,
-        Some(v) => match v.as_u64() {
-            Some(n @ 2..=5) => n as u32,
-            _ => {
-                return Err(FieldError::new(
-                    "modeConfig.maxRounds",
-                    "must be a whole number from 2 to 5",
-                ))
-            }
-        },
+    let max_rounds = match cfg.max_rounds {
+        None => 5,
+        Some(n @ 2..=5) => n as u32,
+        Some(_) => {
+            return Err(FieldError::new(
+                "modeConfig.maxRounds",
+                "must be a whole number from 2 to 5",
+            ))
+        }
     };
     let numeric_convergence_threshold = number_in(
-        &cfg,
-        "numericConvergenceThreshold",
+        cfg.numeric_convergence_threshold,
         "modeConfig.numericConvergenceThreshold",
         0.01,
         1.0,
         0.15,
     )?;
     let qualitative_convergence_threshold = number_in(
-        &cfg,
-        "qualitativeConvergenceThreshold",
+        cfg.qualitative_convergence_threshold,
         "modeConfig.qualitativeConvergenceThreshold",
         50.0,
         100.0,
         75.0,
     )?;
-    let question_type = match cfg.get("questionType") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(serde_json::from_value::<QuestionType>(v.clone()).map_err(|_| {
-            FieldError::new("modeConfig.questionType", "must be \"numeric\" or \"qualitative\"")
-        })?),
-    };
-    let options = match request::model_list(
-        &cfg,
-        "options",
+    let question_type = cfg.question_type;
+    let options: Option<Vec<ModelId>> =
+        cfg.options.map(|o| o.into_iter().map(|t| ModelId(t.0)).collect());
+    let options = match request::models(
+        options.as_deref(),
         "modeConfig.options",
         2..=10,
         Some("at least 2 options are required"),
@@ -160,16 +186,14 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         Some(_) if question_type == Some(QuestionType::Numeric) => None,
         other => other,
     };
-    let timeout_ms = request::timeout_ms(
-        &cfg,
-        "timeoutMs",
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
         "modeConfig.timeoutMs",
         30_000..=180_000,
         defaults.stage_timeout_ms,
     )?;
-    let global_timeout_ms = request::timeout_ms(
-        &cfg,
-        "globalTimeoutMs",
+    let global_timeout_ms = request::timeout(
+        cfg.global_timeout_ms,
         "modeConfig.globalTimeoutMs",
         10_000..=3_600_000,
         600_000,
@@ -190,13 +214,62 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         facilitator_fallback_model,
     };
     Ok(ValidRequest {
-        mode: ModeKind::Delphi,
+        mode: SPEC.kind(),
         question,
         conversation_id,
         config: serde_json::to_value(&config).unwrap_or(Value::Null),
         models,
     })
 }
+
+/// Delphi in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "delphi",
+    label: "Delphi",
+    description: "Anonymous estimation rounds on aggregate statistics until the panel converges; the facilitator reports.",
+    multi_turn: false,
+    question: Question { label: "Question to estimate", required: Some("Question is required") },
+    roles: &[
+        Role {
+            id: "panelist",
+            label: "Panelists",
+            field: Some("panelistModels"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_PANEL,
+            default: &SEED_PANEL,
+        },
+        Role {
+            id: "facilitator",
+            label: "Facilitator",
+            field: Some("facilitatorModel"),
+            panel: false,
+            fallback: Some("facilitator"),
+            sim_default: &[SIM_FACILITATOR],
+            default: &[SEED_FACILITATOR],
+        },
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<DelphiRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Delphi::new(config, ctx)?)),
+    load_result,
+    outcome: |r| {
+        let value = match &r["finalValue"] {
+            Value::Number(n) => fmt_num(n.as_f64()?),
+            Value::String(s) => s.clone(),
+            _ => return None,
+        };
+        Some(match r["convergenceRound"].as_u64() {
+            Some(round) => format!("{value} (converged in round {round})"),
+            None => format!("{value} (no convergence)"),
+        })
+    },
+    example: || {
+        json!({ "mode": "delphi", "question": "How many software engineers will be employed globally by 2030?" })
+    },
+};
 
 // ---- prompts (verbatim from the seed) -------------------------------------------------------
 
@@ -1713,23 +1786,12 @@ pub struct Delphi {
 }
 
 impl Delphi {
-    pub fn new(config: &Value, ctx: RunContext) -> Self {
-        let config: DelphiConfig = serde_json::from_value(config.clone()).unwrap_or(DelphiConfig {
-            panelist_models: request::ids(&SIM_PANEL),
-            facilitator_model: SIM_FACILITATOR.into(),
-            max_rounds: 5,
-            numeric_convergence_threshold: 0.15,
-            qualitative_convergence_threshold: 75.0,
-            question_type: None,
-            options: None,
-            timeout_ms: 120_000,
-            global_timeout_ms: 600_000,
-            facilitator_fallback_model: None,
-        });
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: DelphiConfig = stored_config("delphi", config)?;
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         let panel =
             config.panelist_models.iter().enumerate().map(|(i, m)| (i + 1, m.clone())).collect();
-        Delphi {
+        Ok(Delphi {
             config,
             ctx,
             phase: Phase::Classifying,
@@ -1740,7 +1802,7 @@ impl Delphi {
             deadline_passed: false,
             title,
             calls: Calls::default(),
-        }
+        })
     }
 
     fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> Effect {

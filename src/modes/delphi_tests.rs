@@ -10,6 +10,7 @@ use super::*;
 use crate::modes::testkit::{
     ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
 };
+use crate::modes::validate;
 
 #[test]
 fn estimates_are_read_in_every_shape_models_write() {
@@ -300,6 +301,7 @@ fn delphi(cfg: Value) -> Delphi {
         base[k] = v.clone();
     }
     Delphi::new(&base, ctx("How many engineers by 2030?", vec![], true))
+        .expect("a configuration that fits")
 }
 
 fn est(v: &str, c: &str) -> String {

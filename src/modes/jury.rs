@@ -15,6 +15,7 @@
 use std::sync::OnceLock;
 
 use regex::Regex;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -22,11 +23,13 @@ use super::common::{
     mark_from_rows, member_names, role_failed, Batch, Calls, Routed, TitleTracker, TITLE_KEY,
 };
 use super::reading::{answer_text, json_field, json_values, split_reasoning, Unparsed};
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
+use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_TEXT_CHARS};
 use super::stated::{last_stated, Labels};
 
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    ModeKind, RunContext, StageRow, ValidRequest,
+    RunContext, StageRow, ValidRequest,
 };
 
 const SIM_JURORS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
@@ -39,7 +42,7 @@ pub const DIMENSIONS: [&str; 5] =
     ["Accuracy", "Completeness", "Clarity", "Relevance", "Actionability"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct JuryConfig {
     pub content: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -61,41 +64,55 @@ fn stage_order(stage: &str) -> i32 {
     }
 }
 
+/// Jury's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct JuryRequest {
+    /// The content the jurors evaluate (required).
+    pub content: Option<Text<MAX_CONTENT_CHARS>>,
+    /// The question the content answers, when there is one.
+    pub original_question: Option<Text<MAX_TEXT_CHARS>>,
+    /// The jurors: 3 to 6 models.
+    #[schemars(length(min = 3, max = 6))]
+    pub juror_models: Option<Vec<ModelId>>,
+    /// Writes the verdict report; must not be a juror.
+    pub foreman_model: Option<ModelId>,
+    /// Per-stage timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 300000))]
+    pub timeout_ms: Option<i64>,
+}
+
 /// `{question, mode:"jury", modeConfig: {content, originalQuestion?, jurorModels (3-6),
 /// foremanModel (not a juror), timeoutMs (10 000-300 000)}}`.
-pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let question = request::question(body, "Content to evaluate is required")?;
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg = Value::Object(request::mode_config(body, true)?);
-    let content = request::req_string(
-        &cfg,
-        "content",
-        "modeConfig.content",
-        "Content to evaluate is required",
-    )?;
+    let cfg: JuryRequest = request::typed(&request::mode_config(body, true)?, "modeConfig")?;
+    let content =
+        cfg.content.as_ref().filter(|c| !c.0.trim().is_empty()).map(|c| c.0.clone()).ok_or_else(
+            || FieldError::new("modeConfig.content", "Content to evaluate is required"),
+        )?;
     let original_question =
-        request::opt_string(&cfg, "originalQuestion", "modeConfig.originalQuestion")?;
-    let juror_models = request::model_list(
-        &cfg,
-        "jurorModels",
+        match &cfg.original_question {
+            None => None,
+            Some(q) => Some(q.trimmed().ok_or_else(|| {
+                FieldError::new("modeConfig.originalQuestion", "must not be empty")
+            })?),
+        };
+    let juror_models = request::models(
+        cfg.juror_models.as_deref(),
         "modeConfig.jurorModels",
         3..=6,
         Some("Jury mode requires at least 3 juror models"),
         Some("Maximum 6 juror models allowed"),
     )?
     .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_JURORS } else { &SEED_JURORS }));
-    let foreman_model = match cfg.get("foremanModel") {
-        None | Some(Value::Null) => {
-            (if defaults.offline { SIM_FOREMAN } else { SEED_FOREMAN }).to_string()
+    let foreman_model = match &cfg.foreman_model {
+        None => (if defaults.offline { SIM_FOREMAN } else { SEED_FOREMAN }).to_string(),
+        Some(m) if m.0.trim().is_empty() => {
+            return Err(FieldError::new("modeConfig.foremanModel", "Foreman model is required"))
         }
-        Some(_) => request::req_string(
-            &cfg,
-            "foremanModel",
-            "modeConfig.foremanModel",
-            "Foreman model is required",
-        )?
-        .trim()
-        .to_string(),
+        Some(m) => m.0.trim().to_string(),
     };
     if juror_models.contains(&foreman_model) {
         return Err(FieldError::new(
@@ -103,9 +120,8 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
             "Foreman model must not be one of the juror models",
         ));
     }
-    let timeout_ms = request::timeout_ms(
-        &cfg,
-        "timeoutMs",
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
         "modeConfig.timeoutMs",
         10_000..=300_000,
         defaults.stage_timeout_ms,
@@ -121,13 +137,63 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         foreman_fallback_model,
     };
     Ok(ValidRequest {
-        mode: ModeKind::Jury,
+        mode: SPEC.kind(),
         question,
         conversation_id,
         config: serde_json::to_value(&config).unwrap_or(Value::Null),
         models,
     })
 }
+
+/// Jury in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "jury",
+    label: "Jury",
+    description: "Jurors score existing content on five dimensions and give a verdict; the foreman writes the verdict report.",
+    multi_turn: false,
+    question: Question { label: "What to evaluate", required: Some("Content to evaluate is required") },
+    roles: &[
+        Role {
+            id: "juror",
+            label: "Jurors",
+            field: Some("jurorModels"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_JURORS,
+            default: &SEED_JURORS,
+        },
+        Role {
+            id: "foreman",
+            label: "Foreman",
+            field: Some("foremanModel"),
+            panel: false,
+            fallback: Some("foreman"),
+            sim_default: &[SIM_FOREMAN],
+            default: &[SEED_FOREMAN],
+        },
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<JuryRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Jury::new(config, ctx)?)),
+    load_result,
+    outcome: |r| {
+        let s = r.get("jurorSummary").filter(|s| !s.is_null())?;
+        let verdict = r["foreman"]["finalVerdict"]
+            .as_str()
+            .or_else(|| s["majorityVerdict"].as_str())
+            .unwrap_or("no verdict");
+        Some(match s["overallAverage"].as_f64() {
+            Some(avg) => format!("{verdict} · average {avg:.1}/10"),
+            None => verdict.to_string(),
+        })
+    },
+    example: || {
+        json!({ "mode": "jury", "question": "Evaluate this API documentation",
+                "modeConfig": { "content": "## GET /api/users\nReturns users. Accepts limit and offset." } })
+    },
+};
 
 // ---- prompts (verbatim from the seed) -------------------------------------------------------
 
@@ -931,18 +997,11 @@ pub struct Jury {
 }
 
 impl Jury {
-    pub fn new(config: &Value, ctx: RunContext) -> Self {
-        let config: JuryConfig = serde_json::from_value(config.clone()).unwrap_or(JuryConfig {
-            content: ctx.question.clone(),
-            original_question: None,
-            juror_models: request::ids(&SIM_JURORS),
-            foreman_model: SIM_FOREMAN.into(),
-            timeout_ms: 120_000,
-            foreman_fallback_model: None,
-        });
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: JuryConfig = stored_config("jury", config)?;
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         let n = config.juror_models.len();
-        Jury {
+        Ok(Jury {
             config,
             ctx,
             phase: Phase::Deliberating,
@@ -951,7 +1010,7 @@ impl Jury {
             summary: None,
             title,
             calls: Calls::default(),
-        }
+        })
     }
 
     fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> Effect {

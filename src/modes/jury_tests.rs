@@ -8,6 +8,7 @@ use super::*;
 use crate::modes::testkit::{
     ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
 };
+use crate::modes::validate;
 
 fn scores(a: i64, b: i64, c: i64, d: i64, e: i64) -> DimensionScores {
     Dims {
@@ -157,6 +158,7 @@ fn jury(new_conversation: bool) -> Jury {
     let config = json!({ "content": "GET /users returns users.", "originalQuestion": "Document /users",
                          "jurorModels": ["j1", "j2", "j3"], "foremanModel": "f", "timeoutMs": 120000 });
     Jury::new(&config, ctx("Evaluate these docs", vec![], new_conversation))
+        .expect("a configuration that fits")
 }
 
 #[test]
@@ -222,6 +224,7 @@ fn jury_with_backup() -> Jury {
     let config = json!({ "content": "GET /users returns users.", "jurorModels": ["j1", "j2", "j3"],
                          "foremanModel": "f", "timeoutMs": 120000, "foremanFallbackModel": "f2" });
     Jury::new(&config, ctx("Evaluate these docs", vec![], false))
+        .expect("a configuration that fits")
 }
 
 #[test]
@@ -396,7 +399,7 @@ fn long_content_is_passed_in_full_and_a_missing_question_is_left_out() {
         &d,
     )
     .unwrap();
-    let mut j = Jury::new(&v.config, ctx("q", vec![], false));
+    let mut j = Jury::new(&v.config, ctx("q", vec![], false)).expect("a configuration that fits");
     let prompt = stage_calls(&j.start())[0].messages[0].content.clone();
     assert!(prompt.contains(long.as_str()), "the whole content is sent");
     assert!(!prompt.contains("ORIGINAL QUESTION"), "no question, no block");

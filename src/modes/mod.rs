@@ -15,6 +15,7 @@ pub mod jury;
 pub mod numbers;
 pub mod ranking;
 pub mod reading;
+pub mod registry;
 pub mod request;
 /// Reading a labelled choice (`VERDICT: X`, `DECISION: STAND`) where a reply states it.
 pub mod stated;
@@ -222,49 +223,7 @@ pub trait Mode: Send {
 }
 
 /// The modes Conclave knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ModeKind {
-    Council,
-    Vote,
-    Jury,
-    Debate,
-    Delphi,
-    Clarity,
-}
-
-impl ModeKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ModeKind::Council => "council",
-            ModeKind::Vote => "vote",
-            ModeKind::Jury => "jury",
-            ModeKind::Debate => "debate",
-            ModeKind::Delphi => "delphi",
-            ModeKind::Clarity => "clarity",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        ModeKind::all().iter().copied().find(|m| m.as_str() == s)
-    }
-
-    pub fn all() -> &'static [ModeKind] {
-        &[
-            ModeKind::Council,
-            ModeKind::Vote,
-            ModeKind::Jury,
-            ModeKind::Debate,
-            ModeKind::Delphi,
-            ModeKind::Clarity,
-        ]
-    }
-
-    /// Whether a conversation of this mode takes follow-ups (the seeds' "Multi-turn").
-    pub fn multi_turn(self) -> bool {
-        matches!(self, ModeKind::Council | ModeKind::Vote)
-    }
-}
+pub use registry::{instantiate, load_result, ModeKind};
 
 /// A client's mistake in a request, naming the offending field.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
@@ -356,49 +315,18 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         .as_object()
         .ok_or_else(|| FieldError::new("body", "the request must be a JSON object"))?;
     let mode = match obj.get("mode") {
-        None | Some(Value::Null) => ModeKind::Council,
+        None | Some(Value::Null) => ModeKind::default_mode(),
         Some(Value::String(s)) => ModeKind::parse(s).ok_or_else(|| {
             let known: Vec<&str> = ModeKind::all().iter().map(|m| m.as_str()).collect();
+            let shown: String = s.chars().take(request::MAX_ID_CHARS).collect();
             FieldError::new(
                 "mode",
-                format!("unknown mode {s:?}; known modes: {}", known.join(", ")),
+                format!("unknown mode {shown:?}; known modes: {}", known.join(", ")),
             )
         })?,
         Some(_) => return Err(FieldError::new("mode", "must be a string")),
     };
     // Unknown keys, wrong types and over-long texts, named, before the mode looks.
     request::check_fields(obj, mode)?;
-    match mode {
-        ModeKind::Council => council::validate(body, defaults),
-        ModeKind::Vote => vote::validate(body, defaults),
-        ModeKind::Jury => jury::validate(body, defaults),
-        ModeKind::Debate => debate::validate(body, defaults),
-        ModeKind::Delphi => delphi::validate(body, defaults),
-        ModeKind::Clarity => clarity::validate(body, defaults),
-    }
-}
-
-/// Builds the state machine for a validated request.
-pub fn instantiate(req: &ValidRequest, ctx: RunContext) -> Box<dyn Mode> {
-    match req.mode {
-        ModeKind::Council => Box::new(council::Council::new(&req.config, ctx)),
-        ModeKind::Vote => Box::new(vote::Vote::new(&req.config, ctx)),
-        ModeKind::Jury => Box::new(jury::Jury::new(&req.config, ctx)),
-        ModeKind::Debate => Box::new(debate::Debate::new(&req.config, ctx)),
-        ModeKind::Delphi => Box::new(delphi::Delphi::new(&req.config, ctx)),
-        ModeKind::Clarity => Box::new(clarity::Clarity::new(&req.config, ctx)),
-    }
-}
-
-/// Rebuilds a mode's result object from its stored stage rows (ordered by stage_order, then
-/// insertion). A run that stopped early yields a partial result: missing stages are `null`.
-pub fn load_result(mode: ModeKind, rows: &[StageRow]) -> Value {
-    match mode {
-        ModeKind::Council => council::load_result(rows),
-        ModeKind::Vote => vote::load_result(rows),
-        ModeKind::Jury => jury::load_result(rows),
-        ModeKind::Debate => debate::load_result(rows),
-        ModeKind::Delphi => delphi::load_result(rows),
-        ModeKind::Clarity => clarity::load_result(rows),
-    }
+    (mode.spec().validate)(body, defaults)
 }

@@ -1,14 +1,17 @@
 //! Reading start requests: typed fields with the messages clients see, each naming its field
 //! (`question`, `councilModels`, `modeConfig.models`...).
 //!
-//! [`check_fields`] runs first, for every mode: one table ([`fields`]) lists the keys each
-//! mode's request may carry, at the top level, in `modeConfig` and in nested objects, with
-//! their types and size limits. An unknown key, a value of the wrong type or a text over its
-//! limit is refused there with the field's dotted name; the mode's own `validate` then checks
-//! ranges, required fields and rules between fields.
+//! [`check_fields`] runs first, for every mode, against the JSON Schema derived from the
+//! mode's typed `modeConfig` (see [`super::registry`]): an unknown key, a value of the wrong
+//! type or a text over its limit is refused there with the field's dotted name. The mode's own
+//! `validate` then reads its typed request ([`typed`]) and checks ranges, required fields and
+//! rules between fields.
 
+use std::borrow::Cow;
 use std::ops::RangeInclusive;
 
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{FieldError, ModeKind};
@@ -27,162 +30,149 @@ pub const MAX_ID_CHARS: usize = 100;
 /// they look).
 pub const MAX_LIST_ITEMS: usize = 100;
 
-/// What a field holds. `null` is accepted for every field and means "absent".
-#[derive(Debug, Clone, Copy)]
-pub enum Kind {
-    /// A string of at most this many characters.
-    Text(usize),
-    /// A list of strings, each of at most this many characters.
-    TextList(usize),
-    /// An integer (a mode checks its range).
-    Whole,
-    /// Any number.
-    Number,
-    /// An object with exactly these fields.
-    Object(&'static [Field]),
-}
+/// A string of at most `MAX` characters (a JSON Schema `maxLength`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct Text<const MAX: usize>(pub String);
 
-/// One key a start body may carry.
-#[derive(Debug, Clone, Copy)]
-pub struct Field {
-    pub key: &'static str,
-    pub kind: Kind,
-}
-
-const fn f(key: &'static str, kind: Kind) -> Field {
-    Field { key, kind }
-}
-
-const MODEL: Kind = Kind::Text(MAX_SHORT_CHARS);
-const MODELS: Kind = Kind::TextList(MAX_SHORT_CHARS);
-const ID: Kind = Kind::Text(MAX_ID_CHARS);
-
-/// Top-level keys every mode accepts (`modeConfig` is looked up per mode in [`fields`]).
-/// `visibility` is read by the engine, not by the modes.
-const SHARED: &[Field] = &[
-    f("mode", ID),
-    f("question", Kind::Text(MAX_QUESTION_CHARS)),
-    f("conversationId", ID),
-    f("visibility", ID),
-];
-
-const COUNCIL_TOP: &[Field] =
-    &[f("councilModels", MODELS), f("chairmanModel", MODEL), f("timeoutMs", Kind::Whole)];
-const COUNCIL_CONFIG: &[Field] = &[];
-
-const VOTE_CONFIG: &[Field] =
-    &[f("models", MODELS), f("chairmanModel", MODEL), f("timeoutMs", Kind::Whole)];
-
-const JURY_CONFIG: &[Field] = &[
-    f("content", Kind::Text(MAX_CONTENT_CHARS)),
-    f("originalQuestion", Kind::Text(MAX_TEXT_CHARS)),
-    f("jurorModels", MODELS),
-    f("foremanModel", MODEL),
-    f("timeoutMs", Kind::Whole),
-];
-
-const DEBATE_CONFIG: &[Field] = &[f("models", MODELS), f("timeoutMs", Kind::Whole)];
-
-const DELPHI_CONFIG: &[Field] = &[
-    f("panelistModels", MODELS),
-    f("facilitatorModel", MODEL),
-    f("maxRounds", Kind::Whole),
-    f("numericConvergenceThreshold", Kind::Number),
-    f("qualitativeConvergenceThreshold", Kind::Number),
-    f("questionType", ID),
-    f("options", Kind::TextList(MAX_SHORT_CHARS)),
-    f("timeoutMs", Kind::Whole),
-    f("globalTimeoutMs", Kind::Whole),
-];
-
-const CLARITY_ROLES: &[Field] =
-    &[f("skeptic", MODEL), f("advocate", MODEL), f("generalist", MODEL), f("arbiter", MODEL)];
-const CLARITY_CONFIG: &[Field] = &[
-    f("content", Kind::Text(MAX_CONTENT_CHARS)),
-    f("title", Kind::Text(MAX_SHORT_CHARS)),
-    f("context", Kind::Text(MAX_TEXT_CHARS)),
-    f("models", Kind::Object(CLARITY_ROLES)),
-    f("discussion", ID),
-    f("timeoutMs", Kind::Whole),
-];
-
-/// The keys a mode's request may carry besides [`SHARED`]: its own top-level keys and its
-/// `modeConfig` keys. Every key a mode's `validate` reads must be listed here, or clients
-/// cannot send it.
-pub fn fields(mode: ModeKind) -> (&'static [Field], &'static [Field]) {
-    match mode {
-        ModeKind::Council => (COUNCIL_TOP, COUNCIL_CONFIG),
-        ModeKind::Vote => (&[], VOTE_CONFIG),
-        ModeKind::Jury => (&[], JURY_CONFIG),
-        ModeKind::Debate => (&[], DEBATE_CONFIG),
-        ModeKind::Delphi => (&[], DELPHI_CONFIG),
-        ModeKind::Clarity => (&[], CLARITY_CONFIG),
+impl<const MAX: usize> JsonSchema for Text<MAX> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("Text{MAX}").into()
     }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "maxLength": MAX })
+    }
+}
+
+impl<const MAX: usize> Text<MAX> {
+    /// The text without surrounding white space, when any is left.
+    pub fn trimmed(&self) -> Option<String> {
+        let t = self.0.trim();
+        (!t.is_empty()).then(|| t.to_string())
+    }
+}
+
+/// A model id (`sim/alpha`, `anthropic/claude-opus-4-6`): a string the page offers a model
+/// picker for (`format: "model-id"`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct ModelId(pub String);
+
+impl JsonSchema for ModelId {
+    fn schema_name() -> Cow<'static, str> {
+        "ModelId".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "maxLength": MAX_SHORT_CHARS, "format": "model-id" })
+    }
+}
+
+/// The top-level fields every mode's request takes (a mode may accept some of its
+/// `modeConfig` fields at the top level too: [`super::registry::ModeSpec::top_level`]).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Common {
+    /// The mode (default `council`).
+    pub mode: Option<Text<MAX_ID_CHARS>>,
+    /// The question, or what the mode's `question` means.
+    pub question: Option<Text<MAX_QUESTION_CHARS>>,
+    /// A follow-up in an existing conversation of a multi-turn mode.
+    pub conversation_id: Option<Text<MAX_ID_CHARS>>,
+    /// `private` (default) or `shared`.
+    pub visibility: Option<Text<MAX_ID_CHARS>>,
+    /// The mode's own settings.
+    pub mode_config: Option<Map<String, Value>>,
+}
+
+/// The JSON Schema of the top-level body for `mode`: [`Common`], the mode's top-level
+/// aliases, and `modeConfig` as the mode's own schema.
+pub fn body_schema(mode: ModeKind) -> Value {
+    let config = super::registry::config_schema(mode);
+    let mut body = super::registry::schema_of::<Common>();
+    if let Some(props) = body.get_mut("properties").and_then(Value::as_object_mut) {
+        props.insert("modeConfig".into(), config.clone());
+        for key in mode.spec().top_level {
+            if let Some(s) = config.pointer(&format!("/properties/{key}")) {
+                props.insert((*key).to_string(), s.clone());
+            }
+        }
+    }
+    body
 }
 
 /// Refuses unknown keys, values of the wrong type and texts over their limits, naming the
-/// field (`councilModelz`, `modeConfig.contnet`, `modeConfig.models.judge`).
+/// field (`councilModelz`, `modeConfig.contnet`, `modeConfig.models.judge`). What a body may
+/// hold comes from the mode's schema ([`body_schema`]); the mode's own `validate` then checks
+/// ranges, required fields and rules between fields.
 pub fn check_fields(body: &Map<String, Value>, mode: ModeKind) -> Result<(), FieldError> {
-    let (top, config) = fields(mode);
-    let allowed: Vec<Field> = SHARED.iter().chain(top).copied().collect();
-    for (key, value) in body {
-        if key == "modeConfig" {
-            match value {
-                Value::Null => {}
-                Value::Object(m) => check_object(m, config, "modeConfig.")?,
-                _ => return Err(FieldError::new("modeConfig", "must be an object")),
-            }
-            continue;
+    let schema = body_schema(mode);
+    let place = format!("{} requests accept", mode.as_str());
+    check_object(body, &schema, "", &place)
+}
+
+/// The keys an object schema accepts, with their schemas.
+fn properties(schema: &Value) -> Vec<(&str, &Value)> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.iter().map(|(k, v)| (k.as_str(), v)).collect())
+        .unwrap_or_default()
+}
+
+/// The types a schema allows, `null` left out (null always means "absent"); a nullable
+/// subschema (`anyOf: [T, {type: null}]`) is read through.
+fn types_of(schema: &Value) -> (Vec<&str>, &Value) {
+    if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
+        if let Some(b) = branches.iter().find(|b| b.get("type") != Some(&Value::from("null"))) {
+            return types_of(b);
         }
-        check_entry(key, value, &allowed, "", Some(mode))?;
     }
-    Ok(())
+    let types = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    (types.into_iter().filter(|t| *t != "null").collect(), schema)
 }
 
 fn check_object(
     map: &Map<String, Value>,
-    allowed: &[Field],
+    schema: &Value,
     prefix: &str,
+    place: &str,
 ) -> Result<(), FieldError> {
+    let allowed = properties(schema);
     for (key, value) in map {
-        check_entry(key, value, allowed, prefix, None)?;
+        let Some((_, field)) = allowed.iter().find(|(k, _)| *k == key) else {
+            return Err(unknown(key, &allowed, prefix, place));
+        };
+        check_value(value, field, &format!("{prefix}{key}"), None)?;
     }
     Ok(())
 }
 
-fn check_entry(
-    key: &str,
-    value: &Value,
-    allowed: &[Field],
-    prefix: &str,
-    mode: Option<ModeKind>,
-) -> Result<(), FieldError> {
-    let Some(field) = allowed.iter().find(|f| f.key == key) else {
-        return Err(unknown(key, allowed, prefix, mode));
-    };
-    let name = format!("{prefix}{key}");
-    check_value(value, field.kind, &name)
-}
-
-fn unknown(key: &str, allowed: &[Field], prefix: &str, mode: Option<ModeKind>) -> FieldError {
+fn unknown(key: &str, allowed: &[(&str, &Value)], prefix: &str, place: &str) -> FieldError {
     // A key can be anything the client sent: echo a bounded part of it (and name the empty
     // key visibly).
     let shown: String = match key {
         "" => "\"\"".to_string(),
         _ => key.chars().take(MAX_ID_CHARS).collect(),
     };
-    let mut keys: Vec<&str> = allowed.iter().map(|f| f.key).collect();
-    if mode.is_some() {
-        keys.push("modeConfig");
-    }
+    let keys: Vec<&str> = allowed.iter().map(|(k, _)| *k).collect();
     let mut message = format!("unknown field {shown:?}");
     if let Some(near) = keys.iter().find(|k| similar(key, k)) {
         message.push_str(&format!(" (did you mean {near:?}?)"));
     }
-    let place = match mode {
-        Some(m) => format!("{} requests accept", m.as_str()),
-        None => format!("`{}` accepts", prefix.trim_end_matches('.')),
-    };
     if keys.is_empty() {
         message.push_str(&format!(
             "; `{}` takes no fields in this mode",
@@ -216,33 +206,72 @@ fn similar(a: &str, b: &str) -> bool {
     prev[b.len()] <= 2
 }
 
-fn check_value(value: &Value, kind: Kind, name: &str) -> Result<(), FieldError> {
-    match (kind, value) {
-        (_, Value::Null) => Ok(()),
-        (Kind::Text(max), Value::String(s)) => check_text(s, max, name, None),
-        (Kind::Text(_), _) => Err(FieldError::new(name, "must be a string")),
-        (Kind::TextList(max), Value::Array(items)) => {
+/// A value against its schema: its type, a text's length, a list's size and items, an
+/// object's fields, an enumeration's values. `item` names a list item in messages.
+fn check_value(
+    value: &Value,
+    schema: &Value,
+    name: &str,
+    item: Option<usize>,
+) -> Result<(), FieldError> {
+    if value.is_null() {
+        return Ok(());
+    }
+    let what = item.map(|i| format!("item {i} ")).unwrap_or_default();
+    let (types, schema) = types_of(schema);
+    let is = |t: &str| types.contains(&t);
+    match value {
+        Value::String(s) if is("string") => {
+            let max =
+                schema.get("maxLength").and_then(Value::as_u64).map_or(usize::MAX, |m| m as usize);
+            check_text(s, max, name, item)?;
+            if let Some(options) = schema.get("enum").and_then(Value::as_array) {
+                if !options.iter().any(|o| o == value) {
+                    let list: Vec<&str> = options.iter().filter_map(Value::as_str).collect();
+                    return Err(FieldError::new(
+                        name,
+                        format!("{what}must be one of: {}", list.join(", ")),
+                    ));
+                }
+            }
+            Ok(())
+        }
+        Value::Number(n) if is("integer") && (n.is_i64() || n.is_u64()) => Ok(()),
+        Value::Number(_) if is("number") => Ok(()),
+        Value::Bool(_) if is("boolean") => Ok(()),
+        Value::Array(items) if is("array") => {
             if items.len() > MAX_LIST_ITEMS {
                 return Err(FieldError::new(
                     name,
                     format!("at most {MAX_LIST_ITEMS} items are allowed"),
                 ));
             }
-            for (i, item) in items.iter().enumerate() {
-                match item {
-                    Value::String(s) => check_text(s, max, name, Some(i))?,
-                    _ => return Err(FieldError::new(name, format!("item {i} must be a string"))),
+            let each = schema.get("items").unwrap_or(&Value::Null);
+            for (i, v) in items.iter().enumerate() {
+                if v.is_null() {
+                    return Err(FieldError::new(name, format!("item {i} must not be null")));
                 }
+                check_value(v, each, name, Some(i))?;
             }
             Ok(())
         }
-        (Kind::TextList(_), _) => Err(FieldError::new(name, "must be an array of strings")),
-        (Kind::Whole, Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(()),
-        (Kind::Whole, _) => Err(FieldError::new(name, "must be a whole number")),
-        (Kind::Number, Value::Number(_)) => Ok(()),
-        (Kind::Number, _) => Err(FieldError::new(name, "must be a number")),
-        (Kind::Object(fields), Value::Object(m)) => check_object(m, fields, &format!("{name}.")),
-        (Kind::Object(_), _) => Err(FieldError::new(name, "must be an object")),
+        Value::Object(m) if is("object") => {
+            check_object(m, schema, &format!("{name}."), &format!("`{name}` accepts"))
+        }
+        _ => Err(FieldError::new(name, format!("{what}{}", expected(&types)))),
+    }
+}
+
+/// What a value of the wrong type should have been, in words.
+fn expected(types: &[&str]) -> &'static str {
+    match types.first().copied() {
+        Some("string") => "must be a string",
+        Some("integer") => "must be a whole number",
+        Some("number") => "must be a number",
+        Some("boolean") => "must be true or false",
+        Some("array") => "must be an array",
+        Some("object") => "must be an object",
+        _ => "has the wrong type",
     }
 }
 
@@ -274,6 +303,51 @@ pub fn question(body: &Value, message: &str) -> Result<String, FieldError> {
         }
         Some(_) => Err(FieldError::new("question", "must be a string")),
     }
+}
+
+/// A mode's typed request read from its `modeConfig` object. [`check_fields`] has already
+/// checked the object against the same type's schema, so an error here means the schema and
+/// the type disagree: it is named after `field` all the same.
+pub fn typed<T: serde::de::DeserializeOwned>(
+    cfg: &Map<String, Value>,
+    field: &str,
+) -> Result<T, FieldError> {
+    serde_json::from_value(Value::Object(cfg.clone()))
+        .map_err(|e| FieldError::new(field, e.to_string()))
+}
+
+/// An optional list of model ids of a size in `range`, trimmed; `too_few`/`too_many` are the
+/// mode's messages (defaults when None).
+pub fn models(
+    list: Option<&[ModelId]>,
+    field: &str,
+    range: RangeInclusive<usize>,
+    too_few: Option<&str>,
+    too_many: Option<&str>,
+) -> Result<Option<Vec<String>>, FieldError> {
+    let Some(list) = list else { return Ok(None) };
+    let value = Value::Array(list.iter().map(|m| Value::String(m.0.clone())).collect());
+    model_list(&serde_json::json!({ "list": value }), "list", field, range, too_few, too_many)
+}
+
+/// An optional model id: trimmed, and not empty when given.
+pub fn model(id: Option<&ModelId>, field: &str) -> Result<Option<String>, FieldError> {
+    match id {
+        None => Ok(None),
+        Some(m) if !m.0.trim().is_empty() => Ok(Some(m.0.trim().to_string())),
+        Some(_) => Err(FieldError::new(field, "must not be empty")),
+    }
+}
+
+/// An optional timeout in milliseconds within `range` (a typed field: see [`timeout_ms`]).
+pub fn timeout(
+    ms: Option<i64>,
+    field: &str,
+    range: RangeInclusive<u64>,
+    default: u64,
+) -> Result<u64, FieldError> {
+    let obj = serde_json::json!({ "t": ms });
+    timeout_ms(&obj, "t", field, range, default)
 }
 
 /// `modeConfig`: an object, empty when absent (`required`: absent is an error).
@@ -403,7 +477,7 @@ mod tests {
     fn check(body: Value) -> Result<(), FieldError> {
         let obj = body.as_object().unwrap();
         let mode = obj.get("mode").and_then(Value::as_str).and_then(ModeKind::parse);
-        check_fields(obj, mode.unwrap_or(ModeKind::Council))
+        check_fields(obj, mode.unwrap_or_else(ModeKind::default_mode))
     }
 
     fn field(body: Value) -> String {
@@ -425,7 +499,11 @@ mod tests {
         );
         let e = check(json!({"mode": "council", "modeConfig": {"models": []}})).unwrap_err();
         assert_eq!(e.field, "modeConfig.models");
-        assert!(e.message.ends_with("`modeConfig` takes no fields in this mode"), "{}", e.message);
+        assert!(
+            e.message.ends_with("`modeConfig` accepts councilModels, chairmanModel, timeoutMs"),
+            "{}",
+            e.message
+        );
         let e = check(json!({"mode": "debate", "modeConfig": {"model": []}})).unwrap_err();
         assert!(e.message.ends_with("`modeConfig` accepts models, timeoutMs"), "{}", e.message);
         // A mode's keys are not another's.
@@ -495,25 +573,35 @@ mod tests {
     }
 
     #[test]
-    fn every_listed_field_is_one_its_mode_accepts() {
-        // A body carrying every field of the table, each with a valid value, passes the
-        // mode's own validation: the table lists nothing a mode would refuse as unknown.
-        fn value(kind: Kind, key: &str) -> Value {
-            match (kind, key) {
-                (Kind::TextList(_), "options") => json!(["yes", "no"]),
-                (Kind::TextList(_), _) => json!(["sim/a", "sim/b", "sim/c"]),
-                (Kind::Text(_), "questionType") => json!("qualitative"),
-                (Kind::Text(_), "discussion") => json!("auto"),
-                (Kind::Text(_), "foremanModel" | "facilitatorModel") => json!("sim/z"),
-                (Kind::Text(_), _) => json!("sim/x"),
-                (Kind::Whole, "maxRounds") => json!(3),
-                (Kind::Whole, "globalTimeoutMs") => json!(600_000),
-                (Kind::Whole, _) => json!(60_000),
-                (Kind::Number, "numericConvergenceThreshold") => json!(0.2),
-                (Kind::Number, _) => json!(80),
-                (Kind::Object(fields), _) => Value::Object(
-                    fields.iter().map(|f| (f.key.to_string(), value(f.kind, f.key))).collect(),
+    fn every_field_of_a_schema_is_one_its_mode_accepts() {
+        // A body carrying every field of the mode's schema, each with a valid value, passes
+        // the mode's own validation: the schema lists nothing the mode would refuse.
+        fn value(schema: &Value, key: &str, n: &mut usize) -> Value {
+            let (types, schema) = types_of(schema);
+            if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.last())
+            {
+                return first.clone();
+            }
+            match types.first().copied() {
+                Some("string") => {
+                    *n += 1;
+                    json!(format!("{key}-{n}"))
+                }
+                Some("integer") => schema.get("maximum").cloned().unwrap_or(json!(1)),
+                Some("number") => schema.get("minimum").cloned().unwrap_or(json!(1.0)),
+                Some("boolean") => json!(true),
+                Some("array") => {
+                    let count = schema.get("minItems").and_then(Value::as_u64).unwrap_or(1);
+                    let each = schema.get("items").cloned().unwrap_or(Value::Null);
+                    Value::Array((0..count).map(|_| value(&each, key, n)).collect())
+                }
+                Some("object") => Value::Object(
+                    properties(schema)
+                        .iter()
+                        .map(|(k, s)| (k.to_string(), value(s, k, n)))
+                        .collect(),
                 ),
+                _ => Value::Null,
             }
         }
         let defaults = super::super::Defaults {
@@ -521,16 +609,14 @@ mod tests {
             stage_timeout_ms: 120_000,
             fallback: Default::default(),
         };
-        for &mode in ModeKind::all() {
-            let (top, config) = fields(mode);
-            let mut body = json!({"mode": mode.as_str(), "question": "q"});
-            for f in top {
-                body[f.key] = value(f.kind, f.key);
-            }
-            let cfg: Map<String, Value> =
-                config.iter().map(|f| (f.key.to_string(), value(f.kind, f.key))).collect();
-            body["modeConfig"] = Value::Object(cfg);
-            super::super::validate(&body, &defaults).unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        for mode in ModeKind::all() {
+            let schema = super::super::registry::config_schema(mode);
+            let mut n = 0;
+            let cfg = value(schema, "x", &mut n);
+            assert!(!cfg.as_object().is_some_and(|o| o.is_empty()), "{mode}: {schema}");
+            let body = json!({"mode": mode.as_str(), "question": "q", "modeConfig": cfg});
+            super::super::validate(&body, &defaults)
+                .unwrap_or_else(|e| panic!("{mode}: {e}\n{body}"));
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -13,13 +14,15 @@ use super::common::{
     Batch, Calls, Routed, TitleTracker, TITLE_KEY,
 };
 use super::reading::answer_text;
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
+use super::request::ModelId;
 use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, read_vote, round, tally,
     tiebreaker_prompt, vote_prompt, Ballot, Tally,
 };
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    ModeKind, RunContext, StageRow, ValidRequest,
+    RunContext, StageRow, ValidRequest,
 };
 
 pub const HISTORY_TURNS: usize = 10;
@@ -28,7 +31,7 @@ const SEED_DEFAULTS: [&str; 3] =
     ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VoteConfig {
     pub models: Vec<String>,
     pub chairman_model: String,
@@ -47,25 +50,37 @@ fn stage_order(stage: &str) -> i32 {
     }
 }
 
+/// Vote's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VoteRequest {
+    /// The models that answer and then vote: 3 to 7 (the same model twice is two voters).
+    #[schemars(length(min = 3, max = 7))]
+    pub models: Option<Vec<ModelId>>,
+    /// Breaks a tie among the tied answers (default: the first model; it may also vote).
+    pub chairman_model: Option<ModelId>,
+    /// Per-stage timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 600000))]
+    pub timeout_ms: Option<i64>,
+}
+
 /// `{question, conversationId?, modeConfig?: {models (3-7), chairmanModel, timeoutMs}}`.
-pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let question = request::question(body, "Question is required")?;
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg = Value::Object(request::mode_config(body, false)?);
-    let models = request::model_list(
-        &cfg,
-        "models",
+    let cfg: VoteRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let models = request::models(
+        cfg.models.as_deref(),
         "modeConfig.models",
         3..=7,
         Some("Vote mode requires at least 3 models"),
         Some("Maximum 7 models allowed"),
     )?
     .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS }));
-    let chairman_model = request::opt_string(&cfg, "chairmanModel", "modeConfig.chairmanModel")?
+    let chairman_model = request::model(cfg.chairman_model.as_ref(), "modeConfig.chairmanModel")?
         .unwrap_or_else(|| models[0].clone());
-    let timeout_ms = request::timeout_ms(
-        &cfg,
-        "timeoutMs",
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
         "modeConfig.timeoutMs",
         10_000..=600_000,
         defaults.stage_timeout_ms,
@@ -74,13 +89,50 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
     let chairman_fallback_model = Fallbacks::for_role(&defaults.fallback.chairman, &chairman_model);
     let config = VoteConfig { models, chairman_model, timeout_ms, chairman_fallback_model };
     Ok(ValidRequest {
-        mode: ModeKind::Vote,
+        mode: SPEC.kind(),
         question,
         conversation_id,
         config: serde_json::to_value(&config).unwrap_or(Value::Null),
         models: all,
     })
 }
+
+/// Vote in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "vote",
+    label: "Vote",
+    description: "Every model answers, then votes for the best anonymised answer; the plurality wins and the chairman breaks ties.",
+    multi_turn: true,
+    question: Question { label: "Question", required: Some("Question is required") },
+    roles: &[
+        Role {
+            id: "voter",
+            label: "Voters",
+            field: Some("models"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_DEFAULTS,
+            default: &SEED_DEFAULTS,
+        },
+        Role {
+            id: "chairman",
+            label: "Chairman (tiebreak)",
+            field: Some("chairmanModel"),
+            panel: false,
+            fallback: Some("chairman"),
+            sim_default: &[],
+            default: &[],
+        },
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<VoteRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Vote::new(config, ctx)?)),
+    load_result,
+    outcome: super::registry::winner_outcome,
+    example: || json!({ "mode": "vote", "question": "Which database should a team of five use?" }),
+};
 
 /// `winner_declared`'s data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -120,16 +172,11 @@ pub struct Vote {
 }
 
 impl Vote {
-    pub fn new(config: &Value, ctx: RunContext) -> Self {
-        let config: VoteConfig = serde_json::from_value(config.clone()).unwrap_or(VoteConfig {
-            models: request::ids(&SIM_DEFAULTS),
-            chairman_model: SIM_DEFAULTS[0].into(),
-            timeout_ms: 120_000,
-            chairman_fallback_model: None,
-        });
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: VoteConfig = stored_config("vote", config)?;
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         let n = config.models.len();
-        Vote {
+        Ok(Vote {
             config,
             ctx,
             phase: Phase::Answering,
@@ -140,7 +187,7 @@ impl Vote {
             tally: None,
             title,
             calls: Calls::default(),
-        }
+        })
     }
 
     fn call(

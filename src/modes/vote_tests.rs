@@ -6,10 +6,12 @@ use super::*;
 use crate::modes::testkit::{
     ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
 };
+use crate::modes::validate;
 
 fn vote_mode(models: &[&str], new_conversation: bool) -> Vote {
     let config = json!({ "models": models, "chairmanModel": "chair", "timeoutMs": 120000 });
     Vote::new(&config, ctx("Which is best?", vec![], new_conversation))
+        .expect("a configuration that fits")
 }
 
 /// The label each answer got, by answer text.
@@ -126,7 +128,7 @@ fn a_failing_or_unparseable_chairman_falls_back_to_the_first_label() {
 fn vote_with_backup(models: &[&str], backup: &str) -> Vote {
     let config = json!({ "models": models, "chairmanModel": "chair", "timeoutMs": 120000,
                          "chairmanFallbackModel": backup });
-    Vote::new(&config, ctx("Which is best?", vec![], false))
+    Vote::new(&config, ctx("Which is best?", vec![], false)).expect("a configuration that fits")
 }
 
 /// A three-way tie; returns the tiebreaker call, all effects and the labels of m1..m3.

@@ -101,6 +101,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/conversations", web::get().to(rest::list_conversations))
             .route("/conversations/{id}", web::get().to(rest::get_conversation))
             .route("/models", web::get().to(rest::models))
+            .route("/modes", web::get().to(rest::modes_list))
             .route("/reviews", web::get().to(rest::list_reviews))
             .route("/reviews/{id}", web::post().to(rest::mark_reviewed))
             .default_service(web::to(|| async {

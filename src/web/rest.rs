@@ -141,16 +141,53 @@ pub async fn get_conversation(
     ))
 }
 
+/// `GET /api/modes`: every mode the server runs, with what a client needs to offer it: its
+/// label and description, whether it takes follow-ups, its question, its roles with their
+/// default models on this server, the JSON Schema of its `modeConfig` and an example request.
+pub async fn modes_list(state: web::Data<AppState>, _caller: Caller) -> HttpResponse {
+    let offline = state.engine.defaults().offline;
+    let list: Vec<Value> = ModeKind::all()
+        .into_iter()
+        .map(|kind| {
+            let spec = kind.spec();
+            let roles: Vec<Value> = spec
+                .roles
+                .iter()
+                .map(|r| {
+                    let mut v = json!(r);
+                    let defaults = if offline { r.sim_default } else { r.default };
+                    if let Some(o) = v.as_object_mut() {
+                        o.remove("simDefault");
+                        o.remove("default");
+                        o.insert("defaultModels".into(), json!(defaults));
+                    }
+                    v
+                })
+                .collect();
+            json!({
+                "id": spec.id,
+                "label": spec.label,
+                "description": spec.description,
+                "multiTurn": spec.multi_turn,
+                "question": spec.question,
+                "roles": roles,
+                "topLevel": spec.top_level,
+                "configSchema": modes::registry::config_schema(kind),
+                "example": (spec.example)(),
+            })
+        })
+        .collect();
+    HttpResponse::Ok().json(json!({ "modes": list }))
+}
+
 /// `GET /api/models`: the default panel of each mode and whether real providers are set up.
 pub async fn models(state: web::Data<AppState>, _caller: Caller) -> HttpResponse {
     let defaults = state.engine.defaults();
     let mut per_mode = serde_json::Map::new();
     for mode in ModeKind::all() {
-        // The defaults are what validation fills in for a request that names nothing.
-        let mut probe = json!({ "mode": mode.as_str(), "question": "?" });
-        if matches!(mode, ModeKind::Jury | ModeKind::Clarity) {
-            probe["modeConfig"] = json!({ "content": "?" });
-        }
+        // The defaults are what validation fills in for the mode's example, which names no
+        // models.
+        let probe = (mode.spec().example)();
         if let Ok(mut req) = modes::validate(&probe, defaults) {
             if let Some(o) = req.config.as_object_mut() {
                 o.remove("content");

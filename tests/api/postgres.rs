@@ -631,7 +631,9 @@ async fn nul_characters_in_text_and_json_store_and_read_back_alike_on_both_backe
     assert_eq!(on_sqlite.to_string(), expected.to_string(), "to the letter");
     let Some(db) = TempDb::new() else { return };
     let on_postgres = store_nul_characters(db.url()).await;
-    assert_eq!(on_postgres.to_string(), on_sqlite.to_string());
+    // Every text alike, to the letter; the order of keys in stored JSON is PostgreSQL's own
+    // (jsonb sorts them), which JSON does not give a meaning to.
+    assert_eq!(on_postgres, on_sqlite);
 }
 
 // --- The schema ----------------------------------------------------------------------------------

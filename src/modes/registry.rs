@@ -1,0 +1,290 @@
+//! The mode registry: every mode the server runs, and all the rest of the server may ask of
+//! one. The engine, the store, the web layer, the CLI, the sim and the benchmark ask the
+//! registry; none of them names a mode.
+//!
+//! Adding a mode: write its file in `src/modes/` with a `pub static SPEC: ModeSpec`, add one
+//! line to [`MODES`], and (optionally) a view in `static/js/modes/`. Its request schema, form,
+//! CLI flags and a generic view follow from the spec.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Defaults, FieldError, Mode, RunContext, StageRow, ValidRequest};
+
+/// One role the calls of a mode play (`council`, `chairman`, `juror`…).
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Role {
+    /// The role's name in calls, events, caps (`[max_tokens]`) and stored rows.
+    pub id: &'static str,
+    /// Words for a person.
+    pub label: &'static str,
+    /// The `modeConfig` field that names its model or models, when the client chooses them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<&'static str>,
+    /// Several models (a panel), or one.
+    pub panel: bool,
+    /// The `[fallback]` key of the backup model that stands in when its call fails.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<&'static str>,
+    /// Its models when the request names none: offline (the sim) and with a real provider.
+    pub sim_default: &'static [&'static str],
+    pub default: &'static [&'static str],
+}
+
+impl Role {
+    /// A role whose models the server picks (`title`), or that shares another role's models.
+    pub const fn internal(id: &'static str, label: &'static str) -> Role {
+        Role {
+            id,
+            label,
+            field: None,
+            panel: false,
+            fallback: None,
+            sim_default: &[],
+            default: &[],
+        }
+    }
+}
+
+/// What the run's `question` is in this mode.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    /// Its label in forms and the CLI's help.
+    pub label: &'static str,
+    /// The message a request without one gets; `None`: optional (a default is used).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub required: Option<&'static str>,
+}
+
+/// Builds a mode's state machine from its stored configuration.
+pub type BuildFn = fn(&Value, RunContext) -> Result<Box<dyn Mode>, String>;
+
+/// Everything the server knows of one mode.
+pub struct ModeSpec {
+    /// The request's `mode`, the stored run's mode, the page's address (`#/new/<id>`).
+    pub id: &'static str,
+    pub label: &'static str,
+    /// One line for the mode's tab and `conclave run --help`.
+    pub description: &'static str,
+    /// Whether its conversations take follow-ups.
+    pub multi_turn: bool,
+    pub question: Question,
+    /// The roles its calls play, panels first.
+    pub roles: &'static [Role],
+    /// `modeConfig` fields a request may also give at the top level (Council's seed shape).
+    pub top_level: &'static [&'static str],
+    /// The JSON Schema of its `modeConfig` (see [`schema_of`]).
+    pub schema: fn() -> Value,
+    /// Validates a start request and fills in the defaults.
+    pub validate: fn(&Value, &Defaults) -> Result<ValidRequest, FieldError>,
+    /// Builds the state machine from a run's stored configuration. A configuration that does
+    /// not fit is an error, at start and at resume, never a silent default.
+    pub build: BuildFn,
+    /// Rebuilds the result from stored stage rows (the same shapes as the live events).
+    pub load_result: fn(&[StageRow]) -> Value,
+    /// The one-line outcome of a result (the winner, verdict, score, estimate or the answer's
+    /// first words): what lists and dashboards show. None while there is none.
+    pub outcome: fn(&Value) -> Option<String>,
+    /// A small valid request, for documentation, the CLI's help and tests.
+    pub example: fn() -> Value,
+}
+
+impl ModeSpec {
+    /// This mode as a handle.
+    pub fn kind(&'static self) -> ModeKind {
+        ModeKind(self)
+    }
+}
+
+/// Every mode, in the order the page shows them.
+pub static MODES: &[&ModeSpec] = &[
+    &super::council::SPEC,
+    &super::vote::SPEC,
+    &super::jury::SPEC,
+    &super::debate::SPEC,
+    &super::delphi::SPEC,
+    &super::clarity::SPEC,
+];
+
+/// A handle on one registered mode: copied freely, compared and serialised by its id.
+#[derive(Clone, Copy)]
+pub struct ModeKind(&'static ModeSpec);
+
+impl ModeKind {
+    /// The registered mode with this id.
+    pub fn parse(id: &str) -> Option<Self> {
+        MODES.iter().find(|m| m.id == id).map(|m| ModeKind(m))
+    }
+
+    /// Every registered mode.
+    pub fn all() -> Vec<ModeKind> {
+        MODES.iter().map(|m| ModeKind(m)).collect()
+    }
+
+    /// The mode a request that names none gets.
+    pub fn default_mode() -> ModeKind {
+        ModeKind(MODES[0])
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.0.id
+    }
+
+    pub fn spec(self) -> &'static ModeSpec {
+        self.0
+    }
+
+    /// Whether a conversation of this mode takes follow-ups.
+    pub fn multi_turn(self) -> bool {
+        self.0.multi_turn
+    }
+}
+
+impl PartialEq for ModeKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id == other.0.id
+    }
+}
+
+impl Eq for ModeKind {}
+
+impl std::hash::Hash for ModeKind {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.id.hash(state);
+    }
+}
+
+impl fmt::Debug for ModeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ModeKind({})", self.0.id)
+    }
+}
+
+impl fmt::Display for ModeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.id)
+    }
+}
+
+impl Serialize for ModeKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.id)
+    }
+}
+
+/// The JSON Schema of a request type, with nested types inlined (the page and the CLI read
+/// it without resolving references).
+pub fn schema_of<T: JsonSchema>() -> Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+    });
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    serde_json::to_value(schema).unwrap_or(Value::Null)
+}
+
+/// Each mode's `modeConfig` schema, made once.
+pub fn config_schema(mode: ModeKind) -> &'static Value {
+    static SCHEMAS: std::sync::OnceLock<Vec<(&'static str, Value)>> = std::sync::OnceLock::new();
+    let all = SCHEMAS.get_or_init(|| MODES.iter().map(|m| (m.id, (m.schema)())).collect());
+    all.iter().find(|(id, _)| *id == mode.as_str()).map_or(&Value::Null, |(_, s)| s)
+}
+
+/// A stored configuration read back as the mode's type; the error says what does not fit.
+pub fn stored_config<T: DeserializeOwned>(mode: &str, config: &Value) -> Result<T, String> {
+    serde_json::from_value(config.clone())
+        .map_err(|e| format!("the stored {mode} configuration does not fit this server: {e}"))
+}
+
+/// Builds the state machine for a validated request.
+pub fn instantiate(req: &ValidRequest, ctx: RunContext) -> Result<Box<dyn Mode>, String> {
+    (req.mode.spec().build)(&req.config, ctx)
+}
+
+/// Rebuilds a mode's result object from its stored stage rows (ordered by stage_order, then
+/// insertion). A run that stopped early yields a partial result: missing stages are `null`.
+pub fn load_result(mode: ModeKind, rows: &[StageRow]) -> Value {
+    (mode.spec().load_result)(rows)
+}
+
+/// The outcome of a result with a `winner` (Vote, Debate): who won, with how many votes.
+pub fn winner_outcome(result: &Value) -> Option<String> {
+    let w = result.get("winner").filter(|w| !w.is_null())?;
+    Some(format!(
+        "{} ({}) won with {} of {} votes",
+        w["winnerLabel"].as_str()?,
+        w["winnerModel"].as_str().unwrap_or("?"),
+        w["voteCount"],
+        w["totalVotes"]
+    ))
+}
+
+/// The text of a result's outcome, cut at a word boundary to about `max` characters.
+pub fn short(text: &str, max: usize) -> String {
+    let text = super::reading::answer_text(text);
+    let line = text
+        .lines()
+        .map(|l| l.trim().trim_start_matches('#').trim())
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    if line.chars().count() <= max {
+        return line.to_string();
+    }
+    let mut out = String::new();
+    for w in line.split_whitespace() {
+        if out.chars().count() + w.chars().count() + 1 > max {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    format!("{}…", out.trim_end_matches([',', ';', ':']))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_every_mode_validates_its_own_example() {
+        let mut ids: Vec<&str> = MODES.iter().map(|m| m.id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), MODES.len());
+        let defaults =
+            Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() };
+        for kind in ModeKind::all() {
+            let spec = kind.spec();
+            let example = (spec.example)();
+            let req = super::super::validate(&example, &defaults)
+                .unwrap_or_else(|e| panic!("{}'s example: {e}", spec.id));
+            assert_eq!(req.mode, kind);
+            let schema = (spec.schema)();
+            assert_eq!(schema["type"], "object", "{}: {schema}", spec.id);
+            assert!(!spec.roles.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_stored_configuration_that_does_not_fit_is_an_error_not_a_default() {
+        let ctx = super::super::testkit::ctx("q", vec![], false);
+        for kind in ModeKind::all() {
+            let built = (kind.spec().build)(&serde_json::json!({"unexpected": true}), ctx.clone());
+            assert!(built.is_err(), "{} built from a configuration that does not fit", kind);
+        }
+    }
+
+    #[test]
+    fn short_outcomes_end_at_a_word() {
+        assert_eq!(short("# Title\n\nbody", 80), "Title");
+        assert_eq!(short("one two three four", 9), "one two…");
+        assert_eq!(short("<think>x</think>Answer", 80), "Answer");
+    }
+}
