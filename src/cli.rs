@@ -16,22 +16,7 @@ use crate::config::Config;
 use crate::engine::events::{after, watcher_channel, Frame};
 use crate::engine::EngineError;
 
-/// What `conclave run` was asked.
-#[derive(Debug, Clone, Default)]
-pub struct RunArgs {
-    pub mode: String,
-    pub question: String,
-    pub models: Option<Vec<String>>,
-    pub chairman: Option<String>,
-    pub conversation: Option<String>,
-    pub timeout_ms: Option<u64>,
-    pub content_file: Option<PathBuf>,
-    pub original_question: Option<String>,
-    pub json: bool,
-    /// Print the answer's reasoning trace too.
-    pub show_reasoning: bool,
-    pub quiet: bool,
-}
+pub use crate::run_flags::RunArgs;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -45,79 +30,67 @@ pub enum CliError {
     Read { path: PathBuf, source: std::io::Error },
 }
 
-/// The start body for a mode from command-line arguments.
+/// The start body for a mode from command-line arguments: `--config-json`, then the flags over
+/// it, then files read. A long text the mode needs (`content`) defaults to the question, and
+/// the question then to "Evaluate this content" when only the text was given.
 pub fn request_body(args: &RunArgs) -> Result<Value, CliError> {
+    let mode = crate::modes::ModeKind::parse(&args.mode)
+        .ok_or_else(|| CliError::Usage(format!("unknown mode {:?}", args.mode)))?;
+    let mut cfg = match &args.config_json {
+        None => Map::new(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => return Err(CliError::Usage("--config-json must be a JSON object".into())),
+            Err(e) => return Err(CliError::Usage(format!("--config-json is not JSON: {e}"))),
+        },
+    };
+    merge(&mut cfg, &args.config);
+    for (field, path) in &args.files {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| CliError::Read { path: path.clone(), source })?;
+        cfg.insert(field.clone(), json!(text));
+    }
+    let schema = crate::modes::registry::config_schema(mode);
+    let takes_content = schema.pointer("/properties/content").is_some();
+    let mut question = args.question.clone();
+    if takes_content && !cfg.contains_key("content") {
+        if let Some(q) = &question {
+            cfg.insert("content".into(), json!(q));
+        }
+    }
+    if question.is_none() && takes_content && mode.spec().question.required.is_some() {
+        question = Some("Evaluate this content".into());
+    }
     let mut body = Map::new();
     body.insert("mode".into(), json!(args.mode));
-    body.insert("question".into(), json!(args.question));
+    match question {
+        Some(q) => {
+            body.insert("question".into(), json!(q));
+        }
+        None if mode.spec().question.required.is_some() => {
+            return Err(CliError::Usage(format!("a question is required for {} mode", args.mode)))
+        }
+        None => {}
+    }
     if let Some(c) = &args.conversation {
         body.insert("conversationId".into(), json!(c));
-    }
-    let content = match &args.content_file {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .map_err(|source| CliError::Read { path: path.clone(), source })?,
-        ),
-        None => None,
-    };
-    if content.is_some() && !matches!(args.mode.as_str(), "jury" | "clarity") {
-        return Err(CliError::Usage("--content-file is for jury and clarity modes".into()));
-    }
-    if args.chairman.is_some() && matches!(args.mode.as_str(), "debate" | "clarity") {
-        return Err(CliError::Usage(format!(
-            "{} mode has no chairman (debate ties go to the first label alphabetically; \
-             clarity takes its four roles from --models)",
-            args.mode
-        )));
-    }
-    let mut cfg = Map::new();
-    let put = |map: &mut Map<String, Value>, key: &str, v: Option<Value>| {
-        if let Some(v) = v {
-            map.insert(key.to_string(), v);
-        }
-    };
-    let models = args.models.as_ref().map(|m| json!(m));
-    let chairman = args.chairman.as_ref().map(|c| json!(c));
-    let timeout = args.timeout_ms.map(|t| json!(t));
-    match args.mode.as_str() {
-        "council" => {
-            put(&mut body, "councilModels", models);
-            put(&mut body, "chairmanModel", chairman);
-            put(&mut body, "timeoutMs", timeout);
-        }
-        "clarity" => {
-            put(&mut cfg, "content", Some(json!(content.unwrap_or_else(|| args.question.clone()))));
-            put(&mut cfg, "timeoutMs", timeout);
-            if let Some(m) = &args.models {
-                let roles = ["skeptic", "advocate", "generalist", "arbiter"];
-                let map: Map<String, Value> =
-                    roles.iter().zip(m).map(|(r, id)| (r.to_string(), json!(id))).collect();
-                put(&mut cfg, "models", Some(Value::Object(map)));
-            }
-        }
-        "jury" => {
-            // The content to evaluate: the file, or else the question itself.
-            put(&mut cfg, "content", Some(json!(content.unwrap_or_else(|| args.question.clone()))));
-            put(&mut cfg, "originalQuestion", args.original_question.as_ref().map(|q| json!(q)));
-            put(&mut cfg, "jurorModels", models);
-            put(&mut cfg, "foremanModel", chairman);
-            put(&mut cfg, "timeoutMs", timeout);
-        }
-        "delphi" => {
-            put(&mut cfg, "panelistModels", models);
-            put(&mut cfg, "facilitatorModel", chairman);
-            put(&mut cfg, "timeoutMs", timeout);
-        }
-        _ => {
-            put(&mut cfg, "models", models);
-            put(&mut cfg, "chairmanModel", chairman);
-            put(&mut cfg, "timeoutMs", timeout);
-        }
     }
     if !cfg.is_empty() {
         body.insert("modeConfig".into(), Value::Object(cfg));
     }
     Ok(Value::Object(body))
+}
+
+/// `over`'s fields into `base`, objects field by field.
+fn merge(base: &mut Map<String, Value>, over: &Map<String, Value>) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
 }
 
 /// One line of progress for an event, or None for events not worth a line.
@@ -458,55 +431,64 @@ pub fn bench_command(config: Config, args: crate::bench::BenchArgs) -> i32 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn council_flags_become_the_seed_request() {
-        let args = RunArgs {
-            mode: "council".into(),
-            question: "Why?".into(),
-            models: Some(vec!["sim/a".into(), "sim/b".into()]),
-            chairman: Some("sim/c".into()),
-            ..Default::default()
-        };
-        let body = request_body(&args).unwrap();
-        assert_eq!(body["councilModels"], json!(["sim/a", "sim/b"]));
-        assert_eq!(body["chairmanModel"], json!("sim/c"));
-        assert_eq!(body["mode"], json!("council"));
+    fn body(line: &[&str]) -> Result<Value, CliError> {
+        let m = crate::run_flags::command().try_get_matches_from(line).unwrap();
+        let args = <crate::run_flags::RunCommand as clap::FromArgMatches>::from_arg_matches(&m);
+        request_body(&args.unwrap().0)
     }
 
     #[test]
-    fn jury_flags_fill_mode_config() {
+    fn flags_become_the_mode_config_and_files_are_read() {
+        let b = body(&["council", "Why?", "--models", "sim/a,sim/b", "--chairman", "sim/c"]);
+        let b = b.unwrap();
+        assert_eq!(b["modeConfig"]["councilModels"], json!(["sim/a", "sim/b"]));
+        assert_eq!(b["modeConfig"]["chairmanModel"], json!("sim/c"));
+        assert_eq!(b["mode"], json!("council"));
         let dir = std::env::temp_dir().join(format!("conclave-cli-{}", std::process::id()));
         std::fs::write(&dir, "## GET /users").unwrap();
-        let args = RunArgs {
-            mode: "jury".into(),
-            question: "Evaluate".into(),
-            models: Some(vec!["a".into(), "b".into(), "c".into()]),
-            chairman: Some("f".into()),
-            content_file: Some(dir.clone()),
-            original_question: Some("Write docs".into()),
-            ..Default::default()
-        };
-        let body = request_body(&args).unwrap();
+        let file = dir.to_str().unwrap();
+        let b =
+            body(&["jury", "--content-file", file, "--juror-models", "a,b,c", "--chairman", "f"]);
         let _ = std::fs::remove_file(&dir);
-        assert_eq!(body["modeConfig"]["content"], "## GET /users");
-        assert_eq!(body["modeConfig"]["jurorModels"], json!(["a", "b", "c"]));
-        assert_eq!(body["modeConfig"]["foremanModel"], "f");
-        assert_eq!(body["modeConfig"]["originalQuestion"], "Write docs");
-        let vote = RunArgs {
-            mode: "vote".into(),
-            question: "q".into(),
-            chairman: Some("x".into()),
-            ..Default::default()
-        };
-        assert_eq!(request_body(&vote).unwrap()["modeConfig"]["chairmanModel"], "x");
-        let bad =
-            RunArgs { mode: "debate".into(), content_file: Some("x".into()), ..Default::default() };
-        assert!(request_body(&bad).is_err());
-        let no_chair =
-            RunArgs { mode: "debate".into(), chairman: Some("x".into()), ..Default::default() };
+        let b = b.unwrap();
+        assert_eq!(b["modeConfig"]["content"], "## GET /users");
+        assert_eq!(b["question"], "Evaluate this content");
+        assert_eq!(b["modeConfig"]["jurorModels"], json!(["a", "b", "c"]));
+        assert_eq!(b["modeConfig"]["foremanModel"], "f");
+        // Without a file, the question is the content.
+        let b = body(&["jury", "Judge this text"]).unwrap();
+        assert_eq!(b["modeConfig"]["content"], "Judge this text");
+        assert!(matches!(
+            body(&["jury", "--content-file", "/nonexistent/x"]),
+            Err(CliError::Read { .. })
+        ));
         assert!(
-            matches!(request_body(&no_chair), Err(CliError::Usage(m)) if m.contains("no chairman"))
+            matches!(body(&["vote"]), Err(CliError::Usage(m)) if m.contains("question is required"))
         );
+    }
+
+    #[test]
+    fn config_json_takes_any_mode_config_and_flags_override_it() {
+        let b = body(&[
+            "delphi",
+            "q",
+            "--config-json",
+            r#"{"maxRounds": 2, "options": ["a", "b"]}"#,
+            "--max-rounds",
+            "4",
+        ]);
+        let b = b.unwrap();
+        assert_eq!(b["modeConfig"], json!({"maxRounds": 4, "options": ["a", "b"]}));
+        let b = body(&[
+            "clarity",
+            "--config-json",
+            r#"{"models": {"skeptic": "s", "arbiter": "a"}}"#,
+            "--models-arbiter",
+            "x",
+        ]);
+        assert_eq!(b.unwrap()["modeConfig"]["models"], json!({"skeptic": "s", "arbiter": "x"}));
+        assert!(matches!(body(&["vote", "q", "--config-json", "[1]"]), Err(CliError::Usage(_))));
+        assert!(matches!(body(&["vote", "q", "--config-json", "{"]), Err(CliError::Usage(_))));
     }
 
     #[test]

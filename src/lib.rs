@@ -22,5 +22,6 @@ pub mod engine;
 pub mod metrics;
 pub mod modes;
 pub mod providers;
+pub mod run_flags;
 pub mod store;
 pub mod web;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use conclave::app::{Application, SHUTDOWN_GRACE};
-use conclave::cli::{self, RunArgs};
+use conclave::cli;
 use conclave::config::{Config, Overrides};
 use conclave::providers::sim::SimProvider;
 use conclave::providers::sim_server;
@@ -43,40 +43,9 @@ enum Command {
         #[arg(long, env = "CONCLAVE_BIND")]
         bind: Option<String>,
     },
-    /// Run one deliberation in this process, with live progress, and print its result.
-    Run {
-        /// council, vote, jury, debate, delphi or clarity
-        mode: String,
-        /// The question (for jury and clarity, what to do with the content; optional there).
-        question: Option<String>,
-        /// Comma-separated model ids (council members, voters, jurors or debaters).
-        #[arg(long, value_delimiter = ',')]
-        models: Option<Vec<String>>,
-        /// The chairman (council, vote) or foreman (jury) model.
-        #[arg(long, alias = "foreman")]
-        chairman: Option<String>,
-        /// Continue this conversation (a follow-up).
-        #[arg(long)]
-        conversation: Option<String>,
-        /// Per-stage timeout in milliseconds.
-        #[arg(long)]
-        timeout_ms: Option<u64>,
-        /// Jury: the content to evaluate, read from a file (default: the question itself).
-        #[arg(long)]
-        content_file: Option<PathBuf>,
-        /// Jury: the question the content was answering.
-        #[arg(long)]
-        original_question: Option<String>,
-        /// Print the whole result as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Print the answer's reasoning trace too (left out by default).
-        #[arg(long)]
-        show_reasoning: bool,
-        /// No progress on stderr.
-        #[arg(long, short)]
-        quiet: bool,
-    },
+    /// Run one deliberation in this process, with live progress, and print its result
+    /// (`conclave run MODE --help` lists a mode's flags).
+    Run(conclave::run_flags::RunCommand),
     /// Serve the sim models over the OpenAI-compatible HTTP API.
     SimServer {
         #[arg(long, env = "CONCLAVE_SIM_BIND", default_value = "127.0.0.1:9090")]
@@ -127,7 +96,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // The terminal client draws its own progress; logs would interleave with it.
     let level = match cli.command {
-        Some(Command::Run { .. } | Command::User { .. }) => "error",
+        Some(Command::Run(_) | Command::User { .. }) => "error",
         // The benchmark's progress is its own log; the server and sim it drives log apart.
         Some(Command::Bench { .. }) => "error,conclave::bench=info",
         _ => "info",
@@ -159,41 +128,7 @@ fn main() -> ExitCode {
     let code = system.block_on(async move {
         match command {
             Command::Serve { .. } => serve(config).await,
-            Command::Run {
-                mode,
-                question,
-                models,
-                chairman,
-                conversation,
-                timeout_ms,
-                content_file,
-                original_question,
-                json,
-                show_reasoning,
-                quiet,
-            } => {
-                let question = match question {
-                    Some(q) => q,
-                    None if mode == "clarity" => "Score this brief".to_string(),
-                    None if mode == "jury" => "Evaluate this content".to_string(),
-                    None => {
-                        eprintln!("conclave: a question is required for {mode} mode");
-                        return 2;
-                    }
-                };
-                let args = RunArgs {
-                    mode,
-                    question,
-                    models,
-                    chairman,
-                    conversation,
-                    timeout_ms,
-                    content_file,
-                    original_question,
-                    json,
-                    show_reasoning,
-                    quiet,
-                };
+            Command::Run(conclave::run_flags::RunCommand(args)) => {
                 match cli::run(config, args).await {
                     Ok(code) => code,
                     Err(e) => {

@@ -780,6 +780,10 @@ pub fn run_view(
     title: Option<String>,
     result: Value,
 ) -> Value {
+    // The one line a list or dashboard shows: the winner, verdict, score or estimate.
+    let outcome = crate::modes::ModeKind::parse(&run.mode)
+        .filter(|_| run.status == "completed")
+        .and_then(|kind| (kind.spec().outcome)(&result));
     json!({
         "id": run.id,
         "conversationId": run.conversation_id,
@@ -807,6 +811,7 @@ pub fn run_view(
             "reviewedAt": run.reviewed_at,
             "note": run.review_note,
         },
+        "outcome": outcome,
         "result": result,
     })
 }

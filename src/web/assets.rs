@@ -32,6 +32,11 @@ fn serve(path: &str) -> HttpResponse {
     }
 }
 
+/// Whether the page holds this file.
+pub fn has_file(path: &str) -> bool {
+    Assets::get(path).is_some()
+}
+
 pub async fn index() -> HttpResponse {
     serve("index.html")
 }

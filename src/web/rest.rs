@@ -174,6 +174,8 @@ pub async fn modes_list(state: web::Data<AppState>, _caller: Caller) -> HttpResp
                 "topLevel": spec.top_level,
                 "configSchema": modes::registry::config_schema(kind),
                 "example": (spec.example)(),
+                // Whether the page has a view of its own for it (else the generic one).
+                "view": super::assets::has_file(&format!("js/modes/{}.js", spec.id)),
             })
         })
         .collect();

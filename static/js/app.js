@@ -4,10 +4,10 @@
 import * as ui from "./ui.js";
 import { Connection } from "./conn.js";
 import { RunView, fetchJson } from "./runview.js";
-import { buildForm, MODE_SPECS } from "./forms.js";
+import { buildForm } from "./forms.js";
+import { loadModes, modeInfo, allModes } from "./registry.js";
 
 const { el, $ } = ui;
-const MULTI_TURN = new Set(["council", "vote"]);
 
 const conn = new Connection();
 let models = null; // GET /api/models
@@ -60,7 +60,7 @@ function parseRoute() {
   const parts = h.split("/").map(decodeURIComponent);
   switch (parts[0]) {
     case "": return { view: "dashboard" };
-    case "new": return { view: "new", mode: parts[1] && MODE_SPECS[parts[1]] ? parts[1] : "council" };
+    case "new": return { view: "new", mode: parts[1] && modeInfo(parts[1]) ? parts[1] : (allModes()[0] || {}).id };
     case "run": return { view: "run", id: parts[1] };
     case "c": return { view: "conversation", id: parts[1] };
     case "history": return { view: "history", q: new URLSearchParams(location.hash.split("?")[1] || "").get("q") || "" };
@@ -72,6 +72,7 @@ function parseRoute() {
 let firstRoute = true;
 
 async function route() {
+  await loadModes();
   const r = parseRoute();
   const focusHeading = !firstRoute;
   firstRoute = false;
@@ -238,17 +239,22 @@ async function startRun(request) {
 async function newView({ mode }) {
   const m = await loadModels();
   const tabs = el("div", { class: "tabs", role: "tablist", "aria-label": "Mode" });
-  for (const name of Object.keys(MODE_SPECS)) {
-    const selected = name === mode;
-    tabs.append(el("a", { role: "tab", class: "button small", href: `#/new/${name}`, "aria-selected": String(selected), "aria-controls": "mode-form" }, ui.MODE_LABELS[name]));
+  for (const info of allModes()) {
+    const selected = info.id === mode;
+    tabs.append(el("a", { role: "tab", class: "button small", href: `#/new/${info.id}`, "aria-selected": String(selected), "aria-controls": "mode-form", title: info.description }, info.label));
   }
-  const form = buildForm(mode, m, async (request) => {
+  const info = modeInfo(mode);
+  if (!info) {
+    main.append(el("h1", null, "New deliberation"), el("p", { class: "error", role: "alert" }, "The server lists no modes."));
+    return null;
+  }
+  const form = buildForm(info, m, async (request) => {
     const reply = await startRun(request);
     location.hash = `#/run/${encodeURIComponent(reply.runId)}`;
   });
   form.id = "mode-form";
   form.setAttribute("role", "tabpanel");
-  main.append(el("h1", null, "New deliberation"), tabs, el("p", { class: "muted mode-blurb" }, MODE_SPECS[mode].blurb), form);
+  main.append(el("h1", null, "New deliberation"), tabs, el("p", { class: "muted mode-blurb" }, info.description), form);
   return null;
 }
 
@@ -299,7 +305,8 @@ async function conversationView({ id, focusRun, known }) {
   for (const d of details) await mountRun(d);
 
   const last = details[details.length - 1];
-  if (MULTI_TURN.has(mode) && (!last || last.canControl !== false)) {
+  const info = modeInfo(mode);
+  if (info && info.multiTurn && (!last || last.canControl !== false)) {
     const q = el("textarea", { id: "follow-up-question", rows: 2, placeholder: "Ask a follow-up in this conversation…", required: true });
     const err = el("div", { class: "error", role: "alert" });
     followUp = el("form", { class: "form-card follow-up", "aria-label": "Follow-up question" },
@@ -314,9 +321,9 @@ async function conversationView({ id, focusRun, known }) {
       // configuration (`request.config`) into the start body's own fields: the server refuses
       // unknown ones. The timeout is left to the server's default.
       const cfg = (last && last.request && last.request.config) || {};
-      const request = mode === "council"
-        ? { mode, question, conversationId: id, councilModels: cfg.councilModels, chairmanModel: cfg.chairmanModel }
-        : { mode, question, conversationId: id, modeConfig: { models: cfg.models, chairmanModel: cfg.chairmanModel } };
+      const modeConfig = {};
+      for (const role of info.roles) if (role.field && cfg[role.field] !== undefined) modeConfig[role.field] = cfg[role.field];
+      const request = { mode, question, conversationId: id, modeConfig };
       const btn = followUp.querySelector("button");
       btn.disabled = true;
       try {

@@ -1,14 +1,16 @@
-// The "new deliberation" forms: one per mode, built from the field specs below, with model
-// pickers fed by `GET /api/models`. Counts and roles (the foreman is not a juror, the
-// facilitator is not a panelist) are checked before sending; the server's own validation
-// errors come back with the field they name and are shown next to that field.
+// The "new deliberation" forms, with model pickers fed by `GET /api/models`. A mode with a
+// hand-written field list below gets it (labels and checks chosen for people); any other mode
+// gets a form made from its settings' JSON Schema (`GET /api/modes`), so a new mode has a form
+// the day it lands. Counts and roles (the foreman is not a juror, the facilitator is not a
+// panelist) are checked before sending; the server's own validation errors come back with the
+// field they name and are shown next to that field.
 import { el } from "./ui.js";
 
 const SEC = 1000;
 
-export const MODE_SPECS = {
+/** Hand-written forms, by mode id (optional: see `schemaFields`). */
+export const FORMS = {
   council: {
-    blurb: "Every model answers, the answers are ranked anonymously by the same models, and a chairman synthesises the final answer. Follow-up questions continue the conversation.",
     fields: [
       { path: "question", kind: "textarea", label: "Question", required: true, rows: 3, placeholder: "Ask the council a question…" },
       { path: "councilModels", kind: "models", label: "Council models", min: 2, max: 6, from: "councilModels" },
@@ -17,7 +19,6 @@ export const MODE_SPECS = {
     ],
   },
   vote: {
-    blurb: "Every model answers, then every model votes for the best anonymous answer. The plurality winner's answer is the result; the chairman breaks ties.",
     fields: [
       { path: "question", kind: "textarea", label: "Question", required: true, rows: 3 },
       { path: "modeConfig.models", kind: "models", label: "Voting models", min: 3, max: 7, from: "models" },
@@ -26,7 +27,6 @@ export const MODE_SPECS = {
     ],
   },
   jury: {
-    blurb: "Jurors score existing content on five dimensions and give a verdict; a foreman writes the verdict report.",
     fields: [
       { path: "question", kind: "text", label: "What the jury should do", required: true, placeholder: "Evaluate this API documentation" },
       { path: "modeConfig.originalQuestion", kind: "text", label: "Original question (optional)", hint: "The request the content answers, shown to the jurors." },
@@ -37,7 +37,6 @@ export const MODE_SPECS = {
     ],
   },
   debate: {
-    blurb: "Every model answers, sees the others' answers and decides to revise, stand or merge; everyone then votes on the revised answers.",
     fields: [
       { path: "question", kind: "textarea", label: "Question", required: true, rows: 3 },
       { path: "modeConfig.models", kind: "models", label: "Debaters", min: 3, max: 6, from: "models" },
@@ -45,7 +44,6 @@ export const MODE_SPECS = {
     ],
   },
   delphi: {
-    blurb: "Panelists estimate independently, then revise over rounds seeing only anonymous aggregate statistics, until the panel converges; a facilitator writes the report.",
     fields: [
       { path: "question", kind: "textarea", label: "Question", required: true, rows: 3, placeholder: "How many software engineers will be employed globally by 2030?" },
       { path: "modeConfig.panelistModels", kind: "models", label: "Panelists", min: 3, max: 7, from: "panelistModels" },
@@ -60,7 +58,6 @@ export const MODE_SPECS = {
     ],
   },
   clarity: {
-    blurb: "A Skeptic, an Advocate and a Generalist score a brief on seven weighted dimensions; lasting disagreement goes to an Arbiter and flags the run for human review.",
     fields: [
       { path: "modeConfig.content", kind: "textarea", label: "Brief to score", required: true, rows: 8 },
       { path: "modeConfig.title", kind: "text", label: "Title (optional)" },
@@ -75,6 +72,49 @@ export const MODE_SPECS = {
     ],
   },
 };
+
+/** The types a schema allows, `null` left out. */
+function typesOf(schema) {
+  const t = schema.type;
+  return (Array.isArray(t) ? t : [t]).filter((x) => x && x !== "null");
+}
+
+/** `jurorModels` -> "Juror models". */
+function words(key) {
+  const w = key.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/_/g, " ").toLowerCase();
+  return w.charAt(0).toUpperCase() + w.slice(1);
+}
+
+/**
+ * A form's fields made from a mode's description (`GET /api/modes`): its question, then each
+ * setting of its `modeConfig` schema in order, with the roles' labels for model fields.
+ */
+export function schemaFields(info) {
+  const q = info.question || { label: "Question" };
+  const fields = [{ path: "question", kind: "textarea", label: q.label, required: !!q.required, rows: 3 }];
+  const roleLabel = Object.fromEntries((info.roles || []).filter((r) => r.field).map((r) => [r.field, r.label]));
+  const walk = (schema, prefix) => {
+    for (const [key, s] of Object.entries(schema.properties || {})) {
+      const path = `${prefix}.${key}`;
+      const from = path.replace(/^modeConfig\./, "");
+      const type = typesOf(s)[0];
+      const base = { path, label: roleLabel[key] || words(key), hint: s.description, from };
+      if (type === "object" && s.properties) walk(s, path);
+      else if (type === "array" && s.items && s.items.format === "model-id") fields.push({ ...base, kind: "models", min: s.minItems || 1, max: s.maxItems || 100 });
+      else if (type === "array") fields.push({ ...base, kind: "lines", minItems: s.minItems || 0, maxItems: s.maxItems || 100 });
+      else if (type === "string" && s.format === "model-id") fields.push({ ...base, kind: "model" });
+      else if (type === "string" && Array.isArray(s.enum)) fields.push({ ...base, kind: "select", options: [["", "Default"], ...s.enum.filter((v) => v !== null).map((v) => [v, words(String(v))])] });
+      else if (type === "string") fields.push({ ...base, kind: (s.maxLength || 0) > 1000 ? "textarea" : "text", rows: 6 });
+      else if ((type === "integer" || type === "number") && /Ms$/.test(key)) {
+        fields.push({ ...base, kind: "seconds", label: `${words(key.replace(/Ms$/, ""))} (seconds)`, min: (s.minimum ?? 0) / SEC, max: (s.maximum ?? Infinity) / SEC });
+      } else if (type === "integer" || type === "number") {
+        fields.push({ ...base, kind: "number", min: s.minimum, max: s.maximum, step: type === "integer" ? 1 : "any" });
+      } else if (type === "boolean") fields.push({ ...base, kind: "check" });
+    }
+  };
+  walk(info.configSchema || {}, "modeConfig");
+  return fields;
+}
 
 function getPath(obj, path) {
   return path.split(".").reduce((o, k) => (o === null || o === undefined ? undefined : o[k]), obj);
@@ -124,11 +164,14 @@ function modelPicker(id, suggestions, initial, onChange) {
 }
 
 /**
- * Builds the form of `mode` into a `.form-card`. `models` is `GET /api/models`; `submit(request)`
- * starts the run and rejects with an Error carrying `field` when the server refuses it.
+ * Builds the form of a mode (`info`: its entry in `GET /api/modes`) into a `.form-card`.
+ * `models` is `GET /api/models`; `submit(request)` starts the run and rejects with an Error
+ * carrying `field` when the server refuses it.
  */
-export function buildForm(mode, models, submit) {
-  const spec = { ...MODE_SPECS[mode], fields: [...MODE_SPECS[mode].fields, VISIBILITY] };
+export function buildForm(info, models, submit) {
+  const mode = info.id;
+  const own = FORMS[mode] ? FORMS[mode].fields : schemaFields(info);
+  const spec = { fields: [...own, VISIBILITY] };
   const defaults = (models.modes && models.modes[mode]) || {};
   const suggestions = [...new Set([...(models.simModels || []), ...Object.keys(models.simBehaviours || {}).map((k) => k.replace("…", "")),
     ...Object.values(models.modes || {}).flatMap((m) => Object.values(m).flatMap((v) => (Array.isArray(v) ? v : typeof v === "string" && v.includes("/") ? [v] : [])))])]
@@ -163,6 +206,9 @@ export function buildForm(mode, models, submit) {
       const d = getPath(defaults, f.path.replace(/^modeConfig\./, ""));
       if (d) control.value = d;
       getters[f.path] = () => control.value || undefined;
+    } else if (f.kind === "check") {
+      control = el("input", { id, type: "checkbox", "aria-describedby": describedBy });
+      getters[f.path] = () => (control.checked ? true : undefined);
     } else {
       const type = f.kind === "number" || f.kind === "seconds" ? "number" : "text";
       control = el("input", { id, type, list: f.kind === "model" ? `model-suggestions-${mode}` : null, placeholder: f.placeholder, "aria-describedby": describedBy,

@@ -9,6 +9,7 @@
 import * as ui from "./ui.js";
 import * as charts from "./charts.js";
 import { TERMINAL } from "./conn.js";
+import { modeInfo } from "./registry.js";
 
 const { el } = ui;
 
@@ -321,7 +322,9 @@ export class RunView {
   }
 
   async mount() {
-    const mod = await import(`./modes/${this.mode}.js`);
+    // A mode without a view of its own gets the generic one (its stages, cards and outcome).
+    const info = modeInfo(this.mode);
+    const mod = info && !info.view ? await import("./generic_view.js") : await import(`./modes/${this.mode}.js`);
     this.modeView = mod.createView(this.ctx);
     const feed = this.conn.feed(this.runId);
     this.unsubscribe = feed.subscribe((ev) => this.onEvent(ev), (message) => this.showNote(message, true));

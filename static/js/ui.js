@@ -241,9 +241,8 @@ export function announce(text) {
   setTimeout(() => { a.textContent = text; }, 30);
 }
 
-export const MODE_LABELS = {
-  council: "Council", vote: "Vote", jury: "Jury", debate: "Debate", delphi: "Delphi", clarity: "Clarity",
-};
+/** Each mode's label, filled from `GET /api/modes` (registry.js) before anything is drawn. */
+export const MODE_LABELS = {};
 
 export function modeBadge(mode) {
   return el("span", { class: "badge mode" }, MODE_LABELS[mode] || mode);

@@ -1,0 +1,30 @@
+// The modes the server runs, as `GET /api/modes` describes them: their ids, labels, one-line
+// descriptions, roles, whether they take follow-ups, and the JSON Schema of their settings.
+// The page builds its mode tabs, forms and labels from this; nothing in the page lists modes.
+import { fetchJson } from "./runview.js";
+import { MODE_LABELS } from "./ui.js";
+
+let modes = null; // [{id, label, description, multiTurn, question, roles, configSchema, view}]
+
+/** Loads the modes once (the page asks before it draws anything that names one). */
+export async function loadModes() {
+  if (modes) return modes;
+  try {
+    modes = (await fetchJson("/api/modes")).modes;
+  } catch (err) {
+    console.warn("modes", err);
+    modes = [];
+  }
+  for (const m of modes) MODE_LABELS[m.id] = m.label;
+  return modes;
+}
+
+/** The mode with this id, or undefined (call `loadModes` first). */
+export function modeInfo(id) {
+  return (modes || []).find((m) => m.id === id);
+}
+
+/** Every mode, in the server's order. */
+export function allModes() {
+  return modes || [];
+}
