@@ -11,6 +11,8 @@ pub mod common;
 pub mod council;
 pub mod debate;
 pub mod delphi;
+#[cfg(feature = "demo-mode")]
+pub mod demo;
 pub mod jury;
 pub mod numbers;
 pub mod ranking;

@@ -110,6 +110,9 @@ pub static MODES: &[&ModeSpec] = &[
     &super::debate::SPEC,
     &super::delphi::SPEC,
     &super::clarity::SPEC,
+    // A demonstration mode the test suite turns on (the `demo-mode` feature); not shipped.
+    #[cfg(feature = "demo-mode")]
+    &super::demo::SPEC,
 ];
 
 /// A handle on one registered mode: copied freely, compared and serialised by its id.

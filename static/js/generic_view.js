@@ -21,6 +21,7 @@ export function createView(ctx) {
   const { ui } = ctx;
   return {
     callSection(call) {
+      ctx.section(call.stage, title(call.stage)); // named before the first card lands in it
       return call.stage;
     },
     event(name, data) {

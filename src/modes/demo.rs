@@ -1,0 +1,226 @@
+//! Echo: a demonstration mode, built only with the `demo-mode` feature (the test suite turns it
+//! on; the shipped server has no such mode). It proves that a mode is this one file and one
+//! registry line: the request, its 400s, the page's form and view, the CLI's flags, storage,
+//! reload and the outcome all come from the [`SPEC`] below, with no view of its own.
+//!
+//! Every model answers the question once; the longest answer is picked.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::Answer;
+use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role};
+use super::request::ModelId;
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
+};
+
+const SIM_DEFAULTS: [&str; 2] = ["sim/alpha", "sim/beta"];
+
+/// Echo's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EchoRequest {
+    /// The models that answer: 2 to 4.
+    #[schemars(length(min = 2, max = 4))]
+    pub models: Option<Vec<ModelId>>,
+    /// Ask for the answer in capitals.
+    pub shout: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EchoConfig {
+    pub models: Vec<String>,
+    pub shout: bool,
+    pub timeout_ms: u64,
+}
+
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let cfg: EchoRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let models = request::models(cfg.models.as_deref(), "modeConfig.models", 2..=4, None, None)?
+        .unwrap_or_else(|| request::ids(&SIM_DEFAULTS));
+    let config = EchoConfig {
+        models: models.clone(),
+        shout: cfg.shout.unwrap_or(false),
+        timeout_ms: defaults.stage_timeout_ms,
+    };
+    Ok(ValidRequest {
+        mode: SPEC.kind(),
+        question,
+        conversation_id: None,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models: request::distinct(&[&models], &[]),
+    })
+}
+
+/// Echo in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "echo",
+    label: "Echo",
+    description: "A demonstration: every model answers once and the longest answer is picked.",
+    multi_turn: false,
+    question: Question { label: "Question", required: Some("Question is required") },
+    roles: &[Role {
+        id: "answerer",
+        label: "Answerers",
+        field: Some("models"),
+        panel: true,
+        fallback: None,
+        sim_default: &SIM_DEFAULTS,
+        default: &SIM_DEFAULTS,
+    }],
+    top_level: &[],
+    schema: schema_of::<EchoRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Echo::new(config, ctx)?)),
+    load_result,
+    outcome: |r| {
+        let p = r.get("picked").filter(|p| !p.is_null())?;
+        Some(format!("{} said: {}", p["model"].as_str()?, short(p["response"].as_str()?, 120)))
+    },
+    example: || json!({ "mode": "echo", "question": "Say hello." }),
+};
+
+/// The longest answer (the first of equals).
+fn pick(answers: &[Answer]) -> Option<&Answer> {
+    answers.iter().fold(None, |best: Option<&Answer>, a| match best {
+        Some(b) if b.response.len() >= a.response.len() => Some(b),
+        _ => Some(a),
+    })
+}
+
+fn load_result(rows: &[StageRow]) -> Value {
+    // Rows are stored as replies arrive; the live event lists them in call order.
+    let mut rows: Vec<&StageRow> = rows.iter().filter(|r| r.stage_type == "answers").collect();
+    rows.sort_by_key(|r| r.parsed_data.as_ref().and_then(|d| d["index"].as_u64()));
+    let answers: Vec<Answer> = rows
+        .iter()
+        .map(|r| Answer {
+            model: r.model.clone().unwrap_or_default(),
+            response: r.content.clone(),
+            response_time_ms: r.response_time_ms.unwrap_or(0),
+        })
+        .collect();
+    json!({ "answers": answers, "picked": pick(&answers) })
+}
+
+pub struct Echo {
+    config: EchoConfig,
+    ctx: RunContext,
+    replies: Vec<Option<Answer>>,
+    pending: usize,
+}
+
+impl Echo {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: EchoConfig = stored_config("echo", config)?;
+        let n = config.models.len();
+        Ok(Echo { config, ctx, replies: vec![None; n], pending: n })
+    }
+}
+
+impl Mode for Echo {
+    fn start(&mut self) -> Vec<Effect> {
+        let ask = if self.config.shout {
+            format!("{}\n\nAnswer in capital letters.", self.ctx.question)
+        } else {
+            self.ctx.question.clone()
+        };
+        let mut out = vec![Effect::emit("answers_start", json!({ "type": "answers_start" }))];
+        for (i, model) in self.config.models.iter().enumerate() {
+            out.push(Effect::Call(CallSpec::new(
+                format!("answers:{i}"),
+                model,
+                vec![ChatMessage::user(ask.clone())],
+                "answers",
+                "answerer",
+                self.config.timeout_ms,
+            )));
+        }
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        let Some(i) = reply.key.strip_prefix("answers:").and_then(|i| i.parse::<usize>().ok())
+        else {
+            return Vec::new();
+        };
+        if i >= self.replies.len() || self.pending == 0 {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        if let Ok(text) = reply.result {
+            let answer = Answer {
+                model: reply.model.clone(),
+                response: text.clone(),
+                response_time_ms: reply.response_time_ms as i64,
+            };
+            out.push(Effect::Store(StageRow {
+                stage_type: "answers".into(),
+                stage_order: 1,
+                model: Some(reply.model),
+                role: Some("answerer".into()),
+                content: text,
+                parsed_data: Some(json!({ "index": i })),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }));
+            self.replies[i] = Some(answer);
+        }
+        self.pending -= 1;
+        if self.pending > 0 {
+            return out;
+        }
+        let answers: Vec<Answer> = self.replies.iter().flatten().cloned().collect();
+        out.push(Effect::emit(
+            "answers_complete",
+            json!({ "type": "answers_complete", "data": answers }),
+        ));
+        match pick(&answers) {
+            Some(best) => out.push(Effect::Finish { answer: best.response.clone() }),
+            None => out.push(Effect::Fail { message: "Every model failed to answer".into() }),
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modes::testkit::{ctx, err, ok};
+
+    fn calls(effects: &[Effect]) -> Vec<CallSpec> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Call(c) => Some(c.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn finished(effects: &[Effect]) -> Option<&str> {
+        effects.iter().find_map(|e| match e {
+            Effect::Finish { answer } => Some(answer.as_str()),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn the_longest_answer_is_picked_and_a_failed_panel_fails() {
+        let config = json!({ "models": ["a", "b"], "shout": false, "timeoutMs": 1000 });
+        let mut m = Echo::new(&config, ctx("q", vec![], false)).unwrap();
+        let c = calls(&m.start());
+        assert_eq!(c.len(), 2);
+        assert_eq!(finished(&m.on_reply(ok(&c[0], "short"))), None);
+        assert_eq!(finished(&m.on_reply(ok(&c[1], "the longer one"))), Some("the longer one"));
+        let mut m = Echo::new(&config, ctx("q", vec![], false)).unwrap();
+        let c = calls(&m.start());
+        m.on_reply(err(&c[0]));
+        let end = m.on_reply(err(&c[1]));
+        assert!(end.iter().any(|e| matches!(e, Effect::Fail { .. })));
+    }
+}
