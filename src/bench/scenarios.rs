@@ -795,51 +795,48 @@ struct ModeCase {
     request: Value,
 }
 
-/// The six requests, each naming its own models, and the sim configuration giving each model a
-/// latency drawn from a log-normal (fixed seed): frontier models around `median`, Clarity's
-/// fast models (its default role models are fast ones) around half of it.
+/// Sets `value` at a dotted path (`models.skeptic`) of an object, making objects on the way.
+fn set_path(target: &mut Value, path: &str, value: Value) {
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let Value::Object(map) = target else { return };
+    match path.split_once('.') {
+        None => {
+            map.insert(path.to_string(), value);
+        }
+        Some((key, rest)) => set_path(map.entry(key).or_insert(Value::Null), rest, value),
+    }
+}
+
+/// Each registered mode's example request, with models of its own for every role the request
+/// names (a panel of four, or as near as the mode allows), and the sim configuration giving
+/// each model a latency drawn from a log-normal (fixed seed): frontier models around `median`,
+/// Clarity's fast models (its default role models are fast ones) around half of it.
 fn mode_cases(median: Duration) -> (Vec<ModeCase>, String, Vec<(String, u64)>) {
     let m = |mode: &str, role: &str| format!("sim/{mode}-{role}");
-    let panel = |mode: &str| (1..=4).map(|i| m(mode, &i.to_string())).collect::<Vec<_>>();
-    let content = "# The four-day week\n\nTrials in 2022 across 61 companies reported stable \
-                   productivity and lower burnout; critics say the sample was self-selected.";
-    let cases = vec![
-        ModeCase {
-            mode: "council",
-            request: json!({ "mode": "council", "question": "Should a startup adopt a monorepo?",
-                             "councilModels": panel("council"), "chairmanModel": m("council", "chair") }),
-        },
-        ModeCase {
-            mode: "vote",
-            request: json!({ "mode": "vote", "question": "Which database should a team of five use?",
-                             "modeConfig": { "models": panel("vote"), "chairmanModel": m("vote", "chair") } }),
-        },
-        ModeCase {
-            mode: "jury",
-            request: json!({ "mode": "jury", "question": "Evaluate this brief",
-                             "modeConfig": { "content": content, "jurorModels": panel("jury"),
-                                             "foremanModel": m("jury", "foreman") } }),
-        },
-        ModeCase {
-            mode: "debate",
-            request: json!({ "mode": "debate", "question": "Should companies adopt a four-day week?",
-                             "modeConfig": { "models": panel("debate") } }),
-        },
-        ModeCase {
-            mode: "delphi",
-            request: json!({ "mode": "delphi",
-                             "question": "How many software engineers will be employed globally by 2030?",
-                             "modeConfig": { "panelistModels": panel("delphi"),
-                                             "facilitatorModel": m("delphi", "facilitator") } }),
-        },
-        ModeCase {
-            mode: "clarity",
-            request: json!({ "mode": "clarity", "question": "Score this brief",
-                             "modeConfig": { "content": content, "models": {
-                                 "skeptic": m("clarity", "skeptic"), "advocate": m("clarity", "advocate"),
-                                 "generalist": m("clarity", "generalist"), "arbiter": m("clarity", "arbiter") } } }),
-        },
-    ];
+    let mut cases = Vec::new();
+    for kind in crate::modes::ModeKind::all() {
+        let spec = kind.spec();
+        let schema = crate::modes::registry::config_schema(kind);
+        let mut request = (spec.example)();
+        let mut config = request.get("modeConfig").cloned().unwrap_or_else(|| json!({}));
+        for role in spec.roles {
+            let Some(field) = role.field else { continue };
+            let value = if role.panel {
+                let limits = schema.pointer(&format!("/properties/{field}"));
+                let min = limits.and_then(|l| l["minItems"].as_u64()).unwrap_or(1);
+                let max = limits.and_then(|l| l["maxItems"].as_u64()).unwrap_or(4);
+                let n = 4u64.clamp(min, max.max(min));
+                json!((1..=n).map(|i| m(spec.id, &i.to_string())).collect::<Vec<_>>())
+            } else {
+                json!(m(spec.id, role.id))
+            };
+            set_path(&mut config, field, value);
+        }
+        request["modeConfig"] = config;
+        cases.push(ModeCase { mode: spec.id, request });
+    }
     let mut models: Vec<String> = Vec::new();
     for c in &cases {
         collect_models(&c.request, &mut models);
@@ -867,7 +864,7 @@ fn collect_models(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// Scenario 5: each mode once, all six at the same time, with realistic latencies.
+/// Scenario 5: each mode once, all at the same time, with realistic latencies.
 async fn modes(sizes: Sizes) -> Result<Report, BenchError> {
     let (cases, sim_toml, drawn) = mode_cases(sizes.mode_latency_median);
     let ws = Workspace::new("modes")?;
@@ -903,7 +900,7 @@ async fn modes(sizes: Sizes) -> Result<Report, BenchError> {
     let mut r = Report::scenario(
         5,
         &format!(
-            "each mode once, all six at once, log-normal latencies (median {:.1} s, fast {:.1} s)",
+            "each mode once, all at once, log-normal latencies (median {:.1} s, fast {:.1} s)",
             median / 1000.0,
             median / 2000.0
         ),
@@ -946,8 +943,16 @@ mod tests {
             stage_timeout_ms: 120_000,
             fallback: Default::default(),
         };
-        assert_eq!(cases.len(), 6);
+        assert_eq!(cases.len(), crate::modes::ModeKind::all().len());
         for c in &cases {
+            // Every role the request names has models of its own, so its latency is its own.
+            let spec = crate::modes::ModeKind::parse(c.mode).unwrap().spec();
+            for role in spec.roles.iter().filter(|r| r.field.is_some()) {
+                let field = role.field.unwrap().replace('.', "/");
+                let given = c.request["modeConfig"].pointer(&format!("/{field}"));
+                let text = given.map(Value::to_string).unwrap_or_default();
+                assert!(text.contains(&format!("sim/{}-", c.mode)), "{}.{field}: {text}", c.mode);
+            }
             let v = crate::modes::validate(&c.request, &defaults);
             assert!(v.is_ok(), "{}: {:?}", c.mode, v.err());
             let mut models = Vec::new();

@@ -276,6 +276,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     example: || {
         json!({ "mode": "clarity", "modeConfig": { "content": "Brief: a mobile app for reporting potholes with a photo; the city fixes them within 14 days." } })
     },
+    sim: None,
 };
 
 // ---- prompts --------------------------------------------------------------------------------

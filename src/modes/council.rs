@@ -164,6 +164,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     load_result,
     outcome: |r| r.pointer("/stage3/response").and_then(Value::as_str).map(|t| short(t, 160)),
     example: || json!({ "mode": "council", "question": "Monolith or microservices for a team of five?" }),
+    sim: None,
 };
 
 // ---- payloads (one definition for live events and stored results) --------------------------

@@ -111,6 +111,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     load_result,
     outcome: super::registry::winner_outcome,
     example: || json!({ "mode": "debate", "question": "Should companies adopt a 4-day work week?" }),
+    sim: None,
 };
 
 /// The seed's revision prompt, verbatim.

@@ -269,6 +269,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     example: || {
         json!({ "mode": "delphi", "question": "How many software engineers will be employed globally by 2030?" })
     },
+    sim: None,
 };
 
 // ---- prompts (verbatim from the seed) -------------------------------------------------------

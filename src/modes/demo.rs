@@ -83,6 +83,7 @@ pub static SPEC: ModeSpec = ModeSpec {
         Some(format!("{} said: {}", p["model"].as_str()?, short(p["response"].as_str()?, 120)))
     },
     example: || json!({ "mode": "echo", "question": "Say hello." }),
+    sim: None,
 };
 
 /// The longest answer (the first of equals).

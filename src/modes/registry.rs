@@ -93,7 +93,29 @@ pub struct ModeSpec {
     pub outcome: fn(&Value) -> Option<String>,
     /// A small valid request, for documentation, the CLI's help and tests.
     pub example: fn() -> Value,
+    /// How the offline sim models answer this mode's prompts (in its format, and now and then
+    /// in a messy one), or None: the sim's general answers (the first six modes' sim answers
+    /// live in `providers/sim_text.rs`).
+    pub sim: Option<SimFn>,
 }
+
+/// What a sim model is asked, for a mode's [`ModeSpec::sim`].
+pub struct SimAsk<'a> {
+    /// The sim model answering (`sim/alpha`): answers differ by model.
+    pub model: &'a str,
+    /// The last user message.
+    pub prompt: &'a str,
+    /// The whole conversation sent.
+    pub messages: &'a [super::ChatMessage],
+    /// Differs by model and prompt, the same every time for both: seed a
+    /// [`super::common::SplitMix64`] or similar with it.
+    pub seed: u64,
+    /// The sim was asked to answer out of format this time (a `sim/messy` model, or chance).
+    pub malformed: bool,
+}
+
+/// A mode's sim answers: Some(text) for a prompt of this mode, None for any other.
+pub type SimFn = fn(&SimAsk) -> Option<String>;
 
 impl ModeSpec {
     /// This mode as a handle.

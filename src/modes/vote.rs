@@ -132,6 +132,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     load_result,
     outcome: super::registry::winner_outcome,
     example: || json!({ "mode": "vote", "question": "Which database should a team of five use?" }),
+    sim: None,
 };
 
 /// `winner_declared`'s data.

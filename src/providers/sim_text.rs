@@ -87,7 +87,6 @@ type Recogniser = fn(&Prompt) -> Option<String>;
 
 /// Tried in order; the first that recognises its prompt answers.
 const RECOGNISERS: &[Recogniser] = &[
-    title,
     juror,
     foreman,
     revision,
@@ -107,7 +106,19 @@ pub fn respond(model: &str, messages: &[ChatMessage], malformed: bool) -> String
     let last =
         messages.iter().rev().find(|m| m.role == "user").map(|m| m.content.as_str()).unwrap_or("");
     let p = Prompt { model, messages, last, malformed, hostile: is_hostile(model) };
-    RECOGNISERS.iter().find_map(|r| r(&p)).unwrap_or_else(|| answer(&p))
+    if let Some(t) = title(&p) {
+        return t;
+    }
+    // A mode that answers its own prompts offline (see `ModeSpec::sim`).
+    let ask = crate::modes::registry::SimAsk {
+        model,
+        prompt: last,
+        messages,
+        seed: seed_of(&[model, last, "mode"]),
+        malformed,
+    };
+    let own = crate::modes::registry::MODES.iter().filter_map(|m| m.sim).find_map(|sim| sim(&ask));
+    own.or_else(|| RECOGNISERS.iter().find_map(|r| r(&p))).unwrap_or_else(|| answer(&p))
 }
 
 fn rng(p: &Prompt, salt: &str) -> SplitMix64 {
