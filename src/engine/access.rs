@@ -7,7 +7,7 @@
 //! add a follow-up. A run someone may not see is reported as not found, so its existence does
 //! not leak.
 
-use crate::store::Access;
+use crate::store::{Access, Visibility};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Viewer {
@@ -26,12 +26,12 @@ impl Viewer {
         Viewer { name: None, is_admin: true }
     }
 
-    pub fn can_see(&self, owner: Option<&str>, visibility: &str) -> bool {
-        self.is_admin || visibility == "team" || self.owns(owner)
+    pub fn can_see(&self, owner: Option<&str>, visibility: Visibility) -> bool {
+        self.is_admin || visibility == Visibility::Team || self.owns(owner)
     }
 
     pub fn can_see_access(&self, access: &Access) -> bool {
-        self.can_see(access.owner.as_deref(), &access.visibility)
+        self.can_see(access.owner.as_deref(), access.visibility)
     }
 
     /// May cancel the run, review it, or ask a follow-up in its conversation.
@@ -63,16 +63,16 @@ mod tests {
         let alice = Viewer::user("alice", false);
         let bob = Viewer::user("bob", false);
         // alice's private run: alice and admins see it, bob does not.
-        assert!(alice.can_see(Some("alice"), "private"));
-        assert!(admin.can_see(Some("alice"), "private"));
-        assert!(!bob.can_see(Some("alice"), "private"));
+        assert!(alice.can_see(Some("alice"), Visibility::Private));
+        assert!(admin.can_see(Some("alice"), Visibility::Private));
+        assert!(!bob.can_see(Some("alice"), Visibility::Private));
         // alice's team run: everyone sees it, only alice and admins control it.
-        assert!(bob.can_see(Some("alice"), "team"));
+        assert!(bob.can_see(Some("alice"), Visibility::Team));
         assert!(alice.can_control(Some("alice")));
         assert!(admin.can_control(Some("alice")));
         assert!(!bob.can_control(Some("alice")));
         // A run from before accounts (no owner): visible per its visibility, admins control it.
-        assert!(bob.can_see(None, "team"));
+        assert!(bob.can_see(None, Visibility::Team));
         assert!(!bob.can_control(None));
         assert!(admin.can_control(None));
         assert!(Viewer::local().can_control(Some("alice")));

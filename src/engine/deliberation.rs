@@ -26,7 +26,9 @@ use super::resume::{self, Replayed};
 use super::retry::RetryPolicy;
 use crate::modes::{CallReply, CallSpec, Effect, Mode, Usage};
 use crate::providers::Providers;
-use crate::store::{self, Commit, JournalRecord, RunFinish, Store, StoreError, StoredEvent};
+use crate::store::{
+    self, Commit, JournalRecord, RunFinish, RunStatus, Store, StoreError, StoredEvent,
+};
 
 /// How often a refused commit is tried again (with doubling delays from 100 ms, capped at
 /// 2 s: about 10 s in all) before the run fails with the database's error.
@@ -202,7 +204,7 @@ impl Deliberation {
                         act.hub.do_send(Publish { run_id: act.run_id.clone(), frames });
                     }
                     match &batch.finish {
-                        Some(finish) => act.ended(finish.status.clone(), finish.finished_at, ctx),
+                        Some(finish) => act.ended(finish.status, finish.finished_at, ctx),
                         None => act.commit(ctx),
                     }
                 }
@@ -276,7 +278,7 @@ impl Deliberation {
             message_id: self.message_id.clone(),
             conversation_id: self.conversation_id.clone(),
             events: vec![StoredEvent { seq, event: "error".into(), data: data.clone() }],
-            finish: Some(self.finish_record("failed", Some(message), None, finished_at)),
+            finish: Some(self.finish_record(RunStatus::Failed, Some(message), None, finished_at)),
             ..Commit::default()
         };
         let store = self.store.clone();
@@ -287,7 +289,7 @@ impl Deliberation {
                 }
                 let frame = Arc::new(EventFrame::new(&act.run_id, seq, "error", data));
                 act.hub.do_send(Publish { run_id: act.run_id.clone(), frames: vec![frame] });
-                act.ended("failed".into(), finished_at, ctx);
+                act.ended(RunStatus::Failed, finished_at, ctx);
             },
         ));
     }
@@ -357,7 +359,7 @@ impl Deliberation {
                                     act.run_id,
                                     act.in_flight.len()
                                 );
-                                act.end(ctx, "completed", None, Some(answer));
+                                act.end(ctx, RunStatus::Completed, None, Some(answer));
                             }
                         });
                     }
@@ -374,7 +376,7 @@ impl Deliberation {
                 }
                 Effect::Fail { message } => {
                     self.publish(std::mem::take(&mut events));
-                    self.end(ctx, "failed", Some(message), None);
+                    self.end(ctx, RunStatus::Failed, Some(message), None);
                     return;
                 }
             }
@@ -391,13 +393,18 @@ impl Deliberation {
         match &self.phase {
             Phase::Finishing { answer } => {
                 let answer = answer.clone();
-                self.end(ctx, "completed", None, Some(answer));
+                self.end(ctx, RunStatus::Completed, None, Some(answer));
             }
             Phase::Running => {
                 // A mode must always have a call in flight or have ended; anything else
                 // would leave the run hanging forever.
                 log::error!("run {}: mode stopped without an answer", self.run_id);
-                self.end(ctx, "failed", Some("internal error: the mode stopped".into()), None);
+                self.end(
+                    ctx,
+                    RunStatus::Failed,
+                    Some("internal error: the mode stopped".into()),
+                    None,
+                );
             }
             Phase::Ending => {}
         }
@@ -409,7 +416,7 @@ impl Deliberation {
     fn end(
         &mut self,
         ctx: &mut Context<Self>,
-        status: &str,
+        status: RunStatus,
         error: Option<String>,
         answer: Option<String>,
     ) {
@@ -418,8 +425,10 @@ impl Deliberation {
         }
         self.stop_calls();
         let (event, data) = match status {
-            "completed" => ("complete", json!({})),
-            "cancelled" => ("cancelled", json!({ "message": error.clone().unwrap_or_default() })),
+            RunStatus::Completed => ("complete", json!({})),
+            RunStatus::Cancelled => {
+                ("cancelled", json!({ "message": error.clone().unwrap_or_default() }))
+            }
             _ => ("error", json!({ "message": error.clone().unwrap_or_default() })),
         };
         self.publish(vec![(event.to_string(), data)]);
@@ -429,7 +438,7 @@ impl Deliberation {
 
     fn finish_record(
         &self,
-        status: &str,
+        status: RunStatus,
         error: Option<String>,
         answer: Option<String>,
         finished_at: i64,
@@ -437,7 +446,7 @@ impl Deliberation {
         RunFinish {
             run_id: self.run_id.clone(),
             message_id: self.message_id.clone(),
-            status: status.to_string(),
+            status,
             error,
             answer,
             prompt_tokens: self.usage.prompt_tokens as i64,
@@ -448,7 +457,7 @@ impl Deliberation {
     }
 
     /// The run's end is stored and published: tell the Hub and stop.
-    fn ended(&mut self, status: String, finished_at: i64, ctx: &mut Context<Self>) {
+    fn ended(&mut self, status: RunStatus, finished_at: i64, ctx: &mut Context<Self>) {
         self.hub.do_send(RunEnded { run_id: self.run_id.clone(), status, finished_at });
         ctx.stop();
     }
@@ -576,10 +585,10 @@ impl Handler<CancelRun> for Deliberation {
         if msg.shutdown {
             log::warn!("run {} interrupted: the server is shutting down", self.run_id);
             let reason = "interrupted: the server shut down before the run finished";
-            self.end(ctx, "interrupted", Some(reason.into()), None);
+            self.end(ctx, RunStatus::Interrupted, Some(reason.into()), None);
         } else {
             log::info!("run {} cancelled ({})", self.run_id, msg.reason);
-            self.end(ctx, "cancelled", Some(format!("cancelled by {}", msg.reason)), None);
+            self.end(ctx, RunStatus::Cancelled, Some(format!("cancelled by {}", msg.reason)), None);
         }
     }
 }

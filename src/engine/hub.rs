@@ -27,6 +27,7 @@ use super::events::{
     after, is_transient, CallRef, EventBatch, EventFrame, Frame, FrameSender, ProgressMark,
 };
 use crate::metrics::{self, Feed};
+use crate::store::{RunStatus, Visibility};
 
 /// Identifies a watcher's channel (a WebSocket session, an SSE stream, the CLI).
 pub type WatcherId = u64;
@@ -40,11 +41,11 @@ pub struct RunSummary {
     pub conversation_id: String,
     pub message_id: String,
     pub question: String,
-    pub status: String,
+    pub status: RunStatus,
     /// The name of the user who started the run (null for runs of the local CLI).
     pub owner: Option<String>,
     /// `team` (every signed-in user sees it) or `private` (its owner and admins).
-    pub visibility: String,
+    pub visibility: Visibility,
     pub created_at: i64,
     /// When the run ended (ms since the epoch, like `created_at`).
     pub finished_at: Option<i64>,
@@ -122,7 +123,7 @@ impl RunSummary {
     }
 
     /// The run is over: calls still going were stopped with it.
-    fn end(&mut self, status: String, finished_at: i64) {
+    fn end(&mut self, status: RunStatus, finished_at: i64) {
         self.status = status;
         self.finished_at = Some(finished_at);
         for c in &mut self.calls {
@@ -166,7 +167,7 @@ pub struct Publish {
 #[rtype(result = "()")]
 pub struct RunEnded {
     pub run_id: String,
-    pub status: String,
+    pub status: RunStatus,
     /// When it ended (ms since the epoch), as stored.
     pub finished_at: i64,
 }
@@ -611,7 +612,7 @@ impl Hub {
         let text = serde_json::json!({ "type": "dashboard_update", "run": summary }).to_string();
         let frame = Frame::Dashboard(text.into());
         self.dashboards.retain(|_, (sink, viewer)| {
-            if !viewer.can_see(summary.owner.as_deref(), &summary.visibility) {
+            if !viewer.can_see(summary.owner.as_deref(), summary.visibility) {
                 return true;
             }
             match sink.try_send(frame.clone()) {
@@ -685,7 +686,7 @@ impl Hub {
 
     /// The runs `viewer` may see, this instance's and (from the bus) the others', newest first.
     fn live_summaries(&self, viewer: &Viewer) -> Vec<RunSummary> {
-        let visible = |s: &RunSummary| viewer.can_see(s.owner.as_deref(), &s.visibility);
+        let visible = |s: &RunSummary| viewer.can_see(s.owner.as_deref(), s.visibility);
         let mut list: Vec<RunSummary> =
             self.runs.values().map(|r| &r.summary).filter(|s| visible(s)).cloned().collect();
         list.extend(
@@ -708,7 +709,7 @@ impl Hub {
         if self.runs.contains_key(&summary.id) {
             return;
         }
-        let ended_at = (summary.status != "running").then(Instant::now);
+        let ended_at = summary.status.is_over().then(Instant::now);
         self.dashboard_update(&summary);
         let run = RemoteRun { summary, instance: from.to_string(), ended_at };
         self.remote.insert(run.summary.id.clone(), run);
@@ -1139,7 +1140,7 @@ impl Handler<InterruptAll> for Hub {
 impl Handler<CountRunning> for Hub {
     type Result = usize;
     fn handle(&mut self, msg: CountRunning, _: &mut Context<Self>) -> usize {
-        let running = |s: &RunSummary| s.status == "running";
+        let running = |s: &RunSummary| s.status == RunStatus::Running;
         match &msg.owner {
             None => self.runs.values().filter(|r| running(&r.summary)).count(),
             Some(owner) => {
@@ -1188,9 +1189,9 @@ mod tests {
             conversation_id: "c".into(),
             message_id: "m".into(),
             question: "q".into(),
-            status: "running".into(),
+            status: RunStatus::Running,
             owner: None,
-            visibility: "team".into(),
+            visibility: Visibility::Team,
             created_at: 0,
             finished_at: None,
             title: None,
@@ -1240,7 +1241,7 @@ mod tests {
             }
         };
         for id in ["a", "b", "c"] {
-            let end = RunEnded { run_id: id.into(), status: "completed".into(), finished_at: 1 };
+            let end = RunEnded { run_id: id.into(), status: RunStatus::Completed, finished_at: 1 };
             hub.send(end).await.unwrap();
         }
         assert!(!held("a").await, "the first to end went when the third ended");
@@ -1434,7 +1435,7 @@ mod tests {
             marked(9, "title_complete", serde_json::json!({ "data": { "title": "Sky Colour" } })),
         ];
         hub.send(Publish { run_id: "r".into(), frames }).await.unwrap();
-        hub.send(RunEnded { run_id: "r".into(), status: "cancelled".into(), finished_at: 4242 })
+        hub.send(RunEnded { run_id: "r".into(), status: RunStatus::Cancelled, finished_at: 4242 })
             .await
             .unwrap();
 

@@ -26,7 +26,9 @@ use serde_json::{json, Value};
 
 use crate::modes::{self, ChatMessage, Defaults, FieldError, ModeKind, RunContext};
 use crate::providers::Providers;
-use crate::store::{self, MessageRecord, NewRun, RunRecord, Store, StoreError};
+use crate::store::{
+    self, MessageRecord, NewRun, RunRecord, RunStatus, Store, StoreError, Visibility,
+};
 pub use access::Viewer;
 use deliberation::{Deliberation, DeliberationSetup, Resumed};
 use events::{EventFrame, Frame, FrameSender};
@@ -296,9 +298,9 @@ impl Engine {
             conversation_id: run.conversation_id.clone(),
             message_id: run.message_id.clone(),
             question: question.chars().take(200).collect(),
-            status: "running".into(),
+            status: RunStatus::Running,
             owner: run.owner.clone(),
-            visibility: detail.conversation.visibility.clone(),
+            visibility: detail.conversation.visibility,
             created_at: run.created_at,
             finished_at: None,
             title: detail.conversation.title.clone(),
@@ -434,7 +436,7 @@ impl Engine {
         }
         let requested_visibility = match body.get("visibility") {
             None | Some(Value::Null) => None,
-            Some(Value::String(v)) if v == "team" || v == "private" => Some(v.clone()),
+            Some(Value::String(v)) if Visibility::parse(v).is_some() => Visibility::parse(v),
             Some(_) => {
                 return Err(FieldError::new("visibility", "must be \"team\" or \"private\"").into())
             }
@@ -449,14 +451,14 @@ impl Engine {
                 uuid::Uuid::now_v7().to_string(),
                 true,
                 Vec::new(),
-                requested_visibility.unwrap_or_else(|| "team".to_string()),
+                requested_visibility.unwrap_or_default(),
             ),
             Some(id) => {
                 let detail = match self.store.get_conversation(id).await? {
                     Some(d)
                         if viewer.can_see(
                             d.conversation.user_id.as_deref(),
-                            &d.conversation.visibility,
+                            d.conversation.visibility,
                         ) =>
                     {
                         d
@@ -476,7 +478,7 @@ impl Engine {
                             .into(),
                     ));
                 }
-                if requested_visibility.as_ref().is_some_and(|v| *v != conv.visibility) {
+                if requested_visibility.is_some_and(|v| v != conv.visibility) {
                     return Err(FieldError::new(
                         "visibility",
                         format!(
@@ -538,7 +540,7 @@ impl Engine {
                 question: req.question.clone(),
                 request,
                 owner: owner.clone(),
-                visibility: visibility.clone(),
+                visibility,
                 created_at,
                 lease: Some((
                     self.instance.to_string(),
@@ -552,7 +554,7 @@ impl Engine {
             conversation_id: conversation_id.clone(),
             message_id: message_id.clone(),
             question: req.question.chars().take(200).collect(),
-            status: "running".into(),
+            status: RunStatus::Running,
             owner,
             visibility,
             created_at,
@@ -600,7 +602,7 @@ impl Engine {
         match self.store.get_run(run_id).await? {
             // Executed by another instance (or about to be taken over): whoever holds it
             // stops it; the request is checked here, not there.
-            Some(run) if run.status == "running" && self.bus.is_some() => {
+            Some(run) if run.status == RunStatus::Running && self.bus.is_some() => {
                 if let Some(bus) = &self.bus {
                     bus.control(bus::Control::Cancel {
                         run: run_id.to_string(),
@@ -636,7 +638,7 @@ impl Engine {
                 let Some(run) = self.store.get_run(run_id).await? else {
                     return Err(EngineError::NotFound(format!("run {run_id}")));
                 };
-                if run.status != "running" {
+                if run.status.is_over() {
                     self.replay(run_id, since, &sink).await?;
                     return Ok(Watched::Ended);
                 }
@@ -782,7 +784,7 @@ pub fn run_view(
 ) -> Value {
     // The one line a list or dashboard shows: the winner, verdict, score or estimate.
     let outcome = crate::modes::ModeKind::parse(&run.mode)
-        .filter(|_| run.status == "completed")
+        .filter(|_| run.status == RunStatus::Completed)
         .and_then(|kind| (kind.spec().outcome)(&result));
     json!({
         "id": run.id,

@@ -10,6 +10,8 @@ pub mod db;
 mod queries;
 pub mod schema;
 pub mod types;
+mod values;
+pub use values::{RunStatus, Visibility};
 
 use actix::prelude::*;
 use serde::Serialize;
@@ -90,7 +92,7 @@ pub struct ConversationRecord {
     pub user_id: Option<String>,
     pub title: Option<String>,
     pub mode: String,
-    pub visibility: String,
+    pub visibility: Visibility,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -114,7 +116,7 @@ pub struct RunRecord {
     pub user_message_id: String,
     pub message_id: String,
     pub mode: String,
-    pub status: String,
+    pub status: RunStatus,
     pub error: Option<String>,
     pub request: Value,
     pub owner: Option<String>,
@@ -191,7 +193,7 @@ pub struct NewRun {
     pub owner: Option<String>,
     /// A new conversation's visibility: `team` or `private` (a follow-up keeps its
     /// conversation's).
-    pub visibility: String,
+    pub visibility: Visibility,
     pub created_at: i64,
     /// The process that executes the run and until when (ms since the epoch) its lease holds.
     pub lease: Option<(String, i64)>,
@@ -259,7 +261,7 @@ pub struct RunFinish {
     pub run_id: String,
     pub message_id: String,
     /// `completed`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: RunStatus,
     pub error: Option<String>,
     /// The assistant message's content, when the run produced one.
     pub answer: Option<String>,

@@ -11,6 +11,7 @@ use super::{
     RecentRun, ReviewStatus, RunFinish, RunRecord, StageRecord, StoreError, StoredEvent,
     RECENT_QUESTION_CHARS,
 };
+use super::{RunStatus, Visibility};
 use crate::modes::StageRow;
 
 // Both backends have these with the same meaning: `substr` counts characters, not bytes.
@@ -208,7 +209,7 @@ impl From<ConversationRow> for ConversationRecord {
             user_id: r.user_id,
             title: r.title,
             mode: r.mode,
-            visibility: r.visibility,
+            visibility: Visibility::stored(&r.visibility),
             created_at: r.created_at,
             updated_at: r.updated_at,
         }
@@ -236,7 +237,7 @@ impl From<RunRow> for RunRecord {
             user_message_id: r.user_message_id,
             message_id: r.message_id,
             mode: r.mode,
-            status: r.status,
+            status: RunStatus::stored(&r.status),
             error: r.error,
             request: r.request,
             owner: r.owner,
@@ -285,7 +286,7 @@ pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreErr
                 user_id: run.owner.as_deref(),
                 title: None,
                 mode: &run.mode,
-                visibility: &run.visibility,
+                visibility: run.visibility.as_str(),
                 created_at: Ms(run.created_at),
                 updated_at: Ms(run.created_at),
             })
@@ -332,7 +333,7 @@ pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreErr
             user_message_id: &run.user_message_id,
             message_id: &run.message_id,
             mode: &run.mode,
-            status: "running",
+            status: RunStatus::Running.as_str(),
             request: JsonText::new(&run.request),
             owner: run.owner.as_deref(),
             created_at: Ms(run.created_at),
@@ -415,7 +416,7 @@ pub fn set_title(
 pub fn finish_run(conn: &mut AnyConnection, f: &RunFinish) -> Result<(), StoreError> {
     diesel::update(runs::table.find(&f.run_id))
         .set((
-            runs::status.eq(&f.status),
+            runs::status.eq(f.status.as_str()),
             runs::error.eq(opt_without_nul(f.error.as_deref())),
             runs::prompt_tokens.eq(f.prompt_tokens),
             runs::completion_tokens.eq(f.completion_tokens),
@@ -465,7 +466,9 @@ pub fn list_recent(
         .into_boxed();
     if let Some(name) = visible_to {
         q = q.filter(
-            conversations::visibility.eq("team").or(conversations::user_id.eq(name.to_string())),
+            conversations::visibility
+                .eq(Visibility::Team.as_str())
+                .or(conversations::user_id.eq(name.to_string())),
         );
     }
     let rows: Vec<(RunRow, Option<String>, Option<String>)> = q
@@ -566,7 +569,9 @@ pub fn list_conversations(
     let mut q = conversations::table.into_boxed();
     if let Some(name) = visible_to {
         q = q.filter(
-            conversations::visibility.eq("team").or(conversations::user_id.eq(name.to_string())),
+            conversations::visibility
+                .eq(Visibility::Team.as_str())
+                .or(conversations::user_id.eq(name.to_string())),
         );
     }
     if let Some(text) = title_contains {
@@ -603,7 +608,9 @@ pub fn list_reviews(
         .into_boxed();
     if let Some(name) = visible_to {
         q = q.filter(
-            conversations::visibility.eq("team").or(conversations::user_id.eq(name.to_string())),
+            conversations::visibility
+                .eq(Visibility::Team.as_str())
+                .or(conversations::user_id.eq(name.to_string())),
         );
     }
     q = match status {
@@ -695,7 +702,7 @@ pub fn count_stages(conn: &mut AnyConnection, message_id: &str) -> Result<i64, S
 /// Runs still `running` whose lease has run out (or that never had one): their process died.
 pub fn expired_runs(conn: &mut AnyConnection, now: i64) -> Result<Vec<String>, StoreError> {
     Ok(runs::table
-        .filter(runs::status.eq("running"))
+        .filter(runs::status.eq(RunStatus::Running.as_str()))
         .filter(runs::lease_until.is_null().or(runs::lease_until.lt(Ms(now))))
         .order(runs::created_at.asc())
         .select(runs::id)
@@ -714,7 +721,7 @@ pub fn claim_run(
     let n = diesel::update(
         runs::table
             .find(run_id)
-            .filter(runs::status.eq("running"))
+            .filter(runs::status.eq(RunStatus::Running.as_str()))
             .filter(runs::lease_until.is_null().or(runs::lease_until.lt(Ms(now)))),
     )
     .set((runs::lease_owner.eq(Some(owner)), runs::lease_until.eq(Some(Ms(until)))))
@@ -729,7 +736,9 @@ pub fn renew_leases(
     until: i64,
 ) -> Result<usize, StoreError> {
     Ok(diesel::update(
-        runs::table.filter(runs::status.eq("running")).filter(runs::lease_owner.eq(owner)),
+        runs::table
+            .filter(runs::status.eq(RunStatus::Running.as_str()))
+            .filter(runs::lease_owner.eq(owner)),
     )
     .set(runs::lease_until.eq(Some(Ms(until))))
     .execute(conn)?)
@@ -754,14 +763,16 @@ pub fn interrupt_run(
             data: serde_json::json!({ "message": error }),
         };
         append_events(conn, run_id, std::slice::from_ref(&end), now)?;
-        diesel::update(runs::table.find(run_id).filter(runs::status.eq("running")))
-            .set((
-                runs::status.eq("interrupted"),
-                runs::error.eq(Some(without_nul(error))),
-                runs::finished_at.eq(Some(Ms(now))),
-                runs::lease_until.eq(None::<Ms>),
-            ))
-            .execute(conn)?;
+        diesel::update(
+            runs::table.find(run_id).filter(runs::status.eq(RunStatus::Running.as_str())),
+        )
+        .set((
+            runs::status.eq(RunStatus::Interrupted.as_str()),
+            runs::error.eq(Some(without_nul(error))),
+            runs::finished_at.eq(Some(Ms(now))),
+            runs::lease_until.eq(None::<Ms>),
+        ))
+        .execute(conn)?;
         diesel::delete(run_journal::table.filter(run_journal::run_id.eq(run_id))).execute(conn)?;
         Ok(end)
     })

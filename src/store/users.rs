@@ -93,7 +93,7 @@ pub struct Access {
     /// The owner's user name (none for runs made before accounts, or by the local CLI).
     pub owner: Option<String>,
     /// `team` (every signed-in user) or `private` (the owner and admins).
-    pub visibility: String,
+    pub visibility: super::Visibility,
 }
 
 /// A new user named `name`; its first token (hashed) of `kind`, expiring at `expires_at`.
@@ -267,7 +267,10 @@ store_message!(
         .select((runs::owner, conversations::visibility))
         .first::<(Option<String>, String)>(conn)
         .optional()?
-        .map(|(owner, visibility)| Access { owner, visibility }))
+        .map(|(owner, visibility): (Option<String>, String)| Access {
+            owner,
+            visibility: super::Visibility::stored(&visibility),
+        }))
 );
 store_message!(
     /// Who owns a conversation, and its visibility.
@@ -277,7 +280,10 @@ store_message!(
         .select((conversations::user_id, conversations::visibility))
         .first::<(Option<String>, String)>(conn)
         .optional()?
-        .map(|(owner, visibility)| Access { owner, visibility }))
+        .map(|(owner, visibility): (Option<String>, String)| Access {
+            owner,
+            visibility: super::Visibility::stored(&visibility),
+        }))
 );
 
 impl super::Store {

@@ -125,7 +125,7 @@ pub async fn get_conversation(
     let viewer = caller.viewer();
     // One the caller may not see is not found either.
     let detail = found
-        .filter(|d| viewer.can_see(d.conversation.user_id.as_deref(), &d.conversation.visibility))
+        .filter(|d| viewer.can_see(d.conversation.user_id.as_deref(), d.conversation.visibility))
         .ok_or_else(|| ApiError::NotFound(format!("conversation {} not found", id.as_str())))?;
     let runs: Vec<Value> = detail
         .runs

@@ -408,7 +408,7 @@ fn new_run(id: &str, created_at: i64, lease: Option<(&str, i64)>) -> NewRun {
         question: format!("Question {id}?"),
         request: json!({ "mode": "council", "question": format!("Question {id}?") }),
         owner: Some("tester".into()),
-        visibility: "team".into(),
+        visibility: conclave::store::Visibility::Team,
         created_at,
         lease: lease.map(|(owner, until)| (owner.to_string(), until)),
     }
@@ -506,7 +506,7 @@ async fn check_timestamps(url: &str) -> Vec<Value> {
         let finish = RunFinish {
             run_id: id.clone(),
             message_id: format!("m-{id}"),
-            status: "completed".into(),
+            status: conclave::store::RunStatus::Completed,
             error: None,
             answer: Some("done".into()),
             prompt_tokens: 1,
