@@ -222,3 +222,63 @@ async fn api_keys_and_tokens_appear_in_no_log_event_row_or_response() {
         }
     }
 }
+
+/// Starts the real binary on a fresh database (so it prints a one-time sign-in link), logging
+/// at `trace` into `server.log` in `dir`; answers the process, its URL and the link's path.
+async fn serve_fresh(dir: &std::path::Path) -> (std::process::Child, String, String) {
+    let db = format!("sqlite://{}", dir.join("fresh.db").display());
+    let mut server = conclave()
+        .current_dir(dir)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("DATABASE_URL", &db)
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(dir.join("server.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = server.stdout.take().unwrap();
+    let (base, link) = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stdout).lines().map(Result::unwrap);
+        let first = lines.next().unwrap();
+        let base = first.split_whitespace().find(|w| w.starts_with("http://")).unwrap();
+        let link = lines.find(|l| l.contains("/login?token=")).expect("a sign-in link");
+        let path = &link[link.find("/login?").unwrap()..];
+        (base.to_string(), path.trim().to_string())
+    })
+    .await
+    .unwrap();
+    (server, base, link)
+}
+
+/// Stops the server with SIGTERM and answers its log.
+async fn stop_and_read_log(mut server: std::process::Child, dir: &std::path::Path) -> String {
+    Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    let status = tokio::task::spawn_blocking(move || server.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status:?}");
+    String::from_utf8_lossy(&std::fs::read(dir.join("server.log")).unwrap()).into_owned()
+}
+
+#[actix_web::test]
+async fn a_token_in_a_query_string_never_reaches_the_access_log() {
+    conclave::providers::openai::install_crypto();
+    let dir = tempfile::tempdir().unwrap();
+    let (server, base, link) = serve_fresh(dir.path()).await;
+    let token = link.split("token=").nth(1).unwrap().to_string();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build();
+    let http = http.unwrap();
+    // The link works: it signs the admin in (a session cookie and a redirect to the page).
+    let resp = http.get(format!("{base}{link}")).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 303);
+    let cookie = resp.headers().get("set-cookie").unwrap().to_str().unwrap().to_string();
+    assert!(cookie.starts_with("conclave_session="), "{cookie}");
+    // A token (this one is used up by now) in the query of other requests.
+    for path in [format!("/api/me?token={token}"), format!("/?x=1&token={token}")] {
+        http.get(format!("{base}{path}")).send().await.unwrap();
+    }
+    let log = stop_and_read_log(server, dir.path()).await;
+    // The requests were logged, without their query strings.
+    assert!(log.contains("GET /login HTTP/1.1 303"), "{log}");
+    assert!(log.contains("GET /api/me HTTP/1.1 401"), "{log}");
+    assert!(!log.contains(&token[4..]), "the token is in the log:\n{log}");
+    assert!(!log.contains("?x=1"), "a query string is in the log:\n{log}");
+}
