@@ -14,6 +14,7 @@ use crate::engine::bus::BusSettings;
 use crate::engine::{Engine, EngineSettings};
 use crate::modes::Defaults;
 use crate::providers::openai::install_crypto;
+use crate::secrets::redact_url_in;
 use crate::store::{Store, StoreError};
 use crate::web::{routes, AppState};
 
@@ -45,7 +46,8 @@ pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppErro
     let bus = match &config.redis_url {
         Some(url) => {
             // Checked here so a bad URL stops the start instead of retrying forever.
-            redis::Client::open(url.as_str()).map_err(|e| AppError::Redis(e.to_string()))?;
+            redis::Client::open(url.as_str())
+                .map_err(|e| AppError::Redis(redact_url_in(&e.to_string(), url)))?;
             Some(BusSettings { url: url.clone(), prefix: config.redis_prefix.clone() })
         }
         None => None,
@@ -140,8 +142,6 @@ impl Application {
     }
 }
 
-/// How long `main` waits for in-flight requests on Ctrl-C.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// The access log: method, path and protocol, status, time. Never the query string (`%r`,
 /// `%q` and `%U` would print it): `/login?token=…` carries a working token, and no query
 /// parameter is worth the risk of one that does.
@@ -151,3 +151,5 @@ fn access_log() -> middleware::Logger {
     })
 }
 
+/// How long `main` waits for in-flight requests on Ctrl-C.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);

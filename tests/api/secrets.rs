@@ -282,3 +282,70 @@ async fn a_token_in_a_query_string_never_reaches_the_access_log() {
     assert!(!log.contains(&token[4..]), "the token is in the log:\n{log}");
     assert!(!log.contains("?x=1"), "a query string is in the log:\n{log}");
 }
+
+/// Runs `conclave ARGS` with `DATABASE_URL` and `REDIS_URL` until it exits (or, for `serve`,
+/// until it has printed its first line and been stopped); answers what it printed and logged.
+fn printed(args: &[&str], database: &str, redis: Option<&str>) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = conclave();
+    c.current_dir(dir.path()).args(args).env("DATABASE_URL", database).env("RUST_LOG", "info");
+    match redis {
+        Some(url) => c.env("REDIS_URL", url),
+        None => c.env_remove("REDIS_URL"),
+    };
+    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    if first.starts_with("Conclave listening") {
+        // The Redis connection is tried at once; its first failure is logged before the
+        // server stops on SIGTERM (it logs "shutting down" after it).
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut said = Vec::new();
+        for line in stderr.lines().map(Result::unwrap) {
+            let seen = line.contains("Redis at") || redis.is_none();
+            said.push(line);
+            if seen {
+                break;
+            }
+        }
+        Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        child.wait().unwrap();
+        return format!("{first}{}", said.join("\n"));
+    }
+    let out = child.wait_with_output().unwrap();
+    let rest = String::from_utf8_lossy(&out.stdout);
+    format!("{first}{rest}{}", String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn database_and_redis_passwords_are_printed_nowhere() {
+    const PASSWORD: &str = "S3cret-db-Pw";
+    // A server nobody listens on: the failed connection's error names the URL, redacted.
+    let unreachable = format!("postgres://conclave:{PASSWORD}@127.0.0.1:1/conclave");
+    for args in [&["serve", "--bind", "127.0.0.1:0"][..], &["migrate"], &["user", "list"]] {
+        let said = printed(args, &unreachable, None);
+        assert!(said.contains("postgres://conclave:[redacted]@127.0.0.1:1/conclave"), "{said}");
+        assert!(!said.contains(PASSWORD), "{args:?}: {said}");
+    }
+    let query = format!("postgres://conclave@127.0.0.1:1/conclave?password={PASSWORD}");
+    let said = printed(&["migrate"], &query, None);
+    assert!(said.contains("?password=[redacted]") && !said.contains(PASSWORD), "{said}");
+    // Redis: the log of a server that cannot reach it.
+    let redis = format!("redis://:{PASSWORD}@127.0.0.1:1/0");
+    let said = printed(&["serve", "--bind", "127.0.0.1:0"], "sqlite://x.db", Some(&redis));
+    assert!(said.contains("Redis at redis://:[redacted]@127.0.0.1:1/0"), "{said}");
+    assert!(!said.contains(PASSWORD), "{said}");
+    // A server that answers (trust authentication takes any password): the start line and
+    // `migrate` print the URL without it.
+    let Some(db) = crate::postgres::fresh_database() else { return };
+    let with_password =
+        db.replacen("postgres://postgres@", &format!("postgres://postgres:{PASSWORD}@"), 1);
+    assert_ne!(with_password, db, "{db}");
+    for args in [&["migrate"][..], &["serve", "--bind", "127.0.0.1:0"]] {
+        let said = printed(args, &with_password, None);
+        assert!(said.contains("postgres://postgres:[redacted]@"), "{said}");
+        assert!(!said.contains(PASSWORD), "{said}");
+    }
+    crate::postgres::drop_database(&db);
+}

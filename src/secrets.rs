@@ -1,0 +1,111 @@
+//! Secrets: a type for keys that never prints, and the redaction of what must not be printed
+//! (a URL's password, a provider's echo of the key it was sent).
+//!
+//! Everything that writes a URL or a provider's words to a log, an event, a stored row or a
+//! response goes through here; nothing here does I/O.
+
+/// What a redacted secret is replaced by.
+pub const REDACTED: &str = "[redacted]";
+
+/// A URL (`postgres://…`, `redis://…`, any `scheme://user:password@host…`) without its
+/// password: the userinfo's password and a `password=`/`sslpassword=` query parameter (libpq
+/// reads those too) become `[redacted]`. Anything else is kept, so the log still says which
+/// host and database were meant.
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    // From the last, so the earlier ranges stay where they were.
+    for range in password_ranges(url).into_iter().rev() {
+        out.replace_range(range, REDACTED);
+    }
+    out
+}
+
+/// `text` (an error's message) with the URL and every password it holds redacted, wherever
+/// they appear: for messages worded by a library that may repeat what it was given.
+pub fn redact_url_in(text: &str, url: &str) -> String {
+    let mut out = text.replace(url, &redact_url(url));
+    for range in password_ranges(url) {
+        let password = &url[range];
+        // A very short password would also hit ordinary words; it is out of the URL anyway.
+        if password.len() >= 4 {
+            out = out.replace(password, REDACTED);
+        }
+    }
+    out
+}
+
+/// Where a URL's passwords are: its userinfo's (between the first ':' and the last '@' of the
+/// authority) and the values of `password=` / `sslpassword=` query parameters.
+fn password_ranges(url: &str) -> Vec<std::ops::Range<usize>> {
+    let mut found = Vec::new();
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return found;
+    };
+    let rest = &url[start..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    if let Some(at) = rest[..end].rfind('@') {
+        if let Some(colon) = rest[..at].find(':') {
+            found.push(start + colon + 1..start + at);
+        }
+    }
+    let Some(q) = rest.find('?') else {
+        return found;
+    };
+    let query_start = start + q + 1;
+    let query = &url[query_start..];
+    let query = &query[..query.find('#').unwrap_or(query.len())];
+    let mut offset = query_start;
+    for param in query.split('&') {
+        if let Some((key, value)) = param.split_once('=') {
+            let secret = ["password", "sslpassword"].iter().any(|k| key.eq_ignore_ascii_case(k));
+            if secret && !value.is_empty() {
+                let from = offset + key.len() + 1;
+                found.push(from..from + value.len());
+            }
+        }
+        offset += param.len() + 1;
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_keeps_everything_but_its_passwords() {
+        let cases = [
+            (
+                "postgres://app:S3cret@db.internal:5432/conclave",
+                "postgres://app:[redacted]@db.internal:5432/conclave",
+            ),
+            (
+                "postgresql://app:p%40ss@h/db?sslmode=require",
+                "postgresql://app:[redacted]@h/db?sslmode=require",
+            ),
+            (
+                "postgres://app@h/db?password=S3cret&sslmode=verify-full",
+                "postgres://app@h/db?password=[redacted]&sslmode=verify-full",
+            ),
+            ("postgres://h/db?sslpassword=k3y#x", "postgres://h/db?sslpassword=[redacted]#x"),
+            ("redis://:S3cret@h:6379/0", "redis://:[redacted]@h:6379/0"),
+            ("rediss://user:a:b@c@h:6380", "rediss://user:[redacted]@h:6380"),
+            ("redis://h:6379", "redis://h:6379"),
+            ("postgres://app@h/db", "postgres://app@h/db"),
+            ("sqlite://conclave.db", "sqlite://conclave.db"),
+            ("not a url", "not a url"),
+        ];
+        for (url, expected) in cases {
+            assert_eq!(redact_url(url), expected, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_message_loses_the_url_and_its_passwords_wherever_they_appear() {
+        let url = "postgres://app:S3cretPw@h:1/db?password=Other1";
+        let message = format!("could not connect to {url}: password S3cretPw or Other1 refused");
+        let redacted = redact_url_in(&message, url);
+        assert!(!redacted.contains("S3cretPw") && !redacted.contains("Other1"), "{redacted}");
+        assert!(redacted.contains("postgres://app:[redacted]@h:1/db"), "{redacted}");
+    }
+}
