@@ -4,8 +4,50 @@
 //! Everything that writes a URL or a provider's words to a log, an event, a stored row or a
 //! response goes through here; nothing here does I/O.
 
+use serde::Deserialize;
+use zeroize::Zeroize;
+
 /// What a redacted secret is replaced by.
 pub const REDACTED: &str = "[redacted]";
+
+/// A key (a provider's API key): its `Debug` prints `[redacted]` and it has no `Display`, so
+/// no `{:?}` of a configuration or a client, no `{}` and no log line can show it; the one way
+/// to read it is [`Secret::expose`], at the place that sends it. Its bytes are zeroed when it is
+/// dropped, so a key does not linger in freed memory.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The key itself: only to send it (an `Authorization` header) or to redact its echoes.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for Secret {
+    fn from(key: String) -> Self {
+        Secret(key)
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(key: &str) -> Self {
+        Secret(key.to_string())
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
 
 /// A URL (`postgres://…`, `redis://…`, any `scheme://user:password@host…`) without its
 /// password: the userinfo's password and a `password=`/`sslpassword=` query parameter (libpq
@@ -71,6 +113,16 @@ fn password_ranges(url: &str) -> Vec<std::ops::Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_never_prints() {
+        let key = Secret::from("sk-or-v1-0123456789abcdef");
+        assert_eq!(format!("{key:?}"), "[redacted]");
+        assert_eq!(format!("{:?}", Some(key.clone())), "Some([redacted])");
+        assert_eq!(key.expose(), "sk-or-v1-0123456789abcdef");
+        let read: Secret = serde_json::from_str("\"sk-abc\"").unwrap();
+        assert_eq!(read.expose(), "sk-abc");
+    }
 
     #[test]
     fn a_url_keeps_everything_but_its_passwords() {

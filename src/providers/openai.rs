@@ -25,6 +25,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::{BoxFuture, ChatRequest, ChatResponse, Provider};
 use crate::modes::reading::with_reasoning;
 use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
+use crate::secrets::Secret;
 
 /// Installs rustls' ring provider once per process (reqwest is built without a default).
 pub fn install_crypto() {
@@ -44,7 +45,7 @@ pub enum TokenField {
 
 pub struct OpenAiCompatible {
     endpoint: String,
-    api_key: Option<String>,
+    api_key: Option<Secret>,
     client: Result<reqwest::Client, String>,
     token_field: TokenField,
     /// Ask for the call's cost (`"usage": {"include": true}`), which only OpenRouter
@@ -64,7 +65,7 @@ pub fn is_openrouter(base_url: &str) -> bool {
 impl OpenAiCompatible {
     /// `base_url` like `https://openrouter.ai/api/v1`; requests go to `{base_url}/chat/completions`.
     /// The cap goes in `max_tokens`; cost is asked for when the host is OpenRouter's.
-    pub fn new(base_url: &str, api_key: Option<String>) -> Self {
+    pub fn new(base_url: &str, api_key: Option<Secret>) -> Self {
         install_crypto();
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
@@ -155,7 +156,7 @@ impl Provider for OpenAiCompatible {
             .header("X-Title", "Conclave")
             .json(&body);
         if let Some(key) = &self.api_key {
-            rb = rb.bearer_auth(key);
+            rb = rb.bearer_auth(key.expose());
         }
         let key = self.api_key.clone();
         let call = async move {
@@ -201,7 +202,7 @@ impl Provider for OpenAiCompatible {
                 }
             }
         };
-        Box::pin(async move { call.await.map_err(|e| redact(e, key.as_deref())) })
+        Box::pin(async move { call.await.map_err(|e| redact(e, key.as_ref().map(Secret::expose))) })
     }
 }
 
