@@ -49,6 +49,61 @@ impl Drop for Secret {
     }
 }
 
+/// The shortest run of a key's characters that is redacted when it appears on its own: long
+/// enough not to hit ordinary words, short enough that no useful part of a key survives.
+pub const KEY_RUN: usize = 12;
+
+/// `text` (a provider's words) with every echo of `key` replaced by `[redacted]`: the whole
+/// key, and any run of [`KEY_RUN`] or more of its consecutive characters (all of it when the
+/// key is shorter), whatever their case, so a truncated, shortened or upper-cased echo goes
+/// too. A key under 8 characters is left alone (it would hit ordinary words).
+pub fn redact_key(text: &str, key: &str) -> String {
+    let key = key.trim().as_bytes();
+    if key.len() < 8 {
+        return text.to_string();
+    }
+    let run = KEY_RUN.min(key.len());
+    let bytes = text.as_bytes();
+    // Ranges of `text` to cut, in order; each is the longest match starting where it does.
+    let mut cuts: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut i = 0;
+    while i + run <= bytes.len() {
+        let longest = (0..=key.len() - run)
+            .map(|j| {
+                bytes[i..]
+                    .iter()
+                    .zip(&key[j..])
+                    .take_while(|(a, b)| a.eq_ignore_ascii_case(b))
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        if longest >= run {
+            // Whole characters only (a multi-byte key may match from the middle of one).
+            let mut from = i;
+            while !text.is_char_boundary(from) {
+                from -= 1;
+            }
+            let mut to = i + longest;
+            while !text.is_char_boundary(to) {
+                to += 1;
+            }
+            match cuts.last_mut() {
+                Some(last) if last.end >= from => last.end = last.end.max(to),
+                _ => cuts.push(from..to),
+            }
+            i += longest;
+        } else {
+            i += 1;
+        }
+    }
+    let mut out = text.to_string();
+    for cut in cuts.into_iter().rev() {
+        out.replace_range(cut, REDACTED);
+    }
+    out
+}
+
 /// A URL (`postgres://…`, `redis://…`, any `scheme://user:password@host…`) without its
 /// password: the userinfo's password and a `password=`/`sslpassword=` query parameter (libpq
 /// reads those too) become `[redacted]`. Anything else is kept, so the log still says which
@@ -122,6 +177,34 @@ mod tests {
         assert_eq!(key.expose(), "sk-or-v1-0123456789abcdef");
         let read: Secret = serde_json::from_str("\"sk-abc\"").unwrap();
         assert_eq!(read.expose(), "sk-abc");
+    }
+
+    #[test]
+    fn every_echo_of_a_key_goes_whatever_its_case_or_length() {
+        let key = "sk-test-SECRET-echo-0123456789";
+        let echoes = [
+            key.to_string(),
+            key.to_uppercase(),
+            key.to_lowercase(),
+            key[..14].to_string(),
+            key[key.len() - 12..].to_string(),
+            key[5..20].to_string(),
+        ];
+        for echo in &echoes {
+            let text = format!("Incorrect API key provided: {echo}. See the docs.");
+            let redacted = redact_key(&text, key);
+            assert_eq!(redacted, "Incorrect API key provided: [redacted]. See the docs.", "{echo}");
+        }
+        // Twice, and back to back.
+        let twice = format!("{key} and {}{}", key.to_uppercase(), &key[3..]);
+        assert_eq!(redact_key(&twice, key), "[redacted] and [redacted]");
+        // Fewer than 12 characters of it are kept (they would hit ordinary words).
+        assert_eq!(redact_key("a sk-test-SEC run", key), "a sk-test-SEC run");
+        // A short key goes whole, a very short one is left alone.
+        assert_eq!(redact_key("key abcd1234 wrong", "abcd1234"), "key [redacted] wrong");
+        assert_eq!(redact_key("key abc123 wrong", "abc123"), "key abc123 wrong");
+        // Multi-byte text around it.
+        assert_eq!(redact_key("é sk-test-SECRET-x é", key), "é [redacted]x é");
     }
 
     #[test]

@@ -25,7 +25,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::{BoxFuture, ChatRequest, ChatResponse, Provider};
 use crate::modes::reading::with_reasoning;
 use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
-use crate::secrets::Secret;
+use crate::secrets::{redact_key, Secret};
 
 /// Installs rustls' ring provider once per process (reqwest is built without a default).
 pub fn install_crypto() {
@@ -114,8 +114,12 @@ fn transport(e: &reqwest::Error) -> CallError {
     error(CallErrorKind::Transport, None, format!("request failed: {e}"))
 }
 
-/// The provider's own message from an error body (`{"error":{"message":…}}`), else the text.
-fn provider_message(body: &str) -> String {
+/// The provider's own message from an error body (`{"error":{"message":…}}`), else the text
+/// cut to 300 characters. Echoes of `key` are redacted first: cut first, a key across the cut
+/// would leave its head, which no longer matches the key.
+fn provider_message(body: &str, key: Option<&str>) -> String {
+    let body = scrub(body, key);
+    let body = body.as_str();
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let msg = parsed.as_ref().and_then(|v| {
         v.pointer("/error/message")
@@ -159,7 +163,9 @@ impl Provider for OpenAiCompatible {
             rb = rb.bearer_auth(key.expose());
         }
         let key = self.api_key.clone();
+        let sent = key.clone();
         let call = async move {
+            let key = sent.as_ref().map(Secret::expose);
             let resp = rb.send().await.map_err(|e| transport(&e))?;
             let status = resp.status();
             if !status.is_success() {
@@ -175,13 +181,13 @@ impl Provider for OpenAiCompatible {
                 let mut e = error(
                     CallErrorKind::Http,
                     Some(status.as_u16()),
-                    format!("HTTP {}: {}", status.as_u16(), provider_message(&text)),
+                    format!("HTTP {}: {}", status.as_u16(), provider_message(&text, key)),
                 );
                 e.retry_after_ms = retry_after_ms;
                 return Err(e);
             }
             match deltas {
-                Some(tx) => read_stream(resp, tx).await,
+                Some(tx) => read_stream(resp, tx, key).await,
                 None => {
                     let text = resp.text().await.map_err(|e| transport(&e))?;
                     let v: Value = serde_json::from_str(&text).map_err(|e| {
@@ -206,15 +212,19 @@ impl Provider for OpenAiCompatible {
     }
 }
 
-/// A provider's message may repeat the key it was sent ("Incorrect API key provided: …");
-/// errors travel into events, stored rows and logs, so the key is cut out of them here.
+/// A provider's message may repeat the key it was sent ("Incorrect API key provided: …"),
+/// whole, cut short or upper-cased; errors travel into events, stored rows and logs, so every
+/// echo is cut out of them here (see [`redact_key`]).
 fn redact(mut e: CallError, key: Option<&str>) -> CallError {
-    if let Some(key) = key.map(str::trim).filter(|k| k.len() >= 8) {
-        if e.message.contains(key) {
-            e.message = e.message.replace(key, "[redacted]");
-        }
-    }
+    e.message = scrub(&e.message, key);
     e
+}
+
+fn scrub(text: &str, key: Option<&str>) -> String {
+    match key {
+        Some(key) => redact_key(text, key),
+        None => text.to_string(),
+    }
 }
 
 #[derive(Serialize)]
@@ -272,7 +282,7 @@ struct Chunk {
 }
 
 /// The text and usage a stream chunk carries, or the provider's error sent mid-stream.
-fn read_chunk(data: &str) -> Result<Chunk, CallError> {
+fn read_chunk(data: &str, key: Option<&str>) -> Result<Chunk, CallError> {
     let v: Value = serde_json::from_str(data).map_err(|e| {
         error(CallErrorKind::Malformed, None, format!("a stream chunk is not JSON: {e}"))
     })?;
@@ -280,7 +290,7 @@ fn read_chunk(data: &str) -> Result<Chunk, CallError> {
         return Err(error(
             CallErrorKind::Malformed,
             None,
-            format!("provider error mid-stream: {}", provider_message(data)),
+            format!("provider error mid-stream: {}", provider_message(data, key)),
         ));
     }
     let delta = v.pointer("/choices/0/delta");
@@ -343,6 +353,7 @@ impl Transcript {
 async fn read_stream(
     resp: reqwest::Response,
     tx: UnboundedSender<String>,
+    key: Option<&str>,
 ) -> Result<ChatResponse, CallError> {
     let mut events = resp.bytes_stream().eventsource();
     let mut transcript = Transcript::default();
@@ -357,7 +368,7 @@ async fn read_stream(
         if data.is_empty() {
             continue;
         }
-        let chunk = read_chunk(data)?;
+        let chunk = read_chunk(data, key)?;
         if let Some(piece) = chunk.reasoning {
             let _ = tx.send(transcript.reasoning(&piece));
         }
@@ -386,28 +397,31 @@ mod tests {
     fn chunks_that_matter_are_read() {
         let text = r#"{"choices":[{"index":0,"delta":{"content":"a \"b\""}}]}"#;
         let content = Chunk { content: Some("a \"b\"".into()), ..Chunk::default() };
-        assert_eq!(read_chunk(text).unwrap(), content);
+        assert_eq!(read_chunk(text, None).unwrap(), content);
         let usage =
             r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"cost":0.5}}"#;
         let expected = Usage { prompt_tokens: 3, completion_tokens: 4, cost: Some(0.5) };
-        assert_eq!(read_chunk(usage).unwrap(), Chunk { usage: Some(expected), ..Chunk::default() });
+        assert_eq!(
+            read_chunk(usage, None).unwrap(),
+            Chunk { usage: Some(expected), ..Chunk::default() }
+        );
         let failed = r#"{"error":{"message":"overloaded"}}"#;
-        assert!(read_chunk(failed).unwrap_err().message.contains("overloaded"));
-        assert!(read_chunk("{").unwrap_err().message.contains("not JSON"));
+        assert!(read_chunk(failed, None).unwrap_err().message.contains("overloaded"));
+        assert!(read_chunk("{", None).unwrap_err().message.contains("not JSON"));
     }
 
     #[test]
     fn reasoning_deltas_are_read_apart_from_the_answer() {
         let chunk = |delta: Value| json!({ "choices": [{ "delta": delta }] }).to_string();
         let deepseek = chunk(json!({ "reasoning_content": "hmm", "content": null }));
-        let read = read_chunk(&deepseek).unwrap();
+        let read = read_chunk(&deepseek, None).unwrap();
         assert_eq!((read.reasoning.as_deref(), read.content), (Some("hmm"), None));
         let openrouter = chunk(json!({ "reasoning": "so", "content": "" }));
-        let read = read_chunk(&openrouter).unwrap();
+        let read = read_chunk(&openrouter, None).unwrap();
         assert_eq!((read.reasoning.as_deref(), read.content), (Some("so"), None));
         // vLLM sends both names with the same trace: read once.
         let both = chunk(json!({ "reasoning_content": "x", "reasoning": "x", "content": "A" }));
-        let read = read_chunk(&both).unwrap();
+        let read = read_chunk(&both, None).unwrap();
         assert_eq!((read.reasoning.as_deref(), read.content.as_deref()), (Some("x"), Some("A")));
     }
 

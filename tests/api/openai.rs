@@ -71,6 +71,28 @@ async fn fake(body: web::Json<Value>, req: actix_web::HttpRequest) -> HttpRespon
         "plain-nothing" => HttpResponse::Ok().json(json!({
             "choices": [{ "message": { "role": "assistant", "content": "", "reasoning": "" } }]
         })),
+        // Careless providers that repeat the key they were sent: after 285 characters in a
+        // body that is not JSON (so the message is cut at 300, in the middle of the key),
+        // changed, and in a stream's error.
+        "echo-key-long" => {
+            let key = auth.trim_start_matches("Bearer ");
+            HttpResponse::Unauthorized().body(format!("{}{key}", "x".repeat(285)))
+        }
+        "echo-key-changed" => {
+            let key = auth.trim_start_matches("Bearer ");
+            let message = format!(
+                "bad key {} (shortened: {}…, middle: {})",
+                key.to_uppercase(),
+                &key[..key.len() - 3],
+                &key[4..20]
+            );
+            HttpResponse::Unauthorized().json(json!({ "error": { "message": message } }))
+        }
+        "echo-key-stream" => {
+            let key = auth.trim_start_matches("Bearer ");
+            let detail = format!("{}{key}", "y".repeat(250));
+            sse(&[&json!({ "error": { "code": 401, "detail": detail } }).to_string()])
+        }
         _ => HttpResponse::NotFound().finish(),
     }
 }
@@ -451,4 +473,24 @@ async fn the_sim_thinker_sends_its_trace_apart_over_http() {
     let short_here = sim.chat(capped, None).await.unwrap().text;
     assert!(short.len() < in_process.len() && short_here.len() < in_process.len());
     assert_eq!(short, format!("{}\n</think>\n\n", short_here.trim_end()), "cut inside the trace");
+}
+
+#[actix_web::test]
+async fn a_key_the_provider_repeats_is_redacted_whole_cut_or_changed() {
+    const KEY: &str = "sk-test-ECHOED-key-0123456789";
+    let client = OpenAiCompatible::new(&start_fake(), Some(KEY.into()));
+    let lower = KEY.to_lowercase();
+    for (model, stream) in
+        [("echo-key-long", false), ("echo-key-changed", false), ("echo-key-stream", true)]
+    {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let e = client.chat(ask(model), stream.then_some(tx)).await.unwrap_err();
+        assert!(e.message.contains("[redact"), "{model}: {}", e.message);
+        // No 12 characters of the key in a row, in any case.
+        let message = e.message.to_lowercase();
+        for i in 0..=lower.len() - 12 {
+            let part = &lower[i..i + 12];
+            assert!(!message.contains(part), "{model}: {part:?} in {}", e.message);
+        }
+    }
 }

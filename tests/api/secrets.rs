@@ -31,9 +31,11 @@ async fn refuse(req: HttpRequest, seen: web::Data<Mutex<Vec<String>>>) -> HttpRe
     seen.lock().unwrap().push(auth.to_string());
     let path = req.match_info().get("status").unwrap_or("500");
     if path == "echo" {
+        // The key, then the key again upper-cased and shortened (as some providers show it).
         let key = auth.trim_start_matches("Bearer ");
-        return HttpResponse::Unauthorized()
-            .json(json!({ "error": { "message": format!("Incorrect API key provided: {key}") } }));
+        let shown = format!("{} / {}…", key.to_uppercase(), &key[..key.len() - 4]);
+        let message = format!("Incorrect API key provided: {key}; you sent {shown}");
+        return HttpResponse::Unauthorized().json(json!({ "error": { "message": message } }));
     }
     let status = path.parse().unwrap_or(500);
     HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap())
@@ -167,7 +169,11 @@ async fn api_keys_and_tokens_appear_in_no_log_event_row_or_response() {
     let events = said.join("\n");
     assert!(events.contains("call_complete") && events.contains("\"status\":401"), "{events}");
     assert!(events.contains("call_retry"), "500s were retried");
-    assert!(events.contains("Incorrect API key provided: [redacted]"), "{events}");
+    assert!(
+        events
+            .contains("Incorrect API key provided: [redacted]; you sent [redacted] / [redacted]…"),
+        "{events}"
+    );
     for run in &runs {
         said.push(get(format!("/api/deliberations/{run}")).await);
         said.push(get(format!("/api/deliberations/{run}/events")).await);
