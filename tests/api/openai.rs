@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use actix_web::{web, App, HttpResponse, HttpServer};
 use conclave::modes::{CallErrorKind, ChatMessage};
-use conclave::providers::openai::{OpenAiCompatible, TokenField};
+use conclave::providers::openai::{OpenAiCompatible, ReadLimits, TokenField};
 use conclave::providers::{ChatRequest, Provider};
+use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 /// A fake provider: the model id picks the answer.
@@ -93,8 +94,29 @@ async fn fake(body: web::Json<Value>, req: actix_web::HttpRequest) -> HttpRespon
             let detail = format!("{}{key}", "y".repeat(250));
             sse(&[&json!({ "error": { "code": 401, "detail": detail } }).to_string()])
         }
+        // Servers that never stop sending: an error body, a whole answer, a stream of
+        // (ignored) comment lines, and a stream line that never ends.
+        "endless-error" => HttpResponse::InternalServerError().streaming(endless(b"x")),
+        "endless-body" => {
+            HttpResponse::Ok().content_type("application/json").streaming(endless(b" "))
+        }
+        "endless-stream" => HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .streaming(endless(b": padding padding padding padding\n\n")),
+        "endless-line" => HttpResponse::Ok().content_type("text/event-stream").streaming(
+            futures_util::stream::once(async { Ok(web::Bytes::from_static(b"data: ")) })
+                .chain(endless(b"x")),
+        ),
         _ => HttpResponse::NotFound().finish(),
     }
+}
+
+/// A body that repeats `piece` (in 8 KiB chunks) for as long as the client reads.
+fn endless(
+    piece: &'static [u8],
+) -> impl futures_util::Stream<Item = Result<web::Bytes, actix_web::Error>> + 'static {
+    let chunk = web::Bytes::from(piece.repeat(8192 / piece.len()));
+    futures_util::stream::repeat_with(move || Ok(chunk.clone()))
 }
 
 fn start_fake() -> String {
@@ -493,4 +515,43 @@ async fn a_key_the_provider_repeats_is_redacted_whole_cut_or_changed() {
             assert!(!message.contains(part), "{model}: {part:?} in {}", e.message);
         }
     }
+}
+
+#[actix_web::test]
+async fn what_a_provider_sends_is_read_up_to_a_bound() {
+    let limits = ReadLimits { error_body: 1024, response: 256 * 1024, stream_line: 16 * 1024 };
+    let client = OpenAiCompatible::new(&start_fake(), None).read_limits(limits);
+    // Unbounded, these calls would read forever: a guard turns that into a failure.
+    let call = |model: &'static str, stream: bool| {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let call = client.chat(ask(model), stream.then_some(tx));
+        async move {
+            let guard = std::time::Duration::from_secs(120);
+            tokio::time::timeout(guard, call).await.expect("the read stopped at its bound")
+        }
+    };
+    // An error body: the message is made from its first KiB, and says the rest was not read.
+    let e = call("endless-error", false).await.unwrap_err();
+    assert_eq!((e.kind, e.status), (CallErrorKind::Http, Some(500)));
+    assert!(
+        e.message.ends_with("(the error body is over 1 KiB; the rest was not read)"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.len() < 400, "{}", e.message);
+    let cases = [
+        ("endless-body", false, "the provider's response is over 256 KiB: stopped reading it"),
+        ("endless-stream", true, "the provider's stream is over 256 KiB: stopped reading it"),
+        ("endless-line", true, "the provider's stream line is over 16 KiB: stopped reading it"),
+    ];
+    for (model, stream, expected) in cases {
+        let e = call(model, stream).await.unwrap_err();
+        assert_eq!((e.kind, e.message.as_str()), (CallErrorKind::Malformed, expected), "{model}");
+    }
+    // Answers within the bounds are read as before.
+    assert_eq!(call("stream-ok", true).await.unwrap().text, "Hello, world");
+    assert_eq!(
+        ReadLimits::default(),
+        ReadLimits { error_body: 65_536, response: 67_108_864, stream_line: 1_048_576 }
+    );
 }
