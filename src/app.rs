@@ -14,6 +14,7 @@ use crate::engine::bus::BusSettings;
 use crate::engine::{Engine, EngineSettings};
 use crate::modes::Defaults;
 use crate::providers::openai::install_crypto;
+use crate::secrets::redact_url_in;
 use crate::store::{Store, StoreError};
 use crate::web::{routes, AppState};
 
@@ -45,7 +46,8 @@ pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppErro
     let bus = match &config.redis_url {
         Some(url) => {
             // Checked here so a bad URL stops the start instead of retrying forever.
-            redis::Client::open(url.as_str()).map_err(|e| AppError::Redis(e.to_string()))?;
+            redis::Client::open(url.as_str())
+                .map_err(|e| AppError::Redis(redact_url_in(&e.to_string(), url)))?;
             Some(BusSettings { url: url.clone(), prefix: config.redis_prefix.clone() })
         }
         None => None,
@@ -101,7 +103,7 @@ impl Application {
         });
         let server = HttpServer::new(move || {
             App::new()
-                .wrap(middleware::Logger::new("%r %s %Dms"))
+                .wrap(access_log())
                 .wrap(middleware::Compress::default())
                 .app_data(state.clone())
                 .configure(routes)
@@ -138,6 +140,15 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
     }
+}
+
+/// The access log: method, path and protocol, status, time. Never the query string (`%r`,
+/// `%q` and `%U` would print it): `/login?token=…` carries a working token, and no query
+/// parameter is worth the risk of one that does.
+fn access_log() -> middleware::Logger {
+    middleware::Logger::new("%{request}xi %s %Dms").custom_request_replace("request", |req| {
+        format!("{} {} {:?}", req.method(), req.path(), req.version())
+    })
 }
 
 /// How long `main` waits for in-flight requests on Ctrl-C.

@@ -14,6 +14,7 @@ use crate::modes::Fallbacks;
 use crate::providers::openai::{OpenAiCompatible, TokenField};
 use crate::providers::sim::{SimConfig, SimModelConfig, SimProvider};
 use crate::providers::{OutputCaps, Provider, Providers, Route};
+use crate::secrets::Secret;
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://conclave.db";
@@ -54,8 +55,8 @@ pub struct RouteConfig {
     pub prefix: String,
     /// e.g. `http://127.0.0.1:11434/v1` for Ollama.
     pub base_url: String,
-    /// The key itself (prefer `api_key_env`).
-    pub api_key: Option<String>,
+    /// The key itself (prefer `api_key_env`); it never prints.
+    pub api_key: Option<Secret>,
     /// The environment variable holding the key.
     pub api_key_env: Option<String>,
     /// Send `llama3` for `ollama/llama3` (default true).
@@ -151,7 +152,7 @@ pub struct Config {
     pub bind: String,
     pub database_url: String,
     pub stage_timeout_ms: u64,
-    pub openrouter_api_key: Option<String>,
+    pub openrouter_api_key: Option<Secret>,
     pub openrouter_base_url: String,
     pub openrouter_max_concurrent_calls: usize,
     pub sim: SimConfig,
@@ -259,7 +260,7 @@ impl Config {
                 "stage_timeout_ms must be between 1000 and 3600000".into(),
             ));
         }
-        c.openrouter_api_key = api_key;
+        c.openrouter_api_key = api_key.map(Secret::from);
         c.openrouter_base_url =
             base_url.or(file.openrouter_base_url).unwrap_or(c.openrouter_base_url);
         if let Some(ms) = sim_latency_ms.or(file.sim.latency_ms) {
@@ -385,10 +386,9 @@ impl Config {
             .routes
             .iter()
             .map(|r| {
-                let key = r
-                    .api_key
-                    .clone()
-                    .or_else(|| r.api_key_env.as_ref().and_then(|k| std::env::var(k).ok()));
+                let key = r.api_key.clone().or_else(|| {
+                    r.api_key_env.as_ref().and_then(|k| std::env::var(k).ok()).map(Secret::from)
+                });
                 let mut client = OpenAiCompatible::new(&r.base_url, key)
                     .token_field(r.max_tokens_field.unwrap_or_default());
                 if let Some(yes) = r.openrouter {
@@ -587,6 +587,37 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn keys_never_appear_in_debug_output() {
+        let file: FileConfig = toml::from_str(
+            r#"
+            [[routes]]
+            prefix = "paid/"
+            base_url = "https://api.example.com/v1"
+            api_key = "sk-route-KEY-0123456789"
+            "#,
+        )
+        .unwrap();
+        let shown = format!("{file:?}");
+        assert!(!shown.contains("KEY-0123456789") && shown.contains("[redacted]"), "{shown}");
+        let c = Config::from_parts(
+            file,
+            &Overrides::default(),
+            Some("sk-or-KEY-9876543210".into()),
+            None,
+            None,
+        )
+        .unwrap();
+        let shown = format!("{c:?} {:?}", c.routes);
+        assert!(!shown.contains("KEY-"), "{shown}");
+        // The keys are still there to be sent.
+        assert_eq!(
+            c.routes[0].api_key.as_ref().map(Secret::expose),
+            Some("sk-route-KEY-0123456789")
+        );
+        assert_eq!(c.openrouter_api_key.as_ref().map(Secret::expose), Some("sk-or-KEY-9876543210"));
     }
 
     #[test]

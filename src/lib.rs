@@ -10,6 +10,7 @@
 //! - [`app`]: wiring: builds the server (or, for the CLI, the engine alone).
 //! - [`cli`]: the terminal client's `run` command.
 //! - [`metrics`]: process-wide counters and their Prometheus text for `GET /metrics`.
+//! - [`secrets`]: the key type that never prints; URL passwords and key echoes redacted.
 //! - [`bench`]: `conclave bench`: drives a real server and sim-server and prints figures.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -23,5 +24,6 @@ pub mod metrics;
 pub mod modes;
 pub mod providers;
 pub mod run_flags;
+pub mod secrets;
 pub mod store;
 pub mod web;

@@ -9,6 +9,7 @@ use conclave::cli;
 use conclave::config::{Config, Overrides};
 use conclave::providers::sim::SimProvider;
 use conclave::providers::sim_server;
+use conclave::secrets::redact_url;
 
 /// jemalloc rather than the system's allocator: under load the server allocates and frees many
 /// small buffers per streamed chunk and event from several threads, and glibc's malloc spent a
@@ -142,7 +143,7 @@ fn main() -> ExitCode {
             Command::User { action } => user_command(&config.database_url, action).await,
             Command::Migrate => match conclave::store::db::connect(&config.database_url, 1) {
                 Ok(_) => {
-                    println!("migrations applied to {}", config.database_url);
+                    println!("migrations applied to {}", redact_url(&config.database_url));
                     0
                 }
                 Err(e) => {
@@ -161,7 +162,7 @@ async fn serve(config: Config) -> i32 {
     } else {
         "OpenRouter + sim models"
     };
-    let database = config.database_url.clone();
+    let database = redact_url(&config.database_url);
     let config_grace = config.shutdown_grace;
     let app = match Application::build(config).await {
         Ok(a) => a,

@@ -124,7 +124,7 @@ impl Bus {
             lost: lost.clone(),
             wanted: HashSet::new(),
             held: Vec::new(),
-            url: redacted(&settings.url),
+            url: crate::secrets::redact_url(&settings.url),
         };
         actix::spawn(task.run());
         Ok(Bus { tx, lost })
@@ -187,14 +187,6 @@ impl Names {
     /// The run a run channel is for.
     fn run_of<'a>(&self, channel: &'a str) -> Option<&'a str> {
         channel.strip_prefix(self.prefix.as_str())?.strip_prefix(":run:")
-    }
-}
-
-/// The URL without its password, for the log.
-fn redacted(url: &str) -> String {
-    match (url.split_once("://"), url.rfind('@')) {
-        (Some((scheme, _)), Some(at)) => format!("{scheme}://…{}", &url[at..]),
-        _ => url.to_string(),
     }
 }
 
@@ -533,13 +525,11 @@ mod tests {
     }
 
     #[test]
-    fn names_are_prefixed_and_passwords_stay_out_of_the_log() {
+    fn names_are_prefixed() {
         let n = Names { prefix: "t1".into() };
         assert_eq!(n.run("abc"), "t1:run:abc");
         assert_eq!(n.run_of("t1:run:abc"), Some("abc"));
         assert_eq!(n.run_of("t2:run:abc"), None);
         assert_eq!(n.run_of("t1:instances"), None);
-        assert_eq!(redacted("redis://:secret@h:6379/0"), "redis://…@h:6379/0");
-        assert_eq!(redacted("redis://h:6379"), "redis://h:6379");
     }
 }

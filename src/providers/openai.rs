@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
+use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -25,6 +25,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::{BoxFuture, ChatRequest, ChatResponse, Provider};
 use crate::modes::reading::with_reasoning;
 use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
+use crate::secrets::{redact_key, Secret};
 
 /// Installs rustls' ring provider once per process (reqwest is built without a default).
 pub fn install_crypto() {
@@ -42,9 +43,42 @@ pub enum TokenField {
     MaxCompletionTokens,
 }
 
+/// How much of a provider's answer is read, at most: a server that sends without end (a
+/// broken proxy, a hostile endpoint) must not fill this process's memory. Past a bound the
+/// connection is dropped and the call fails with an error that names the bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// An error answer's body (its message is cut to 300 characters anyway): what is over it
+    /// is not read, and the message is made from what was.
+    pub error_body: usize,
+    /// A whole answer, or everything a stream sends.
+    pub response: usize,
+    /// One line of a stream: its parser holds a line until the line ends.
+    pub stream_line: usize,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        ReadLimits { error_body: 64 * KIB, response: 64 * MIB, stream_line: MIB }
+    }
+}
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * KIB;
+
+/// `n` bytes in words (`64 KiB`, `1 MiB`, `100 bytes`).
+fn size(n: usize) -> String {
+    match n {
+        n if n >= MIB && n % MIB == 0 => format!("{} MiB", n / MIB),
+        n if n >= KIB && n % KIB == 0 => format!("{} KiB", n / KIB),
+        n => format!("{n} bytes"),
+    }
+}
+
 pub struct OpenAiCompatible {
     endpoint: String,
-    api_key: Option<String>,
+    limits: ReadLimits,
+    api_key: Option<Secret>,
     client: Result<reqwest::Client, String>,
     token_field: TokenField,
     /// Ask for the call's cost (`"usage": {"include": true}`), which only OpenRouter
@@ -64,7 +98,7 @@ pub fn is_openrouter(base_url: &str) -> bool {
 impl OpenAiCompatible {
     /// `base_url` like `https://openrouter.ai/api/v1`; requests go to `{base_url}/chat/completions`.
     /// The cap goes in `max_tokens`; cost is asked for when the host is OpenRouter's.
-    pub fn new(base_url: &str, api_key: Option<String>) -> Self {
+    pub fn new(base_url: &str, api_key: Option<Secret>) -> Self {
         install_crypto();
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
@@ -73,10 +107,17 @@ impl OpenAiCompatible {
         OpenAiCompatible {
             endpoint: format!("{}/chat/completions", base_url.trim_end_matches('/')),
             api_key,
+            limits: ReadLimits::default(),
             client,
             token_field: TokenField::default(),
             openrouter: is_openrouter(base_url),
         }
+    }
+
+    /// Reads at most this much of each answer (tests use small bounds).
+    pub fn read_limits(mut self, limits: ReadLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Sends the output cap in `field`.
@@ -113,8 +154,12 @@ fn transport(e: &reqwest::Error) -> CallError {
     error(CallErrorKind::Transport, None, format!("request failed: {e}"))
 }
 
-/// The provider's own message from an error body (`{"error":{"message":…}}`), else the text.
-fn provider_message(body: &str) -> String {
+/// The provider's own message from an error body (`{"error":{"message":…}}`), else the text
+/// cut to 300 characters. Echoes of `key` are redacted first: cut first, a key across the cut
+/// would leave its head, which no longer matches the key.
+fn provider_message(body: &str, key: Option<&str>) -> String {
+    let body = scrub(body, key);
+    let body = body.as_str();
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let msg = parsed.as_ref().and_then(|v| {
         v.pointer("/error/message")
@@ -155,10 +200,13 @@ impl Provider for OpenAiCompatible {
             .header("X-Title", "Conclave")
             .json(&body);
         if let Some(key) = &self.api_key {
-            rb = rb.bearer_auth(key);
+            rb = rb.bearer_auth(key.expose());
         }
         let key = self.api_key.clone();
+        let sent = key.clone();
+        let limits = self.limits;
         let call = async move {
+            let key = sent.as_ref().map(Secret::expose);
             let resp = rb.send().await.map_err(|e| transport(&e))?;
             let status = resp.status();
             if !status.is_success() {
@@ -170,20 +218,37 @@ impl Provider for OpenAiCompatible {
                     .and_then(|v| v.trim().parse::<f64>().ok())
                     .filter(|s| s.is_finite() && *s >= 0.0)
                     .map(|s| (s * 1000.0) as u64);
-                let text = resp.text().await.unwrap_or_default();
+                let (text, whole) = match read_at_most(resp, limits.error_body).await {
+                    Ok(Bounded::Whole(body)) => (body, true),
+                    Ok(Bounded::Over(head)) => (head, false),
+                    Err(_) => (Vec::new(), true),
+                };
+                let text = String::from_utf8_lossy(&text);
+                let more = if whole {
+                    String::new()
+                } else {
+                    format!(
+                        " (the error body is over {}; the rest was not read)",
+                        size(limits.error_body)
+                    )
+                };
                 let mut e = error(
                     CallErrorKind::Http,
                     Some(status.as_u16()),
-                    format!("HTTP {}: {}", status.as_u16(), provider_message(&text)),
+                    format!("HTTP {}: {}{more}", status.as_u16(), provider_message(&text, key)),
                 );
                 e.retry_after_ms = retry_after_ms;
                 return Err(e);
             }
             match deltas {
-                Some(tx) => read_stream(resp, tx).await,
+                Some(tx) => read_stream(resp, tx, key, limits).await,
                 None => {
-                    let text = resp.text().await.map_err(|e| transport(&e))?;
-                    let v: Value = serde_json::from_str(&text).map_err(|e| {
+                    let text = match read_at_most(resp, limits.response).await {
+                        Ok(Bounded::Whole(body)) => body,
+                        Ok(Bounded::Over(_)) => return Err(too_large("response", limits.response)),
+                        Err(e) => return Err(transport(&e)),
+                    };
+                    let v: Value = serde_json::from_slice(&text).map_err(|e| {
                         error(
                             CallErrorKind::Malformed,
                             None,
@@ -201,19 +266,54 @@ impl Provider for OpenAiCompatible {
                 }
             }
         };
-        Box::pin(async move { call.await.map_err(|e| redact(e, key.as_deref())) })
+        Box::pin(async move { call.await.map_err(|e| redact(e, key.as_ref().map(Secret::expose))) })
     }
 }
 
-/// A provider's message may repeat the key it was sent ("Incorrect API key provided: …");
-/// errors travel into events, stored rows and logs, so the key is cut out of them here.
-fn redact(mut e: CallError, key: Option<&str>) -> CallError {
-    if let Some(key) = key.map(str::trim).filter(|k| k.len() >= 8) {
-        if e.message.contains(key) {
-            e.message = e.message.replace(key, "[redacted]");
+/// What [`read_at_most`] read.
+enum Bounded {
+    /// The whole body.
+    Whole(Vec<u8>),
+    /// The first `limit` bytes of a longer one (the rest was not read).
+    Over(Vec<u8>),
+}
+
+/// Reads a body up to `limit` bytes; one byte more and it stops (dropping the response drops
+/// the connection).
+async fn read_at_most(mut resp: reqwest::Response, limit: usize) -> reqwest::Result<Bounded> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        if body.len() + chunk.len() > limit {
+            body.extend_from_slice(&chunk[..limit - body.len()]);
+            return Ok(Bounded::Over(body));
         }
+        body.extend_from_slice(&chunk);
     }
+    Ok(Bounded::Whole(body))
+}
+
+/// The error of an answer over a bound: `Malformed` (trying again would read as much again).
+fn too_large(what: &str, limit: usize) -> CallError {
+    error(
+        CallErrorKind::Malformed,
+        None,
+        format!("the provider's {what} is over {}: stopped reading it", size(limit)),
+    )
+}
+
+/// A provider's message may repeat the key it was sent ("Incorrect API key provided: …"),
+/// whole, cut short or upper-cased; errors travel into events, stored rows and logs, so every
+/// echo is cut out of them here (see [`redact_key`]).
+fn redact(mut e: CallError, key: Option<&str>) -> CallError {
+    e.message = scrub(&e.message, key);
     e
+}
+
+fn scrub(text: &str, key: Option<&str>) -> String {
+    match key {
+        Some(key) => redact_key(text, key),
+        None => text.to_string(),
+    }
 }
 
 #[derive(Serialize)]
@@ -271,7 +371,7 @@ struct Chunk {
 }
 
 /// The text and usage a stream chunk carries, or the provider's error sent mid-stream.
-fn read_chunk(data: &str) -> Result<Chunk, CallError> {
+fn read_chunk(data: &str, key: Option<&str>) -> Result<Chunk, CallError> {
     let v: Value = serde_json::from_str(data).map_err(|e| {
         error(CallErrorKind::Malformed, None, format!("a stream chunk is not JSON: {e}"))
     })?;
@@ -279,7 +379,7 @@ fn read_chunk(data: &str) -> Result<Chunk, CallError> {
         return Err(error(
             CallErrorKind::Malformed,
             None,
-            format!("provider error mid-stream: {}", provider_message(data)),
+            format!("provider error mid-stream: {}", provider_message(data, key)),
         ));
     }
     let delta = v.pointer("/choices/0/delta");
@@ -339,16 +439,53 @@ impl Transcript {
     }
 }
 
+/// Why a stream was cut off before its parser: the transport's error, or a bound.
+#[derive(Debug)]
+enum StreamRead {
+    Transport(reqwest::Error),
+    TooLarge(CallError),
+}
+
+impl std::fmt::Display for StreamRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamRead::Transport(e) => e.fmt(f),
+            StreamRead::TooLarge(e) => f.write_str(&e.message),
+        }
+    }
+}
+
 async fn read_stream(
     resp: reqwest::Response,
     tx: UnboundedSender<String>,
+    key: Option<&str>,
+    limits: ReadLimits,
 ) -> Result<ChatResponse, CallError> {
-    let mut events = resp.bytes_stream().eventsource();
+    // Counted before the parser, which would hold an endless line in memory.
+    let (mut total, mut line) = (0usize, 0usize);
+    let bounded = resp.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(StreamRead::Transport)?;
+        total += chunk.len();
+        line = match chunk.iter().rposition(|b| *b == b'\n' || *b == b'\r') {
+            Some(end) => chunk.len() - end - 1,
+            None => line + chunk.len(),
+        };
+        if total > limits.response {
+            return Err(StreamRead::TooLarge(too_large("stream", limits.response)));
+        }
+        if line > limits.stream_line {
+            return Err(StreamRead::TooLarge(too_large("stream line", limits.stream_line)));
+        }
+        Ok(chunk)
+    });
+    let mut events = bounded.eventsource();
     let mut transcript = Transcript::default();
     let mut usage = None;
     while let Some(event) = events.next().await {
-        let event = event
-            .map_err(|e| error(CallErrorKind::Transport, None, format!("stream broke: {e}")))?;
+        let event = event.map_err(|e| match e {
+            EventStreamError::Transport(StreamRead::TooLarge(e)) => e,
+            e => error(CallErrorKind::Transport, None, format!("stream broke: {e}")),
+        })?;
         let data = event.data.trim();
         if data == "[DONE]" {
             break;
@@ -356,7 +493,7 @@ async fn read_stream(
         if data.is_empty() {
             continue;
         }
-        let chunk = read_chunk(data)?;
+        let chunk = read_chunk(data, key)?;
         if let Some(piece) = chunk.reasoning {
             let _ = tx.send(transcript.reasoning(&piece));
         }
@@ -385,28 +522,31 @@ mod tests {
     fn chunks_that_matter_are_read() {
         let text = r#"{"choices":[{"index":0,"delta":{"content":"a \"b\""}}]}"#;
         let content = Chunk { content: Some("a \"b\"".into()), ..Chunk::default() };
-        assert_eq!(read_chunk(text).unwrap(), content);
+        assert_eq!(read_chunk(text, None).unwrap(), content);
         let usage =
             r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"cost":0.5}}"#;
         let expected = Usage { prompt_tokens: 3, completion_tokens: 4, cost: Some(0.5) };
-        assert_eq!(read_chunk(usage).unwrap(), Chunk { usage: Some(expected), ..Chunk::default() });
+        assert_eq!(
+            read_chunk(usage, None).unwrap(),
+            Chunk { usage: Some(expected), ..Chunk::default() }
+        );
         let failed = r#"{"error":{"message":"overloaded"}}"#;
-        assert!(read_chunk(failed).unwrap_err().message.contains("overloaded"));
-        assert!(read_chunk("{").unwrap_err().message.contains("not JSON"));
+        assert!(read_chunk(failed, None).unwrap_err().message.contains("overloaded"));
+        assert!(read_chunk("{", None).unwrap_err().message.contains("not JSON"));
     }
 
     #[test]
     fn reasoning_deltas_are_read_apart_from_the_answer() {
         let chunk = |delta: Value| json!({ "choices": [{ "delta": delta }] }).to_string();
         let deepseek = chunk(json!({ "reasoning_content": "hmm", "content": null }));
-        let read = read_chunk(&deepseek).unwrap();
+        let read = read_chunk(&deepseek, None).unwrap();
         assert_eq!((read.reasoning.as_deref(), read.content), (Some("hmm"), None));
         let openrouter = chunk(json!({ "reasoning": "so", "content": "" }));
-        let read = read_chunk(&openrouter).unwrap();
+        let read = read_chunk(&openrouter, None).unwrap();
         assert_eq!((read.reasoning.as_deref(), read.content), (Some("so"), None));
         // vLLM sends both names with the same trace: read once.
         let both = chunk(json!({ "reasoning_content": "x", "reasoning": "x", "content": "A" }));
-        let read = read_chunk(&both).unwrap();
+        let read = read_chunk(&both, None).unwrap();
         assert_eq!((read.reasoning.as_deref(), read.content.as_deref()), (Some("x"), Some("A")));
     }
 

@@ -9,6 +9,7 @@ use diesel::Connection;
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 use super::StoreError;
+use crate::secrets::{redact_url, redact_url_in};
 
 /// SQLite's schema: portable types (JSON as TEXT, times as BIGINT milliseconds). These are the
 /// migrations both backends once shared, unchanged, so existing SQLite files stay current.
@@ -29,8 +30,8 @@ pub enum AnyConnection {
 
 pub type DbPool = Pool<ConnectionManager<AnyConnection>>;
 
-/// The database a URL names.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The database a URL names. Not `Debug`: a PostgreSQL URL may hold a password.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Backend {
     /// A `postgres://` or `postgresql://` URL, passed to libpq as is.
     Postgres(String),
@@ -46,11 +47,15 @@ impl Backend {
         let path =
             url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
         if path.is_empty() {
-            return Err(StoreError::Config(format!("database URL {url:?} names no file")));
+            return Err(StoreError::Config(format!(
+                "database URL {:?} names no file",
+                redact_url(url)
+            )));
         }
         if path.contains("://") {
             return Err(StoreError::Config(format!(
-                "unsupported database URL {url:?}: use sqlite://PATH or postgres://..."
+                "unsupported database URL {:?}: use sqlite://PATH or postgres://...",
+                redact_url(url)
             )));
         }
         Ok(Backend::Sqlite(path.to_string()))
@@ -90,10 +95,13 @@ pub fn connect(url: &str, pool_size: u32) -> Result<DbPool, StoreError> {
     let backend = Backend::from_url(url)?;
     match &backend {
         Backend::Postgres(u) => {
-            let mut c = PgConnection::establish(u)
-                .map_err(|e| StoreError::Connect(format!("PostgreSQL at {u}: {e}")))?;
+            // libpq's messages name the host, not the password; redacted all the same.
+            let failed = |e: &dyn std::fmt::Display| redact_url_in(&e.to_string(), u);
+            let mut c = PgConnection::establish(u).map_err(|e| {
+                StoreError::Connect(format!("PostgreSQL at {}: {}", redact_url(u), failed(&e)))
+            })?;
             c.run_pending_migrations(POSTGRES_MIGRATIONS)
-                .map_err(|e| StoreError::Migration(e.to_string()))?;
+                .map_err(|e| StoreError::Migration(failed(&e)))?;
         }
         Backend::Sqlite(path) => {
             let mut c = SqliteConnection::establish(path)
@@ -108,5 +116,6 @@ pub fn connect(url: &str, pool_size: u32) -> Result<DbPool, StoreError> {
     if backend.is_sqlite() {
         builder = builder.connection_customizer(Box::new(SqlitePragmas));
     }
-    builder.build(manager).map_err(|e| StoreError::Connect(e.to_string()))
+    let url = backend.conn_string();
+    builder.build(manager).map_err(|e| StoreError::Connect(redact_url_in(&e.to_string(), url)))
 }

@@ -217,14 +217,16 @@ pub async fn models(state: web::Data<AppState>, _caller: Caller) -> HttpResponse
     }))
 }
 
-/// `GET /healthz`: 200 when the database answers.
+/// `GET /healthz`: 200 when the database answers. Anyone may ask, so a failure answers the
+/// same generic body whatever went wrong; the database's own words (a host, a table, a
+/// file path) go to the log only.
 pub async fn health(state: web::Data<AppState>) -> HttpResponse {
     match state.engine.store().list_runs(1).await {
         Ok(_) => HttpResponse::Ok().json(json!({ "status": "ok", "database": "ok" })),
         Err(e) => {
             log::error!("health check: {e}");
             HttpResponse::ServiceUnavailable()
-                .json(json!({ "status": "degraded", "database": e.to_string() }))
+                .json(json!({ "status": "degraded", "database": "unavailable" }))
         }
     }
 }

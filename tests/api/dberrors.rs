@@ -196,3 +196,27 @@ async fn runs_survive_the_database_dropping_every_connection_on_postgresql() {
     app.stop().await;
     crate::postgres::drop_database(&url);
 }
+
+/// `/healthz` answers anyone: a failing database gets a generic body, never its own words.
+#[actix_web::test]
+async fn healthz_names_no_database_detail() {
+    let app = spawn_with(Options { sqlite_only: true, ..Options::default() }).await;
+    let anonymous = reqwest::Client::new();
+    let health = |http: reqwest::Client| {
+        let url = format!("{}/healthz", app.base);
+        async move {
+            let resp = http.get(url).send().await.unwrap();
+            (resp.status().as_u16(), resp.text().await.unwrap())
+        }
+    };
+    assert_eq!(health(anonymous.clone()).await.0, 200);
+    // The table the check reads goes away: SQLite says "no such table: runs".
+    sql(&app.database_url, "ALTER TABLE runs RENAME TO runs_elsewhere");
+    let (status, body) = health(anonymous).await;
+    assert_eq!(status, 503, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v, json!({ "status": "degraded", "database": "unavailable" }), "{body}");
+    assert!(!body.contains("runs") && !body.contains("table"), "{body}");
+    sql(&app.database_url, "ALTER TABLE runs_elsewhere RENAME TO runs");
+    assert_eq!(health(app.http.clone()).await.0, 200);
+}

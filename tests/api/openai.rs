@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use actix_web::{web, App, HttpResponse, HttpServer};
 use conclave::modes::{CallErrorKind, ChatMessage};
-use conclave::providers::openai::{OpenAiCompatible, TokenField};
+use conclave::providers::openai::{OpenAiCompatible, ReadLimits, TokenField};
 use conclave::providers::{ChatRequest, Provider};
+use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 /// A fake provider: the model id picks the answer.
@@ -71,8 +72,51 @@ async fn fake(body: web::Json<Value>, req: actix_web::HttpRequest) -> HttpRespon
         "plain-nothing" => HttpResponse::Ok().json(json!({
             "choices": [{ "message": { "role": "assistant", "content": "", "reasoning": "" } }]
         })),
+        // Careless providers that repeat the key they were sent: after 285 characters in a
+        // body that is not JSON (so the message is cut at 300, in the middle of the key),
+        // changed, and in a stream's error.
+        "echo-key-long" => {
+            let key = auth.trim_start_matches("Bearer ");
+            HttpResponse::Unauthorized().body(format!("{}{key}", "x".repeat(285)))
+        }
+        "echo-key-changed" => {
+            let key = auth.trim_start_matches("Bearer ");
+            let message = format!(
+                "bad key {} (shortened: {}…, middle: {})",
+                key.to_uppercase(),
+                &key[..key.len() - 3],
+                &key[4..20]
+            );
+            HttpResponse::Unauthorized().json(json!({ "error": { "message": message } }))
+        }
+        "echo-key-stream" => {
+            let key = auth.trim_start_matches("Bearer ");
+            let detail = format!("{}{key}", "y".repeat(250));
+            sse(&[&json!({ "error": { "code": 401, "detail": detail } }).to_string()])
+        }
+        // Servers that never stop sending: an error body, a whole answer, a stream of
+        // (ignored) comment lines, and a stream line that never ends.
+        "endless-error" => HttpResponse::InternalServerError().streaming(endless(b"x")),
+        "endless-body" => {
+            HttpResponse::Ok().content_type("application/json").streaming(endless(b" "))
+        }
+        "endless-stream" => HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .streaming(endless(b": padding padding padding padding\n\n")),
+        "endless-line" => HttpResponse::Ok().content_type("text/event-stream").streaming(
+            futures_util::stream::once(async { Ok(web::Bytes::from_static(b"data: ")) })
+                .chain(endless(b"x")),
+        ),
         _ => HttpResponse::NotFound().finish(),
     }
+}
+
+/// A body that repeats `piece` (in 8 KiB chunks) for as long as the client reads.
+fn endless(
+    piece: &'static [u8],
+) -> impl futures_util::Stream<Item = Result<web::Bytes, actix_web::Error>> + 'static {
+    let chunk = web::Bytes::from(piece.repeat(8192 / piece.len()));
+    futures_util::stream::repeat_with(move || Ok(chunk.clone()))
 }
 
 fn start_fake() -> String {
@@ -451,4 +495,63 @@ async fn the_sim_thinker_sends_its_trace_apart_over_http() {
     let short_here = sim.chat(capped, None).await.unwrap().text;
     assert!(short.len() < in_process.len() && short_here.len() < in_process.len());
     assert_eq!(short, format!("{}\n</think>\n\n", short_here.trim_end()), "cut inside the trace");
+}
+
+#[actix_web::test]
+async fn a_key_the_provider_repeats_is_redacted_whole_cut_or_changed() {
+    const KEY: &str = "sk-test-ECHOED-key-0123456789";
+    let client = OpenAiCompatible::new(&start_fake(), Some(KEY.into()));
+    let lower = KEY.to_lowercase();
+    for (model, stream) in
+        [("echo-key-long", false), ("echo-key-changed", false), ("echo-key-stream", true)]
+    {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let e = client.chat(ask(model), stream.then_some(tx)).await.unwrap_err();
+        assert!(e.message.contains("[redact"), "{model}: {}", e.message);
+        // No 12 characters of the key in a row, in any case.
+        let message = e.message.to_lowercase();
+        for i in 0..=lower.len() - 12 {
+            let part = &lower[i..i + 12];
+            assert!(!message.contains(part), "{model}: {part:?} in {}", e.message);
+        }
+    }
+}
+
+#[actix_web::test]
+async fn what_a_provider_sends_is_read_up_to_a_bound() {
+    let limits = ReadLimits { error_body: 1024, response: 256 * 1024, stream_line: 16 * 1024 };
+    let client = OpenAiCompatible::new(&start_fake(), None).read_limits(limits);
+    // Unbounded, these calls would read forever: a guard turns that into a failure.
+    let call = |model: &'static str, stream: bool| {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let call = client.chat(ask(model), stream.then_some(tx));
+        async move {
+            let guard = std::time::Duration::from_secs(120);
+            tokio::time::timeout(guard, call).await.expect("the read stopped at its bound")
+        }
+    };
+    // An error body: the message is made from its first KiB, and says the rest was not read.
+    let e = call("endless-error", false).await.unwrap_err();
+    assert_eq!((e.kind, e.status), (CallErrorKind::Http, Some(500)));
+    assert!(
+        e.message.ends_with("(the error body is over 1 KiB; the rest was not read)"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.len() < 400, "{}", e.message);
+    let cases = [
+        ("endless-body", false, "the provider's response is over 256 KiB: stopped reading it"),
+        ("endless-stream", true, "the provider's stream is over 256 KiB: stopped reading it"),
+        ("endless-line", true, "the provider's stream line is over 16 KiB: stopped reading it"),
+    ];
+    for (model, stream, expected) in cases {
+        let e = call(model, stream).await.unwrap_err();
+        assert_eq!((e.kind, e.message.as_str()), (CallErrorKind::Malformed, expected), "{model}");
+    }
+    // Answers within the bounds are read as before.
+    assert_eq!(call("stream-ok", true).await.unwrap().text, "Hello, world");
+    assert_eq!(
+        ReadLimits::default(),
+        ReadLimits { error_body: 65_536, response: 67_108_864, stream_line: 1_048_576 }
+    );
 }

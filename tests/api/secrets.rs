@@ -31,9 +31,11 @@ async fn refuse(req: HttpRequest, seen: web::Data<Mutex<Vec<String>>>) -> HttpRe
     seen.lock().unwrap().push(auth.to_string());
     let path = req.match_info().get("status").unwrap_or("500");
     if path == "echo" {
+        // The key, then the key again upper-cased and shortened (as some providers show it).
         let key = auth.trim_start_matches("Bearer ");
-        return HttpResponse::Unauthorized()
-            .json(json!({ "error": { "message": format!("Incorrect API key provided: {key}") } }));
+        let shown = format!("{} / {}…", key.to_uppercase(), &key[..key.len() - 4]);
+        let message = format!("Incorrect API key provided: {key}; you sent {shown}");
+        return HttpResponse::Unauthorized().json(json!({ "error": { "message": message } }));
     }
     let status = path.parse().unwrap_or(500);
     HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap())
@@ -167,7 +169,11 @@ async fn api_keys_and_tokens_appear_in_no_log_event_row_or_response() {
     let events = said.join("\n");
     assert!(events.contains("call_complete") && events.contains("\"status\":401"), "{events}");
     assert!(events.contains("call_retry"), "500s were retried");
-    assert!(events.contains("Incorrect API key provided: [redacted]"), "{events}");
+    assert!(
+        events
+            .contains("Incorrect API key provided: [redacted]; you sent [redacted] / [redacted]…"),
+        "{events}"
+    );
     for run in &runs {
         said.push(get(format!("/api/deliberations/{run}")).await);
         said.push(get(format!("/api/deliberations/{run}/events")).await);
@@ -221,4 +227,131 @@ async fn api_keys_and_tokens_appear_in_no_log_event_row_or_response() {
             }
         }
     }
+}
+
+/// Starts the real binary on a fresh database (so it prints a one-time sign-in link), logging
+/// at `trace` into `server.log` in `dir`; answers the process, its URL and the link's path.
+async fn serve_fresh(dir: &std::path::Path) -> (std::process::Child, String, String) {
+    let db = format!("sqlite://{}", dir.join("fresh.db").display());
+    let mut server = conclave()
+        .current_dir(dir)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("DATABASE_URL", &db)
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(dir.join("server.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = server.stdout.take().unwrap();
+    let (base, link) = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stdout).lines().map(Result::unwrap);
+        let first = lines.next().unwrap();
+        let base = first.split_whitespace().find(|w| w.starts_with("http://")).unwrap();
+        let link = lines.find(|l| l.contains("/login?token=")).expect("a sign-in link");
+        let path = &link[link.find("/login?").unwrap()..];
+        (base.to_string(), path.trim().to_string())
+    })
+    .await
+    .unwrap();
+    (server, base, link)
+}
+
+/// Stops the server with SIGTERM and answers its log.
+async fn stop_and_read_log(mut server: std::process::Child, dir: &std::path::Path) -> String {
+    Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    let status = tokio::task::spawn_blocking(move || server.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status:?}");
+    String::from_utf8_lossy(&std::fs::read(dir.join("server.log")).unwrap()).into_owned()
+}
+
+#[actix_web::test]
+async fn a_token_in_a_query_string_never_reaches_the_access_log() {
+    conclave::providers::openai::install_crypto();
+    let dir = tempfile::tempdir().unwrap();
+    let (server, base, link) = serve_fresh(dir.path()).await;
+    let token = link.split("token=").nth(1).unwrap().to_string();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build();
+    let http = http.unwrap();
+    // The link works: it signs the admin in (a session cookie and a redirect to the page).
+    let resp = http.get(format!("{base}{link}")).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 303);
+    let cookie = resp.headers().get("set-cookie").unwrap().to_str().unwrap().to_string();
+    assert!(cookie.starts_with("conclave_session="), "{cookie}");
+    // A token (this one is used up by now) in the query of other requests.
+    for path in [format!("/api/me?token={token}"), format!("/?x=1&token={token}")] {
+        http.get(format!("{base}{path}")).send().await.unwrap();
+    }
+    let log = stop_and_read_log(server, dir.path()).await;
+    // The requests were logged, without their query strings.
+    assert!(log.contains("GET /login HTTP/1.1 303"), "{log}");
+    assert!(log.contains("GET /api/me HTTP/1.1 401"), "{log}");
+    assert!(!log.contains(&token[4..]), "the token is in the log:\n{log}");
+    assert!(!log.contains("?x=1"), "a query string is in the log:\n{log}");
+}
+
+/// Runs `conclave ARGS` with `DATABASE_URL` and `REDIS_URL` until it exits (or, for `serve`,
+/// until it has printed its first line and been stopped); answers what it printed and logged.
+fn printed(args: &[&str], database: &str, redis: Option<&str>) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = conclave();
+    c.current_dir(dir.path()).args(args).env("DATABASE_URL", database).env("RUST_LOG", "info");
+    match redis {
+        Some(url) => c.env("REDIS_URL", url),
+        None => c.env_remove("REDIS_URL"),
+    };
+    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    if first.starts_with("Conclave listening") {
+        // The Redis connection is tried at once; its first failure is logged before the
+        // server stops on SIGTERM (it logs "shutting down" after it).
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut said = Vec::new();
+        for line in stderr.lines().map(Result::unwrap) {
+            let seen = line.contains("Redis at") || redis.is_none();
+            said.push(line);
+            if seen {
+                break;
+            }
+        }
+        Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        child.wait().unwrap();
+        return format!("{first}{}", said.join("\n"));
+    }
+    let out = child.wait_with_output().unwrap();
+    let rest = String::from_utf8_lossy(&out.stdout);
+    format!("{first}{rest}{}", String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn database_and_redis_passwords_are_printed_nowhere() {
+    const PASSWORD: &str = "S3cret-db-Pw";
+    // A server nobody listens on: the failed connection's error names the URL, redacted.
+    let unreachable = format!("postgres://conclave:{PASSWORD}@127.0.0.1:1/conclave");
+    for args in [&["serve", "--bind", "127.0.0.1:0"][..], &["migrate"], &["user", "list"]] {
+        let said = printed(args, &unreachable, None);
+        assert!(said.contains("postgres://conclave:[redacted]@127.0.0.1:1/conclave"), "{said}");
+        assert!(!said.contains(PASSWORD), "{args:?}: {said}");
+    }
+    let query = format!("postgres://conclave@127.0.0.1:1/conclave?password={PASSWORD}");
+    let said = printed(&["migrate"], &query, None);
+    assert!(said.contains("?password=[redacted]") && !said.contains(PASSWORD), "{said}");
+    // Redis: the log of a server that cannot reach it.
+    let redis = format!("redis://:{PASSWORD}@127.0.0.1:1/0");
+    let said = printed(&["serve", "--bind", "127.0.0.1:0"], "sqlite://x.db", Some(&redis));
+    assert!(said.contains("Redis at redis://:[redacted]@127.0.0.1:1/0"), "{said}");
+    assert!(!said.contains(PASSWORD), "{said}");
+    // A server that answers (trust authentication takes any password): the start line and
+    // `migrate` print the URL without it.
+    let Some(db) = crate::postgres::fresh_database() else { return };
+    let with_password =
+        db.replacen("postgres://postgres@", &format!("postgres://postgres:{PASSWORD}@"), 1);
+    assert_ne!(with_password, db, "{db}");
+    for args in [&["migrate"][..], &["serve", "--bind", "127.0.0.1:0"]] {
+        let said = printed(args, &with_password, None);
+        assert!(said.contains("postgres://postgres:[redacted]@"), "{said}");
+        assert!(!said.contains(PASSWORD), "{said}");
+    }
+    crate::postgres::drop_database(&db);
 }

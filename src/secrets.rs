@@ -1,0 +1,246 @@
+//! Secrets: a type for keys that never prints, and the redaction of what must not be printed
+//! (a URL's password, a provider's echo of the key it was sent).
+//!
+//! Everything that writes a URL or a provider's words to a log, an event, a stored row or a
+//! response goes through here; nothing here does I/O.
+
+use serde::Deserialize;
+use zeroize::Zeroize;
+
+/// What a redacted secret is replaced by.
+pub const REDACTED: &str = "[redacted]";
+
+/// A key (a provider's API key): its `Debug` prints `[redacted]` and it has no `Display`, so
+/// no `{:?}` of a configuration or a client, no `{}` and no log line can show it; the one way
+/// to read it is [`Secret::expose`], at the place that sends it. Its bytes are zeroed when it is
+/// dropped, so a key does not linger in freed memory.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The key itself: only to send it (an `Authorization` header) or to redact its echoes.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for Secret {
+    fn from(key: String) -> Self {
+        Secret(key)
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(key: &str) -> Self {
+        Secret(key.to_string())
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
+
+/// The shortest run of a key's characters that is redacted when it appears on its own: long
+/// enough not to hit ordinary words, short enough that no useful part of a key survives.
+pub const KEY_RUN: usize = 12;
+
+/// `text` (a provider's words) with every echo of `key` replaced by `[redacted]`: the whole
+/// key, and any run of [`KEY_RUN`] or more of its consecutive characters (all of it when the
+/// key is shorter), whatever their case, so a truncated, shortened or upper-cased echo goes
+/// too. A key under 8 characters is left alone (it would hit ordinary words).
+pub fn redact_key(text: &str, key: &str) -> String {
+    let key = key.trim().as_bytes();
+    if key.len() < 8 {
+        return text.to_string();
+    }
+    let run = KEY_RUN.min(key.len());
+    let bytes = text.as_bytes();
+    // Ranges of `text` to cut, in order; each is the longest match starting where it does.
+    let mut cuts: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut i = 0;
+    while i + run <= bytes.len() {
+        let longest = (0..=key.len() - run)
+            .map(|j| {
+                bytes[i..]
+                    .iter()
+                    .zip(&key[j..])
+                    .take_while(|(a, b)| a.eq_ignore_ascii_case(b))
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        if longest >= run {
+            // Whole characters only (a multi-byte key may match from the middle of one).
+            let mut from = i;
+            while !text.is_char_boundary(from) {
+                from -= 1;
+            }
+            let mut to = i + longest;
+            while !text.is_char_boundary(to) {
+                to += 1;
+            }
+            match cuts.last_mut() {
+                Some(last) if last.end >= from => last.end = last.end.max(to),
+                _ => cuts.push(from..to),
+            }
+            i += longest;
+        } else {
+            i += 1;
+        }
+    }
+    let mut out = text.to_string();
+    for cut in cuts.into_iter().rev() {
+        out.replace_range(cut, REDACTED);
+    }
+    out
+}
+
+/// A URL (`postgres://…`, `redis://…`, any `scheme://user:password@host…`) without its
+/// password: the userinfo's password and a `password=`/`sslpassword=` query parameter (libpq
+/// reads those too) become `[redacted]`. Anything else is kept, so the log still says which
+/// host and database were meant.
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    // From the last, so the earlier ranges stay where they were.
+    for range in password_ranges(url).into_iter().rev() {
+        out.replace_range(range, REDACTED);
+    }
+    out
+}
+
+/// `text` (an error's message) with the URL and every password it holds redacted, wherever
+/// they appear: for messages worded by a library that may repeat what it was given.
+pub fn redact_url_in(text: &str, url: &str) -> String {
+    let mut out = text.replace(url, &redact_url(url));
+    for range in password_ranges(url) {
+        let password = &url[range];
+        // A very short password would also hit ordinary words; it is out of the URL anyway.
+        if password.len() >= 4 {
+            out = out.replace(password, REDACTED);
+        }
+    }
+    out
+}
+
+/// Where a URL's passwords are: its userinfo's (between the first ':' and the last '@' of the
+/// authority) and the values of `password=` / `sslpassword=` query parameters.
+fn password_ranges(url: &str) -> Vec<std::ops::Range<usize>> {
+    let mut found = Vec::new();
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return found;
+    };
+    let rest = &url[start..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    if let Some(at) = rest[..end].rfind('@') {
+        if let Some(colon) = rest[..at].find(':') {
+            found.push(start + colon + 1..start + at);
+        }
+    }
+    let Some(q) = rest.find('?') else {
+        return found;
+    };
+    let query_start = start + q + 1;
+    let query = &url[query_start..];
+    let query = &query[..query.find('#').unwrap_or(query.len())];
+    let mut offset = query_start;
+    for param in query.split('&') {
+        if let Some((key, value)) = param.split_once('=') {
+            let secret = ["password", "sslpassword"].iter().any(|k| key.eq_ignore_ascii_case(k));
+            if secret && !value.is_empty() {
+                let from = offset + key.len() + 1;
+                found.push(from..from + value.len());
+            }
+        }
+        offset += param.len() + 1;
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_never_prints() {
+        let key = Secret::from("sk-or-v1-0123456789abcdef");
+        assert_eq!(format!("{key:?}"), "[redacted]");
+        assert_eq!(format!("{:?}", Some(key.clone())), "Some([redacted])");
+        assert_eq!(key.expose(), "sk-or-v1-0123456789abcdef");
+        let read: Secret = serde_json::from_str("\"sk-abc\"").unwrap();
+        assert_eq!(read.expose(), "sk-abc");
+    }
+
+    #[test]
+    fn every_echo_of_a_key_goes_whatever_its_case_or_length() {
+        let key = "sk-test-SECRET-echo-0123456789";
+        let echoes = [
+            key.to_string(),
+            key.to_uppercase(),
+            key.to_lowercase(),
+            key[..14].to_string(),
+            key[key.len() - 12..].to_string(),
+            key[5..20].to_string(),
+        ];
+        for echo in &echoes {
+            let text = format!("Incorrect API key provided: {echo}. See the docs.");
+            let redacted = redact_key(&text, key);
+            assert_eq!(redacted, "Incorrect API key provided: [redacted]. See the docs.", "{echo}");
+        }
+        // Twice, and back to back.
+        let twice = format!("{key} and {}{}", key.to_uppercase(), &key[3..]);
+        assert_eq!(redact_key(&twice, key), "[redacted] and [redacted]");
+        // Fewer than 12 characters of it are kept (they would hit ordinary words).
+        assert_eq!(redact_key("a sk-test-SEC run", key), "a sk-test-SEC run");
+        // A short key goes whole, a very short one is left alone.
+        assert_eq!(redact_key("key abcd1234 wrong", "abcd1234"), "key [redacted] wrong");
+        assert_eq!(redact_key("key abc123 wrong", "abc123"), "key abc123 wrong");
+        // Multi-byte text around it.
+        assert_eq!(redact_key("é sk-test-SECRET-x é", key), "é [redacted]x é");
+    }
+
+    #[test]
+    fn a_url_keeps_everything_but_its_passwords() {
+        let cases = [
+            (
+                "postgres://app:S3cret@db.internal:5432/conclave",
+                "postgres://app:[redacted]@db.internal:5432/conclave",
+            ),
+            (
+                "postgresql://app:p%40ss@h/db?sslmode=require",
+                "postgresql://app:[redacted]@h/db?sslmode=require",
+            ),
+            (
+                "postgres://app@h/db?password=S3cret&sslmode=verify-full",
+                "postgres://app@h/db?password=[redacted]&sslmode=verify-full",
+            ),
+            ("postgres://h/db?sslpassword=k3y#x", "postgres://h/db?sslpassword=[redacted]#x"),
+            ("redis://:S3cret@h:6379/0", "redis://:[redacted]@h:6379/0"),
+            ("rediss://user:a:b@c@h:6380", "rediss://user:[redacted]@h:6380"),
+            ("redis://h:6379", "redis://h:6379"),
+            ("postgres://app@h/db", "postgres://app@h/db"),
+            ("sqlite://conclave.db", "sqlite://conclave.db"),
+            ("not a url", "not a url"),
+        ];
+        for (url, expected) in cases {
+            assert_eq!(redact_url(url), expected, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_message_loses_the_url_and_its_passwords_wherever_they_appear() {
+        let url = "postgres://app:S3cretPw@h:1/db?password=Other1";
+        let message = format!("could not connect to {url}: password S3cretPw or Other1 refused");
+        let redacted = redact_url_in(&message, url);
+        assert!(!redacted.contains("S3cretPw") && !redacted.contains("Other1"), "{redacted}");
+        assert!(redacted.contains("postgres://app:[redacted]@h:1/db"), "{redacted}");
+    }
+}
