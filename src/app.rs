@@ -100,6 +100,10 @@ impl Application {
             engine: engine.clone(),
             heartbeat_interval: config.heartbeat_interval,
             client_timeout: config.client_timeout,
+            sign_in_timeout: config.sign_in_timeout,
+            unauthenticated: crate::web::limits::Unauthenticated::new(
+                config.max_unauthenticated_per_address,
+            ),
         });
         let server = HttpServer::new(move || {
             App::new()

@@ -108,6 +108,10 @@ pub struct FileConfig {
     /// Interval between WebSocket pings, and how long a silent client is kept.
     pub heartbeat_interval_ms: Option<u64>,
     pub client_timeout_ms: Option<u64>,
+    /// How long a WebSocket may stay open without signing in (default 10 000).
+    pub sign_in_timeout_ms: Option<u64>,
+    /// WebSockets one client address may hold open without signing in (default 16).
+    pub max_unauthenticated_sockets_per_address: Option<usize>,
     /// Attempts per model call, the first included (1 = no retries); default 4.
     pub retry_max_attempts: Option<u32>,
     /// First backoff delay; it doubles per attempt (with jitter) unless the provider says
@@ -161,6 +165,10 @@ pub struct Config {
     pub routes: Vec<RouteConfig>,
     pub heartbeat_interval: Duration,
     pub client_timeout: Duration,
+    /// See [`FileConfig::sign_in_timeout_ms`].
+    pub sign_in_timeout: Duration,
+    /// See [`FileConfig::max_unauthenticated_sockets_per_address`].
+    pub max_unauthenticated_per_address: usize,
     pub token_flush: Duration,
     /// How long an ended run's events stay in memory for late watchers.
     pub retention: Duration,
@@ -197,6 +205,8 @@ impl Config {
             routes: Vec::new(),
             heartbeat_interval: Duration::from_secs(5),
             client_timeout: Duration::from_secs(30),
+            sign_in_timeout: Duration::from_secs(10),
+            max_unauthenticated_per_address: 16,
             token_flush: Duration::from_millis(100),
             retention: Duration::from_secs(600),
             finish_grace: Duration::from_secs(10),
@@ -304,6 +314,17 @@ impl Config {
         }
         if let Some(ms) = file.client_timeout_ms {
             c.client_timeout = Duration::from_millis(ms.max(200));
+        }
+        if let Some(ms) = file.sign_in_timeout_ms {
+            c.sign_in_timeout = Duration::from_millis(ms.clamp(100, 600_000));
+        }
+        if let Some(n) = file.max_unauthenticated_sockets_per_address {
+            if !(1..=100_000).contains(&n) {
+                return Err(ConfigError::Invalid(
+                    "max_unauthenticated_sockets_per_address must be 1 to 100000".into(),
+                ));
+            }
+            c.max_unauthenticated_per_address = n;
         }
         if let Some(n) = file.retry_max_attempts {
             if !(1..=10).contains(&n) {

@@ -153,6 +153,12 @@ fn main() -> ExitCode {
             },
         }
     });
+    // Let the System wind down before it is dropped: an actor the command started but never
+    // got to poll (the engine's Hub, when a run is refused before its first await) starts and
+    // stops inside the runtime. Dropped un-started with the runtime, its `started` would set a
+    // timer with no reactor and panic after the command's own error.
+    actix_web::rt::System::current().stop_with_code(code);
+    let _ = system.run_with_code();
     ExitCode::from(code as u8)
 }
 

@@ -664,14 +664,20 @@ fn the_corpus_goes_through_every_parser_and_decoder() {
 /// infinite estimate, and the round's mean and spread follow (`null` in the JSON).
 #[test]
 fn delphi_estimates_stay_finite() {
-    for text in [
-        "1e308-1e308 0",
-        "ESTIMATE: 1.7976931348623157e308-1.7976931348623157e308",
-        "ESTIMATE: 1e300-2e300 trillion",
-    ] {
-        if let Some((v, _)) = delphi::parse_estimate(text) {
-            assert!(v.is_finite(), "{text:?} -> {v}");
-        }
+    // What each reads as, stated: a check of only the estimates that were read would pass on a
+    // parser that reads nothing. None: no finite estimate is there to read.
+    let cases: [(&str, Option<f64>); 5] = [
+        ("1e308-1e308 0", None),
+        ("ESTIMATE: 1e308-1e308", Some(1e308)),
+        ("ESTIMATE: 1e307-2e307", Some(1.5e307)),
+        ("ESTIMATE: 1.7976931348623157e308-1.7976931348623157e308", Some(f64::MAX)),
+        // The scaled upper end is past f64::MAX: only the lower end is read.
+        ("ESTIMATE: 1e300-2e300 trillion", Some(1e300)),
+    ];
+    for (text, expected) in cases {
+        let read = delphi::parse_estimate(text).map(|(v, _)| v);
+        assert_eq!(read, expected, "{text:?}");
+        assert!(read.is_none_or(f64::is_finite), "{text:?} -> {read:?}");
     }
 }
 

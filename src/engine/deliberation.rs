@@ -34,6 +34,10 @@ use crate::store::{
 /// 2 s: about 10 s in all) before the run fails with the database's error.
 pub const COMMIT_RETRIES: u32 = 8;
 
+/// How often a run's failure that the database refused to store is tried again. Until it is
+/// stored, nothing of it is published.
+pub const FAILURE_RETRY: Duration = Duration::from_secs(2);
+
 /// Where a run is in its life.
 #[derive(Debug, Clone, PartialEq)]
 enum Phase {
@@ -246,10 +250,6 @@ impl Deliberation {
         });
     }
 
-    /// The database keeps refusing this run's writes: stop its calls and tell its watchers
-    /// why. One last attempt records the failure; if that is refused too, the run stays
-    /// `running` in the database and is resumed from its last stored step once its lease runs
-    /// out and the database is back (nothing unstored was ever published).
     /// The run is ending: no more steps; calls still going are stopped and their unflushed
     /// text dropped.
     fn stop_calls(&mut self) {
@@ -260,6 +260,12 @@ impl Deliberation {
         self.pending_tokens.clear();
     }
 
+    /// The database keeps refusing this run's writes: stop its calls and record the failure,
+    /// then tell its watchers why. The `error` event goes out only once the failure is stored:
+    /// until then the failure is tried again every [`FAILURE_RETRY`], watchers get nothing
+    /// terminal, and the run counts as running here (its lease is renewed whenever the
+    /// database takes that). Should this process die first, the run is still `running` in the
+    /// database and is resumed from its last stored step, with nothing unstored ever shown.
     fn store_gave_up(&mut self, error: StoreError, batch: &Commit, ctx: &mut Context<Self>) {
         self.stop_calls();
         self.frames.clear();
@@ -277,18 +283,40 @@ impl Deliberation {
             run_id: self.run_id.clone(),
             message_id: self.message_id.clone(),
             conversation_id: self.conversation_id.clone(),
-            events: vec![StoredEvent { seq, event: "error".into(), data: data.clone() }],
+            events: vec![StoredEvent { seq, event: "error".into(), data }],
             finish: Some(self.finish_record(RunStatus::Failed, Some(message), None, finished_at)),
             ..Commit::default()
         };
+        self.store_failure(Arc::new(last), ctx);
+    }
+
+    /// Writes the run's failure (`last`: its `error` event and its end), then publishes it;
+    /// refused, tries again after [`FAILURE_RETRY`].
+    fn store_failure(&mut self, last: Arc<Commit>, ctx: &mut Context<Self>) {
         let store = self.store.clone();
-        ctx.spawn(async move { store.commit(Arc::new(last)).await }.into_actor(self).map(
+        let sent = last.clone();
+        ctx.spawn(async move { store.commit(sent).await }.into_actor(self).map(
             move |result, act, ctx| {
                 if let Err(e) = result {
-                    log::error!("run {}: its failure could not be stored either: {e}", act.run_id);
+                    crate::metrics::global().commit_failed();
+                    log::error!(
+                        "run {}: its failure could not be stored ({e}); trying again in {} s",
+                        act.run_id,
+                        FAILURE_RETRY.as_secs()
+                    );
+                    ctx.run_later(FAILURE_RETRY, move |act, ctx| act.store_failure(last, ctx));
+                    return;
                 }
-                let frame = Arc::new(EventFrame::new(&act.run_id, seq, "error", data));
-                act.hub.do_send(Publish { run_id: act.run_id.clone(), frames: vec![frame] });
+                let frames = last
+                    .events
+                    .iter()
+                    .map(|e| {
+                        Arc::new(EventFrame::new(&act.run_id, e.seq, &e.event, e.data.clone()))
+                    })
+                    .collect();
+                act.hub.do_send(Publish { run_id: act.run_id.clone(), frames });
+                let finished_at =
+                    last.finish.as_ref().map_or_else(store::now_ms, |f| f.finished_at);
                 act.ended(RunStatus::Failed, finished_at, ctx);
             },
         ));

@@ -3,7 +3,7 @@
 //! The local CLI (no user name) is not limited.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,16 +29,30 @@ pub struct Refused {
 
 const WINDOW: Duration = Duration::from_secs(60);
 
-/// The start times of each user's runs in the last minute.
+/// The start times of each user's accepted runs in the last minute, and one gate per user that
+/// makes counting their running runs and registering a new one a single step.
 #[derive(Debug, Default)]
 pub struct StartLimiter {
     starts: Mutex<HashMap<String, VecDeque<Instant>>>,
+    gates: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl StartLimiter {
-    /// Admits a start by `user` at `now` (recording it) when the user has fewer than the
-    /// limit running (`running`) and started fewer than the limit in the last minute.
-    pub fn admit(
+    /// Waits for `user`'s gate. Held from the count of the user's running runs until the new
+    /// run is registered (or refused), so a burst of starts cannot all count the same runs:
+    /// one user's starts go through it one at a time; other users' are not held up.
+    pub async fn gate(&self, user: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let gate = {
+            let mut gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+            gates.entry(user.to_string()).or_default().clone()
+        };
+        gate.lock_owned().await
+    }
+
+    /// Whether `user` may start a run at `now` with `running` runs going (fewer than the limit
+    /// running and fewer than the limit started in the last minute). Counts nothing: a start
+    /// is counted by [`StartLimiter::accepted`] once it is, so refused ones cost nothing.
+    pub fn check(
         &self,
         user: &str,
         running: usize,
@@ -56,7 +70,7 @@ impl StartLimiter {
             });
         }
         let mut starts = self.starts.lock().unwrap_or_else(|p| p.into_inner());
-        let window = starts.entry(user.to_string()).or_default();
+        let Some(window) = starts.get_mut(user) else { return Ok(()) };
         while window.front().is_some_and(|t| now.duration_since(*t) >= WINDOW) {
             window.pop_front();
         }
@@ -72,8 +86,13 @@ impl StartLimiter {
                 retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64,
             });
         }
-        window.push_back(now);
         Ok(())
+    }
+
+    /// Counts a start of `user`'s, accepted at `now`, against the per-minute budget.
+    pub fn accepted(&self, user: &str, now: Instant) {
+        let mut starts = self.starts.lock().unwrap_or_else(|p| p.into_inner());
+        starts.entry(user.to_string()).or_default().push_back(now);
     }
 }
 
@@ -85,20 +104,40 @@ mod tests {
     fn concurrent_and_per_minute_limits_with_when_to_retry() {
         let limiter = StartLimiter::default();
         let limits = UserLimits { concurrent_runs: 2, starts_per_minute: 3 };
+        let admit = |user: &str, running: usize, at: Instant| {
+            limiter.check(user, running, limits, at)?;
+            limiter.accepted(user, at);
+            Ok::<(), Refused>(())
+        };
         let t0 = Instant::now();
-        assert!(limiter.admit("alice", 0, limits, t0).is_ok());
-        let busy = limiter.admit("alice", 2, limits, t0).unwrap_err();
+        assert!(admit("alice", 0, t0).is_ok());
+        let busy = admit("alice", 2, t0).unwrap_err();
         assert!(busy.message.contains("2 deliberations running"), "{busy:?}");
-        assert!(limiter.admit("alice", 1, limits, t0 + Duration::from_secs(10)).is_ok());
-        assert!(limiter.admit("alice", 0, limits, t0 + Duration::from_secs(20)).is_ok());
-        let fast = limiter.admit("alice", 0, limits, t0 + Duration::from_secs(30)).unwrap_err();
+        assert!(admit("alice", 1, t0 + Duration::from_secs(10)).is_ok());
+        assert!(admit("alice", 0, t0 + Duration::from_secs(20)).is_ok());
+        let fast = admit("alice", 0, t0 + Duration::from_secs(30)).unwrap_err();
         assert_eq!(fast.retry_after_secs, 30, "the first start leaves the window at 60 s");
         // Another user has a window of their own.
-        assert!(limiter.admit("bob", 0, limits, t0 + Duration::from_secs(30)).is_ok());
+        assert!(admit("bob", 0, t0 + Duration::from_secs(30)).is_ok());
         // A minute after the first start there is room again.
-        assert!(limiter.admit("alice", 0, limits, t0 + Duration::from_secs(60)).is_ok());
+        assert!(admit("alice", 0, t0 + Duration::from_secs(60)).is_ok());
         // A refused start is not counted.
-        assert!(limiter.admit("alice", 0, limits, t0 + Duration::from_secs(61)).is_err());
-        assert!(limiter.admit("alice", 0, limits, t0 + Duration::from_secs(71)).is_ok());
+        assert!(admit("alice", 0, t0 + Duration::from_secs(61)).is_err());
+        assert!(admit("alice", 0, t0 + Duration::from_secs(71)).is_ok());
+    }
+
+    #[test]
+    fn a_start_checked_but_never_accepted_costs_nothing() {
+        let limiter = StartLimiter::default();
+        let limits = UserLimits { concurrent_runs: 8, starts_per_minute: 3 };
+        let t0 = Instant::now();
+        for _ in 0..30 {
+            assert!(limiter.check("alice", 0, limits, t0).is_ok());
+        }
+        for _ in 0..3 {
+            limiter.check("alice", 0, limits, t0).unwrap();
+            limiter.accepted("alice", t0);
+        }
+        assert!(limiter.check("alice", 0, limits, t0).is_err(), "three accepted: the budget");
     }
 }

@@ -421,19 +421,6 @@ impl Engine {
         }
         let req = modes::validate(body, &self.settings.defaults)?;
         let owner = viewer.name.clone();
-        if let Some(name) = &owner {
-            let running = self
-                .hub
-                .send(hub::CountRunning { owner: Some(name.clone()) })
-                .await
-                .map_err(|_| EngineError::Unavailable)?;
-            self.starts
-                .admit(name, running, self.settings.user_limits, std::time::Instant::now())
-                .map_err(|r| EngineError::RateLimited {
-                    message: r.message,
-                    retry_after_secs: r.retry_after_secs,
-                })?;
-        }
         let requested_visibility = match body.get("visibility") {
             None | Some(Value::Null) => None,
             Some(Value::String(v)) if Visibility::parse(v).is_some() => Visibility::parse(v),
@@ -529,6 +516,13 @@ impl Engine {
         let mode = modes::instantiate(&req, ctx)
             .map_err(|e| EngineError::Invalid(FieldError::new("modeConfig", e)))?;
         let request = serde_json::to_value(&req).unwrap_or(Value::Null);
+        // The limits come last, once the request is known to be good, and the user's gate is
+        // held until the run is registered with the Hub: the count of their running runs then
+        // includes every start that passed before, and only an accepted start is counted.
+        let _gate = match &owner {
+            Some(name) => Some(self.within_limits(name).await?),
+            None => None,
+        };
         self.store
             .create_run(NewRun {
                 run_id: run_id.clone(),
@@ -565,8 +559,32 @@ impl Engine {
             calls: Vec::new(),
         };
         self.run_actor(summary, Vec::new(), mode, None).await?;
+        if let Some(name) = &viewer.name {
+            self.starts.accepted(name, std::time::Instant::now());
+        }
         crate::metrics::global().run_started(req.mode.as_str());
         Ok(StartedRun { run_id, conversation_id, message_id, mode: req.mode })
+    }
+
+    /// Waits for `user`'s start gate and checks their limits; the gate, returned, is to be
+    /// held until the new run is registered.
+    async fn within_limits(
+        &self,
+        user: &str,
+    ) -> Result<tokio::sync::OwnedMutexGuard<()>, EngineError> {
+        let gate = self.starts.gate(user).await;
+        let running = self
+            .hub
+            .send(hub::CountRunning { owner: Some(user.to_string()) })
+            .await
+            .map_err(|_| EngineError::Unavailable)?;
+        self.starts
+            .check(user, running, self.settings.user_limits, std::time::Instant::now())
+            .map_err(|r| EngineError::RateLimited {
+                message: r.message,
+                retry_after_secs: r.retry_after_secs,
+            })?;
+        Ok(gate)
     }
 
     /// Who owns a run and who may see it; a run `viewer` may not see is not found.

@@ -1,10 +1,13 @@
 //! Limits on what one WebSocket client may send: the size of a frame ([`FrameGuard`]) and the
-//! rate of messages ([`Flood`]). Both are per socket, so a misbehaving client never slows
-//! or closes anyone else's. Neither touches the actor: the session asks and acts on the answer.
+//! rate of messages ([`Flood`]), both per socket, so a misbehaving client never slows or
+//! closes anyone else's; and how many sockets one address may hold open without signing in
+//! ([`Unauthenticated`]). None touches the actor: the session asks and acts on the answer.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -191,6 +194,62 @@ impl Flood {
     }
 }
 
+/// The sockets open and not yet signed in, per client address: at most `cap` each, so one
+/// address cannot hold the server's sockets open without an account (each is also closed at
+/// the sign-in deadline). A place is held by a [`SignInPlace`] and given back when it drops.
+#[derive(Debug)]
+pub struct Unauthenticated {
+    cap: usize,
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+impl Unauthenticated {
+    pub fn new(cap: usize) -> Arc<Self> {
+        Arc::new(Unauthenticated { cap, open: Mutex::new(HashMap::new()) })
+    }
+
+    /// A place for one more socket from `addr` that has yet to sign in; None when `addr`
+    /// already holds `cap`.
+    pub fn hold(self: &Arc<Self>, addr: IpAddr) -> Option<SignInPlace> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(addr).or_insert(0);
+        if *n >= self.cap {
+            return None;
+        }
+        *n += 1;
+        Some(SignInPlace { owner: self.clone(), addr })
+    }
+
+    /// Sockets one address may hold open without signing in.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// Sockets from `addr` not yet signed in.
+    pub fn count(&self, addr: IpAddr) -> usize {
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).get(&addr).copied().unwrap_or(0)
+    }
+}
+
+/// One socket's place among its address's unauthenticated ones, until it signs in or closes.
+#[derive(Debug)]
+pub struct SignInPlace {
+    owner: Arc<Unauthenticated>,
+    addr: IpAddr,
+}
+
+impl Drop for SignInPlace {
+    fn drop(&mut self) {
+        let mut open = self.owner.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.addr) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.addr);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -272,6 +331,19 @@ mod tests {
         assert_eq!(f.admit(later), Admit::Yes);
         assert!((0..99).all(|_| f.admit(later) == Admit::Yes));
         assert_eq!(f.admit(later), Admit::DropAndWarn);
+    }
+
+    #[test]
+    fn each_address_holds_at_most_its_cap_of_unauthenticated_sockets() {
+        let gate = Unauthenticated::new(2);
+        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let first = gate.hold(a).unwrap();
+        let _second = gate.hold(a).unwrap();
+        assert!(gate.hold(a).is_none(), "a third from one address");
+        let _other = gate.hold(b).expect("another address has places of its own");
+        drop(first);
+        assert_eq!(gate.count(a), 1, "a place comes back when its socket signs in or closes");
+        assert!(gate.hold(a).is_some());
     }
 
     #[test]

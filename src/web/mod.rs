@@ -31,6 +31,10 @@ pub struct AppState {
     pub engine: Engine,
     pub heartbeat_interval: Duration,
     pub client_timeout: Duration,
+    /// How long a socket may stay open without signing in.
+    pub sign_in_timeout: Duration,
+    /// The sockets not yet signed in, per client address.
+    pub unauthenticated: std::sync::Arc<limits::Unauthenticated>,
 }
 
 /// A body that could not be read as JSON: too large (413), not sent as JSON (415), or

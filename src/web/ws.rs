@@ -7,6 +7,10 @@
 //! `{type:"event", run, seq, event, data}`, `started`, `cancel_result`, `dashboard`,
 //! `dashboard_update` and `error` (`{type:"error", message, field?, run?, id?}`).
 //!
+//! A socket not signed in by its upgrade must send `auth` within the sign-in timeout (10 s by
+//! default) or is closed with 1008; one address may hold at most
+//! `max_unauthenticated_sockets_per_address` such sockets (16), the next upgrade gets 429.
+//!
 //! Limits per socket (see [`super::limits`]): a frame over 1 MiB gets an error and a close with
 //! 1009 (message too big), checked at the frame's header; more than 50 messages a second
 //! (bursts of 100) are dropped with one error, and a flood that goes on is closed with 1008
@@ -29,7 +33,7 @@ use serde_json::{json, Value};
 use super::client_msg::{self, ClientMsg, Decoded};
 use super::error::ApiError;
 use super::limits::{
-    Admit, Flood, FrameGuard, MAX_FRAME_BYTES, MESSAGES_PER_SECOND, MESSAGE_BURST,
+    Admit, Flood, FrameGuard, SignInPlace, MAX_FRAME_BYTES, MESSAGES_PER_SECOND, MESSAGE_BURST,
 };
 use super::AppState;
 use crate::engine::events::{after, watcher_channel, Frame, FrameSender};
@@ -54,6 +58,24 @@ pub async fn connect(
             .map(|u| Viewer::user(&u.name, u.is_admin)),
         None => None,
     };
+    // A socket that has yet to sign in holds one of its address's few places until it does.
+    let sign_in_place = match (&viewer, req.peer_addr()) {
+        (None, Some(peer)) => match state.unauthenticated.hold(peer.ip()) {
+            Some(place) => Some(place),
+            None => {
+                return Err(ApiError::TooManyRequests {
+                    message: format!(
+                        "too many sockets from this address are waiting to sign in (at most \
+                         {}); sign in on one, or close one",
+                        state.unauthenticated.cap()
+                    ),
+                    retry_after_secs: state.sign_in_timeout.as_secs().max(1),
+                }
+                .into())
+            }
+        },
+        _ => None,
+    };
     let oversized = Arc::new(AtomicBool::new(false));
     let session = WsSession {
         viewer,
@@ -70,6 +92,8 @@ pub async fn connect(
         flood: Flood::new(Instant::now()),
         oversized: oversized.clone(),
         told_fragments: false,
+        sign_in_timeout: state.sign_in_timeout,
+        sign_in_place,
         _open: None,
     };
     ws::WsResponseBuilder::new(session, &req, FrameGuard::new(stream, MAX_FRAME_BYTES, oversized))
@@ -119,6 +143,10 @@ pub struct WsSession {
     oversized: Arc<AtomicBool>,
     /// Whether the client was told that fragmented messages are ignored.
     told_fragments: bool,
+    /// How long the socket may stay open without signing in.
+    sign_in_timeout: std::time::Duration,
+    /// This socket's place among its address's unauthenticated sockets, until it signs in.
+    sign_in_place: Option<SignInPlace>,
     /// Counts this socket as open (in `conclave_websocket_connections`) from `started` until
     /// the session is dropped, however it ends.
     _open: Option<crate::metrics::WsConnection>,
@@ -236,6 +264,7 @@ impl WsSession {
             move |res, act, ctx| match res {
                 Ok(Some(user)) => {
                     act.viewer = Some(Viewer::user(&user.name, user.is_admin));
+                    act.sign_in_place = None;
                     let mut v = json!({ "type": "authenticated", "name": user.name, "isAdmin": user.is_admin });
                     if !id.is_null() {
                         v["id"] = id;
@@ -360,6 +389,26 @@ impl Actor for WsSession {
     fn started(&mut self, ctx: &mut Self::Context) {
         self._open = Some(crate::metrics::global().ws_opened());
         self.hb(ctx);
+        if self.viewer.is_none() {
+            ctx.run_later(self.sign_in_timeout, |act, ctx| {
+                if act.viewer.is_some() {
+                    return;
+                }
+                log::info!("websocket client did not sign in in time; closing");
+                let secs = act.sign_in_timeout.as_secs_f64();
+                Self::error(
+                    ctx,
+                    &Value::Null,
+                    format!("sign-in timed out: send {{\"type\":\"auth\",\"token\":…}} within {secs} s of connecting"),
+                    json!({ "code": "unauthorized" }),
+                );
+                ctx.close(Some(ws::CloseReason {
+                    code: ws::CloseCode::Policy,
+                    description: Some("sign-in timed out".into()),
+                }));
+                ctx.stop();
+            });
+        }
         let (tx, rx) = watcher_channel();
         self.sink = Some(tx);
         ctx.add_stream(futures_util::stream::unfold(rx, |mut rx| async move {

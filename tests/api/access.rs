@@ -279,13 +279,7 @@ async fn sign_in_link_and_session_cookie_and_revocation() {
 
 #[actix_web::test]
 async fn a_user_over_a_limit_gets_429_with_when_to_retry() {
-    use conclave::engine::limits::UserLimits;
-    let app = spawn_with(Options {
-        sim_latency_ms: 2000,
-        user_limits: UserLimits { concurrent_runs: 2, starts_per_minute: 3 },
-        ..Options::default()
-    })
-    .await;
+    let app = limited_app(2, 3, 2000).await;
     let alice = client_with(&app.user("alice", false).await);
     let start = |client: &reqwest::Client| {
         client
@@ -315,5 +309,60 @@ async fn a_user_over_a_limit_gets_429_with_when_to_retry() {
     let (err, _) = ws.until("error", None).await;
     assert_eq!(err["id"], 9);
     assert!(err["retryAfterSeconds"].as_u64().unwrap() >= 1, "{err}");
+    app.stop().await;
+}
+
+/// An app whose users may have `concurrent_runs` running and start `starts_per_minute`, on sim
+/// models whose calls take `sim_latency_ms`.
+async fn limited_app(
+    concurrent_runs: usize,
+    starts_per_minute: usize,
+    sim_latency_ms: u64,
+) -> TestApp {
+    let user_limits = conclave::engine::limits::UserLimits { concurrent_runs, starts_per_minute };
+    spawn_with(Options { sim_latency_ms, user_limits, ..Options::default() }).await
+}
+
+/// Statuses of `n` starts by `client`, all sent at once.
+async fn starts_at_once(
+    app: &TestApp,
+    client: &reqwest::Client,
+    body: Value,
+    n: usize,
+) -> Vec<u16> {
+    let url = format!("{}/api/deliberations", app.base);
+    let sends = (0..n).map(|_| client.post(&url).json(&body).send());
+    futures_util::future::join_all(sends)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap().status().as_u16())
+        .collect()
+}
+
+/// 30 starts at once by one user whose limit is 8 running: the count of their runs and the
+/// new run's registration are one step, so exactly 8 are accepted (all 30 were, when the count
+/// was taken before an awaited write). The runs' calls take a minute: none ends meanwhile.
+#[actix_web::test]
+async fn a_burst_of_starts_is_held_to_the_concurrent_limit() {
+    let app = limited_app(8, 1000, 60_000).await;
+    let alice = client_with(&app.user("alice", false).await);
+    let statuses = starts_at_once(&app, &alice, council_request("At once?"), 30).await;
+    let count = |s: u16| statuses.iter().filter(|&&x| x == s).count();
+    assert_eq!((count(202), count(429)), (8, 22), "{statuses:?}");
+    app.stop().await;
+}
+
+/// Starts refused as bad requests use none of the per-minute budget: after 30 refused (an
+/// unknown model), with a budget of 30, a good start is accepted.
+#[actix_web::test]
+async fn refused_starts_use_none_of_the_start_budget() {
+    let app = limited_app(8, 30, 30).await;
+    let alice = client_with(&app.user("alice", false).await);
+    let mut bad = council_request("Unknown model?");
+    bad["councilModels"] = json!(["nosuch/model", "sim/beta", "sim/gamma"]);
+    let statuses = starts_at_once(&app, &alice, bad, 30).await;
+    assert!(statuses.iter().all(|&s| s == 400), "{statuses:?}");
+    let ok = starts_at_once(&app, &alice, council_request("And now?"), 1).await;
+    assert_eq!(ok, [202]);
     app.stop().await;
 }

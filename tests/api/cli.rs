@@ -332,3 +332,28 @@ fn user_commands_add_list_and_revoke_accounts() {
         assert!(!text.contains(&token[4..]), "the token itself is never stored ({file})");
     }
 }
+
+/// A request refused before anything runs (an unknown mode, a model nothing serves) exits 2
+/// with the error alone: the engine's actors, started but never polled, are wound down inside
+/// the runtime rather than dropped outside it (which panicked: "there is no reactor running").
+#[test]
+fn a_refused_run_exits_2_with_the_error_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    let cases: [(&[&str], &str); 2] = [
+        (&["run", "nosuchmode", "q"], "unknown mode"),
+        (&["run", "council", "q", "--models", "nosuch/model,sim/a,sim/b"], "nosuch/model"),
+    ];
+    for (args, expected) in cases {
+        let out = conclave()
+            .current_dir(dir.path())
+            .args(args)
+            .env("DATABASE_URL", &db)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: the error alone: {stderr}");
+    }
+}

@@ -26,6 +26,11 @@ fn sql(database_url: &str, statement: &str) {
     }
 }
 
+/// Taken by the tests that make the database refuse a run's commits: the count of refused
+/// commits (`conclave_store_commit_failures_total`) is the whole process's, and one test
+/// waits for its own run's refusals in it.
+static REFUSING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Makes SQLite refuse new rows of `table` with the message a full disk gives.
 fn refuse_inserts(database_url: &str, table: &str) {
     sql(
@@ -66,6 +71,7 @@ async fn metrics(app: &TestApp) -> String {
 
 #[actix_web::test]
 async fn a_run_whose_writes_are_refused_for_a_while_completes_once_the_database_recovers() {
+    let _turn = REFUSING.lock().await;
     let app =
         spawn_with(Options { sim_latency_ms: 100, sqlite_only: true, ..Options::default() }).await;
     let before = counter(&metrics(&app).await, "conclave_store_commit_failures_total");
@@ -97,6 +103,7 @@ async fn a_run_whose_writes_are_refused_for_a_while_completes_once_the_database_
 
 #[actix_web::test]
 async fn a_database_that_keeps_refusing_fails_the_run_clearly_and_the_server_carries_on() {
+    let _turn = REFUSING.lock().await;
     let app =
         spawn_with(Options { sim_latency_ms: 50, sqlite_only: true, ..Options::default() }).await;
     let started = app.start(council_request("What if the disk stays full?")).await;
@@ -163,6 +170,7 @@ async fn a_start_that_cannot_be_stored_is_answered_503_with_when_to_retry() {
 
 #[actix_web::test]
 async fn runs_survive_the_database_dropping_every_connection_on_postgresql() {
+    let _turn = REFUSING.lock().await;
     let Some(url) = crate::postgres::fresh_database() else { return };
     let app = spawn_with(Options {
         database_url: Some(url.clone()),
@@ -219,4 +227,105 @@ async fn healthz_names_no_database_detail() {
     assert!(!body.contains("runs") && !body.contains("table"), "{body}");
     sql(&app.database_url, "ALTER TABLE runs_elsewhere RENAME TO runs");
     assert_eq!(health(app.http.clone()).await.0, 200);
+}
+
+/// A small tmpfs mounted for one test and unmounted when dropped: a disk that really fills up.
+struct SmallDisk {
+    path: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    /// None, with the reason printed, where the sandbox does not allow `mount` (not root).
+    fn mount(path: &std::path::Path, size: &str) -> Option<SmallDisk> {
+        std::fs::create_dir_all(path).expect("mount point");
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(path)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(SmallDisk { path: path.to_path_buf() }),
+            Ok(o) => {
+                eprintln!("skipping: cannot mount a tmpfs: {}", String::from_utf8_lossy(&o.stderr));
+                None
+            }
+            Err(e) => {
+                eprintln!("skipping: cannot run mount: {e}");
+                None
+            }
+        }
+    }
+
+    /// Fills the disk with one file, to its last byte; answers the file.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let file = self.path.join("filler");
+        let mut f = std::fs::File::create(&file).expect("filler");
+        let chunk = vec![0u8; 4096];
+        while f.write_all(&chunk).and_then(|()| f.flush()).is_ok() {}
+        let _ = f.write_all(&[0]);
+        file
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.path).status();
+    }
+}
+
+/// The disk fills mid-run, past the commit retries and the first attempts at storing the
+/// failure: watchers are told nothing terminal while the failure is not stored (they were,
+/// and the run was later resumed and completed). Once space returns the failure is stored,
+/// then sent, and what the watcher saw is exactly the record.
+#[actix_web::test]
+async fn a_failure_the_full_disk_refuses_is_not_shown_until_it_is_stored() {
+    use conclave::engine::deliberation::COMMIT_RETRIES;
+    let _turn = REFUSING.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let Some(disk) = SmallDisk::mount(&dir.path().join("disk"), "8m") else { return };
+    let url = format!("sqlite://{}", disk.path.join("test.db").display());
+    let app =
+        spawn_with(Options { database_url: Some(url), sim_latency_ms: 300, ..Options::default() })
+            .await;
+    let before = counter(&metrics(&app).await, "conclave_store_commit_failures_total");
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "start", "request": council_request("Is the disk full?") })).await;
+    let (started, _) = ws.until("started", None).await;
+    let run = started["runId"].as_str().unwrap().to_string();
+    let filler = disk.fill();
+    // The give-up, then two refused attempts at storing the failure.
+    let refused = before + f64::from(COMMIT_RETRIES + 3);
+    let mut live = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while counter(&metrics(&app).await, "conclave_store_commit_failures_total") < refused {
+        assert!(tokio::time::Instant::now() < deadline, "the full disk refused nothing");
+        while let Some(v) = ws.next_within(Duration::from_millis(50)).await {
+            if v["type"] == "event" && v["run"] == run.as_str() {
+                let event = v["event"].as_str().unwrap_or("").to_string();
+                assert!(
+                    !matches!(event.as_str(), "error" | "complete" | "cancelled"),
+                    "{event} sent while the disk was full, so never stored: {v}"
+                );
+                live.push(v);
+            }
+        }
+    }
+    std::fs::remove_file(filler).unwrap();
+    live.extend(ws.events_until_end(&run).await);
+    let end = live.last().unwrap().clone();
+    assert_eq!(end["event"], "error", "{end}");
+    assert!(end["data"]["message"].as_str().unwrap().contains("full"), "{end}");
+    let stored = app.wait_done(&run).await;
+    assert_eq!(stored["status"], "failed", "the record says what the watcher saw: {stored}");
+    let mut replay = app.ws().await;
+    replay.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
+    let replayed = replay.events_until_end(&run).await;
+    let durable: Vec<&Value> = live.iter().filter(|v| v["event"] != "token").collect();
+    let key = |v: &Value| (v["seq"].clone(), v["event"].clone(), v["data"].clone());
+    assert_eq!(
+        durable.iter().map(|v| key(v)).collect::<Vec<_>>(),
+        replayed.iter().map(key).collect::<Vec<_>>(),
+        "every event the watcher saw is stored, and nothing else"
+    );
+    app.stop().await;
 }

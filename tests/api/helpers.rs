@@ -57,6 +57,10 @@ pub struct Options {
     pub sqlite_only: bool,
     /// More routes (a real model server, a fake provider).
     pub routes: Vec<RouteConfig>,
+    /// How long a WebSocket may stay open without signing in.
+    pub sign_in_timeout: Duration,
+    /// WebSockets one address may hold open without signing in.
+    pub max_unauthenticated_per_address: usize,
 }
 
 impl Default for Options {
@@ -75,6 +79,8 @@ impl Default for Options {
             },
             sqlite_only: false,
             routes: Vec::new(),
+            sign_in_timeout: Duration::from_secs(10),
+            max_unauthenticated_per_address: 16,
         }
     }
 }
@@ -129,6 +135,8 @@ pub async fn spawn_with(opts: Options) -> TestApp {
     config.user_limits = opts.user_limits;
     config.heartbeat_interval = Duration::from_millis(500);
     config.client_timeout = Duration::from_secs(5);
+    config.sign_in_timeout = opts.sign_in_timeout;
+    config.max_unauthenticated_per_address = opts.max_unauthenticated_per_address;
     config.token_flush = Duration::from_millis(20);
     // Failing sim models answer 503, which is retried: keep the backoff short in tests.
     config.retry.base_delay = Duration::from_millis(20);

@@ -319,24 +319,11 @@ async fn a_server_process_counts_its_websockets_exactly_and_its_runs() {
 }
 
 // PostgreSQL: the same GROUP BY through the other backend. Skipped, with a printed reason,
-// when no server answers at CONCLAVE_TEST_PG (as in `postgres.rs`, whose helpers are private).
+// when no server answers at CONCLAVE_TEST_PG (a failure with CONCLAVE_REQUIRE_PG; `postgres.rs`).
 #[actix_web::test]
 async fn runs_by_mode_and_status_are_counted_on_postgresql() {
-    use diesel::{Connection, RunQueryDsl};
-    let admin = std::env::var("CONCLAVE_TEST_PG")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let mut conn = match diesel::pg::PgConnection::establish(&admin) {
-        Ok(c) => c,
-        Err(e) => {
-            assert!(std::env::var("CONCLAVE_REQUIRE_PG").is_err(), "PostgreSQL required: {e}");
-            eprintln!("skipping PostgreSQL test: cannot connect to {admin}: {e}");
-            return;
-        }
-    };
-    let name = format!("conclave_test_{}", uuid::Uuid::new_v4().simple());
-    diesel::sql_query(format!("CREATE DATABASE {name}")).execute(&mut conn).unwrap();
-    let url = format!("{}/{name}", admin.rsplit_once('/').unwrap().0);
-    let app = spawn_with(Options { database_url: Some(url), ..Options::default() }).await;
+    let Some(url) = crate::postgres::fresh_database() else { return };
+    let app = spawn_with(Options { database_url: Some(url.clone()), ..Options::default() }).await;
     let first = app.start(council_request("On PostgreSQL?")).await;
     app.wait_done(first["runId"].as_str().unwrap()).await;
     let second = app
@@ -350,6 +337,5 @@ async fn runs_by_mode_and_status_are_counted_on_postgresql() {
         format!("conclave_runs{{mode=\"vote\",status=\"{}\"}}", run["status"].as_str().unwrap());
     assert_eq!(s.get(&vote), 1.0, "{}", s.text);
     app.stop().await;
-    let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&mut conn);
+    crate::postgres::drop_database(&url);
 }

@@ -32,21 +32,55 @@ fn admin_url() -> String {
 
 /// Creates a fresh database and returns its URL, or None when PostgreSQL is not reachable.
 pub(crate) fn fresh_database() -> Option<String> {
-    let admin = admin_url();
-    let mut conn = match diesel::pg::PgConnection::establish(&admin) {
-        Ok(c) => c,
-        Err(e) => {
-            if std::env::var("CONCLAVE_REQUIRE_PG").is_ok() {
-                panic!("PostgreSQL is required (CONCLAVE_REQUIRE_PG) but {admin} answered: {e}");
-            }
-            eprintln!("skipping PostgreSQL test: cannot connect to {admin}: {e}");
-            return None;
-        }
-    };
     let name = format!("conclave_test_{}", uuid::Uuid::new_v4().simple());
-    diesel::sql_query(format!("CREATE DATABASE {name}")).execute(&mut conn).ok()?;
-    let base = admin.rsplit_once('/').map(|(b, _)| b.to_string())?;
-    Some(format!("{base}/{name}"))
+    database_named(&admin_url(), &name, std::env::var("CONCLAVE_REQUIRE_PG").is_ok())
+}
+
+/// Creates database `name` beside `admin`'s and returns its URL. Whatever stops it (no server,
+/// a refused `CREATE DATABASE`, a URL without a database) is a skip with the reason printed, or,
+/// when PostgreSQL is `required`, a failure: a test that cannot have its database never passes
+/// where PostgreSQL is required.
+fn database_named(admin: &str, name: &str, required: bool) -> Option<String> {
+    let unavailable = |reason: String| -> Option<String> {
+        assert!(!required, "PostgreSQL is required (CONCLAVE_REQUIRE_PG) but {reason}");
+        eprintln!("skipping PostgreSQL test: {reason}");
+        None
+    };
+    let mut conn = match diesel::pg::PgConnection::establish(admin) {
+        Ok(c) => c,
+        Err(e) => return unavailable(format!("cannot connect to {admin}: {e}")),
+    };
+    if let Err(e) = diesel::sql_query(format!("CREATE DATABASE {name}")).execute(&mut conn) {
+        return unavailable(format!("cannot create database {name} on {admin}: {e}"));
+    }
+    match admin.rsplit_once('/') {
+        Some((base, _)) => Some(format!("{base}/{name}")),
+        None => unavailable(format!("{admin} names no database")),
+    }
+}
+
+/// Where PostgreSQL is required, a database the helper cannot create fails the test (it
+/// passed silently before: `CREATE DATABASE` refused was a skip). The database's second
+/// creation is refused ("already exists"), deterministically.
+#[test]
+fn a_database_that_cannot_be_created_fails_where_postgresql_is_required() {
+    let name = format!("conclave_test_{}", uuid::Uuid::new_v4().simple());
+    let required = std::env::var("CONCLAVE_REQUIRE_PG").is_ok();
+    let Some(url) = database_named(&admin_url(), &name, required) else { return };
+    let _db = TempDb(url);
+    assert_eq!(database_named(&admin_url(), &name, false), None, "not required: a skip");
+    let again = std::panic::catch_unwind(|| database_named(&admin_url(), &name, true));
+    let message = again.expect_err("required: a failure");
+    let text = message.downcast_ref::<String>().map_or("", String::as_str);
+    assert!(
+        text.contains("cannot create database") && text.contains("CONCLAVE_REQUIRE_PG"),
+        "{text}"
+    );
+    assert!(
+        std::panic::catch_unwind(|| database_named("postgres://nobody@127.0.0.1:1/x", "x", true))
+            .is_err(),
+        "required, and no server: a failure"
+    );
 }
 
 /// Removes a test database (FORCE closes the pool's connections).

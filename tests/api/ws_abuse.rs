@@ -202,3 +202,51 @@ async fn a_flood_is_dropped_with_one_warning_and_a_sustained_one_closes_the_sock
     assert!(ping(&mut again, 6).await);
     app.stop().await;
 }
+
+/// A socket that never signs in, though it answers every ping, is closed at the sign-in
+/// deadline (1008, with an error saying why); one that signed in before it is not.
+#[actix_web::test]
+async fn a_socket_that_never_signs_in_is_closed_at_the_deadline() {
+    let app =
+        spawn_with(Options { sign_in_timeout: Duration::from_millis(300), ..Options::default() })
+            .await;
+    let mut signed = app.ws_anonymous().await;
+    signed.send(json!({ "type": "auth", "token": app.token })).await;
+    signed.until("authenticated", None).await;
+    let (mut silent, _) = tokio_tungstenite::connect_async(&app.ws_url).await.unwrap();
+    // Reading answers the server's pings (every 500 ms here); the close must come regardless.
+    let (msgs, close) = drain(&mut silent, Duration::from_secs(10)).await;
+    assert_eq!(close, Some(CloseCode::Policy), "{msgs:?}");
+    let errs = errors(&msgs);
+    assert!(errs.iter().any(|e| e.contains("sign-in timed out")), "{errs:?}");
+    // Its deadline, set earlier, passed before the silent socket's: it is still served.
+    signed.send(json!({ "type": "ping", "id": 7 })).await;
+    assert_eq!(signed.until("pong", None).await.0["id"], 7);
+    app.stop().await;
+}
+
+/// One address may hold only so many sockets that have not signed in: the next upgrade gets
+/// 429; a socket that signs in gives its place back; sockets signed in on the upgrade do not
+/// count.
+#[actix_web::test]
+async fn unauthenticated_sockets_are_capped_per_address() {
+    use tokio_tungstenite::tungstenite::Error as WsError;
+    let app =
+        spawn_with(Options { max_unauthenticated_per_address: 3, ..Options::default() }).await;
+    let mut waiting = Vec::new();
+    for _ in 0..3 {
+        waiting.push(app.ws_anonymous().await);
+    }
+    match tokio_tungstenite::connect_async(&app.ws_url).await {
+        Err(WsError::Http(resp)) => assert_eq!(resp.status(), 429),
+        other => panic!("a fourth socket without sign-in: {:?}", other.map(|_| ())),
+    }
+    let mut signed_on_upgrade = raw(&app).await;
+    assert!(ping(&mut signed_on_upgrade, 1).await, "a signed-in socket is not held back");
+    waiting[0].send(json!({ "type": "auth", "token": app.token })).await;
+    waiting[0].until("authenticated", None).await;
+    let mut fourth = app.ws_anonymous().await;
+    fourth.send(json!({ "type": "auth", "token": app.token })).await;
+    fourth.until("authenticated", None).await;
+    app.stop().await;
+}
