@@ -345,7 +345,8 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
             }
         }
     }
-    let result = engine.result(&started.run_id, &Viewer::local()).await?;
+    let result =
+        crate::web::views::run_view(&engine.result(&started.run_id, &Viewer::local()).await?);
     let mut out = std::io::stdout();
     if args.json {
         let _ = writeln!(out, "{}", serde_json::to_string_pretty(&result).unwrap_or_default());

@@ -13,6 +13,7 @@ pub mod events;
 pub mod hub;
 pub mod limits;
 pub mod model_call;
+mod reads;
 pub mod resume;
 pub mod retry;
 
@@ -752,8 +753,9 @@ impl Engine {
         self.hub.send(hub::CountRunning { owner: None }).await.map_err(|_| EngineError::Unavailable)
     }
 
-    /// A run's record and the mode's result rebuilt from its stored stage rows.
-    pub async fn result(&self, run_id: &str, viewer: &Viewer) -> Result<Value, EngineError> {
+    /// A run's record and the mode's result rebuilt from its stored stage rows, when the caller
+    /// may see it (`web::views::run_view` makes the JSON clients get of it).
+    pub async fn result(&self, run_id: &str, viewer: &Viewer) -> Result<RunDetail, EngineError> {
         let access = self.access(run_id, viewer).await?;
         let run = self
             .store
@@ -762,7 +764,8 @@ impl Engine {
             .ok_or_else(|| EngineError::NotFound(format!("run {run_id}")))?;
         let stages = self.store.get_stages(&run.message_id).await?;
         let rows: Vec<_> = stages.into_iter().map(|s| s.row).collect();
-        let mut result = match ModeKind::parse(&run.mode) {
+        let mode = ModeKind::parse(&run.mode);
+        let mut result = match mode {
             Some(kind) => modes::load_result(kind, &rows),
             None => Value::Null,
         };
@@ -785,55 +788,37 @@ impl Engine {
         if let (Some(t), Some(obj)) = (&title, result.as_object_mut()) {
             obj.insert("title".into(), json!(t));
         }
-        let mut view = run_view(&run, question, answer, title, result);
-        view["visibility"] = json!(access.visibility);
-        view["canControl"] = json!(viewer.can_control(access.owner.as_deref()));
-        Ok(view)
+        // The one line a list or dashboard shows: the winner, verdict, score or estimate.
+        let outcome = mode
+            .filter(|_| run.status == RunStatus::Completed)
+            .and_then(|kind| (kind.spec().outcome)(&result));
+        Ok(RunDetail {
+            can_control: viewer.can_control(access.owner.as_deref()),
+            visibility: access.visibility,
+            run,
+            question,
+            answer,
+            title,
+            outcome,
+            result,
+        })
     }
 }
 
-/// The JSON a client sees for a run.
-pub fn run_view(
-    run: &RunRecord,
-    question: Option<String>,
-    answer: Option<String>,
-    title: Option<String>,
-    result: Value,
-) -> Value {
-    // The one line a list or dashboard shows: the winner, verdict, score or estimate.
-    let outcome = crate::modes::ModeKind::parse(&run.mode)
-        .filter(|_| run.status == RunStatus::Completed)
-        .and_then(|kind| (kind.spec().outcome)(&result));
-    json!({
-        "id": run.id,
-        "conversationId": run.conversation_id,
-        "messageId": run.message_id,
-        "mode": run.mode,
-        "status": run.status,
-        "error": run.error,
-        "question": question,
-        "answer": answer,
-        "title": title,
-        "request": run.request,
-        "owner": run.owner,
-        "createdAt": run.created_at,
-        "finishedAt": run.finished_at,
-        "durationMs": run.finished_at.map(|f| f - run.created_at),
-        "usage": {
-            "promptTokens": run.prompt_tokens,
-            "completionTokens": run.completion_tokens,
-            "cost": run.cost,
-        },
-        "lastSeq": run.last_seq,
-        "review": {
-            "needsHumanReview": run.needs_human_review,
-            "reason": run.review_reason,
-            "reviewedAt": run.reviewed_at,
-            "note": run.review_note,
-        },
-        "outcome": outcome,
-        "result": result,
-    })
+/// A run as its reader may see it: the record, its question, answer and title, and the mode's
+/// result rebuilt from the stored rows.
+#[derive(Debug, Clone)]
+pub struct RunDetail {
+    pub run: RunRecord,
+    pub question: Option<String>,
+    pub answer: Option<String>,
+    pub title: Option<String>,
+    /// The one line a list shows of a completed run ([`modes::registry::ModeSpec::outcome`]).
+    pub outcome: Option<String>,
+    pub result: Value,
+    pub visibility: Visibility,
+    /// Whether the reader may cancel, review or follow it up.
+    pub can_control: bool,
 }
 
 /// A conversation's completed turns as chat history (a turn whose run produced no answer is

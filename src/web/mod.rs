@@ -11,6 +11,7 @@ pub mod limits;
 mod metrics;
 mod rest;
 mod sse;
+pub mod views;
 mod ws;
 
 use std::time::Duration;

@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 
 use super::auth::Caller;
 use super::error::ApiError;
+use super::views::{recent_view, run_view};
 use super::AppState;
-use crate::engine::run_view;
 use crate::modes::{self, ModeKind};
 use crate::store::{ReviewStatus, RunRecord};
 
@@ -46,20 +46,10 @@ pub async fn list_runs(
     let limit = limit(&q)?;
     let viewer = caller.viewer();
     let live = state.engine.live_runs(&viewer).await?;
-    let recent = state.engine.store().list_recent(limit, viewer.visible_to()).await?;
+    let recent = state.engine.recent_runs(limit, &viewer).await?;
     // A list entry stays small: the start of the question and the title, never the answer or
     // the result.
-    let recent: Vec<Value> = recent
-        .into_iter()
-        .map(|r| {
-            let mut v = run_view(&r.run, r.question, None, r.title, Value::Null);
-            if let Some(o) = v.as_object_mut() {
-                o.remove("result");
-                o.remove("answer");
-            }
-            v
-        })
-        .collect();
+    let recent: Vec<Value> = recent.iter().map(recent_view).collect();
     Ok(HttpResponse::Ok().json(json!({ "live": live, "recent": recent })))
 }
 
@@ -69,7 +59,7 @@ pub async fn get_run(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(state.engine.result(&id, &caller.viewer()).await?))
+    Ok(HttpResponse::Ok().json(run_view(&state.engine.result(&id, &caller.viewer()).await?)))
 }
 
 /// `POST /api/deliberations/{id}/cancel`: 202 when the run was stopped, 409 when it had
@@ -111,8 +101,7 @@ pub async fn list_conversations(
             message: format!("q: at most {MAX_QUERY_CHARS} characters"),
         });
     }
-    let list =
-        state.engine.store().list_conversations(limit, text, caller.viewer().visible_to()).await?;
+    let list = state.engine.conversations(limit, text, &caller.viewer()).await?;
     Ok(HttpResponse::Ok().json(json!({ "conversations": list })))
 }
 
@@ -121,12 +110,8 @@ pub async fn get_conversation(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let found = state.engine.store().get_conversation(&id).await?;
-    let viewer = caller.viewer();
     // One the caller may not see is not found either.
-    let detail = found
-        .filter(|d| viewer.can_see(d.conversation.user_id.as_deref(), d.conversation.visibility))
-        .ok_or_else(|| ApiError::NotFound(format!("conversation {} not found", id.as_str())))?;
+    let detail = state.engine.conversation(&id, &caller.viewer()).await?;
     let runs: Vec<Value> = detail
         .runs
         .iter()
@@ -264,8 +249,7 @@ pub async fn list_reviews(
         }
     };
     let limit = limit(&ListQuery { limit: q.limit })?;
-    let runs =
-        state.engine.store().list_reviews(status, limit, caller.viewer().visible_to()).await?;
+    let runs = state.engine.reviews(status, limit, &caller.viewer()).await?;
     Ok(HttpResponse::Ok()
         .json(json!({ "reviews": runs.iter().map(review_view).collect::<Vec<_>>() })))
 }
@@ -283,28 +267,12 @@ pub async fn mark_reviewed(
     id: web::Path<String>,
     body: web::Json<ReviewBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let viewer = caller.viewer();
-    let access = state
-        .engine
-        .store()
-        .run_access(&id)
-        .await?
-        .filter(|a| viewer.can_see_access(a))
-        .ok_or_else(|| {
-        ApiError::NotFound(format!("no run {} is flagged for review", id.as_str()))
-    })?;
-    if !viewer.can_control(access.owner.as_deref()) {
-        return Err(ApiError::Forbidden("only the run's owner or an admin may review it".into()));
-    }
     if body.note.chars().count() > 10_000 {
         return Err(ApiError::BadRequest {
             field: Some("note".into()),
             message: "note: at most 10 000 characters".into(),
         });
     }
-    let run =
-        state.engine.store().mark_reviewed(&id, body.note.trim()).await?.ok_or_else(|| {
-            ApiError::NotFound(format!("no run {} is flagged for review", id.as_str()))
-        })?;
+    let run = state.engine.mark_reviewed(&id, body.note.trim(), &caller.viewer()).await?;
     Ok(HttpResponse::Ok().json(review_view(&run)))
 }

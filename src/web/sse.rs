@@ -53,10 +53,7 @@ pub async fn events(
     let since = header_since.or(q.since).unwrap_or(0).max(0);
     let engine = state.engine.clone();
     let viewer = caller.viewer();
-    let visible = engine.store().run_access(&id).await?.is_some_and(|a| viewer.can_see_access(&a));
-    if !visible {
-        return Err(ApiError::NotFound(format!("run {} not found", id.as_str())));
-    }
+    engine.may_read(&id, &viewer).await?;
     let watcher = engine.watcher_id();
     let (tx, rx) = watcher_channel();
     // Subscribe while the stream is already being read: a replay from the database waits for

@@ -340,9 +340,18 @@ fn user_commands_add_list_and_revoke_accounts() {
 fn a_refused_run_exits_2_with_the_error_alone() {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    // An unknown mode is refused by the command line itself (clap's error, and its usage).
+    let out = conclave().current_dir(dir.path()).args(["run", "nosuchmode", "q"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: unrecognized subcommand 'nosuchmode'"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
     let cases: [(&[&str], &str); 2] = [
-        (&["run", "nosuchmode", "q"], "unknown mode"),
         (&["run", "council", "q", "--models", "nosuch/model,sim/a,sim/b"], "nosuch/model"),
+        (
+            &["run", "delphi", "q", "--models", "sim/a,sim/b,sim/c", "--chairman", "sim/a"],
+            "facilitator",
+        ),
     ];
     for (args, expected) in cases {
         let out = conclave()

@@ -71,7 +71,20 @@ async fn follow(
     let deadline = Instant::now() + limit;
     while !enough(seen) {
         let left = deadline.saturating_duration_since(Instant::now());
-        assert!(!left.is_zero(), "gave up waiting after {limit:?}");
+        if left.is_zero() {
+            let state: Vec<String> = seen
+                .iter()
+                .map(|(run, s)| {
+                    let last = s.events.values().next_back().map(|e| e["event"].to_string());
+                    format!(
+                        "{run}: {} events, last {last:?}, last seq {}",
+                        s.events.len(),
+                        s.last_seq
+                    )
+                })
+                .collect();
+            panic!("gave up waiting after {limit:?}:\n{}", state.join("\n"));
+        }
         // (The server's pings restart `next_within`'s wait: bound the whole read.)
         let Ok(Some(v)) = tokio::time::timeout(left, ws.next_within(left)).await else { continue };
         if v["type"] != "event" {
@@ -90,10 +103,11 @@ async fn follow(
 
 async fn kill_mid_run_and_resume(db: &str) {
     let dir = tempfile::tempdir().unwrap();
-    // Calls take 400 ms; a lease runs out 1 s after its last heartbeat.
+    // Calls take 600 ms (on a loaded machine a shorter run can end before the watch reaches
+    // it); a lease runs out 1 s after its last heartbeat.
     std::fs::write(
         dir.path().join("conclave.toml"),
-        "lease_ms = 1000\nmax_runs_per_user = 100\n[sim]\nlatency_ms = 400\n",
+        "lease_ms = 1000\nmax_runs_per_user = 100\n[sim]\nlatency_ms = 600\n",
     )
     .unwrap();
     conclave::providers::openai::install_crypto();
@@ -117,9 +131,12 @@ async fn kill_mid_run_and_resume(db: &str) {
     // Wait until every run has finished at least one model call and streamed text past its
     // last stored event (a token event is numbered but never stored), then kill the server.
     follow(&mut ws, &mut seen, Duration::from_secs(30), |seen| {
+        // (A run that already ended cannot stream past its end: the count of runs caught
+        // mid-flight is checked below.)
         seen.values().all(|s| {
-            s.count("call_complete") >= 1
-                && s.events.keys().next_back().is_some_and(|last| s.last_seq > *last)
+            s.ended
+                || (s.count("call_complete") >= 1
+                    && s.events.keys().next_back().is_some_and(|last| s.last_seq > *last))
         })
     })
     .await;

@@ -1,0 +1,85 @@
+//! What a caller may read of the stored runs and conversations, and the one review action: the
+//! engine is the one gate for who may see or control what, so the web layer never checks
+//! access against the store itself. Something the caller may not see is "not found".
+
+use super::{Engine, EngineError, Viewer};
+use crate::store::{ConversationDetail, ConversationRecord, RecentRun, ReviewStatus, RunRecord};
+
+impl Engine {
+    /// The most recent runs the caller may see, newest first.
+    pub async fn recent_runs(
+        &self,
+        limit: i64,
+        viewer: &Viewer,
+    ) -> Result<Vec<RecentRun>, EngineError> {
+        Ok(self.store.list_recent(limit, viewer.visible_to()).await?)
+    }
+
+    /// The conversations the caller may see, optionally only those whose title contains
+    /// `title_contains`.
+    pub async fn conversations(
+        &self,
+        limit: i64,
+        title_contains: Option<&str>,
+        viewer: &Viewer,
+    ) -> Result<Vec<ConversationRecord>, EngineError> {
+        Ok(self.store.list_conversations(limit, title_contains, viewer.visible_to()).await?)
+    }
+
+    /// One conversation with its messages and runs, when the caller may see it.
+    pub async fn conversation(
+        &self,
+        id: &str,
+        viewer: &Viewer,
+    ) -> Result<ConversationDetail, EngineError> {
+        self.store
+            .get_conversation(id)
+            .await?
+            .filter(|d| {
+                viewer.can_see(d.conversation.user_id.as_deref(), d.conversation.visibility)
+            })
+            .ok_or_else(|| EngineError::NotFound(format!("conversation {id}")))
+    }
+
+    /// Runs flagged for review that the caller may see.
+    pub async fn reviews(
+        &self,
+        status: ReviewStatus,
+        limit: i64,
+        viewer: &Viewer,
+    ) -> Result<Vec<RunRecord>, EngineError> {
+        Ok(self.store.list_reviews(status, limit, viewer.visible_to()).await?)
+    }
+
+    /// Marks a flagged run reviewed: its owner or an admin only.
+    pub async fn mark_reviewed(
+        &self,
+        run_id: &str,
+        note: &str,
+        viewer: &Viewer,
+    ) -> Result<RunRecord, EngineError> {
+        let not_flagged = || EngineError::NotFound(format!("run {run_id} flagged for review"));
+        let access = self
+            .store
+            .run_access(run_id)
+            .await?
+            .filter(|a| viewer.can_see_access(a))
+            .ok_or_else(not_flagged)?;
+        if !viewer.can_control(access.owner.as_deref()) {
+            return Err(EngineError::Forbidden(
+                "only the run's owner or an admin may review it".into(),
+            ));
+        }
+        self.store.mark_reviewed(run_id, note).await?.ok_or_else(not_flagged)
+    }
+
+    /// Whether the caller may read the run's events (else it is not found).
+    pub async fn may_read(&self, run_id: &str, viewer: &Viewer) -> Result<(), EngineError> {
+        let access = self.store.run_access(run_id).await?;
+        if access.is_some_and(|a| viewer.can_see_access(&a)) {
+            Ok(())
+        } else {
+            Err(EngineError::NotFound(format!("run {run_id}")))
+        }
+    }
+}
