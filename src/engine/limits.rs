@@ -29,6 +29,36 @@ pub struct Refused {
 
 const WINDOW: Duration = Duration::from_secs(60);
 
+/// Where the rate limiters (the start limits here, a socket's message rate in
+/// [`crate::web::limits`]) read the time: the system's monotonic clock, or one that a test
+/// moves by hand, so that a test of a limit never waits for it to pass.
+#[derive(Debug, Clone, Default)]
+pub struct Clock {
+    /// None: the system's clock; Some: the manual clock's time.
+    manual: Option<Arc<Mutex<Instant>>>,
+}
+
+impl Clock {
+    /// A clock that stands still until [`Clock::advance`] moves it.
+    pub fn manual() -> Self {
+        Clock { manual: Some(Arc::new(Mutex::new(Instant::now()))) }
+    }
+
+    pub fn now(&self) -> Instant {
+        match &self.manual {
+            None => Instant::now(),
+            Some(t) => *t.lock().unwrap_or_else(|p| p.into_inner()),
+        }
+    }
+
+    /// Moves a manual clock on by `by` (the system's clock cannot be moved: nothing happens).
+    pub fn advance(&self, by: Duration) {
+        if let Some(t) = &self.manual {
+            *t.lock().unwrap_or_else(|p| p.into_inner()) += by;
+        }
+    }
+}
+
 /// The start times of each user's accepted runs in the last minute, and one gate per user that
 /// makes counting their running runs and registering a new one a single step.
 #[derive(Debug, Default)]

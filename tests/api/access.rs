@@ -366,3 +366,28 @@ async fn refused_starts_use_none_of_the_start_budget() {
     assert_eq!(ok, [202]);
     app.stop().await;
 }
+
+/// The per-minute start limit goes by the injected clock: a start refused for the budget says
+/// when to retry, and at that time (moved by hand, not waited for) it is accepted.
+#[actix_web::test]
+async fn the_start_budget_comes_back_a_minute_after_the_first_start() {
+    use conclave::engine::limits::{Clock, UserLimits};
+    let clock = Clock::manual();
+    let user_limits = UserLimits { concurrent_runs: 1000, starts_per_minute: 2 };
+    let app = spawn_with(Options { user_limits, clock: clock.clone(), ..Options::default() }).await;
+    let alice = client_with(&app.user("alice", false).await);
+    let start = || {
+        alice.post(format!("{}/api/deliberations", app.base)).json(&council_request("Now?")).send()
+    };
+    assert_eq!(start().await.unwrap().status(), 202);
+    clock.advance(Duration::from_secs(20));
+    assert_eq!(start().await.unwrap().status(), 202);
+    let refused = start().await.unwrap();
+    assert_eq!(refused.status(), 429);
+    assert_eq!(refused.headers()["retry-after"], "40", "the first start leaves the window at 60 s");
+    clock.advance(Duration::from_secs(39));
+    assert_eq!(start().await.unwrap().status(), 429, "a second early");
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(start().await.unwrap().status(), 202);
+    app.stop().await;
+}
