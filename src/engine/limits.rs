@@ -1,6 +1,8 @@
 //! Per-user limits on starting runs: how many may run at once, and how many may start in a
 //! minute. Over either, a start is refused with when to try again, before anything is stored.
-//! The local CLI (no user name) is not limited.
+//! One user's starts pass a gate one at a time from the count of their running runs to the new
+//! run's registration, and only accepted starts are counted. The local CLI (no user name) is not
+//! limited. The time comes from a [`Clock`] (the system's, or a test's), never read directly.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
