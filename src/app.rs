@@ -64,6 +64,7 @@ pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppErro
         finish_grace: config.finish_grace,
         retry: config.retry,
         user_limits: config.user_limits,
+        clock: config.clock.clone(),
         lease: config.lease,
         recover: role == Role::Server,
         bus,
@@ -101,6 +102,7 @@ impl Application {
             heartbeat_interval: config.heartbeat_interval,
             client_timeout: config.client_timeout,
             sign_in_timeout: config.sign_in_timeout,
+            clock: config.clock.clone(),
             unauthenticated: crate::web::limits::Unauthenticated::new(
                 config.max_unauthenticated_per_address,
             ),

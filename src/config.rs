@@ -179,6 +179,8 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Per-user limits on starting runs.
     pub user_limits: crate::engine::limits::UserLimits,
+    /// The time the rate limiters go by (the system's; tests move one by hand).
+    pub clock: crate::engine::limits::Clock,
     /// Backup models for the single-model roles.
     pub fallback: Fallbacks,
     /// See [`FileConfig::lease_ms`]; heartbeats go out every third of it.
@@ -213,6 +215,7 @@ impl Config {
             retry: crate::engine::retry::RetryPolicy::default(),
             shutdown_grace: Duration::from_secs(30),
             user_limits: crate::engine::limits::UserLimits::default(),
+            clock: crate::engine::limits::Clock::default(),
             fallback: Fallbacks::default(),
             lease: Duration::from_secs(10),
             redis_url: None,

@@ -1201,10 +1201,23 @@ mod tests {
         }
     }
 
+    /// The next frame the Hub has sent `rx`, or will send it from what it was told so far;
+    /// None when there is none. Nothing waits for quiet: a round trip through the Hub's mailbox
+    /// means it handled every earlier message (queueing their frames), and on the test's
+    /// single-threaded System the lag markers those handlings spawned, and any that waited for
+    /// the room just read, run before the Hub answers.
+    async fn next_frame(hub: &Addr<Hub>, rx: &mut mpsc::Receiver<Frame>) -> Option<Frame> {
+        if let Ok(f) = rx.try_recv() {
+            return Some(f);
+        }
+        hub.send(CountRunning { owner: None }).await.unwrap();
+        rx.try_recv().ok()
+    }
+
     /// Reads what is waiting: event seqs, then the lag marker if there is one.
-    async fn drain(rx: &mut mpsc::Receiver<Frame>) -> (Vec<i64>, Option<i64>) {
+    async fn drain(hub: &Addr<Hub>, rx: &mut mpsc::Receiver<Frame>) -> (Vec<i64>, Option<i64>) {
         let mut seqs = Vec::new();
-        while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+        while let Some(f) = next_frame(hub, rx).await {
             match f {
                 Frame::Events(batch) => seqs.extend(batch.iter().map(|e| e.seq)),
                 Frame::Lagged { since, .. } => return (seqs, Some(since)),
@@ -1250,9 +1263,9 @@ mod tests {
     }
 
     /// The messages waiting in `rx`, each as the numbers of its events.
-    async fn messages(rx: &mut mpsc::Receiver<Frame>) -> Vec<Vec<i64>> {
+    async fn messages(hub: &Addr<Hub>, rx: &mut mpsc::Receiver<Frame>) -> Vec<Vec<i64>> {
         let mut got = Vec::new();
-        while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+        while let Some(f) = next_frame(hub, rx).await {
             if let Frame::Events(batch) = f {
                 got.push(batch.iter().map(|e| e.seq).collect());
             }
@@ -1279,8 +1292,8 @@ mod tests {
         hub.send(Publish { run_id: "r".into(), frames: vec![frame(5, "stage2_start")] })
             .await
             .unwrap();
-        assert_eq!(messages(&mut a_rx).await, vec![vec![1], vec![2, 3, 4], vec![5]]);
-        assert_eq!(messages(&mut b_rx).await, vec![vec![4], vec![5]]);
+        assert_eq!(messages(&hub, &mut a_rx).await, vec![vec![1], vec![2, 3, 4], vec![5]]);
+        assert_eq!(messages(&hub, &mut b_rx).await, vec![vec![4], vec![5]]);
     }
 
     /// A replay that overflows the watcher's buffer stops at a piece's end; the watcher is told
@@ -1298,7 +1311,7 @@ mod tests {
         loop {
             let watch = Watch { run_id: "r".into(), since, watcher: 1, sink: tx.clone() };
             hub.send(watch).await.unwrap();
-            let (got, lag) = drain(&mut rx).await;
+            let (got, lag) = drain(&hub, &mut rx).await;
             seen.extend(got);
             match lag {
                 Some(s) => {
@@ -1313,7 +1326,7 @@ mod tests {
         hub.send(Publish { run_id: "r".into(), frames: vec![frame(n + 1, "stage1_complete")] })
             .await
             .unwrap();
-        seen.extend(drain(&mut rx).await.0);
+        seen.extend(drain(&hub, &mut rx).await.0);
         assert_eq!(seen, (1..=n + 1).collect::<Vec<_>>(), "no gap, no repeat, then live");
     }
 
@@ -1338,7 +1351,7 @@ mod tests {
             hub.send(Publish { run_id: "r".into(), frames }).await.unwrap();
         }
 
-        let (fast, lag) = drain(&mut fast_rx).await;
+        let (fast, lag) = drain(&hub, &mut fast_rx).await;
         assert_eq!(
             (fast, lag),
             ((1..=10).collect::<Vec<_>>(), None),
@@ -1346,7 +1359,7 @@ mod tests {
         );
         // The slow one got its buffer's worth, then (token frames dropped meanwhile) the
         // durable event at seq 9 unsubscribed it with a marker to resume from 4.
-        let (slow, lag) = drain(&mut slow_rx).await;
+        let (slow, lag) = drain(&hub, &mut slow_rx).await;
         assert_eq!((slow, lag), (vec![1, 2, 3, 4], Some(4)));
         // Counted (other tests of this binary may add to the same counters meanwhile).
         assert!(metrics::global().events_dropped() >= dropped + 4, "tokens 5 to 8 were dropped");
@@ -1358,7 +1371,7 @@ mod tests {
             hub.send(Watch { run_id: "r".into(), since, watcher: 2, sink: slow_tx.clone() })
                 .await
                 .unwrap();
-            let (got, lag) = drain(&mut slow_rx).await;
+            let (got, lag) = drain(&hub, &mut slow_rx).await;
             seen.extend(got);
             match lag {
                 Some(s) => since = s,
@@ -1369,7 +1382,7 @@ mod tests {
         hub.send(Publish { run_id: "r".into(), frames: vec![frame(11, "stage2_complete")] })
             .await
             .unwrap();
-        assert_eq!(drain(&mut slow_rx).await, (vec![11], None), "subscribed again");
+        assert_eq!(drain(&hub, &mut slow_rx).await, (vec![11], None), "subscribed again");
     }
 
     fn marked(seq: i64, event: &str, data: serde_json::Value) -> Arc<EventFrame> {
@@ -1389,9 +1402,12 @@ mod tests {
     }
 
     /// The `run` of every dashboard message waiting in `rx`.
-    async fn dashboard_runs(rx: &mut mpsc::Receiver<Frame>) -> Vec<serde_json::Value> {
+    async fn dashboard_runs(
+        hub: &Addr<Hub>,
+        rx: &mut mpsc::Receiver<Frame>,
+    ) -> Vec<serde_json::Value> {
         let mut out = Vec::new();
-        while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+        while let Some(f) = next_frame(hub, rx).await {
             if let Frame::Dashboard(text) = f {
                 let v: serde_json::Value = serde_json::from_str(&text).unwrap();
                 if v["type"] == "dashboard_update" {
@@ -1439,7 +1455,7 @@ mod tests {
             .await
             .unwrap();
 
-        let updates = dashboard_runs(&mut rx).await;
+        let updates = dashboard_runs(&hub, &mut rx).await;
         assert_eq!(updates.len(), 3, "one update per batch of durable events, one at the end");
         let pair = |k: &str, s: &str| (k.to_string(), s.to_string());
         assert_eq!(
@@ -1479,10 +1495,10 @@ mod tests {
     }
 
     /// Every frame waiting in `rx`: event seqs, and the lag marker's `since` if one came.
-    async fn drain_all(rx: &mut mpsc::Receiver<Frame>) -> (Vec<i64>, Option<i64>) {
+    async fn drain_all(hub: &Addr<Hub>, rx: &mut mpsc::Receiver<Frame>) -> (Vec<i64>, Option<i64>) {
         let mut seqs = Vec::new();
         let mut lag = None;
-        while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+        while let Some(f) = next_frame(hub, rx).await {
             match f {
                 Frame::Events(batch) => seqs.extend(batch.iter().map(|e| e.seq)),
                 Frame::Lagged { since, .. } => lag = Some(since),
@@ -1513,20 +1529,24 @@ mod tests {
         };
         hub.send(park(3, epoch, tx.clone())).await.unwrap();
         remote(&hub, vec![frame(4, "token"), frame(5, "stage1_start")]).await;
-        assert_eq!(drain_all(&mut rx).await, (vec![4, 5], None), "after what it read, once each");
+        assert_eq!(
+            drain_all(&hub, &mut rx).await,
+            (vec![4, 5], None),
+            "after what it read, once each"
+        );
         // 6 and 7 never came: the watcher is told to catch up from the store after 5.
         remote(&hub, vec![frame(8, "token")]).await;
-        assert_eq!(drain_all(&mut rx).await, (vec![], Some(5)));
+        assert_eq!(drain_all(&hub, &mut rx).await, (vec![], Some(5)));
         // A watch that read the store before that gap cannot trust what was received: it is
         // sent back too; one that follows afresh is served.
         let stale = hub.send(Follow { run_id: "r".into() }).await.unwrap();
         assert_eq!(stale, epoch + 1, "the gap started a new epoch");
         let (tx2, mut rx2) = mpsc::channel(100);
         hub.send(park(2, epoch, tx2.clone())).await.unwrap();
-        assert_eq!(drain_all(&mut rx2).await, (vec![], Some(2)));
+        assert_eq!(drain_all(&hub, &mut rx2).await, (vec![], Some(2)));
         hub.send(park(7, stale, tx2)).await.unwrap();
         remote(&hub, vec![frame(9, "complete")]).await;
-        assert_eq!(drain_all(&mut rx2).await, (vec![8, 9], None));
+        assert_eq!(drain_all(&hub, &mut rx2).await, (vec![8, 9], None));
         // The terminal event ends the follow: the Hub let go of the watcher's channel.
         drop(tx);
         assert!(rx2.recv().await.is_none(), "nothing holds the channel open");
@@ -1542,7 +1562,7 @@ mod tests {
             .await
             .unwrap();
         remote(&hub, vec![frame(3, "token")]).await;
-        assert_eq!(drain_all(&mut rx).await, (vec![3], None));
+        assert_eq!(drain_all(&hub, &mut rx).await, (vec![3], None));
         // Taken over here: the log holds the stored events; numbering goes on after the token.
         let cancel = Nobody.start().recipient();
         let log = vec![frame(1, "stage1_start"), frame(2, "call_start")];
@@ -1553,7 +1573,7 @@ mod tests {
         hub.send(Publish { run_id: "r".into(), frames: vec![frame(5, "call_start")] })
             .await
             .unwrap();
-        assert_eq!(drain_all(&mut rx).await, (vec![4, 5], None));
+        assert_eq!(drain_all(&hub, &mut rx).await, (vec![4, 5], None));
         assert!(hub.send(ListFollowed {}).await.unwrap().is_empty(), "no longer followed");
     }
 
@@ -1572,11 +1592,11 @@ mod tests {
         for _ in 0..3 {
             hub.send(verify(5)).await.unwrap();
         }
-        assert_eq!(drain_all(&mut rx).await, (vec![], None));
+        assert_eq!(drain_all(&hub, &mut rx).await, (vec![], None));
         // Stored but not yet published: fine once; still missing a check later, it was lost.
         hub.send(verify(7)).await.unwrap();
-        assert_eq!(drain_all(&mut rx).await, (vec![], None));
+        assert_eq!(drain_all(&hub, &mut rx).await, (vec![], None));
         hub.send(verify(7)).await.unwrap();
-        assert_eq!(drain_all(&mut rx).await, (vec![], Some(5)));
+        assert_eq!(drain_all(&hub, &mut rx).await, (vec![], Some(5)));
     }
 }

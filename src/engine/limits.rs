@@ -1,6 +1,8 @@
 //! Per-user limits on starting runs: how many may run at once, and how many may start in a
 //! minute. Over either, a start is refused with when to try again, before anything is stored.
-//! The local CLI (no user name) is not limited.
+//! One user's starts pass a gate one at a time from the count of their running runs to the new
+//! run's registration, and only accepted starts are counted. The local CLI (no user name) is not
+//! limited. The time comes from a [`Clock`] (the system's, or a test's), never read directly.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -28,6 +30,36 @@ pub struct Refused {
 }
 
 const WINDOW: Duration = Duration::from_secs(60);
+
+/// Where the rate limiters (the start limits here, a socket's message rate in
+/// [`crate::web::limits`]) read the time: the system's monotonic clock, or one that a test
+/// moves by hand, so that a test of a limit never waits for it to pass.
+#[derive(Debug, Clone, Default)]
+pub struct Clock {
+    /// None: the system's clock; Some: the manual clock's time.
+    manual: Option<Arc<Mutex<Instant>>>,
+}
+
+impl Clock {
+    /// A clock that stands still until [`Clock::advance`] moves it.
+    pub fn manual() -> Self {
+        Clock { manual: Some(Arc::new(Mutex::new(Instant::now()))) }
+    }
+
+    pub fn now(&self) -> Instant {
+        match &self.manual {
+            None => Instant::now(),
+            Some(t) => *t.lock().unwrap_or_else(|p| p.into_inner()),
+        }
+    }
+
+    /// Moves a manual clock on by `by` (the system's clock cannot be moved: nothing happens).
+    pub fn advance(&self, by: Duration) {
+        if let Some(t) = &self.manual {
+            *t.lock().unwrap_or_else(|p| p.into_inner()) += by;
+        }
+    }
+}
 
 /// The start times of each user's accepted runs in the last minute, and one gate per user that
 /// makes counting their running runs and registering a new one a single step.

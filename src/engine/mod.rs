@@ -83,6 +83,8 @@ pub struct EngineSettings {
     pub finish_grace: Duration,
     pub retry: retry::RetryPolicy,
     pub user_limits: limits::UserLimits,
+    /// The time the start limits go by.
+    pub clock: limits::Clock,
     /// How long a run's lease lasts without a heartbeat (see [`Engine::recover`]).
     pub lease: Duration,
     /// Take over runs whose lease ran out (the server does; the CLI shares the database with
@@ -561,7 +563,7 @@ impl Engine {
         };
         self.run_actor(summary, Vec::new(), mode, None).await?;
         if let Some(name) = &viewer.name {
-            self.starts.accepted(name, std::time::Instant::now());
+            self.starts.accepted(name, self.settings.clock.now());
         }
         crate::metrics::global().run_started(req.mode.as_str());
         Ok(StartedRun { run_id, conversation_id, message_id, mode: req.mode })
@@ -580,7 +582,7 @@ impl Engine {
             .await
             .map_err(|_| EngineError::Unavailable)?;
         self.starts
-            .check(user, running, self.settings.user_limits, std::time::Instant::now())
+            .check(user, running, self.settings.user_limits, self.settings.clock.now())
             .map_err(|r| EngineError::RateLimited {
                 message: r.message,
                 retry_after_secs: r.retry_after_secs,

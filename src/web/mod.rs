@@ -34,6 +34,8 @@ pub struct AppState {
     pub client_timeout: Duration,
     /// How long a socket may stay open without signing in.
     pub sign_in_timeout: Duration,
+    /// The time the per-socket message rate goes by.
+    pub clock: crate::engine::limits::Clock,
     /// The sockets not yet signed in, per client address.
     pub unauthenticated: std::sync::Arc<limits::Unauthenticated>,
 }

@@ -89,7 +89,8 @@ pub async fn connect(
         watched: HashSet::new(),
         muted: HashMap::new(),
         unwatches: 0,
-        flood: Flood::new(Instant::now()),
+        flood: Flood::new(state.clock.now()),
+        clock: state.clock.clone(),
         oversized: oversized.clone(),
         told_fragments: false,
         sign_in_timeout: state.sign_in_timeout,
@@ -139,6 +140,8 @@ pub struct WsSession {
     unwatches: u64,
     /// The per-socket message rate limit.
     flood: Flood,
+    /// The time `flood` goes by.
+    clock: crate::engine::limits::Clock,
     /// Set by the [`FrameGuard`] when the client sent a frame over [`MAX_FRAME_BYTES`].
     oversized: Arc<AtomicBool>,
     /// Whether the client was told that fragmented messages are ignored.
@@ -353,7 +356,7 @@ impl WsSession {
 
     /// Applies the per-socket rate limit to one incoming message; false when it is dropped.
     fn admit(&mut self, ctx: &mut ws::WebsocketContext<Self>) -> bool {
-        match self.flood.admit(Instant::now()) {
+        match self.flood.admit(self.clock.now()) {
             Admit::Yes => true,
             Admit::DropAndWarn => {
                 log::info!("websocket client exceeds the message rate; dropping its messages");

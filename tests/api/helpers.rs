@@ -61,6 +61,8 @@ pub struct Options {
     pub sign_in_timeout: Duration,
     /// WebSockets one address may hold open without signing in.
     pub max_unauthenticated_per_address: usize,
+    /// The time the rate limiters go by (`Clock::manual()` to move it by hand).
+    pub clock: conclave::engine::limits::Clock,
 }
 
 impl Default for Options {
@@ -81,6 +83,7 @@ impl Default for Options {
             routes: Vec::new(),
             sign_in_timeout: Duration::from_secs(10),
             max_unauthenticated_per_address: 16,
+            clock: Default::default(),
         }
     }
 }
@@ -137,6 +140,7 @@ pub async fn spawn_with(opts: Options) -> TestApp {
     config.client_timeout = Duration::from_secs(5);
     config.sign_in_timeout = opts.sign_in_timeout;
     config.max_unauthenticated_per_address = opts.max_unauthenticated_per_address;
+    config.clock = opts.clock.clone();
     config.token_flush = Duration::from_millis(20);
     // Failing sim models answer 503, which is retried: keep the backoff short in tests.
     config.retry.base_delay = Duration::from_millis(20);
