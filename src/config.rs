@@ -468,11 +468,12 @@ fn output_caps(table: &BTreeMap<String, i64>) -> Result<OutputCaps, ConfigError>
 /// Only plain-TCP and Unix-socket Redis: the build has no TLS for Redis (see the README).
 fn check_redis_url(url: String) -> Result<String, ConfigError> {
     let url = url.trim().to_string();
-    if ["redis://", "redis+unix://", "unix://"].iter().any(|s| url.starts_with(s)) {
+    if ["redis://", "rediss://", "redis+unix://", "unix://"].iter().any(|s| url.starts_with(s)) {
         Ok(url)
     } else {
         Err(ConfigError::Invalid(format!(
-            "REDIS_URL / redis_url must start with redis:// (or redis+unix://), not {:?}",
+            "REDIS_URL / redis_url must start with redis://, rediss:// (TLS) or redis+unix://, \
+             not {:?}",
             url.split("://").next().unwrap_or_default()
         )))
     }
@@ -580,7 +581,10 @@ mod tests {
         let c = Config::from_parts(file, &Overrides::default(), None, None, None).unwrap();
         assert_eq!(c.redis_url.as_deref(), Some("redis://127.0.0.1:6379/2"));
         assert_eq!(c.redis_prefix, "t-1");
-        for bad in ["redis_url = \"rediss://h\"", "redis_prefix = \"a b\"", "redis_prefix = \"\""] {
+        let tls: FileConfig = toml::from_str("redis_url = \"rediss://h:6380\"").unwrap();
+        let c = Config::from_parts(tls, &Overrides::default(), None, None, None).unwrap();
+        assert_eq!(c.redis_url.as_deref(), Some("rediss://h:6380"));
+        for bad in ["redis_url = \"http://h\"", "redis_prefix = \"a b\"", "redis_prefix = \"\""] {
             let file: FileConfig = toml::from_str(bad).unwrap();
             assert!(
                 Config::from_parts(file, &Overrides::default(), None, None, None).is_err(),

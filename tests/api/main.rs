@@ -24,6 +24,7 @@ mod reasoning;
 mod retry;
 mod secrets;
 mod stream;
+mod tls;
 mod validation;
 mod ws_abuse;
 mod xss;
