@@ -14,7 +14,7 @@ use crate::modes::Fallbacks;
 use crate::providers::openai::{OpenAiCompatible, TokenField};
 use crate::providers::sim::{SimConfig, SimModelConfig, SimProvider};
 use crate::providers::{OutputCaps, Provider, Providers, Route};
-use crate::secrets::Secret;
+use crate::secrets::{redact_urls, Secret};
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://conclave.db";
@@ -482,8 +482,11 @@ fn check_redis_url(url: String) -> Result<String, ConfigError> {
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-    toml::from_str(&text)
-        .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })
+    // The message quotes the line at fault, which may be `database_url` with its password.
+    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: redact_urls(&e.to_string()),
+    })
 }
 
 #[cfg(test)]
@@ -591,6 +594,15 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_parse_error_quotes_no_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conclave.toml");
+        std::fs::write(&path, "database_url = \"postgres://app:S3cretPw@h/db\nbind = 1\n").unwrap();
+        let e = read_file(&path).unwrap_err().to_string();
+        assert!(e.contains("postgres://app:[redacted]@h/db") && !e.contains("S3cretPw"), "{e}");
     }
 
     #[test]
