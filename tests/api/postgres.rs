@@ -26,8 +26,22 @@ use serde_json::{json, Value};
 use crate::helpers::*;
 
 fn admin_url() -> String {
-    std::env::var("CONCLAVE_TEST_PG")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+    plain(
+        std::env::var("CONCLAVE_TEST_PG")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into()),
+    )
+}
+
+/// The suite connects without TLS (unless the URL says otherwise), as it did before libpq was
+/// built with it: the local server offers TLS (Debian's turns it on) and libpq's default,
+/// `prefer`, would take it, adding handshakes and encryption to every test's connections under
+/// the timings they check. `tls.rs` tests TLS itself.
+fn plain(url: String) -> String {
+    match (url.contains("sslmode="), url.contains('?')) {
+        (true, _) => url,
+        (false, true) => format!("{url}&sslmode=disable"),
+        (false, false) => format!("{url}?sslmode=disable"),
+    }
 }
 
 /// Creates a fresh database and returns its URL, or None when PostgreSQL is not reachable.
@@ -46,12 +60,13 @@ pub(crate) fn fresh_database() -> Option<String> {
     let name = format!("conclave_test_{}", uuid::Uuid::new_v4().simple());
     diesel::sql_query(format!("CREATE DATABASE {name}")).execute(&mut conn).ok()?;
     let base = admin.rsplit_once('/').map(|(b, _)| b.to_string())?;
-    Some(format!("{base}/{name}"))
+    Some(plain(format!("{base}/{name}")))
 }
 
 /// Removes a test database (FORCE closes the pool's connections).
 pub(crate) fn drop_database(url: &str) {
     let Some((_, name)) = url.rsplit_once('/') else { return };
+    let name = name.split('?').next().unwrap_or(name);
     if let Ok(mut conn) = diesel::pg::PgConnection::establish(&admin_url()) {
         let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
             .execute(&mut conn);
