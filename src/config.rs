@@ -14,7 +14,7 @@ use crate::modes::Fallbacks;
 use crate::providers::openai::{OpenAiCompatible, TokenField};
 use crate::providers::sim::{SimConfig, SimModelConfig, SimProvider};
 use crate::providers::{OutputCaps, Provider, Providers, Route};
-use crate::secrets::Secret;
+use crate::secrets::{redact_urls, Secret};
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://conclave.db";
@@ -492,11 +492,12 @@ fn output_caps(table: &BTreeMap<String, i64>) -> Result<OutputCaps, ConfigError>
 /// Only plain-TCP and Unix-socket Redis: the build has no TLS for Redis (see the README).
 fn check_redis_url(url: String) -> Result<String, ConfigError> {
     let url = url.trim().to_string();
-    if ["redis://", "redis+unix://", "unix://"].iter().any(|s| url.starts_with(s)) {
+    if ["redis://", "rediss://", "redis+unix://", "unix://"].iter().any(|s| url.starts_with(s)) {
         Ok(url)
     } else {
         Err(ConfigError::Invalid(format!(
-            "REDIS_URL / redis_url must start with redis:// (or redis+unix://), not {:?}",
+            "REDIS_URL / redis_url must start with redis://, rediss:// (TLS) or redis+unix://, \
+             not {:?}",
             url.split("://").next().unwrap_or_default()
         )))
     }
@@ -505,8 +506,11 @@ fn check_redis_url(url: String) -> Result<String, ConfigError> {
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-    toml::from_str(&text)
-        .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })
+    // The message quotes the line at fault, which may be `database_url` with its password.
+    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: redact_urls(&e.to_string()),
+    })
 }
 
 #[cfg(test)]
@@ -604,13 +608,25 @@ mod tests {
         let c = Config::from_parts(file, &Overrides::default(), None, None, None).unwrap();
         assert_eq!(c.redis_url.as_deref(), Some("redis://127.0.0.1:6379/2"));
         assert_eq!(c.redis_prefix, "t-1");
-        for bad in ["redis_url = \"rediss://h\"", "redis_prefix = \"a b\"", "redis_prefix = \"\""] {
+        let tls: FileConfig = toml::from_str("redis_url = \"rediss://h:6380\"").unwrap();
+        let c = Config::from_parts(tls, &Overrides::default(), None, None, None).unwrap();
+        assert_eq!(c.redis_url.as_deref(), Some("rediss://h:6380"));
+        for bad in ["redis_url = \"http://h\"", "redis_prefix = \"a b\"", "redis_prefix = \"\""] {
             let file: FileConfig = toml::from_str(bad).unwrap();
             assert!(
                 Config::from_parts(file, &Overrides::default(), None, None, None).is_err(),
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_parse_error_quotes_no_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conclave.toml");
+        std::fs::write(&path, "database_url = \"postgres://app:S3cretPw@h/db\nbind = 1\n").unwrap();
+        let e = read_file(&path).unwrap_err().to_string();
+        assert!(e.contains("postgres://app:[redacted]@h/db") && !e.contains("S3cretPw"), "{e}");
     }
 
     #[test]

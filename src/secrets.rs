@@ -131,6 +131,30 @@ pub fn redact_url_in(text: &str, url: &str) -> String {
     out
 }
 
+/// `text` with every URL in it (`scheme://…`, up to a space, a quote or an angle bracket)
+/// passed through [`redact_url`]: for messages that quote what they were given, such as a
+/// configuration file's parse error showing the line of `database_url`.
+pub fn redact_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let scheme = rest[..at]
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| c.is_ascii_alphanumeric() || "+.-".contains(*c))
+            .last()
+            .map_or(at, |(i, _)| i);
+        let end = rest[at..]
+            .find(|c: char| c.is_whitespace() || "\"'<>`".contains(c))
+            .map_or(rest.len(), |i| at + i);
+        out.push_str(&rest[..scheme]);
+        out.push_str(&redact_url(&rest[scheme..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Where a URL's passwords are: its userinfo's (between the first ':' and the last '@' of the
 /// authority) and the values of `password=` / `sslpassword=` query parameters.
 fn password_ranges(url: &str) -> Vec<std::ops::Range<usize>> {
@@ -233,6 +257,18 @@ mod tests {
         for (url, expected) in cases {
             assert_eq!(redact_url(url), expected, "{url}");
         }
+    }
+
+    #[test]
+    fn every_url_in_a_text_loses_its_password() {
+        let text =
+            "1 | database_url = \"postgres://app:S3cret@h/db\nx redis_url='rediss://:Pw2@r:6380/0'";
+        let redacted = redact_urls(text);
+        assert_eq!(
+            redacted,
+            "1 | database_url = \"postgres://app:[redacted]@h/db\nx redis_url='rediss://:[redacted]@r:6380/0'"
+        );
+        assert_eq!(redact_urls("no url here: a://"), "no url here: a://");
     }
 
     #[test]

@@ -199,7 +199,7 @@ async fn runs_survive_the_database_dropping_every_connection_on_postgresql() {
         runs.push(started["runId"].as_str().unwrap().to_string());
     }
     // Cut every connection of the server a few times while the runs go on.
-    let name = url.rsplit('/').next().unwrap().to_string();
+    let name = url.rsplit('/').next().unwrap().split('?').next().unwrap().to_string();
     for _ in 0..4 {
         tokio::time::sleep(Duration::from_millis(250)).await;
         sql(

@@ -25,6 +25,7 @@ mod registry;
 mod retry;
 mod secrets;
 mod stream;
+mod tls;
 mod validation;
 mod ws_abuse;
 mod xss;

@@ -26,8 +26,22 @@ use serde_json::{json, Value};
 use crate::helpers::*;
 
 fn admin_url() -> String {
-    std::env::var("CONCLAVE_TEST_PG")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+    plain(
+        std::env::var("CONCLAVE_TEST_PG")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into()),
+    )
+}
+
+/// The suite connects without TLS (unless the URL says otherwise), as it did before libpq was
+/// built with it: the local server offers TLS (Debian's turns it on) and libpq's default,
+/// `prefer`, would take it, adding handshakes and encryption to every test's connections under
+/// the timings they check. `tls.rs` tests TLS itself.
+fn plain(url: String) -> String {
+    match (url.contains("sslmode="), url.contains('?')) {
+        (true, _) => url,
+        (false, true) => format!("{url}&sslmode=disable"),
+        (false, false) => format!("{url}?sslmode=disable"),
+    }
 }
 
 /// Creates a fresh database and returns its URL, or None when PostgreSQL is not reachable.
@@ -54,7 +68,7 @@ fn database_named(admin: &str, name: &str, required: bool) -> Option<String> {
         return unavailable(format!("cannot create database {name} on {admin}: {e}"));
     }
     match admin.rsplit_once('/') {
-        Some((base, _)) => Some(format!("{base}/{name}")),
+        Some((base, _)) => Some(plain(format!("{base}/{name}"))),
         None => unavailable(format!("{admin} names no database")),
     }
 }
@@ -86,6 +100,7 @@ fn a_database_that_cannot_be_created_fails_where_postgresql_is_required() {
 /// Removes a test database (FORCE closes the pool's connections).
 pub(crate) fn drop_database(url: &str) {
     let Some((_, name)) = url.rsplit_once('/') else { return };
+    let name = name.split('?').next().unwrap_or(name);
     if let Ok(mut conn) = diesel::pg::PgConnection::establish(&admin_url()) {
         let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
             .execute(&mut conn);

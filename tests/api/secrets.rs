@@ -289,12 +289,20 @@ async fn a_token_in_a_query_string_never_reaches_the_access_log() {
     assert!(!log.contains("?x=1"), "a query string is in the log:\n{log}");
 }
 
-/// Runs `conclave ARGS` with `DATABASE_URL` and `REDIS_URL` until it exits (or, for `serve`,
-/// until it has printed its first line and been stopped); answers what it printed and logged.
-fn printed(args: &[&str], database: &str, redis: Option<&str>) -> String {
+/// Runs `conclave ARGS` with `DATABASE_URL`, `REDIS_URL` and `envs` until it exits (or, for
+/// `serve`, until it has printed its first line, and with Redis logged a line holding `until`
+/// or eight about Redis, and been stopped); answers what it printed and logged.
+pub(crate) fn printed(
+    args: &[&str],
+    database: &str,
+    redis: Option<&str>,
+    envs: &[(&str, &str)],
+    until: &str,
+) -> String {
     let dir = tempfile::tempdir().unwrap();
     let mut c = conclave();
     c.current_dir(dir.path()).args(args).env("DATABASE_URL", database).env("RUST_LOG", "info");
+    c.envs(envs.iter().copied());
     match redis {
         Some(url) => c.env("REDIS_URL", url),
         None => c.env_remove("REDIS_URL"),
@@ -308,8 +316,10 @@ fn printed(args: &[&str], database: &str, redis: Option<&str>) -> String {
         // server stops on SIGTERM (it logs "shutting down" after it).
         let stderr = BufReader::new(child.stderr.take().unwrap());
         let mut said = Vec::new();
+        let mut about_redis = 0;
         for line in stderr.lines().map(Result::unwrap) {
-            let seen = line.contains("Redis at") || redis.is_none();
+            about_redis += usize::from(line.contains("Redis at"));
+            let seen = redis.is_none() || line.contains(until) || about_redis >= 8;
             said.push(line);
             if seen {
                 break;
@@ -330,16 +340,22 @@ fn database_and_redis_passwords_are_printed_nowhere() {
     // A server nobody listens on: the failed connection's error names the URL, redacted.
     let unreachable = format!("postgres://conclave:{PASSWORD}@127.0.0.1:1/conclave");
     for args in [&["serve", "--bind", "127.0.0.1:0"][..], &["migrate"], &["user", "list"]] {
-        let said = printed(args, &unreachable, None);
+        let said = printed(args, &unreachable, None, &[], "");
         assert!(said.contains("postgres://conclave:[redacted]@127.0.0.1:1/conclave"), "{said}");
         assert!(!said.contains(PASSWORD), "{args:?}: {said}");
     }
     let query = format!("postgres://conclave@127.0.0.1:1/conclave?password={PASSWORD}");
-    let said = printed(&["migrate"], &query, None);
+    let said = printed(&["migrate"], &query, None, &[], "");
     assert!(said.contains("?password=[redacted]") && !said.contains(PASSWORD), "{said}");
     // Redis: the log of a server that cannot reach it.
     let redis = format!("redis://:{PASSWORD}@127.0.0.1:1/0");
-    let said = printed(&["serve", "--bind", "127.0.0.1:0"], "sqlite://x.db", Some(&redis));
+    let said = printed(
+        &["serve", "--bind", "127.0.0.1:0"],
+        "sqlite://x.db",
+        Some(&redis),
+        &[],
+        "Redis at",
+    );
     assert!(said.contains("Redis at redis://:[redacted]@127.0.0.1:1/0"), "{said}");
     assert!(!said.contains(PASSWORD), "{said}");
     // A server that answers (trust authentication takes any password): the start line and
@@ -349,7 +365,7 @@ fn database_and_redis_passwords_are_printed_nowhere() {
         db.replacen("postgres://postgres@", &format!("postgres://postgres:{PASSWORD}@"), 1);
     assert_ne!(with_password, db, "{db}");
     for args in [&["migrate"][..], &["serve", "--bind", "127.0.0.1:0"]] {
-        let said = printed(args, &with_password, None);
+        let said = printed(args, &with_password, None, &[], "");
         assert!(said.contains("postgres://postgres:[redacted]@"), "{said}");
         assert!(!said.contains(PASSWORD), "{said}");
     }
