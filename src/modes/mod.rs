@@ -17,6 +17,7 @@ pub mod jury;
 pub mod numbers;
 pub mod ranking;
 pub mod reading;
+pub mod red_team;
 pub mod registry;
 pub mod request;
 /// Reading a labelled choice (`VERDICT: X`, `DECISION: STAND`) where a reply states it.
