@@ -21,6 +21,7 @@ mod page;
 mod postgres;
 mod real_model;
 mod reasoning;
+mod red_team;
 mod registry;
 mod retry;
 mod secrets;
