@@ -17,14 +17,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    mark_from_rows, role_failed, title_prompt, Calls, Routed, SplitMix64, TitleTracker, TITLE_KEY,
+    empty_is_failure, mark_from_rows, role_failed, title_prompt, Calls, Routed, SplitMix64,
+    TitleTracker, TITLE_KEY,
 };
 use super::reading::answer_text;
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::{
-    request, CallError, CallErrorKind, CallReply, CallSpec, ChatMessage, Defaults, Effect,
-    Fallbacks, FieldError, Mode, RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
+    RunContext, StageRow, ValidRequest,
 };
 
 const SIM_GENERATOR: &str = "sim/alpha";
@@ -822,14 +823,6 @@ fn stage_order(stage: &str) -> i32 {
         _ if stage == "synthesis" => SYNTHESIS_ORDER,
         _ => 0,
     }
-}
-
-/// An empty answer (nothing outside a reasoning trace) is a failed call.
-fn empty_is_failure(mut reply: CallReply) -> CallReply {
-    if matches!(&reply.result, Ok(t) if answer_text(t).trim().is_empty()) {
-        reply.result = Err(CallError::new(CallErrorKind::Malformed, None, "empty reply"));
-    }
-    reply
 }
 
 impl RedTeam {
