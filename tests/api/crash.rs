@@ -33,6 +33,7 @@ fn requests() -> Vec<Value> {
         json!({ "mode": "red_team", "question": "Review this login handler.",
                 "modeConfig": { "content": "fn login(u, p) { db.query(\"... '\" + u + \"'\") }",
                                 "rounds": 2 } }),
+        json!({ "mode": "chain", "question": "Write a short guide to backing up a home server." }),
     ]
 }
 
@@ -196,6 +197,7 @@ fn check_whole(mode: &str, r: &Value) {
         "delphi" => assert!(len(&r["rounds"]) >= 1 && r["report"].is_object(), "{r}"),
         "clarity" => assert!(len(&r["evaluations"]) == 3 && r["score"].is_object(), "{r}"),
         "red_team" => assert!(r["generate"].is_object() && r["synthesis"].is_object(), "{r}"),
+        "chain" => assert!(len(&r["steps"]) == 4 && r["finalContent"].is_string(), "{r}"),
         other => panic!("unknown mode {other}"),
     }
 }

@@ -5,6 +5,7 @@
 mod access;
 mod bench;
 mod cancel;
+mod chain;
 mod cli;
 mod council;
 mod crash;

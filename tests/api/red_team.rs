@@ -16,21 +16,6 @@ fn request(config: Value) -> Value {
     json!({ "mode": "red_team", "question": "Review this login handler.", "modeConfig": cfg })
 }
 
-/// Events of one name, their `data`.
-fn all_of(events: &[Value], name: &str) -> Vec<Value> {
-    events.iter().filter(|e| e["event"] == name).map(|e| e["data"].clone()).collect()
-}
-
-async fn watch(app: &TestApp, body: Value) -> (String, Vec<Value>) {
-    let mut ws = app.ws().await;
-    ws.send(json!({ "type": "start", "request": body })).await;
-    let (started, _) = ws.until("started", None).await;
-    let run = started["runId"].as_str().unwrap().to_string();
-    let events = ws.events_until_end(&run).await;
-    ws.close().await;
-    (run, events)
-}
-
 /// The stored result is what went out live, round by round.
 fn assert_same(result: &Value, events: &[Value]) {
     assert_eq!(result["generate"], all_of(events, "generate_complete")[0]["data"]);
