@@ -467,3 +467,45 @@ async fn red_team_against_the_real_model() {
     }
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn chain_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "chain", "question": "Write three sentences on why backups matter.",
+                "modeConfig": { "steps": [ { "model": MODEL, "mandate": "draft" },
+                                           { "model": CHAIR, "mandate": "polish_format" } ] } }),
+    )
+    .await;
+    check_run("chain", &stored, &events);
+    let result = &stored["result"];
+    let (mut done, mut skipped) = (0, 0);
+    for s in result["steps"].as_array().cloned().unwrap_or_default() {
+        let content = s["content"].as_str().unwrap_or("");
+        show(
+            "chain step",
+            content,
+            &json!({ "wordCount": s["wordCount"], "editorNotes": s["editorNotes"], "skipped": s["skipped"] }),
+        );
+        if s["skipped"] == true {
+            skipped += 1;
+            continue;
+        }
+        done += 1;
+        // The server's counts are the text's own; every note listed is written in it.
+        assert_eq!(s["wordCount"].as_u64(), Some(content.split_whitespace().count() as u64));
+        let delta =
+            s["wordCount"].as_i64().unwrap_or(0) - s["previousWordCount"].as_i64().unwrap_or(0);
+        assert_eq!(s["wordCountDelta"].as_i64(), Some(delta));
+        for n in s["editorNotes"].as_array().cloned().unwrap_or_default() {
+            assert!(content.contains(n.as_str().unwrap_or("")), "{n} is not in: {content}");
+        }
+    }
+    count("chain steps completed", done, skipped);
+    if stored["status"] == "completed" {
+        assert_eq!(stored["answer"], result["finalContent"]);
+    }
+    app.stop().await;
+}
