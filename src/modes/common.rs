@@ -673,6 +673,17 @@ fn mark_with(v: &mut serde_json::Value, failed: &[FailedModel]) {
     }
 }
 
+/// A reply with nothing outside its reasoning trace as a failed call (`malformed`, "empty
+/// reply"), for the modes whose spec counts an empty reply as a failure: it is then recorded
+/// like any other failed call ([`Calls::route`]).
+pub fn empty_is_failure(mut reply: super::CallReply) -> super::CallReply {
+    if matches!(&reply.result, Ok(t) if super::reading::answer_text(t).trim().is_empty()) {
+        reply.result =
+            Err(super::CallError::new(super::CallErrorKind::Malformed, None, "empty reply"));
+    }
+    reply
+}
+
 /// The failure message of a single-model role: names the backup too when it was tried.
 pub fn role_failed(role: &str, routed: &Routed, error: &super::CallError) -> String {
     match &routed.fallback_from {

@@ -6,6 +6,7 @@
 //! Nothing in here may import actix, reqwest, diesel or tokio: if a test of a mode needs a
 //! runtime, the mode is doing I/O it should not.
 
+pub mod chain;
 pub mod clarity;
 pub mod common;
 pub mod council;
@@ -17,6 +18,7 @@ pub mod jury;
 pub mod numbers;
 pub mod ranking;
 pub mod reading;
+pub mod red_team;
 pub mod registry;
 pub mod request;
 /// Reading a labelled choice (`VERDICT: X`, `DECISION: STAND`) where a reply states it.

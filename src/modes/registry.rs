@@ -132,6 +132,8 @@ pub static MODES: &[&ModeSpec] = &[
     &super::debate::SPEC,
     &super::delphi::SPEC,
     &super::clarity::SPEC,
+    &super::red_team::SPEC,
+    &super::chain::SPEC,
     // A demonstration mode the test suite turns on (the `demo-mode` feature); not shipped.
     #[cfg(feature = "demo-mode")]
     &super::demo::SPEC,

@@ -350,6 +350,23 @@ pub fn timeout(
     timeout_ms(&obj, "t", field, range, default)
 }
 
+/// An optional whole number within `range` (`rounds`, `maxInputLength`…), `default` when absent.
+pub fn whole(
+    n: Option<i64>,
+    field: &str,
+    range: RangeInclusive<i64>,
+    default: i64,
+) -> Result<i64, FieldError> {
+    match n {
+        None => Ok(default),
+        Some(n) if range.contains(&n) => Ok(n),
+        Some(_) => Err(FieldError::new(
+            field,
+            format!("must be a whole number from {} to {}", range.start(), range.end()),
+        )),
+    }
+}
+
 /// `modeConfig`: an object, empty when absent (`required`: absent is an error).
 pub fn mode_config(body: &Value, required: bool) -> Result<Map<String, Value>, FieldError> {
     match body.get("modeConfig") {

@@ -30,6 +30,10 @@ fn requests() -> Vec<Value> {
                                 "facilitatorModel": "sim/delta", "maxRounds": 3 } }),
         json!({ "mode": "clarity", "modeConfig": { "content":
                 "# The four-day week\n\nTrials reported stable productivity and lower burnout." } }),
+        json!({ "mode": "red_team", "question": "Review this login handler.",
+                "modeConfig": { "content": "fn login(u, p) { db.query(\"... '\" + u + \"'\") }",
+                                "rounds": 2 } }),
+        json!({ "mode": "chain", "question": "Write a short guide to backing up a home server." }),
     ]
 }
 
@@ -209,6 +213,8 @@ fn check_whole(mode: &str, r: &Value) {
         "debate" => assert!(len(&r["revisions"]) == 4 && r["winner"].is_object(), "{r}"),
         "delphi" => assert!(len(&r["rounds"]) >= 1 && r["report"].is_object(), "{r}"),
         "clarity" => assert!(len(&r["evaluations"]) == 3 && r["score"].is_object(), "{r}"),
+        "red_team" => assert!(r["generate"].is_object() && r["synthesis"].is_object(), "{r}"),
+        "chain" => assert!(len(&r["steps"]) == 4 && r["finalContent"].is_string(), "{r}"),
         other => panic!("unknown mode {other}"),
     }
 }

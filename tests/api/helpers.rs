@@ -333,6 +333,22 @@ pub fn stage_events(events: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// The `data` of every event of one name, in order.
+pub fn all_of(events: &[Value], name: &str) -> Vec<Value> {
+    events.iter().filter(|e| e["event"] == name).map(|e| e["data"].clone()).collect()
+}
+
+/// Starts a run over the WebSocket and follows it to its end: its id and its events.
+pub async fn watch(app: &TestApp, body: Value) -> (String, Vec<Value>) {
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "start", "request": body })).await;
+    let (started, _) = ws.until("started", None).await;
+    let run = started["runId"].as_str().expect("runId").to_string();
+    let events = ws.events_until_end(&run).await;
+    ws.close().await;
+    (run, events)
+}
+
 /// Asserts sequence numbers are 1, 2, 3... with no gap and no repeat.
 pub fn assert_contiguous(events: &[Value], from: i64) {
     for (i, e) in events.iter().enumerate() {

@@ -5,6 +5,7 @@
 mod access;
 mod bench;
 mod cancel;
+mod chain;
 mod cli;
 mod council;
 mod crash;
@@ -21,6 +22,7 @@ mod page;
 mod postgres;
 mod real_model;
 mod reasoning;
+mod red_team;
 mod registry;
 mod retry;
 mod secrets;

@@ -407,3 +407,105 @@ async fn clarity_against_the_real_model() {
     count("clarity scorecards", parsed, unparsed);
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn red_team_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "red_team", "question": "Review this login handler for security flaws.",
+                "modeConfig": { "content": "def login(user, pw):\n    q = \"SELECT * FROM users WHERE name='\" + user + \"' AND pw='\" + pw + \"'\"\n    return db.execute(q).fetchone() is not None",
+                                "generatorModel": MODEL, "attackerModel": CHAIR, "rounds": 1 } }),
+    )
+    .await;
+    check_run("red_team", &stored, &events);
+    let (mut parsed, mut unparsed) = (0, 0);
+    for round in stored["result"]["rounds"].as_array().cloned().unwrap_or_default() {
+        let attack = &round["attack"];
+        let findings = attack["findings"].as_array().cloned().unwrap_or_default();
+        show(
+            "attack",
+            attack["reportedSummary"].as_str().unwrap_or(""),
+            &json!({
+            "findings": findings.len(), "noFlaws": attack["noFlaws"], "parseSuccess": attack["parseSuccess"] }),
+        );
+        // What was read is consistent: numbered 1..k, a level each, the counts their sum.
+        for (i, f) in findings.iter().enumerate() {
+            assert_eq!(f["number"], i + 1);
+            assert!(
+                matches!(f["severity"].as_str(), Some("CRITICAL" | "HIGH" | "MEDIUM" | "LOW")),
+                "{f}"
+            );
+        }
+        let counted: u64 = attack["severityCounts"]
+            .as_object()
+            .map_or(0, |c| c.values().filter_map(Value::as_u64).sum());
+        assert_eq!(counted as usize, findings.len());
+        if attack["parseSuccess"] == true {
+            parsed += 1;
+        } else {
+            unparsed += 1;
+        }
+        if let Some(d) = round["defense"].as_object() {
+            let n = ["accepted", "rebutted", "unaddressed"]
+                .iter()
+                .filter_map(|k| d[*k].as_u64())
+                .sum::<u64>();
+            assert_eq!(n as usize, findings.len(), "every finding has one verdict");
+        }
+    }
+    count("red team attack reports", parsed, unparsed);
+    if let Some(s) = stored["result"]["synthesis"].as_object() {
+        let level = s["hardeningConfidence"].as_str();
+        assert!(level.is_none_or(|l| ["High", "Medium", "Low"].contains(&l)), "{level:?}");
+        if let Some(l) = level {
+            let answer = said(stored["answer"].as_str().unwrap_or(""));
+            let stated = answer.contains("confidence") && answer.contains(&l.to_lowercase());
+            assert!(stated, "{l} is not stated: {answer}");
+        }
+    }
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn chain_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "chain", "question": "Write three sentences on why backups matter.",
+                "modeConfig": { "steps": [ { "model": MODEL, "mandate": "draft" },
+                                           { "model": CHAIR, "mandate": "polish_format" } ] } }),
+    )
+    .await;
+    check_run("chain", &stored, &events);
+    let result = &stored["result"];
+    let (mut done, mut skipped) = (0, 0);
+    for s in result["steps"].as_array().cloned().unwrap_or_default() {
+        let content = s["content"].as_str().unwrap_or("");
+        show(
+            "chain step",
+            content,
+            &json!({ "wordCount": s["wordCount"], "editorNotes": s["editorNotes"], "skipped": s["skipped"] }),
+        );
+        if s["skipped"] == true {
+            skipped += 1;
+            continue;
+        }
+        done += 1;
+        // The server's counts are the text's own; every note listed is written in it.
+        assert_eq!(s["wordCount"].as_u64(), Some(content.split_whitespace().count() as u64));
+        let delta =
+            s["wordCount"].as_i64().unwrap_or(0) - s["previousWordCount"].as_i64().unwrap_or(0);
+        assert_eq!(s["wordCountDelta"].as_i64(), Some(delta));
+        for n in s["editorNotes"].as_array().cloned().unwrap_or_default() {
+            assert!(content.contains(n.as_str().unwrap_or("")), "{n} is not in: {content}");
+        }
+    }
+    count("chain steps completed", done, skipped);
+    if stored["status"] == "completed" {
+        assert_eq!(stored["answer"], result["finalContent"]);
+    }
+    app.stop().await;
+}

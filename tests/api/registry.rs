@@ -19,7 +19,10 @@ async fn modes_lists_every_mode_with_its_roles_and_settings_schema() {
     assert_eq!(status, 200, "{body}");
     let modes = body["modes"].as_array().unwrap();
     let ids: Vec<&str> = modes.iter().map(|m| m["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["council", "vote", "jury", "debate", "delphi", "clarity", "echo"]);
+    assert_eq!(
+        ids,
+        ["council", "vote", "jury", "debate", "delphi", "clarity", "red_team", "chain", "echo"]
+    );
     for m in modes {
         assert!(!m["label"].as_str().unwrap().is_empty());
         assert!(!m["description"].as_str().unwrap().is_empty());
@@ -100,6 +103,8 @@ async fn every_completed_run_carries_its_one_line_outcome() {
         json!({ "mode": "debate", "question": "Four-day week?" }),
         json!({ "mode": "delphi", "question": "How many engineers by 2030?" }),
         json!({ "mode": "clarity", "modeConfig": { "content": "A pothole app; fixes within 14 days." } }),
+        json!({ "mode": "red_team", "question": "Review this plan.", "modeConfig": { "rounds": 1 } }),
+        json!({ "mode": "chain", "question": "Write a short guide to backups." }),
     ];
     for request in requests {
         let started = app.start(request.clone()).await;

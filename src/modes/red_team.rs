@@ -1,0 +1,1432 @@
+//! Red Team mode (specs/06-red-team.md): the generator lays the material out in numbered
+//! sections; then, round after round, the attacker reports severity-rated findings and the
+//! generator defends (accepting or rebutting each) and revises the content; the synthesizer
+//! writes the hardened output with an audit of every finding.
+//!
+//! Rounds are strictly sequential and each step is stored the moment it completes, so a
+//! cancelled or interrupted run keeps (and a resumed one replays) every finished step. The
+//! attacker's and defender's replies are read only where they state their findings and
+//! verdicts; what cannot be read is reported as such (`parseSuccess: false`,
+//! `severityDefaulted`, `verdictDefaulted`, `revisedContentFound: false`), never guessed.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{
+    empty_is_failure, mark_from_rows, role_failed, title_prompt, Calls, Routed, SplitMix64,
+    TitleTracker, TITLE_KEY,
+};
+use super::reading::answer_text;
+use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
+use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
+    RunContext, StageRow, ValidRequest,
+};
+
+const SIM_GENERATOR: &str = "sim/alpha";
+const SIM_ATTACKER: &str = "sim/beta";
+const SEED_GENERATOR: &str = "anthropic/claude-opus-4-6";
+const SEED_ATTACKER: &str = "openai/o3";
+const GLOBAL_TIMER: &str = "global";
+const SYNTHESIS_ORDER: i32 = 99;
+
+/// Red Team's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RedTeamRequest {
+    /// The material to attack (code, a design, a policy). Without it the question itself is
+    /// the material.
+    pub content: Option<Text<MAX_CONTENT_CHARS>>,
+    /// Lays the material out in sections, then defends it and revises it each round.
+    pub generator_model: Option<ModelId>,
+    /// Looks for weaknesses each round; must differ from the generator.
+    pub attacker_model: Option<ModelId>,
+    /// Writes the hardened output and the audit (default: the generator).
+    pub synthesizer_model: Option<ModelId>,
+    /// Attack-and-defend rounds: 1 to 3 (default 2).
+    #[schemars(range(min = 1, max = 3))]
+    pub rounds: Option<i64>,
+    /// The material is cut to this many characters: 1 000 to 50 000 (default 25 000).
+    #[schemars(range(min = 1000, max = 50000))]
+    pub max_input_length: Option<i64>,
+    /// Per-call timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 180000))]
+    pub timeout_ms: Option<i64>,
+    /// When this many milliseconds have passed, the call in flight finishes and the synthesis
+    /// follows (default 600 000).
+    #[schemars(range(min = 60000, max = 1800000))]
+    pub global_timeout_ms: Option<i64>,
+}
+
+/// The stored configuration of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RedTeamConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    pub generator_model: String,
+    pub attacker_model: String,
+    pub synthesizer_model: String,
+    pub rounds: u32,
+    pub max_input_length: usize,
+    pub timeout_ms: u64,
+    pub global_timeout_ms: u64,
+    /// The server's backup for the synthesizer (`[fallback] chairman`), when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chairman_fallback_model: Option<String>,
+}
+
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg: RedTeamRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let content = match &cfg.content {
+        None => None,
+        Some(c) => Some(
+            c.trimmed()
+                .ok_or_else(|| FieldError::new("modeConfig.content", "must not be empty"))?,
+        ),
+    };
+    let generator_model =
+        request::model(cfg.generator_model.as_ref(), "modeConfig.generatorModel")?.unwrap_or_else(
+            || (if defaults.offline { SIM_GENERATOR } else { SEED_GENERATOR }).to_string(),
+        );
+    let attacker_model = request::model(cfg.attacker_model.as_ref(), "modeConfig.attackerModel")?
+        .unwrap_or_else(|| {
+            (if defaults.offline { SIM_ATTACKER } else { SEED_ATTACKER }).to_string()
+        });
+    if attacker_model == generator_model {
+        return Err(FieldError::new(
+            "modeConfig.attackerModel",
+            "The attacker must be a different model from the generator",
+        ));
+    }
+    let synthesizer_model =
+        request::model(cfg.synthesizer_model.as_ref(), "modeConfig.synthesizerModel")?
+            .unwrap_or_else(|| generator_model.clone());
+    let rounds = request::whole(cfg.rounds, "modeConfig.rounds", 1..=3, 2)?;
+    let max_input_length =
+        request::whole(cfg.max_input_length, "modeConfig.maxInputLength", 1000..=50_000, 25_000)?;
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
+        "modeConfig.timeoutMs",
+        10_000..=180_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let global_timeout_ms = request::timeout(
+        cfg.global_timeout_ms,
+        "modeConfig.globalTimeoutMs",
+        60_000..=1_800_000,
+        600_000,
+    )?;
+    let models = request::distinct(&[], &[&generator_model, &attacker_model, &synthesizer_model]);
+    let chairman_fallback_model =
+        Fallbacks::for_role(&defaults.fallback.chairman, &synthesizer_model);
+    let config = RedTeamConfig {
+        content,
+        generator_model,
+        attacker_model,
+        synthesizer_model,
+        rounds: rounds as u32,
+        max_input_length: max_input_length as usize,
+        timeout_ms,
+        global_timeout_ms,
+        chairman_fallback_model,
+    };
+    Ok(ValidRequest {
+        mode: SPEC.kind(),
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models,
+    })
+}
+
+/// Red Team in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "red_team",
+    label: "Red Team",
+    description: "One model structures and defends the material, another attacks it for 1-3 rounds of severity-rated findings; a synthesis hardens it and audits every finding.",
+    multi_turn: false,
+    question: Question { label: "What to red-team", required: Some("Question is required") },
+    roles: &[
+        Role {
+            id: "generator",
+            label: "Generator (structures and defends)",
+            field: Some("generatorModel"),
+            panel: false,
+            fallback: None,
+            sim_default: &[SIM_GENERATOR],
+            default: &[SEED_GENERATOR],
+        },
+        Role {
+            id: "attacker",
+            label: "Attacker",
+            field: Some("attackerModel"),
+            panel: false,
+            fallback: None,
+            sim_default: &[SIM_ATTACKER],
+            default: &[SEED_ATTACKER],
+        },
+        Role {
+            id: "synthesizer",
+            label: "Synthesizer (default: the generator)",
+            field: Some("synthesizerModel"),
+            panel: false,
+            fallback: Some("chairman"),
+            sim_default: &[],
+            default: &[],
+        },
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<RedTeamRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(RedTeam::new(config, ctx)?)),
+    load_result,
+    outcome,
+    example: || {
+        json!({ "mode": "red_team", "question": "Review this login handler for security flaws.",
+                "modeConfig": { "content": "fn login(user: &str, pass: &str) -> bool {\n    let q = format!(\"SELECT * FROM users WHERE name='{user}' AND pass='{pass}'\");\n    db::query(&q).is_some()\n}", "rounds": 1 } })
+    },
+    sim: Some(sim_answer),
+};
+
+// ---- the material --------------------------------------------------------------------------
+
+/// What the run red-teams: `content`, else the question, cut to `maxInputLength` characters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Material {
+    /// `content` or `question`.
+    pub source: String,
+    pub text: String,
+    pub original_length: usize,
+    pub truncated: bool,
+    /// Said to the generator when the material was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+pub fn material(content: Option<&str>, question: &str, max: usize) -> Material {
+    let (source, full) = match content {
+        Some(c) => ("content", c),
+        None => ("question", question),
+    };
+    let original_length = full.chars().count();
+    let truncated = original_length > max;
+    let text: String = if truncated { full.chars().take(max).collect() } else { full.into() };
+    let note = truncated.then(|| {
+        format!("[Note: the material was cut to its first {max} of {original_length} characters.]")
+    });
+    Material { source: source.into(), text, original_length, truncated, note }
+}
+
+// ---- reading replies -----------------------------------------------------------------------
+
+pub const SEVERITIES: [&str; 4] = ["CRITICAL", "HIGH", "MEDIUM", "LOW"];
+
+/// One finding of an attack report, renumbered 1..k in report order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    pub number: usize,
+    /// The number the attacker gave it.
+    pub reported_number: u64,
+    pub title: String,
+    pub severity: String,
+    pub severity_defaulted: bool,
+    pub location: Option<String>,
+    pub vulnerability: Option<String>,
+    pub exploit_scenario: Option<String>,
+}
+
+/// An attack report as read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttackReading {
+    pub findings: Vec<Finding>,
+    pub reported_summary: Option<String>,
+    pub overall_risk: Option<String>,
+    pub no_flaws: bool,
+    pub parse_success: bool,
+}
+
+/// A line without its leading white space, bullets, `#`, `**` and `__`.
+fn bare(line: &str) -> &str {
+    let mut s = line.trim_start();
+    loop {
+        let t = s
+            .trim_start_matches(['#', '>', '•', '·'])
+            .trim_start_matches("**")
+            .trim_start_matches("__")
+            .trim_start();
+        let t = match t.strip_prefix(['-', '*', '+']) {
+            Some(rest) if rest.starts_with(char::is_whitespace) => rest.trim_start(),
+            _ => t,
+        };
+        if t.len() == s.len() {
+            return s;
+        }
+        s = t;
+    }
+}
+
+/// Bold markup around a value (`** HIGH**`, `__x__`) removed; code spans and names are kept.
+fn clean(value: &str) -> String {
+    let mut v = value.trim();
+    loop {
+        let t = v.trim_start_matches("**").trim_start_matches("__");
+        let t = t.trim_end_matches("**").trim_end_matches("__").trim();
+        if t.len() == v.len() {
+            return t.to_string();
+        }
+        v = t;
+    }
+}
+
+fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
+}
+
+/// `label:` at the start of a bare line (markup allowed around the label); the value after it.
+fn field<'a>(line: &'a str, labels: &Regex) -> Option<(String, &'a str)> {
+    let c = labels.captures(line)?;
+    let name = c.get(1)?.as_str().to_lowercase();
+    let end = c.get(0)?.end();
+    Some((name, &line[end..]))
+}
+
+fn finding_heading(line: &str) -> Option<(u64, String)> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let c = re(&RE, r"(?i)^finding\s*#?\s*(\d{1,6})\s*(?:\*\*|__)?\s*[:.\-–—]\s*(.*)$")
+        .captures(line)?;
+    Some((c[1].parse().ok()?, clean(&c[2])))
+}
+
+fn attack_field(line: &str) -> Option<(String, &str)> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    field(
+        line,
+        re(
+            &RE,
+            r"(?i)^(severity|location|vulnerability|exploit\s+scenario)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?",
+        ),
+    )
+}
+
+fn is_summary(line: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    re(&RE, r"(?i)^summary\s*(?:\*\*|__)?\s*:").is_match(line)
+}
+
+/// The most severe level a value names; None when it names none.
+pub fn severity_of(value: &str) -> Option<&'static str> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let found: Vec<&str> = re(&RE, r"(?i)\b(critical|high|medium|low)\b")
+        .find_iter(value)
+        .map(|m| m.as_str())
+        .collect();
+    SEVERITIES.into_iter().find(|s| found.iter().any(|f| f.eq_ignore_ascii_case(s)))
+}
+
+/// A heading and the `Label: value` fields under it (names lower-case, single-spaced).
+struct FieldBlock<H> {
+    head: H,
+    fields: Vec<(String, String)>,
+}
+
+impl<H> FieldBlock<H> {
+    fn has(&self, name: &str) -> bool {
+        self.fields.iter().any(|(n, _)| n == name)
+    }
+
+    /// A field's value, trimmed, when not empty.
+    fn get(&self, name: &str) -> Option<String> {
+        let v = self.fields.iter().find(|(n, _)| n == name)?.1.trim();
+        (!v.is_empty()).then(|| v.to_string())
+    }
+}
+
+/// Blocks from a `heading` line to the next heading or an `ends` line. Within a block a
+/// field's first occurrence wins; the fields in `multi` span lines until the next field.
+fn read_blocks<H>(
+    lines: &[&str],
+    heading: impl Fn(&str) -> Option<H>,
+    field: impl Fn(&str) -> Option<(String, &str)>,
+    ends: impl Fn(&str) -> bool,
+    multi: &[&str],
+) -> Vec<FieldBlock<H>> {
+    let mut blocks: Vec<FieldBlock<H>> = Vec::new();
+    let mut open = false;
+    // The index of the multi-line field being read in the last block.
+    let mut spanning: Option<usize> = None;
+    for raw in lines {
+        let line = bare(raw);
+        if let Some(head) = heading(line) {
+            blocks.push(FieldBlock { head, fields: Vec::new() });
+            (open, spanning) = (true, None);
+            continue;
+        }
+        if ends(line) {
+            (open, spanning) = (false, None);
+            continue;
+        }
+        let Some(b) = blocks.last_mut().filter(|_| open) else { continue };
+        if let Some((name, value)) = field(line) {
+            let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
+            spanning = None;
+            if !b.has(&name) {
+                if multi.contains(&name.as_str()) {
+                    spanning = Some(b.fields.len());
+                }
+                b.fields.push((name, clean(value)));
+            }
+            continue;
+        }
+        if let Some(v) = spanning.and_then(|i| b.fields.get_mut(i)) {
+            if !v.1.is_empty() {
+                v.1.push('\n');
+            }
+            v.1.push_str(raw.trim_end());
+        }
+    }
+    blocks
+}
+
+/// Reads an attack report (its answer part: a reasoning trace is never read).
+pub fn read_attack(reply: &str) -> AttackReading {
+    let text = answer_text(reply);
+    let lines: Vec<&str> = text.lines().collect();
+    static NONE: OnceLock<Regex> = OnceLock::new();
+    let none_re = re(&NONE, r"(?i)^findings\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*none\b");
+    let none_stated = lines.iter().any(|l| none_re.is_match(bare(l)));
+    let summary_at = lines.iter().position(|l| is_summary(bare(l)));
+    let blocks = read_blocks(
+        &lines,
+        finding_heading,
+        attack_field,
+        is_summary,
+        &["vulnerability", "exploit scenario"],
+    );
+    let findings: Vec<Finding> = blocks
+        .into_iter()
+        .filter(|b| b.has("severity") || b.has("location") || b.has("vulnerability"))
+        .enumerate()
+        .map(|(i, b)| {
+            let named = b.get("severity").as_deref().and_then(severity_of);
+            Finding {
+                number: i + 1,
+                reported_number: b.head.0,
+                title: b.head.1.clone(),
+                severity: named.unwrap_or("MEDIUM").to_string(),
+                severity_defaulted: named.is_none(),
+                location: b.get("location"),
+                vulnerability: b.get("vulnerability"),
+                exploit_scenario: b.get("exploit scenario"),
+            }
+        })
+        .collect();
+    let reported_summary = summary_at.map(|i| lines[i..].join("\n").trim().to_string());
+    static RISK: OnceLock<Regex> = OnceLock::new();
+    let risk_re = re(&RISK, r"(?i)^overall\s+risk\s*(?:\*\*|__)?\s*:\s*(.*)$");
+    let overall_risk = lines
+        .iter()
+        .rev()
+        .find_map(|l| risk_re.captures(bare(l)).map(|c| clean(&c[1])))
+        .filter(|r| !r.is_empty());
+    let no_flaws = findings.is_empty() && none_stated;
+    AttackReading {
+        parse_success: !findings.is_empty() || no_flaws,
+        findings,
+        reported_summary,
+        overall_risk,
+        no_flaws,
+    }
+}
+
+/// Counts of findings by severity (every level present, in order of severity).
+pub fn severity_counts<'a>(severities: impl Iterator<Item = &'a str>) -> Value {
+    let mut counts = serde_json::Map::new();
+    for s in SEVERITIES {
+        counts.insert(s.into(), json!(0));
+    }
+    for s in severities {
+        if let Some(n) = counts.get_mut(s) {
+            *n = json!(n.as_u64().unwrap_or(0) + 1);
+        }
+    }
+    Value::Object(counts)
+}
+
+/// The defender's answer to one finding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Response {
+    /// The finding's number (1..k).
+    pub finding: usize,
+    pub title: String,
+    pub severity: String,
+    /// ACCEPT, REBUT or UNADDRESSED (no response matched the finding).
+    pub verdict: String,
+    pub verdict_defaulted: bool,
+    pub reasoning: Option<String>,
+    pub revision: Option<String>,
+}
+
+/// A defense as read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DefenseReading {
+    /// One per finding, in finding order.
+    pub responses: Vec<Response>,
+    /// The complete revised content, when the reply gave one.
+    pub revised_content: Option<String>,
+}
+
+fn response_heading(line: &str) -> Option<(Option<u64>, String)> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let c = re(
+        &RE,
+        r"(?i)^response\s+to\s+finding\s*#?\s*(\d{1,6})?\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(.*))?$",
+    )
+    .captures(line)?;
+    let number = c.get(1).and_then(|n| n.as_str().parse().ok());
+    let title = c.get(2).map(|t| clean(t.as_str())).unwrap_or_default();
+    if number.is_none() && title.is_empty() {
+        return None;
+    }
+    Some((number, title))
+}
+
+fn defense_field(line: &str) -> Option<(String, &str)> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    field(line, re(&RE, r"(?i)^(verdict|reasoning|revision)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?"))
+}
+
+fn revised_marker(line: &str) -> Option<usize> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    re(&RE, r"(?i)^revised\s+content\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?").find(line).map(|m| m.end())
+}
+
+fn is_defense_summary(line: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    re(&RE, r"(?i)^defen[cs]e\s+summary\s*(?:\*\*|__)?\s*:").is_match(line)
+}
+
+/// ACCEPT or REBUT, whichever the value names first.
+fn verdict_of(value: &str) -> Option<&'static str> {
+    let v = value.to_uppercase();
+    match (v.find("ACCEPT"), v.find("REBUT")) {
+        (Some(a), Some(r)) => Some(if a < r { "ACCEPT" } else { "REBUT" }),
+        (Some(_), None) => Some("ACCEPT"),
+        (None, Some(_)) => Some("REBUT"),
+        (None, None) => None,
+    }
+}
+
+/// Reads a defense against `findings` (its answer part).
+pub fn read_defense(reply: &str, findings: &[Finding]) -> DefenseReading {
+    let text = answer_text(reply);
+    let lines: Vec<&str> = text.lines().collect();
+    // The revised content: everything after the marker on the last marker line.
+    let mut revised_content = None;
+    let mut end = lines.len();
+    if let Some((i, at)) = lines.iter().enumerate().rev().find_map(|(i, l)| {
+        let b = bare(l);
+        revised_marker(b).map(|m| (i, l.len() - b.len() + m))
+    }) {
+        let mut rest = lines[i][at..].to_string();
+        for l in &lines[i + 1..] {
+            rest.push('\n');
+            rest.push_str(l);
+        }
+        let rest = rest.trim();
+        revised_content = (!rest.is_empty()).then(|| rest.to_string());
+        end = i;
+    }
+    let answered = read_blocks(
+        &lines[..end],
+        response_heading,
+        defense_field,
+        is_defense_summary,
+        &["reasoning", "revision"],
+    );
+    // Each finding takes the first response naming its number, else the first with its title.
+    let mut used = vec![false; answered.len()];
+    let mut matched: Vec<Option<usize>> = vec![None; findings.len()];
+    for (f, slot) in findings.iter().zip(matched.iter_mut()) {
+        if let Some(j) =
+            (0..answered.len()).find(|&j| !used[j] && answered[j].head.0 == Some(f.number as u64))
+        {
+            used[j] = true;
+            *slot = Some(j);
+        }
+    }
+    for (f, slot) in findings.iter().zip(matched.iter_mut()) {
+        if slot.is_some() || f.title.trim().is_empty() {
+            continue;
+        }
+        let named = |j: &usize| {
+            let a = &answered[*j];
+            // A response naming another finding's number is that finding's, not this one.
+            let numbered_elsewhere =
+                a.head.0.is_some_and(|n| findings.iter().any(|g| g.number as u64 == n));
+            !used[*j] && !numbered_elsewhere && a.head.1.eq_ignore_ascii_case(f.title.trim())
+        };
+        if let Some(j) = (0..answered.len()).find(named) {
+            used[j] = true;
+            *slot = Some(j);
+        }
+    }
+    let responses = findings
+        .iter()
+        .zip(matched)
+        .map(|(f, m)| {
+            let base = Response {
+                finding: f.number,
+                title: f.title.clone(),
+                severity: f.severity.clone(),
+                verdict: "UNADDRESSED".into(),
+                verdict_defaulted: false,
+                reasoning: None,
+                revision: None,
+            };
+            let Some(j) = m else { return base };
+            let a = &answered[j];
+            let verdict = a.get("verdict").as_deref().and_then(verdict_of);
+            let revision = a.get("revision").filter(|r| {
+                !matches!(r.to_lowercase().trim_end_matches('.'), "n/a" | "na" | "none" | "-" | "—")
+            });
+            Response {
+                verdict: verdict.unwrap_or("REBUT").into(),
+                verdict_defaulted: verdict.is_none(),
+                reasoning: a.get("reasoning"),
+                revision,
+                ..base
+            }
+        })
+        .collect();
+    DefenseReading { responses, revised_content }
+}
+
+/// A synthesis as read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SynthesisReading {
+    pub hardened_output: String,
+    pub audit_summary: Option<String>,
+    pub hardening_confidence: Option<String>,
+}
+
+fn heading_named(line: &str, name: &str) -> bool {
+    let t = line.trim();
+    if !t.starts_with('#') && !t.starts_with("**") && !t.starts_with("__") {
+        return false;
+    }
+    let inner = bare(t).trim_end().trim_end_matches(['*', '_', ':']).trim();
+    inner.eq_ignore_ascii_case(name)
+}
+
+/// Reads the synthesis (its answer part).
+pub fn read_synthesis(reply: &str) -> SynthesisReading {
+    let text = answer_text(reply);
+    let lines: Vec<&str> = text.lines().collect();
+    let hardened = lines.iter().position(|l| heading_named(l, "hardened output"));
+    let audit = lines.iter().position(|l| heading_named(l, "vulnerability audit summary"));
+    let join = |from: usize, to: usize| lines[from..to].join("\n").trim().to_string();
+    let hardened_output = match (hardened, audit) {
+        (Some(h), Some(a)) if a > h => join(h + 1, a),
+        (Some(h), _) => join(h + 1, lines.len()),
+        (None, Some(a)) if a > 0 => join(0, a),
+        _ => text.trim().to_string(),
+    };
+    let audit_summary = audit.map(|a| join(a + 1, lines.len())).filter(|s| !s.is_empty());
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let conf = re(&RE, r"(?i)^hardening\s+confidence\s*(?:\*\*|__)?\s*:\s*(.*)$");
+    let hardening_confidence = lines
+        .iter()
+        .rev()
+        .find_map(|l| conf.captures(bare(l)).map(|c| clean(&c[1])))
+        .and_then(|v| {
+            let word = v.split(|c: char| !c.is_alphabetic()).next().unwrap_or("").to_lowercase();
+            match word.as_str() {
+                "high" => Some("High".to_string()),
+                "medium" => Some("Medium".to_string()),
+                "low" => Some("Low".to_string()),
+                _ => None,
+            }
+        });
+    SynthesisReading { hardened_output, audit_summary, hardening_confidence }
+}
+
+// ---- prompts -------------------------------------------------------------------------------
+
+pub const GENERATE_HEAD: &str = "You are the GENERATOR in a red-team exercise.";
+pub const ATTACK_HEAD: &str = "You are the ATTACKER in a red-team exercise.";
+pub const DEFEND_HEAD: &str = "You are the DEFENDER in a red-team exercise.";
+pub const SYNTHESIZE_HEAD: &str = "You are the SYNTHESIZER of a red-team exercise.";
+/// The content a prompt carries sits between these lines (the sim reads it back).
+pub const CONTENT_START: &str = "=== CONTENT ===";
+pub const CONTENT_END: &str = "=== END CONTENT ===";
+
+fn enclosed(text: &str) -> String {
+    format!("{CONTENT_START}\n{text}\n{CONTENT_END}")
+}
+
+pub fn generate_prompt(question: &str, m: &Material) -> String {
+    let note = m.note.as_deref().map(|n| format!("\n{n}\n")).unwrap_or_default();
+    format!(
+        "{GENERATE_HEAD}\n\nRequest: {question}\n\nLay the material below out in numbered sections \
+         (`## 1. …`, `## 2. …`) so that findings can point at them. Keep code whole, in fenced \
+         blocks. Do not add, drop or change any substance: only structure it.\n{note}\n{}",
+        enclosed(&m.text)
+    )
+}
+
+fn finding_text(f: &Finding) -> String {
+    let mut s = format!("FINDING {}: {}\nSeverity: {}\n", f.number, f.title, f.severity);
+    for (label, v) in [
+        ("Location", &f.location),
+        ("Vulnerability", &f.vulnerability),
+        ("Exploit Scenario", &f.exploit_scenario),
+    ] {
+        if let Some(v) = v {
+            s.push_str(&format!("{label}: {v}\n"));
+        }
+    }
+    s
+}
+
+/// The previous round rebuilt per finding: what it claimed and how it was answered.
+fn previous_round_text(findings: &[Finding], responses: &[Response]) -> String {
+    let mut s = String::new();
+    for f in findings {
+        s.push_str(&finding_text(f));
+        match responses.iter().find(|r| r.finding == f.number) {
+            Some(r) => {
+                s.push_str(&format!("Defense verdict: {}\n", r.verdict));
+                if let Some(why) = &r.reasoning {
+                    s.push_str(&format!("Defense reasoning: {why}\n"));
+                }
+                if let Some(rev) = &r.revision {
+                    s.push_str(&format!("Defense revision: {rev}\n"));
+                }
+            }
+            None => s.push_str("Defense verdict: UNADDRESSED\n"),
+        }
+        s.push('\n');
+    }
+    s
+}
+
+pub fn attack_prompt(question: &str, round: u32, content: &str, previous: Option<&str>) -> String {
+    let earlier = match previous {
+        Some(p) => format!(
+            "\n\nThis is round {round}. The previous round's findings and the defense:\n\n{p}\n\
+             Look for NEW weaknesses, or explain why a defense falls short. Do not repeat \
+             findings that were settled."
+        ),
+        None => String::new(),
+    };
+    format!(
+        "{ATTACK_HEAD}\n\nRequest: {question}\n\nFind the weaknesses of the content below: flaws, \
+         vulnerabilities, wrong assumptions, missing cases.{earlier}\n\n{}\n\n\
+         Report each finding exactly so:\n\nFINDING <n>: <title>\nSeverity: CRITICAL|HIGH|MEDIUM|LOW\n\
+         Location: <where>\nVulnerability: <what is wrong>\nExploit Scenario: <how it is exploited>\n\n\
+         Then:\nSUMMARY:\nCritical: n, High: n, Medium: n, Low: n\nOverall risk: <text>\n\n\
+         If you find nothing, reply with the line FINDINGS: NONE",
+        enclosed(content)
+    )
+}
+
+pub fn defend_prompt(question: &str, content: &str, findings: &[Finding], raw: &str) -> String {
+    let listed = if findings.is_empty() {
+        format!("The attacker's report (its findings could not be read one by one):\n\n{raw}")
+    } else {
+        findings.iter().map(finding_text).collect::<Vec<_>>().join("\n")
+    };
+    format!(
+        "{DEFEND_HEAD}\n\nRequest: {question}\n\nYour content:\n\n{}\n\nThe attacker's findings:\n\n\
+         {listed}\n\nAnswer every finding exactly so:\n\nRESPONSE TO FINDING <n>: <title>\n\
+         Verdict: ACCEPT|REBUT\nReasoning: <why>\nRevision: <the change, or N/A for a rebuttal>\n\n\
+         Then a line DEFENSE SUMMARY: with a short summary, and last a line REVISED CONTENT: \
+         followed by the complete revised content (all of it, with the accepted fixes applied).",
+        enclosed(content)
+    )
+}
+
+pub fn synthesize_prompt(
+    question: &str,
+    structured: &str,
+    final_content: &str,
+    history: &str,
+    audit: &str,
+) -> String {
+    format!(
+        "{SYNTHESIZE_HEAD}\n\nRequest: {question}\n\nThe structured original:\n\n{structured}\n\n\
+         The final revision:\n\n{}\n\nEvery round's findings and responses:\n\n{history}\n\n\
+         Audit table (title | severity | verdict | round):\n{audit}\n\n\
+         Write `## Hardened Output`: the final content with the accepted fixes applied, valid \
+         rebuttals respected and weak defenses strengthened. Then `## Vulnerability Audit Summary`: \
+         every finding and what became of it, ending with the lines `Remaining Risks: <text>` and \
+         `Hardening Confidence: High|Medium|Low`.",
+        enclosed(final_content)
+    )
+}
+
+// ---- the state machine ---------------------------------------------------------------------
+
+/// One round as it went out live (`attack_complete`'s and `defend_complete`'s data).
+#[derive(Debug, Clone, PartialEq)]
+struct Round {
+    round: u32,
+    findings: Vec<Finding>,
+    attack: Value,
+    defense: Option<Value>,
+    responses: Vec<Response>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Generating,
+    Attacking(u32),
+    Defending(u32),
+    Synthesizing,
+    Done,
+}
+
+pub struct RedTeam {
+    config: RedTeamConfig,
+    ctx: RunContext,
+    material: Material,
+    phase: Phase,
+    structured: String,
+    current: String,
+    rounds: Vec<Round>,
+    stop_reason: Option<&'static str>,
+    deadline_passed: bool,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+fn stage_order(stage: &str) -> i32 {
+    let n = |p: &str| stage.strip_prefix(p).and_then(|n| n.parse::<i32>().ok());
+    match (n("attack_round_"), n("defend_round_")) {
+        (Some(r), _) => 2 * r - 1,
+        (_, Some(r)) => 2 * r,
+        _ if stage == "synthesis" => SYNTHESIS_ORDER,
+        _ => 0,
+    }
+}
+
+impl RedTeam {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: RedTeamConfig = stored_config("red_team", config)?;
+        let material = material(config.content.as_deref(), &ctx.question, config.max_input_length);
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        Ok(RedTeam {
+            config,
+            ctx,
+            material,
+            phase: Phase::Generating,
+            structured: String::new(),
+            current: String::new(),
+            rounds: Vec::new(),
+            stop_reason: None,
+            deadline_passed: false,
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> CallSpec {
+        CallSpec::new(
+            key,
+            model,
+            vec![ChatMessage::user(prompt)],
+            stage,
+            role,
+            self.config.timeout_ms,
+        )
+    }
+
+    fn on_generate(&mut self, reply: CallReply) -> Vec<Effect> {
+        let text = reply.result.as_ref().ok().map(|t| answer_text(t).trim().to_string());
+        let fallback = text.is_none();
+        self.structured = text.unwrap_or_else(|| self.material.text.clone());
+        self.current = self.structured.clone();
+        let data = json!({ "model": reply.model, "structuredContent": self.structured,
+                           "fallback": fallback, "responseTimeMs": reply.response_time_ms });
+        let mut parsed = data.clone();
+        parsed["structuredContent"] = Value::Null;
+        parsed["material"] = json!(self.material);
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "generate".into(),
+                stage_order: 0,
+                model: Some(reply.model.clone()),
+                role: Some("generator".into()),
+                content: self.structured.clone(),
+                parsed_data: Some(parsed),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }),
+            Effect::emit("generate_complete", json!({ "data": data })),
+        ];
+        out.extend(self.next_round(1));
+        out
+    }
+
+    /// Round `r` starts, unless the rounds are over or the time is up.
+    fn next_round(&mut self, r: u32) -> Vec<Effect> {
+        if r > self.config.rounds {
+            return self.synthesize();
+        }
+        if self.deadline_passed {
+            self.stop_reason = Some("global timeout");
+            return self.synthesize();
+        }
+        let previous = self.rounds.last().map(|p| previous_round_text(&p.findings, &p.responses));
+        let prompt = attack_prompt(&self.ctx.question, r, &self.current, previous.as_deref());
+        self.phase = Phase::Attacking(r);
+        let model = self.config.attacker_model.clone();
+        vec![
+            Effect::emit("attack_start", json!({ "round": r })),
+            Effect::Call(self.call(
+                format!("attack:{r}"),
+                &model,
+                prompt,
+                &format!("attack_round_{r}"),
+                "attacker",
+            )),
+        ]
+    }
+
+    fn on_attack(&mut self, r: u32, reply: CallReply) -> Vec<Effect> {
+        let failed = reply.result.is_err();
+        let raw = reply.result.clone().unwrap_or_default();
+        let reading = if failed {
+            AttackReading {
+                findings: vec![],
+                reported_summary: None,
+                overall_risk: None,
+                no_flaws: false,
+                parse_success: false,
+            }
+        } else {
+            read_attack(&raw)
+        };
+        let data = json!({
+            "model": reply.model, "findings": reading.findings,
+            "severityCounts": severity_counts(reading.findings.iter().map(|f| f.severity.as_str())),
+            "reportedSummary": reading.reported_summary, "overallRisk": reading.overall_risk,
+            "noFlaws": reading.no_flaws, "parseSuccess": reading.parse_success, "failed": failed,
+            "responseTimeMs": reply.response_time_ms,
+        });
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: format!("attack_round_{r}"),
+                stage_order: (2 * r - 1) as i32,
+                model: Some(reply.model.clone()),
+                role: Some("attacker".into()),
+                content: raw.clone(),
+                parsed_data: Some(data.clone()),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }),
+            Effect::emit("attack_complete", json!({ "round": r, "data": data })),
+        ];
+        self.rounds.push(Round {
+            round: r,
+            findings: reading.findings.clone(),
+            attack: data,
+            defense: None,
+            responses: unaddressed(&reading.findings),
+        });
+        if failed {
+            self.stop_reason = Some("attacker failed");
+            out.extend(self.synthesize());
+            return out;
+        }
+        if reading.no_flaws {
+            self.stop_reason = Some("no flaws");
+            out.extend(self.synthesize());
+            return out;
+        }
+        if self.deadline_passed {
+            self.stop_reason = Some("global timeout");
+            out.extend(self.synthesize());
+            return out;
+        }
+        let prompt =
+            defend_prompt(&self.ctx.question, &self.current, &reading.findings, &answer_text(&raw));
+        self.phase = Phase::Defending(r);
+        let model = self.config.generator_model.clone();
+        out.push(Effect::emit("defend_start", json!({ "round": r })));
+        out.push(Effect::Call(self.call(
+            format!("defend:{r}"),
+            &model,
+            prompt,
+            &format!("defend_round_{r}"),
+            "generator",
+        )));
+        out
+    }
+
+    fn on_defend(&mut self, r: u32, reply: CallReply) -> Vec<Effect> {
+        let findings = self.rounds.last().map(|x| x.findings.clone()).unwrap_or_default();
+        let failed = reply.result.is_err();
+        let raw = reply.result.clone().unwrap_or_default();
+        let reading = if failed {
+            DefenseReading { responses: unaddressed(&findings), revised_content: None }
+        } else {
+            read_defense(&raw, &findings)
+        };
+        let found = reading.revised_content.is_some();
+        if let Some(revised) = &reading.revised_content {
+            self.current = revised.clone();
+        }
+        let data = defense_data(
+            &reply.model,
+            &reading.responses,
+            &self.current,
+            found,
+            failed,
+            reply.response_time_ms,
+        );
+        let mut parsed = data.clone();
+        if let Some(o) = parsed.as_object_mut() {
+            o.remove("revisedContent");
+            o.insert("revisedContentLength".into(), json!(self.current.chars().count()));
+        }
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: format!("defend_round_{r}"),
+                stage_order: (2 * r) as i32,
+                model: Some(reply.model.clone()),
+                role: Some("generator".into()),
+                content: raw,
+                parsed_data: Some(parsed),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }),
+            Effect::emit("defend_complete", json!({ "round": r, "data": data })),
+        ];
+        if let Some(last) = self.rounds.last_mut() {
+            last.defense = Some(data);
+            last.responses = reading.responses;
+        }
+        out.extend(self.next_round(r + 1));
+        out
+    }
+
+    fn synthesize(&mut self) -> Vec<Effect> {
+        self.phase = Phase::Synthesizing;
+        let history: String = self
+            .rounds
+            .iter()
+            .map(|r| {
+                format!("Round {}:\n{}", r.round, previous_round_text(&r.findings, &r.responses))
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let audit = audit_table(&self.rounds);
+        let prompt = synthesize_prompt(
+            &self.ctx.question,
+            &self.structured,
+            &self.current,
+            if history.is_empty() { "(no rounds)" } else { &history },
+            &audit,
+        );
+        let spec = self.call(
+            "synthesis".into(),
+            &self.config.synthesizer_model.clone(),
+            prompt,
+            "synthesis",
+            "synthesizer",
+        );
+        let backup = self.config.chairman_fallback_model.clone();
+        vec![
+            Effect::emit("synthesize_start", json!({})),
+            self.calls.solo(spec, SYNTHESIS_ORDER, backup.as_deref()),
+        ]
+    }
+
+    fn on_synthesis(&mut self, routed: Routed) -> Vec<Effect> {
+        let text = match &routed.reply.result {
+            Ok(t) => t.clone(),
+            Err(e) => {
+                self.phase = Phase::Done;
+                return self.title.fail(role_failed("synthesizer", &routed, e));
+            }
+        };
+        let reply = &routed.reply;
+        let reading = read_synthesis(&text);
+        let mut data = json!({
+            "model": reply.model, "hardenedOutput": reading.hardened_output,
+            "auditSummary": reading.audit_summary, "hardeningConfidence": reading.hardening_confidence,
+            "totals": totals(&self.rounds), "stopReason": self.stop_reason,
+            "responseTimeMs": reply.response_time_ms,
+        });
+        if let Some(from) = &routed.fallback_from {
+            data["fallbackFrom"] = json!(from);
+        }
+        let mut event = json!({ "data": data });
+        self.calls.mark(&mut event);
+        self.phase = Phase::Done;
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "synthesis".into(),
+                stage_order: SYNTHESIS_ORDER,
+                model: Some(reply.model.clone()),
+                role: Some("synthesizer".into()),
+                content: text.clone(),
+                parsed_data: Some(data),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }),
+            Effect::emit("synthesize_complete", event),
+        ];
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: text });
+        out
+    }
+}
+
+/// Every finding without a response.
+fn unaddressed(findings: &[Finding]) -> Vec<Response> {
+    read_defense("", findings).responses
+}
+
+fn defense_data(
+    model: &str,
+    responses: &[Response],
+    revised: &str,
+    found: bool,
+    failed: bool,
+    ms: u64,
+) -> Value {
+    let count = |v: &str| responses.iter().filter(|r| r.verdict == v).count();
+    json!({
+        "model": model, "responses": responses, "accepted": count("ACCEPT"),
+        "rebutted": count("REBUT"), "unaddressed": count("UNADDRESSED"),
+        "revisedContent": revised, "revisedContentFound": found, "failed": failed,
+        "responseTimeMs": ms,
+    })
+}
+
+fn audit_table(rounds: &[Round]) -> String {
+    let mut s = String::new();
+    for r in rounds {
+        for resp in &r.responses {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                resp.title, resp.severity, resp.verdict, r.round
+            ));
+        }
+    }
+    if s.is_empty() {
+        s.push_str("(no findings)\n");
+    }
+    s
+}
+
+/// Totals over every round: findings, by severity, verdicts, accepted by severity.
+fn totals(rounds: &[Round]) -> Value {
+    let all: Vec<&Response> = rounds.iter().flat_map(|r| r.responses.iter()).collect();
+    let count = |v: &str| all.iter().filter(|r| r.verdict == v).count();
+    json!({
+        "findings": all.len(),
+        "bySeverity": severity_counts(all.iter().map(|r| r.severity.as_str())),
+        "accepted": count("ACCEPT"), "rebutted": count("REBUT"), "unaddressed": count("UNADDRESSED"),
+        "acceptedBySeverity": severity_counts(
+            all.iter().filter(|r| r.verdict == "ACCEPT").map(|r| r.severity.as_str())),
+    })
+}
+
+impl Mode for RedTeam {
+    fn start(&mut self) -> Vec<Effect> {
+        let mut out = vec![
+            Effect::emit(
+                "redteam_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
+                        "mode": "red_team", "totalRounds": self.config.rounds }),
+            ),
+            Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
+            Effect::emit("generate_start", json!({})),
+        ];
+        let prompt = generate_prompt(&self.ctx.question, &self.material);
+        let model = self.config.generator_model.clone();
+        out.push(Effect::Call(self.call(
+            "generate".into(),
+            &model,
+            prompt,
+            "generate",
+            "generator",
+        )));
+        out.extend(self.title.call(
+            &model,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
+        let Some(routed) = routed else { return out };
+        let key = routed.reply.key.clone();
+        out.extend(match self.phase {
+            Phase::Generating if key == "generate" => self.on_generate(routed.reply),
+            Phase::Attacking(r) if key == format!("attack:{r}") => self.on_attack(r, routed.reply),
+            Phase::Defending(r) if key == format!("defend:{r}") => self.on_defend(r, routed.reply),
+            Phase::Synthesizing if key == "synthesis" => self.on_synthesis(routed),
+            _ => Vec::new(),
+        });
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    /// The global cap: the call in flight finishes, then the synthesis.
+    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
+        if key == GLOBAL_TIMER {
+            self.deadline_passed = true;
+        }
+        Vec::new()
+    }
+}
+
+// ---- the stored result ---------------------------------------------------------------------
+
+/// `{material, generate, rounds: [{round, attack, defense}], totals, synthesis, partial,
+/// failedModels}` from the stored rows, as the events gave them.
+pub fn load_result(rows: &[StageRow]) -> Value {
+    let row = |t: &str| rows.iter().find(|r| r.stage_type == t);
+    let gen = row("generate");
+    let material = gen.and_then(|g| g.parsed_data.as_ref()).map(|p| p["material"].clone());
+    let generate = gen.map(|g| {
+        let mut d = g.parsed_data.clone().unwrap_or(json!({}));
+        if let Some(o) = d.as_object_mut() {
+            o.remove("material");
+        }
+        d["structuredContent"] = json!(g.content);
+        d
+    });
+    let mut current = gen.map(|g| g.content.clone()).unwrap_or_default();
+    let mut rounds: Vec<Round> = Vec::new();
+    for r in 1..=3u32 {
+        let Some(a) = row(&format!("attack_round_{r}")) else { break };
+        let attack = a.parsed_data.clone().unwrap_or(Value::Null);
+        let findings: Vec<Finding> =
+            serde_json::from_value(attack["findings"].clone()).unwrap_or_default();
+        let mut round =
+            Round { round: r, responses: unaddressed(&findings), findings, attack, defense: None };
+        if let Some(d) = row(&format!("defend_round_{r}")) {
+            let mut data = d.parsed_data.clone().unwrap_or(json!({}));
+            let responses: Vec<Response> =
+                serde_json::from_value(data["responses"].clone()).unwrap_or_default();
+            // The revised text is the reply's own (read again), else the content carried forward.
+            if data["revisedContentFound"] == true {
+                if let Some(t) = read_defense(&d.content, &round.findings).revised_content {
+                    current = t;
+                }
+            }
+            if let Some(o) = data.as_object_mut() {
+                o.remove("revisedContentLength");
+            }
+            data["revisedContent"] = json!(current);
+            round.responses = responses;
+            round.defense = Some(data);
+        }
+        rounds.push(round);
+    }
+    let synthesis = row("synthesis").map(|s| s.parsed_data.clone().unwrap_or(Value::Null));
+    let list: Vec<Value> = rounds
+        .iter()
+        .map(|r| json!({ "round": r.round, "attack": r.attack, "defense": r.defense }))
+        .collect();
+    let mut result = json!({
+        "material": material, "generate": generate, "rounds": list,
+        "totals": totals(&rounds), "synthesis": synthesis,
+    });
+    mark_from_rows(&mut result, rows);
+    result
+}
+
+fn outcome(result: &Value) -> Option<String> {
+    let s = result.get("synthesis").filter(|s| !s.is_null())?;
+    let t = &result["totals"];
+    let confidence = s["hardeningConfidence"].as_str().unwrap_or("not stated");
+    Some(format!(
+        "{} findings ({} accepted, {} rebutted, {} unaddressed); hardening confidence {confidence}: {}",
+        t["findings"],
+        t["accepted"],
+        t["rebutted"],
+        t["unaddressed"],
+        short(s["hardenedOutput"].as_str().unwrap_or(""), 60)
+    ))
+}
+
+// ---- sim answers ---------------------------------------------------------------------------
+
+/// The content a prompt carries.
+fn carried(prompt: &str) -> &str {
+    prompt
+        .split_once(CONTENT_START)
+        .and_then(|(_, rest)| rest.split_once(CONTENT_END))
+        .map_or("", |(c, _)| c.trim())
+}
+
+const SIM_FLAWS: [(&str, &str, &str, &str); 6] = [
+    (
+        "Unvalidated input",
+        "HIGH",
+        "user-supplied fields are used without checks",
+        "send a crafted value that the code trusts",
+    ),
+    (
+        "Injection through string building",
+        "CRITICAL",
+        "queries or commands are built by string formatting",
+        "close the quote and append a command of one's own",
+    ),
+    (
+        "Secrets in plain text",
+        "HIGH",
+        "credentials are stored or compared in plain text",
+        "read the store or a log and reuse the secret",
+    ),
+    (
+        "No rate limiting",
+        "MEDIUM",
+        "repeated attempts are not slowed or counted",
+        "guess passwords by brute force",
+    ),
+    (
+        "Error messages leak detail",
+        "LOW",
+        "failures say which part was wrong",
+        "enumerate valid names from the errors",
+    ),
+    (
+        "Missing audit trail",
+        "MEDIUM",
+        "nothing records who did what",
+        "act without leaving a trace",
+    ),
+];
+
+fn sim_answer(ask: &SimAsk) -> Option<String> {
+    let p = ask.prompt;
+    let mut rng = SplitMix64::new(ask.seed);
+    let who = ask.model;
+    if p.starts_with(GENERATE_HEAD) {
+        if ask.malformed {
+            return Some(format!("[simulated structure from {who}] Looks fine to me as it is."));
+        }
+        let body = carried(p);
+        let mut s = format!("[simulated structure from {who}]\n\n## 1. Material\n\n");
+        if body.contains('\n') || body.contains('{') {
+            s.push_str(&format!("```\n{body}\n```\n"));
+        } else {
+            s.push_str(body);
+            s.push('\n');
+        }
+        s.push_str("\n## 2. Scope\n\nThe material above, as given.");
+        return Some(s);
+    }
+    if p.starts_with(ATTACK_HEAD) {
+        if ask.malformed {
+            return Some(format!(
+                "[simulated attack from {who}] There may be some issues with input handling and \
+                 perhaps the secrets, but overall it is hard to say."
+            ));
+        }
+        let later = p.contains("This is round ");
+        let n = if later { rng.below(3) } else { 1 + rng.below(3) };
+        if n == 0 {
+            return Some(format!("[simulated attack from {who}]\n\nFINDINGS: NONE"));
+        }
+        let mut picks: Vec<usize> = (0..SIM_FLAWS.len()).collect();
+        rng.shuffle(&mut picks);
+        let mut s = format!("[simulated attack from {who}]\n\n");
+        let mut sev = Vec::new();
+        for (i, &k) in picks.iter().take(n).enumerate() {
+            let (title, severity, vuln, exploit) = SIM_FLAWS[k];
+            sev.push(severity);
+            s.push_str(&format!(
+                "### FINDING {}: {title}\n**Severity:** {severity}\n**Location:** Section {}\n\
+                 **Vulnerability:** The {vuln}.\n**Exploit Scenario:** An attacker could {exploit}.\n\n",
+                i + 1,
+                1 + rng.below(2)
+            ));
+        }
+        let c = |l: &str| sev.iter().filter(|s| **s == l).count();
+        s.push_str(&format!(
+            "SUMMARY:\nCritical: {}, High: {}, Medium: {}, Low: {}\nOverall risk: {}",
+            c("CRITICAL"),
+            c("HIGH"),
+            c("MEDIUM"),
+            c("LOW"),
+            if c("CRITICAL") > 0 { "High, fix before release" } else { "Moderate" }
+        ));
+        return Some(s);
+    }
+    if p.starts_with(DEFEND_HEAD) {
+        let content = carried(p);
+        if ask.malformed {
+            return Some(format!("[simulated defense from {who}] I think it holds up. All good."));
+        }
+        let titles: Vec<(u64, String)> =
+            p.lines().filter_map(|l| finding_heading(bare(l))).collect();
+        let mut s = format!("[simulated defense from {who}]\n\n");
+        let mut fixes = Vec::new();
+        for (n, title) in &titles {
+            let accept = rng.below(3) > 0;
+            let (verdict, reasoning, revision) = if accept {
+                fixes.push(title.clone());
+                ("ACCEPT", "The finding is valid.".to_string(), format!("Guard against: {title}."))
+            } else {
+                ("REBUT", "The section already handles this case.".to_string(), "N/A".to_string())
+            };
+            s.push_str(&format!(
+                "RESPONSE TO FINDING {n}: {title}\nVerdict: {verdict}\nReasoning: {reasoning}\nRevision: {revision}\n\n"
+            ));
+        }
+        s.push_str(&format!(
+            "DEFENSE SUMMARY: accepted {} of {} findings.\n\nREVISED CONTENT:\n{content}\n",
+            fixes.len(),
+            titles.len()
+        ));
+        for f in fixes {
+            s.push_str(&format!("\n- Hardening: {f} addressed."));
+        }
+        return Some(s);
+    }
+    if p.starts_with(SYNTHESIZE_HEAD) {
+        let content = carried(p);
+        if ask.malformed {
+            return Some(format!(
+                "[simulated synthesis from {who}] Here is the final version.\n\n{content}"
+            ));
+        }
+        let level = ["High", "Medium", "Low"][rng.below(3)];
+        return Some(format!(
+            "[simulated synthesis from {who}]\n\n## Hardened Output\n\n{content}\n\n\
+             ## Vulnerability Audit Summary\n\nEvery finding was weighed; accepted fixes are applied \
+             above. (This text is simulated: no real model was asked.)\n\n\
+             Remaining Risks: untested edge cases.\nHardening Confidence: {level}"
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+#[path = "red_team_tests.rs"]
+mod tests;
