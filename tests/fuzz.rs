@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use conclave::modes::{
-    self, clarity, common, council, debate, delphi, jury, voting, CallError, CallErrorKind,
-    CallReply, Defaults, Effect, ModeKind, RunContext,
+    self, chain, clarity, common, council, debate, delphi, jury, red_team, voting, CallError,
+    CallErrorKind, CallReply, Defaults, Effect, ModeKind, RunContext,
 };
 use conclave::web::client_msg::{self, ClientMsg, MAX_RUN_ID_CHARS};
 use proptest::prelude::*;
@@ -368,6 +368,30 @@ fn check_text_parsers(text: &str, labels: &[String], options: &[String]) {
         usage: None,
     };
     let _ = clarity::read_verdict("skeptic", &reply);
+
+    let attack = red_team::read_attack(text);
+    for (i, f) in attack.findings.iter().enumerate() {
+        assert_eq!(f.number, i + 1, "findings are numbered 1..k");
+        assert!(red_team::SEVERITIES.contains(&f.severity.as_str()), "severity {:?}", f.severity);
+    }
+    assert!(!attack.no_flaws || attack.findings.is_empty(), "no flaws with findings");
+    let defense = red_team::read_defense(text, &attack.findings);
+    assert_eq!(defense.responses.len(), attack.findings.len(), "one verdict per finding");
+    for r in &defense.responses {
+        assert!(
+            ["ACCEPT", "REBUT", "UNADDRESSED"].contains(&r.verdict.as_str()),
+            "{:?}",
+            r.verdict
+        );
+    }
+    let synthesis = red_team::read_synthesis(text);
+    assert!(synthesis
+        .hardening_confidence
+        .as_deref()
+        .is_none_or(|c| ["High", "Medium", "Low"].contains(&c)));
+    for note in chain::editor_notes(text) {
+        assert!(!note.contains(']'), "a note runs past its bracket: {note:?}");
+    }
 
     let title = common::clean_title(text, text);
     assert!(!title.trim().is_empty(), "an empty title");

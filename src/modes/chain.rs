@@ -128,7 +128,9 @@ pub struct StepRequest {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ChainRequest {
     /// The steps, in order: 2 to 6, each a model and a mandate (default: draft, structure &
-    /// depth, accuracy & completeness, polish & format on four models).
+    /// depth, accuracy & completeness, polish & format on four models). Each is an object
+    /// `{model, mandate, customMandate?}`: leave this empty in a form for the default chain and
+    /// give your own through the API or `--config-json`.
     #[schemars(length(min = 2, max = 6))]
     pub steps: Option<Vec<StepRequest>>,
     /// Per-step timeout in milliseconds.

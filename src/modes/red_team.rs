@@ -557,31 +557,27 @@ pub fn read_defense(reply: &str, findings: &[Finding]) -> DefenseReading {
         is_defense_summary,
         &["reasoning", "revision"],
     );
-    // Each finding takes the first response naming its number, else the first with its title.
-    let mut used = vec![false; answered.len()];
-    let mut matched: Vec<Option<usize>> = vec![None; findings.len()];
-    for (f, slot) in findings.iter().zip(matched.iter_mut()) {
-        if let Some(j) =
-            (0..answered.len()).find(|&j| !used[j] && answered[j].head.0 == Some(f.number as u64))
-        {
-            used[j] = true;
-            *slot = Some(j);
+    // Each finding takes the first response naming its number, else the first with its title
+    // (a response naming another finding's number is that finding's). Queues by number and by
+    // title keep this linear, however many blocks an adversarial reply holds.
+    use std::collections::{HashMap, HashSet, VecDeque};
+    let numbers: HashSet<u64> = findings.iter().map(|f| f.number as u64).collect();
+    let mut by_number: HashMap<u64, VecDeque<usize>> = HashMap::new();
+    let mut by_title: HashMap<String, VecDeque<usize>> = HashMap::new();
+    for (j, a) in answered.iter().enumerate() {
+        match a.head.0.filter(|n| numbers.contains(n)) {
+            Some(n) => by_number.entry(n).or_default().push_back(j),
+            None => by_title.entry(a.head.1.to_lowercase()).or_default().push_back(j),
         }
     }
+    let mut matched: Vec<Option<usize>> = findings
+        .iter()
+        .map(|f| by_number.get_mut(&(f.number as u64)).and_then(VecDeque::pop_front))
+        .collect();
     for (f, slot) in findings.iter().zip(matched.iter_mut()) {
-        if slot.is_some() || f.title.trim().is_empty() {
-            continue;
-        }
-        let named = |j: &usize| {
-            let a = &answered[*j];
-            // A response naming another finding's number is that finding's, not this one.
-            let numbered_elsewhere =
-                a.head.0.is_some_and(|n| findings.iter().any(|g| g.number as u64 == n));
-            !used[*j] && !numbered_elsewhere && a.head.1.eq_ignore_ascii_case(f.title.trim())
-        };
-        if let Some(j) = (0..answered.len()).find(named) {
-            used[j] = true;
-            *slot = Some(j);
+        let title = f.title.trim().to_lowercase();
+        if slot.is_none() && !title.is_empty() {
+            *slot = by_title.get_mut(&title).and_then(VecDeque::pop_front);
         }
     }
     let responses = findings

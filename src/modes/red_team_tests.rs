@@ -508,3 +508,19 @@ fn the_sim_answers_every_step_in_format_and_sometimes_out_of_it() {
         SimAsk { model: "sim/a", prompt: "What is 2+2?", messages: &[], seed: 1, malformed: false };
     assert_eq!(sim_answer(&other), None);
 }
+
+#[test]
+fn thousands_of_findings_and_responses_are_read_in_one_pass() {
+    // Matching was a search per finding over every response; an adversarial reply of
+    // thousands of blocks must not take minutes.
+    let n = 3000;
+    let attack: String = (1..=n).map(|i| format!("FINDING {i}: t{i}\nSeverity: LOW\n")).collect();
+    let findings = read_attack(&attack).findings;
+    assert_eq!(findings.len(), n);
+    let defense: String = (1..=n)
+        .rev()
+        .map(|i| format!("RESPONSE TO FINDING {}: T{i}\nVerdict: ACCEPT\n", i + n))
+        .collect();
+    let d = read_defense(&defense, &findings);
+    assert!(d.responses.iter().all(|r| r.verdict == "ACCEPT"), "matched by title");
+}

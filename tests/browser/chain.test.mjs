@@ -80,3 +80,15 @@ test("a failing step is shown skipped and the next step covers it", { skip }, as
   await screenshot(page, "chain-skipped");
   assert.deepEqual(errors, []);
 });
+
+test("hostile markup in the question is shown inert in every version", { skip }, async () => {
+  const started = await startRest(base, { mode: "chain",
+    question: "Write about <script>window.__xss=1</script> and <img src=x onerror=\"window.__xss=1\"> [click me](javascript:window.__xss=1)" });
+  const { page, errors } = await openPage(browser, base, `/#/run/${encodeURIComponent(started.runId)}`);
+  await waitRunReady(page, started.runId);
+  assert.equal((await detail(started.runId)).status, "completed");
+  assert.equal(await page.evaluate(() => window.__xss), undefined);
+  const live = await page.$$eval(`article.run script, article.run img[onerror], article.run a[href^="javascript:"]`, (n) => n.length);
+  assert.equal(live, 0, "no live hostile element in the run view");
+  assert.deepEqual(errors, []);
+});

@@ -94,3 +94,17 @@ test("a failing attacker is shown as such and the synthesis still comes", { skip
   await screenshot(page, "red_team-attacker-failed");
   assert.deepEqual(errors, []);
 });
+
+const HOSTILE = "<script>window.__xss=1</script>\n<img src=x onerror=\"window.__xss=1\">\n[click me](javascript:window.__xss=1)\n<svg onload=\"window.__xss=1\"></svg>";
+
+test("hostile markup in the material is shown inert in every step", { skip }, async () => {
+  const started = await startRest(base, { mode: "red_team", question: "Review this page fragment.",
+    modeConfig: { content: `A page fragment:\n\n${HOSTILE}\n\nEnd.`, rounds: 1 } });
+  const { page, errors } = await openPage(browser, base, `/#/run/${encodeURIComponent(started.runId)}`);
+  await waitRunReady(page, started.runId);
+  assert.equal((await detail(started.runId)).status, "completed");
+  assert.equal(await page.evaluate(() => window.__xss), undefined);
+  const live = await page.$$eval(`article.run script, article.run img[onerror], article.run svg[onload], article.run a[href^="javascript:"]`, (n) => n.length);
+  assert.equal(live, 0, "no live hostile element in the run view");
+  assert.deepEqual(errors, []);
+});
