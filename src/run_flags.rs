@@ -5,7 +5,8 @@
 //! The rules, from each `modeConfig` property (kebab-cased):
 //! - a list takes comma-separated values; the panel's list also answers to `--models`;
 //! - a single model (`chairmanModel`, `foremanModel`) also answers to its short name
-//!   (`--chairman`, `--foreman`) and, for the first one, `--chairman`;
+//!   (`--chairman`, `--foreman`), and the one that writes the result (the role with a backup)
+//!   to `--chairman`;
 //! - a long text (`content`) may be read from a file with `--<name>-file`;
 //! - an object of fields (Clarity's `models`) takes one flag per field (`--models-skeptic`), or
 //!   a comma-separated list in its fields' order;
@@ -105,6 +106,13 @@ fn flags(mode: ModeKind) -> Vec<Flag> {
     let schema = config_schema(mode);
     let panel_field =
         spec.roles.iter().find(|r| r.panel && r.field.is_some()).and_then(|r| r.field);
+    // `--chairman` names the one model that writes the result (the single-model role with a
+    // backup: chairman, foreman, facilitator, synthesizer).
+    let chair_field = spec
+        .roles
+        .iter()
+        .find(|r| !r.panel && r.fallback.is_some() && r.field.is_some())
+        .and_then(|r| r.field);
     let mut taken: Vec<String> =
         ["config-json", "conversation", "json", "show-reasoning", "quiet", "help"]
             .iter()
@@ -161,7 +169,9 @@ fn flags(mode: ModeKind) -> Vec<Flag> {
             if let Some(short) = key.strip_suffix("Model") {
                 aliases.push(kebab(short));
             }
-            aliases.push("chairman".to_string());
+            if Some(key.as_str()) == chair_field {
+                aliases.push("chairman".to_string());
+            }
         }
         let mut help = help_of(s);
         if let Kind::Fields(fields) = &kind {
@@ -410,5 +420,10 @@ mod tests {
             assert!(help.contains(needle), "{needle} missing from:\n{help}");
         }
         assert!(help.contains("[aliases: --foreman, --chairman]"), "{help}");
+        // Red Team's chairman is its synthesizer, not its generator.
+        let rt = cmd.find_subcommand_mut("red_team").unwrap().render_help().to_string();
+        let line = |flag: &str| rt.lines().find(|l| l.contains(flag)).unwrap_or("").to_string();
+        assert!(line("--synthesizer-model").contains("--chairman"), "{rt}");
+        assert!(!line("--generator-model").contains("--chairman"), "{rt}");
     }
 }
