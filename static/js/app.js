@@ -71,8 +71,14 @@ function parseRoute() {
 
 let firstRoute = true;
 
+let routeSeq = 0;
+
 async function route() {
+  // Only the latest navigation draws: one that started earlier and is still waiting for the
+  // modes would otherwise draw over it (and wipe a form already being filled).
+  const mine = ++routeSeq;
   await loadModes();
+  if (mine !== routeSeq) return;
   const r = parseRoute();
   const focusHeading = !firstRoute;
   firstRoute = false;

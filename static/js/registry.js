@@ -5,18 +5,22 @@ import { fetchJson } from "./runview.js";
 import { MODE_LABELS } from "./ui.js";
 
 let modes = null; // [{id, label, description, multiTurn, question, roles, configSchema, view}]
+let loading = null; // the one request for them
 
 /** Loads the modes once (the page asks before it draws anything that names one). */
-export async function loadModes() {
-  if (modes) return modes;
-  try {
-    modes = (await fetchJson("/api/modes")).modes;
-  } catch (err) {
-    console.warn("modes", err);
-    modes = [];
+export function loadModes() {
+  if (!loading) {
+    loading = fetchJson("/api/modes").then((body) => body.modes, (err) => {
+      console.warn("modes", err);
+      loading = null; // asked again on the next navigation
+      return [];
+    }).then((list) => {
+      modes = list;
+      for (const m of list) MODE_LABELS[m.id] = m.label;
+      return list;
+    });
   }
-  for (const m of modes) MODE_LABELS[m.id] = m.label;
-  return modes;
+  return loading;
 }
 
 /** The mode with this id, or undefined (call `loadModes` first). */
