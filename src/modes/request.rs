@@ -326,8 +326,31 @@ pub fn models(
     too_many: Option<&str>,
 ) -> Result<Option<Vec<String>>, FieldError> {
     let Some(list) = list else { return Ok(None) };
-    let value = Value::Array(list.iter().map(|m| Value::String(m.0.clone())).collect());
-    model_list(&serde_json::json!({ "list": value }), "list", field, range, too_few, too_many)
+    let mut models = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        match item.0.trim() {
+            "" => {
+                return Err(FieldError::new(
+                    field,
+                    format!("item {i} must be a non-empty model id"),
+                ))
+            }
+            s => models.push(s.to_string()),
+        }
+    }
+    if models.len() < *range.start() {
+        let m = too_few
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("at least {} models are required", range.start()));
+        return Err(FieldError::new(field, m));
+    }
+    if models.len() > *range.end() {
+        let m = too_many
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("at most {} models are allowed", range.end()));
+        return Err(FieldError::new(field, m));
+    }
+    Ok(Some(models))
 }
 
 /// An optional model id: trimmed, and not empty when given.
@@ -339,15 +362,28 @@ pub fn model(id: Option<&ModelId>, field: &str) -> Result<Option<String>, FieldE
     }
 }
 
-/// An optional timeout in milliseconds within `range` (a typed field: see [`timeout_ms`]).
+/// An optional timeout in milliseconds within `range`; `default` when absent.
 pub fn timeout(
     ms: Option<i64>,
     field: &str,
     range: RangeInclusive<u64>,
     default: u64,
 ) -> Result<u64, FieldError> {
-    let obj = serde_json::json!({ "t": ms });
-    timeout_ms(&obj, "t", field, range, default)
+    match ms {
+        // The server's configured default is trusted; the range limits what clients ask for.
+        None => Ok(default),
+        Some(ms) => match u64::try_from(ms) {
+            Ok(ms) if range.contains(&ms) => Ok(ms),
+            _ => Err(FieldError::new(
+                field,
+                format!(
+                    "must be a whole number of milliseconds from {} to {}",
+                    range.start(),
+                    range.end()
+                ),
+            )),
+        },
+    }
 }
 
 /// An optional whole number within `range` (`rounds`, `maxInputLength`…), `default` when absent.
@@ -384,87 +420,6 @@ pub fn opt_string(obj: &Value, key: &str, field: &str) -> Result<Option<String>,
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
         Some(Value::String(_)) => Err(FieldError::new(field, "must not be empty")),
         Some(_) => Err(FieldError::new(field, "must be a string")),
-    }
-}
-
-/// A required non-empty string, with the mode's message when missing or empty.
-pub fn req_string(
-    obj: &Value,
-    key: &str,
-    field: &str,
-    message: &str,
-) -> Result<String, FieldError> {
-    match obj.get(key) {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-        Some(Value::String(_)) | None | Some(Value::Null) => Err(FieldError::new(field, message)),
-        Some(_) => Err(FieldError::new(field, "must be a string")),
-    }
-}
-
-/// An optional list of model ids of a size in `range`; `too_few`/`too_many` are the mode's
-/// messages (defaults when None).
-pub fn model_list(
-    obj: &Value,
-    key: &str,
-    field: &str,
-    range: RangeInclusive<usize>,
-    too_few: Option<&str>,
-    too_many: Option<&str>,
-) -> Result<Option<Vec<String>>, FieldError> {
-    let items = match obj.get(key) {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err(FieldError::new(field, "must be an array of model ids")),
-    };
-    let mut models = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        match item.as_str().map(str::trim) {
-            Some(s) if !s.is_empty() => models.push(s.to_string()),
-            _ => {
-                return Err(FieldError::new(
-                    field,
-                    format!("item {i} must be a non-empty model id"),
-                ))
-            }
-        }
-    }
-    if models.len() < *range.start() {
-        let m = too_few
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("at least {} models are required", range.start()));
-        return Err(FieldError::new(field, m));
-    }
-    if models.len() > *range.end() {
-        let m = too_many
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("at most {} models are allowed", range.end()));
-        return Err(FieldError::new(field, m));
-    }
-    Ok(Some(models))
-}
-
-/// An optional timeout in milliseconds within `range`.
-pub fn timeout_ms(
-    obj: &Value,
-    key: &str,
-    field: &str,
-    range: RangeInclusive<u64>,
-    default: u64,
-) -> Result<u64, FieldError> {
-    match obj.get(key) {
-        // The server's configured default is trusted; the range limits what clients ask for.
-        None | Some(Value::Null) => Ok(default),
-        Some(v) => match v.as_u64() {
-            Some(ms) if range.contains(&ms) => Ok(ms),
-            _ => Err(FieldError::new(
-                field,
-                format!(
-                    "must be a whole number of milliseconds from {} to {}",
-                    range.start(),
-                    range.end()
-                ),
-            )),
-        },
     }
 }
 
