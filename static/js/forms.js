@@ -106,7 +106,9 @@ export function schemaFields(info) {
       else if (type === "string" && Array.isArray(s.enum)) fields.push({ ...base, kind: "select", options: [["", "Default"], ...s.enum.filter((v) => v !== null).map((v) => [v, words(String(v))])] });
       else if (type === "string") fields.push({ ...base, kind: (s.maxLength || 0) > 1000 ? "textarea" : "text", rows: 6 });
       else if ((type === "integer" || type === "number") && /Ms$/.test(key)) {
-        fields.push({ ...base, kind: "seconds", label: `${words(key.replace(/Ms$/, ""))} (seconds)`, min: (s.minimum ?? 0) / SEC, max: (s.maximum ?? Infinity) / SEC });
+        // Shown in seconds: so is what its description says (unless it quotes figures in ms).
+        const hint = base.hint && !/\d/.test(base.hint) ? base.hint.replace(/\bmilliseconds\b/g, "seconds") : base.hint;
+        fields.push({ ...base, hint, kind: "seconds", label: `${words(key.replace(/Ms$/, ""))} (seconds)`, min: (s.minimum ?? 0) / SEC, max: (s.maximum ?? Infinity) / SEC });
       } else if (type === "integer" || type === "number") {
         fields.push({ ...base, kind: "number", min: s.minimum, max: s.maximum, step: type === "integer" ? 1 : "any" });
       } else if (type === "boolean") fields.push({ ...base, kind: "check" });
