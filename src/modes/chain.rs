@@ -733,10 +733,11 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
         let request =
             p.split("Request: ").nth(1).and_then(|r| r.split("\n\n").next()).unwrap_or("");
         let draft = format!(
-            "# {request}\n\n[simulated draft from {who}]\n\n## Overview\n\nThis first version \
+            "# {request}\n\n[simulated draft from {who}]\n\n## Overview\n\n{}This first version \
              covers the request as a whole: what it asks, why it matters and how to go about it.\n\n\
              ## Steps\n\n1. Understand the goal.\n2. Choose the tools.\n3. Do the work and check it.\n\n\
-             ## Pitfalls\n\nCommon mistakes and how to avoid them."
+             ## Pitfalls\n\nCommon mistakes and how to avoid them.",
+            ask.hostile_paragraph()
         );
         if ask.malformed {
             return Some(format!(
@@ -759,8 +760,9 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
         String::new()
     };
     let added = format!(
-        "\n\n## {mandate} (step {step})\n\n[simulated {mandate} pass by {who}] The text above was \
-         reviewed for this mandate; {} points were strengthened.",
+        "\n\n## {mandate} (step {step})\n\n{}[simulated {mandate} pass by {who}] The text above \
+         was reviewed for this mandate; {} points were strengthened.",
+        ask.hostile_paragraph(),
         1 + rng.below(4)
     );
     if ask.malformed {

@@ -318,6 +318,7 @@ fn the_sim_drafts_and_improves_and_sometimes_adds_meta_commentary() {
                     messages: &c.messages,
                     seed: seed + c.key.len() as u64,
                     malformed,
+                    hostile: false,
                 })
             });
             let answer = finished(&all).unwrap();
@@ -341,6 +342,7 @@ fn the_sim_drafts_and_improves_and_sometimes_adds_meta_commentary() {
         messages: &[],
         seed: 1,
         malformed: false,
+        hostile: false,
     };
     assert_eq!(sim_answer(&other), None);
 }

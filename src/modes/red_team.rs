@@ -1334,7 +1334,10 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
             s.push_str(body);
             s.push('\n');
         }
-        s.push_str("\n## 2. Scope\n\nThe material above, as given.");
+        s.push_str(&format!(
+            "\n## 2. Scope\n\n{}The material above, as given.",
+            ask.hostile_paragraph()
+        ));
         return Some(s);
     }
     if p.starts_with(ATTACK_HEAD) {
@@ -1351,7 +1354,7 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
         }
         let mut picks: Vec<usize> = (0..SIM_FLAWS.len()).collect();
         rng.shuffle(&mut picks);
-        let mut s = format!("[simulated attack from {who}]\n\n");
+        let mut s = format!("[simulated attack from {who}]\n\n{}", ask.hostile_paragraph());
         let mut sev = Vec::new();
         for (i, &k) in picks.iter().take(n).enumerate() {
             let (title, severity, vuln, exploit) = SIM_FLAWS[k];
@@ -1381,7 +1384,7 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
         }
         let titles: Vec<(u64, String)> =
             p.lines().filter_map(|l| finding_heading(bare(l))).collect();
-        let mut s = format!("[simulated defense from {who}]\n\n");
+        let mut s = format!("[simulated defense from {who}]\n\n{}", ask.hostile_paragraph());
         let mut fixes = Vec::new();
         for (n, title) in &titles {
             let accept = rng.below(3) > 0;
@@ -1415,9 +1418,10 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
         let level = ["High", "Medium", "Low"][rng.below(3)];
         return Some(format!(
             "[simulated synthesis from {who}]\n\n## Hardened Output\n\n{content}\n\n\
-             ## Vulnerability Audit Summary\n\nEvery finding was weighed; accepted fixes are applied \
+             ## Vulnerability Audit Summary\n\n{}Every finding was weighed; accepted fixes are applied \
              above. (This text is simulated: no real model was asked.)\n\n\
-             Remaining Risks: untested edge cases.\nHardening Confidence: {level}"
+             Remaining Risks: untested edge cases.\nHardening Confidence: {level}",
+            ask.hostile_paragraph()
         ));
     }
     None

@@ -487,6 +487,7 @@ fn the_sim_answers_every_step_in_format_and_sometimes_out_of_it() {
                     messages: &c.messages,
                     seed: seed * 31 + c.key.len() as u64,
                     malformed,
+                    hostile: false,
                 })
             });
             assert!(finished(&all).is_some(), "the run completes");
@@ -504,8 +505,14 @@ fn the_sim_answers_every_step_in_format_and_sometimes_out_of_it() {
             assert_reloads(&all);
         }
     }
-    let other =
-        SimAsk { model: "sim/a", prompt: "What is 2+2?", messages: &[], seed: 1, malformed: false };
+    let other = SimAsk {
+        model: "sim/a",
+        prompt: "What is 2+2?",
+        messages: &[],
+        seed: 1,
+        malformed: false,
+        hostile: false,
+    };
     assert_eq!(sim_answer(&other), None);
 }
 

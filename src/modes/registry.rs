@@ -112,6 +112,21 @@ pub struct SimAsk<'a> {
     pub seed: u64,
     /// The sim was asked to answer out of format this time (a `sim/messy` model, or chance).
     pub malformed: bool,
+    /// A `sim/xss…` model: put [`SimAsk::hostile_paragraph`] in the prose (never in the labels,
+    /// numbers or markers the parsers read), so the page is shown to keep it inert.
+    pub hostile: bool,
+}
+
+impl SimAsk<'_> {
+    /// Hostile HTML and markdown as a paragraph of its own (ending in a blank line) for a
+    /// `sim/xss…` model; else nothing.
+    pub fn hostile_paragraph(&self) -> String {
+        if self.hostile {
+            format!("{}\n\n", crate::providers::sim_text::XSS_PAYLOAD)
+        } else {
+            String::new()
+        }
+    }
 }
 
 /// A mode's sim answers: Some(text) for a prompt of this mode, None for any other.

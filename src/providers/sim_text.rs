@@ -116,6 +116,7 @@ pub fn respond(model: &str, messages: &[ChatMessage], malformed: bool) -> String
         messages,
         seed: seed_of(&[model, last, "mode"]),
         malformed,
+        hostile: p.hostile,
     };
     let own = crate::modes::registry::MODES.iter().filter_map(|m| m.sim).find_map(|sim| sim(&ask));
     own.or_else(|| RECOGNISERS.iter().find_map(|r| r(&p))).unwrap_or_else(|| answer(&p))

@@ -104,6 +104,32 @@ async fn check_every_mode(app: &TestApp) {
     }
     assert!(c["score"]["score"].is_number());
     assert!(clarity["answer"].as_str().unwrap().contains(SCRIPT), "{}", clarity["answer"]);
+
+    let red_team = run(
+        app,
+        json!({ "mode": "red_team", "question": "Harden this login handler",
+                "modeConfig": { "content": "def login(user, pw): return db.check(user, pw)",
+                                "generatorModel": "sim/xss-a", "attackerModel": "sim/xss-b",
+                                "synthesizerModel": "sim/xss-c", "rounds": 1 } }),
+    )
+    .await;
+    let r = &red_team["result"];
+    assert!(has_payload(&r["generate"]["structuredContent"]), "{}", r["generate"]);
+    let attack = &r["rounds"][0]["attack"];
+    assert_eq!(attack["parseSuccess"], true, "{attack}");
+    assert!(!all(&attack["findings"], "findings").is_empty(), "{attack}");
+    assert!(has_payload(&red_team["answer"]), "{}", red_team["answer"]);
+
+    let chain = run(
+        app,
+        json!({ "mode": "chain", "question": "Write a guide to sanitising HTML",
+                "modeConfig": { "steps": [ { "model": "sim/xss-a", "mandate": "draft" },
+                                           { "model": "sim/xss-b", "mandate": "polish_format" } ] } }),
+    )
+    .await;
+    let steps = all(&chain["result"]["steps"], "steps");
+    assert!(steps.iter().all(|s| has_payload(&s["content"])), "{steps:?}");
+    assert!(has_payload(&chain["answer"]), "{}", chain["answer"]);
 }
 
 #[actix_web::test]
