@@ -277,6 +277,13 @@ pub struct CountRunning {
     pub owner: Option<String>,
 }
 
+/// The runs an actor of this instance is executing (not ended yet): its own runs are never
+/// taken over as if their process had died, even when their lease ran out while the database
+/// refused to renew it.
+#[derive(Message)]
+#[rtype(result = "std::collections::HashSet<String>")]
+pub struct RunningHere {}
+
 /// Shutdown: end every run still going as `interrupted`; answers how many were.
 #[derive(Message)]
 #[rtype(result = "usize")]
@@ -1154,6 +1161,19 @@ impl Handler<CountRunning> for Hub {
                 local + remote
             }
         }
+    }
+}
+
+impl Handler<RunningHere> for Hub {
+    type Result = MessageResult<RunningHere>;
+    fn handle(&mut self, _: RunningHere, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(
+            self.runs
+                .iter()
+                .filter(|(_, r)| r.ended_at.is_none())
+                .map(|(id, _)| id.clone())
+                .collect(),
+        )
     }
 }
 

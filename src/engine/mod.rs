@@ -201,7 +201,16 @@ impl Engine {
         let now = store::now_ms();
         let until = now + self.settings.lease.as_millis() as i64;
         let mut resumed = 0;
-        for run_id in self.store.expired_runs(now).await? {
+        let expired = self.store.expired_runs(now).await?;
+        if expired.is_empty() {
+            return Ok(0);
+        }
+        // A run still executing here is not orphaned: its lease ran out while the database
+        // refused the renewals (a full disk), and its actor is still storing its steps or
+        // its failure. Taking it over would run it twice.
+        let here =
+            self.hub.send(hub::RunningHere {}).await.map_err(|_| EngineError::Unavailable)?;
+        for run_id in expired.into_iter().filter(|id| !here.contains(id)) {
             if !self.store.claim_run(&run_id, &self.instance, now, until).await? {
                 continue;
             }

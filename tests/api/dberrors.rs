@@ -337,3 +337,50 @@ async fn a_failure_the_full_disk_refuses_is_not_shown_until_it_is_stored() {
     );
     app.stop().await;
 }
+
+/// A run whose lease ran out while its actor here still executes it (the database refused the
+/// renewals: a full disk) is not taken over as if its process had died: it would run twice,
+/// and watchers would see two histories. Here the lease is made to lapse by hand (owned by an
+/// instance that is gone, expired long ago) while heartbeats pass.
+#[actix_web::test]
+async fn a_run_still_executing_here_is_not_taken_over_when_its_lease_lapses() {
+    let _turn = REFUSING.lock().await;
+    let app = spawn_with(Options {
+        sim_latency_ms: 400,
+        lease: Duration::from_millis(300),
+        ..Options::default()
+    })
+    .await;
+    let resumed = counter(&metrics(&app).await, "conclave_runs_resumed_total");
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "start", "request": council_request("Is a lapsed lease an orphan?") }))
+        .await;
+    let (started, _) = ws.until("started", None).await;
+    let run = started["runId"].as_str().unwrap().to_string();
+    sql(
+        &app.database_url,
+        &format!(
+            "UPDATE runs SET lease_owner = 'gone', lease_until = {} WHERE id = '{run}'",
+            lapsed(&app)
+        ),
+    );
+    let events = ws.events_until_end(&run).await;
+    assert_eq!(events.last().unwrap()["event"], "complete");
+    assert_contiguous(&events, 1);
+    let starts = events.iter().filter(|e| e["event"] == "stage1_start").count();
+    assert_eq!(starts, 1, "the run ran once");
+    let stored = app.wait_done(&run).await;
+    assert_eq!(stored["status"], "completed", "{stored}");
+    assert_eq!(counter(&metrics(&app).await, "conclave_runs_resumed_total"), resumed);
+    assert!(assert_rows_once(&app, stored["messageId"].as_str().unwrap()).await >= 7);
+    app.stop().await;
+}
+
+/// A lease time long past, as the database stores times.
+fn lapsed(app: &TestApp) -> &'static str {
+    if app.database_url.starts_with("postgres") {
+        "'1970-01-01 00:00:01+00'"
+    } else {
+        "1000"
+    }
+}

@@ -63,6 +63,8 @@ pub struct Options {
     pub max_unauthenticated_per_address: usize,
     /// The time the rate limiters go by (`Clock::manual()` to move it by hand).
     pub clock: conclave::engine::limits::Clock,
+    /// How long a run's lease lasts without a heartbeat (heartbeats every third of it).
+    pub lease: Duration,
 }
 
 impl Default for Options {
@@ -84,6 +86,7 @@ impl Default for Options {
             sign_in_timeout: Duration::from_secs(10),
             max_unauthenticated_per_address: 16,
             clock: Default::default(),
+            lease: Duration::from_secs(10),
         }
     }
 }
@@ -136,6 +139,7 @@ pub async fn spawn_with(opts: Options) -> TestApp {
     config.stage_timeout_ms = opts.stage_timeout_ms;
     config.fallback = opts.fallback.clone();
     config.user_limits = opts.user_limits;
+    config.lease = opts.lease;
     config.heartbeat_interval = Duration::from_millis(500);
     config.client_timeout = Duration::from_secs(5);
     config.sign_in_timeout = opts.sign_in_timeout;
