@@ -11,20 +11,33 @@
 //! A task owns the connections. It never blocks a run: the Hub hands it work without waiting,
 //! and what cannot be published (Redis down, the queue full) is dropped and announced when the
 //! bus is back, so followers elsewhere catch up from the database. It reconnects with backoff.
-//! It does no SQL and holds no state of runs: what arrives goes to the [`Hub`] as it is.
+//! It does no SQL and holds no state of runs: what arrives is handed on as it is
+//! ([`Inbound`]; the engine forwards it to the Hub).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::{EventBatch, EventFrame};
-use super::hub::{BusUp, Hub, RemoteControl, RemoteFrames, RunSummary};
+use super::summary::RunSummary;
+
+/// What the bus brings this instance, in the order it came. The bus does not know who reads
+/// it: the engine forwards these to the Hub.
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+pub enum Inbound {
+    /// The bus (re)connected: frames may have been missed meanwhile.
+    Up,
+    /// Frames another instance published for a run followed here.
+    Frames { run_id: String, frames: Vec<Arc<EventFrame>> },
+    /// A control message from another instance.
+    Control { from: String, msg: Control },
+}
 
 /// Work waiting for the bus task. More than this and frames are dropped (and announced).
 const QUEUE: usize = 65_536;
@@ -110,7 +123,7 @@ impl Bus {
     pub fn start(
         settings: &BusSettings,
         instance: &str,
-        hub: Addr<Hub>,
+        inbound: mpsc::UnboundedSender<Inbound>,
     ) -> redis::RedisResult<Bus> {
         let client = redis::Client::open(settings.url.as_str())?;
         let (tx, rx) = mpsc::channel(QUEUE);
@@ -119,7 +132,7 @@ impl Bus {
             client,
             names: Names { prefix: settings.prefix.clone() },
             instance: instance.to_string(),
-            hub,
+            inbound,
             rx,
             lost: lost.clone(),
             wanted: HashSet::new(),
@@ -194,7 +207,8 @@ struct Task {
     client: redis::Client,
     names: Names,
     instance: String,
-    hub: Addr<Hub>,
+    /// Where what arrives goes.
+    inbound: mpsc::UnboundedSender<Inbound>,
     rx: mpsc::Receiver<Command>,
     lost: Arc<AtomicBool>,
     /// Run channels to be subscribed to (kept across reconnections).
@@ -285,7 +299,7 @@ impl Task {
             publish(&mut conn.publisher, &cmd).await?;
         }
         self.held.clear();
-        self.hub.do_send(BusUp {});
+        let _ = self.inbound.send(Inbound::Up);
         Ok(conn)
     }
 
@@ -409,22 +423,26 @@ impl Task {
         Ok(())
     }
 
-    /// Hands what arrived to the Hub.
+    /// Hands on what arrived.
     fn deliver(&self, msg: &redis::Msg) {
         let channel = msg.get_channel_name();
         let Ok(text) = std::str::from_utf8(msg.get_payload_bytes()) else { return };
         if let Some(run_id) = self.names.run_of(channel) {
             match frame_of(run_id, text) {
-                Some(frame) => self.hub.do_send(RemoteFrames {
-                    run_id: run_id.to_string(),
-                    frames: vec![Arc::new(frame)],
-                }),
+                Some(frame) => {
+                    let _ = self.inbound.send(Inbound::Frames {
+                        run_id: run_id.to_string(),
+                        frames: vec![Arc::new(frame)],
+                    });
+                }
                 None => log::warn!("bus: an unreadable frame on {channel}"),
             }
         } else if channel == self.names.control() {
             match serde_json::from_str::<Envelope>(text) {
                 Ok(env) if env.from == self.instance => {}
-                Ok(env) => self.hub.do_send(RemoteControl { from: env.from, msg: env.msg }),
+                Ok(env) => {
+                    let _ = self.inbound.send(Inbound::Control { from: env.from, msg: env.msg });
+                }
                 Err(e) => log::warn!("bus: an unreadable control message ({e})"),
             }
         }

@@ -16,6 +16,7 @@ pub mod model_call;
 mod reads;
 pub mod resume;
 pub mod retry;
+pub mod summary;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -120,24 +121,35 @@ impl Engine {
     pub fn launch(store: Store, providers: Providers, settings: EngineSettings) -> Self {
         let instance: Arc<str> = uuid::Uuid::new_v4().to_string().into();
         let mut bus_handle = None;
-        let hub = Hub::create(|ctx| {
-            let hub = Hub::new(settings.retention);
-            let Some(config) = &settings.bus else { return hub };
-            match bus::Bus::start(config, &instance, ctx.address()) {
+        let mut hub = Hub::new(settings.retention);
+        let mut inbound = None;
+        if let Some(config) = &settings.bus {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            match bus::Bus::start(config, &instance, tx) {
                 Ok(bus) => {
                     bus_handle = Some(bus.clone());
-                    hub.with_bus(hub::BusLink {
+                    inbound = Some(rx);
+                    hub = hub.with_bus(hub::BusLink {
                         bus,
                         beat: settings.lease / 3,
                         silent_after: settings.lease,
-                    })
+                    });
                 }
                 Err(e) => {
-                    log::error!("the Redis bus cannot start ({e}): running as a single instance");
-                    hub
+                    log::error!("the Redis bus cannot start ({e}): running as a single instance")
                 }
             }
-        });
+        }
+        let hub = hub.start();
+        // What the bus brings goes to the Hub in the order it came.
+        if let Some(mut rx) = inbound {
+            let to = hub.clone();
+            actix::spawn(async move {
+                while let Some(msg) = rx.recv().await {
+                    to.do_send(msg);
+                }
+            });
+        }
         let engine = Engine {
             hub,
             store,

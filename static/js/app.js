@@ -3,7 +3,8 @@
 // documented WebSocket and REST interfaces.
 import * as ui from "./ui.js";
 import { Connection } from "./conn.js";
-import { RunView, fetchJson } from "./runview.js";
+import { RunView } from "./runview.js";
+import { fetchJson } from "./api.js";
 import { buildForm } from "./forms.js";
 import { loadModes, modeInfo, allModes } from "./registry.js";
 

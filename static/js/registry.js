@@ -1,7 +1,7 @@
 // The modes the server runs, as `GET /api/modes` describes them: their ids, labels, one-line
 // descriptions, roles, whether they take follow-ups, and the JSON Schema of their settings.
 // The page builds its mode tabs, forms and labels from this; nothing in the page lists modes.
-import { fetchJson } from "./runview.js";
+import { fetchJson } from "./api.js";
 import { MODE_LABELS } from "./ui.js";
 
 let modes = null; // [{id, label, description, multiTurn, question, roles, configSchema, view}]

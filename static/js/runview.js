@@ -10,25 +10,11 @@ import * as ui from "./ui.js";
 import * as charts from "./charts.js";
 import { TERMINAL } from "./conn.js";
 import { modeInfo } from "./registry.js";
+import { fetchJson } from "./api.js";
 
 const { el } = ui;
 
 const CALL_STATE_LABEL = { running: "running", retrying: "retrying", ok: "done", failed: "failed", stopped: "stopped" };
-
-export async function fetchJson(url, opts) {
-  const res = await fetch(url, opts);
-  let body = null;
-  try { body = await res.json(); } catch { /* not JSON */ }
-  // The session ended (signed out elsewhere, revoked): back to the sign-in screen.
-  if (res.status === 401 && window.conclave && window.conclave.signedOut) window.conclave.signedOut();
-  if (!res.ok) {
-    const err = new Error((body && body.error) || `${res.status} ${res.statusText}`);
-    err.status = res.status;
-    err.field = body && body.field;
-    throw err;
-  }
-  return body;
-}
 
 /** A model's call: header with model, role and state; its streamed or final text. */
 export class ModelCard {
