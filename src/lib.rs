@@ -20,6 +20,7 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod ids;
 pub mod metrics;
 pub mod modes;
 pub mod providers;

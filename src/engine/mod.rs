@@ -26,6 +26,7 @@ use actix::prelude::*;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::ids::{ConversationId, RunId};
 use crate::modes::{self, ChatMessage, Defaults, FieldError, ModeKind, RunContext};
 use crate::providers::Providers;
 use crate::store::{
@@ -59,8 +60,8 @@ pub enum EngineError {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StartedRun {
-    pub run_id: String,
-    pub conversation_id: String,
+    pub run_id: RunId,
+    pub conversation_id: ConversationId,
     pub message_id: String,
     pub mode: ModeKind,
 }
@@ -459,7 +460,7 @@ impl Engine {
         }
         let (conversation_id, new_conversation, history, visibility) = match &req.conversation_id {
             None => (
-                uuid::Uuid::now_v7().to_string(),
+                ConversationId::generate().into_string(),
                 true,
                 Vec::new(),
                 requested_visibility.unwrap_or_default(),
@@ -523,7 +524,7 @@ impl Engine {
                 (conv.id, false, history_of(&detail.messages), conv.visibility)
             }
         };
-        let run_id = uuid::Uuid::now_v7().to_string();
+        let run_id = RunId::generate().into_string();
         let message_id = uuid::Uuid::now_v7().to_string();
         let created_at = store::now_ms();
         let ctx = RunContext {
@@ -587,7 +588,12 @@ impl Engine {
             self.starts.accepted(name, self.settings.clock.now());
         }
         crate::metrics::global().run_started(req.mode.as_str());
-        Ok(StartedRun { run_id, conversation_id, message_id, mode: req.mode })
+        Ok(StartedRun {
+            run_id: RunId::from_stored(run_id),
+            conversation_id: ConversationId::from_stored(conversation_id),
+            message_id,
+            mode: req.mode,
+        })
     }
 
     /// Waits for `user`'s start gate and checks their limits; the gate, returned, is to be
@@ -612,10 +618,10 @@ impl Engine {
     }
 
     /// Who owns a run and who may see it; a run `viewer` may not see is not found.
-    async fn access(&self, run_id: &str, viewer: &Viewer) -> Result<store::Access, EngineError> {
-        match self.store.run_access(run_id).await? {
+    async fn access(&self, run_id: &RunId, viewer: &Viewer) -> Result<store::Access, EngineError> {
+        match self.store.run_access(run_id.as_str()).await? {
             Some(a) if viewer.can_see_access(&a) => Ok(a),
-            _ => Err(EngineError::NotFound(format!("run {run_id}"))),
+            _ => Err(EngineError::NotFound(run_id.describe())),
         }
     }
 
@@ -623,11 +629,12 @@ impl Engine {
     /// Only its owner or an admin may.
     pub async fn cancel(
         &self,
-        run_id: &str,
+        id: &RunId,
         reason: &str,
         viewer: &Viewer,
     ) -> Result<bool, EngineError> {
-        let access = self.access(run_id, viewer).await?;
+        let access = self.access(id, viewer).await?;
+        let run_id = id.as_str();
         if !viewer.can_control(access.owner.as_deref()) {
             return Err(EngineError::Forbidden(
                 "only the run's owner or an admin may cancel it".into(),
@@ -654,20 +661,21 @@ impl Engine {
                 Ok(true)
             }
             Some(_) => Ok(false),
-            None => Err(EngineError::NotFound(format!("run {run_id}"))),
+            None => Err(EngineError::NotFound(id.describe())),
         }
     }
 
     /// Sends `sink` every event of the run after `since`, then (for a live run) the live ones.
     pub async fn watch(
         &self,
-        run_id: &str,
+        id: &RunId,
         since: i64,
         watcher: WatcherId,
         sink: FrameSender,
         viewer: &Viewer,
     ) -> Result<Watched, EngineError> {
-        self.access(run_id, viewer).await?;
+        self.access(id, viewer).await?;
+        let run_id = id.as_str();
         let outcome = self
             .hub
             .send(hub::Watch { run_id: run_id.to_string(), since, watcher, sink: sink.clone() })
@@ -678,7 +686,7 @@ impl Engine {
             WatchOutcome::Live { ended: true } => Ok(Watched::Ended),
             WatchOutcome::NotLive => {
                 let Some(run) = self.store.get_run(run_id).await? else {
-                    return Err(EngineError::NotFound(format!("run {run_id}")));
+                    return Err(EngineError::NotFound(id.describe()));
                 };
                 if run.status.is_over() {
                     self.replay(run_id, since, &sink).await?;
@@ -750,7 +758,7 @@ impl Engine {
         Ok(Some(sent))
     }
 
-    pub fn unwatch(&self, run_id: &str, watcher: WatcherId) {
+    pub fn unwatch(&self, run_id: &RunId, watcher: WatcherId) {
         self.hub.do_send(hub::Unwatch { run_id: run_id.to_string(), watcher });
     }
 
@@ -778,8 +786,9 @@ impl Engine {
 
     /// A run's record and the mode's result rebuilt from its stored stage rows, when the caller
     /// may see it (`web::views::run_view` makes the JSON clients get of it).
-    pub async fn result(&self, run_id: &str, viewer: &Viewer) -> Result<RunDetail, EngineError> {
-        let access = self.access(run_id, viewer).await?;
+    pub async fn result(&self, id: &RunId, viewer: &Viewer) -> Result<RunDetail, EngineError> {
+        let access = self.access(id, viewer).await?;
+        let run_id = id.as_str();
         let run = self
             .store
             .get_run(run_id)

@@ -3,6 +3,7 @@
 //! access against the store itself. Something the caller may not see is "not found".
 
 use super::{Engine, EngineError, Viewer};
+use crate::ids::{ConversationId, RunId};
 use crate::store::{ConversationDetail, ConversationRecord, RecentRun, ReviewStatus, RunRecord};
 
 impl Engine {
@@ -29,16 +30,16 @@ impl Engine {
     /// One conversation with its messages and runs, when the caller may see it.
     pub async fn conversation(
         &self,
-        id: &str,
+        id: &ConversationId,
         viewer: &Viewer,
     ) -> Result<ConversationDetail, EngineError> {
         self.store
-            .get_conversation(id)
+            .get_conversation(id.as_str())
             .await?
             .filter(|d| {
                 viewer.can_see(d.conversation.user_id.as_deref(), d.conversation.visibility)
             })
-            .ok_or_else(|| EngineError::NotFound(format!("conversation {id}")))
+            .ok_or_else(|| EngineError::NotFound(id.describe()))
     }
 
     /// Runs flagged for review that the caller may see.
@@ -54,11 +55,12 @@ impl Engine {
     /// Marks a flagged run reviewed: its owner or an admin only.
     pub async fn mark_reviewed(
         &self,
-        run_id: &str,
+        id: &RunId,
         note: &str,
         viewer: &Viewer,
     ) -> Result<RunRecord, EngineError> {
-        let not_flagged = || EngineError::NotFound(format!("run {run_id} flagged for review"));
+        let run_id = id.as_str();
+        let not_flagged = || EngineError::NotFound(format!("{} flagged for review", id.describe()));
         let access = self
             .store
             .run_access(run_id)
@@ -74,12 +76,12 @@ impl Engine {
     }
 
     /// Whether the caller may read the run's events (else it is not found).
-    pub async fn may_read(&self, run_id: &str, viewer: &Viewer) -> Result<(), EngineError> {
-        let access = self.store.run_access(run_id).await?;
+    pub async fn may_read(&self, id: &RunId, viewer: &Viewer) -> Result<(), EngineError> {
+        let access = self.store.run_access(id.as_str()).await?;
         if access.is_some_and(|a| viewer.can_see_access(&a)) {
             Ok(())
         } else {
-            Err(EngineError::NotFound(format!("run {run_id}")))
+            Err(EngineError::NotFound(id.describe()))
         }
     }
 }

@@ -130,3 +130,19 @@ impl ResponseError for ApiError {
         resp.json(body)
     }
 }
+
+/// The run a client named (a path segment, a WebSocket field): one that cannot be an id is not
+/// found, as one that does not exist is.
+pub fn run_id(given: &str) -> Result<crate::ids::RunId, ApiError> {
+    crate::ids::RunId::parse(given).ok_or_else(|| not_found("run", given))
+}
+
+/// The conversation a client named; see [`run_id`].
+pub fn conversation_id(given: &str) -> Result<crate::ids::ConversationId, ApiError> {
+    crate::ids::ConversationId::parse(given).ok_or_else(|| not_found("conversation", given))
+}
+
+fn not_found(what: &str, given: &str) -> ApiError {
+    let shown: String = given.chars().take(64).collect();
+    ApiError::NotFound(format!("{what} {shown} not found"))
+}

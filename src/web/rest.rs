@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::auth::Caller;
-use super::error::ApiError;
+use super::error::{conversation_id, run_id, ApiError};
 use super::views::{recent_view, run_view};
 use super::AppState;
 use crate::modes::{self, ModeKind};
@@ -59,6 +59,7 @@ pub async fn get_run(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
+    let id = run_id(&id)?;
     Ok(HttpResponse::Ok().json(run_view(&state.engine.result(&id, &caller.viewer()).await?)))
 }
 
@@ -69,6 +70,7 @@ pub async fn cancel(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
+    let id = run_id(&id)?;
     if state.engine.cancel(&id, "a REST request", &caller.viewer()).await? {
         Ok(HttpResponse::Accepted().json(json!({ "runId": id.as_str(), "cancelled": true })))
     } else {
@@ -111,7 +113,7 @@ pub async fn get_conversation(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     // One the caller may not see is not found either.
-    let detail = state.engine.conversation(&id, &caller.viewer()).await?;
+    let detail = state.engine.conversation(&conversation_id(&id)?, &caller.viewer()).await?;
     let runs: Vec<Value> = detail
         .runs
         .iter()
@@ -273,6 +275,6 @@ pub async fn mark_reviewed(
             message: "note: at most 10 000 characters".into(),
         });
     }
-    let run = state.engine.mark_reviewed(&id, body.note.trim(), &caller.viewer()).await?;
+    let run = state.engine.mark_reviewed(&run_id(&id)?, body.note.trim(), &caller.viewer()).await?;
     Ok(HttpResponse::Ok().json(review_view(&run)))
 }

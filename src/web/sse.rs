@@ -15,6 +15,7 @@ use super::error::ApiError;
 use super::AppState;
 use crate::engine::events::{watcher_channel, Frame};
 use crate::engine::Engine;
+use crate::ids::RunId;
 
 #[derive(Deserialize)]
 pub struct SinceQuery {
@@ -24,7 +25,7 @@ pub struct SinceQuery {
 /// Unsubscribes when the client goes away.
 struct WatchGuard {
     engine: Engine,
-    run_id: String,
+    run_id: RunId,
     watcher: u64,
 }
 
@@ -53,18 +54,19 @@ pub async fn events(
     let since = header_since.or(q.since).unwrap_or(0).max(0);
     let engine = state.engine.clone();
     let viewer = caller.viewer();
+    let id = super::error::run_id(&id)?;
     engine.may_read(&id, &viewer).await?;
     let watcher = engine.watcher_id();
     let (tx, rx) = watcher_channel();
     // Subscribe while the stream is already being read: a replay from the database waits for
     // room in the bounded channel.
-    let (e, run) = (engine.clone(), id.to_string());
+    let (e, run) = (engine.clone(), id.clone());
     actix_web::rt::spawn(async move {
         if let Err(err) = e.watch(&run, since, watcher, tx, &viewer).await {
             log::warn!("SSE watch of {run} failed: {err}");
         }
     });
-    let guard = WatchGuard { engine, run_id: id.into_inner(), watcher };
+    let guard = WatchGuard { engine, run_id: id, watcher };
     let keepalive = tokio::time::interval(Duration::from_secs(15));
     let body = stream::unfold(
         (rx, guard, keepalive, false),

@@ -191,7 +191,15 @@ impl WsSession {
         run: Option<&str>,
         e: EngineError,
     ) {
-        let api: ApiError = e.into();
+        Self::api_error(ctx, id, run, e.into())
+    }
+
+    fn api_error(
+        ctx: &mut ws::WebsocketContext<Self>,
+        id: &Value,
+        run: Option<&str>,
+        api: ApiError,
+    ) {
         let mut extra = json!({});
         if let ApiError::BadRequest { field: Some(f), .. } = &api {
             extra["field"] = json!(f);
@@ -220,11 +228,14 @@ impl WsSession {
     }
 
     fn watch(&mut self, run: String, since: i64, id: Value, ctx: &mut ws::WebsocketContext<Self>) {
+        let r = match super::error::run_id(&run) {
+            Ok(r) => r,
+            Err(e) => return Self::api_error(ctx, &id, Some(&run), e),
+        };
         let engine = self.engine.clone();
         let viewer = self.viewer.clone().unwrap_or_else(nobody);
         let sink = self.sink();
         let watcher = self.watcher;
-        let r = run.clone();
         // After an unwatch, the marker goes into the channel before the watch reaches the Hub:
         // everything queued ahead of it is stale, everything behind it is the new watch's.
         let rewatch = self.muted.get(&run).map(|&epoch| Frame::Rewatch { run: run.clone(), epoch });
@@ -310,7 +321,7 @@ impl WsSession {
                                     v["id"] = id.clone();
                                 }
                                 Self::send_json(ctx, v);
-                                act.watch(started.run_id, 0, id, ctx);
+                                act.watch(started.run_id.into_string(), 0, id, ctx);
                             }
                             Err(e) => Self::engine_error(ctx, &id, None, e),
                         },
@@ -319,7 +330,10 @@ impl WsSession {
             }
             ClientMsg::Watch { run, since } => self.watch(run, since, id, ctx),
             ClientMsg::Unwatch { run } => {
-                self.engine.unwatch(&run, self.watcher);
+                // An id that cannot be a run's was never watched: nothing to undo.
+                if let Ok(r) = super::error::run_id(&run) {
+                    self.engine.unwatch(&r, self.watcher);
+                }
                 if self.watched.remove(&run) {
                     self.unwatches += 1;
                     self.last_sent.remove(&run);
@@ -327,8 +341,11 @@ impl WsSession {
                 }
             }
             ClientMsg::Cancel { run } => {
+                let r = match super::error::run_id(&run) {
+                    Ok(r) => r,
+                    Err(e) => return Self::api_error(ctx, &id, Some(&run), e),
+                };
                 let engine = self.engine.clone();
-                let r = run.clone();
                 ctx.spawn(async move { engine.cancel(&r, "a WebSocket client", &viewer).await }.into_actor(self).map(
                     move |res, _, ctx| match res {
                         Ok(cancelled) => {

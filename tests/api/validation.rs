@@ -58,6 +58,30 @@ async fn bad_requests_name_the_field_and_start_nothing() {
 
     assert_eq!(app.get("/api/deliberations/nope").await.0, 404);
     assert_eq!(app.get("/api/conversations/nope").await.0, 404);
+    // A name that cannot be an id is not found either (the id is shown clipped), through REST,
+    // SSE and the WebSocket alike.
+    let long = "x".repeat(500);
+    let (status, body) = app.get(&format!("/api/deliberations/{long}")).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body["error"].as_str().unwrap().len() < 120, "{body}");
+    for path in
+        ["/api/deliberations/a%20b", "/api/deliberations/a;b/events", "/api/conversations/%C3%A9"]
+    {
+        assert_eq!(app.get(path).await.0, 404, "{path}");
+    }
+    assert_eq!(app.post("/api/deliberations/a%20b/cancel", &json!({})).await.0, 404);
+    let mut ws = app.ws().await;
+    for kind in ["watch", "cancel"] {
+        ws.send(json!({ "type": kind, "id": kind, "run": "a b" })).await;
+        let v = ws.next().await;
+        assert_eq!(
+            (&v["type"], &v["id"], &v["run"]),
+            (&json!("error"), &json!(kind), &json!("a b")),
+            "{v}"
+        );
+        assert!(v["message"].as_str().unwrap().contains("not found"), "{v}");
+    }
+    ws.close().await;
     assert_eq!(app.get("/api/deliberations?limit=0").await.0, 400);
     assert_eq!(app.get("/api/nothing-here").await.0, 404);
     let (status, health) = app.get("/healthz").await;
