@@ -128,7 +128,7 @@ export function createView(ctx) {
     });
     if (rows.length) {
       nodes.push(el("h3", null, "Words by section"),
-        el("div", { class: "bp-table" }, ui.table(["#", "Section", "Author", "Words", "Key topics covered"], rows, { num: [0, 3], caption: "Words by section" })));
+        el("div", { class: "bp-table" }, ui.table(["#", "Section", "Author", "Words", "Topics"], rows, { num: [0, 3], caption: "Words by section" })));
     }
     p.body.replaceChildren(...nodes);
     const card = assemblySection.cards.filter((c) => c.state === "ok").pop();
