@@ -210,15 +210,8 @@ pub static SPEC: ModeSpec = ModeSpec {
             sim_default: &SIM_DEFAULTS,
             default: &SEED_DEFAULTS,
         },
-        Role {
-            id: "architect",
-            label: "Architect (the outline)",
-            field: Some("architectModel"),
-            panel: false,
-            fallback: Some("facilitator"),
-            sim_default: &[SIM_DEFAULTS[0]],
-            default: &[SEED_DEFAULTS[0]],
-        },
+        // The assembler, which writes the result, comes before the architect: `conclave run`'s
+        // `--chairman` names the first single-model role with a backup.
         Role {
             id: "assembler",
             label: "Assembler (default: the architect)",
@@ -227,6 +220,15 @@ pub static SPEC: ModeSpec = ModeSpec {
             fallback: Some("chairman"),
             sim_default: &[],
             default: &[],
+        },
+        Role {
+            id: "architect",
+            label: "Architect (the outline)",
+            field: Some("architectModel"),
+            panel: false,
+            fallback: Some("facilitator"),
+            sim_default: &[SIM_DEFAULTS[0]],
+            default: &[SEED_DEFAULTS[0]],
         },
         Role::internal("title", "Title"),
     ],
