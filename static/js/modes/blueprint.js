@@ -31,7 +31,9 @@ export function createView(ctx) {
   }
 
   function progress() {
-    if (total) ctx.progress(`Writing sections: ${written + failed} of ${total} finished`);
+    if (!total) return;
+    ctx.progress(`Writing sections: ${written + failed} of ${total} finished`);
+    sectionsSection.setTitle(`Sections · ${written} of ${total} written`);
   }
 
   function showOutline(d) {
@@ -144,7 +146,16 @@ export function createView(ctx) {
     callSection(call) {
       if (call.stage === "outline") return "outline";
       if (call.stage === "assembly") return "assembly";
-      if ((call.stage || "").startsWith("section_")) return "sections";
+      if ((call.stage || "").startsWith("section_")) {
+        // The card is made right after this returns: name it after its section while it streams.
+        const n = Number(call.stage.slice("section_".length));
+        queueMicrotask(() => {
+          const card = sectionsSection.cards.find((c) => c.key === call.key);
+          if (card && plan[n]) card.setTitle(`Section ${n} · ${plan[n].title}`);
+          if (card) card.setRole(call.model || "");
+        });
+        return "sections";
+      }
       return undefined;
     },
 
