@@ -359,12 +359,27 @@ fn clean(value: &str) -> String {
     }
 }
 
+/// A value as stated: [`clean`], and empty when it is only a placeholder of the requested
+/// format echoed back (`<title>`, `<section title>`), which states nothing.
+fn stated(value: &str) -> String {
+    let v = clean(value);
+    let placeholder = v.starts_with('<')
+        && v.ends_with('>')
+        && v.matches('<').count() == 1
+        && v.matches('>').count() == 1;
+    if placeholder {
+        String::new()
+    } else {
+        v
+    }
+}
+
 /// `SECTION <n>` followed by `:`, `.` or a dash: the number and the rest of the line.
 fn section_heading(line: &str) -> Option<(u64, String)> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let c = re(&RE, r"(?i)^section\s+#?\s*(\d{1,6})\s*(?:\*\*|__)?\s*[:.\-–—]\s*(.*)$")
         .captures(line)?;
-    Some((c[1].parse().ok()?, clean(&c[2])))
+    Some((c[1].parse().ok()?, stated(&c[2])))
 }
 
 /// `Label:` at the start of a bare line (bold allowed around the label): its name in lower
@@ -412,14 +427,15 @@ fn is_summary_marker(line: &str) -> bool {
 fn list_item(raw: &str) -> Option<String> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let c = re(&RE, r"^\s*(?:[-*+•·]|\d{1,3}[.)])\s+(.*)$").captures(raw)?;
-    Some(clean(&c[1]))
+    // Bold inside an item (`**Sync**: how edits merge`) is markup, not part of the topic.
+    Some(stated(&c[1].replace("**", "").replace("__", "")))
 }
 
 /// Items of a comma- or semicolon-separated value, trimmed, empty ones left out.
 fn split_list(value: &str, separators: &[char]) -> Vec<String> {
     value
         .split(separators)
-        .map(|t| clean(t).trim_end_matches('.').trim().to_string())
+        .map(|t| stated(t).trim_end_matches('.').trim().to_string())
         .filter(|t| !t.is_empty())
         .collect()
 }
@@ -443,6 +459,8 @@ pub fn read_outline(reply: &str) -> OutlineReading {
     let mut title: Option<String> = None;
     let mut blocks: Vec<Block> = Vec::new();
     let mut open = false;
+    // Past `DOCUMENT SUMMARY:`, a `SECTION <n>:` line lists a section already given.
+    let mut summary_seen = false;
     // Reading the list of key topics after a `Key Topics:` line of the last block.
     let mut in_topics = false;
     // The multi-line field of the last block whose label line had no value.
@@ -452,7 +470,7 @@ pub fn read_outline(reply: &str) -> OutlineReading {
         let line = bare(raw);
         if title.is_none() {
             if let Some(t) = title_line(line) {
-                title = Some(clean(t));
+                title = Some(stated(t));
                 continue;
             }
         }
@@ -467,18 +485,19 @@ pub fn read_outline(reply: &str) -> OutlineReading {
             (in_topics, spanning) = (false, None);
             continue;
         }
-        if let Some((number, title)) = section_heading(line) {
+        if let Some((number, title)) = section_heading(line).filter(|_| !summary_seen) {
             blocks.push(Block { number, title, ..Block::default() });
             (open, in_topics, spanning) = (true, false, None);
             continue;
         }
         if is_summary_marker(line) {
+            summary_seen = true;
             (open, in_topics, spanning) = (false, false, None);
             continue;
         }
         let Some(b) = blocks.last_mut().filter(|_| open) else { continue };
         if let Some((name, value)) = section_field(line) {
-            let value = clean(value);
+            let value = stated(value);
             (in_topics, spanning) = (false, None);
             match name.as_str() {
                 "description" if b.description.is_none() => {
@@ -525,7 +544,7 @@ pub fn read_outline(reply: &str) -> OutlineReading {
             if !v.is_empty() {
                 v.push(' ');
             }
-            v.push_str(&clean(raw));
+            v.push_str(&stated(raw));
         }
     }
     finish_outline(title, blocks, total, estimated, themes)

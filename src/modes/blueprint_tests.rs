@@ -421,6 +421,29 @@ fn a_recorded_style_outline_is_read_where_it_states_things() {
 }
 
 #[test]
+fn an_echoed_template_states_nothing_and_the_summary_lists_no_new_sections() {
+    // A small model echoing the requested format back, then the real outline, then a summary
+    // that lists the sections again.
+    let text = "DOCUMENT TITLE: <title>\n\nSECTION 1: <section title>\n\
+        Description: <what this section says, in one or two sentences>\n\
+        Key Topics:\n- <topic>\n- <topic>\nLength: Short|Medium|Long\n\
+        Source Coverage: <which part of the material it draws on>\n\n\
+        SECTION 2: Storage\nKey Topics:\n- **Retention**: thirty days\n- __Encryption__\n\n\
+        SECTION 3: Alerts\n\n\
+        DOCUMENT SUMMARY:\nTotal sections: 3\nSections:\n- Section 1: Intro\n- Section 2: Storage\n\
+        Key themes: <theme>, safety";
+    let o = read_outline(text);
+    assert_eq!(o.sections.len(), 3, "{:?}", o.sections);
+    assert!(o.document_title_defaulted);
+    let s = &o.sections[0];
+    assert!(s.title_defaulted && s.description.is_none() && s.source_coverage.is_none());
+    assert!(s.key_topics.is_empty() && s.length_defaulted, "{s:?}");
+    assert_eq!(o.sections[1].key_topics, ["Retention: thirty days", "Encryption"]);
+    assert_eq!(o.key_themes, ["safety"]);
+    assert_eq!(o.total_sections_stated, Some(3));
+}
+
+#[test]
 fn too_many_sections_are_cut_and_a_missing_title_is_said() {
     let many: String = (1..=23).map(|i| format!("SECTION {i}: S{i}\nLength: Short\n\n")).collect();
     let o = read_outline(&many);
