@@ -118,7 +118,7 @@ pub struct BlueprintRequest {
     pub author_models: Option<Vec<ModelId>>,
     /// Assembles the sections into one document (default: the architect).
     pub assembler_model: Option<ModelId>,
-    /// Per-call timeout in milliseconds (default 300 000).
+    /// Per-call timeout in milliseconds.
     #[schemars(range(min = 10000, max = 600000))]
     pub timeout_ms: Option<i64>,
 }
@@ -238,11 +238,10 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(Blueprint::new(config, ctx)?)),
     load_result,
     outcome,
+    // No models and no settings but the material: `GET /api/models` reads the defaults off it.
     example: || {
         json!({ "mode": "blueprint", "question": "Design doc for our collaborative editor",
-                "modeConfig": { "documentType": "technical_design_document",
-                                "content": "A web editor where several people edit one document at once. Needs offline edits, presence cursors, comments and a history of versions. Team of four, six months.",
-                                "authorModels": ["sim/alpha", "sim/beta"] } })
+                "modeConfig": { "content": "A web editor where several people edit one document at once. Needs offline edits, presence cursors, comments and a history of versions. Team of four, six months." } })
     },
     sim: Some(sim_answer),
 };
