@@ -973,6 +973,10 @@ impl Blueprint {
         if let Some(from) = &routed.fallback_from {
             data["fallbackFrom"] = json!(from);
         }
+        if sections.len() < MIN_SECTIONS {
+            // Too little could be read to go on: what the architect wrote is shown instead.
+            data["rawReply"] = json!(answer_text(&text).trim());
+        }
         // The material goes to the result once, with the outline's row (not in the event).
         let mut stored = data.clone();
         stored["material"] = json!({

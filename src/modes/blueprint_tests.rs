@@ -161,6 +161,7 @@ fn a_run_outlines_writes_every_section_at_once_round_robin_and_assembles() {
     assert!(p2.contains("## Section 2: Sync Engine") && p2.contains("[Requires additional input]"));
     let o = emitted(&out, "outline_complete").unwrap()["data"].clone();
     assert_eq!(o["documentTitle"], "Collaborative Editor Design");
+    assert!(o.get("rawReply").is_none());
     assert_eq!(o["sections"][2]["keyTopics"], json!(["Threading", "Notifications"]));
     assert_eq!(o["sections"][3]["assignedModel"], "a");
     assert_eq!(o["keyThemes"], json!(["collaboration", "reliability", "offline"]));
@@ -307,6 +308,7 @@ fn the_architect_falls_back_and_an_unreadable_outline_fails_the_run() {
         let r = load_result(&rows(&all));
         assert_eq!(r["outline"], emitted(&all, "outline_complete").unwrap()["data"]);
         assert_eq!(rows(&all)[0].content, reply);
+        assert_eq!(r["outline"]["rawReply"], reply, "what was written is shown instead");
     }
 }
 

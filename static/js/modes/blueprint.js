@@ -66,6 +66,10 @@ export function createView(ctx) {
       planList.append(li);
       plan[s.number] = { li, state, title: s.title, model: s.assignedModel };
     }
+    if (d.rawReply != null) {
+      nodes.push(el("div", { class: "callout bp-unread" }, `Fewer than 3 sections could be read from the architect's reply, so no section was written. What it wrote:`),
+        ui.markdown(d.rawReply, "bp-raw"));
+    }
     nodes.push(planList);
     outlineSection.body.replaceChildren(...nodes);
     const card = outlineSection.cards.find((c) => c.model === d.model) || outlineSection.claim(d.model);
