@@ -898,7 +898,7 @@ fn stage_order(stage: &str) -> i32 {
     }
 }
 
-/// The stored parts of an outline's data a result shows, as `outline_complete` gave them.
+/// `outline_complete`'s data: what was read, with each section's author; the same in the result.
 fn outline_data(
     model: &str,
     kind: DocumentType,

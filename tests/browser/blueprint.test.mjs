@@ -35,6 +35,9 @@ test("a blueprint from the form shows the document first, the outline and every 
   await page.waitForFunction(() => document.querySelectorAll('section[data-section="sections"] .model-card').length >= 6, null, { timeout: 30000 });
   const running = await page.$$eval('section[data-section="sections"] .model-card .chip-call.running', (n) => n.length);
   assert.ok(running >= 2, `several sections are written at once (${running} running)`);
+  const streaming = await page.$$eval('section[data-section="sections"] .model-card .model', (n) => n.map((x) => x.textContent));
+  assert.ok(streaming.every((t) => /^Section \d+ · /.test(t)), `each card is named after its section: ${streaming}`);
+  await screenshot(page, "blueprint-live");
   await waitRunReady(page, id);
   const d = await detail(id);
   assert.equal(d.status, "completed", JSON.stringify(d));
