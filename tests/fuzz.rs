@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use conclave::modes::{
-    self, chain, clarity, common, council, debate, delphi, jury, red_team, voting, CallError,
-    CallErrorKind, CallReply, Defaults, Effect, ModeKind, RunContext,
+    self, blueprint, chain, clarity, common, council, debate, delphi, jury, red_team, voting,
+    CallError, CallErrorKind, CallReply, Defaults, Effect, ModeKind, RunContext,
 };
 use conclave::web::client_msg::{self, ClientMsg, MAX_RUN_ID_CHARS};
 use proptest::prelude::*;
@@ -391,6 +391,20 @@ fn check_text_parsers(text: &str, labels: &[String], options: &[String]) {
         .is_none_or(|c| ["High", "Medium", "Low"].contains(&c)));
     for note in chain::editor_notes(text) {
         assert!(!note.contains(']'), "a note runs past its bracket: {note:?}");
+    }
+    let outline = blueprint::read_outline(text);
+    assert!(outline.sections.len() <= blueprint::MAX_SECTIONS, "over 20 sections kept");
+    for (i, s) in outline.sections.iter().enumerate() {
+        assert_eq!(s.number, i + 1, "sections are numbered 1..n");
+        assert!(!s.title.trim().is_empty(), "an empty section title");
+        assert!(s.key_topics.iter().all(|t| !t.trim().is_empty()), "an empty key topic");
+        assert!(!s.length_defaulted || s.length == blueprint::Length::Medium, "a guessed length");
+        let (covered, missing) = blueprint::topic_coverage(text, &s.key_topics);
+        assert_eq!(covered.len() + missing.len(), s.key_topics.len(), "a topic lost or doubled");
+    }
+    assert!(!outline.document_title.trim().is_empty(), "an empty document title");
+    for marker in blueprint::todo_markers(text) {
+        assert!(!marker.contains(']'), "a TODO marker runs past its bracket: {marker:?}");
     }
 
     let title = common::clean_title(text, text);

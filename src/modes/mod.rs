@@ -6,6 +6,7 @@
 //! Nothing in here may import actix, reqwest, diesel or tokio: if a test of a mode needs a
 //! runtime, the mode is doing I/O it should not.
 
+pub mod blueprint;
 pub mod chain;
 pub mod clarity;
 pub mod common;

@@ -34,6 +34,8 @@ fn requests() -> Vec<Value> {
                 "modeConfig": { "content": "fn login(u, p) { db.query(\"... '\" + u + \"'\") }",
                                 "rounds": 2 } }),
         json!({ "mode": "chain", "question": "Write a short guide to backing up a home server." }),
+        json!({ "mode": "blueprint", "question": "Design doc for our collaborative editor",
+                "modeConfig": { "authorModels": ["sim/alpha", "sim/beta"] } }),
     ]
 }
 
@@ -215,6 +217,12 @@ fn check_whole(mode: &str, r: &Value) {
         "clarity" => assert!(len(&r["evaluations"]) == 3 && r["score"].is_object(), "{r}"),
         "red_team" => assert!(r["generate"].is_object() && r["synthesis"].is_object(), "{r}"),
         "chain" => assert!(len(&r["steps"]) == 4 && r["finalContent"].is_string(), "{r}"),
+        "blueprint" => assert!(
+            len(&r["sections"]) >= 6
+                && len(&r["sections"]) == len(&r["outline"]["sections"])
+                && r["assembly"]["document"].is_string(),
+            "{r}"
+        ),
         other => panic!("unknown mode {other}"),
     }
 }

@@ -4,6 +4,7 @@
 
 mod access;
 mod bench;
+mod blueprint;
 mod cancel;
 mod chain;
 mod cli;

@@ -509,3 +509,72 @@ async fn chain_against_the_real_model() {
     }
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn blueprint_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "blueprint", "question": "Design doc for a home backup service",
+                "modeConfig": { "content": "Back up three laptops nightly to a NAS, keep 30 days of versions, copy weekly to the cloud, alert on failure.",
+                                "architectModel": MODEL, "authorModels": [MODEL, CHAIR],
+                                "assemblerModel": CHAIR } }),
+    )
+    .await;
+    check_run("blueprint", &stored, &events);
+    let result = &stored["result"];
+    let outline = &result["outline"];
+    let planned = outline["sections"].as_array().cloned().unwrap_or_default();
+    show(
+        "blueprint outline",
+        outline["documentTitle"].as_str().unwrap_or(""),
+        &json!({ "sections": planned.len(), "warnings": outline["warnings"] }),
+    );
+    // What was read is consistent: numbered 1..n, a length each (Medium when none was named),
+    // authors in rotation.
+    for (i, s) in planned.iter().enumerate() {
+        assert_eq!(s["number"], i + 1);
+        assert!(matches!(s["length"].as_str(), Some("Short" | "Medium" | "Long")), "{s}");
+        if s["lengthDefaulted"] == true {
+            assert_eq!(s["length"], "Medium");
+        }
+        assert_eq!(s["assignedModel"], [MODEL, CHAIR][i % 2]);
+    }
+    let (mut written, mut failed) = (0, 0);
+    for s in result["sections"].as_array().cloned().unwrap_or_default() {
+        let content = s["content"].as_str().unwrap_or("");
+        written += 1;
+        show(
+            "blueprint section",
+            content,
+            &json!({ "wordCount": s["wordCount"], "covered": s["keyTopicsCovered"], "missing": s["keyTopicsMissing"] }),
+        );
+        assert_eq!(s["wordCount"].as_u64(), Some(content.split_whitespace().count() as u64));
+        let lower = content.to_lowercase();
+        for t in s["keyTopicsCovered"].as_array().cloned().unwrap_or_default() {
+            for w in t.as_str().unwrap_or("").split(|c: char| !c.is_alphanumeric()) {
+                if w.chars().count() >= 4 {
+                    assert!(lower.contains(&w.to_lowercase()), "{t} is not covered by: {content}");
+                }
+            }
+        }
+        let n = s["sectionNumber"].as_u64().unwrap_or(0) as usize;
+        let topics = planned.get(n.wrapping_sub(1)).map(|p| p["keyTopics"].clone());
+        let both = s["keyTopicsCovered"].as_array().map_or(0, Vec::len)
+            + s["keyTopicsMissing"].as_array().map_or(0, Vec::len);
+        assert_eq!(Some(both), topics.and_then(|t| t.as_array().map(Vec::len)));
+    }
+    failed += result["failedSections"].as_array().map_or(0, Vec::len);
+    count("blueprint sections written", written, failed);
+    if stored["status"] == "completed" {
+        let document = result["assembly"]["document"].as_str().unwrap_or("");
+        assert_eq!(stored["answer"].as_str(), Some(document));
+        for m in result["assembly"]["todoMarkers"].as_array().cloned().unwrap_or_default() {
+            assert!(document.contains(m.as_str().unwrap_or("")), "{m} is not in the document");
+        }
+    } else {
+        assert!(planned.len() < 3 || written == 0, "{stored}");
+    }
+    app.stop().await;
+}

@@ -130,6 +130,19 @@ async fn check_every_mode(app: &TestApp) {
     let steps = all(&chain["result"]["steps"], "steps");
     assert!(steps.iter().all(|s| has_payload(&s["content"])), "{steps:?}");
     assert!(has_payload(&chain["answer"]), "{}", chain["answer"]);
+
+    let blueprint = run(
+        app,
+        json!({ "mode": "blueprint", "question": "Design doc for a sanitiser",
+                "modeConfig": { "architectModel": "sim/xss-a", "authorModels": ["sim/xss-b", "sim/xss-c"],
+                                "assemblerModel": "sim/xss-d" } }),
+    )
+    .await;
+    let b = &blueprint["result"];
+    let sections = all(&b["sections"], "sections");
+    assert!(sections.len() >= 6, "{b}");
+    assert!(sections.iter().all(|s| has_payload(&s["content"])), "{sections:?}");
+    assert!(has_payload(&blueprint["answer"]), "{}", blueprint["answer"]);
 }
 
 #[actix_web::test]
