@@ -34,6 +34,9 @@ fn requests() -> Vec<Value> {
                 "modeConfig": { "content": "fn login(u, p) { db.query(\"... '\" + u + \"'\") }",
                                 "rounds": 2 } }),
         json!({ "mode": "chain", "question": "Write a short guide to backing up a home server." }),
+        json!({ "mode": "peer_review", "question": "Review our upload service.",
+                "modeConfig": { "content": "One API server writes uploads to a local disk; a nightly job copies them to S3.",
+                                "reviewerModels": panel, "consolidatorModel": "sim/delta" } }),
     ]
 }
 
@@ -215,6 +218,12 @@ fn check_whole(mode: &str, r: &Value) {
         "clarity" => assert!(len(&r["evaluations"]) == 3 && r["score"].is_object(), "{r}"),
         "red_team" => assert!(r["generate"].is_object() && r["synthesis"].is_object(), "{r}"),
         "chain" => assert!(len(&r["steps"]) == 4 && r["finalContent"].is_string(), "{r}"),
+        "peer_review" => {
+            assert_eq!(len(&r["reviews"]), 3, "{r}");
+            assert!(r["statistics"]["consensusScores"].is_array(), "{r}");
+            assert!(r["consolidation"]["consolidatedReport"].is_string(), "{r}");
+            assert!(r["work"].is_string() && r["rubric"].is_object(), "{r}");
+        }
         other => panic!("unknown mode {other}"),
     }
 }
