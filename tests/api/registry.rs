@@ -21,7 +21,18 @@ async fn modes_lists_every_mode_with_its_roles_and_settings_schema() {
     let ids: Vec<&str> = modes.iter().map(|m| m["id"].as_str().unwrap()).collect();
     assert_eq!(
         ids,
-        ["council", "vote", "jury", "debate", "delphi", "clarity", "red_team", "chain", "echo"]
+        [
+            "council",
+            "vote",
+            "jury",
+            "debate",
+            "delphi",
+            "clarity",
+            "red_team",
+            "chain",
+            "peer_review",
+            "echo"
+        ]
     );
     for m in modes {
         assert!(!m["label"].as_str().unwrap().is_empty());
