@@ -206,11 +206,12 @@ pub struct CriterionRequest {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RubricRequest {
-    /// The rubric's name (at least 3 characters).
+    /// Custom rubric only: its name (at least three characters).
     pub name: Option<Text<MAX_SHORT_CHARS>>,
-    /// What the review is for (at least 10 characters).
+    /// Custom rubric only: what the review is for (at least ten characters).
     pub description: Option<Text<MAX_RUBRIC_TEXT>>,
-    /// 3 to 10 criteria, each `{name, description, weight}`.
+    /// Custom rubric only: 3 to 10 criteria, each `{name, description, weight}` with a
+    /// distinct name and a weight from 1 to 5.
     #[schemars(length(min = 3, max = 10))]
     pub criteria: Option<Vec<CriterionRequest>>,
 }
@@ -230,7 +231,7 @@ pub struct PeerReviewRequest {
     pub reviewer_models: Option<Vec<ModelId>>,
     /// Writes the consolidated report (default: the first reviewer).
     pub consolidator_model: Option<ModelId>,
-    /// Per-call timeout in milliseconds (default 150 000).
+    /// Per-call timeout in milliseconds.
     #[schemars(range(min = 10000, max = 600000))]
     pub timeout_ms: Option<i64>,
     /// Only with reviewType custom: `{name, description, criteria: [{name, description,

@@ -113,19 +113,25 @@ export function createView(ctx) {
       el("span", { class: "pr-summary-badges" },
         s.meanStdDev == null ? null : ui.badge(`mean spread ${ui.fmtNum(s.meanStdDev)}`, "gray"),
         ...SEVERITIES.map((l) => sevBadge(`${l}: ${t[l] ?? 0}`)))));
-    stats.body.replaceChildren(
-      agreementChart(s),
-      statsTable(s),
-      failed.length ? el("p", { class: "callout pr-failed" }, `Did not review (the call failed): ${failed.map((f) => `reviewer ${f.reviewerIndex} (${f.model})`).join(", ")}.`) : null);
+    const nodes = [agreementChart(s), statsTable(s)];
+    if (failed.length) nodes.push(el("p", { class: "callout pr-failed" }, `Did not review (the call failed): ${failed.map((f) => `reviewer ${f.reviewerIndex} (${f.model})`).join(", ")}.`));
+    stats.body.replaceChildren(...nodes);
     stats.show();
     stats.done();
+  }
+
+  /** The item's words without its severity tag and effort, which have columns of their own. */
+  function actionText(a) {
+    let t = a.text.replace(/^\s*\[[^\]]*\]\s*/, "");
+    if (a.effort) t = t.replace(/\s*[—–-]?\s*\(?\s*\**effort\s*\**\s*:\s*\**\s*(low|medium|high)\b\s*\**\)?\s*\.?\s*$/i, "");
+    return t;
   }
 
   function actionTable(items) {
     if (!(items || []).length) return el("p", { class: "muted" }, "No numbered action items could be read from the report.");
     const rows = items.map((a, i) => [
       String(i + 1), a.severity ? sevBadge(a.severity) : el("span", { class: "muted" }, "—"),
-      ui.markdown(a.text.replace(/^\s*\[[^\]]*\]\s*/, "")), a.effort || el("span", { class: "muted" }, "not stated"),
+      ui.markdown(actionText(a)), a.effort || el("span", { class: "muted" }, "not stated"),
     ]);
     return el("div", { class: "table-wrap" }, ui.table(["#", "Severity", "Action", "Effort"], rows, { caption: "Prioritised action items" }));
   }
