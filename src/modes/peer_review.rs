@@ -686,29 +686,45 @@ fn cells(line: &str) -> Option<Vec<String>> {
     Some(cells)
 }
 
+/// A table's separator row (`|---|:---:|`).
+fn is_rule(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with('|') && t.contains('-') && t.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+}
+
 /// Scores as stated: per criterion the last table row naming it, else the last
 /// `<criterion>: <n>` line.
 fn read_scores(lines: &[&str], rubric: &Rubric) -> Vec<Score> {
-    // Columns from the last header row seen before a row (`Score`, `Justification`).
-    let mut score_col = 1usize;
-    let mut just_col: Option<usize> = None;
+    // Columns from the header of the table a row is in (a row followed by a `|---|` rule):
+    // `Score` and `Justification`/`Why`; a table whose header names no score gives none.
+    let mut score_col: Option<usize> = Some(1);
+    let mut just_col: Option<usize> = Some(3);
     let mut found: Vec<Option<(Option<u32>, Option<String>)>> = vec![None; rubric.criteria.len()];
-    for line in lines {
-        let Some(cells) = cells(line) else { continue };
+    for (at, line) in lines.iter().enumerate() {
+        let Some(cells) = cells(line) else {
+            if !is_rule(line) {
+                // Outside a table: the next one starts with the defaults.
+                (score_col, just_col) = (Some(1), Some(3));
+            }
+            continue;
+        };
+        if lines.get(at + 1).is_some_and(|next| is_rule(next)) {
+            let lower: Vec<String> = cells.iter().map(|c| c.to_lowercase()).collect();
+            score_col = lower.iter().position(|c| c.contains("score"));
+            just_col = lower
+                .iter()
+                .position(|c| c.contains("justif") || c.contains("rationale") || c.contains("why"));
+            continue;
+        }
         let first = norm(cells.first().map_or("", String::as_str));
         if let Some(i) = rubric.criteria.iter().position(|c| norm(&c.name) == first) {
-            let score = cells.get(score_col).and_then(|c| score_of(c));
-            let just_at = just_col.unwrap_or(3);
-            let justification = cells
-                .get(just_at)
-                .filter(|_| cells.len() > just_at)
+            let score = score_col.and_then(|k| cells.get(k)).and_then(|c| score_of(c));
+            let justification = just_col
+                .filter(|k| Some(*k) != score_col && *k > 0)
+                .and_then(|k| cells.get(k))
                 .map(|c| c.trim().to_string())
                 .filter(|c| !c.is_empty());
             found[i] = Some((score, justification));
-        } else if cells.iter().any(|c| c.to_lowercase().contains("score")) {
-            let lower: Vec<String> = cells.iter().map(|c| c.to_lowercase()).collect();
-            score_col = lower.iter().position(|c| c.contains("score")).unwrap_or(1);
-            just_col = lower.iter().position(|c| c.contains("justif") || c.contains("rationale"));
         }
     }
     static LINE: OnceLock<Regex> = OnceLock::new();

@@ -105,8 +105,14 @@ fn scores_fall_back_to_lines_and_are_never_guessed() {
     let r =
         read_review("| Score | Criterion | Weight |\n|---|---|---|\n| 4 | Security | 5 |\n", &rb);
     assert_eq!(r.scores[1].score, None, "the first cell must be the criterion");
-    let r = read_review("| Criterion | Weight | Score |\n| Security | 5 | 2 |\n", &rb);
+    let r =
+        read_review("| Criterion | Weight | Score |\n|---|---|---|\n| Security | 5 | 2 |\n", &rb);
     assert_eq!(r.scores[1].score, Some(2));
+    // A table whose header names no score states none; a summary row is not a header.
+    let r = read_review("| Criterion | Issues found |\n|---|---|\n| Security | 3 |\n", &rb);
+    assert_eq!(r.scores[1].score, None);
+    let r = read_review("| Criterion | Score | Weight | Why |\n|---|---|---|---|\n| **Overall score** | 3 | | |\n| Security | 4 | 5 | fine |\n", &rb);
+    assert_eq!((r.scores[1].score, r.scores[1].justification.as_deref()), (Some(4), Some("fine")));
 }
 
 #[test]
