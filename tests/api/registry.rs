@@ -116,6 +116,8 @@ async fn every_completed_run_carries_its_one_line_outcome() {
         json!({ "mode": "clarity", "modeConfig": { "content": "A pothole app; fixes within 14 days." } }),
         json!({ "mode": "red_team", "question": "Review this plan.", "modeConfig": { "rounds": 1 } }),
         json!({ "mode": "chain", "question": "Write a short guide to backups." }),
+        json!({ "mode": "peer_review", "question": "Review our upload service.",
+                "modeConfig": { "content": "One API server writes uploads to a local disk." } }),
     ];
     for request in requests {
         let started = app.start(request.clone()).await;
