@@ -147,9 +147,23 @@ async fn peer_review_requests_are_refused_by_field() {
     }
     let (status, b) = app.post("/api/deliberations", &json!({ "mode": "peer_review" })).await;
     assert_eq!((status, b["field"].as_str()), (400, Some("question")), "{b}");
-    // A custom rubric that follows every rule runs.
+    // A custom rubric that follows every rule runs, and its criteria are the ones scored.
     let (status, b) = app.post("/api/deliberations", &request(rubric(three()))).await;
     assert!(status == 200 || status == 202, "{status}: {b}");
+    let stored = app.wait_done(b["runId"].as_str().unwrap()).await;
+    assert_eq!(stored["status"], "completed", "{stored}");
+    assert_eq!(stored["result"]["reviewType"], "custom");
+    assert_eq!(stored["result"]["rubric"]["name"], "Mine");
+    for r in stored["result"]["reviews"].as_array().unwrap() {
+        let names: Vec<&str> = r["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["criterion"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["One", "Two", "Three"]);
+        assert_eq!(r["parseSuccess"], true, "{r}");
+    }
     app.stop().await;
 }
 
