@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use conclave::modes::{
-    self, blueprint, chain, clarity, common, council, debate, delphi, jury, red_team, voting,
-    CallError, CallErrorKind, CallReply, Defaults, Effect, ModeKind, RunContext,
+    self, blueprint, chain, clarity, common, council, debate, delphi, jury, peer_review, red_team,
+    voting, CallError, CallErrorKind, CallReply, Defaults, Effect, ModeKind, RunContext,
 };
 use conclave::web::client_msg::{self, ClientMsg, MAX_RUN_ID_CHARS};
 use proptest::prelude::*;
@@ -389,6 +389,34 @@ fn check_text_parsers(text: &str, labels: &[String], options: &[String]) {
         .hardening_confidence
         .as_deref()
         .is_none_or(|c| ["High", "Medium", "Low"].contains(&c)));
+    for rubric in
+        [peer_review::ReviewType::ArchitectureReview, peer_review::ReviewType::ComplianceAudit]
+            .iter()
+            .filter_map(|t| t.rubric())
+    {
+        let review = peer_review::read_review(text, &rubric);
+        assert_eq!(review.scores.len(), rubric.criteria.len(), "one score per criterion");
+        for (s, c) in review.scores.iter().zip(&rubric.criteria) {
+            assert_eq!((&s.criterion, s.weight), (&c.name, c.weight), "the rubric's own");
+            assert!(s.score.is_none_or(|v| (1..=5).contains(&v)), "score {:?} off 1-5", s.score);
+        }
+        assert_eq!(review.parse_success, review.scores.iter().any(|s| s.score.is_some()));
+        for (i, f) in review.findings.iter().enumerate() {
+            assert_eq!(f.number, i + 1, "findings are numbered 1..k");
+            assert!(peer_review::SEVERITIES.contains(&f.severity.as_str()), "{:?}", f.severity);
+            assert!(f
+                .criterion
+                .as_ref()
+                .is_none_or(|c| rubric.criteria.iter().any(|k| &k.name == c)));
+        }
+        if let Some(o) = peer_review::overall(&review.scores) {
+            assert!((1.0..=5.0).contains(&o), "overall {o}");
+        }
+    }
+    for item in peer_review::read_action_items(text) {
+        assert!(item.severity.as_deref().is_none_or(|s| peer_review::SEVERITIES.contains(&s)));
+        assert!(item.effort.as_deref().is_none_or(|e| ["Low", "Medium", "High"].contains(&e)));
+    }
     for note in chain::editor_notes(text) {
         assert!(!note.contains(']'), "a note runs past its bracket: {note:?}");
     }

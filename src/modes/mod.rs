@@ -17,6 +17,7 @@ pub mod delphi;
 pub mod demo;
 pub mod jury;
 pub mod numbers;
+pub mod peer_review;
 pub mod ranking;
 pub mod reading;
 pub mod red_team;

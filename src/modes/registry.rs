@@ -150,6 +150,7 @@ pub static MODES: &[&ModeSpec] = &[
     &super::red_team::SPEC,
     &super::chain::SPEC,
     &super::blueprint::SPEC,
+    &super::peer_review::SPEC,
     // A demonstration mode the test suite turns on (the `demo-mode` feature); not shipped.
     #[cfg(feature = "demo-mode")]
     &super::demo::SPEC,

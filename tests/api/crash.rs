@@ -36,6 +36,9 @@ fn requests() -> Vec<Value> {
         json!({ "mode": "chain", "question": "Write a short guide to backing up a home server." }),
         json!({ "mode": "blueprint", "question": "Design doc for our collaborative editor",
                 "modeConfig": { "authorModels": ["sim/alpha", "sim/beta"] } }),
+        json!({ "mode": "peer_review", "question": "Review our upload service.",
+                "modeConfig": { "content": "One API server writes uploads to a local disk; a nightly job copies them to S3.",
+                                "reviewerModels": panel, "consolidatorModel": "sim/delta" } }),
     ]
 }
 
@@ -223,6 +226,12 @@ fn check_whole(mode: &str, r: &Value) {
                 && r["assembly"]["document"].is_string(),
             "{r}"
         ),
+        "peer_review" => {
+            assert_eq!(len(&r["reviews"]), 3, "{r}");
+            assert!(r["statistics"]["consensusScores"].is_array(), "{r}");
+            assert!(r["consolidation"]["consolidatedReport"].is_string(), "{r}");
+            assert!(r["work"].is_string() && r["rubric"].is_object(), "{r}");
+        }
         other => panic!("unknown mode {other}"),
     }
 }

@@ -20,6 +20,7 @@ mod metrics;
 mod modes;
 mod openai;
 mod page;
+mod peer_review;
 mod postgres;
 mod real_model;
 mod reasoning;

@@ -469,6 +469,66 @@ async fn red_team_against_the_real_model() {
 }
 
 #[actix_web::test]
+async fn peer_review_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "peer_review", "question": "Review this design for an upload service.",
+                "modeConfig": { "content": "Uploads go from the browser to one API server, which writes them to a local disk and records them in one PostgreSQL instance. A nightly cron job copies the disk to S3.",
+                                "reviewType": "architecture_review",
+                                "reviewerModels": [MODEL, MODEL], "consolidatorModel": CHAIR } }),
+    )
+    .await;
+    check_run("peer_review", &stored, &events);
+    let result = &stored["result"];
+    let (mut parsed, mut unparsed) = (0, 0);
+    for r in result["reviews"].as_array().cloned().unwrap_or_default() {
+        let text = r["reviewText"].as_str().unwrap_or("");
+        show(
+            "peer review",
+            text,
+            &json!({ "scores": r["scores"], "findings": r["findings"].as_array().map_or(0, Vec::len), "parseSuccess": r["parseSuccess"] }),
+        );
+        // Every score read is on the scale and written in the review next to its criterion.
+        for s in r["scores"].as_array().cloned().unwrap_or_default() {
+            if let Some(v) = s["score"].as_u64() {
+                assert!((1..=5).contains(&v), "{s}");
+                let name = s["criterion"].as_str().unwrap_or("").to_lowercase();
+                assert!(said(text).contains(&name), "{name} is not in: {text}");
+            }
+        }
+        for (i, f) in r["findings"].as_array().cloned().unwrap_or_default().iter().enumerate() {
+            assert_eq!(f["number"], i + 1);
+            assert!(
+                matches!(
+                    f["severity"].as_str(),
+                    Some("CRITICAL" | "MAJOR" | "MINOR" | "SUGGESTION")
+                ),
+                "{f}"
+            );
+        }
+        if r["parseSuccess"] == true {
+            parsed += 1;
+        } else {
+            unparsed += 1;
+        }
+    }
+    count("peer reviews", parsed, unparsed);
+    if let Some(s) = result["statistics"].as_object() {
+        for c in s["consensusScores"].as_array().cloned().unwrap_or_default() {
+            if let Some(sd) = c["stddev"].as_f64() {
+                assert!((0.0..=2.0).contains(&sd), "{c}");
+            }
+        }
+    }
+    if stored["status"] == "completed" {
+        assert_eq!(stored["answer"], result["consolidation"]["consolidatedReport"]);
+    }
+    app.stop().await;
+}
+
+#[actix_web::test]
 async fn chain_against_the_real_model() {
     let Some(url) = real_model().await else { return };
     let app = app_for(&url).await;

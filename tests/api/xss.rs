@@ -143,6 +143,24 @@ async fn check_every_mode(app: &TestApp) {
     assert!(sections.len() >= 6, "{b}");
     assert!(sections.iter().all(|s| has_payload(&s["content"])), "{sections:?}");
     assert!(has_payload(&blueprint["answer"]), "{}", blueprint["answer"]);
+
+    let peer_review = run(
+        app,
+        json!({ "mode": "peer_review", "question": "Review our HTML sanitiser",
+                "modeConfig": { "content": "Model output is inserted with innerHTML after a regex strips <script>.",
+                                "reviewType": "code_review",
+                                "reviewerModels": ["sim/xss-a", "sim/xss-b"], "consolidatorModel": "sim/xss-c" } }),
+    )
+    .await;
+    let p = &peer_review["result"];
+    for r in all(&p["reviews"], "reviews") {
+        assert_eq!(r["parseSuccess"], true, "{r}");
+        assert!(has_payload(&r["reviewText"]), "{r}");
+        assert!(!all(&r["findings"], "findings").is_empty(), "{r}");
+    }
+    assert!(p["statistics"]["consensusOverall"].is_number(), "{}", p["statistics"]);
+    assert!(!all(&p["consolidation"]["actionItems"], "actionItems").is_empty(), "{p}");
+    assert!(has_payload(&peer_review["answer"]), "{}", peer_review["answer"]);
 }
 
 #[actix_web::test]

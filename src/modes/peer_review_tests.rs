@@ -1,0 +1,547 @@
+//! Peer Review driven with fake replies, and its parsers on recorded-style and adversarial
+//! outputs.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::validate;
+
+fn rubric() -> Rubric {
+    ReviewType::ArchitectureReview.rubric().unwrap()
+}
+
+fn config(reviewers: &[&str]) -> Value {
+    json!({ "reviewType": "architecture_review", "rubric": rubric(),
+            "reviewerModels": reviewers, "consolidatorModel": "con", "timeoutMs": 150000,
+            "foremanFallbackModel": "spare" })
+}
+
+fn mode(reviewers: &[&str]) -> PeerReview {
+    PeerReview::new(&config(reviewers), ctx("Review our upload service", vec![], true)).unwrap()
+}
+
+/// A review as a capable model writes it: a table with bold names and `4/5` cells, findings
+/// with bold labels, a multi-line description.
+const REVIEW: &str = "Here is my review.\n\n### Scores\n\n\
+| Criterion | Score (1-5) | Weight | Justification |\n|---|---|---|---|\n\
+| **Scalability** | 2/5 | 5 | One server only. |\n| Security | 4 | 5 | Fine. |\n\
+| Maintainability | 3.5 | 4 | Simple. |\n| cost  efficiency | 5 | 3 | Cheap. |\n\
+| Reliability | 7 | 4 | Out of range. |\n| Vibes | 5 | 1 | Invented. |\n\n\
+### Findings\n\n#### FINDING 1: Single server\n**Category:** Scalability\n**Severity:** CRITICAL\n\
+**Location:** API tier\n**Description:** Every request goes to one server.\nIt has no replica.\n\
+**Impact:** Downtime.\n**Recommendation:** Add a second one.\n\n\
+**FINDING 2 - Nightly copies**\n- Category: Reliability and Security\n- Severity: major, maybe minor\n\
+- Location: cron\n\nFINDING 3: Diagram\nCategory: Docs\nDescription: none exists\n\n\
+### Strengths\n\n- Simple\n* Cheap\n1. Clear scope\n\n### Summary\n\nDecent.\n";
+
+const REPORT: &str = "## Consensus Scores\n\nSee stats.\n\n## Prioritized Action Items\n\n\
+1. [CRITICAL] Add a replica — Effort: Medium\n2. **[MAJOR]** Test restores (Effort: low)\n\
+3. Write a diagram\n4) [note] Tidy up — Effort: enormous\n\n## Executive Summary\n\n\
+5. [CRITICAL] not an item — Effort: Low\n";
+
+// ---- parsers -------------------------------------------------------------------------------
+
+#[test]
+fn a_review_is_read_where_it_states_its_scores_findings_and_strengths() {
+    let r = read_review(REVIEW, &rubric());
+    let scores: Vec<Option<u32>> = r.scores.iter().map(|s| s.score).collect();
+    // Scalability 2/5 → 2; 3.5 → 4 half up; spacing and case ignored; 7 is out of range;
+    // Performance is not stated; Vibes is not a criterion.
+    assert_eq!(scores, [Some(2), Some(4), Some(4), Some(5), None, None]);
+    assert_eq!(r.scores[0].justification.as_deref(), Some("One server only."));
+    assert_eq!(r.scores[0].weight, 5, "weights come from the rubric");
+    assert!(r.parse_success);
+    assert_eq!(r.findings.len(), 3);
+    let f = &r.findings[0];
+    assert_eq!((f.title.as_str(), f.severity.as_str()), ("Single server", "CRITICAL"));
+    assert_eq!(f.criterion.as_deref(), Some("Scalability"));
+    assert_eq!(
+        f.description.as_deref(),
+        Some("Every request goes to one server.\nIt has no replica.")
+    );
+    assert_eq!(f.recommendation.as_deref(), Some("Add a second one."));
+    // Two criteria named: none chosen; the most severe word named counts.
+    let f = &r.findings[1];
+    assert_eq!((f.criterion.clone(), f.severity.as_str()), (None, "MAJOR"));
+    assert_eq!(f.category.as_deref(), Some("Reliability and Security"));
+    // No severity: MINOR, marked; a category that is no criterion: null.
+    let f = &r.findings[2];
+    assert_eq!(
+        (f.severity.as_str(), f.severity_defaulted, f.criterion.clone()),
+        ("MINOR", true, None)
+    );
+    assert_eq!(r.strengths, ["Simple", "Cheap", "Clear scope"]);
+}
+
+#[test]
+fn scores_fall_back_to_lines_and_are_never_guessed() {
+    let rb = rubric();
+    // `Criterion: n` lines, the last one wins; prose numbers elsewhere are not scores.
+    let r = read_review("**Security:** 3\nSecurity: 2 after thought\nScalability is a 5 out of 5 concern.\nPerformance: good (4)\n", &rb);
+    let by = |n: &str| r.scores.iter().find(|s| s.criterion == n).unwrap().score;
+    assert_eq!(by("Security"), Some(2));
+    assert_eq!(by("Scalability"), None);
+    assert_eq!(by("Performance"), None, "the value must start with the number");
+    // A table row beats a line, and the last row wins.
+    let r = read_review("Security: 1\n| Security | 2 |\n| Security | 3 |\n", &rb);
+    assert_eq!(r.scores[1].score, Some(3));
+    // Refusals, hedges, traces and JSON state nothing.
+    for text in [
+        "I can't review this without more detail.",
+        "Overall maybe a 4 out of 5.",
+        "<think>| Security | 5 | 5 | x |</think>I would rather not score this.",
+        "<think>Security: 5",
+        "{\"Security\": 4}",
+        "| Security | N/A | 5 | not applicable |",
+        "| Security | 0 | 5 | |\n| Scalability | -2 | 5 | |\n| Reliability | 5.6 | 4 | |",
+    ] {
+        let r = read_review(text, &rb);
+        assert!(!r.parse_success, "{text}: {:?}", r.scores);
+        assert!(r.scores.iter().all(|s| s.score.is_none()));
+    }
+    // A header that puts the score elsewhere is followed.
+    let r =
+        read_review("| Score | Criterion | Weight |\n|---|---|---|\n| 4 | Security | 5 |\n", &rb);
+    assert_eq!(r.scores[1].score, None, "the first cell must be the criterion");
+    let r =
+        read_review("| Criterion | Weight | Score |\n|---|---|---|\n| Security | 5 | 2 |\n", &rb);
+    assert_eq!(r.scores[1].score, Some(2));
+    // A table whose header names no score states none; a summary row is not a header.
+    let r = read_review("| Criterion | Issues found |\n|---|---|\n| Security | 3 |\n", &rb);
+    assert_eq!(r.scores[1].score, None);
+    let r = read_review("| Criterion | Score | Weight | Why |\n|---|---|---|---|\n| **Overall score** | 3 | | |\n| Security | 4 | 5 | fine |\n", &rb);
+    assert_eq!((r.scores[1].score, r.scores[1].justification.as_deref()), (Some(4), Some("fine")));
+}
+
+#[test]
+fn findings_blocks_end_at_headings_and_first_fields_win() {
+    let rb = rubric();
+    let r = read_review(
+        "FINDING 1: a\nSeverity: MINOR\nSeverity: CRITICAL\n## Next\nLocation: outside\n",
+        &rb,
+    );
+    assert_eq!(r.findings[0].severity, "MINOR");
+    assert_eq!(r.findings[0].location, None);
+    // A finding in a reasoning trace is the model's draft, not its review.
+    let r = read_review("<think>FINDING 1: draft\nSeverity: CRITICAL</think>No findings.", &rb);
+    assert!(r.findings.is_empty());
+    // Numbering restarts at 1; the reported number is kept.
+    let r = read_review("FINDING 7: x\nSeverity: SUGGESTION\n", &rb);
+    assert_eq!((r.findings[0].number, r.findings[0].reported_number), (1, 7));
+    assert_eq!(r.findings[0].severity, "SUGGESTION");
+}
+
+#[test]
+fn action_items_are_read_under_their_heading_only() {
+    let items = read_action_items(REPORT);
+    assert_eq!(items.len(), 4, "{items:?}");
+    assert_eq!(
+        (items[0].severity.as_deref(), items[0].effort.as_deref()),
+        (Some("CRITICAL"), Some("Medium"))
+    );
+    assert_eq!(
+        (items[1].severity.as_deref(), items[1].effort.as_deref()),
+        (Some("MAJOR"), Some("Low"))
+    );
+    assert_eq!((items[2].severity.clone(), items[2].effort.clone()), (None, None));
+    assert_eq!((items[3].severity.clone(), items[3].effort.clone()), (None, None));
+    assert!(
+        read_action_items("<think>## Prioritized Action Items\n1. [CRITICAL] x</think>").is_empty()
+    );
+    assert!(read_action_items("1. [CRITICAL] no heading").is_empty());
+}
+
+// ---- statistics ----------------------------------------------------------------------------
+
+fn review(index: usize, scores: &[Option<u32>]) -> Review {
+    let rb = rubric();
+    let scores: Vec<Score> = rb
+        .criteria
+        .iter()
+        .zip(scores)
+        .map(|(c, s)| Score {
+            criterion: c.name.clone(),
+            score: *s,
+            weight: c.weight,
+            justification: None,
+        })
+        .collect();
+    Review {
+        reviewer_index: index,
+        model: format!("m{index}"),
+        review_text: String::new(),
+        overall_score: overall(&scores).map(|o| round_to(o, 1)),
+        scores,
+        findings: Vec::new(),
+        strengths: Vec::new(),
+        parse_success: true,
+        response_time_ms: 1,
+    }
+}
+
+#[test]
+fn statistics_are_the_servers_arithmetic() {
+    let a = review(1, &[Some(2), Some(4), Some(3), Some(5), None, Some(1)]);
+    let b = review(2, &[Some(4), Some(4), Some(5), Some(1), None, None]);
+    let s = statistics(&[a, b], &rubric());
+    let c = &s["consensusScores"];
+    assert_eq!(c[0]["average"], 3.0);
+    assert_eq!(c[0]["stddev"], 1.0);
+    assert_eq!(c[0]["agreement"], "Medium");
+    assert_eq!(c[1]["stddev"], 0.0);
+    assert_eq!(c[1]["agreement"], "High");
+    assert_eq!(
+        (c[3]["stddev"].clone(), c[3]["agreement"].clone(), c[3]["disputed"].clone()),
+        (json!(2.0), json!("Low"), json!(true))
+    );
+    // No scores: no mean; one score: a mean without a spread.
+    assert_eq!(
+        (c[4]["average"].clone(), c[4]["stddev"].clone(), c[4]["agreement"].clone()),
+        (Value::Null, Value::Null, Value::Null)
+    );
+    assert_eq!(
+        (c[5]["average"].clone(), c[5]["stddev"].clone(), c[5]["disputed"].clone()),
+        (json!(1.0), Value::Null, json!(false))
+    );
+    // Reviewer 1: (2·5 + 4·5 + 3·4 + 5·3 + 1·3) / 20 = 3.0; reviewer 2: (20+20+20+3)/17 = 3.7.
+    assert_eq!(s["reviewerOverallScores"][0]["overallScore"], 3.0);
+    assert_eq!(s["reviewerOverallScores"][1]["overallScore"], 3.7);
+    // Means 3, 4, 4, 3, -, 1 weighted 5, 5, 4, 3, 3 → 63/20 = 3.15 → 3.2.
+    assert_eq!(s["consensusOverall"], 3.2);
+    assert_eq!(s["meanStdDev"], 1.0, "(1 + 0 + 1 + 2) / 4: only criteria with a spread count");
+}
+
+#[test]
+fn agreement_thresholds_are_the_specs() {
+    assert_eq!(agreement(0.49), "High");
+    assert_eq!(agreement(0.5), "Medium");
+    assert_eq!(agreement(1.5), "Medium");
+    assert_eq!(agreement(1.51), "Low");
+    assert_eq!(score_of("3.5"), Some(4));
+    assert_eq!(score_of("2.5"), Some(3));
+    assert_eq!(score_of("4/5"), Some(4));
+    assert_eq!(score_of("0.5"), None);
+    assert_eq!(score_of("five"), None);
+}
+
+// ---- validation ----------------------------------------------------------------------------
+
+fn check(cfg: Value) -> Result<ValidRequest, FieldError> {
+    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() };
+    validate(&json!({ "mode": "peer_review", "question": "q", "modeConfig": cfg }), &d)
+}
+
+fn criteria(n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| json!({ "name": format!("Crit {i}"), "description": "a long enough line", "weight": 3 }))
+        .collect()
+}
+
+fn custom(criteria: Vec<Value>) -> Value {
+    json!({ "reviewType": "custom", "customRubric": { "name": "Mine", "description": "ten chars or more", "criteria": criteria } })
+}
+
+#[test]
+fn defaults_are_councils_three_and_the_first_reviewer_consolidates() {
+    let v = check(json!({})).unwrap();
+    let c: PeerReviewConfig = serde_json::from_value(v.config).unwrap();
+    assert_eq!(c.reviewer_models, ["sim/alpha", "sim/beta", "sim/gamma"]);
+    assert_eq!(c.consolidator_model, "sim/alpha");
+    assert_eq!(c.timeout_ms, 150_000);
+    assert_eq!(c.review_type, ReviewType::ArchitectureReview);
+    assert_eq!(c.rubric.criteria.len(), 6);
+    let v = check(custom(criteria(3))).unwrap();
+    let c: PeerReviewConfig = serde_json::from_value(v.config).unwrap();
+    assert_eq!(c.rubric.name, "Mine");
+}
+
+#[test]
+fn every_rule_is_a_400_on_its_field() {
+    let mut long = criteria(3);
+    long[1]["name"] = json!("crit  0");
+    let cases = [
+        (json!({ "reviewerModels": ["a"] }), "modeConfig.reviewerModels"),
+        (
+            json!({ "reviewerModels": ["a", "b", "c", "d", "e", "f", "g"] }),
+            "modeConfig.reviewerModels",
+        ),
+        (json!({ "reviewerModels": ["a", " "] }), "modeConfig.reviewerModels"),
+        (json!({ "consolidatorModel": "" }), "modeConfig.consolidatorModel"),
+        (json!({ "timeoutMs": 9999 }), "modeConfig.timeoutMs"),
+        (json!({ "timeoutMs": 600001 }), "modeConfig.timeoutMs"),
+        (json!({ "content": "  " }), "modeConfig.content"),
+        (json!({ "reviewType": "poetry" }), "modeConfig.reviewType"),
+        (json!({ "reviewType": "custom" }), "modeConfig.customRubric"),
+        (json!({ "customRubric": { "name": "abc" } }), "modeConfig.customRubric"),
+        (
+            json!({ "reviewType": "custom", "customRubric": { "name": "ab", "description": "ten chars or more", "criteria": criteria(3) } }),
+            "modeConfig.customRubric.name",
+        ),
+        (
+            json!({ "reviewType": "custom", "customRubric": { "name": "abc", "description": "short", "criteria": criteria(3) } }),
+            "modeConfig.customRubric.description",
+        ),
+        (custom(criteria(2)), "modeConfig.customRubric.criteria"),
+        (custom(criteria(11)), "modeConfig.customRubric.criteria"),
+        (custom(long), "modeConfig.customRubric.criteria[1].name"),
+        (
+            custom(vec![json!({ "name": "A", "description": "long enough text", "weight": 1 })]),
+            "modeConfig.customRubric.criteria",
+        ),
+        (
+            json!({ "reviewType": "custom", "customRubric": { "name": "abc", "description": "ten chars or more", "criteria": [criteria(1)[0], criteria(2)[1], { "name": "X", "description": "long enough text", "weight": 2 }] } }),
+            "modeConfig.customRubric.criteria[2].name",
+        ),
+        (
+            json!({ "reviewType": "custom", "customRubric": { "name": "abc", "description": "ten chars or more", "criteria": [criteria(1)[0], criteria(2)[1], { "name": "Xy", "description": "short", "weight": 2 }] } }),
+            "modeConfig.customRubric.criteria[2].description",
+        ),
+        (
+            json!({ "reviewType": "custom", "customRubric": { "name": "abc", "description": "ten chars or more", "criteria": [criteria(1)[0], criteria(2)[1], { "name": "Xy", "description": "long enough text", "weight": 6 }] } }),
+            "modeConfig.customRubric.criteria[2].weight",
+        ),
+        (
+            json!({ "reviewType": "custom", "customRubric": { "name": "abc", "description": "ten chars or more", "criteria": [criteria(1)[0], criteria(2)[1], { "name": "Xy", "description": "long enough text" }] } }),
+            "modeConfig.customRubric.criteria[2].weight",
+        ),
+        (
+            json!({ "reviewType": "custom", "customRubric": { "name": "abc", "description": "ten chars or more", "criteria": [criteria(1)[0], criteria(2)[1], { "name": "Xy", "description": "long enough text", "weight": 2.5 }] } }),
+            "modeConfig.customRubric.criteria.weight",
+        ),
+        (
+            json!({ "reviewType": "custom", "customRubric": { "name": "abc", "description": "ten chars or more", "criteria": [criteria(1)[0], criteria(2)[1], { "name": "X | y", "description": "long enough text", "weight": 2 }] } }),
+            "modeConfig.customRubric.criteria[2].name",
+        ),
+        (json!({ "reviewers": ["a", "b"] }), "modeConfig.reviewers"),
+    ];
+    for (cfg, field) in cases {
+        let e = check(cfg.clone()).expect_err(&cfg.to_string());
+        assert_eq!(e.field, field, "{cfg}: {e}");
+    }
+}
+
+// ---- the state machine ---------------------------------------------------------------------
+
+#[test]
+fn a_run_reviews_in_parallel_then_consolidates_and_stores_what_it_sent() {
+    let mut m = mode(&["a", "b", "a"]);
+    let start = m.start();
+    assert_eq!(events(&start)[..2], ["review_start", "reviewers_start"]);
+    assert_eq!(emitted(&start, "review_start").unwrap()["reviewType"], "architecture_review");
+    let calls = stage_calls(&start);
+    assert_eq!(calls.len(), 3, "every reviewer at once");
+    assert!(calls[0].messages[0].content.contains("Cost Efficiency (weight 3)"));
+    let mut all = start.clone();
+    let out = m.on_reply(ok(&calls[2], REVIEW));
+    assert_eq!(events(&out), ["reviewer_complete"]);
+    assert_eq!(emitted(&out, "reviewer_complete").unwrap()["data"]["reviewerIndex"], 3);
+    all.extend(out);
+    all.extend(m.on_reply(ok(&calls[0], "<think>scratch</think>| Security | 5 | 5 | ok |")));
+    let out = m.on_reply(ok(&calls[1], "I will not score this."));
+    assert_eq!(
+        events(&out),
+        ["reviewer_complete", "all_reviewers_complete", "consolidation_start"]
+    );
+    let done = emitted(&out, "all_reviewers_complete").unwrap();
+    assert_eq!(done["data"]["reviews"][1]["parseSuccess"], false);
+    assert_eq!(done["data"]["reviews"][0]["reviewText"], "| Security | 5 | 5 | ok |");
+    all.extend(out.clone());
+    let con = stage_calls(&out);
+    assert_eq!(con[0].model, "con");
+    let prompt = &con[0].messages[0].content;
+    assert!(prompt.contains("### Reviewer 3 (a)") && prompt.contains("final"));
+    assert!(prompt.contains("Security (weight 5): scores [R1=5, R3=4], mean 4.5"), "{prompt}");
+    let out = m.on_reply(ok(&con[0], REPORT));
+    let answer = finished(&out).unwrap();
+    assert!(answer.starts_with("## Consensus Scores"));
+    let complete = emitted(&out, "consolidation_complete").unwrap();
+    assert_eq!(complete["partial"], false);
+    assert_eq!(complete["data"]["actionItems"].as_array().unwrap().len(), 4);
+    all.extend(out);
+    let stored = rows(&all);
+    let types: Vec<&str> = stored.iter().map(|r| r.stage_type.as_str()).collect();
+    assert_eq!(
+        types,
+        ["review_setup", "review_3", "review_1", "review_2", "review_stats", "consolidation"]
+    );
+    let mut sorted = stored.clone();
+    sorted.sort_by_key(|r| r.stage_order);
+    let result = load_result(&sorted);
+    assert_eq!(result["reviews"], done["data"]["reviews"]);
+    assert_eq!(result["statistics"], done["data"]["statistics"]);
+    assert_eq!(result["consolidation"], complete["data"]);
+    assert_eq!(result["work"], "Review our upload service");
+    assert_eq!(result["rubric"]["criteria"][0]["name"], "Scalability");
+    assert_eq!(result["failedModels"], json!([]));
+    assert!(outcome(&result).unwrap().starts_with("3 reviews, consensus"));
+}
+
+#[test]
+fn a_failed_reviewer_is_recorded_and_fewer_than_two_reviews_fail_the_run() {
+    let mut m = mode(&["a", "b", "c"]);
+    let calls = stage_calls(&m.start());
+    let mut all = m.on_reply(err(&calls[0]));
+    all.extend(m.on_reply(ok(&calls[1], REVIEW)));
+    let out = m.on_reply(ok(&calls[2], "")); // empty: a failed call
+    assert!(failed(&out).unwrap().contains("Only 1 of 3 reviews"), "{out:?}");
+    all.extend(out);
+    let result = load_result(&rows(&all));
+    assert_eq!(result["reviews"].as_array().unwrap().len(), 1, "the review is kept");
+    assert_eq!(result["failedReviewers"].as_array().unwrap().len(), 2);
+    assert_eq!(result["failedModels"].as_array().unwrap().len(), 2);
+    assert_eq!(result["partial"], true);
+    assert_eq!(result["statistics"], Value::Null);
+
+    // Two of three: the run goes on, partial.
+    let mut m = mode(&["a", "b", "c"]);
+    let calls = stage_calls(&m.start());
+    m.on_reply(err(&calls[1]));
+    m.on_reply(ok(&calls[0], REVIEW));
+    let out = m.on_reply(ok(&calls[2], REVIEW));
+    let done = emitted(&out, "all_reviewers_complete").unwrap();
+    assert_eq!(done["data"]["failedReviewers"][0]["reviewerIndex"], 2);
+    let con = stage_calls(&out);
+    let out = m.on_reply(ok(&con[0], REPORT));
+    assert_eq!(emitted(&out, "consolidation_complete").unwrap()["partial"], true);
+}
+
+#[test]
+fn the_consolidator_falls_back_once_then_the_run_fails_keeping_the_reviews() {
+    let mut m = mode(&["a", "b"]);
+    let calls = stage_calls(&m.start());
+    let mut all = m.on_reply(ok(&calls[0], REVIEW));
+    all.extend(m.on_reply(ok(&calls[1], REVIEW)));
+    let con = stage_calls(&all);
+    let out = m.on_reply(err(&con[0]));
+    assert!(emitted(&out, "fallback_start").is_some());
+    let backup = stage_calls(&out);
+    assert_eq!(
+        (backup[0].key.as_str(), backup[0].model.as_str()),
+        ("consolidation:backup", "spare")
+    );
+    all.extend(out);
+    let out = m.on_reply(ok(&backup[0], REPORT));
+    let data = emitted(&out, "consolidation_complete").unwrap();
+    assert_eq!(
+        (data["data"]["model"].clone(), data["data"]["fallbackFrom"].clone()),
+        (json!("spare"), json!("con"))
+    );
+    all.extend(out);
+    let result = load_result(&rows(&all));
+    assert_eq!(result["consolidation"], data["data"]);
+    assert_eq!(result["failedModels"][0]["fallbackTo"], "spare");
+
+    let mut m = mode(&["a", "b"]);
+    let calls = stage_calls(&m.start());
+    m.on_reply(ok(&calls[0], REVIEW));
+    let con = stage_calls(&m.on_reply(ok(&calls[1], REVIEW)));
+    let backup = stage_calls(&m.on_reply(err(&con[0])));
+    let out = m.on_reply(err(&backup[0]));
+    let message = failed(&out).unwrap();
+    assert!(message.contains("consolidator") && message.contains("kept"), "{message}");
+}
+
+#[test]
+fn a_stored_configuration_must_fit() {
+    assert!(PeerReview::new(&json!({}), ctx("q", vec![], false)).is_err());
+    let mut c = config(&["a"]);
+    assert!(PeerReview::new(&c, ctx("q", vec![], false)).is_err());
+    c["reviewerModels"] = json!(["a", "b"]);
+    assert!(PeerReview::new(&c, ctx("q", vec![], false)).is_ok());
+}
+
+// ---- sim answers ---------------------------------------------------------------------------
+
+fn sim(prompt: &str, model: &str, malformed: bool, hostile: bool) -> String {
+    let messages = [ChatMessage::user(prompt)];
+    sim_answer(&SimAsk { model, prompt, messages: &messages, seed: 7, malformed, hostile }).unwrap()
+}
+
+#[test]
+fn sim_reviews_and_reports_are_in_the_modes_format() {
+    let rb = rubric();
+    let prompt = review_prompt("q", "the work", &rb);
+    let r = read_review(&sim(&prompt, "sim/alpha", false, false), &rb);
+    assert!(r.parse_success && r.scores.iter().all(|s| s.score.is_some()));
+    assert!(r.findings.len() >= 3 && r.findings.iter().all(|f| f.criterion.is_some()));
+    assert_eq!(r.strengths.len(), 3);
+    let messy = read_review(&sim(&prompt, "sim/messy", true, false), &rb);
+    assert!(!messy.parse_success && messy.findings.is_empty());
+    let hostile = sim(&prompt, "sim/xss", false, true);
+    assert!(hostile.contains("<script>"));
+    let hr = read_review(&hostile, &rb);
+    assert!(hr.parse_success);
+    assert!(hr.findings.iter().all(|f| !f.title.contains('<')), "the payload stays in prose");
+    let review = review_of(1, "sim/alpha", &sim(&prompt, "sim/alpha", false, false), &rb, 1);
+    let stats = statistics(&[review.clone(), review.clone()], &rb);
+    let cp = consolidation_prompt("q", "the work", &rb, &[review.clone(), review], &stats);
+    let items = read_action_items(&sim(&cp, "sim/beta", false, false));
+    assert!(!items.is_empty() && items.iter().all(|i| i.severity.is_some() && i.effort.is_some()));
+    assert!(sim_answer(&SimAsk {
+        model: "sim/a",
+        prompt: "hello",
+        messages: &[],
+        seed: 1,
+        malformed: false,
+        hostile: false
+    })
+    .is_none());
+}
+
+// ---- properties ----------------------------------------------------------------------------
+
+proptest! {
+    /// Whatever a reply says, scores are 1-5 or null, one per criterion in rubric order with
+    /// the rubric's weights; severities are the four levels; a criterion is the rubric's.
+    #[test]
+    fn parsed_values_are_always_in_range(text in "(\\|? ?(Security|Scalability|FINDING 1:|Severity:|Category:|### Strengths|- |\\d|\\.|/| |\\n|<think>|</think>|CRITICAL|major|Effort: (Low|High)|\\[MINOR\\]|## Prioritized Action Items|[a-z]{1,5}))*") {
+        let rb = rubric();
+        let r = read_review(&text, &rb);
+        prop_assert_eq!(r.scores.len(), rb.criteria.len());
+        for (s, c) in r.scores.iter().zip(&rb.criteria) {
+            prop_assert_eq!(&s.criterion, &c.name);
+            prop_assert_eq!(s.weight, c.weight);
+            prop_assert!(s.score.is_none_or(|v| (1..=5).contains(&v)));
+        }
+        prop_assert_eq!(r.parse_success, r.scores.iter().any(|s| s.score.is_some()));
+        for (i, f) in r.findings.iter().enumerate() {
+            prop_assert_eq!(f.number, i + 1);
+            prop_assert!(SEVERITIES.contains(&f.severity.as_str()));
+            prop_assert!(f.criterion.as_ref().is_none_or(|c| rb.criteria.iter().any(|k| &k.name == c)));
+        }
+        for a in read_action_items(&text) {
+            prop_assert!(a.severity.as_deref().is_none_or(|s| SEVERITIES.contains(&s)));
+            prop_assert!(a.effort.as_deref().is_none_or(|e| ["Low", "Medium", "High"].contains(&e)));
+        }
+    }
+
+    /// A stated score is read back exactly, whatever markup surrounds it.
+    #[test]
+    fn a_stated_score_is_read_back(score in 1u32..=5, bold in any::<bool>(), slash in any::<bool>(), table in any::<bool>()) {
+        let rb = rubric();
+        let cell = format!("{}{score}{}{}", if bold { "**" } else { "" }, if slash { "/5" } else { "" }, if bold { "**" } else { "" });
+        let text = if table { format!("| Reliability | {cell} | 4 | why |") } else { format!("- **Reliability:** {cell}") };
+        let r = read_review(&text, &rb);
+        prop_assert_eq!(r.scores[4].score, Some(score));
+        prop_assert_eq!(r.scores.iter().filter(|s| s.score.is_some()).count(), 1);
+    }
+
+    /// Statistics stay within the scale and the spread's bounds.
+    #[test]
+    fn statistics_stay_in_bounds(all in proptest::collection::vec(proptest::collection::vec(proptest::option::of(1u32..=5), 6), 2..6)) {
+        let reviews: Vec<Review> = all.iter().enumerate().map(|(i, s)| review(i + 1, s)).collect();
+        let s = statistics(&reviews, &rubric());
+        for c in s["consensusScores"].as_array().unwrap() {
+            if let Some(a) = c["average"].as_f64() { prop_assert!((1.0..=5.0).contains(&a)); }
+            if let Some(sd) = c["stddev"].as_f64() {
+                prop_assert!((0.0..=2.0).contains(&sd));
+                prop_assert_eq!(c["disputed"].as_bool(), Some(sd > 1.5));
+            } else {
+                prop_assert!(c["scores"].as_array().unwrap().len() < 2);
+            }
+        }
+        if let Some(o) = s["consensusOverall"].as_f64() { prop_assert!((1.0..=5.0).contains(&o)); }
+    }
+}
