@@ -77,6 +77,8 @@ pub struct Registry {
     ws_open: AtomicI64,
     ws_total: AtomicU64,
     events_dropped: AtomicU64,
+    /// Client messages a WebSocket dropped for coming too fast.
+    ws_messages_dropped: AtomicU64,
     lagged_run: AtomicU64,
     lagged_dashboard: AtomicU64,
     /// Runs started by this process, by mode (six modes: a lock is fine).
@@ -122,6 +124,7 @@ impl Registry {
             ws_open: AtomicI64::new(0),
             ws_total: AtomicU64::new(0),
             events_dropped: AtomicU64::new(0),
+            ws_messages_dropped: AtomicU64::new(0),
             lagged_run: AtomicU64::new(0),
             lagged_dashboard: AtomicU64::new(0),
             runs_started: Mutex::new(BTreeMap::new()),
@@ -202,6 +205,11 @@ impl Registry {
     /// `n` token events were not sent to a watcher whose buffer was full.
     pub fn tokens_dropped(&self, n: usize) {
         self.events_dropped.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// A WebSocket client's message was dropped for coming too fast (see `web::limits::Flood`).
+    pub fn ws_message_dropped(&self) {
+        self.ws_messages_dropped.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A watcher whose buffer was full was unsubscribed and told to resume.
@@ -318,6 +326,13 @@ impl Registry {
         let name = "conclave_events_dropped_total";
         out.family(name, "counter", "Token events not sent to watchers whose buffer was full.");
         out.sample(name, &[], self.events_dropped());
+        let name = "conclave_websocket_messages_dropped_total";
+        out.family(
+            name,
+            "counter",
+            "Client messages dropped for coming faster than the rate limit.",
+        );
+        out.sample(name, &[], self.ws_messages_dropped.load(Ordering::Relaxed));
         let name = "conclave_watchers_lagged_total";
         out.family(name, "counter", "Watchers unsubscribed for a full buffer and told to resume.");
         out.sample(name, &[("feed", "run")], self.watchers_lagged(Feed::Run));

@@ -373,7 +373,11 @@ impl WsSession {
 
     /// Applies the per-socket rate limit to one incoming message; false when it is dropped.
     fn admit(&mut self, ctx: &mut ws::WebsocketContext<Self>) -> bool {
-        match self.flood.admit(self.clock.now()) {
+        let admit = self.flood.admit(self.clock.now());
+        if admit != Admit::Yes {
+            crate::metrics::global().ws_message_dropped();
+        }
+        match admit {
             Admit::Yes => true,
             Admit::DropAndWarn => {
                 log::info!("websocket client exceeds the message rate; dropping its messages");

@@ -57,18 +57,6 @@ async fn assert_rows_once(app: &TestApp, message_id: &str) -> usize {
     rows.len()
 }
 
-fn counter(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find(|l| l.starts_with(name))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
-}
-
-async fn metrics(app: &TestApp) -> String {
-    app.http.get(format!("{}/metrics", app.base)).send().await.unwrap().text().await.unwrap()
-}
-
 /// The events of `run` that `ws` gets until the count of refused commits reaches `refused`
 /// (within a minute): what a watcher saw while the run's writes were being refused.
 async fn events_while_refused(app: &TestApp, ws: &mut Ws, run: &str, refused: f64) -> Vec<Value> {

@@ -404,3 +404,18 @@ impl Drop for ServerProcess {
         let _ = self.child.wait();
     }
 }
+
+/// The value of the first sample of `name` (with its labels, if given) in a `/metrics` text;
+/// 0 when absent.
+pub fn counter(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// The server's `/metrics` text.
+pub async fn metrics(app: &TestApp) -> String {
+    app.http.get(format!("{}/metrics", app.base)).send().await.unwrap().text().await.unwrap()
+}

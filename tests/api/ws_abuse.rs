@@ -71,6 +71,11 @@ async fn next_json(ws: &mut Raw) -> Value {
     }
 }
 
+/// Client messages the server has dropped for flooding, so far.
+async fn dropped(app: &TestApp) -> f64 {
+    counter(&metrics(app).await, "conclave_websocket_messages_dropped_total")
+}
+
 fn errors(msgs: &[Value]) -> Vec<String> {
     msgs.iter()
         .filter(|m| m["type"] == "error")
@@ -179,6 +184,7 @@ async fn a_flood_is_dropped_with_one_warning_and_a_sustained_one_closes_the_sock
     let run = started["runId"].as_str().unwrap().to_string();
 
     let mut ws = raw(&app).await;
+    let dropped_before = dropped(&app).await;
     // A burst of 150: the first 100 (the burst) pass, the other 50 are dropped with one warning.
     for i in 0..150 {
         ws.feed(Message::text(json!({ "type": "ping", "id": i }).to_string())).await.unwrap();
@@ -192,6 +198,13 @@ async fn a_flood_is_dropped_with_one_warning_and_a_sustained_one_closes_the_sock
     let errs = errors(&msgs);
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(errs[0].contains("too many messages"), "{errs:?}");
+    // The clock moves only once the server has read the whole burst (dropped are counted):
+    // moved earlier, a busy server would let the burst's tail through on the refilled bucket.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while dropped(&app).await < dropped_before + 50.0 {
+        assert!(tokio::time::Instant::now() < deadline, "the server never read the whole burst");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // Two seconds on, the bucket has refilled: the socket is as good as new, and the next
     // message it answers is this ping (nothing of the burst past the 100 was let through).
     clock.advance(Duration::from_millis(2100));
