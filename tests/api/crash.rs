@@ -34,6 +34,8 @@ fn requests() -> Vec<Value> {
                 "modeConfig": { "content": "fn login(u, p) { db.query(\"... '\" + u + \"'\") }",
                                 "rounds": 2 } }),
         json!({ "mode": "chain", "question": "Write a short guide to backing up a home server." }),
+        json!({ "mode": "specialist_panel", "question": "Assess our plan to move to Kubernetes.",
+                "modeConfig": { "content": "Three services, one managed cluster, GitHub Actions." } }),
     ]
 }
 
@@ -215,6 +217,11 @@ fn check_whole(mode: &str, r: &Value) {
         "clarity" => assert!(len(&r["evaluations"]) == 3 && r["score"].is_object(), "{r}"),
         "red_team" => assert!(r["generate"].is_object() && r["synthesis"].is_object(), "{r}"),
         "chain" => assert!(len(&r["steps"]) == 4 && r["finalContent"].is_string(), "{r}"),
+        "specialist_panel" => {
+            assert!(len(&r["specialists"]) == 3 && len(&r["failedSpecialists"]) == 0, "{r}");
+            assert!(r["synthesis"]["integratedAssessment"].is_string(), "{r}");
+            assert_eq!(r["material"]["source"], "content", "{r}");
+        }
         other => panic!("unknown mode {other}"),
     }
 }

@@ -42,7 +42,17 @@ async fn the_page_is_self_contained_and_served_with_a_strict_csp() {
             }
         }
     }
-    for mode in ["council", "vote", "jury", "debate", "delphi", "clarity", "red_team", "chain"] {
+    for mode in [
+        "council",
+        "vote",
+        "jury",
+        "debate",
+        "delphi",
+        "clarity",
+        "red_team",
+        "chain",
+        "specialist_panel",
+    ] {
         let path = format!("/static/js/modes/{mode}.js");
         let res = app.http.get(format!("{}{path}", app.base)).send().await.unwrap();
         assert_eq!(res.status(), 200, "the {mode} view is embedded");

@@ -21,7 +21,18 @@ async fn modes_lists_every_mode_with_its_roles_and_settings_schema() {
     let ids: Vec<&str> = modes.iter().map(|m| m["id"].as_str().unwrap()).collect();
     assert_eq!(
         ids,
-        ["council", "vote", "jury", "debate", "delphi", "clarity", "red_team", "chain", "echo"]
+        [
+            "council",
+            "vote",
+            "jury",
+            "debate",
+            "delphi",
+            "clarity",
+            "red_team",
+            "chain",
+            "specialist_panel",
+            "echo"
+        ]
     );
     for m in modes {
         assert!(!m["label"].as_str().unwrap().is_empty());
@@ -105,6 +116,7 @@ async fn every_completed_run_carries_its_one_line_outcome() {
         json!({ "mode": "clarity", "modeConfig": { "content": "A pothole app; fixes within 14 days." } }),
         json!({ "mode": "red_team", "question": "Review this plan.", "modeConfig": { "rounds": 1 } }),
         json!({ "mode": "chain", "question": "Write a short guide to backups." }),
+        json!({ "mode": "specialist_panel", "question": "Assess our plan to move to Kubernetes." }),
     ];
     for request in requests {
         let started = app.start(request.clone()).await;
