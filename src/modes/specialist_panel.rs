@@ -1563,18 +1563,19 @@ fn sim_synthesis(ask: &SimAsk) -> String {
     let b = titles.get(1).cloned().unwrap_or_else(|| "Specialist B".into());
     let first = ["Critical", "High"][rng.below(2)];
     let domains = ["Security", "Operations", "Cost", "Scalability", "Data"];
-    let mut rows = vec![format!(
-        "| {} | {first} | Unchecked assumptions in the plan | Test them before the first milestone | {a}, {b} |",
-        domains[rng.below(domains.len())]
-    )];
-    rows.push(format!(
-        "| {} | Medium | Success is not measured | Define metrics and review them | {a} |",
-        domains[rng.below(domains.len())]
-    ));
-    rows.push(format!(
-        "| {} | Low | Documentation is thin | Write a short runbook | {b} |",
-        domains[rng.below(domains.len())]
-    ));
+    let k = rng.below(domains.len());
+    let domain = |i: usize| domains[(k + i) % domains.len()];
+    let rows = [
+        format!(
+            "| {} | {first} | Unchecked assumptions in the plan | Test them before the first milestone | {a}, {b} |",
+            domain(0)
+        ),
+        format!(
+            "| {} | Medium | Success is not measured | Define metrics and review them | {a} |",
+            domain(1)
+        ),
+        format!("| {} | Low | Documentation is thin | Write a short runbook | {b} |", domain(2)),
+    ];
     format!(
         "[simulated synthesis from {who}]\n\n### Executive Summary\n\n{}The panel finds the \
          material workable with {} fixes first. (This text is simulated: no real model was \

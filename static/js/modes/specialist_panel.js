@@ -1,5 +1,6 @@
-// Specialist Panel: the integrated assessment as the main block (executive summary first, then
-// the risk matrix, agreements, disagreements and recommendations), above it the rating grid
+// Specialist Panel: the integrated assessment as the main block, at the top once it is in
+// (executive summary first, then the risk matrix, agreements, disagreements and
+// recommendations), under it the rating grid
 // (each specialist's criteria, 1-5, as a heat table; a rating the report does not state is
 // shown as such) and a tab per specialist with its ratings, key findings, top recommendations
 // and full report.
@@ -82,13 +83,16 @@ export function createView(ctx) {
       parts.push(el("div", { class: "callout sp-unparsed" },
         "No 1-5 rating could be read from this report; it went to the synthesizer as written."));
     }
-    const rated = (d.criteriaScores || []).map((c) => [c.criterion, scoreCell(c), c.notes || el("span", { class: "muted" }, c.score === null || c.score === undefined ? "not stated" : "—")]);
-    if (rated.length) parts.push(el("div", { class: "table-wrap" }, ui.table(["Criterion", "Rating", "Notes"], rated, { caption: `${d.roleTitle}: ratings` })));
     if ((d.keyFindings || []).length) {
       parts.push(el("h4", null, "Key findings"), el("ol", { class: "sp-list" }, d.keyFindings.map((f) => el("li", null, ui.markdown(f)))));
     }
     if ((d.topRecommendations || []).length) {
       parts.push(el("h4", null, "Top recommendations"), el("ol", { class: "sp-list" }, d.topRecommendations.map((f) => el("li", null, ui.markdown(f)))));
+    }
+    const rated = (d.criteriaScores || []).map((c) => [c.criterion, scoreCell(c), c.notes || el("span", { class: "muted" }, c.score === null || c.score === undefined ? "not stated" : "—")]);
+    if (rated.length) {
+      parts.push(el("details", { class: "sp-notes" }, el("summary", null, "Ratings with the specialist's notes"),
+        el("div", { class: "table-wrap" }, ui.table(["Criterion", "Rating", "Notes"], rated, { caption: `${d.roleTitle}: ratings` }))));
     }
     parts.push(el("h4", null, "Full report"));
     card.prepend(el("div", { class: "sp-report-head" }, parts));
@@ -99,16 +103,21 @@ export function createView(ctx) {
     return el("section", { class: "sp-part" }, el("h3", null, title), extra || ui.markdown(text));
   }
 
+  /** The risk matrix; on a phone each row stacks into a card with its column names. */
   function riskTable(rows) {
     if (!(rows || []).length) return null;
-    const body = rows.map((r) => [
+    const heads = ["Domain", "Level", "Concern", "Action", "Raised by"];
+    const body = rows.map((r) => el("tr", null, [
       r.domain || "",
       r.level ? ui.badge(r.level, LEVEL_COLORS[r.level] || "gray") : el("span", { class: "muted" }, "not stated"),
       r.concern ? ui.markdown(r.concern) : "",
       r.action ? ui.markdown(r.action) : "",
       (r.sources || []).join(", "),
-    ]);
-    return el("div", { class: "table-wrap" }, ui.table(["Domain", "Level", "Concern", "Action", "Raised by"], body, { caption: "Consolidated risk matrix" }));
+    ].map((c, i) => el("td", { "data-label": heads[i] }, c))));
+    return el("div", { class: "table-wrap" }, el("table", { class: "data sp-risk" },
+      el("caption", { class: "visually-hidden" }, "Consolidated risk matrix"),
+      el("thead", null, el("tr", null, heads.map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", null, body)));
   }
 
   function showSynthesis(d, partial, failedModels) {
@@ -138,10 +147,12 @@ export function createView(ctx) {
         ui.markdown(d.integratedAssessment || ""));
     }
     p.body.replaceChildren(...parts.filter(Boolean));
+    // The assessment is the answer: it leads the run, the reports below support it.
+    ctx.root.prepend(p.el);
     const card = ctx.card(d.fallbackFrom ? "synthesis:backup" : "synthesis");
     if (card) {
       card.setState("ok", { ms: d.responseTimeMs });
-      card.setBody(el("p", { class: "muted" }, "The integrated assessment is shown below."));
+      card.setBody(el("p", { class: "muted" }, "The integrated assessment is shown at the top."));
     }
     synthSection().done();
     ctx.announce(top ? `Assessment ready: top risk ${top.level}, ${top.domain}` : "Assessment ready");
@@ -174,6 +185,11 @@ export function createView(ctx) {
         case "all_specialists_complete":
           failed = d.failedSpecialists || [];
           for (const r of d.specialists || []) if (!reports[r.index]) { reports[r.index] = r; showReport(r); }
+          for (const f of failed) {
+            const i = roles.findIndex((r) => r.roleKey === f.roleKey);
+            const card = i >= 0 ? ctx.card(`specialist:${i}`) : null;
+            if (card) { card.setTitle(f.roleTitle); card.setRole(f.model); }
+          }
           drawGrid();
           panel.done();
           if (failed.length) {
