@@ -303,7 +303,7 @@ pub struct SpecialistPanelRequest {
     pub specialists: Option<Vec<SpecialistRequest>>,
     /// Writes the integrated assessment (default: the first specialist's model).
     pub synthesizer_model: Option<ModelId>,
-    /// Per-call timeout in milliseconds (default 150 000).
+    /// Per-call timeout in milliseconds (by default two and a half minutes).
     #[schemars(range(min = 10000, max = 600000))]
     pub timeout_ms: Option<i64>,
 }
