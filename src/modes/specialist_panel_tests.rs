@@ -631,3 +631,30 @@ fn thousands_of_table_rows_are_read_quickly() {
     assert!(r.parse_success);
     assert!(t.elapsed().as_secs() < 5);
 }
+
+#[test]
+fn a_small_model_s_half_followed_format_is_read_where_it_follows_it() {
+    // Bold headings, a table without outer bars, a rating in words, a missing row, a fifth
+    // recommendation, and the criteria repeated in prose afterwards.
+    let reply = "**Key Findings:**\n* The plan lacks encryption at rest.\n* No MFA for admins.\n\n\
+        **Risk Assessment:**\n\nCriterion | Rating (1-5) | Notes\n--- | --- | ---\n\
+        Authentication & Authorization | 2 | No MFA\nData Protection | 2/5 |\n\
+        Input Validation | Not assessed |\nAttack Surface | 3 | \n\n\
+        **Top 3 Recommendations:**\n1. Add MFA\n2. Encrypt data\n3. Review access\n4. Extra\n\n\
+        In short, Incident Response Readiness is about a 2 in my view.";
+    let r = read_report(reply, &security());
+    let got: Vec<(Option<u8>, Option<&str>)> =
+        r.criteria_scores.iter().map(|c| (c.score, c.notes.as_deref())).collect();
+    assert_eq!(
+        got,
+        [(Some(2), Some("No MFA")), (Some(2), None), (None, None), (Some(3), None), (None, None)]
+    );
+    assert_eq!(r.average_score, Some(2.3));
+    assert_eq!(r.key_findings, ["The plan lacks encryption at rest.", "No MFA for admins."]);
+    assert_eq!(r.top_recommendations, ["Add MFA", "Encrypt data", "Review access"]);
+    // A refusal after a reasoning trace that drafted a table: nothing is read.
+    let refusal = "<think>| Data Protection | 4 | fine |</think>\nI can't provide a security \
+        assessment of this material.";
+    let r = read_report(refusal, &security());
+    assert!(!r.parse_success && r.key_findings.is_empty());
+}

@@ -535,12 +535,13 @@ async fn specialist_panel_against_the_real_model() {
         );
         // Every rating read is on the scale and its criterion is named in the report beside a
         // number: nothing is inferred from prose.
-        let text = said(report);
+        let squash = |t: &str| t.split_whitespace().collect::<String>();
+        let text = squash(&said(report));
         let mut ratings = Vec::new();
         for c in s["criteriaScores"].as_array().cloned().unwrap_or_default() {
             if let Some(score) = c["score"].as_u64() {
                 assert!((1..=5).contains(&score), "{c}");
-                let name = c["criterion"].as_str().unwrap_or("").to_lowercase();
+                let name = squash(&c["criterion"].as_str().unwrap_or("").to_lowercase());
                 assert!(text.contains(&name), "{name} is not named in: {report}");
                 ratings.push(score as f64);
             }
