@@ -114,6 +114,29 @@ test("a failing specialist and an unreadable report are shown as such", { skip }
   assert.deepEqual(errors, []);
 });
 
+test("a cancelled run keeps the reports that came and says which never did", { skip }, async () => {
+  const started = await startRest(base, { mode: "specialist_panel", question: "Assess this plan.",
+    modeConfig: { specialists: [{ roleId: "security_expert", model: "sim/alpha" }, { roleId: "cost_analyst", model: "sim/beta" },
+      { roleId: "ux_designer", model: "sim/stall-ux" }], timeoutMs: 60000 } });
+  const id = started.runId;
+  const { page, errors } = await openPage(browser, base, `/#/run/${encodeURIComponent(id)}`);
+  await page.waitForFunction(() => document.querySelectorAll(".sp-report-head").length >= 2, null, { timeout: 30000 });
+  const res = await api(`${base}/api/deliberations/${encodeURIComponent(id)}/cancel`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  assert.equal(res.status, 202);
+  await waitRunReady(page, id);
+  const d = await detail(id);
+  assert.equal(d.status, "cancelled");
+  assert.equal(d.result.specialists.length, 2);
+  const rows = await gridRows(page);
+  assert.equal(rows[2].avg, "no report: the run stopped first");
+  const live = await runText(page, id);
+  const fresh = await openPage(browser, base, `/#/run/${encodeURIComponent(id)}`);
+  await waitRunReady(fresh.page, id);
+  assert.equal(await runText(fresh.page, id), live, "the reopened run reads the same as the live one");
+  assert.deepEqual(errors, []);
+  assert.deepEqual(fresh.errors, []);
+});
+
 const HOSTILE = "<script>window.__xss=1</script>\n<img src=x onerror=\"window.__xss=1\">\n[click me](javascript:window.__xss=1)\n<svg onload=\"window.__xss=1\"></svg>";
 
 test("hostile markup in the material and the replies is shown inert", { skip }, async () => {

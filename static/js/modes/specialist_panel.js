@@ -16,6 +16,8 @@ export function createView(ctx) {
   const reports = {}; // index -> specialist_complete data
   let failed = []; // [{roleKey, roleTitle, model, error}]
   let seen = false;
+  let allIn = false; // all_specialists_complete came
+  let stopped = false; // the run ended before every report came
 
   const fmtScore = (s) => (s === null || s === undefined ? "not stated" : `${s}/5`);
   const avgText = (a) => (a === null || a === undefined ? "no rating stated" : `average ${ui.fmtNum(a)}/5`);
@@ -42,12 +44,12 @@ export function createView(ctx) {
           scoreCell(c), el("span", { class: "sp-criterion" }, c.criterion)));
       } else {
         const criteria = r.criteria || [];
-        const why = f ? "no report (the call failed)" : "waiting for the report";
+        const why = f ? "no report (the call failed)" : (stopped ? "no report (the run stopped first)" : "waiting for the report");
         cells = criteria.map((name) => el("li", { class: "sp-cell" },
-          el("span", { class: "sp-score sp-missing", title: `${name}: ${why}` }, f ? "×" : "…"),
+          el("span", { class: "sp-score sp-missing", title: `${name}: ${why}` }, f || stopped ? "×" : "…"),
           el("span", { class: "sp-criterion" }, name)));
       }
-      const avg = d ? avgText(d.averageScore) : (f ? "no report: the call failed" : "waiting");
+      const avg = d ? avgText(d.averageScore) : (f ? "no report: the call failed" : (stopped ? "no report: the run stopped first" : "waiting"));
       return el("tr", null, head,
         el("td", null, el("ul", { class: "sp-cells", "aria-label": `${r.roleTitle}: ratings` }, cells)),
         el("td", { class: "sp-avg" }, avg));
@@ -183,6 +185,7 @@ export function createView(ctx) {
           ctx.announce(`${d.roleTitle}: ${avgText(d.averageScore)}`);
           break;
         case "all_specialists_complete":
+          allIn = true;
           failed = d.failedSpecialists || [];
           for (const r of d.specialists || []) if (!reports[r.index]) { reports[r.index] = r; showReport(r); }
           for (const f of failed) {
@@ -210,6 +213,11 @@ export function createView(ctx) {
 
     /** A stored run without recorded events: render its stored result as if its events came. */
     finish(detail) {
+      if (seen && !allIn && detail && detail.status && detail.status !== "running") {
+        // Cancelled, failed or interrupted before every report came: say so in the grid.
+        stopped = true;
+        drawGrid();
+      }
       if (seen || !detail || !detail.result) return;
       const r = detail.result;
       view.event("panel_start", { roles: r.roles || [] });
