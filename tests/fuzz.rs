@@ -18,7 +18,8 @@ use std::sync::OnceLock;
 
 use conclave::modes::{
     self, blueprint, chain, clarity, common, council, debate, delphi, jury, peer_review, red_team,
-    voting, CallError, CallErrorKind, CallReply, Defaults, Effect, ModeKind, RunContext,
+    specialist_panel, voting, CallError, CallErrorKind, CallReply, Defaults, Effect, ModeKind,
+    RunContext,
 };
 use conclave::web::client_msg::{self, ClientMsg, MAX_RUN_ID_CHARS};
 use proptest::prelude::*;
@@ -44,6 +45,15 @@ fn config(divisor: u32) -> Config {
 
 /// Pieces the parsers look for, and pieces that have broken parsers elsewhere.
 const TOKENS: &[&str] = &[
+    "### Risk Assessment",
+    "**Key Findings**",
+    "### Consolidated Risk Matrix",
+    "| Data Protection |",
+    "Data Protection:",
+    "4/5",
+    "3.5",
+    "Critical",
+    "| Domain | Level | Concern |",
     "FINAL RANKING:",
     "**FINAL RANKING:**",
     "1.",
@@ -416,6 +426,25 @@ fn check_text_parsers(text: &str, labels: &[String], options: &[String]) {
     for item in peer_review::read_action_items(text) {
         assert!(item.severity.as_deref().is_none_or(|s| peer_review::SEVERITIES.contains(&s)));
         assert!(item.effort.as_deref().is_none_or(|e| ["Low", "Medium", "High"].contains(&e)));
+    }
+    let criteria: Vec<String> =
+        ["Data Protection", "Attack Surface", "|", ""].iter().map(|s| s.to_string()).collect();
+    let report = specialist_panel::read_report(text, &criteria);
+    assert_eq!(report.criteria_scores.len(), criteria.len(), "one score per criterion");
+    for c in &report.criteria_scores {
+        assert!(c.score.is_none_or(|s| (1..=5).contains(&s)), "rating {:?} off 1-5", c.score);
+    }
+    assert!(report.average_score.is_none_or(|a| (1.0..=5.0).contains(&a)));
+    assert_eq!(report.parse_success, report.average_score.is_some());
+    assert!(report.top_recommendations.len() <= 3, "at most 3 recommendations");
+    let synthesis = specialist_panel::read_synthesis(text);
+    for row in &synthesis.risk_matrix {
+        let level = row.level.as_deref();
+        assert!(level.is_none_or(|l| specialist_panel::LEVELS.contains(&l)), "level {level:?}");
+    }
+    match &synthesis.top_risk {
+        Some(top) => assert!(top.level.is_some() && synthesis.risk_matrix.contains(top)),
+        None => assert!(synthesis.risk_matrix.iter().all(|r| r.level.is_none())),
     }
     for note in chain::editor_notes(text) {
         assert!(!note.contains(']'), "a note runs past its bracket: {note:?}");

@@ -149,6 +149,7 @@ pub static MODES: &[&ModeSpec] = &[
     &super::clarity::SPEC,
     &super::red_team::SPEC,
     &super::chain::SPEC,
+    &super::specialist_panel::SPEC,
     &super::blueprint::SPEC,
     &super::peer_review::SPEC,
     // A demonstration mode the test suite turns on (the `demo-mode` feature); not shipped.

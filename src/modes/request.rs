@@ -557,7 +557,11 @@ mod tests {
             match types.first().copied() {
                 Some("string") => {
                     *n += 1;
-                    json!(format!("{key}-{n}"))
+                    // As long as the schema's `minLength` asks, if it asks for more.
+                    let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+                    let text = format!("{key}-{n}");
+                    let pad = (min as usize).saturating_sub(text.chars().count());
+                    json!(format!("{text}{}", "x".repeat(pad)))
                 }
                 Some("integer") => schema.get("maximum").cloned().unwrap_or(json!(1)),
                 Some("number") => schema.get("minimum").cloned().unwrap_or(json!(1.0)),

@@ -39,6 +39,8 @@ fn requests() -> Vec<Value> {
         json!({ "mode": "peer_review", "question": "Review our upload service.",
                 "modeConfig": { "content": "One API server writes uploads to a local disk; a nightly job copies them to S3.",
                                 "reviewerModels": panel, "consolidatorModel": "sim/delta" } }),
+        json!({ "mode": "specialist_panel", "question": "Assess our plan to move to Kubernetes.",
+                "modeConfig": { "content": "Three services, one managed cluster, GitHub Actions." } }),
     ]
 }
 
@@ -231,6 +233,11 @@ fn check_whole(mode: &str, r: &Value) {
             assert!(r["statistics"]["consensusScores"].is_array(), "{r}");
             assert!(r["consolidation"]["consolidatedReport"].is_string(), "{r}");
             assert!(r["work"].is_string() && r["rubric"].is_object(), "{r}");
+        }
+        "specialist_panel" => {
+            assert!(len(&r["specialists"]) == 3 && len(&r["failedSpecialists"]) == 0, "{r}");
+            assert!(r["synthesis"]["integratedAssessment"].is_string(), "{r}");
+            assert_eq!(r["material"]["source"], "content", "{r}");
         }
         other => panic!("unknown mode {other}"),
     }

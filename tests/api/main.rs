@@ -28,6 +28,7 @@ mod red_team;
 mod registry;
 mod retry;
 mod secrets;
+mod specialist_panel;
 mod stream;
 mod tls;
 mod validation;

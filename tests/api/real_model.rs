@@ -638,3 +638,74 @@ async fn blueprint_against_the_real_model() {
     }
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn specialist_panel_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "specialist_panel", "question": "Assess this plan for a small web shop.",
+                "modeConfig": { "content": "Move the shop from one VM to a managed Kubernetes cluster next month; keep the database on the VM; deploy by hand.",
+                                "specialists": [ { "roleId": "security_expert", "model": MODEL },
+                                                 { "roleId": "cost_analyst", "model": CHAIR } ],
+                                "synthesizerModel": MODEL } }),
+    )
+    .await;
+    check_run("specialist_panel", &stored, &events);
+    let result = &stored["result"];
+    let (mut parsed, mut unparsed) = (0, 0);
+    for s in result["specialists"].as_array().cloned().unwrap_or_default() {
+        let report = s["report"].as_str().unwrap_or("");
+        show(
+            "specialist report",
+            report,
+            &json!({ "role": s["roleKey"], "scores": s["criteriaScores"], "average": s["averageScore"] }),
+        );
+        // Every rating read is on the scale and its criterion is named in the report beside a
+        // number: nothing is inferred from prose.
+        let squash = |t: &str| t.split_whitespace().collect::<String>();
+        let text = squash(&said(report));
+        let mut ratings = Vec::new();
+        for c in s["criteriaScores"].as_array().cloned().unwrap_or_default() {
+            if let Some(score) = c["score"].as_u64() {
+                assert!((1..=5).contains(&score), "{c}");
+                let name = squash(&c["criterion"].as_str().unwrap_or("").to_lowercase());
+                assert!(text.contains(&name), "{name} is not named in: {report}");
+                ratings.push(score as f64);
+            }
+        }
+        assert_eq!(s["parseSuccess"], !ratings.is_empty(), "{s}");
+        match s["averageScore"].as_f64() {
+            Some(a) => {
+                let mean = ratings.iter().sum::<f64>() / ratings.len() as f64;
+                assert!((a - mean).abs() <= 0.05, "{a} is not the mean of {ratings:?}");
+            }
+            None => assert!(ratings.is_empty()),
+        }
+        assert!(s["topRecommendations"].as_array().is_some_and(|r| r.len() <= 3));
+        if s["parseSuccess"] == true {
+            parsed += 1;
+        } else {
+            unparsed += 1;
+        }
+    }
+    count("specialist reports", parsed, unparsed);
+    if let Some(s) = result["synthesis"].as_object() {
+        show(
+            "synthesis",
+            s["integratedAssessment"].as_str().unwrap_or(""),
+            &json!({
+            "counts": s["counts"], "topRisk": s["topRisk"] }),
+        );
+        let answer = said(s["integratedAssessment"].as_str().unwrap_or(""));
+        for row in s["riskMatrix"].as_array().cloned().unwrap_or_default() {
+            if let Some(l) = row["level"].as_str() {
+                assert!(["Critical", "High", "Medium", "Low"].contains(&l), "{row}");
+                assert!(answer.contains(&l.to_lowercase()), "{l} is not stated");
+            }
+        }
+        assert_eq!(stored["answer"], s["integratedAssessment"]);
+    }
+    app.stop().await;
+}

@@ -25,7 +25,7 @@ async fn modes_lists_every_mode_with_its_roles_and_settings_schema() {
     assert_eq!(ids.last(), Some(&"echo"));
     let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
     assert_eq!(unique.len(), ids.len(), "{ids:?}");
-    for later in ["red_team", "chain", "blueprint", "peer_review"] {
+    for later in ["red_team", "chain", "specialist_panel", "blueprint", "peer_review"] {
         assert!(ids.contains(&later), "{ids:?}");
     }
     for m in modes {
@@ -112,6 +112,7 @@ async fn every_completed_run_carries_its_one_line_outcome() {
         json!({ "mode": "chain", "question": "Write a short guide to backups." }),
         json!({ "mode": "peer_review", "question": "Review our upload service.",
                 "modeConfig": { "content": "One API server writes uploads to a local disk." } }),
+        json!({ "mode": "specialist_panel", "question": "Assess our plan to move to Kubernetes." }),
     ];
     for request in requests {
         let started = app.start(request.clone()).await;

@@ -161,6 +161,24 @@ async fn check_every_mode(app: &TestApp) {
     assert!(p["statistics"]["consensusOverall"].is_number(), "{}", p["statistics"]);
     assert!(!all(&p["consolidation"]["actionItems"], "actionItems").is_empty(), "{p}");
     assert!(has_payload(&peer_review["answer"]), "{}", peer_review["answer"]);
+    let panel = run(
+        app,
+        json!({ "mode": "specialist_panel", "question": "Assess our plan to sanitise model output",
+                "modeConfig": { "specialists": [ { "roleId": "security_expert", "model": "sim/xss-a" },
+                                                 { "roleId": "ux_designer", "model": "sim/xss-b" } ],
+                                "synthesizerModel": "sim/xss-c" } }),
+    )
+    .await;
+    let specialists = all(&panel["result"]["specialists"], "specialists");
+    assert_eq!(specialists.len(), 2);
+    for s in specialists {
+        assert_eq!(s["parseSuccess"], true, "{s}");
+        assert!(has_payload(&s["report"]), "{s}");
+    }
+    let synthesis = &panel["result"]["synthesis"];
+    assert!(synthesis["topRisk"].is_object(), "{synthesis}");
+    assert!(has_payload(&synthesis["sections"]["executiveSummary"]), "{synthesis}");
+    assert!(has_payload(&panel["answer"]), "{}", panel["answer"]);
 }
 
 #[actix_web::test]

@@ -1,0 +1,660 @@
+//! Specialist Panel driven with fake replies, and its parsers on recorded-style and
+//! adversarial outputs.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::validate;
+
+fn crit(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+fn security() -> Vec<String> {
+    crit(&LIBRARY[0].criteria)
+}
+
+const REPORT: &str = "<think>Maybe | Data Protection | 1 | draft |</think>\n\
+Here is my assessment as the Security Expert.\n\n\
+## 1. Key Findings\n\n1. Tokens are long-lived.\n   They never rotate.\n2) No WAF in front of the API.\n\
+- Secrets live in environment files.\n\n\
+### Risk Assessment (1-5)\n\n\
+| Criterion | Rating (1-5) | Notes |\n|:---|:---:|---|\n\
+| **Authentication & Authorization** | 4/5 | SSO everywhere |\n\
+| Data Protection | 2 | backups unencrypted |\n\
+| input validation | 3.5 | schema checks on most routes |\n\
+| Attack Surface | 8 | (the model's own scale) |\n\n\
+**Top 3 Recommendations:**\n\n1. Rotate tokens.\n2. Add a WAF.\n3. Move secrets to a vault.\n4. Train staff.\n\n\
+### Detailed Analysis\n\nThe plan is sound overall. Incident Response Readiness: 3 of the runbooks exist.\n";
+
+// ---- parsers -------------------------------------------------------------------------------
+
+#[test]
+fn a_report_is_read_where_it_states_things() {
+    let r = read_report(REPORT, &security());
+    let scores: Vec<Option<u8>> = r.criteria_scores.iter().map(|c| c.score).collect();
+    // 4/5 → 4, 2, 3.5 → 4 (half up), 8 is outside 1-5, and "3 of the runbooks" is prose.
+    assert_eq!(scores, [Some(4), Some(2), Some(4), None, None]);
+    assert_eq!(r.criteria_scores[0].notes.as_deref(), Some("SSO everywhere"));
+    assert_eq!(r.criteria_scores[4].notes, None);
+    assert_eq!(r.average_score, Some(3.3));
+    assert!(r.parse_success);
+    assert_eq!(
+        r.key_findings,
+        [
+            "Tokens are long-lived. They never rotate.",
+            "No WAF in front of the API.",
+            "Secrets live in environment files."
+        ]
+    );
+    assert_eq!(r.top_recommendations, ["Rotate tokens.", "Add a WAF.", "Move secrets to a vault."]);
+}
+
+#[test]
+fn ratings_come_from_the_last_row_the_named_column_or_a_stated_line() {
+    let c = crit(&["Fault Tolerance", "Latency Under Load", "Resource Efficiency"]);
+    let text =
+        "| Criterion | Notes | Score |\n|---|---|---|\n| Fault Tolerance | one AZ only | 2 |\n\
+        \n| Criterion | Rating | Notes |\n|--|--|--|\n| fault  tolerance | 3 | on reflection |\n\n\
+        - **Latency Under Load:** 4/5 — fine at peak\nLatency under load: 5\n\
+        Resource Efficiency: 2 main gaps were found\n";
+    let s = read_scores(text, &c);
+    assert_eq!((s[0].score, s[0].notes.as_deref()), (Some(3), Some("on reflection")));
+    assert_eq!(s[1].score, Some(5), "the last line wins");
+    assert_eq!(s[2].score, None, "a number in prose is not a rating");
+    // A column named Score is read where it stands.
+    let s = read_scores(
+        "| Criterion | Notes | Score |\n|---|---|---|\n| Fault Tolerance | one AZ | 2 |",
+        &c,
+    );
+    assert_eq!((s[0].score, s[0].notes.as_deref()), (Some(2), Some("one AZ")));
+    let s = read_scores("- **Latency Under Load:** 4/5 — fine at peak", &c);
+    assert_eq!((s[1].score, s[1].notes.as_deref()), (Some(4), Some("fine at peak")));
+}
+
+#[test]
+fn what_is_not_stated_is_not_guessed() {
+    let c = security();
+    for text in [
+        "",
+        "I'm sorry, but I can't help with assessing security of this plan.",
+        "Overall I'd say the security is good, maybe a 4.",
+        "| Criterion | Rating (1-5) | Notes |\n|---|---|---|\n| Data Protection | <1-5> | <why> |",
+        "| Criterion | Rating (1-5) | Notes |\n|---|---|---|\n| Data Protection | High | risky |",
+        "| Criterion | Rating (1-5) | Notes |\n|---|---|---|\n| Data Protection | 0 | none |",
+        "| Criterion | Rating (1-5) | Notes |\n|---|---|---|\n| Data Protection | 5.5 | over |",
+        "| Authentication and Authorization | 4 | not the criterion's name |",
+        "<think>| Data Protection | 4 | x |\nData Protection: 4</think>The end.",
+        "```json\n{\"Data Protection\": 4}\n```",
+    ] {
+        let r = read_report(text, &c);
+        assert!(r.criteria_scores.iter().all(|s| s.score.is_none()), "{text:?}: {r:?}");
+        assert!(!r.parse_success && r.average_score.is_none(), "{text:?}");
+    }
+    let r = read_report("no sections here", &c);
+    assert!(r.key_findings.is_empty() && r.top_recommendations.is_empty());
+}
+
+#[test]
+fn headings_match_at_any_level_or_bold_and_lists_without_markers_are_lines() {
+    assert_eq!(heading_name("#### key findings").as_deref(), Some("key findings"));
+    assert_eq!(heading_name("**Executive Summary:**").as_deref(), Some("Executive Summary"));
+    assert_eq!(heading_name("__Divergent Findings__").as_deref(), Some("Divergent Findings"));
+    assert_eq!(heading_name("**Data Protection**: 4"), None);
+    assert_eq!(heading_name("plain line"), None);
+    let s = sections("**KEY FINDINGS**\nA\nB\n#### Detailed analysis\nText", &REPORT_SECTIONS);
+    assert_eq!(s[0].as_deref(), Some("A\nB"));
+    assert_eq!(s[3].as_deref(), Some("Text"));
+    assert_eq!(s[1], None);
+    assert_eq!(list_items("A\n\nB"), ["A", "B"]);
+    assert_eq!(list_items("Intro:\n• one\n* two\nmore"), ["one", "two more"]);
+    assert_eq!(list_items("1.5 million users\n- real"), ["real"], "1.5 is not a marker");
+}
+
+const SYNTHESIS: &str = "## Convergent Findings\n1. Secrets handling is weak (Security Expert, DevOps Engineer).\n\
+2. Costs are unclear (Cost Analyst, Scalability Architect).\n\n\
+## Divergent Findings\n| Finding | One View | Other View | Suggested Resolution |\n|---|---|---|---|\n\
+| Rollout pace | slow | fast | two stages |\n| Region | one | two | start with one |\n\n\
+## Consolidated Risk Matrix\n| Domain | Risk Level | Concern | Action | Source Roles |\n|---|---|---|---|---|\n\
+| Cost | Medium | Egress fees | Measure | Cost Analyst |\n| Security | **HIGH** | Secrets | Vault | Security Expert; DevOps Engineer |\n\
+| Data | High | Backups | Encrypt | Security Expert |\n| Ops | unclear | Paging | Rota | DevOps Engineer |\n\n\
+## Unified Recommendations\n1. Vault.\n2. Measure costs.\n\n## Executive Summary\nGo, after fixing secrets.";
+
+#[test]
+fn a_synthesis_gives_its_sections_counts_and_risk_matrix() {
+    let s = read_synthesis(SYNTHESIS);
+    assert_eq!(s.sections["executiveSummary"], "Go, after fixing secrets.");
+    assert_eq!(
+        s.counts,
+        json!({"convergentFindings": 2, "divergentFindings": 2, "riskMatrix": 4, "unifiedRecommendations": 2})
+    );
+    assert_eq!(s.risk_matrix[1].level.as_deref(), Some("High"));
+    assert_eq!(s.risk_matrix[1].sources, ["Security Expert", "DevOps Engineer"]);
+    assert_eq!(s.risk_matrix[1].concern, "Secrets", "Concern, not Risk Level");
+    assert_eq!(s.risk_matrix[3].level, None, "a level not stated is null");
+    let top = s.top_risk.unwrap();
+    assert_eq!((top.domain.as_str(), top.level.as_deref()), ("Security", Some("High")));
+    // Nothing in format: every section empty, no risk.
+    let s = read_synthesis("The panel agrees it is fine.");
+    assert_eq!(s.sections["executiveSummary"], "");
+    assert_eq!(s.counts["convergentFindings"], 0);
+    assert!(s.risk_matrix.is_empty() && s.top_risk.is_none());
+}
+
+#[test]
+fn custom_keys_are_slugs() {
+    assert_eq!(custom_key("  Support Lead "), "custom_support_lead");
+    assert_eq!(custom_key("UX/Research-2"), "custom_ux_research_2");
+}
+
+proptest! {
+    /// A report written in the requested format reads back as written, whatever its markup.
+    #[test]
+    fn a_report_in_format_reads_back_as_written(
+        scores in prop::collection::vec(prop::option::of(1u8..=5), 3..8),
+        bold in any::<bool>(),
+        suffix in prop::sample::select(vec!["", "/5", ".0", " / 5"]),
+        findings in prop::collection::vec("[A-Za-z][a-z ]{0,20}[a-z]", 0..6),
+    ) {
+        let criteria: Vec<String> = (0..scores.len()).map(|i| format!("Criterion {i} name")).collect();
+        let mut text = String::from("### Key Findings\n");
+        for (i, f) in findings.iter().enumerate() {
+            text.push_str(&format!("{}. {f}\n", i + 1));
+        }
+        text.push_str("\n### Risk Assessment\n| Criterion | Rating (1-5) | Notes |\n|---|---|---|\n");
+        for (c, s) in criteria.iter().zip(&scores) {
+            let name = if bold { format!("**{c}**") } else { c.clone() };
+            let cell = s.map_or("N/A".to_string(), |s| format!("{s}{suffix}"));
+            text.push_str(&format!("| {name} | {cell} | note |\n"));
+        }
+        let r = read_report(&text, &criteria);
+        let read: Vec<Option<u8>> = r.criteria_scores.iter().map(|c| c.score).collect();
+        prop_assert_eq!(&read, &scores);
+        prop_assert_eq!(r.parse_success, scores.iter().any(Option::is_some));
+        prop_assert_eq!(r.key_findings.len(), findings.len());
+    }
+
+    /// Any text: no panic, every score 1-5 and stated in the text, the average within 1-5,
+    /// at most 3 recommendations, every risk level one of the four.
+    #[test]
+    fn any_reply_reads_safely(
+        text in "(?s).{0,400}",
+        extra in "(\\| Data Protection \\| |Data Protection: |### Key Findings\n|### Consolidated Risk Matrix\n\\| a \\| |<think>|\\*\\*)",
+    ) {
+        let text = format!("{extra}{text}");
+        let r = read_report(&text, &security());
+        for c in &r.criteria_scores {
+            if let Some(s) = c.score {
+                prop_assert!((1..=5).contains(&s));
+                prop_assert!(text.contains(&s.to_string()) || text.contains('.'));
+            }
+        }
+        if let Some(a) = r.average_score {
+            prop_assert!((1.0..=5.0).contains(&a));
+        }
+        prop_assert!(r.top_recommendations.len() <= 3);
+        prop_assert_eq!(r.parse_success, r.average_score.is_some());
+        let s = read_synthesis(&text);
+        for row in &s.risk_matrix {
+            if let Some(l) = &row.level {
+                prop_assert!(LEVELS.contains(&l.as_str()));
+            }
+        }
+        prop_assert_eq!(s.top_risk.is_some(), s.risk_matrix.iter().any(|r| r.level.is_some()));
+    }
+}
+
+// ---- the run -------------------------------------------------------------------------------
+
+fn config(roles: &[&str]) -> Value {
+    let specialists: Vec<Value> = roles
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let lib = LIBRARY.iter().find(|l| l.key == *r).unwrap();
+            json!(library_role(lib, format!("m{i}")))
+        })
+        .collect();
+    json!({ "specialists": specialists, "synthesizerModel": "syn", "timeoutMs": 150000,
+            "chairmanFallbackModel": "spare" })
+}
+
+fn panel(roles: &[&str]) -> SpecialistPanel {
+    SpecialistPanel::new(&config(roles), ctx("Assess our EKS migration plan", vec![], true))
+        .unwrap()
+}
+
+const THREE: [&str; 3] = ["security_expert", "scalability_architect", "cost_analyst"];
+
+/// Drives a run; `answer` gives each call's reply (None: the call fails). Replies arrive in
+/// reverse call order.
+fn drive(m: &mut SpecialistPanel, answer: impl Fn(&CallSpec) -> Option<String>) -> Vec<Effect> {
+    let mut all = m.start();
+    let mut pending = stage_calls(&all);
+    while let Some(c) = pending.pop() {
+        let out = m.on_reply(match answer(&c) {
+            Some(t) => ok(&c, &t),
+            None => err(&c),
+        });
+        pending.extend(stage_calls(&out));
+        all.extend(out);
+    }
+    for c in crate::modes::testkit::calls(&all).into_iter().filter(|c| c.key == "title") {
+        all.extend(m.on_reply(ok(&c, "EKS Migration Review")));
+    }
+    all
+}
+
+fn scripted(c: &CallSpec) -> Option<String> {
+    Some(if c.key == "synthesis" { SYNTHESIS.into() } else { REPORT.into() })
+}
+
+/// The result rebuilt from the rows equals what went out live.
+fn assert_reloads(all: &[Effect]) {
+    let result = load_result(&rows(all));
+    let completes: Vec<Value> = all
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { event, data } if event == "specialist_complete" => {
+                Some(data["data"].clone())
+            }
+            _ => None,
+        })
+        .collect();
+    let mut sorted = completes.clone();
+    sorted.sort_by_key(|c| c["index"].as_u64());
+    assert_eq!(result["specialists"], json!(sorted));
+    if let Some(a) = emitted(all, "all_specialists_complete") {
+        assert_eq!(result["specialists"], a["data"]["specialists"]);
+        assert_eq!(result["failedSpecialists"], a["data"]["failedSpecialists"]);
+    }
+    if let Some(s) = emitted(all, "synthesis_complete") {
+        assert_eq!(result["synthesis"], s["data"]);
+        assert_eq!(result["partial"], s["partial"]);
+        assert_eq!(result["failedModels"], s["failedModels"]);
+    }
+    let start = emitted(all, "panel_start").unwrap();
+    assert_eq!(result["roles"], start["roles"]);
+}
+
+#[test]
+fn specialists_report_in_parallel_then_one_synthesis() {
+    let mut m = panel(&THREE);
+    let start = m.start();
+    let calls = stage_calls(&start);
+    assert_eq!(calls.len(), 3, "every specialist at once");
+    assert_eq!(calls[0].messages[0].role, "system");
+    let system = &calls[0].messages[0].content;
+    for part in [
+        "Security Expert",
+        "Your lens:",
+        "1. Exploitable weaknesses",
+        "4. Detecting",
+        "- Incident Response Readiness",
+        "### Risk Assessment",
+    ] {
+        assert!(system.contains(part), "{part}: {system}");
+    }
+    assert!(calls[0].messages[1].content.contains("Assess our EKS migration plan"));
+    assert_eq!(calls[1].stage, "specialist_scalability_architect");
+    assert_eq!(calls[1].role, "specialist");
+    let mut m = panel(&THREE);
+    let all = drive(&mut m, scripted);
+    assert_eq!(
+        events(&all),
+        [
+            "panel_start",
+            "specialist_start",
+            "specialist_complete",
+            "specialist_complete",
+            "specialist_complete",
+            "all_specialists_complete",
+            "synthesis_start",
+            "synthesis_complete",
+            "title_complete",
+        ]
+    );
+    let answer = finished(&all).unwrap();
+    assert!(answer.starts_with("## Convergent Findings"));
+    let c = emitted(&all, "specialist_complete").unwrap()["data"].clone();
+    assert_eq!(c["index"], 2, "the last call answered first");
+    assert_eq!(c["roleKey"], "cost_analyst");
+    assert!(!c["report"].as_str().unwrap().contains("<think>"), "reasoning is set aside");
+    let orders: Vec<(String, i32, Option<String>)> =
+        rows(&all).iter().map(|r| (r.stage_type.clone(), r.stage_order, r.role.clone())).collect();
+    assert_eq!(orders[0], ("panel".into(), 0, None));
+    assert_eq!(orders[1], ("specialist_cost_analyst".into(), 1, Some("cost_analyst".into())));
+    assert_eq!(orders[4], ("synthesis".into(), 2, Some("synthesizer".into())));
+    let row = &rows(&all)[1];
+    assert!(row.parsed_data.as_ref().unwrap().get("report").is_none());
+    let synth = crate::modes::testkit::calls(&all).into_iter().find(|c| c.key == "synthesis");
+    let prompt = synth.unwrap().messages[0].content.clone();
+    assert!(prompt.contains("=== REPORT: Security Expert (m0) ==="), "{prompt}");
+    assert!(!prompt.contains("missing"));
+    let s = emitted(&all, "synthesis_complete").unwrap();
+    assert_eq!(s["data"]["topRisk"]["domain"], "Security");
+    assert_eq!(s["data"]["integratedAssessment"], answer);
+    assert_eq!(s["partial"], false);
+    assert_reloads(&all);
+    let r = load_result(&rows(&all));
+    assert_eq!(r["material"]["source"], "question");
+    assert_eq!(r["material"]["text"], "Assess our EKS migration plan");
+    assert!(outcome(&r).unwrap().starts_with("3 specialists; top risk High (Security): Go"));
+}
+
+#[test]
+fn failed_and_empty_reports_are_named_to_the_synthesizer() {
+    let mut m = panel(&THREE);
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "specialist:0" => None,
+        "specialist:1" => Some("<think>all thought, no answer</think>".into()),
+        _ => scripted(c),
+    });
+    // One report is left: the run fails, the report kept.
+    assert!(failed(&all).unwrap().contains("Only 1 of 3"));
+    let a = emitted(&all, "all_specialists_complete").unwrap()["data"].clone();
+    assert_eq!((a["totalSucceeded"].clone(), a["totalFailed"].clone()), (json!(1), json!(2)));
+    assert_eq!(a["failedSpecialists"][1]["error"], "empty reply");
+    let r = load_result(&rows(&all));
+    assert_eq!(r["specialists"].as_array().unwrap().len(), 1);
+    assert_eq!(r["failedSpecialists"][0]["roleKey"], "security_expert");
+    assert_eq!(r["synthesis"], Value::Null);
+    assert_eq!(r["partial"], true);
+    assert_reloads(&all);
+    // Two of three: the synthesis goes on and is told who is missing.
+    let mut m = panel(&THREE);
+    let all = drive(&mut m, |c| if c.key == "specialist:1" { None } else { scripted(c) });
+    let synth = crate::modes::testkit::calls(&all).into_iter().find(|c| c.key == "synthesis");
+    let prompt = synth.unwrap().messages[0].content.clone();
+    assert!(prompt.contains("- Scalability Architect (m1)"), "{prompt}");
+    let s = emitted(&all, "synthesis_complete").unwrap();
+    assert_eq!(s["partial"], true);
+    assert_eq!(s["failedModels"][0]["stage"], "specialist_scalability_architect");
+    assert_reloads(&all);
+}
+
+#[test]
+fn an_unparseable_report_still_goes_to_the_synthesizer() {
+    let mut m = panel(&THREE);
+    let all = drive(&mut m, |c| {
+        Some(if c.key == "specialist:2" {
+            "I'd rather not rate this.".into()
+        } else {
+            scripted(c)?
+        })
+    });
+    let a = emitted(&all, "all_specialists_complete").unwrap()["data"].clone();
+    let off =
+        a["specialists"].as_array().unwrap().iter().find(|s| s["index"] == 2).unwrap().clone();
+    assert_eq!(off["parseSuccess"], false);
+    assert_eq!(off["averageScore"], Value::Null);
+    assert!(off["criteriaScores"].as_array().unwrap().iter().all(|c| c["score"].is_null()));
+    let synth = crate::modes::testkit::calls(&all).into_iter().find(|c| c.key == "synthesis");
+    assert!(synth.unwrap().messages[0].content.contains("I'd rather not rate this."));
+    assert!(finished(&all).is_some());
+}
+
+#[test]
+fn the_synthesizer_falls_back_once_and_the_run_fails_when_both_fail() {
+    let mut m = panel(&THREE);
+    let all = drive(&mut m, |c| if c.stage == "synthesis" { None } else { scripted(c) });
+    let calls = crate::modes::testkit::calls(&all);
+    assert!(calls.iter().any(|c| c.key == "synthesis:backup" && c.model == "spare"));
+    let message = failed(&all).unwrap();
+    assert!(message.contains("syn") && message.contains("spare"), "{message}");
+    let r = load_result(&rows(&all));
+    assert_eq!(r["specialists"].as_array().unwrap().len(), 3, "stage 1 is kept");
+    assert_eq!(r["synthesis"], Value::Null);
+    // The backup answers: fallbackFrom.
+    let mut m = panel(&THREE);
+    let all =
+        drive(
+            &mut m,
+            |c| if c.key == "synthesis" && c.model == "syn" { None } else { scripted(c) },
+        );
+    let s = emitted(&all, "synthesis_complete").unwrap();
+    assert_eq!(s["data"]["fallbackFrom"], "syn");
+    assert_eq!(s["data"]["model"], "spare");
+    assert_eq!(s["failedModels"][0]["fallbackTo"], "spare");
+    assert_reloads(&all);
+}
+
+#[test]
+fn a_cancelled_run_keeps_the_reports_that_arrived() {
+    let mut m = panel(&THREE);
+    let start = m.start();
+    let calls = stage_calls(&start);
+    let mut all = start.clone();
+    all.extend(m.on_reply(ok(&calls[1], REPORT)));
+    let r = load_result(&rows(&all));
+    assert_eq!(r["specialists"].as_array().unwrap().len(), 1);
+    assert_eq!(r["specialists"][0]["roleKey"], "scalability_architect");
+    assert_eq!(r["synthesis"], Value::Null);
+    assert_eq!(r["partial"], false);
+    // A reply to a key it never issued, or a second reply to one, changes nothing.
+    let mut dup = ok(&calls[1], REPORT);
+    assert!(m.on_reply(dup.clone()).is_empty());
+    dup.key = "specialist:9".into();
+    assert!(m.on_reply(dup).is_empty());
+}
+
+#[test]
+fn requests_are_checked_field_by_field() {
+    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() };
+    let bad = |cfg: Value| {
+        validate(&json!({ "mode": "specialist_panel", "question": "q", "modeConfig": cfg }), &d)
+            .unwrap_err()
+    };
+    let sec = json!({ "roleId": "security_expert", "model": "a" });
+    let cost = json!({ "roleId": "cost_analyst", "model": "b" });
+    let custom = |role: Value| json!({ "specialists": [sec, { "roleId": "custom", "model": "c", "customRole": role }] });
+    let good_role = json!({ "title": "Support Lead", "expertiseAreas": "customer support",
+        "description": "what customers notice first", "priorities": ["one", "two", "three"],
+        "criteria": ["Impact", "Comms", "Rollback"] });
+    let with = |k: &str, v: Value| {
+        let mut r = good_role.clone();
+        r[k] = v;
+        custom(r)
+    };
+    let f = "modeConfig.specialists[1].customRole";
+    let cases: Vec<(Value, String)> = vec![
+        (json!({ "specialists": [sec] }), "modeConfig.specialists".into()),
+        (json!({ "specialists": vec![sec.clone(); 7] }), "modeConfig.specialists".into()),
+        (
+            json!({ "specialists": [sec, { "model": "b" }] }),
+            "modeConfig.specialists[1].roleId".into(),
+        ),
+        (
+            json!({ "specialists": [sec, { "roleId": "cost_analyst" }] }),
+            "modeConfig.specialists[1].model".into(),
+        ),
+        (
+            json!({ "specialists": [sec, { "roleId": "cost_analyst", "model": " " }] }),
+            "modeConfig.specialists[1].model".into(),
+        ),
+        (
+            json!({ "specialists": [sec, { "roleId": "poet", "model": "b" }] }),
+            "modeConfig.specialists.roleId".into(),
+        ),
+        (json!({ "specialists": [sec, sec] }), "modeConfig.specialists[1].roleId".into()),
+        (json!({ "specialists": [sec, { "roleId": "custom", "model": "c" }] }), f.into()),
+        (
+            json!({ "specialists": [sec, { "roleId": "cost_analyst", "model": "c", "customRole": good_role }] }),
+            f.into(),
+        ),
+        (with("title", json!("ab")), format!("{f}.title")),
+        (with("title", json!("   ")), format!("{f}.title")),
+        (with("expertiseAreas", json!("too short")), format!("{f}.expertiseAreas")),
+        (with("description", json!("nineteen characters")), format!("{f}.description")),
+        (with("priorities", json!(["one", "two"])), format!("{f}.priorities")),
+        (
+            with("priorities", json!(["a", "b", "c", "d", "e", "f", "g"].map(|s| s.repeat(3)))),
+            format!("{f}.priorities"),
+        ),
+        (with("priorities", json!(["one", "two", "ab"])), format!("{f}.priorities")),
+        (with("priorities", json!(["one", "two", "ONE "])), format!("{f}.priorities")),
+        (with("criteria", json!(["Impact", "Comms"])), format!("{f}.criteria")),
+        (with("criteria", json!(vec!["Impact"; 9])), format!("{f}.criteria")),
+        (with("criteria", json!(["Impact", "Comms", "im pact"])), format!("{f}.criteria")),
+        (with("criteria", json!(["Impact", "Comms", "a|b"])), format!("{f}.criteria")),
+        (with("criteria", json!(["Impact", "Comms", "two\nlines"])), format!("{f}.criteria")),
+        (with("colour", json!("red")), "modeConfig.specialists.customRole.colour".into()),
+        (json!({ "timeoutMs": 9999 }), "modeConfig.timeoutMs".into()),
+        (json!({ "timeoutMs": 600001 }), "modeConfig.timeoutMs".into()),
+        (json!({ "content": "  " }), "modeConfig.content".into()),
+        (json!({ "content": "x".repeat(MAX_MATERIAL_CHARS + 1) }), "modeConfig.content".into()),
+        (json!({ "synthesizerModel": "" }), "modeConfig.synthesizerModel".into()),
+    ];
+    for (cfg, field) in cases {
+        let e = bad(cfg.clone());
+        assert_eq!(e.field, field, "{cfg}: {e}");
+    }
+    // Two custom roles whose titles slug alike clash.
+    let two = json!({ "specialists": [
+        { "roleId": "custom", "model": "a", "customRole": good_role },
+        { "roleId": "custom", "model": "b", "customRole": { "title": "support-lead", "expertiseAreas": "customer support",
+          "description": "what customers notice first", "priorities": ["one", "two", "three"],
+          "criteria": ["Impact", "Comms", "Rollback"] } } ] });
+    let e = bad(two);
+    assert_eq!(e.field, "modeConfig.specialists[1].customRole.title");
+    assert!(e.message.contains("custom_support_lead"), "{e}");
+    let e = bad(json!({ "specialists": [sec, { "roleId": "poet", "model": "b" }] }));
+    assert!(e.message.contains("security_expert") && e.message.contains("custom"), "{e}");
+    let e = validate(&json!({ "mode": "specialist_panel" }), &d).unwrap_err();
+    assert_eq!(e.field, "question");
+    // Defaults: the three roles on Council's models, the first synthesizing.
+    let v = validate(&json!({ "mode": "specialist_panel", "question": "q" }), &d).unwrap();
+    let keys: Vec<&str> = v.config["specialists"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["roleKey"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, THREE);
+    assert_eq!(v.config["synthesizerModel"], "sim/alpha");
+    assert_eq!(v.config["timeoutMs"], 150000);
+    assert_eq!(v.models, ["sim/alpha", "sim/beta", "sim/gamma"]);
+    let online = Defaults { offline: false, ..d.clone() };
+    let v = validate(&json!({ "mode": "specialist_panel", "question": "q" }), &online).unwrap();
+    assert_eq!(v.config["specialists"][1]["model"], "openai/o3");
+    // A custom role is stored in full; the same model may hold two roles; the backup is copied.
+    let backup = Defaults {
+        fallback: crate::modes::Fallbacks {
+            chairman: Some("sim/spare".into()),
+            ..Default::default()
+        },
+        ..d
+    };
+    let v = validate(
+        &json!({ "mode": "specialist_panel", "question": "q", "modeConfig": {
+            "specialists": [sec, cost, { "roleId": "custom", "model": "a", "customRole": good_role }],
+            "content": " the plan ", "timeoutMs": 10000 } }),
+        &backup,
+    )
+    .unwrap();
+    assert_eq!(v.config["specialists"][2]["roleKey"], "custom_support_lead");
+    assert_eq!(v.config["specialists"][2]["criteria"], json!(["Impact", "Comms", "Rollback"]));
+    assert_eq!(v.config["content"], "the plan");
+    assert_eq!(v.config["chairmanFallbackModel"], "sim/spare");
+    assert_eq!(v.models, ["a", "b"]);
+}
+
+#[test]
+fn the_sim_reports_in_format_and_sometimes_out_of_it() {
+    for malformed in [false, true] {
+        for seed in 0..6u64 {
+            let mut m =
+                panel(&["security_expert", "ux_designer", "data_architect", "cost_analyst"]);
+            let all = drive(&mut m, |c| {
+                let last = c.messages.last().unwrap();
+                sim_answer(&SimAsk {
+                    model: &c.model,
+                    prompt: &last.content,
+                    messages: &c.messages,
+                    seed: seed * 7 + c.key.len() as u64,
+                    malformed,
+                    hostile: false,
+                })
+            });
+            assert!(finished(&all).is_some(), "the run completes");
+            let a = emitted(&all, "all_specialists_complete").unwrap()["data"].clone();
+            for s in a["specialists"].as_array().unwrap() {
+                assert_eq!(s["parseSuccess"], !malformed, "{s}");
+                if !malformed {
+                    assert!(s["criteriaScores"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .all(|c| c["score"].is_u64()));
+                    assert_eq!(s["topRecommendations"].as_array().unwrap().len(), 3);
+                }
+            }
+            let s = emitted(&all, "synthesis_complete").unwrap()["data"].clone();
+            assert_eq!(s["topRisk"].is_object(), !malformed, "{s}");
+            if !malformed {
+                assert_eq!(s["counts"]["riskMatrix"], 3);
+                assert!(s["sections"]["executiveSummary"].as_str().unwrap().contains("workable"));
+            }
+            assert_reloads(&all);
+        }
+    }
+    let other = SimAsk {
+        model: "sim/a",
+        prompt: "What is 2+2?",
+        messages: &[],
+        seed: 1,
+        malformed: false,
+        hostile: false,
+    };
+    assert_eq!(sim_answer(&other), None);
+}
+
+#[test]
+fn a_stored_configuration_that_does_not_fit_is_an_error() {
+    let mut c = config(&THREE);
+    c["specialists"] = json!([c["specialists"][0]]);
+    assert!(SpecialistPanel::new(&c, ctx("q", vec![], false)).is_err());
+    let mut c = config(&THREE);
+    c["extra"] = json!(1);
+    assert!(SpecialistPanel::new(&c, ctx("q", vec![], false)).is_err());
+}
+
+#[test]
+fn thousands_of_table_rows_are_read_quickly() {
+    let criteria: Vec<String> = (0..8).map(|i| format!("Criterion {i}")).collect();
+    let text: String =
+        (0..20_000).map(|i| format!("| Criterion {} | {} | n |\n", i % 8, 1 + i % 5)).collect();
+    let t = std::time::Instant::now();
+    let r = read_report(&text, &criteria);
+    assert!(r.parse_success);
+    assert!(t.elapsed().as_secs() < 5);
+}
+
+#[test]
+fn a_small_model_s_half_followed_format_is_read_where_it_follows_it() {
+    // Bold headings, a table without outer bars, a rating in words, a missing row, a fifth
+    // recommendation, and the criteria repeated in prose afterwards.
+    let reply = "**Key Findings:**\n* The plan lacks encryption at rest.\n* No MFA for admins.\n\n\
+        **Risk Assessment:**\n\nCriterion | Rating (1-5) | Notes\n--- | --- | ---\n\
+        Authentication & Authorization | 2 | No MFA\nData Protection | 2/5 |\n\
+        Input Validation | Not assessed |\nAttack Surface | 3 | \n\n\
+        **Top 3 Recommendations:**\n1. Add MFA\n2. Encrypt data\n3. Review access\n4. Extra\n\n\
+        In short, Incident Response Readiness is about a 2 in my view.";
+    let r = read_report(reply, &security());
+    let got: Vec<(Option<u8>, Option<&str>)> =
+        r.criteria_scores.iter().map(|c| (c.score, c.notes.as_deref())).collect();
+    assert_eq!(
+        got,
+        [(Some(2), Some("No MFA")), (Some(2), None), (None, None), (Some(3), None), (None, None)]
+    );
+    assert_eq!(r.average_score, Some(2.3));
+    assert_eq!(r.key_findings, ["The plan lacks encryption at rest.", "No MFA for admins."]);
+    assert_eq!(r.top_recommendations, ["Add MFA", "Encrypt data", "Review access"]);
+    // A refusal after a reasoning trace that drafted a table: nothing is read.
+    let refusal = "<think>| Data Protection | 4 | fine |</think>\nI can't provide a security \
+        assessment of this material.";
+    let r = read_report(refusal, &security());
+    assert!(!r.parse_success && r.key_findings.is_empty());
+}
