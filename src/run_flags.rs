@@ -69,6 +69,8 @@ enum Kind {
     Switch,
     /// An object of text fields given as one comma-separated list, in its fields' order.
     Fields(Vec<String>),
+    /// A list of objects, or an object holding lists or objects: given as JSON.
+    Json,
 }
 
 fn kebab(key: &str) -> String {
@@ -93,6 +95,32 @@ fn types(schema: &Value) -> Vec<&str> {
     .into_iter()
     .filter(|t| *t != "null")
     .collect()
+}
+
+/// Whether a value of this schema is a single number, text or switch.
+fn is_scalar(schema: &Value) -> bool {
+    matches!(types(schema).first(), Some(&("string" | "integer" | "number" | "boolean")))
+}
+
+/// The shape of a JSON value of this schema, for the help: `{model, mandate, customMandate?}`,
+/// or a list of that.
+fn shape_of(schema: &Value) -> String {
+    if types(schema).first() == Some(&"array") {
+        return format!("[{}, …]", shape_of(schema.get("items").unwrap_or(&Value::Null)));
+    }
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return "…".into();
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let fields: Vec<String> = props
+        .keys()
+        .map(|k| if required.contains(&k.as_str()) { k.clone() } else { format!("{k}?") })
+        .collect();
+    format!("{{{}}}", fields.join(", "))
 }
 
 fn help_of(schema: &Value) -> String {
@@ -122,7 +150,14 @@ fn flags(mode: ModeKind) -> Vec<Flag> {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else { return out };
     for (key, s) in props {
         let ty = types(s);
+        let nested = |s: &Value| {
+            s.get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.values().any(|v| !is_scalar(v)))
+        };
         let kind = match ty.first().copied() {
+            Some("array") if s.get("items").is_some_and(|i| !is_scalar(i)) => Kind::Json,
+            Some("object") if nested(s) => Kind::Json,
             Some("array") => Kind::List,
             Some("integer") => Kind::Whole,
             Some("number") => Kind::Number,
@@ -176,6 +211,9 @@ fn flags(mode: ModeKind) -> Vec<Flag> {
         let mut help = help_of(s);
         if let Kind::Fields(fields) = &kind {
             help = format!("{help} (or one comma-separated list: {})", fields.join(", "));
+        }
+        if kind == Kind::Json {
+            help = format!("{help} [JSON: {}]", shape_of(s));
         }
         let models = is_model
             || s.pointer("/items/format").and_then(Value::as_str) == Some("model-id")
@@ -235,6 +273,9 @@ fn mode_command(mode: ModeKind) -> Command {
             Kind::Whole => arg.value_parser(clap::value_parser!(i64)).value_name("N"),
             Kind::Number => arg.value_parser(clap::value_parser!(f64)).value_name("X"),
             Kind::Switch => arg.action(ArgAction::SetTrue),
+            Kind::Json => arg.value_name("JSON").value_parser(|text: &str| {
+                serde_json::from_str::<Value>(text).map_err(|e| format!("not JSON: {e}"))
+            }),
         };
         cmd = cmd.arg(arg);
         if flag.kind == (Kind::Text { file: true }) {
@@ -316,6 +357,7 @@ fn read(mode: ModeKind, m: &ArgMatches) -> RunArgs {
             Kind::Whole => m.get_one::<i64>(id).map(|n| Value::from(*n)),
             Kind::Number => m.get_one::<f64>(id).map(|n| Value::from(*n)),
             Kind::Switch => m.get_flag(id).then_some(Value::Bool(true)),
+            Kind::Json => m.get_one::<Value>(id).cloned(),
         };
         if let Some(v) = value {
             put(&mut args.config, &flag.path, v);
@@ -395,6 +437,25 @@ mod tests {
         assert_eq!(a.config["models"], json!({"arbiter": "x"}));
         let a = parse(&["jury", "--content-file", "brief.md"]).unwrap();
         assert_eq!(a.files, vec![("content".to_string(), PathBuf::from("brief.md"))]);
+    }
+
+    #[test]
+    fn lists_of_objects_and_nested_settings_are_given_as_json() {
+        let steps = r#"[{"model":"a","mandate":"draft"},{"model":"b","mandate":"custom","customMandate":"Shorter."}]"#;
+        let a = parse(&["chain", "q", "--steps", steps]).unwrap();
+        assert_eq!(a.config["steps"][1]["customMandate"], "Shorter.");
+        let rubric = r#"{"name":"API","description":"Is it safe?","criteria":[]}"#;
+        let a = parse(&["peer_review", "q", "--custom-rubric", rubric]).unwrap();
+        assert_eq!(a.config["customRubric"]["name"], "API");
+        let Err(err) = parse(&["chain", "q", "--steps", "a,b"]) else { panic!("a,b was taken") };
+        assert!(err.to_string().contains("not JSON"), "{err}");
+        // A nested object's own fields are not flags of their own.
+        assert!(parse(&["peer_review", "q", "--custom-rubric-criteria", "x"]).is_err());
+        let mut cmd = command();
+        let help = cmd.find_subcommand_mut("chain").unwrap().render_help().to_string();
+        let line = help.lines().find(|l| l.contains("--steps")).unwrap_or("");
+        assert!(line.contains("--steps <JSON>"), "{help}");
+        assert!(help.contains("[JSON: [{model?, mandate, customMandate?}, …]]"), "{help}");
     }
 
     #[test]
