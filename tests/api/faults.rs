@@ -179,6 +179,36 @@ fn scenarios() -> Vec<Scenario> {
                                 "models": { "skeptic": roles[0], "advocate": roles[1],
                                             "generalist": roles[2], "arbiter": roles[3] } } })
     };
+    let red_team = |content: &str, roles: [&str; 3], rounds: u32| {
+        json!({ "mode": "red_team", "question": "Review this handler",
+                "modeConfig": { "content": content, "generatorModel": roles[0],
+                                "attackerModel": roles[1], "synthesizerModel": roles[2],
+                                "rounds": rounds, "timeoutMs": t } })
+    };
+    let chain = |q: &str, models: &[&str]| {
+        let mandates = [
+            "draft",
+            "structure_depth",
+            "accuracy_completeness",
+            "polish_format",
+            "security_review",
+            "performance",
+        ];
+        let steps: Vec<Value> =
+            models.iter().zip(mandates).map(|(m, d)| json!({ "model": m, "mandate": d })).collect();
+        json!({ "mode": "chain", "question": q, "modeConfig": { "steps": steps, "timeoutMs": t } })
+    };
+    let blueprint = |content: &str, architect: &str, authors: &[&str], assembler: &str| {
+        json!({ "mode": "blueprint", "question": "Design doc for the editor",
+                "modeConfig": { "content": content, "architectModel": architect,
+                                "authorModels": authors, "assemblerModel": assembler,
+                                "timeoutMs": t } })
+    };
+    let peer_review = |content: &str, reviewers: &[&str], consolidator: &str| {
+        json!({ "mode": "peer_review", "question": "Review our architecture",
+                "modeConfig": { "content": content, "reviewerModels": reviewers,
+                                "consolidatorModel": consolidator, "timeoutMs": t } })
+    };
     use Outcome::*;
     let s = |name, expect, request| Scenario { name, expect, request };
     vec![
@@ -371,6 +401,184 @@ fn scenarios() -> Vec<Scenario> {
             clarity(
                 "Brief (timeouts): ship weekly.",
                 ["sim/stall", "sim/alpha", "sim/gamma", "sim/slowstart"],
+            ),
+        ),
+        s(
+            "red_team/transient",
+            Completed,
+            red_team(
+                "fn login(u, p) (transient) { db.query(u + p) }",
+                ["sim/flaky-r", "sim/ratelimit-r", "sim/reset-r"],
+                2,
+            ),
+        ),
+        s(
+            "red_team/generator",
+            Partial,
+            red_team(
+                "fn login(u, p) (generator) { db.query(u + p) }",
+                ["sim/fail", "sim/alpha", "sim/beta"],
+                2,
+            ),
+        ),
+        s(
+            "red_team/attacker",
+            Partial,
+            red_team(
+                "fn login(u, p) (attacker) { db.query(u + p) }",
+                ["sim/alpha", "sim/empty", "sim/beta"],
+                2,
+            ),
+        ),
+        s(
+            "red_team/unreadable",
+            Completed,
+            red_team(
+                "fn login(u, p) (unreadable) { db.query(u + p) }",
+                ["sim/malformed", "sim/malformed-a", "sim/flaky-ru"],
+                1,
+            ),
+        ),
+        s(
+            "red_team/timeouts",
+            Partial,
+            red_team(
+                "fn login(u, p) (timeouts) { db.query(u + p) }",
+                ["sim/slowstart-soon", "sim/stall", "sim/alpha"],
+                2,
+            ),
+        ),
+        s(
+            "red_team/synthesizer",
+            Failed,
+            red_team(
+                "fn login(u, p) (synthesizer) { db.query(u + p) }",
+                ["sim/alpha", "sim/beta", "sim/fail"],
+                1,
+            ),
+        ),
+        s(
+            "chain/transient",
+            Completed,
+            chain(
+                "A deployment guide (transient)",
+                &["sim/flaky-h", "sim/ratelimit-h", "sim/reset-h", "sim/alpha"],
+            ),
+        ),
+        s(
+            "chain/broken",
+            Partial,
+            chain(
+                "A deployment guide (broken)",
+                &["sim/alpha", "sim/fail", "sim/empty", "sim/malformed", "sim/beta"],
+            ),
+        ),
+        s(
+            "chain/timeouts",
+            Partial,
+            chain(
+                "A deployment guide (timeouts)",
+                &["sim/slowstart-soon", "sim/stall", "sim/beta", "sim/slowstart"],
+            ),
+        ),
+        s(
+            "chain/draft",
+            Failed,
+            chain("A deployment guide (draft)", &["sim/fail", "sim/alpha", "sim/beta"]),
+        ),
+        s(
+            "blueprint/transient",
+            Completed,
+            blueprint(
+                "A shared editor (transient): several people edit one document.",
+                "sim/flaky-b",
+                &["sim/ratelimit-b", "sim/reset-b", "sim/alpha"],
+                "sim/reset-ba",
+            ),
+        ),
+        s(
+            "blueprint/broken",
+            Partial,
+            blueprint(
+                "A shared editor (broken): several people edit one document.",
+                "sim/malformed",
+                &["sim/fail", "sim/empty", "sim/malformed", "sim/beta"],
+                "sim/gamma",
+            ),
+        ),
+        s(
+            "blueprint/timeouts",
+            Partial,
+            blueprint(
+                "A shared editor (timeouts): several people edit one document.",
+                "sim/slowstart-soon",
+                &["sim/stall", "sim/alpha", "sim/beta"],
+                "sim/slowstart",
+            ),
+        ),
+        s(
+            "blueprint/outline",
+            Failed,
+            blueprint(
+                "A shared editor (outline): several people edit one document.",
+                "sim/fail",
+                &["sim/alpha", "sim/beta"],
+                "sim/gamma",
+            ),
+        ),
+        s(
+            "blueprint/authors",
+            Failed,
+            blueprint(
+                "A shared editor (authors): several people edit one document.",
+                "sim/alpha",
+                &["sim/fail", "sim/empty"],
+                "sim/gamma",
+            ),
+        ),
+        s(
+            "peer_review/transient",
+            Completed,
+            peer_review(
+                "Services behind one gateway (transient).",
+                &["sim/flaky-q", "sim/ratelimit-q", "sim/reset-q"],
+                "sim/reset-qc",
+            ),
+        ),
+        s(
+            "peer_review/broken",
+            Partial,
+            peer_review(
+                "Services behind one gateway (broken).",
+                &["sim/fail", "sim/empty", "sim/malformed", "sim/alpha", "sim/beta"],
+                "sim/gamma",
+            ),
+        ),
+        s(
+            "peer_review/timeouts",
+            Partial,
+            peer_review(
+                "Services behind one gateway (timeouts).",
+                &["sim/stall", "sim/slowstart-soon", "sim/alpha"],
+                "sim/beta",
+            ),
+        ),
+        s(
+            "peer_review/too-few",
+            Failed,
+            peer_review(
+                "Services behind one gateway (too few).",
+                &["sim/fail", "sim/empty", "sim/alpha"],
+                "sim/beta",
+            ),
+        ),
+        s(
+            "peer_review/consolidator",
+            Failed,
+            peer_review(
+                "Services behind one gateway (consolidator).",
+                &["sim/alpha", "sim/beta", "sim/gamma"],
+                "sim/fail",
             ),
         ),
     ]
@@ -594,6 +802,69 @@ fn expected_rows(mode: &str, events: &[Value]) -> Expected {
                 x.one("score");
             }
         }
+        "red_team" => {
+            for e in ev("generate_complete") {
+                x.full("generate", &e["data"]["model"], &e["data"]["structuredContent"]);
+            }
+            // The attack and defense rows hold the replies as written (empty when the call
+            // failed); the events carry what was read from them.
+            for e in ev("attack_complete") {
+                x.by_model(&format!("attack_round_{}", e["round"]), &e["data"]["model"]);
+            }
+            for e in ev("defend_complete") {
+                x.by_model(&format!("defend_round_{}", e["round"]), &e["data"]["model"]);
+            }
+            for e in ev("synthesize_complete") {
+                x.by_model("synthesis", &e["data"]["model"]);
+            }
+        }
+        "chain" => {
+            for e in ev("chain_step_complete") {
+                let stage = format!("chain_step_{}", e["step"]);
+                x.full(&stage, &e["data"]["model"], &e["data"]["content"]);
+            }
+            // A skipped step's row has no version.
+            for e in ev("chain_step_skipped") {
+                x.full(&format!("chain_step_{}", e["step"]), &e["data"]["model"], &json!(""));
+            }
+        }
+        "blueprint" => {
+            // The outline row holds the architect's reply as written.
+            for e in ev("outline_complete") {
+                x.by_model("outline", &e["data"]["model"]);
+            }
+            for e in ev("section_complete") {
+                let stage = format!("section_{}", e["data"]["sectionNumber"]);
+                x.full(&stage, &e["data"]["model"], &e["data"]["content"]);
+            }
+            for e in ev("assembly_complete") {
+                x.full("assembly", &e["data"]["model"], &e["data"]["document"]);
+            }
+        }
+        "peer_review" => {
+            for _ in ev("review_start") {
+                x.one("review_setup");
+            }
+            // A review row holds the reply as written (the event its answer part).
+            for e in ev("reviewer_complete") {
+                let stage = format!("review_{}", e["data"]["reviewerIndex"]);
+                x.by_model(&stage, &e["data"]["model"]);
+            }
+            // A failed reviewer's row holds the error (no event of its own but the call's).
+            for c in failed_panel_calls(events) {
+                if c["stage"] == "review" {
+                    let i = c["key"].as_str().and_then(|k| k.strip_prefix("review:"));
+                    let i: usize = i.and_then(|i| i.parse().ok()).expect("a review call's key");
+                    x.full(&format!("review_{}", i + 1), &c["model"], &c["error"]["message"]);
+                }
+            }
+            for _ in ev("all_reviewers_complete") {
+                x.one("review_stats");
+            }
+            for e in ev("consolidation_complete") {
+                x.full("consolidation", &e["data"]["model"], &e["data"]["consolidatedReport"]);
+            }
+        }
         other => panic!("no row expectations for mode {other}"),
     }
     x
@@ -681,6 +952,208 @@ fn result_mismatches(mode: &str, result: &Value, events: &[Value]) -> Vec<String
                 ));
             }
             check(&mut out, "score", &r["score"], data("score_complete"));
+        }
+        "red_team" => {
+            check(&mut out, "generate", &r["generate"], data("generate_complete"));
+            let attacks = payloads(events, "attack_complete");
+            let defenses = payloads(events, "defend_complete");
+            let stored = items(&r["rounds"]);
+            if stored.len() != attacks.len() {
+                out.push(format!("rounds: {} stored, {} published", stored.len(), attacks.len()));
+            }
+            for (s, a) in stored.iter().zip(&attacks) {
+                let n = &a["round"];
+                check(&mut out, &format!("round {n} number"), &s["round"], Some(n.clone()));
+                check(
+                    &mut out,
+                    &format!("round {n} attack"),
+                    &s["attack"],
+                    Some(a["data"].clone()),
+                );
+                let d = defenses.iter().find(|d| d["round"] == *n).map(|d| d["data"].clone());
+                check(&mut out, &format!("round {n} defense"), &s["defense"], d);
+            }
+            let synthesis = data("synthesize_complete");
+            let totals = synthesis.as_ref().map(|s| s["totals"].clone());
+            if totals.is_some() {
+                check(&mut out, "totals", &r["totals"], totals);
+            }
+            check(&mut out, "synthesis", &r["synthesis"], synthesis);
+        }
+        "chain" => {
+            let done = payloads(events, "chain_step_complete");
+            let skipped = payloads(events, "chain_step_skipped");
+            let stored = items(&r["steps"]);
+            if stored.len() != done.len() + skipped.len() {
+                out.push(format!(
+                    "steps: {} stored, {} completed and {} skipped published",
+                    stored.len(),
+                    done.len(),
+                    skipped.len()
+                ));
+            }
+            let step = |k: &Value| stored.iter().find(|s| s["step"] == *k);
+            for e in &done {
+                let k = &e["step"];
+                let Some(s) = step(k) else {
+                    out.push(format!("step {k}: published but not stored"));
+                    continue;
+                };
+                if s["skipped"] != false {
+                    out.push(format!("step {k}: completed but stored as skipped"));
+                }
+                for f in e["data"].as_object().into_iter().flatten().map(|(f, _)| f) {
+                    let want = Some(e["data"][f].clone());
+                    check(&mut out, &format!("step {k} {f}"), &s[f], want);
+                }
+            }
+            for e in &skipped {
+                let k = &e["step"];
+                let Some(s) = step(k) else {
+                    out.push(format!("step {k}: skipped but not stored"));
+                    continue;
+                };
+                if s["skipped"] != true {
+                    out.push(format!("step {k}: skipped but stored as completed"));
+                }
+                check(
+                    &mut out,
+                    &format!("step {k} model"),
+                    &s["model"],
+                    Some(e["data"]["model"].clone()),
+                );
+                check(
+                    &mut out,
+                    &format!("step {k} mandate"),
+                    &s["mandate"],
+                    Some(e["data"]["mandate"].clone()),
+                );
+                check(
+                    &mut out,
+                    &format!("step {k} skipReason"),
+                    &s["skipReason"],
+                    Some(e["data"]["reason"].clone()),
+                );
+            }
+            // Each stored step was based on the version its start said it received.
+            for e in payloads(events, "chain_step_start") {
+                if let Some(s) = step(&e["step"]) {
+                    let want = Some(e["basedOnStep"].clone());
+                    check(
+                        &mut out,
+                        &format!("step {} basedOnStep", e["step"]),
+                        &s["basedOnStep"],
+                        want,
+                    );
+                }
+            }
+            match data("chain_complete") {
+                Some(d) => {
+                    for f in d.as_object().into_iter().flatten().map(|(f, _)| f) {
+                        check(&mut out, f, &r[f], Some(d[f].clone()));
+                    }
+                }
+                None if !r["finalContent"].is_null() && done.is_empty() => {
+                    out.push(format!(
+                        "finalContent: stored {} but no step completed",
+                        r["finalContent"]
+                    ));
+                }
+                None => {}
+            }
+            // Known gap (reported, not fixed here): the result's `totalSteps` is read from the
+            // step rows, so a chain that failed at step 1 (no step row) rebuilds with
+            // `totalSteps: 0` although `chain_start` published the real count.
+            if let Some(start) = one("chain_start").filter(|_| !stored.is_empty()) {
+                check(&mut out, "totalSteps", &r["totalSteps"], Some(start["totalSteps"].clone()));
+            }
+        }
+        "blueprint" => {
+            check(&mut out, "outline", &r["outline"], data("outline_complete"));
+            let mut written: Vec<Value> =
+                payloads(events, "section_complete").iter().map(|e| e["data"].clone()).collect();
+            written.sort_by_key(|s| s["sectionNumber"].as_u64());
+            let mut failed: Vec<Value> =
+                payloads(events, "section_failed").iter().map(|e| e["data"].clone()).collect();
+            failed.sort_by_key(|s| s["sectionNumber"].as_u64());
+            if let Some(all) = data("all_sections_complete") {
+                if all["sections"] != json!(written) || all["failedSections"] != json!(failed) {
+                    out.push("all_sections_complete: differs from the section events".into());
+                }
+                for f in ["totalSucceeded", "totalFailed"] {
+                    check(&mut out, f, &r[f], Some(all[f].clone()));
+                }
+            }
+            check(
+                &mut out,
+                "sections",
+                &r["sections"],
+                (!written.is_empty()).then(|| json!(written)),
+            );
+            check(
+                &mut out,
+                "failedSections",
+                &r["failedSections"],
+                (!failed.is_empty()).then(|| json!(failed)),
+            );
+            check(&mut out, "assembly", &r["assembly"], data("assembly_complete"));
+            // Known gap (reported, not fixed here): the result's `documentType` (and `material`)
+            // are read from the outline row, so a run whose architect failed rebuilds with
+            // `documentType: null` although `blueprint_start` published it.
+            if let Some(start) = one("blueprint_start").filter(|_| !r["outline"].is_null()) {
+                let want = Some(start["documentType"].clone());
+                check(&mut out, "documentType", &r["documentType"], want);
+            }
+        }
+        "peer_review" => {
+            if let Some(start) = one("review_start") {
+                check(&mut out, "reviewType", &r["reviewType"], Some(start["reviewType"].clone()));
+                check(&mut out, "rubric", &r["rubric"], Some(start["rubric"].clone()));
+            }
+            let mut reviews: Vec<Value> =
+                payloads(events, "reviewer_complete").iter().map(|e| e["data"].clone()).collect();
+            reviews.sort_by_key(|v| v["reviewerIndex"].as_u64());
+            check(
+                &mut out,
+                "reviews",
+                &r["reviews"],
+                (!reviews.is_empty()).then(|| json!(reviews)),
+            );
+            // The failed reviewers: as all_reviewers_complete said, else from the failed calls.
+            let failed = match data("all_reviewers_complete") {
+                Some(all) => {
+                    if all["reviews"] != json!(reviews) {
+                        out.push(
+                            "all_reviewers_complete: reviews differ from reviewer_complete".into(),
+                        );
+                    }
+                    check(
+                        &mut out,
+                        "statistics",
+                        &r["statistics"],
+                        Some(all["statistics"].clone()),
+                    );
+                    all["failedReviewers"].clone()
+                }
+                None => {
+                    check(&mut out, "statistics", &r["statistics"], None);
+                    let mut f: Vec<Value> = failed_panel_calls(events)
+                        .into_iter()
+                        .filter(|c| c["stage"] == "review")
+                        .filter_map(|c| {
+                            let i: u64 =
+                                c["key"].as_str()?.strip_prefix("review:")?.parse().ok()?;
+                            Some(json!({ "reviewerIndex": i + 1, "model": c["model"],
+                                         "error": c["error"]["message"] }))
+                        })
+                        .collect();
+                    f.sort_by_key(|v| v["reviewerIndex"].as_u64());
+                    json!(f)
+                }
+            };
+            let failed = (!is_empty(&failed)).then_some(failed);
+            check(&mut out, "failedReviewers", &r["failedReviewers"], failed);
+            check(&mut out, "consolidation", &r["consolidation"], data("consolidation_complete"));
         }
         _ => {}
     }
@@ -858,14 +1331,14 @@ fn render(reports: &[Report], total: Duration) -> String {
     let _ = writeln!(t);
     let _ = writeln!(
         t,
-        "{:<20} {:<9} {:<9} {:>5} {:>7} {:>4} {:>4} {:>4} {:>3} {:>5}  faults",
+        "{:<24} {:<9} {:<9} {:>5} {:>7} {:>4} {:>4} {:>4} {:>3} {:>5}  faults",
         "scenario", "expected", "outcome", "calls", "failed", "retr", "rows", "lost", "dup", "secs"
     );
     for r in reports {
         let mark = if r.expect == r.outcome { "" } else { " (!)" };
         let _ = writeln!(
             t,
-            "{:<20} {:<9} {:<9} {:>5} {:>7} {:>4} {:>4} {:>4} {:>3} {:>5.1}  {}{}",
+            "{:<24} {:<9} {:<9} {:>5} {:>7} {:>4} {:>4} {:>4} {:>3} {:>5.1}  {}{}",
             r.name,
             r.expect.name(),
             r.outcome.name(),
@@ -959,7 +1432,16 @@ async fn every_mode_keeps_its_rows_under_injected_faults() {
         .collect();
     assert!(running.is_empty(), "runs left running: {running:?}");
     let stats = app.sim_stats.as_ref().unwrap().snapshot();
-    assert!(stats.resets >= 5, "every reset model broke a connection: {stats:?}");
+    let reset_models: std::collections::BTreeSet<String> = scenarios
+        .iter()
+        .flat_map(|s| models_of(&s.request))
+        .filter(|m| m.starts_with("sim/reset"))
+        .collect();
+    assert!(
+        stats.resets >= reset_models.len() as u64,
+        "every reset model ({}) broke a connection: {stats:?}",
+        reset_models.len()
+    );
     let lost: usize = reports.iter().map(|r| r.rows_lost).sum();
     let dup: usize = reports.iter().map(|r| r.rows_duplicated).sum();
     assert_eq!((lost, dup), (0, 0), "stage rows lost or duplicated:\n{table}");
