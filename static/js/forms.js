@@ -362,9 +362,11 @@ export function buildForm(info, models, submit) {
       r.down = iconBtn("list-down", "↓", () => move(r, 1));
       r.remove = iconBtn("list-remove", "Remove", () => removeRow(r));
       const fieldsBox = el("div", { class: "list-item-fields" });
-      for (const x of f.itemFields) {
+      // The short fields side by side first, then the long ones (a text box, a panel) full width.
+      const wide = (x) => x.kind === "textarea" || x.kind === "lines" || x.kind === "models";
+      for (const x of [...f.itemFields.filter((x) => !wide(x)), ...f.itemFields.filter(wide)]) {
         const fx = makeField(x, `${rid}-${x.path}`, init[x.path], () => { unmark(fx); onChange(); }, helpIds[x.path] || "");
-        if (x.kind === "textarea" || x.kind === "lines" || x.kind === "models") fx.wrap.classList.add("wide");
+        if (wide(x)) fx.wrap.classList.add("wide");
         if (x.kind === "textarea") fx.control.rows = 3;
         r.fields[x.path] = fx;
         fieldsBox.append(fx.wrap);
