@@ -329,7 +329,9 @@ export function buildForm(info, models, submit) {
     let rowCounter = 0;
     const limits = Number.isFinite(f.maxItems) ? `${f.minItems} to ${f.maxItems}` : `at least ${f.minItems}`;
 
-    function refresh() {
+    /** Renumbers the rows, sets what each button may do and says where the list stands
+     *  (after `said`: what just happened, for screen readers). */
+    function refresh(said = "") {
       const n = rows.length;
       rows.forEach((r, i) => {
         r.title.textContent = `${Item} ${i + 1}`;
@@ -347,7 +349,7 @@ export function buildForm(info, models, submit) {
       else if (n < f.minItems) msg = `${n} of ${limits} ${plural}: add ${f.minItems - n} more${f.mayBeEmpty ? ", or remove all to leave it out" : ""}.`;
       else if (n >= f.maxItems) msg = `${n} ${plural}: that is the most there can be.`;
       else msg = `${n} ${plural} (${limits}).`;
-      status.textContent = msg;
+      status.textContent = said ? `${said} ${msg}` : msg;
     }
 
     function addRow(values) {
@@ -391,10 +393,10 @@ export function buildForm(info, models, submit) {
       const i = rows.indexOf(r);
       rows.splice(i, 1);
       r.li.remove();
-      refresh();
+      refresh(`${Item} ${i + 1} removed.`);
       onChange();
       const next = rows[i] || rows[i - 1];
-      (next ? next.remove : addBtn).focus();
+      (next && !next.remove.disabled ? next.remove : addBtn).focus();
     }
 
     function move(r, by) {
@@ -405,7 +407,7 @@ export function buildForm(info, models, submit) {
       rows.splice(j, 0, r);
       if (by < 0) ol.insertBefore(r.li, rows[j + 1].li);
       else ol.insertBefore(r.li, rows[j - 1].li.nextSibling);
-      refresh();
+      refresh(`${Item} ${i + 1} is now ${item} ${j + 1}.`);
       onChange();
       const btn = by < 0 ? r.up : r.down;
       (btn.disabled ? (by < 0 ? r.down : r.up) : btn).focus();

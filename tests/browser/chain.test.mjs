@@ -136,6 +136,7 @@ test("a custom chain built in the form's steps editor runs those steps", { skip 
   // Step 3 moves up to second place; focus stays on its button.
   await page.click('button[aria-label="Move step 3 up"]');
   assert.equal(await page.evaluate(() => document.activeElement.getAttribute("aria-label")), "Move step 2 up");
+  assert.match(await status(page), /^Step 3 is now step 2\. 3 steps \(2 to 6\)\.$/);
   const expected = [
     { model: "sim/epsilon", mandate: "draft" },
     { model: "sim/gamma", mandate: "custom", customMandate: "Turn it into a checklist a tired admin can follow at 3 a.m." },
