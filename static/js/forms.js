@@ -135,12 +135,14 @@ export function schemaFields(info) {
   const q = info.question || { label: "Question" };
   const fields = [{ path: "question", kind: "textarea", label: q.label, required: !!q.required, rows: 3 }];
   const roleLabel = Object.fromEntries((info.roles || []).filter((r) => r.field).map((r) => [r.field, r.label]));
-  const walk = (schema, prefix) => {
+  const walk = (schema, prefix, group) => {
     for (const [key, s] of Object.entries(schema.properties || {})) {
       const path = `${prefix}.${key}`;
       const from = path.replace(/^modeConfig\./, "");
-      const base = { path, label: roleLabel[key] || words(key), hint: s.description, from };
-      if (typesOf(s)[0] === "object" && s.properties) walk(s, path);
+      const base = { path, label: roleLabel[key] || words(key), hint: s.description, from, group };
+      // A nested object's fields are shown together under its name (a custom rubric's name,
+      // description and criteria).
+      if (typesOf(s)[0] === "object" && s.properties) walk(s, path, { path, label: base.label, hint: s.description });
       else {
         const f = fieldOf(key, s, base);
         if (f) fields.push(f);
@@ -471,6 +473,7 @@ export function buildForm(info, models, submit) {
     return errors;
   }
 
+  let group = null; // {path, box}: the fieldset of the nested object being filled
   for (const f of spec.fields) {
     const id = `f-${mode}-${f.path.replace(/\./g, "-")}`;
     // What the server would use: shown in model pickers, selects, lists and as placeholders
@@ -481,7 +484,13 @@ export function buildForm(info, models, submit) {
     const field = makeField(f, id, dflt, () => clearError(f.path));
     getters[f.path] = field.get;
     fieldEls[f.path] = field;
-    form.append(field.wrap);
+    if (f.group && (!group || group.path !== f.group.path)) {
+      const gid = `f-${mode}-${f.group.path.replace(/\./g, "-")}`;
+      group = { path: f.group.path, box: el("fieldset", { class: "field-group", dataset: { group: f.group.path }, "aria-describedby": f.group.hint ? `${gid}-hint` : null },
+        el("legend", {}, f.group.label), f.group.hint ? el("div", { class: "hint", id: `${gid}-hint` }, f.group.hint) : null) };
+      form.append(group.box);
+    } else if (!f.group) group = null;
+    (group ? group.box : form).append(field.wrap);
   }
 
   const sendBtn = el("button", { type: "submit", class: "start" }, "Start deliberation");
