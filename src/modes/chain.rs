@@ -129,8 +129,7 @@ pub struct StepRequest {
 pub struct ChainRequest {
     /// The steps, in order: 2 to 6, each a model and a mandate (default: draft, structure &
     /// depth, accuracy & completeness, polish & format on four models). Each is an object
-    /// `{model, mandate, customMandate?}`: leave this empty in a form for the default chain and
-    /// give your own through the API or `--config-json`.
+    /// `{model, mandate, customMandate?}`: leave this empty for the default chain.
     #[schemars(length(min = 2, max = 6))]
     pub steps: Option<Vec<StepRequest>>,
     /// Per-step timeout in milliseconds.

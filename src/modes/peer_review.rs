@@ -235,7 +235,7 @@ pub struct PeerReviewRequest {
     #[schemars(range(min = 10000, max = 600000))]
     pub timeout_ms: Option<i64>,
     /// Only with reviewType custom: `{name, description, criteria: [{name, description,
-    /// weight}]}`. Give it through the API or `--config-json`.
+    /// weight}]}`.
     pub custom_rubric: Option<RubricRequest>,
 }
 

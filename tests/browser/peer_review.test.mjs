@@ -116,3 +116,41 @@ test("hostile markup in the work and from the models is shown inert", { skip }, 
   assert.equal(live, 0, "no live hostile element in the run view");
   assert.deepEqual(errors, []);
 });
+
+test("a custom rubric's criteria are rows of the form, checked against their bounds and run in order", { skip }, async () => {
+  const { page, errors } = await openPage(browser, base, "/#/new/peer_review");
+  await page.waitForSelector("#f-peer_review-question");
+  await page.fill("#f-peer_review-question", "Review our incident runbook.");
+  await page.fill("#f-peer_review-modeConfig-content", WORK);
+  await page.selectOption("#f-peer_review-modeConfig-reviewType", "custom");
+  await page.fill("#f-peer_review-modeConfig-customRubric-name", "Runbook Review");
+  await page.fill("#f-peer_review-modeConfig-customRubric-description", "Whether an on-call engineer can follow it at night.");
+  const list = '[data-field="modeConfig.customRubric.criteria"]';
+  const row = (i) => `${list} .list-item[data-index="${i}"]`;
+  const criteria = [["Clarity", "Each step says exactly what to run.", "5"], ["Coverage", "Every alert has a matching section.", "9"],
+    ["Safety", "Risky commands carry a warning first.", "4"], ["Extra", "Only here to be removed again.", "1"]];
+  for (const [i, [name, description, weight]] of criteria.entries()) {
+    await page.click(`${list} .list-add`);
+    await page.fill(`${row(i)} [data-item-field="name"] input`, name);
+    await page.fill(`${row(i)} [data-item-field="description"] textarea`, description);
+    await page.fill(`${row(i)} [data-item-field="weight"] input`, weight);
+  }
+  // The weight is a number input with the schema's bounds; 9 is refused on its own row.
+  assert.deepEqual(await page.$eval(`${row(0)} [data-item-field="weight"] input`, (n) => [n.type, n.min, n.max]), ["number", "1", "5"]);
+  await page.click("button.start");
+  assert.match(await page.textContent(`${row(1)} [data-item-field="weight"] .field-error`), /between 1 and 5/);
+  assert.equal(await page.evaluate(() => document.activeElement.closest(".list-item")?.dataset.index), "1");
+  await page.fill(`${row(1)} [data-item-field="weight"] input`, "3");
+  await page.click(`button[aria-label="Remove criterion 4"]`);
+  await page.click(`button[aria-label="Move criterion 3 up"]`);
+  await screenshot(page, "peer_review-form-criteria");
+  await page.click("button.start");
+  await page.waitForURL(/#\/run\/.+/);
+  const id = decodeURIComponent(page.url().split("#/run/")[1]);
+  await waitRunReady(page, id);
+  const d = await detail(id);
+  assert.equal(d.status, "completed", JSON.stringify(d));
+  assert.equal(d.request.config.rubric.name, "Runbook Review");
+  assert.deepEqual(d.request.config.rubric.criteria.map((c) => [c.name, c.weight]), [["Clarity", 5], ["Safety", 4], ["Coverage", 3]]);
+  assert.deepEqual(errors, []);
+});
