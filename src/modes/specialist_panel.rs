@@ -296,9 +296,10 @@ pub struct SpecialistPanelRequest {
     /// The material to analyse (a plan, a design, code). Without it the question itself is
     /// the material.
     pub content: Option<Text<MAX_MATERIAL_CHARS>>,
-    /// The panel: 2 to 6 specialists, each `{roleId, model, customRole?}` (default: a security
-    /// expert, a scalability architect and a cost analyst on three models). Leave this empty in
-    /// a form for the default panel and give your own through the API or `--config-json`.
+    /// The panel: 2 to 6 specialists, each a role from the library and a model (default: a
+    /// security expert, a scalability architect and a cost analyst on three models). Leave it
+    /// empty for the default panel. A role of your own (role custom, with its customRole) is
+    /// given through the API or the CLI.
     #[schemars(length(min = 2, max = 6))]
     pub specialists: Option<Vec<SpecialistRequest>>,
     /// Writes the integrated assessment (default: the first specialist's model).
