@@ -27,6 +27,8 @@ use super::{
 };
 
 const GLOBAL_TIMER: &str = "global";
+/// The row of the chain's plan, stored at the start.
+const PLAN: &str = "chain_plan";
 const SIM_MODELS: [&str; 4] = ["sim/alpha", "sim/beta", "sim/gamma", "sim/delta"];
 const SEED_MODELS: [&str; 4] = [
     "anthropic/claude-opus-4-6",
@@ -646,6 +648,17 @@ impl Mode for Chain {
                 json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
                         "mode": "chain", "totalSteps": self.total(), "steps": steps }),
             ),
+            // The plan, so a run that stops before any step is stored still says how long
+            // its chain was.
+            Effect::Store(StageRow {
+                stage_type: PLAN.into(),
+                stage_order: 0,
+                model: None,
+                role: None,
+                content: String::new(),
+                parsed_data: Some(json!({ "totalSteps": self.total() })),
+                response_time_ms: None,
+            }),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
         ];
         out.extend(self.run_step(1));
@@ -697,7 +710,13 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         })
         .collect();
     steps.sort_by_key(|s| s.step);
-    let total = steps.first().map_or(0, |s| s.total_steps);
+    // The plan row (stored at the start), else the steps (runs stored before it existed).
+    let planned = rows
+        .iter()
+        .find(|r| r.stage_type == PLAN)
+        .and_then(|r| r.parsed_data.as_ref()?.get("totalSteps")?.as_u64())
+        .map(|n| n as usize);
+    let total = planned.or(steps.first().map(|s| s.total_steps)).unwrap_or(0);
     let last = steps.iter().rev().find(|s| !s.skipped).cloned();
     let mut result = match &last {
         Some(l) => summary(&steps, l),

@@ -123,8 +123,10 @@ fn steps_run_in_order_each_seeing_only_the_latest_version() {
     assert_eq!(done["data"]["completedSteps"], 4);
     assert_eq!(done["partial"], false);
     let rows = rows(&all);
+    assert_eq!(rows[0].stage_type, "chain_plan", "the plan first");
+    assert_eq!(rows[0].parsed_data.as_ref().unwrap()["totalSteps"], 4);
     assert_eq!(
-        rows.iter().map(|r| (r.stage_order, r.role.clone().unwrap())).collect::<Vec<_>>(),
+        rows[1..].iter().map(|r| (r.stage_order, r.role.clone().unwrap())).collect::<Vec<_>>(),
         [
             (1, "drafter".into()),
             (2, "improver".into()),
@@ -197,6 +199,8 @@ fn every_later_step_failing_leaves_the_draft_and_a_failed_draft_fails_the_run() 
     let all = drive(&mut m, |_| None);
     assert!(failed(&all).unwrap().contains("nothing to improve"));
     assert!(stage_calls(&all).iter().all(|c| c.key != "step:2"));
+    // Reloaded, the failed run still says how long its chain was.
+    assert_eq!(load_result(&rows(&all))["totalSteps"], 2);
 }
 
 #[test]
