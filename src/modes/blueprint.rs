@@ -35,6 +35,8 @@ const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
 const SEED_DEFAULTS: [&str; 3] =
     ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
 const OUTLINE_ORDER: i32 = 0;
+/// The row of the document type and the material, stored at the start (content: the material).
+const SETUP: &str = "blueprint_setup";
 /// After section 20, the most a run writes.
 const ASSEMBLY_ORDER: i32 = 99;
 pub const MAX_SECTIONS: usize = 20;
@@ -977,12 +979,8 @@ impl Blueprint {
             // Too little could be read to go on: what the architect wrote is shown instead.
             data["rawReply"] = json!(answer_text(&text).trim());
         }
-        // The material goes to the result once, with the outline's row (not in the event).
-        let mut stored = data.clone();
-        stored["material"] = json!({
-            "source": if self.config.content.is_some() { "content" } else { "question" },
-            "characters": self.material.chars().count(), "text": self.material,
-        });
+        // The material is in the setup row (stored at the start), not here.
+        let stored = data.clone();
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "outline".into(),
@@ -1253,6 +1251,18 @@ impl Mode for Blueprint {
                         "assemblerModel": self.config.assembler_model,
                         "materialSource": if self.config.content.is_some() { "content" } else { "question" } }),
             ),
+            // The document type and the material, so a run whose architect fails still has
+            // them when it is reloaded.
+            Effect::Store(StageRow {
+                stage_type: SETUP.into(),
+                stage_order: OUTLINE_ORDER,
+                model: None,
+                role: None,
+                content: self.material.clone(),
+                parsed_data: Some(json!({ "documentType": kind,
+                    "source": if self.config.content.is_some() { "content" } else { "question" } })),
+                response_time_ms: None,
+            }),
             Effect::emit("outline_start", json!({ "model": self.config.architect_model })),
         ];
         let spec = CallSpec::new(
@@ -1345,13 +1355,23 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         d["document"] = json!(a.content);
         d
     });
-    let kind = outline.as_ref().map(|o| o["documentType"].clone()).unwrap_or(Value::Null);
-    let mut outline = outline;
-    let material = outline
-        .as_mut()
-        .and_then(|o| o.as_object_mut())
-        .and_then(|o| o.remove("material"))
+    let setup = row(SETUP);
+    let kind = setup
+        .and_then(|s| s.parsed_data.as_ref())
+        .or(outline.as_ref())
+        .map(|o| o["documentType"].clone())
         .unwrap_or(Value::Null);
+    let mut outline = outline;
+    // Runs stored before the setup row kept the material in the outline's row.
+    let old_material =
+        outline.as_mut().and_then(|o| o.as_object_mut()).and_then(|o| o.remove("material"));
+    let material = match setup {
+        Some(s) => json!({
+            "source": s.parsed_data.as_ref().map_or(Value::Null, |d| d["source"].clone()),
+            "characters": s.content.chars().count(), "text": s.content,
+        }),
+        None => old_material.unwrap_or(Value::Null),
+    };
     let mut result = json!({
         "material": material,
         "documentType": kind,

@@ -212,8 +212,10 @@ fn a_run_outlines_writes_every_section_at_once_round_robin_and_assembles() {
     );
     assert_eq!(a["partial"], false);
     let stored = rows(&all);
+    assert_eq!(stored[0].stage_type, "blueprint_setup", "the type and material first");
+    assert_eq!(stored[0].content, "Design doc for our collaborative editor");
     assert_eq!(
-        stored
+        stored[1..]
             .iter()
             .map(|r| (r.stage_type.clone(), r.stage_order, r.role.clone().unwrap()))
             .collect::<Vec<_>>(),
@@ -226,7 +228,7 @@ fn a_run_outlines_writes_every_section_at_once_round_robin_and_assembles() {
             ("assembly".into(), 99, "assembler".into()),
         ]
     );
-    assert_eq!(stored[5].content, finished(&all).unwrap());
+    assert_eq!(stored[6].content, finished(&all).unwrap());
     assert_reloads(&all);
     assert!(outcome(&load_result(&stored))
         .unwrap()
@@ -292,7 +294,13 @@ fn the_architect_falls_back_and_an_unreadable_outline_fails_the_run() {
     let mut m = blueprint(config(&["a"]));
     let all = drive(&mut m, |_| None);
     assert!(failed(&all).unwrap().starts_with("The architect (arch) failed"));
-    assert!(rows(&all).iter().all(|r| r.stage_type == "call_failed"));
+    assert!(rows(&all)
+        .iter()
+        .all(|r| matches!(r.stage_type.as_str(), "call_failed" | "blueprint_setup")));
+    // Reloaded, the failed run still has its document type and material.
+    let reloaded = load_result(&rows(&all));
+    assert_eq!(reloaded["documentType"], "technical_design_document", "{reloaded}");
+    assert!(reloaded["material"]["text"].is_string(), "{reloaded}");
 
     // A refusal, JSON or a table: fewer than 3 sections read. The outline is kept.
     for reply in [
@@ -307,7 +315,7 @@ fn the_architect_falls_back_and_an_unreadable_outline_fails_the_run() {
         assert!(stage_calls(&all).iter().all(|c| !c.key.starts_with("section:")));
         let r = load_result(&rows(&all));
         assert_eq!(r["outline"], emitted(&all, "outline_complete").unwrap()["data"]);
-        assert_eq!(rows(&all)[0].content, reply);
+        assert_eq!(rows(&all)[1].content, reply);
         assert_eq!(r["outline"]["rawReply"], reply, "what was written is shown instead");
     }
 }
