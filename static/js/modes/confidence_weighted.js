@@ -6,7 +6,7 @@
 export function createView(ctx) {
   const { el, ui } = ctx;
   ui.ensureStylesheet("confidence_weighted");
-  const answers = ctx.section("answer", "Answers and stated confidence");
+  const answers = ctx.section("answer", "Answers and stated confidence", { tabs: true });
   const weights = ctx.section("weights", "Weights from the stated confidences");
   const synthSection = ctx.section("synthesis", "Calibration notes");
   let models = [];
