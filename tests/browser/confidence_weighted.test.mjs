@@ -85,3 +85,20 @@ test("hostile markup from the question and the models is shown inert", { skip },
   assert.equal(live, 0, "no live hostile element in the run view");
   assert.deepEqual(errors, []);
 });
+
+test("a single answer stands as the weighted answer, said so, with no synthesis written", { skip }, async () => {
+  const started = await startRest(base, { mode: "confidence_weighted", question: "Is Pluto a planet?",
+    modeConfig: { models: ["sim/beta", "sim/fail-2"], synthesisModel: "sim/alpha" } });
+  const { page, errors } = await openPage(browser, base, `/#/run/${encodeURIComponent(started.runId)}`);
+  await waitRunReady(page, started.runId);
+  const d = await detail(started.runId);
+  assert.equal(d.status, "completed");
+  assert.equal(d.result.synthesis.singleAnswer, true);
+  const primary = await page.textContent(".primary");
+  assert.ok(primary.includes("only one model answered"), primary);
+  assert.ok(primary.includes(d.result.answers[0].response.slice(0, 30)), primary);
+  assert.ok((await page.textContent('section[data-section="synthesis"]')).includes("No synthesis was written"));
+  assert.ok((await page.textContent('section[data-section="weights"]')).includes("100%"));
+  await screenshot(page, "confidence_weighted-single");
+  assert.deepEqual(errors, []);
+});

@@ -105,6 +105,7 @@ export function createView(ctx) {
     table.classList.add("cw-table");
     const how = el("p", { class: "cw-how" },
       `Each weight is e^(c / T) divided by the sum over all answers, with T = ${t} (the run's temperature). `,
+      list.length === 1 ? "With a single answer, it gets all the weight." :
       t <= 0.3 ? "A low temperature like this gives nearly all the weight to the most confident answer." :
         t >= 3 ? "A high temperature like this makes the weights nearly equal." :
           `At this temperature the most confident answer can weigh at most ${Math.exp(1 / t).toFixed(2)} times the least confident one.`);
