@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use conclave::modes::{
-    self, blueprint, chain, clarity, common, council, debate, delphi, jury, peer_review, red_team,
-    specialist_panel, voting, CallError, CallErrorKind, CallReply, Defaults, Effect, ModeKind,
-    RunContext,
+    self, blueprint, chain, clarity, common, confidence_weighted, council, debate, delphi, jury,
+    peer_review, red_team, specialist_panel, voting, CallError, CallErrorKind, CallReply, Defaults,
+    Effect, ModeKind, RunContext,
 };
 use conclave::web::client_msg::{self, ClientMsg, MAX_RUN_ID_CHARS};
 use proptest::prelude::*;
@@ -446,6 +446,13 @@ fn check_text_parsers(text: &str, labels: &[String], options: &[String]) {
         Some(top) => assert!(top.level.is_some() && synthesis.risk_matrix.contains(top)),
         None => assert!(synthesis.risk_matrix.iter().all(|r| r.level.is_none())),
     }
+    let c = confidence_weighted::parse_confidence(text);
+    assert!((0.0..=1.0).contains(&c.value), "confidence {} off 0-1", c.value);
+    assert!(c.parsed_successfully || (c.value == 0.5 && !c.clamped), "a guessed confidence");
+    let a = confidence_weighted::read_answer(0, "m", text, 0);
+    assert!(a.response.lines().all(|l| text.contains(l.trim())), "an answer line not in the text");
+    let (synthesis, notes) = confidence_weighted::parse_synthesis(text);
+    assert!(synthesis.len() + notes.len() <= text.len(), "a synthesis longer than its reply");
     for note in chain::editor_notes(text) {
         assert!(!note.contains(']'), "a note runs past its bracket: {note:?}");
     }

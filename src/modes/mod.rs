@@ -10,6 +10,7 @@ pub mod blueprint;
 pub mod chain;
 pub mod clarity;
 pub mod common;
+pub mod confidence_weighted;
 pub mod council;
 pub mod debate;
 pub mod delphi;

@@ -41,6 +41,8 @@ fn requests() -> Vec<Value> {
                                 "reviewerModels": panel, "consolidatorModel": "sim/delta" } }),
         json!({ "mode": "specialist_panel", "question": "Assess our plan to move to Kubernetes.",
                 "modeConfig": { "content": "Three services, one managed cluster, GitHub Actions." } }),
+        json!({ "mode": "confidence_weighted", "question": "What is caffeine's half-life in adults?",
+                "modeConfig": { "models": panel, "synthesisModel": "sim/delta" } }),
     ]
 }
 
@@ -222,6 +224,10 @@ fn check_whole(mode: &str, r: &Value) {
         "clarity" => assert!(len(&r["evaluations"]) == 3 && r["score"].is_object(), "{r}"),
         "red_team" => assert!(r["generate"].is_object() && r["synthesis"].is_object(), "{r}"),
         "chain" => assert!(len(&r["steps"]) == 4 && r["finalContent"].is_string(), "{r}"),
+        "confidence_weighted" => {
+            assert!(len(&r["answers"]) == 3 && len(&r["weights"]["weights"]) == 3, "{r}");
+            assert!(r["synthesis"]["synthesis"].is_string(), "{r}");
+        }
         "blueprint" => assert!(
             len(&r["sections"]) >= 6
                 && len(&r["sections"]) == len(&r["outline"]["sections"])

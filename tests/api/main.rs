@@ -8,6 +8,7 @@ mod blueprint;
 mod cancel;
 mod chain;
 mod cli;
+mod confidence_weighted;
 mod council;
 mod crash;
 mod dberrors;

@@ -709,3 +709,55 @@ async fn specialist_panel_against_the_real_model() {
     }
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn confidence_weighted_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "confidence_weighted", "question": "What is caffeine's half-life in adults?",
+                "modeConfig": { "models": [MODEL, CHAIR], "synthesisModel": CHAIR } }),
+    )
+    .await;
+    check_run("confidence_weighted", &stored, &events);
+    let result = &stored["result"];
+    let (mut parsed, mut unparsed) = (0, 0);
+    // The replies as the models wrote them, by index (from the streamed tokens).
+    let mut texts: std::collections::HashMap<String, String> = Default::default();
+    for e in events.iter().filter(|e| e["event"] == "token") {
+        let key = e["data"]["key"].as_str().unwrap_or("").to_string();
+        texts.entry(key).or_default().push_str(e["data"]["delta"].as_str().unwrap_or(""));
+    }
+    for a in result["answers"].as_array().cloned().unwrap_or_default() {
+        let c = a["confidence"].as_f64().unwrap_or(-1.0);
+        assert!((0.0..=1.0).contains(&c), "{a}");
+        let text = texts.get(&format!("answer:{}", a["index"])).cloned().unwrap_or_default();
+        show(
+            "confidence-weighted answer",
+            &text,
+            &json!({ "confidence": c, "parsed": a["parsedSuccessfully"], "reasoning": a["confidenceReasoning"] }),
+        );
+        if a["parsedSuccessfully"] == true {
+            parsed += 1;
+            // A stated confidence is written in the reply (when the tokens were seen).
+            if !text.is_empty() && a["clamped"] == false {
+                let s = said(&text);
+                assert!(states_number(&text, c), "{c} is not in: {s}");
+            }
+        } else {
+            unparsed += 1;
+            assert_eq!(c, 0.5, "an unstated confidence is the default: {a}");
+        }
+        assert!(!a["response"].as_str().unwrap_or("").trim().is_empty(), "{a}");
+    }
+    count("confidences", parsed, unparsed);
+    if let Some(w) = result["weights"]["weights"].as_array() {
+        let sum: f64 = w.iter().map(|x| x["normalizedWeight"].as_f64().unwrap_or(0.0)).sum();
+        assert!((sum - 1.0).abs() < 1e-9, "{w:?}");
+    }
+    if stored["status"] == "completed" {
+        assert_eq!(stored["answer"], result["synthesis"]["synthesis"]);
+    }
+    app.stop().await;
+}

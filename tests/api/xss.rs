@@ -179,6 +179,22 @@ async fn check_every_mode(app: &TestApp) {
     assert!(synthesis["topRisk"].is_object(), "{synthesis}");
     assert!(has_payload(&synthesis["sections"]["executiveSummary"]), "{synthesis}");
     assert!(has_payload(&panel["answer"]), "{}", panel["answer"]);
+
+    let cw = run(
+        app,
+        json!({ "mode": "confidence_weighted", "question": "How do I sanitise model output?",
+                "modeConfig": { "models": ["sim/xss-a", "sim/xss-b"], "synthesisModel": "sim/xss-c" } }),
+    )
+    .await;
+    let answers = all(&cw["result"]["answers"], "answers");
+    assert_eq!(answers.len(), 2);
+    for a in answers {
+        assert_eq!(a["parsedSuccessfully"], true, "{a}");
+        assert!(has_payload(&a["response"]), "{a}");
+    }
+    assert_eq!(all(&cw["result"]["weights"]["weights"], "weights").len(), 2);
+    assert!(has_payload(&cw["result"]["synthesis"]["synthesis"]), "{}", cw["result"]);
+    assert!(has_payload(&cw["answer"]), "{}", cw["answer"]);
 }
 
 #[actix_web::test]

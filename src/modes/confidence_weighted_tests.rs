@@ -1,0 +1,471 @@
+//! Confidence-Weighted driven with fake replies: events and rows in order, weights, the single
+//! answer, failures and the backup synthesizer, history; the parsers on recorded-style and
+//! adversarial replies, and their invariants under proptest.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::{validate, ChatMessage, Defaults};
+
+fn config(models: &[&str], backup: Option<&str>) -> Value {
+    let mut c = json!({ "models": models, "synthesisModel": "synth", "temperature": 1.0,
+                        "timeoutMs": 120000 });
+    if let Some(b) = backup {
+        c["synthesisFallbackModel"] = json!(b);
+    }
+    c
+}
+
+fn cw(models: &[&str], backup: Option<&str>) -> ConfidenceWeighted {
+    ConfidenceWeighted::new(
+        &config(models, backup),
+        ctx("What is caffeine's half-life?", vec![], true),
+    )
+    .unwrap()
+}
+
+fn reply(c: f64) -> String {
+    format!("RESPONSE:\nAbout five hours.\n\nCONFIDENCE: {c}\nCONFIDENCE_REASONING: I know it.")
+}
+
+/// Drives a run; `answer` gives each call's reply (None: the call fails).
+fn drive(m: &mut ConfidenceWeighted, answer: impl Fn(&CallSpec) -> Option<String>) -> Vec<Effect> {
+    let mut all = m.start();
+    let mut pending = stage_calls(&all);
+    pending.reverse();
+    while let Some(c) = pending.pop() {
+        let out = m.on_reply(match answer(&c) {
+            Some(t) => ok(&c, &t),
+            None => err(&c),
+        });
+        pending.extend(stage_calls(&out));
+        all.extend(out);
+    }
+    for c in crate::modes::testkit::calls(&all).into_iter().filter(|c| c.key == "title") {
+        all.extend(m.on_reply(ok(&c, "Caffeine Half Life")));
+    }
+    all
+}
+
+fn defaults() -> Defaults {
+    Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() }
+}
+
+#[test]
+fn a_run_answers_weighs_and_synthesises_and_the_stored_result_equals_the_events() {
+    let mut m = cw(&["a", "b", "c"], None);
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "answer:0" => Some(reply(0.9)),
+        "answer:1" => Some(reply(0.5)),
+        "answer:2" => Some("RESPONSE: Six hours.\nCONFIDENCE: 30%".into()),
+        "synthesis" => {
+            Some("SYNTHESIS:\nAbout five hours.\n\nCONFIDENCE CALIBRATION NOTES:\n- a: fine".into())
+        }
+        _ => None,
+    });
+    let ev = events(&all);
+    let names: Vec<&str> = ev.iter().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "confidence_start",
+            "answers_start",
+            "answer_complete",
+            "answer_complete",
+            "answer_complete",
+            "all_answers_complete",
+            "weights_calculated",
+            "synthesis_start",
+            "synthesis_complete",
+            "title_complete"
+        ]
+    );
+    let w = emitted(&all, "weights_calculated").unwrap()["data"].clone();
+    let list = w["weights"].as_array().unwrap();
+    assert_eq!(list[0]["model"], "a");
+    assert_eq!(list[2]["model"], "c");
+    let sum: f64 = list.iter().map(|x| x["normalizedWeight"].as_f64().unwrap()).sum();
+    assert!((sum - 1.0).abs() < 1e-9);
+    // exp(0.9)/exp(0.3) = e^0.6
+    let ratio = list[0]["normalizedWeight"].as_f64().unwrap()
+        / list[2]["normalizedWeight"].as_f64().unwrap();
+    assert!((ratio - 0.6f64.exp()).abs() < 1e-9);
+    let s = emitted(&all, "synthesis_complete").unwrap();
+    assert_eq!(s["data"]["synthesis"], "About five hours.");
+    assert_eq!(s["data"]["calibrationNotes"], "- a: fine");
+    assert_eq!(s["data"]["highestWeight"]["model"], "a");
+    assert_eq!(s["data"]["lowestWeight"]["model"], "c");
+    assert_eq!(s["partial"], false);
+    assert_eq!(finished(&all).as_deref(), Some("About five hours."));
+    // The synthesis prompt lists the answers heaviest first, with weights and the table.
+    let synth =
+        crate::modes::testkit::calls(&all).into_iter().find(|c| c.key == "synthesis").unwrap();
+    let p = &synth.messages.last().unwrap().content;
+    let (a, c) = (p.find("--- a (weight").unwrap(), p.find("--- c (weight").unwrap());
+    assert!(a < c, "{p}");
+    assert!(p.contains("Weight table") && p.contains("temperature 1"));
+    // Stored rows rebuild exactly what went out live.
+    let stored = rows(&all);
+    let r = load_result(&stored);
+    assert_eq!(r["weights"], w);
+    assert_eq!(r["synthesis"], s["data"]);
+    let live: Vec<Value> = all
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { event, data } if event == "answer_complete" => {
+                Some(data["data"].clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(r["answers"], json!(live));
+    assert_eq!(r["answers"][2]["confidence"], 0.3);
+    let a0 = stored.iter().find(|r| r.stage_type == "answer_0").unwrap();
+    assert_eq!(a0.stage_order, 0);
+    assert_eq!(a0.content, reply(0.9));
+    assert!(a0.parsed_data.as_ref().unwrap().get("response").is_none());
+}
+
+#[test]
+fn one_answer_stands_alone_with_no_synthesis_call() {
+    let mut m = cw(&["a", "b"], None);
+    let all = drive(&mut m, |c| (c.key == "answer:1").then(|| reply(0.7)));
+    assert!(!crate::modes::testkit::calls(&all).iter().any(|c| c.key == "synthesis"));
+    let s = emitted(&all, "synthesis_complete").unwrap();
+    assert_eq!(s["data"]["model"], Value::Null);
+    assert_eq!(s["data"]["singleAnswer"], true);
+    assert_eq!(s["data"]["synthesis"], "About five hours.");
+    assert_eq!(s["partial"], true);
+    assert_eq!(s["failedModels"][0]["model"], "a");
+    let w = emitted(&all, "weights_calculated").unwrap();
+    assert_eq!(w["data"]["weights"][0]["weightPercent"], 100.0);
+    assert_eq!(load_result(&rows(&all))["synthesis"], s["data"]);
+}
+
+#[test]
+fn no_answer_fails_the_run_and_empty_or_answerless_replies_are_failures() {
+    let mut m = cw(&["a", "b", "c"], None);
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "answer:0" => Some("<think>hmm</think>  ".into()),
+        "answer:1" => Some("CONFIDENCE: 0.9".into()),
+        _ => None,
+    });
+    assert!(failed(&all).unwrap().contains("No model answered"));
+    let done = emitted(&all, "all_answers_complete").unwrap();
+    assert_eq!(done["data"], json!({ "count": 0, "failedCount": 3 }));
+    assert_eq!(rows(&all).iter().filter(|r| r.stage_type == "call_failed").count(), 3);
+}
+
+#[test]
+fn a_failing_synthesizer_falls_back_once_then_the_run_fails_keeping_answers_and_weights() {
+    let mut m = cw(&["a", "b"], Some("spare"));
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "answer:0" | "answer:1" => Some(reply(0.6)),
+        "synthesis:backup" => Some("SYNTHESIS: Five hours.\nCALIBRATION NOTES: ok".into()),
+        _ => None,
+    });
+    let s = emitted(&all, "synthesis_complete").unwrap();
+    assert_eq!(s["data"]["model"], "spare");
+    assert_eq!(s["data"]["fallbackFrom"], "synth");
+    assert_eq!(s["partial"], true);
+    assert_eq!(load_result(&rows(&all))["synthesis"], s["data"]);
+
+    let mut m = cw(&["a", "b"], Some("spare"));
+    let all = drive(&mut m, |c| c.key.starts_with("answer").then(|| reply(0.6)));
+    let msg = failed(&all).unwrap();
+    assert!(msg.contains("synthesizer") && msg.contains("spare"), "{msg}");
+    let r = load_result(&rows(&all));
+    assert_eq!(r["answers"].as_array().unwrap().len(), 2);
+    assert!(r["weights"]["weights"].is_array());
+    assert_eq!(r["synthesis"], Value::Null);
+    assert_eq!(r["failedModels"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_model_listed_twice_answers_twice_under_two_names() {
+    let mut m = cw(&["a", "a"], None);
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "answer:0" => Some(reply(0.8)),
+        "answer:1" => Some(reply(0.4)),
+        _ => Some("SYNTHESIS: x\nCONFIDENCE CALIBRATION NOTES: y".into()),
+    });
+    let w = emitted(&all, "weights_calculated").unwrap()["data"]["weights"].clone();
+    assert_eq!(w[0]["model"], "a #1");
+    assert_eq!(w[1]["model"], "a #2");
+}
+
+#[test]
+fn a_follow_up_carries_the_history_into_both_prompts() {
+    let history = vec![ChatMessage::user("first q"), ChatMessage::assistant("first synthesis")];
+    let mut m =
+        ConfidenceWeighted::new(&config(&["a", "b"], None), ctx("and then?", history, false))
+            .unwrap();
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "synthesis" => Some("SYNTHESIS: s\nCONFIDENCE CALIBRATION NOTES: n".into()),
+        _ => Some(reply(0.5)),
+    });
+    for c in stage_calls(&all) {
+        assert_eq!(c.messages[0].content, "first q");
+        assert_eq!(c.messages[1].content, "first synthesis");
+        assert_eq!(c.messages.len(), 3);
+    }
+    assert!(!events(&all).contains(&"title_complete".to_string()));
+}
+
+#[test]
+fn validation_names_each_field() {
+    let d = defaults();
+    let bad = |cfg: Value| {
+        validate(&json!({ "mode": "confidence_weighted", "question": "q", "modeConfig": cfg }), &d)
+            .unwrap_err()
+            .field
+    };
+    assert_eq!(bad(json!({ "models": ["a"] })), "modeConfig.models");
+    assert_eq!(bad(json!({ "models": ["a", "b", "c", "d", "e", "f", "g"] })), "modeConfig.models");
+    assert_eq!(bad(json!({ "models": ["a", " "] })), "modeConfig.models");
+    assert_eq!(bad(json!({ "synthesisModel": "" })), "modeConfig.synthesisModel");
+    assert_eq!(bad(json!({ "temperature": 0.05 })), "modeConfig.temperature");
+    assert_eq!(bad(json!({ "temperature": 5.01 })), "modeConfig.temperature");
+    assert_eq!(bad(json!({ "temperature": "hot" })), "modeConfig.temperature");
+    assert_eq!(bad(json!({ "timeoutMs": 9999 })), "modeConfig.timeoutMs");
+    assert_eq!(bad(json!({ "timeoutMs": 300001 })), "modeConfig.timeoutMs");
+    assert_eq!(bad(json!({ "tempreature": 1 })), "modeConfig.tempreature");
+    let e = validate(&json!({ "mode": "confidence_weighted" }), &d).unwrap_err();
+    assert_eq!(e.field, "question");
+    let ok = validate(&json!({ "mode": "confidence_weighted", "question": "q" }), &d).unwrap();
+    assert_eq!(ok.config["models"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
+    assert_eq!(ok.config["synthesisModel"], "sim/alpha");
+    assert_eq!(ok.config["temperature"], 1.0);
+    let ok = validate(
+        &json!({ "mode": "confidence_weighted", "question": "q",
+                 "modeConfig": { "models": ["x", "y"], "temperature": 0.1, "timeoutMs": 300000 } }),
+        &d,
+    )
+    .unwrap();
+    assert_eq!(ok.config["synthesisModel"], "x");
+    assert_eq!(ok.models, vec!["x".to_string(), "y".to_string()]);
+}
+
+// ---- parsers -------------------------------------------------------------------------------
+
+fn conf(text: &str) -> (f64, bool, bool) {
+    let c = parse_confidence(text);
+    (c.value, c.parsed_successfully, c.clamped)
+}
+
+#[test]
+fn confidences_are_read_with_their_scale_and_only_when_stated() {
+    assert_eq!(conf("CONFIDENCE: 0.85"), (0.85, true, false));
+    assert_eq!(conf("**Confidence:** 85%"), (0.85, true, false));
+    assert_eq!(conf("- confidence: 7/10"), (0.7, true, false));
+    assert_eq!(conf("## CONFIDENCE: 70/100 (fairly sure)"), (0.7, true, false));
+    assert_eq!(conf("Confidence: 8 out of 10"), (0.8, true, false));
+    assert_eq!(conf("CONFIDENCE: 7"), (0.7, true, false));
+    assert_eq!(conf("CONFIDENCE: 75"), (0.75, true, false));
+    assert_eq!(conf("CONFIDENCE: 1"), (1.0, true, false));
+    assert_eq!(conf("CONFIDENCE: .6"), (0.6, true, false));
+    assert_eq!(conf("CONFIDENCE: 250"), (1.0, true, true));
+    assert_eq!(conf("CONFIDENCE: -0.3"), (0.0, true, true));
+    assert_eq!(conf("CONFIDENCE: 120%"), (1.0, true, true));
+    assert_eq!(conf("__Confidence__: 0.4"), (0.4, true, false));
+    // Not stated: the default, marked unparsed.
+    assert_eq!(conf("CONFIDENCE: high"), (0.5, false, false));
+    assert_eq!(conf("I am quite confident: 95% sure."), (0.5, false, false));
+    assert_eq!(conf("CONFIDENCE_REASONING: 0.9 because"), (0.5, false, false));
+    assert_eq!(conf("Confidence reasoning: 0.9"), (0.5, false, false));
+    assert_eq!(conf("CONFIDENCE: 3/0"), (0.5, false, false));
+    assert_eq!(conf(""), (0.5, false, false));
+    // The last confidence line counts.
+    assert_eq!(conf("CONFIDENCE: 0.2\nlater\nCONFIDENCE: 0.9"), (0.9, true, false));
+}
+
+#[test]
+fn recorded_style_replies_are_read() {
+    let qwen = "<think>The user asks about caffeine. CONFIDENCE: 0.1 maybe?</think>\n\n**RESPONSE:**\nAbout 5 hours in healthy adults (range 3-7).\n\n**CONFIDENCE:** 0.8\n**CONFIDENCE_REASONING:** Well established in pharmacology.\nIt varies with smoking and pregnancy.\n\nThanks!";
+    let a = read_answer(0, "m", qwen, 5);
+    assert_eq!(a.response, "About 5 hours in healthy adults (range 3-7).");
+    assert_eq!(a.confidence, 0.8);
+    assert!(a.parsed_successfully);
+    assert_eq!(
+        a.confidence_reasoning,
+        "Well established in pharmacology.\nIt varies with smoking and pregnancy."
+    );
+    // No RESPONSE marker: the text before the block.
+    let plain = "Caffeine's half-life is about 5 hours.\n\nConfidence: 90%\nConfidence reasoning: textbook fact.";
+    let a = read_answer(1, "m", plain, 5);
+    assert_eq!(a.response, "Caffeine's half-life is about 5 hours.");
+    assert_eq!(a.confidence_reasoning, "textbook fact.");
+    // No confidence at all: the whole reply, unparsed.
+    let refusal = "I can't give medical advice, but sources say about 5 hours.";
+    let a = read_answer(2, "m", refusal, 5);
+    assert_eq!(a.response, refusal);
+    assert!(!a.parsed_successfully);
+    assert_eq!(a.confidence, 0.5);
+    assert_eq!(a.confidence_reasoning, "");
+    // JSON answers are not guessed at.
+    let a = read_answer(3, "m", "{\"answer\": \"5h\", \"confidence\": 0.9}", 5);
+    assert!(!a.parsed_successfully);
+}
+
+#[test]
+fn syntheses_are_split_from_their_notes() {
+    assert_eq!(
+        parse_synthesis("SYNTHESIS:\nFive hours.\n\nCONFIDENCE CALIBRATION NOTES:\n- a ok"),
+        ("Five hours.".into(), "- a ok".into())
+    );
+    assert_eq!(
+        parse_synthesis("Intro\n### Calibration Notes:\nnotes"),
+        ("Intro".into(), "notes".into())
+    );
+    assert_eq!(parse_synthesis("just an answer"), ("just an answer".into(), "".into()));
+    assert_eq!(parse_synthesis("**Synthesis:** x"), ("x".into(), "".into()));
+    // The last notes marker counts; a SYNTHESIS marker after it is not the start.
+    assert_eq!(
+        parse_synthesis("A\nCALIBRATION NOTES: one\nCALIBRATION NOTES: two"),
+        ("A\nCALIBRATION NOTES: one".into(), "two".into())
+    );
+}
+
+#[test]
+fn weights_follow_the_softmax_and_its_limits() {
+    let input = |cs: &[f64]| -> Vec<(usize, String, f64)> {
+        cs.iter().enumerate().map(|(i, c)| (i, format!("m{i}"), *c)).collect()
+    };
+    let w = weights(&input(&[0.5, 0.5, 0.5]), 1.0);
+    assert!(w.iter().all(|x| (x.normalized_weight - 1.0 / 3.0).abs() < 1e-12));
+    assert_eq!(w.iter().map(|x| x.index).collect::<Vec<_>>(), [0, 1, 2]);
+    assert_eq!(w[0].weight_percent, 33.33);
+    let w = weights(&input(&[0.0, 1.0]), 1.0);
+    assert!((w[0].normalized_weight / w[1].normalized_weight - std::f64::consts::E).abs() < 1e-9);
+    assert!(w[0].is_outlier && w[1].is_outlier);
+    let w = weights(&input(&[0.2, 0.9]), 0.1);
+    assert!(w[0].normalized_weight > 0.99);
+    let w = weights(&input(&[0.2, 0.9]), 5.0);
+    assert!(w[0].normalized_weight < 0.54);
+    assert!(!w[0].is_outlier);
+}
+
+#[test]
+fn the_sim_answers_in_format_and_messily() {
+    let prompt = answer_prompt("Why is the sky blue?");
+    let ask = |malformed: bool, hostile: bool, seed: u64| {
+        let messages = [ChatMessage::user(prompt.clone())];
+        sim_answer(&SimAsk {
+            model: "sim/alpha",
+            prompt: &prompt,
+            messages: &messages,
+            seed,
+            malformed,
+            hostile,
+        })
+        .unwrap()
+    };
+    let a = read_answer(0, "sim/alpha", &ask(false, false, 1), 1);
+    assert!(a.parsed_successfully && a.confidence >= 0.4 && !a.response.is_empty());
+    let hostile = ask(false, true, 1);
+    let a = read_answer(0, "sim/alpha", &hostile, 1);
+    assert!(a.parsed_successfully);
+    assert!(a.response.contains(crate::providers::sim_text::XSS_PAYLOAD.lines().next().unwrap()));
+    for seed in 0..12 {
+        let a = read_answer(0, "sim/alpha", &ask(true, false, seed), 1);
+        assert!(!a.response.is_empty());
+    }
+    let w = weights(&[(0, "sim/alpha".into(), 0.8)], 1.0);
+    let sp = synthesis_prompt(
+        "q",
+        &[Weighted { model: "sim/alpha", response: "r", weight: &w[0] }],
+        1.0,
+    );
+    let messages = [ChatMessage::user(sp.clone())];
+    let s = sim_answer(&SimAsk {
+        model: "sim/beta",
+        prompt: &sp,
+        messages: &messages,
+        seed: 3,
+        malformed: false,
+        hostile: false,
+    })
+    .unwrap();
+    let (synth, notes) = parse_synthesis(&s);
+    assert!(!synth.is_empty() && notes.contains("sim/alpha"));
+    let other = [ChatMessage::user("hello")];
+    assert!(sim_answer(&SimAsk {
+        model: "sim/a",
+        prompt: "hello",
+        messages: &other,
+        seed: 0,
+        malformed: false,
+        hostile: false
+    })
+    .is_none());
+}
+
+proptest! {
+    /// Whatever the text, a confidence is in 0-1; an unparsed one is the 0.5 default and never
+    /// clamped.
+    #[test]
+    fn confidences_stay_in_range(text in ".{0,200}") {
+        let c = parse_confidence(&text);
+        prop_assert!((0.0..=1.0).contains(&c.value));
+        if !c.parsed_successfully {
+            prop_assert_eq!(c.value, 0.5);
+            prop_assert!(!c.clamped);
+        }
+    }
+
+    /// A stated confidence on the 0-1 scale is read back as written, wherever the line sits.
+    #[test]
+    fn stated_confidences_are_read_back(
+        c in 0u32..=100,
+        before in "[a-z .\n]{0,60}",
+        after in "[a-z .]{0,40}",
+    ) {
+        let x = f64::from(c) / 100.0;
+        let text = format!("{before}\nCONFIDENCE: {x}\n{after}");
+        let got = parse_confidence(&text);
+        prop_assert!(got.parsed_successfully);
+        prop_assert!((got.value - x).abs() < 1e-12);
+    }
+
+    /// Weights sum to one, are ordered heaviest first, follow the confidences, and their ratio
+    /// never exceeds e^(Δc/T).
+    #[test]
+    fn weights_are_a_distribution_in_confidence_order(
+        cs in proptest::collection::vec(0.0f64..=1.0, 1..7),
+        t in 0.1f64..=5.0,
+    ) {
+        let input: Vec<(usize, String, f64)> = cs.iter().enumerate().map(|(i, c)| (i, format!("m{i}"), *c)).collect();
+        let w = weights(&input, t);
+        let sum: f64 = w.iter().map(|x| x.normalized_weight).sum();
+        prop_assert!((sum - 1.0).abs() < 1e-9);
+        for pair in w.windows(2) {
+            prop_assert!(pair[0].normalized_weight >= pair[1].normalized_weight);
+            prop_assert!(pair[0].raw_confidence >= pair[1].raw_confidence);
+            if pair[0].normalized_weight == pair[1].normalized_weight {
+                prop_assert!(pair[0].index < pair[1].index);
+            }
+        }
+        let (hi, lo) = (&w[0], &w[w.len() - 1]);
+        let bound = ((hi.raw_confidence - lo.raw_confidence) / t).exp();
+        prop_assert!(hi.normalized_weight / lo.normalized_weight <= bound * (1.0 + 1e-9));
+    }
+
+    /// The parsed answer and reasoning are parts of the reply; no marker line of the
+    /// confidence block leaks into the answer.
+    #[test]
+    fn parsed_parts_come_from_the_reply(text in "(RESPONSE:|CONFIDENCE:|CONFIDENCE_REASONING:|[a-z0-9 .%/]|\n){0,120}") {
+        let r = parse_response(&text);
+        for line in r.lines() {
+            prop_assert!(text.contains(line.trim()));
+            prop_assert!(marker_rest(line, "CONFIDENCE").is_none());
+        }
+        let reasoning = parse_reasoning(&text);
+        for line in reasoning.lines() {
+            prop_assert!(text.contains(line.trim()));
+        }
+        let (s, n) = parse_synthesis(&text);
+        prop_assert!(s.len() + n.len() <= text.len());
+    }
+}
