@@ -323,6 +323,10 @@ pub fn read_confidence_value(rest: &str) -> Option<(f64, bool)> {
                 n / 10.0
             } else if n > 10.0 && n <= 100.0 {
                 n / 100.0
+            } else if n > 100.0 {
+                // No scale makes a bare number over 100 a confidence ("CONFIDENCE: as of 2024,
+                // high"): clamped, it would weigh as certainty. Not stated.
+                return None;
             } else {
                 n
             }

@@ -266,7 +266,10 @@ fn confidences_are_read_with_their_scale_and_only_when_stated() {
     assert_eq!(conf("CONFIDENCE: 75"), (0.75, true, false));
     assert_eq!(conf("CONFIDENCE: 1"), (1.0, true, false));
     assert_eq!(conf("CONFIDENCE: .6"), (0.6, true, false));
-    assert_eq!(conf("CONFIDENCE: 250"), (1.0, true, true));
+    // A bare number over 100 fits no scale: not a stated confidence (clamped, it would count
+    // as certainty).
+    assert_eq!(conf("CONFIDENCE: 250"), (0.5, false, false));
+    assert_eq!(conf("CONFIDENCE: as of 2024, high"), (0.5, false, false));
     assert_eq!(conf("CONFIDENCE: -0.3"), (0.0, true, true));
     assert_eq!(conf("CONFIDENCE: 120%"), (1.0, true, true));
     assert_eq!(conf("__Confidence__: 0.4"), (0.4, true, false));
