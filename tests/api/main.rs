@@ -11,6 +11,7 @@ mod cli;
 mod council;
 mod crash;
 mod dberrors;
+mod fact_check;
 mod fallback;
 mod faults;
 mod helpers;
