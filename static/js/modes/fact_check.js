@@ -43,19 +43,20 @@ export function createView(ctx) {
     const s = c.summary || {};
     if (!c.parseSuccess) card.addBadge(ui.badge("no verdict could be read", "gray"));
     else card.addBadge(ui.badge(`${s.verified ?? 0} verified · ${s.disputed ?? 0} disputed · ${s.unverifiable ?? 0} unverifiable`, "blue"));
-    const rows = (c.verifications || []).map((v) => {
+    // A list rather than a table: evidence is prose, and a narrow column breaks it mid-word.
+    const items = (c.verifications || []).map((v) => {
       const claim = claims.find((x) => x.id === v.claimId);
-      return [
-        claim ? String(claim.number) : v.claimId,
-        v.addressed ? verdictBadge(v.verdict) : el("span", { class: "muted" }, "not addressed"),
-        v.addressed ? (CONF_WORDS[v.confidence] || v.confidence) + (v.confidenceStated ? "" : " (not stated)") : "—",
-        el("div", null, v.evidence ? ui.markdown(v.evidence) : el("span", { class: "muted" }, "no evidence given"),
-          v.correction ? el("p", { class: "fc-correction" }, el("strong", null, "Correction: "), document.createTextNode(v.correction)) : null),
-      ];
+      return el("li", { class: "fc-check" },
+        el("div", { class: "fc-claim-head" },
+          el("span", null, claim ? `Claim ${claim.number}` : "A claim"),
+          v.addressed ? verdictBadge(v.verdict) : el("span", { class: "muted" }, "not addressed"),
+          v.addressed ? el("span", { class: "muted" }, `${CONF_WORDS[v.confidence] || v.confidence} confidence${v.confidenceStated ? "" : " (not stated)"}`) : null),
+        v.evidence ? ui.markdown(v.evidence) : (v.addressed ? el("p", { class: "muted" }, "No evidence given.") : null),
+        v.correction ? el("p", { class: "fc-correction" }, el("strong", null, "Correction: "), document.createTextNode(v.correction)) : null);
     });
     const nodes = [];
     if (!c.parseSuccess) nodes.push(el("div", { class: "callout" }, "This checker's reply named no verdict for any claim, so it does not count towards the consensus."));
-    nodes.push(el("div", { class: "table-wrap" }, ui.table(["Claim", "Verdict", "Confidence", "Evidence"], rows, { caption: "Verdicts as the checker stated them" })));
+    nodes.push(el("ul", { class: "fc-checks" }, ...items));
     card.setBody(el("div", null, ...nodes));
   }
 
