@@ -206,21 +206,23 @@ pub static SPEC: ModeSpec = ModeSpec {
             sim_default: &[SIM_CHECKERS[0]],
             default: &[SEED_CHECKERS[0]],
         },
-        Role {
-            id: "extractor",
-            label: "Extractor",
-            field: Some("extractorModel"),
-            panel: false,
-            fallback: Some("facilitator"),
-            sim_default: &[SIM_CHECKERS[0]],
-            default: &[SEED_CHECKERS[0]],
-        },
+        // The reporter before the extractor: `conclave run`'s `--chairman` names the first
+        // single-model role with a backup, and the reporter is the one that writes the result.
         Role {
             id: "reporter",
             label: "Reporter",
             field: Some("reporterModel"),
             panel: false,
             fallback: Some("chairman"),
+            sim_default: &[SIM_CHECKERS[0]],
+            default: &[SEED_CHECKERS[0]],
+        },
+        Role {
+            id: "extractor",
+            label: "Extractor",
+            field: Some("extractorModel"),
+            panel: false,
+            fallback: Some("facilitator"),
             sim_default: &[SIM_CHECKERS[0]],
             default: &[SEED_CHECKERS[0]],
         },
