@@ -841,7 +841,13 @@ pub fn fallback_report(claims: &[Claim], consensus: &[Consensus], counts: &Count
             c.number,
             cell(&c.text),
             k.verdict,
-            if k.split { " (split)" } else { "" },
+            if k.tie_rule.is_some() {
+                " (no majority: tie rule)"
+            } else if k.split {
+                " (not unanimous)"
+            } else {
+                ""
+            },
             k.agreement_rate,
             k.correction.as_deref().map_or("—".into(), cell)
         ));

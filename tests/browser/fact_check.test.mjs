@@ -45,7 +45,8 @@ test("a fact-check from the form shows the report first, each claim's verdicts a
   const claims = await page.$$eval(".fc-claim", (n) => n.map((x) => ({
     text: x.querySelector(".fc-claim-text").textContent,
     votes: x.querySelectorAll(".fc-votes li").length,
-    split: x.textContent.includes("checkers split"),
+    tie: x.querySelector(".fc-claim-head").textContent.includes("Split: no majority"),
+    dissent: x.querySelector(".fc-claim-head").textContent.includes("not unanimous"),
     head: x.querySelector(".fc-claim-head").textContent,
   })));
   assert.equal(claims.length, r.claims.length);
@@ -54,7 +55,8 @@ test("a fact-check from the form shows the report first, each claim's verdicts a
     const k = r.consensus[i];
     assert.equal(claims[i].text, c.text);
     assert.equal(claims[i].votes, usable);
-    assert.equal(claims[i].split, k.split, `claim ${i + 1}: a split is shown as one`);
+    assert.equal(claims[i].tie, k.tieRule != null, `claim ${i + 1}: a tie is shown as a split, not a side`);
+    assert.equal(claims[i].dissent, k.split && k.tieRule == null, `claim ${i + 1}: a dissent is shown`);
     assert.ok(claims[i].head.includes(`${k.agreementRate}% agree`), claims[i].head);
   });
   const label = await page.getAttribute(".fc-chart[role=img]", "aria-label");

@@ -75,9 +75,13 @@ export function createView(ctx) {
     const usable = checks.filter((c) => c.parseSuccess);
     return el("ol", { class: "fc-claims" }, claims.map((claim) => {
       const k = (consensus || []).find((x) => x.claimId === claim.id);
+      // A tie is shown as the split it is: no side is presented as the checkers' verdict; the
+      // server's tie rule is named beside it, as what the counts used.
+      const tie = k && k.tieRule;
       const head = el("div", { class: "fc-claim-head" },
-        k ? verdictBadge(k.verdict) : null,
-        k && k.split ? ui.badge(k.tieRule ? "checkers split: tie" : "checkers split", "yellow") : null,
+        tie ? ui.badge("Split: no majority", "yellow") : (k ? verdictBadge(k.verdict) : null),
+        tie ? el("span", { class: "muted" }, `counted as ${(VERDICT_WORDS[k.verdict] || k.verdict).toLowerCase()} by the tie rule`) : null,
+        k && k.split && !tie ? ui.badge("not unanimous", "yellow") : null,
         k ? el("span", { class: "muted" }, `${k.agreementRate}% agree · ${CONF_WORDS[k.consensusConfidence] || k.consensusConfidence} confidence`) : null,
         claim.type ? el("span", { class: "muted" }, ` · ${TYPE_WORDS[claim.type] || claim.type}`) : null);
       const text = el("p", { class: "fc-claim-text" });
@@ -89,7 +93,7 @@ export function createView(ctx) {
         return li;
       }));
       const corr = k && k.correction ? el("p", { class: "fc-correction" }, el("strong", null, "Correction: "), document.createTextNode(k.correction)) : null;
-      return el("li", { class: `fc-claim fc-${(k && k.verdict || "none").toLowerCase()}` }, head, text, corr, per);
+      return el("li", { class: `fc-claim fc-${tie ? "split" : (k && k.verdict || "none").toLowerCase()}` }, head, text, corr, per);
     }));
   }
 
