@@ -99,6 +99,27 @@ test("a failing checker is shown as such and the report still comes", { skip }, 
   assert.deepEqual(errors, []);
 });
 
+test("a claim two checkers split on is shown as a split, not as the tie rule's side", { skip }, async () => {
+  // With these two sim checkers this claim ties (the sim's answers are deterministic).
+  const started = await startRest(base, { mode: "fact_check", question: "Fact-check this.",
+    modeConfig: { content: "The bridge opened in 1937 and is 2737 metres long.", checkerModels: ["sim/alpha", "sim/beta"] } });
+  const { page, errors } = await openPage(browser, base, `/#/run/${encodeURIComponent(started.runId)}`);
+  await waitRunReady(page, started.runId);
+  const d = await detail(started.runId);
+  assert.equal(d.status, "completed");
+  const k = d.result.consensus[0];
+  assert.ok(k.tieRule, `the checkers tie here: ${JSON.stringify(d.result.consensus)}`);
+  const head = await page.textContent(".fc-claim .fc-claim-head");
+  assert.ok(head.includes("Split: no majority"), head);
+  assert.ok(head.includes(`counted as ${k.verdict.toLowerCase()} by the tie rule`), head);
+  assert.equal(await page.$$eval(".fc-claim .fc-claim-head .badge", (n) => n.filter((b) => /^(verified|disputed|unverifiable)$/i.test(b.textContent.trim())).length), 0,
+    "no verdict badge presents a side as the checkers' verdict");
+  // Each checker's own verdict is still there.
+  assert.equal(await page.$$eval(".fc-claim .fc-votes li", (n) => n.length), 2);
+  await screenshot(page, "fact_check-split");
+  assert.deepEqual(errors, []);
+});
+
 const HOSTILE = "<script>window.__xss=1</script>\n<img src=x onerror=\"window.__xss=1\">\n[click me](javascript:window.__xss=1)\n<svg onload=\"window.__xss=1\"></svg>";
 
 test("hostile markup in the content and the models' replies is shown inert", { skip }, async () => {
