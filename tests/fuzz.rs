@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use conclave::modes::{
-    self, blueprint, chain, clarity, common, confidence_weighted, council, debate, delphi, jury,
-    peer_review, red_team, specialist_panel, voting, CallError, CallErrorKind, CallReply, Defaults,
-    Effect, ModeKind, RunContext,
+    self, blueprint, chain, clarity, common, confidence_weighted, council, debate, delphi,
+    fact_check, jury, peer_review, red_team, specialist_panel, voting, CallError, CallErrorKind,
+    CallReply, Defaults, Effect, ModeKind, RunContext,
 };
 use conclave::web::client_msg::{self, ClientMsg, MAX_RUN_ID_CHARS};
 use proptest::prelude::*;
@@ -423,6 +423,29 @@ fn check_text_parsers(text: &str, labels: &[String], options: &[String]) {
             assert!((1.0..=5.0).contains(&o), "overall {o}");
         }
     }
+    let extraction = fact_check::read_claims(text);
+    for (i, c) in extraction.claims.iter().enumerate() {
+        assert_eq!((c.number, c.id.clone()), (i + 1, format!("claim_{}", i + 1)), "renumbered");
+        assert!(!c.text.trim().is_empty(), "a claim has its words");
+        assert!(c.claim_type.as_deref().is_none_or(|t| fact_check::TYPES.contains(&t)));
+    }
+    let claims = if extraction.claims.is_empty() {
+        fact_check::read_claims("CLAIM 1: a\nCLAIM 2: b").claims
+    } else {
+        extraction.claims
+    };
+    let check = fact_check::read_check(text, &claims);
+    assert_eq!(check.verifications.len(), claims.len(), "one verification per claim");
+    for v in &check.verifications {
+        assert!(fact_check::VERDICTS.contains(&v.verdict.as_str()), "{:?}", v.verdict);
+        assert!(v.addressed || (v.verdict == "UNVERIFIABLE" && v.confidence == "LOW"));
+        assert!(
+            v.correction.is_none() || v.verdict == "DISPUTED",
+            "a correction only when disputed"
+        );
+    }
+    assert_eq!(check.parse_success, check.verifications.iter().any(|v| v.addressed));
+    assert!(fact_check::read_score(text).is_none_or(|s| s <= 100));
     for item in peer_review::read_action_items(text) {
         assert!(item.severity.as_deref().is_none_or(|s| peer_review::SEVERITIES.contains(&s)));
         assert!(item.effort.as_deref().is_none_or(|e| ["Low", "Medium", "High"].contains(&e)));

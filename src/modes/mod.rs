@@ -16,6 +16,7 @@ pub mod debate;
 pub mod delphi;
 #[cfg(feature = "demo-mode")]
 pub mod demo;
+pub mod fact_check;
 pub mod jury;
 pub mod numbers;
 pub mod peer_review;

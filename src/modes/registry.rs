@@ -153,6 +153,7 @@ pub static MODES: &[&ModeSpec] = &[
     &super::blueprint::SPEC,
     &super::peer_review::SPEC,
     &super::confidence_weighted::SPEC,
+    &super::fact_check::SPEC,
     // A demonstration mode the test suite turns on (the `demo-mode` feature); not shipped.
     #[cfg(feature = "demo-mode")]
     &super::demo::SPEC,

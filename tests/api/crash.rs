@@ -43,6 +43,9 @@ fn requests() -> Vec<Value> {
                 "modeConfig": { "content": "Three services, one managed cluster, GitHub Actions." } }),
         json!({ "mode": "confidence_weighted", "question": "What is caffeine's half-life in adults?",
                 "modeConfig": { "models": panel, "synthesisModel": "sim/delta" } }),
+        json!({ "mode": "fact_check", "question": "Fact-check this paragraph.",
+                "modeConfig": { "content": "The Eiffel Tower was completed in 1889. It is 330 metres tall.",
+                                "checkerModels": panel } }),
     ]
 }
 
@@ -244,6 +247,11 @@ fn check_whole(mode: &str, r: &Value) {
             assert!(len(&r["specialists"]) == 3 && len(&r["failedSpecialists"]) == 0, "{r}");
             assert!(r["synthesis"]["integratedAssessment"].is_string(), "{r}");
             assert_eq!(r["material"]["source"], "content", "{r}");
+        }
+        "fact_check" => {
+            assert_eq!(r["contentSource"], "user_provided", "{r}");
+            assert!(r["content"].is_string() && r["report"]["report"].is_string(), "{r}");
+            assert!(len(&r["checks"]) == 3 || len(&r["claims"]) == 0, "{r}");
         }
         other => panic!("unknown mode {other}"),
     }

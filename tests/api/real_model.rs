@@ -529,6 +529,68 @@ async fn peer_review_against_the_real_model() {
 }
 
 #[actix_web::test]
+async fn fact_check_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "fact_check", "question": "Fact-check this paragraph.",
+                "modeConfig": { "content": "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is about 330 metres tall. It was the tallest structure in the world until 1930.",
+                                "extractorModel": MODEL, "checkerModels": [MODEL, CHAIR],
+                                "reporterModel": CHAIR } }),
+    )
+    .await;
+    check_run("fact_check", &stored, &events);
+    let result = &stored["result"];
+    let claims = result["claims"].as_array().cloned().unwrap_or_default();
+    show(
+        "fact-check extraction",
+        result["extract"]["model"].as_str().unwrap_or(""),
+        &json!({ "claims": claims, "parseSuccess": result["extract"]["parseSuccess"] }),
+    );
+    for (i, c) in claims.iter().enumerate() {
+        assert_eq!(c["id"], format!("claim_{}", i + 1));
+        assert!(
+            c["type"].is_null()
+                || c["type"].as_str().is_some_and(|t| t.chars().all(|ch| ch.is_ascii_uppercase())),
+            "{c}"
+        );
+    }
+    let (mut parsed, mut unparsed) = (0, 0);
+    for k in result["checks"].as_array().cloned().unwrap_or_default() {
+        show("fact-check check", k["model"].as_str().unwrap_or(""), &k["verifications"]);
+        // One verification per claim; an unaddressed claim is never given a verdict of its own.
+        let vs = k["verifications"].as_array().cloned().unwrap_or_default();
+        if k["failed"] != true {
+            assert_eq!(vs.len(), claims.len(), "{k}");
+        }
+        for v in &vs {
+            assert!(
+                v["addressed"] == true
+                    || (v["verdict"] == "UNVERIFIABLE" && v["confidence"] == "LOW"),
+                "{v}"
+            );
+            assert!(v["correction"].is_null() || v["verdict"] == "DISPUTED", "{v}");
+        }
+        if k["parseSuccess"] == true {
+            parsed += 1;
+        } else {
+            unparsed += 1;
+        }
+    }
+    count("fact-check checks", parsed, unparsed);
+    for c in result["consensus"].as_array().cloned().unwrap_or_default() {
+        assert!(c["agreementRate"].as_u64().is_some_and(|a| a <= 100), "{c}");
+    }
+    if stored["status"] == "completed" {
+        assert_eq!(stored["answer"], result["report"]["report"]);
+        let score = &result["report"]["reliabilityScore"];
+        assert!(score.is_null() || score.as_u64().is_some_and(|s| s <= 100), "{score}");
+    }
+    app.stop().await;
+}
+
+#[actix_web::test]
 async fn chain_against_the_real_model() {
     let Some(url) = real_model().await else { return };
     let app = app_for(&url).await;

@@ -161,6 +161,21 @@ async fn check_every_mode(app: &TestApp) {
     assert!(p["statistics"]["consensusOverall"].is_number(), "{}", p["statistics"]);
     assert!(!all(&p["consolidation"]["actionItems"], "actionItems").is_empty(), "{p}");
     assert!(has_payload(&peer_review["answer"]), "{}", peer_review["answer"]);
+    let fact_check = run(
+        app,
+        json!({ "mode": "fact_check", "question": "What is the history of the HTML sanitiser?",
+                "modeConfig": { "generatorModel": "sim/xss-a",
+                                "checkerModels": ["sim/xss-b", "sim/xss-c"], "reporterModel": "sim/xss-a" } }),
+    )
+    .await;
+    let f = &fact_check["result"];
+    assert!(has_payload(&f["content"]), "{f}");
+    assert!(!all(&f["claims"], "claims").is_empty(), "{f}");
+    for c in all(&f["checks"], "checks") {
+        assert_eq!(c["parseSuccess"], true, "{c}");
+    }
+    assert!(f["report"]["reliabilityScore"].is_number(), "{f}");
+    assert!(has_payload(&fact_check["answer"]), "{}", fact_check["answer"]);
     let panel = run(
         app,
         json!({ "mode": "specialist_panel", "question": "Assess our plan to sanitise model output",

@@ -1,0 +1,1530 @@
+//! Fact-Check mode (specs/15-fact-check.md): the content (given, or generated from the
+//! question) is cut into numbered, typed, checkable claims; every checker judges every claim
+//! on its own, in parallel; the server forms each claim's consensus (models never do this
+//! arithmetic); one reporter writes the reliability report.
+//!
+//! Each stage is stored the moment it completes (generate, extract, each checker, the
+//! consensus, the report), so a cancelled or interrupted run keeps what finished. Replies are
+//! read only where they state a claim, a verdict, a confidence or a score; what is not stated
+//! is reported as such (`type: null`, `parseSuccess: false`, `addressed: false`,
+//! `confidenceStated: false`, `reliabilityScore: null`), never guessed.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{
+    empty_is_failure, mark_from_rows, role_failed, title_prompt, Batch, Calls, Routed, SplitMix64,
+    TitleTracker, TITLE_KEY,
+};
+use super::reading::answer_text;
+use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
+use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
+    RunContext, StageRow, ValidRequest,
+};
+
+const SIM_CHECKERS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
+const SEED_CHECKERS: [&str; 3] =
+    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
+const GLOBAL_TIMER: &str = "global";
+const GENERATE_ORDER: i32 = 0;
+const EXTRACT_ORDER: i32 = 1;
+const VERIFY_ORDER: i32 = 10;
+const CONSENSUS_ORDER: i32 = 11;
+const REPORT_ORDER: i32 = 99;
+
+/// Fact-Check's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FactCheckRequest {
+    /// The text to fact-check. Without it the generator answers the question and its answer
+    /// is checked.
+    pub content: Option<Text<MAX_CONTENT_CHARS>>,
+    /// Answers the question when no content is given (default: the first Council model).
+    pub generator_model: Option<ModelId>,
+    /// Lists the checkable claims (default: the first Council model).
+    pub extractor_model: Option<ModelId>,
+    /// The checkers, 1 to 4 distinct models; each judges every claim on its own (default:
+    /// Council's three).
+    #[schemars(length(min = 1, max = 4))]
+    pub checker_models: Option<Vec<ModelId>>,
+    /// Writes the reliability report (default: the first Council model).
+    pub reporter_model: Option<ModelId>,
+    /// Longer content is cut to this many characters, with a note: 500 to 50000 (20000).
+    #[schemars(range(min = 500, max = 50000))]
+    pub max_content_length: Option<i64>,
+    /// Per-call timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 180000))]
+    pub timeout_ms: Option<i64>,
+    /// The whole run's time limit in milliseconds (600000): the stage in flight finishes, the
+    /// report follows if the checks are done, else the run fails.
+    #[schemars(range(min = 60000, max = 1800000))]
+    pub global_timeout_ms: Option<i64>,
+}
+
+/// The stored configuration of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FactCheckConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    pub generator_model: String,
+    pub extractor_model: String,
+    pub checker_models: Vec<String>,
+    pub reporter_model: String,
+    pub max_content_length: usize,
+    pub timeout_ms: u64,
+    pub global_timeout_ms: u64,
+    /// The server's backup for the extractor (`[fallback] facilitator`), when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facilitator_fallback_model: Option<String>,
+    /// The server's backup for the reporter (`[fallback] chairman`), when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chairman_fallback_model: Option<String>,
+}
+
+/// A text compared ignoring case and spacing.
+pub fn norm(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).flat_map(char::to_lowercase).collect()
+}
+
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg: FactCheckRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let content = match &cfg.content {
+        None => None,
+        Some(c) => Some(
+            c.trimmed()
+                .ok_or_else(|| FieldError::new("modeConfig.content", "must not be empty"))?,
+        ),
+    };
+    let first = || (if defaults.offline { SIM_CHECKERS[0] } else { SEED_CHECKERS[0] }).to_string();
+    let generator_model =
+        request::model(cfg.generator_model.as_ref(), "modeConfig.generatorModel")?
+            .unwrap_or_else(first);
+    let extractor_model =
+        request::model(cfg.extractor_model.as_ref(), "modeConfig.extractorModel")?
+            .unwrap_or_else(first);
+    let reporter_model = request::model(cfg.reporter_model.as_ref(), "modeConfig.reporterModel")?
+        .unwrap_or_else(first);
+    let checker_models = request::models(
+        cfg.checker_models.as_deref(),
+        "modeConfig.checkerModels",
+        1..=4,
+        Some("A fact-check needs at least 1 checker"),
+        Some("A fact-check has at most 4 checkers"),
+    )?
+    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_CHECKERS } else { &SEED_CHECKERS }));
+    for (i, m) in checker_models.iter().enumerate() {
+        if let Some(j) = checker_models[..i].iter().position(|x| x == m) {
+            return Err(FieldError::new(
+                "modeConfig.checkerModels",
+                format!(
+                    "item {i} repeats item {j} ({m}); the checks must be independent, so each \
+                     checker is a different model"
+                ),
+            ));
+        }
+    }
+    let max_content_length = request::whole(
+        cfg.max_content_length,
+        "modeConfig.maxContentLength",
+        500..=50_000,
+        20_000,
+    )?;
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
+        "modeConfig.timeoutMs",
+        10_000..=180_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let global_timeout_ms = request::timeout(
+        cfg.global_timeout_ms,
+        "modeConfig.globalTimeoutMs",
+        60_000..=1_800_000,
+        600_000,
+    )?;
+    let singles: Vec<&str> = if content.is_none() {
+        vec![&generator_model, &extractor_model, &reporter_model]
+    } else {
+        vec![&extractor_model, &reporter_model]
+    };
+    let models = request::distinct(&[&checker_models], &singles);
+    let config = FactCheckConfig {
+        content,
+        facilitator_fallback_model: Fallbacks::for_role(
+            &defaults.fallback.facilitator,
+            &extractor_model,
+        ),
+        chairman_fallback_model: Fallbacks::for_role(&defaults.fallback.chairman, &reporter_model),
+        generator_model,
+        extractor_model,
+        checker_models,
+        reporter_model,
+        max_content_length: max_content_length as usize,
+        timeout_ms,
+        global_timeout_ms,
+    };
+    Ok(ValidRequest {
+        mode: SPEC.kind(),
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models,
+    })
+}
+
+/// Fact-Check in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "fact_check",
+    label: "Fact-Check",
+    description: "Checkable claims are extracted from the content (or a generated answer), 1-4 checkers judge each one independently, the server forms a majority consensus, and a reliability report follows.",
+    multi_turn: false,
+    question: Question { label: "What to fact-check", required: Some("Question is required") },
+    roles: &[
+        Role {
+            id: "checker",
+            label: "Checkers",
+            field: Some("checkerModels"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_CHECKERS,
+            default: &SEED_CHECKERS,
+        },
+        Role {
+            id: "generator",
+            label: "Generator (answers the question when no content is given)",
+            field: Some("generatorModel"),
+            panel: false,
+            fallback: None,
+            sim_default: &[SIM_CHECKERS[0]],
+            default: &[SEED_CHECKERS[0]],
+        },
+        // The reporter before the extractor: `conclave run`'s `--chairman` names the first
+        // single-model role with a backup, and the reporter is the one that writes the result.
+        Role {
+            id: "reporter",
+            label: "Reporter",
+            field: Some("reporterModel"),
+            panel: false,
+            fallback: Some("chairman"),
+            sim_default: &[SIM_CHECKERS[0]],
+            default: &[SEED_CHECKERS[0]],
+        },
+        Role {
+            id: "extractor",
+            label: "Extractor",
+            field: Some("extractorModel"),
+            panel: false,
+            fallback: Some("facilitator"),
+            sim_default: &[SIM_CHECKERS[0]],
+            default: &[SEED_CHECKERS[0]],
+        },
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<FactCheckRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(FactCheck::new(config, ctx)?)),
+    load_result,
+    outcome,
+    example: || {
+        json!({ "mode": "fact_check", "question": "Fact-check this paragraph.",
+                "modeConfig": { "content": "The Eiffel Tower was completed in 1889 for the World's Fair. It is 330 metres tall and was the tallest man-made structure in the world until 1930.",
+                                "checkerModels": ["sim/alpha", "sim/beta", "sim/gamma"] } })
+    },
+    sim: Some(sim_answer),
+};
+
+// ---- prompts -------------------------------------------------------------------------------
+
+pub const GENERATE_HEAD: &str = "You are writing a factual answer that will be fact-checked.";
+pub const EXTRACT_HEAD: &str = "You are the claim extractor of a fact-check.";
+pub const VERIFY_HEAD: &str = "You are an independent fact-checker.";
+pub const REPORT_HEAD: &str = "You are the reporter of a fact-check.";
+pub const CONTENT_START: &str = "=== CONTENT ===";
+pub const CONTENT_END: &str = "=== END OF CONTENT ===";
+pub const CLAIMS_START: &str = "=== CLAIMS ===";
+pub const CLAIMS_END: &str = "=== END OF CLAIMS ===";
+
+pub const TYPES: [&str; 6] =
+    ["STATISTIC", "DATE", "ATTRIBUTION", "TECHNICAL", "COMPARISON", "CAUSAL"];
+pub const VERDICTS: [&str; 3] = ["VERIFIED", "DISPUTED", "UNVERIFIABLE"];
+pub const CONFIDENCES: [&str; 3] = ["HIGH", "MEDIUM", "LOW"];
+
+pub fn generate_prompt(question: &str) -> String {
+    format!(
+        "{GENERATE_HEAD} Answer the question below thoroughly, rich in concrete facts, figures, \
+         dates, names and causes, each stated plainly so it can be checked.\n\nQuestion: {question}"
+    )
+}
+
+pub fn extract_prompt(content: &str) -> String {
+    format!(
+        "{EXTRACT_HEAD} List every checkable claim in the content below: figures, dates, causes, \
+         comparisons, attributions and technical statements. Leave out opinions, hedges, \
+         definitions and predictions.\n\n{CONTENT_START}\n{content}\n{CONTENT_END}\n\n\
+         Reply with one block per claim, numbered from 1, in exactly this format:\n\n\
+         CLAIM 1: <the claim as worded in the content>\nContext: <the sentence it is in>\n\
+         Type: STATISTIC|DATE|ATTRIBUTION|TECHNICAL|COMPARISON|CAUSAL\n\n\
+         End with `EXTRACTION SUMMARY: <one line>`. If there is no checkable claim, reply only \
+         `CLAIMS: NONE`."
+    )
+}
+
+fn claims_text(claims: &[Claim]) -> String {
+    let mut s = String::new();
+    for c in claims {
+        s.push_str(&format!("CLAIM {}: {}\n", c.number, c.text));
+        if let Some(ctx) = &c.context {
+            s.push_str(&format!("Context: {ctx}\n"));
+        }
+        s.push_str(&format!("Type: {}\n\n", c.claim_type.as_deref().unwrap_or("UNTYPED")));
+    }
+    s
+}
+
+pub fn verify_prompt(content: &str, claims: &[Claim]) -> String {
+    format!(
+        "{VERIFY_HEAD} Judge each numbered claim below on your own knowledge; the content is \
+         given for context only.\n\n{CONTENT_START}\n{content}\n{CONTENT_END}\n\n{CLAIMS_START}\n\
+         {}{CLAIMS_END}\n\nReply with one block per claim, using its number, in exactly this \
+         format:\n\nVERIFICATION 1: VERIFIED|DISPUTED|UNVERIFIABLE\nEvidence: <what you know \
+         that supports or contradicts it>\nCorrection: <the correct statement if DISPUTED, else \
+         N/A>\nConfidence: HIGH|MEDIUM|LOW",
+        claims_text(claims)
+    )
+}
+
+fn consensus_text(claims: &[Claim], consensus: &[Consensus], checks: &[Check]) -> String {
+    let mut s = String::new();
+    for (c, k) in claims.iter().zip(consensus) {
+        s.push_str(&format!(
+            "CLAIM {}: {}\nConsensus: {} ({}% agreement, confidence {})\n",
+            c.number, c.text, k.verdict, k.agreement_rate, k.consensus_confidence
+        ));
+        for check in checks.iter().filter(|x| x.parse_success) {
+            if let Some(v) = check.verifications.iter().find(|v| v.claim_id == c.id) {
+                s.push_str(&format!(
+                    "- Checker {} ({}): {} ({}); evidence: {}\n",
+                    check.checker_index + 1,
+                    check.model,
+                    v.verdict,
+                    v.confidence,
+                    v.evidence.as_deref().unwrap_or("none given")
+                ));
+            }
+        }
+        if let Some(corr) = &k.correction {
+            s.push_str(&format!("Correction: {corr}\n"));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+pub fn report_prompt(
+    content: &str,
+    claims: &[Claim],
+    consensus: &[Consensus],
+    checks: &[Check],
+    counts: &Counts,
+) -> String {
+    format!(
+        "{REPORT_HEAD} Independent checkers judged the claims of the content below; the server \
+         formed each claim's consensus. Write the reliability report.\n\n{CONTENT_START}\n\
+         {content}\n{CONTENT_END}\n\n{CLAIMS_START}\n{}{CLAIMS_END}\n\nCounts: {} verified, {} \
+         disputed, {} unverifiable ({} claims).\n\nReply with these sections:\n\
+         ## Content Summary\n## Overall Reliability Score: <a number from 0 to 100>\n(justify \
+         it: 90-100 highly reliable, 70-89 mostly reliable, 50-69 mixed, 30-49 many errors, 0-29 \
+         unreliable)\n## Evidence Table\n## Detailed Findings\n(grouped by verdict)\n\
+         ## Annotated Content\n(the text with [VERIFIED], [DISPUTED] or [UNVERIFIABLE] after \
+         each claim)\n## Methodology",
+        consensus_text(claims, consensus, checks),
+        counts.verified,
+        counts.disputed,
+        counts.unverifiable,
+        counts.total
+    )
+}
+
+// ---- reading replies -----------------------------------------------------------------------
+
+fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
+}
+
+/// A line without its leading white space, bullets, `#`, `**` and `__`.
+pub fn bare(line: &str) -> &str {
+    let mut s = line.trim_start();
+    loop {
+        let t = s
+            .trim_start_matches(['#', '>', '•', '·'])
+            .trim_start_matches("**")
+            .trim_start_matches("__")
+            .trim_start();
+        let t = match t.strip_prefix(['-', '*', '+']) {
+            Some(rest) if rest.starts_with(char::is_whitespace) => rest.trim_start(),
+            _ => t,
+        };
+        if t.len() == s.len() {
+            return s;
+        }
+        s = t;
+    }
+}
+
+/// Bold and code markup around a value removed.
+fn clean(value: &str) -> String {
+    let mut v = value.trim();
+    loop {
+        let t = v.trim_start_matches("**").trim_start_matches("__").trim_start_matches('`');
+        let t = t.trim_end_matches("**").trim_end_matches("__").trim_end_matches('`').trim();
+        if t.len() == v.len() {
+            return t.to_string();
+        }
+        v = t;
+    }
+}
+
+/// A numbered heading `<word> 3:` (also `#3`, `claim_3`, `Claim 3`, then `:`, `.` or a dash):
+/// the number and the rest of the line.
+fn numbered(word: &str, line: &str) -> Option<(u64, String)> {
+    static CLAIM: OnceLock<Regex> = OnceLock::new();
+    static VERIFY: OnceLock<Regex> = OnceLock::new();
+    let pattern = |w: &str| {
+        format!(
+            r"(?i)^{w}\s*(?:\*\*|__)?\s*(?:#\s*|claim[_\s]*)?(\d{{1,6}})\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(.*))?$"
+        )
+    };
+    let r = match word {
+        "claim" => re(&CLAIM, &pattern("claim")),
+        _ => re(&VERIFY, &pattern("verification")),
+    };
+    let c = r.captures(line)?;
+    Some((c[1].parse().ok()?, clean(c.get(2).map_or("", |m| m.as_str()))))
+}
+
+/// A `Name: value` field line among `names`: the lower-case name and the value.
+fn field<'a>(line: &'a str, names: &str) -> Option<(String, &'a str)> {
+    static CLAIM: OnceLock<Regex> = OnceLock::new();
+    static CHECK: OnceLock<Regex> = OnceLock::new();
+    static SUMMARY: OnceLock<Regex> = OnceLock::new();
+    let cell = match names {
+        "context|type" => &CLAIM,
+        "extraction summary" => &SUMMARY,
+        _ => &CHECK,
+    };
+    let r = re(cell, &format!(r"(?i)^({names})\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?"));
+    let c = r.captures(line)?;
+    Some((c.get(1)?.as_str().to_lowercase(), &line[c.get(0)?.end()..]))
+}
+
+/// One checkable claim, renumbered `claim_1`… in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Claim {
+    pub id: String,
+    pub number: usize,
+    pub text: String,
+    pub context: Option<String>,
+    /// One of [`TYPES`]; null when the type is missing or unknown.
+    #[serde(rename = "type")]
+    pub claim_type: Option<String>,
+}
+
+/// The extractor's reply as read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extraction {
+    pub claims: Vec<Claim>,
+    /// `CLAIMS: NONE` was stated (and no claim listed).
+    pub none_stated: bool,
+}
+
+impl Extraction {
+    /// Claims were listed, or none were said to exist: the reply followed the format.
+    pub fn parse_success(&self) -> bool {
+        !self.claims.is_empty() || self.none_stated
+    }
+}
+
+/// The type a value names exactly; None otherwise.
+pub fn type_of(value: &str) -> Option<String> {
+    let v = clean(value).trim_end_matches(['.', ',', ';']).trim().to_uppercase();
+    TYPES.contains(&v.as_str()).then_some(v)
+}
+
+/// Reads the extractor's claims (its answer part only).
+pub fn read_claims(reply: &str) -> Extraction {
+    static NONE: OnceLock<Regex> = OnceLock::new();
+    let none_re = re(&NONE, r"(?i)^claims\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*none\b");
+    let text = answer_text(reply);
+    struct Block {
+        text: String,
+        context: Option<String>,
+        claim_type: Option<Option<String>>,
+    }
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut open = false;
+    let mut none_stated = false;
+    for raw in text.lines() {
+        let line = bare(raw);
+        if none_re.is_match(line) {
+            none_stated = true;
+            open = false;
+            continue;
+        }
+        if let Some((_, rest)) = numbered("claim", line) {
+            blocks.push(Block { text: rest, context: None, claim_type: None });
+            open = true;
+            continue;
+        }
+        if field(line, "extraction summary").is_some() {
+            open = false;
+            continue;
+        }
+        let Some(b) = blocks.last_mut().filter(|_| open) else { continue };
+        if let Some((name, value)) = field(line, "context|type") {
+            if name == "context" && b.context.is_none() {
+                let v = clean(value);
+                b.context = Some(v).filter(|v| !v.is_empty());
+            } else if name == "type" && b.claim_type.is_none() {
+                b.claim_type = Some(type_of(value));
+            }
+            continue;
+        }
+        // A heading with its claim on the next line.
+        if b.text.is_empty() && !line.trim().is_empty() {
+            b.text = clean(line);
+        }
+    }
+    let mut claims: Vec<Claim> = Vec::new();
+    for b in blocks {
+        let t = b.text.trim().trim_matches('"').trim().to_string();
+        if t.is_empty() || claims.iter().any(|c| norm(&c.text) == norm(&t)) {
+            continue;
+        }
+        let n = claims.len() + 1;
+        claims.push(Claim {
+            id: format!("claim_{n}"),
+            number: n,
+            text: t,
+            context: b.context,
+            claim_type: b.claim_type.flatten(),
+        });
+    }
+    let none_stated = none_stated && claims.is_empty();
+    Extraction { claims, none_stated }
+}
+
+/// Claims by type (`UNTYPED` for a null type), in [`TYPES`] order.
+pub fn type_breakdown(claims: &[Claim]) -> Value {
+    let mut m = serde_json::Map::new();
+    for t in TYPES.iter().copied().chain(["UNTYPED"]) {
+        let n = claims.iter().filter(|c| c.claim_type.as_deref().unwrap_or("UNTYPED") == t).count();
+        if n > 0 {
+            m.insert(t.into(), json!(n));
+        }
+    }
+    Value::Object(m)
+}
+
+/// The one verdict a text states; None when it states none, several, or a negated one
+/// (`not verified`, `unverified`).
+pub fn verdict_of(text: &str) -> Option<&'static str> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let r = re(&RE, r"(?i)\b(not\s+|un)?(verified|disputed|unverifiable)\b");
+    let mut found: Option<&'static str> = None;
+    for c in r.captures_iter(text) {
+        if c.get(1).is_some() {
+            return None;
+        }
+        let v = VERDICTS.into_iter().find(|v| v.eq_ignore_ascii_case(&c[2]))?;
+        match found {
+            Some(f) if f != v => return None,
+            _ => found = Some(v),
+        }
+    }
+    found
+}
+
+/// The one confidence a value states (`HIGH`, `medium.`); None otherwise.
+pub fn confidence_of(value: &str) -> Option<&'static str> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let r = re(&RE, r"(?i)\b(high|medium|low)\b");
+    let found: Vec<String> = r.find_iter(value).map(|m| m.as_str().to_uppercase()).collect();
+    let first = found.first()?;
+    if found.iter().any(|f| f != first) {
+        return None;
+    }
+    CONFIDENCES.into_iter().find(|c| c == first)
+}
+
+/// One checker's judgement of one claim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    pub claim_id: String,
+    pub verdict: String,
+    pub evidence: Option<String>,
+    /// Only on a DISPUTED verdict; null when `N/A`, `none`, `-` or empty.
+    pub correction: Option<String>,
+    pub confidence: String,
+    /// False when the reply stated no confidence (LOW is used).
+    pub confidence_stated: bool,
+    /// False when the checker did not address the claim (UNVERIFIABLE, LOW).
+    pub addressed: bool,
+}
+
+/// A checker's reply as read against the claims.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckReading {
+    pub verifications: Vec<Verification>,
+    pub parse_success: bool,
+}
+
+fn no_correction(v: &str) -> bool {
+    let t = v.trim().trim_end_matches('.').trim().to_lowercase();
+    matches!(t.as_str(), "" | "n/a" | "na" | "none" | "-" | "—" | "–")
+}
+
+/// Reads a checker's verifications (its answer part only), one per claim in claim order.
+pub fn read_check(reply: &str, claims: &[Claim]) -> CheckReading {
+    struct Block {
+        number: usize,
+        heading_verdict: Option<&'static str>,
+        fields: Vec<(String, String)>,
+    }
+    let text = answer_text(reply);
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut open = false;
+    let mut spanning: Option<usize> = None;
+    for raw in text.lines() {
+        let line = bare(raw);
+        if let Some((n, rest)) = numbered("verification", line) {
+            let n = usize::try_from(n).unwrap_or(0);
+            open = (1..=claims.len()).contains(&n) && !blocks.iter().any(|b| b.number == n);
+            spanning = None;
+            if open {
+                blocks.push(Block {
+                    number: n,
+                    heading_verdict: verdict_of(&rest),
+                    fields: vec![],
+                });
+            }
+            continue;
+        }
+        if numbered("claim", line).is_some() {
+            (open, spanning) = (false, None);
+            continue;
+        }
+        let Some(b) = blocks.last_mut().filter(|_| open) else { continue };
+        if let Some((name, value)) = field(line, "verdict|evidence|correction|confidence") {
+            spanning = None;
+            if !b.fields.iter().any(|(n, _)| *n == name) {
+                if name == "evidence" || name == "correction" {
+                    spanning = Some(b.fields.len());
+                }
+                b.fields.push((name, clean(value)));
+            }
+            continue;
+        }
+        if raw.trim_start().starts_with('#') {
+            (open, spanning) = (false, None);
+            continue;
+        }
+        if let Some(v) = spanning.and_then(|i| b.fields.get_mut(i)) {
+            if !raw.trim().is_empty() {
+                if !v.1.is_empty() {
+                    v.1.push('\n');
+                }
+                v.1.push_str(raw.trim());
+            }
+        }
+    }
+    let mut addressed_any = false;
+    let verifications = claims
+        .iter()
+        .map(|c| {
+            let block = blocks.iter().find(|b| b.number == c.number);
+            let get = |name: &str| {
+                block.and_then(|b| {
+                    b.fields.iter().find(|(n, _)| n == name).map(|(_, v)| v.trim().to_string())
+                })
+            };
+            let verdict = block.and_then(|b| {
+                b.heading_verdict.or_else(|| get("verdict").and_then(|v| verdict_of(&v)))
+            });
+            let Some(verdict) = verdict else {
+                return Verification {
+                    claim_id: c.id.clone(),
+                    verdict: "UNVERIFIABLE".into(),
+                    evidence: None,
+                    correction: None,
+                    confidence: "LOW".into(),
+                    confidence_stated: false,
+                    addressed: false,
+                };
+            };
+            addressed_any = true;
+            let confidence = get("confidence").as_deref().and_then(confidence_of);
+            Verification {
+                claim_id: c.id.clone(),
+                verdict: verdict.into(),
+                evidence: get("evidence").filter(|e| !e.is_empty()),
+                correction: get("correction")
+                    .filter(|v| verdict == "DISPUTED" && !no_correction(v)),
+                confidence: confidence.unwrap_or("LOW").into(),
+                confidence_stated: confidence.is_some(),
+                addressed: true,
+            }
+        })
+        .collect();
+    CheckReading { verifications, parse_success: addressed_any }
+}
+
+/// The reliability score the report states: the first number after `Reliability Score` on the
+/// last line naming it (rounded, clamped to 0-100); None when that line states none, or only
+/// the template's range (`<0-100>`).
+pub fn read_score(reply: &str) -> Option<u32> {
+    static NAME: OnceLock<Regex> = OnceLock::new();
+    static NUM: OnceLock<Regex> = OnceLock::new();
+    let name = re(&NAME, r"(?i)reliability\s+score");
+    let num = re(&NUM, r"^[^0-9]*?(-?\d+(?:\.\d+)?)\s*(-\s*\d)?");
+    let text = answer_text(reply);
+    let line = text.lines().rev().find(|l| name.is_match(l))?;
+    let at = name.find_iter(line).next()?.end();
+    let c = num.captures(&line[at..])?;
+    if c.get(2).is_some() {
+        return None;
+    }
+    let v: f64 = c[1].parse().ok()?;
+    Some(v.round().clamp(0.0, 100.0) as u32)
+}
+
+// ---- consensus -----------------------------------------------------------------------------
+
+/// A claim's consensus over the usable checkers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Consensus {
+    pub claim_id: String,
+    pub verdict: String,
+    pub agreement_rate: u32,
+    pub consensus_confidence: String,
+    /// The tie rule that decided, when the checkers tied (`verified=disputed→DISPUTED`…).
+    pub tie_rule: Option<String>,
+    /// The checkers did not all give the same verdict.
+    pub split: bool,
+    pub correction: Option<String>,
+    /// How many usable checkers gave each verdict.
+    pub votes: Value,
+}
+
+/// The verdict counts over the claims' consensus.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    pub verified: usize,
+    pub disputed: usize,
+    pub unverifiable: usize,
+    /// Claims the checkers did not agree on (whatever the consensus).
+    pub split: usize,
+    pub total: usize,
+}
+
+/// One claim's consensus from its verifications, in checker order.
+pub fn consensus_of(claim_id: &str, votes: &[&Verification]) -> Consensus {
+    let count = |v: &str| votes.iter().filter(|x| x.verdict == v).count();
+    let (nv, nd, nu) = (count("VERIFIED"), count("DISPUTED"), count("UNVERIFIABLE"));
+    let top = nv.max(nd).max(nu);
+    let at_top: Vec<&str> = [("VERIFIED", nv), ("DISPUTED", nd), ("UNVERIFIABLE", nu)]
+        .into_iter()
+        .filter(|(_, n)| *n == top)
+        .map(|(v, _)| v)
+        .collect();
+    let (verdict, tie_rule) = match at_top.as_slice() {
+        [one] => (*one, None),
+        ["VERIFIED", "DISPUTED"] => ("DISPUTED", Some("verified=disputed→DISPUTED")),
+        ["VERIFIED", "UNVERIFIABLE"] => ("VERIFIED", Some("verified=unverifiable→VERIFIED")),
+        ["DISPUTED", "UNVERIFIABLE"] => ("DISPUTED", Some("disputed=unverifiable→DISPUTED")),
+        _ => ("DISPUTED", Some("three-way→DISPUTED")),
+    };
+    let holders: Vec<&&Verification> = votes.iter().filter(|x| x.verdict == verdict).collect();
+    let agreement_rate = if votes.is_empty() {
+        0
+    } else {
+        ((100 * holders.len()) as f64 / votes.len() as f64).round() as u32
+    };
+    let consensus_confidence = if tie_rule.is_some() {
+        "LOW"
+    } else {
+        let mut best: Option<(usize, &str)> = None;
+        for c in CONFIDENCES {
+            let n = holders.iter().filter(|h| h.confidence == c).count();
+            // Ties toward the lower: later (lower) confidences win equal counts.
+            if n > 0 && best.is_none_or(|(b, _)| n >= b) {
+                best = Some((n, c));
+            }
+        }
+        best.map_or("LOW", |(_, c)| c)
+    };
+    let correction = (verdict == "DISPUTED")
+        .then(|| {
+            let corrections: Vec<&str> = votes
+                .iter()
+                .filter(|x| x.verdict == "DISPUTED")
+                .filter_map(|x| x.correction.as_deref())
+                .collect();
+            let mut best: Option<(usize, &str)> = None;
+            for c in &corrections {
+                let n = corrections.iter().filter(|o| norm(o) == norm(c)).count();
+                if best.is_none_or(|(b, _)| n > b) {
+                    best = Some((n, c));
+                }
+            }
+            best.map(|(_, c)| c.to_string())
+        })
+        .flatten();
+    Consensus {
+        claim_id: claim_id.to_string(),
+        verdict: verdict.into(),
+        agreement_rate,
+        consensus_confidence: consensus_confidence.into(),
+        tie_rule: tie_rule.map(str::to_string),
+        split: [nv, nd, nu].iter().filter(|n| **n > 0).count() > 1,
+        correction,
+        votes: json!({ "VERIFIED": nv, "DISPUTED": nd, "UNVERIFIABLE": nu }),
+    }
+}
+
+/// Every claim's consensus over the usable checks, and the counts.
+pub fn consensus(claims: &[Claim], checks: &[Check]) -> (Vec<Consensus>, Counts) {
+    let usable: Vec<&Check> = checks.iter().filter(|c| c.parse_success).collect();
+    let list: Vec<Consensus> = claims
+        .iter()
+        .map(|c| {
+            let votes: Vec<&Verification> = usable
+                .iter()
+                .filter_map(|k| k.verifications.iter().find(|v| v.claim_id == c.id))
+                .collect();
+            consensus_of(&c.id, &votes)
+        })
+        .collect();
+    let n = |v: &str| list.iter().filter(|c| c.verdict == v).count();
+    let counts = Counts {
+        verified: n("VERIFIED"),
+        disputed: n("DISPUTED"),
+        unverifiable: n("UNVERIFIABLE"),
+        split: list.iter().filter(|c| c.split).count(),
+        total: list.len(),
+    };
+    (list, counts)
+}
+
+/// The server's report when the reporter and its backup failed: a table and the counts.
+pub fn fallback_report(claims: &[Claim], consensus: &[Consensus], counts: &Counts) -> String {
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let mut s = String::from(
+        "The reporter could not be reached, so this is the server's summary of the checks.\n\n\
+         | Claim | Verdict | Agreement | Correction |\n|---|---|---|---|\n",
+    );
+    for (c, k) in claims.iter().zip(consensus) {
+        s.push_str(&format!(
+            "| {}. {} | {}{} | {}% | {} |\n",
+            c.number,
+            cell(&c.text),
+            k.verdict,
+            if k.tie_rule.is_some() {
+                " (no majority: tie rule)"
+            } else if k.split {
+                " (not unanimous)"
+            } else {
+                ""
+            },
+            k.agreement_rate,
+            k.correction.as_deref().map_or("—".into(), cell)
+        ));
+    }
+    s.push_str(&format!(
+        "\n{} verified, {} disputed, {} unverifiable of {} claims.",
+        counts.verified, counts.disputed, counts.unverifiable, counts.total
+    ));
+    s
+}
+
+// ---- the state machine ---------------------------------------------------------------------
+
+/// One checker's completed check, as `checker_complete` gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Check {
+    /// 0-based, in the order of `checkerModels`.
+    pub checker_index: usize,
+    pub model: String,
+    pub verifications: Vec<Verification>,
+    /// Verdicts as stated (unaddressed claims count UNVERIFIABLE).
+    pub summary: Value,
+    pub parse_success: bool,
+    pub response_time_ms: i64,
+    /// The call failed (after the engine's retries): no verifications.
+    #[serde(default)]
+    pub failed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+fn summary_of(vs: &[Verification]) -> Value {
+    let n = |v: &str| vs.iter().filter(|x| x.verdict == v).count();
+    json!({ "verified": n("VERIFIED"), "disputed": n("DISPUTED"), "unverifiable": n("UNVERIFIABLE"),
+            "unaddressed": vs.iter().filter(|x| !x.addressed).count() })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Generating,
+    Extracting,
+    Verifying,
+    Reporting,
+    Done,
+}
+
+pub struct FactCheck {
+    config: FactCheckConfig,
+    ctx: RunContext,
+    phase: Phase,
+    /// The content checked (cut to `maxContentLength`), once known.
+    content: String,
+    truncated: bool,
+    claims: Vec<Claim>,
+    batch: Batch,
+    checks: Vec<Check>,
+    consensus: Vec<Consensus>,
+    counts: Counts,
+    deadline_passed: bool,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+fn stage_order(stage: &str) -> i32 {
+    match stage {
+        "generate" => GENERATE_ORDER,
+        "extract" => EXTRACT_ORDER,
+        "verify" => VERIFY_ORDER,
+        "report" => REPORT_ORDER,
+        _ => 0,
+    }
+}
+
+/// Content cut to `max` characters: the text and whether it was cut.
+pub fn cut(text: &str, max: usize) -> (String, bool) {
+    if text.chars().count() > max {
+        (text.chars().take(max).collect(), true)
+    } else {
+        (text.to_string(), false)
+    }
+}
+
+impl FactCheck {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: FactCheckConfig = stored_config("fact_check", config)?;
+        if !(1..=4).contains(&config.checker_models.len()) {
+            return Err("the stored fact_check configuration has no 1 to 4 checkers".into());
+        }
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let batch = Batch::new("verify", config.checker_models.len());
+        Ok(FactCheck {
+            config,
+            ctx,
+            phase: Phase::Generating,
+            content: String::new(),
+            truncated: false,
+            claims: Vec::new(),
+            batch,
+            checks: Vec::new(),
+            consensus: Vec::new(),
+            counts: Counts::default(),
+            deadline_passed: false,
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn source(&self) -> &'static str {
+        if self.config.content.is_some() {
+            "user_provided"
+        } else {
+            "generated"
+        }
+    }
+
+    fn call(&self, key: &str, model: &str, prompt: String, stage: &str, role: &str) -> CallSpec {
+        CallSpec::new(
+            key,
+            model,
+            vec![ChatMessage::user(prompt)],
+            stage,
+            role,
+            self.config.timeout_ms,
+        )
+    }
+
+    fn deadline_fail(&mut self, stage: &str) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        self.title.fail(format!(
+            "The fact-check's time limit ({} s) passed during the {stage}; the stages that \
+             finished are kept.",
+            self.config.global_timeout_ms / 1000
+        ))
+    }
+
+    fn extract(&mut self, text: &str) -> Vec<Effect> {
+        let (content, truncated) = cut(text, self.config.max_content_length);
+        self.content = content;
+        self.truncated = truncated;
+        self.phase = Phase::Extracting;
+        let spec = self.call(
+            "extract",
+            &self.config.extractor_model.clone(),
+            extract_prompt(&self.content),
+            "extract",
+            "extractor",
+        );
+        let backup = self.config.facilitator_fallback_model.clone();
+        vec![
+            Effect::emit("extract_start", json!({})),
+            self.calls.solo(spec, EXTRACT_ORDER, backup.as_deref()),
+        ]
+    }
+
+    fn on_generate(&mut self, reply: CallReply) -> Vec<Effect> {
+        let text = match &reply.result {
+            Ok(t) => answer_text(t).trim().to_string(),
+            Err(e) => {
+                self.phase = Phase::Done;
+                return self.title.fail(format!(
+                    "The generator ({}) failed: {}; with no content there is nothing to check.",
+                    reply.model, e.message
+                ));
+            }
+        };
+        let ms = reply.response_time_ms as i64;
+        let data = json!({ "model": reply.model, "content": text, "responseTimeMs": ms });
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "generate".into(),
+                stage_order: GENERATE_ORDER,
+                model: Some(reply.model.clone()),
+                role: Some("generator".into()),
+                content: text.clone(),
+                parsed_data: Some(json!({ "model": reply.model, "responseTimeMs": ms })),
+                response_time_ms: Some(ms),
+            }),
+            Effect::emit("generate_complete", json!({ "data": data })),
+        ];
+        if self.deadline_passed {
+            out.extend(self.deadline_fail("generation"));
+            return out;
+        }
+        out.extend(self.extract(&text));
+        out
+    }
+
+    fn on_extract(&mut self, routed: Routed) -> Vec<Effect> {
+        let reply = &routed.reply;
+        let text = match &reply.result {
+            Ok(t) => t.clone(),
+            Err(e) => {
+                self.phase = Phase::Done;
+                return self.title.fail(format!(
+                    "{}; no claims could be listed.",
+                    role_failed("extractor", &routed, e)
+                ));
+            }
+        };
+        let reading = read_claims(&text);
+        self.claims = reading.claims.clone();
+        let ms = reply.response_time_ms as i64;
+        let mut data = json!({
+            "model": reply.model, "claims": self.claims, "typeBreakdown": type_breakdown(&self.claims),
+            "truncated": self.truncated, "parseSuccess": reading.parse_success(),
+            "responseTimeMs": ms,
+        });
+        if let Some(from) = &routed.fallback_from {
+            data["fallbackFrom"] = json!(from);
+        }
+        let mut stored = data.clone();
+        stored["content"] = json!(self.content);
+        stored["contentSource"] = json!(self.source());
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "extract".into(),
+                stage_order: EXTRACT_ORDER,
+                model: Some(reply.model.clone()),
+                role: Some("extractor".into()),
+                content: answer_text(&text).trim().to_string(),
+                parsed_data: Some(stored),
+                response_time_ms: Some(ms),
+            }),
+            Effect::emit("extract_complete", json!({ "data": data })),
+        ];
+        if self.claims.is_empty() {
+            let note = if reading.none_stated {
+                "No checkable claims were found in the content: the extractor listed none, so \
+                 nothing was checked."
+            } else {
+                "No checkable claims could be read from the extractor's reply (it did not list \
+                 them in the expected format), so nothing was checked."
+            };
+            out.extend(self.finish_report(None, note.to_string(), None, false, None));
+            return out;
+        }
+        if self.deadline_passed {
+            out.extend(self.deadline_fail("extraction"));
+            return out;
+        }
+        self.phase = Phase::Verifying;
+        out.push(Effect::emit(
+            "verify_start",
+            json!({ "data": { "checkerCount": self.config.checker_models.len(),
+                              "claimCount": self.claims.len() } }),
+        ));
+        let prompt = verify_prompt(&self.content, &self.claims);
+        for (i, model) in self.config.checker_models.clone().iter().enumerate() {
+            out.push(Effect::Call(self.call(
+                &self.batch.key(i),
+                model,
+                prompt.clone(),
+                "verify",
+                "checker",
+            )));
+        }
+        out
+    }
+
+    fn on_check(&mut self, reply: &CallReply) -> Vec<Effect> {
+        let Some(i) = reply.key.strip_prefix("verify:").and_then(|n| n.parse::<usize>().ok())
+        else {
+            return Vec::new();
+        };
+        let ms = reply.response_time_ms as i64;
+        let model = self.config.checker_models.get(i).cloned().unwrap_or_default();
+        let (check, content) = match &reply.result {
+            Ok(text) => {
+                let r = read_check(text, &self.claims);
+                let check = Check {
+                    checker_index: i,
+                    model: reply.model.clone(),
+                    summary: summary_of(&r.verifications),
+                    verifications: r.verifications,
+                    parse_success: r.parse_success,
+                    response_time_ms: ms,
+                    failed: false,
+                    error: None,
+                };
+                (check, answer_text(text).trim().to_string())
+            }
+            Err(e) => (
+                Check {
+                    checker_index: i,
+                    model,
+                    verifications: Vec::new(),
+                    summary: Value::Null,
+                    parse_success: false,
+                    response_time_ms: ms,
+                    failed: true,
+                    error: Some(e.message.clone()),
+                },
+                e.message.clone(),
+            ),
+        };
+        let out = vec![
+            Effect::Store(StageRow {
+                stage_type: format!("verify_{i}"),
+                stage_order: VERIFY_ORDER,
+                model: Some(reply.model.clone()),
+                role: Some("checker".into()),
+                content,
+                parsed_data: Some(json!(check)),
+                response_time_ms: Some(ms),
+            }),
+            Effect::emit("checker_complete", json!({ "data": check })),
+        ];
+        self.checks.push(check);
+        out
+    }
+
+    fn all_checked(&mut self) -> Vec<Effect> {
+        self.checks.sort_by_key(|c| c.checker_index);
+        let usable = self.checks.iter().filter(|c| c.parse_success).count();
+        if usable == 0 {
+            self.phase = Phase::Done;
+            return self.title.fail(format!(
+                "None of the {} checkers gave a usable check (each failed or addressed no \
+                 claim); the {} claims are kept.",
+                self.checks.len(),
+                self.claims.len()
+            ));
+        }
+        let (consensus, counts) = consensus(&self.claims, &self.checks);
+        self.consensus = consensus;
+        self.counts = counts;
+        let data = json!({ "consensus": self.consensus, "counts": self.counts,
+                           "usableCheckers": usable });
+        let prompt =
+            report_prompt(&self.content, &self.claims, &self.consensus, &self.checks, &self.counts);
+        let spec =
+            self.call("report", &self.config.reporter_model.clone(), prompt, "report", "reporter");
+        self.phase = Phase::Reporting;
+        let backup = self.config.chairman_fallback_model.clone();
+        vec![
+            Effect::Store(StageRow::computed("consensus", CONSENSUS_ORDER, data.clone())),
+            Effect::emit("all_checkers_complete", json!({ "data": data })),
+            Effect::emit("report_start", json!({})),
+            self.calls.solo(spec, REPORT_ORDER, backup.as_deref()),
+        ]
+    }
+
+    fn on_report(&mut self, routed: Routed) -> Vec<Effect> {
+        let reply = &routed.reply;
+        let ms = Some(reply.response_time_ms as i64);
+        match &reply.result {
+            Ok(text) => {
+                let report = answer_text(text).trim().to_string();
+                let score = read_score(text);
+                let from = routed.fallback_from.clone();
+                self.finish_report(Some(reply.model.clone()), report, score, false, ms.zip(from))
+            }
+            Err(_) => {
+                let report = fallback_report(&self.claims, &self.consensus, &self.counts);
+                self.finish_report(None, report, None, true, None)
+            }
+        }
+    }
+
+    /// The report (the reporter's, the server's table, or the no-claims note), stored, sent,
+    /// and the run's answer.
+    fn finish_report(
+        &mut self,
+        model: Option<String>,
+        report: String,
+        score: Option<u32>,
+        fallback: bool,
+        timed_from: Option<(i64, String)>,
+    ) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let mut summary = json!({ "verified": self.counts.verified, "disputed": self.counts.disputed,
+                                  "unverifiable": self.counts.unverifiable });
+        if self.truncated {
+            summary["note"] = json!(format!(
+                "The content was longer than {} characters and was cut; only the first {} were \
+                 checked.",
+                self.config.max_content_length, self.config.max_content_length
+            ));
+        }
+        let mut data = json!({
+            "model": model, "report": report, "reliabilityScore": score, "summary": summary,
+            "fallback": fallback,
+            "responseTimeMs": timed_from.as_ref().map(|t| t.0),
+        });
+        if let Some((_, from)) = &timed_from {
+            data["fallbackFrom"] = json!(from);
+        }
+        let mut stored = data.clone();
+        if let Some(o) = stored.as_object_mut() {
+            o.remove("report");
+        }
+        let mut event = json!({ "data": data });
+        self.calls.mark(&mut event);
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "report".into(),
+                stage_order: REPORT_ORDER,
+                model: model.clone(),
+                role: Some("reporter".into()),
+                content: report.clone(),
+                parsed_data: Some(stored),
+                response_time_ms: timed_from.as_ref().map(|t| t.0),
+            }),
+            Effect::emit("report_complete", event),
+        ];
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: report });
+        out
+    }
+}
+
+impl Mode for FactCheck {
+    fn start(&mut self) -> Vec<Effect> {
+        let mut config = json!({
+            "contentSource": self.source(), "extractorModel": self.config.extractor_model,
+            "checkerModels": self.config.checker_models, "reporterModel": self.config.reporter_model,
+            "maxContentLength": self.config.max_content_length,
+        });
+        if self.config.content.is_none() {
+            config["generatorModel"] = json!(self.config.generator_model);
+            if self.config.checker_models.contains(&self.config.generator_model) {
+                config["biasWarning"] = json!(format!(
+                    "{} wrote the content and also checks it; its checks may favour its own \
+                     answer.",
+                    self.config.generator_model
+                ));
+            }
+        }
+        let mut out = vec![
+            Effect::emit(
+                "factcheck_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
+                        "mode": "fact_check", "config": config }),
+            ),
+            Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
+        ];
+        let title_model = match &self.config.content {
+            Some(content) => {
+                let content = content.clone();
+                out.extend(self.extract(&content));
+                self.config.extractor_model.clone()
+            }
+            None => {
+                out.push(Effect::emit("generate_start", json!({})));
+                let model = self.config.generator_model.clone();
+                out.push(Effect::Call(self.call(
+                    "generate",
+                    &model,
+                    generate_prompt(&self.ctx.question),
+                    "generate",
+                    "generator",
+                )));
+                model
+            }
+        };
+        out.extend(self.title.call(
+            &title_model,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
+        let Some(routed) = routed else { return out };
+        let key = routed.reply.key.clone();
+        match self.phase {
+            Phase::Generating if key == "generate" => out.extend(self.on_generate(routed.reply)),
+            Phase::Extracting if key == "extract" => out.extend(self.on_extract(routed)),
+            Phase::Verifying
+                if key.starts_with("verify:") && self.batch.accept(routed.reply.clone()) =>
+            {
+                out.extend(self.on_check(&routed.reply));
+                if self.batch.complete() {
+                    out.extend(self.all_checked());
+                }
+            }
+            Phase::Reporting if key == "report" => out.extend(self.on_report(routed)),
+            _ => {}
+        }
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    /// The global cap: the stage in flight finishes; the report follows if the checks are
+    /// done, else the run fails.
+    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
+        if key == GLOBAL_TIMER {
+            self.deadline_passed = true;
+        }
+        Vec::new()
+    }
+}
+
+// ---- the stored result ---------------------------------------------------------------------
+
+/// `{content, contentSource, generate, extract, claims, checks, consensus, counts, report,
+/// partial, failedModels}` from the stored rows, as the events gave them.
+pub fn load_result(rows: &[StageRow]) -> Value {
+    let row = |t: &str| rows.iter().find(|r| r.stage_type == t);
+    let generate = row("generate").map(|g| {
+        let mut d = g.parsed_data.clone().unwrap_or(json!({}));
+        d["content"] = json!(g.content);
+        d
+    });
+    let extract_row = row("extract");
+    let mut extract = extract_row.and_then(|r| r.parsed_data.clone());
+    let content = extract
+        .as_ref()
+        .map(|e| e["content"].clone())
+        .or_else(|| generate.as_ref().map(|g| g["content"].clone()));
+    let source = match &extract {
+        Some(e) => e["contentSource"].clone(),
+        None if generate.is_some() => json!("generated"),
+        None => Value::Null,
+    };
+    if let Some(o) = extract.as_mut().and_then(Value::as_object_mut) {
+        o.remove("content");
+        o.remove("contentSource");
+    }
+    let claims = extract.as_ref().map_or(json!([]), |e| e["claims"].clone());
+    let mut checks: Vec<Check> = rows
+        .iter()
+        .filter(|r| {
+            r.stage_type.strip_prefix("verify_").is_some_and(|n| n.parse::<usize>().is_ok())
+        })
+        .filter_map(|r| serde_json::from_value(r.parsed_data.clone()?).ok())
+        .collect();
+    checks.sort_by_key(|c| c.checker_index);
+    let consensus = row("consensus").and_then(|r| r.parsed_data.clone());
+    let report = row("report").map(|r| {
+        let mut d = r.parsed_data.clone().unwrap_or(json!({}));
+        d["report"] = json!(r.content);
+        d
+    });
+    let mut result = json!({
+        "content": content, "contentSource": source, "generate": generate, "extract": extract,
+        "claims": claims, "checks": checks,
+        "consensus": consensus.as_ref().map_or(Value::Null, |c| c["consensus"].clone()),
+        "counts": consensus.as_ref().map_or(Value::Null, |c| c["counts"].clone()),
+        "usableCheckers": consensus.as_ref().map_or(Value::Null, |c| c["usableCheckers"].clone()),
+        "report": report,
+    });
+    mark_from_rows(&mut result, rows);
+    result
+}
+
+fn outcome(result: &Value) -> Option<String> {
+    let r = result.get("report").filter(|r| !r.is_null())?;
+    let c = &result["counts"];
+    let score = match &r["reliabilityScore"] {
+        Value::Null => "no reliability score".to_string(),
+        v => format!("reliability {v}/100"),
+    };
+    if c.is_null() {
+        return Some(format!(
+            "no checkable claims: {}",
+            short(r["report"].as_str().unwrap_or(""), 60)
+        ));
+    }
+    Some(format!(
+        "{score}: {} verified, {} disputed, {} unverifiable of {} claims",
+        c["verified"], c["disputed"], c["unverifiable"], c["total"]
+    ))
+}
+
+// ---- sim answers ---------------------------------------------------------------------------
+
+fn between<'a>(prompt: &'a str, start: &str, end: &str) -> &'a str {
+    prompt
+        .split_once(start)
+        .and_then(|(_, rest)| rest.split_once(end))
+        .map_or("", |(c, _)| c.trim())
+}
+
+/// The sentences of a text that state a number (the sim's "checkable claims").
+fn sim_claims(content: &str) -> Vec<String> {
+    content
+        .split_inclusive(['.', '!', '?'])
+        .map(str::trim)
+        .filter(|s| s.chars().any(|c| c.is_ascii_digit()) && s.len() > 12 && !s.contains('<'))
+        .map(|s| s.replace('\n', " "))
+        .take(8)
+        .collect()
+}
+
+fn sim_answer(ask: &SimAsk) -> Option<String> {
+    let p = ask.prompt;
+    let who = ask.model;
+    let mut rng = SplitMix64::new(ask.seed);
+    if p.starts_with(GENERATE_HEAD) {
+        if ask.malformed {
+            return Some(format!("[simulated answer from {who}] It depends; opinions differ."));
+        }
+        return Some(format!(
+            "[simulated answer from {who}]\n\nThe Eiffel Tower was completed in 1889 for the \
+             World's Fair in Paris. It is about 330 metres tall. It was the tallest man-made \
+             structure in the world until 1930, when the Chrysler Building passed it. About 7 \
+             million people visit it every year.\n\n{}Many consider it beautiful. (This answer is \
+             simulated: no real model was asked.)",
+            ask.hostile_paragraph()
+        ));
+    }
+    if p.starts_with(EXTRACT_HEAD) {
+        let content = between(p, CONTENT_START, CONTENT_END);
+        let found = sim_claims(content);
+        if found.is_empty() {
+            return Some("CLAIMS: NONE".into());
+        }
+        if ask.malformed {
+            return Some(format!(
+                "[simulated extraction from {who}] The text makes a few claims, mostly about \
+                 dates and sizes: {}",
+                found.join(" ")
+            ));
+        }
+        let mut s = String::new();
+        for (i, c) in found.iter().enumerate() {
+            let t = TYPES[rng.below(3)];
+            s.push_str(&format!("**CLAIM {}:** {c}\nContext: {c}\nType: {t}\n\n", i + 1));
+        }
+        s.push_str(&format!("EXTRACTION SUMMARY: {} claims.", found.len()));
+        return Some(s);
+    }
+    if p.starts_with(VERIFY_HEAD) {
+        let listed = between(p, CLAIMS_START, CLAIMS_END);
+        let numbers: Vec<u64> =
+            listed.lines().filter_map(|l| numbered("claim", l).map(|(n, _)| n)).collect();
+        if ask.malformed {
+            return Some(format!(
+                "[simulated check from {who}] Most of this looks right to me, though I am not \
+                 sure about the height."
+            ));
+        }
+        let mut s = format!("[simulated check from {who}]\n\n");
+        for n in numbers {
+            let roll = rng.below(10);
+            let (verdict, correction) = match roll {
+                0..=5 => ("VERIFIED", "N/A"),
+                6..=7 => ("DISPUTED", "The figure is stated differently in the sources."),
+                _ => ("UNVERIFIABLE", "N/A"),
+            };
+            let confidence = CONFIDENCES[rng.below(3)];
+            s.push_str(&format!(
+                "VERIFICATION {n}: {verdict}\nEvidence: Simulated evidence for claim {n}; no \
+                 source was consulted.\nCorrection: {correction}\nConfidence: {confidence}\n\n"
+            ));
+        }
+        s.push_str(&ask.hostile_paragraph());
+        return Some(s);
+    }
+    if p.starts_with(REPORT_HEAD) {
+        if ask.malformed {
+            return Some(format!(
+                "[simulated report from {who}] Broadly reliable, with a few shaky figures."
+            ));
+        }
+        let score = 50 + rng.below(46);
+        return Some(format!(
+            "[simulated report from {who}]\n\n## Content Summary\n\n{}The content makes dated, \
+             numeric claims.\n\n## Overall Reliability Score: {score}/100\n\nMost claims held up \
+             under the checks.\n\n## Evidence Table\n\nAs computed by the server.\n\n\
+             ## Detailed Findings\n\nSee the verdicts per claim.\n\n## Annotated Content\n\nThe \
+             text with its verdicts.\n\n## Methodology\n\nIndependent checkers, majority \
+             consensus. (This report is simulated: no real model was asked.)",
+            ask.hostile_paragraph()
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+#[path = "fact_check_tests.rs"]
+mod tests;

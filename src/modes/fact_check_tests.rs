@@ -1,0 +1,433 @@
+//! Fact-Check driven with fake replies, and its parsers on recorded-style and adversarial
+//! outputs.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::validate;
+
+fn config(content: Option<&str>, checkers: &[&str]) -> Value {
+    let mut c = json!({ "generatorModel": "gen", "extractorModel": "ext", "checkerModels": checkers,
+                        "reporterModel": "rep", "maxContentLength": 20000, "timeoutMs": 120000,
+                        "globalTimeoutMs": 600000, "chairmanFallbackModel": "spare",
+                        "facilitatorFallbackModel": "spare2" });
+    if let Some(t) = content {
+        c["content"] = json!(t);
+    }
+    c
+}
+
+fn mode(content: Option<&str>, checkers: &[&str]) -> FactCheck {
+    FactCheck::new(&config(content, checkers), ctx("Fact-check this", vec![], true)).unwrap()
+}
+
+const EXTRACTION: &str = "<think>CLAIM 9: a thought, not a claim</think>Here are the claims.\n\n\
+**CLAIM 1:** The tower was completed in 1889.\nContext: The tower was completed in 1889 for the fair.\n\
+Type: DATE\n\n### Claim #2 - It is 330 metres tall.\n- **Context:** It is 330 metres tall.\n\
+- **Type:** statistic\n\nclaim_3. the tower was  COMPLETED in 1889.\nType: DATE\n\n\
+CLAIM 4:\nIt was the tallest structure until 1930.\nType: STATISTIC|COMPARISON\nType: COMPARISON\n\n\
+EXTRACTION SUMMARY: 4 claims.\nCLAIM 5: after the summary, still a claim\n";
+
+const CHECK: &str = "<think>VERIFICATION 1: DISPUTED</think>\n\
+VERIFICATION 1: **VERIFIED**\nEvidence: Completed March 1889.\nThe fair opened in May.\n\
+Correction: N/A\nConfidence: High\n\n## Verification #2 — see verdict\nVerdict: DISPUTED\n\
+Evidence: It is 330 m including antennas.\nCorrection: It is 300 m without antennas.\n\
+Confidence: medium\n\nVERIFICATION 2: VERIFIED\nEvidence: second block ignored\n\n\
+VERIFICATION 7: VERIFIED\nVERIFICATION 3: not verified\nConfidence: HIGH\n";
+
+fn claims(n: usize) -> Vec<Claim> {
+    (1..=n)
+        .map(|i| Claim {
+            id: format!("claim_{i}"),
+            number: i,
+            text: format!("claim {i}"),
+            context: None,
+            claim_type: None,
+        })
+        .collect()
+}
+
+// ---- parsers -------------------------------------------------------------------------------
+
+#[test]
+fn claims_are_read_where_stated_deduplicated_and_renumbered() {
+    let e = read_claims(EXTRACTION);
+    let texts: Vec<&str> = e.claims.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "The tower was completed in 1889.",
+            "It is 330 metres tall.",
+            "It was the tallest structure until 1930.",
+            "after the summary, still a claim"
+        ]
+    );
+    assert_eq!(e.claims[0].claim_type.as_deref(), Some("DATE"));
+    assert_eq!(e.claims[1].claim_type.as_deref(), Some("STATISTIC"));
+    assert_eq!(e.claims[1].context.as_deref(), Some("It is 330 metres tall."));
+    // The echoed template is no type, and the first occurrence wins.
+    assert_eq!(e.claims[2].claim_type, None);
+    assert_eq!(e.claims[3].claim_type, None);
+    assert_eq!(
+        e.claims.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        ["claim_1", "claim_2", "claim_3", "claim_4"]
+    );
+    assert!(e.parse_success());
+    assert_eq!(type_breakdown(&e.claims), json!({ "DATE": 1, "STATISTIC": 1, "UNTYPED": 2 }));
+}
+
+#[test]
+fn none_stated_is_not_the_same_as_unreadable() {
+    let none = read_claims("**Claims:** None — the text is opinion only.");
+    assert!(none.claims.is_empty() && none.none_stated && none.parse_success());
+    let prose = read_claims("I think the text says the tower is tall and old.");
+    assert!(prose.claims.is_empty() && !prose.none_stated && !prose.parse_success());
+}
+
+#[test]
+fn verifications_are_read_where_stated_and_never_guessed() {
+    let r = read_check(CHECK, &claims(4));
+    assert!(r.parse_success);
+    let v = &r.verifications;
+    assert_eq!((v[0].verdict.as_str(), v[0].confidence.as_str()), ("VERIFIED", "HIGH"));
+    assert_eq!(v[0].evidence.as_deref(), Some("Completed March 1889.\nThe fair opened in May."));
+    assert_eq!(v[0].correction, None);
+    // The heading names no verdict: the Verdict line does; the first block wins.
+    assert_eq!((v[1].verdict.as_str(), v[1].confidence.as_str()), ("DISPUTED", "MEDIUM"));
+    assert_eq!(v[1].correction.as_deref(), Some("It is 300 m without antennas."));
+    // "not verified" states no verdict: unaddressed, never VERIFIED.
+    assert_eq!((v[2].verdict.as_str(), v[2].addressed), ("UNVERIFIABLE", false));
+    assert_eq!((v[3].verdict.as_str(), v[3].confidence.as_str()), ("UNVERIFIABLE", "LOW"));
+    assert!(!v[3].addressed && !v[3].confidence_stated);
+}
+
+#[test]
+fn hedges_echoes_and_refusals_state_no_verdict() {
+    assert_eq!(verdict_of("VERIFIED|DISPUTED|UNVERIFIABLE"), None);
+    assert_eq!(verdict_of("verified or disputed"), None);
+    assert_eq!(verdict_of("unverified"), None);
+    assert_eq!(verdict_of("**Disputed**"), Some("DISPUTED"));
+    assert_eq!(verdict_of("UNVERIFIABLE."), Some("UNVERIFIABLE"));
+    assert_eq!(confidence_of("high or low"), None);
+    let r = read_check("I cannot verify claims about real events.", &claims(2));
+    assert!(!r.parse_success);
+    assert!(r.verifications.iter().all(|v| !v.addressed && v.verdict == "UNVERIFIABLE"));
+    // A correction on a verified claim is dropped.
+    let r = read_check("VERIFICATION 1: VERIFIED\nCorrection: should be 1890", &claims(1));
+    assert_eq!(r.verifications[0].correction, None);
+    assert!(!r.verifications[0].confidence_stated);
+}
+
+#[test]
+fn the_score_is_the_last_line_naming_it_and_never_the_template() {
+    assert_eq!(read_score("## Overall Reliability Score: 85/100\n"), Some(85));
+    assert_eq!(
+        read_score("Reliability Score: 40%\n\n**Overall reliability score:** 72.6"),
+        Some(73)
+    );
+    assert_eq!(read_score("## Overall Reliability Score: <0-100>"), None);
+    assert_eq!(read_score("## Overall Reliability Score: N/A"), None);
+    assert_eq!(read_score("Reliability score: 140"), Some(100));
+    assert_eq!(read_score("<think>Reliability Score: 10</think>no score here"), None);
+}
+
+fn v(verdict: &str, confidence: &str, correction: Option<&str>) -> Verification {
+    Verification {
+        claim_id: "claim_1".into(),
+        verdict: verdict.into(),
+        evidence: None,
+        correction: correction.map(str::to_string),
+        confidence: confidence.into(),
+        confidence_stated: true,
+        addressed: true,
+    }
+}
+
+#[test]
+fn consensus_follows_the_tie_rules() {
+    let c = |vs: Vec<Verification>| {
+        let refs: Vec<&Verification> = vs.iter().collect();
+        consensus_of("claim_1", &refs)
+    };
+    let k = c(vec![
+        v("VERIFIED", "HIGH", None),
+        v("VERIFIED", "LOW", None),
+        v("DISPUTED", "HIGH", Some("x")),
+    ]);
+    assert_eq!((k.verdict.as_str(), k.agreement_rate, k.tie_rule.clone()), ("VERIFIED", 67, None));
+    assert_eq!(k.consensus_confidence, "LOW", "ties toward the lower");
+    assert!(k.split);
+    let k = c(vec![v("VERIFIED", "HIGH", None), v("DISPUTED", "HIGH", Some("It is 300 m"))]);
+    assert_eq!((k.verdict.as_str(), k.consensus_confidence.as_str()), ("DISPUTED", "LOW"));
+    assert_eq!(k.tie_rule.as_deref(), Some("verified=disputed→DISPUTED"));
+    assert_eq!(k.correction.as_deref(), Some("It is 300 m"));
+    let k = c(vec![v("VERIFIED", "HIGH", None), v("UNVERIFIABLE", "HIGH", None)]);
+    assert_eq!(k.verdict, "VERIFIED");
+    let k = c(vec![v("DISPUTED", "HIGH", None), v("UNVERIFIABLE", "HIGH", None)]);
+    assert_eq!((k.verdict.as_str(), k.correction.clone()), ("DISPUTED", None));
+    let k = c(vec![
+        v("VERIFIED", "HIGH", None),
+        v("UNVERIFIABLE", "HIGH", None),
+        v("DISPUTED", "HIGH", None),
+    ]);
+    assert_eq!((k.verdict.as_str(), k.agreement_rate), ("DISPUTED", 33));
+    assert_eq!(k.tie_rule.as_deref(), Some("three-way→DISPUTED"));
+    let k = c(vec![
+        v("DISPUTED", "HIGH", Some("b")),
+        v("DISPUTED", "HIGH", Some("a  A")),
+        v("DISPUTED", "MEDIUM", Some("aa")),
+    ]);
+    assert_eq!((k.correction.as_deref(), k.consensus_confidence.as_str()), (Some("a  A"), "HIGH"));
+    assert!(!k.split);
+}
+
+proptest! {
+    /// Whatever a reply says, every claim gets exactly one verification, unaddressed ones are
+    /// UNVERIFIABLE/LOW, corrections only on DISPUTED, and the consensus is one of the verdicts
+    /// with an agreement in 0-100.
+    #[test]
+    fn parsers_never_invent(text in "(?s)(VERIFICATION [0-9]: (VERIFIED|DISPUTED|maybe)\n(Correction|Confidence|Evidence): [a-zA-Z/ ]{0,12}\n|CLAIM [0-9]: [a-z ]{0,10}\n|.{0,20}\n){0,12}") {
+        let cs = claims(3);
+        let r = read_check(&text, &cs);
+        prop_assert_eq!(r.verifications.len(), 3);
+        for x in &r.verifications {
+            prop_assert!(VERDICTS.contains(&x.verdict.as_str()));
+            prop_assert!(x.addressed || (x.verdict == "UNVERIFIABLE" && x.confidence == "LOW"));
+            prop_assert!(x.correction.is_none() || x.verdict == "DISPUTED");
+        }
+        prop_assert_eq!(r.parse_success, r.verifications.iter().any(|x| x.addressed));
+        let e = read_claims(&text);
+        for (i, c) in e.claims.iter().enumerate() {
+            prop_assert_eq!(c.number, i + 1);
+            prop_assert!(!c.text.is_empty());
+        }
+        let check = Check { checker_index: 0, model: "m".into(), summary: Value::Null,
+            verifications: r.verifications.clone(), parse_success: true, response_time_ms: 1,
+            failed: false, error: None };
+        let (list, counts) = consensus(&cs, &[check]);
+        prop_assert_eq!(counts.total, 3);
+        prop_assert_eq!(counts.verified + counts.disputed + counts.unverifiable, 3);
+        for k in list {
+            prop_assert!(k.agreement_rate <= 100);
+        }
+        let s = read_score(&text);
+        prop_assert!(s.is_none_or(|s| s <= 100));
+    }
+}
+
+// ---- validation ----------------------------------------------------------------------------
+
+fn defaults() -> Defaults {
+    Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() }
+}
+
+fn field_of(cfg: Value) -> String {
+    let body = json!({ "mode": "fact_check", "question": "q", "modeConfig": cfg });
+    validate(&body, &defaults()).unwrap_err().field
+}
+
+#[test]
+fn every_rule_is_a_400_naming_its_field() {
+    assert_eq!(field_of(json!({ "checkerModels": ["a", "a"] })), "modeConfig.checkerModels");
+    assert_eq!(field_of(json!({ "checkerModels": [] })), "modeConfig.checkerModels");
+    assert_eq!(
+        field_of(json!({ "checkerModels": ["a", "b", "c", "d", "e"] })),
+        "modeConfig.checkerModels"
+    );
+    assert_eq!(field_of(json!({ "maxContentLength": 499 })), "modeConfig.maxContentLength");
+    assert_eq!(field_of(json!({ "maxContentLength": 50001 })), "modeConfig.maxContentLength");
+    assert_eq!(field_of(json!({ "timeoutMs": 9999 })), "modeConfig.timeoutMs");
+    assert_eq!(field_of(json!({ "timeoutMs": 180001 })), "modeConfig.timeoutMs");
+    assert_eq!(field_of(json!({ "globalTimeoutMs": 59999 })), "modeConfig.globalTimeoutMs");
+    assert_eq!(field_of(json!({ "globalTimeoutMs": 1800001 })), "modeConfig.globalTimeoutMs");
+    assert_eq!(field_of(json!({ "content": "   " })), "modeConfig.content");
+    assert_eq!(field_of(json!({ "extractorModel": " " })), "modeConfig.extractorModel");
+    assert_eq!(field_of(json!({ "bogus": 1 })), "modeConfig.bogus");
+    let ok = validate(&json!({ "mode": "fact_check", "question": "q" }), &defaults()).unwrap();
+    assert_eq!(ok.config["checkerModels"], json!(SIM_CHECKERS));
+    assert_eq!(ok.config["maxContentLength"], 20000);
+    assert_eq!(ok.config["globalTimeoutMs"], 600000);
+}
+
+// ---- the state machine ---------------------------------------------------------------------
+
+#[test]
+fn a_generated_run_goes_generate_extract_verify_consensus_report() {
+    let mut m = mode(None, &["gen", "c2"]);
+    let start = m.start();
+    let cfg = emitted(&start, "factcheck_start").unwrap()["config"].clone();
+    assert_eq!(cfg["contentSource"], "generated");
+    assert!(cfg["biasWarning"].is_string(), "the generator also checks");
+    let gen = stage_calls(&start);
+    assert_eq!(gen[0].key, "generate");
+    let out = m.on_reply(ok(&gen[0], "The tower was completed in 1889."));
+    assert_eq!(events(&out), ["generate_complete", "extract_start"]);
+    let ext = stage_calls(&out);
+    let out = m.on_reply(ok(&ext[0], "CLAIM 1: The tower was completed in 1889.\nType: DATE"));
+    assert_eq!(events(&out), ["extract_complete", "verify_start"]);
+    let checks = stage_calls(&out);
+    assert_eq!(checks.len(), 2);
+    let a =
+        m.on_reply(ok(&checks[1], "VERIFICATION 1: DISPUTED\nCorrection: 1887\nConfidence: HIGH"));
+    assert_eq!(events(&a), ["checker_complete"]);
+    let b = m.on_reply(ok(&checks[0], "VERIFICATION 1: VERIFIED\nConfidence: HIGH"));
+    assert_eq!(events(&b), ["checker_complete", "all_checkers_complete", "report_start"]);
+    let all = emitted(&b, "all_checkers_complete").unwrap();
+    assert_eq!(all["data"]["consensus"][0]["verdict"], "DISPUTED");
+    assert_eq!(all["data"]["consensus"][0]["split"], true);
+    let rep = stage_calls(&b);
+    let out = m.on_reply(ok(&rep[0], "## Overall Reliability Score: 55\nMixed."));
+    let done = emitted(&out, "report_complete").unwrap();
+    assert_eq!(done["data"]["reliabilityScore"], 55);
+    assert_eq!(done["partial"], false);
+    assert!(finished(&out).unwrap().contains("Mixed"));
+    let mut all_rows = rows(&start);
+    for o in [&a, &b, &out] {
+        all_rows.extend(rows(o));
+    }
+    all_rows.sort_by_key(|r| r.stage_order);
+    let result = load_result(&all_rows);
+    assert_eq!(result["consensus"], all["data"]["consensus"]);
+    assert_eq!(result["report"], done["data"]);
+}
+
+#[test]
+fn the_run_is_stored_as_it_goes_and_reloads_as_it_ran() {
+    let mut m = mode(Some("The tower was completed in 1889. It is 330 m tall."), &["a", "b"]);
+    let mut all = m.start();
+    let ext = stage_calls(&all);
+    assert_eq!(ext[0].key, "extract");
+    let out = m.on_reply(ok(&ext[0], "CLAIM 1: completed in 1889\nCLAIM 2: 330 m tall"));
+    all.extend(out.clone());
+    let checks = stage_calls(&out);
+    let out = m.on_reply(err(&checks[0]));
+    all.extend(out.clone());
+    let out = m.on_reply(ok(&checks[1], "VERIFICATION 1: VERIFIED\nVERIFICATION 2: DISPUTED"));
+    all.extend(out.clone());
+    let rep = stage_calls(&out);
+    let out = m.on_reply(ok(&rep[0], "Reliability Score: 60"));
+    all.extend(out.clone());
+    let mut stored = rows(&all);
+    stored.sort_by_key(|r| r.stage_order);
+    let result = load_result(&stored);
+    let live_checks: Vec<Value> = all
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { event, data } if event == "checker_complete" => {
+                Some(data["data"].clone())
+            }
+            _ => None,
+        })
+        .collect();
+    let mut sorted = live_checks.clone();
+    sorted.sort_by_key(|c| c["checkerIndex"].as_u64());
+    assert_eq!(result["checks"], json!(sorted));
+    assert_eq!(result["contentSource"], "user_provided");
+    assert_eq!(result["claims"].as_array().unwrap().len(), 2);
+    let done = emitted(&all, "report_complete").unwrap();
+    assert_eq!(result["report"], done["data"]);
+    assert_eq!(result["partial"], true);
+    assert_eq!(result["failedModels"], done["failedModels"]);
+    assert_eq!(result["failedModels"][0]["model"], "a");
+}
+
+#[test]
+fn no_claims_means_no_checks_and_a_server_note() {
+    let mut m = mode(Some("I love it."), &["a"]);
+    let ext = stage_calls(&m.start());
+    let out = m.on_reply(ok(&ext[0], "CLAIMS: NONE"));
+    assert!(stage_calls(&out).is_empty());
+    let done = emitted(&out, "report_complete").unwrap();
+    assert_eq!(done["data"]["reliabilityScore"], Value::Null);
+    assert!(finished(&out).unwrap().contains("No checkable claims"));
+}
+
+#[test]
+fn failures_fail_where_the_spec_says_and_keep_the_rest() {
+    // The generator has no backup.
+    let mut m = mode(None, &["a"]);
+    let gen = stage_calls(&m.start());
+    assert!(failed(&m.on_reply(err(&gen[0]))).unwrap().contains("generator"));
+    // The extractor falls back, then fails.
+    let mut m = mode(Some("x 1"), &["a"]);
+    let ext = stage_calls(&m.start());
+    let out = m.on_reply(err(&ext[0]));
+    let backup = stage_calls(&out);
+    assert_eq!(backup[0].model, "spare2");
+    assert!(failed(&m.on_reply(err(&backup[0]))).unwrap().contains("extractor"));
+    // No usable checker: fail, claims kept.
+    let mut m = mode(Some("x 1"), &["a", "b"]);
+    let ext = stage_calls(&m.start());
+    let checks = stage_calls(&m.on_reply(ok(&ext[0], "CLAIM 1: x is 1")));
+    m.on_reply(err(&checks[0]));
+    let out = m.on_reply(ok(&checks[1], "No idea."));
+    assert!(failed(&out).unwrap().contains("usable"));
+    // Reporter and its backup fail: the server's table, fallback, no score.
+    let mut m = mode(Some("x 1"), &["a"]);
+    let ext = stage_calls(&m.start());
+    let checks = stage_calls(&m.on_reply(ok(&ext[0], "CLAIM 1: x is 1")));
+    let rep =
+        stage_calls(&m.on_reply(ok(&checks[0], "VERIFICATION 1: DISPUTED\nCorrection: x is 2")));
+    let backup = stage_calls(&m.on_reply(err(&rep[0])));
+    let out = m.on_reply(err(&backup[0]));
+    let done = emitted(&out, "report_complete").unwrap();
+    assert_eq!(
+        (done["data"]["fallback"].clone(), done["partial"].clone()),
+        (json!(true), json!(true))
+    );
+    assert_eq!(done["data"]["reliabilityScore"], Value::Null);
+    let answer = finished(&out).unwrap();
+    assert!(answer.contains("| 1. x is 1 | DISPUTED | 100% | x is 2 |"), "{answer}");
+}
+
+#[test]
+fn the_global_timeout_lets_the_stage_finish_then_fails_or_reports() {
+    let mut m = mode(Some("x 1"), &["a"]);
+    let ext = stage_calls(&m.start());
+    m.on_timer("global");
+    let out = m.on_reply(ok(&ext[0], "CLAIM 1: x is 1"));
+    assert!(emitted(&out, "extract_complete").is_some());
+    assert!(failed(&out).unwrap().contains("time limit"));
+    let mut m = mode(Some("x 1"), &["a"]);
+    let ext = stage_calls(&m.start());
+    let checks = stage_calls(&m.on_reply(ok(&ext[0], "CLAIM 1: x is 1")));
+    m.on_timer("global");
+    let out = m.on_reply(ok(&checks[0], "VERIFICATION 1: VERIFIED"));
+    assert!(failed(&out).is_none());
+    assert_eq!(stage_calls(&out)[0].key, "report");
+}
+
+#[test]
+fn long_content_is_cut_with_a_note() {
+    let long = "The year was 1900. ".repeat(100);
+    let mut cfg = config(Some(&long), &["a"]);
+    cfg["maxContentLength"] = json!(500);
+    let mut m = FactCheck::new(&cfg, ctx("q", vec![], false)).unwrap();
+    let ext = stage_calls(&m.start());
+    assert!(ext[0].messages[0].content.len() < 1200);
+    let out = m.on_reply(ok(&ext[0], "CLAIMS: NONE"));
+    assert_eq!(emitted(&out, "extract_complete").unwrap()["data"]["truncated"], true);
+    assert!(emitted(&out, "report_complete").unwrap()["data"]["summary"]["note"].is_string());
+}
+
+#[test]
+fn sim_answers_follow_the_format_and_the_messy_ones_do_not_mislead() {
+    let content = "The tower was completed in 1889. It is 330 metres tall. It is lovely.";
+    let ask = |prompt: &str, malformed: bool| {
+        let s =
+            SimAsk { model: "sim/beta", prompt, messages: &[], seed: 7, malformed, hostile: true };
+        sim_answer(&s).unwrap()
+    };
+    let e = read_claims(&ask(&extract_prompt(content), false));
+    assert_eq!(e.claims.len(), 2);
+    assert!(!read_claims(&ask(&extract_prompt(content), true)).parse_success());
+    let r = read_check(&ask(&verify_prompt(content, &e.claims), false), &e.claims);
+    assert!(r.parse_success && r.verifications.iter().all(|v| v.addressed));
+    assert!(!read_check(&ask(&verify_prompt(content, &e.claims), true), &e.claims).parse_success);
+    let (k, counts) = consensus(&e.claims, &[]);
+    let report = ask(&report_prompt(content, &e.claims, &k, &[], &counts), false);
+    assert!(read_score(&report).is_some());
+    assert!(report.contains("<script") || report.contains("<img"));
+}
