@@ -28,6 +28,7 @@ pub mod specialist_panel;
 pub mod stated;
 #[cfg(test)]
 pub mod testkit;
+pub mod tournament;
 pub mod vote;
 pub mod voting;
 

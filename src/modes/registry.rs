@@ -152,6 +152,7 @@ pub static MODES: &[&ModeSpec] = &[
     &super::specialist_panel::SPEC,
     &super::blueprint::SPEC,
     &super::peer_review::SPEC,
+    &super::tournament::SPEC,
     // A demonstration mode the test suite turns on (the `demo-mode` feature); not shipped.
     #[cfg(feature = "demo-mode")]
     &super::demo::SPEC,
