@@ -18,8 +18,8 @@ use std::sync::OnceLock;
 
 use conclave::modes::{
     self, blueprint, chain, clarity, common, council, debate, delphi, jury, peer_review, red_team,
-    specialist_panel, voting, CallError, CallErrorKind, CallReply, Defaults, Effect, ModeKind,
-    RunContext,
+    specialist_panel, tournament, voting, CallError, CallErrorKind, CallReply, Defaults, Effect,
+    ModeKind, RunContext,
 };
 use conclave::web::client_msg::{self, ClientMsg, MAX_RUN_ID_CHARS};
 use proptest::prelude::*;
@@ -445,6 +445,14 @@ fn check_text_parsers(text: &str, labels: &[String], options: &[String]) {
     match &synthesis.top_risk {
         Some(top) => assert!(top.level.is_some() && synthesis.risk_matrix.contains(top)),
         None => assert!(synthesis.risk_matrix.iter().all(|r| r.level.is_none())),
+    }
+    let verdict = tournament::parse_verdict(text);
+    if let Some(side) = verdict.winner {
+        let letter = match side {
+            tournament::Side::A => 'a',
+            tournament::Side::B => 'b',
+        };
+        assert!(text.to_lowercase().contains(letter), "a side the reply never names: {side:?}");
     }
     for note in chain::editor_notes(text) {
         assert!(!note.contains(']'), "a note runs past its bracket: {note:?}");
