@@ -137,7 +137,7 @@ export function createView(ctx) {
           bracketSection.done();
           const champ = el("div", { class: "tn-match tn-champion-box" },
             el("div", { class: "tn-slots" }, el("div", { class: "tn-slot tn-win" },
-              el("span", { class: "tn-seed" }, `#${d.seed}`), " ", el("span", { class: "tn-model" }, d.model || ""), " 🏆")));
+              el("span", { class: "tn-seed" }, `#${d.seed}`), " ", el("span", { class: "tn-model" }, d.model || ""))));
           const col = el("div", { class: "tn-round tn-champion-col", role: "listitem" }, el("h3", { class: "tn-round-title" }, "Champion"), el("div", { class: "tn-matches" }, champ));
           grid.append(col);
           const p = ctx.primary("Champion's answer");
