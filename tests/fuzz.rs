@@ -18,8 +18,8 @@ use std::sync::OnceLock;
 
 use conclave::modes::{
     self, blueprint, chain, clarity, common, confidence_weighted, council, debate, delphi,
-    fact_check, jury, peer_review, red_team, specialist_panel, voting, CallError, CallErrorKind,
-    CallReply, Defaults, Effect, ModeKind, RunContext,
+    fact_check, jury, peer_review, red_team, specialist_panel, tournament, voting, CallError,
+    CallErrorKind, CallReply, Defaults, Effect, ModeKind, RunContext,
 };
 use conclave::web::client_msg::{self, ClientMsg, MAX_RUN_ID_CHARS};
 use proptest::prelude::*;
@@ -476,6 +476,14 @@ fn check_text_parsers(text: &str, labels: &[String], options: &[String]) {
     assert!(a.response.lines().all(|l| text.contains(l.trim())), "an answer line not in the text");
     let (synthesis, notes) = confidence_weighted::parse_synthesis(text);
     assert!(synthesis.len() + notes.len() <= text.len(), "a synthesis longer than its reply");
+    let verdict = tournament::parse_verdict(text);
+    if let Some(side) = verdict.winner {
+        let letter = match side {
+            tournament::Side::A => 'a',
+            tournament::Side::B => 'b',
+        };
+        assert!(text.to_lowercase().contains(letter), "a side the reply never names: {side:?}");
+    }
     for note in chain::editor_notes(text) {
         assert!(!note.contains(']'), "a note runs past its bracket: {note:?}");
     }

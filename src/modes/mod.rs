@@ -30,6 +30,7 @@ pub mod specialist_panel;
 pub mod stated;
 #[cfg(test)]
 pub mod testkit;
+pub mod tournament;
 pub mod vote;
 pub mod voting;
 

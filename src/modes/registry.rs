@@ -152,6 +152,7 @@ pub static MODES: &[&ModeSpec] = &[
     &super::specialist_panel::SPEC,
     &super::blueprint::SPEC,
     &super::peer_review::SPEC,
+    &super::tournament::SPEC,
     &super::confidence_weighted::SPEC,
     &super::fact_check::SPEC,
     // A demonstration mode the test suite turns on (the `demo-mode` feature); not shipped.

@@ -41,6 +41,9 @@ fn requests() -> Vec<Value> {
                                 "reviewerModels": panel, "consolidatorModel": "sim/delta" } }),
         json!({ "mode": "specialist_panel", "question": "Assess our plan to move to Kubernetes.",
                 "modeConfig": { "content": "Three services, one managed cluster, GitHub Actions." } }),
+        json!({ "mode": "tournament", "question": "What is the best way to learn a new language?",
+                "modeConfig": { "contestantModels": ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon", "sim/zeta"],
+                                "judgeModel": "sim/delta" } }),
         json!({ "mode": "confidence_weighted", "question": "What is caffeine's half-life in adults?",
                 "modeConfig": { "models": panel, "synthesisModel": "sim/delta" } }),
         json!({ "mode": "fact_check", "question": "Fact-check this paragraph.",
@@ -247,6 +250,13 @@ fn check_whole(mode: &str, r: &Value) {
             assert!(len(&r["specialists"]) == 3 && len(&r["failedSpecialists"]) == 0, "{r}");
             assert!(r["synthesis"]["integratedAssessment"].is_string(), "{r}");
             assert_eq!(r["material"]["source"], "content", "{r}");
+        }
+        "tournament" => {
+            assert!(len(&r["contestants"]) == 5 && r["bracket"]["totalRounds"] == 3, "{r}");
+            let matches: usize =
+                r["rounds"].as_array().unwrap().iter().map(|x| len(&x["matches"])).sum();
+            assert_eq!((len(&r["rounds"]), matches), (3, 4), "{r}");
+            assert!(r["champion"]["response"].is_string(), "{r}");
         }
         "fact_check" => {
             assert_eq!(r["contentSource"], "user_provided", "{r}");

@@ -33,6 +33,7 @@ mod secrets;
 mod specialist_panel;
 mod stream;
 mod tls;
+mod tournament;
 mod validation;
 mod ws_abuse;
 mod xss;

@@ -823,3 +823,40 @@ async fn confidence_weighted_against_the_real_model() {
     }
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn tournament_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "tournament", "question": "Name one good habit for writing maintainable code, in two sentences.",
+                "modeConfig": { "contestantModels": [MODEL, MODEL, MODEL, MODEL], "judgeModel": CHAIR } }),
+    )
+    .await;
+    check_run("tournament", &stored, &events);
+    let result = &stored["result"];
+    let (mut read, mut unread) = (0, 0);
+    for round in result["rounds"].as_array().cloned().unwrap_or_default() {
+        for m in round["matches"].as_array().cloned().unwrap_or_default() {
+            show("tournament match", m["reasoning"].as_str().unwrap_or(""), &m);
+            let (a, b, w) = (&m["shownAsA"], &m["shownAsB"], &m["winnerSeed"]);
+            // The winner is one of the two shown, under the label it was shown as.
+            let label = if w == a { "Response A" } else { "Response B" };
+            assert!(w == a || w == b, "{m}");
+            assert_eq!(m["winnerLabel"], label, "{m}");
+            match m["decidedBy"].as_str() {
+                Some("judge" | "judge_retry") => read += 1,
+                Some("coin_flip" | "default_seed") => unread += 1,
+                other => panic!("decidedBy {other:?}: {m}"),
+            }
+        }
+    }
+    count("tournament matches judged", read, unread);
+    if stored["status"] == "completed" {
+        assert_eq!(stored["answer"], result["champion"]["response"]);
+        let seed = result["champion"]["seed"].as_u64().unwrap_or(0) as usize;
+        assert_eq!(result["contestants"][seed.saturating_sub(1)]["response"], stored["answer"]);
+    }
+    app.stop().await;
+}

@@ -210,6 +210,24 @@ async fn check_every_mode(app: &TestApp) {
     assert_eq!(all(&cw["result"]["weights"]["weights"], "weights").len(), 2);
     assert!(has_payload(&cw["result"]["synthesis"]["synthesis"]), "{}", cw["result"]);
     assert!(has_payload(&cw["answer"]), "{}", cw["answer"]);
+
+    let tournament = run(
+        app,
+        json!({ "mode": "tournament", "question": "How should a page show model output?",
+                "modeConfig": { "contestantModels": ["sim/xss-a", "sim/xss-b", "sim/xss-c", "sim/xss-d", "sim/xss-e"],
+                                "judgeModel": "sim/xss-j" } }),
+    )
+    .await;
+    let t = &tournament["result"];
+    let matches: Vec<Value> = all(&t["rounds"], "rounds")
+        .iter()
+        .flat_map(|r| all(&r["matches"], "matches"))
+        .cloned()
+        .collect();
+    assert_eq!(matches.len(), 4, "{t}");
+    assert!(matches.iter().any(|m| has_payload(&m["reasoning"])), "{matches:?}");
+    assert!(has_payload(&t["champion"]["response"]), "{t}");
+    assert!(has_payload(&tournament["answer"]), "{}", tournament["answer"]);
 }
 
 #[actix_web::test]

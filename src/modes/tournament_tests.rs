@@ -1,0 +1,462 @@
+//! Tournament driven with fake replies: the bracket for 2-8 seeds, presentation order and coin
+//! flips, judge failures, re-asks, the stored result; the verdict parser on recorded-style and
+//! adversarial replies.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::{validate, Defaults};
+
+fn tournament(n: usize) -> Tournament {
+    let models: Vec<String> = (1..=n).map(|i| format!("m{i}")).collect();
+    let cfg = json!({ "contestantModels": models, "judgeModel": "judge", "timeoutMs": 120000 });
+    Tournament::new(&cfg, ctx("Best way to learn Rust?", vec![], true)).unwrap()
+}
+
+/// Drives a run: `answer(call)` gives each reply (None: the call fails). Answers are
+/// `answer from mK`, so a judge can tell which contestant is shown where.
+fn drive(m: &mut Tournament, answer: impl Fn(&CallSpec) -> Option<String>) -> Vec<Effect> {
+    let mut all = m.start();
+    let mut pending = stage_calls(&all);
+    while !pending.is_empty() {
+        let c = pending.remove(0);
+        let out = m.on_reply(match answer(&c) {
+            Some(t) => ok(&c, &t),
+            None => err(&c),
+        });
+        pending.extend(stage_calls(&out));
+        all.extend(out);
+    }
+    for c in crate::modes::testkit::calls(&all).into_iter().filter(|c| c.key == "title") {
+        all.extend(m.on_reply(ok(&c, "Learning Rust")));
+    }
+    all
+}
+
+fn contestant_answer(c: &CallSpec) -> String {
+    format!("answer from {}", c.model)
+}
+
+/// A judge that always picks the lower model number (m1 beats m2…).
+fn fair_judge(c: &CallSpec) -> Option<String> {
+    if c.role != "judge" {
+        return Some(contestant_answer(c));
+    }
+    let p = &c.messages[0].content;
+    let num = |label: &str| -> usize {
+        let s = p.split(&format!("=== {label} ===\nanswer from m")).nth(1).unwrap();
+        s.split('\n').next().unwrap().parse().unwrap()
+    };
+    let side = if num("Response A") < num("Response B") { "A" } else { "B" };
+    Some(format!("A is thorough.\n\nREASONING: better.\nWINNER: Response {side}"))
+}
+
+fn all_emitted(all: &[Effect], name: &str) -> Vec<Value> {
+    all.iter()
+        .filter_map(|e| match e {
+            Effect::Emit { event, data } if event == name => Some(data.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_bracket_for_every_field_size() {
+    assert_eq!(total_rounds(2), 1);
+    assert_eq!(total_rounds(5), 3);
+    assert_eq!(total_rounds(8), 3);
+    let r = first_round(5);
+    let played: Vec<_> = r.iter().filter(|p| p.seed_b.is_some()).collect();
+    let byes: Vec<usize> = r.iter().filter(|p| p.seed_b.is_none()).map(|p| p.seed_a).collect();
+    assert_eq!(played.len(), 1);
+    assert_eq!((played[0].seed_a, played[0].seed_b), (1, Some(2)));
+    assert_eq!(byes, vec![3, 4, 5]);
+    let r6 = first_round(6);
+    assert_eq!(
+        r6.iter().filter(|p| p.seed_b.is_none()).map(|p| p.seed_a).collect::<Vec<_>>(),
+        vec![5, 6]
+    );
+    assert_eq!(first_round(4).iter().filter(|p| p.seed_b.is_none()).count(), 0);
+    // Round 2 of 5: the winner of 1v2, then byes 3, 4, 5.
+    let r2 = next_round(&[1, 3, 4, 5]);
+    assert_eq!(
+        r2.iter().map(|p| (p.seed_a, p.seed_b)).collect::<Vec<_>>(),
+        vec![(1, Some(3)), (4, Some(5))]
+    );
+}
+
+#[test]
+fn a_full_run_of_five_follows_the_bracket_and_the_best_seed_wins() {
+    let mut t = tournament(5);
+    let all = drive(&mut t, fair_judge);
+    assert_eq!(finished(&all).as_deref(), Some("answer from m1"));
+    let ev = events(&all);
+    let pos = |e: &str| ev.iter().position(|x| x == e).unwrap();
+    assert!(pos("tournament_start") < pos("collect_start"));
+    assert!(pos("collect_complete") < pos("bracket_seeded"));
+    assert!(pos("bracket_seeded") < pos("round_start"));
+    assert!(pos("winner_declared") < pos("title_complete"));
+    let seeded = emitted(&all, "bracket_seeded").unwrap();
+    assert_eq!(seeded["data"]["totalRounds"], 3);
+    assert_eq!(seeded["data"]["byes"], json!([3, 4, 5]));
+    assert_eq!(all_emitted(&all, "matchup_complete").len(), 4);
+    assert_eq!(all_emitted(&all, "round_complete").len(), 3);
+    let w = emitted(&all, "winner_declared").unwrap();
+    assert_eq!(w["data"]["seed"], 1);
+    assert_eq!(w["data"]["matchesWon"], 3);
+    assert_eq!(w["partial"], false);
+    // Seed 3 had a bye: its path would start with it; the champion's starts with a win.
+    assert_eq!(w["data"]["bracketPath"][0]["result"], "won");
+    assert_eq!(w["data"]["bracketPath"][0]["opponentSeed"], 2);
+    let r = rows(&all);
+    assert!(r.iter().any(|r| r.stage_type == "round_1_match_2"
+        && r.parsed_data.as_ref().unwrap()["isBye"] == true
+        && r.model.is_none()));
+    assert_reloads(&all);
+}
+
+/// The stored rows give back the result that went out live.
+fn assert_reloads(all: &[Effect]) {
+    let r = load_result(&rows(all));
+    let live: Vec<Value> = all_emitted(all, "matchup_complete");
+    let stored: Vec<&Value> = r["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["matches"].as_array().unwrap())
+        .collect();
+    assert_eq!(live.len(), stored.len());
+    for l in &live {
+        let s = stored
+            .iter()
+            .find(|s| s["round"] == l["round"] && s["matchIndex"] == l["matchIndex"])
+            .unwrap();
+        for (k, v) in l["data"].as_object().unwrap() {
+            assert_eq!(&s[k], v, "{k}");
+        }
+    }
+    if let Some(b) = emitted(all, "bracket_seeded") {
+        assert_eq!(r["bracket"], b["data"]);
+    }
+    if let Some(c) = emitted(all, "collect_complete") {
+        assert_eq!(r["contestants"], c["data"]);
+    }
+    if let Some(w) = emitted(all, "winner_declared") {
+        assert_eq!(r["champion"], w["data"]);
+        assert_eq!(r["partial"], w["partial"]);
+        assert_eq!(r["failedModels"], w["failedModels"]);
+    }
+}
+
+#[test]
+fn presentation_order_and_coin_flips_vary_by_match() {
+    let seed = seed_from("run-1");
+    let draws: Vec<(bool, bool)> =
+        (1..=3).flat_map(|r| (1..=4).map(move |m| match_draws(seed, r, m))).collect();
+    assert!(draws.iter().any(|d| d.0) && draws.iter().any(|d| !d.0));
+    assert!(draws.iter().any(|d| d.1) && draws.iter().any(|d| !d.1));
+    assert_eq!(match_draws(seed, 2, 1), match_draws(seed, 2, 1));
+}
+
+fn seed_from(id: &str) -> u64 {
+    crate::modes::common::seed_from_run_id(id)
+}
+
+#[test]
+fn an_unreadable_judge_is_asked_again_then_a_coin_flip_decides() {
+    let mut t = tournament(4);
+    let all = drive(&mut t, |c| {
+        if c.role != "judge" {
+            return Some(contestant_answer(c));
+        }
+        if c.key.ends_with(":retry") && c.key.starts_with("r1m1") {
+            return Some("REASONING: clearer.\nWINNER: Response B".into());
+        }
+        Some("Both are good in different ways.".into())
+    });
+    let m = all_emitted(&all, "matchup_complete");
+    let first = m.iter().find(|m| m["round"] == 1 && m["matchIndex"] == 1).unwrap();
+    assert_eq!(first["data"]["decidedBy"], "judge_retry");
+    assert_eq!(first["data"]["winnerSeed"], first["data"]["shownAsB"]);
+    let second = m.iter().find(|m| m["round"] == 1 && m["matchIndex"] == 2).unwrap();
+    assert_eq!(second["data"]["decidedBy"], "coin_flip");
+    let (better_first, better_wins) = match_draws(seed_from("run-1"), 1, 2);
+    let _ = better_first;
+    assert_eq!(second["data"]["winnerSeed"], if better_wins { 3 } else { 4 });
+    let row = rows(&all).into_iter().find(|r| r.stage_type == "round_1_match_1").unwrap();
+    assert_eq!(row.parsed_data.unwrap()["firstReply"], "Both are good in different ways.");
+    assert!(finished(&all).is_some());
+    assert_reloads(&all);
+}
+
+#[test]
+fn a_failed_judge_call_advances_the_better_seed_and_a_dead_judge_fails_the_run() {
+    // Only round 1 match 2's call fails: seed 3 advances by default.
+    let mut t = tournament(4);
+    let all = drive(&mut t, |c| if c.key == "r1m2" { None } else { fair_judge(c) });
+    let m = all_emitted(&all, "matchup_complete");
+    let d = m.iter().find(|m| m["round"] == 1 && m["matchIndex"] == 2).unwrap();
+    assert_eq!(d["data"]["decidedBy"], "default_seed");
+    assert_eq!(d["data"]["winnerSeed"], 3);
+    let w = emitted(&all, "winner_declared").unwrap();
+    assert_eq!(w["partial"], true);
+    assert_eq!(w["failedModels"][0]["model"], "judge");
+    assert!(rows(&all).iter().any(|r| r.stage_type == "call_failed"));
+    assert_reloads(&all);
+
+    // Every judge call fails: the run fails after round 1, its matches kept.
+    let mut t = tournament(4);
+    let all = drive(&mut t, |c| if c.role == "judge" { None } else { fair_judge(c) });
+    assert!(failed(&all).unwrap().contains("failed every match"));
+    assert_eq!(rows(&all).iter().filter(|r| r.stage_type.starts_with("round_1_match_")).count(), 2);
+    assert!(finished(&all).is_none());
+}
+
+#[test]
+fn failed_contestants_are_not_seeded_and_fewer_than_two_answers_fail() {
+    let mut t = tournament(5);
+    let all =
+        drive(&mut t, |c| if c.model == "m2" || c.model == "m4" { None } else { fair_judge(c) });
+    let seeded = emitted(&all, "bracket_seeded").unwrap();
+    assert_eq!(
+        seeded["data"]["contestants"],
+        json!([{ "seed": 1, "model": "m1" }, { "seed": 2, "model": "m3" }, { "seed": 3, "model": "m5" }])
+    );
+    assert_eq!(seeded["data"]["byes"], json!([3]));
+    assert_eq!(finished(&all).as_deref(), Some("answer from m1"));
+    assert_reloads(&all);
+
+    // An empty reply counts as a failure.
+    let mut t = tournament(4);
+    let all = drive(&mut t, |c| {
+        if c.model == "m1" {
+            Some("  <think>x</think> ".into())
+        } else if c.role == "judge" {
+            fair_judge(c)
+        } else {
+            None
+        }
+    });
+    assert!(failed(&all).unwrap().contains("Only 0 of 4"));
+
+    // Exactly two answers: one final.
+    let mut t = tournament(4);
+    let all =
+        drive(&mut t, |c| if c.model == "m3" || c.model == "m4" { None } else { fair_judge(c) });
+    assert_eq!(emitted(&all, "bracket_seeded").unwrap()["data"]["totalRounds"], 1);
+    assert_eq!(all_emitted(&all, "matchup_complete").len(), 1);
+    assert!(finished(&all).is_some());
+}
+
+#[test]
+fn a_model_listed_twice_is_two_seeds() {
+    let cfg =
+        json!({ "contestantModels": ["x", "x", "y", "z"], "judgeModel": "j", "timeoutMs": 60000 });
+    let mut t = Tournament::new(&cfg, ctx("q", vec![], false)).unwrap();
+    let all = drive(&mut t, |c| {
+        if c.role == "judge" {
+            Some("WINNER: Response A".into())
+        } else {
+            Some(format!("{} says hi", c.key))
+        }
+    });
+    let seeded = emitted(&all, "bracket_seeded").unwrap();
+    assert_eq!(seeded["data"]["contestants"][1], json!({ "seed": 2, "model": "x" }));
+    assert!(finished(&all).is_some());
+    assert_reloads(&all);
+}
+
+#[test]
+fn a_cancelled_run_keeps_its_finished_matches() {
+    let mut t = tournament(4);
+    let mut all = t.start();
+    let collect = stage_calls(&all);
+    for c in &collect {
+        all.extend(t.on_reply(ok(c, &contestant_answer(c))));
+    }
+    let judges: Vec<CallSpec> =
+        stage_calls(&all).into_iter().filter(|c| c.role == "judge").collect();
+    assert_eq!(judges.len(), 2);
+    all.extend(t.on_reply(ok(&judges[0], "WINNER: A")));
+    let r = load_result(&rows(&all));
+    assert_eq!(r["rounds"][0]["matches"].as_array().unwrap().len(), 1);
+    assert_eq!(r["champion"], Value::Null);
+    assert_eq!(r["contestants"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn validation_names_each_field() {
+    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() };
+    let v = |cfg: Value| {
+        validate(&json!({ "mode": "tournament", "question": "q", "modeConfig": cfg }), &d)
+    };
+    let ok = v(json!({})).unwrap();
+    assert_eq!(
+        ok.config["contestantModels"],
+        json!(["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"])
+    );
+    assert_eq!(ok.config["judgeModel"], "sim/delta");
+    let field = |cfg: Value| v(cfg).unwrap_err().field;
+    assert_eq!(
+        field(json!({ "contestantModels": ["a", "b", "c"] })),
+        "modeConfig.contestantModels"
+    );
+    assert_eq!(
+        field(json!({ "contestantModels": ["a", "b", "c", "d", "e", "f", "g", "h", "i"] })),
+        "modeConfig.contestantModels"
+    );
+    assert_eq!(
+        field(json!({ "contestantModels": ["a", "b", " ", "d"] })),
+        "modeConfig.contestantModels"
+    );
+    assert_eq!(
+        field(json!({ "contestantModels": ["a", "b", "c", "d"], "judgeModel": "c" })),
+        "modeConfig.judgeModel"
+    );
+    assert_eq!(field(json!({ "judgeModel": "sim/alpha" })), "modeConfig.judgeModel");
+    assert_eq!(field(json!({ "judgeModel": "" })), "modeConfig.judgeModel");
+    assert_eq!(field(json!({ "timeoutMs": 9999 })), "modeConfig.timeoutMs");
+    assert_eq!(field(json!({ "timeoutMs": 300001 })), "modeConfig.timeoutMs");
+    assert_eq!(field(json!({ "rounds": 2 })), "modeConfig.rounds");
+    let q = validate(&json!({ "mode": "tournament", "question": " " }), &d).unwrap_err();
+    assert_eq!(q.field, "question");
+}
+
+// ---- the verdict parser --------------------------------------------------------------------
+
+fn winner(text: &str) -> Option<Side> {
+    parse_verdict(text).winner
+}
+
+#[test]
+fn verdicts_as_real_judges_write_them() {
+    assert_eq!(winner("Both fine.\n\nREASONING: B is concise.\nWINNER: Response B"), Some(Side::B));
+    assert_eq!(winner("**WINNER:** Response A"), Some(Side::A));
+    assert_eq!(winner("**Winner**: **Response B**."), Some(Side::B));
+    assert_eq!(winner("- winner: a"), Some(Side::A));
+    assert_eq!(winner("### WINNER: B!"), Some(Side::B));
+    assert_eq!(
+        winner("<think>WINNER: Response A</think>\nREASONING: x\nWINNER: Response B"),
+        Some(Side::B)
+    );
+    // The last WINNER line counts (a template quoted first).
+    assert_eq!(
+        winner("Format: WINNER: Response A\nI read both.\nWINNER: Response B"),
+        Some(Side::B)
+    );
+    // Closing paragraph, no WINNER line.
+    assert_eq!(winner("A is long.\n\nOverall, Response A is stronger."), Some(Side::A));
+    let v = parse_verdict(
+        "Intro text.\nREASONING: A covers edge cases\nand is correct.\nWINNER: Response A",
+    );
+    assert_eq!(v.reasoning, "A covers edge cases\nand is correct.");
+    let v = parse_verdict("A covers more.\nWINNER: A");
+    assert_eq!(v.reasoning, "A covers more.");
+}
+
+#[test]
+fn unreadable_verdicts_are_never_guessed() {
+    for text in [
+        "",
+        "WINNER: Response A|B",
+        "WINNER: Response A or Response B",
+        "WINNER: tie",
+        "WINNER: Response A (narrowly), though B is close",
+        "WINNER: both",
+        "WINNER:",
+        "Response A is better than Response B.",
+        "I would not pick Response A.",
+        "Neither: Response B is also weak.",
+        "| Criterion | A | B |\n|---|---|---|\n| Winner | x | |",
+        "I cannot decide.",
+        "Response A.\nWINNER: unclear",
+        "<think>WINNER: Response A</think>",
+    ] {
+        assert_eq!(winner(text), None, "{text:?}");
+    }
+}
+
+proptest! {
+    /// Any reply whose last WINNER line states one side is read as that side, whatever came
+    /// before it.
+    #[test]
+    fn a_stated_last_verdict_wins(prefix in "[a-zA-Z .,\n]{0,200}", b in any::<bool>()) {
+        let side = if b { "B" } else { "A" };
+        let text = format!("{prefix}\nREASONING: r\nWINNER: Response {side}");
+        prop_assert_eq!(winner(&text), Some(if b { Side::B } else { Side::A }));
+    }
+
+    /// A reply naming both sides in its last paragraph without a WINNER line is unreadable.
+    #[test]
+    fn both_sides_named_is_unreadable(prefix in "[a-z .,\n]{0,100}", mid in "[a-z ,]{0,40}") {
+        let text = format!("{prefix}\n\nResponse A {mid} Response B");
+        prop_assert_eq!(winner(&text), None);
+    }
+
+    /// The parser never panics and only ever returns a side the reply names.
+    #[test]
+    fn parse_never_panics(text in "\\PC{0,300}") {
+        let v = parse_verdict(&text);
+        if v.winner.is_some() {
+            let lower = text.to_lowercase();
+            prop_assert!(lower.contains('a') || lower.contains('b'));
+        }
+    }
+
+    /// Every field of 2-8 seeds gives each seed at most one bye, power-of-two later rounds and
+    /// exactly one champion.
+    #[test]
+    fn brackets_are_well_formed(n in 2usize..=8) {
+        let first = first_round(n);
+        let mut seen: Vec<usize> = first.iter().flat_map(|p| [Some(p.seed_a), p.seed_b]).flatten().collect();
+        seen.sort();
+        prop_assert_eq!(seen, (1..=n).collect::<Vec<_>>());
+        let mut field: Vec<usize> = first.iter().filter(|p| p.seed_b.is_some()).map(|p| p.seed_a).collect();
+        field.extend(first.iter().filter(|p| p.seed_b.is_none()).map(|p| p.seed_a));
+        let mut rounds = 1;
+        while field.len() > 1 {
+            prop_assert!(field.len().is_power_of_two());
+            field = next_round(&field).iter().map(|p| p.seed_a).collect();
+            rounds += 1;
+        }
+        prop_assert_eq!(rounds, total_rounds(n));
+    }
+}
+
+#[test]
+fn sim_answers_are_read_by_the_parser() {
+    let prompt = judge_prompt("q", "a", "b");
+    for seed in 0..20u64 {
+        let ask = SimAsk {
+            model: "sim/delta",
+            prompt: &prompt,
+            messages: &[],
+            seed,
+            malformed: false,
+            hostile: true,
+        };
+        let text = sim_answer(&ask).unwrap();
+        assert!(winner(&text).is_some(), "{text}");
+        let strict = strict_prompt("q", "a", "b");
+        let ask = SimAsk {
+            model: "sim/delta",
+            prompt: &strict,
+            messages: &[],
+            seed,
+            malformed: true,
+            hostile: false,
+        };
+        assert!(winner(&sim_answer(&ask).unwrap()).is_some());
+    }
+    let ask = SimAsk {
+        model: "sim/alpha",
+        prompt: "q",
+        messages: &[],
+        seed: 1,
+        malformed: false,
+        hostile: false,
+    };
+    assert!(sim_answer(&ask).is_none());
+}
