@@ -61,24 +61,72 @@ impl Clock {
     }
 }
 
-/// The start times of each user's accepted runs in the last minute, and one gate per user that
-/// makes counting their running runs and registering a new one a single step.
+/// The start times of each user's accepted runs in the last minute, the starts each user has
+/// in flight (checked, not yet registered), and one gate per user that makes counting their
+/// running runs and reserving a place for a new one a single step.
 #[derive(Debug, Default)]
 pub struct StartLimiter {
     starts: Mutex<HashMap<String, VecDeque<Instant>>>,
+    /// Starts that passed the check and are being stored and registered: they count as running
+    /// (and against the per-minute budget) until they are, or fail.
+    pending: Mutex<HashMap<String, usize>>,
     gates: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
+/// A place held for a start that passed the limits, from the check until the run is registered
+/// (then it is counted as running) or the start fails; given back when dropped.
+#[derive(Debug)]
+pub struct Reserved {
+    limiter: Arc<StartLimiter>,
+    user: String,
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        let mut pending = self.limiter.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = pending.get_mut(&self.user) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                pending.remove(&self.user);
+            }
+        }
+    }
+}
+
 impl StartLimiter {
-    /// Waits for `user`'s gate. Held from the count of the user's running runs until the new
-    /// run is registered (or refused), so a burst of starts cannot all count the same runs:
-    /// one user's starts go through it one at a time; other users' are not held up.
+    /// Waits for `user`'s gate. Held from the count of the user's running runs until a place is
+    /// reserved (or the start refused), so a burst of starts cannot all count the same runs;
+    /// the database write that follows is not under it. Other users' starts are not held up.
     pub async fn gate(&self, user: &str) -> tokio::sync::OwnedMutexGuard<()> {
         let gate = {
             let mut gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
             gates.entry(user.to_string()).or_default().clone()
         };
         gate.lock_owned().await
+    }
+
+    /// Checks the limits with `running` runs going and `user`'s reserved starts counted too,
+    /// and reserves a place (call it under the user's gate).
+    pub fn reserve(
+        self: &Arc<Self>,
+        user: &str,
+        running: usize,
+        limits: UserLimits,
+        now: Instant,
+    ) -> Result<Reserved, Refused> {
+        let pending = self.pending(user);
+        self.check_counting(user, running + pending, pending, limits, now)?;
+        *self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(user.to_string())
+            .or_default() += 1;
+        Ok(Reserved { limiter: self.clone(), user: user.to_string() })
+    }
+
+    fn pending(&self, user: &str) -> usize {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner()).get(user).copied().unwrap_or(0)
     }
 
     /// Whether `user` may start a run at `now` with `running` runs going (fewer than the limit
@@ -88,6 +136,19 @@ impl StartLimiter {
         &self,
         user: &str,
         running: usize,
+        limits: UserLimits,
+        now: Instant,
+    ) -> Result<(), Refused> {
+        self.check_counting(user, running, 0, limits, now)
+    }
+
+    /// [`StartLimiter::check`], with `in_flight` starts not yet accepted counted against the
+    /// per-minute budget too.
+    fn check_counting(
+        &self,
+        user: &str,
+        running: usize,
+        in_flight: usize,
         limits: UserLimits,
         now: Instant,
     ) -> Result<(), Refused> {
@@ -102,17 +163,17 @@ impl StartLimiter {
             });
         }
         let mut starts = self.starts.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(window) = starts.get_mut(user) else { return Ok(()) };
+        let window = starts.entry(user.to_string()).or_default();
         while window.front().is_some_and(|t| now.duration_since(*t) >= WINDOW) {
             window.pop_front();
         }
-        if window.len() >= limits.starts_per_minute {
+        if window.len() + in_flight >= limits.starts_per_minute {
             let oldest = window.front().copied().unwrap_or(now);
             let wait = WINDOW.saturating_sub(now.duration_since(oldest));
             return Err(Refused {
                 message: format!(
                     "you started {} deliberations in the last minute (the limit is {})",
-                    window.len(),
+                    window.len() + in_flight,
                     limits.starts_per_minute
                 ),
                 retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64,
@@ -156,6 +217,33 @@ mod tests {
         // A refused start is not counted.
         assert!(admit("alice", 0, t0 + Duration::from_secs(61)).is_err());
         assert!(admit("alice", 0, t0 + Duration::from_secs(71)).is_ok());
+    }
+
+    #[test]
+    fn a_reserved_place_counts_until_it_is_given_back() {
+        let limiter = Arc::new(StartLimiter::default());
+        let limits = UserLimits { concurrent_runs: 2, starts_per_minute: 3 };
+        let t0 = Instant::now();
+        // Two starts in flight at once (neither registered yet): a third is refused.
+        let a = limiter.reserve("alice", 0, limits, t0).unwrap();
+        let b = limiter.reserve("alice", 0, limits, t0).unwrap();
+        let third = limiter.reserve("alice", 0, limits, t0).unwrap_err();
+        assert!(third.message.contains("2 deliberations running"), "{third:?}");
+        assert!(limiter.reserve("bob", 0, limits, t0).is_ok(), "each user has their own");
+        // One fails (its place is given back); the other is registered (it now counts as
+        // running) and accepted.
+        drop(a);
+        limiter.accepted("alice", t0);
+        drop(b);
+        assert!(limiter.reserve("alice", 1, limits, t0).is_ok());
+        // In flight starts count against the per-minute budget too: 1 accepted + 2 held.
+        let roomy = UserLimits { concurrent_runs: 10, ..limits };
+        let c = limiter.reserve("alice", 0, roomy, t0).unwrap();
+        let d = limiter.reserve("alice", 0, roomy, t0).unwrap();
+        let fast = limiter.reserve("alice", 0, roomy, t0).unwrap_err();
+        assert!(fast.message.contains("3 deliberations in the last minute"), "{fast:?}");
+        drop((c, d));
+        assert_eq!(limiter.pending("alice"), 0, "every place given back");
     }
 
     #[test]

@@ -541,10 +541,11 @@ impl Engine {
         let mode = modes::instantiate(&req, ctx)
             .map_err(|e| EngineError::Invalid(FieldError::new("modeConfig", e)))?;
         let request = serde_json::to_value(&req).unwrap_or(Value::Null);
-        // The limits come last, once the request is known to be good, and the user's gate is
-        // held until the run is registered with the Hub: the count of their running runs then
-        // includes every start that passed before, and only an accepted start is counted.
-        let _gate = match &owner {
+        // The limits come last, once the request is known to be good. A place is reserved
+        // until the run is registered with the Hub: the count of the user's running runs plus
+        // their reserved places includes every start that passed before, and only an accepted
+        // start is counted in the per-minute budget.
+        let _reserved = match &owner {
             Some(name) => Some(self.within_limits(name).await?),
             None => None,
         };
@@ -596,25 +597,23 @@ impl Engine {
         })
     }
 
-    /// Waits for `user`'s start gate and checks their limits; the gate, returned, is to be
-    /// held until the new run is registered.
-    async fn within_limits(
-        &self,
-        user: &str,
-    ) -> Result<tokio::sync::OwnedMutexGuard<()>, EngineError> {
-        let gate = self.starts.gate(user).await;
+    /// Checks `user`'s limits and reserves a place for the new run, to be held until it is
+    /// registered. The user's gate is held only while their runs are counted and the place
+    /// reserved (one Hub round trip), not while the run is stored: one user's burst of starts
+    /// is counted one at a time but written to the database together.
+    async fn within_limits(&self, user: &str) -> Result<limits::Reserved, EngineError> {
+        let _gate = self.starts.gate(user).await;
         let running = self
             .hub
             .send(hub::CountRunning { owner: Some(user.to_string()) })
             .await
             .map_err(|_| EngineError::Unavailable)?;
         self.starts
-            .check(user, running, self.settings.user_limits, self.settings.clock.now())
+            .reserve(user, running, self.settings.user_limits, self.settings.clock.now())
             .map_err(|r| EngineError::RateLimited {
                 message: r.message,
                 retry_after_secs: r.retry_after_secs,
-            })?;
-        Ok(gate)
+            })
     }
 
     /// Who owns a run and who may see it; a run `viewer` may not see is not found.
