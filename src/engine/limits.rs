@@ -5,6 +5,7 @@
 //! limited. The time comes from a [`Clock`] (the system's, or a test's), never read directly.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -74,15 +75,36 @@ pub struct StartLimiter {
 }
 
 /// A place held for a start that passed the limits, from the check until the run is registered
-/// (then it is counted as running) or the start fails; given back when dropped.
+/// with the Hub (which gives it back in the same step as it starts counting the run, see
+/// [`Place::release`]) or the start fails; given back when dropped at the latest.
 #[derive(Debug)]
-pub struct Reserved {
+pub struct Reserved(Arc<Place>);
+
+/// What a [`Reserved`] holds; the Hub gives it back when the run is registered.
+#[derive(Debug)]
+pub struct Place {
     limiter: Arc<StartLimiter>,
     user: String,
+    clock: Clock,
+    released: AtomicBool,
 }
 
-impl Drop for Reserved {
-    fn drop(&mut self) {
+impl Place {
+    /// The run is registered: counted against the per-minute budget (first, so a check in
+    /// between counts it twice rather than not at all), then the place is given back.
+    pub fn accept(&self) {
+        if self.released.load(Ordering::SeqCst) {
+            return;
+        }
+        self.limiter.accepted(&self.user, self.clock.now());
+        self.release();
+    }
+
+    /// Gives the place back (once; later calls do nothing).
+    pub fn release(&self) {
+        if self.released.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let mut pending = self.limiter.pending.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(n) = pending.get_mut(&self.user) {
             *n = n.saturating_sub(1);
@@ -90,6 +112,19 @@ impl Drop for Reserved {
                 pending.remove(&self.user);
             }
         }
+    }
+}
+
+impl Reserved {
+    /// The place, for the Hub to give back when it registers the run.
+    pub fn place(&self) -> Arc<Place> {
+        self.0.clone()
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.0.release();
     }
 }
 
@@ -105,27 +140,34 @@ impl StartLimiter {
         gate.lock_owned().await
     }
 
-    /// Checks the limits with `running` runs going and `user`'s reserved starts counted too,
-    /// and reserves a place (call it under the user's gate).
+    /// Checks the limits with `running` runs going, places reserved included (the Hub counts
+    /// both in one step: [`StartLimiter::pending`]), and reserves one more. Call it under the
+    /// user's gate.
     pub fn reserve(
         self: &Arc<Self>,
         user: &str,
         running: usize,
         limits: UserLimits,
-        now: Instant,
+        clock: &Clock,
     ) -> Result<Reserved, Refused> {
         let pending = self.pending(user);
-        self.check_counting(user, running + pending, pending, limits, now)?;
+        self.check_counting(user, running, pending, limits, clock.now())?;
         *self
             .pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .entry(user.to_string())
             .or_default() += 1;
-        Ok(Reserved { limiter: self.clone(), user: user.to_string() })
+        Ok(Reserved(Arc::new(Place {
+            limiter: self.clone(),
+            user: user.to_string(),
+            clock: clock.clone(),
+            released: AtomicBool::new(false),
+        })))
     }
 
-    fn pending(&self, user: &str) -> usize {
+    /// The places `user` holds for starts not yet registered.
+    pub fn pending(&self, user: &str) -> usize {
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).get(user).copied().unwrap_or(0)
     }
 
@@ -223,24 +265,30 @@ mod tests {
     fn a_reserved_place_counts_until_it_is_given_back() {
         let limiter = Arc::new(StartLimiter::default());
         let limits = UserLimits { concurrent_runs: 2, starts_per_minute: 3 };
-        let t0 = Instant::now();
+        let clock = Clock::manual();
+        // What the Hub counts: the user's runs and their reserved places.
+        let reserve = |user: &str, running: usize, limits: UserLimits| {
+            limiter.reserve(user, running + limiter.pending(user), limits, &clock)
+        };
         // Two starts in flight at once (neither registered yet): a third is refused.
-        let a = limiter.reserve("alice", 0, limits, t0).unwrap();
-        let b = limiter.reserve("alice", 0, limits, t0).unwrap();
-        let third = limiter.reserve("alice", 0, limits, t0).unwrap_err();
+        let a = reserve("alice", 0, limits).unwrap();
+        let b = reserve("alice", 0, limits).unwrap();
+        let third = reserve("alice", 0, limits).unwrap_err();
         assert!(third.message.contains("2 deliberations running"), "{third:?}");
-        assert!(limiter.reserve("bob", 0, limits, t0).is_ok(), "each user has their own");
-        // One fails (its place is given back); the other is registered (it now counts as
-        // running) and accepted.
+        assert!(reserve("bob", 0, limits).is_ok(), "each user has their own");
+        // One fails (its place is given back); the other is registered: accepted (counted in
+        // the minute's budget) and its place given back once; it now counts as running.
         drop(a);
-        limiter.accepted("alice", t0);
+        b.place().accept();
+        b.place().accept();
         drop(b);
-        assert!(limiter.reserve("alice", 1, limits, t0).is_ok());
+        assert_eq!(limiter.pending("alice"), 0);
+        assert!(reserve("alice", 1, limits).is_ok());
         // In flight starts count against the per-minute budget too: 1 accepted + 2 held.
         let roomy = UserLimits { concurrent_runs: 10, ..limits };
-        let c = limiter.reserve("alice", 0, roomy, t0).unwrap();
-        let d = limiter.reserve("alice", 0, roomy, t0).unwrap();
-        let fast = limiter.reserve("alice", 0, roomy, t0).unwrap_err();
+        let c = reserve("alice", 0, roomy).unwrap();
+        let d = reserve("alice", 0, roomy).unwrap();
+        let fast = reserve("alice", 0, roomy).unwrap_err();
         assert!(fast.message.contains("3 deliberations in the last minute"), "{fast:?}");
         drop((c, d));
         assert_eq!(limiter.pending("alice"), 0, "every place given back");

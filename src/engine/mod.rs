@@ -122,7 +122,8 @@ impl Engine {
     pub fn launch(store: Store, providers: Providers, settings: EngineSettings) -> Self {
         let instance: Arc<str> = uuid::Uuid::new_v4().to_string().into();
         let mut bus_handle = None;
-        let mut hub = Hub::new(settings.retention);
+        let starts = Arc::new(limits::StartLimiter::default());
+        let mut hub = Hub::new(settings.retention).with_starts(starts.clone());
         let mut inbound = None;
         if let Some(config) = &settings.bus {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -158,7 +159,7 @@ impl Engine {
             settings: Arc::new(settings),
             next_watcher: Arc::new(AtomicU64::new(1)),
             draining: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            starts: Arc::new(limits::StartLimiter::default()),
+            starts,
             instance,
             bus: bus_handle,
         };
@@ -333,7 +334,7 @@ impl Engine {
             last_seq: 0,
             calls: Vec::new(),
         };
-        self.run_actor(summary, log, mode, resume).await.map_err(|e| e.to_string())
+        self.run_actor(summary, log, mode, resume, None).await.map_err(|e| e.to_string())
     }
 
     /// Where a resumed run's numbering continues: after every number its dead process may have
@@ -369,6 +370,7 @@ impl Engine {
         log: Vec<Arc<EventFrame>>,
         mode: Box<dyn modes::Mode>,
         resume: Option<Resumed>,
+        place: Option<Arc<limits::Place>>,
     ) -> Result<(), EngineError> {
         // Register with the Hub before the actor runs, so a watch sent right after this call
         // returns finds the run.
@@ -378,7 +380,7 @@ impl Engine {
             (summary.id.clone(), summary.message_id.clone(), summary.conversation_id.clone());
         let mode_name = summary.mode.clone();
         self.hub
-            .send(RegisterRun { summary, log, cancel: addr.recipient() })
+            .send(RegisterRun { summary, log, cancel: addr.recipient(), place })
             .await
             .map_err(|_| EngineError::Unavailable)?;
         actor_ctx.run(Deliberation::new(DeliberationSetup {
@@ -545,7 +547,7 @@ impl Engine {
         // until the run is registered with the Hub: the count of the user's running runs plus
         // their reserved places includes every start that passed before, and only an accepted
         // start is counted in the per-minute budget.
-        let _reserved = match &owner {
+        let reserved = match &owner {
             Some(name) => Some(self.within_limits(name).await?),
             None => None,
         };
@@ -584,10 +586,8 @@ impl Engine {
             last_seq: 0,
             calls: Vec::new(),
         };
-        self.run_actor(summary, Vec::new(), mode, None).await?;
-        if let Some(name) = &viewer.name {
-            self.starts.accepted(name, self.settings.clock.now());
-        }
+        let place = reserved.as_ref().map(limits::Reserved::place);
+        self.run_actor(summary, Vec::new(), mode, None, place).await?;
         crate::metrics::global().run_started(req.mode.as_str());
         Ok(StartedRun {
             run_id: RunId::from_stored(run_id),
@@ -603,17 +603,18 @@ impl Engine {
     /// is counted one at a time but written to the database together.
     async fn within_limits(&self, user: &str) -> Result<limits::Reserved, EngineError> {
         let _gate = self.starts.gate(user).await;
+        // The user's runs and reserved places, counted in one step by the Hub.
         let running = self
             .hub
             .send(hub::CountRunning { owner: Some(user.to_string()) })
             .await
             .map_err(|_| EngineError::Unavailable)?;
-        self.starts
-            .reserve(user, running, self.settings.user_limits, self.settings.clock.now())
-            .map_err(|r| EngineError::RateLimited {
+        self.starts.reserve(user, running, self.settings.user_limits, &self.settings.clock).map_err(
+            |r| EngineError::RateLimited {
                 message: r.message,
                 retry_after_secs: r.retry_after_secs,
-            })
+            },
+        )
     }
 
     /// Who owns a run and who may see it; a run `viewer` may not see is not found.

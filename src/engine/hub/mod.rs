@@ -65,6 +65,9 @@ pub struct RegisterRun {
     pub summary: RunSummary,
     pub log: Vec<Arc<EventFrame>>,
     pub cancel: Recipient<CancelRun>,
+    /// The place its start reserved under the user's limits: given back as the run starts
+    /// being counted, in the same step (see [`CountRunning`]).
+    pub place: Option<Arc<crate::engine::limits::Place>>,
 }
 
 /// Publish a run's events, in sequence order.
@@ -173,8 +176,9 @@ pub struct ListLive {
     pub viewer: Viewer,
 }
 
-/// How many runs are running: those of `owner` on every instance (known from the bus), or
-/// with no owner given, every run this instance executes. Counted without copying summaries:
+/// How many runs are running: those of `owner` on every instance (known from the bus) plus the
+/// places their starts hold (reserved, not yet registered: counted with the runs in one step),
+/// or with no owner given, every run this instance executes. Counted without copying summaries:
 /// a start asks this, and the Hub holds every run of the retention period.
 #[derive(Message)]
 #[rtype(result = "usize")]
@@ -227,6 +231,8 @@ pub struct BusLink {
 pub const RETAINED_BYTES: usize = 64 << 20;
 
 pub struct Hub {
+    /// The start limits whose reserved places count as running runs.
+    starts: Option<Arc<crate::engine::limits::StartLimiter>>,
     live: LiveRuns,
     followed: FollowedRuns,
     remote: RemoteRuns,
@@ -239,6 +245,7 @@ impl Hub {
     /// `retention`: how long an ended run's events stay in memory for late watchers.
     pub fn new(retention: Duration) -> Self {
         Hub {
+            starts: None,
             live: LiveRuns::new(retention, RETAINED_BYTES),
             followed: FollowedRuns::default(),
             remote: RemoteRuns::default(),
@@ -246,6 +253,12 @@ impl Hub {
             retention,
             bus: None,
         }
+    }
+
+    /// Counts the places `starts` holds for each user with their running runs.
+    pub fn with_starts(mut self, starts: Arc<crate::engine::limits::StartLimiter>) -> Self {
+        self.starts = Some(starts);
+        self
     }
 
     /// Exchanges with other instances over `link`.
@@ -358,6 +371,11 @@ impl Handler<RegisterRun> for Hub {
         });
         // A run resumed here replaces what an earlier attempt left (its watchers are gone).
         let summary = self.live.register(msg.summary, msg.log, cancel);
+        // Counted as running from now on: its start is accepted and its place goes back in
+        // the same step.
+        if let Some(place) = &msg.place {
+            place.accept();
+        }
         self.remote.remove(&id);
         // Watchers that followed it elsewhere now follow it here: its log holds every stored
         // event, and it numbers new ones after anything they were sent.
@@ -576,7 +594,8 @@ impl Handler<CountRunning> for Hub {
                     .summaries()
                     .filter(|s| remote::running_of(s, owner) && !self.live.contains(&s.id))
                     .count();
-                local + elsewhere
+                let held = self.starts.as_ref().map_or(0, |s| s.pending(owner));
+                local + elsewhere + held
             }
         }
     }

@@ -60,7 +60,7 @@ async fn ended_runs_are_held_within_a_byte_budget_oldest_first() {
     for id in ["a", "b", "c", "d"] {
         let cancel = Nobody.start().recipient();
         let summary = RunSummary { id: id.into(), ..summary() };
-        hub.send(RegisterRun { summary, log: Vec::new(), cancel }).await.unwrap();
+        hub.send(RegisterRun { summary, log: Vec::new(), cancel, place: None }).await.unwrap();
         let frames = (1..=3).map(|seq| big(id, seq)).collect();
         hub.send(Publish { run_id: id.into(), frames }).await.unwrap();
     }
@@ -99,7 +99,7 @@ async fn a_steps_events_reach_each_watcher_in_one_message_without_what_it_read()
     let hub = Hub::new(Duration::from_secs(60)).start();
     let cancel = Nobody.start().recipient();
     let log = vec![frame(1, "stage1_start")];
-    hub.send(RegisterRun { summary: summary(), log, cancel }).await.unwrap();
+    hub.send(RegisterRun { summary: summary(), log, cancel, place: None }).await.unwrap();
     let (a_tx, mut a_rx) = mpsc::channel(100);
     let (b_tx, mut b_rx) = mpsc::channel(100);
     hub.send(Watch { run_id: "r".into(), since: 0, watcher: 1, sink: a_tx }).await.unwrap();
@@ -122,7 +122,7 @@ async fn a_replay_larger_than_the_buffer_resumes_piece_by_piece_without_a_gap() 
     let cancel = Nobody.start().recipient();
     let n = 2 * REPLAY_BATCH as i64 + 1;
     let log = (1..=n).map(|s| frame(s, "call_complete")).collect();
-    hub.send(RegisterRun { summary: summary(), log, cancel }).await.unwrap();
+    hub.send(RegisterRun { summary: summary(), log, cancel, place: None }).await.unwrap();
     let (tx, mut rx) = mpsc::channel(1);
     let (mut seen, mut lags, mut since) = (Vec::new(), Vec::new(), 0);
     loop {
@@ -153,7 +153,9 @@ async fn a_slow_watcher_never_holds_up_the_others_and_resumes_without_a_gap() {
         (metrics::global().events_dropped(), metrics::global().watchers_lagged(Feed::Run));
     let hub = Hub::new(Duration::from_secs(60)).start();
     let cancel = Nobody.start().recipient();
-    hub.send(RegisterRun { summary: summary(), log: Vec::new(), cancel }).await.unwrap();
+    hub.send(RegisterRun { summary: summary(), log: Vec::new(), cancel, place: None })
+        .await
+        .unwrap();
     let (fast_tx, mut fast_rx) = mpsc::channel(100);
     let (slow_tx, mut slow_rx) = mpsc::channel(4);
     for (w, sink) in [(1, fast_tx), (2, slow_tx.clone())] {
@@ -245,7 +247,9 @@ fn states(run: &serde_json::Value) -> Vec<(String, String)> {
 async fn the_summary_follows_each_call_the_title_and_the_end_of_the_run() {
     let hub = Hub::new(Duration::from_secs(60)).start();
     let cancel = Nobody.start().recipient();
-    hub.send(RegisterRun { summary: summary(), log: Vec::new(), cancel }).await.unwrap();
+    hub.send(RegisterRun { summary: summary(), log: Vec::new(), cancel, place: None })
+        .await
+        .unwrap();
     let (tx, mut rx) = mpsc::channel(100);
     hub.send(SubscribeDashboard { watcher: 9, sink: tx, viewer: Viewer::local() }).await.unwrap();
     let frames = vec![
@@ -370,7 +374,7 @@ async fn watchers_following_a_run_switch_to_it_when_it_is_resumed_here() {
     // Taken over here: the log holds the stored events; numbering goes on after the token.
     let cancel = Nobody.start().recipient();
     let log = vec![frame(1, "stage1_start"), frame(2, "call_start")];
-    hub.send(RegisterRun { summary: summary(), log, cancel }).await.unwrap();
+    hub.send(RegisterRun { summary: summary(), log, cancel, place: None }).await.unwrap();
     hub.send(Publish { run_id: "r".into(), frames: vec![frame(4, "resumed")] }).await.unwrap();
     // Frames still in flight from the old executor are ignored.
     remote(&hub, vec![frame(4, "token"), frame(5, "token")]).await;
