@@ -23,6 +23,7 @@ use super::common::{
     SplitMix64, TitleTracker, CALL_FAILED, TITLE_KEY,
 };
 use super::reading::answer_text;
+use super::reading::{bare, re, unbold};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::{
@@ -323,47 +324,10 @@ pub struct OutlineReading {
     pub key_themes: Vec<String>,
 }
 
-fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
-    cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
-}
-
-/// A line without its leading white space, bullets, `#`, `>`, `**` and `__`.
-pub fn bare(line: &str) -> &str {
-    let mut s = line.trim_start();
-    loop {
-        let t = s
-            .trim_start_matches(['#', '>', '•', '·'])
-            .trim_start_matches("**")
-            .trim_start_matches("__")
-            .trim_start();
-        let t = match t.strip_prefix(['-', '*', '+']) {
-            Some(rest) if rest.starts_with(char::is_whitespace) => rest.trim_start(),
-            _ => t,
-        };
-        if t.len() == s.len() {
-            return s;
-        }
-        s = t;
-    }
-}
-
-/// A value without bold markup around it and surrounding white space.
-fn clean(value: &str) -> String {
-    let mut v = value.trim();
-    loop {
-        let t = v.trim_start_matches("**").trim_start_matches("__");
-        let t = t.trim_end_matches("**").trim_end_matches("__").trim();
-        if t.len() == v.len() {
-            return t.to_string();
-        }
-        v = t;
-    }
-}
-
 /// A value as stated: [`clean`], and empty when it is only a placeholder of the requested
 /// format echoed back (`<title>`, `<section title>`), which states nothing.
 fn stated(value: &str) -> String {
-    let v = clean(value);
+    let v = unbold(value);
     let placeholder = v.starts_with('<')
         && v.ends_with('>')
         && v.matches('<').count() == 1
@@ -477,7 +441,7 @@ pub fn read_outline(reply: &str) -> OutlineReading {
         }
         if let Some((name, value)) = summary_field(line) {
             // Summary fields: their last line wins, wherever it stands.
-            let v = clean(value);
+            let v = unbold(value);
             match name.as_str() {
                 "total sections" => total = Some(v),
                 "estimated total length" => estimated = Some(v),

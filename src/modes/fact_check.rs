@@ -21,6 +21,7 @@ use super::common::{
     TitleTracker, TITLE_KEY,
 };
 use super::reading::answer_text;
+use super::reading::{bare, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::{
@@ -356,43 +357,6 @@ pub fn report_prompt(
 
 // ---- reading replies -----------------------------------------------------------------------
 
-fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
-    cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
-}
-
-/// A line without its leading white space, bullets, `#`, `**` and `__`.
-pub fn bare(line: &str) -> &str {
-    let mut s = line.trim_start();
-    loop {
-        let t = s
-            .trim_start_matches(['#', '>', '•', '·'])
-            .trim_start_matches("**")
-            .trim_start_matches("__")
-            .trim_start();
-        let t = match t.strip_prefix(['-', '*', '+']) {
-            Some(rest) if rest.starts_with(char::is_whitespace) => rest.trim_start(),
-            _ => t,
-        };
-        if t.len() == s.len() {
-            return s;
-        }
-        s = t;
-    }
-}
-
-/// Bold and code markup around a value removed.
-fn clean(value: &str) -> String {
-    let mut v = value.trim();
-    loop {
-        let t = v.trim_start_matches("**").trim_start_matches("__").trim_start_matches('`');
-        let t = t.trim_end_matches("**").trim_end_matches("__").trim_end_matches('`').trim();
-        if t.len() == v.len() {
-            return t.to_string();
-        }
-        v = t;
-    }
-}
-
 /// A numbered heading `<word> 3:` (also `#3`, `claim_3`, `Claim 3`, then `:`, `.` or a dash):
 /// the number and the rest of the line.
 fn numbered(word: &str, line: &str) -> Option<(u64, String)> {
@@ -408,7 +372,7 @@ fn numbered(word: &str, line: &str) -> Option<(u64, String)> {
         _ => re(&VERIFY, &pattern("verification")),
     };
     let c = r.captures(line)?;
-    Some((c[1].parse().ok()?, clean(c.get(2).map_or("", |m| m.as_str()))))
+    Some((c[1].parse().ok()?, unmark(c.get(2).map_or("", |m| m.as_str()))))
 }
 
 /// A `Name: value` field line among `names`: the lower-case name and the value.
@@ -456,7 +420,7 @@ impl Extraction {
 
 /// The type a value names exactly; None otherwise.
 pub fn type_of(value: &str) -> Option<String> {
-    let v = clean(value).trim_end_matches(['.', ',', ';']).trim().to_uppercase();
+    let v = unmark(value).trim_end_matches(['.', ',', ';']).trim().to_uppercase();
     TYPES.contains(&v.as_str()).then_some(v)
 }
 
@@ -492,7 +456,7 @@ pub fn read_claims(reply: &str) -> Extraction {
         let Some(b) = blocks.last_mut().filter(|_| open) else { continue };
         if let Some((name, value)) = field(line, "context|type") {
             if name == "context" && b.context.is_none() {
-                let v = clean(value);
+                let v = unmark(value);
                 b.context = Some(v).filter(|v| !v.is_empty());
             } else if name == "type" && b.claim_type.is_none() {
                 b.claim_type = Some(type_of(value));
@@ -501,7 +465,7 @@ pub fn read_claims(reply: &str) -> Extraction {
         }
         // A heading with its claim on the next line.
         if b.text.is_empty() && !line.trim().is_empty() {
-            b.text = clean(line);
+            b.text = unmark(line);
         }
     }
     let mut claims: Vec<Claim> = Vec::new();
@@ -631,7 +595,7 @@ pub fn read_check(reply: &str, claims: &[Claim]) -> CheckReading {
                 if name == "evidence" || name == "correction" {
                     spanning = Some(b.fields.len());
                 }
-                b.fields.push((name, clean(value)));
+                b.fields.push((name, unmark(value)));
             }
             continue;
         }

@@ -21,6 +21,7 @@ use super::common::{
     TitleTracker, TITLE_KEY,
 };
 use super::reading::answer_text;
+use super::reading::{bare, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_SHORT_CHARS};
 use super::{
@@ -613,46 +614,9 @@ pub struct ReviewReading {
     pub parse_success: bool,
 }
 
-fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
-    cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
-}
-
-/// A line without its leading white space, bullets, `#`, `**` and `__`.
-pub fn bare(line: &str) -> &str {
-    let mut s = line.trim_start();
-    loop {
-        let t = s
-            .trim_start_matches(['#', '>', '•', '·'])
-            .trim_start_matches("**")
-            .trim_start_matches("__")
-            .trim_start();
-        let t = match t.strip_prefix(['-', '*', '+']) {
-            Some(rest) if rest.starts_with(char::is_whitespace) => rest.trim_start(),
-            _ => t,
-        };
-        if t.len() == s.len() {
-            return s;
-        }
-        s = t;
-    }
-}
-
-/// Bold and code markup around a value removed.
-fn clean(value: &str) -> String {
-    let mut v = value.trim();
-    loop {
-        let t = v.trim_start_matches("**").trim_start_matches("__").trim_start_matches('`');
-        let t = t.trim_end_matches("**").trim_end_matches("__").trim_end_matches('`').trim();
-        if t.len() == v.len() {
-            return t.to_string();
-        }
-        v = t;
-    }
-}
-
 /// A section heading's name (`### Scores`, `**Strengths:**`), lower-case, when the line is one.
 fn section(line: &str) -> Option<String> {
-    let t = clean(bare(line).trim_end_matches(':').trim_end_matches("**").trim_end_matches(':'));
+    let t = unmark(bare(line).trim_end_matches(':').trim_end_matches("**").trim_end_matches(':'));
     let t = t.to_lowercase();
     ["scores", "findings", "strengths", "summary"].contains(&t.as_str()).then_some(t)
 }
@@ -679,7 +643,7 @@ fn cells(line: &str) -> Option<Vec<String>> {
         return None;
     }
     let inner = t.trim_start_matches('|').trim_end_matches('|');
-    let cells: Vec<String> = inner.split('|').map(clean).collect();
+    let cells: Vec<String> = inner.split('|').map(unmark).collect();
     if cells.iter().all(|c| c.chars().all(|ch| matches!(ch, '-' | ':' | ' '))) {
         return None;
     }
@@ -738,7 +702,7 @@ fn read_scores(lines: &[&str], rubric: &Rubric) -> Vec<Score> {
             let (score, justification) = found[i].clone().unwrap_or_else(|| {
                 let stated = lines.iter().rev().find_map(|l| {
                     let caps = line_re.captures(bare(l))?;
-                    (norm(&clean(&caps[1])) == norm(&c.name)).then(|| score_of(&caps[2]))
+                    (norm(&unmark(&caps[1])) == norm(&c.name)).then(|| score_of(&caps[2]))
                 });
                 (stated.flatten(), None)
             });
@@ -775,7 +739,7 @@ fn finding_heading(line: &str) -> Option<(u64, String)> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let c = re(&RE, r"(?i)^finding\s*#?\s*(\d{1,6})\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(.*))?$")
         .captures(line)?;
-    Some((c[1].parse().ok()?, clean(c.get(2).map_or("", |m| m.as_str()))))
+    Some((c[1].parse().ok()?, unmark(c.get(2).map_or("", |m| m.as_str()))))
 }
 
 const SPANNING: [&str; 3] = ["description", "impact", "recommendation"];
@@ -818,7 +782,7 @@ fn read_findings(lines: &[&str], rubric: &Rubric) -> Vec<Finding> {
                 if SPANNING.contains(&name.as_str()) {
                     spanning = Some(b.fields.len());
                 }
-                b.fields.push((name, clean(value)));
+                b.fields.push((name, unmark(value)));
             }
             continue;
         }
@@ -866,7 +830,7 @@ fn read_findings(lines: &[&str], rubric: &Rubric) -> Vec<Finding> {
 fn list_item(raw: &str) -> Option<String> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let c = re(&RE, r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(.+)$").captures(raw)?;
-    let t = clean(&c[1]);
+    let t = unmark(&c[1]);
     (!t.is_empty()).then_some(t)
 }
 
@@ -950,7 +914,7 @@ pub fn read_action_items(reply: &str) -> Vec<ActionItem> {
                 let w = e[1].to_lowercase();
                 format!("{}{}", w[..1].to_uppercase(), &w[1..])
             });
-            out.push(ActionItem { severity, text: clean(&body), effort: effort_word });
+            out.push(ActionItem { severity, text: unmark(&body), effort: effort_word });
         }
     }
     out

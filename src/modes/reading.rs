@@ -257,6 +257,64 @@ pub fn json_field(text: &str, keys: &[&str]) -> Option<Value> {
     })
 }
 
+/// A regex compiled once into `cell` (the patterns are the modes' own constants).
+pub fn re(
+    cell: &'static std::sync::OnceLock<regex::Regex>,
+    pattern: &str,
+) -> &'static regex::Regex {
+    cell.get_or_init(|| regex::Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
+}
+
+/// A line without its leading white space, bullets, `#`, `>`, `**` and `__`: what a marker
+/// line (`SECTION 2:`, `**Severity:** HIGH`) says once a model's markdown is set aside.
+pub fn bare(line: &str) -> &str {
+    let mut s = line.trim_start();
+    loop {
+        let t = s
+            .trim_start_matches(['#', '>', '•', '·'])
+            .trim_start_matches("**")
+            .trim_start_matches("__")
+            .trim_start();
+        let t = match t.strip_prefix(['-', '*', '+']) {
+            Some(rest) if rest.starts_with(char::is_whitespace) => rest.trim_start(),
+            _ => t,
+        };
+        if t.len() == s.len() {
+            return s;
+        }
+        s = t;
+    }
+}
+
+/// A value with the bold (`**`, `__`) around it removed.
+pub fn unbold(value: &str) -> String {
+    unwrap_marks(value, false)
+}
+
+/// A value with the bold and the code marks (`` ` ``) around it removed.
+pub fn unmark(value: &str) -> String {
+    unwrap_marks(value, true)
+}
+
+fn unwrap_marks(value: &str, code: bool) -> String {
+    let mut v = value.trim();
+    loop {
+        let mut t = v.trim_start_matches("**").trim_start_matches("__");
+        if code {
+            t = t.trim_start_matches('`');
+        }
+        let mut t = t.trim_end_matches("**").trim_end_matches("__");
+        if code {
+            t = t.trim_end_matches('`');
+        }
+        let t = t.trim();
+        if t.len() == v.len() {
+            return t.to_string();
+        }
+        v = t;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,7 @@ use super::common::{
     TitleTracker, TITLE_KEY,
 };
 use super::reading::answer_text;
+use super::reading::{bare, re, unbold};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::{
@@ -257,43 +258,6 @@ pub struct AttackReading {
     pub parse_success: bool,
 }
 
-/// A line without its leading white space, bullets, `#`, `**` and `__`.
-fn bare(line: &str) -> &str {
-    let mut s = line.trim_start();
-    loop {
-        let t = s
-            .trim_start_matches(['#', '>', '•', '·'])
-            .trim_start_matches("**")
-            .trim_start_matches("__")
-            .trim_start();
-        let t = match t.strip_prefix(['-', '*', '+']) {
-            Some(rest) if rest.starts_with(char::is_whitespace) => rest.trim_start(),
-            _ => t,
-        };
-        if t.len() == s.len() {
-            return s;
-        }
-        s = t;
-    }
-}
-
-/// Bold markup around a value (`** HIGH**`, `__x__`) removed; code spans and names are kept.
-fn clean(value: &str) -> String {
-    let mut v = value.trim();
-    loop {
-        let t = v.trim_start_matches("**").trim_start_matches("__");
-        let t = t.trim_end_matches("**").trim_end_matches("__").trim();
-        if t.len() == v.len() {
-            return t.to_string();
-        }
-        v = t;
-    }
-}
-
-fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
-    cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
-}
-
 /// `label:` at the start of a bare line (markup allowed around the label); the value after it.
 fn field<'a>(line: &'a str, labels: &Regex) -> Option<(String, &'a str)> {
     let c = labels.captures(line)?;
@@ -306,7 +270,7 @@ fn finding_heading(line: &str) -> Option<(u64, String)> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let c = re(&RE, r"(?i)^finding\s*#?\s*(\d{1,6})\s*(?:\*\*|__)?\s*[:.\-–—]\s*(.*)$")
         .captures(line)?;
-    Some((c[1].parse().ok()?, clean(&c[2])))
+    Some((c[1].parse().ok()?, unbold(&c[2])))
 }
 
 fn attack_field(line: &str) -> Option<(String, &str)> {
@@ -385,7 +349,7 @@ fn read_blocks<H>(
                 if multi.contains(&name.as_str()) {
                     spanning = Some(b.fields.len());
                 }
-                b.fields.push((name, clean(value)));
+                b.fields.push((name, unbold(value)));
             }
             continue;
         }
@@ -438,7 +402,7 @@ pub fn read_attack(reply: &str) -> AttackReading {
     let overall_risk = lines
         .iter()
         .rev()
-        .find_map(|l| risk_re.captures(bare(l)).map(|c| clean(&c[1])))
+        .find_map(|l| risk_re.captures(bare(l)).map(|c| unbold(&c[1])))
         .filter(|r| !r.is_empty());
     let no_flaws = findings.is_empty() && none_stated;
     AttackReading {
@@ -497,7 +461,7 @@ fn response_heading(line: &str) -> Option<(Option<u64>, String)> {
     )
     .captures(line)?;
     let number = c.get(1).and_then(|n| n.as_str().parse().ok());
-    let title = c.get(2).map(|t| clean(t.as_str())).unwrap_or_default();
+    let title = c.get(2).map(|t| unbold(t.as_str())).unwrap_or_default();
     if number.is_none() && title.is_empty() {
         return None;
     }
@@ -648,7 +612,7 @@ pub fn read_synthesis(reply: &str) -> SynthesisReading {
     let hardening_confidence = lines
         .iter()
         .rev()
-        .find_map(|l| conf.captures(bare(l)).map(|c| clean(&c[1])))
+        .find_map(|l| conf.captures(bare(l)).map(|c| unbold(&c[1])))
         .and_then(|v| {
             let word = v.split(|c: char| !c.is_alphabetic()).next().unwrap_or("").to_lowercase();
             match word.as_str() {

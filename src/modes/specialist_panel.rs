@@ -22,6 +22,7 @@ use super::common::{
     TitleTracker, CALL_FAILED, TITLE_KEY,
 };
 use super::reading::answer_text;
+use super::reading::re;
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_SHORT_CHARS};
 use super::{
@@ -631,10 +632,6 @@ pub const SYNTHESIS_SECTIONS: [&str; 5] = [
 ];
 /// Risk levels, most severe first.
 pub const LEVELS: [&str; 4] = ["Critical", "High", "Medium", "Low"];
-
-fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
-    cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
-}
 
 /// `**x**` / `__x__` markup removed from both ends of a text.
 fn unbold(value: &str) -> &str {
