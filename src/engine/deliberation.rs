@@ -24,7 +24,8 @@ use super::hub::{CancelRun, Hub, Publish, RunEnded};
 use super::model_call::{CallDelta, CallFinished, CallOwner, CallRetrying, ModelCall, StopCall};
 use super::resume::{self, Replayed};
 use super::retry::RetryPolicy;
-use crate::modes::{CallReply, CallSpec, Effect, Mode, Usage};
+use crate::modes::registry::ModeKind;
+use crate::modes::{CallReply, CallSpec, Effect, Mode, StageRow, Usage};
 use crate::providers::Providers;
 use crate::store::{
     self, Commit, JournalRecord, RunFinish, RunStatus, Store, StoreError, StoredEvent,
@@ -91,6 +92,9 @@ pub struct Deliberation {
     retry: RetryPolicy,
     seq: i64,
     stage_position: i32,
+    /// Every stage row of the run, replayed and new, in the order written: the result its
+    /// outcome is read from when it completes.
+    rows: Vec<StageRow>,
     phase: Phase,
     in_flight: HashMap<String, (Addr<ModelCall>, CallSpec)>,
     /// Deltas received since the last flush, by call key (ordered for stable output).
@@ -124,6 +128,7 @@ impl Deliberation {
             retry: setup.retry,
             seq: 0,
             stage_position: 0,
+            rows: Vec::new(),
             phase: Phase::Running,
             in_flight: HashMap::new(),
             pending_tokens: BTreeMap::new(),
@@ -208,7 +213,10 @@ impl Deliberation {
                         act.hub.do_send(Publish { run_id: act.run_id.clone(), frames });
                     }
                     match &batch.finish {
-                        Some(finish) => act.ended(finish.status, finish.finished_at, ctx),
+                        Some(finish) => {
+                            let outcome = finish.outcome.clone();
+                            act.ended(finish.status, finish.finished_at, outcome, ctx)
+                        }
                         None => act.commit(ctx),
                     }
                 }
@@ -317,7 +325,7 @@ impl Deliberation {
                 act.hub.do_send(Publish { run_id: act.run_id.clone(), frames });
                 let finished_at =
                     last.finish.as_ref().map_or_else(store::now_ms, |f| f.finished_at);
-                act.ended(RunStatus::Failed, finished_at, ctx);
+                act.ended(RunStatus::Failed, finished_at, None, ctx);
             },
         ));
     }
@@ -371,6 +379,7 @@ impl Deliberation {
                 }
                 Effect::Emit { event, data } => events.push((event, data)),
                 Effect::Store(row) => {
+                    self.rows.push(row.clone());
                     self.batch.stages.push((self.stage_position, row));
                     self.stage_position += 1;
                 }
@@ -481,12 +490,28 @@ impl Deliberation {
             completion_tokens: self.usage.completion_tokens as i64,
             cost: self.cost_seen.then_some(self.usage.cost.unwrap_or(0.0)),
             finished_at,
+            outcome: (status == RunStatus::Completed).then(|| self.outcome()).flatten(),
         }
     }
 
+    /// The completed run's one line for lists: its mode's outcome of the result its rows make
+    /// (the rows in the order the store reads them back).
+    fn outcome(&self) -> Option<String> {
+        let spec = ModeKind::parse(&self.mode_name)?.spec();
+        let mut rows = self.rows.clone();
+        rows.sort_by_key(|r| r.stage_order);
+        (spec.outcome)(&(spec.load_result)(&rows))
+    }
+
     /// The run's end is stored and published: tell the Hub and stop.
-    fn ended(&mut self, status: RunStatus, finished_at: i64, ctx: &mut Context<Self>) {
-        self.hub.do_send(RunEnded { run_id: self.run_id.clone(), status, finished_at });
+    fn ended(
+        &mut self,
+        status: RunStatus,
+        finished_at: i64,
+        outcome: Option<String>,
+        ctx: &mut Context<Self>,
+    ) {
+        self.hub.do_send(RunEnded { run_id: self.run_id.clone(), status, finished_at, outcome });
         ctx.stop();
     }
 
@@ -516,7 +541,7 @@ impl Actor for Deliberation {
                 self.journal(resume::START, None, json!({}));
                 self.mode.start()
             }
-            Some(Resumed { replayed, seq }) => {
+            Some(Resumed { mut replayed, seq }) => {
                 log::warn!(
                     "run {} resumed after step {} (seq {seq}), {} call(s) to make again",
                     self.run_id,
@@ -525,7 +550,8 @@ impl Actor for Deliberation {
                 );
                 self.seq = seq;
                 self.step = replayed.steps;
-                self.stage_position = replayed.stages;
+                self.stage_position = replayed.rows.len() as i32;
+                self.rows = std::mem::take(&mut replayed.rows);
                 self.usage = replayed.usage;
                 self.cost_seen = replayed.cost_seen;
                 self.publish(vec![(

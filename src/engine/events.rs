@@ -144,6 +144,9 @@ pub enum Frame {
     /// unwatch: frames of `run` ahead of it belong to the dropped subscription. `epoch` tells
     /// which unwatch it answers, should the client unwatch again before it is read.
     Rewatch { run: String, epoch: u64 },
+    /// A watch asked with an `id` is in place: whatever it replayed is ahead of this in the
+    /// channel, so the client's `watching` reply follows every event the watch sent.
+    Watching { run: String, id: serde_json::Value },
 }
 
 pub type FrameSender = tokio::sync::mpsc::Sender<Frame>;

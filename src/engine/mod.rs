@@ -298,10 +298,10 @@ impl Engine {
             None
         } else {
             let replayed = resume::replay(mode.as_mut(), &journal)?;
-            if i64::from(replayed.stages) != stored {
+            if replayed.rows.len() as i64 != stored {
                 return Err(format!(
                     "its journal accounts for {} stage rows but {stored} are stored",
-                    replayed.stages
+                    replayed.rows.len()
                 ));
             }
             let seq = self.resume_seq(&run, replayed.calls()).await;
@@ -333,6 +333,7 @@ impl Engine {
             last_event: None,
             last_seq: 0,
             calls: Vec::new(),
+            outcome: None,
         };
         self.run_actor(summary, log, mode, resume, None).await.map_err(|e| e.to_string())
     }
@@ -585,6 +586,7 @@ impl Engine {
             last_event: None,
             last_seq: 0,
             calls: Vec::new(),
+            outcome: None,
         };
         let place = reserved.as_ref().map(limits::Reserved::place);
         self.run_actor(summary, Vec::new(), mode, None, place).await?;

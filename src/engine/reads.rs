@@ -4,7 +4,7 @@
 
 use super::{Engine, EngineError, Viewer};
 use crate::ids::{ConversationId, RunId};
-use crate::store::{ConversationDetail, ConversationRecord, RecentRun, ReviewStatus, RunRecord};
+use crate::store::{ConversationDetail, ConversationListed, RecentRun, ReviewStatus, RunRecord};
 
 impl Engine {
     /// The most recent runs the caller may see, newest first.
@@ -23,7 +23,7 @@ impl Engine {
         limit: i64,
         title_contains: Option<&str>,
         viewer: &Viewer,
-    ) -> Result<Vec<ConversationRecord>, EngineError> {
+    ) -> Result<Vec<ConversationListed>, EngineError> {
         Ok(self.store.list_conversations(limit, title_contains, viewer.visible_to()).await?)
     }
 

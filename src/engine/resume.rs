@@ -11,7 +11,7 @@
 
 use serde_json::{json, Value};
 
-use crate::modes::{CallError, CallReply, CallSpec, Effect, Mode, Usage};
+use crate::modes::{CallError, CallReply, CallSpec, Effect, Mode, StageRow, Usage};
 use crate::store::JournalRecord;
 
 pub const START: &str = "start";
@@ -63,8 +63,8 @@ pub struct Replayed {
     /// were asked for), the timers that had not fired, and the answer or failure if the mode
     /// had already produced one.
     pub pending: Vec<Effect>,
-    /// Stage rows the replayed steps stored.
-    pub stages: i32,
+    /// The stage rows the replayed steps stored (the mode produces them again as it replays).
+    pub rows: Vec<StageRow>,
     /// Steps replayed (the next step is `steps + 1`).
     pub steps: i64,
     pub usage: Usage,
@@ -86,7 +86,7 @@ pub fn replay(mode: &mut dyn Mode, journal: &[JournalRecord]) -> Result<Replayed
     let mut end: Option<Effect> = None;
     let mut out = Replayed {
         pending: Vec::new(),
-        stages: 0,
+        rows: Vec::new(),
         steps: 0,
         usage: Usage::default(),
         cost_seen: false,
@@ -135,7 +135,7 @@ pub fn replay(mode: &mut dyn Mode, journal: &[JournalRecord]) -> Result<Replayed
             match effect {
                 Effect::Call(spec) => calls.push(spec),
                 Effect::Timer { key, after_ms } => timers.push((key, after_ms)),
-                Effect::Store(_) => out.stages += 1,
+                Effect::Store(row) => out.rows.push(row),
                 Effect::Finish { .. } if end.is_none() => end = Some(effect),
                 Effect::Fail { .. } => {
                     end = Some(effect);
@@ -157,7 +157,7 @@ pub fn replay(mode: &mut dyn Mode, journal: &[JournalRecord]) -> Result<Replayed
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modes::{self, CallErrorKind, RunContext, StageRow};
+    use crate::modes::{self, CallErrorKind, RunContext};
 
     fn ctx() -> RunContext {
         RunContext {
@@ -277,7 +277,7 @@ mod tests {
             let r = replay(council().as_mut(), &journal).unwrap();
             let expected: Vec<String> = trace.queue.iter().map(|s| s.key.clone()).collect();
             assert_eq!(keys(&r.pending), expected, "after {steps} replies");
-            assert_eq!(r.stages as usize, trace.rows.len(), "after {steps} replies");
+            assert_eq!(r.rows.len(), trace.rows.len(), "after {steps} replies");
             assert_eq!(r.steps, steps as i64 + 1);
             assert_eq!(r.usage.prompt_tokens, 3 * steps as u64);
         }

@@ -31,6 +31,9 @@ pub struct RunSummary {
     pub last_seq: i64,
     /// The run's model calls in the order they started (title calls left out).
     pub calls: Vec<CallProgress>,
+    /// Once it completed: its outcome in its mode's terms (the winner, the verdict…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
 }
 
 /// One model call of a run, as the dashboard shows it.
@@ -98,9 +101,10 @@ impl RunSummary {
     }
 
     /// The run is over: calls still going were stopped with it.
-    pub fn end(&mut self, status: RunStatus, finished_at: i64) {
+    pub fn end(&mut self, status: RunStatus, finished_at: i64, outcome: Option<String>) {
         self.status = status;
         self.finished_at = Some(finished_at);
+        self.outcome = outcome;
         for c in &mut self.calls {
             if matches!(c.state, CallState::Running | CallState::Retrying) {
                 c.state = CallState::Stopped;
@@ -128,6 +132,7 @@ impl RunSummary {
             last_event: None,
             last_seq: 0,
             calls: Vec::new(),
+            outcome: None,
         }
     }
 }

@@ -97,6 +97,26 @@ pub struct ConversationRecord {
     pub updated_at: i64,
 }
 
+/// A conversation in a list, with how its latest run went.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationListed {
+    #[serde(flatten)]
+    pub conversation: ConversationRecord,
+    /// Its latest run (None for a conversation whose run was never stored).
+    pub last_run: Option<LastRun>,
+}
+
+/// The latest run of a conversation, as a list shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastRun {
+    pub id: String,
+    pub status: RunStatus,
+    /// Its outcome in its mode's terms, once completed.
+    pub outcome: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageRecord {
@@ -130,6 +150,9 @@ pub struct RunRecord {
     pub review_reason: Option<String>,
     pub reviewed_at: Option<i64>,
     pub review_note: Option<String>,
+    /// A completed run's outcome in its mode's terms ([`crate::modes::registry::ModeSpec::outcome`]),
+    /// written with its end; None for other runs and runs stored before it was kept.
+    pub outcome: Option<String>,
 }
 
 /// How much of a run's question the list of recent runs carries.
@@ -269,6 +292,8 @@ pub struct RunFinish {
     pub completion_tokens: i64,
     pub cost: Option<f64>,
     pub finished_at: i64,
+    /// A completed run's one-line outcome, for lists.
+    pub outcome: Option<String>,
 }
 
 /// The actor that owns database connections. Runs on a `SyncArbiter`.
@@ -448,7 +473,7 @@ store_message!(
 store_message!(
     /// Conversations, newest first; with `title_contains`, those whose title contains it
     /// (ignoring case).
-    ListConversations { limit: i64, title_contains: Option<String>, visible_to: Option<String> } -> Vec<ConversationRecord>,
+    ListConversations { limit: i64, title_contains: Option<String>, visible_to: Option<String> } -> Vec<ConversationListed>,
     |msg, conn| queries::list_conversations(conn, msg.limit, msg.title_contains.as_deref(), msg.visible_to.as_deref())
 );
 
@@ -617,7 +642,7 @@ impl Store {
         limit: i64,
         title_contains: Option<&str>,
         visible_to: Option<&str>,
-    ) -> Result<Vec<ConversationRecord>, StoreError> {
+    ) -> Result<Vec<ConversationListed>, StoreError> {
         let title_contains = title_contains.map(str::to_string);
         let visible_to = visible_to.map(str::to_string);
         self.read(ListConversations { limit, title_contains, visible_to }).await?

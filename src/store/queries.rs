@@ -1,5 +1,7 @@
 //! SQL, and only SQL: plain functions over a connection, called from the Store actor's threads.
 
+use std::collections::HashMap;
+
 use diesel::prelude::*;
 use serde_json::Value;
 
@@ -7,9 +9,9 @@ use super::db::AnyConnection;
 use super::schema::{conversations, deliberation_stages, messages, run_events, run_journal, runs};
 use super::types::{JsonText, Ms};
 use super::{
-    Commit, ConversationDetail, ConversationRecord, JournalRecord, MessageRecord, NewRun,
-    RecentRun, ReviewStatus, RunFinish, RunRecord, StageRecord, StoreError, StoredEvent,
-    RECENT_QUESTION_CHARS,
+    Commit, ConversationDetail, ConversationListed, ConversationRecord, JournalRecord, LastRun,
+    MessageRecord, NewRun, RecentRun, ReviewStatus, RunFinish, RunRecord, StageRecord, StoreError,
+    StoredEvent, RECENT_QUESTION_CHARS,
 };
 use super::{RunStatus, Visibility};
 use crate::modes::StageRow;
@@ -85,6 +87,7 @@ struct RunRow {
     review_reason: Option<String>,
     reviewed_at: Option<i64>,
     review_note: Option<String>,
+    outcome: Option<String>,
 }
 
 #[derive(Queryable, Selectable)]
@@ -251,6 +254,7 @@ impl From<RunRow> for RunRecord {
             review_reason: r.review_reason,
             reviewed_at: r.reviewed_at,
             review_note: r.review_note,
+            outcome: r.outcome,
         }
     }
 }
@@ -423,6 +427,7 @@ pub fn finish_run(conn: &mut AnyConnection, f: &RunFinish) -> Result<(), StoreEr
             runs::cost.eq(f.cost),
             runs::finished_at.eq(Some(Ms(f.finished_at))),
             runs::lease_until.eq(None::<Ms>),
+            runs::outcome.eq(opt_without_nul(f.outcome.as_deref())),
         ))
         .execute(conn)?;
     if let Some(answer) = &f.answer {
@@ -565,7 +570,7 @@ pub fn list_conversations(
     limit: i64,
     title_contains: Option<&str>,
     visible_to: Option<&str>,
-) -> Result<Vec<ConversationRecord>, StoreError> {
+) -> Result<Vec<ConversationListed>, StoreError> {
     let mut q = conversations::table.into_boxed();
     if let Some(name) = visible_to {
         q = q.filter(
@@ -579,12 +584,28 @@ pub fn list_conversations(
             lower(conversations::title).like(lower(Some(like_pattern(text)))).escape(LIKE_ESCAPE),
         );
     }
-    Ok(q.order(conversations::updated_at.desc())
+    let convs: Vec<ConversationRecord> = q
+        .order(conversations::updated_at.desc())
         .limit(limit)
         .select(ConversationRow::as_select())
         .load(conn)?
         .into_iter()
         .map(ConversationRecord::from)
+        .collect();
+    // Each conversation's latest run, in one query for the whole page (a few runs each).
+    let ids: Vec<&str> = convs.iter().map(|c| c.id.as_str()).collect();
+    let mut last: HashMap<String, LastRun> = HashMap::new();
+    let runs: Vec<(String, String, String, Option<String>)> = runs::table
+        .filter(runs::conversation_id.eq_any(&ids))
+        .order(runs::created_at.asc())
+        .select((runs::conversation_id, runs::id, runs::status, runs::outcome))
+        .load(conn)?;
+    for (conversation, id, status, outcome) in runs {
+        last.insert(conversation, LastRun { id, status: RunStatus::stored(&status), outcome });
+    }
+    Ok(convs
+        .into_iter()
+        .map(|c| ConversationListed { last_run: last.remove(&c.id), conversation: c })
         .collect())
 }
 

@@ -57,6 +57,7 @@ diesel::table! {
         reviewed_at -> Nullable<Millis>,
         review_note -> Nullable<Text>,
         lease_owner -> Nullable<Text>,
+        outcome -> Nullable<Text>,
     }
 }
 

@@ -28,6 +28,8 @@ fn run_fields(run: &RunRecord, question: Option<&str>, title: Option<&str>) -> V
             "cost": run.cost,
         },
         "lastSeq": run.last_seq,
+        // A completed run's outcome in its mode's terms, as stored when it ended.
+        "outcome": run.outcome,
         "review": {
             "needsHumanReview": run.needs_human_review,
             "reason": run.review_reason,
@@ -42,6 +44,7 @@ pub fn run_view(d: &RunDetail) -> Value {
     let mut v = run_fields(&d.run, d.question.as_deref(), d.title.as_deref());
     if let Some(o) = v.as_object_mut() {
         o.insert("answer".into(), json!(d.answer));
+        // Rebuilt from the result: runs stored before outcomes were kept have one too.
         o.insert("outcome".into(), json!(d.outcome));
         o.insert("result".into(), d.result.clone());
         o.insert("visibility".into(), json!(d.visibility));

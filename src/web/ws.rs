@@ -240,12 +240,17 @@ impl WsSession {
         // everything queued ahead of it is stale, everything behind it is the new watch's.
         let rewatch = self.muted.get(&run).map(|&epoch| Frame::Rewatch { run: run.clone(), epoch });
         self.watched.insert(run.clone());
+        let ack = (!id.is_null()).then(|| Frame::Watching { run: run.clone(), id: id.clone() });
         ctx.spawn(
             async move {
                 if let Some(marker) = rewatch {
                     let _ = sink.send(marker).await;
                 }
-                engine.watch(&r, since, watcher, sink, &viewer).await
+                engine.watch(&r, since, watcher, sink.clone(), &viewer).await?;
+                if let Some(ack) = ack {
+                    let _ = sink.send(ack).await;
+                }
+                Ok(())
             }
             .into_actor(self)
             .map(move |res, act, ctx| {
@@ -487,6 +492,9 @@ impl StreamHandler<Frame> for WsSession {
                     self.muted.remove(&run);
                     self.last_sent.remove(&run);
                 }
+            }
+            Frame::Watching { run, id } => {
+                Self::send_json(ctx, json!({ "type": "watching", "run": run, "id": id }))
             }
         }
     }

@@ -133,10 +133,17 @@ function stageLabel(run) {
   const e = run.lastEvent;
   if (!e) return "starting";
   if (e in STAGE_LABELS && STAGE_LABELS[e]) return STAGE_LABELS[e];
-  // A call event says little: name the stage its calls belong to.
+  // Otherwise say who is at work, in the mode's own words for the role: "Checkers 2/3".
   const calls = run.calls || [];
-  if (calls.length) return `${calls[calls.length - 1].stage.replace(/_/g, " ")}`;
-  return e.replace(/_/g, " ");
+  if (calls.length) {
+    const last = calls[calls.length - 1];
+    const now = calls.filter((c) => c.stage === last.stage && c.role === last.role);
+    const done = now.filter((c) => c.state !== "running" && c.state !== "retrying").length;
+    const role = ((modeInfo(run.mode) || {}).roles || []).find((r) => r.id === last.role);
+    const who = role ? role.label.replace(/\s*\(.*$/, "") : last.stage.replace(/_/g, " ");
+    return now.length > 1 ? `${who} ${done}/${now.length}` : who;
+  }
+  return "working";
 }
 
 function progressChips(run) {
@@ -154,7 +161,8 @@ function runRow(run, { onCancel }) {
   const elapsed = el("span", { class: "elapsed", dataset: { created: run.createdAt, finished: run.finishedAt || "" } });
   const row = el("div", { class: "run-row", dataset: { run: run.id, status: run.status }, role: "listitem" },
     el("div", { class: "mode-cell" }, ui.modeBadge(run.mode)),
-    el("div", { class: "q" }, el("a", { href: `#/run/${encodeURIComponent(run.id)}`, title: run.question || "" }, title)),
+    el("div", { class: "q" }, el("a", { href: `#/run/${encodeURIComponent(run.id)}`, title: run.question || "" }, title),
+      run.outcome ? el("div", { class: "outcome-line", title: run.outcome }, run.outcome) : null),
     el("div", { class: "actions" },
       el("a", { class: "button secondary small", href: `#/run/${encodeURIComponent(run.id)}`, "aria-label": `Open ${title}` }, "Open"),
       running && mayCancel(run) ? el("button", { type: "button", class: "danger small cancel", "aria-label": `Cancel ${title}`, onclick: (e) => onCancel(run, e.currentTarget) }, "Cancel") : null),
@@ -371,8 +379,10 @@ async function historyView({ q }) {
       const items = body.conversations || [];
       list.replaceChildren(...(items.length ? items.map((c) => el("div", { class: "run-row", role: "listitem", dataset: { conversation: c.id } },
         el("div", { class: "mode-cell" }, ui.modeBadge(c.mode)),
-        el("div", { class: "q" }, el("a", { href: `#/c/${encodeURIComponent(c.id)}` }, c.title || "(untitled)")),
-        el("div", { class: "meta" }, el("span", null, `updated ${ui.fmtTime(c.updatedAt)}`)))) : [el("div", { class: "empty" }, query ? `No conversation title matches “${query}”.` : "No conversations yet.")]));
+        el("div", { class: "q" }, el("a", { href: `#/c/${encodeURIComponent(c.id)}` }, c.title || "(untitled)"),
+          c.lastRun && c.lastRun.outcome ? el("div", { class: "outcome-line", title: c.lastRun.outcome }, c.lastRun.outcome) : null),
+        el("div", { class: "meta" }, c.lastRun && c.lastRun.status !== "completed" ? ui.statusBadge(c.lastRun.status) : null,
+          el("span", null, `updated ${ui.fmtTime(c.updatedAt)}`)))) : [el("div", { class: "empty" }, query ? `No conversation title matches “${query}”.` : "No conversations yet.")]));
     } catch (e) {
       list.replaceChildren(el("p", { class: "error", role: "alert" }, e.message));
     }

@@ -200,6 +200,11 @@ async fn kill_mid_run_and_resume(db: &str) {
         assert_eq!(view["status"], "completed", "{mode}: {view}");
         assert!(view["answer"].as_str().is_some_and(|a| !a.is_empty()), "{mode}: an answer");
         let store = conclave::store::Store::start(db).unwrap();
+        // The outcome stored with its end (what lists show) counts the stages from before the
+        // crash too: it is the one the whole result gives.
+        let record = store.get_run(run).await.unwrap().unwrap();
+        assert!(view["outcome"].is_string(), "{mode}: {view}");
+        assert_eq!(json!(record.outcome), view["outcome"], "{mode}: the listed outcome");
         let rows = store.get_stages(view["messageId"].as_str().unwrap()).await.unwrap();
         let mut distinct = HashSet::new();
         for row in &rows {

@@ -562,12 +562,14 @@ async fn check_timestamps(url: &str) -> Vec<Value> {
             completion_tokens: 2,
             cost: None,
             finished_at: t + 3,
+            outcome: Some(format!("outcome of {id}")),
         };
         let mut c = commit_for(&id);
         c.finish = Some(finish);
         store.commit(Arc::new(c)).await.unwrap();
         let run = store.get_run(&id).await.unwrap().unwrap();
         assert_eq!((run.created_at, run.finished_at), (t, Some(t + 3)));
+        assert_eq!(run.outcome, Some(format!("outcome of {id}")), "stored with the end");
         read.push(json!([run.created_at, run.finished_at]));
     }
     // Newest first.

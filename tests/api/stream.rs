@@ -122,16 +122,23 @@ async fn the_dashboard_lists_live_runs_and_their_progress() {
     let started = app.start(council_request("Dashboard?")).await;
     let run = started["runId"].as_str().unwrap();
     let mut statuses = Vec::new();
+    let mut last = Value::Null;
     while let Some(v) = ws.next_within(Duration::from_secs(10)).await {
         if v["type"] == "dashboard_update" && v["run"]["id"] == run {
             statuses.push(v["run"]["status"].as_str().unwrap().to_string());
             if v["run"]["status"] != "running" {
+                last = v["run"].clone();
                 break;
             }
+            assert!(v["run"].get("outcome").is_none(), "no outcome while it runs: {v}");
         }
     }
     assert_eq!(statuses.first().map(String::as_str), Some("running"));
     assert_eq!(statuses.last().map(String::as_str), Some("completed"));
+    // The run's end tells the dashboard its outcome: the one line its result page shows.
+    let stored = app.wait_done(run).await;
+    assert!(stored["outcome"].is_string(), "{stored}");
+    assert_eq!(last["outcome"], stored["outcome"], "{last}");
     ws.close().await;
     app.stop().await;
 }
@@ -193,8 +200,9 @@ async fn unwatch_then_watch_from_zero_replays_the_run_on_the_same_socket() {
     let first = ws.events_until_end(&run).await;
     assert_contiguous(&first, 1);
     // Without an unwatch the socket never gets an event twice.
-    ws.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
-    assert_eq!(ws.next_within(Duration::from_millis(400)).await, None);
+    // The reply to a watch with an id follows whatever that watch sent: nothing, here.
+    ws.send(json!({ "type": "watch", "run": run, "since": 0, "id": 9 })).await;
+    assert_eq!(ws.next().await, json!({ "type": "watching", "run": run, "id": 9 }));
     ws.send(json!({ "type": "unwatch", "run": run })).await;
     ws.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
     let again = ws.events_until_end(&run).await;

@@ -163,9 +163,17 @@ test("history finds conversations by title and reopens them", { skip }, async ()
   await page.fill("#history-search", "zzz-no-such-title");
   await page.waitForSelector("#history-list .empty");
   await page.fill("#history-search", word);
+  // Each conversation shows how its latest run ended, in its mode's terms.
+  const stored = await (await api(`${server.base}/api/deliberations/${second.runId}`)).json();
+  assert.ok(stored.outcome, "a completed run has an outcome");
+  assert.equal(await page.textContent(`#history-list [data-conversation="${second.conversationId}"] .outcome-line`), stored.outcome);
   await page.click(`#history-list [data-conversation="${second.conversationId}"] a`);
   await waitRunReady(page, second.runId);
   assert.match(await page.textContent("main h1"), new RegExp(word));
+  // The dashboard's recent runs show the same line.
+  await page.click('[data-nav="dashboard"]');
+  await page.waitForSelector(`#recent-runs [data-run="${second.runId}"] .outcome-line`);
+  assert.equal(await page.textContent(`#recent-runs [data-run="${second.runId}"] .outcome-line`), stored.outcome);
   assert.deepEqual(errors, []);
 });
 

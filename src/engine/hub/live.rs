@@ -118,7 +118,13 @@ impl LiveRuns {
     /// The run's terminal event was published: its watchers are let go (closing their channels
     /// tells stream-based watchers the run is over) and it is held for the retention period.
     /// Answers its final summary.
-    pub fn end(&mut self, run_id: &str, status: RunStatus, finished_at: i64) -> Option<RunSummary> {
+    pub fn end(
+        &mut self,
+        run_id: &str,
+        status: RunStatus,
+        finished_at: i64,
+        outcome: Option<String>,
+    ) -> Option<RunSummary> {
         let run = self.runs.get_mut(run_id)?;
         if run.ended_at.is_none() {
             let bytes = run.log.iter().map(|f| f.json.len() + FRAME_OVERHEAD).sum();
@@ -126,7 +132,7 @@ impl LiveRuns {
             self.ended_bytes += bytes;
         }
         run.ended_at = Some(Instant::now());
-        run.summary.end(status, finished_at);
+        run.summary.end(status, finished_at, outcome);
         run.watchers.clear();
         let summary = run.summary.clone();
         if self.ended_bytes > self.retained_bytes {
@@ -272,7 +278,7 @@ mod tests {
         assert_eq!(live.cancel("a", "user".into()), Cancelled::Asked);
         assert_eq!(live.cancel("zz", "user".into()), Cancelled::Unknown);
         assert_eq!(live.running_ids().len(), 2);
-        let ended = live.end("a", RunStatus::Cancelled, 42).unwrap();
+        let ended = live.end("a", RunStatus::Cancelled, 42, None).unwrap();
         assert_eq!((ended.status, ended.finished_at), (RunStatus::Cancelled, Some(42)));
         assert!(rx.try_recv().is_err() && rx.is_closed(), "its watchers were let go");
         assert_eq!(live.cancel("a", "user".into()), Cancelled::Over);
@@ -280,7 +286,9 @@ mod tests {
         assert_eq!(*asked.borrow(), [("user".into(), false), ("server shutdown".into(), true)]);
         // a holds three frames of about 700 bytes each: within the budget until b ends too.
         assert!(live.contains("a"));
-        live.end("b", RunStatus::Completed, 43);
+        live.end("b", RunStatus::Completed, 43, Some("B won".into()));
+        let b = live.summary("b").unwrap();
+        assert_eq!(b.outcome.as_deref(), Some("B won"), "the dashboard lists its outcome");
         assert!(!live.contains("a") && live.contains("b"), "the run that ended first went");
     }
 }

@@ -86,6 +86,8 @@ pub struct RunEnded {
     pub status: RunStatus,
     /// When it ended (ms since the epoch), as stored.
     pub finished_at: i64,
+    /// A completed run's one-line outcome, as stored.
+    pub outcome: Option<String>,
 }
 
 /// Subscribe to a run's events after `since`.
@@ -416,7 +418,8 @@ impl Handler<RunEnded> for Hub {
     type Result = ();
     fn handle(&mut self, msg: RunEnded, _: &mut Context<Self>) {
         // The terminal event went out before this message (same sender, same order).
-        if let Some(summary) = self.live.end(&msg.run_id, msg.status, msg.finished_at) {
+        if let Some(summary) = self.live.end(&msg.run_id, msg.status, msg.finished_at, msg.outcome)
+        {
             self.local_update(&summary);
         }
     }

@@ -73,7 +73,12 @@ async fn ended_runs_are_held_within_a_byte_budget_oldest_first() {
         }
     };
     for id in ["a", "b", "c"] {
-        let end = RunEnded { run_id: id.into(), status: RunStatus::Completed, finished_at: 1 };
+        let end = RunEnded {
+            run_id: id.into(),
+            status: RunStatus::Completed,
+            finished_at: 1,
+            outcome: None,
+        };
         hub.send(end).await.unwrap();
     }
     assert!(!held("a").await, "the first to end went when the third ended");
@@ -267,9 +272,14 @@ async fn the_summary_follows_each_call_the_title_and_the_end_of_the_run() {
         marked(9, "title_complete", serde_json::json!({ "data": { "title": "Sky Colour" } })),
     ];
     hub.send(Publish { run_id: "r".into(), frames }).await.unwrap();
-    hub.send(RunEnded { run_id: "r".into(), status: RunStatus::Cancelled, finished_at: 4242 })
-        .await
-        .unwrap();
+    hub.send(RunEnded {
+        run_id: "r".into(),
+        status: RunStatus::Cancelled,
+        finished_at: 4242,
+        outcome: None,
+    })
+    .await
+    .unwrap();
 
     let updates = dashboard_runs(&hub, &mut rx).await;
     assert_eq!(updates.len(), 3, "one update per batch of durable events, one at the end");
