@@ -642,6 +642,11 @@ impl Engine {
                 "only the run's owner or an admin may cancel it".into(),
             ));
         }
+        // What the run's watchers read (`cancelled by alice`): the person, not the transport,
+        // which goes to the log.
+        log::info!("run {run_id}: cancel asked through {reason}");
+        let who = viewer.name.clone().unwrap_or_else(|| reason.to_string());
+        let reason = who.as_str();
         let live = self
             .hub
             .send(hub::Cancel { run_id: run_id.to_string(), reason: reason.to_string() })

@@ -48,7 +48,7 @@ impl Engine {
         status: ReviewStatus,
         limit: i64,
         viewer: &Viewer,
-    ) -> Result<Vec<RunRecord>, EngineError> {
+    ) -> Result<Vec<RecentRun>, EngineError> {
         Ok(self.store.list_reviews(status, limit, viewer.visible_to()).await?)
     }
 

@@ -443,7 +443,7 @@ store_message!(
     GetRun { id: String } -> Option<RunRecord>, |msg, conn| queries::get_run(conn, &msg.id)
 );
 store_message!(
-    ListReviews { status: ReviewStatus, limit: i64, visible_to: Option<String> } -> Vec<RunRecord>,
+    ListReviews { status: ReviewStatus, limit: i64, visible_to: Option<String> } -> Vec<RecentRun>,
     |msg, conn| queries::list_reviews(conn, msg.status, msg.limit, msg.visible_to.as_deref())
 );
 store_message!(
@@ -609,7 +609,7 @@ impl Store {
         status: ReviewStatus,
         limit: i64,
         visible_to: Option<&str>,
-    ) -> Result<Vec<RunRecord>, StoreError> {
+    ) -> Result<Vec<RecentRun>, StoreError> {
         self.read(ListReviews { status, limit, visible_to: visible_to.map(str::to_string) }).await?
     }
     pub async fn mark_reviewed(

@@ -622,9 +622,10 @@ pub fn list_reviews(
     status: ReviewStatus,
     limit: i64,
     visible_to: Option<&str>,
-) -> Result<Vec<RunRecord>, StoreError> {
+) -> Result<Vec<RecentRun>, StoreError> {
     let mut q = runs::table
         .inner_join(conversations::table)
+        .left_join(messages::table.on(messages::id.eq(runs::user_message_id)))
         .filter(runs::needs_human_review.eq(true))
         .into_boxed();
     if let Some(name) = visible_to {
@@ -639,12 +640,18 @@ pub fn list_reviews(
         ReviewStatus::Reviewed => q.filter(runs::reviewed_at.is_not_null()),
         ReviewStatus::All => q,
     };
-    Ok(q.order(runs::created_at.desc())
+    let rows: Vec<(RunRow, Option<String>, Option<String>)> = q
+        .order(runs::created_at.desc())
         .limit(limit)
-        .select(RunRow::as_select())
-        .load(conn)?
+        .select((
+            RunRow::as_select(),
+            substr(messages::content.nullable(), 1, RECENT_QUESTION_CHARS),
+            conversations::title,
+        ))
+        .load(conn)?;
+    Ok(rows
         .into_iter()
-        .map(RunRecord::from)
+        .map(|(run, question, title)| RecentRun { run: run.into(), question, title })
         .collect())
 }
 

@@ -9,7 +9,7 @@ use super::error::{conversation_id, run_id, ApiError};
 use super::views::{recent_view, run_view};
 use super::AppState;
 use crate::modes::{self, ModeKind};
-use crate::store::{ReviewStatus, RunRecord};
+use crate::store::{RecentRun, ReviewStatus, RunRecord};
 
 #[derive(Deserialize)]
 pub struct ListQuery {
@@ -228,8 +228,17 @@ fn review_view(r: &RunRecord) -> Value {
     json!({
         "runId": r.id, "conversationId": r.conversation_id, "mode": r.mode, "status": r.status,
         "reason": r.review_reason, "createdAt": r.created_at, "reviewedAt": r.reviewed_at,
-        "note": r.review_note,
+        "note": r.review_note, "outcome": r.outcome,
     })
+}
+
+/// A flagged run in the review queue: what it was about (its conversation's title and the
+/// start of its question) as well.
+fn queued_review_view(recent: &RecentRun) -> Value {
+    let mut v = review_view(&recent.run);
+    v["title"] = json!(recent.title);
+    v["question"] = json!(recent.question);
+    v
 }
 
 /// `GET /api/reviews?status=pending|reviewed|all`: runs flagged for human review, of those
@@ -253,7 +262,7 @@ pub async fn list_reviews(
     let limit = limit(&ListQuery { limit: q.limit })?;
     let runs = state.engine.reviews(status, limit, &caller.viewer()).await?;
     Ok(HttpResponse::Ok()
-        .json(json!({ "reviews": runs.iter().map(review_view).collect::<Vec<_>>() })))
+        .json(json!({ "reviews": runs.iter().map(queued_review_view).collect::<Vec<_>>() })))
 }
 
 #[derive(Deserialize)]

@@ -61,7 +61,10 @@ function parseRoute() {
   const parts = h.split("/").map(decodeURIComponent);
   switch (parts[0]) {
     case "": return { view: "dashboard" };
-    case "new": return { view: "new", mode: parts[1] && modeInfo(parts[1]) ? parts[1] : (allModes()[0] || {}).id };
+    case "new":
+      // An address naming a mode this server does not run says so, rather than showing another.
+      if (parts[1] && !modeInfo(parts[1])) return { view: "unknownMode", mode: parts[1] };
+      return { view: "new", mode: parts[1] || (allModes()[0] || {}).id };
     case "run": return { view: "run", id: parts[1] };
     case "c": return { view: "conversation", id: parts[1] };
     case "history": return { view: "history", q: new URLSearchParams(location.hash.split("?")[1] || "").get("q") || "" };
@@ -90,7 +93,7 @@ async function route() {
     const on = a.dataset.nav === (r.view === "run" || r.view === "conversation" ? "" : r.view);
     if (on) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
   }
-  const views = { dashboard: dashboardView, new: newView, run: runRoute, conversation: conversationView, history: historyView, reviews: reviewsView, notfound: notFoundView };
+  const views = { dashboard: dashboardView, new: newView, unknownMode: unknownModeView, run: runRoute, conversation: conversationView, history: historyView, reviews: reviewsView, notfound: notFoundView };
   try {
     current = await views[r.view](r);
   } catch (err) {
@@ -249,6 +252,13 @@ async function startRun(request) {
   const reply = await conn.request({ type: "start", request });
   conn.feed(reply.runId); // the server already streams its events to this socket
   return reply;
+}
+
+function unknownModeView({ mode }) {
+  main.append(el("h1", null, "No such mode"),
+    el("p", null, `This server has no mode called “${mode}”. Choose one of these:`),
+    el("ul", { class: "mode-list" }, allModes().map((m) => el("li", null, el("a", { href: `#/new/${m.id}` }, m.label), el("span", { class: "muted" }, ` — ${m.description}`)))));
+  return null;
 }
 
 async function newView({ mode }) {
@@ -410,7 +420,8 @@ async function reviewsView() {
     const items = body.reviews || [];
     list.replaceChildren(...(items.length ? items.map((r) => el("div", { class: "run-row", role: "listitem", dataset: { run: r.runId } },
       el("div", { class: "mode-cell" }, ui.modeBadge(r.mode)),
-      el("div", { class: "q" }, el("a", { href: `#/run/${encodeURIComponent(r.runId)}` }, r.reason || "Flagged for review")),
+      el("div", { class: "q" }, el("a", { href: `#/run/${encodeURIComponent(r.runId)}` }, r.title || r.question || "(untitled)"),
+        el("div", { class: "outcome-line", title: r.reason || "" }, [r.outcome, r.reason || "Flagged for review"].filter(Boolean).join(" · "))),
       el("div", { class: "meta" }, r.reviewedAt ? ui.badge("reviewed", "green") : ui.badge("pending", "yellow"), el("span", null, ui.fmtTime(r.createdAt)), r.note ? el("span", null, `note: ${r.note}`) : null))) : [el("div", { class: "empty" }, "Nothing here.")]));
   }
   select.addEventListener("change", load);
@@ -442,6 +453,16 @@ function signInView(message) {
   token.focus();
 }
 
+/** The phone's one-row header: a menu button opens the navigation, a choice closes it. */
+function setUpMenu() {
+  const bar = $(".topbar");
+  const btn = $("#menu-toggle");
+  const set = (open) => { bar.classList.toggle("open", open); btn.setAttribute("aria-expanded", String(open)); };
+  btn.addEventListener("click", () => set(!bar.classList.contains("open")));
+  window.addEventListener("hashchange", () => set(false));
+  document.addEventListener("keydown", (e) => { if (e.key === "Escape" && bar.classList.contains("open")) { set(false); btn.focus(); } });
+}
+
 async function boot() {
   let me = null;
   try {
@@ -451,7 +472,13 @@ async function boot() {
     main.replaceChildren(el("h1", null, "Cannot reach the server"), el("p", { class: "error", role: "alert" }, err.message));
     return;
   }
-  if (!me) return signInView();
+  setUpMenu();
+  if (!me) {
+    // Signed out, the menu leads nowhere: only the sign-in form shows.
+    $("#topbar-menu").hidden = true;
+    $("#menu-toggle").hidden = true;
+    return signInView();
+  }
   window.conclave.me = me;
   $("#me-name").textContent = me.isAdmin ? `${me.name} (admin)` : me.name;
   $("#me").hidden = false;

@@ -161,10 +161,12 @@ export class Section {
     this.tabs = tabs;
   }
 
-  show() { this.el.hidden = false; return this; }
-  setTitle(title) { this.heading.textContent = title; }
-  running() { this.show(); this.el.classList.add("running"); return this; }
-  done() { this.el.classList.remove("running"); return this; }
+  show() { const was = this.el.hidden; this.el.hidden = false; if (was) this.changed(); return this; }
+  setTitle(title) { this.heading.textContent = title; this.changed(); }
+  running() { this.show(); this.el.classList.add("running"); this.changed(); return this; }
+  done() { this.el.classList.remove("running"); this.changed(); return this; }
+  /** Tells the run's step indicator (set by the RunView) that this stage changed. */
+  changed() { if (this.onChange) this.onChange(this); }
 
   addCard(card) {
     this.show();
@@ -218,6 +220,17 @@ export class Section {
   }
 }
 
+/** How a run that did not complete ended, in words for a person. */
+export function endText(status, message) {
+  const m = (message || "").trim();
+  if (status === "cancelled") {
+    const who = m.replace(/^cancelled by\s*/i, "");
+    return who && who !== m ? `Stopped by ${who} before it finished. Finished stages are kept below.` : "Stopped before it finished. Finished stages are kept below.";
+  }
+  if (status === "interrupted") return "The server shut down before this run finished; finished stages are kept below.";
+  return m ? `This run failed: ${m}` : "This run failed.";
+}
+
 export class RunView {
   /**
    * `detail`: the run as `GET /api/deliberations/{id}` returns it (mode, question, status...),
@@ -249,19 +262,31 @@ export class RunView {
     this.callsEl = el("span", { class: "calls-count" });
     this.usageEl = el("span", { class: "usage", title: "tokens and cost of this run" });
     this.cancelBtn = el("button", { type: "button", class: "danger small", hidden: true }, "Cancel");
-    this.cancelBtn.addEventListener("click", () => this.cancel());
+    this.cancelBtn.addEventListener("click", () => this.askCancel(true));
+    // Stopping a run loses the calls in flight: it takes a second, deliberate click.
+    this.confirmEl = el("span", { class: "confirm-cancel-bar", role: "group", "aria-label": "Confirm cancel", hidden: true },
+      el("span", null, "Stop this run? Finished stages are kept."),
+      el("button", { type: "button", class: "danger small confirm-cancel", onclick: () => { this.askCancel(false); this.cancel(); } }, "Stop run"),
+      el("button", { type: "button", class: "secondary small", onclick: () => this.askCancel(false) }, "Keep running"));
     this.progressEl = el("span", { class: "progress-text" });
     this.partialEl = el("span", { class: "partial", hidden: true });
     const question = d.question || (d.request && d.request.question) || "";
     this.head = el("div", { class: "run-head" },
       el("div", { class: "question" }, question || "(no question)"),
-      el("div", { class: "facts" }, ui.modeBadge(this.mode), this.statusEl, this.partialEl, this.progressEl, this.elapsedEl, this.callsEl, this.usageEl,
+      el("div", { class: "facts" }, this.statusEl, this.partialEl, this.progressEl, this.elapsedEl, this.callsEl, this.usageEl,
         el("a", { href: `#/run/${encodeURIComponent(this.runId)}`, class: "muted permalink" }, "link")),
-      el("span", { class: "spacer" }), this.cancelBtn);
+      el("span", { class: "spacer" }), this.cancelBtn, this.confirmEl);
     this.endNote = el("div", { hidden: true });
+    // The answer comes first: under the header, one card with the run's outcome in its mode's
+    // terms and the answer (the mode's primary block); the stages follow, with a compact step
+    // indicator above them that shows where the run is and jumps to a stage.
+    this.stepsEl = el("nav", { class: "run-steps", "aria-label": "Stages", hidden: true });
+    this.outcomeEl = el("p", { class: "run-outcome", hidden: true });
+    this.pendingEl = el("p", { class: "answer-pending muted", role: "status" }, "The answer appears here when the panel has finished.");
+    this.answerRoot = el("div", { class: "run-answer" }, this.endNote, this.outcomeEl, this.pendingEl);
     this.modeRoot = el("div", { class: "mode-root" });
     this.el = el("article", { class: "run", "aria-label": `${ui.MODE_LABELS[this.mode] || this.mode} run`, dataset: { run: this.runId, mode: this.mode, status: "running" } },
-      this.head, this.modeRoot, this.endNote);
+      this.head, this.answerRoot, this.stepsEl, this.modeRoot);
     this.ctx = this.makeCtx();
     this.renderFacts();
   }
@@ -277,19 +302,20 @@ export class RunView {
         let s = view.sections.get(id);
         if (!s) {
           s = new Section(id, title || id, opts);
+          s.onChange = () => view.renderSteps();
           view.sections.set(id, s);
-          const primary = view.modeRoot.querySelector(":scope > .primary");
-          view.modeRoot.insertBefore(s.el, primary);
+          view.modeRoot.append(s.el);
         }
         return s;
       },
       hasSection: (id) => view.sections.has(id),
-      /** The run's main answer block (synthesis, winner, report), placed after the stages. */
+      /** The run's main answer block (synthesis, winner, report): first, under the header. */
       primary(title) {
-        let p = view.modeRoot.querySelector(":scope > .primary");
+        let p = view.answerRoot.querySelector(":scope > .primary");
         if (!p) {
           p = el("section", { class: "primary", "aria-label": title }, el("h2", null, title), el("div", { class: "primary-body" }));
-          view.modeRoot.append(p);
+          view.answerRoot.append(p);
+          view.pendingEl.hidden = true;
         } else {
           p.firstElementChild.textContent = title;
         }
@@ -407,7 +433,8 @@ export class RunView {
       if (card.state === "running" || card.state === "retrying") card.setState("stopped");
     }
     for (const s of this.sections.values()) s.done();
-    if (status !== "completed") this.showNote(`Run ${status}${message ? ": " + message : ""}`, status === "failed" || status === "interrupted");
+    this.pendingEl.hidden = true;
+    if (status !== "completed") this.showNote(endText(status, message), status === "failed" || status === "interrupted");
     this.renderFacts();
     ui.announce(`Run ${status}`);
     try {
@@ -418,6 +445,13 @@ export class RunView {
         this.el.dataset.status = detail.status;
       }
       if (detail.usage) this.usage = detail.usage;
+      // The outcome heads the answer card, unless it is only the answer's own first words.
+      const lead = (detail.answer || "").replace(/^[\s#>*_`-]+/, "");
+      const said = (detail.outcome || "").replace(/…$/, "");
+      if (said && !lead.startsWith(said)) {
+        this.outcomeEl.textContent = detail.outcome;
+        this.outcomeEl.hidden = false;
+      }
       if (detail.finishedAt) this.finishedAt = detail.finishedAt;
       if (detail.createdAt) this.startedAt = detail.createdAt;
       this.renderFacts();
@@ -427,6 +461,38 @@ export class RunView {
     }
     this.el.dataset.ready = "true";
     if (this.onEnded) this.onEnded(this);
+  }
+
+  /**
+   * The step indicator: one step per stage shown so far, in order, with how many of its models
+   * are done while it runs; a click brings the stage into view. While no answer is there, the
+   * answer card says which stage the run is on.
+   */
+  renderSteps() {
+    const shown = [...this.sections.values()].filter((s) => !s.el.hidden);
+    this.stepsEl.hidden = shown.length === 0;
+    // Redrawn only when something in it changed (the clock ticks every second).
+    const sig = this.status + "|" + shown.map((s) => `${s.heading.textContent}:${s.el.classList.contains("running")}:${s.cards.map((c) => c.state).join(",")}`).join("|");
+    if (sig === this.stepsSig) return;
+    this.stepsSig = sig;
+    let current = null;
+    this.stepsEl.replaceChildren(...shown.map((s, i) => {
+      const live = this.status === "running" && s.el.classList.contains("running");
+      const cards = s.cards;
+      const finished = cards.filter((c) => c.state !== "running" && c.state !== "retrying").length;
+      const failed = cards.some((c) => c.state === "failed");
+      const title = s.heading.textContent;
+      if (live) current = { title, finished, total: cards.length };
+      return el("button", { type: "button", class: `step${live ? " live" : ""}${failed ? " has-failed" : ""}`, "aria-current": live ? "step" : null,
+        onclick: () => s.el.scrollIntoView({ behavior: "smooth", block: "start" }) },
+      el("span", { class: "step-n", "aria-hidden": "true" }, String(i + 1)), el("span", { class: "step-title" }, title),
+      live && cards.length > 1 ? el("span", { class: "step-count" }, ` ${finished}/${cards.length}`) : null);
+    }));
+    if (this.status === "running") {
+      this.pendingEl.textContent = current
+        ? `Working on ${current.title.toLowerCase()}${current.total > 1 ? `: ${current.finished} of ${current.total} done` : ""}. The answer appears here when the panel has finished.`
+        : "The answer appears here when the panel has finished.";
+    }
   }
 
   noteBackup(card, backup) {
@@ -458,8 +524,20 @@ export class RunView {
     const tokens = (u.promptTokens || 0) + (u.completionTokens || 0);
     this.usageEl.textContent = `${tokens.toLocaleString()} tokens${u.cost !== null && u.cost !== undefined ? " · " + ui.fmtCost(u.cost) : ""}`;
     // Only the run's owner or an admin may stop it (the server says which in `canControl`).
-    this.cancelBtn.hidden = this.status !== "running" || this.detail.canControl === false;
-    if (this.status !== "running") this.progressEl.textContent = "";
+    this.cancelBtn.hidden = this.status !== "running" || this.detail.canControl === false || !this.confirmEl.hidden;
+    if (this.status !== "running") {
+      this.progressEl.textContent = "";
+      this.confirmEl.hidden = true;
+    }
+    this.renderSteps();
+  }
+
+  /** Shows (or puts away) the "Stop this run?" confirmation in place of the Cancel button. */
+  askCancel(open) {
+    this.confirmEl.hidden = !open;
+    this.renderFacts();
+    if (open) this.confirmEl.querySelector(".confirm-cancel").focus();
+    else if (this.status === "running") this.cancelBtn.focus();
   }
 
   async cancel() {

@@ -402,6 +402,12 @@ async fn clarity_scores_a_brief_and_flagged_runs_reach_the_review_queue() {
         .unwrap()
         .clone();
     assert!(entry["reason"].as_str().unwrap().contains("Arbiter"));
+    // The queue says what each flagged run was about, and how it came out.
+    let (_, detail) = app.get(&format!("/api/deliberations/{flagged}")).await;
+    assert_eq!(entry["title"], detail["title"], "{entry}");
+    assert_eq!(entry["question"], detail["question"], "{entry}");
+    assert_eq!(entry["outcome"], detail["outcome"]);
+    assert!(entry["outcome"].is_string(), "{entry}");
     let (status, marked) = app
         .post(
             &format!("/api/reviews/{flagged}"),

@@ -871,10 +871,10 @@ async fn a_database_made_by_the_shared_migrations_is_converted_to_the_fresh_sche
     let user = store.authenticate(hash_token(&token), vec![TokenKind::Api]).await.unwrap();
     assert_eq!(user.map(|(u, _)| (u.name, u.created_at)), Some(("olduser".into(), 1764000000000)));
     let pending = store.list_reviews(ReviewStatus::Reviewed, 10, None).await.unwrap();
-    assert_eq!(pending[0].review_note.as_deref(), Some("seen"));
+    assert_eq!(pending[0].run.review_note.as_deref(), Some("seen"));
 
     // Converted, it has exactly the schema of a database made by PostgreSQL's own migrations,
-    // and both have run the same five.
+    // and both have run the same six.
     drop(Store::start(fresh.url()).expect("store on a fresh database"));
     let (old_columns, old_indexes) = schema_of(old.url());
     let (fresh_columns, fresh_indexes) = schema_of(fresh.url());
@@ -898,7 +898,7 @@ async fn a_database_made_by_the_shared_migrations_is_converted_to_the_fresh_sche
             .collect()
     };
     assert_eq!(versions(old.url()), versions(fresh.url()));
-    assert_eq!(versions(old.url()).len(), 5);
+    assert_eq!(versions(old.url()).len(), 6);
 
     // And the server works on it: the old run reads back over REST, and a new run completes.
     let app = app_on(old.url()).await;

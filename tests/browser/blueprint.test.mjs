@@ -50,8 +50,8 @@ test("a blueprint from the form shows the document first, the outline and every 
     assert.ok(items[i].includes(`${w.wordCount} word`), items[i]);
   });
   // The document comes first, with its counts and the words of each section.
-  const first = await page.$eval("article.run .mode-root > *", (n) => n.className);
-  assert.ok(first.includes("primary"), `the document comes first (${first})`);
+  const first = await page.$eval("article.run .run-answer .primary", (n) => n.className);
+  assert.ok(first.includes("bp-document"), `the document comes first, in the answer card (${first})`);
   const primary = await page.textContent(".primary");
   assert.ok(primary.includes(`${r.assembly.wordCount} words`) && primary.includes(`${r.sections.length} of ${r.sections.length} sections written`), primary);
   const rows = await page.$$eval(".bp-document table.data tbody tr", (n) => n.map((x) => x.innerText.replace(/\s+/g, " ").trim()));

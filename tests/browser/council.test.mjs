@@ -53,6 +53,14 @@ test("a council runs live, a second person joins from the dashboard, reopens ide
   const s1 = await page.$$eval('[data-section="stage1"] .model-card', (c) => c.map((x) => x.querySelector(".md").innerText.trim()));
   for (const r of stored.result.stage1) assert.ok(s1.some((t) => t.startsWith(r.response.split("\n")[0].trim())), `answer of ${r.model} shown`);
   assert.match(await page.textContent('[data-section="stage1"] .model-card .time'), /\d+(\.\d)? (ms|s)/, "response time shown");
+  // Each answer card carries the label the rankings use.
+  const titles = await page.$$eval('[data-section="stage1"] .model-card .model', (c) => c.map((x) => x.textContent).sort());
+  const labelled = Object.entries(stored.result.stage2Metadata.labelToModel).map(([l, m]) => `${l} · ${m}`).sort();
+  assert.deepEqual(titles, labelled);
+  // The answer comes first: the synthesis is above the stages, inside the first screen.
+  const top = await page.$eval("article.run .run-answer .primary", (n) => n.getBoundingClientRect().top + window.scrollY);
+  const stagesTop = await page.$eval('[data-section="stage1"]', (n) => n.getBoundingClientRect().top + window.scrollY);
+  assert.ok(top < stagesTop && top < 900, `the synthesis at ${top}px, the stages at ${stagesTop}px`);
   const parsed = await page.$$eval('[data-section="stage2"] .parsed-ranking', (p) => p.map((x) => x.textContent));
   assert.equal(parsed.length, 3);
   assert.ok(parsed.every((p) => /Response [A-C] › Response [A-C] › Response [A-C]/.test(p)), parsed.join(" | "));
@@ -82,9 +90,11 @@ test("a council runs live, a second person joins from the dashboard, reopens ide
   assert.equal(await page.isDisabled(".follow-up button[type=submit]"), true, "one question at a time");
   await page.waitForSelector(`article.run[data-run="${second}"] .chip-call.running`);
   await page.click(`article.run[data-run="${second}"] .run-head button.danger`);
+  // It asks first: stopping drops the calls in flight.
+  await page.click(`article.run[data-run="${second}"] .run-head button.confirm-cancel`);
   await waitRunReady(page, second, 10000);
   assert.equal(await page.getAttribute(`article.run[data-run="${second}"]`, "data-status"), "cancelled");
-  assert.match(await page.textContent(`article.run[data-run="${second}"] .run-note`), /cancelled/);
+  assert.match(await page.textContent(`article.run[data-run="${second}"] .run-note`), /^Stopped by \S+ before it finished/);
   assert.ok(await page.$$eval(`article.run[data-run="${second}"] .chip-call.stopped`, (c) => c.length) > 0, "calls in flight show as stopped");
   const conv = await (await api(`${server.base}/api/conversations/${stored.conversationId}`)).json();
   assert.equal(conv.runs.length, 2, "the follow-up stayed in the conversation");

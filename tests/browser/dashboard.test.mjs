@@ -247,16 +247,23 @@ test("phone-sized, dark, keyboard and screen-reader use", { skip }, async () => 
   await page.goto(server.base + "/");
   await page.reload();
   await page.waitForSelector("main h1");
+  // On a phone the header is one row; its menu button opens the navigation.
+  const header = await page.evaluate(() => document.querySelector(".topbar").getBoundingClientRect().height);
+  assert.ok(header <= 64, `a one-row header on a phone (${header}px)`);
+  assert.equal(await page.isVisible('[data-nav="new"]'), false, "the menu starts closed");
   let reached = false;
   for (let i = 0; i < 12 && !reached; i++) {
     await page.keyboard.press("Tab");
+    const at = await page.evaluate(() => ({ id: document.activeElement.id, expanded: document.activeElement.getAttribute("aria-expanded") }));
+    if (at.id === "menu-toggle" && at.expanded === "false") await page.keyboard.press("Enter");
     reached = await page.evaluate(() => document.activeElement.dataset.nav === "new");
   }
-  assert.ok(reached, "Tab reaches 'New deliberation'");
+  assert.ok(reached, "Tab reaches the menu and 'New deliberation' in it");
   await page.keyboard.press("Enter");
   await page.waitForSelector("form[data-mode=council]");
   assert.equal(await page.evaluate(() => document.activeElement.textContent), "New deliberation");
   assert.equal(await page.evaluate(() => document.activeElement.tagName), "H1");
+  assert.equal(await page.getAttribute("#menu-toggle", "aria-expanded"), "false", "following a link closes the menu");
   // Live regions: the connection state and progress announcements.
   assert.equal(await page.getAttribute("#conn", "aria-live"), "polite");
   assert.equal(await page.getAttribute("#announcer", "aria-live"), "polite");

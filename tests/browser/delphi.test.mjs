@@ -148,13 +148,14 @@ async function assertFinished(page, runId, detail, { kind, options = [] }) {
   }
   assert.equal(outcome.converged, String(r.converged));
 
-  // The facilitator's report is the run's primary answer, after every section.
-  const primary = await page.$eval(`${run} .mode-root`, (root) => {
-    const p = root.querySelector(":scope > .primary");
-    return p && { last: root.lastElementChild === p, head: p.querySelector("h2").textContent, md: p.querySelector(".md").textContent, final: p.querySelector(".delphi-final")?.textContent || "" };
+  // The facilitator's report is the run's primary answer, first, above every section.
+  const primary = await page.$eval(run, (article) => {
+    const p = article.querySelector(".run-answer > .primary");
+    const firstStage = article.querySelector(".mode-root .stage");
+    return p && { first: !firstStage || !!(p.compareDocumentPosition(firstStage) & Node.DOCUMENT_POSITION_FOLLOWING), head: p.querySelector("h2").textContent, md: p.querySelector(".md").textContent, final: p.querySelector(".delphi-final")?.textContent || "" };
   });
   assert.ok(primary, "a primary block");
-  assert.ok(primary.last, "the report comes last");
+  assert.ok(primary.first, "the report comes first");
   assert.match(primary.head, /Delphi report/);
   assert.ok(primary.head.includes(r.report.facilitatorModel), "names the facilitator");
   assert.ok(primary.md.includes("Delphi Consensus Report"), "the report's markdown is rendered");
@@ -252,6 +253,7 @@ test("a run cancelled mid-round shows what arrived", { skip }, async () => {
       const later = [...r.querySelectorAll(".stage.running[data-section^='round_']")].find((st) => st.dataset.section !== "round_1");
       if (!later) return false;
       r.querySelector(".run-head button.danger").click();
+      r.querySelector(".run-head button.confirm-cancel").click();
       resolve(later.dataset.section);
       return true;
     };

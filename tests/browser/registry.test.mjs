@@ -52,3 +52,16 @@ test("a mode without a form or view of its own gets both from the registry", { s
   assert.deepEqual(errors, []);
   assert.deepEqual(fresh.errors, []);
 });
+
+test("an address naming a mode the server does not run says so and lists the modes", { skip }, async () => {
+  const { page, errors } = await openPage(browser, base, "/#/new/no_such_mode");
+  await page.waitForSelector("main h1");
+  assert.equal(await page.textContent("main h1"), "No such mode");
+  assert.match(await page.textContent("main"), /no mode called “no_such_mode”/);
+  assert.equal(await page.$("form[data-mode]"), null, "no other mode's form stands in");
+  const { modes } = await (await api(`${base}/api/modes`)).json();
+  assert.deepEqual(await page.$$eval(".mode-list a", (a) => a.map((x) => x.getAttribute("href"))), modes.map((m) => `#/new/${m.id}`));
+  await page.click(`.mode-list a[href="#/new/${modes[0].id}"]`);
+  await page.waitForSelector(`form[data-mode="${modes[0].id}"]`);
+  assert.deepEqual(errors, []);
+});

@@ -113,8 +113,6 @@ export function createView(ctx) {
   function showDocument(data) {
     const d = data.data || {};
     const p = ctx.primary(d.fallback === "concatenated" ? "Document (sections joined, not assembled)" : "Document");
-    // The answer comes first.
-    ctx.root.prepend(p.el);
     p.el.classList.add("bp-document");
     const parts = written + failed || total;
     const meta = el("div", { class: "bp-meta" },

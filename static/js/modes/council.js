@@ -47,6 +47,13 @@ export function createView(ctx) {
         case "stage2_complete": {
           const meta = data.metadata || {};
           labelToModel = meta.labelToModel || {};
+          // Each answer card carries its anonymous label, so a ranking ("Response C › A") and the
+          // answers it ranks match at a glance. A model that answered twice cannot be told
+          // apart by its label map: its cards keep the model's name alone.
+          for (const [label, model] of Object.entries(labelToModel)) {
+            const cards = s1.cards.filter((c) => c.model === model);
+            if (cards.length === 1) cards[0].setTitle(`${label} · ${model}`);
+          }
           for (const r of data.data || []) {
             const card = s2.claim(r.model);
             card.setTitle(`${r.model}`);
@@ -66,7 +73,8 @@ export function createView(ctx) {
           const agg = meta.aggregateRankings || [];
           const body = s2.body;
           body.replaceChildren();
-          body.append(el("div", { class: "toolbar" }, toggle));
+          // The toggle sits above the rankings it relabels.
+          s2.lead.replaceChildren(el("div", { class: "toolbar" }, toggle));
           if (agg.length) {
             const modelCell = (model) => { const n = el("span", { dataset: { model } }); labelled.push([n, null]); return n; };
             const rows = agg.map((a, i) => [String(i + 1), labelNode(a.label || ""), modelCell(a.model), ui.fmtNum(a.averageRank, 2), String(a.rankingsCount)]);
@@ -94,7 +102,7 @@ export function createView(ctx) {
           const card = s3.claim(r.model);
           card.setRole("chairman");
           card.setState("ok", { ms: r.responseTimeMs });
-          card.setBody(el("p", { class: "muted" }, "The synthesis is the answer below."));
+          card.setBody(el("p", { class: "muted" }, "Its synthesis is the answer, shown first at the top."));
           const p = ctx.primary("Synthesis");
           p.head.replaceChildren("Synthesis", el("span", { class: "muted" }, `by ${r.model}`));
           p.body.replaceChildren(ui.markdown(r.response));

@@ -150,7 +150,6 @@ export function createView(ctx) {
     }
     p.body.replaceChildren(...parts.filter(Boolean));
     // The assessment is the answer: it leads the run, the reports below support it.
-    ctx.root.prepend(p.el);
     const card = ctx.card(d.fallbackFrom ? "synthesis:backup" : "synthesis");
     if (card) {
       card.setState("ok", { ms: d.responseTimeMs });
