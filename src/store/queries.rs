@@ -465,6 +465,17 @@ pub fn list_recent(
     limit: i64,
     visible_to: Option<&str>,
 ) -> Result<Vec<RecentRun>, StoreError> {
+    recent_runs(conn, limit, visible_to, None)
+}
+
+/// The runs [`list_recent`] lists, or with `review` only the runs flagged for review in that
+/// state, newest first.
+fn recent_runs(
+    conn: &mut AnyConnection,
+    limit: i64,
+    visible_to: Option<&str>,
+    review: Option<ReviewStatus>,
+) -> Result<Vec<RecentRun>, StoreError> {
     let mut q = runs::table
         .inner_join(conversations::table)
         .left_join(messages::table.on(messages::id.eq(runs::user_message_id)))
@@ -475,6 +486,14 @@ pub fn list_recent(
                 .eq(Visibility::Team.as_str())
                 .or(conversations::user_id.eq(name.to_string())),
         );
+    }
+    if let Some(status) = review {
+        q = q.filter(runs::needs_human_review.eq(true));
+        q = match status {
+            ReviewStatus::Pending => q.filter(runs::reviewed_at.is_null()),
+            ReviewStatus::Reviewed => q.filter(runs::reviewed_at.is_not_null()),
+            ReviewStatus::All => q,
+        };
     }
     let rows: Vec<(RunRow, Option<String>, Option<String>)> = q
         .order(runs::created_at.desc())
@@ -623,36 +642,7 @@ pub fn list_reviews(
     limit: i64,
     visible_to: Option<&str>,
 ) -> Result<Vec<RecentRun>, StoreError> {
-    let mut q = runs::table
-        .inner_join(conversations::table)
-        .left_join(messages::table.on(messages::id.eq(runs::user_message_id)))
-        .filter(runs::needs_human_review.eq(true))
-        .into_boxed();
-    if let Some(name) = visible_to {
-        q = q.filter(
-            conversations::visibility
-                .eq(Visibility::Team.as_str())
-                .or(conversations::user_id.eq(name.to_string())),
-        );
-    }
-    q = match status {
-        ReviewStatus::Pending => q.filter(runs::reviewed_at.is_null()),
-        ReviewStatus::Reviewed => q.filter(runs::reviewed_at.is_not_null()),
-        ReviewStatus::All => q,
-    };
-    let rows: Vec<(RunRow, Option<String>, Option<String>)> = q
-        .order(runs::created_at.desc())
-        .limit(limit)
-        .select((
-            RunRow::as_select(),
-            substr(messages::content.nullable(), 1, RECENT_QUESTION_CHARS),
-            conversations::title,
-        ))
-        .load(conn)?;
-    Ok(rows
-        .into_iter()
-        .map(|(run, question, title)| RecentRun { run: run.into(), question, title })
-        .collect())
+    recent_runs(conn, limit, visible_to, Some(status))
 }
 
 /// Marks a flagged run reviewed; None when the run is unknown or was never flagged.
