@@ -293,6 +293,18 @@ fn plural(n: u64) -> &'static str {
 
 /// Runs a deliberation in-process. Returns the process exit code: 0 completed, 1 failed,
 /// 130 cancelled.
+/// Where a run is stored, for a person: a SQLite file by its full path (a relative default
+/// lands in the current folder, so a run from another folder has a database of its own and
+/// never shows in a server started elsewhere), any other URL without its password.
+fn database_shown(url: &str) -> String {
+    match url.strip_prefix("sqlite://") {
+        Some(path) if !path.starts_with(':') => std::path::absolute(path)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| path.to_string()),
+        _ => crate::secrets::redact_url(url),
+    }
+}
+
 pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
     let body = request_body(&args)?;
     let engine = start_engine(&config, Role::Cli).await?;
@@ -301,8 +313,11 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
     if !args.quiet {
         let _ = writeln!(
             err,
-            "run {} ({}), conversation {}",
-            started.run_id, args.mode, started.conversation_id
+            "run {} ({}), conversation {}, stored in {}",
+            started.run_id,
+            args.mode,
+            started.conversation_id,
+            database_shown(&config.database_url)
         );
     }
     let (tx, mut rx) = watcher_channel();

@@ -63,6 +63,24 @@ fn run_council_prints_progress_and_the_synthesis() {
 }
 
 #[test]
+fn run_says_which_database_file_it_stored_the_run_in() {
+    // Without DATABASE_URL the run goes to ./conclave.db of the folder it ran in: it says so,
+    // by the whole path, so a run made from another folder is not silently lost to the page.
+    let dir = tempfile::tempdir().unwrap();
+    let out = conclave()
+        .current_dir(dir.path())
+        .env_remove("DATABASE_URL")
+        .args(["run", "vote", "Tabs or spaces?"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let file = std::fs::canonicalize(dir.path().join("conclave.db")).expect("the default file");
+    let said = stderr.lines().find_map(|l| l.split(", stored in ").nth(1)).expect(&stderr);
+    assert_eq!(std::fs::canonicalize(said.trim()).unwrap(), file, "{stderr}");
+}
+
+#[test]
 fn sim_server_answers_over_the_openai_api() {
     let mut child = conclave()
         .args(["sim-server", "--bind", "127.0.0.1:0"])
