@@ -1768,6 +1768,10 @@ fn result_mismatches(mode: &str, result: &Value, events: &[Value]) -> Vec<String
             }
             check(&mut out, "rounds", &r["rounds"], (!rounds.is_empty()).then(|| json!(rounds)));
             check(&mut out, "champion", &r["champion"], data("winner_declared"));
+            // The judge has no backup, whatever the server's `[fallback]` says.
+            if !payloads(events, "fallback_start").is_empty() {
+                out.push("fallback_start: the judge has no backup".into());
+            }
         }
         "confidence_weighted" => {
             let mut answers: Vec<Value> =
@@ -1863,6 +1867,32 @@ fn result_mismatches(mode: &str, result: &Value, events: &[Value]) -> Vec<String
             }
         }
         _ => {}
+    }
+    // A backup called in a primary's place: the primary's failure names it, and a stage says it
+    // stood in for the primary exactly when it answered.
+    for f in payloads(events, "fallback_start") {
+        let entry = items(&r["failedModels"])
+            .iter()
+            .find(|m| m["model"] == f["fallbackFrom"] && m["stage"] == f["stage"]);
+        if entry.map(|m| &m["fallbackTo"]) != Some(&f["model"]) {
+            out.push(format!(
+                "failedModels: {} does not name its backup {}",
+                f["fallbackFrom"], f["model"]
+            ));
+        }
+        let answered = payloads(events, "call_complete")
+            .iter()
+            .any(|c| c["key"] == f["key"] && c["ok"] == true);
+        let named = events.iter().any(|e| {
+            let d = &e["data"]["data"];
+            d["fallbackFrom"] == f["fallbackFrom"] && d["model"] == f["model"]
+        });
+        if answered != named {
+            out.push(format!(
+                "backup {}: answered {answered}, but a stage naming it as standing in for {}: {named}",
+                f["model"], f["fallbackFrom"]
+            ));
+        }
     }
     // Which panel calls failed, rebuilt from the call_failed rows, against the call events and
     // against the final stage event that carried them.
