@@ -1046,7 +1046,7 @@ impl FactCheck {
                 "No checkable claims could be read from the extractor's reply (it did not list \
                  them in the expected format), so nothing was checked."
             };
-            out.extend(self.finish_report(None, note.to_string(), None, false, None));
+            out.extend(self.finish_report(None, note.to_string(), None, false, None, None));
             return out;
         }
         if self.deadline_passed {
@@ -1163,24 +1163,26 @@ impl FactCheck {
                 let report = answer_text(text).trim().to_string();
                 let score = read_score(text);
                 let from = routed.fallback_from.clone();
-                self.finish_report(Some(reply.model.clone()), report, score, false, ms.zip(from))
+                self.finish_report(Some(reply.model.clone()), report, score, false, ms, from)
             }
             Err(_) => {
                 let report = fallback_report(&self.claims, &self.consensus, &self.counts);
-                self.finish_report(None, report, None, true, None)
+                self.finish_report(None, report, None, true, None, None)
             }
         }
     }
 
     /// The report (the reporter's, the server's table, or the no-claims note), stored, sent,
-    /// and the run's answer.
+    /// and the run's answer: `response_time_ms` is the reporter's (or its backup's, which
+    /// stood in for `fallback_from`); the server's own reports have neither.
     fn finish_report(
         &mut self,
         model: Option<String>,
         report: String,
         score: Option<u32>,
         fallback: bool,
-        timed_from: Option<(i64, String)>,
+        response_time_ms: Option<i64>,
+        fallback_from: Option<String>,
     ) -> Vec<Effect> {
         self.phase = Phase::Done;
         let mut summary = json!({ "verified": self.counts.verified, "disputed": self.counts.disputed,
@@ -1195,9 +1197,9 @@ impl FactCheck {
         let mut data = json!({
             "model": model, "report": report, "reliabilityScore": score, "summary": summary,
             "fallback": fallback,
-            "responseTimeMs": timed_from.as_ref().map(|t| t.0),
+            "responseTimeMs": response_time_ms,
         });
-        if let Some((_, from)) = &timed_from {
+        if let Some(from) = &fallback_from {
             data["fallbackFrom"] = json!(from);
         }
         let mut stored = data.clone();
@@ -1214,7 +1216,7 @@ impl FactCheck {
                 role: Some("reporter".into()),
                 content: report.clone(),
                 parsed_data: Some(stored),
-                response_time_ms: timed_from.as_ref().map(|t| t.0),
+                response_time_ms,
             }),
             Effect::emit("report_complete", event),
         ];

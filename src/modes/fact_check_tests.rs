@@ -383,6 +383,36 @@ fn failures_fail_where_the_spec_says_and_keep_the_rest() {
 }
 
 #[test]
+fn the_report_says_how_long_its_reporter_took_backup_or_not() {
+    let to_report = |m: &mut FactCheck| {
+        let ext = stage_calls(&m.start());
+        let checks = stage_calls(&m.on_reply(ok(&ext[0], "CLAIM 1: x is 1")));
+        stage_calls(&m.on_reply(ok(&checks[0], "VERIFICATION 1: VERIFIED")))
+    };
+    // The reporter answers: its time is in the event and the row alike.
+    let mut m = mode(Some("x 1"), &["a"]);
+    let rep = to_report(&mut m);
+    let out =
+        m.on_reply(CallReply { response_time_ms: 42, ..ok(&rep[0], "Reliability Score: 70") });
+    let done = emitted(&out, "report_complete").unwrap();
+    assert_eq!(done["data"]["model"], "rep");
+    assert_eq!(done["data"]["responseTimeMs"], 42);
+    assert!(done["data"].get("fallbackFrom").is_none());
+    let row = rows(&out).into_iter().find(|r| r.stage_type == "report").unwrap();
+    assert_eq!(row.response_time_ms, Some(42));
+    assert_eq!(load_result(&rows(&out))["report"], done["data"]);
+    // Its backup answers: the backup's time, and whom it stood in for.
+    let mut m = mode(Some("x 1"), &["a"]);
+    let rep = to_report(&mut m);
+    let backup = stage_calls(&m.on_reply(err(&rep[0])));
+    let out =
+        m.on_reply(CallReply { response_time_ms: 7, ..ok(&backup[0], "Reliability Score: 70") });
+    let done = emitted(&out, "report_complete").unwrap();
+    assert_eq!(done["data"]["responseTimeMs"], 7);
+    assert_eq!(done["data"]["fallbackFrom"], "rep");
+}
+
+#[test]
 fn the_global_timeout_lets_the_stage_finish_then_fails_or_reports() {
     let mut m = mode(Some("x 1"), &["a"]);
     let ext = stage_calls(&m.start());

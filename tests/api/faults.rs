@@ -142,6 +142,44 @@ struct Scenario {
     /// What the panel is expected to do (reported; asserted only for recoverable faults).
     expect: Outcome,
     request: Value,
+    /// The server it runs on: which `[fallback]` backups the single-model roles have.
+    backups: Backups,
+}
+
+/// The `[fallback]` configuration of a server the scenarios run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backups {
+    /// No backups: a failing single-model role takes its mode's failure path at once.
+    None,
+    /// Backups that answer.
+    Healthy,
+    /// Backups that fail too (a 503, an empty answer).
+    Failing,
+}
+
+impl Backups {
+    const ALL: [Backups; 3] = [Backups::None, Backups::Healthy, Backups::Failing];
+
+    fn fallbacks(self) -> conclave::modes::Fallbacks {
+        let (chairman, facilitator) = match self {
+            Backups::None => return Default::default(),
+            Backups::Healthy => ("sim/zeta", "sim/eta"),
+            Backups::Failing => ("sim/fail-bk", "sim/empty-bk"),
+        };
+        conclave::modes::Fallbacks {
+            chairman: Some(chairman.into()),
+            facilitator: Some(facilitator.into()),
+            ..Default::default()
+        }
+    }
+
+    fn suffix(self) -> &'static str {
+        match self {
+            Backups::None => "",
+            Backups::Healthy => "+backup",
+            Backups::Failing => "+backup-fails",
+        }
+    }
 }
 
 /// Non-Delphi stage timeout: the shortest allowed, so stalls end quickly.
@@ -209,8 +247,54 @@ fn scenarios() -> Vec<Scenario> {
                 "modeConfig": { "content": content, "reviewerModels": reviewers,
                                 "consolidatorModel": consolidator, "timeoutMs": t } })
     };
+    let specialist_panel = |content: &str, specialists: &[&str], synthesizer: &str| {
+        let roles = [
+            "security_expert",
+            "cost_analyst",
+            "scalability_architect",
+            "ux_designer",
+            "devops_engineer",
+            "compliance_officer",
+        ];
+        let panel: Vec<Value> = specialists
+            .iter()
+            .zip(roles)
+            .map(|(m, r)| json!({ "roleId": r, "model": m }))
+            .collect();
+        json!({ "mode": "specialist_panel", "question": "Assess our migration plan",
+                "modeConfig": { "content": content, "specialists": panel,
+                                "synthesizerModel": synthesizer, "timeoutMs": t } })
+    };
+    let tournament = |q: &str, contestants: &[&str], judge: &str| {
+        json!({ "mode": "tournament", "question": q,
+                "modeConfig": { "contestantModels": contestants, "judgeModel": judge,
+                                "timeoutMs": t } })
+    };
+    let confidence = |q: &str, models: &[&str], synthesizer: &str| {
+        json!({ "mode": "confidence_weighted", "question": q,
+                "modeConfig": { "models": models, "synthesisModel": synthesizer,
+                                "timeoutMs": t } })
+    };
+    // Content with checkable claims (the sim lists each sentence stating a number), or `None`
+    // for the generator to write it; roles are generator, extractor and reporter.
+    let fact_check = |q: &str, content: Option<&str>, roles: [&str; 3], checkers: &[&str]| {
+        let mut c = json!({ "generatorModel": roles[0], "extractorModel": roles[1],
+                            "reporterModel": roles[2], "checkerModels": checkers,
+                            "timeoutMs": t });
+        if let Some(content) = content {
+            c["content"] = json!(content);
+        }
+        json!({ "mode": "fact_check", "question": q, "modeConfig": c })
+    };
+    let bridge = |tag: &str| {
+        format!(
+            "The bridge ({tag}) opened in 1932. It is 503 metres long. About 4 million cars \
+             cross it every year. Many think it is beautiful."
+        )
+    };
     use Outcome::*;
-    let s = |name, expect, request| Scenario { name, expect, request };
+    let s = |name, expect, request| Scenario { name, expect, request, backups: Backups::None };
+    let b = |name, expect, request, backups| Scenario { name, expect, request, backups };
     vec![
         s(
             "council/transient",
@@ -581,6 +665,343 @@ fn scenarios() -> Vec<Scenario> {
                 "sim/fail",
             ),
         ),
+        s(
+            "specialist_panel/transient",
+            Completed,
+            specialist_panel(
+                "Move to EKS (transient) in three steps.",
+                &["sim/flaky-s", "sim/ratelimit-s", "sim/reset-s"],
+                "sim/reset-ss",
+            ),
+        ),
+        s(
+            "specialist_panel/broken",
+            Partial,
+            specialist_panel(
+                "Move to EKS (broken) in three steps.",
+                &["sim/fail", "sim/empty", "sim/malformed", "sim/alpha", "sim/beta"],
+                "sim/malformed-ss",
+            ),
+        ),
+        s(
+            "specialist_panel/timeouts",
+            Partial,
+            specialist_panel(
+                "Move to EKS (timeouts) in three steps.",
+                &["sim/stall", "sim/slowstart", "sim/slowstart-soon", "sim/alpha"],
+                "sim/slowstart-soon",
+            ),
+        ),
+        s(
+            "specialist_panel/too-few",
+            Failed,
+            specialist_panel(
+                "Move to EKS (too few) in three steps.",
+                &["sim/fail", "sim/empty", "sim/alpha"],
+                "sim/beta",
+            ),
+        ),
+        s(
+            "specialist_panel/synthesizer",
+            Failed,
+            specialist_panel(
+                "Move to EKS (synthesizer) in three steps.",
+                &["sim/alpha", "sim/beta", "sim/gamma"],
+                "sim/fail",
+            ),
+        ),
+        b(
+            "specialist_panel/synthesizer",
+            Partial,
+            specialist_panel(
+                "Move to EKS (synthesizer, backup) in three steps.",
+                &["sim/alpha", "sim/beta"],
+                "sim/stall",
+            ),
+            Backups::Healthy,
+        ),
+        b(
+            "specialist_panel/synthesizer",
+            Failed,
+            specialist_panel(
+                "Move to EKS (synthesizer, failing backup) in three steps.",
+                &["sim/alpha", "sim/beta"],
+                "sim/empty",
+            ),
+            Backups::Failing,
+        ),
+        s(
+            "tournament/transient",
+            Completed,
+            tournament(
+                "Best way to learn a language (transient)?",
+                &["sim/flaky-t", "sim/ratelimit-t", "sim/reset-t", "sim/alpha"],
+                "sim/reset-tj",
+            ),
+        ),
+        s(
+            "tournament/broken",
+            Partial,
+            tournament(
+                "Best way to learn a language (broken)?",
+                &["sim/fail", "sim/empty", "sim/malformed", "sim/alpha", "sim/beta", "sim/gamma"],
+                "sim/delta",
+            ),
+        ),
+        s(
+            "tournament/timeouts",
+            Partial,
+            tournament(
+                "Best way to learn a language (timeouts)?",
+                &["sim/stall", "sim/slowstart", "sim/slowstart-soon", "sim/alpha", "sim/beta"],
+                "sim/gamma",
+            ),
+        ),
+        s(
+            "tournament/too-few",
+            Failed,
+            tournament(
+                "Best way to learn a language (too few)?",
+                &["sim/fail", "sim/empty", "sim/stall", "sim/alpha"],
+                "sim/beta",
+            ),
+        ),
+        s(
+            "tournament/judge-unreadable",
+            Completed,
+            tournament(
+                "Best way to learn a language (unreadable judge)?",
+                &["sim/flaky-tu", "sim/beta", "sim/gamma", "sim/delta", "sim/epsilon"],
+                "sim/malformed-tj",
+            ),
+        ),
+        s(
+            "tournament/judge",
+            Failed,
+            tournament(
+                "Best way to learn a language (judge)?",
+                &["sim/alpha", "sim/beta", "sim/gamma", "sim/delta"],
+                "sim/fail",
+            ),
+        ),
+        b(
+            "tournament/judge-late",
+            Failed,
+            tournament(
+                "Best way to learn a language (late judge)?",
+                &["sim/alpha", "sim/beta", "sim/gamma", "sim/delta", "sim/epsilon"],
+                "sim/slowstart",
+            ),
+            Backups::Healthy,
+        ),
+        b(
+            "tournament/judge-empty",
+            Failed,
+            tournament(
+                "Best way to learn a language (empty judge)?",
+                &["sim/alpha", "sim/beta", "sim/gamma", "sim/delta"],
+                "sim/empty",
+            ),
+            Backups::Failing,
+        ),
+        s(
+            "confidence_weighted/transient",
+            Completed,
+            confidence(
+                "Caffeine's half-life (transient)?",
+                &["sim/flaky-k", "sim/ratelimit-k", "sim/reset-k"],
+                "sim/reset-ks",
+            ),
+        ),
+        s(
+            "confidence_weighted/broken",
+            Partial,
+            confidence(
+                "Caffeine's half-life (broken)?",
+                &["sim/fail", "sim/empty", "sim/malformed", "sim/alpha", "sim/beta"],
+                "sim/malformed-ks",
+            ),
+        ),
+        s(
+            "confidence_weighted/timeouts",
+            Partial,
+            confidence(
+                "Caffeine's half-life (timeouts)?",
+                &["sim/stall", "sim/slowstart", "sim/slowstart-soon", "sim/alpha"],
+                "sim/slowstart-soon",
+            ),
+        ),
+        s(
+            "confidence_weighted/single",
+            Partial,
+            confidence(
+                "Caffeine's half-life (single)?",
+                &["sim/fail", "sim/empty", "sim/alpha"],
+                "sim/beta",
+            ),
+        ),
+        s(
+            "confidence_weighted/none",
+            Failed,
+            confidence(
+                "Caffeine's half-life (none)?",
+                &["sim/fail", "sim/empty", "sim/stall"],
+                "sim/alpha",
+            ),
+        ),
+        s(
+            "confidence_weighted/synthesizer",
+            Failed,
+            confidence(
+                "Caffeine's half-life (synthesizer)?",
+                &["sim/alpha", "sim/beta", "sim/gamma"],
+                "sim/fail",
+            ),
+        ),
+        b(
+            "confidence_weighted/synthesizer",
+            Partial,
+            confidence(
+                "Caffeine's half-life (synthesizer, backup)?",
+                &["sim/alpha", "sim/beta"],
+                "sim/empty",
+            ),
+            Backups::Healthy,
+        ),
+        b(
+            "confidence_weighted/synthesizer",
+            Failed,
+            confidence(
+                "Caffeine's half-life (synthesizer, failing backup)?",
+                &["sim/alpha", "sim/beta"],
+                "sim/stall",
+            ),
+            Backups::Failing,
+        ),
+        s(
+            "fact_check/transient",
+            Completed,
+            fact_check(
+                "The Eiffel Tower (transient)",
+                None,
+                ["sim/flaky-f", "sim/ratelimit-f", "sim/reset-fr"],
+                &["sim/reset-f", "sim/flaky-fc", "sim/ratelimit-fc"],
+            ),
+        ),
+        s(
+            "fact_check/broken",
+            Partial,
+            fact_check(
+                "Check the bridge (broken)",
+                Some(bridge("broken").as_str()),
+                ["sim/alpha", "sim/alpha", "sim/malformed-fr"],
+                &["sim/fail", "sim/empty", "sim/malformed", "sim/beta"],
+            ),
+        ),
+        s(
+            "fact_check/timeouts",
+            Partial,
+            fact_check(
+                "The Eiffel Tower (timeouts)",
+                None,
+                ["sim/slowstart-soon", "sim/alpha", "sim/gamma"],
+                &["sim/stall", "sim/slowstart", "sim/slowstart-soon", "sim/beta"],
+            ),
+        ),
+        s(
+            "fact_check/unreadable",
+            Completed,
+            fact_check(
+                "The Eiffel Tower (unreadable)",
+                None,
+                ["sim/flaky-fu", "sim/malformed-fx", "sim/beta"],
+                &["sim/beta", "sim/gamma"],
+            ),
+        ),
+        s(
+            "fact_check/generator",
+            Failed,
+            fact_check(
+                "The Eiffel Tower (generator)",
+                None,
+                ["sim/fail", "sim/alpha", "sim/alpha"],
+                &["sim/beta", "sim/gamma"],
+            ),
+        ),
+        s(
+            "fact_check/checkers",
+            Failed,
+            fact_check(
+                "Check the bridge (checkers)",
+                Some(bridge("checkers").as_str()),
+                ["sim/alpha", "sim/alpha", "sim/alpha"],
+                &["sim/fail", "sim/empty", "sim/malformed"],
+            ),
+        ),
+        s(
+            "fact_check/extractor",
+            Failed,
+            fact_check(
+                "Check the bridge (extractor)",
+                Some(bridge("extractor").as_str()),
+                ["sim/alpha", "sim/fail", "sim/alpha"],
+                &["sim/beta", "sim/gamma"],
+            ),
+        ),
+        b(
+            "fact_check/extractor",
+            Partial,
+            fact_check(
+                "Check the bridge (extractor, backup)",
+                Some(bridge("extractor, backup").as_str()),
+                ["sim/alpha", "sim/stall", "sim/alpha"],
+                &["sim/beta", "sim/gamma"],
+            ),
+            Backups::Healthy,
+        ),
+        b(
+            "fact_check/extractor",
+            Failed,
+            fact_check(
+                "Check the bridge (extractor, failing backup)",
+                Some(bridge("extractor, failing backup").as_str()),
+                ["sim/alpha", "sim/empty", "sim/alpha"],
+                &["sim/beta", "sim/gamma"],
+            ),
+            Backups::Failing,
+        ),
+        s(
+            "fact_check/reporter",
+            Partial,
+            fact_check(
+                "Check the bridge (reporter)",
+                Some(bridge("reporter").as_str()),
+                ["sim/alpha", "sim/alpha", "sim/fail"],
+                &["sim/beta", "sim/gamma"],
+            ),
+        ),
+        b(
+            "fact_check/reporter",
+            Partial,
+            fact_check(
+                "Check the bridge (reporter, backup)",
+                Some(bridge("reporter, backup").as_str()),
+                ["sim/alpha", "sim/alpha", "sim/empty"],
+                &["sim/beta", "sim/gamma"],
+            ),
+            Backups::Healthy,
+        ),
+        b(
+            "fact_check/reporter",
+            Partial,
+            fact_check(
+                "Check the bridge (reporter, failing backup)",
+                Some(bridge("reporter, failing backup").as_str()),
+                ["sim/alpha", "sim/alpha", "sim/stall"],
+                &["sim/beta", "sim/gamma"],
+            ),
+            Backups::Failing,
+        ),
     ]
 }
 
@@ -871,6 +1292,103 @@ fn expected_rows(mode: &str, events: &[Value]) -> Expected {
                 x.full("consolidation", &e["data"]["model"], &e["data"]["consolidatedReport"]);
             }
         }
+        "specialist_panel" => {
+            for _ in ev("panel_start") {
+                x.one("panel");
+            }
+            // A report row holds the report as read (the event's `report`); a failed
+            // specialist has only its `call_failed` row.
+            for e in ev("specialist_complete") {
+                let d = &e["data"];
+                let stage = format!("specialist_{}", d["roleKey"].as_str().unwrap_or(""));
+                x.full(&stage, &d["model"], &d["report"]);
+            }
+            for e in ev("synthesis_complete") {
+                x.full("synthesis", &e["data"]["model"], &e["data"]["integratedAssessment"]);
+            }
+        }
+        "tournament" => {
+            for e in ev("collect_complete") {
+                for c in items(&e["data"]) {
+                    x.full("collect", &c["model"], &c["response"]);
+                }
+            }
+            for e in ev("bracket_seeded") {
+                x.one("bracket_seed");
+                // A bye is a row of its own, with no model and no text.
+                for m in items(&e["data"]["matchups"]).iter().filter(|m| m["seedB"].is_null()) {
+                    let stage = format!("round_1_match_{}", m["matchIndex"]);
+                    x.full(&stage, &Value::Null, &json!(""));
+                }
+            }
+            let judge = ev("tournament_start")
+                .first()
+                .map(|s| s["config"]["judgeModel"].clone())
+                .unwrap_or(Value::Null);
+            // A match row is the judge's deciding reply, or the error of its failed call when
+            // the better seed advanced by default.
+            for e in ev("matchup_complete") {
+                let (r, m) = (&e["round"], &e["matchIndex"]);
+                let stage = format!("round_{r}_match_{m}");
+                if e["data"]["decidedBy"] == "default_seed" {
+                    let key = format!("r{r}m{m}");
+                    let retry = format!("{key}:retry");
+                    let call = failed_panel_calls(events)
+                        .into_iter()
+                        .rev()
+                        .find(|c| c["key"] == key.as_str() || c["key"] == retry.as_str());
+                    match call {
+                        Some(c) => x.full(&stage, &judge, &c["error"]["message"]),
+                        None => x.by_model(&stage, &judge),
+                    }
+                } else {
+                    x.by_model(&stage, &judge);
+                }
+            }
+            for e in ev("winner_declared") {
+                x.full("winner", &e["data"]["model"], &e["data"]["response"]);
+            }
+        }
+        "confidence_weighted" => {
+            // An answer row holds the reply as written (the event the answer read from it).
+            for e in ev("answer_complete") {
+                let stage = format!("answer_{}", e["data"]["index"]);
+                x.by_model(&stage, &e["data"]["model"]);
+            }
+            for _ in ev("weights_calculated") {
+                x.one("weights");
+            }
+            // A single answer stands as the synthesis with no model.
+            for e in ev("synthesis_complete") {
+                x.full("synthesis", &e["data"]["model"], &e["data"]["synthesis"]);
+            }
+        }
+        "fact_check" => {
+            for e in ev("generate_complete") {
+                x.full("generate", &e["data"]["model"], &e["data"]["content"]);
+            }
+            // The extract row holds the extractor's reply as written.
+            for e in ev("extract_complete") {
+                x.by_model("extract", &e["data"]["model"]);
+            }
+            // A checker's row holds its reply, or the error of its failed call.
+            for e in ev("checker_complete") {
+                let d = &e["data"];
+                let stage = format!("verify_{}", d["checkerIndex"]);
+                if d["failed"] == true {
+                    x.full(&stage, &d["model"], &d["error"]);
+                } else {
+                    x.by_model(&stage, &d["model"]);
+                }
+            }
+            for _ in ev("all_checkers_complete") {
+                x.one("consensus");
+            }
+            // The report row: the reporter's report, the server's table or the no-claims note.
+            for e in ev("report_complete") {
+                x.full("report", &e["data"]["model"], &e["data"]["report"]);
+            }
+        }
         other => panic!("no row expectations for mode {other}"),
     }
     x
@@ -1157,7 +1675,224 @@ fn result_mismatches(mode: &str, result: &Value, events: &[Value]) -> Vec<String
             check(&mut out, "failedReviewers", &r["failedReviewers"], failed);
             check(&mut out, "consolidation", &r["consolidation"], data("consolidation_complete"));
         }
+        "specialist_panel" => {
+            let roles = one("panel_start").map(|p| p["roles"].clone());
+            check(&mut out, "roles", &r["roles"], roles.clone());
+            let mut reports: Vec<Value> =
+                payloads(events, "specialist_complete").iter().map(|e| e["data"].clone()).collect();
+            reports.sort_by_key(|v| v["index"].as_u64());
+            check(
+                &mut out,
+                "specialists",
+                &r["specialists"],
+                (!reports.is_empty()).then(|| json!(reports)),
+            );
+            // The failed specialists: as all_specialists_complete said, else from the calls.
+            let failed = match data("all_specialists_complete") {
+                Some(all) => {
+                    if all["specialists"] != json!(reports) {
+                        out.push(
+                            "all_specialists_complete: reports differ from specialist_complete"
+                                .into(),
+                        );
+                    }
+                    let n = |f: &str| all[f].as_u64().unwrap_or(u64::MAX) as usize;
+                    if n("totalSucceeded") != reports.len()
+                        || n("totalFailed") != items(&all["failedSpecialists"]).len()
+                    {
+                        out.push(format!("all_specialists_complete: totals {all}"));
+                    }
+                    all["failedSpecialists"].clone()
+                }
+                None => {
+                    let roles = roles.unwrap_or(Value::Null);
+                    let f: Vec<Value> = items(&roles)
+                        .iter()
+                        .filter_map(|role| {
+                            let key = role["roleKey"].as_str()?;
+                            let stage = format!("specialist_{key}");
+                            let c = failed_panel_calls(events)
+                                .into_iter()
+                                .find(|c| c["stage"] == stage.as_str())?;
+                            Some(json!({ "roleKey": key, "roleTitle": role["roleTitle"],
+                                         "model": c["model"], "error": c["error"]["message"] }))
+                        })
+                        .collect();
+                    json!(f)
+                }
+            };
+            let failed = (!is_empty(&failed)).then_some(failed);
+            check(&mut out, "failedSpecialists", &r["failedSpecialists"], failed);
+            check(&mut out, "synthesis", &r["synthesis"], data("synthesis_complete"));
+        }
+        "tournament" => {
+            check(&mut out, "contestants", &r["contestants"], data("collect_complete"));
+            check(&mut out, "bracket", &r["bracket"], data("bracket_seeded"));
+            // The matches as decided, grouped by round: `{round, matchIndex, …data}`.
+            let mut matches: Vec<Value> = payloads(events, "matchup_complete")
+                .iter()
+                .map(|e| {
+                    let mut m = e["data"].clone();
+                    m["round"] = e["round"].clone();
+                    m["matchIndex"] = e["matchIndex"].clone();
+                    m
+                })
+                .collect();
+            matches.sort_by_key(|m| (m["round"].as_u64(), m["matchIndex"].as_u64()));
+            let mut rounds: Vec<Value> = Vec::new();
+            for m in matches {
+                match rounds.last_mut() {
+                    Some(last) if last["round"] == m["round"] => {
+                        if let Some(a) = last["matches"].as_array_mut() {
+                            a.push(m);
+                        }
+                    }
+                    _ => rounds.push(json!({ "round": m["round"], "matches": [m] })),
+                }
+            }
+            // Each round's winners and losers, as round_complete said, are its matches'.
+            for e in payloads(events, "round_complete") {
+                let n = &e["round"];
+                let Some(round) = rounds.iter().find(|r| r["round"] == *n) else {
+                    out.push(format!("round {n}: completed with no match decided"));
+                    continue;
+                };
+                let seeds = |f: &str| -> Value {
+                    items(&round["matches"]).iter().map(|m| m[f].clone()).collect()
+                };
+                if e["data"]["winners"] != seeds("winnerSeed")
+                    || e["data"]["eliminated"] != seeds("loserSeed")
+                {
+                    out.push(format!("round {n}: round_complete differs from its matches"));
+                }
+            }
+            check(&mut out, "rounds", &r["rounds"], (!rounds.is_empty()).then(|| json!(rounds)));
+            check(&mut out, "champion", &r["champion"], data("winner_declared"));
+            // The judge has no backup, whatever the server's `[fallback]` says.
+            if !payloads(events, "fallback_start").is_empty() {
+                out.push("fallback_start: the judge has no backup".into());
+            }
+        }
+        "confidence_weighted" => {
+            let mut answers: Vec<Value> =
+                payloads(events, "answer_complete").iter().map(|e| e["data"].clone()).collect();
+            answers.sort_by_key(|v| v["index"].as_u64());
+            check(
+                &mut out,
+                "answers",
+                &r["answers"],
+                (!answers.is_empty()).then(|| json!(answers)),
+            );
+            if let Some(all) = data("all_answers_complete") {
+                let failed =
+                    failed_panel_calls(events).iter().filter(|c| c["stage"] == "answer").count();
+                if all["count"] != json!(answers.len()) || all["failedCount"] != json!(failed) {
+                    out.push(format!(
+                        "all_answers_complete: {all} with {} answers and {failed} failed calls",
+                        answers.len()
+                    ));
+                }
+            }
+            check(&mut out, "weights", &r["weights"], data("weights_calculated"));
+            // Every answer that arrived is weighed, and nothing else.
+            if let Some(w) = data("weights_calculated") {
+                let mut weighed: Vec<Value> =
+                    items(&w["weights"]).iter().map(|w| w["index"].clone()).collect();
+                weighed.sort_by_key(Value::as_u64);
+                let arrived: Vec<Value> = answers.iter().map(|a| a["index"].clone()).collect();
+                if weighed != arrived {
+                    out.push(format!("weights: answers {arrived:?} but weighed {weighed:?}"));
+                }
+            }
+            check(&mut out, "synthesis", &r["synthesis"], data("synthesis_complete"));
+        }
+        "fact_check" => {
+            let start = one("factcheck_start");
+            if let Some(start) = start {
+                if one("extract_complete").is_some() || one("generate_complete").is_some() {
+                    let want = Some(start["config"]["contentSource"].clone());
+                    check(&mut out, "contentSource", &r["contentSource"], want);
+                }
+            }
+            check(&mut out, "generate", &r["generate"], data("generate_complete"));
+            let extract = data("extract_complete");
+            check(&mut out, "extract", &r["extract"], extract.clone());
+            let claims = extract.as_ref().map(|e| e["claims"].clone());
+            check(&mut out, "claims", &r["claims"], claims);
+            // The content checked: the generated answer, when it was generated and read.
+            if let (Some(g), Some(_)) = (data("generate_complete"), &extract) {
+                check(&mut out, "content", &r["content"], Some(g["content"].clone()));
+            }
+            let mut checks: Vec<Value> =
+                payloads(events, "checker_complete").iter().map(|e| e["data"].clone()).collect();
+            checks.sort_by_key(|v| v["checkerIndex"].as_u64());
+            check(&mut out, "checks", &r["checks"], (!checks.is_empty()).then(|| json!(checks)));
+            // A checker is marked failed exactly when its call failed.
+            for c in &checks {
+                let key = format!("verify:{}", c["checkerIndex"]);
+                let call =
+                    failed_panel_calls(events).into_iter().find(|f| f["key"] == key.as_str());
+                let want = call.map(|f| f["error"]["message"].clone());
+                if (c["failed"] == true) != want.is_some()
+                    || want.as_ref().is_some_and(|m| c["error"] != *m)
+                {
+                    out.push(format!(
+                        "checker {}: failed {} but its call said {want:?}",
+                        c["checkerIndex"], c["failed"]
+                    ));
+                }
+            }
+            let all = data("all_checkers_complete");
+            for f in ["consensus", "counts", "usableCheckers"] {
+                check(&mut out, f, &r[f], all.as_ref().map(|a| a[f].clone()));
+            }
+            if let Some(a) = &all {
+                let usable = checks.iter().filter(|c| c["parseSuccess"] == true).count();
+                if a["usableCheckers"] != json!(usable) {
+                    out.push(format!(
+                        "usableCheckers: {} but {usable} checks read",
+                        a["usableCheckers"]
+                    ));
+                }
+            }
+            check(&mut out, "report", &r["report"], data("report_complete"));
+            // A report a model wrote says how long it took (the server's own say nothing).
+            if let Some(d) = data("report_complete") {
+                if d["model"].is_string() != d["responseTimeMs"].is_u64() {
+                    out.push(format!(
+                        "report: by {} with responseTimeMs {}",
+                        d["model"], d["responseTimeMs"]
+                    ));
+                }
+            }
+        }
         _ => {}
+    }
+    // A backup called in a primary's place: the primary's failure names it, and a stage says it
+    // stood in for the primary exactly when it answered.
+    for f in payloads(events, "fallback_start") {
+        let entry = items(&r["failedModels"])
+            .iter()
+            .find(|m| m["model"] == f["fallbackFrom"] && m["stage"] == f["stage"]);
+        if entry.map(|m| &m["fallbackTo"]) != Some(&f["model"]) {
+            out.push(format!(
+                "failedModels: {} does not name its backup {}",
+                f["fallbackFrom"], f["model"]
+            ));
+        }
+        let answered = payloads(events, "call_complete")
+            .iter()
+            .any(|c| c["key"] == f["key"] && c["ok"] == true);
+        let named = events.iter().any(|e| {
+            let d = &e["data"]["data"];
+            d["fallbackFrom"] == f["fallbackFrom"] && d["model"] == f["model"]
+        });
+        if answered != named {
+            out.push(format!(
+                "backup {}: answered {answered}, but a stage naming it as standing in for {}: {named}",
+                f["model"], f["fallbackFrom"]
+            ));
+        }
     }
     // Which panel calls failed, rebuilt from the call_failed rows, against the call events and
     // against the final stage event that carried them.
@@ -1222,7 +1957,7 @@ fn stored_rows(database_url: &str, message_id: &str) -> Vec<StoredRow> {
 
 /// What happened to one scenario.
 struct Report {
-    name: &'static str,
+    name: String,
     mode: String,
     faults: Vec<&'static str>,
     expect: Outcome,
@@ -1255,7 +1990,7 @@ async fn run_scenario(app: &TestApp, s: &Scenario) -> Report {
     let want_status = match terminal.as_deref() {
         Some("complete") => "completed",
         Some("error") => "failed",
-        other => panic!("{}: ended with {other:?}", s.name),
+        other => panic!("{}{}: ended with {other:?}", s.name, s.backups.suffix()),
     };
     if stored["status"] != want_status {
         problems.push(format!("stored status {} after {:?}", stored["status"], terminal));
@@ -1299,11 +2034,18 @@ async fn run_scenario(app: &TestApp, s: &Scenario) -> Report {
     }
     problems.extend(result_mismatches(&mode, &stored["result"], &events));
     Report {
-        name: s.name,
+        name: format!("{}{}", s.name, s.backups.suffix()),
         mode,
         faults: {
-            let mut f: Vec<&str> =
-                models_of(&s.request).iter().filter_map(|m| fault_of(m)).collect();
+            // The request's models, and the backups that were called.
+            let backups = payloads(&events, "fallback_start")
+                .into_iter()
+                .filter_map(|b| b["model"].as_str().map(str::to_string));
+            let mut f: Vec<&str> = models_of(&s.request)
+                .into_iter()
+                .chain(backups)
+                .filter_map(|m| fault_of(&m))
+                .collect();
             f.sort();
             f.dedup();
             f
@@ -1333,14 +2075,14 @@ fn render(reports: &[Report], total: Duration) -> String {
     let _ = writeln!(t);
     let _ = writeln!(
         t,
-        "{:<24} {:<9} {:<9} {:>5} {:>7} {:>4} {:>4} {:>4} {:>3} {:>5}  faults",
+        "{:<44} {:<9} {:<9} {:>5} {:>7} {:>4} {:>4} {:>4} {:>3} {:>5}  faults",
         "scenario", "expected", "outcome", "calls", "failed", "retr", "rows", "lost", "dup", "secs"
     );
     for r in reports {
         let mark = if r.expect == r.outcome { "" } else { " (!)" };
         let _ = writeln!(
             t,
-            "{:<24} {:<9} {:<9} {:>5} {:>7} {:>4} {:>4} {:>4} {:>3} {:>5.1}  {}{}",
+            "{:<44} {:<9} {:<9} {:>5} {:>7} {:>4} {:>4} {:>4} {:>3} {:>5.1}  {}{}",
             r.name,
             r.expect.name(),
             r.outcome.name(),
@@ -1401,24 +2143,33 @@ fn render(reports: &[Report], total: Duration) -> String {
     t
 }
 
-/// Every mode with faults injected, all runs at once on one server: no stage row lost or
+/// Every mode with faults injected, all runs at once (on three servers: without `[fallback]`
+/// backups, with backups that answer, and with backups that fail too): no stage row lost or
 /// duplicated, results that rebuild to what was published, and every run ended.
 #[actix_web::test]
 async fn every_mode_keeps_its_rows_under_injected_faults() {
     let mut sim_models = HashMap::new();
     let soon = SimModelConfig { start_delay_ms: Some(1_500), ..Default::default() };
     sim_models.insert("sim/slowstart-soon".to_string(), soon);
-    let app = spawn_with(Options {
-        sim_over_http: true,
-        sim_latency_ms: 40,
-        sim_models,
-        ..Options::default()
-    })
-    .await;
+    let mut apps = Vec::new();
+    for backups in Backups::ALL {
+        let app = spawn_with(Options {
+            sim_over_http: true,
+            sim_latency_ms: 40,
+            sim_models: sim_models.clone(),
+            fallback: backups.fallbacks(),
+            ..Options::default()
+        })
+        .await;
+        apps.push((backups, app));
+    }
+    let app_for = |b: Backups| &apps.iter().find(|(k, _)| *k == b).expect("a server").1;
     let started = Instant::now();
     let scenarios = scenarios();
-    let reports =
-        futures_util::future::join_all(scenarios.iter().map(|s| run_scenario(&app, s))).await;
+    let reports = futures_util::future::join_all(
+        scenarios.iter().map(|s| run_scenario(app_for(s.backups), s)),
+    )
+    .await;
     let total = started.elapsed();
     let table = render(&reports, total);
     println!("{table}");
@@ -1426,24 +2177,27 @@ async fn every_mode_keeps_its_rows_under_injected_faults() {
     let _ = std::fs::create_dir_all(&path);
     std::fs::write(path.join("fault-report.txt"), &table).expect("write target/fault-report.txt");
 
-    let (_, list) = app.get("/api/deliberations?limit=100").await;
-    let running: Vec<&Value> = items(&list["live"])
-        .iter()
-        .chain(items(&list["recent"]))
-        .filter(|r| r["status"] == "running")
-        .collect();
-    assert!(running.is_empty(), "runs left running: {running:?}");
-    let stats = app.sim_stats.as_ref().unwrap().snapshot();
-    let reset_models: std::collections::BTreeSet<String> = scenarios
-        .iter()
-        .flat_map(|s| models_of(&s.request))
-        .filter(|m| m.starts_with("sim/reset"))
-        .collect();
-    assert!(
-        stats.resets >= reset_models.len() as u64,
-        "every reset model ({}) broke a connection: {stats:?}",
-        reset_models.len()
-    );
+    for (backups, app) in &apps {
+        let (_, list) = app.get("/api/deliberations?limit=100").await;
+        let running: Vec<&Value> = items(&list["live"])
+            .iter()
+            .chain(items(&list["recent"]))
+            .filter(|r| r["status"] == "running")
+            .collect();
+        assert!(running.is_empty(), "runs left running ({backups:?}): {running:?}");
+        let stats = app.sim_stats.as_ref().unwrap().snapshot();
+        let reset_models: std::collections::BTreeSet<String> = scenarios
+            .iter()
+            .filter(|s| s.backups == *backups)
+            .flat_map(|s| models_of(&s.request))
+            .filter(|m| m.starts_with("sim/reset"))
+            .collect();
+        assert!(
+            stats.resets >= reset_models.len() as u64,
+            "every reset model ({}) broke a connection ({backups:?}): {stats:?}",
+            reset_models.len()
+        );
+    }
     let lost: usize = reports.iter().map(|r| r.rows_lost).sum();
     let dup: usize = reports.iter().map(|r| r.rows_duplicated).sum();
     assert_eq!((lost, dup), (0, 0), "stage rows lost or duplicated:\n{table}");
@@ -1461,5 +2215,7 @@ async fn every_mode_keeps_its_rows_under_injected_faults() {
         );
         assert!(r.retries > 0, "{}: the faults were retried", r.name);
     }
-    app.stop().await;
+    for (_, app) in apps {
+        app.stop().await;
+    }
 }
