@@ -29,6 +29,10 @@ test("a council runs live, a second person joins from the dashboard, reopens ide
   await page.waitForSelector('[data-section="stage1"] .chip-call.running');
   await page.waitForFunction(() => [...document.querySelectorAll('[data-section="stage1"] .md.streaming')].some((m) => m.textContent.length > 20), null, { timeout: 10000 });
   assert.equal(await page.isVisible("article.run .run-head button.danger"), true, "a running run can be cancelled");
+  // While it runs, the answer card says where the run is; the steps show the live stage.
+  assert.match(await page.textContent("article.run .answer-pending"), /^Working on stage 1/);
+  assert.equal(await page.getAttribute("article.run .run-steps .step.live", "aria-current"), "step");
+  await screenshot(page, "council-live");
 
   // A second person opens it from their dashboard while it runs.
   const b = await openPage(browser, server.base, "/");

@@ -147,11 +147,20 @@ export async function runText(page, runId) {
   return page.$eval(`article.run[data-run="${runId}"]`, (n) => n.innerText.replace(/\S+( \S+)? elapsed/g, "elapsed"));
 }
 
+/** The shots the README shows, refreshed by `CONCLAVE_README_SHOTS=docs/screenshots node --test …`. */
+const README_SHOTS = new Set(["dashboard-live", "council-live", "jury-finished"]);
+
 export async function screenshot(page, name) {
   mkdirSync(ARTIFACTS, { recursive: true });
   const path = join(ARTIFACTS, `${name}.png`);
   // From the top, so the sticky bar sits where it belongs in a full-page shot.
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path, fullPage: true });
+  // The README's copy is the first screen, as a person sees it on opening the page.
+  const readme = process.env.CONCLAVE_README_SHOTS;
+  if (readme && README_SHOTS.has(name)) {
+    mkdirSync(readme, { recursive: true });
+    await page.screenshot({ path: join(readme, `${name}.png`) });
+  }
   return path;
 }
