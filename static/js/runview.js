@@ -11,6 +11,7 @@ import * as charts from "./charts.js";
 import { TERMINAL } from "./conn.js";
 import { modeInfo } from "./registry.js";
 import { fetchJson } from "./api.js";
+import { addShareTools } from "./share.js";
 
 const { el } = ui;
 
@@ -258,6 +259,7 @@ export class RunView {
       el("div", { class: "facts" }, ui.modeBadge(this.mode), this.statusEl, this.partialEl, this.progressEl, this.elapsedEl, this.callsEl, this.usageEl,
         el("a", { href: `#/run/${encodeURIComponent(this.runId)}`, class: "muted permalink" }, "link")),
       el("span", { class: "spacer" }), this.cancelBtn);
+    addShareTools(this.head, d);
     this.endNote = el("div", { hidden: true });
     this.modeRoot = el("div", { class: "mode-root" });
     this.el = el("article", { class: "run", "aria-label": `${ui.MODE_LABELS[this.mode] || this.mode} run`, dataset: { run: this.runId, mode: this.mode, status: "running" } },
