@@ -167,10 +167,9 @@ fn stage_row(r: &crate::modes::StageRow, kind: Option<ModeKind>, level: usize) -
                 out.push('\n');
             }
             out.push('\n');
-            let shown = |p: &&Value| has_content(p) && !said_in(p, &r.content);
-            if let Some(p) = r.parsed_data.as_ref().filter(shown) {
+            if let Some(p) = r.parsed_data.as_ref().and_then(|p| unsaid(p, r)) {
                 out.push_str("**Read from it:**\n\n");
-                out.push_str(&data_list(p, 0));
+                out.push_str(&data_list(&p, 0));
                 out.push('\n');
             }
         }
@@ -333,16 +332,37 @@ fn words(id: &str) -> String {
     text
 }
 
-/// Whether everything `v` holds is text already written in `content` (a label map's row says
-/// its label in its text and in its data): then the data adds nothing to read.
+/// Whether everything `v` holds is already written in `content` (a label map's row says its
+/// label in its text and in its data; a scorecard's scores are in the reply): then it adds
+/// nothing to read.
 fn said_in(v: &Value, content: &str) -> bool {
     match v {
         Value::Null => true,
         Value::String(s) => content.contains(s.as_str()),
+        Value::Number(n) => content.contains(&n.to_string()) || content.contains(&scalar(v)),
         Value::Array(a) => a.iter().all(|i| said_in(i, content)),
         Value::Object(m) => m.values().all(|i| said_in(i, content)),
-        _ => false,
+        Value::Bool(_) => false,
     }
+}
+
+/// What a reply's stored data adds to its text and heading: the fields not already written
+/// there (the model, role and response time are in the heading). None when nothing is left.
+fn unsaid(parsed: &Value, r: &crate::modes::StageRow) -> Option<Value> {
+    let keep = |k: &str, v: &Value| {
+        let in_heading = k == "responseTimeMs"
+            || v.as_str()
+                .is_some_and(|s| Some(s) == r.model.as_deref() || Some(s) == r.role.as_deref());
+        has_content(v) && !in_heading && !said_in(v, &r.content)
+    };
+    let left = match parsed {
+        Value::Object(m) => Value::Object(
+            m.iter().filter(|(k, v)| keep(k, v)).map(|(k, v)| (k.clone(), v.clone())).collect(),
+        ),
+        other if keep("", other) => other.clone(),
+        _ => return None,
+    };
+    has_content(&left).then_some(left)
 }
 
 fn has_content(v: &Value) -> bool {
@@ -459,7 +479,7 @@ fn inline_object(v: &Value) -> Option<String> {
         })
         .collect();
     let line = line.join("; ");
-    (line.chars().count() <= 200).then_some(line)
+    (line.chars().count() <= 600).then_some(line)
 }
 
 /// A model's reply: its answer with headings moved below `min_level`, and its reasoning trace
@@ -673,6 +693,18 @@ mod tests {
         assert_eq!(places, "- Places: Response A = Response C; Response B\n");
         assert!(said_in(&json!({"label": "Response A"}), "Response A"));
         assert!(!said_in(&json!({"label": "Response A", "partial": false}), "Response A"));
+        let row = crate::modes::StageRow {
+            stage_type: "evaluation".into(),
+            stage_order: 1,
+            model: Some("sim/a".into()),
+            role: Some("skeptic".into()),
+            content: "{\"scores\": {\"clarity\": 7}}".into(),
+            parsed_data: None,
+            response_time_ms: Some(8),
+        };
+        let parsed = json!({"model": "sim/a", "role": "skeptic", "scores": {"clarity": 7},
+                            "overall": 7.4, "responseTimeMs": 8});
+        assert_eq!(unsaid(&parsed, &row), Some(json!({"overall": 7.4})));
         assert!(!md.contains('{') && !md.contains("Unparsed"), "{md}");
     }
 
