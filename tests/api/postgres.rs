@@ -826,7 +826,11 @@ async fn a_database_made_by_the_shared_migrations_is_converted_to_the_fresh_sche
     let token = new_token();
     {
         let mut conn = diesel::pg::PgConnection::establish(old.url()).expect("pg");
-        conn.run_pending_migrations(SHARED_MIGRATIONS).expect("the shared migrations");
+        // Only the four the backends shared: later SQLite migrations (BIGINT times of tables
+        // made after the split, such as share_links) never ran on a PostgreSQL database.
+        for _ in 0..4 {
+            conn.run_next_migration(SHARED_MIGRATIONS).expect("the shared migrations");
+        }
         conn.batch_execute(OLD_ROWS).expect("old rows");
         let sql = format!(
             "INSERT INTO api_tokens (id, user_id, token_hash, kind, created_at, expires_at) \
@@ -898,7 +902,13 @@ async fn a_database_made_by_the_shared_migrations_is_converted_to_the_fresh_sche
             .collect()
     };
     assert_eq!(versions(old.url()), versions(fresh.url()));
-    assert_eq!(versions(old.url()).len(), 5);
+    // Every PostgreSQL migration, each once (a count written here went stale with each new one).
+    let all = diesel::migration::MigrationSource::<diesel::pg::Pg>::migrations(
+        &conclave::store::db::POSTGRES_MIGRATIONS,
+    )
+    .expect("the embedded migrations")
+    .len();
+    assert_eq!(versions(old.url()).len(), all);
 
     // And the server works on it: the old run reads back over REST, and a new run completes.
     let app = app_on(old.url()).await;
