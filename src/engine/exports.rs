@@ -23,7 +23,7 @@ impl Engine {
     pub async fn export_run(&self, id: &RunId, viewer: &Viewer) -> Result<RunExport, EngineError> {
         let detail = self.result(id, viewer).await?;
         let stages = self.store.get_stages(&detail.run.message_id).await?;
-        let events = self.store.events_since(id.as_str(), 0).await?;
+        let events = self.store.events_for_export(id.as_str()).await?;
         Ok(RunExport::new(&detail, stages, events))
     }
 

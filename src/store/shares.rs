@@ -129,11 +129,21 @@ impl super::Store {
         let (run_id, share_id) = (run_id.to_string(), share_id.to_string());
         self.write(RevokeShare { run_id, share_id }).await?
     }
-    /// Through the writer, so a link revoked a moment ago is seen revoked.
+    /// On a reader: anyone may ask, so the writer (which stores runs' steps) is left alone. A
+    /// revoke has committed before its answer, so a read after it sees the link revoked.
     pub async fn share_by_token(
         &self,
         token_hash: &str,
     ) -> Result<Option<ShareRecord>, StoreError> {
-        self.write(ShareByToken { token_hash: token_hash.to_string() }).await?
+        self.read(ShareByToken { token_hash: token_hash.to_string() }).await?
+    }
+    /// A run's stored events read on a reader, for exports (the public page's among them),
+    /// which must not queue behind the writer; [`super::Store::events_since`] is the read that
+    /// also sees writes still queued.
+    pub async fn events_for_export(
+        &self,
+        run_id: &str,
+    ) -> Result<Vec<super::StoredEvent>, StoreError> {
+        self.read(super::GetEventsSince { run_id: run_id.to_string(), since: 0 }).await?
     }
 }
