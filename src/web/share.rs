@@ -111,6 +111,26 @@ pub struct ShareBody {
     hide_models: bool,
 }
 
+/// A body of at most [`super::MAX_JSON_BYTES`], the limit of every JSON body (413 past it).
+async fn read_body(mut payload: web::Payload) -> Result<web::BytesMut, ApiError> {
+    use futures_util::StreamExt;
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| ApiError::BadRequest {
+            field: Some("body".into()),
+            message: format!("the request body could not be read: {e}"),
+        })?;
+        if body.len() + chunk.len() > super::MAX_JSON_BYTES {
+            return Err(ApiError::PayloadTooLarge(format!(
+                "the request body is larger than the limit of {} bytes (1 MiB)",
+                super::MAX_JSON_BYTES
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 fn share_view(s: &ShareRecord) -> serde_json::Value {
     json!({ "id": s.id, "runId": s.run_id, "hideModels": s.hide_models, "createdBy": s.created_by,
             "createdAt": s.created_at, "revokedAt": s.revoked_at,
@@ -123,9 +143,10 @@ pub async fn create_share(
     state: web::Data<AppState>,
     caller: Caller,
     id: web::Path<String>,
-    body: web::Bytes,
+    payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let id = run_id(&id)?;
+    let body = read_body(payload).await?;
     // No body is the default link; a body is `{hideModels}` and nothing else.
     let options: ShareBody = if body.iter().all(u8::is_ascii_whitespace) {
         ShareBody::default()

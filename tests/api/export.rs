@@ -390,6 +390,10 @@ async fn a_run_has_a_bounded_number_of_working_share_links() {
     }
     let (status, v) = app.post(&shares, &json!({})).await;
     assert_eq!(status, 409, "{v}");
+    // A body over the limit of every JSON body is refused before it is read whole.
+    let big = json!({ "hideModels": true, "pad": "x".repeat(2 << 20) });
+    let (status, v) = app.post(&shares, &big).await;
+    assert_eq!((status, &v["field"]), (413, &json!("body")), "{v}");
     let r = app
         .http
         .delete(format!("{}{shares}/{}", app.base, first["id"].as_str().unwrap()))
