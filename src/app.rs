@@ -150,12 +150,34 @@ impl Application {
 
 /// The access log: method, path and protocol, status, time. Never the query string (`%r`,
 /// `%q` and `%U` would print it): `/login?token=…` carries a working token, and no query
-/// parameter is worth the risk of one that does.
+/// parameter is worth the risk of one that does. A share link's path (`/s/{token}`) is a
+/// working token too: it is logged as `/s/[redacted]`.
 fn access_log() -> middleware::Logger {
     middleware::Logger::new("%{request}xi %s %Dms").custom_request_replace("request", |req| {
-        format!("{} {} {:?}", req.method(), req.path(), req.version())
+        format!("{} {} {:?}", req.method(), logged_path(req.path()), req.version())
     })
+}
+
+/// A request's path as the access log writes it: a share token replaced.
+fn logged_path(path: &str) -> std::borrow::Cow<'_, str> {
+    match path.strip_prefix("/s/") {
+        Some(rest) => {
+            let after = rest.find('/').map_or("", |i| &rest[i..]);
+            format!("/s/[redacted]{after}").into()
+        }
+        None => path.into(),
+    }
 }
 
 /// How long `main` waits for in-flight requests on Ctrl-C.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn share_tokens_stay_out_of_the_access_log() {
+        assert_eq!(super::logged_path("/s/shr_0123/json"), "/s/[redacted]/json");
+        assert_eq!(super::logged_path("/s/shr_0123"), "/s/[redacted]");
+        assert_eq!(super::logged_path("/api/me"), "/api/me");
+    }
+}

@@ -390,6 +390,80 @@ pub fn printed_answer(answer: &str, show_reasoning: bool) -> std::borrow::Cow<'_
     }
 }
 
+/// `conclave export ID [--format md|json] [--output FILE]`: a run, or else a conversation, from
+/// the database the server uses, with the local client's access (everything). Answers the exit
+/// code: 0 written, 1 a failure to read or write, 2 nothing with that id.
+pub async fn export_command(
+    config: Config,
+    id: &str,
+    format: &str,
+    output: Option<&std::path::Path>,
+    with_events: bool,
+) -> i32 {
+    let format = crate::export::Format::parse(format).unwrap_or(crate::export::Format::Markdown);
+    let engine = match start_engine(&config, Role::Cli).await {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("conclave: {e}");
+            return 1;
+        }
+    };
+    let viewer = Viewer::local();
+    let text = match export_text(&engine, id, format, with_events, &viewer).await {
+        Ok(Some(text)) => text,
+        Ok(None) => {
+            eprintln!("conclave: no run or conversation {id:?}");
+            return 2;
+        }
+        Err(e) => {
+            eprintln!("conclave: {e}");
+            return 1;
+        }
+    };
+    let written = match output {
+        Some(path) => std::fs::write(path, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display())),
+        None => std::io::stdout().write_all(text.as_bytes()).map_err(|e| e.to_string()),
+    };
+    match written {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("conclave: {e}");
+            1
+        }
+    }
+}
+
+/// The export of the run `id`, else of the conversation `id`; None when neither exists.
+async fn export_text(
+    engine: &crate::engine::Engine,
+    id: &str,
+    format: crate::export::Format,
+    with_events: bool,
+    viewer: &Viewer,
+) -> Result<Option<String>, EngineError> {
+    use crate::export::Format;
+    let render = |json: Value, md: String| match format {
+        Format::Json => serde_json::to_string_pretty(&json).unwrap_or_default() + "\n",
+        Format::Markdown => md,
+    };
+    if let Some(run) = crate::ids::RunId::parse(id) {
+        match engine.export_run(&run, viewer).await {
+            Ok(e) => return Ok(Some(render(e.to_json(with_events), e.to_markdown()))),
+            Err(EngineError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if let Some(conv) = crate::ids::ConversationId::parse(id) {
+        match engine.export_conversation(&conv, viewer).await {
+            Ok(e) => return Ok(Some(render(e.to_json(with_events), e.to_markdown()))),
+            Err(EngineError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
 /// `conclave bench ...` (see [`crate::bench`]): prints the table (or the Clarity report) and answers the exit code.
 pub fn bench_command(config: Config, args: crate::bench::BenchArgs) -> i32 {
     if args.scenarios.iter().any(|s| s == "clarity") {

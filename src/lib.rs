@@ -8,7 +8,8 @@
 //! - [`web`]: REST, WebSocket and SSE interfaces and the embedded browser client.
 //! - [`config`]: configuration file, environment and flags; provider routes.
 //! - [`app`]: wiring: builds the server (or, for the CLI, the engine alone).
-//! - [`cli`]: the terminal client's `run` command.
+//! - [`cli`]: the terminal client's `run` and `export` commands.
+//! - [`export`]: a run or a conversation as Markdown and JSON, model names hidden on request.
 //! - [`metrics`]: process-wide counters and their Prometheus text for `GET /metrics`.
 //! - [`secrets`]: the key type that never prints; URL passwords and key echoes redacted.
 //! - [`bench`]: `conclave bench`: drives a real server and sim-server and prints figures.
@@ -20,6 +21,7 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod export;
 pub mod ids;
 pub mod metrics;
 pub mod modes;

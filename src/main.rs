@@ -54,6 +54,20 @@ enum Command {
     },
     /// Apply database migrations and exit (the server also does this at start).
     Migrate,
+    /// Export a run or a conversation (by id) from the database as Markdown or JSON.
+    Export {
+        /// A run's id, or a conversation's (all its runs, in order).
+        id: String,
+        /// md (Markdown, for people) or json (everything stored, to read back).
+        #[arg(long, default_value = "md", value_parser = ["md", "json"])]
+        format: String,
+        /// Write to this file instead of stdout.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// With --format json: add the run's stored events.
+        #[arg(long)]
+        events: bool,
+    },
     /// Manage accounts: add (prints a new API token), list, revoke.
     User {
         #[command(subcommand)]
@@ -97,7 +111,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // The terminal client draws its own progress; logs would interleave with it.
     let level = match cli.command {
-        Some(Command::Run(_) | Command::User { .. }) => "error",
+        Some(Command::Run(_) | Command::User { .. } | Command::Export { .. }) => "error",
         // The benchmark's progress is its own log; the server and sim it drives log apart.
         Some(Command::Bench { .. }) => "error,conclave::bench=info",
         _ => "info",
@@ -139,6 +153,9 @@ fn main() -> ExitCode {
                 }
             }
             Command::SimServer { bind } => sim(config, &bind).await,
+            Command::Export { id, format, output, events } => {
+                cli::export_command(config, &id, &format, output.as_deref(), events).await
+            }
             Command::Bench { .. } => unreachable!("handled before the System starts"),
             Command::User { action } => user_command(&config.database_url, action).await,
             Command::Migrate => match conclave::store::db::connect(&config.database_url, 1) {

@@ -10,6 +10,7 @@ pub mod access;
 pub mod bus;
 pub mod deliberation;
 pub mod events;
+mod exports;
 pub mod hub;
 pub mod limits;
 pub mod model_call;
@@ -35,6 +36,7 @@ use crate::store::{
 pub use access::Viewer;
 use deliberation::{Deliberation, DeliberationSetup, Resumed};
 use events::{EventFrame, Frame, FrameSender};
+pub use exports::{SharedRun, MAX_ACTIVE_SHARES};
 use hub::{Hub, RegisterRun, RunSummary, WatchOutcome, WatcherId};
 
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +49,9 @@ pub enum EngineError {
     /// The caller may see the run but not do this to it.
     #[error("{0}")]
     Forbidden(String),
+    /// The request clashes with the state of things (too many share links).
+    #[error("{0}")]
+    Conflict(String),
     /// Over a per-user limit: try again after `retry_after_secs`.
     #[error("{message}")]
     RateLimited { message: String, retry_after_secs: u64 },

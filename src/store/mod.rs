@@ -477,8 +477,10 @@ store_message!(
     |msg, conn| queries::list_conversations(conn, msg.limit, msg.title_contains.as_deref(), msg.visible_to.as_deref())
 );
 
+mod shares;
 mod stats;
 mod users;
+pub use shares::{NewShare, ShareRecord};
 pub use stats::RunCount;
 pub use users::{Access, TokenKind, UserRecord};
 

@@ -148,3 +148,18 @@ diesel::table! {
 
 diesel::joinable!(api_tokens -> users (user_id));
 diesel::allow_tables_to_appear_in_same_query!(users, api_tokens);
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::store::types::Millis;
+
+    share_links (id) {
+        id -> Text,
+        run_id -> Text,
+        token_hash -> Text,
+        hide_models -> Bool,
+        created_by -> Nullable<Text>,
+        created_at -> Millis,
+        revoked_at -> Nullable<Millis>,
+    }
+}

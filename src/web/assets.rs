@@ -41,6 +41,12 @@ pub async fn index() -> HttpResponse {
     serve("index.html")
 }
 
+/// A share link's public page (`/s/{token}`): its shell; it reads the run from `/s/{token}/json`.
+/// No referrer leaves it, so the token in its address goes nowhere else.
+pub fn shared_page() -> HttpResponse {
+    serve("shared.html")
+}
+
 pub async fn favicon() -> HttpResponse {
     serve("favicon.svg")
 }

@@ -77,6 +77,7 @@ impl From<EngineError> for ApiError {
             EngineError::Invalid(f) => f.into(),
             EngineError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
             EngineError::Forbidden(why) => ApiError::Forbidden(why),
+            EngineError::Conflict(why) => ApiError::Conflict(why),
             EngineError::RateLimited { message, retry_after_secs } => {
                 ApiError::TooManyRequests { message, retry_after_secs }
             }

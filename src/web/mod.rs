@@ -10,6 +10,7 @@ pub mod error;
 pub mod limits;
 mod metrics;
 mod rest;
+mod share;
 mod sse;
 pub mod views;
 mod ws;
@@ -105,8 +106,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/deliberations/{id}", web::get().to(rest::get_run))
             .route("/deliberations/{id}/cancel", web::post().to(rest::cancel))
             .route("/deliberations/{id}/events", web::get().to(sse::events))
+            .route("/deliberations/{id}/export", web::get().to(share::export_run))
+            .route("/deliberations/{id}/shares", web::post().to(share::create_share))
+            .route("/deliberations/{id}/shares", web::get().to(share::list_shares))
+            .route("/deliberations/{id}/shares/{share}", web::delete().to(share::revoke_share))
             .route("/conversations", web::get().to(rest::list_conversations))
             .route("/conversations/{id}", web::get().to(rest::get_conversation))
+            .route("/conversations/{id}/export", web::get().to(share::export_conversation))
             .route("/models", web::get().to(rest::models))
             .route("/modes", web::get().to(rest::modes_list))
             .route("/reviews", web::get().to(rest::list_reviews))
@@ -115,6 +121,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 Err::<actix_web::HttpResponse, _>(ApiError::NotFound("no such API route".into()))
             })),
     )
+    // A share link's public page and its data: no sign-in, one run, read-only.
+    .route("/s/{token}", web::get().to(share::page))
+    .route("/s/{token}/json", web::get().to(share::page_json))
+    .route("/s/{token}/export", web::get().to(share::page_export))
     .route("/", web::get().to(assets::index))
     .route("/favicon.ico", web::get().to(assets::favicon))
     .route("/static/{path:.*}", web::get().to(assets::file));

@@ -11,6 +11,7 @@ import * as charts from "./charts.js";
 import { TERMINAL } from "./conn.js";
 import { modeInfo } from "./registry.js";
 import { fetchJson } from "./api.js";
+import { addShareTools } from "./share.js";
 
 const { el } = ui;
 
@@ -276,6 +277,7 @@ export class RunView {
       el("div", { class: "facts" }, this.statusEl, this.partialEl, this.progressEl, this.elapsedEl, this.callsEl, this.usageEl,
         el("a", { href: `#/run/${encodeURIComponent(this.runId)}`, class: "muted permalink" }, "link")),
       el("span", { class: "spacer" }), this.cancelBtn, this.confirmEl);
+    addShareTools(this.head, d);
     this.endNote = el("div", { hidden: true });
     // The answer comes first: under the header, one card with the run's outcome in its mode's
     // terms and the answer (the mode's primary block); the stages follow, with a compact step

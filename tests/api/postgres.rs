@@ -826,7 +826,11 @@ async fn a_database_made_by_the_shared_migrations_is_converted_to_the_fresh_sche
     let token = new_token();
     {
         let mut conn = diesel::pg::PgConnection::establish(old.url()).expect("pg");
-        conn.run_pending_migrations(SHARED_MIGRATIONS).expect("the shared migrations");
+        // Only the four the backends shared: later SQLite migrations (BIGINT times of tables
+        // made after the split, such as share_links) never ran on a PostgreSQL database.
+        for _ in 0..4 {
+            conn.run_next_migration(SHARED_MIGRATIONS).expect("the shared migrations");
+        }
         conn.batch_execute(OLD_ROWS).expect("old rows");
         let sql = format!(
             "INSERT INTO api_tokens (id, user_id, token_hash, kind, created_at, expires_at) \
@@ -874,7 +878,7 @@ async fn a_database_made_by_the_shared_migrations_is_converted_to_the_fresh_sche
     assert_eq!(pending[0].run.review_note.as_deref(), Some("seen"));
 
     // Converted, it has exactly the schema of a database made by PostgreSQL's own migrations,
-    // and both have run the same six.
+    // and both have run the same migrations.
     drop(Store::start(fresh.url()).expect("store on a fresh database"));
     let (old_columns, old_indexes) = schema_of(old.url());
     let (fresh_columns, fresh_indexes) = schema_of(fresh.url());
@@ -898,7 +902,13 @@ async fn a_database_made_by_the_shared_migrations_is_converted_to_the_fresh_sche
             .collect()
     };
     assert_eq!(versions(old.url()), versions(fresh.url()));
-    assert_eq!(versions(old.url()).len(), 6);
+    // Every PostgreSQL migration, each once (a count written here went stale with each new one).
+    let all = diesel::migration::MigrationSource::<diesel::pg::Pg>::migrations(
+        &conclave::store::db::POSTGRES_MIGRATIONS,
+    )
+    .expect("the embedded migrations")
+    .len();
+    assert_eq!(versions(old.url()).len(), all);
 
     // And the server works on it: the old run reads back over REST, and a new run completes.
     let app = app_on(old.url()).await;

@@ -1,0 +1,1 @@
+DROP TABLE share_links;

@@ -1,0 +1,132 @@
+//! Exports and share links, behind the engine's gate: an export follows read access (what the
+//! caller may not see is not found), a share link is made, listed and revoked by the run's
+//! owner or an admin, and a share token reads exactly one run, read-only.
+
+use super::{Engine, EngineError, Viewer};
+use crate::export::{anonymise, ConversationExport, RunExport};
+use crate::ids::{ConversationId, RunId};
+use crate::store::{NewShare, ShareRecord};
+
+/// The most share links one run may have that are not revoked: enough for any real use, and
+/// a bound on what one user can make the table hold.
+pub const MAX_ACTIVE_SHARES: usize = 20;
+
+/// A run as a share link shows it.
+#[derive(Debug, Clone)]
+pub struct SharedRun {
+    pub export: RunExport,
+    pub hide_models: bool,
+}
+
+impl Engine {
+    /// Everything stored of a run the caller may see.
+    pub async fn export_run(&self, id: &RunId, viewer: &Viewer) -> Result<RunExport, EngineError> {
+        let detail = self.result(id, viewer).await?;
+        let stages = self.store.get_stages(&detail.run.message_id).await?;
+        let events = self.store.events_for_export(id.as_str()).await?;
+        Ok(RunExport::new(&detail, stages, events))
+    }
+
+    /// A conversation the caller may see, with every run of it in order.
+    pub async fn export_conversation(
+        &self,
+        id: &ConversationId,
+        viewer: &Viewer,
+    ) -> Result<ConversationExport, EngineError> {
+        let detail = self.conversation(id, viewer).await?;
+        let mut runs = Vec::with_capacity(detail.runs.len());
+        for r in &detail.runs {
+            runs.push(self.export_run(&RunId::from_stored(r.id.clone()), viewer).await?);
+        }
+        Ok(ConversationExport { conversation: detail.conversation, runs })
+    }
+
+    /// The owner (or an admin) of a run the caller may see, else not found / forbidden.
+    async fn may_share(&self, id: &RunId, viewer: &Viewer) -> Result<(), EngineError> {
+        let access = self.access(id, viewer).await?;
+        if viewer.can_control(access.owner.as_deref()) {
+            Ok(())
+        } else {
+            Err(EngineError::Forbidden(
+                "only the run's owner or an admin may share it or see its share links".into(),
+            ))
+        }
+    }
+
+    /// Stores a new share link of the run under `token_hash` (the token itself is never
+    /// stored).
+    pub async fn create_share(
+        &self,
+        id: &RunId,
+        token_hash: String,
+        hide_models: bool,
+        viewer: &Viewer,
+    ) -> Result<ShareRecord, EngineError> {
+        self.may_share(id, viewer).await?;
+        let active = self.store.list_shares(id.as_str()).await?;
+        if active.iter().filter(|s| s.revoked_at.is_none()).count() >= MAX_ACTIVE_SHARES {
+            return Err(EngineError::Conflict(format!(
+                "a run may have at most {MAX_ACTIVE_SHARES} share links that work; revoke one first"
+            )));
+        }
+        let share = NewShare {
+            id: uuid::Uuid::now_v7().to_string(),
+            run_id: id.as_str().to_string(),
+            token_hash,
+            hide_models,
+            created_by: viewer.name.clone(),
+            created_at: crate::store::now_ms(),
+        };
+        Ok(self.store.create_share(share).await?)
+    }
+
+    /// The run's share links, revoked ones included (never their tokens).
+    pub async fn shares(
+        &self,
+        id: &RunId,
+        viewer: &Viewer,
+    ) -> Result<Vec<ShareRecord>, EngineError> {
+        self.may_share(id, viewer).await?;
+        Ok(self.store.list_shares(id.as_str()).await?)
+    }
+
+    /// Revokes one of the run's share links; not found when the run has no such link.
+    pub async fn revoke_share(
+        &self,
+        id: &RunId,
+        share_id: &str,
+        viewer: &Viewer,
+    ) -> Result<ShareRecord, EngineError> {
+        self.may_share(id, viewer).await?;
+        self.store
+            .revoke_share(id.as_str(), share_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("share link {share_id}")))
+    }
+
+    /// The one run a share token reads, read-only: no owner, no control, model names hidden
+    /// when the link says so. Not found for a revoked or unknown token.
+    pub async fn shared_run(&self, token_hash: &str) -> Result<SharedRun, EngineError> {
+        let not_found = || EngineError::NotFound("share link".into());
+        let share = self.store.share_by_token(token_hash).await?.ok_or_else(not_found)?;
+        let id = RunId::from_stored(share.run_id.clone());
+        // The link is the grant: it reads its run whoever owns it, and nothing else.
+        let mut export = match self.export_run(&id, &Viewer::local()).await {
+            Ok(e) => e,
+            Err(EngineError::NotFound(_)) => return Err(not_found()),
+            Err(e) => return Err(e),
+        };
+        if let Some(o) = export.view.as_object_mut() {
+            o.insert("canControl".into(), false.into());
+            o.remove("owner");
+            o.remove("visibility");
+            if let Some(review) = o.get_mut("review").and_then(|r| r.as_object_mut()) {
+                review.remove("note");
+            }
+        }
+        if share.hide_models {
+            anonymise(&mut export);
+        }
+        Ok(SharedRun { export, hide_models: share.hide_models })
+    }
+}
