@@ -13,6 +13,11 @@ const DECIDED = {
   scored: "it was scored and the next was not",
 };
 
+/** The nodes given, without the absent ones (`replaceChildren(null)` would print "null"). */
+function present(...nodes) {
+  return nodes.filter((n) => n !== null && n !== undefined && n !== false);
+}
+
 function num(v) {
   return v == null ? "—" : Number(v).toFixed(2).replace(/\.00$/, "");
 }
@@ -54,9 +59,9 @@ export function createView(ctx) {
       rows.push([s.model, mine ? String(mine.novelty) : "—", mine ? String(mine.feasibility) : "—", mine ? String(mine.impact) : "—", mine ? String(mine.total) : (s.valid ? "not scored" : "no usable scores")]);
     }
     const r = ranking && (ranking.rankedClusters || []).find((x) => x.id === c.id);
-    if (r) rows.push(["Average", num(r.averageNovelty), num(r.averageFeasibility), num(r.averageImpact), r.averageScore == null ? "not scored" : `${num(r.averageScore)} / 15`]);
+    if (r) rows.push(["Average", num(r.averageNovelty), num(r.averageFeasibility), num(r.averageImpact), r.averageScore == null ? "not scored" : num(r.averageScore)]);
     if (!rows.length) return null;
-    return table(["Scorer", "Novelty", "Feasibility", "Impact", "Total"], rows, { num: [1, 2, 3] });
+    return table(["Scorer", "Novelty", "Feasib.", "Impact", "Total /15"], rows, { num: [1, 2, 3, 4] });
   }
 
   function renderClusters() {
@@ -94,15 +99,20 @@ export function createView(ctx) {
     else if (d.scoringSkipped === "timeout") how = "The time limit passed before scoring, so the clusters are ranked by the curator's promise rating, then in the curator's order.";
     else if (d.rankingMethod === "scores") how = `Ranked by the average total of the ${ui.plural(d.validScorers, "scorer")} who gave usable scores (then impact, feasibility, promise, the curator's order); clusters nobody scored come last.`;
     else how = `Fewer than two scorers gave usable scores (${d.validScorers}), so the clusters are ranked by the curator's promise rating, then in the curator's order.`;
-    const rows = (d.rankedClusters || []).map((r) => {
+    const items = (d.rankedClusters || []).map((r) => {
       const c = clusters.find((x) => x.id === r.id);
       const name = el("button", { type: "button", class: "bs-link", onclick: () => jumpTo(r.id) }, clusterName(c || r));
-      return [String(r.rank), name, num(r.averageNovelty), num(r.averageFeasibility), num(r.averageImpact), r.averageScore == null ? "—" : num(r.averageScore), r.decidedBy ? DECIDED[r.decidedBy] || "" : ""];
+      const scores = r.averageScore == null
+        ? "not scored"
+        : `total ${num(r.averageScore)} of 15 · novelty ${num(r.averageNovelty)} · feasibility ${num(r.averageFeasibility)} · impact ${num(r.averageImpact)} (${ui.plural(r.scoreCount, "scorer")})`;
+      return el("li", null, el("span", { class: "bs-rank" }, `#${r.rank}`), " ", name,
+        el("span", { class: "bs-dims" }, `${scores} · promise ${(r.promise || "").toLowerCase()}`),
+        r.decidedBy ? el("span", { class: "bs-dims" }, `Above the next one: ${DECIDED[r.decidedBy] || ""}`) : null);
     });
     return el("div", { class: "bs-ranking" },
       el("h3", null, "Ranking"),
       el("p", { class: "muted" }, how),
-      table(["#", "Cluster", "Novelty", "Feasibility", "Impact", "Total", "Above the next because"], rows, { num: [0, 2, 3, 4, 5] }));
+      el("ol", { class: "bs-rank-list" }, ...items));
   }
 
   const view = {
@@ -133,9 +143,9 @@ export function createView(ctx) {
         case "all_ideation_complete": {
           ideation.done();
           const w = d.warnings || [];
-          ideation.body.replaceChildren(
+          ideation.body.replaceChildren(...present(
             el("p", { class: "muted" }, `${ui.plural(d.totalIdeas || 0, "idea")} from ${ui.plural(d.modelCount || 0, "model")}.`),
-            w.length ? el("ul", { class: "bs-warnings" }, w.map((t) => el("li", null, t))) : null);
+            w.length ? el("ul", { class: "bs-warnings" }, w.map((t) => el("li", null, t))) : null));
           break;
         }
         case "clustering_start": clustering.running(); ctx.progress("Grouping the ideas into clusters"); break;
@@ -166,13 +176,15 @@ export function createView(ctx) {
               card.addBadge(ui.badge("no usable scores", "gray"));
               card.setBody(el("p", { class: "callout" }, `No cluster's three ratings could be read from this reply (it ${d.unparsed || "gave no readable answer"}), so it does not count.`));
             } else {
-              const rows = (d.scores || []).map((s) => {
-                const c = clusters.find((x) => x.id === s.clusterId);
-                return [clusterName(c), String(s.novelty), String(s.feasibility), String(s.impact), String(s.total)];
-              });
-              const notes = (d.scores || []).filter((s) => s.justification).map((s) => el("li", null, el("strong", null, `${clusterName(clusters.find((x) => x.id === s.clusterId))}: `), document.createTextNode(s.justification)));
-              card.setBody(el("div", null, table(["Cluster", "Novelty", "Feasibility", "Impact", "Total"], rows, { num: [1, 2, 3, 4] }),
-                notes.length ? el("ul", { class: "bs-notes" }, ...notes) : null));
+              // A list, not a table: cluster names and justifications are prose, and a narrow
+              // column breaks them mid-word.
+              const items = (d.scores || []).map((s) => el("li", null,
+                el("strong", null, clusterName(clusters.find((x) => x.id === s.clusterId))),
+                el("span", { class: "bs-dims" }, `novelty ${s.novelty} · feasibility ${s.feasibility} · impact ${s.impact} · total ${s.total} of 15`),
+                s.justification ? el("span", { class: "bs-just" }, s.justification) : null));
+              const missing = clusters.length - (d.scores || []).length;
+              card.setBody(el("div", null, el("ul", { class: "bs-notes" }, ...items),
+                missing > 0 ? el("p", { class: "muted" }, `${ui.plural(missing, "cluster")} not scored: this reply did not give all three ratings.`) : null));
             }
           }
           if (clusters.length) renderClusters();
@@ -209,10 +221,10 @@ export function createView(ctx) {
               el("button", { type: "button", class: "bs-link", onclick: () => jumpTo(d.clusterId) }, clusterName(c || { name: d.clusterName })),
               r ? ` (ranked first by ${ranking.rankingMethod === "scores" ? "the scores" : "the curator's promise rating"})` : "")
             : el("p", { class: "bs-from" }, "Developed from all the ideas: no clusters were formed.");
-          p.body.replaceChildren(from,
+          p.body.replaceChildren(...present(from,
             d.fallback ? el("p", { class: "callout" }, "The refiner could not be reached, so this is the best material as it stands, not a written proposal.") : null,
-            data.partial ? ui.badge("some calls failed", "yellow") : null,
-            ui.markdown(d.proposal || "", "bs-output"));
+            data.partial ? el("p", null, ui.badge("some calls failed", "yellow")) : null,
+            ui.markdown(d.proposal || "", "bs-output")));
           ctx.announce("The proposal is ready");
           break;
         }
