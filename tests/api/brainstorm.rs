@@ -1,6 +1,6 @@
 //! Brainstorm through the whole server: a run watched over the WebSocket and reloaded as it
-//! ran, its 400s by field, a cancel while scorers are out that keeps the finished stages, and
-//! failing ideators, curators and refiners with and without a backup.
+//! ran, its 400s by field, cancels during ideation and while scorers are out that keep the
+//! finished stages, and failing ideators, curators and refiners with and without a backup.
 
 use conclave::modes::Fallbacks;
 use serde_json::{json, Value};
@@ -139,7 +139,7 @@ async fn brainstorm_requests_are_refused_by_field() {
 }
 
 #[actix_web::test]
-async fn a_cancel_while_scoring_keeps_the_ideas_and_the_clusters() {
+async fn a_cancel_keeps_the_stages_that_finished() {
     let app = spawn_app().await;
     let started =
         app.start(request(json!({ "models": ["sim/alpha", "sim/beta", "sim/stall-3"] }))).await;
@@ -159,6 +159,26 @@ async fn a_cancel_while_scoring_keeps_the_ideas_and_the_clusters() {
     let r = &stored["result"];
     assert_eq!(r["ideas"]["models"].as_array().unwrap().len(), 2, "{r}");
     assert!(r["clustering"].is_null() && r["refinement"].is_null(), "{r}");
+    app.stop().await;
+
+    // Cancelled while the scorers are out: the ideas and the clusters are kept.
+    let app = spawn_with(Options { sim_latency_ms: 300, ..Options::default() }).await;
+    let started = app.start(request(json!({}))).await;
+    let run = started["runId"].as_str().unwrap();
+    let mut ws = app.ws().await;
+    ws.send(json!({ "type": "watch", "run": run })).await;
+    ws.until("event", Some("scoring_start")).await;
+    let (status, body) = app.post(&format!("/api/deliberations/{run}/cancel"), &json!({})).await;
+    assert_eq!(status, 202, "{body}");
+    ws.until("event", Some("cancelled")).await;
+    ws.close().await;
+    let stored = app.wait_done(run).await;
+    assert_eq!(stored["status"], "cancelled");
+    let r = &stored["result"];
+    assert_eq!(r["ideas"]["models"].as_array().unwrap().len(), 3, "{r}");
+    assert!(!r["clustering"]["clusters"].as_array().unwrap().is_empty(), "{r}");
+    assert!(r["scores"].as_array().unwrap().len() < 3, "{r}");
+    assert!(r["refinement"].is_null(), "{r}");
     app.stop().await;
 }
 
