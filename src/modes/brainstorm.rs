@@ -22,7 +22,7 @@ use super::common::{
     create_label_map, empty_is_failure, failed_from_rows, label, mark_from_rows, title_prompt,
     Batch, Calls, FailedModel, Routed, SplitMix64, TitleTracker, TITLE_KEY,
 };
-use super::reading::{answer_text, bare, re, unmark, Unparsed};
+use super::reading::{answer_text, bare, between, re, unmark, Unparsed};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
 use super::{
@@ -1459,13 +1459,6 @@ const SIM_IDEAS: [(&str, &str); 14] = [
     ("Podcast studio", "A bookable room with microphones and editing software for creators."),
     ("Feedback wall", "A physical and online wall where anyone posts ideas and sees the answers."),
 ];
-
-fn between<'a>(prompt: &'a str, start: &str, end: &str) -> &'a str {
-    prompt
-        .split_once(start)
-        .and_then(|(_, rest)| rest.split_once(end))
-        .map_or("", |(c, _)| c.trim())
-}
 
 fn sim_ideas(ask: &SimAsk, rng: &mut SplitMix64) -> String {
     let mut order: Vec<usize> = (0..SIM_IDEAS.len()).collect();
