@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use conclave::modes::{
-    self, blueprint, chain, clarity, common, confidence_weighted, council, debate, delphi,
-    fact_check, jury, peer_review, red_team, specialist_panel, tournament, voting, CallError,
-    CallErrorKind, CallReply, Defaults, Effect, ModeKind, RunContext,
+    self, blueprint, brainstorm, chain, clarity, common, confidence_weighted, council, debate,
+    delphi, fact_check, jury, peer_review, red_team, specialist_panel, tournament, voting,
+    CallError, CallErrorKind, CallReply, Defaults, Effect, ModeKind, RunContext,
 };
 use conclave::web::client_msg::{self, ClientMsg, MAX_RUN_ID_CHARS};
 use proptest::prelude::*;
@@ -500,6 +500,28 @@ fn check_text_parsers(text: &str, labels: &[String], options: &[String]) {
     assert!(!outline.document_title.trim().is_empty(), "an empty document title");
     for marker in blueprint::todo_markers(text) {
         assert!(!marker.contains(']'), "a TODO marker runs past its bracket: {marker:?}");
+    }
+
+    let ideas = brainstorm::read_ideas(text);
+    assert!(ideas.ideas.len() <= brainstorm::MAX_IDEAS, "over ten ideas kept");
+    assert!(ideas.ideas.iter().all(|(t, _)| !t.trim().is_empty()), "an idea without a title");
+    let known: Vec<brainstorm::Idea> = (1..=4)
+        .map(|k| brainstorm::Idea {
+            id: format!("model_0_idea_{k}"),
+            title: format!("t{k}"),
+            description: String::new(),
+            model: "m".into(),
+            source_label: "Model A".into(),
+        })
+        .collect();
+    let clustering = brainstorm::read_clusters(text, &known, 3);
+    assert!(clustering.clusters.len() <= 3, "more clusters than K");
+    let placed: usize = clustering.clusters.iter().map(|c| c.idea_ids.len()).sum();
+    assert_eq!(placed + clustering.unclustered.len(), known.len(), "an idea placed twice or lost");
+    for s in brainstorm::read_scores(text, &clustering.clusters) {
+        for v in [s.novelty, s.feasibility, s.impact] {
+            assert!((1..=5).contains(&v), "a score off 1-5: {v}");
+        }
     }
 
     let title = common::clean_title(text, text);

@@ -23,7 +23,7 @@ use super::common::{
     SplitMix64, TitleTracker, CALL_FAILED, TITLE_KEY,
 };
 use super::reading::answer_text;
-use super::reading::{bare, re, unbold};
+use super::reading::{bare, between, re, unbold};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::{
@@ -1366,10 +1366,6 @@ fn outcome(result: &Value) -> Option<String> {
 }
 
 // ---- sim answers ---------------------------------------------------------------------------
-
-fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
-    text.split_once(start).and_then(|(_, rest)| rest.split_once(end)).map_or("", |(m, _)| m.trim())
-}
 
 const SIM_PARTS: [(&str, &str, [&str; 3]); 9] = [
     (

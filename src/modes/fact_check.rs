@@ -21,7 +21,7 @@ use super::common::{
     TitleTracker, TITLE_KEY,
 };
 use super::reading::answer_text;
-use super::reading::{bare, re, unmark};
+use super::reading::{bare, between, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::{
@@ -1387,13 +1387,6 @@ fn outcome(result: &Value) -> Option<String> {
 }
 
 // ---- sim answers ---------------------------------------------------------------------------
-
-fn between<'a>(prompt: &'a str, start: &str, end: &str) -> &'a str {
-    prompt
-        .split_once(start)
-        .and_then(|(_, rest)| rest.split_once(end))
-        .map_or("", |(c, _)| c.trim())
-}
 
 /// The sentences of a text that state a number (the sim's "checkable claims").
 fn sim_claims(content: &str) -> Vec<String> {

@@ -7,6 +7,7 @@
 //! runtime, the mode is doing I/O it should not.
 
 pub mod blueprint;
+pub mod brainstorm;
 pub mod chain;
 pub mod clarity;
 pub mod common;

@@ -265,6 +265,12 @@ pub fn re(
     cell.get_or_init(|| regex::Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
 }
 
+/// The text between the first `start` marker and the next `end` after it, trimmed ("" when
+/// either is missing): what a sim model reads back from its prompt's delimited blocks.
+pub fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+    text.split_once(start).and_then(|(_, rest)| rest.split_once(end)).map_or("", |(m, _)| m.trim())
+}
+
 /// A line without its leading white space, bullets, `#`, `>`, `**` and `__`: what a marker
 /// line (`SECTION 2:`, `**Severity:** HIGH`) says once a model's markdown is set aside.
 pub fn bare(line: &str) -> &str {

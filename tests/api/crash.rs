@@ -49,6 +49,8 @@ fn requests() -> Vec<Value> {
         json!({ "mode": "fact_check", "question": "Fact-check this paragraph.",
                 "modeConfig": { "content": "The Eiffel Tower was completed in 1889. It is 330 metres tall.",
                                 "checkerModels": panel } }),
+        json!({ "mode": "brainstorm", "question": "How could a library attract more teenagers?",
+                "modeConfig": { "models": panel, "curatorModel": "sim/delta", "refinerModel": "sim/delta" } }),
     ]
 }
 
@@ -267,6 +269,12 @@ fn check_whole(mode: &str, r: &Value) {
             assert_eq!(r["contentSource"], "user_provided", "{r}");
             assert!(r["content"].is_string() && r["report"]["report"].is_string(), "{r}");
             assert!(len(&r["checks"]) == 3 || len(&r["claims"]) == 0, "{r}");
+        }
+        "brainstorm" => {
+            assert_eq!(len(&r["ideas"]["models"]), 3, "{r}");
+            assert!(len(&r["clustering"]["clusters"]) >= 3 && len(&r["scores"]) == 3, "{r}");
+            assert_eq!(r["refinement"]["clusterId"], r["ranking"]["rankedClusters"][0]["id"]);
+            assert!(r["refinement"]["proposal"].is_string(), "{r}");
         }
         other => panic!("unknown mode {other}"),
     }

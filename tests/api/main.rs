@@ -5,6 +5,7 @@
 mod access;
 mod bench;
 mod blueprint;
+mod brainstorm;
 mod cancel;
 mod chain;
 mod cli;

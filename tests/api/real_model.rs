@@ -860,3 +860,58 @@ async fn tournament_against_the_real_model() {
     }
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn brainstorm_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "brainstorm", "question": "How could a small library attract more teenagers?",
+                "modeConfig": { "models": [MODEL, MODEL, CHAIR], "curatorModel": CHAIR,
+                                "refinerModel": CHAIR, "minIdeasPerModel": 3, "maxClusters": 3 } }),
+    )
+    .await;
+    check_run("brainstorm", &stored, &events);
+    let result = &stored["result"];
+    let (mut read, mut unread) = (0, 0);
+    for m in result["ideas"]["models"].as_array().cloned().unwrap_or_default() {
+        show("brainstorm ideas", m["model"].as_str().unwrap_or(""), &m);
+        let n = m["ideaCount"].as_u64().unwrap_or(0);
+        assert!(n <= 10, "{m}");
+        for (k, idea) in m["ideas"].as_array().cloned().unwrap_or_default().iter().enumerate() {
+            assert_eq!(idea["id"], format!("model_{}_idea_{}", m["index"], k + 1));
+            assert!(!idea["title"].as_str().unwrap_or("").trim().is_empty(), "{idea}");
+        }
+        if n > 0 {
+            read += 1
+        } else {
+            unread += 1
+        }
+    }
+    count("brainstorm idea lists read", read, unread);
+    if let Some(c) = result["clustering"].as_object() {
+        show("brainstorm clusters", c["model"].as_str().unwrap_or(""), &result["clustering"]);
+        for cl in c["clusters"].as_array().cloned().unwrap_or_default() {
+            assert!(!cl["ideaIds"].as_array().unwrap().is_empty(), "{cl}");
+        }
+    }
+    let (mut valid, mut invalid) = (0, 0);
+    for s in result["scores"].as_array().cloned().unwrap_or_default() {
+        for x in s["scores"].as_array().cloned().unwrap_or_default() {
+            for d in ["novelty", "feasibility", "impact"] {
+                assert!((1..=5).contains(&x[d].as_u64().unwrap_or(0)), "{x}");
+            }
+        }
+        if s["valid"] == true {
+            valid += 1
+        } else {
+            invalid += 1
+        }
+    }
+    count("brainstorm scorers read", valid, invalid);
+    if stored["status"] == "completed" {
+        assert_eq!(stored["answer"], result["refinement"]["proposal"]);
+    }
+    app.stop().await;
+}

@@ -228,6 +228,26 @@ async fn check_every_mode(app: &TestApp) {
     assert!(matches.iter().any(|m| has_payload(&m["reasoning"])), "{matches:?}");
     assert!(has_payload(&t["champion"]["response"]), "{t}");
     assert!(has_payload(&tournament["answer"]), "{}", tournament["answer"]);
+
+    let brainstorm = run(
+        app,
+        json!({ "mode": "brainstorm", "question": "How should a page show model output?",
+                "modeConfig": { "models": ["sim/xss-a", "sim/xss-b", "sim/xss-c"],
+                                "curatorModel": "sim/xss-d", "refinerModel": "sim/xss-e" } }),
+    )
+    .await;
+    let b = &brainstorm["result"];
+    let lists = all(&b["ideas"]["models"], "models");
+    assert_eq!(lists.len(), 3);
+    assert!(lists.iter().all(|m| m["ideaCount"].as_u64() > Some(0)), "{b}");
+    let descriptions: Vec<Value> = lists
+        .iter()
+        .flat_map(|m| all(&m["ideas"], "ideas").iter().map(|i| i["description"].clone()))
+        .collect();
+    assert!(descriptions.iter().any(has_payload), "{b}");
+    assert!(!all(&b["clustering"]["clusters"], "clusters").is_empty(), "{b}");
+    assert!(all(&b["scores"], "scores").iter().all(|s| s["valid"] == true), "{b}");
+    assert!(has_payload(&brainstorm["answer"]), "{}", brainstorm["answer"]);
 }
 
 #[actix_web::test]

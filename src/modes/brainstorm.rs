@@ -1,0 +1,1653 @@
+//! Brainstorm mode (specs/14-brainstorm.md): every model lists ideas freely (in parallel); one
+//! curator groups all of them, anonymised by source, into themed clusters; every model rates
+//! each cluster's Novelty, Feasibility and Impact (in parallel); the server ranks the clusters
+//! (models never do this arithmetic); one refiner turns the best cluster into a full proposal,
+//! which is the answer.
+//!
+//! Each stage is stored the moment it completes (each ideator, the clustering, each scorer, the
+//! ranking, the refinement), so a cancelled or interrupted run keeps what finished. The source
+//! labels (`Model A`, `Model B`…) are a pure function of the run's seed, so a resumed run labels
+//! the models the same. Replies are read only where they state an idea, a cluster or a score;
+//! what is not stated is absent (an unscored cluster, a default promise marked as such), never
+//! guessed.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{
+    create_label_map, empty_is_failure, failed_from_rows, label, mark_from_rows, title_prompt,
+    Batch, Calls, FailedModel, Routed, SplitMix64, TitleTracker, TITLE_KEY,
+};
+use super::reading::{answer_text, bare, between, re, unmark, Unparsed};
+use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
+use super::request::ModelId;
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
+    RunContext, StageRow, ValidRequest,
+};
+
+const SIM_MODELS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
+const SEED_MODELS: [&str; 3] = ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
+const GLOBAL_TIMER: &str = "global";
+const IDEATION_ORDER: i32 = 0;
+const CLUSTERING_ORDER: i32 = 10;
+const SCORING_ORDER: i32 = 20;
+const RANKING_ORDER: i32 = 21;
+const REFINEMENT_ORDER: i32 = 99;
+/// Ideas kept per model; the rest of a longer list is dropped (and counted).
+pub const MAX_IDEAS: usize = 10;
+
+/// Brainstorm's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BrainstormRequest {
+    /// The models that list ideas and then score the clusters, 3 to 6 (default: Council's
+    /// three).
+    #[schemars(length(min = 3, max = 6))]
+    pub models: Option<Vec<ModelId>>,
+    /// Groups the ideas into clusters (default: the first model).
+    pub curator_model: Option<ModelId>,
+    /// Turns the best cluster into the proposal (default: the first model).
+    pub refiner_model: Option<ModelId>,
+    /// Ideas each model is asked for at least (it may give up to 10): 3 to 10 (5).
+    #[schemars(range(min = 3, max = 10))]
+    pub min_ideas_per_model: Option<i64>,
+    /// The most clusters the curator may form: 3 to 8 (6).
+    #[schemars(range(min = 3, max = 8))]
+    pub max_clusters: Option<i64>,
+    /// Per-call timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 180000))]
+    pub timeout_ms: Option<i64>,
+    /// The whole run's time limit in milliseconds (600000): the stage in flight finishes, the
+    /// stages before the refinement are skipped, and the refiner works with what exists.
+    #[schemars(range(min = 60000, max = 1800000))]
+    pub global_timeout_ms: Option<i64>,
+}
+
+/// The stored configuration of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BrainstormConfig {
+    pub models: Vec<String>,
+    pub curator_model: String,
+    pub refiner_model: String,
+    pub min_ideas_per_model: usize,
+    pub max_clusters: usize,
+    pub timeout_ms: u64,
+    pub global_timeout_ms: u64,
+    /// The server's backup for the curator (`[fallback] facilitator`), when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facilitator_fallback_model: Option<String>,
+    /// The server's backup for the refiner (`[fallback] chairman`), when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chairman_fallback_model: Option<String>,
+}
+
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg: BrainstormRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let models = request::models(
+        cfg.models.as_deref(),
+        "modeConfig.models",
+        3..=6,
+        Some("A brainstorm needs at least 3 models"),
+        Some("A brainstorm has at most 6 models"),
+    )?
+    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_MODELS } else { &SEED_MODELS }));
+    let curator_model = request::model(cfg.curator_model.as_ref(), "modeConfig.curatorModel")?
+        .unwrap_or_else(|| models[0].clone());
+    let refiner_model = request::model(cfg.refiner_model.as_ref(), "modeConfig.refinerModel")?
+        .unwrap_or_else(|| models[0].clone());
+    let min_ideas =
+        request::whole(cfg.min_ideas_per_model, "modeConfig.minIdeasPerModel", 3..=10, 5)?;
+    let max_clusters = request::whole(cfg.max_clusters, "modeConfig.maxClusters", 3..=8, 6)?;
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
+        "modeConfig.timeoutMs",
+        10_000..=180_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let global_timeout_ms = request::timeout(
+        cfg.global_timeout_ms,
+        "modeConfig.globalTimeoutMs",
+        60_000..=1_800_000,
+        600_000,
+    )?;
+    let all = request::distinct(&[&models], &[&curator_model, &refiner_model]);
+    let config = BrainstormConfig {
+        facilitator_fallback_model: Fallbacks::for_role(
+            &defaults.fallback.facilitator,
+            &curator_model,
+        ),
+        chairman_fallback_model: Fallbacks::for_role(&defaults.fallback.chairman, &refiner_model),
+        models,
+        curator_model,
+        refiner_model,
+        min_ideas_per_model: min_ideas as usize,
+        max_clusters: max_clusters as usize,
+        timeout_ms,
+        global_timeout_ms,
+    };
+    Ok(ValidRequest {
+        mode: SPEC.kind(),
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models: all,
+    })
+}
+
+/// Brainstorm in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "brainstorm",
+    label: "Brainstorm",
+    description: "3-6 models list ideas freely, a curator groups them into themed clusters, every model scores the clusters on novelty, feasibility and impact, and the best cluster is refined into a full proposal.",
+    multi_turn: false,
+    question: Question { label: "Challenge", required: Some("Question is required") },
+    roles: &[
+        Role {
+            id: "ideator",
+            label: "Brainstormers (they also score the clusters)",
+            field: Some("models"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_MODELS,
+            default: &SEED_MODELS,
+        },
+        // The refiner before the curator: `conclave run`'s `--chairman` names the first
+        // single-model role with a backup, and the refiner is the one that writes the result.
+        Role {
+            id: "refiner",
+            label: "Refiner",
+            field: Some("refinerModel"),
+            panel: false,
+            fallback: Some("chairman"),
+            sim_default: &[SIM_MODELS[0]],
+            default: &[SEED_MODELS[0]],
+        },
+        Role {
+            id: "curator",
+            label: "Curator",
+            field: Some("curatorModel"),
+            panel: false,
+            fallback: Some("facilitator"),
+            sim_default: &[SIM_MODELS[0]],
+            default: &[SEED_MODELS[0]],
+        },
+        Role::internal("scorer", "Scorers (the brainstormers)"),
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<BrainstormRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Brainstorm::new(config, ctx)?)),
+    load_result,
+    outcome,
+    example: || {
+        json!({ "mode": "brainstorm", "question": "How could a small city library attract more teenagers?",
+                "modeConfig": { "models": ["sim/alpha", "sim/beta", "sim/gamma"],
+                                "curatorModel": "sim/delta", "refinerModel": "sim/delta" } })
+    },
+    sim: Some(sim_answer),
+};
+
+// ---- prompts -------------------------------------------------------------------------------
+
+pub const IDEATE_HEAD: &str = "You are one of several brainstormers working on a challenge.";
+pub const CLUSTER_HEAD: &str = "You are the curator of a brainstorm.";
+pub const SCORE_HEAD: &str = "You are scoring the idea clusters of a brainstorm.";
+pub const REFINE_HEAD: &str = "You are the refiner of a brainstorm.";
+pub const IDEAS_START: &str = "=== IDEAS ===";
+pub const IDEAS_END: &str = "=== END OF IDEAS ===";
+pub const CLUSTERS_START: &str = "=== CLUSTERS ===";
+pub const CLUSTERS_END: &str = "=== END OF CLUSTERS ===";
+pub const PROMISES: [&str; 3] = ["HIGH", "MEDIUM", "LOW"];
+
+pub fn ideate_prompt(question: &str, min: usize) -> String {
+    format!(
+        "{IDEATE_HEAD} Think freely: this is the divergent step, and nobody judges yet.\n\n\
+         Challenge: {question}\n\nList {min} to {MAX_IDEAS} distinct ideas. Favour quantity and \
+         range over polish: bold ideas and safe ones alike, from technical, business, user and \
+         unusual angles. Do not rank, judge or compare them.\n\nWrite each idea as a heading \
+         and one or two sentences, in exactly this format:\n\nIDEA 1: <short title>\n<one or \
+         two sentences describing the idea>\n\nIDEA 2: <short title>\n<…>"
+    )
+}
+
+/// Every idea as the curator sees it: `[id] title — description (Model X)`, by label.
+fn ideas_text(ideas: &[&Idea]) -> String {
+    let mut s = String::new();
+    for i in ideas {
+        let desc = i.description.replace('\n', " ");
+        if desc.is_empty() {
+            s.push_str(&format!("[{}] {} ({})\n", i.id, i.title, i.source_label));
+        } else {
+            s.push_str(&format!("[{}] {} — {} ({})\n", i.id, i.title, desc, i.source_label));
+        }
+    }
+    s
+}
+
+pub fn cluster_prompt(question: &str, ideas: &[&Idea], models: usize, k: usize) -> String {
+    format!(
+        "{CLUSTER_HEAD} {models} brainstormers listed {} ideas for the challenge below; each \
+         is shown with its id and its (anonymous) source.\n\nChallenge: {question}\n\n\
+         {IDEAS_START}\n{}{IDEAS_END}\n\nGroup related ideas into 3 to {k} themed clusters of \
+         2 to 10 ideas each, naming the ideas by their ids. An idea belongs to one cluster at \
+         most; leave out an idea that fits no cluster. Rate each cluster's promise.\n\nReply \
+         with one block per cluster, in exactly this format:\n\nCLUSTER 1: <name>\nTheme: <one \
+         sentence>\nPromise: HIGH|MEDIUM|LOW\nIdeas: <id>, <id>, …\n\nEnd with `CLUSTERING \
+         SUMMARY: <one line>`.",
+        ideas.len(),
+        ideas_text(ideas)
+    )
+}
+
+fn idea_lines(ideas: &[&Idea]) -> String {
+    ideas
+        .iter()
+        .map(|i| {
+            let desc = i.description.replace('\n', " ");
+            if desc.is_empty() {
+                format!("- {}\n", i.title)
+            } else {
+                format!("- {} — {desc}\n", i.title)
+            }
+        })
+        .collect()
+}
+
+pub fn score_prompt(question: &str, clusters: &[Cluster], ideas: &[Idea]) -> String {
+    let mut listed = String::new();
+    for (n, c) in clusters.iter().enumerate() {
+        let members: Vec<&Idea> = c.idea_ids.iter().filter_map(|id| find(ideas, id)).collect();
+        listed.push_str(&format!(
+            "Cluster {}: {}\nTheme: {}\nIdeas:\n{}\n",
+            n + 1,
+            c.display_name(),
+            c.theme.as_deref().unwrap_or("(not stated)"),
+            idea_lines(&members)
+        ));
+    }
+    format!(
+        "{SCORE_HEAD} Rate each numbered cluster of ideas below for the challenge.\n\n\
+         Challenge: {question}\n\n{CLUSTERS_START}\n{listed}{CLUSTERS_END}\n\nRate every \
+         cluster on Novelty (how original), Feasibility (how practical to carry out) and Impact \
+         (how much it would help), each a whole number from 1 (low) to 5 (high). Reply with one \
+         block per cluster, using its number, in exactly this format:\n\nCluster 1: \
+         Novelty=<1-5> Feasibility=<1-5> Impact=<1-5>\nJustification: <one or two sentences>"
+    )
+}
+
+const PROPOSAL_FORMAT: &str = "Reply in markdown, starting with the line `## Proposal: <name>`, \
+     then these sections:\n### Executive Summary\n### Core Concept\n### Implementation \
+     Approach\n(steps and milestones)\n### Advantages\n### Risks & Mitigations\n(a table: risk, \
+     impact, mitigation)\n### Next Steps\n(3 to 5)\n### Complementary Ideas\n(how the other \
+     ideas listed can complement the proposal)";
+
+pub fn refine_prompt(
+    question: &str,
+    cluster: &Cluster,
+    ideas: &[Idea],
+    ranked: Option<&Ranked>,
+) -> String {
+    let members: Vec<&Idea> = cluster.idea_ids.iter().filter_map(|id| find(ideas, id)).collect();
+    let scores = match ranked.filter(|r| r.score_count > 0) {
+        Some(r) => format!(
+            "Average scores (1-5): Novelty {}, Feasibility {}, Impact {} (total {} of 15, from \
+             {} scorer{})",
+            fmt2(r.average_novelty),
+            fmt2(r.average_feasibility),
+            fmt2(r.average_impact),
+            fmt2(r.average_score),
+            r.score_count,
+            if r.score_count == 1 { "" } else { "s" }
+        ),
+        None => format!("Not scored; the curator rated its promise {}", cluster.promise),
+    };
+    format!(
+        "{REFINE_HEAD} The brainstorm's best cluster of ideas follows; develop it into one full \
+         proposal.\n\nChallenge: {question}\n\nCluster: {}\nTheme: {}\n{scores}\nIdeas:\n{}\n\
+         {PROPOSAL_FORMAT}",
+        cluster.display_name(),
+        cluster.theme.as_deref().unwrap_or("(not stated)"),
+        idea_lines(&members)
+    )
+}
+
+pub fn refine_all_prompt(question: &str, ideas: &[Idea]) -> String {
+    let mut grouped = String::new();
+    for (label, group) in by_label(ideas) {
+        grouped.push_str(&format!("{label}:\n{}\n", idea_lines(&group)));
+    }
+    format!(
+        "{REFINE_HEAD} The ideas could not be grouped into clusters, so all of them follow, \
+         grouped by their (anonymous) source. Pick the most promising direction and develop it \
+         into one full proposal.\n\nChallenge: {question}\n\n{IDEAS_START}\n{grouped}\
+         {IDEAS_END}\n\n{PROPOSAL_FORMAT}"
+    )
+}
+
+fn fmt2(v: Option<f64>) -> String {
+    v.map_or("—".into(), |v| format!("{v:.2}"))
+}
+
+// ---- reading replies -----------------------------------------------------------------------
+
+/// One idea, as parsed from a model's list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Idea {
+    /// `model_<i>_idea_<k>`: i the model's position in `models`, k the order parsed.
+    pub id: String,
+    pub title: String,
+    pub description: String,
+    pub model: String,
+    pub source_label: String,
+}
+
+/// A model's list as read: the ideas (at most 10) and how many more it listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdeaList {
+    /// (title, description) in order.
+    pub ideas: Vec<(String, String)>,
+    pub dropped: usize,
+}
+
+/// A numbered heading `<word> 3:` (also `#3`, then `:`, `.` or a dash): the number and the
+/// rest of the line (markup removed).
+fn numbered(
+    cell: &'static OnceLock<regex::Regex>,
+    word: &str,
+    line: &str,
+) -> Option<(u64, String)> {
+    let r = re(
+        cell,
+        &format!(
+            r"(?i)^{word}\s*(?:\*\*|__)?\s*#?\s*(\d{{1,6}})\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(.*))?$"
+        ),
+    );
+    let c = r.captures(line)?;
+    Some((c[1].parse().ok()?, unmark(c.get(2).map_or("", |m| m.as_str()))))
+}
+
+fn idea_heading(line: &str) -> Option<(u64, String)> {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    numbered(&RE, "idea", line)
+}
+
+fn cluster_heading(line: &str) -> Option<(u64, String)> {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    numbered(&RE, "cluster", line)
+}
+
+/// A rule (`---`, `***`) or a line of markup only.
+fn is_rule(line: &str) -> bool {
+    let t = line.trim();
+    !t.is_empty() && t.chars().all(|c| matches!(c, '-' | '*' | '_' | '=' | ' '))
+}
+
+/// Reads a model's ideas (its answer part only): an `IDEA <n>` heading with a title starts
+/// one; its description is the lines after it up to the next heading.
+pub fn read_ideas(reply: &str) -> IdeaList {
+    static DESC: OnceLock<regex::Regex> = OnceLock::new();
+    let desc_label = re(&DESC, r"(?i)^(?:description|desc)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?");
+    let text = answer_text(reply);
+    let mut all: Vec<(String, Vec<String>)> = Vec::new();
+    let mut open = false;
+    for raw in text.lines() {
+        let line = bare(raw);
+        if let Some((_, title)) = idea_heading(line) {
+            let title = title.trim_matches(['"', '“', '”']).trim().to_string();
+            open = !title.is_empty();
+            if open {
+                all.push((title, Vec::new()));
+            }
+            continue;
+        }
+        if raw.trim_start().starts_with('#') {
+            // Another heading ends the description.
+            open = false;
+            continue;
+        }
+        let Some(idea) = all.last_mut().filter(|_| open) else { continue };
+        if line.is_empty() || is_rule(raw) {
+            continue;
+        }
+        let line = match desc_label.find(line) {
+            Some(m) => &line[m.end()..],
+            None => line,
+        };
+        let line = unmark(line);
+        if !line.is_empty() {
+            idea.1.push(line);
+        }
+    }
+    let dropped = all.len().saturating_sub(MAX_IDEAS);
+    all.truncate(MAX_IDEAS);
+    IdeaList { ideas: all.into_iter().map(|(t, d)| (t, d.join("\n"))).collect(), dropped }
+}
+
+/// A promise as stated: exactly one of HIGH, MEDIUM, LOW; None for anything else (an echoed
+/// `HIGH|MEDIUM|LOW` states none).
+pub fn promise_of(value: &str) -> Option<&'static str> {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    let found: Vec<String> = re(&RE, r"(?i)\b(high|medium|low)\b")
+        .find_iter(value)
+        .map(|m| m.as_str().to_uppercase())
+        .collect();
+    let first = found.first()?;
+    if found.iter().any(|f| f != first) {
+        return None;
+    }
+    PROMISES.into_iter().find(|p| p == first)
+}
+
+/// One cluster as the curator formed it (after the rules of the spec's "Parsing").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cluster {
+    /// `cluster_1`…, renumbered in order kept.
+    pub id: String,
+    /// As written ("" when the heading named none).
+    pub name: String,
+    pub theme: Option<String>,
+    /// HIGH, MEDIUM or LOW; MEDIUM when not stated.
+    pub promise: String,
+    /// False when the curator stated no readable promise (MEDIUM is used).
+    pub promise_stated: bool,
+    pub idea_ids: Vec<String>,
+}
+
+impl Cluster {
+    /// 1-based position.
+    pub fn number(&self) -> usize {
+        self.id.strip_prefix("cluster_").and_then(|n| n.parse().ok()).unwrap_or(0)
+    }
+
+    fn display_name(&self) -> String {
+        if self.name.is_empty() {
+            format!("Cluster {}", self.number())
+        } else {
+            self.name.clone()
+        }
+    }
+}
+
+/// The curator's reply as read against the ideas.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clustering {
+    pub clusters: Vec<Cluster>,
+    /// Ideas in no kept cluster, in idea order.
+    pub unclustered: Vec<String>,
+}
+
+fn cluster_field(line: &str) -> Option<(String, &str)> {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    let r = re(
+        &RE,
+        r"(?i)^(theme|promise|ideas|clustering\s+summary)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?",
+    );
+    let c = r.captures(line)?;
+    let name = c.get(1)?.as_str().to_lowercase();
+    let name = if name.starts_with("clustering") { "summary".to_string() } else { name };
+    Some((name, &line[c.get(0)?.end()..]))
+}
+
+/// The ids named in an `Ideas:` value: split on commas and spaces, brackets and markup
+/// dropped, matched against `known` ignoring case (the known spelling kept).
+fn ids_in(value: &str, known: &[&str]) -> Vec<String> {
+    value
+        .split(|c: char| c == ',' || c == ';' || c.is_whitespace())
+        .map(|t| t.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_')))
+        .filter(|t| !t.is_empty())
+        .filter_map(|t| known.iter().find(|k| k.eq_ignore_ascii_case(t)).map(|k| k.to_string()))
+        .collect()
+}
+
+/// Reads the curator's clusters (its answer part only): unknown ids dropped, an idea already
+/// placed stays in its first cluster, empty clusters dropped, the first `k` kept and
+/// renumbered; the rest of the ideas are unclustered.
+pub fn read_clusters(reply: &str, ideas: &[Idea], k: usize) -> Clustering {
+    struct Block {
+        name: String,
+        theme: Option<String>,
+        promise: Option<Option<&'static str>>,
+        ids: Option<Vec<String>>,
+        /// `Ideas:` had an empty first line: the ids follow on the next lines.
+        ids_open: bool,
+    }
+    let known: Vec<&str> = ideas.iter().map(|i| i.id.as_str()).collect();
+    let text = answer_text(reply);
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut open = false;
+    for raw in text.lines() {
+        let line = bare(raw);
+        if let Some((_, name)) = cluster_heading(line) {
+            blocks.push(Block { name, theme: None, promise: None, ids: None, ids_open: false });
+            open = true;
+            continue;
+        }
+        let Some(b) = blocks.last_mut().filter(|_| open) else { continue };
+        if let Some((name, value)) = cluster_field(line) {
+            b.ids_open = false;
+            match name.as_str() {
+                "summary" => open = false,
+                "theme" if b.theme.is_none() => {
+                    b.theme = Some(unmark(value)).filter(|v| !v.is_empty());
+                }
+                "promise" if b.promise.is_none() => b.promise = Some(promise_of(value)),
+                "ideas" if b.ids.is_none() => {
+                    let ids = ids_in(value, &known);
+                    b.ids_open = unmark(value).is_empty();
+                    b.ids = Some(ids);
+                }
+                _ => {}
+            }
+            continue;
+        }
+        if b.ids_open {
+            if line.is_empty() {
+                b.ids_open = false;
+            } else if let Some(ids) = b.ids.as_mut() {
+                ids.extend(ids_in(line, &known));
+            }
+        }
+    }
+    let mut placed: Vec<String> = Vec::new();
+    let mut clusters: Vec<Cluster> = Vec::new();
+    for b in blocks {
+        let mut members: Vec<String> = Vec::new();
+        for id in b.ids.unwrap_or_default() {
+            if !placed.contains(&id) && !members.contains(&id) {
+                members.push(id);
+            }
+        }
+        if members.is_empty() {
+            continue;
+        }
+        if clusters.len() == k {
+            // Past the first k kept clusters: its ideas stay unclustered.
+            continue;
+        }
+        placed.extend(members.iter().cloned());
+        let promise = b.promise.flatten();
+        clusters.push(Cluster {
+            id: format!("cluster_{}", clusters.len() + 1),
+            name: b.name.trim_matches(['"', '“', '”']).trim().to_string(),
+            theme: b.theme,
+            promise: promise.unwrap_or("MEDIUM").to_string(),
+            promise_stated: promise.is_some(),
+            idea_ids: members,
+        });
+    }
+    let unclustered =
+        known.iter().filter(|id| !placed.iter().any(|p| p == *id)).map(|s| s.to_string()).collect();
+    Clustering { clusters, unclustered }
+}
+
+/// One scorer's rating of one cluster (every dimension stated).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterScore {
+    pub cluster_id: String,
+    pub novelty: u8,
+    pub feasibility: u8,
+    pub impact: u8,
+    /// novelty + feasibility + impact (3-15).
+    pub total: u8,
+    pub justification: Option<String>,
+}
+
+/// A stated 1-5 value: half up, then clamped to 1-5. None for a template echoed back (`1-5`).
+fn dimension(block: &str, name: &str) -> Option<u8> {
+    static NOVELTY: OnceLock<regex::Regex> = OnceLock::new();
+    static FEASIBILITY: OnceLock<regex::Regex> = OnceLock::new();
+    static IMPACT: OnceLock<regex::Regex> = OnceLock::new();
+    let cell = match name {
+        "novelty" => &NOVELTY,
+        "feasibility" => &FEASIBILITY,
+        _ => &IMPACT,
+    };
+    let r = re(
+        cell,
+        &format!(
+            r"(?i)\b{name}\b[*_ \t]*(?:\([^)\n]{{0,20}}\))?[*_ \t]*[=:：][*_ \t]*(-?\d{{1,3}}(?:\.\d+)?)(\s*(?:[-–]|to)\s*\d)?"
+        ),
+    );
+    let c = r.captures(block)?;
+    if c.get(2).is_some() {
+        return None;
+    }
+    let v: f64 = c[1].parse().ok()?;
+    Some((v + 0.5).floor().clamp(1.0, 5.0) as u8)
+}
+
+/// Reads a scorer's ratings (its answer part only) of clusters `1..=k`: from a `Cluster <n>`
+/// line to the next, the first Novelty, Feasibility and Impact values; a repeated number takes
+/// the last block; a cluster missing a dimension is unscored. In cluster order.
+pub fn read_scores(reply: &str, clusters: &[Cluster]) -> Vec<ClusterScore> {
+    static JUST: OnceLock<regex::Regex> = OnceLock::new();
+    let just =
+        re(&JUST, r"(?im)^[ \t>*_#-]*justification\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?(.*)$");
+    let text = answer_text(reply);
+    let mut blocks: BTreeMap<u64, String> = BTreeMap::new();
+    let mut current: Option<(u64, String)> = None;
+    for raw in text.lines() {
+        let line = bare(raw);
+        if let Some((n, rest)) = cluster_line(line) {
+            if let Some((m, b)) = current.take() {
+                blocks.insert(m, b);
+            }
+            current = Some((n, rest));
+            continue;
+        }
+        if let Some((_, b)) = current.as_mut() {
+            b.push('\n');
+            b.push_str(raw);
+        }
+    }
+    if let Some((m, b)) = current.take() {
+        blocks.insert(m, b);
+    }
+    clusters
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let block = blocks.get(&(i as u64 + 1))?;
+            let n = dimension(block, "novelty")?;
+            let f = dimension(block, "feasibility")?;
+            let im = dimension(block, "impact")?;
+            let justification =
+                just.captures(block).map(|c| unmark(&c[1])).filter(|j| !j.is_empty());
+            Some(ClusterScore {
+                cluster_id: c.id.clone(),
+                novelty: n,
+                feasibility: f,
+                impact: im,
+                total: n + f + im,
+                justification,
+            })
+        })
+        .collect()
+}
+
+/// A `Cluster <n>` line: the number and the rest of the line (its values, when on one line).
+fn cluster_line(line: &str) -> Option<(u64, String)> {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    let r = re(&RE, r"(?i)^cluster\s*(?:\*\*|__)?\s*#?\s*(\d{1,6})\b(.*)$");
+    let c = r.captures(line)?;
+    Some((c[1].parse().ok()?, c[2].to_string()))
+}
+
+// ---- ranking (the server's arithmetic) -----------------------------------------------------
+
+/// One cluster in the ranking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ranked {
+    pub rank: usize,
+    pub id: String,
+    pub name: String,
+    pub promise: String,
+    /// Averages over the valid scores of the cluster, two decimals; null when unscored.
+    pub average_novelty: Option<f64>,
+    pub average_feasibility: Option<f64>,
+    pub average_impact: Option<f64>,
+    /// Average total (3-15).
+    pub average_score: Option<f64>,
+    pub score_count: usize,
+    /// What put it above the next cluster down (`averageScore`, `averageImpact`,
+    /// `averageFeasibility`, `promise`, `clusterNumber`, `scored`); null for the last.
+    pub decided_by: Option<String>,
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+fn promise_rank(p: &str) -> u8 {
+    match p {
+        "HIGH" => 0,
+        "MEDIUM" => 1,
+        _ => 2,
+    }
+}
+
+/// The ranking of `clusters` from the valid scorers' `scores`: by scores with 2 valid scorers
+/// or more, else by promise (see the spec's "Computation"). Answers the list and the method.
+pub fn rank(clusters: &[Cluster], scores: &[Vec<ClusterScore>]) -> (Vec<Ranked>, &'static str) {
+    let by_scores = scores.len() >= 2;
+    let mut list: Vec<Ranked> = clusters
+        .iter()
+        .map(|c| {
+            let mine: Vec<&ClusterScore> =
+                scores.iter().flatten().filter(|s| s.cluster_id == c.id).collect();
+            let n = mine.len();
+            let avg = |f: fn(&ClusterScore) -> u8| {
+                (n > 0)
+                    .then(|| round2(mine.iter().map(|s| f64::from(f(s))).sum::<f64>() / n as f64))
+            };
+            Ranked {
+                rank: 0,
+                id: c.id.clone(),
+                name: c.name.clone(),
+                promise: c.promise.clone(),
+                average_novelty: avg(|s| s.novelty),
+                average_feasibility: avg(|s| s.feasibility),
+                average_impact: avg(|s| s.impact),
+                average_score: avg(|s| s.total),
+                score_count: n,
+                decided_by: None,
+            }
+        })
+        .collect();
+    let number = |r: &Ranked| {
+        r.id.strip_prefix("cluster_").and_then(|n| n.parse::<usize>().ok()).unwrap_or(0)
+    };
+    // Keys in order, each smaller = better; the name says what it compares.
+    let keys = |r: &Ranked| -> Vec<(&'static str, i64)> {
+        let neg = |v: Option<f64>| -((v.unwrap_or(0.0) * 100.0).round() as i64);
+        let mut k = Vec::new();
+        if by_scores {
+            k.push(("scored", i64::from(r.score_count == 0)));
+            k.push(("averageScore", neg(r.average_score)));
+            k.push(("averageImpact", neg(r.average_impact)));
+            k.push(("averageFeasibility", neg(r.average_feasibility)));
+        }
+        k.push(("promise", i64::from(promise_rank(&r.promise))));
+        k.push(("clusterNumber", number(r) as i64));
+        k
+    };
+    list.sort_by(|a, b| {
+        let (ka, kb) = (keys(a), keys(b));
+        ka.iter().map(|x| x.1).cmp(kb.iter().map(|x| x.1))
+    });
+    for i in 0..list.len() {
+        list[i].rank = i + 1;
+        if let Some(next) = list.get(i + 1) {
+            let (ka, kb) = (keys(&list[i]), keys(next));
+            list[i].decided_by =
+                ka.iter().zip(&kb).find(|(a, b)| a.1 != b.1).map(|(a, _)| a.0.to_string());
+        }
+    }
+    (list, if by_scores { "scores" } else { "promise" })
+}
+
+/// K: the most clusters asked for.
+pub fn cluster_limit(max_clusters: usize, ideas: usize) -> usize {
+    if ideas >= 10 {
+        max_clusters
+    } else {
+        3.max(max_clusters.min(ideas / 2))
+    }
+}
+
+fn find<'a>(ideas: &'a [Idea], id: &str) -> Option<&'a Idea> {
+    ideas.iter().find(|i| i.id == id)
+}
+
+/// Ideas grouped by source label, labels in order.
+fn by_label(ideas: &[Idea]) -> Vec<(String, Vec<&Idea>)> {
+    let mut out: Vec<(String, Vec<&Idea>)> = Vec::new();
+    let mut sorted: Vec<&Idea> = ideas.iter().collect();
+    sorted.sort_by(|a, b| {
+        (a.source_label.len(), &a.source_label).cmp(&(b.source_label.len(), &b.source_label))
+    });
+    for i in sorted {
+        match out.last_mut() {
+            Some((l, g)) if *l == i.source_label => g.push(i),
+            _ => out.push((i.source_label.clone(), vec![i])),
+        }
+    }
+    out
+}
+
+/// `Model A`, `Model B`… for label position `k`.
+pub fn source_label(k: usize) -> String {
+    label(k).replacen("Response", "Model", 1)
+}
+
+/// The answer when the refiner and its backup failed: the winning cluster (or every idea)
+/// with a note.
+pub fn fallback_answer(cluster: Option<&Cluster>, ideas: &[Idea]) -> String {
+    let mut s = String::from(
+        "The refiner could not be reached, so this is the brainstorm's best material as it \
+         stands, without a written proposal.\n\n",
+    );
+    match cluster {
+        Some(c) => {
+            s.push_str(&format!("## {}\n\n", c.display_name()));
+            if let Some(t) = &c.theme {
+                s.push_str(&format!("{t}\n\n"));
+            }
+            let members: Vec<&Idea> = c.idea_ids.iter().filter_map(|id| find(ideas, id)).collect();
+            s.push_str(&idea_lines(&members));
+        }
+        None => {
+            for (label, group) in by_label(ideas) {
+                s.push_str(&format!("### Ideas from {label}\n\n{}\n", idea_lines(&group)));
+            }
+        }
+    }
+    s.trim_end().to_string()
+}
+
+// ---- the state machine ---------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Ideating,
+    Clustering,
+    Scoring,
+    Refining,
+    Done,
+}
+
+pub struct Brainstorm {
+    config: BrainstormConfig,
+    ctx: RunContext,
+    phase: Phase,
+    /// Label position of each model (by request position).
+    labels: Vec<String>,
+    ideation: Batch,
+    /// `ideation_complete` data by model position.
+    ideated: Vec<Option<Value>>,
+    ideas: Vec<Idea>,
+    clusters: Vec<Cluster>,
+    scoring: Batch,
+    /// `scorer_complete` data by model position.
+    scored: Vec<Option<Value>>,
+    valid_scores: Vec<(usize, Vec<ClusterScore>)>,
+    ranked: Vec<Ranked>,
+    deadline_passed: bool,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+fn stage_order(stage: &str) -> i32 {
+    match stage {
+        "ideation" => IDEATION_ORDER,
+        "clustering" => CLUSTERING_ORDER,
+        "scoring" => SCORING_ORDER,
+        "refinement" => REFINEMENT_ORDER,
+        _ => 0,
+    }
+}
+
+/// The ideation summary (`all_ideation_complete`'s data) from each model's `ideation_complete`
+/// data and the failed ideation calls: the same live and from the stored rows.
+pub fn ideation_summary(ideated: &[Value], failed: &[FailedModel]) -> Value {
+    let mut warnings: Vec<String> = Vec::new();
+    let mut total = 0;
+    let mut producing = 0;
+    for d in ideated {
+        let n = d["ideaCount"].as_u64().unwrap_or(0) as usize;
+        total += n;
+        let who = format!(
+            "{} ({})",
+            d["sourceLabel"].as_str().unwrap_or("?"),
+            d["model"].as_str().unwrap_or("?")
+        );
+        if n > 0 {
+            producing += 1;
+        }
+        if n == 0 {
+            let why = d["unparsed"].as_str().unwrap_or("gave no readable answer");
+            warnings.push(format!("{who} listed no ideas in the expected format ({why})."));
+        } else if let Some(min) = d["ideasAsked"].as_u64().filter(|m| (n as u64) < *m) {
+            warnings.push(format!("{who} listed {n} ideas, fewer than the {min} asked for."));
+        }
+        let dropped = d["dropped"].as_u64().unwrap_or(0);
+        if dropped > 0 {
+            warnings.push(format!(
+                "{who} listed more than {MAX_IDEAS} ideas; the last {dropped} were left out."
+            ));
+        }
+    }
+    for f in failed.iter().filter(|f| f.stage == "ideation") {
+        warnings.push(format!("{} failed: {}", f.model, f.error.message));
+    }
+    json!({ "totalIdeas": total, "modelCount": producing, "warnings": warnings })
+}
+
+impl Brainstorm {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: BrainstormConfig = stored_config("brainstorm", config)?;
+        let n = config.models.len();
+        if !(2..=6).contains(&n) {
+            return Err("the stored brainstorm configuration has no 2 to 6 models".into());
+        }
+        if !(3..=10).contains(&config.min_ideas_per_model)
+            || !(3..=8).contains(&config.max_clusters)
+        {
+            return Err("the stored brainstorm configuration has its limits out of range".into());
+        }
+        let map = create_label_map(n, ctx.seed);
+        let mut labels = vec![String::new(); n];
+        for (k, &i) in map.iter().enumerate() {
+            labels[i] = source_label(k);
+        }
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        Ok(Brainstorm {
+            ideation: Batch::new("ideate", n),
+            scoring: Batch::new("score", n),
+            ideated: vec![None; n],
+            scored: vec![None; n],
+            config,
+            ctx,
+            phase: Phase::Ideating,
+            labels,
+            ideas: Vec::new(),
+            clusters: Vec::new(),
+            valid_scores: Vec::new(),
+            ranked: Vec::new(),
+            deadline_passed: false,
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn call(&self, key: &str, model: &str, prompt: String, stage: &str, role: &str) -> CallSpec {
+        CallSpec::new(
+            key,
+            model,
+            vec![ChatMessage::user(prompt)],
+            stage,
+            role,
+            self.config.timeout_ms,
+        )
+    }
+
+    fn index_of(key: &str) -> Option<usize> {
+        key.rsplit_once(':').and_then(|(_, n)| n.parse().ok())
+    }
+
+    fn on_ideation(&mut self, reply: &CallReply) -> Vec<Effect> {
+        let Some(i) = Self::index_of(&reply.key).filter(|i| *i < self.ideated.len()) else {
+            return Vec::new();
+        };
+        let Ok(text) = &reply.result else { return Vec::new() };
+        let list = read_ideas(text);
+        let ms = reply.response_time_ms as i64;
+        let label = self.labels[i].clone();
+        let ideas: Vec<Idea> = list
+            .ideas
+            .iter()
+            .enumerate()
+            .map(|(k, (title, description))| Idea {
+                id: format!("model_{i}_idea_{}", k + 1),
+                title: title.clone(),
+                description: description.clone(),
+                model: reply.model.clone(),
+                source_label: label.clone(),
+            })
+            .collect();
+        let mut data = json!({
+            "index": i, "model": reply.model, "sourceLabel": label, "ideas": ideas,
+            "ideaCount": ideas.len(), "ideasAsked": self.config.min_ideas_per_model,
+            "responseTimeMs": ms,
+        });
+        if list.dropped > 0 {
+            data["dropped"] = json!(list.dropped);
+        }
+        if ideas.is_empty() {
+            data["unparsed"] = json!(Unparsed::of(text).describe());
+        }
+        self.ideated[i] = Some(data.clone());
+        vec![
+            Effect::Store(StageRow {
+                stage_type: format!("ideation_{i}"),
+                stage_order: IDEATION_ORDER,
+                model: Some(reply.model.clone()),
+                role: Some("ideator".into()),
+                content: answer_text(text).trim().to_string(),
+                parsed_data: Some(data.clone()),
+                response_time_ms: Some(ms),
+            }),
+            Effect::emit("ideation_complete", json!({ "data": data })),
+        ]
+    }
+
+    fn all_ideated(&mut self) -> Vec<Effect> {
+        let datas: Vec<Value> = self.ideated.iter().flatten().cloned().collect();
+        // Ideas in label order (Model A's first), so the curator's list says nothing of the
+        // request order.
+        let mut ideas: Vec<Idea> = Vec::new();
+        for d in &datas {
+            if let Ok(list) = serde_json::from_value::<Vec<Idea>>(d["ideas"].clone()) {
+                ideas.extend(list);
+            }
+        }
+        self.ideas = ideas;
+        let summary = ideation_summary(&datas, &self.calls.failed());
+        let producing = summary["modelCount"].as_u64().unwrap_or(0);
+        let mut out = vec![Effect::emit("all_ideation_complete", json!({ "data": summary }))];
+        if producing < 2 {
+            self.phase = Phase::Done;
+            out.extend(self.title.fail(format!(
+                "Only {producing} of {} models produced ideas; a brainstorm needs at least 2.",
+                self.config.models.len()
+            )));
+            return out;
+        }
+        if self.deadline_passed {
+            out.extend(self.clustered(
+                None,
+                Vec::new(),
+                Some("The time limit passed before the ideas could be clustered."),
+            ));
+            return out;
+        }
+        let k = cluster_limit(self.config.max_clusters, self.ideas.len());
+        let listed: Vec<&Idea> = by_label(&self.ideas).into_iter().flat_map(|(_, g)| g).collect();
+        let prompt = cluster_prompt(&self.ctx.question, &listed, producing as usize, k);
+        let spec = self.call(
+            "cluster",
+            &self.config.curator_model.clone(),
+            prompt,
+            "clustering",
+            "curator",
+        );
+        self.phase = Phase::Clustering;
+        let backup = self.config.facilitator_fallback_model.clone();
+        out.push(Effect::emit(
+            "clustering_start",
+            json!({ "data": { "maxClusters": k, "totalIdeas": self.ideas.len() } }),
+        ));
+        out.push(self.calls.solo(spec, CLUSTERING_ORDER, backup.as_deref()));
+        out
+    }
+
+    fn on_clustering(&mut self, routed: Routed) -> Vec<Effect> {
+        let reply = &routed.reply;
+        let ms = Some(reply.response_time_ms as i64);
+        match &reply.result {
+            Err(e) => {
+                let note = match &routed.fallback_from {
+                    Some(p) => format!("The curator ({p}) and its backup ({}) failed: {}; the refiner works from all the ideas.", reply.model, e.message),
+                    None => format!("The curator ({}) failed: {}; the refiner works from all the ideas.", reply.model, e.message),
+                };
+                self.clustered(None, Vec::new(), Some(&note))
+            }
+            Ok(text) => {
+                let k = cluster_limit(self.config.max_clusters, self.ideas.len());
+                let c = read_clusters(text, &self.ideas, k);
+                let note = c.clusters.is_empty().then_some(
+                    "No cluster could be read from the curator's reply; the refiner works from all the ideas.",
+                );
+                self.clustered(
+                    Some((
+                        reply.model.clone(),
+                        answer_text(text).trim().to_string(),
+                        ms,
+                        routed.fallback_from.clone(),
+                    )),
+                    c.clusters,
+                    note,
+                )
+            }
+        }
+    }
+
+    /// The clustering is settled (read, failed or skipped): stored, sent, and the next stage.
+    fn clustered(
+        &mut self,
+        reply: Option<(String, String, Option<i64>, Option<String>)>,
+        clusters: Vec<Cluster>,
+        note: Option<&str>,
+    ) -> Vec<Effect> {
+        let fallback = clusters.is_empty();
+        let placed: Vec<&String> = clusters.iter().flat_map(|c| &c.idea_ids).collect();
+        let unclustered: Vec<String> =
+            self.ideas.iter().map(|i| i.id.clone()).filter(|id| !placed.contains(&id)).collect();
+        let (model, content, ms, from) = match reply {
+            Some((m, c, ms, from)) => (Some(m), c, ms, from),
+            None => (None, String::new(), None, None),
+        };
+        let mut data = json!({
+            "model": model, "clusters": clusters, "unclusteredIds": unclustered,
+            "fallback": fallback, "responseTimeMs": ms,
+        });
+        if let Some(from) = from {
+            data["fallbackFrom"] = json!(from);
+        }
+        if let Some(n) = note {
+            data["note"] = json!(n);
+        }
+        self.clusters = clusters;
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "clustering".into(),
+                stage_order: CLUSTERING_ORDER,
+                model: model.clone(),
+                role: Some("curator".into()),
+                content,
+                parsed_data: Some(data.clone()),
+                response_time_ms: ms,
+            }),
+            Effect::emit("clustering_complete", json!({ "data": data })),
+        ];
+        if fallback {
+            out.extend(self.refine());
+            return out;
+        }
+        if self.clusters.len() == 1 {
+            out.extend(self.ranking(Some("single_cluster")));
+            return out;
+        }
+        if self.deadline_passed {
+            out.extend(self.ranking(Some("timeout")));
+            return out;
+        }
+        self.phase = Phase::Scoring;
+        out.push(Effect::emit(
+            "scoring_start",
+            json!({ "data": { "clusterCount": self.clusters.len() } }),
+        ));
+        let prompt = score_prompt(&self.ctx.question, &self.clusters, &self.ideas);
+        for (i, model) in self.config.models.clone().iter().enumerate() {
+            out.push(Effect::Call(self.call(
+                &self.scoring.key(i),
+                model,
+                prompt.clone(),
+                "scoring",
+                "scorer",
+            )));
+        }
+        out
+    }
+
+    fn on_score(&mut self, reply: &CallReply) -> Vec<Effect> {
+        let Some(i) = Self::index_of(&reply.key).filter(|i| *i < self.scored.len()) else {
+            return Vec::new();
+        };
+        let Ok(text) = &reply.result else { return Vec::new() };
+        let scores = read_scores(text, &self.clusters);
+        let valid = !scores.is_empty();
+        let ms = reply.response_time_ms as i64;
+        let mut data = json!({
+            "index": i, "model": reply.model, "scores": scores, "valid": valid, "responseTimeMs": ms,
+        });
+        if !valid {
+            data["unparsed"] = json!(Unparsed::of(text).describe());
+        }
+        if valid {
+            self.valid_scores.push((i, scores));
+        }
+        self.scored[i] = Some(data.clone());
+        vec![
+            Effect::Store(StageRow {
+                stage_type: format!("scoring_{i}"),
+                stage_order: SCORING_ORDER,
+                model: Some(reply.model.clone()),
+                role: Some("scorer".into()),
+                content: answer_text(text).trim().to_string(),
+                parsed_data: Some(data.clone()),
+                response_time_ms: Some(ms),
+            }),
+            Effect::emit("scorer_complete", json!({ "data": data })),
+        ]
+    }
+
+    /// The server's ranking (stored and sent), then the refinement. `skipped`: why no scores
+    /// were asked for.
+    fn ranking(&mut self, skipped: Option<&str>) -> Vec<Effect> {
+        self.valid_scores.sort_by_key(|(i, _)| *i);
+        let scores: Vec<Vec<ClusterScore>> =
+            self.valid_scores.iter().map(|(_, s)| s.clone()).collect();
+        let (ranked, method) = rank(&self.clusters, &scores);
+        self.ranked = ranked;
+        let mut data = json!({
+            "rankedClusters": self.ranked, "rankingMethod": method, "validScorers": scores.len(),
+        });
+        if let Some(s) = skipped {
+            data["scoringSkipped"] = json!(s);
+        }
+        let mut out = vec![
+            Effect::Store(StageRow::computed("ranking", RANKING_ORDER, data.clone())),
+            Effect::emit("all_scoring_complete", json!({ "data": data })),
+        ];
+        out.extend(self.refine());
+        out
+    }
+
+    fn winner(&self) -> Option<&Cluster> {
+        let top = self.ranked.first()?;
+        self.clusters.iter().find(|c| c.id == top.id)
+    }
+
+    fn refine(&mut self) -> Vec<Effect> {
+        self.phase = Phase::Refining;
+        let (prompt, cluster) = match self.winner() {
+            Some(c) => {
+                let mut v = json!(c);
+                v["ideas"] = json!(c
+                    .idea_ids
+                    .iter()
+                    .filter_map(|id| find(&self.ideas, id))
+                    .collect::<Vec<_>>());
+                v["ranking"] = json!(self.ranked.first());
+                (refine_prompt(&self.ctx.question, c, &self.ideas, self.ranked.first()), v)
+            }
+            None => (refine_all_prompt(&self.ctx.question, &self.ideas), Value::Null),
+        };
+        let spec = self.call(
+            "refine",
+            &self.config.refiner_model.clone(),
+            prompt,
+            "refinement",
+            "refiner",
+        );
+        let backup = self.config.chairman_fallback_model.clone();
+        vec![
+            Effect::emit(
+                "refinement_start",
+                json!({ "data": { "cluster": cluster, "allIdeas": cluster.is_null() } }),
+            ),
+            self.calls.solo(spec, REFINEMENT_ORDER, backup.as_deref()),
+        ]
+    }
+
+    fn on_refinement(&mut self, routed: Routed) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let reply = &routed.reply;
+        let winner = self.winner().cloned();
+        let (model, proposal, fallback, ms, from) = match &reply.result {
+            Ok(text) => (
+                Some(reply.model.clone()),
+                answer_text(text).trim().to_string(),
+                false,
+                Some(reply.response_time_ms as i64),
+                routed.fallback_from.clone(),
+            ),
+            Err(_) => (None, fallback_answer(winner.as_ref(), &self.ideas), true, None, None),
+        };
+        let mut data = json!({
+            "model": model, "proposal": proposal, "fallback": fallback, "responseTimeMs": ms,
+            "clusterId": winner.as_ref().map(|c| c.id.clone()),
+            "clusterName": winner.as_ref().map(|c| c.name.clone()),
+        });
+        if let Some(from) = from {
+            data["fallbackFrom"] = json!(from);
+        }
+        let mut stored = data.clone();
+        if let Some(o) = stored.as_object_mut() {
+            o.remove("proposal");
+        }
+        let mut event = json!({ "data": data });
+        self.calls.mark(&mut event);
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "refinement".into(),
+                stage_order: REFINEMENT_ORDER,
+                model,
+                role: Some("refiner".into()),
+                content: proposal.clone(),
+                parsed_data: Some(stored),
+                response_time_ms: ms,
+            }),
+            Effect::emit("refinement_complete", event),
+        ];
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: proposal });
+        out
+    }
+}
+
+impl Mode for Brainstorm {
+    fn start(&mut self) -> Vec<Effect> {
+        let labels: Vec<Value> = self
+            .config
+            .models
+            .iter()
+            .zip(&self.labels)
+            .map(|(m, l)| json!({ "model": m, "sourceLabel": l }))
+            .collect();
+        let mut out = vec![
+            Effect::emit(
+                "brainstorm_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
+                        "mode": "brainstorm",
+                        "config": { "models": self.config.models, "curatorModel": self.config.curator_model,
+                                    "refinerModel": self.config.refiner_model,
+                                    "minIdeasPerModel": self.config.min_ideas_per_model,
+                                    "maxClusters": self.config.max_clusters, "labels": labels } }),
+            ),
+            Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
+            Effect::emit("ideation_start", json!({})),
+        ];
+        let prompt = ideate_prompt(&self.ctx.question, self.config.min_ideas_per_model);
+        for (i, model) in self.config.models.clone().iter().enumerate() {
+            out.push(Effect::Call(self.call(
+                &self.ideation.key(i),
+                model,
+                prompt.clone(),
+                "ideation",
+                "ideator",
+            )));
+        }
+        let title_model = self.config.curator_model.clone();
+        out.extend(self.title.call(
+            &title_model,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
+        let Some(routed) = routed else { return out };
+        let key = routed.reply.key.clone();
+        match self.phase {
+            Phase::Ideating
+                if key.starts_with("ideate:") && self.ideation.accept(routed.reply.clone()) =>
+            {
+                out.extend(self.on_ideation(&routed.reply));
+                if self.ideation.complete() {
+                    out.extend(self.all_ideated());
+                }
+            }
+            Phase::Clustering if key == "cluster" => out.extend(self.on_clustering(routed)),
+            Phase::Scoring
+                if key.starts_with("score:") && self.scoring.accept(routed.reply.clone()) =>
+            {
+                out.extend(self.on_score(&routed.reply));
+                if self.scoring.complete() {
+                    out.extend(self.ranking(None));
+                }
+            }
+            Phase::Refining if key == "refine" => out.extend(self.on_refinement(routed)),
+            _ => {}
+        }
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    /// The global cap: the stage in flight finishes; the later stages before the refinement
+    /// are skipped.
+    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
+        if key == GLOBAL_TIMER {
+            self.deadline_passed = true;
+        }
+        Vec::new()
+    }
+}
+
+// ---- the stored result ---------------------------------------------------------------------
+
+fn indexed(rows: &[StageRow], prefix: &str) -> Vec<Value> {
+    let mut list: Vec<Value> = rows
+        .iter()
+        .filter(|r| r.stage_type.strip_prefix(prefix).is_some_and(|n| n.parse::<usize>().is_ok()))
+        .filter_map(|r| r.parsed_data.clone())
+        .collect();
+    list.sort_by_key(|d| d["index"].as_u64());
+    list
+}
+
+/// `{ideas: {models, totalIdeas, modelCount, warnings}, clustering, scores, ranking,
+/// refinement, partial, failedModels}` from the stored rows, as the events gave them.
+pub fn load_result(rows: &[StageRow]) -> Value {
+    let row = |t: &str| rows.iter().find(|r| r.stage_type == t);
+    let ideated = indexed(rows, "ideation_");
+    let mut ideas = ideation_summary(&ideated, &failed_from_rows(rows));
+    ideas["models"] = json!(ideated);
+    let clustering = row("clustering").and_then(|r| r.parsed_data.clone());
+    let scores = indexed(rows, "scoring_");
+    let ranking = row("ranking").and_then(|r| r.parsed_data.clone());
+    let refinement = row("refinement").map(|r| {
+        let mut d = r.parsed_data.clone().unwrap_or(json!({}));
+        d["proposal"] = json!(r.content);
+        d
+    });
+    let mut result = json!({
+        "ideas": ideas, "clustering": clustering, "scores": scores, "ranking": ranking,
+        "refinement": refinement,
+    });
+    mark_from_rows(&mut result, rows);
+    result
+}
+
+fn outcome(result: &Value) -> Option<String> {
+    let r = result.get("refinement").filter(|r| !r.is_null())?;
+    let name = r["clusterName"].as_str();
+    let text = r["proposal"].as_str().unwrap_or("");
+    if r["fallback"] == true {
+        return Some(match name {
+            Some(n) => format!("no proposal written (the refiner failed); best cluster: {n}"),
+            None => "no proposal written (the refiner failed)".to_string(),
+        });
+    }
+    Some(match name {
+        Some(n) => {
+            let how = match result["ranking"]["rankingMethod"].as_str() {
+                Some("scores") => "ranked first by scores",
+                _ => "ranked first by promise",
+            };
+            format!("proposal from the cluster \"{n}\" ({how}): {}", short(text, 70))
+        }
+        None => format!("proposal from all ideas (no clusters): {}", short(text, 70)),
+    })
+}
+
+// ---- sim answers ---------------------------------------------------------------------------
+
+const SIM_IDEAS: [(&str, &str); 14] = [
+    ("Peer ambassadors", "Recruit a few enthusiastic users to run sessions for their friends and shape the programme."),
+    ("Open data dashboard", "Publish live usage figures so the community can see what works and suggest changes."),
+    ("Gamified challenges", "Monthly challenges with badges and small prizes that reward trying something new."),
+    ("Late-night opening", "Open two evenings a week until late, with food and a quiet study zone."),
+    ("Maker space", "A corner with 3D printers, electronics kits and sewing machines, staffed by volunteers."),
+    ("Partnership with schools", "Co-run projects with local schools so visits count towards coursework."),
+    ("Subscription tier", "A low-cost membership with perks that funds the extras and signals commitment."),
+    ("Mobile pop-ups", "Take a small van of the best offerings to parks, malls and sports events."),
+    ("AI study helper", "A chatbot that answers questions and points to the right resources at any hour."),
+    ("Reverse mentoring", "Young people teach older users digital skills and earn credits for it."),
+    ("Esports nights", "Host tournaments on donated consoles, with rules on fair play and screen breaks."),
+    ("Micro-grants", "Give small grants to projects proposed and voted on by the users themselves."),
+    ("Podcast studio", "A bookable room with microphones and editing software for creators."),
+    ("Feedback wall", "A physical and online wall where anyone posts ideas and sees the answers."),
+];
+
+fn sim_ideas(ask: &SimAsk, rng: &mut SplitMix64) -> String {
+    let mut order: Vec<usize> = (0..SIM_IDEAS.len()).collect();
+    rng.shuffle(&mut order);
+    let n = 5 + rng.below(4);
+    let who = ask.model;
+    if ask.malformed {
+        return match rng.below(3) {
+            // Headings in markdown and bold, a description label: still readable.
+            0 => {
+                let mut s = format!("Here are my ideas ({who}, simulated):\n\n");
+                for (k, &i) in order.iter().take(n).enumerate() {
+                    let (t, d) = SIM_IDEAS[i];
+                    s.push_str(&format!("### **Idea {}.** {t}\n- **Description:** {d}\n\n", k + 1));
+                }
+                s
+            }
+            // A plain numbered list: no IDEA headings, nothing to read.
+            1 => {
+                let mut s = format!("Some thoughts from {who} (simulated):\n\n");
+                for (k, &i) in order.iter().take(n).enumerate() {
+                    s.push_str(&format!("{}. {} - {}\n", k + 1, SIM_IDEAS[i].0, SIM_IDEAS[i].1));
+                }
+                s
+            }
+            // Too many ideas: only the first ten are kept.
+            _ => {
+                let mut s = String::new();
+                for (k, &i) in order.iter().chain(order.iter()).take(12).enumerate() {
+                    let (t, d) = SIM_IDEAS[i];
+                    s.push_str(&format!(
+                        "IDEA {}: {t} (variant {})\n{d}\n\n",
+                        k + 1,
+                        k / SIM_IDEAS.len() + 1
+                    ));
+                }
+                s
+            }
+        };
+    }
+    let mut s = format!("[simulated ideas from {who}]\n\n");
+    for (k, &i) in order.iter().take(n).enumerate() {
+        let (t, d) = SIM_IDEAS[i];
+        s.push_str(&format!("IDEA {}: {t}\n{d}\n", k + 1));
+        if k == 0 {
+            s.push_str(&ask.hostile_paragraph());
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn sim_clusters(ask: &SimAsk, rng: &mut SplitMix64) -> String {
+    let listed = between(ask.prompt, IDEAS_START, IDEAS_END);
+    let ideas: Vec<(&str, &str)> = listed
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix('[')?;
+            let (id, rest) = rest.split_once(']')?;
+            let title = rest.split(" — ").next().unwrap_or(rest).trim();
+            let title = title.rsplit_once(" (Model").map_or(title, |(t, _)| t).trim();
+            Some((id, title))
+        })
+        .collect();
+    let k: usize = ask
+        .prompt
+        .split_once("into 3 to ")
+        .and_then(|(_, r)| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3);
+    if ask.malformed && rng.below(2) == 0 {
+        return format!(
+            "[simulated curation by {}] The ideas fall into a few broad themes: community, \
+             technology and money. I would start with the community ones.",
+            ask.model
+        );
+    }
+    let count = k.min(3.max(ideas.len() / 3)).max(1);
+    let mut groups: Vec<Vec<&str>> = vec![Vec::new(); count];
+    // Leave the last idea out of every cluster now and then: it shows as unclustered.
+    let leave = usize::from(ideas.len() > 6 && rng.below(2) == 0);
+    for (n, (id, _)) in ideas.iter().take(ideas.len() - leave).enumerate() {
+        groups[n % count].push(id);
+    }
+    let mut s = format!("[simulated curation by {}]\n\n", ask.model);
+    for (n, g) in groups.iter().enumerate() {
+        let first = ideas.iter().find(|(id, _)| Some(id) == g.first()).map_or("Ideas", |(_, t)| t);
+        let promise = PROMISES[rng.below(3)];
+        if ask.malformed {
+            // Messy but readable: bold fields, bracketed ids, an unknown id and a repeat.
+            s.push_str(&format!(
+                "## **Cluster {} — {first} and friends**\n**Theme:** Ideas around {first}.\n**Promise:** {}\n**Ideas:** [{}], [model_9_idea_9], [{}]\n\n",
+                n + 1,
+                promise.to_lowercase(),
+                g.join("], ["),
+                g.first().unwrap_or(&"")
+            ));
+        } else {
+            s.push_str(&format!(
+                "CLUSTER {}: {first} and related ideas\nTheme: {}Ideas that build on {first}.\nPromise: {promise}\nIdeas: {}\n\n",
+                n + 1,
+                if n == 0 { ask.hostile_paragraph().replace('\n', " ") } else { String::new() },
+                g.join(", ")
+            ));
+        }
+    }
+    s.push_str("CLUSTERING SUMMARY: simulated grouping in order of the list.");
+    s
+}
+
+fn sim_scores(ask: &SimAsk, rng: &mut SplitMix64) -> String {
+    let listed = between(ask.prompt, CLUSTERS_START, CLUSTERS_END);
+    let n = listed.lines().filter(|l| cluster_line(l).is_some()).count();
+    if ask.malformed && rng.below(2) == 0 {
+        let mut s =
+            String::from("| Cluster | Novelty | Feasibility | Impact |\n|---|---|---|---|\n");
+        for c in 1..=n {
+            s.push_str(&format!(
+                "| {c} | {} | {} | {} |\n",
+                2 + rng.below(4),
+                2 + rng.below(4),
+                2 + rng.below(4)
+            ));
+        }
+        return s;
+    }
+    let mut s = format!("[simulated scores from {}]\n\n", ask.model);
+    for c in 1..=n {
+        let (nv, f, i) = (1 + rng.below(5), 1 + rng.below(5), 1 + rng.below(5));
+        if ask.malformed {
+            s.push_str(&format!(
+                "### Cluster {c} —\n- **Novelty:** {nv}.5\n- **Feasibility:** {f}\n- **Impact:** {i}/5\n\n"
+            ));
+        } else {
+            s.push_str(&format!(
+                "Cluster {c}: Novelty={nv} Feasibility={f} Impact={i}\nJustification: {}A simulated rating of cluster {c}.\n\n",
+                if c == 1 { ask.hostile_paragraph().replace('\n', " ") } else { String::new() }
+            ));
+        }
+    }
+    s
+}
+
+fn sim_proposal(ask: &SimAsk) -> String {
+    let name = ask
+        .prompt
+        .lines()
+        .find_map(|l| l.strip_prefix("Cluster: "))
+        .unwrap_or("A combined direction")
+        .trim();
+    if ask.malformed {
+        return format!(
+            "[simulated proposal by {}] I would go with {name}: it is practical and can start \
+             next month.",
+            ask.model
+        );
+    }
+    format!(
+        "## Proposal: {name}\n\n### Executive Summary\n\n{}A simulated proposal built on the \
+         cluster \"{name}\" (no real model was asked).\n\n### Core Concept\n\nCombine the \
+         cluster's ideas into one programme.\n\n### Implementation Approach\n\n1. Pilot with a \
+         small group (month 1).\n2. Review the results (month 3).\n3. Roll out widely (month \
+         6).\n\n### Advantages\n\n- Cheap to start\n- Easy to measure\n\n### Risks & \
+         Mitigations\n\n| Risk | Impact | Mitigation |\n|---|---|---|\n| Low uptake | Medium | \
+         Recruit early champions |\n| Cost overrun | Low | Phase the spending |\n\n### Next \
+         Steps\n\n1. Name an owner.\n2. Draft the pilot plan.\n3. Find two partners.\n\n### \
+         Complementary Ideas\n\nThe cluster's other ideas can follow once the pilot works.",
+        ask.hostile_paragraph()
+    )
+}
+
+fn sim_answer(ask: &SimAsk) -> Option<String> {
+    let p = ask.prompt;
+    let mut rng = SplitMix64::new(ask.seed);
+    if p.starts_with(IDEATE_HEAD) {
+        return Some(sim_ideas(ask, &mut rng));
+    }
+    if p.starts_with(CLUSTER_HEAD) {
+        return Some(sim_clusters(ask, &mut rng));
+    }
+    if p.starts_with(SCORE_HEAD) {
+        return Some(sim_scores(ask, &mut rng));
+    }
+    if p.starts_with(REFINE_HEAD) {
+        return Some(sim_proposal(ask));
+    }
+    None
+}
+
+#[cfg(test)]
+#[path = "brainstorm_tests.rs"]
+mod tests;
