@@ -155,6 +155,7 @@ pub static MODES: &[&ModeSpec] = &[
     &super::tournament::SPEC,
     &super::confidence_weighted::SPEC,
     &super::fact_check::SPEC,
+    &super::decompose::SPEC,
     // A demonstration mode the test suite turns on (the `demo-mode` feature); not shipped.
     #[cfg(feature = "demo-mode")]
     &super::demo::SPEC,
