@@ -49,6 +49,8 @@ fn requests() -> Vec<Value> {
         json!({ "mode": "fact_check", "question": "Fact-check this paragraph.",
                 "modeConfig": { "content": "The Eiffel Tower was completed in 1889. It is 330 metres tall.",
                                 "checkerModels": panel } }),
+        json!({ "mode": "decompose", "question": "Plan the launch of a small online bakery.",
+                "modeConfig": { "workerModels": ["sim/alpha", "sim/beta"], "maxTasks": 6 } }),
     ]
 }
 
@@ -262,6 +264,12 @@ fn check_whole(mode: &str, r: &Value) {
             assert_eq!(r["contentSource"], "user_provided", "{r}");
             assert!(r["content"].is_string() && r["report"]["report"].is_string(), "{r}");
             assert!(len(&r["checks"]) == 3 || len(&r["claims"]) == 0, "{r}");
+        }
+        "decompose" => {
+            let ran: usize = r["waves"].as_array().unwrap().iter().map(|w| len(&w["tasks"])).sum();
+            assert!(ran == len(&r["plan"]["tasks"]) && ran >= 4, "{r}");
+            assert_eq!(len(&r["waves"]), len(&r["plan"]["executionWaves"]), "{r}");
+            assert!(r["assembly"]["response"].is_string(), "{r}");
         }
         other => panic!("unknown mode {other}"),
     }

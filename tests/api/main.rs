@@ -12,6 +12,7 @@ mod confidence_weighted;
 mod council;
 mod crash;
 mod dberrors;
+mod decompose;
 mod fact_check;
 mod fallback;
 mod faults;

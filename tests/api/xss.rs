@@ -228,6 +228,20 @@ async fn check_every_mode(app: &TestApp) {
     assert!(matches.iter().any(|m| has_payload(&m["reasoning"])), "{matches:?}");
     assert!(has_payload(&t["champion"]["response"]), "{t}");
     assert!(has_payload(&tournament["answer"]), "{}", tournament["answer"]);
+    let decompose = run(
+        app,
+        json!({ "mode": "decompose", "question": "How should a page show model output safely?",
+                "modeConfig": { "plannerModel": "sim/xss-p", "workerModels": ["sim/xss-a", "sim/xss-b"],
+                                "assemblerModel": "sim/xss-c" } }),
+    )
+    .await;
+    let d = &decompose["result"];
+    let tasks: Vec<Value> =
+        all(&d["waves"], "waves").iter().flat_map(|w| all(&w["tasks"], "tasks")).cloned().collect();
+    assert!(tasks.len() >= 4, "{d}");
+    assert!(tasks.iter().all(|t| has_payload(&t["output"])), "{tasks:?}");
+    assert!(has_payload(&d["assembly"]["response"]), "{d}");
+    assert!(has_payload(&decompose["answer"]), "{}", decompose["answer"]);
 }
 
 #[actix_web::test]
