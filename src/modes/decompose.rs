@@ -1781,15 +1781,15 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
     if p.starts_with(TASK_HEAD) {
         static HEAD: OnceLock<Regex> = OnceLock::new();
         let c = re(&HEAD, r"Your sub-task: (task_\d+): (.*)").captures(p)?;
-        let (id, title) = (c[1].to_string(), c[2].trim().to_string());
+        let title = c[2].trim().to_string();
         static DEP: OnceLock<Regex> = OnceLock::new();
-        let used: Vec<String> = re(&DEP, r"=== OUTPUT OF (task_\d+):")
+        let used: Vec<String> = re(&DEP, r"=== OUTPUT OF task_\d+: (.*) ===")
             .captures_iter(p)
-            .map(|c| c[1].to_string())
+            .map(|c| c[1].to_lowercase())
             .collect();
         let mut s = String::new();
         if ask.malformed {
-            s.push_str(&format!("Sure! Here is my part ({id}).\n\n"));
+            s.push_str("Sure! Here is my part.\n\n");
         }
         s.push_str(&format!(
             "### {title}\n\n[simulated output from {who}] {}{}\n\n{}- First point on {}.\n- \
@@ -1797,7 +1797,7 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
             if used.is_empty() {
                 "This part stands on its own.".to_string()
             } else {
-                format!("This part builds on {}.", used.join(" and "))
+                format!("This part builds on the work to {}.", used.join(" and to "))
             },
             if p.contains(" FAILED ===") {
                 " One input is missing, so this part says so."
