@@ -5,7 +5,7 @@
 // with a cycle shown in words; hostile model output inert. Screenshots go to the artifacts folder.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { openPage, waitRunReady, runText, screenshot, skip, useServer, api, startRest } from "./harness.mjs";
+import { openPage, openOnPhone, waitRunReady, runText, screenshot, skip, useServer, api, startRest } from "./harness.mjs";
 
 let server, base, browser;
 useServer({ latencyMs: 300 }, (env) => ({ server, base, browser } = env));
@@ -78,13 +78,10 @@ test("a decomposition from the form draws its graph, runs it wave by wave and sh
   await waitRunReady(fresh.page, id);
   assert.equal(await runText(fresh.page, id), live, "the reopened run reads the same as the live one");
   await assertGraph(fresh.page, plan);
-  const phone = await openPage(browser, base, `/#/run/${encodeURIComponent(id)}`, { viewport: { width: 390, height: 844 } });
-  await waitRunReady(phone.page, id);
+  const phone = await openOnPhone(browser, base, id);
+  assert.ok(phone.overflow <= 1, `no sideways scroll on a phone (${phone.overflow}px)`);
   await assertGraph(phone.page, plan);
-  await phone.page.locator(".dc-graph").scrollIntoViewIfNeeded();
   await screenshot(phone.page, "decompose-run-phone");
-  const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-  assert.ok(overflow <= 1, `no sideways scroll on a phone (${overflow}px)`);
   assert.deepEqual(errors, []);
   assert.deepEqual(fresh.errors, []);
   assert.deepEqual(phone.errors, []);
