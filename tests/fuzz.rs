@@ -18,8 +18,8 @@ use std::sync::OnceLock;
 
 use conclave::modes::{
     self, blueprint, brainstorm, chain, clarity, common, confidence_weighted, council, debate,
-    delphi, fact_check, jury, peer_review, red_team, specialist_panel, tournament, voting,
-    CallError, CallErrorKind, CallReply, Defaults, Effect, ModeKind, RunContext,
+    decompose, delphi, fact_check, jury, peer_review, red_team, specialist_panel, tournament,
+    voting, CallError, CallErrorKind, CallReply, Defaults, Effect, ModeKind, RunContext,
 };
 use conclave::web::client_msg::{self, ClientMsg, MAX_RUN_ID_CHARS};
 use proptest::prelude::*;
@@ -527,6 +527,17 @@ fn check_text_parsers(text: &str, labels: &[String], options: &[String]) {
     let title = common::clean_title(text, text);
     assert!(!title.trim().is_empty(), "an empty title");
     let _ = common::word_count(text);
+    let plan = decompose::read_plan(text, decompose::MAX_TASKS);
+    assert!(plan.tasks.len() <= decompose::MAX_TASKS, "over maxTasks kept");
+    for (i, t) in plan.tasks.iter().enumerate() {
+        assert!(plan.tasks[..i].iter().all(|o| o.id != t.id), "a repeated task id");
+        assert!(!t.title.trim().is_empty(), "an empty task title");
+        for d in &t.dependencies {
+            assert!(d != &t.id && plan.tasks.iter().any(|o| &o.id == d), "a dangling dependency");
+        }
+    }
+    let s = decompose::schedule(&plan.tasks, true).expect("a repaired plan always schedules");
+    assert!(decompose::unschedulable(&s.tasks).is_empty(), "a repaired plan with a cycle");
 }
 
 fn check_decode(text: &str) {

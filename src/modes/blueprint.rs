@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    empty_is_failure, mark_from_rows, role_failed, title_prompt, word_count, Calls, Routed,
-    SplitMix64, TitleTracker, CALL_FAILED, TITLE_KEY,
+    empty_is_failure, mark_from_rows, role_failed, title_prompt, word_count, Answered, Calls,
+    Routed, SplitMix64, TitleTracker, CALL_FAILED, TITLE_KEY,
 };
 use super::reading::answer_text;
 use super::reading::{bare, between, re, unbold};
@@ -1124,27 +1124,20 @@ impl Blueprint {
         if let (Some(from), None) = (&routed.fallback_from, fallback) {
             data["fallbackFrom"] = json!(from);
         }
-        let mut event = json!({ "data": data });
-        self.calls.mark(&mut event);
-        let mut stored = data.clone();
-        if let Some(o) = stored.as_object_mut() {
-            o.remove("document");
-        }
-        let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "assembly".into(),
-                stage_order: ASSEMBLY_ORDER,
+        self.calls.answered(
+            Answered {
+                stage: "assembly",
+                order: ASSEMBLY_ORDER,
+                role: "assembler",
                 model,
-                role: Some("assembler".into()),
-                content: document.clone(),
-                parsed_data: Some(stored),
+                event: "assembly_complete",
+                data,
+                text_key: "document",
+                answer: document,
                 response_time_ms: ms,
-            }),
-            Effect::emit("assembly_complete", event),
-        ];
-        out.extend(self.title.on_answer());
-        out.push(Effect::Finish { answer: document });
-        out
+            },
+            &mut self.title,
+        )
     }
 }
 

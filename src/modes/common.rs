@@ -695,6 +695,52 @@ pub fn role_failed(role: &str, routed: &Routed, error: &super::CallError) -> Str
     }
 }
 
+/// The stage that writes a run's answer (an assembly, a document), as a mode hands it over.
+pub struct Answered<'a> {
+    /// Its stage type, stage order and role.
+    pub stage: &'a str,
+    pub order: i32,
+    pub role: &'a str,
+    /// The model that wrote it; None for the server's fallback text.
+    pub model: Option<String>,
+    /// The event that carries it (`assembly_complete`).
+    pub event: &'a str,
+    /// The event's data; under `text_key` the answer itself, which the row keeps as its content
+    /// rather than twice.
+    pub data: serde_json::Value,
+    pub text_key: &'a str,
+    pub answer: String,
+    pub response_time_ms: Option<i64>,
+}
+
+impl Calls {
+    /// The last effects of a run that answers: the answer's row, its event (the data with
+    /// `partial` and `failedModels`), the title held back until now, then the answer.
+    pub fn answered(&self, a: Answered, title: &mut TitleTracker) -> Vec<super::Effect> {
+        let mut event = serde_json::json!({ "data": a.data });
+        self.mark(&mut event);
+        let mut stored = a.data;
+        if let Some(o) = stored.as_object_mut() {
+            o.remove(a.text_key);
+        }
+        let mut out = vec![
+            super::Effect::Store(super::StageRow {
+                stage_type: a.stage.into(),
+                stage_order: a.order,
+                model: a.model,
+                role: Some(a.role.into()),
+                content: a.answer.clone(),
+                parsed_data: Some(stored),
+                response_time_ms: a.response_time_ms,
+            }),
+            super::Effect::emit(a.event, event),
+        ];
+        out.extend(title.on_answer());
+        out.push(super::Effect::Finish { answer: a.answer });
+        out
+    }
+}
+
 #[cfg(test)]
 mod calls_tests {
     use proptest::prelude::*;

@@ -14,6 +14,7 @@ pub mod common;
 pub mod confidence_weighted;
 pub mod council;
 pub mod debate;
+pub mod decompose;
 pub mod delphi;
 #[cfg(feature = "demo-mode")]
 pub mod demo;

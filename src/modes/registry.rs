@@ -154,6 +154,7 @@ pub static MODES: &[&ModeSpec] = &[
     &super::peer_review::SPEC,
     &super::tournament::SPEC,
     &super::confidence_weighted::SPEC,
+    &super::decompose::SPEC,
     &super::brainstorm::SPEC,
     &super::fact_check::SPEC,
     // A demonstration mode the test suite turns on (the `demo-mode` feature); not shipped.

@@ -96,3 +96,27 @@ pub fn finished(effects: &[Effect]) -> Option<String> {
 pub fn feed<M: Mode + ?Sized>(m: &mut M, replies: Vec<CallReply>) -> Vec<Effect> {
     replies.into_iter().flat_map(|r| m.on_reply(r)).collect()
 }
+
+/// Runs a mode to its end: `answer` gives each call's reply (None: the call fails). The calls
+/// of one batch are answered last first, so arrival order differs from the order they were
+/// asked in; the title call is answered `title` after everything else.
+pub fn drive<M: Mode + ?Sized>(
+    m: &mut M,
+    answer: impl Fn(&CallSpec) -> Option<String>,
+    title: &str,
+) -> Vec<Effect> {
+    let mut all = m.start();
+    let mut pending = stage_calls(&all);
+    while let Some(c) = pending.pop() {
+        let out = m.on_reply(match answer(&c) {
+            Some(t) => ok(&c, &t),
+            None => err(&c),
+        });
+        pending.extend(stage_calls(&out));
+        all.extend(out);
+    }
+    for c in calls(&all).into_iter().filter(|c| c.key == "title") {
+        all.extend(m.on_reply(ok(&c, title)));
+    }
+    all
+}

@@ -51,6 +51,8 @@ fn requests() -> Vec<Value> {
                                 "checkerModels": panel } }),
         json!({ "mode": "brainstorm", "question": "How could a library attract more teenagers?",
                 "modeConfig": { "models": panel, "curatorModel": "sim/delta", "refinerModel": "sim/delta" } }),
+        json!({ "mode": "decompose", "question": "Plan the launch of a small online bakery.",
+                "modeConfig": { "workerModels": ["sim/alpha", "sim/beta"], "maxTasks": 6 } }),
     ]
 }
 
@@ -275,6 +277,12 @@ fn check_whole(mode: &str, r: &Value) {
             assert!(len(&r["clustering"]["clusters"]) >= 3 && len(&r["scores"]) == 3, "{r}");
             assert_eq!(r["refinement"]["clusterId"], r["ranking"]["rankedClusters"][0]["id"]);
             assert!(r["refinement"]["proposal"].is_string(), "{r}");
+        }
+        "decompose" => {
+            let ran: usize = r["waves"].as_array().unwrap().iter().map(|w| len(&w["tasks"])).sum();
+            assert!(ran == len(&r["plan"]["tasks"]) && ran >= 4, "{r}");
+            assert_eq!(len(&r["waves"]), len(&r["plan"]["executionWaves"]), "{r}");
+            assert!(r["assembly"]["response"].is_string(), "{r}");
         }
         other => panic!("unknown mode {other}"),
     }

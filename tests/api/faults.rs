@@ -292,6 +292,11 @@ fn scenarios() -> Vec<Scenario> {
              cross it every year. Many think it is beautiful."
         )
     };
+    let decompose = |q: &str, planner: &str, workers: &[&str], assembler: &str| {
+        json!({ "mode": "decompose", "question": q,
+                "modeConfig": { "plannerModel": planner, "workerModels": workers,
+                                "assemblerModel": assembler, "maxTasks": 5, "timeoutMs": t } })
+    };
     use Outcome::*;
     let s = |name, expect, request| Scenario { name, expect, request, backups: Backups::None };
     let b = |name, expect, request, backups| Scenario { name, expect, request, backups };
@@ -1002,6 +1007,41 @@ fn scenarios() -> Vec<Scenario> {
             ),
             Backups::Failing,
         ),
+        s(
+            "decompose/transient",
+            Completed,
+            decompose(
+                "Plan a bakery launch (transient)",
+                "sim/flaky-d",
+                &["sim/ratelimit-d", "sim/reset-d", "sim/alpha"],
+                "sim/reset-da",
+            ),
+        ),
+        s(
+            "decompose/broken",
+            Partial,
+            decompose(
+                "Plan a bakery launch (broken)",
+                "sim/malformed",
+                &["sim/fail", "sim/empty", "sim/malformed", "sim/beta"],
+                "sim/gamma",
+            ),
+        ),
+        s(
+            "decompose/timeouts",
+            Partial,
+            decompose(
+                "Plan a bakery launch (timeouts)",
+                "sim/slowstart-soon",
+                &["sim/stall", "sim/alpha"],
+                "sim/slowstart",
+            ),
+        ),
+        s(
+            "decompose/planner",
+            Failed,
+            decompose("Plan a bakery launch (planner)", "sim/fail", &["sim/alpha"], "sim/beta"),
+        ),
     ]
 }
 
@@ -1387,6 +1427,19 @@ fn expected_rows(mode: &str, events: &[Value]) -> Expected {
             // The report row: the reporter's report, the server's table or the no-claims note.
             for e in ev("report_complete") {
                 x.full("report", &e["data"]["model"], &e["data"]["report"]);
+            }
+        }
+        "decompose" => {
+            // The plan row holds the reply as written; a task row its output ("" when it failed).
+            for e in ev("plan_complete") {
+                x.by_model("plan", &e["data"]["model"]);
+            }
+            for e in ev("task_complete") {
+                let d = &e["data"];
+                x.full(d["taskId"].as_str().unwrap_or(""), &d["model"], &d["output"]);
+            }
+            for e in ev("assembly_complete") {
+                x.full("assembly", &e["data"]["model"], &e["data"]["response"]);
             }
         }
         other => panic!("no row expectations for mode {other}"),
@@ -1865,6 +1918,34 @@ fn result_mismatches(mode: &str, result: &Value, events: &[Value]) -> Vec<String
                     ));
                 }
             }
+        }
+        "decompose" => {
+            if let Some(p) = data("plan_complete") {
+                for (k, v) in p.as_object().into_iter().flatten() {
+                    check(&mut out, &format!("plan.{k}"), &r["plan"][k], Some(v.clone()));
+                }
+            }
+            let assigned = data("assignment_complete").map(|a| a["assignments"].clone());
+            check(&mut out, "assignments", &r["assignments"], assigned);
+            let stored: Vec<&Value> =
+                items(&r["waves"]).iter().flat_map(|w| items(&w["tasks"])).collect();
+            let ended = payloads(events, "task_complete");
+            if stored.len() != ended.len() {
+                out.push(format!(
+                    "waves: {} tasks stored, {} published",
+                    stored.len(),
+                    ended.len()
+                ));
+            }
+            for e in ended {
+                let id = &e["data"]["taskId"];
+                let got = stored
+                    .iter()
+                    .find(|t| t["taskId"] == *id)
+                    .map_or(Value::Null, |t| (*t).clone());
+                check(&mut out, &format!("task {id}"), &got, Some(e["data"].clone()));
+            }
+            check(&mut out, "assembly", &r["assembly"], data("assembly_complete"));
         }
         _ => {}
     }

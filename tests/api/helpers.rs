@@ -419,3 +419,16 @@ pub fn counter(text: &str, name: &str) -> f64 {
 pub async fn metrics(app: &TestApp) -> String {
     app.http.get(format!("{}/metrics", app.base)).send().await.unwrap().text().await.unwrap()
 }
+
+/// Each `modeConfig` of `cases` is refused with a 400 naming its field, and so is an empty
+/// question.
+pub async fn assert_refused_by_field(app: &TestApp, mode: &str, cases: &[(Value, &str)]) {
+    for (cfg, field) in cases {
+        let body = json!({ "mode": mode, "question": "q", "modeConfig": cfg });
+        let (status, b) = app.post("/api/deliberations", &body).await;
+        assert_eq!((status, b["field"].as_str()), (400, Some(*field)), "{cfg}: {b}");
+    }
+    let (status, b) =
+        app.post("/api/deliberations", &json!({ "mode": mode, "question": "" })).await;
+    assert_eq!((status, b["field"].as_str()), (400, Some("question")), "{b}");
+}

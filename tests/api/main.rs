@@ -13,6 +13,7 @@ mod confidence_weighted;
 mod council;
 mod crash;
 mod dberrors;
+mod decompose;
 mod export;
 mod fact_check;
 mod fallback;

@@ -915,3 +915,39 @@ async fn brainstorm_against_the_real_model() {
     }
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn decompose_against_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url).await;
+    let (stored, events) = run(
+        &app,
+        json!({ "mode": "decompose", "question": "Plan a one-day team offsite: venue, agenda and budget.",
+                "modeConfig": { "plannerModel": CHAIR, "workerModels": [MODEL, MODEL],
+                                "assemblerModel": CHAIR, "maxTasks": 4 } }),
+    )
+    .await;
+    check_run("decompose", &stored, &events);
+    let result = &stored["result"];
+    let plan = &result["plan"];
+    let tasks = plan["tasks"].as_array().cloned().unwrap_or_default();
+    show("decompose plan", plan["firstReply"].as_str().unwrap_or(""), &json!(tasks));
+    count("decompose plans read", usize::from(!tasks.is_empty()), usize::from(tasks.is_empty()));
+    // Whatever the model wrote, the plan the server ran is a DAG within maxTasks, each task in
+    // exactly one wave after all its dependencies.
+    assert!(tasks.len() <= 4, "{plan}");
+    let waves: Vec<Vec<String>> =
+        serde_json::from_value(plan["executionWaves"].clone()).unwrap_or_default();
+    assert_eq!(waves.iter().map(Vec::len).sum::<usize>(), tasks.len(), "{plan}");
+    let wave_of = |id: &str| waves.iter().position(|w| w.iter().any(|x| x == id));
+    for t in &tasks {
+        for d in t["dependencies"].as_array().cloned().unwrap_or_default() {
+            assert!(wave_of(d.as_str().unwrap()) < wave_of(t["id"].as_str().unwrap()), "{t}");
+        }
+        assert!(["LOW", "MEDIUM", "HIGH"].contains(&t["complexity"].as_str().unwrap_or("")));
+    }
+    if stored["status"] == "completed" {
+        assert_eq!(stored["answer"], result["assembly"]["response"]);
+    }
+    app.stop().await;
+}

@@ -248,6 +248,21 @@ async fn check_every_mode(app: &TestApp) {
     assert!(!all(&b["clustering"]["clusters"], "clusters").is_empty(), "{b}");
     assert!(all(&b["scores"], "scores").iter().all(|s| s["valid"] == true), "{b}");
     assert!(has_payload(&brainstorm["answer"]), "{}", brainstorm["answer"]);
+
+    let decompose = run(
+        app,
+        json!({ "mode": "decompose", "question": "How should a page show model output safely?",
+                "modeConfig": { "plannerModel": "sim/xss-p", "workerModels": ["sim/xss-a", "sim/xss-b"],
+                                "assemblerModel": "sim/xss-c" } }),
+    )
+    .await;
+    let d = &decompose["result"];
+    let tasks: Vec<Value> =
+        all(&d["waves"], "waves").iter().flat_map(|w| all(&w["tasks"], "tasks")).cloned().collect();
+    assert!(tasks.len() >= 4, "{d}");
+    assert!(tasks.iter().all(|t| has_payload(&t["output"])), "{tasks:?}");
+    assert!(has_payload(&d["assembly"]["response"]), "{d}");
+    assert!(has_payload(&decompose["answer"]), "{}", decompose["answer"]);
 }
 
 #[actix_web::test]

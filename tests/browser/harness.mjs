@@ -164,3 +164,12 @@ export async function screenshot(page, name) {
   }
   return path;
 }
+
+/** A stored run opened at a phone's width (390 px) and ready; `overflow`: how many pixels the
+ *  page scrolls sideways (a phone layout has none). */
+export async function openOnPhone(browser, base, runId) {
+  const opened = await openPage(browser, base, `/#/run/${encodeURIComponent(runId)}`, { viewport: { width: 390, height: 844 } });
+  await waitRunReady(opened.page, runId);
+  const overflow = await opened.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  return { ...opened, overflow };
+}
