@@ -216,7 +216,6 @@ export function createView(ctx) {
     const d = data.data || {};
     const joined = d.fallback === "concatenated";
     const p = ctx.primary(joined ? "Answer (sub-task outputs joined, not assembled)" : "Answer");
-    ctx.root.prepend(p.el);
     p.el.classList.add("dc-answer");
     const states = Object.values(tasks);
     const done = states.filter((t) => t.state === "done").length;
