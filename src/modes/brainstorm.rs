@@ -23,7 +23,7 @@ use super::common::{
     Batch, Calls, FailedModel, Routed, SplitMix64, TitleTracker, TITLE_KEY,
 };
 use super::reading::{answer_text, bare, between, re, unmark, Unparsed};
-use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
@@ -1422,22 +1422,22 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 fn outcome(result: &Value) -> Option<String> {
     let r = result.get("refinement").filter(|r| !r.is_null())?;
     let name = r["clusterName"].as_str();
-    let text = r["proposal"].as_str().unwrap_or("");
     if r["fallback"] == true {
         return Some(match name {
-            Some(n) => format!("no proposal written (the refiner failed); best cluster: {n}"),
-            None => "no proposal written (the refiner failed)".to_string(),
+            Some(n) => format!("No proposal written (the refiner failed); best cluster: \"{n}\""),
+            None => "No proposal written (the refiner failed)".to_string(),
         });
     }
+    // The proposal itself is the answer shown under this line: the line says where it came from.
     Some(match name {
         Some(n) => {
             let how = match result["ranking"]["rankingMethod"].as_str() {
-                Some("scores") => "ranked first by scores",
-                _ => "ranked first by promise",
+                Some("scores") => "ranked first by the panel's scores",
+                _ => "ranked first by its promise",
             };
-            format!("proposal from the cluster \"{n}\" ({how}): {}", short(text, 70))
+            format!("Proposal from the cluster \"{n}\", {how}")
         }
-        None => format!("proposal from all ideas (no clusters): {}", short(text, 70)),
+        None => "Proposal from all the ideas (no clusters could be read)".to_string(),
     })
 }
 

@@ -455,7 +455,7 @@ fn a_run_goes_ideate_cluster_score_rank_refine_and_reloads_as_it_ran() {
     );
     let line = (SPEC.outcome)(&result).unwrap();
     assert!(
-        line.starts_with("proposal from the cluster \"People\" (ranked first by scores)"),
+        line == "Proposal from the cluster \"People\", ranked first by the panel's scores",
         "{line}"
     );
     let kinds: Vec<String> = stored(&all).into_iter().map(|r| r.stage_type).collect();
@@ -543,7 +543,7 @@ fn a_failed_curator_falls_back_then_the_refiner_gets_every_idea() {
     let result = load_result(&stored(&all));
     assert_eq!(result["clustering"], clustering["data"]);
     assert_eq!(result["failedModels"].as_array().unwrap().len(), 2);
-    assert!((SPEC.outcome)(&result).unwrap().starts_with("proposal from all ideas"));
+    assert!((SPEC.outcome)(&result).unwrap().starts_with("Proposal from all the ideas"));
     // A curator that answers without clusters: the same path, with no failure.
     let mut m = mode(&["m0", "m1", "m2"]);
     let all = drive(&mut m, |c| {

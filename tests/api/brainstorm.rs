@@ -92,7 +92,7 @@ async fn a_brainstorm_streams_in_order_and_reloads_as_it_ran() {
     assert_eq!(stored["answer"], result["refinement"]["proposal"]);
     assert!(stored["answer"].as_str().unwrap().starts_with("## Proposal:"), "{}", stored["answer"]);
     assert!(
-        stored["outcome"].as_str().unwrap().starts_with("proposal from the cluster"),
+        stored["outcome"].as_str().unwrap().starts_with("Proposal from the cluster \""),
         "{}",
         stored["outcome"]
     );
