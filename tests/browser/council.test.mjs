@@ -16,7 +16,9 @@ const durable = (page, id) => page.evaluate((run) => conclave.conn.feed(run).eve
 test("a council runs live, a second person joins from the dashboard, reopens identically, and a follow-up is cancelled", { skip }, async () => {
   const a = await openPage(browser, server.base, "/#/new/council");
   const { page } = a;
-  assert.equal(await page.isVisible("#offline"), true, "the page says the models are simulated");
+  // The page says the models are simulated once it has read /api/models, which may answer
+  // after the socket is live: wait for it rather than look at one instant.
+  await page.waitForSelector("#offline", { state: "visible", timeout: 10000 });
   // The form starts with the server's default panel.
   assert.deepEqual(await page.$$eval('[data-field="councilModels"] .chip', (c) => c.map((x) => x.firstChild.textContent)), ["sim/alpha", "sim/beta", "sim/gamma"]);
   await page.fill("#f-council-question", "What are the trade-offs between microservices and monoliths?");
