@@ -94,6 +94,66 @@ export function splitReasoning(text) {
   return { answer: answer.trim(), reasoning: kept.length ? kept.join("\n\n") : null, unclosed };
 }
 
+// ---- replies that follow a format ----------------------------------------------------------
+
+// Labels a mode's prompt asks for (`ESTIMATE:`, `DECISION:`…). They may share one line when a
+// model runs them together ("ESTIMATE: ~63200 CONFIDENCE: LOW REASONING: …"); any other
+// all-capitals label is recognised only at the start of a line.
+const SHARED_LINE_LABELS = ["ESTIMATE", "ANSWER", "CONFIDENCE", "CONFIDENCE_REASONING", "REASONING", "DECISION",
+  "VERDICT", "VOTE", "WINNER", "SCORE", "RATIONALE", "TYPE", "OPTIONS"];
+// A label's one-word values shown as badges, with their colours.
+const BADGE_VALUES = {
+  DECISION: { REVISE: "yellow", STAND: "blue", MERGE: "green" },
+  VERDICT: { APPROVE: "green", REVISE: "yellow", REJECT: "red" },
+  CONFIDENCE: { HIGH: "green", MEDIUM: "blue", LOW: "gray" },
+};
+const BADGE_MARK = /\u2063badge:(green|yellow|red|blue|gray):([a-z]+)\u2063/g;
+const LABEL_LINE = /^(\s*)(?:\*\*|__)?([A-Z]+(?:[ _][A-Z]+){0,4})(?:\*\*|__)?\s*:(?:\*\*|__)?[ \t]*(.*)$/;
+// A short all-capitals word ("NASA: …") is a label only when a mode's format has it.
+const SHORT_LABELS = new Set(["TYPE", "TASK", "VOTE", "RANK", "NAME", "ROLE", "CLAIM"]);
+const SHARED_SPLIT = new RegExp(`\\s+(?=(?:\\*\\*)?(?:${SHARED_LINE_LABELS.join("|")})(?:\\*\\*)?\\s*:)`, "g");
+
+const isLabel = (key) => key.length >= 5 || SHORT_LABELS.has(key) || SHARED_LINE_LABELS.includes(key.replace(/ /g, "_"));
+
+/** `FINAL_RANKING` → "Final ranking". */
+function labelWords(key) {
+  const w = key.replace(/_/g, " ").toLowerCase();
+  return w.charAt(0).toUpperCase() + w.slice(1);
+}
+
+/**
+ * A reply's markdown with the labelled lines of a mode's format shown for people: each
+ * `LABEL: value` line becomes its own paragraph headed by the label in plain words
+ * ("**Estimate:** ~63200"), and a choice the label names (a decision, a verdict, a confidence)
+ * a badge. Fenced code is left alone; nothing else of the text changes.
+ */
+export function formatLabelledLines(md) {
+  const out = [];
+  let fenced = false;
+  for (const raw of String(md).split("\n")) {
+    if (/^\s*(```|~~~)/.test(raw)) fenced = !fenced;
+    // Labels run together are split only on a line that starts with one.
+    const head = fenced || /^\s{4}/.test(raw) ? null : raw.match(LABEL_LINE);
+    const parts = head && isLabel(head[2]) ? raw.split(SHARED_SPLIT) : [raw];
+    let labelled = false;
+    const lines = parts.map((part) => {
+      const m = fenced ? null : part.match(LABEL_LINE);
+      if (!m || /^\s{4}/.test(part)) return part;
+      if (!isLabel(m[2])) return part;
+      labelled = true;
+      const key = m[2].replace(/ /g, "_");
+      let value = m[3].replace(/^\*\*(.*)\*\*$/, "$1").trim();
+      const colour = BADGE_VALUES[key] && BADGE_VALUES[key][value.replace(/[*_.]/g, "").toUpperCase()];
+      if (colour) value = `\u2063badge:${colour}:${value.replace(/[*_.]/g, "").toLowerCase()}\u2063`;
+      return `${m[1]}**${labelWords(m[2])}:**${value ? " " + value : ""}`;
+    });
+    // Each labelled line stands apart (markdown would join neighbouring lines into one).
+    if (labelled) out.push("", ...lines.flatMap((l, i) => (i ? ["", l] : [l])), "");
+    else out.push(raw);
+  }
+  return out.join("\n");
+}
+
 /** Sanitised HTML for a model's markdown. Its reasoning, if any, comes first, folded. */
 export function markdownHtml(text) {
   setupPurify();
@@ -106,18 +166,20 @@ export function markdownHtml(text) {
   }
   const render = (md) => window.marked.parse(md, { gfm: true, breaks: false, async: false });
   const { answer, reasoning, unclosed } = splitReasoning(src);
-  let html = render(answer);
+  let html = render(formatLabelledLines(answer));
   if (reasoning !== null || unclosed) {
     // Folded, ahead of the answer; an unclosed trace says it is unfinished.
     const summary = unclosed ? "Reasoning…" : "Reasoning";
     html = `<details class="reasoning"><summary>${summary}</summary>${render(reasoning ?? "")}</details>${html}`;
   }
   // One pass over everything, the fold and the trace included.
-  return window.DOMPurify.sanitize(html, {
+  const clean = window.DOMPurify.sanitize(html, {
     FORBID_TAGS,
     FORBID_ATTR: ["style", "srcset", "formaction", "action", "background", "poster"],
     ALLOW_DATA_ATTR: false,
   });
+  // The badges `formatLabelledLines` marked: a colour and a lower-case word, nothing else.
+  return clean.replace(BADGE_MARK, (_, colour, word) => `<span class="badge ${colour} reply-badge">${word}</span>`);
 }
 
 /** A `.md` element holding the rendered markdown. */
