@@ -502,21 +502,33 @@ export function buildForm(info, models, submit) {
     unmark(f);
   }
 
+  /**
+   * The server's message for `path` in a person's words: without the field path it starts with
+   * (the message is shown at that field), and with the member's number for one model of a list
+   * ("councilModels[3]: unknown model 'x'" -> "Member 4: unknown model 'x'").
+   */
+  function plainMessage(path, message) {
+    const own = message.startsWith(`${path}: `) ? message.slice(path.length + 2) : message;
+    const item = path.match(/^(.*?)\[(\d+)\]$/);
+    if (item && fieldEls[item[1]] && fieldEls[item[1]].spec.kind === "models") return `Member ${Number(item[2]) + 1}: ${own}`;
+    return own;
+  }
+
   /** Shows a message at the field it names (or the nearest one); returns what to focus, or null. */
-  function showError(path, message) {
+  function showError(path, rawMessage) {
+    const message = plainMessage(path, rawMessage);
     // A list's item (modeConfig.steps[2].customMandate): on that row's field.
     const item = path.match(/^(.*?)\[(\d+)\](?:\.(.+))?$/);
     if (item && fieldEls[item[1]] && fieldEls[item[1]].list) {
-      // The row's field says where: the path the message may start with is left out.
-      const own = message.startsWith(`${path}: `) ? message.slice(path.length + 2) : message;
-      const at = fieldEls[item[1]].list.showError(Number(item[2]), item[3], own);
+      const at = fieldEls[item[1]].list.showError(Number(item[2]), item[3], message);
       if (at) return at;
     }
     // The server may name a nested field (modeConfig.models.judge): show it at the nearest one.
     let p = path.replace(/\[\d+\].*$/, "");
     while (p && !fieldEls[p]) p = p.includes(".") ? p.slice(0, p.lastIndexOf(".")) : "";
     const f = fieldEls[p];
-    if (!f) { formError.textContent = message; return null; }
+    // No field of the form holds it: the message says which setting, in words.
+    if (!f) { formError.textContent = message === rawMessage ? message : `${words(path.split(".").pop().replace(/\[\d+\]/g, ""))}: ${message}`; return null; }
     markInvalid(f, message);
     return f.list ? f.wrap.querySelector("button, input, textarea, select") : (f.wrap.querySelector("input, textarea, select") || f.wrap);
   }
@@ -553,8 +565,8 @@ export function buildForm(info, models, submit) {
       await submit(request);
     } catch (err) {
       const at = err.field ? showError(err.field, err.message) : null;
-      if (!at) formError.textContent = err.message;
-      else at.focus();
+      if (at) at.focus();
+      else if (!err.field) formError.textContent = err.message;
     } finally {
       sendBtn.disabled = false;
     }
