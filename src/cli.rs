@@ -15,6 +15,7 @@ use crate::app::{start_engine, AppError, Role};
 use crate::config::Config;
 use crate::engine::events::{after, watcher_channel, Frame};
 use crate::engine::EngineError;
+use crate::modes::registry::{ModeKind, Role as ModeRole};
 
 pub use crate::run_flags::RunArgs;
 
@@ -93,20 +94,46 @@ fn merge(base: &mut Map<String, Value>, over: &Map<String, Value>) {
     }
 }
 
-/// One line of progress for an event, or None for events not worth a line.
-pub fn progress_line(event: &str, data: &Value) -> Option<String> {
+/// A stage's id in words for a person (`stage2` -> "peer ranking", `chain_step` -> "chain
+/// step"), as the Markdown export writes it.
+pub fn stage_words(id: &str) -> String {
+    crate::export::markdown::stage_words(id).to_lowercase()
+}
+
+/// A camelCase or snake_case name in words: `logicalFlow` -> "logical flow".
+pub fn name_words(name: &str) -> String {
+    crate::export::markdown::words(name).to_lowercase()
+}
+
+/// Who a call is, for a person: its role's label from the mode (`roles`), else its stage.
+fn who(data: &Value, roles: &[ModeRole]) -> String {
+    let role = data.get("role").and_then(Value::as_str).unwrap_or("");
+    match roles.iter().find(|r| r.id == role) {
+        Some(r) => r.label.to_string(),
+        None => stage_words(data.get("stage").and_then(Value::as_str).unwrap_or("")),
+    }
+}
+
+/// One line of progress for an event, or None for events not worth a line. `roles`: the run's
+/// mode's roles, whose labels name who is at work.
+pub fn progress_line(event: &str, data: &Value, roles: &[ModeRole]) -> Option<String> {
     let s = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     match event {
         "token" => None,
-        "call_start" => Some(format!("  … {:<8} {} ({})", s("stage"), s("model"), s("role"))),
+        "call_start" => Some(format!("  … {} · {}", who(data, roles), s("model"))),
         "call_complete" => {
             let ms = data.get("responseTimeMs").and_then(Value::as_u64).unwrap_or(0);
             if data.get("ok").and_then(Value::as_bool).unwrap_or(false) {
-                Some(format!("  ✓ {:<8} {} in {:.1}s", s("stage"), s("model"), ms as f64 / 1000.0))
+                Some(format!(
+                    "  ✓ {} · {} in {:.1}s",
+                    who(data, roles),
+                    s("model"),
+                    ms as f64 / 1000.0
+                ))
             } else {
                 let err =
                     data.pointer("/error/message").and_then(Value::as_str).unwrap_or("failed");
-                Some(format!("  ✗ {:<8} {}: {}", s("stage"), s("model"), err))
+                Some(format!("  ✗ {} · {}: {}", who(data, roles), s("model"), err))
             }
         }
         "title_complete" => Some(format!(
@@ -221,6 +248,7 @@ pub fn progress_line(event: &str, data: &Value) -> Option<String> {
             data["data"]["disagreeingDimensions"].as_array().map_or(String::new(), |a| a
                 .iter()
                 .filter_map(Value::as_str)
+                .map(name_words)
                 .collect::<Vec<_>>()
                 .join(", "))
         )),
@@ -241,11 +269,13 @@ pub fn progress_line(event: &str, data: &Value) -> Option<String> {
             data["reason"].as_str().unwrap_or("")
         )),
         "error" => Some(format!("error: {}", s("message"))),
-        "cancelled" => Some("cancelled".to_string()),
+        "cancelled" => Some("stopped".to_string()),
         "complete" => Some("complete".to_string()),
-        e if e.ends_with("_start") => Some(format!("▶ {}", e.trim_end_matches("_start"))),
+        e if e.ends_with("_start") => {
+            Some(format!("▶ {}", stage_words(e.trim_end_matches("_start"))))
+        }
         e if e.ends_with("_complete") => {
-            let mut line = format!("■ {}", e.trim_end_matches("_complete"));
+            let mut line = format!("■ {}", stage_words(e.trim_end_matches("_complete")));
             if let Some(agg) = data.pointer("/metadata/aggregateRankings").and_then(Value::as_array)
             {
                 let ranks: Vec<String> = agg
@@ -279,7 +309,7 @@ pub fn progress_line(event: &str, data: &Value) -> Option<String> {
             }
             Some(line)
         }
-        other => Some(format!("• {other}")),
+        other => Some(format!("• {}", stage_words(other))),
     }
 }
 
@@ -323,6 +353,7 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
     let (tx, mut rx) = watcher_channel();
     let watcher = engine.watcher_id();
     engine.watch(&started.run_id, 0, watcher, tx.clone(), &Viewer::local()).await?;
+    let roles = ModeKind::parse(&args.mode).map_or(&[][..], |m| m.spec().roles);
     let mut terminal = String::new();
     let mut last_seq = 0;
     loop {
@@ -342,7 +373,7 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
                     last_seq = f.seq;
                     if !args.quiet {
                         let env: Value = serde_json::from_str(&f.json).unwrap_or(Value::Null);
-                        if let Some(line) = progress_line(&f.event, &env["data"]) {
+                        if let Some(line) = progress_line(&f.event, &env["data"], roles) {
                             let _ = writeln!(err, "{line}");
                         }
                     }
@@ -582,14 +613,35 @@ mod tests {
     }
 
     #[test]
-    fn progress_names_model_and_stage() {
+    fn progress_names_model_and_role_in_words() {
+        let council = ModeKind::parse("council").unwrap().spec().roles;
         let line = progress_line(
             "call_complete",
-            &json!({"stage": "stage2", "model": "sim/beta", "ok": false, "error": {"message": "HTTP 503"}}),
+            &json!({"stage": "stage2", "role": "council", "model": "sim/beta", "ok": false, "error": {"message": "HTTP 503"}}),
+            council,
         )
         .unwrap();
-        assert!(line.contains("stage2") && line.contains("sim/beta") && line.contains("HTTP 503"));
-        assert_eq!(progress_line("token", &json!({})), None);
+        assert_eq!(line, "  ✗ Council members · sim/beta: HTTP 503");
+        // A role the mode does not list: the stage, in words.
+        let line =
+            progress_line("call_start", &json!({"stage": "stage3", "model": "m"}), &[]).unwrap();
+        assert_eq!(line, "  … synthesis · m");
+        assert_eq!(progress_line("stage2_start", &json!({}), council).unwrap(), "▶ peer ranking");
+        assert_eq!(progress_line("token", &json!({}), council), None);
+    }
+
+    #[test]
+    fn names_are_printed_in_words() {
+        assert_eq!(name_words("logicalFlow"), "logical flow");
+        assert_eq!(name_words("evidence_quality"), "evidence quality");
+        assert_eq!(stage_words("chain_step"), "chain step");
+        let line = progress_line(
+            "disagreement_detected",
+            &json!({"data": {"maxSpread": 4, "disagreeingDimensions": ["logicalFlow", "clarity"]}}),
+            &[],
+        )
+        .unwrap();
+        assert!(line.ends_with("on logical flow, clarity"), "{line}");
     }
 
     #[test]

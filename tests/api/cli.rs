@@ -35,10 +35,14 @@ fn run_council_prints_progress_and_the_synthesis() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "stderr: {stderr}");
+    // Progress names who is at work in words, never by stage id.
     assert!(
-        stderr.contains("stage1") && stderr.contains("sim/gamma") && stderr.contains("stage3"),
+        stderr.contains("Council members · sim/gamma")
+            && stderr.contains("▶ peer ranking")
+            && stderr.contains("Chairman · "),
         "{stderr}"
     );
+    assert!(!stderr.contains("stage1") && !stderr.contains("stage3"), "{stderr}");
     assert!(stdout.contains("sim"), "the synthesis is printed: {stdout}");
 
     let out = conclave()
