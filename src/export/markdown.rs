@@ -279,14 +279,22 @@ fn role_label(kind: Option<ModeKind>, id: &str) -> String {
         .unwrap_or_else(|| words(id))
 }
 
-/// A stage id in words: `stage1` → "Stage 1", `chain_step_2` → "Chain step 2",
-/// `round_3_stats` → "Round 3 stats", `call_failed` → "Call failed".
+/// A stage id in words: the numbered stages of the specs by what they do (`stage1` →
+/// "Answers", `stage2` → "Peer ranking", `stage3` → "Synthesis", `round1` → "Opening round"),
+/// any other id spelled out: `chain_step_2` → "Chain step 2", `round_3_stats` → "Round 3
+/// stats", `call_failed` → "Call failed".
 pub fn stage_words(id: &str) -> String {
-    words(id)
+    match id {
+        "stage1" => "Answers".into(),
+        "stage2" => "Peer ranking".into(),
+        "stage3" => "Synthesis".into(),
+        "round1" => "Opening round".into(),
+        other => words(other),
+    }
 }
 
 /// An identifier (snake_case, camelCase, letters then digits) as words, the first capitalised.
-fn words(id: &str) -> String {
+pub fn words(id: &str) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut cur = String::new();
     let mut prev: Option<char> = None;
@@ -377,6 +385,8 @@ fn has_content(v: &Value) -> bool {
 
 fn scalar(v: &Value) -> String {
     match v {
+        // A name from the data (`averageScore`, `evidenceQuality`) is written in words.
+        Value::String(s) if is_identifier(s) => words(s),
         Value::String(s) => {
             let s = one_line(s);
             if s.chars().count() > DATA_TEXT_CHARS {
@@ -399,6 +409,15 @@ fn scalar(v: &Value) -> String {
     }
 }
 
+/// A camelCase identifier: lower-case letters, then capitalised parts (`evidenceQuality`).
+/// Prose never is one word like that.
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && s.chars().all(|c| c.is_ascii_alphanumeric())
+        && s.chars().any(|c| c.is_ascii_uppercase())
+}
+
 fn is_scalar(v: &Value) -> bool {
     !matches!(v, Value::Array(_) | Value::Object(_))
 }
@@ -413,7 +432,7 @@ fn data_list(v: &Value, depth: usize) -> String {
     match v {
         Value::Object(map) => {
             for (k, item) in map.iter().filter(|(_, i)| has_content(i)) {
-                let key = words(k);
+                let key = key_words(k);
                 out.push_str(&entry(&pad, &key, item, depth));
             }
         }
@@ -463,6 +482,18 @@ fn entry(pad: &str, key: &str, item: &Value, depth: usize) -> String {
     format!("{pad}- {key}:\n{}", data_list(item, depth + 1))
 }
 
+/// A key of stored data in words: a map keyed by data (labels, models) keeps its keys as
+/// written; a level in capitals (`CRITICAL`, `VERIFIED`) reads as a word ("Critical").
+fn key_words(k: &str) -> String {
+    if k.contains(' ') || k.contains('/') {
+        k.to_string()
+    } else if k.len() >= 3 && k.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
+        words(&k.to_lowercase())
+    } else {
+        words(k)
+    }
+}
+
 /// A small object of scalars on one line: `Response A: sim/gamma; Response B: sim/alpha`.
 fn inline_object(v: &Value) -> Option<String> {
     let map = v.as_object()?;
@@ -473,8 +504,7 @@ fn inline_object(v: &Value) -> Option<String> {
     let line: Vec<String> = shown
         .iter()
         .map(|(k, i)| {
-            // A map keyed by data (labels, models) keeps its keys as written.
-            let key = if k.contains(' ') || k.contains('/') { (*k).clone() } else { words(k) };
+            let key = key_words(k);
             format!("{key}: {}", scalar(i))
         })
         .collect();
@@ -492,8 +522,88 @@ fn reply(text: &str, min_level: usize) -> String {
             r.lines().map(|l| format!("> {l}").trim_end().to_string()).collect();
         out.push_str(&format!("> **Reasoning**\n>\n{}\n\n", quoted.join("\n")));
     }
-    out.push_str(&block(&without_json(&split.answer), min_level));
+    out.push_str(&block(&labelled_lines(&without_json(&split.answer)), min_level));
     out
+}
+
+/// Labels a mode's prompt asks for that a model may run together on one line ("ESTIMATE: ~63
+/// CONFIDENCE: LOW REASONING: …"). The page reads replies the same way (`static/js/ui.js`,
+/// `formatLabelledLines`).
+const SHARED_LINE_LABELS: &[&str] = &[
+    "ESTIMATE",
+    "ANSWER",
+    "CONFIDENCE",
+    "CONFIDENCE_REASONING",
+    "REASONING",
+    "DECISION",
+    "VERDICT",
+    "VOTE",
+    "WINNER",
+    "SCORE",
+    "RATIONALE",
+    "TYPE",
+    "OPTIONS",
+];
+/// Labels of under five letters that are a mode's format, not an abbreviation ("NASA: …").
+const SHORT_LABELS: &[&str] = &["TYPE", "TASK", "VOTE", "RANK", "NAME", "ROLE", "CLAIM"];
+
+/// A reply's labelled format lines for a reader: each `LABEL: value` line its own paragraph
+/// headed by the label in words (`**Estimate:** ~63`), labels run together on one line split
+/// apart. Fenced and indented code, prose and labels mid-sentence stay as written.
+fn labelled_lines(text: &str) -> String {
+    static LINE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static SPLIT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let line_re = crate::modes::reading::re(
+        &LINE,
+        r"^(\s*)(?:\*\*|__)?([A-Z]+(?:[ _][A-Z]+){0,4})(?:\*\*|__)?\s*:(?:\*\*|__)?[ \t]*(.*)$",
+    );
+    let split_re = crate::modes::reading::re(
+        &SPLIT,
+        &format!(r"\s+(?:\*\*)?(?:{})(?:\*\*)?\s*:", SHARED_LINE_LABELS.join("|")),
+    );
+    let is_label = |key: &str| {
+        key.len() >= 5 || SHORT_LABELS.contains(&key) || SHARED_LINE_LABELS.contains(&key)
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut fenced = false;
+    for raw in text.split('\n') {
+        let trimmed = raw.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fenced = !fenced;
+        }
+        let code = fenced || raw.starts_with("    ") || raw.starts_with('\t');
+        let head = if code { None } else { line_re.captures(raw) };
+        if !head.is_some_and(|c| is_label(&c[2])) {
+            out.push(raw.to_string());
+            continue;
+        }
+        // Split where a known label starts again on the same line (one leads it).
+        let mut parts: Vec<&str> = Vec::new();
+        let mut from = 0;
+        for m in split_re.find_iter(raw) {
+            parts.push(&raw[from..m.start()]);
+            from = m.start() + (m.as_str().len() - m.as_str().trim_start().len());
+        }
+        parts.push(&raw[from..]);
+        out.push(String::new());
+        for part in parts {
+            match line_re.captures(part).filter(|c| is_label(&c[2])) {
+                Some(c) => {
+                    let value = c[3].trim().trim_start_matches("**").trim_end_matches("**").trim();
+                    let label = words(&c[2].to_lowercase().replace(' ', "_"));
+                    let line = if value.is_empty() {
+                        format!("**{label}:**")
+                    } else {
+                        format!("**{label}:** {value}")
+                    };
+                    out.push(line);
+                }
+                None => out.push(part.to_string()),
+            }
+            out.push(String::new());
+        }
+    }
+    out.join("\n")
 }
 
 /// A reply with each JSON document in it (standing at the start of a line, or fenced as
@@ -669,12 +779,45 @@ mod tests {
 
     #[test]
     fn stage_ids_become_words() {
-        assert_eq!(stage_words("stage1"), "Stage 1");
+        assert_eq!(stage_words("stage1"), "Answers");
+        assert_eq!(stage_words("stage2"), "Peer ranking");
         assert_eq!(stage_words("chain_step_2"), "Chain step 2");
         assert_eq!(stage_words("round_3_stats"), "Round 3 stats");
         assert_eq!(stage_words("label_map"), "Label map");
         assert_eq!(words("labelToModel"), "Label to model");
         assert_eq!(words("stage2Metadata"), "Stage 2 metadata");
+    }
+
+    #[test]
+    fn labelled_lines_read_as_fields() {
+        let out = labelled_lines("ESTIMATE: ~63200 CONFIDENCE: LOW REASONING: Census data.");
+        assert!(
+            out.contains(
+                "**Estimate:** ~63200\n\n**Confidence:** LOW\n\n**Reasoning:** Census data."
+            ),
+            "{out}"
+        );
+        let out = labelled_lines("DECISION: **REVISE**\nFINAL RANKING:\n1. Response A");
+        assert!(out.contains("**Decision:** REVISE"), "{out}");
+        assert!(out.contains("**Final ranking:**\n\n1. Response A"), "{out}");
+        for kept in
+            ["NASA: founded 1958", "My ANSWER: 42", "```\nESTIMATE: 3\n```", "    VOTE: x", "prose"]
+        {
+            assert_eq!(labelled_lines(kept), kept);
+        }
+    }
+
+    #[test]
+    fn names_in_the_data_are_written_in_words_and_prose_is_not() {
+        assert_eq!(scalar(&Value::from("averageScore")), "Average score");
+        assert_eq!(key_words("CRITICAL"), "Critical");
+        assert_eq!(key_words("NOT_VERIFIED"), "Not verified");
+        assert_eq!(key_words("Response A"), "Response A");
+        assert_eq!(key_words("CV"), "CV");
+        assert_eq!(scalar(&Value::from("sim/alpha")), "sim/alpha");
+        assert_eq!(scalar(&Value::from("Accepted")), "Accepted");
+        assert_eq!(scalar(&Value::from("two words")), "two words");
+        assert_eq!(scalar(&Value::from("plain")), "plain");
     }
 
     #[test]

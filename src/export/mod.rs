@@ -7,7 +7,7 @@
 //! shapes them. [`anonymise`] hides model names for a share link that asks it.
 
 mod anonymise;
-mod markdown;
+pub mod markdown;
 
 pub use anonymise::{anonymise, model_ids};
 pub use markdown::{conversation_markdown, run_markdown};

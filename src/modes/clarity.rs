@@ -1201,7 +1201,11 @@ impl Clarity {
                     "{}. [{}] {}: {} Fix: {}\n",
                     n + 1,
                     c.priority,
-                    c.dimension,
+                    // The dimension by its name for people; a key the list does not know, as is.
+                    DIMENSIONS
+                        .iter()
+                        .find(|d| d.key == c.dimension)
+                        .map_or(c.dimension.as_str(), |d| d.name),
                     c.issue,
                     c.suggested_fix
                 ));
