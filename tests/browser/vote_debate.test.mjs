@@ -122,7 +122,8 @@ test("vote: answers, ballots, tally chart, winner; reopened the same", { skip },
 
   // Each vote's text opens; the reveal toggle names the models in the chart's label.
   await page.click(`section[data-section="vote"] .ballot >> nth=0 >> summary`);
-  assert.match(await page.innerText(`section[data-section="vote"] .ballot >> nth=0 >> .vote-reasoning`), /VOTE: Response/);
+  // The ballot line reads as a field ("Vote: Response B"), not as the format's "VOTE:".
+  assert.match(await page.innerText(`section[data-section="vote"] .ballot >> nth=0 >> .vote-reasoning`), /Vote: Response [A-Z]/);
   await page.check(`section[data-section="vote"] .reveal-toggle`);
   const revealed = await page.getAttribute(`section[data-section="vote"] .tally-chart`, "aria-label");
   for (const [l, m] of Object.entries(r.labelToModel)) assert.ok(revealed.includes(`${l} (${m})`), revealed);

@@ -25,7 +25,9 @@ export function createView(ctx) {
   let statistics = null;
   let reviews = [];
 
-  const sevBadge = (s, assumed) => ui.badge(s + (assumed ? " (assumed)" : ""), SEVERITY_COLORS[s] || "gray", "severity");
+  // The level in words (the badge's style shows it in capitals), coloured by level.
+  const sevBadge = (s, assumed, count) => ui.badge(String(s).toLowerCase() + (count === undefined ? "" : `: ${count}`) + (assumed ? " (assumed)" : ""),
+    SEVERITY_COLORS[s] || "gray", "severity");
   const fmtScore = (v) => (v == null ? "—" : String(v));
 
   function scoresTable(scores) {
@@ -112,7 +114,7 @@ export function createView(ctx) {
       el("span", { class: "muted" }, " / 5 weighted consensus"),
       el("span", { class: "pr-summary-badges" },
         s.meanStdDev == null ? null : ui.badge(`mean spread ${ui.fmtNum(s.meanStdDev)}`, "gray"),
-        ...SEVERITIES.map((l) => sevBadge(`${l}: ${t[l] ?? 0}`)))));
+        ...SEVERITIES.map((l) => sevBadge(l, false, t[l] ?? 0)))));
     const nodes = [agreementChart(s), statsTable(s)];
     if (failed.length) nodes.push(el("p", { class: "callout pr-failed" }, `Did not review (the call failed): ${failed.map((f) => `reviewer ${f.reviewerIndex} (${f.model})`).join(", ")}.`));
     stats.body.replaceChildren(...nodes);

@@ -18,7 +18,8 @@ export function createView(ctx) {
 
   const attackSection = (r) => ctx.section(`attack_round_${r}`, `Round ${r} · Attack`);
   const defendSection = (r) => ctx.section(`defend_round_${r}`, `Round ${r} · Defense`);
-  const sevBadge = (s, extra) => ui.badge(s + (extra || ""), SEVERITY_COLORS[s] || "gray", "severity");
+  // The level in words (the badge's style shows it in capitals), coloured by level.
+  const sevBadge = (s, extra) => ui.badge(String(s).toLowerCase() + (extra || ""), SEVERITY_COLORS[s] || "gray", "severity");
 
   function findingsList(findings) {
     return el("ol", { class: "rt-findings" }, findings.map((f) => el("li", { class: "rt-finding" },

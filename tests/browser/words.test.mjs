@@ -1,0 +1,118 @@
+// Words for people: no protocol word reaches the page. Every mode the server runs (from
+// GET /api/modes, so a new mode is in) is run from its example and read as a person would, with
+// every fold opened: no stage id, event name, request field name, raw format label ("ESTIMATE:",
+// "DECISION:") or programming value ("undefined", "[object Object]") may show. A stopped run
+// says who stopped it, and a refused form names the member, not the request's field path.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { openPage, startRest, waitRunReady, skip, useServer, api } from "./harness.mjs";
+
+let server, base, browser;
+useServer({ latencyMs: 50 }, (env) => ({ server, base, browser } = env));
+
+// What must never show, each with why.
+const PROTOCOL = [
+  [/\b(stage[1-3]|round1)\b/, "a stage id"],
+  [/\b[a-z]+_(start|complete|detected|declared|reached)\b/, "an event name"],
+  [/\b[a-z]+(?:[A-Z][a-z0-9]+)+\b/, "a camelCase field name"],
+  [/\b(?:[A-Z]{3,}[ _])*[A-Z]{3,}:/, "a raw format label"],
+  [/\[object Object\]|\bundefined\b|\bNaN\b|\bnull\b/, "a programming value"],
+  [/WebSocket|\bwatcher\b|\bpayload\b/i, "a transport word"],
+];
+
+function offending(text) {
+  const found = [];
+  for (const [re, what] of PROTOCOL) {
+    const all = [...text.matchAll(new RegExp(re.source, re.flags.includes("g") ? re.flags : re.flags + "g"))];
+    // Each with where it stands, so a failure says where to look.
+    const seen = [...new Set(all.map((m) => JSON.stringify(text.slice(Math.max(0, m.index - 30), m.index + m[0].length + 20))))];
+    if (all.length) found.push(`${what}: ${seen.slice(0, 4).join(" · ")}`);
+  }
+  return found;
+}
+
+/**
+ * The page's text as a person reads it, with every fold and "show more" opened: each visible
+ * text node as written (a label the style shows in capitals is not a format label).
+ */
+async function everything(page) {
+  return page.evaluate(() => {
+    document.querySelectorAll("details").forEach((d) => { d.open = true; });
+    document.querySelectorAll(".clip").forEach((c) => c.classList.add("expanded"));
+    const out = [];
+    const walk = document.createTreeWalker(document.querySelector("main"), NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      const p = n.parentElement;
+      if (!n.textContent.trim() || !p || p.closest("script, style, datalist") || !p.checkVisibility()) continue;
+      out.push(n.textContent);
+    }
+    return out.join("\n");
+  });
+}
+
+test("no mode's run view shows a protocol word", { skip }, async () => {
+  const { modes } = await (await api(`${base}/api/modes`)).json();
+  assert.ok(modes.length >= 16, `${modes.length} modes`);
+  const runs = [];
+  for (const m of modes) runs.push({ mode: m.id, ...(await startRest(base, m.example)) });
+  const { page, errors, context } = await openPage(browser, base, "/");
+  const problems = [];
+  for (const run of runs) {
+    await page.goto(`${base}/#/run/${encodeURIComponent(run.runId)}`);
+    await waitRunReady(page, run.runId, 120000);
+    // Reveal model names where the view hides them: their labels are words too.
+    for (const t of await page.$$("article.run input[type=checkbox]")) await t.check().catch(() => {});
+    const found = offending(await everything(page));
+    if (found.length) problems.push(`${run.mode}: ${found.join("; ")}`);
+  }
+  assert.deepEqual(problems, [], problems.join("\n"));
+  // The dashboard lists them all, with their outcomes.
+  await page.goto(`${base}/#/`);
+  await page.waitForSelector(".run-row, table.data tbody tr");
+  assert.deepEqual(offending(await everything(page)), []);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test("a Delphi reply's format lines show as fields, and a stopped run says who stopped it", { skip }, async () => {
+  const { page, errors, context } = await openPage(browser, base, "/");
+  const { runId } = await startRest(base, { mode: "delphi", question: "How many piano tuners work in Chicago?" });
+  await page.goto(`${base}/#/run/${encodeURIComponent(runId)}`);
+  await waitRunReady(page, runId, 120000);
+  const text = await everything(page);
+  assert.match(text, /Estimate:/, "the estimate is a labelled field");
+  assert.doesNotMatch(text, /ESTIMATE:|CONFIDENCE:|REASONING:/);
+  // A confidence the reply states is a badge, not a word in a sentence.
+  assert.ok(await page.$("article.run .md .reply-badge"), "a confidence badge in a reply");
+
+  // A run with a member that never answers, stopped from the page.
+  const slow = await startRest(base, { mode: "council", question: "Stop me", councilModels: ["sim/alpha", "sim/stall-a"], chairmanModel: "sim/alpha" });
+  const run = `article.run[data-run="${slow.runId}"]`;
+  await page.goto(`${base}/#/run/${encodeURIComponent(slow.runId)}`);
+  await page.waitForSelector(`${run} .chip-call.running, ${run} .card.running`);
+  await page.click(`${run} .run-head button.danger`);
+  await page.click(`${run} .run-head button.confirm-cancel`);
+  await waitRunReady(page, slow.runId);
+  const stopped = await everything(page);
+  assert.match(stopped, /Stopped by tester/);
+  assert.deepEqual(offending(stopped), []);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test("a refused model is named as the member it is, not by the request's field path", { skip }, async () => {
+  const { page, errors, context } = await openPage(browser, base, "/#/new/council");
+  await page.waitForSelector("form textarea");
+  await page.fill("form textarea", "Which is better?");
+  // A fourth council member the server cannot route: the form lets it through, the server refuses.
+  const input = await page.waitForSelector('[data-field="councilModels"] .picker input');
+  await input.fill("nowhere/model");
+  await input.press("Enter");
+  await page.click("form button[type=submit]");
+  const message = await page.waitForSelector('[data-field="councilModels"] .field-error:not(:empty)', { timeout: 10000 });
+  const said = await message.innerText();
+  assert.match(said, /^Member \d+: /, said);
+  assert.doesNotMatch(said, /councilModels/);
+  assert.deepEqual(errors.filter((e) => !/400/.test(e)), []);
+  await context.close();
+});
