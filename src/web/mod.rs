@@ -105,6 +105,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/deliberations", web::get().to(rest::list_runs))
             .route("/deliberations/{id}", web::get().to(rest::get_run))
             .route("/deliberations/{id}/cancel", web::post().to(rest::cancel))
+            .route("/deliberations/{id}/rerun", web::post().to(rest::rerun))
             .route("/deliberations/{id}/events", web::get().to(sse::events))
             .route("/deliberations/{id}/export", web::get().to(share::export_run))
             .route("/deliberations/{id}/shares", web::post().to(share::create_share))
