@@ -9,6 +9,7 @@ pub mod client_msg;
 pub mod error;
 pub mod limits;
 mod metrics;
+mod pages;
 mod rest;
 mod share;
 mod sse;
@@ -128,7 +129,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .route("/s/{token}/export", web::get().to(share::page_export))
     .route("/", web::get().to(assets::index))
     .route("/favicon.ico", web::get().to(assets::favicon))
-    .route("/static/{path:.*}", web::get().to(assets::file));
+    .route("/static/{path:.*}", web::get().to(assets::file))
+    // Any other address: a page saying there is nothing here and where to go.
+    .default_service(web::to(pages::unknown_address));
 }
 
 #[cfg(test)]
