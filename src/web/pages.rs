@@ -61,7 +61,7 @@ pub fn sign_in_link_used() -> HttpResponse {
             it. This one has already been used, or it has expired, so it cannot sign you in.",
         next: &[
             "If you opened this link before on this browser, you may still be signed in: \
-             <a href=\"/\">go to Conclave</a>.",
+             try the button below.",
             ASK_FOR_A_TOKEN,
             "If you set up this server yourself, run that command on it, then paste the token \
              it prints.",
