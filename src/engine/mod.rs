@@ -15,6 +15,7 @@ pub mod hub;
 pub mod limits;
 pub mod model_call;
 mod reads;
+mod rerun;
 pub mod resume;
 pub mod retry;
 pub mod summary;
@@ -255,8 +256,10 @@ impl Engine {
     async fn resume_run(&self, run_id: &str) -> Result<(), String> {
         let err = |e: StoreError| e.to_string();
         let run = self.store.get_run(run_id).await.map_err(err)?.ok_or("the run is gone")?;
-        let kind =
-            ModeKind::parse(&run.mode).ok_or_else(|| format!("unknown mode {}", run.mode))?;
+        // The validated request holds the question exactly as the mode first saw it.
+        let mut req = rerun::stored_request(&run)?;
+        req.conversation_id = Some(run.conversation_id.clone());
+        let question = req.question.clone();
         let detail = self
             .store
             .get_conversation(&run.conversation_id)
@@ -265,24 +268,8 @@ impl Engine {
             .ok_or("its conversation is gone")?;
         let position = |id: &str| detail.messages.iter().find(|m| m.id == id).map(|m| m.position);
         let asked = position(&run.user_message_id).ok_or("its question is gone")?;
-        // The validated request holds the question exactly as the mode first saw it.
-        let question = match run.request.get("question") {
-            Some(Value::String(q)) => q.clone(),
-            _ => return Err("its stored request has no question".into()),
-        };
         let earlier: Vec<MessageRecord> =
             detail.messages.iter().filter(|m| m.position < asked).cloned().collect();
-        let config = match run.request.get("config") {
-            Some(c @ Value::Object(_)) => c.clone(),
-            _ => return Err("its stored request has no configuration".into()),
-        };
-        let req = modes::ValidRequest {
-            mode: kind,
-            question: question.clone(),
-            conversation_id: Some(run.conversation_id.clone()),
-            config,
-            models: Vec::new(),
-        };
         let ctx = RunContext {
             run_id: run.id.clone(),
             conversation_id: run.conversation_id.clone(),
@@ -423,8 +410,6 @@ impl Engine {
         self.next_watcher.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Validates a start request and starts the run. Every client mistake is reported as
-    /// [`EngineError::Invalid`] before anything is stored or any model is called.
     /// Shutdown: refuse new runs, let running ones finish for up to `grace`, end the rest as
     /// `interrupted` (their completed stages stay stored), and wait until every write has
     /// reached the database. Returns how many runs were interrupted.
@@ -444,6 +429,8 @@ impl Engine {
         Ok(interrupted)
     }
 
+    /// Validates a start request and starts the run. Every client mistake is reported as
+    /// [`EngineError::Invalid`] before anything is stored or any model is called.
     pub async fn start_run(
         &self,
         body: &Value,
@@ -453,7 +440,6 @@ impl Engine {
             return Err(EngineError::Unavailable);
         }
         let req = modes::validate(body, &self.settings.defaults)?;
-        let owner = viewer.name.clone();
         let requested_visibility = match body.get("visibility") {
             None | Some(Value::Null) => None,
             Some(Value::String(v)) if Visibility::parse(v).is_some() => Visibility::parse(v),
@@ -466,6 +452,19 @@ impl Engine {
                 return Err(FieldError::new(&field_naming(body, model), message).into());
             }
         }
+        self.begin(req, requested_visibility, viewer).await
+    }
+
+    /// Starts a validated request whose models route: in its conversation when it names one
+    /// (a follow-up, with the conversation's history), else in a new one. The follow-up rules,
+    /// the mode's own build and then the caller's limits are checked before anything is stored.
+    async fn begin(
+        &self,
+        req: modes::ValidRequest,
+        requested_visibility: Option<Visibility>,
+        viewer: &Viewer,
+    ) -> Result<StartedRun, EngineError> {
+        let owner = viewer.name.clone();
         let (conversation_id, new_conversation, history, visibility) = match &req.conversation_id {
             None => (
                 ConversationId::generate().into_string(),

@@ -117,7 +117,8 @@ pub struct LoginQuery {
 }
 
 /// `GET /login?token=…`: the one-time link printed at first start. Exchanges it for a session
-/// cookie and redirects to the page, so the token leaves the address bar.
+/// cookie and redirects to the page, so the token leaves the address bar. A link used before
+/// or expired answers a page (401) saying so and how to get in instead.
 pub async fn login_link(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -129,11 +130,7 @@ pub async fn login_link(
         None => None,
     };
     let Some((user, _)) = found else {
-        return Ok(HttpResponse::Unauthorized().content_type("text/html; charset=utf-8").body(
-            "<!doctype html><meta charset=utf-8><title>Conclave</title><p>This sign-in link is \
-             not valid: it works once, for 24 hours. Ask an admin for a token \
-             (<code>conclave user add NAME</code>) and paste it on <a href=\"/\">the page</a>.",
-        ));
+        return Ok(super::pages::sign_in_link_used());
     };
     let cookie = session_cookie(store, &user, is_https(&req)).await?;
     Ok(HttpResponse::SeeOther().insert_header(("Location", "/")).cookie(cookie).finish())

@@ -9,6 +9,7 @@ pub mod client_msg;
 pub mod error;
 pub mod limits;
 mod metrics;
+mod pages;
 mod rest;
 mod share;
 mod sse;
@@ -105,6 +106,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/deliberations", web::get().to(rest::list_runs))
             .route("/deliberations/{id}", web::get().to(rest::get_run))
             .route("/deliberations/{id}/cancel", web::post().to(rest::cancel))
+            .route("/deliberations/{id}/rerun", web::post().to(rest::rerun))
             .route("/deliberations/{id}/events", web::get().to(sse::events))
             .route("/deliberations/{id}/export", web::get().to(share::export_run))
             .route("/deliberations/{id}/shares", web::post().to(share::create_share))
@@ -127,7 +129,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .route("/s/{token}/export", web::get().to(share::page_export))
     .route("/", web::get().to(assets::index))
     .route("/favicon.ico", web::get().to(assets::favicon))
-    .route("/static/{path:.*}", web::get().to(assets::file));
+    .route("/static/{path:.*}", web::get().to(assets::file))
+    // Any other address: a page saying there is nothing here and where to go.
+    .default_service(web::to(pages::unknown_address));
 }
 
 #[cfg(test)]

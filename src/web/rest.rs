@@ -37,6 +37,17 @@ pub async fn start(
     Ok(HttpResponse::Accepted().json(started))
 }
 
+/// `POST /api/deliberations/{id}/rerun`: starts a new run with the stored request of a run the
+/// caller may see (404 otherwise, 409 while it is still running); answers like a start.
+pub async fn rerun(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let started = state.engine.rerun(&run_id(&id)?, &caller.viewer()).await?;
+    Ok(HttpResponse::Accepted().json(started))
+}
+
 /// `GET /api/deliberations`: live runs, then the most recent ones.
 pub async fn list_runs(
     state: web::Data<AppState>,

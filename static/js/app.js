@@ -18,10 +18,14 @@ const main = $("#main");
 // Tests and the curious reach the connection here (e.g. `conclave.conn.drop()`).
 window.conclave = { conn, me: null, signedOut };
 
-/** The session ended while the page was open: show the sign-in screen again. */
+/** Why the sign-in screen shows after a reload (kept for that one load only). */
+const SIGNED_OUT_KEY = "conclave.signedOut";
+
+/** The session ended while the page was open: show the sign-in screen again, saying why. */
 function signedOut() {
   if (window.conclave.me) {
     window.conclave.me = null;
+    sessionStorage.setItem(SIGNED_OUT_KEY, "ended");
     location.reload();
   }
 }
@@ -111,7 +115,13 @@ async function route() {
 }
 
 function notFoundView() {
-  main.append(el("h1", null, "Not found"), el("p", null, el("a", { href: "#/" }, "Back to the dashboard")));
+  main.append(el("section", { class: "notice form-card" }, el("h1", null, "There is no page at this address"),
+    el("p", { class: "notice-what" }, "The address may be mistyped, or the page it pointed to has moved."),
+    el("h2", null, "What to do"),
+    el("ul", { class: "notice-next" },
+      el("li", null, el("a", { href: "#/" }, "Go to the dashboard"), ", which lists the deliberations running now and the recent ones."),
+      el("li", null, el("a", { href: "#/history" }, "Search the history"), " for an earlier conversation."),
+      el("li", null, el("a", { href: "#/new" }, "Start a new deliberation"), "."))));
   return null;
 }
 
@@ -297,6 +307,15 @@ async function conversationView({ id, focusRun, known }) {
   const views = [];
   const thread = el("div", { class: "thread" });
   const title = el("span", null, conv.conversation.title || details[0]?.question || "Untitled");
+  // The heading often is the first question itself (no title yet, or one made of its first
+  // words): on a phone the first run's header then leaves it out, so it shows once.
+  const sameAsTitle = (view) => {
+    const squash = (t) => (t || "").replace(/\s+/g, " ").trim();
+    const t = squash(title.textContent).replace(/…$/, "").trim();
+    const q = squash(view.question);
+    return !!t && (q === t || (title.textContent.trim().endsWith("…") && q.startsWith(t)));
+  };
+  const markTitle = () => { if (views[0]) views[0].head.classList.toggle("same-as-title", sameAsTitle(views[0])); };
   main.append(el("div", { class: "conversation-head" }, el("h1", null, title), ui.modeBadge(mode),
     el("span", { class: "muted" }, ui.fmtTime(conv.conversation.createdAt))), thread);
 
@@ -318,6 +337,7 @@ async function conversationView({ id, focusRun, known }) {
             const c = await fetchJson(`/api/conversations/${encodeURIComponent(id)}`);
             if (c.conversation.title) { conv.conversation.title = c.conversation.title; title.textContent = c.conversation.title; }
           } catch { /* keep the old title */ }
+          markTitle();
         }
       },
     });
@@ -328,6 +348,7 @@ async function conversationView({ id, focusRun, known }) {
   }
 
   for (const d of details) await mountRun(d);
+  markTitle();
 
   const last = details[details.length - 1];
   const info = modeInfo(mode);
@@ -434,8 +455,14 @@ async function reviewsView() {
 function signInView(message) {
   const token = el("input", { id: "sign-in-token", type: "password", autocomplete: "off", required: true, "aria-describedby": "sign-in-help" });
   const err = el("div", { class: "error", role: "alert" }, message || "");
+  // After signing out (or a session that ended), say so before asking to sign in again.
+  const why = sessionStorage.getItem(SIGNED_OUT_KEY);
+  sessionStorage.removeItem(SIGNED_OUT_KEY);
+  const note = why ? el("p", { class: "signed-out-note", role: "status" }, why === "ended"
+    ? "Your session ended (it was signed out elsewhere or revoked). Sign in again to go on."
+    : "You have signed out. Sign in again below when you want to come back.") : null;
   const form = el("form", { class: "form-card sign-in", "aria-label": "Sign in" },
-    el("h1", null, "Sign in to Conclave"),
+    el("h1", null, "Sign in to Conclave"), note,
     el("p", { class: "muted", id: "sign-in-help" }, "Open the sign-in link the server printed when it first started, or paste an API token (an admin makes one with ",
       el("code", null, "conclave user add NAME"), ")."),
     el("div", { class: "field" }, el("label", { for: "sign-in-token" }, "API token"), token),
@@ -456,6 +483,10 @@ function signInView(message) {
 /** The phone's one-row header: a menu button opens the navigation, a choice closes it. */
 function setUpMenu() {
   const bar = $(".topbar");
+  // A run's live bar sticks just under the top bar, whatever height the bar has now.
+  const measure = () => document.documentElement.style.setProperty("--topbar-h", `${bar.offsetHeight}px`);
+  new ResizeObserver(measure).observe(bar);
+  measure();
   const btn = $("#menu-toggle");
   const set = (open) => { bar.classList.toggle("open", open); btn.setAttribute("aria-expanded", String(open)); };
   btn.addEventListener("click", () => set(!bar.classList.contains("open")));
@@ -485,6 +516,7 @@ async function boot() {
   $("#sign-out").addEventListener("click", async () => {
     await fetch("/api/session", { method: "DELETE" });
     window.conclave.me = null;
+    sessionStorage.setItem(SIGNED_OUT_KEY, "signed-out");
     location.hash = "#/";
     location.reload();
   });

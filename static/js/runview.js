@@ -263,7 +263,10 @@ export class RunView {
     this.callsEl = el("span", { class: "calls-count" });
     this.usageEl = el("span", { class: "usage", title: "tokens and cost of this run" });
     this.cancelBtn = el("button", { type: "button", class: "danger small", hidden: true }, "Cancel");
-    this.cancelBtn.addEventListener("click", () => this.askCancel(true));
+    this.cancelBtn.addEventListener("click", () => this.askCancel(true, this.head));
+    // A run that did not complete can be started again with the same request (a new run).
+    this.rerunBtn = el("button", { type: "button", class: "small rerun", hidden: true, title: "Start a new run with the same question, mode and models" }, "Run again");
+    this.rerunBtn.addEventListener("click", () => this.rerun());
     // Stopping a run loses the calls in flight: it takes a second, deliberate click.
     this.confirmEl = el("span", { class: "confirm-cancel-bar", role: "group", "aria-label": "Confirm cancel", hidden: true },
       el("span", null, "Stop this run? Finished stages are kept."),
@@ -272,12 +275,22 @@ export class RunView {
     this.progressEl = el("span", { class: "progress-text" });
     this.partialEl = el("span", { class: "partial", hidden: true });
     const question = d.question || (d.request && d.request.question) || "";
+    this.question = question;
+    this.questionEl = el("div", { class: "question" }, question || "(no question)");
     this.head = el("div", { class: "run-head" },
-      el("div", { class: "question" }, question || "(no question)"),
+      this.questionEl,
       el("div", { class: "facts" }, this.statusEl, this.partialEl, this.progressEl, this.elapsedEl, this.callsEl, this.usageEl,
         el("a", { href: `#/run/${encodeURIComponent(this.runId)}`, class: "muted permalink" }, "link")),
-      el("span", { class: "spacer" }), this.cancelBtn, this.confirmEl);
+      el("span", { class: "spacer" }), this.cancelBtn, this.rerunBtn, this.confirmEl);
     addShareTools(this.head, d);
+    // While the run is live, a thin bar stays in view under the page's top bar as the reader
+    // scrolls through the stages: where the run is, how long it has taken, and Cancel.
+    this.liveStage = el("span", { class: "live-stage" }, "Starting");
+    this.liveElapsed = el("span", { class: "live-elapsed", title: "elapsed" });
+    this.liveCancel = el("button", { type: "button", class: "danger small live-cancel", hidden: true }, "Cancel");
+    this.liveCancel.addEventListener("click", () => this.askCancel(true, this.liveBar));
+    this.liveBar = el("div", { class: "run-live-bar", role: "group", "aria-label": "Run progress" },
+      el("span", { class: "live-dot", "aria-hidden": "true" }), this.liveStage, this.liveElapsed, this.liveCancel);
     this.endNote = el("div", { hidden: true });
     // The answer comes first: under the header, one card with the run's outcome in its mode's
     // terms and the answer (the mode's primary block); the stages follow, with a compact step
@@ -288,7 +301,7 @@ export class RunView {
     this.answerRoot = el("div", { class: "run-answer" }, this.endNote, this.outcomeEl, this.pendingEl);
     this.modeRoot = el("div", { class: "mode-root" });
     this.el = el("article", { class: "run", "aria-label": `${ui.MODE_LABELS[this.mode] || this.mode} run`, dataset: { run: this.runId, mode: this.mode, status: "running" } },
-      this.head, this.answerRoot, this.stepsEl, this.modeRoot);
+      this.head, this.liveBar, this.answerRoot, this.stepsEl, this.modeRoot);
     this.ctx = this.makeCtx();
     this.renderFacts();
   }
@@ -490,6 +503,7 @@ export class RunView {
       el("span", { class: "step-n", "aria-hidden": "true" }, String(i + 1)), el("span", { class: "step-title" }, title),
       live && cards.length > 1 ? el("span", { class: "step-count" }, ` ${finished}/${cards.length}`) : null);
     }));
+    this.current = current;
     if (this.status === "running") {
       this.pendingEl.textContent = current
         ? `Working on ${current.title.toLowerCase()}${current.total > 1 ? `: ${current.finished} of ${current.total} done` : ""}. The answer appears here when the panel has finished.`
@@ -526,20 +540,59 @@ export class RunView {
     const tokens = (u.promptTokens || 0) + (u.completionTokens || 0);
     this.usageEl.textContent = `${tokens.toLocaleString()} tokens${u.cost !== null && u.cost !== undefined ? " · " + ui.fmtCost(u.cost) : ""}`;
     // Only the run's owner or an admin may stop it (the server says which in `canControl`).
-    this.cancelBtn.hidden = this.status !== "running" || this.detail.canControl === false || !this.confirmEl.hidden;
+    const mayCancel = this.status === "running" && this.detail.canControl !== false && this.confirmEl.hidden;
+    this.cancelBtn.hidden = !mayCancel;
+    this.liveCancel.hidden = !mayCancel;
+    this.rerunBtn.hidden = !this.mayRunAgain();
     if (this.status !== "running") {
       this.progressEl.textContent = "";
       this.confirmEl.hidden = true;
     }
     this.renderSteps();
+    this.renderLiveBar(end);
   }
 
-  /** Shows (or puts away) the "Stop this run?" confirmation in place of the Cancel button. */
-  askCancel(open) {
+  /** The live bar: the stage in words with how many of its models are done, and the time. */
+  renderLiveBar(end) {
+    this.liveBar.hidden = this.status !== "running";
+    if (this.liveBar.hidden) return;
+    const c = this.current;
+    this.liveStage.textContent = c ? `${c.title}${c.total > 1 ? ` · ${c.finished} of ${c.total} models done` : ""}` : "Starting";
+    this.liveElapsed.textContent = ui.fmtElapsed(end - this.startedAt);
+  }
+
+  /**
+   * Whether to offer "Run again": the run ended without completing, and the reader may start
+   * it (a follow-up goes back into its conversation, where only its owner or an admin may ask).
+   */
+  mayRunAgain() {
+    if (!["cancelled", "failed", "interrupted"].includes(this.status)) return false;
+    const followUp = !!(this.detail.request && this.detail.request.conversationId);
+    return !(followUp && this.detail.canControl === false);
+  }
+
+  /** Starts the same request as a new run (`POST …/rerun`) and goes to it. */
+  async rerun() {
+    this.rerunBtn.disabled = true;
+    try {
+      const reply = await fetchJson(`/api/deliberations/${encodeURIComponent(this.runId)}/rerun`, { method: "POST" });
+      location.hash = `#/run/${encodeURIComponent(reply.runId)}`;
+    } catch (err) {
+      this.showNote(`Could not run it again: ${err.message}`, true);
+      this.rerunBtn.disabled = false;
+    }
+  }
+
+  /**
+   * Shows (or puts away) the "Stop this run?" confirmation in place of the Cancel button that
+   * asked: in the run's header, or in the live bar.
+   */
+  askCancel(open, host = this.head) {
+    if (open) host.append(this.confirmEl);
     this.confirmEl.hidden = !open;
     this.renderFacts();
     if (open) this.confirmEl.querySelector(".confirm-cancel").focus();
-    else if (this.status === "running") this.cancelBtn.focus();
+    else if (this.status === "running") (this.confirmEl.parentNode === this.liveBar ? this.liveCancel : this.cancelBtn).focus();
   }
 
   async cancel() {

@@ -31,6 +31,7 @@ mod real_model;
 mod reasoning;
 mod red_team;
 mod registry;
+mod rerun;
 mod retry;
 mod secrets;
 mod specialist_panel;

@@ -61,3 +61,50 @@ async fn the_page_is_self_contained_and_served_with_a_strict_csp() {
     let res = app.http.get(format!("{}/static/nope.js", app.base)).send().await.unwrap();
     assert_eq!(res.status(), 404);
 }
+
+/// The pages the server writes itself: a sign-in link used a second time answers 401 with a
+/// page in the app's look (its stylesheet, its top bar) that says what happened and how to get
+/// in instead; an address with no page answers 404 the same way, and the API keeps its JSON.
+#[actix_web::test]
+async fn a_used_sign_in_link_and_an_unknown_address_answer_helpful_styled_pages() {
+    let app = spawn_app().await;
+    let token = conclave::web::auth::new_token();
+    let store = conclave::store::Store::start(&app.database_url).unwrap();
+    let hash = conclave::web::auth::hash_token(&token);
+    store.add_token("tester", hash, conclave::store::TokenKind::Login, None).await.unwrap();
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build();
+    let browser = browser.unwrap();
+    let link = format!("{}/login?token={token}", app.base);
+    assert_eq!(browser.get(&link).send().await.unwrap().status(), 303, "the first use signs in");
+
+    let styled = |res: reqwest::Response, status: u16| async move {
+        assert_eq!(res.status(), status);
+        let ctype = res.headers()["content-type"].to_str().unwrap().to_string();
+        assert!(ctype.starts_with("text/html"), "{ctype}");
+        let csp = res.headers()["content-security-policy"].to_str().unwrap().to_string();
+        assert!(csp.contains("default-src 'none'") && !csp.contains("script-src"), "{csp}");
+        let html = res.text().await.unwrap();
+        assert!(html.contains(r#"<link rel="stylesheet" href="/static/app.css">"#), "{html}");
+        assert!(html.contains(r#"<header class="topbar">"#), "{html}");
+        html
+    };
+    let html = styled(browser.get(&link).send().await.unwrap(), 401).await;
+    assert!(html.contains("This sign-in link no longer works"), "{html}");
+    assert!(html.contains("already been used, or it has expired"), "{html}");
+    assert!(html.contains("<code>conclave user add YOUR-NAME</code>"), "{html}");
+    // With no token at all, the same page.
+    let html = styled(browser.get(format!("{}/login", app.base)).send().await.unwrap(), 401).await;
+    assert!(html.contains("This sign-in link no longer works"), "{html}");
+
+    let html = styled(browser.get(format!("{}/no/such/page", app.base)).send().await.unwrap(), 404);
+    let html = html.await;
+    assert!(html.contains("There is no page at this address"), "{html}");
+    assert!(html.contains(r#"<a href="/">Go to the dashboard</a>"#), "{html}");
+    // The stylesheet the pages link is served.
+    let css = browser.get(format!("{}/static/app.css", app.base)).send().await.unwrap();
+    assert_eq!(css.status(), 200);
+    assert!(css.text().await.unwrap().contains(".notice {"));
+    // Under /api an unknown route is still the API's JSON 404.
+    let (status, body) = app.get("/api/no-such-route").await;
+    assert_eq!((status, body["error"].as_str()), (404, Some("no such API route")));
+}
