@@ -71,7 +71,7 @@ test("the sign-in form, what another user sees, and signing out", { skip }, asyn
   // Opening it: watchable, but no Cancel and no follow-up box.
   await page.click(`#live-runs [data-run="${team.runId}"] .q a`);
   await page.waitForSelector(`article.run[data-run="${team.runId}"] .chip-call`);
-  assert.equal(await page.isVisible(`article.run[data-run="${team.runId}"] .run-head button.danger`), false);
+  assert.equal(await page.isVisible(`article.run[data-run="${team.runId}"] .run-live-bar button.live-cancel`), false);
   await waitRunReady(page, team.runId);
   assert.equal(await page.$(".follow-up"), null);
   // The private run's address gives nothing away.
@@ -90,7 +90,7 @@ test("the sign-in form, what another user sees, and signing out", { skip }, asyn
   const detail = await (await fetch(`${server.base}/api/deliberations/${mine}`, { headers: { authorization: `Bearer ${bob}` } })).json();
   assert.equal(detail.visibility, "private");
   assert.equal(detail.owner, "bob");
-  assert.equal(await page.isVisible(`article.run[data-run="${mine}"] .run-head button.danger`), true, "his own run can be cancelled");
+  assert.equal(await page.isVisible(`article.run[data-run="${mine}"] .run-live-bar button.live-cancel`), true, "his own run can be cancelled");
   const asAlice = await fetch(`${server.base}/api/deliberations/${mine}`, { headers: { authorization: `Bearer ${alice}` } });
   assert.equal(asAlice.status, 404);
 

@@ -30,7 +30,7 @@ test("a council runs live, a second person joins from the dashboard, reopens ide
   // Progress per model while stage 1 runs, and text streaming into the cards.
   await page.waitForSelector('[data-section="stage1"] .chip-call.running');
   await page.waitForFunction(() => [...document.querySelectorAll('[data-section="stage1"] .md.streaming')].some((m) => m.textContent.length > 20), null, { timeout: 10000 });
-  assert.equal(await page.isVisible("article.run .run-head button.danger"), true, "a running run can be cancelled");
+  assert.equal(await page.isVisible("article.run .run-live-bar button.live-cancel"), true, "a running run can be cancelled");
   // While it runs, the answer card says where the run is; the steps show the live stage.
   assert.match(await page.textContent("article.run .answer-pending"), /^Working on stage 1/);
   assert.equal(await page.getAttribute("article.run .run-steps .step.live", "aria-current"), "step");
@@ -95,9 +95,9 @@ test("a council runs live, a second person joins from the dashboard, reopens ide
   const second = await page.$eval("article.run:nth-of-type(2)", (n) => n.dataset.run);
   assert.equal(await page.isDisabled(".follow-up button[type=submit]"), true, "one question at a time");
   await page.waitForSelector(`article.run[data-run="${second}"] .chip-call.running`);
-  await page.click(`article.run[data-run="${second}"] .run-head button.danger`);
+  await page.click(`article.run[data-run="${second}"] .run-live-bar button.live-cancel`);
   // It asks first: stopping drops the calls in flight.
-  await page.click(`article.run[data-run="${second}"] .run-head button.confirm-cancel`);
+  await page.click(`article.run[data-run="${second}"] .run-live-bar button.confirm-cancel`);
   await waitRunReady(page, second, 10000);
   assert.equal(await page.getAttribute(`article.run[data-run="${second}"]`, "data-status"), "cancelled");
   assert.match(await page.textContent(`article.run[data-run="${second}"] .run-note`), /^Stopped by \S+ before it finished/);

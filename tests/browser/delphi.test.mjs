@@ -252,8 +252,8 @@ test("a run cancelled mid-round shows what arrived", { skip }, async () => {
       if (r.dataset.status !== "running") { resolve(null); return true; }
       const later = [...r.querySelectorAll(".stage.running[data-section^='round_']")].find((st) => st.dataset.section !== "round_1");
       if (!later) return false;
-      r.querySelector(".run-head button.danger").click();
-      r.querySelector(".run-head button.confirm-cancel").click();
+      r.querySelector(".run-live-bar button.live-cancel").click();
+      r.querySelector(".run-live-bar button.confirm-cancel").click();
       resolve(later.dataset.section);
       return true;
     };

@@ -32,8 +32,8 @@ test("a cancelled run is run again from its page and the new run completes", { s
   const article = `article.run[data-run="${old}"]`;
   await page.waitForSelector(`${article} .chip-call.running`);
   assert.equal(await page.isVisible(`${article} .run-head button.rerun`), false, "no Run again while it runs");
-  await page.click(`${article} .run-head button.danger`);
-  await page.click(`${article} .run-head button.confirm-cancel`);
+  await page.click(`${article} .run-live-bar button.live-cancel`);
+  await page.click(`${article} .run-live-bar button.confirm-cancel`);
   await waitRunReady(page, old);
   assert.equal(await page.getAttribute(article, "data-status"), "cancelled");
   assert.equal(await page.isVisible(`${article} .run-live-bar`), false, "the live bar goes when the run ends");

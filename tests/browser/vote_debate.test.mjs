@@ -297,8 +297,8 @@ test("debate: a failing member is left out and the debate completes; a cancelled
   // Cancelled while the debaters revise: round 1 stays, the revision cards stop, no winner.
   const id2 = await startViaForm(page, "debate", "Should cities ban cars downtown?");
   await page.waitForSelector(`section[data-section="revision"] .model-card`);
-  await page.click(`article.run[data-run="${id2}"] .run-head button.danger`);
-  await page.click(`article.run[data-run="${id2}"] .run-head button.confirm-cancel`);
+  await page.click(`article.run[data-run="${id2}"] .run-live-bar button.live-cancel`);
+  await page.click(`article.run[data-run="${id2}"] .run-live-bar button.confirm-cancel`);
   await waitRunReady(page, id2);
   assert.equal(await page.getAttribute(`article.run[data-run="${id2}"]`, "data-status"), "cancelled");
   assert.equal(await page.$$eval(`section[data-section="round1"] .model-card`, (c) => c.length), 3);

@@ -90,8 +90,8 @@ test("a Delphi reply's format lines show as fields, and a stopped run says who s
   const run = `article.run[data-run="${slow.runId}"]`;
   await page.goto(`${base}/#/run/${encodeURIComponent(slow.runId)}`);
   await page.waitForSelector(`${run} .chip-call.running, ${run} .card.running`);
-  await page.click(`${run} .run-head button.danger`);
-  await page.click(`${run} .run-head button.confirm-cancel`);
+  await page.click(`${run} .run-live-bar button.live-cancel`);
+  await page.click(`${run} .run-live-bar button.confirm-cancel`);
   await waitRunReady(page, slow.runId);
   const stopped = await everything(page);
   assert.match(stopped, /Stopped by tester/);

@@ -209,7 +209,7 @@ export function createView(ctx) {
             card.setRole("refiner");
             card.setState("ok", { ms: d.responseTimeMs });
             if (d.fallbackFrom) card.addBadge(ui.badge(`backup for ${d.fallbackFrom}`, "yellow"));
-            card.setText("The proposal is shown below.");
+            card.setText("The proposal is shown at the top of the page.");
           }
           refinement.done();
           const p = ctx.primary("Proposal");

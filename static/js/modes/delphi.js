@@ -534,7 +534,7 @@ export function createView(ctx) {
           if (d.facilitatorModel) {
             const card = s.claim(d.facilitatorModel);
             card.setRole("facilitator");
-            card.setBody(el("p", { class: "muted" }, "The report is the answer below."));
+            card.setBody(el("p", { class: "muted" }, "The report is the answer at the top of the page."));
           }
           s.done();
           if (!outcome) {

@@ -191,7 +191,7 @@ export function createView(ctx) {
     const card = sForeman.claim(r.model);
     card.setRole("foreman");
     card.setState("ok", { ms: r.responseTimeMs });
-    card.setBody(el("p", { class: "muted" }, "The verdict report is below."));
+    card.setBody(el("p", { class: "muted" }, "The verdict report is at the top of the page."));
     sForeman.done();
 
     const p = ctx.primary("Verdict report");

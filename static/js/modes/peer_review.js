@@ -167,7 +167,7 @@ export function createView(ctx) {
             card.setRole("consolidator");
             card.setState("ok", { ms: d.responseTimeMs });
             if (d.fallbackFrom) card.addBadge(ui.badge(`backup for ${d.fallbackFrom}`, "yellow"));
-            card.setText("The report is shown below.");
+            card.setText("The report is shown at the top of the page.");
           }
           consolidation.done();
           const p = ctx.primary("Consolidated review");
