@@ -1,0 +1,1 @@
+//! Runs an eval through the engine.
