@@ -324,8 +324,11 @@ impl Report {
         .map(|s| s.to_string())
         .collect()];
         for a in &self.arms {
-            let diff = self.differences.iter().find(|d| d.arm == a.arm).map_or_else(
-                || if a.n > 0 { "(baseline)".to_string() } else { "—".to_string() },
+            let diff = self.differences.iter().find(|d| d.arm == a.arm && d.n > 0).map_or_else(
+                || {
+                    let base = self.best_single.as_ref().is_some_and(|b| a.arm == format!("single:{b}"));
+                    if base && a.n > 0 { "(baseline)".to_string() } else { "—".to_string() }
+                },
                 |d| {
                     format!(
                         "{:+.1} pt [{:+.1}, {:+.1}] p={:.2}",
@@ -348,14 +351,18 @@ impl Report {
                 a.arm.clone(),
                 a.n.to_string(),
                 if a.n == 0 { "—".into() } else { format!("{:.1}%", a.accuracy * 100.0) },
-                format!("{:.1}–{:.1}%", a.ci_low * 100.0, a.ci_high * 100.0),
+                if a.n == 0 {
+                    "—".into()
+                } else {
+                    format!("{:.1}–{:.1}%", a.ci_low * 100.0, a.ci_high * 100.0)
+                },
                 diff,
                 pct(a.unparsed),
                 pct(a.refused),
                 (a.prompt_tokens + a.completion_tokens).to_string(),
                 a.cost.map_or("—".into(), |c| format!("${c:.4}")),
-                format!("{:.1}s", a.latency_p50_ms as f64 / 1000.0),
-                format!("{:.1}s", a.latency_p95_ms as f64 / 1000.0),
+                duration(a.latency_p50_ms),
+                duration(a.latency_p95_ms),
             ]);
         }
         let widths: Vec<usize> = (0..rows[0].len())
@@ -399,6 +406,15 @@ impl Report {
             out.push_str(&format!("Stopped early: {why}. What is done is above.\n"));
         }
         out
+    }
+}
+
+/// `850 ms`, `12.3 s`.
+fn duration(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
     }
 }
 
