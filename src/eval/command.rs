@@ -91,7 +91,8 @@ fn read_set(name: &str, limit: Option<usize>) -> Result<String, String> {
     let text = if name == "sample" {
         super::SAMPLE.to_string()
     } else {
-        std::fs::read_to_string(PathBuf::from(name)).map_err(|e| format!("cannot read {name}: {e}"))?
+        std::fs::read_to_string(PathBuf::from(name))
+            .map_err(|e| format!("cannot read {name}: {e}"))?
     };
     Ok(match limit {
         // Whole questions: counted as parse_set counts them.
@@ -152,8 +153,12 @@ pub async fn eval_command(config: Config, args: EvalArgs) -> i32 {
                 Ok(s) => s,
                 Err(m) => return usage(m),
             };
-            let members: Vec<String> =
-                args.members.iter().map(|m| m.trim().to_string()).filter(|m| !m.is_empty()).collect();
+            let members: Vec<String> = args
+                .members
+                .iter()
+                .map(|m| m.trim().to_string())
+                .filter(|m| !m.is_empty())
+                .collect();
             let opts = EvalOptions {
                 set_name: set.clone(),
                 set_text,
@@ -197,7 +202,11 @@ pub async fn eval_command(config: Config, args: EvalArgs) -> i32 {
     let _ = engine.store().flush().await;
     let mut out = std::io::stdout();
     if args.json {
-        let _ = writeln!(out, "{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
+        );
     } else {
         let _ = write!(out, "{}", report.table());
     }

@@ -326,8 +326,13 @@ impl Report {
         for a in &self.arms {
             let diff = self.differences.iter().find(|d| d.arm == a.arm && d.n > 0).map_or_else(
                 || {
-                    let base = self.best_single.as_ref().is_some_and(|b| a.arm == format!("single:{b}"));
-                    if base && a.n > 0 { "(baseline)".to_string() } else { "—".to_string() }
+                    let base =
+                        self.best_single.as_ref().is_some_and(|b| a.arm == format!("single:{b}"));
+                    if base && a.n > 0 {
+                        "(baseline)".to_string()
+                    } else {
+                        "—".to_string()
+                    }
                 },
                 |d| {
                     format!(

@@ -102,7 +102,8 @@ fn settings_of(opts: &EvalOptions, arms: &[Arm]) -> Value {
 /// The options an eval was started with, from its stored record (to resume it by id).
 pub fn options_of(record: &EvalRecord) -> Result<EvalOptions, EvalError> {
     let s = &record.settings;
-    let bad = || EvalError::Usage(format!("eval {} has settings this version cannot read", record.id));
+    let bad =
+        || EvalError::Usage(format!("eval {} has settings this version cannot read", record.id));
     let strings = |v: &Value| -> Option<Vec<String>> {
         v.as_array()?.iter().map(|x| x.as_str().map(str::to_string)).collect()
     };
@@ -181,14 +182,12 @@ pub async fn run_eval(
         .iter()
         .filter(|m| needs_all || arms.contains(&Arm::Single((*m).clone())))
         .collect();
-    let modes: Vec<_> = arms
-        .iter()
-        .filter_map(|a| if let Arm::Mode(k) = a { Some(*k) } else { None })
-        .collect();
+    let modes: Vec<_> =
+        arms.iter().filter_map(|a| if let Arm::Mode(k) = a { Some(*k) } else { None }).collect();
     let consistency = arms.contains(&Arm::SelfConsistency);
     // Phase 2's size is known before the best member is: count it now for the progress line.
-    driver.total_later = questions.len()
-        * (modes.len() + if consistency { samples.saturating_sub(1) } else { 0 });
+    driver.total_later =
+        questions.len() * (modes.len() + if consistency { samples.saturating_sub(1) } else { 0 });
     let mut first = Vec::new();
     for m in &singles {
         for (i, p) in prompts.iter().enumerate() {
@@ -198,11 +197,8 @@ pub async fn run_eval(
     tokio::pin!(stop);
     let mut stopped = driver.run(first, &mut stop, progress).await?;
     rows = store.eval_runs(&eval.id).await?;
-    let best = if singles.is_empty() {
-        None
-    } else {
-        best_single(&opts.members, &questions, &rows)
-    };
+    let best =
+        if singles.is_empty() { None } else { best_single(&opts.members, &questions, &rows) };
     if stopped.is_none() {
         let lead = best.clone().unwrap_or_else(|| opts.members[0].clone());
         let mut second = Vec::new();
@@ -375,12 +371,19 @@ impl<'a> Driver<'a> {
                 // Look a little way down the queue for a run whose providers have room.
                 while i < pending.len().min(256) {
                     let job = &pending[i];
-                    let room = job.providers.iter().all(|p| per_provider.get(p).copied().unwrap_or(0) < limit);
+                    let room = job
+                        .providers
+                        .iter()
+                        .all(|p| per_provider.get(p).copied().unwrap_or(0) < limit);
                     if !room {
                         i += 1;
                         continue;
                     }
-                    let flying: HashSet<String> = arms_in_flight.iter().filter(|(_, n)| **n > 0).map(|(a, _)| a.clone()).collect();
+                    let flying: HashSet<String> = arms_in_flight
+                        .iter()
+                        .filter(|(_, n)| **n > 0)
+                        .map(|(a, _)| a.clone())
+                        .collect();
                     let reserve = match self.admit(&job.arm, &mut reserved, &flying) {
                         Ok(Some(r)) => r,
                         Ok(None) => {
@@ -400,7 +403,13 @@ impl<'a> Driver<'a> {
                         *per_provider.entry(p.clone()).or_insert(0) += 1;
                     }
                     *arms_in_flight.entry(job.arm.clone()).or_insert(0) += 1;
-                    running.push(execute(self.engine, self.eval_id, self.questions, job, self.in_flight.clone()));
+                    running.push(execute(
+                        self.engine,
+                        self.eval_id,
+                        self.questions,
+                        job,
+                        self.in_flight.clone(),
+                    ));
                 }
             }
             if running.is_empty() {
