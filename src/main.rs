@@ -80,7 +80,8 @@ enum Command {
     /// and sim-server started as child processes (README "Benchmarks"), or `clarity`.
     Bench {
         /// Scenarios, by number or name: 1 overhead, 2 concurrent, 3 throughput, 4 watchers,
-        /// 5 modes (default: all five). `clarity` alone runs Clarity panels in-process instead.
+        /// 5 modes (default: all five). `clarity` alone runs Clarity panels in-process instead;
+        /// `eval` alone runs an eval of 1,000 questions × 4 arms in-process (100 with --quick).
         scenarios: Vec<String>,
         /// Reduced sizes (5 sequential runs, 50 concurrent, 500 watchers...) for a smoke test.
         #[arg(long)]
