@@ -226,6 +226,23 @@ pub async fn run_eval(
     Ok(report(&eval.id, &answers, best.as_deref(), opts.seed, stopped))
 }
 
+/// The report of a stored eval from its recorded answers (what the eval page shows), with
+/// its questions.
+pub fn stored_report(
+    record: &EvalRecord,
+    rows: &[EvalRunRecord],
+) -> Result<(Report, Vec<Question>), EvalError> {
+    let opts = options_of(record)?;
+    let questions = parse_set(&opts.set_text)?;
+    let arms = parse_arms(&opts.arms, &opts.members).map_err(EvalError::Usage)?;
+    let singles = arms.iter().any(|a| !matches!(a, Arm::Mode(_)));
+    let best = if singles { best_single(&opts.members, &questions, rows) } else { None };
+    let answers =
+        answers_by_arm(&arms, &opts.members, &questions, rows, best.as_deref(), opts.samples.max(1));
+    let stopped = (record.status == "stopped").then(|| record.note.clone().unwrap_or_default());
+    Ok((report(&record.id, &answers, best.as_deref(), opts.seed, stopped), questions))
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
