@@ -57,14 +57,10 @@ pub async fn eval_bench(mut config: Config, questions: usize) -> Result<EvalFigu
     let started = Instant::now();
     let report = run_eval(&engine, &opts, None, std::future::pending(), &mut |_| {})
         .await
-          .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())?;
     let elapsed = started.elapsed();
-    let runs_stored = engine
-        .store()
-        .eval_runs(&report.eval_id)
-        .await
-          .map_err(|e| e.to_string())?
-        .len();
+    let runs_stored =
+        engine.store().eval_runs(&report.eval_id).await.map_err(|e| e.to_string())?.len();
     let _ = std::fs::remove_dir_all(&dir);
     Ok(EvalFigures { questions, runs_stored, elapsed })
 }

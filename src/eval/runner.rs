@@ -144,6 +144,13 @@ pub async fn run_eval(
     if opts.members.is_empty() {
         return Err(EvalError::Usage("--members: name at least one model".into()));
     }
+    let mut seen = HashSet::new();
+    if let Some(twice) = opts.members.iter().find(|m| !seen.insert(m.as_str())) {
+        return Err(EvalError::Usage(format!(
+            "--members: {twice} is named twice; tell copies of one model apart by name \
+             (sim/oracle-0.6-a, local/smollm2-b: a route serves them alike)"
+        )));
+    }
     let questions = parse_set(&opts.set_text)?;
     let arms = parse_arms(&opts.arms, &opts.members).map_err(EvalError::Usage)?;
     let samples = opts.samples.max(1);
@@ -237,8 +244,14 @@ pub fn stored_report(
     let arms = parse_arms(&opts.arms, &opts.members).map_err(EvalError::Usage)?;
     let singles = arms.iter().any(|a| !matches!(a, Arm::Mode(_)));
     let best = if singles { best_single(&opts.members, &questions, rows) } else { None };
-    let answers =
-        answers_by_arm(&arms, &opts.members, &questions, rows, best.as_deref(), opts.samples.max(1));
+    let answers = answers_by_arm(
+        &arms,
+        &opts.members,
+        &questions,
+        rows,
+        best.as_deref(),
+        opts.samples.max(1),
+    );
     let stopped = (record.status == "stopped").then(|| record.note.clone().unwrap_or_default());
     Ok((report(&record.id, &answers, best.as_deref(), opts.seed, stopped), questions))
 }

@@ -54,7 +54,9 @@ pub async fn get(
             let q = questions.iter().find(|q| &q.id == qid);
             let arms: serde_json::Map<String, Value> = arms
                 .iter()
-                .map(|(arm, (grade, runs))| (arm.clone(), json!({ "grade": grade, "runIds": runs })))
+                .map(|(arm, (grade, runs))| {
+                    (arm.clone(), json!({ "grade": grade, "runIds": runs }))
+                })
                 .collect();
             json!({
                 "questionId": qid,

@@ -159,7 +159,7 @@ fn the_budget_stops_the_eval_before_it_is_exceeded_and_resume_finishes_it() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let last = stderr.lines().filter(|l| l.starts_with('[')).last().unwrap();
+    let last = stderr.lines().rfind(|l| l.starts_with('[')).unwrap();
     let left = 60 - answered;
     assert!(last.starts_with(&format!("[{left}/{left}]")), "only the {left} missing runs: {last}");
     let v = json_of(&out);
