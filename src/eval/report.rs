@@ -335,12 +335,16 @@ impl Report {
                     }
                 },
                 |d| {
+                    let p = if d.mcnemar_p < 0.01 {
+                        "p<0.01".to_string()
+                    } else {
+                        format!("p={:.2}", d.mcnemar_p)
+                    };
                     format!(
-                        "{:+.1} pt [{:+.1}, {:+.1}] p={:.2}",
+                        "{:+.1} pt [{:+.1}, {:+.1}] {p}",
                         d.diff * 100.0,
                         d.diff_low * 100.0,
                         d.diff_high * 100.0,
-                        d.mcnemar_p
                     )
                 },
             );
