@@ -28,6 +28,7 @@ pub struct SoloRequest {
     /// The model that answers.
     pub model: Option<ModelId>,
     /// How long the answer may take, in milliseconds.
+    #[schemars(range(min = 1000, max = 3600000))]
     pub timeout_ms: Option<i64>,
 }
 
