@@ -55,6 +55,7 @@ test("an eval's page shows its table, chart and disagreements, each linking to i
   await link.click();
   await waitRunReady(page, answer.runIds[0]);
   const question = await page.textContent("article.run");
+  await screenshot(page, "eval-solo-run");
   assert.ok(question.includes(first.question.split("?")[0]), `the ${arm} run asked the question: ${question.slice(0, 200)}`);
 
   const phone = await openPage(browser, base, `/#/eval/${printed.evalId}`, { viewport: { width: 390, height: 844 } });
