@@ -53,6 +53,7 @@ pub async fn eval_bench(mut config: Config, questions: usize) -> Result<EvalFigu
         budget_cost: None,
         concurrency: 64,
         mode_settings: Default::default(),
+        judge: None,
     };
     let started = Instant::now();
     let report = run_eval(&engine, &opts, None, std::future::pending(), &mut |_| {})

@@ -42,6 +42,9 @@ pub struct EvalArgs {
     /// A mode arm's own settings: `MODE=JSON` (its modeConfig fields), repeatable.
     #[arg(long = "arm-config", value_name = "MODE=JSON")]
     pub arm_config: Vec<String>,
+    /// The model that grades `judge` questions against their reference answers.
+    #[arg(long)]
+    pub judge: Option<String>,
     /// Only the first N questions of the set.
     #[arg(long)]
     pub limit: Option<usize>,
@@ -170,6 +173,7 @@ pub async fn eval_command(config: Config, args: EvalArgs) -> i32 {
                 budget_cost: None,
                 concurrency: 8,
                 mode_settings,
+                judge: args.judge.clone(),
             };
             (opts, None)
         }

@@ -245,11 +245,15 @@ pub fn normalise(s: &str) -> String {
     words.join(" ").to_lowercase().trim_matches(|c: char| !c.is_alphanumeric()).to_string()
 }
 
+/// How a judge's prompt starts (the oracle sims recognise it).
+pub const JUDGE_OPENING: &str =
+    "You are grading an answer to a question against a reference answer.";
+
 /// The prompt a judge model is asked for a `judge` question (documented in the README).
 pub fn judge_prompt(q: &Question, reply: &str) -> String {
     let answer = split_reasoning(reply).answer.into_owned();
     format!(
-        "You are grading an answer to a question against a reference answer.\n\n\
+        "{JUDGE_OPENING}\n\n\
          QUESTION:\n{}\n\nREFERENCE ANSWER:\n{}\n\nANSWER TO GRADE:\n{}\n\n\
          Does the answer to grade state the same final answer as the reference? Ignore wording, \
          formatting and the reasoning shown; an answer that hedges between several answers, \
@@ -257,6 +261,14 @@ pub fn judge_prompt(q: &Question, reply: &str) -> String {
          Reply with one line: \"VERDICT: CORRECT\" or \"VERDICT: INCORRECT\".",
         q.question, q.answer, answer
     )
+}
+
+/// The reference and the graded answer of a judge's prompt, as [`judge_prompt`] wrote them.
+pub fn judge_parts(prompt: &str) -> Option<(&str, &str)> {
+    let reference = prompt.split_once("\n\nREFERENCE ANSWER:\n")?.1;
+    let (reference, rest) = reference.split_once("\n\nANSWER TO GRADE:\n")?;
+    let graded = rest.split_once("\n\nDoes the answer to grade state")?.0;
+    Some((reference, graded))
 }
 
 /// A judge's verdict: Some(true) correct, Some(false) incorrect, None when it states neither.

@@ -52,8 +52,11 @@ impl Answered {
     fn voted(q: &Question, parts: &[&EvalRunRecord]) -> Answered {
         let answers: Vec<Option<String>> = parts.iter().map(|r| r.answer.clone()).collect();
         let winner = plurality(&answers);
+        // A judged answer's grade is its judge's: the grade of a run that gave it.
+        let judged_right =
+            |a: &str| parts.iter().any(|r| r.answer.as_deref() == Some(a) && r.grade == "correct");
         let grade = match &winner {
-            Some(a) if is_correct(a, q) => Grade::Correct,
+            Some(a) if is_correct(a, q) || judged_right(a) => Grade::Correct,
             Some(_) => Grade::Wrong,
             None if !parts.is_empty() && parts.iter().all(|r| r.grade == "refused") => {
                 Grade::Refused

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 
 use super::arms::{mode_body, parse_arms, solo_body, Arm};
 use super::grade::{grade, Grade};
-use super::questions::{parse_set, prompt, Question, SetError};
+use super::questions::{parse_set, prompt, Kind, Question, SetError};
 use super::report::{answers_by_arm, best_single, report, Report};
 use crate::engine::events::{after, watcher_channel, Frame};
 use crate::engine::{Engine, EngineError, Viewer};
@@ -51,6 +51,8 @@ pub struct EvalOptions {
     pub concurrency: usize,
     /// A mode arm's own `modeConfig` settings, by mode id.
     pub mode_settings: BTreeMap<String, Map<String, Value>>,
+    /// The model that grades `judge` questions.
+    pub judge: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,8 +87,9 @@ struct Job {
     reserve: (u64, f64),
 }
 
-/// A run made: its row for `eval_runs`, or None when it was cancelled.
-type Done = Result<Option<EvalRunRecord>, EvalError>;
+/// A run made: its rows for `eval_runs` (the arm's answer, after its judge's when it was
+/// judged), or None when it was cancelled.
+type Done = Result<Option<Vec<EvalRunRecord>>, EvalError>;
 
 /// The settings that make two evals of one set the same eval (what resuming matches on).
 fn settings_of(opts: &EvalOptions, arms: &[Arm]) -> Value {
@@ -96,6 +99,7 @@ fn settings_of(opts: &EvalOptions, arms: &[Arm]) -> Value {
         "samples": opts.samples,
         "seed": opts.seed,
         "modeSettings": opts.mode_settings,
+        "judge": opts.judge,
     })
 }
 
@@ -128,6 +132,7 @@ pub fn options_of(record: &EvalRecord) -> Result<EvalOptions, EvalError> {
         budget_cost: None,
         concurrency: 8,
         mode_settings: serde_json::from_value(s["modeSettings"].clone()).map_err(|_| bad())?,
+        judge: s["judge"].as_str().map(str::to_string),
     })
 }
 
@@ -152,6 +157,11 @@ pub async fn run_eval(
         )));
     }
     let questions = parse_set(&opts.set_text)?;
+    if opts.judge.is_none() && questions.iter().any(|q| q.kind == Kind::Judge) {
+        return Err(EvalError::Usage(
+            "--judge: the set has judge questions; name the model that grades them".into(),
+        ));
+    }
     let arms = parse_arms(&opts.arms, &opts.members).map_err(EvalError::Usage)?;
     let samples = opts.samples.max(1);
     let settings = settings_of(opts, &arms);
@@ -315,6 +325,9 @@ impl<'a> Driver<'a> {
         self.cost += c;
         let l = self.largest.entry(r.arm.clone()).or_insert((0, 0.0));
         *l = (l.0.max(t), l.1.max(c));
+        if r.arm.starts_with("judge/") {
+            return;
+        }
         let e = self.tally.entry(r.arm.clone()).or_insert((0, 0));
         e.0 += usize::from(r.grade == Grade::Correct.as_str());
         e.1 += 1;
@@ -437,6 +450,7 @@ impl<'a> Driver<'a> {
                         self.engine,
                         self.eval_id,
                         self.questions,
+                        self.opts.judge.as_deref(),
                         job,
                         self.in_flight.clone(),
                     ));
@@ -458,10 +472,12 @@ impl<'a> Driver<'a> {
                     }
                     reserved.0 -= job.reserve.0;
                     reserved.1 -= job.reserve.1;
-                    if let Some(row) = done? {
-                        self.count(&row);
+                    if let Some(rows) = done? {
+                        for row in &rows {
+                            self.count(row);
+                        }
                         self.done += 1;
-                        buffer.push(row);
+                        buffer.extend(rows);
                         if buffer.len() >= 64 {
                             self.engine.store().add_eval_runs(std::mem::take(&mut buffer)).await?;
                         }
@@ -490,6 +506,7 @@ async fn execute(
     engine: &Engine,
     eval_id: &str,
     questions: &[Question],
+    judge: Option<&str>,
     job: Job,
     in_flight: Arc<Mutex<HashSet<String>>>,
 ) -> (Job, Done) {
@@ -505,12 +522,42 @@ async fn execute(
             return Ok(None);
         }
         let detail = engine.result(&id, &viewer).await?;
-        let graded = match &detail.answer {
+        let mut graded = match &detail.answer {
             Some(text) => grade(text, q),
             None => super::grade::Graded { grade: Grade::Unparsed, answer: None },
         };
+        let mut judged = None;
+        if let (Kind::Judge, Some(judge), Some(text)) = (&q.kind, judge, &detail.answer) {
+            if graded.answer.is_some() {
+                let (verdict, run) = ask_judge(engine, judge, q, text).await?;
+                graded.grade = match verdict {
+                    Some(true) => Grade::Correct,
+                    Some(false) => Grade::Wrong,
+                    None => Grade::Unparsed,
+                };
+                judged = Some(run);
+            }
+        }
         let run = &detail.run;
-        Ok(Some(EvalRunRecord {
+        let mut rows = Vec::new();
+        if let Some(j) = judged {
+            // The judge's run, linked to the eval under `judge/ARM` (its tokens count against
+            // the budget, not the arm's figures).
+            rows.push(EvalRunRecord {
+                eval_id: eval_id.to_string(),
+                arm: format!("judge/{}", job.arm),
+                question_id: q.id.clone(),
+                sample: job.sample,
+                run_id: j.run.id.clone(),
+                grade: graded.grade.as_str().to_string(),
+                answer: None,
+                prompt_tokens: j.run.prompt_tokens,
+                completion_tokens: j.run.completion_tokens,
+                cost: j.run.cost,
+                latency_ms: j.run.finished_at.map_or(0, |f| (f - j.run.created_at).max(0)),
+            });
+        }
+        rows.push(EvalRunRecord {
             eval_id: eval_id.to_string(),
             arm: job.arm.clone(),
             question_id: q.id.clone(),
@@ -522,10 +569,27 @@ async fn execute(
             completion_tokens: run.completion_tokens,
             cost: run.cost,
             latency_ms: run.finished_at.map_or(0, |f| (f - run.created_at).max(0)),
-        }))
+        });
+        Ok(Some(rows))
     }
     .await;
     (job, done)
+}
+
+/// Asks the judge about a reply (a Solo run of its own); its verdict and its run.
+async fn ask_judge(
+    engine: &Engine,
+    judge: &str,
+    q: &Question,
+    reply: &str,
+) -> Result<(Option<bool>, crate::engine::RunDetail), EvalError> {
+    let viewer = Viewer::local();
+    let body = solo_body(judge, &super::grade::judge_prompt(q, reply));
+    let started = engine.start_run(&body, &viewer).await?;
+    follow(engine, &started.run_id).await?;
+    let detail = engine.result(&started.run_id, &viewer).await?;
+    let verdict = detail.answer.as_deref().and_then(super::grade::read_verdict);
+    Ok((verdict, detail))
 }
 
 /// Waits for a run's terminal event and answers it (`complete`, `error`, `cancelled`).

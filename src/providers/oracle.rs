@@ -95,6 +95,9 @@ pub fn answer(model: &str, messages: &[ChatMessage]) -> Option<String> {
     let p = probability(model)?;
     let last =
         messages.iter().rev().find(|m| m.role == "user").map(|m| m.content.as_str()).unwrap_or("");
+    if last.starts_with(crate::eval::grade::JUDGE_OPENING) {
+        return Some(judge(model, last, p));
+    }
     let mut keys = keys();
     let (prompt, key) = match keys.by_prompt.get(last) {
         Some(k) => (last.to_string(), k.clone()),
@@ -110,6 +113,23 @@ pub fn answer(model: &str, messages: &[ChatMessage]) -> Option<String> {
     *counter += 1;
     drop(keys);
     Some(reply_text(model, &key, draws_right(model, &prompt, key.seed, call, p)))
+}
+
+/// An oracle as a `judge`: the graded reply's stated answer against the reference, normalised
+/// (right with probability P, else the other verdict).
+fn judge(model: &str, prompt: &str, p: f64) -> String {
+    use crate::eval::grade::{judge_parts, normalise, stated_answer};
+    let same = judge_parts(prompt).is_some_and(|(reference, graded)| {
+        stated_answer(graded).is_ok_and(|a| normalise(&a) == normalise(reference))
+    });
+    let mut keys = keys();
+    let counter = keys.calls.entry(seed_of(&[model, prompt])).or_insert(0);
+    let call = *counter;
+    *counter += 1;
+    drop(keys);
+    let right = draws_right(model, prompt, 0, call, p);
+    let verdict = if same == right { "CORRECT" } else { "INCORRECT" };
+    format!("[simulated oracle judge {model}]\n\nVERDICT: {verdict}")
 }
 
 #[cfg(test)]
@@ -153,6 +173,21 @@ mod tests {
         assert!(answer("sim/oracle-0", &[ChatMessage::user(synthesis)]).is_some());
         assert_eq!(answer("sim/oracle-1", &[ChatMessage::user("Rank these")]), None);
         assert_eq!(answer("sim/alpha", &[ChatMessage::user(asked)]), None);
+        // As a judge, an oracle of 1 compares the stated answer with the reference.
+        let judged = |reply: &str| {
+            let q = Question {
+                id: "j".into(),
+                question: "Capital of France?".into(),
+                answer: "Paris".into(),
+                kind: crate::eval::questions::Kind::Judge,
+            };
+            let prompt = crate::eval::grade::judge_prompt(&q, reply);
+            crate::eval::grade::read_verdict(
+                &answer("sim/oracle-1", &[ChatMessage::user(prompt)]).unwrap(),
+            )
+        };
+        assert_eq!(judged("It is Paris.\nFinal answer: Paris"), Some(true));
+        assert_eq!(judged("Final answer: Lyon"), Some(false));
     }
 
     /// Accuracy measured over one simulated eval of `questions` × `panel` oracles at `p`,

@@ -205,3 +205,33 @@ fn ctrl_c_stops_the_eval_and_prints_what_is_done() {
     let n: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
     assert!(n > 0 && n < 80, "some questions done, not all: {line}");
 }
+
+#[test]
+fn judge_questions_are_graded_by_the_named_judge_and_refused_without_one() {
+    let (dir, url) = db();
+    let set = dir.path().join("judge.jsonl");
+    std::fs::write(
+        &set,
+        "{\"id\":\"j1\",\"question\":\"Capital of France?\",\"answer\":\"Paris\",\"kind\":\"judge\"}\n\
+         {\"id\":\"j2\",\"question\":\"Largest planet?\",\"answer\":\"Jupiter\",\"kind\":\"judge\"}\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        conclave()
+            .env("DATABASE_URL", &url)
+            .env("CONCLAVE_SIM_LATENCY_MS", "0")
+            .args(["eval", set.to_str().unwrap(), "--members", "sim/oracle-1,sim/oracle-0"])
+            .args(["--arms", "single", "--json", "-q"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--judge"));
+    // An oracle of 1 as the judge: it compares the stated answer with the reference.
+    let v = json_of(&run(&["--judge", "sim/oracle-1"]));
+    assert_eq!(arm(&v, "single:sim/oracle-1")["correct"], 2);
+    assert_eq!(arm(&v, "single:sim/oracle-0")["correct"], 0);
+    assert_eq!(v["arms"].as_array().unwrap().len(), 2, "the judge's runs are no arm");
+}
