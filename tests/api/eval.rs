@@ -235,3 +235,45 @@ fn judge_questions_are_graded_by_the_named_judge_and_refused_without_one() {
     assert_eq!(arm(&v, "single:sim/oracle-0")["correct"], 0);
     assert_eq!(v["arms"].as_array().unwrap().len(), 2, "the judge's runs are no arm");
 }
+
+#[actix_web::test]
+async fn the_eval_api_lists_evals_and_reports_one_to_signed_in_callers_only() {
+    let app = crate::helpers::spawn_app().await;
+    // The CLI writes to the server's own database (a SQLite file, or its PostgreSQL database).
+    let out = eval(
+        &app.database_url,
+        &[
+            "--members",
+            "sim/oracle-1,sim/oracle-0",
+            "--arms",
+            "single",
+            "--limit",
+            "5",
+            "--json",
+            "-q",
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = json_of(&out);
+    let id = printed["evalId"].as_str().unwrap();
+    let (status, list) = app.get("/api/evals").await;
+    assert_eq!(status, 200, "{list}");
+    let listed = &list["evals"][0];
+    assert_eq!((listed["id"].as_str(), listed["questions"].as_u64()), (Some(id), Some(5)));
+    assert_eq!(listed["status"], "completed");
+    let (status, one) = app.get(&format!("/api/evals/{id}")).await;
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(one["arms"], printed["arms"], "the page's figures are the CLI's");
+    // Every question splits the arms (one member always right, one never): each is listed with
+    // the run behind each arm's answer, and those runs open.
+    let disagreements = one["disagreements"].as_array().unwrap();
+    assert_eq!(disagreements.len(), 5);
+    let run = disagreements[0]["arms"]["single:sim/oracle-1"]["runIds"][0].as_str().unwrap();
+    let (status, detail) = app.get(&format!("/api/deliberations/{run}")).await;
+    assert_eq!((status, detail["mode"].as_str()), (200, Some("solo")), "{detail}");
+    assert_eq!(app.get("/api/evals/no-such-eval").await.0, 404);
+    assert_eq!(app.get("/api/evals/..%2Fx").await.0, 404);
+    let anonymous = reqwest::get(format!("{}/api/evals", app.base)).await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    app.stop().await;
+}
