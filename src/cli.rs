@@ -516,6 +516,26 @@ pub fn bench_command(config: Config, args: crate::bench::BenchArgs) -> i32 {
             }
         });
     }
+    if args.scenarios.iter().any(|s| s == "eval") {
+        if args.scenarios.len() > 1 {
+            eprintln!("conclave: `bench eval` runs alone");
+            return 2;
+        }
+        let questions = if args.quick { 100 } else { 1000 };
+        let system = actix_web::rt::System::new();
+        return system.block_on(async move {
+            match crate::bench::eval::eval_bench(config, questions).await {
+                Ok(figures) => {
+                    print!("{}", figures.report());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("conclave: {e}");
+                    1
+                }
+            }
+        });
+    }
     let mut scenarios = Vec::new();
     for s in &args.scenarios {
         match crate::bench::Scenario::parse(s) {
@@ -524,7 +544,7 @@ pub fn bench_command(config: Config, args: crate::bench::BenchArgs) -> i32 {
             None => {
                 eprintln!(
                     "conclave: unknown scenario {s:?}: use 1-5 (overhead, concurrent, \
-                     throughput, watchers, modes) or clarity"
+                     throughput, watchers, modes), clarity or eval"
                 );
                 return 2;
             }

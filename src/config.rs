@@ -772,7 +772,9 @@ mod tests {
                 }
                 effects = next;
             }
-            assert!(seen > 1, "{}: its calls ran", kind.as_str());
+            // Solo's one call and no title (it is the eval's baseline); every other mode more.
+            let least = if kind.as_str() == "solo" { 1 } else { 2 };
+            assert!(seen >= least, "{}: its calls ran", kind.as_str());
         }
     }
 }

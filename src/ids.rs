@@ -84,6 +84,11 @@ id_type!(
     ConversationId,
     "conversation"
 );
+id_type!(
+    /// An eval (`conclave eval`: a question set run through several arms).
+    EvalId,
+    "eval"
+);
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@
 //! - [`export`]: a run or a conversation as Markdown and JSON, model names hidden on request.
 //! - [`metrics`]: process-wide counters and their Prometheus text for `GET /metrics`.
 //! - [`secrets`]: the key type that never prints; URL passwords and key echoes redacted.
+//! - [`eval`]: `conclave eval`: graded question sets through panels and single models.
 //! - [`bench`]: `conclave bench`: drives a real server and sim-server and prints figures.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -21,6 +22,7 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod eval;
 pub mod export;
 pub mod ids;
 pub mod metrics;

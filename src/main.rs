@@ -47,6 +47,9 @@ enum Command {
     /// Run one deliberation in this process, with live progress, and print its result
     /// (`conclave run MODE --help` lists a mode's flags).
     Run(conclave::run_flags::RunCommand),
+    /// Is the panel worth it? Run a graded question set through single models, their
+    /// majority and modes, and print accuracy with intervals, cost and latency per arm.
+    Eval(conclave::eval::command::EvalArgs),
     /// Serve the sim models over the OpenAI-compatible HTTP API.
     SimServer {
         #[arg(long, env = "CONCLAVE_SIM_BIND", default_value = "127.0.0.1:9090")]
@@ -77,7 +80,8 @@ enum Command {
     /// and sim-server started as child processes (README "Benchmarks"), or `clarity`.
     Bench {
         /// Scenarios, by number or name: 1 overhead, 2 concurrent, 3 throughput, 4 watchers,
-        /// 5 modes (default: all five). `clarity` alone runs Clarity panels in-process instead.
+        /// 5 modes (default: all five). `clarity` alone runs Clarity panels in-process instead;
+        /// `eval` alone runs an eval of 1,000 questions × 4 arms in-process (100 with --quick).
         scenarios: Vec<String>,
         /// Reduced sizes (5 sequential runs, 50 concurrent, 500 watchers...) for a smoke test.
         #[arg(long)]
@@ -111,7 +115,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // The terminal client draws its own progress; logs would interleave with it.
     let level = match cli.command {
-        Some(Command::Run(_) | Command::User { .. } | Command::Export { .. }) => "error",
+        Some(
+            Command::Run(_) | Command::Eval(_) | Command::User { .. } | Command::Export { .. },
+        ) => "error",
         // The benchmark's progress is its own log; the server and sim it drives log apart.
         Some(Command::Bench { .. }) => "error,conclave::bench=info",
         _ => "info",
@@ -152,6 +158,7 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            Command::Eval(args) => conclave::eval::command::eval_command(config, args).await,
             Command::SimServer { bind } => sim(config, &bind).await,
             Command::Export { id, format, output, events } => {
                 cli::export_command(config, &id, &format, output.as_deref(), events).await

@@ -25,6 +25,7 @@
 
 pub mod clarity;
 pub mod client;
+pub mod eval;
 pub mod harness;
 pub mod ideal;
 pub mod report;

@@ -27,6 +27,7 @@ pub mod reading;
 pub mod red_team;
 pub mod registry;
 pub mod request;
+pub mod solo;
 pub mod specialist_panel;
 /// Reading a labelled choice (`VERDICT: X`, `DECISION: STAND`) where a reply states it.
 pub mod stated;

@@ -157,6 +157,7 @@ pub static MODES: &[&ModeSpec] = &[
     &super::decompose::SPEC,
     &super::brainstorm::SPEC,
     &super::fact_check::SPEC,
+    &super::solo::SPEC,
     // A demonstration mode the test suite turns on (the `demo-mode` feature); not shipped.
     #[cfg(feature = "demo-mode")]
     &super::demo::SPEC,

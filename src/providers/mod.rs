@@ -16,6 +16,7 @@
 //! no server alone decides how long (and on a paid provider, how costly) an answer may run.
 
 pub mod openai;
+pub mod oracle;
 pub mod sim;
 pub mod sim_server;
 pub mod sim_text;

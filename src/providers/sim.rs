@@ -7,7 +7,9 @@
 //! sim-server drops the connection), `sim/empty…` answers an empty completion,
 //! `sim/slowstart…` is silent for [`SLOWSTART_DELAY`] (or its `start_delay_ms`) before its
 //! first byte, `sim/xss…` answers normally with hostile markup in its prose, `sim/thinker…`
-//! answers normally after a `<think>` trace holding a draft that differs from its answer; other
+//! answers normally after a `<think>` trace holding a draft that differs from its answer,
+//! `sim/oracle-P…` answers a registered eval question right with probability P
+//! ([`super::oracle`]); other
 //! names answer (see [`super::sim_text`]), subject to the configured `fail_rate` and
 //! `malformed_rate`, drawn deterministically from the prompt. Answers stream over the configured
 //! latency.
@@ -208,10 +210,12 @@ pub fn capped(text: &str, max_tokens: Option<u32>) -> &str {
     text
 }
 
-/// What a sim model answers when it answers: the mode's format (see [`respond`]), after a
+/// What a sim model answers when it answers: an oracle's answer to a registered eval question
+/// (see [`super::oracle`]), else the mode's format (see [`respond`]), after a
 /// reasoning trace for `sim/thinker…`, cut at the request's cap.
 fn reply(request: &ChatRequest, malformed: bool) -> String {
-    let answer = respond(&request.model, &request.messages, malformed);
+    let answer = super::oracle::answer(&request.model, &request.messages)
+        .unwrap_or_else(|| respond(&request.model, &request.messages, malformed));
     let name = request.model.strip_prefix("sim/").unwrap_or(&request.model);
     let text = if name.starts_with("thinker") {
         let trace = reasoning_trace(&request.model, &request.messages, malformed, &answer);

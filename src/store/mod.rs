@@ -477,9 +477,11 @@ store_message!(
     |msg, conn| queries::list_conversations(conn, msg.limit, msg.title_contains.as_deref(), msg.visible_to.as_deref())
 );
 
+mod evals;
 mod shares;
 mod stats;
 mod users;
+pub use evals::{EvalRecord, EvalRunRecord, NewEval};
 pub use shares::{NewShare, ShareRecord};
 pub use stats::RunCount;
 pub use users::{Access, TokenKind, UserRecord};

@@ -163,3 +163,42 @@ diesel::table! {
         revoked_at -> Nullable<Millis>,
     }
 }
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::store::types::{Json, Millis};
+
+    evals (id) {
+        id -> Text,
+        set_name -> Text,
+        set_hash -> Text,
+        questions -> Json,
+        settings -> Json,
+        status -> Text,
+        note -> Nullable<Text>,
+        owner -> Nullable<Text>,
+        created_at -> Millis,
+        finished_at -> Nullable<Millis>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+
+    eval_runs (eval_id, arm, question_id, sample) {
+        eval_id -> Text,
+        arm -> Text,
+        question_id -> Text,
+        sample -> Integer,
+        run_id -> Text,
+        grade -> Text,
+        answer -> Nullable<Text>,
+        prompt_tokens -> BigInt,
+        completion_tokens -> BigInt,
+        cost -> Nullable<Double>,
+        latency_ms -> BigInt,
+    }
+}
+
+diesel::joinable!(eval_runs -> evals (eval_id));
+diesel::allow_tables_to_appear_in_same_query!(evals, eval_runs);

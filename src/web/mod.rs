@@ -7,6 +7,7 @@ mod assets;
 pub mod auth;
 pub mod client_msg;
 pub mod error;
+mod evals;
 pub mod limits;
 mod metrics;
 mod pages;
@@ -115,6 +116,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/conversations", web::get().to(rest::list_conversations))
             .route("/conversations/{id}", web::get().to(rest::get_conversation))
             .route("/conversations/{id}/export", web::get().to(share::export_conversation))
+            .route("/evals", web::get().to(evals::list))
+            .route("/evals/{id}", web::get().to(evals::get))
             .route("/models", web::get().to(rest::models))
             .route("/modes", web::get().to(rest::modes_list))
             .route("/reviews", web::get().to(rest::list_reviews))

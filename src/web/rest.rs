@@ -211,6 +211,7 @@ pub async fn models(state: web::Data<AppState>, _caller: Caller) -> HttpResponse
             "sim/slowstart…": "sends nothing for 15 s (or its start_delay_ms) before answering",
             "sim/xss…": "answers normally, with hostile HTML and markdown (script, event handlers, javascript: links) in its prose, for testing sanitisers",
             "sim/thinker…": "answers normally after a <think> trace holding a draft that differs from its answer (sent in reasoning_content over HTTP), as a reasoning model does",
+            "sim/oracle-P…": "answers a question of a `conclave eval` run in the same process right with probability P (0 to 1), independently per call; otherwise like sim/alpha",
         },
     }))
 }

@@ -7,6 +7,7 @@ import { RunView } from "./runview.js";
 import { fetchJson } from "./api.js";
 import { buildForm } from "./forms.js";
 import { loadModes, modeInfo, allModes } from "./registry.js";
+import { evalsView, evalView } from "./evals.js";
 
 const { el, $ } = ui;
 
@@ -73,6 +74,8 @@ function parseRoute() {
     case "c": return { view: "conversation", id: parts[1] };
     case "history": return { view: "history", q: new URLSearchParams(location.hash.split("?")[1] || "").get("q") || "" };
     case "reviews": return { view: "reviews" };
+    case "evals": return { view: "evals" };
+    case "eval": return { view: "eval", id: parts[1] };
     default: return { view: "notfound" };
   }
 }
@@ -94,10 +97,10 @@ async function route() {
   current = null;
   main.replaceChildren();
   for (const a of document.querySelectorAll("[data-nav]")) {
-    const on = a.dataset.nav === (r.view === "run" || r.view === "conversation" ? "" : r.view);
+    const on = a.dataset.nav === (r.view === "run" || r.view === "conversation" ? "" : r.view === "eval" ? "evals" : r.view);
     if (on) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
   }
-  const views = { dashboard: dashboardView, new: newView, unknownMode: unknownModeView, run: runRoute, conversation: conversationView, history: historyView, reviews: reviewsView, notfound: notFoundView };
+  const views = { dashboard: dashboardView, new: newView, unknownMode: unknownModeView, run: runRoute, conversation: conversationView, history: historyView, reviews: reviewsView, evals: () => evalsView(main), eval: (r) => evalView(main, r.id), notfound: notFoundView };
   try {
     current = await views[r.view](r);
   } catch (err) {

@@ -14,6 +14,7 @@ mod council;
 mod crash;
 mod dberrors;
 mod decompose;
+mod eval;
 mod export;
 mod fact_check;
 mod fallback;

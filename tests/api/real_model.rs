@@ -951,3 +951,52 @@ async fn decompose_against_the_real_model() {
     }
     app.stop().await;
 }
+
+/// `conclave eval` of the sample set's first questions on the real model: each member alone
+/// and their majority. Prints the table (run with `--nocapture`), whatever it shows; asserts
+/// only what holds for any model: every arm answered every question, grades add up, tokens
+/// were recorded, and every answer graded is a stored run.
+#[actix_web::test]
+async fn eval_of_the_sample_set_on_the_real_model() {
+    let Some(url) = real_model().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("conclave.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[routes]]\nprefix = \"local/\"\nbase_url = \"{url}\"\nmax_concurrent_calls = 3\nmax_tokens = 256\n"
+        ),
+    )
+    .unwrap();
+    let db = format!("sqlite://{}", dir.path().join("eval.db").display());
+    let members = "local/smollm2-a,local/smollm2-b,local/smollm2-c";
+    let questions = "8";
+    let eval = |extra: &[&str]| {
+        crate::cli::conclave()
+            .env("CONCLAVE_CONFIG", &config)
+            .env("DATABASE_URL", &db)
+            .args(["eval", "sample", "--members", members, "--arms", "single,majority"])
+            .args(["--limit", questions, "--concurrency", "3"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = eval(&["--json", "--quiet"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for a in v["arms"].as_array().unwrap() {
+        assert_eq!(a["n"], 8, "{a}");
+        assert!(a["correct"].as_u64() <= a["n"].as_u64());
+        assert!(a["promptTokens"].as_i64().unwrap() > 0, "{a}");
+    }
+    // The table of the same eval: resumed by id, nothing is left to run.
+    let id = v["evalId"].as_str().unwrap();
+    let table = crate::cli::conclave()
+        .env("CONCLAVE_CONFIG", &config)
+        .env("DATABASE_URL", &db)
+        .args(["eval", "--resume", id, "--quiet"])
+        .output()
+        .unwrap();
+    assert!(table.status.success());
+    println!("conclave eval on the real model:\n{}", String::from_utf8_lossy(&table.stdout));
+}

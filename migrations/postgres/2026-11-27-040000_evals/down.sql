@@ -1,0 +1,2 @@
+DROP TABLE eval_runs;
+DROP TABLE evals;

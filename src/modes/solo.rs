@@ -1,0 +1,208 @@
+//! Solo: one model answers the question once, as it would with no panel. It is the baseline a
+//! panel is measured against (`conclave eval`'s `single`, `self-consistency` and `majority`
+//! arms are Solo runs), and a plain chat with one model from the page.
+//!
+//! One call, one stored row (`answer`), the reply as the run's answer; a failed call fails
+//! the run.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role};
+use super::request::ModelId;
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
+};
+
+const SIM_DEFAULT: [&str; 1] = ["sim/alpha"];
+const SEED_DEFAULT: [&str; 1] = ["anthropic/claude-opus-4-6"];
+/// The stage (and stored row) of the one answer.
+const STAGE: &str = "answer";
+
+/// Solo's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SoloRequest {
+    /// The model that answers.
+    pub model: Option<ModelId>,
+    /// How long the answer may take, in milliseconds.
+    #[schemars(range(min = 1000, max = 3600000))]
+    pub timeout_ms: Option<i64>,
+}
+
+/// Solo's stored configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SoloConfig {
+    pub model: String,
+    pub timeout_ms: u64,
+}
+
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let cfg: SoloRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let model = request::model(cfg.model.as_ref(), "modeConfig.model")?.unwrap_or_else(|| {
+        (if defaults.offline { SIM_DEFAULT[0] } else { SEED_DEFAULT[0] }).to_string()
+    });
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
+        "modeConfig.timeoutMs",
+        1_000..=3_600_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let config = SoloConfig { model: model.clone(), timeout_ms };
+    Ok(ValidRequest {
+        mode: SPEC.kind(),
+        question,
+        conversation_id: None,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models: vec![model],
+    })
+}
+
+/// Solo in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "solo",
+    label: "Solo",
+    description: "One model answers once, with no panel: the baseline the panels are measured against (conclave eval).",
+    multi_turn: false,
+    question: Question { label: "Question", required: Some("Question is required") },
+    roles: &[Role {
+        id: "answerer",
+        label: "Model",
+        field: Some("model"),
+        panel: false,
+        fallback: None,
+        sim_default: &SIM_DEFAULT,
+        default: &SEED_DEFAULT,
+    }],
+    top_level: &[],
+    schema: schema_of::<SoloRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Solo::new(config, ctx)?)),
+    load_result,
+    outcome: |r| {
+        let a = r.get("answer").filter(|a| !a.is_null())?;
+        Some(short(a["response"].as_str()?, 120))
+    },
+    example: || json!({ "mode": "solo", "question": "What is 17 × 23?" }),
+    sim: None,
+};
+
+fn load_result(rows: &[StageRow]) -> Value {
+    let answer = rows.iter().find(|r| r.stage_type == STAGE).map(|r| {
+        json!({
+            "model": r.model,
+            "response": r.content,
+            "responseTimeMs": r.response_time_ms.unwrap_or(0),
+        })
+    });
+    json!({ "answer": answer })
+}
+
+pub struct Solo {
+    config: SoloConfig,
+    ctx: RunContext,
+    done: bool,
+}
+
+impl Solo {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        Ok(Solo { config: stored_config("solo", config)?, ctx, done: false })
+    }
+}
+
+impl Mode for Solo {
+    fn start(&mut self) -> Vec<Effect> {
+        vec![
+            Effect::emit("answer_start", json!({ "type": "answer_start" })),
+            Effect::Call(CallSpec::new(
+                STAGE,
+                &self.config.model,
+                vec![ChatMessage::user(self.ctx.question.clone())],
+                STAGE,
+                "answerer",
+                self.config.timeout_ms,
+            )),
+        ]
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key != STAGE || self.done {
+            return Vec::new();
+        }
+        self.done = true;
+        match reply.result {
+            Ok(text) => {
+                let ms = reply.response_time_ms as i64;
+                let answer =
+                    json!({ "model": reply.model, "response": text, "responseTimeMs": ms });
+                vec![
+                    Effect::Store(StageRow {
+                        stage_type: STAGE.into(),
+                        stage_order: 1,
+                        model: Some(reply.model),
+                        role: Some("answerer".into()),
+                        content: text.clone(),
+                        parsed_data: None,
+                        response_time_ms: Some(ms),
+                    }),
+                    Effect::emit(
+                        "answer_complete",
+                        json!({ "type": "answer_complete", "data": answer }),
+                    ),
+                    Effect::Finish { answer: text },
+                ]
+            }
+            Err(e) => {
+                vec![Effect::Fail { message: format!("{} failed: {}", reply.model, e.message) }]
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modes::testkit::{ctx, err, ok};
+
+    fn call(effects: &[Effect]) -> CallSpec {
+        effects
+            .iter()
+            .find_map(|e| match e {
+                Effect::Call(c) => Some(c.clone()),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn one_model_answers_the_question_as_asked() {
+        let config = json!({ "model": "m", "timeoutMs": 1000 });
+        let mut m = Solo::new(&config, ctx("What is 2+2?", vec![], true)).unwrap();
+        let c = call(&m.start());
+        assert_eq!(c.model, "m");
+        assert_eq!(
+            c.messages.last().unwrap().content,
+            "What is 2+2?",
+            "no wrapping of the question"
+        );
+        let end = m.on_reply(ok(&c, "Final answer: 4"));
+        assert!(end
+            .iter()
+            .any(|e| matches!(e, Effect::Finish { answer } if answer == "Final answer: 4")));
+        let rows: Vec<StageRow> = end
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Store(r) => Some(r),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(load_result(&rows)["answer"]["response"], "Final answer: 4");
+        let mut m = Solo::new(&config, ctx("q", vec![], true)).unwrap();
+        let c = call(&m.start());
+        assert!(m.on_reply(err(&c)).iter().any(|e| matches!(e, Effect::Fail { .. })));
+    }
+}

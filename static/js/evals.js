@@ -1,0 +1,110 @@
+// The eval pages: the list of evals (#/evals) and one eval (#/eval/ID): its table, a chart of
+// accuracy against cost per arm with the 95% intervals, and the questions where the arms
+// disagree, each answer linking to the runs behind it. Evals are started from the terminal
+// (`conclave eval`); the page only reads them.
+import * as ui from "./ui.js";
+import { fetchJson } from "./api.js";
+import { chart, color } from "./charts.js";
+
+const { el } = ui;
+
+const pct = (x) => `${(x * 100).toFixed(1)}%`;
+
+/** #/evals */
+export async function evalsView(main) {
+  const list = el("div", { class: "list", role: "list", id: "eval-list" });
+  main.append(el("h1", null, "Evals"),
+    el("p", { class: "muted" }, "Is the panel worth it? Evals run a graded question set through single models, their majority and modes. Start one from the terminal: ",
+      el("code", null, "conclave eval sample --members a,b,c")), list);
+  const body = await fetchJson("/api/evals");
+  const evals = body.evals || [];
+  list.replaceChildren(...(evals.length ? evals.map((e) => el("div", { class: "run-row", role: "listitem", dataset: { eval: e.id } },
+    el("div", { class: "q" }, el("a", { href: `#/eval/${encodeURIComponent(e.id)}` }, `${e.setName} — ${e.questions} questions`),
+      el("div", { class: "outcome-line" }, `${(e.arms || []).join(", ")} · members ${(e.members || []).join(", ")}`)),
+    el("div", { class: "meta" }, ui.badge(e.status, e.status === "completed" ? "green" : e.status === "stopped" ? "yellow" : "gray"), el("span", null, ui.fmtTime(e.createdAt))))) :
+    [el("div", { class: "empty" }, "No evals yet.")]));
+  return null;
+}
+
+function figuresTable(report) {
+  const diffs = Object.fromEntries((report.differences || []).map((d) => [d.arm, d]));
+  const head = ["Arm", "n", "Accuracy", "95% CI", "Δ vs best single", "Unparsed", "Tokens", "Cost", "p50", "p95"];
+  const num = new Set([1, 2, 5, 6, 7, 8, 9]);
+  const rows = report.arms.map((a) => {
+    const d = diffs[a.arm];
+    const base = report.bestSingle && a.arm === `single:${report.bestSingle}`;
+    const diff = d && d.n ? `${(d.diff * 100).toFixed(1)} pt [${(d.diffLow * 100).toFixed(1)}, ${(d.diffHigh * 100).toFixed(1)}], p=${d.mcnemarP.toFixed(2)}` : base ? "baseline" : "—";
+    const cells = [a.arm, a.n, a.n ? pct(a.accuracy) : "—", a.n ? `${pct(a.ciLow)}–${pct(a.ciHigh)}` : "—", diff,
+      a.n ? pct(a.unparsed / a.n) : "—", a.promptTokens + a.completionTokens, a.cost == null ? "—" : `$${a.cost.toFixed(4)}`,
+      `${a.latencyP50Ms} ms`, `${a.latencyP95Ms} ms`];
+    return el("tr", { dataset: { arm: a.arm } }, cells.map((c, i) => el(i === 0 ? "th" : "td", { class: num.has(i) ? "num" : null, scope: i === 0 ? "row" : null }, String(c))));
+  });
+  return el("div", { class: "table-scroll" }, el("table", { class: "data", id: "eval-table" },
+    el("thead", null, el("tr", null, head.map((h, i) => el("th", { class: num.has(i) ? "num" : null, scope: "col" }, h)))),
+    el("tbody", null, rows)));
+}
+
+function accuracyChart(report) {
+  const arms = report.arms.filter((a) => a.n > 0);
+  const withCost = arms.some((a) => a.cost != null);
+  const x = (a) => withCost ? (a.cost || 0) : a.promptTokens + a.completionTokens;
+  const datasets = [];
+  arms.forEach((a, i) => {
+    datasets.push({ type: "scatter", label: a.arm, data: [{ x: x(a), y: a.accuracy * 100 }], backgroundColor: color(i), borderColor: color(i), pointRadius: 5 });
+    datasets.push({ type: "line", label: `${a.arm} 95% CI`, data: [{ x: x(a), y: a.ciLow * 100 }, { x: x(a), y: a.ciHigh * 100 }], borderColor: color(i, 0.6), borderWidth: 2, pointRadius: 0, showLine: true });
+  });
+  const label = `Accuracy against ${withCost ? "cost" : "tokens"} per arm: ` +
+    arms.map((a) => `${a.arm} ${pct(a.accuracy)} (95% ${pct(a.ciLow)} to ${pct(a.ciHigh)}) for ${withCost ? "$" + (a.cost || 0).toFixed(4) : x(a) + " tokens"}`).join("; ");
+  return chart({
+    type: "scatter",
+    data: { datasets },
+    options: {
+      scales: {
+        x: { type: "linear", title: { display: true, text: withCost ? "cost ($)" : "tokens (no cost reported)" } },
+        y: { min: 0, max: 100, title: { display: true, text: "accuracy (%)" } },
+      },
+      plugins: { legend: { labels: { filter: (item) => !item.text.endsWith("95% CI") } } },
+    },
+  }, { label });
+}
+
+function runLinks(runs) {
+  if (runs.length === 1) return [el("a", { href: `#/run/${encodeURIComponent(runs[0])}` }, "run")];
+  return runs.flatMap((r, i) => [i ? " " : "", el("a", { href: `#/run/${encodeURIComponent(r)}`, "aria-label": `run ${i + 1}` }, String(i + 1))]);
+}
+
+const MAX_SHOWN = 60;
+
+function disagreementTable(report) {
+  const arms = report.arms.filter((a) => a.n > 0).map((a) => a.arm);
+  const list = report.disagreements || [];
+  const grade = { correct: "✓ right", wrong: "✗ wrong", unparsed: "? unparsed", refused: "⊘ refused" };
+  const rows = list.slice(0, MAX_SHOWN).map((d) => el("tr", { dataset: { question: d.questionId } },
+    el("th", { scope: "row" }, el("div", null, d.question || d.questionId), el("div", { class: "muted" }, `answer: ${d.answer}`)),
+    arms.map((arm) => {
+      const a = d.arms[arm];
+      if (!a) return el("td", { class: "muted" }, "—");
+      return el("td", { class: `grade-${a.grade}` }, grade[a.grade] || a.grade, " ", el("span", { class: "muted" }, ...runLinks(a.runIds)));
+    })));
+  return [
+    el("h2", null, `Questions where the arms disagree (${list.length})`),
+    list.length > MAX_SHOWN ? el("p", { class: "muted" }, `The first ${MAX_SHOWN} are shown.`) : null,
+    list.length ? el("div", { class: "table-scroll" }, el("table", { class: "data", id: "eval-disagreements" },
+      el("thead", null, el("tr", null, el("th", { scope: "col" }, "Question"), arms.map((a) => el("th", { scope: "col" }, a)))),
+      el("tbody", null, rows))) : el("p", { class: "empty" }, "The arms agree on every question."),
+  ];
+}
+
+/** #/eval/ID */
+export async function evalView(main, id) {
+  const report = await fetchJson(`/api/evals/${encodeURIComponent(id)}`);
+  const e = report.eval;
+  main.append(el("h1", null, `Eval of ${e.setName}`),
+    el("p", { class: "muted" }, `${e.questions} questions · members ${(e.members || []).join(", ")} · `, ui.badge(e.status, e.status === "completed" ? "green" : "yellow"),
+      report.stopped ? ` stopped early: ${report.stopped}` : ""),
+    el("section", { class: "panel" }, el("h2", null, "Arms"), figuresTable(report),
+      el("p", { class: "muted" }, report.bestSingle ? `Δ: paired difference to the best single member (${report.bestSingle}) on the same questions, 95% bootstrap interval, exact McNemar p.` : "No single member was run: there is no baseline.")),
+    el("section", { class: "panel" }, el("h2", null, "Accuracy against cost"), accuracyChart(report)),
+    el("section", { class: "panel" }, ...disagreementTable(report)));
+  return null;
+}

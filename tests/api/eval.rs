@@ -1,0 +1,279 @@
+//! `conclave eval` as a user runs it: the table and `--json` over the sample set with oracle
+//! sims whose answers are known, replies that state no answer, the budget stop, resuming a
+//! stopped eval, and Ctrl-C.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use crate::cli::conclave;
+
+fn eval(db: &str, args: &[&str]) -> Output {
+    conclave()
+        .env("DATABASE_URL", db)
+        .env("CONCLAVE_SIM_LATENCY_MS", "0")
+        .args(["eval", "sample"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json_of(out: &Output) -> Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}; stderr: {stderr}"))
+}
+
+fn arm<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["arm"] == name)
+        .unwrap_or_else(|| panic!("{name}: {v}"))
+}
+
+fn db() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("eval.db").display());
+    (dir, url)
+}
+
+#[test]
+fn arms_are_graded_against_the_answer_key_and_json_has_the_documented_shape() {
+    let (_dir, url) = db();
+    // One member always right, two always wrong with the same wrong answer: the majority is
+    // always wrong, whatever the right one says.
+    let members = "sim/oracle-1,sim/oracle-0-a,sim/oracle-0-b";
+    let out =
+        eval(&url, &["--members", members, "--arms", "single,majority", "--limit", "20", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    assert!(v["evalId"].as_str().is_some_and(|id| id.len() == 36));
+    let right = arm(&v, "single:sim/oracle-1");
+    let keys: Vec<&str> = right.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "arm",
+            "n",
+            "correct",
+            "accuracy",
+            "ciLow",
+            "ciHigh",
+            "unparsed",
+            "promptTokens",
+            "completionTokens",
+            "cost",
+            "latencyP50Ms",
+            "latencyP95Ms"
+        ]
+    );
+    assert_eq!((right["n"].as_u64(), right["correct"].as_u64()), (Some(20), Some(20)));
+    assert_eq!(right["accuracy"], 1.0);
+    assert!(right["ciLow"].as_f64().unwrap() > 0.8 && right["ciHigh"] == 1.0);
+    assert_eq!(arm(&v, "single:sim/oracle-0-a")["correct"], 0);
+    let majority = arm(&v, "majority");
+    assert_eq!((majority["n"].as_u64(), majority["correct"].as_u64()), (Some(20), Some(0)));
+    // The majority's tokens are its three members' tokens.
+    let single_tokens = right["promptTokens"].as_i64().unwrap();
+    assert!(single_tokens > 0);
+    assert_eq!(majority["promptTokens"].as_i64().unwrap(), 3 * single_tokens);
+    assert_eq!(v["bestSingle"], "sim/oracle-1");
+    let d = v["differences"].as_array().unwrap().iter().find(|d| d["arm"] == "majority").unwrap();
+    assert_eq!(d["diff"], -1.0, "wrong on every question the best member got right");
+
+    // Two right members outvote a wrong one: the majority is always right.
+    let out = eval(
+        &url,
+        &[
+            "--members",
+            "sim/oracle-1-a,sim/oracle-1-b,sim/oracle-0",
+            "--arms",
+            "majority",
+            "--limit",
+            "10",
+            "--json",
+        ],
+    );
+    assert_eq!(arm(&json_of(&out), "majority")["correct"], 10);
+}
+
+#[test]
+fn a_reply_that_states_no_answer_is_unparsed_never_guessed_and_the_table_says_so() {
+    let (_dir, url) = db();
+    // The ordinary sims answer in prose with no final answer.
+    let out = eval(
+        &url,
+        &["--members", "sim/alpha,sim/beta", "--arms", "single,council", "--limit", "6"],
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let header = table.lines().next().unwrap();
+    for col in [
+        "arm",
+        "accuracy",
+        "95% CI",
+        "Δ vs best single",
+        "unparsed",
+        "tokens",
+        "cost",
+        "p50",
+        "p95",
+    ] {
+        assert!(header.contains(col), "{header}");
+    }
+    for name in ["single:sim/alpha", "single:sim/beta", "council"] {
+        let line = table.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{table}"));
+        assert!(line.contains("0.0%") && line.contains("100%"), "0% right, 100% unparsed: {line}");
+    }
+}
+
+#[test]
+fn the_budget_stops_the_eval_before_it_is_exceeded_and_resume_finishes_it() {
+    let (_dir, url) = db();
+    let members = "sim/oracle-0.6-a,sim/oracle-0.6-b";
+    let args = ["--members", members, "--arms", "single", "--limit", "30", "--json"];
+    let out = eval(&url, &[&args[..], &["--budget", "1500"]].concat());
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    assert!(v["stopped"].as_str().unwrap().contains("budget"));
+    let used: i64 = v["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["promptTokens"].as_i64().unwrap() + a["completionTokens"].as_i64().unwrap())
+        .sum();
+    assert!(used <= 1500 && used > 1000, "{used} tokens used of 1500");
+    let answered: u64 =
+        v["arms"].as_array().unwrap().iter().map(|a| a["n"].as_u64().unwrap()).sum();
+    assert!(answered < 60);
+    let id = v["evalId"].as_str().unwrap().to_string();
+
+    // Resumed by id: the rest is run, what was stored is not run again.
+    let out = conclave()
+        .env("DATABASE_URL", &url)
+        .env("CONCLAVE_SIM_LATENCY_MS", "0")
+        .args(["eval", "--resume", &id, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().rfind(|l| l.starts_with('[')).unwrap();
+    let left = 60 - answered;
+    assert!(last.starts_with(&format!("[{left}/{left}]")), "only the {left} missing runs: {last}");
+    let v = json_of(&out);
+    assert_eq!(v["evalId"], id.as_str());
+    assert!(v["stopped"].is_null());
+    for a in v["arms"].as_array().unwrap() {
+        assert_eq!(a["n"], 30, "{a}");
+    }
+}
+
+#[test]
+fn ctrl_c_stops_the_eval_and_prints_what_is_done() {
+    let (_dir, url) = db();
+    let mut child = conclave()
+        .env("DATABASE_URL", &url)
+        .env("CONCLAVE_SIM_LATENCY_MS", "300")
+        .args([
+            "eval",
+            "sample",
+            "--members",
+            "sim/oracle-0.6",
+            "--arms",
+            "single",
+            "--concurrency",
+            "2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    // The first progress line: some runs are done.
+    let first = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with('[')).unwrap();
+    assert!(first.contains("/80]"), "{first}");
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{rest:?}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("Stopped early: stopped by Ctrl-C"), "{table}");
+    let line = table.lines().find(|l| l.starts_with("single:sim/oracle-0.6")).unwrap();
+    let n: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(n > 0 && n < 80, "some questions done, not all: {line}");
+}
+
+#[test]
+fn judge_questions_are_graded_by_the_named_judge_and_refused_without_one() {
+    let (dir, url) = db();
+    let set = dir.path().join("judge.jsonl");
+    std::fs::write(
+        &set,
+        "{\"id\":\"j1\",\"question\":\"Capital of France?\",\"answer\":\"Paris\",\"kind\":\"judge\"}\n\
+         {\"id\":\"j2\",\"question\":\"Largest planet?\",\"answer\":\"Jupiter\",\"kind\":\"judge\"}\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        conclave()
+            .env("DATABASE_URL", &url)
+            .env("CONCLAVE_SIM_LATENCY_MS", "0")
+            .args(["eval", set.to_str().unwrap(), "--members", "sim/oracle-1,sim/oracle-0"])
+            .args(["--arms", "single", "--json", "-q"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--judge"));
+    // An oracle of 1 as the judge: it compares the stated answer with the reference.
+    let v = json_of(&run(&["--judge", "sim/oracle-1"]));
+    assert_eq!(arm(&v, "single:sim/oracle-1")["correct"], 2);
+    assert_eq!(arm(&v, "single:sim/oracle-0")["correct"], 0);
+    assert_eq!(v["arms"].as_array().unwrap().len(), 2, "the judge's runs are no arm");
+}
+
+#[actix_web::test]
+async fn the_eval_api_lists_evals_and_reports_one_to_signed_in_callers_only() {
+    let app = crate::helpers::spawn_app().await;
+    // The CLI writes to the server's own database (a SQLite file, or its PostgreSQL database).
+    let out = eval(
+        &app.database_url,
+        &[
+            "--members",
+            "sim/oracle-1,sim/oracle-0",
+            "--arms",
+            "single",
+            "--limit",
+            "5",
+            "--json",
+            "-q",
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = json_of(&out);
+    let id = printed["evalId"].as_str().unwrap();
+    let (status, list) = app.get("/api/evals").await;
+    assert_eq!(status, 200, "{list}");
+    let listed = &list["evals"][0];
+    assert_eq!((listed["id"].as_str(), listed["questions"].as_u64()), (Some(id), Some(5)));
+    assert_eq!(listed["status"], "completed");
+    let (status, one) = app.get(&format!("/api/evals/{id}")).await;
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(one["arms"], printed["arms"], "the page's figures are the CLI's");
+    // Every question splits the arms (one member always right, one never): each is listed with
+    // the run behind each arm's answer, and those runs open.
+    let disagreements = one["disagreements"].as_array().unwrap();
+    assert_eq!(disagreements.len(), 5);
+    let run = disagreements[0]["arms"]["single:sim/oracle-1"]["runIds"][0].as_str().unwrap();
+    let (status, detail) = app.get(&format!("/api/deliberations/{run}")).await;
+    assert_eq!((status, detail["mode"].as_str()), (200, Some("solo")), "{detail}");
+    assert_eq!(app.get("/api/evals/no-such-eval").await.0, 404);
+    assert_eq!(app.get("/api/evals/..%2Fx").await.0, 404);
+    let anonymous = reqwest::get(format!("{}/api/evals", app.base)).await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    app.stop().await;
+}
