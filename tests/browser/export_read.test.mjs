@@ -23,6 +23,8 @@ async function finished(runId) {
 test("every mode's Markdown export renders as a document a person can read", { skip }, async () => {
   const { modes } = await (await api(`${base}/api/modes`)).json();
   const { page, errors, context } = await openPage(browser, base, "/");
+  // The dashboard is drawn before the test draws into the page, never after.
+  await page.waitForSelector("main h1");
   const problems = [];
   for (const m of modes) {
     const { runId } = await startRest(base, m.example);
