@@ -222,7 +222,12 @@ fn choice(value: &str, options: &[String]) -> Result<String, Unparsed> {
         let raw = l.as_str().chars().next().unwrap_or('?');
         let alone = value.trim_matches(|c: char| "()[].:, \t".contains(c)).len() == 1;
         let letter = raw.to_ascii_uppercase();
-        if (raw.is_ascii_uppercase() || alone) && in_range(letter) {
+        // A letter followed by words is a sentence ("A lot depends on it", "A good guess is
+        // C"), unless the words are that option's own text ("B Paris").
+        let words_after = rest.starts_with([' ', '\t']) && !rest.trim().is_empty();
+        let own_text = |i: usize| options.get(i).is_some_and(|o| normalise(o) == normalise(rest));
+        let sentence = words_after && !own_text((letter as u8).wrapping_sub(b'A') as usize);
+        if (raw.is_ascii_uppercase() || alone) && in_range(letter) && !sentence {
             if another_letter_re().is_match(rest) {
                 return Err(Unparsed::Inconsistent);
             }
@@ -378,6 +383,14 @@ mod tests {
         assert_eq!(g("Final answer: B, C", &q), Grade::Unparsed);
         assert_eq!(g("Final answer: E", &q), Grade::Unparsed, "no option E");
         assert_eq!(g("Final answer: a guess", &q), Grade::Unparsed, "an article, not a letter");
+        // A capital article starting a sentence is not the letter A, short or labelled.
+        let a = letters("A", 4);
+        assert_eq!(g("A lot depends on the context.", &a), Grade::Unparsed);
+        assert_eq!(g("Final answer: A good guess is C", &a), Grade::Unparsed);
+        assert_eq!(g("Final answer: Option B is right", &q), Grade::Unparsed);
+        // A letter with its own option's text, or with punctuation after it, is the letter.
+        assert_eq!(g("Final answer: B option 1", &q), Grade::Correct);
+        assert_eq!(g("Final answer: A. It is the first", &a), Grade::Correct);
         assert_eq!(
             g("I think B is plausible but so is C, and I'd lean towards B overall.", &q),
             Grade::Unparsed
@@ -430,6 +443,13 @@ mod tests {
             prop_assume!(clean(&s).chars().count() > LONE_ANSWER_CHARS);
             prop_assert_ne!(g(&s, &number("42", 0.5)), Grade::Correct);
             prop_assert_ne!(g(&s, &letters("C", 5)), Grade::Correct);
+        }
+
+        /// A short sentence opening with the article "A" is never read as the letter A.
+        #[test]
+        fn a_sentence_opening_with_a_is_not_the_letter_a(words in "( [a-z]{2,9}){1,5}", label in any::<bool>()) {
+            let reply = if label { format!("Final answer: A{words}") } else { format!("A{words}") };
+            prop_assert_ne!(g(&reply, &letters("A", 4)), Grade::Correct, "{}", reply);
         }
 
         #[test]
