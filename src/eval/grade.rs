@@ -172,6 +172,12 @@ fn canonical(value: &str, kind: &Kind) -> Result<String, Unparsed> {
                 // `30-40`: a range is not an answer.
                 return Err(Unparsed::NoAnswer);
             }
+            // A calculation states its result last (`17 × 23 = 391`).
+            let result = value.rsplit('=').next().unwrap_or(value);
+            if numbers_in(result) > 1 {
+                // `391 or 392`, `maybe 391, maybe 12`: more than one number is no one answer.
+                return Err(Unparsed::Inconsistent);
+            }
             Ok(number_text(stated.value))
         }
         Kind::Choice { options } => choice(value, options),
@@ -184,6 +190,18 @@ fn canonical(value: &str, kind: &Kind) -> Result<String, Unparsed> {
             }
         }
     }
+}
+
+/// How many different numbers a stated value writes (`1,131` is one, `391 or 392` two).
+fn numbers_in(value: &str) -> usize {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?").unwrap_or_else(|_| unreachable!())
+    });
+    let mut seen: Vec<String> = re.find_iter(value).map(|m| m.as_str().replace(',', "")).collect();
+    seen.sort();
+    seen.dedup();
+    seen.len()
 }
 
 /// A number as digits: whole numbers without a fraction, others as Rust prints them.
@@ -354,6 +372,10 @@ mod tests {
         );
         assert_eq!(g("Final answer: somewhere between 300 and 400", &q), Grade::Unparsed);
         assert_eq!(g("Final answer: 390-392", &q), Grade::Unparsed, "a range");
+        for hedged in ["Final answer: 391 or 392", "It could be 391 or 392", "Maybe 391, maybe 12"]
+        {
+            assert_eq!(g(hedged, &q), Grade::Unparsed, "{hedged}");
+        }
         assert_eq!(g("", &q), Grade::Unparsed);
         // Refusals are counted as such.
         assert_eq!(
