@@ -229,6 +229,15 @@ async fn check_every_mode(app: &TestApp) {
     assert!(has_payload(&t["champion"]["response"]), "{t}");
     assert!(has_payload(&tournament["answer"]), "{}", tournament["answer"]);
 
+    // Solo: the one reply is the answer, markup and all, as text.
+    let solo = run(
+        app,
+        json!({ "mode": "solo", "question": "How should a page show model output?",
+                "modeConfig": { "model": "sim/xss-a" } }),
+    )
+    .await;
+    assert!(has_payload(&solo["answer"]), "{}", solo["answer"]);
+
     let brainstorm = run(
         app,
         json!({ "mode": "brainstorm", "question": "How should a page show model output?",
