@@ -5,6 +5,8 @@
 //! The answer is printed without its reasoning trace (a `<think>` block), unless
 //! `--show-reasoning`; `--json` prints the result as stored, traces included.
 
+pub mod eval;
+
 use crate::engine::Viewer;
 use std::io::Write;
 use std::path::PathBuf;

@@ -49,7 +49,7 @@ enum Command {
     Run(conclave::run_flags::RunCommand),
     /// Is the panel worth it? Run a graded question set through single models, their
     /// majority and modes, and print accuracy with intervals, cost and latency per arm.
-    Eval(conclave::eval::command::EvalArgs),
+    Eval(conclave::cli::eval::EvalArgs),
     /// Serve the sim models over the OpenAI-compatible HTTP API.
     SimServer {
         #[arg(long, env = "CONCLAVE_SIM_BIND", default_value = "127.0.0.1:9090")]
@@ -158,7 +158,7 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            Command::Eval(args) => conclave::eval::command::eval_command(config, args).await,
+            Command::Eval(args) => conclave::cli::eval::eval_command(config, args).await,
             Command::SimServer { bind } => sim(config, &bind).await,
             Command::Export { id, format, output, events } => {
                 cli::export_command(config, &id, &format, output.as_deref(), events).await

@@ -10,13 +10,12 @@
 //! - [`arms`]: the arms named on the command line and what each runs.
 //! - [`report`]: the figures per arm from graded answers, as a table or JSON (pure).
 //! - [`runner`]: drives the engine: every arm's question is a stored run.
-//! - [`command`]: `conclave eval`'s flags, progress line and output.
+//! - `conclave eval`'s flags, progress line and output are the CLI's ([`crate::cli::eval`]).
 //!
 //! The sim models that make the statistics testable are `sim/oracle-P`
 //! ([`crate::providers::oracle`]).
 
 pub mod arms;
-pub mod command;
 pub mod grade;
 pub mod questions;
 pub mod report;

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use super::arms::DEFAULT_ARMS;
-use super::runner::{options_of, run_eval, EvalOptions, Progress};
 use crate::app::{start_engine, Role};
 use crate::config::Config;
+use crate::eval::arms::DEFAULT_ARMS;
+use crate::eval::runner::{self, options_of, run_eval, EvalOptions, Progress};
 
 /// `conclave eval`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -92,7 +92,7 @@ fn arm_settings(list: &[String]) -> Result<BTreeMap<String, Map<String, Value>>,
 
 fn read_set(name: &str, limit: Option<usize>) -> Result<String, String> {
     let text = if name == "sample" {
-        super::SAMPLE.to_string()
+        crate::eval::SAMPLE.to_string()
     } else {
         std::fs::read_to_string(PathBuf::from(name))
             .map_err(|e| format!("cannot read {name}: {e}"))?
@@ -196,8 +196,8 @@ pub async fn eval_command(config: Config, args: EvalArgs) -> i32 {
     };
     let report = match run_eval(&engine, &opts, resume.as_ref(), stop, &mut on_progress).await {
         Ok(r) => r,
-        Err(super::runner::EvalError::Usage(m)) => return usage(m),
-        Err(super::runner::EvalError::Set(e)) => return usage(format!("{}: {e}", opts.set_name)),
+        Err(runner::EvalError::Usage(m)) => return usage(m),
+        Err(runner::EvalError::Set(e)) => return usage(format!("{}: {e}", opts.set_name)),
         Err(e) => {
             eprintln!("conclave: {e}");
             return 1;
