@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::questions::{Kind, Question};
 use crate::modes::numbers::{read_stated, Lead};
-use crate::modes::reading::{declines, split_reasoning, unmark, Unparsed};
+use crate::modes::reading::{declines, re, split_reasoning, unmark, Unparsed};
 use crate::modes::stated::{last_stated, Labels};
 
 /// How one reply was graded.
@@ -64,19 +64,17 @@ impl Graded {
 }
 
 fn final_line_re() -> &'static Regex {
+    // `Final answer: 42`, `**ANSWER:** B`, `The final answer is 42`, `Answer = 7`.
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        // `Final answer: 42`, `**ANSWER:** B`, `The final answer is 42`, `Answer = 7`.
-        Regex::new(
-            r"(?im)^[ \t>#*_\-]*(?:the[ \t]+)?(?:final[ \t]+answer|answer)[ \t*_]*(?:(?:is|[:：=])[ \t*_]*)+(.*)$",
-        )
-        .unwrap_or_else(|_| unreachable!())
-    })
+    re(
+        &RE,
+        r"(?im)^[ \t>#*_\-]*(?:the[ \t]+)?(?:final[ \t]+answer|answer)[ \t*_]*(?:(?:is|[:：=])[ \t*_]*)+(.*)$",
+    )
 }
 
 fn boxed_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"\\boxed\{([^{}]*)\}").unwrap_or_else(|_| unreachable!()))
+    re(&RE, r"\\boxed\{([^{}]*)\}")
 }
 
 /// The most characters a reply may have to be read as nothing but its answer.
@@ -195,10 +193,9 @@ fn canonical(value: &str, kind: &Kind) -> Result<String, Unparsed> {
 /// How many different numbers a stated value writes (`1,131` is one, `391 or 392` two).
 fn numbers_in(value: &str) -> usize {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?").unwrap_or_else(|_| unreachable!())
-    });
-    let mut seen: Vec<String> = re.find_iter(value).map(|m| m.as_str().replace(',', "")).collect();
+    let number = re(&RE, r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?");
+    let mut seen: Vec<String> =
+        number.find_iter(value).map(|m| m.as_str().replace(',', "")).collect();
     seen.sort();
     seen.dedup();
     seen.len()
@@ -214,20 +211,14 @@ pub fn number_text(v: f64) -> String {
 }
 
 fn letter_re() -> &'static Regex {
+    // `B`, `(B)`, `B)`, `B.`, `B: Paris`, `Option B`, `b` alone.
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        // `B`, `(B)`, `B)`, `B.`, `B: Paris`, `Option B`, `b` alone.
-        Regex::new(r"^(?i:option|choice|letter)?[ \t]*[(\[]?([A-Za-z])(?:[)\].:,]|[ \t]|$)")
-            .unwrap_or_else(|_| unreachable!())
-    })
+    re(&RE, r"^(?i:option|choice|letter)?[ \t]*[(\[]?([A-Za-z])(?:[)\].:,]|[ \t]|$)")
 }
 
 fn another_letter_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?i)(?:\bor\b|\band\b|/|,)[ \t]*[(\[]?[A-Z]\b[)\]]?")
-            .unwrap_or_else(|_| unreachable!())
-    })
+    re(&RE, r"(?i)(?:\bor\b|\band\b|/|,)[ \t]*[(\[]?[A-Z]\b[)\]]?")
 }
 
 /// The letter a choice answer names. A lower-case letter counts only alone (`b`, `(b)`): in
