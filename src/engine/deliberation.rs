@@ -12,7 +12,7 @@
 //! written together in the next one. A failed commit is retried with backoff; if the database
 //! keeps refusing, the run fails with the database's error (see [`COMMIT_RETRIES`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use super::hub::{CancelRun, Hub, Publish, RunEnded};
 use super::model_call::{CallDelta, CallFinished, CallOwner, CallRetrying, ModelCall, StopCall};
 use super::resume::{self, Replayed};
 use super::retry::RetryPolicy;
+use super::spend::{Admit, CallSize, SpendGuard};
 use crate::modes::registry::ModeKind;
 use crate::modes::{CallReply, CallSpec, Effect, Mode, StageRow, Usage};
 use crate::providers::Providers;
@@ -38,6 +39,9 @@ pub const COMMIT_RETRIES: u32 = 8;
 /// How often a run's failure that the database refused to store is tried again. Until it is
 /// stored, nothing of it is published.
 pub const FAILURE_RETRY: Duration = Duration::from_secs(2);
+
+/// How often calls a spending guard told to wait ask it again.
+const GUARD_POLL: Duration = Duration::from_millis(20);
 
 /// Where a run is in its life.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +73,8 @@ pub struct DeliberationSetup {
     pub retry: RetryPolicy,
     /// Set when the run is resumed after a crash: where it stood.
     pub resume: Option<Resumed>,
+    /// Asked before each model call starts (an eval's budget), when the run has one.
+    pub guard: Option<Arc<dyn SpendGuard>>,
 }
 
 /// A run picked up from its journal (see [`super::resume`]).
@@ -110,6 +116,9 @@ pub struct Deliberation {
     committing: bool,
     commit_failures: u32,
     resume: Option<Resumed>,
+    guard: Option<Arc<dyn SpendGuard>>,
+    /// Calls the guard told to wait for room, in the order the mode asked for them.
+    waiting: VecDeque<CallSpec>,
 }
 
 impl Deliberation {
@@ -140,6 +149,8 @@ impl Deliberation {
             committing: false,
             commit_failures: 0,
             resume: setup.resume,
+            guard: setup.guard,
+            waiting: VecDeque::new(),
         }
     }
 
@@ -262,9 +273,13 @@ impl Deliberation {
     /// text dropped.
     fn stop_calls(&mut self) {
         self.phase = Phase::Ending;
-        for (_, (addr, _)) in self.in_flight.drain() {
+        for (key, (addr, _)) in self.in_flight.drain() {
             addr.do_send(StopCall {});
+            if let Some(g) = &self.guard {
+                g.settle(&self.run_id, &key, None);
+            }
         }
+        self.waiting.clear();
         self.pending_tokens.clear();
     }
 
@@ -353,29 +368,23 @@ impl Deliberation {
             }
             match effect {
                 Effect::Call(spec) => {
-                    events.push((
-                        "call_start".to_string(),
-                        json!({
-                            "key": spec.key, "model": spec.model,
-                            "stage": spec.stage, "role": spec.role,
-                        }),
-                    ));
-                    let owner = CallOwner {
-                        finished: ctx.address().recipient(),
-                        deltas: ctx.address().recipient(),
-                        retrying: ctx.address().recipient(),
-                    };
-                    let max_tokens =
-                        self.providers.max_tokens(&self.mode_name, &spec.role, &spec.model);
-                    let call = ModelCall::new(
-                        spec.clone(),
-                        max_tokens,
-                        self.providers.clone(),
-                        self.retry,
-                        owner,
-                    );
-                    let addr = call.start();
-                    self.in_flight.insert(spec.key.clone(), (addr, spec));
+                    // Calls keep their order: one asked after a waiting call waits behind it.
+                    let admit =
+                        if self.waiting.is_empty() { self.admit(&spec) } else { Admit::Wait };
+                    match admit {
+                        Admit::Go => self.start_call(spec, &mut events, ctx),
+                        Admit::Wait => {
+                            if self.waiting.is_empty() {
+                                ctx.run_later(GUARD_POLL, |act, ctx| act.retry_waiting(ctx));
+                            }
+                            self.waiting.push_back(spec);
+                        }
+                        Admit::Refuse => {
+                            self.publish(std::mem::take(&mut events));
+                            self.refused(ctx);
+                            return;
+                        }
+                    }
                 }
                 Effect::Emit { event, data } => events.push((event, data)),
                 Effect::Store(row) => {
@@ -423,8 +432,79 @@ impl Deliberation {
         self.commit(ctx);
     }
 
+    /// What the run's guard says of a call (go, when it has none).
+    fn admit(&self, spec: &CallSpec) -> Admit {
+        let Some(guard) = &self.guard else { return Admit::Go };
+        let size = CallSize {
+            prompt_bytes: spec.messages.iter().map(|m| m.content.len()).sum(),
+            messages: spec.messages.len(),
+            max_tokens: self.providers.max_tokens(&self.mode_name, &spec.role, &spec.model),
+        };
+        guard.admit(&self.run_id, &spec.key, size)
+    }
+
+    /// Starts a model call, with its `call_start` event.
+    fn start_call(
+        &mut self,
+        spec: CallSpec,
+        events: &mut Vec<(String, Value)>,
+        ctx: &mut Context<Self>,
+    ) {
+        events.push((
+            "call_start".to_string(),
+            json!({
+                "key": spec.key, "model": spec.model,
+                "stage": spec.stage, "role": spec.role,
+            }),
+        ));
+        let owner = CallOwner {
+            finished: ctx.address().recipient(),
+            deltas: ctx.address().recipient(),
+            retrying: ctx.address().recipient(),
+        };
+        let max_tokens = self.providers.max_tokens(&self.mode_name, &spec.role, &spec.model);
+        let call =
+            ModelCall::new(spec.clone(), max_tokens, self.providers.clone(), self.retry, owner);
+        let addr = call.start();
+        self.in_flight.insert(spec.key.clone(), (addr, spec));
+    }
+
+    /// Asks the guard again for the calls it told to wait, in order.
+    fn retry_waiting(&mut self, ctx: &mut Context<Self>) {
+        if self.phase == Phase::Ending {
+            return;
+        }
+        let mut events = Vec::new();
+        while let Some(spec) = self.waiting.front() {
+            match self.admit(spec) {
+                Admit::Go => {
+                    let Some(spec) = self.waiting.pop_front() else { break };
+                    self.start_call(spec, &mut events, ctx);
+                }
+                Admit::Wait => break,
+                Admit::Refuse => {
+                    self.publish(events);
+                    self.refused(ctx);
+                    return;
+                }
+            }
+        }
+        if !self.waiting.is_empty() {
+            ctx.run_later(GUARD_POLL, |act, ctx| act.retry_waiting(ctx));
+        }
+        self.publish(events);
+        self.commit(ctx);
+    }
+
+    /// The guard will not let a call start: the run is cancelled, saying why.
+    fn refused(&mut self, ctx: &mut Context<Self>) {
+        let why = self.guard.as_ref().map(|g| g.refusal()).unwrap_or_default();
+        log::info!("run {} cancelled: {why}", self.run_id);
+        self.end(ctx, RunStatus::Cancelled, Some(why), None);
+    }
+
     fn check_done(&mut self, ctx: &mut Context<Self>) {
-        if !self.in_flight.is_empty() {
+        if !self.in_flight.is_empty() || !self.waiting.is_empty() {
             return;
         }
         match &self.phase {
@@ -585,6 +665,9 @@ impl Handler<CallFinished> for Deliberation {
         // `call_complete` of its call.
         self.flush_tokens();
         self.in_flight.remove(&reply.key);
+        if let Some(g) = &self.guard {
+            g.settle(&self.run_id, &reply.key, reply.usage);
+        }
         self.add_usage(&reply);
         let mut data = json!({
             "key": reply.key, "model": reply.model, "stage": stage, "role": role,

@@ -18,6 +18,7 @@ mod reads;
 mod rerun;
 pub mod resume;
 pub mod retry;
+pub mod spend;
 pub mod summary;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -327,7 +328,7 @@ impl Engine {
             calls: Vec::new(),
             outcome: None,
         };
-        self.run_actor(summary, log, mode, resume, None).await.map_err(|e| e.to_string())
+        self.run_actor(summary, log, mode, resume, None, None).await.map_err(|e| e.to_string())
     }
 
     /// Where a resumed run's numbering continues: after every number its dead process may have
@@ -364,6 +365,7 @@ impl Engine {
         mode: Box<dyn modes::Mode>,
         resume: Option<Resumed>,
         place: Option<Arc<limits::Place>>,
+        guard: Option<Arc<dyn spend::SpendGuard>>,
     ) -> Result<(), EngineError> {
         // Register with the Hub before the actor runs, so a watch sent right after this call
         // returns finds the run.
@@ -389,6 +391,7 @@ impl Engine {
             finish_grace: self.settings.finish_grace,
             retry: self.settings.retry,
             resume,
+            guard,
         }));
         Ok(())
     }
@@ -436,6 +439,17 @@ impl Engine {
         body: &Value,
         viewer: &Viewer,
     ) -> Result<StartedRun, EngineError> {
+        self.start_run_guarded(body, viewer, None).await
+    }
+
+    /// [`Engine::start_run`], each of the run's model calls asked of `guard` before it starts
+    /// (see [`spend`]).
+    pub async fn start_run_guarded(
+        &self,
+        body: &Value,
+        viewer: &Viewer,
+        guard: Option<Arc<dyn spend::SpendGuard>>,
+    ) -> Result<StartedRun, EngineError> {
         if self.draining.load(Ordering::SeqCst) {
             return Err(EngineError::Unavailable);
         }
@@ -452,7 +466,7 @@ impl Engine {
                 return Err(FieldError::new(&field_naming(body, model), message).into());
             }
         }
-        self.begin(req, requested_visibility, viewer).await
+        self.begin(req, requested_visibility, viewer, guard).await
     }
 
     /// Starts a validated request whose models route: in its conversation when it names one
@@ -463,6 +477,7 @@ impl Engine {
         req: modes::ValidRequest,
         requested_visibility: Option<Visibility>,
         viewer: &Viewer,
+        guard: Option<Arc<dyn spend::SpendGuard>>,
     ) -> Result<StartedRun, EngineError> {
         let owner = viewer.name.clone();
         let (conversation_id, new_conversation, history, visibility) = match &req.conversation_id {
@@ -593,7 +608,7 @@ impl Engine {
             outcome: None,
         };
         let place = reserved.as_ref().map(limits::Reserved::place);
-        self.run_actor(summary, Vec::new(), mode, None, place).await?;
+        self.run_actor(summary, Vec::new(), mode, None, place, guard).await?;
         crate::metrics::global().run_started(req.mode.as_str());
         Ok(StartedRun {
             run_id: RunId::from_stored(run_id),

@@ -186,6 +186,16 @@ impl Providers {
         self.fallback.is_some()
     }
 
+    /// The route that serves `model`, by its prefix (`local/`), `*` for the default provider, or
+    /// None when nothing serves it: callers that bound their own concurrency per provider count
+    /// by this, as the route's `max_concurrent_calls` does.
+    pub fn route_of(&self, model: &str) -> Option<String> {
+        match self.routes.iter().find(|r| model.starts_with(r.prefix.as_str())) {
+            Some(r) => Some(r.prefix.clone()),
+            None => self.fallback.as_ref().map(|_| "*".to_string()),
+        }
+    }
+
     /// The provider and provider-side model id for `model`, or a message saying why none serves it.
     pub fn resolve(&self, model: &str) -> Result<(Arc<dyn Provider>, String), String> {
         self.target(model).map(|(t, id)| (t.provider, id))
