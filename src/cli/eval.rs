@@ -22,8 +22,9 @@ pub struct EvalArgs {
     /// The models compared, comma-separated (`sim/oracle-0.6-a,sim/oracle-0.6-b`).
     #[arg(long, value_delimiter = ',')]
     pub members: Vec<String>,
-    /// The arms: single (each member alone), self-consistency, majority, and mode ids
-    /// (council, vote, debate…), comma-separated.
+    /// The arms: single (each member alone), self-consistency, majority, jury (the members
+    /// judge the best member's answer; kept only when approved), and mode ids (council, vote,
+    /// debate…), comma-separated.
     #[arg(long, default_value = DEFAULT_ARMS)]
     pub arms: String,
     /// Self-consistency: answers sampled from the best member per question.
@@ -36,13 +37,15 @@ pub struct EvalArgs {
     /// (`$2.50`).
     #[arg(long)]
     pub budget: Option<String>,
-    /// Runs in flight at once per provider (the part of a model id before its `/`).
+    /// Runs in flight at once per provider route (the configured route that serves a model:
+    /// `sim/`, `local/`, or the default provider).
     #[arg(long, default_value_t = 8)]
     pub concurrency: usize,
     /// A mode arm's own settings: `MODE=JSON` (its modeConfig fields), repeatable.
     #[arg(long = "arm-config", value_name = "MODE=JSON")]
     pub arm_config: Vec<String>,
-    /// The model that grades `judge` questions against their reference answers.
+    /// The model that grades `judge` questions against their reference answers; when it is not
+    /// a member, also the jury arm's foreman (who writes its report and casts no vote).
     #[arg(long)]
     pub judge: Option<String>,
     /// Only the first N questions of the set.

@@ -1,7 +1,9 @@
 //! The arms of an eval, as named on the command line: `single` (each member alone, one row per
 //! member: `single:MODEL`), `self-consistency` (the best single member sampled N times, its
 //! plurality), `majority` (the plurality of the members' single answers, no discussion) and any
-//! mode id (`council`, `vote`, `debate`…: the members as its panel).
+//! mode id (`council`, `vote`, `debate`…: the members as its panel). `jury` is Jury on a
+//! given answer: the members, as jurors, judge the best single member's answer to each
+//! question, and the arm keeps that answer only when they approve it.
 
 use serde_json::{json, Map, Value};
 
@@ -18,6 +20,9 @@ pub enum Arm {
     Majority,
     /// A mode with the members as its panel.
     Mode(ModeKind),
+    /// Jury mode on the best single member's answer, the members as jurors: the arm's answer
+    /// is that answer when the jury approves it, and none (withheld) when it does not.
+    Jury,
 }
 
 impl Arm {
@@ -28,6 +33,7 @@ impl Arm {
             Arm::SelfConsistency => "self-consistency".into(),
             Arm::Majority => "majority".into(),
             Arm::Mode(k) => k.as_str().to_string(),
+            Arm::Jury => "jury".into(),
         }
     }
 }
@@ -57,6 +63,13 @@ pub fn parse_arms(list: &str, members: &[String]) -> Result<Vec<Arm>, String> {
                 push(Arm::Single(m.to_string()), &mut out);
             }
             "solo" => return Err("--arms: solo is what `single` runs; name `single`".into()),
+            "jury" if !(3..=6).contains(&members.len()) => {
+                return Err(format!(
+                    "--arms: jury needs 3 to 6 members as its jurors; --members names {}",
+                    members.len()
+                ))
+            }
+            "jury" => push(Arm::Jury, &mut out),
             n => match ModeKind::parse(n) {
                 Some(k) => push(Arm::Mode(k), &mut out),
                 None => {
@@ -101,6 +114,32 @@ pub fn mode_body(
     json!({ "mode": kind.as_str(), "question": prompt, "modeConfig": config })
 }
 
+/// The start body of the jury arm's run on one question: the members judge `given` (the best
+/// single member's reply to `prompt`); the foreman, who writes the report but casts no vote,
+/// must not be one of them. The arm's own settings (`--arm-config jury=…`) go over these.
+pub fn jury_body(
+    members: &[String],
+    foreman: Option<&str>,
+    settings: Option<&Map<String, Value>>,
+    prompt: &str,
+    given: &str,
+) -> Value {
+    let mut config = Map::new();
+    config.insert("content".into(), json!(given));
+    config.insert("originalQuestion".into(), json!(prompt));
+    config.insert("jurorModels".into(), json!(members));
+    if let Some(f) = foreman {
+        config.insert("foremanModel".into(), json!(f));
+    }
+    if let Some(s) = settings {
+        for (k, v) in s {
+            config.insert(k.clone(), v.clone());
+        }
+    }
+    let head: String = prompt.lines().next().unwrap_or("").chars().take(80).collect();
+    json!({ "mode": "jury", "question": format!("Is this answer right? {head}"), "modeConfig": config })
+}
+
 /// Sets `a.b.c` in an object, making the objects on the way.
 fn set_path(obj: &mut Map<String, Value>, path: &str, value: Value) {
     match path.split_once('.') {
@@ -134,6 +173,29 @@ mod tests {
         assert!(parse_arms("single:sim/z", &members()).unwrap_err().contains("not one of"));
         assert!(parse_arms("councl", &members()).unwrap_err().contains("unknown arm"));
         assert!(parse_arms(" , ", &members()).is_err());
+        assert_eq!(parse_arms("jury", &members()).unwrap(), [Arm::Jury]);
+        let two = &members()[..2];
+        assert!(parse_arms("jury", two).unwrap_err().contains("3 to 6 members"));
+    }
+
+    #[test]
+    fn a_jury_body_judges_the_given_answer_with_the_members_as_jurors() {
+        let b = jury_body(&members(), Some("sim/f"), None, "What is 2 + 2?", "Final answer: 4");
+        assert_eq!(b["mode"], "jury");
+        assert_eq!(b["modeConfig"]["content"], "Final answer: 4");
+        assert_eq!(b["modeConfig"]["originalQuestion"], "What is 2 + 2?");
+        assert_eq!(b["modeConfig"]["jurorModels"], json!(["sim/a", "sim/b", "sim/c"]));
+        assert_eq!(b["modeConfig"]["foremanModel"], "sim/f");
+        let defaults = crate::modes::Defaults {
+            offline: true,
+            stage_timeout_ms: 120_000,
+            fallback: Default::default(),
+        };
+        crate::modes::validate(&b, &defaults).unwrap();
+        // A foreman among the jurors is refused by the mode, by its field.
+        let b = jury_body(&members(), Some("sim/a"), None, "Q?", "A");
+        let e = crate::modes::validate(&b, &defaults).unwrap_err().to_string();
+        assert!(e.contains("foreman"), "{e}");
     }
 
     #[test]

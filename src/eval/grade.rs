@@ -29,6 +29,9 @@ pub enum Grade {
     /// The reply states no answer that can be read (or a panel reached no majority): wrong,
     /// and reported as unparsed.
     Unparsed,
+    /// A jury did not approve the answer it was given, so the arm gives none: wrong, and
+    /// reported with the jury's figures.
+    Withheld,
 }
 
 impl Grade {
@@ -38,11 +41,12 @@ impl Grade {
             Grade::Wrong => "wrong",
             Grade::Refused => "refused",
             Grade::Unparsed => "unparsed",
+            Grade::Withheld => "withheld",
         }
     }
 
     pub fn parse(s: &str) -> Option<Grade> {
-        [Grade::Correct, Grade::Wrong, Grade::Refused, Grade::Unparsed]
+        [Grade::Correct, Grade::Wrong, Grade::Refused, Grade::Unparsed, Grade::Withheld]
             .into_iter()
             .find(|g| g.as_str() == s)
     }

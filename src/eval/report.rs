@@ -6,7 +6,10 @@
 //! Derived arms are computed here from the stored answers: `majority` is the plurality of the
 //! members' single answers to a question, `self-consistency` the plurality of the best
 //! member's samples (its single answer and the further samples). Their tokens and cost are the
-//! sum of the runs voted, their latency the slowest of them (they run side by side).
+//! sum of the runs voted, their latency the slowest of them (they run side by side). `jury`
+//! keeps the best member's answer when its jury approved it: its tokens, cost and latency are
+//! that answer's run and the jury's run together (one after the other), and its own figures
+//! say how often the jury approved and how often its verdict was right.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -31,6 +34,28 @@ pub struct Answered {
     pub cost: Option<f64>,
     pub latency_ms: i64,
     pub run_ids: Vec<String>,
+    /// For the jury arm: its verdict on the given answer, and whether that answer was right.
+    #[serde(skip)]
+    pub jury: Option<JuryCheck>,
+}
+
+/// A jury's verdict on one given answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JuryCheck {
+    /// `approve`, `revise`, `reject`; None when the jury reached no verdict.
+    pub verdict: Option<String>,
+    pub given_correct: bool,
+}
+
+impl JuryCheck {
+    pub fn approved(&self) -> bool {
+        self.verdict.as_deref() == Some("approve")
+    }
+
+    /// Right when it approves a right answer or turns down a wrong one.
+    pub fn right(&self) -> bool {
+        self.verdict.is_some() && self.approved() == self.given_correct
+    }
 }
 
 impl Answered {
@@ -44,6 +69,32 @@ impl Answered {
             cost: r.cost,
             latency_ms: r.latency_ms,
             run_ids: vec![r.run_id.clone()],
+            jury: None,
+        }
+    }
+
+    /// The jury arm's answer: the given answer (the best member's single reply) when the jury
+    /// approved it, graded as it was; else none.
+    fn judged(given: &EvalRunRecord, jury: &EvalRunRecord) -> Answered {
+        let check = JuryCheck {
+            verdict: jury.answer.clone(),
+            given_correct: given.grade == Grade::Correct.as_str(),
+        };
+        let grade = Grade::parse(&jury.grade).unwrap_or(Grade::Unparsed);
+        let add = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+        Answered {
+            question_id: jury.question_id.clone(),
+            grade,
+            answer: if check.approved() { given.answer.clone() } else { None },
+            prompt_tokens: given.prompt_tokens + jury.prompt_tokens,
+            completion_tokens: given.completion_tokens + jury.completion_tokens,
+            cost: add(given.cost, jury.cost),
+            latency_ms: given.latency_ms + jury.latency_ms,
+            run_ids: vec![given.run_id.clone(), jury.run_id.clone()],
+            jury: Some(check),
         }
     }
 
@@ -73,6 +124,7 @@ impl Answered {
             cost: (!costs.is_empty()).then(|| costs.iter().sum()),
             latency_ms: parts.iter().map(|r| r.latency_ms).max().unwrap_or(0),
             run_ids: parts.iter().map(|r| r.run_id.clone()).collect(),
+            jury: None,
         }
     }
 }
@@ -118,6 +170,10 @@ pub fn answers_by_arm(
                         parts.extend(more.iter().copied());
                     }
                     (parts.len() >= samples).then(|| Answered::voted(q, &parts))
+                }),
+                Arm::Jury => best.and_then(|b| {
+                    let jury = by.get(&(name.as_str(), q.id.as_str()))?.first()?;
+                    Some(Answered::judged(single(b, &q.id)?, jury))
                 }),
             };
             list.extend(one);
@@ -181,6 +237,50 @@ pub struct ArmFigures {
     pub cost: Option<f64>,
     pub latency_p50_ms: u64,
     pub latency_p95_ms: u64,
+    /// The jury arm's own figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jury: Option<JuryFigures>,
+}
+
+/// How the jury judged the answers it was given.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JuryFigures {
+    /// Answers judged.
+    pub judged: usize,
+    /// Answers it approved, and of those the right ones.
+    pub approved: usize,
+    pub approved_correct: usize,
+    /// Verdicts that were right (a right answer approved, a wrong one turned down), their share
+    /// and its 95% Wilson interval.
+    pub verdicts_right: usize,
+    pub verdict_accuracy: f64,
+    pub verdict_ci_low: f64,
+    pub verdict_ci_high: f64,
+    /// Runs in which the jury reached no verdict.
+    pub no_verdict: usize,
+}
+
+fn jury_figures(answers: &[Answered]) -> Option<JuryFigures> {
+    let checks: Vec<&JuryCheck> = answers.iter().filter_map(|a| a.jury.as_ref()).collect();
+    if checks.is_empty() {
+        return None;
+    }
+    let n = checks.len();
+    let approved = checks.iter().filter(|c| c.approved()).count();
+    let approved_correct = checks.iter().filter(|c| c.approved() && c.given_correct).count();
+    let right = checks.iter().filter(|c| c.right()).count();
+    let (lo, hi) = wilson(right as u64, n as u64, Z95);
+    Some(JuryFigures {
+        judged: n,
+        approved,
+        approved_correct,
+        verdicts_right: right,
+        verdict_accuracy: right as f64 / n as f64,
+        verdict_ci_low: lo,
+        verdict_ci_high: hi,
+        no_verdict: checks.iter().filter(|c| c.verdict.is_none()).count(),
+    })
 }
 
 /// The figures of one arm's answers.
@@ -205,6 +305,7 @@ pub fn figures(arm: &str, answers: &[Answered]) -> ArmFigures {
         cost: (!costs.is_empty()).then(|| costs.iter().sum()),
         latency_p50_ms: percentile(&latencies, 0.5),
         latency_p95_ms: percentile(&latencies, 0.95),
+        jury: jury_figures(answers),
     }
 }
 
@@ -414,10 +515,44 @@ impl Report {
             self.disagreements.len(),
             self.eval_id
         ));
+        for a in &self.arms {
+            if let (Some(j), Some(b)) = (&a.jury, &self.best_single) {
+                out.push_str(&format!("{}: {}\n", a.arm, j.sentence(b)));
+            }
+        }
         if let Some(why) = &self.stopped {
             out.push_str(&format!("Stopped early: {why}. What is done is above.\n"));
         }
         out
+    }
+}
+
+impl JuryFigures {
+    /// The jury's figures in a sentence, for the table's notes.
+    pub fn sentence(&self, given: &str) -> String {
+        let share = |k: usize, n: usize| {
+            if n == 0 {
+                "—".to_string()
+            } else {
+                format!("{:.1}%", 100.0 * k as f64 / n as f64)
+            }
+        };
+        let mut s = format!(
+            "the jurors judged {given}'s answers and approved {} of {}; {} of those were right \
+             ({}); a verdict was right {} of the time (95% {:.1}–{:.1}%)",
+            self.approved,
+            self.judged,
+            self.approved_correct,
+            share(self.approved_correct, self.approved),
+            share(self.verdicts_right, self.judged),
+            self.verdict_ci_low * 100.0,
+            self.verdict_ci_high * 100.0,
+        );
+        if self.no_verdict > 0 {
+            s.push_str(&format!("; no verdict on {}", self.no_verdict));
+        }
+        s.push_str(". An answer it did not approve counts as none.");
+        s
     }
 }
 

@@ -1,18 +1,24 @@
 //! Runs an eval through the engine, as `conclave run` runs one deliberation: every arm's answer
 //! to a question is a stored run, linked to the eval by a row of `eval_runs` with its grade.
 //!
-//! The order: first the members alone (`single:…`, which `majority` and `self-consistency`
-//! vote over), then, once the best single member is known, its further self-consistency
-//! samples and the mode arms (the best member takes their single-model roles: chairman,
-//! foreman…). Runs go side by side, at most `concurrency` at a time per provider (the part of
-//! a model id before its `/`).
+//! The order: first the members alone (`single:…`, which `majority`, `self-consistency` and
+//! `jury` need), then, once the best single member is known, its further self-consistency
+//! samples, the jury's runs on its answers, and the mode arms (the best member takes their
+//! single-model roles: chairman, foreman…). Runs go side by side, at most `concurrency` at a
+//! time per provider route (the configured route that serves a model, as the server bounds its
+//! own calls). Before anything runs, every arm's body is checked against its mode and every
+//! model it names against the routes, so a bad setting is said at once.
 //!
-//! Stopping: a stop signal (Ctrl-C) cancels the runs in flight and reports what is done; the
-//! budget is checked before each run starts, against what the eval has used plus what the runs
-//! in flight are expected to use (the largest run of their arm so far; an arm's first run goes
-//! alone), so the eval stops before a run that would take it over. A cancelled run is not
-//! recorded, so resuming the eval (`--resume ID`, or the same set and settings again) runs it
-//! again; every recorded answer is kept and skipped.
+//! Stopping: a stop signal (Ctrl-C) cancels the runs in flight and reports what is done. The
+//! budget is kept twice. Before a run starts, what the eval has used plus what the runs in
+//! flight are expected to use (the largest run of their arm so far; an arm's first run goes
+//! alone) must leave room for it. While runs go, every call's start and end is counted from
+//! their events: when what is used, plus each open call at the size of the largest call so
+//! far, would pass the budget, the runs in flight are cancelled and the eval stops. So the
+//! budget is passed only by a call larger than every call before it; a cancelled call is not
+//! counted (a provider may still bill for the part it did). A cancelled run is not recorded,
+//! so resuming the eval (`--resume ID`, or the same set and settings again) runs it again;
+//! every recorded answer is kept and skipped.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -22,13 +28,15 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::arms::{mode_body, parse_arms, solo_body, Arm};
+use super::arms::{jury_body, mode_body, parse_arms, solo_body, Arm};
 use super::grade::{grade, Grade};
 use super::questions::{parse_set, prompt, Kind, Question, SetError};
 use super::report::{answers_by_arm, best_single, report, Report};
 use crate::engine::events::{after, watcher_channel, Frame};
+use crate::engine::spend::{Admit, CallSize, SpendGuard};
 use crate::engine::{Engine, EngineError, Viewer};
 use crate::ids::{EvalId, RunId};
+use crate::modes::Usage;
 use crate::providers::oracle::{self, AnswerKey};
 use crate::store::{EvalRecord, EvalRunRecord, NewEval, StoreError};
 
@@ -76,20 +84,36 @@ pub struct Progress {
     pub arms: Vec<(String, usize, usize)>,
 }
 
-/// One run to make.
-struct Job {
+/// One run to plan: its arm, question (index), sample and start body, and for a jury run the
+/// answer it judges.
+struct Planned {
     arm: String,
     question: usize,
     sample: i32,
     body: Value,
+    given: Option<Given>,
+}
+
+impl Planned {
+    fn new(arm: String, question: usize, sample: i32, body: Value) -> Self {
+        Planned { arm, question, sample, body, given: None }
+    }
+}
+
+/// The answer a jury run judges: the best single member's, as graded.
+#[derive(Debug, Clone)]
+struct Given {
+    grade: Grade,
+}
+
+/// One run to make.
+struct Job {
+    plan: Planned,
+    /// The routes its models go through (what the concurrency bound counts).
     providers: Vec<String>,
     /// What the budget holds for it while it runs (tokens, cost).
     reserve: (u64, f64),
 }
-
-/// A run made: its rows for `eval_runs` (the arm's answer, after its judge's when it was
-/// judged), or None when it was cancelled.
-type Done = Result<Option<Vec<EvalRunRecord>>, EvalError>;
 
 /// The settings that make two evals of one set the same eval (what resuming matches on).
 fn settings_of(opts: &EvalOptions, arms: &[Arm]) -> Value {
@@ -193,7 +217,8 @@ pub async fn run_eval(
     }
     let mut rows = store.eval_runs(&eval.id).await?;
     let mut driver = Driver::new(engine, &eval.id, opts, &questions, &rows);
-    let needs_all = arms.iter().any(|a| matches!(a, Arm::Majority | Arm::SelfConsistency));
+    let needs_all =
+        arms.iter().any(|a| matches!(a, Arm::Majority | Arm::SelfConsistency | Arm::Jury));
     let singles: Vec<&String> = opts
         .members
         .iter()
@@ -202,13 +227,20 @@ pub async fn run_eval(
     let modes: Vec<_> =
         arms.iter().filter_map(|a| if let Arm::Mode(k) = a { Some(*k) } else { None }).collect();
     let consistency = arms.contains(&Arm::SelfConsistency);
+    let jury = arms.contains(&Arm::Jury);
+    let jury_settings = opts.mode_settings.get("jury");
+    // The jury's foreman writes its report and casts no vote; it must not be a juror.
+    let foreman = opts.judge.as_deref().filter(|j| !opts.members.iter().any(|m| m == j));
+    probe(engine, &arms, opts, foreman)?;
     // Phase 2's size is known before the best member is: count it now for the progress line.
-    driver.total_later =
-        questions.len() * (modes.len() + if consistency { samples.saturating_sub(1) } else { 0 });
+    driver.total_later = questions.len()
+        * (modes.len()
+            + usize::from(jury)
+            + if consistency { samples.saturating_sub(1) } else { 0 });
     let mut first = Vec::new();
     for m in &singles {
         for (i, p) in prompts.iter().enumerate() {
-            first.push((format!("single:{m}"), i, 0, solo_body(m, p)));
+            first.push(Planned::new(format!("single:{m}"), i, 0, solo_body(m, p)));
         }
     }
     tokio::pin!(stop);
@@ -222,7 +254,8 @@ pub async fn run_eval(
         if consistency {
             for (i, p) in prompts.iter().enumerate() {
                 for s in 1..samples {
-                    second.push(("self-consistency".to_string(), i, s as i32, solo_body(&lead, p)));
+                    let body = solo_body(&lead, p);
+                    second.push(Planned::new("self-consistency".into(), i, s as i32, body));
                 }
             }
         }
@@ -230,7 +263,32 @@ pub async fn run_eval(
             let own = opts.mode_settings.get(kind.as_str());
             for (i, p) in prompts.iter().enumerate() {
                 let body = mode_body(*kind, &opts.members, &lead, own, p);
-                second.push((kind.as_str().to_string(), i, 0, body));
+                second.push(Planned::new(kind.as_str().to_string(), i, 0, body));
+            }
+        }
+        if jury {
+            // Each question's given answer is the best member's single reply, as it stands.
+            let given_rows: HashMap<&str, &EvalRunRecord> = rows
+                .iter()
+                .filter(|r| r.arm == format!("single:{lead}") && r.sample == 0)
+                .map(|r| (r.question_id.as_str(), r))
+                .collect();
+            for (i, (q, p)) in questions.iter().zip(&prompts).enumerate() {
+                let Some(row) = given_rows.get(q.id.as_str()) else { continue };
+                if driver.recorded.contains(&("jury".into(), q.id.clone(), 0)) {
+                    continue;
+                }
+                let run = RunId::from_stored(row.run_id.clone());
+                let text = engine.result(&run, &Viewer::local()).await?.answer;
+                let given = Given { grade: Grade::parse(&row.grade).unwrap_or(Grade::Unparsed) };
+                let text = text
+                    .filter(|t| !t.trim().is_empty())
+                    .unwrap_or_else(|| "(The model gave no answer to this question.)".to_string());
+                let body = jury_body(&opts.members, foreman, jury_settings, p, &text);
+                second.push(Planned {
+                    given: Some(given),
+                    ..Planned::new("jury".into(), i, 0, body)
+                });
             }
         }
         driver.total_later = 0;
@@ -266,6 +324,53 @@ pub fn stored_report(
     Ok((report(&record.id, &answers, best.as_deref(), opts.seed, stopped), questions))
 }
 
+/// Checks, before anything runs, that every arm's body is one its mode accepts and that every
+/// model it names is served, so a bad `--arm-config` or an unserved model is said at once, not
+/// after the single members have run.
+fn probe(
+    engine: &Engine,
+    arms: &[Arm],
+    opts: &EvalOptions,
+    foreman: Option<&str>,
+) -> Result<(), EvalError> {
+    let (lead, q) = (&opts.members[0], "What is 2 + 2?");
+    for arm in arms {
+        let body = match arm {
+            Arm::Single(m) => solo_body(m, q),
+            Arm::Mode(k) => {
+                mode_body(*k, &opts.members, lead, opts.mode_settings.get(k.as_str()), q)
+            }
+            Arm::Jury => jury_body(&opts.members, foreman, opts.mode_settings.get("jury"), q, "4"),
+            Arm::Majority | Arm::SelfConsistency => continue,
+        };
+        let refused = |e: String| {
+            let hint = if *arm == Arm::Jury && e.contains("oreman") {
+                "; name the jury's foreman, who must not be a member, with --judge MODEL or \
+                 --arm-config jury='{\"foremanModel\":\"MODEL\"}'"
+            } else {
+                ""
+            };
+            EvalError::Usage(format!("arm {}: {e}{hint}", arm.name()))
+        };
+        let valid =
+            crate::modes::validate(&body, engine.defaults()).map_err(|e| refused(e.to_string()))?;
+        for m in &valid.models {
+            engine.providers().resolve(m).map_err(|e| {
+                let role = if Some(m.as_str()) == body["modeConfig"]["foremanModel"].as_str() {
+                    format!("the foreman: {e}")
+                } else {
+                    e
+                };
+                refused(role)
+            })?;
+        }
+    }
+    if let Some(j) = &opts.judge {
+        engine.providers().resolve(j).map_err(|e| EvalError::Usage(format!("--judge: {e}")))?;
+    }
+    Ok(())
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -287,6 +392,7 @@ struct Driver<'a> {
     done: usize,
     total_later: usize,
     in_flight: Arc<Mutex<HashSet<String>>>,
+    budget: Arc<Budget>,
 }
 
 impl<'a> Driver<'a> {
@@ -310,10 +416,13 @@ impl<'a> Driver<'a> {
             done: 0,
             total_later: 0,
             in_flight: Arc::default(),
+            budget: Arc::new(Budget::new(opts.budget_tokens, opts.budget_cost, (0, 0.0))),
         };
         for r in rows {
             d.count(r);
         }
+        // What was recorded before counts against the budget given now.
+        d.budget = Arc::new(Budget::new(opts.budget_tokens, opts.budget_cost, (d.tokens, d.cost)));
         d
     }
 
@@ -345,15 +454,16 @@ impl<'a> Driver<'a> {
         if bt.is_none() && bc.is_none() {
             return Ok(Some((0, 0.0)));
         }
-        if bt.is_some_and(|b| self.tokens >= b) || bc.is_some_and(|b| self.cost >= b) {
+        let (tokens, cost) = self.budget.spent();
+        if bt.is_some_and(|b| tokens >= b) || bc.is_some_and(|b| cost >= b) {
             return Err(self.spent());
         }
         let Some(&(t, c)) = self.largest.get(arm) else {
             // Nothing known of this arm's runs: one at a time until one is.
             return Ok((!arms_in_flight.contains(arm)).then_some((0, 0.0)));
         };
-        let over_t = bt.is_some_and(|b| self.tokens + reserved.0 + t > b);
-        let over_c = bc.is_some_and(|b| self.cost + reserved.1 + c > b);
+        let over_t = bt.is_some_and(|b| tokens + reserved.0 + t > b);
+        let over_c = bc.is_some_and(|b| cost + reserved.1 + c > b);
         if over_t || over_c {
             return if arms_in_flight.is_empty() { Err(self.spent()) } else { Ok(None) };
         }
@@ -363,41 +473,44 @@ impl<'a> Driver<'a> {
     }
 
     fn spent(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(b) = self.opts.budget_tokens {
-            parts.push(format!("{} of a {b}-token budget used", self.tokens));
+        format!("budget reached: {}; the next run could exceed it", self.budget.used())
+    }
+
+    /// Cancels the runs in flight; they answer `cancelled` and are not recorded.
+    async fn cancel_all(&self, reason: &str) {
+        let ids: Vec<String> =
+            self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
+        for id in ids {
+            let _ = self.engine.cancel(&RunId::from_stored(id), reason, &Viewer::local()).await;
         }
-        if let Some(b) = self.opts.budget_cost {
-            parts.push(format!("${:.4} of a ${b} budget used", self.cost));
-        }
-        format!("budget reached ({}); the next run could exceed it", parts.join(", "))
     }
 
     /// Runs `jobs` (those not recorded yet). Answers why it stopped early, if it did.
     async fn run(
         &mut self,
-        jobs: Vec<(String, usize, i32, Value)>,
+        jobs: Vec<Planned>,
         stop: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Option<String>, EvalError> {
         let defaults = self.engine.defaults().clone();
         let mut pending: VecDeque<Job> = VecDeque::new();
-        for (arm, question, sample, body) in jobs {
-            let qid = &self.questions[question].id;
-            if self.recorded.contains(&(arm.clone(), qid.clone(), sample)) {
+        for plan in jobs {
+            let qid = &self.questions[plan.question].id;
+            if self.recorded.contains(&(plan.arm.clone(), qid.clone(), plan.sample)) {
                 continue;
             }
             // Checked before anything runs: a mode that refuses its settings says so at once.
-            let valid = crate::modes::validate(&body, &defaults)
-                .map_err(|e| EvalError::Usage(format!("arm {arm}: {e}")))?;
-            let mut providers: Vec<String> = valid
+            let valid = crate::modes::validate(&plan.body, &defaults)
+                .map_err(|e| EvalError::Usage(format!("arm {}: {e}", plan.arm)))?;
+            let providers = self.engine.providers();
+            let mut routes: Vec<String> = valid
                 .models
                 .iter()
-                .map(|m| m.split_once('/').map_or(m.as_str(), |(p, _)| p).to_string())
+                .map(|m| providers.route_of(m).unwrap_or_else(|| m.clone()))
                 .collect();
-            providers.sort();
-            providers.dedup();
-            pending.push_back(Job { arm, question, sample, body, providers, reserve: (0, 0.0) });
+            routes.sort();
+            routes.dedup();
+            pending.push_back(Job { plan, providers: routes, reserve: (0, 0.0) });
         }
         let total = self.done + pending.len() + self.total_later;
         let limit = self.opts.concurrency.max(1);
@@ -405,6 +518,7 @@ impl<'a> Driver<'a> {
         let mut arms_in_flight: HashMap<String, usize> = HashMap::new();
         let mut running = FuturesUnordered::new();
         let mut stopped: Option<String> = None;
+        let mut budget_stop = false;
         // What the runs in flight are expected to use (see `admit`).
         let mut reserved = (0u64, 0.0f64);
         let mut buffer: Vec<EvalRunRecord> = Vec::new();
@@ -427,7 +541,7 @@ impl<'a> Driver<'a> {
                         .filter(|(_, n)| **n > 0)
                         .map(|(a, _)| a.clone())
                         .collect();
-                    let reserve = match self.admit(&job.arm, &mut reserved, &flying) {
+                    let reserve = match self.admit(&job.plan.arm, &mut reserved, &flying) {
                         Ok(Some(r)) => r,
                         Ok(None) => {
                             i += 1;
@@ -445,7 +559,7 @@ impl<'a> Driver<'a> {
                     for p in &job.providers {
                         *per_provider.entry(p.clone()).or_insert(0) += 1;
                     }
-                    *arms_in_flight.entry(job.arm.clone()).or_insert(0) += 1;
+                    *arms_in_flight.entry(job.plan.arm.clone()).or_insert(0) += 1;
                     running.push(execute(
                         self.engine,
                         self.eval_id,
@@ -453,6 +567,7 @@ impl<'a> Driver<'a> {
                         self.opts.judge.as_deref(),
                         job,
                         self.in_flight.clone(),
+                        self.budget.clone(),
                     ));
                 }
             }
@@ -467,39 +582,182 @@ impl<'a> Driver<'a> {
                             *n -= 1;
                         }
                     }
-                    if let Some(n) = arms_in_flight.get_mut(&job.arm) {
+                    if let Some(n) = arms_in_flight.get_mut(&job.plan.arm) {
                         *n -= 1;
                     }
                     reserved.0 -= job.reserve.0;
                     reserved.1 -= job.reserve.1;
-                    if let Some(rows) = done? {
-                        for row in &rows {
-                            self.count(row);
+                    match done? {
+                        Finished::Recorded(rows) => {
+                            for row in &rows {
+                                self.count(row);
+                            }
+                            self.done += 1;
+                            buffer.extend(rows);
+                            if buffer.len() >= 64 {
+                                self.engine.store().add_eval_runs(std::mem::take(&mut buffer)).await?;
+                            }
+                            let arms = self.tally.iter().map(|(a, (c, n))| (a.clone(), *c, *n)).collect();
+                            progress(&Progress { done: self.done, total, arms });
                         }
-                        self.done += 1;
-                        buffer.extend(rows);
-                        if buffer.len() >= 64 {
-                            self.engine.store().add_eval_runs(std::mem::take(&mut buffer)).await?;
+                        // Not recorded (a resume runs it again); what it used is counted by the
+                        // budget. A call the budget refused stops the eval.
+                        Finished::Cancelled => {
+                            if self.budget.refused() && !budget_stop {
+                                budget_stop = true;
+                                stopped = Some(String::new());
+                                self.cancel_all("the eval's budget was reached").await;
+                            }
                         }
-                        let arms = self.tally.iter().map(|(a, (c, n))| (a.clone(), *c, *n)).collect();
-                        progress(&Progress { done: self.done, total, arms });
                     }
                 }
                 _ = stop.as_mut(), if stopped.is_none() => {
                     stopped = Some("stopped by Ctrl-C".into());
-                    let ids: Vec<String> = self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
-                    for id in ids {
-                        let _ = self.engine.cancel(&RunId::from_stored(id), "the eval was stopped", &Viewer::local()).await;
-                    }
+                    self.cancel_all("the eval was stopped").await;
                 }
             }
         }
         if !buffer.is_empty() {
             self.engine.store().add_eval_runs(buffer).await?;
         }
+        if budget_stop {
+            stopped = Some(self.budget.stop_note());
+        }
         Ok(stopped)
     }
 }
+
+/// The eval's budget, kept call by call over all its runs (a [`SpendGuard`]): what is spent
+/// (recorded before, and every call since) and the worst case of the calls in flight. A call
+/// starts only if its worst case fits beside them; it waits while calls in flight hold the room
+/// it needs, and is refused when it would not fit even alone, which cancels its run.
+struct Budget {
+    tokens: Option<u64>,
+    cost: Option<f64>,
+    state: Mutex<BudgetState>,
+}
+
+#[derive(Default)]
+struct BudgetState {
+    spent: (u64, f64),
+    /// Worst cases (tokens, cost) of the calls in flight, by run and call key.
+    reserved: HashMap<(String, String), (u64, f64)>,
+    /// The most a token has cost so far: a call's worst-case cost is its worst-case tokens at
+    /// that price (so a cost budget binds from the first call that reports a cost).
+    price: f64,
+    /// The worst case (tokens) of the call refused, once one is.
+    refused: Option<u64>,
+}
+
+impl Budget {
+    fn new(tokens: Option<u64>, cost: Option<f64>, spent: (u64, f64)) -> Self {
+        let state = BudgetState { spent, ..Default::default() };
+        Budget { tokens, cost, state: Mutex::new(state) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BudgetState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn limited(&self) -> bool {
+        self.tokens.is_some() || self.cost.is_some()
+    }
+
+    /// The guard a run of the eval is started with: none without a budget.
+    fn guard(self: &Arc<Self>) -> Option<Arc<dyn SpendGuard>> {
+        self.limited().then(|| self.clone() as Arc<dyn SpendGuard>)
+    }
+
+    fn spent(&self) -> (u64, f64) {
+        self.lock().spent
+    }
+
+    /// Whether a call refused to start (and so its run was cancelled).
+    fn refused(&self) -> bool {
+        self.lock().refused.is_some()
+    }
+
+    /// `spent` plus `extra` is within the budget.
+    fn fits(&self, spent: (u64, f64), extra: (u64, f64)) -> bool {
+        self.tokens.is_none_or(|b| spent.0 + extra.0 <= b)
+            && self.cost.is_none_or(|b| spent.1 + extra.1 <= b + 1e-12)
+    }
+
+    /// What is used, in words (`1200 of a 1500-token budget used`).
+    fn used(&self) -> String {
+        let (t, c) = self.spent();
+        let mut parts = Vec::new();
+        if let Some(b) = self.tokens {
+            parts.push(format!("{t} of a {b}-token budget used"));
+        }
+        if let Some(b) = self.cost {
+            parts.push(format!("${c:.4} of a ${b} budget used"));
+        }
+        parts.join(", ")
+    }
+}
+
+impl SpendGuard for Budget {
+    fn admit(&self, run: &str, key: &str, size: CallSize) -> Admit {
+        if !self.limited() {
+            return Admit::Go;
+        }
+        let mut st = self.lock();
+        let t = size.worst_tokens();
+        let worst = (t, t as f64 * st.price);
+        let held = st.reserved.values().fold((0, 0.0), |a, r| (a.0 + r.0, a.1 + r.1));
+        if self.fits(st.spent, (held.0 + worst.0, held.1 + worst.1)) {
+            st.reserved.insert((run.to_string(), key.to_string()), worst);
+            Admit::Go
+        } else if !st.reserved.is_empty() && self.fits(st.spent, worst) {
+            Admit::Wait
+        } else {
+            st.refused = Some(t);
+            Admit::Refuse
+        }
+    }
+
+    fn settle(&self, run: &str, key: &str, usage: Option<Usage>) {
+        let mut st = self.lock();
+        st.reserved.remove(&(run.to_string(), key.to_string()));
+        if let Some(u) = usage {
+            let t = u.prompt_tokens + u.completion_tokens;
+            let c = u.cost.unwrap_or(0.0);
+            st.spent = (st.spent.0 + t, st.spent.1 + c);
+            if t > 0 {
+                st.price = st.price.max(c / t as f64);
+            }
+        }
+    }
+
+    fn refusal(&self) -> String {
+        format!("the eval's budget would not cover its next model call ({})", self.used())
+    }
+}
+
+impl Budget {
+    /// Why the eval stopped on its budget, in words.
+    fn stop_note(&self) -> String {
+        let next = match self.lock().refused {
+            Some(t) => format!(", and the next model call could use up to {t} tokens"),
+            None => String::new(),
+        };
+        format!(
+            "budget reached: {}{next}; the eval stopped before any call could exceed it",
+            self.used()
+        )
+    }
+}
+
+/// How a run of the eval ended.
+enum Finished {
+    /// Its rows for `eval_runs` (the arm's answer, after its judge's when it was judged).
+    Recorded(Vec<EvalRunRecord>),
+    /// Cancelled, with what it had used.
+    Cancelled,
+}
+
+type Done = Result<Finished, EvalError>;
 
 /// Makes one run, waits for its end, grades its answer.
 async fn execute(
@@ -509,27 +767,35 @@ async fn execute(
     judge: Option<&str>,
     job: Job,
     in_flight: Arc<Mutex<HashSet<String>>>,
+    budget: Arc<Budget>,
 ) -> (Job, Done) {
-    let q = &questions[job.question];
+    let q = &questions[job.plan.question];
     let done = async {
         let viewer = Viewer::local();
-        let started = engine.start_run(&job.body, &viewer).await?;
+        let started = engine.start_run_guarded(&job.plan.body, &viewer, budget.guard()).await?;
         let id = started.run_id;
         in_flight.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_string());
         let terminal = follow(engine, &id).await;
         in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(id.as_str());
         if terminal? == "cancelled" {
-            return Ok(None);
+            return Ok(Finished::Cancelled);
         }
         let detail = engine.result(&id, &viewer).await?;
-        let mut graded = match &detail.answer {
-            Some(text) => grade(text, q),
-            None => super::grade::Graded { grade: Grade::Unparsed, answer: None },
+        let mut graded = match (&job.plan.given, &detail.answer) {
+            (Some(given), _) => jury_grade(given, &detail.result),
+            (None, Some(text)) => grade(text, q),
+            (None, None) => super::grade::Graded { grade: Grade::Unparsed, answer: None },
         };
         let mut judged = None;
-        if let (Kind::Judge, Some(judge), Some(text)) = (&q.kind, judge, &detail.answer) {
+        if let (Kind::Judge, Some(judge), Some(text), None) =
+            (&q.kind, judge, &detail.answer, &job.plan.given)
+        {
             if graded.answer.is_some() {
-                let (verdict, run) = ask_judge(engine, judge, q, text).await?;
+                let Some((verdict, run)) =
+                    ask_judge(engine, judge, q, text, budget.clone()).await?
+                else {
+                    return Ok(Finished::Cancelled);
+                };
                 graded.grade = match verdict {
                     Some(true) => Grade::Correct,
                     Some(false) => Grade::Wrong,
@@ -539,15 +805,16 @@ async fn execute(
             }
         }
         let run = &detail.run;
+        let arm = &job.plan.arm;
         let mut rows = Vec::new();
         if let Some(j) = judged {
             // The judge's run, linked to the eval under `judge/ARM` (its tokens count against
             // the budget, not the arm's figures).
             rows.push(EvalRunRecord {
                 eval_id: eval_id.to_string(),
-                arm: format!("judge/{}", job.arm),
+                arm: format!("judge/{arm}"),
                 question_id: q.id.clone(),
-                sample: job.sample,
+                sample: job.plan.sample,
                 run_id: j.run.id.clone(),
                 grade: graded.grade.as_str().to_string(),
                 answer: None,
@@ -559,9 +826,9 @@ async fn execute(
         }
         rows.push(EvalRunRecord {
             eval_id: eval_id.to_string(),
-            arm: job.arm.clone(),
+            arm: arm.clone(),
             question_id: q.id.clone(),
-            sample: job.sample,
+            sample: job.plan.sample,
             run_id: id.into_string(),
             grade: graded.grade.as_str().to_string(),
             answer: graded.answer,
@@ -570,26 +837,43 @@ async fn execute(
             cost: run.cost,
             latency_ms: run.finished_at.map_or(0, |f| (f - run.created_at).max(0)),
         });
-        Ok(Some(rows))
+        Ok(Finished::Recorded(rows))
     }
     .await;
     (job, done)
 }
 
-/// Asks the judge about a reply (a Solo run of its own); its verdict and its run.
+/// A jury run's grade: the given answer's own grade when the jury approved it, withheld when it
+/// asked for a revision or rejected it, unparsed when it reached no verdict. Its stored
+/// `answer` is the verdict (`approve`, `revise`, `reject`), what the jury's figures count.
+fn jury_grade(given: &Given, result: &Value) -> super::grade::Graded {
+    let verdict = result["jurorSummary"]["majorityVerdict"].as_str().map(str::to_lowercase);
+    let grade = match verdict.as_deref() {
+        Some("approve") => given.grade,
+        Some(_) => Grade::Withheld,
+        None => Grade::Unparsed,
+    };
+    super::grade::Graded { grade, answer: verdict }
+}
+
+/// Asks the judge about a reply (a Solo run of its own); its verdict and its run, or None
+/// when its run was cancelled.
 async fn ask_judge(
     engine: &Engine,
     judge: &str,
     q: &Question,
     reply: &str,
-) -> Result<(Option<bool>, crate::engine::RunDetail), EvalError> {
+    budget: Arc<Budget>,
+) -> Result<Option<(Option<bool>, crate::engine::RunDetail)>, EvalError> {
     let viewer = Viewer::local();
     let body = solo_body(judge, &super::grade::judge_prompt(q, reply));
-    let started = engine.start_run(&body, &viewer).await?;
-    follow(engine, &started.run_id).await?;
+    let started = engine.start_run_guarded(&body, &viewer, budget.guard()).await?;
+    if follow(engine, &started.run_id).await? == "cancelled" {
+        return Ok(None);
+    }
     let detail = engine.result(&started.run_id, &viewer).await?;
     let verdict = detail.answer.as_deref().and_then(super::grade::read_verdict);
-    Ok((verdict, detail))
+    Ok(Some((verdict, detail)))
 }
 
 /// Waits for a run's terminal event and answers it (`complete`, `error`, `cancelled`).
@@ -624,4 +908,61 @@ pub async fn follow(engine: &Engine, id: &RunId) -> Result<String, EngineError> 
         _ => "error",
     }
     .to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn size(prompt_bytes: usize, max_tokens: u32) -> CallSize {
+        CallSize { prompt_bytes, messages: 1, max_tokens }
+    }
+
+    fn used(t: u64) -> Option<Usage> {
+        Some(Usage { prompt_tokens: t / 2, completion_tokens: t - t / 2, cost: None })
+    }
+
+    #[test]
+    fn a_call_starts_only_when_its_worst_case_fits_beside_the_calls_in_flight() {
+        // Worst case of a call: its prompt's bytes, 16 tokens of template, its output cap.
+        assert_eq!(size(100, 200).worst_tokens(), 316);
+        let b = Budget::new(Some(1000), None, (100, 0.0));
+        assert_eq!(b.admit("r", "a", size(100, 200)), Admit::Go); // 100 + 316
+        assert_eq!(b.admit("r", "b", size(100, 200)), Admit::Go); // + 316 = 732
+                                                                  // A third would pass 1000 beside them, but fits alone: it waits for room.
+        assert_eq!(b.admit("r", "c", size(100, 200)), Admit::Wait);
+        b.settle("r", "a", used(50));
+        assert_eq!(b.spent(), (150, 0.0), "what a call used is counted, not its worst case");
+        assert_eq!(b.admit("r", "c", size(100, 200)), Admit::Go);
+        assert!(!b.refused());
+        // A call stopped in flight releases its room and counts nothing.
+        b.settle("r", "b", None);
+        b.settle("r", "c", used(60));
+        assert_eq!(b.spent(), (210, 0.0));
+        // One that could not fit even alone is refused, and the stop says why.
+        assert_eq!(b.admit("r", "d", size(700, 200)), Admit::Refuse);
+        assert!(b.refused());
+        let note = b.stop_note();
+        assert!(note.contains("210 of a 1000-token budget used"), "{note}");
+        assert!(note.contains("could use up to 916 tokens"), "{note}");
+    }
+
+    #[test]
+    fn a_cost_budget_binds_from_the_first_call_that_reports_a_price() {
+        let b = Budget::new(None, Some(0.01), (0, 0.0));
+        // No price known yet: a call's worst-case cost is unknown, so it goes.
+        assert_eq!(b.admit("r", "a", size(0, 84)), Admit::Go); // worst 100 tokens
+        b.settle(
+            "r",
+            "a",
+            Some(Usage { prompt_tokens: 50, completion_tokens: 50, cost: Some(0.004) }),
+        );
+        // Now 100 tokens may cost $0.004: $0.004 spent + $0.004 fits, + another does not.
+        assert_eq!(b.admit("r", "b", size(0, 84)), Admit::Go);
+        assert_eq!(b.admit("r", "c", size(0, 84)), Admit::Wait);
+        assert_eq!(b.admit("r", "d", size(0, 184)), Admit::Refuse, "$0.008 more cannot fit");
+        // Without a budget everything goes.
+        let free = Budget::new(None, None, (0, 0.0));
+        assert_eq!(free.admit("r", "a", size(1 << 30, u32::MAX)), Admit::Go);
+    }
 }

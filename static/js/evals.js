@@ -44,6 +44,21 @@ function figuresTable(report) {
     el("tbody", null, rows)));
 }
 
+/** The jury arm's own figures, in words: how often it approved, and how often it was right. */
+function juryNotes(report) {
+  const share = (k, n) => n ? pct(k / n) : "—";
+  return report.arms.filter((a) => a.jury && report.bestSingle).map((a) => {
+    const j = a.jury;
+    return el("p", { class: "jury-note", dataset: { arm: a.arm } },
+      el("strong", null, "Jury: "),
+      `the members judged ${report.bestSingle}'s answers and approved ${j.approved} of ${j.judged}; ` +
+      `${j.approvedCorrect} of those were right (${share(j.approvedCorrect, j.approved)}). ` +
+      `A verdict was right ${share(j.verdictsRight, j.judged)} of the time (95% ${pct(j.verdictCiLow)} to ${pct(j.verdictCiHigh)})` +
+      (j.noVerdict ? `; no verdict on ${j.noVerdict}.` : ".") +
+      " An answer the jury did not approve counts as no answer in the accuracy above.");
+  });
+}
+
 function accuracyChart(report) {
   const arms = report.arms.filter((a) => a.n > 0);
   const withCost = arms.some((a) => a.cost != null);
@@ -78,7 +93,7 @@ const MAX_SHOWN = 60;
 function disagreementTable(report) {
   const arms = report.arms.filter((a) => a.n > 0).map((a) => a.arm);
   const list = report.disagreements || [];
-  const grade = { correct: "✓ right", wrong: "✗ wrong", unparsed: "? unparsed", refused: "⊘ refused" };
+  const grade = { correct: "✓ right", wrong: "✗ wrong", unparsed: "? unparsed", refused: "⊘ refused", withheld: "– not approved" };
   const rows = list.slice(0, MAX_SHOWN).map((d) => el("tr", { dataset: { question: d.questionId } },
     el("th", { scope: "row" }, el("div", null, d.question || d.questionId), el("div", { class: "muted" }, `answer: ${d.answer}`)),
     arms.map((arm) => {
@@ -102,7 +117,7 @@ export async function evalView(main, id) {
   main.append(el("h1", null, `Eval of ${e.setName}`),
     el("p", { class: "muted" }, `${e.questions} questions · members ${(e.members || []).join(", ")} · `, ui.badge(e.status, e.status === "completed" ? "green" : "yellow"),
       report.stopped ? ` stopped early: ${report.stopped}` : ""),
-    el("section", { class: "panel" }, el("h2", null, "Arms"), figuresTable(report),
+    el("section", { class: "panel" }, el("h2", null, "Arms"), figuresTable(report), ...juryNotes(report),
       el("p", { class: "muted" }, report.bestSingle ? `Δ: paired difference to the best single member (${report.bestSingle}) on the same questions, 95% bootstrap interval, exact McNemar p.` : "No single member was run: there is no baseline.")),
     el("section", { class: "panel" }, el("h2", null, "Accuracy against cost"), accuracyChart(report)),
     el("section", { class: "panel" }, ...disagreementTable(report)));
