@@ -83,8 +83,11 @@ function accuracyChart(report) {
   }, { label });
 }
 
-function runLinks(runs) {
-  if (runs.length === 1) return [el("a", { href: `#/run/${encodeURIComponent(runs[0])}` }, "run")];
+function runLinks(runs, arm) {
+  const link = (r, text) => el("a", { href: `#/run/${encodeURIComponent(r)}` }, text);
+  if (runs.length === 1) return [link(runs[0], "run")];
+  // The jury arm's answer is the best member's run, then the jury's run on it.
+  if (arm === "jury" && runs.length === 2) return [link(runs[0], "answer"), " ", link(runs[1], "verdict")];
   return runs.flatMap((r, i) => [i ? " " : "", el("a", { href: `#/run/${encodeURIComponent(r)}`, "aria-label": `run ${i + 1}` }, String(i + 1))]);
 }
 
@@ -99,7 +102,7 @@ function disagreementTable(report) {
     arms.map((arm) => {
       const a = d.arms[arm];
       if (!a) return el("td", { class: "muted" }, "—");
-      return el("td", { class: `grade-${a.grade}` }, grade[a.grade] || a.grade, " ", el("span", { class: "muted" }, ...runLinks(a.runIds)));
+      return el("td", { class: `grade-${a.grade}` }, grade[a.grade] || a.grade, " ", el("span", { class: "muted" }, ...runLinks(a.runIds, arm)));
     })));
   return [
     el("h2", null, `Questions where the arms disagree (${list.length})`),

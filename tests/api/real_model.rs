@@ -999,4 +999,33 @@ async fn eval_of_the_sample_set_on_the_real_model() {
         .unwrap();
     assert!(table.status.success());
     println!("conclave eval on the real model:\n{}", String::from_utf8_lossy(&table.stdout));
+
+    // The jury arm on the real model, within a budget its jurors' calls must wait for: the
+    // tokens of every run the eval made, read from the database, stay within it.
+    let db = format!("sqlite://{}", dir.path().join("jury.db").display());
+    let out = crate::cli::conclave()
+        .env("CONCLAVE_CONFIG", &config)
+        .env("DATABASE_URL", &db)
+        .args(["eval", "sample", "--members", members, "--arms", "single,jury", "--limit", "2"])
+        .args(["--arm-config", r#"jury={"foremanModel":"local/smollm2-f"}"#])
+        .args(["--budget", "12000", "--json", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let store = conclave::store::Store::start(&db).unwrap();
+    let runs = store.list_runs(1000).await.unwrap();
+    let total: i64 = runs.iter().map(|r| r.prompt_tokens + r.completion_tokens).sum();
+    assert!(total <= 12_000, "{total} tokens of a 12000-token budget");
+    if let Some(jury) = v["arms"].as_array().unwrap().iter().find(|a| a["arm"] == "jury") {
+        let j = &jury["jury"];
+        if jury["n"].as_u64() > Some(0) {
+            assert!(j["verdictsRight"].as_u64() <= j["judged"].as_u64(), "{jury}");
+            assert!(j["approvedCorrect"].as_u64() <= j["approved"].as_u64(), "{jury}");
+        }
+    }
+    println!(
+        "jury arm on the real model ({total} of 12000 tokens): {}",
+        serde_json::to_string_pretty(&v).unwrap()
+    );
 }

@@ -19,7 +19,7 @@ function runEval() {
   const env = { ...process.env, DATABASE_URL, CONCLAVE_SIM_LATENCY_MS: "0", OPENROUTER_API_KEY: "" };
   delete env.CONCLAVE_CONFIG;
   const out = execFileSync(BIN, ["eval", "sample", "--members", "sim/oracle-0.8-a,sim/oracle-0.5-b,sim/oracle-0.5-c",
-    "--arms", "single,majority,council", "--limit", "16", "--json", "--quiet"],
+    "--arms", "single,majority,council,jury", "--limit", "16", "--json", "--quiet"],
   { env });
   return JSON.parse(out.toString());
 }
@@ -40,6 +40,11 @@ test("an eval's page shows its table, chart and disagreements, each linking to i
     assert.ok(row.includes(`${(a.accuracy * 100).toFixed(1)}%`), `${a.arm}: ${row}`);
     assert.ok(row.includes(`${(a.ciLow * 100).toFixed(1)}%–${(a.ciHigh * 100).toFixed(1)}%`), row);
   }
+  // The jury arm's own figures, in words, under the table.
+  const jury = printed.arms.find((a) => a.arm === "jury").jury;
+  const note = await page.textContent('.jury-note[data-arm="jury"]');
+  assert.ok(note.includes(`approved ${jury.approved} of ${jury.judged}`), note);
+  assert.ok(note.includes("counts as no answer"), note);
   const label = await page.getAttribute(".chart-box[role=img]", "aria-label");
   for (const a of printed.arms) assert.ok(label.includes(a.arm), label);
   await page.waitForSelector(".chart-box canvas");
