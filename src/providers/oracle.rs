@@ -1,13 +1,40 @@
-//! `sim/oracle-P` models (`sim/oracle-0.6`, or `sim/oracle-0.6-a` to tell panel members apart): sim models that answer an eval question correctly with probability
-//! `P` (0 to 1), independently per call, so that the statistics of `conclave eval` can be
-//! tested against exact expectations.
+//! `sim/oracle-P` models (`sim/oracle-0.6`, or `sim/oracle-0.6-a` to tell panel members apart):
+//! sim models that answer an eval question correctly with probability `P` (0 to 1),
+//! independently per call, so that the statistics of `conclave eval` can be tested against
+//! exact expectations.
 //!
 //! The sim sees only prompts. The eval runner, in the same process, registers each question's
-//! prompt with its answer key ([`register`]); the answer is never put in the prompt. An oracle
-//! asked a registered prompt (the question itself, as Solo and Council's first stage ask it,
-//! or Council's synthesis, which quotes it) draws right or wrong and answers with a
-//! `Final answer:` line; any other prompt (rankings, votes, titles) gets the ordinary sim
-//! answer. A sim-server in another process has no keys: its oracles answer like `sim/alpha`.
+//! prompt with its answer key ([`register`]); the answer is never put in the prompt, and an
+//! oracle never reads one from it. An oracle whose chat is or quotes a registered prompt (its
+//! last user message, else any message) draws right or wrong and answers in the form the
+//! mode asking expects, read by that mode's own parsers, stating the answer drawn where the
+//! eval's grader reads the mode's answer:
+//!
+//! - the question itself (Solo; the first stage of Council, Vote, Debate, Tournament) and
+//!   Council's synthesis: a reply ending in a `Final answer:` line;
+//! - Vote's ballot and its chairman's tiebreak, Debate's vote (`VOTE: Response X`) and
+//!   Tournament's match (`WINNER: Response X`): the first response stating the answer drawn
+//!   (else the first stating any answer), so the winner's reply holds a `Final answer:` line;
+//! - Debate's revision (`DECISION:` STAND when its own answer is the one drawn, else REVISE,
+//!   and the answer under `REVISED RESPONSE:`), Confidence-Weighted's answer (`RESPONSE:`,
+//!   `CONFIDENCE: P`) and synthesis (`SYNTHESIS:`), Chain's steps (the latest version without
+//!   its answer line, then the answer drawn), Specialist Panel's reports (a rating of 4 per
+//!   criterion) and synthesis, Peer Review's reviews (a score of 4 per criterion, three
+//!   findings) and consolidated report, Decompose's assembly: each in its sections with the
+//!   `Final answer:` line last;
+//! - Delphi, for `number` questions only: NUMERIC to the classification, `ESTIMATE:` the
+//!   answer drawn in every round, and the report ends with it;
+//! - Jury's juror (its `ORIGINAL QUESTION:` registered): reads the content's stated answer
+//!   with the eval's grader and judges rightly with probability P, APPROVE a right answer and
+//!   REJECT a wrong or missing one, else the other of the two ([`juror_reply`]: every score 8
+//!   or 2 and the `VERDICT:` line); three jurors of 0.6 reach the right majority with
+//!   probability 0.648.
+//!
+//! Any other prompt (rankings, titles, Decompose's plan and tasks, Delphi on other questions,
+//! the modes where a graded answer makes no sense: Brainstorm, Red Team, Fact Check,
+//! Blueprint, Clarity) gets the ordinary sim answer. An oracle as an eval `judge` compares the
+//! stated answer with the reference. A sim-server in another process has no keys: its oracles
+//! answer like `sim/alpha`.
 //!
 //! Every wrong answer to a question is the same one (its *distractor*: the next letter, the
 //! number plus one), so a plurality of oracles is a two-way vote and is right exactly when more
