@@ -870,6 +870,41 @@ mod tests {
         assert_eq!(answer("sim/oracle-1", &[ChatMessage::user(p)]), None);
     }
 
+    /// A whole Jury run of three oracle jurors on `content`, answered as the sim provider
+    /// answers (an oracle's reply where it has one, else the ordinary sim's): the panel's
+    /// majority verdict.
+    fn jury_verdict(p: &str, content: &str, asked: &str) -> Option<crate::modes::jury::Verdict> {
+        use crate::modes::testkit::{ctx, drive, emitted};
+        let jurors: Vec<String> =
+            ["a", "b", "c"].iter().map(|m| format!("sim/oracle-{p}-{m}")).collect();
+        let config = serde_json::json!({ "content": content, "originalQuestion": asked,
+            "jurorModels": jurors, "foremanModel": "sim/alpha", "timeoutMs": 120000 });
+        let mut jury =
+            crate::modes::jury::Jury::new(&config, ctx("Judge it", vec![], true)).unwrap();
+        let effects = drive(
+            &mut jury,
+            |c| {
+                answer(&c.model, &c.messages)
+                    .or_else(|| Some(super::super::sim_text::respond(&c.model, &c.messages, false)))
+            },
+            "Title",
+        );
+        let summary = emitted(&effects, "all_jurors_complete").expect("the jurors finished");
+        serde_json::from_value(summary["data"]["majorityVerdict"].clone()).unwrap()
+    }
+
+    #[test]
+    fn a_jury_of_oracles_reaches_the_verdict_its_jurors_draw() {
+        use crate::modes::jury::Verdict;
+        let (q, asked, wrong) = registered("oracle jury run test");
+        let right = format!("Final answer: {}", q.answer);
+        let wrong = format!("Final answer: {wrong}");
+        assert_eq!(jury_verdict("1", &right, &asked), Some(Verdict::Approve));
+        assert_eq!(jury_verdict("1", &wrong, &asked), Some(Verdict::Reject));
+        assert_eq!(jury_verdict("0", &right, &asked), Some(Verdict::Reject));
+        assert_eq!(jury_verdict("0", &wrong, &asked), Some(Verdict::Approve));
+    }
+
     #[test]
     fn three_jurors_of_0_6_reach_the_right_majority_at_0_648() {
         use crate::modes::jury::{evaluation_prompt, majority_verdict, parse_verdict, Verdict};
