@@ -1393,7 +1393,7 @@ fn carried(prompt: &str) -> &str {
 }
 
 /// The rubric's criteria as the prompt lists them (`- Name (weight n): …`).
-fn prompt_criteria(prompt: &str) -> Vec<(String, u32)> {
+pub fn prompt_criteria(prompt: &str) -> Vec<(String, u32)> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let r = re(&RE, r"^- (.+) \(weight (\d)\): ");
     let rubric_part = prompt.split_once("Rubric: ").map_or("", |(_, rest)| rest);

@@ -8,8 +8,8 @@
 //! `sim/slowstart…` is silent for [`SLOWSTART_DELAY`] (or its `start_delay_ms`) before its
 //! first byte, `sim/xss…` answers normally with hostile markup in its prose, `sim/thinker…`
 //! answers normally after a `<think>` trace holding a draft that differs from its answer,
-//! `sim/oracle-P…` answers a registered eval question right with probability P
-//! ([`super::oracle`]); other
+//! `sim/oracle-P…` answers a registered eval question right with probability P, in the form
+//! of the mode that asks it, and judges as a juror ([`super::oracle`]); other
 //! names answer (see [`super::sim_text`]), subject to the configured `fail_rate` and
 //! `malformed_rate`, drawn deterministically from the prompt. Answers stream over the configured
 //! latency.

@@ -173,7 +173,7 @@ fn title(p: &Prompt) -> Option<String> {
 }
 
 /// Labels (`Response X`) from `--- Response X ---` lines, with the text under each.
-fn labeled_blocks(prompt: &str) -> Vec<(String, String)> {
+pub(crate) fn labeled_blocks(prompt: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for line in prompt.lines() {
         let t = line.trim();

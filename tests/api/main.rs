@@ -15,6 +15,7 @@ mod crash;
 mod dberrors;
 mod decompose;
 mod eval;
+mod eval_modes;
 mod export;
 mod fact_check;
 mod fallback;
