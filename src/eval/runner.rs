@@ -354,6 +354,26 @@ fn probe(
         };
         let valid =
             crate::modes::validate(&body, engine.defaults()).map_err(|e| refused(e.to_string()))?;
+        // A mode arm measures the members: a mode whose panel is not a list of models (Chain's
+        // steps, Specialist Panel's specialists) would otherwise run its own default models.
+        let missing: Vec<&str> = match arm {
+            Arm::Mode(_) => opts
+                .members
+                .iter()
+                .filter(|m| !valid.models.contains(m))
+                .map(String::as_str)
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !missing.is_empty() {
+            return Err(EvalError::Usage(format!(
+                "arm {0}: {1} would not take part: {0} mode has no list of models to put the \
+                 members in, or its settings leave them out; name its panel with \
+                 --arm-config '{0}={{…}}' (see `conclave run {0} --help`)",
+                arm.name(),
+                missing.join(", ")
+            )));
+        }
         for m in &valid.models {
             engine.providers().resolve(m).map_err(|e| {
                 let role = if Some(m.as_str()) == body["modeConfig"]["foremanModel"].as_str() {

@@ -241,7 +241,7 @@ fn the_jury_arm_keeps_the_best_answer_only_when_the_jurors_approve_it() {
 }
 
 #[actix_web::test]
-async fn a_jury_arm_that_cannot_be_run_is_refused_before_anything_runs() {
+async fn an_arm_that_cannot_run_as_asked_is_refused_before_anything_runs() {
     let (_dir, url) = db();
     let members = "sim/oracle-1-a,sim/oracle-1-b,sim/oracle-1-c";
     // A foreman among the jurors.
@@ -255,6 +255,12 @@ async fn a_jury_arm_that_cannot_be_run_is_refused_before_anything_runs() {
     let out = eval(&url, &["--members", "sim/oracle-1-a,sim/oracle-1-b", "--arms", "jury"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("3 to 6 members"));
+    // A mode whose panel is not a list of models would run its own default models, not the
+    // members: it is refused until its panel is named.
+    let out = eval(&url, &["--members", members, "--arms", "single,chain"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("would not take part") && stderr.contains("--arm-config 'chain="));
     // Nothing ran.
     let store = conclave::store::Store::start(&url).unwrap();
     assert!(store.list_runs(10).await.unwrap().is_empty());
