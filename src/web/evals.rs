@@ -66,8 +66,17 @@ pub async fn get(
             })
         })
         .collect();
+    // Other evals of the same question set, newest first: what this one can be compared with.
+    let same_set: Vec<Value> = store
+        .list_evals(100)
+        .await?
+        .iter()
+        .filter(|e| e.set_hash == record.set_hash && e.id != record.id)
+        .map(summary)
+        .collect();
     let mut body = report.to_json();
     body["eval"] = summary(&record);
+    body["sameSet"] = json!(same_set);
     body["disagreements"] = json!(disagreements);
     Ok(HttpResponse::Ok().json(body))
 }

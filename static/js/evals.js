@@ -113,6 +113,38 @@ function disagreementTable(report) {
   ];
 }
 
+/** Other evals of the same question set, each of which can be laid beside this one. */
+function sameSetSection(report) {
+  const others = report.sameSet || [];
+  if (!others.length) return null;
+  const holder = el("div", { id: "eval-compare" });
+  const rows = others.map((e) => el("tr", { dataset: { other: e.id } },
+    el("th", { scope: "row" }, el("a", { href: `#/eval/${encodeURIComponent(e.id)}` }, ui.fmtTime(e.createdAt))),
+    el("td", null, (e.arms || []).join(", ")), el("td", null, (e.members || []).join(", ")),
+    el("td", null, el("button", { type: "button", class: "button secondary small", onclick: () => compare(report, e.id, holder) }, "Compare"))));
+  return el("section", { class: "panel" }, el("h2", null, `Other evals of this set (${others.length})`),
+    el("div", { class: "table-scroll" }, el("table", { class: "data", id: "eval-same-set" },
+      el("thead", null, el("tr", null, ["Started", "Arms", "Members", ""].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", null, rows))), holder);
+}
+
+/** Lays another eval of the same set beside this one, arm by arm. */
+async function compare(report, otherId, holder) {
+  const other = await fetchJson(`/api/evals/${encodeURIComponent(otherId)}`);
+  const byArm = (r) => Object.fromEntries(r.arms.filter((a) => a.n > 0).map((a) => [a.arm, a]));
+  const mine = byArm(report), theirs = byArm(other);
+  const arms = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])];
+  const cell = (a) => a ? `${pct(a.accuracy)} (${pct(a.ciLow)}–${pct(a.ciHigh)}, n=${a.n})` : "—";
+  const diff = (a, b) => a && b ? `${((a.accuracy - b.accuracy) * 100).toFixed(1)} pt` : "—";
+  const when = (r) => ui.fmtTime(r.eval.createdAt);
+  holder.replaceChildren(el("div", { class: "table-scroll" }, el("table", { class: "data", id: "eval-compare-table" },
+    el("thead", null, el("tr", null, el("th", { scope: "col" }, "Arm"), el("th", { scope: "col" }, `This eval (${when(report)})`),
+      el("th", { scope: "col" }, `Eval of ${when(other)}`), el("th", { scope: "col", class: "num" }, "Difference"))),
+    el("tbody", null, arms.map((arm) => el("tr", { dataset: { arm } }, el("th", { scope: "row" }, arm),
+      el("td", null, cell(mine[arm])), el("td", null, cell(theirs[arm])), el("td", { class: "num" }, diff(mine[arm], theirs[arm]))))))),
+  el("p", { class: "muted" }, "The two evals asked the same questions with their own runs: where the intervals overlap, the difference may be chance."));
+}
+
 /** #/eval/ID */
 export async function evalView(main, id) {
   const report = await fetchJson(`/api/evals/${encodeURIComponent(id)}`);
@@ -123,6 +155,7 @@ export async function evalView(main, id) {
     el("section", { class: "panel" }, el("h2", null, "Arms"), figuresTable(report), ...juryNotes(report),
       el("p", { class: "muted" }, report.bestSingle ? `Δ: paired difference to the best single member (${report.bestSingle}) on the same questions, 95% bootstrap interval, exact McNemar p.` : "No single member was run: there is no baseline.")),
     el("section", { class: "panel" }, el("h2", null, "Accuracy against cost"), accuracyChart(report)),
-    el("section", { class: "panel" }, ...disagreementTable(report)));
+    el("section", { class: "panel" }, ...disagreementTable(report)),
+    sameSetSection(report));
   return null;
 }

@@ -15,11 +15,11 @@ const DATABASE_URL = `sqlite://${join(dir, "e.db")}`;
 let base, browser;
 useServer({ latencyMs: 0, env: { DATABASE_URL } }, (env) => ({ base, browser } = env));
 
-function runEval() {
+function runEval(extra = ["--arms", "single,majority,council,jury"]) {
   const env = { ...process.env, DATABASE_URL, CONCLAVE_SIM_LATENCY_MS: "0", OPENROUTER_API_KEY: "" };
   delete env.CONCLAVE_CONFIG;
   const out = execFileSync(BIN, ["eval", "sample", "--members", "sim/oracle-0.8-a,sim/oracle-0.5-b,sim/oracle-0.5-c",
-    "--arms", "single,majority,council,jury", "--limit", "16", "--json", "--quiet"],
+    "--limit", "16", "--json", "--quiet", ...extra],
   { env });
   return JSON.parse(out.toString());
 }
@@ -69,4 +69,27 @@ test("an eval's page shows its table, chart and disagreements, each linking to i
   const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert.ok(overflow <= 1, `the page fits a phone's width (wide tables scroll inside): ${overflow}px over`);
   assert.deepEqual([...errors, ...phone.errors], []);
+});
+
+test("two evals of the same set are laid side by side, arm by arm", { skip }, async () => {
+  const first = runEval(["--arms", "single,majority", "--seed", "11"]);
+  const second = runEval(["--arms", "single,majority,vote", "--seed", "12"]);
+  const { page, errors } = await openPage(browser, base, `/#/eval/${second.evalId}`, { viewport: { width: 1400, height: 900 } });
+  await page.waitForSelector(`[data-other="${first.evalId}"] button`);
+  await page.click(`[data-other="${first.evalId}"] button`);
+  await page.waitForSelector("#eval-compare-table");
+  const pct = (x) => `${(x * 100).toFixed(1)}%`;
+  for (const a of second.arms) {
+    const row = await page.textContent(`#eval-compare-table tr[data-arm="${a.arm}"]`);
+    assert.ok(row.includes(pct(a.accuracy)), `${a.arm}: ${row}`);
+    const b = first.arms.find((x) => x.arm === a.arm);
+    if (b) {
+      assert.ok(row.includes(pct(b.accuracy)), `${a.arm} of the other eval: ${row}`);
+      assert.ok(row.includes(`${((a.accuracy - b.accuracy) * 100).toFixed(1)} pt`), row);
+    } else {
+      assert.ok(row.includes("—"), `an arm only this eval ran: ${row}`);
+    }
+  }
+  await screenshot(page, "eval-compare");
+  assert.deepEqual(errors, []);
 });
