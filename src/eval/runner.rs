@@ -187,6 +187,10 @@ pub async fn run_eval(
         ));
     }
     let arms = parse_arms(&opts.arms, &opts.members).map_err(EvalError::Usage)?;
+    // The jury's foreman writes its report and casts no vote; it must not be a juror.
+    let foreman = opts.judge.as_deref().filter(|j| !opts.members.iter().any(|m| m == j));
+    // Before anything is stored: an arm that cannot run as asked leaves nothing behind.
+    probe(engine, &arms, opts, foreman)?;
     let samples = opts.samples.max(1);
     let settings = settings_of(opts, &arms);
     let set_hash = hex(&Sha256::digest(opts.set_text.as_bytes()));
@@ -229,9 +233,6 @@ pub async fn run_eval(
     let consistency = arms.contains(&Arm::SelfConsistency);
     let jury = arms.contains(&Arm::Jury);
     let jury_settings = opts.mode_settings.get("jury");
-    // The jury's foreman writes its report and casts no vote; it must not be a juror.
-    let foreman = opts.judge.as_deref().filter(|j| !opts.members.iter().any(|m| m == j));
-    probe(engine, &arms, opts, foreman)?;
     // Phase 2's size is known before the best member is: count it now for the progress line.
     driver.total_later = questions.len()
         * (modes.len()

@@ -261,9 +261,10 @@ async fn an_arm_that_cannot_run_as_asked_is_refused_before_anything_runs() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("would not take part") && stderr.contains("--arm-config 'chain="));
-    // Nothing ran.
+    // Nothing ran, and no eval was left behind.
     let store = conclave::store::Store::start(&url).unwrap();
     assert!(store.list_runs(10).await.unwrap().is_empty());
+    assert!(store.list_evals(10).await.unwrap().is_empty());
 }
 
 #[test]
