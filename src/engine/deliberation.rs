@@ -24,9 +24,9 @@ use super::hub::{CancelRun, Hub, Publish, RunEnded};
 use super::model_call::{CallDelta, CallFinished, CallOwner, CallRetrying, ModelCall, StopCall};
 use super::resume::{self, Replayed};
 use super::retry::RetryPolicy;
-use super::spend::{Admit, CallSize, SpendGuard};
+use super::spend::{Admit, CallSize, SpendGuard, Used};
 use crate::modes::registry::ModeKind;
-use crate::modes::{CallReply, CallSpec, Effect, Mode, StageRow, Usage};
+use crate::modes::{CallError, CallErrorKind, CallReply, CallSpec, Effect, Mode, StageRow, Usage};
 use crate::providers::Providers;
 use crate::store::{
     self, Commit, JournalRecord, RunFinish, RunStatus, Store, StoreError, StoredEvent,
@@ -276,7 +276,7 @@ impl Deliberation {
         for (key, (addr, _)) in self.in_flight.drain() {
             addr.do_send(StopCall {});
             if let Some(g) = &self.guard {
-                g.settle(&self.run_id, &key, None);
+                g.settle(&self.run_id, &key, Used::Unknown);
             }
         }
         self.waiting.clear();
@@ -362,6 +362,8 @@ impl Deliberation {
 
     fn execute(&mut self, effects: Vec<Effect>, ctx: &mut Context<Self>) {
         let mut events = Vec::new();
+        // Side calls the guard refused: failed to the mode once this batch is out.
+        let mut dropped = Vec::new();
         for effect in effects {
             if self.phase == Phase::Ending {
                 break;
@@ -379,6 +381,7 @@ impl Deliberation {
                             }
                             self.waiting.push_back(spec);
                         }
+                        Admit::Refuse if self.may_drop(&spec) => dropped.push(spec),
                         Admit::Refuse => {
                             self.publish(std::mem::take(&mut events));
                             self.refused(ctx);
@@ -428,8 +431,44 @@ impl Deliberation {
             }
         }
         self.publish(events);
+        if !dropped.is_empty() {
+            // The mode hears of them as failed calls; what it does next checks and commits.
+            self.fail_dropped(dropped, ctx);
+            return;
+        }
         self.check_done(ctx);
         self.commit(ctx);
+    }
+
+    /// A call the guard refused that the run can do without: a side call (the title), or any
+    /// call once the answer is out.
+    fn may_drop(&self, spec: &CallSpec) -> bool {
+        spec.role == "title" || matches!(self.phase, Phase::Finishing { .. })
+    }
+
+    /// Tells the mode that these calls failed: the budget would not cover them.
+    fn fail_dropped(&mut self, dropped: Vec<CallSpec>, ctx: &mut Context<Self>) {
+        let mut effects = Vec::new();
+        for spec in dropped {
+            log::info!(
+                "run {}: call {} dropped: the budget would not cover it",
+                self.run_id,
+                spec.key
+            );
+            let reply = CallReply {
+                key: spec.key,
+                model: spec.model,
+                response_time_ms: 0,
+                result: Err(CallError::new(
+                    CallErrorKind::Cancelled,
+                    None,
+                    "the budget would not cover this call",
+                )),
+                usage: None,
+            };
+            effects.extend(self.mode.on_reply(reply));
+        }
+        self.execute(effects, ctx);
     }
 
     /// What the run's guard says of a call (go, when it has none).
@@ -440,7 +479,7 @@ impl Deliberation {
             messages: spec.messages.len(),
             max_tokens: self.providers.max_tokens(&self.mode_name, &spec.role, &spec.model),
         };
-        guard.admit(&self.run_id, &spec.key, size)
+        guard.admit(&self.run_id, &spec.key, &spec.model, size)
     }
 
     /// Starts a model call, with its `call_start` event.
@@ -475,6 +514,7 @@ impl Deliberation {
             return;
         }
         let mut events = Vec::new();
+        let mut dropped = Vec::new();
         while let Some(spec) = self.waiting.front() {
             match self.admit(spec) {
                 Admit::Go => {
@@ -482,6 +522,10 @@ impl Deliberation {
                     self.start_call(spec, &mut events, ctx);
                 }
                 Admit::Wait => break,
+                Admit::Refuse if self.may_drop(spec) => {
+                    let Some(spec) = self.waiting.pop_front() else { break };
+                    dropped.push(spec);
+                }
                 Admit::Refuse => {
                     self.publish(events);
                     self.refused(ctx);
@@ -493,6 +537,10 @@ impl Deliberation {
             ctx.run_later(GUARD_POLL, |act, ctx| act.retry_waiting(ctx));
         }
         self.publish(events);
+        if !dropped.is_empty() {
+            self.fail_dropped(dropped, ctx);
+            return;
+        }
         self.commit(ctx);
     }
 
@@ -666,7 +714,7 @@ impl Handler<CallFinished> for Deliberation {
         self.flush_tokens();
         self.in_flight.remove(&reply.key);
         if let Some(g) = &self.guard {
-            g.settle(&self.run_id, &reply.key, reply.usage);
+            g.settle(&self.run_id, &reply.key, Used::of_reply(&reply));
         }
         self.add_usage(&reply);
         let mut data = json!({
@@ -695,6 +743,13 @@ impl Handler<CallRetrying> for Deliberation {
     type Result = ();
     fn handle(&mut self, msg: CallRetrying, ctx: &mut Context<Self>) {
         let Some((_, spec)) = self.in_flight.get(&msg.key) else { return };
+        if let Some(g) = &self.guard {
+            if !g.retry(&self.run_id, &msg.key, Used::of_error(&msg.error)) {
+                self.flush_tokens();
+                self.refused(ctx);
+                return;
+            }
+        }
         let data = json!({
             "key": msg.key, "model": spec.model, "stage": spec.stage, "role": spec.role,
             "attempt": msg.attempt, "delayMs": msg.delay_ms, "error": msg.error,

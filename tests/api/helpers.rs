@@ -22,6 +22,8 @@ pub struct TestApp {
     /// Present when the sim models are reached over HTTP through a sim-server.
     pub sim_stats: Option<SimStats>,
     pub database_url: String,
+    /// The app's engine, for tests that start runs in process.
+    pub engine: conclave::engine::Engine,
     /// A PostgreSQL database made for this app alone (`CONCLAVE_TEST_DATABASE=postgres`),
     /// dropped with it.
     own_pg: Option<String>,
@@ -175,6 +177,7 @@ pub async fn spawn_with(opts: Options) -> TestApp {
     let handle = app.handle();
     // Every request of the tests is signed in as an admin unless a test asks otherwise.
     let token = add_user(app.engine().store(), "tester", true).await;
+    let engine = app.engine().clone();
     actix_web::rt::spawn(app.run_until_stopped());
     TestApp {
         base: format!("http://127.0.0.1:{port}"),
@@ -184,6 +187,7 @@ pub async fn spawn_with(opts: Options) -> TestApp {
         handle,
         sim_stats,
         database_url,
+        engine,
         own_pg,
         _dir: dir,
     }

@@ -37,6 +37,7 @@ mod rerun;
 mod retry;
 mod secrets;
 mod specialist_panel;
+mod spend;
 mod stream;
 mod tls;
 mod tournament;
