@@ -10,15 +10,18 @@
 //! model it names against the routes, so a bad setting is said at once.
 //!
 //! Stopping: a stop signal (Ctrl-C) cancels the runs in flight and reports what is done. The
-//! budget is kept twice. Before a run starts, what the eval has used plus what the runs in
-//! flight are expected to use (the largest run of their arm so far; an arm's first run goes
-//! alone) must leave room for it. While runs go, every call's start and end is counted from
-//! their events: when what is used, plus each open call at the size of the largest call so
-//! far, would pass the budget, the runs in flight are cancelled and the eval stops. So the
-//! budget is passed only by a call larger than every call before it; a cancelled call is not
-//! counted (a provider may still bill for the part it did). A cancelled run is not recorded,
-//! so resuming the eval (`--resume ID`, or the same set and settings again) runs it again;
-//! every recorded answer is kept and skipped.
+//! budget is kept call by call ([`Budget`], the engine's spending guard given to every run of
+//! the eval): a model call starts only when what is spent, the worst case of every call in
+//! flight and its own worst case (prompt bytes, template, output cap) fit; it waits while calls
+//! in flight hold the room it needs; when it would not fit even alone its run is cancelled and
+//! the eval stops. A call whose use is not known (a timeout, a stopped stream, no usage
+//! reported) counts its worst case; an attempt the provider turned away counts nothing; a
+//! retried attempt is counted and the next must fit. So a token budget is never passed; a cost
+//! budget is weighed at each model's price bound once it is known (see [`Budget`]). A run also
+//! starts only when the largest run of its arm so far still fits (an arm's first run goes
+//! alone), so few runs are cut off half done. A cancelled run is not recorded, so resuming the
+//! eval (`--resume ID`, or the same set and settings again) runs it again; every recorded
+//! answer is kept and skipped, and its tokens count against the budget given then.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -33,10 +36,9 @@ use super::grade::{grade, Grade};
 use super::questions::{parse_set, prompt, Kind, Question, SetError};
 use super::report::{answers_by_arm, best_single, report, Report};
 use crate::engine::events::{after, watcher_channel, Frame};
-use crate::engine::spend::{Admit, CallSize, SpendGuard};
+use crate::engine::spend::{Admit, CallSize, SpendGuard, Used};
 use crate::engine::{Engine, EngineError, Viewer};
 use crate::ids::{EvalId, RunId};
-use crate::modes::Usage;
 use crate::providers::oracle::{self, AnswerKey};
 use crate::store::{EvalRecord, EvalRunRecord, NewEval, StoreError};
 
@@ -280,7 +282,8 @@ pub async fn run_eval(
                     continue;
                 }
                 let run = RunId::from_stored(row.run_id.clone());
-                let text = engine.result(&run, &Viewer::local()).await?.answer;
+                // A given run that can no longer be read is judged as no answer.
+                let text = engine.result(&run, &Viewer::local()).await.ok().and_then(|d| d.answer);
                 let given = Given { grade: Grade::parse(&row.grade).unwrap_or(Grade::Unparsed) };
                 let text = text
                     .filter(|t| !t.trim().is_empty())
@@ -342,7 +345,15 @@ fn probe(
                 mode_body(*k, &opts.members, lead, opts.mode_settings.get(k.as_str()), q)
             }
             Arm::Jury => jury_body(&opts.members, foreman, opts.mode_settings.get("jury"), q, "4"),
-            Arm::Majority | Arm::SelfConsistency => continue,
+            // They vote over the members' single answers: every member must be served.
+            Arm::Majority | Arm::SelfConsistency => {
+                for m in &opts.members {
+                    engine.providers().resolve(m).map_err(|e| {
+                        EvalError::Usage(format!("arm {}: member {m}: {e}", arm.name()))
+                    })?;
+                }
+                continue;
+            }
         };
         let refused = |e: String| {
             let hint = if *arm == Arm::Jury && e.contains("oreman") {
@@ -358,7 +369,7 @@ fn probe(
         // A mode arm measures the members: a mode whose panel is not a list of models (Chain's
         // steps, Specialist Panel's specialists) would otherwise run its own default models.
         let missing: Vec<&str> = match arm {
-            Arm::Mode(_) => opts
+            Arm::Mode(_) | Arm::Jury => opts
                 .members
                 .iter()
                 .filter(|m| !valid.models.contains(m))
@@ -652,22 +663,65 @@ impl<'a> Driver<'a> {
 /// (recorded before, and every call since) and the worst case of the calls in flight. A call
 /// starts only if its worst case fits beside them; it waits while calls in flight hold the room
 /// it needs, and is refused when it would not fit even alone, which cancels its run.
+///
+/// A call's worst-case cost is its worst-case tokens at its model's price bound: the least
+/// `cost / completion tokens` seen of that model, which is at least its output price and so at
+/// least its input price (output costs at least as much as input on every provider), so the
+/// bound holds whatever the mix. Before a model has reported a cost, its calls go one at a
+/// time, weighed at no cost: a cost budget can be passed by that first call's cost.
 struct Budget {
     tokens: Option<u64>,
     cost: Option<f64>,
     state: Mutex<BudgetState>,
 }
 
+/// A call in flight: its worst case and its model.
+#[derive(Debug, Clone)]
+struct Held {
+    tokens: u64,
+    cost: f64,
+    model: String,
+    /// Weighed at a known price.
+    priced: bool,
+}
+
 #[derive(Default)]
 struct BudgetState {
     spent: (u64, f64),
-    /// Worst cases (tokens, cost) of the calls in flight, by run and call key.
-    reserved: HashMap<(String, String), (u64, f64)>,
-    /// The most a token has cost so far: a call's worst-case cost is its worst-case tokens at
-    /// that price (so a cost budget binds from the first call that reports a cost).
-    price: f64,
+    /// The calls in flight, by run and call key.
+    reserved: HashMap<(String, String), Held>,
+    /// Per model, the least cost per completion token seen.
+    prices: HashMap<String, f64>,
     /// The worst case (tokens) of the call refused, once one is.
     refused: Option<u64>,
+}
+
+impl BudgetState {
+    /// What the calls in flight hold (tokens, cost).
+    fn held(&self) -> (u64, f64) {
+        self.reserved.values().fold((0, 0.0), |a, h| (a.0 + h.tokens, a.1 + h.cost))
+    }
+
+    /// Counts what a call (or an attempt) of `held` used: as reported, nothing, or, when not
+    /// known, the worst case it was admitted at.
+    fn count(&mut self, used: Used, held: Option<&Held>) {
+        let (t, c) = match used {
+            Used::Reported(u) => {
+                let t = u.prompt_tokens + u.completion_tokens;
+                if let (Some(cost), Some(h)) = (u.cost, held) {
+                    if u.completion_tokens > 0 {
+                        let p = cost / u.completion_tokens as f64;
+                        let e = self.prices.entry(h.model.clone()).or_insert(p);
+                        *e = e.min(p);
+                    }
+                }
+                (t, u.cost.unwrap_or(0.0))
+            }
+            Used::Nothing => (0, 0.0),
+            Used::Unknown => held.map_or((0, 0.0), |h| (h.tokens, h.cost)),
+        };
+        self.spent = (self.spent.0 + t, self.spent.1 + c);
+    }
 }
 
 impl Budget {
@@ -719,18 +773,31 @@ impl Budget {
 }
 
 impl SpendGuard for Budget {
-    fn admit(&self, run: &str, key: &str, size: CallSize) -> Admit {
+    fn admit(&self, run: &str, key: &str, model: &str, size: CallSize) -> Admit {
         if !self.limited() {
             return Admit::Go;
         }
         let mut st = self.lock();
         let t = size.worst_tokens();
-        let worst = (t, t as f64 * st.price);
-        let held = st.reserved.values().fold((0, 0.0), |a, r| (a.0 + r.0, a.1 + r.1));
-        if self.fits(st.spent, (held.0 + worst.0, held.1 + worst.1)) {
+        let price = st.prices.get(model).copied();
+        if self.cost.is_some()
+            && price.is_none()
+            && st.reserved.values().any(|h| h.model == model && !h.priced)
+        {
+            // Its price is not known yet: one call of it at a time.
+            return Admit::Wait;
+        }
+        let worst = Held {
+            tokens: t,
+            cost: t as f64 * price.unwrap_or(0.0),
+            model: model.to_string(),
+            priced: price.is_some(),
+        };
+        let held = st.held();
+        if self.fits(st.spent, (held.0 + worst.tokens, held.1 + worst.cost)) {
             st.reserved.insert((run.to_string(), key.to_string()), worst);
             Admit::Go
-        } else if !st.reserved.is_empty() && self.fits(st.spent, worst) {
+        } else if !st.reserved.is_empty() && self.fits(st.spent, (worst.tokens, worst.cost)) {
             Admit::Wait
         } else {
             st.refused = Some(t);
@@ -738,16 +805,27 @@ impl SpendGuard for Budget {
         }
     }
 
-    fn settle(&self, run: &str, key: &str, usage: Option<Usage>) {
+    fn settle(&self, run: &str, key: &str, used: Used) {
         let mut st = self.lock();
-        st.reserved.remove(&(run.to_string(), key.to_string()));
-        if let Some(u) = usage {
-            let t = u.prompt_tokens + u.completion_tokens;
-            let c = u.cost.unwrap_or(0.0);
-            st.spent = (st.spent.0 + t, st.spent.1 + c);
-            if t > 0 {
-                st.price = st.price.max(c / t as f64);
-            }
+        let held = st.reserved.remove(&(run.to_string(), key.to_string()));
+        st.count(used, held.as_ref());
+    }
+
+    fn retry(&self, run: &str, key: &str, used: Used) -> bool {
+        if !self.limited() {
+            return true;
+        }
+        let mut st = self.lock();
+        let id = (run.to_string(), key.to_string());
+        let held = st.reserved.get(&id).cloned();
+        st.count(used, held.as_ref());
+        // The next attempt holds the same reservation: all that is held must still fit.
+        if self.fits(st.spent, st.held()) {
+            true
+        } else {
+            st.reserved.remove(&id);
+            st.refused = Some(held.map_or(0, |h| h.tokens));
+            false
         }
     }
 
@@ -803,7 +881,11 @@ async fn execute(
         }
         let detail = engine.result(&id, &viewer).await?;
         let mut graded = match (&job.plan.given, &detail.answer) {
-            (Some(given), _) => jury_grade(given, &detail.result),
+            (Some(given), _) => jury_grade(
+                given,
+                &detail.result,
+                detail.run.status == crate::store::RunStatus::Completed,
+            ),
             (None, Some(text)) => grade(text, q),
             (None, None) => super::grade::Graded { grade: Grade::Unparsed, answer: None },
         };
@@ -865,10 +947,16 @@ async fn execute(
 }
 
 /// A jury run's grade: the given answer's own grade when the jury approved it, withheld when it
-/// asked for a revision or rejected it, unparsed when it reached no verdict. Its stored
+/// asked for a revision or rejected it, unparsed when its jurors stated no verdict. Its stored
 /// `answer` is the verdict (`approve`, `revise`, `reject`), what the jury's figures count.
-fn jury_grade(given: &Given, result: &Value) -> super::grade::Graded {
-    let verdict = result["jurorSummary"]["majorityVerdict"].as_str().map(str::to_lowercase);
+fn jury_grade(given: &Given, result: &Value, completed: bool) -> super::grade::Graded {
+    // Only the jurors' own `VERDICT:` lines count: a verdict Jury mode inferred from their
+    // scores, or one of a run that failed, is no verdict here.
+    let s = &result["jurorSummary"];
+    let verdict = s["majorityVerdict"]
+        .as_str()
+        .filter(|_| completed && s["verdictSource"] == "votes")
+        .map(str::to_lowercase);
     let grade = match verdict.as_deref() {
         Some("approve") => given.grade,
         Some(_) => Grade::Withheld,
@@ -934,13 +1022,14 @@ pub async fn follow(engine: &Engine, id: &RunId) -> Result<String, EngineError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modes::Usage;
 
     fn size(prompt_bytes: usize, max_tokens: u32) -> CallSize {
         CallSize { prompt_bytes, messages: 1, max_tokens }
     }
 
-    fn used(t: u64) -> Option<Usage> {
-        Some(Usage { prompt_tokens: t / 2, completion_tokens: t - t / 2, cost: None })
+    fn used(t: u64) -> Used {
+        Used::Reported(Usage { prompt_tokens: t / 2, completion_tokens: t - t / 2, cost: None })
     }
 
     #[test]
@@ -948,42 +1037,90 @@ mod tests {
         // Worst case of a call: its prompt's bytes, 16 tokens of template, its output cap.
         assert_eq!(size(100, 200).worst_tokens(), 316);
         let b = Budget::new(Some(1000), None, (100, 0.0));
-        assert_eq!(b.admit("r", "a", size(100, 200)), Admit::Go); // 100 + 316
-        assert_eq!(b.admit("r", "b", size(100, 200)), Admit::Go); // + 316 = 732
-                                                                  // A third would pass 1000 beside them, but fits alone: it waits for room.
-        assert_eq!(b.admit("r", "c", size(100, 200)), Admit::Wait);
+        assert_eq!(b.admit("r", "a", "m", size(100, 200)), Admit::Go); // 100 + 316
+        assert_eq!(b.admit("r", "b", "m", size(100, 200)), Admit::Go); // + 316 = 732
+                                                                       // A third would pass 1000 beside them, but fits alone: it waits for room.
+        assert_eq!(b.admit("r", "c", "m", size(100, 200)), Admit::Wait);
         b.settle("r", "a", used(50));
         assert_eq!(b.spent(), (150, 0.0), "what a call used is counted, not its worst case");
-        assert_eq!(b.admit("r", "c", size(100, 200)), Admit::Go);
+        assert_eq!(b.admit("r", "c", "m", size(100, 200)), Admit::Go);
         assert!(!b.refused());
-        // A call stopped in flight releases its room and counts nothing.
-        b.settle("r", "b", None);
-        b.settle("r", "c", used(60));
-        assert_eq!(b.spent(), (210, 0.0));
+        // A call the provider turned away counts nothing; one stopped in flight, or ending
+        // without usage, counts its worst case.
+        b.settle("r", "b", Used::Nothing);
+        assert_eq!(b.spent(), (150, 0.0));
+        b.settle("r", "c", Used::Unknown);
+        assert_eq!(b.spent(), (466, 0.0));
         // One that could not fit even alone is refused, and the stop says why.
-        assert_eq!(b.admit("r", "d", size(700, 200)), Admit::Refuse);
+        assert_eq!(b.admit("r", "d", "m", size(400, 200)), Admit::Refuse);
         assert!(b.refused());
         let note = b.stop_note();
-        assert!(note.contains("210 of a 1000-token budget used"), "{note}");
-        assert!(note.contains("could use up to 916 tokens"), "{note}");
+        assert!(note.contains("466 of a 1000-token budget used"), "{note}");
+        assert!(note.contains("could use up to 616 tokens"), "{note}");
     }
 
     #[test]
-    fn a_cost_budget_binds_from_the_first_call_that_reports_a_price() {
-        let b = Budget::new(None, Some(0.01), (0, 0.0));
-        // No price known yet: a call's worst-case cost is unknown, so it goes.
-        assert_eq!(b.admit("r", "a", size(0, 84)), Admit::Go); // worst 100 tokens
-        b.settle(
-            "r",
-            "a",
-            Some(Usage { prompt_tokens: 50, completion_tokens: 50, cost: Some(0.004) }),
-        );
-        // Now 100 tokens may cost $0.004: $0.004 spent + $0.004 fits, + another does not.
-        assert_eq!(b.admit("r", "b", size(0, 84)), Admit::Go);
-        assert_eq!(b.admit("r", "c", size(0, 84)), Admit::Wait);
-        assert_eq!(b.admit("r", "d", size(0, 184)), Admit::Refuse, "$0.008 more cannot fit");
+    fn a_failed_attempt_is_counted_and_the_next_must_fit_or_the_run_stops() {
+        let b = Budget::new(Some(1000), None, (0, 0.0));
+        assert_eq!(b.admit("r", "a", "m", size(100, 200)), Admit::Go); // 316 held
+                                                                       // Turned away by the provider: nothing counted, the next attempt fits.
+        assert!(b.retry("r", "a", Used::Nothing));
+        assert_eq!(b.spent().0, 0);
+        // Timed out: it may have used its worst case, and is counted so.
+        assert!(b.retry("r", "a", Used::Unknown));
+        assert!(b.retry("r", "a", Used::Unknown));
+        assert_eq!(b.spent().0, 632);
+        // 948 spent and 316 held would pass 1000: no further attempt, its room is released.
+        assert!(!b.retry("r", "a", Used::Unknown));
+        assert!(b.refused());
+        b.settle("r", "a", Used::Unknown);
+        assert_eq!(b.spent().0, 948, "the stopped call held nothing more");
+    }
+
+    #[test]
+    fn a_cost_budget_weighs_each_model_at_its_own_price_bound() {
+        let b = Budget::new(None, Some(0.02), (0, 0.0));
+        // No price known for model m yet: its first call goes, weighed at no cost, and the
+        // next call of m waits until the first has reported one.
+        assert_eq!(b.admit("r", "a", "m", size(0, 84)), Admit::Go); // worst 100 tokens
+        assert_eq!(b.admit("r", "x", "m", size(0, 84)), Admit::Wait);
+        assert_eq!(b.admit("r", "o", "other", size(0, 84)), Admit::Go, "another model's first");
+        b.settle("r", "o", Used::Nothing);
+        // $0.004 for 50 completion tokens: m's bound is $0.00008 a token, whatever the mix.
+        let u = Usage { prompt_tokens: 50, completion_tokens: 50, cost: Some(0.004) };
+        b.settle("r", "a", Used::Reported(u));
+        assert_eq!(b.spent(), (100, 0.004));
+        // 100 tokens of m may now cost $0.008: two fit beside $0.004 spent, a third waits.
+        assert_eq!(b.admit("r", "b", "m", size(0, 84)), Admit::Go);
+        assert_eq!(b.admit("r", "c", "m", size(0, 84)), Admit::Go);
+        assert_eq!(b.admit("r", "d", "m", size(0, 84)), Admit::Wait);
+        // 300 tokens ($0.024) would not fit even alone.
+        assert_eq!(b.admit("r", "e", "m", size(0, 284)), Admit::Refuse);
         // Without a budget everything goes.
         let free = Budget::new(None, None, (0, 0.0));
-        assert_eq!(free.admit("r", "a", size(1 << 30, u32::MAX)), Admit::Go);
+        assert_eq!(free.admit("r", "a", "m", size(1 << 30, u32::MAX)), Admit::Go);
+    }
+
+    #[test]
+    fn a_jury_keeps_the_answer_only_on_its_jurors_stated_approval() {
+        let summary = |verdict: &str, source: &str| json!({ "jurorSummary": { "majorityVerdict": verdict, "verdictSource": source } });
+        let right = Given { grade: Grade::Correct };
+        let g = jury_grade(&right, &summary("APPROVE", "votes"), true);
+        assert_eq!((g.grade, g.answer.as_deref()), (Grade::Correct, Some("approve")));
+        let wrong = Given { grade: Grade::Wrong };
+        assert_eq!(jury_grade(&wrong, &summary("APPROVE", "votes"), true).grade, Grade::Wrong);
+        for v in ["REVISE", "REJECT"] {
+            assert_eq!(jury_grade(&right, &summary(v, "votes"), true).grade, Grade::Withheld);
+        }
+        // A verdict inferred from scores, a run that failed, or none at all: no verdict.
+        for (result, completed) in [
+            (summary("APPROVE", "scores"), true),
+            (summary("APPROVE", "votes"), false),
+            (json!({ "jurorSummary": { "majorityVerdict": null, "verdictSource": "none" } }), true),
+            (json!({}), true),
+        ] {
+            let g = jury_grade(&right, &result, completed);
+            assert_eq!((g.grade, g.answer), (Grade::Unparsed, None), "{result}");
+        }
     }
 }

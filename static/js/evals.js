@@ -130,12 +130,22 @@ function sameSetSection(report) {
 
 /** Lays another eval of the same set beside this one, arm by arm. */
 async function compare(report, otherId, holder) {
-  const other = await fetchJson(`/api/evals/${encodeURIComponent(otherId)}`);
+  let other;
+  try {
+    other = await fetchJson(`/api/evals/${encodeURIComponent(otherId)}`);
+  } catch (e) {
+    holder.replaceChildren(el("p", { class: "error" }, `That eval could not be read: ${e.message || e}`));
+    return;
+  }
   const byArm = (r) => Object.fromEntries(r.arms.filter((a) => a.n > 0).map((a) => [a.arm, a]));
   const mine = byArm(report), theirs = byArm(other);
   const arms = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])];
   const cell = (a) => a ? `${pct(a.accuracy)} (${pct(a.ciLow)}–${pct(a.ciHigh)}, n=${a.n})` : "—";
-  const diff = (a, b) => a && b ? `${((a.accuracy - b.accuracy) * 100).toFixed(1)} pt` : "—";
+  const diff = (a, b) => {
+    if (!a || !b) return "—";
+    const d = (a.accuracy - b.accuracy) * 100;
+    return `${d > 0 ? "+" : ""}${d.toFixed(1)} pt`;
+  };
   const when = (r) => ui.fmtTime(r.eval.createdAt);
   holder.replaceChildren(el("div", { class: "table-scroll" }, el("table", { class: "data", id: "eval-compare-table" },
     el("thead", null, el("tr", null, el("th", { scope: "col" }, "Arm"), el("th", { scope: "col" }, `This eval (${when(report)})`),

@@ -85,7 +85,8 @@ test("two evals of the same set are laid side by side, arm by arm", { skip }, as
     const b = first.arms.find((x) => x.arm === a.arm);
     if (b) {
       assert.ok(row.includes(pct(b.accuracy)), `${a.arm} of the other eval: ${row}`);
-      assert.ok(row.includes(`${((a.accuracy - b.accuracy) * 100).toFixed(1)} pt`), row);
+      const d = (a.accuracy - b.accuracy) * 100;
+      assert.ok(row.includes(`${d > 0 ? "+" : ""}${d.toFixed(1)} pt`), row);
     } else {
       assert.ok(row.includes("—"), `an arm only this eval ran: ${row}`);
     }
