@@ -166,6 +166,6 @@ export async function evalView(main, id) {
       el("p", { class: "muted" }, report.bestSingle ? `Δ: paired difference to the best single member (${report.bestSingle}) on the same questions, 95% bootstrap interval, exact McNemar p.` : "No single member was run: there is no baseline.")),
     el("section", { class: "panel" }, el("h2", null, "Accuracy against cost"), accuracyChart(report)),
     el("section", { class: "panel" }, ...disagreementTable(report)),
-    sameSetSection(report));
+    ...[sameSetSection(report)].filter(Boolean));
   return null;
 }

@@ -65,6 +65,9 @@ test("an eval's page shows its table, chart and disagreements, each linking to i
 
   const phone = await openPage(browser, base, `/#/eval/${printed.evalId}`, { viewport: { width: 390, height: 844 } });
   await phone.page.waitForSelector("#eval-table");
+  // No programming value reaches the page (an eval alone in its set has no comparison).
+  const words = await phone.page.evaluate(() => document.querySelector("main").textContent);
+  for (const bad of ["null", "undefined", "[object Object]", "NaN"]) assert.ok(!words.includes(bad), `${bad} on the page`);
   await screenshot(phone.page, "eval-page-phone");
   const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert.ok(overflow <= 1, `the page fits a phone's width (wide tables scroll inside): ${overflow}px over`);
