@@ -666,7 +666,10 @@ impl Actor for Deliberation {
         let effects = match self.resume.take() {
             None => {
                 log::info!("run {} started", self.run_id);
-                self.journal(resume::START, None, json!({}));
+                // A guarded run is never finished without its guard (see `Engine::resume_run`).
+                let start =
+                    if self.guard.is_some() { json!({ "guarded": true }) } else { json!({}) };
+                self.journal(resume::START, None, start);
                 self.mode.start()
             }
             Some(Resumed { mut replayed, seq }) => {

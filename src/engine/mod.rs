@@ -282,6 +282,13 @@ impl Engine {
         };
         let mut mode = modes::instantiate(&req, ctx)?;
         let journal = self.store.journal(run_id).await.map_err(err)?;
+        if journal.first().is_some_and(|j| j.kind == resume::START && j.data["guarded"] == true) {
+            // Its calls were kept within a budget that lived in the process that started it
+            // (`conclave eval`); going on without it could pass that budget.
+            return Err("it ran under a budget held by the process that started it, which is \
+                        gone; it is not finished without it"
+                .into());
+        }
         let stored = self.store.count_stages(&run.message_id).await.map_err(err)?;
         let resume = if journal.is_empty() {
             // The start itself was never written, so nothing of the run was: start afresh.

@@ -267,6 +267,68 @@ async fn an_arm_that_cannot_run_as_asked_is_refused_before_anything_runs() {
     assert!(store.list_evals(10).await.unwrap().is_empty());
 }
 
+#[actix_web::test]
+async fn runs_of_an_eval_killed_mid_run_are_not_finished_without_its_budget() {
+    use conclave::store::{RunStatus, Store};
+    let dir = tempfile::tempdir().unwrap();
+    // Calls take 600 ms; a lease runs out 1 s after its last heartbeat.
+    std::fs::write(dir.path().join("conclave.toml"), "lease_ms = 1000\n[sim]\nlatency_ms = 600\n")
+        .unwrap();
+    let url = format!("sqlite://{}", dir.path().join("eval.db").display());
+    let mut child = conclave()
+        .current_dir(dir.path())
+        .env("DATABASE_URL", &url)
+        .env_remove("CONCLAVE_SIM_LATENCY_MS")
+        .args(["eval", "sample", "--members", "sim/oracle-1-a,sim/oracle-1-b,sim/oracle-1-c"])
+        .args(["--arms", "council", "--limit", "3", "--budget", "100000", "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until a run has stored some of its events, then kill the eval's process.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let running = loop {
+        assert!(std::time::Instant::now() < deadline, "no run got under way");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let Ok(store) = Store::start(&url) else { continue };
+        let Ok(runs) = store.list_runs(100).await else { continue };
+        let going: Vec<String> = runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Running && r.last_seq >= 3)
+            .map(|r| r.id.clone())
+            .collect();
+        if !going.is_empty() {
+            break going;
+        }
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // A server on the same database takes the runs whose lease ran out: it must not finish
+    // them without the budget that was kept in the killed process.
+    // (An account exists, so the server prints no first sign-in link to the pipe it drops.)
+    crate::cli::add_user(&url, "ops", true);
+    let _server = crate::helpers::ServerProcess::start(dir.path(), &url, "server");
+    let store = Store::start(&url).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    for id in &running {
+        let run = loop {
+            let run = store.get_run(id).await.unwrap().unwrap();
+            if run.status != RunStatus::Running {
+                break run;
+            }
+            if std::time::Instant::now() > deadline {
+                let log =
+                    std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+                panic!("run {id} is still running; the server's log:\n{log}");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        };
+        assert_eq!(run.status, RunStatus::Interrupted, "{run:?}");
+        let why = run.error.unwrap_or_default();
+        assert!(why.contains("budget held by the process that started it"), "{why}");
+    }
+}
+
 #[test]
 fn ctrl_c_stops_the_eval_and_prints_what_is_done() {
     let (_dir, url) = db();
