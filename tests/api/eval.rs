@@ -194,7 +194,15 @@ async fn a_run_larger_than_any_before_it_is_stopped_before_the_budget_is_passed(
     let total: i64 = runs.iter().map(|r| r.prompt_tokens + r.completion_tokens).sum();
     assert!(total <= 12_000, "{total} tokens used of a 12000-token budget");
     assert!(total > 6_000, "most of the budget is used: {total}");
-    assert!(why.contains(&format!("{total} of a 12000-token budget used")), "{why}");
+    // What the eval counted covers the database's total: a call stopped in flight is counted
+    // at its worst case, since a provider may have billed it.
+    let counted: i64 = why
+        .split(" of a 12000-token budget used")
+        .next()
+        .and_then(|h| h.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{why}"));
+    assert!((total..=12_000).contains(&counted), "{counted} counted, {total} stored: {why}");
 }
 
 #[test]
