@@ -371,21 +371,16 @@ impl Deliberation {
             match effect {
                 Effect::Call(spec) => {
                     // Calls keep their order: one asked after a waiting call waits behind it.
-                    let admit =
-                        if self.waiting.is_empty() { self.admit(&spec) } else { Admit::Wait };
-                    match admit {
-                        Admit::Go => self.start_call(spec, &mut events, ctx),
-                        Admit::Wait => {
-                            if self.waiting.is_empty() {
-                                ctx.run_later(GUARD_POLL, |act, ctx| act.retry_waiting(ctx));
-                            }
-                            self.waiting.push_back(spec);
-                        }
-                        Admit::Refuse if self.may_drop(&spec) => dropped.push(spec),
-                        Admit::Refuse => {
+                    let idle = self.waiting.is_empty();
+                    self.waiting.push_back(spec);
+                    if idle {
+                        if self.offer_waiting(&mut events, &mut dropped, ctx) {
                             self.publish(std::mem::take(&mut events));
                             self.refused(ctx);
                             return;
+                        }
+                        if !self.waiting.is_empty() {
+                            ctx.run_later(GUARD_POLL, |act, ctx| act.retry_waiting(ctx));
                         }
                     }
                 }
@@ -508,6 +503,33 @@ impl Deliberation {
         self.in_flight.insert(spec.key.clone(), (addr, spec));
     }
 
+    /// Offers the waiting calls to the guard, in order: starts those it lets go until one
+    /// must wait, and moves to `dropped` a refused one the run can do without. True when it
+    /// refused one the run cannot do without.
+    fn offer_waiting(
+        &mut self,
+        events: &mut Vec<(String, Value)>,
+        dropped: &mut Vec<CallSpec>,
+        ctx: &mut Context<Self>,
+    ) -> bool {
+        while let Some(spec) = self.waiting.front() {
+            let admit = self.admit(spec);
+            if admit == Admit::Wait {
+                break;
+            }
+            if admit == Admit::Refuse && !self.may_drop(spec) {
+                return true;
+            }
+            let Some(spec) = self.waiting.pop_front() else { break };
+            if admit == Admit::Go {
+                self.start_call(spec, events, ctx);
+            } else {
+                dropped.push(spec);
+            }
+        }
+        false
+    }
+
     /// Asks the guard again for the calls it told to wait, in order.
     fn retry_waiting(&mut self, ctx: &mut Context<Self>) {
         if self.phase == Phase::Ending {
@@ -515,23 +537,10 @@ impl Deliberation {
         }
         let mut events = Vec::new();
         let mut dropped = Vec::new();
-        while let Some(spec) = self.waiting.front() {
-            match self.admit(spec) {
-                Admit::Go => {
-                    let Some(spec) = self.waiting.pop_front() else { break };
-                    self.start_call(spec, &mut events, ctx);
-                }
-                Admit::Wait => break,
-                Admit::Refuse if self.may_drop(spec) => {
-                    let Some(spec) = self.waiting.pop_front() else { break };
-                    dropped.push(spec);
-                }
-                Admit::Refuse => {
-                    self.publish(events);
-                    self.refused(ctx);
-                    return;
-                }
-            }
+        if self.offer_waiting(&mut events, &mut dropped, ctx) {
+            self.publish(events);
+            self.refused(ctx);
+            return;
         }
         if !self.waiting.is_empty() {
             ctx.run_later(GUARD_POLL, |act, ctx| act.retry_waiting(ctx));
