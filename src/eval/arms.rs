@@ -106,12 +106,20 @@ pub fn mode_body(
         let value = if role.panel { json!(members) } else { json!(lead) };
         set_path(&mut config, field, value);
     }
-    if let Some(s) = settings {
-        for (k, v) in s {
-            config.insert(k.clone(), v.clone());
-        }
+    body(kind.as_str(), prompt, config, settings)
+}
+
+/// A start body: the arm's own settings (`--arm-config MODE=…`) go over `config`.
+fn body(
+    mode: &str,
+    question: &str,
+    mut config: Map<String, Value>,
+    settings: Option<&Map<String, Value>>,
+) -> Value {
+    for (k, v) in settings.into_iter().flatten() {
+        config.insert(k.clone(), v.clone());
     }
-    json!({ "mode": kind.as_str(), "question": prompt, "modeConfig": config })
+    json!({ "mode": mode, "question": question, "modeConfig": config })
 }
 
 /// The start body of the jury arm's run on one question: the members judge `given` (the best
@@ -131,13 +139,8 @@ pub fn jury_body(
     if let Some(f) = foreman {
         config.insert("foremanModel".into(), json!(f));
     }
-    if let Some(s) = settings {
-        for (k, v) in s {
-            config.insert(k.clone(), v.clone());
-        }
-    }
     let head: String = prompt.lines().next().unwrap_or("").chars().take(80).collect();
-    json!({ "mode": "jury", "question": format!("Is this answer right? {head}"), "modeConfig": config })
+    body("jury", &format!("Is this answer right? {head}"), config, settings)
 }
 
 /// Sets `a.b.c` in an object, making the objects on the way.

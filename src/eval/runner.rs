@@ -328,6 +328,11 @@ pub fn stored_report(
     Ok((report(&record.id, &answers, best.as_deref(), opts.seed, stopped), questions))
 }
 
+/// A recorded run's tokens.
+fn run_tokens(r: &EvalRunRecord) -> u64 {
+    (r.prompt_tokens + r.completion_tokens).max(0) as u64
+}
+
 /// Checks, before anything runs, that every arm's body is one its mode accepts and that every
 /// model it names is served, so a bad `--arm-config` or an unserved model is said at once, not
 /// after the single members have run.
@@ -415,8 +420,6 @@ struct Driver<'a> {
     questions: &'a [Question],
     /// (arm, question id, sample) already recorded.
     recorded: HashSet<(String, String, i32)>,
-    tokens: u64,
-    cost: f64,
     /// The largest run (tokens, cost) of each arm so far.
     largest: HashMap<String, (u64, f64)>,
     /// Per arm: (correct, answered), for the progress line.
@@ -435,35 +438,31 @@ impl<'a> Driver<'a> {
         questions: &'a [Question],
         rows: &[EvalRunRecord],
     ) -> Self {
+        // What was recorded before counts against the budget given now.
+        let spent =
+            rows.iter().fold((0, 0.0), |(t, c), r| (t + run_tokens(r), c + r.cost.unwrap_or(0.0)));
         let mut d = Driver {
             engine,
             eval_id,
             opts,
             questions,
             recorded: HashSet::new(),
-            tokens: 0,
-            cost: 0.0,
             largest: HashMap::new(),
             tally: BTreeMap::new(),
             done: 0,
             total_later: 0,
             in_flight: Arc::default(),
-            budget: Arc::new(Budget::new(opts.budget_tokens, opts.budget_cost, (0, 0.0))),
+            budget: Arc::new(Budget::new(opts.budget_tokens, opts.budget_cost, spent)),
         };
         for r in rows {
             d.count(r);
         }
-        // What was recorded before counts against the budget given now.
-        d.budget = Arc::new(Budget::new(opts.budget_tokens, opts.budget_cost, (d.tokens, d.cost)));
         d
     }
 
     fn count(&mut self, r: &EvalRunRecord) {
         self.recorded.insert((r.arm.clone(), r.question_id.clone(), r.sample));
-        let t = (r.prompt_tokens + r.completion_tokens).max(0) as u64;
-        let c = r.cost.unwrap_or(0.0);
-        self.tokens += t;
-        self.cost += c;
+        let (t, c) = (run_tokens(r), r.cost.unwrap_or(0.0));
         let l = self.largest.entry(r.arm.clone()).or_insert((0, 0.0));
         *l = (l.0.max(t), l.1.max(c));
         if r.arm.starts_with("judge/") {
