@@ -198,9 +198,12 @@ pub static SPEC: ModeSpec = ModeSpec {
 
 // ---- prompts (verbatim from the seed) -------------------------------------------------------
 
+/// How a juror's prompt begins (what the sim models recognise it by).
+pub const JUROR_HEAD: &str = "You are a juror evaluating";
+
 pub fn evaluation_prompt(content: &str, original_question: Option<&str>) -> String {
-    let mut p = String::from(
-        "You are a juror evaluating the quality of a response. Score it on 5 dimensions (1-10 each) and deliver a verdict.\n\n",
+    let mut p = format!(
+        "{JUROR_HEAD} the quality of a response. Score it on 5 dimensions (1-10 each) and deliver a verdict.\n\n",
     );
     if let Some(q) = original_question {
         p.push_str(&format!("ORIGINAL QUESTION:\n{q}\n\n"));

@@ -48,7 +48,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, OnceLock};
 
-use super::sim_text::{labeled_blocks, seed_of};
+use super::sim_text::{labeled_blocks, section, seed_of};
 use crate::eval::grade::{grade, normalise, number_text, stated_answer, Grade};
 use crate::eval::questions::{Kind, Question};
 use crate::modes::{
@@ -233,9 +233,7 @@ impl Asked<'_> {
     /// stated answer equal to the reference once normalised (as an oracle judge compares).
     fn is_right(&self, text: &str) -> bool {
         match self.key.kind {
-            Kind::Judge => {
-                stated_answer(text).is_ok_and(|a| normalise(&a) == normalise(&self.key.answer))
-            }
+            Kind::Judge => states_reference(text, &self.key.answer),
             _ => grade(text, &self.question()).grade == Grade::Correct,
         }
     }
@@ -290,12 +288,6 @@ fn plain(a: &Asked) -> Option<String> {
         .then(|| reply_text(a.model, &a.key, a.right()))
 }
 
-/// The text between a marker and the next `end` after it.
-fn between<'t>(text: &'t str, start: &str, end: &str) -> Option<&'t str> {
-    let rest = text.split_once(start)?.1;
-    Some(rest.split_once(end).map_or(rest, |(inner, _)| inner))
-}
-
 /// The working and the `Final answer:` line every answer of an oracle ends with.
 fn worked(value: &str) -> String {
     format!("Working through the question step by step.\n\nFinal answer: {value}")
@@ -321,7 +313,7 @@ fn vote(a: &Asked) -> Option<String> {
 fn revision(a: &Asked) -> Option<String> {
     let own = Some(a.last)
         .filter(|l| l.contains("DECISION: [REVISE|STAND|MERGE]"))
-        .and_then(|l| between(l, "YOUR ORIGINAL RESPONSE:\n", "\n\nOTHER RESPONSES:\n"));
+        .and_then(|l| section(l, "YOUR ORIGINAL RESPONSE:\n", "\n\nOTHER RESPONSES:\n"));
     a.answer_if(own.is_some(), |value| {
         let (decision, why) = if own.is_some_and(|o| a.states(o, value)) {
             ("STAND", "My original answer holds up against the others.")
@@ -401,7 +393,7 @@ fn delphi_report(a: &Asked) -> Option<String> {
 fn chain_step(a: &Asked) -> Option<String> {
     let asked = a.last.starts_with("You are step ") && a.last.contains(chain::CHAIN_HEAD);
     a.answer_if(asked, |value| {
-        let latest = between(a.last, &format!("{}\n", chain::VERSION_START), chain::VERSION_END)
+        let latest = section(a.last, &format!("{}\n", chain::VERSION_START), chain::VERSION_END)
             .map(|v| {
                 let kept: Vec<&str> = v
                     .lines()
@@ -470,7 +462,7 @@ fn specialist_synthesis(a: &Asked) -> Option<String> {
 fn tournament_judge(a: &Asked) -> Option<String> {
     let side = |s: &str| {
         let start = format!("=== Response {s} ===\n");
-        between(a.last, &start, &format!("\n=== End of Response {s} ==="))
+        section(a.last, &start, &format!("\n=== End of Response {s} ==="))
             .map(|t| (format!("Response {s}"), t.to_string()))
     };
     let candidates: Vec<(String, String)> = if a.last.starts_with(tournament::JUDGE_HEAD) {
@@ -545,7 +537,7 @@ fn assembly(a: &Asked) -> Option<String> {
 /// Jury's juror on content answering a registered question: judges rightly with probability
 /// P (APPROVE a right answer, REJECT a wrong or missing one), else the other of the two.
 fn juror(a: &Asked) -> Option<String> {
-    if !a.last.starts_with("You are a juror evaluating") {
+    if !a.last.starts_with(crate::modes::jury::JUROR_HEAD) {
         return None;
     }
     let content = a.last.split_once("CONTENT UNDER EVALUATION:\n")?.1;
@@ -555,7 +547,7 @@ fn juror(a: &Asked) -> Option<String> {
 
 /// A juror's reply in Jury's format: every dimension 8 and APPROVE, or every dimension 2 and
 /// REJECT.
-pub fn juror_reply(model: &str, approve: bool) -> String {
+fn juror_reply(model: &str, approve: bool) -> String {
     let (score, verdict, note, recommendations) = if approve {
         (8, "APPROVE", "It states the right answer.", "None required.")
     } else {
@@ -573,13 +565,18 @@ pub fn juror_reply(model: &str, approve: bool) -> String {
     )
 }
 
+/// Whether a reply states the reference answer, once both are normalised (how an oracle
+/// judges a `judge` question's answer).
+fn states_reference(reply: &str, reference: &str) -> bool {
+    stated_answer(reply).is_ok_and(|a| normalise(&a) == normalise(reference))
+}
+
 /// An oracle as a `judge`: the graded reply's stated answer against the reference, normalised
 /// (right with probability P, else the other verdict).
 fn judge(model: &str, prompt: &str, p: f64) -> String {
     use crate::eval::grade::judge_parts;
-    let same = judge_parts(prompt).is_some_and(|(reference, graded)| {
-        stated_answer(graded).is_ok_and(|a| normalise(&a) == normalise(reference))
-    });
+    let same =
+        judge_parts(prompt).is_some_and(|(reference, graded)| states_reference(graded, reference));
     let call = keys().next_call(model, prompt);
     let right = draws_right(model, prompt, 0, call, p);
     let verdict = if same == right { "CORRECT" } else { "INCORRECT" };

@@ -236,8 +236,13 @@ fn ranking(p: &Prompt) -> Option<String> {
 
 /// The text between two markers of a prompt.
 fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
-    let Some((_, rest)) = text.split_once(start) else { return "" };
-    rest.split_once(end).map_or(rest, |(inner, _)| inner).trim()
+    section(text, start, end).map_or("", str::trim)
+}
+
+/// The text after `start` up to the next `end` (or to its end), when `start` is in it.
+pub(crate) fn section<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let rest = text.split_once(start)?.1;
+    Some(rest.split_once(end).map_or(rest, |(inner, _)| inner))
 }
 
 /// A model's leniency as a juror: -2 (strict) to +2 (generous).
@@ -246,7 +251,7 @@ fn leniency(model: &str) -> i64 {
 }
 
 fn juror(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with("You are a juror evaluating") {
+    if !p.last.starts_with(crate::modes::jury::JUROR_HEAD) {
         return None;
     }
     if p.malformed {
