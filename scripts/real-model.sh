@@ -7,6 +7,8 @@
 #                                        wait until it answers, print its base URL
 #   scripts/real-model.sh stop           stop a server started by `start`
 #   scripts/real-model.sh env            print the variables the real-model tests read
+#   scripts/real-model.sh route [PORT]   print a conclave.toml route for it (`local/smollm2`),
+#                                        replies asked for as JSON with each call's schema
 #
 # The build (about 11 minutes on 2 cores) is cached outside the clone, in
 # $CONCLAVE_REAL_MODEL_CACHE (default ~/.cache/conclave-real-model), and reused while the pinned
@@ -127,5 +129,15 @@ case "${1:-}" in
   start) shift; start "$@" ;;
   stop) stop ;;
   env) echo "CONCLAVE_REAL_MODEL_URL=http://127.0.0.1:${CONCLAVE_REAL_MODEL_PORT:-8093}/v1" ;;
-  *) sed -n '2,12p' "$0"; exit 2 ;;
+  route)
+    cat <<TOML
+[[routes]]
+prefix = "local/"                  # local/smollm2 -> the server's one model
+base_url = "http://127.0.0.1:${2:-${CONCLAVE_REAL_MODEL_PORT:-8093}}/v1"
+max_concurrent_calls = 3           # the server's parallel slots (-np 3)
+max_tokens = 256                   # a small model rambles to the cap: keep it low
+structured_output = "json_schema"  # machine-read replies constrained to each call's schema
+TOML
+    ;;
+  *) sed -n '2,14p' "$0"; exit 2 ;;
 esac

@@ -138,6 +138,23 @@ pub fn progress_line(event: &str, data: &Value, roles: &[ModeRole]) -> Option<St
                 Some(format!("  ✗ {} · {}: {}", who(data, roles), s("model"), err))
             }
         }
+        "prompt_fitted" => {
+            let cuts = data.get("cuts").and_then(Value::as_array).map_or(0, Vec::len);
+            let context = data.get("contextTokens").and_then(Value::as_u64).unwrap_or(0);
+            let still =
+                if data.get("fits") == Some(&Value::Bool(false)) { ", still too long" } else { "" };
+            Some(format!(
+                "  ✂ {} · {}: prompt shortened to fit its {context}-token context ({cuts} cut{}{still})",
+                who(data, roles),
+                s("model"),
+                if cuts == 1 { "" } else { "s" }
+            ))
+        }
+        "structured_output_refused" => Some(format!(
+            "  ! {} · {}: its server does not take structured (JSON) replies; asked again without",
+            who(data, roles),
+            s("model")
+        )),
         "title_complete" => Some(format!(
             "title: {}",
             data.pointer("/data/title").and_then(Value::as_str).unwrap_or("")
@@ -182,6 +199,17 @@ pub fn progress_line(event: &str, data: &Value, roles: &[ModeRole]) -> Option<St
             data.pointer("/data/winnerLabel").and_then(Value::as_str).unwrap_or("?"),
             data.pointer("/data/method").and_then(Value::as_str).unwrap_or("?")
         )),
+        // Tournament's champion: its seed, model and the rounds it won.
+        "winner_declared" if data["data"]["seed"].is_u64() => {
+            let d = &data["data"];
+            let won = d["matchesWon"].as_u64().unwrap_or(0);
+            Some(format!(
+                "🏆 winner: seed {} ({}), {won} match{} won",
+                d["seed"],
+                d["model"].as_str().unwrap_or("a contestant"),
+                if won == 1 { "" } else { "es" }
+            ))
+        }
         "winner_declared" => {
             let d = &data["data"];
             Some(format!(
@@ -205,6 +233,24 @@ pub fn progress_line(event: &str, data: &Value, roles: &[ModeRole]) -> Option<St
                 .unwrap_or_default()
         )),
         "round_start" => Some(format!("▶ round {}", data["round"])),
+        // Tournament's round: who goes on.
+        "round_complete" if data["data"]["winners"].is_array() => {
+            let seeds: Vec<String> = data["data"]["winners"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| format!("seed {s}"))
+                .collect();
+            Some(format!("■ round {} — through: {}", data["round"], seeds.join(", ")))
+        }
+        "matchup_complete" => {
+            let d = &data["data"];
+            let (w, l) = (d["winnerSeed"].as_u64(), d["loserSeed"].as_u64());
+            Some(match (w, l) {
+                (Some(w), Some(l)) => format!("  ■ match: seed {w} beat seed {l}"),
+                _ => "  ■ match decided".to_string(),
+            })
+        }
         "round_complete" => {
             let st = &data["data"]["stats"];
             let stats = if st.get("mean").is_some() {
@@ -273,6 +319,9 @@ pub fn progress_line(event: &str, data: &Value, roles: &[ModeRole]) -> Option<St
         "error" => Some(format!("error: {}", s("message"))),
         "cancelled" => Some("stopped".to_string()),
         "complete" => Some("complete".to_string()),
+        // A mode's own start (`factcheck_start`, naming the mode): the run's first line has
+        // said the mode's name already.
+        e if e.ends_with("_start") && data.get("mode").is_some_and(Value::is_string) => None,
         e if e.ends_with("_start") => {
             Some(format!("▶ {}", stage_words(e.trim_end_matches("_start"))))
         }
@@ -340,7 +389,16 @@ fn database_shown(url: &str) -> String {
 pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
     let body = request_body(&args)?;
     let engine = start_engine(&config, Role::Cli).await?;
-    let started = engine.start_run(&body, &Viewer::local()).await?;
+    let started = match engine.start_run(&body, &Viewer::local()).await {
+        Ok(s) => s,
+        Err(e) => {
+            // Said of the flag the user typed, not of the request it became.
+            let argv: Vec<String> = std::env::args().collect();
+            let said = e.to_string();
+            let named = named_as_typed(&said, &args.mode, &argv);
+            return Err(if named == said { e.into() } else { CliError::Usage(named) });
+        }
+    };
     let mut err = std::io::stderr();
     if !args.quiet {
         let _ = writeln!(
@@ -351,6 +409,9 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
             started.conversation_id,
             database_shown(&config.database_url)
         );
+        if let Some(mode) = ModeKind::parse(&args.mode) {
+            let _ = writeln!(err, "▶ {}", mode.spec().label);
+        }
     }
     let (tx, mut rx) = watcher_channel();
     let watcher = engine.watcher_id();
@@ -394,7 +455,18 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
         }
     }
     let result =
-        crate::web::views::run_view(&engine.result(&started.run_id, &Viewer::local()).await?);
+        crate::engine::views::run_view(&engine.result(&started.run_id, &Viewer::local()).await?);
+    // The run's outcome in its mode's words (the winner, the verdicts, the score), before the
+    // answer.
+    if !args.quiet && !args.json {
+        let answer = result.get("answer").and_then(Value::as_str).unwrap_or("");
+        let outcome = result.get("outcome").and_then(Value::as_str).unwrap_or("");
+        // Not when it is only the answer's first words: the answer follows.
+        let said = !outcome.is_empty() && !answer.contains(outcome.trim_end_matches('…').trim());
+        if said {
+            let _ = writeln!(err, "outcome: {outcome}");
+        }
+    }
     let mut out = std::io::stdout();
     if args.json {
         let _ = writeln!(out, "{}", serde_json::to_string_pretty(&result).unwrap_or_default());
@@ -412,6 +484,29 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
             1
         }
     })
+}
+
+/// An error about a `modeConfig` field (`modeConfig.councilModels[0]: …`) as a person at the
+/// terminal reads it: naming the flag they typed (`--models: …`), of those in `argv` that set
+/// the field, else the field's own flag; unchanged when no flag sets it (`--config-json`'s
+/// fields) or the error names no field.
+pub fn named_as_typed(message: &str, mode: &str, argv: &[String]) -> String {
+    let Some(mode) = ModeKind::parse(mode) else { return message.to_string() };
+    let Some((place, rest)) = message.strip_prefix("modeConfig.").and_then(|m| m.split_once(": "))
+    else {
+        return message.to_string();
+    };
+    let field = place.split('[').next().unwrap_or(place);
+    let path: Vec<&str> = field.split('.').collect();
+    let names = crate::run_flags::flag_names(mode, &path);
+    let typed = names.iter().find(|n| {
+        let flag = format!("--{n}");
+        argv.iter().any(|a| *a == flag || a.starts_with(&format!("{flag}=")))
+    });
+    match typed.or(names.first()) {
+        Some(name) => format!("--{name}: {rest}"),
+        None => message.to_string(),
+    }
 }
 
 /// The answer as printed: without its reasoning trace unless `show_reasoning`.
@@ -556,7 +651,9 @@ pub fn bench_command(config: Config, args: crate::bench::BenchArgs) -> i32 {
         scenarios = crate::bench::Scenario::ALL.to_vec();
     }
     scenarios.sort();
-    let sizes = if args.quick { crate::bench::Sizes::quick() } else { crate::bench::Sizes::full() };
+    let mut sizes =
+        if args.quick { crate::bench::Sizes::quick() } else { crate::bench::Sizes::full() };
+    sizes.structured = args.structured;
     match crate::bench::run(&scenarios, sizes) {
         Ok(report) => {
             println!("{}", report.render());
@@ -650,6 +747,29 @@ mod tests {
         assert_eq!(line, "  … synthesis · m");
         assert_eq!(progress_line("stage2_start", &json!({}), council).unwrap(), "▶ peer ranking");
         assert_eq!(progress_line("token", &json!({}), council), None);
+    }
+
+    #[test]
+    fn an_error_about_a_setting_names_the_flag_that_was_typed() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let msg = "modeConfig.councilModels[0]: no provider serves model \"x\"";
+        let typed = argv(&["conclave", "run", "council", "q", "--models", "x,sim/a"]);
+        assert_eq!(
+            named_as_typed(msg, "council", &typed),
+            "--models: no provider serves model \"x\""
+        );
+        let long = argv(&["conclave", "run", "council", "q", "--council-models=x,sim/a"]);
+        assert!(named_as_typed(msg, "council", &long).starts_with("--council-models: "));
+        // Not typed (from --config-json): its own flag is named.
+        assert!(named_as_typed(msg, "council", &[]).starts_with("--council-models: "));
+        let nested = "modeConfig.models.skeptic: no provider serves model \"x\"";
+        assert!(named_as_typed(nested, "clarity", &[]).starts_with("--models-skeptic: "));
+        // No field, or no flag for it: as it was.
+        assert_eq!(named_as_typed("question: required", "council", &typed), "question: required");
+        assert_eq!(
+            named_as_typed("modeConfig.nothing: x", "council", &typed),
+            "modeConfig.nothing: x"
+        );
     }
 
     #[test]

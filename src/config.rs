@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::modes::Fallbacks;
 use crate::providers::openai::{OpenAiCompatible, TokenField};
 use crate::providers::sim::{SimConfig, SimModelConfig, SimProvider};
-use crate::providers::{OutputCaps, Provider, Providers, Route};
+use crate::providers::{OutputCaps, Provider, Providers, Route, StructuredOutput};
 use crate::secrets::{redact_urls, Secret};
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
@@ -74,6 +74,14 @@ pub struct RouteConfig {
     /// Treat the server as OpenRouter (ask for each call's cost) or not; default: by host.
     #[serde(default)]
     pub openrouter: Option<bool>,
+    /// How machine-read calls ask this server for JSON: `off` (default, the text formats),
+    /// `json_schema` (the reply schema as `response_format`) or `json_object`.
+    #[serde(default)]
+    pub structured_output: StructuredOutput,
+    /// The context of this route's models in tokens (prompt and reply); default: what the
+    /// server says (llama.cpp's `/props`, Ollama's `/api/show`), else prompts are not fitted.
+    #[serde(default)]
+    pub context_tokens: Option<i64>,
 }
 
 fn yes() -> bool {
@@ -87,6 +95,12 @@ pub struct SimSection {
     pub latency_ms: Option<u64>,
     /// At most this many in-process sim calls at once (default: no cap).
     pub max_concurrent_calls: Option<usize>,
+    /// Whether the sim models are asked for JSON, as a route's `structured_output`.
+    #[serde(default)]
+    pub structured_output: StructuredOutput,
+    /// A context the sim models hold (in the sim's token count) and refuse prompts past, as
+    /// llama.cpp does; default: none.
+    pub context_tokens: Option<i64>,
     #[serde(default)]
     pub models: HashMap<String, SimModelConfig>,
 }
@@ -162,6 +176,8 @@ pub struct Config {
     pub sim: SimConfig,
     /// Cap on concurrent in-process sim calls.
     pub sim_max_concurrent_calls: Option<usize>,
+    /// Whether the in-process sim models are asked for JSON.
+    pub sim_structured_output: StructuredOutput,
     pub routes: Vec<RouteConfig>,
     pub heartbeat_interval: Duration,
     pub client_timeout: Duration,
@@ -204,6 +220,7 @@ impl Config {
             openrouter_max_concurrent_calls: DEFAULT_OPENROUTER_MAX_CONCURRENT_CALLS,
             sim: SimConfig::default(),
             sim_max_concurrent_calls: None,
+            sim_structured_output: StructuredOutput::Off,
             routes: Vec::new(),
             heartbeat_interval: Duration::from_secs(5),
             client_timeout: Duration::from_secs(30),
@@ -287,6 +304,10 @@ impl Config {
             ));
         }
         c.sim_max_concurrent_calls = file.sim.max_concurrent_calls;
+        c.sim_structured_output = file.sim.structured_output;
+        if let Some(n) = file.sim.context_tokens {
+            c.sim.context_tokens = Some(context_count("[sim] context_tokens", n)?);
+        }
         if let Some(n) = file.openrouter_max_concurrent_calls {
             c.openrouter_max_concurrent_calls = n;
         }
@@ -308,6 +329,9 @@ impl Config {
             }
             if let Some(n) = r.max_tokens {
                 token_count(&format!("route {:?}: max_tokens", r.prefix), n)?;
+            }
+            if let Some(n) = r.context_tokens {
+                context_count(&format!("route {:?}: context_tokens", r.prefix), n)?;
             }
         }
         c.max_tokens = output_caps(&file.max_tokens)?;
@@ -425,16 +449,16 @@ impl Config {
                     max_concurrent_calls: r.max_concurrent_calls,
                     // Checked by `from_parts`.
                     max_tokens: r.max_tokens.and_then(|n| u32::try_from(n).ok()),
+                    structured_output: r.structured_output,
+                    context_tokens: r.context_tokens.and_then(|n| u32::try_from(n).ok()),
                 }
             })
             .collect();
         if !routes.iter().any(|r| r.prefix == "sim/") {
             routes.push(Route {
-                prefix: "sim/".into(),
-                strip_prefix: false,
-                provider: Arc::new(SimProvider::new(self.sim.clone())),
                 max_concurrent_calls: self.sim_max_concurrent_calls,
-                max_tokens: None,
+                structured_output: self.sim_structured_output,
+                ..Route::new("sim/", Arc::new(SimProvider::new(self.sim.clone())))
             });
         }
         let fallback = self.openrouter_api_key.as_ref().map(|key| {
@@ -444,6 +468,16 @@ impl Config {
         Providers::new(routes, fallback)
             .cap_fallback(Some(self.openrouter_max_concurrent_calls))
             .with_caps(self.max_tokens.clone())
+    }
+}
+
+/// A context size from the file, checked: 256 to 100 million tokens.
+fn context_count(what: &str, n: i64) -> Result<u32, ConfigError> {
+    match u32::try_from(n) {
+        Ok(n) if (256..=100_000_000).contains(&n) => Ok(n),
+        _ => Err(ConfigError::Invalid(format!(
+            "{what} must be between 256 and 100000000 tokens, not {n}"
+        ))),
     }
 }
 
@@ -722,6 +756,40 @@ mod tests {
         assert!(toml::from_str::<FileConfig>(&route("max_tokens_field = \"max_tokenz\"")).is_err());
     }
 
+    #[test]
+    fn structured_output_and_context_are_read_per_route_and_checked() {
+        let file: FileConfig = toml::from_str(
+            "[sim]\nstructured_output = \"json_object\"\ncontext_tokens = 2048\n\
+             [[routes]]\nprefix = \"x/\"\nbase_url = \"http://h/v1\"\n\
+             structured_output = \"json_schema\"\ncontext_tokens = 4096\n\
+             [[routes]]\nprefix = \"y/\"\nbase_url = \"http://h/v1\"",
+        )
+        .unwrap();
+        let c = Config::from_parts(file, &Overrides::default(), None, None, None).unwrap();
+        assert_eq!(c.sim.context_tokens, Some(2048));
+        let p = c.providers();
+        assert_eq!(p.structured_output("x/m"), StructuredOutput::JsonSchema);
+        assert_eq!(p.structured_output("y/m"), StructuredOutput::Off, "off unless asked");
+        assert_eq!(p.structured_output("sim/a"), StructuredOutput::JsonObject);
+        let models = ["x/m", "y/m", "sim/a"].map(String::from);
+        let asked = p.structured(&models);
+        assert!(asked.json("x/m") && asked.json("sim/a") && !asked.json("y/m"));
+        let route = |extra: &str| {
+            format!("[[routes]]\nprefix = \"x/\"\nbase_url = \"http://h/v1\"\n{extra}")
+        };
+        for (bad, says) in [
+            (route("context_tokens = 10"), "route \"x/\": context_tokens must be between 256"),
+            ("[sim]\ncontext_tokens = -1".to_string(), "[sim] context_tokens"),
+        ] {
+            let file: FileConfig = toml::from_str(&bad).unwrap();
+            let err = Config::from_parts(file, &Overrides::default(), None, None, None)
+                .expect_err(&bad)
+                .to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        assert!(toml::from_str::<FileConfig>(&route("structured_output = \"json\"")).is_err());
+    }
+
     /// Every role a mode gives its calls (in a run of each mode on sim answers) is one its
     /// registry entry lists, and the default caps cut none of the sim's answers.
     #[test]
@@ -754,11 +822,8 @@ mod tests {
                                 spec.role
                             );
                             seen += 1;
-                            let text = crate::providers::sim_text::respond(
-                                &spec.model,
-                                &spec.messages,
-                                false,
-                            );
+                            let text =
+                                crate::modes::sim_text::respond(&spec.model, &spec.messages, false);
                             let cap = providers.max_tokens(kind.as_str(), &spec.role, &spec.model);
                             assert_eq!(capped(&text, Some(cap)), text, "{}", spec.key);
                             next.extend(mode.on_reply(testkit::ok(&spec, &text)));

@@ -93,6 +93,10 @@ enum Command {
         /// time).
         #[arg(long, default_value_t = 2500)]
         latency_ms: u64,
+        /// Ask the sim models for every machine-read reply as JSON (`structured_output =
+        /// "json_schema"` on the server's sim route, the schema in the ideal's calls too).
+        #[arg(long)]
+        structured: bool,
     },
 }
 
@@ -141,8 +145,8 @@ fn main() -> ExitCode {
     };
     let command = cli.command.unwrap_or(Command::Serve { bind: None });
     // The benchmark drives child processes from a runtime of its own.
-    if let Command::Bench { scenarios, quick, runs, latency_ms } = command {
-        let args = conclave::bench::BenchArgs { scenarios, quick, runs, latency_ms };
+    if let Command::Bench { scenarios, quick, runs, latency_ms, structured } = command {
+        let args = conclave::bench::BenchArgs { scenarios, quick, runs, latency_ms, structured };
         return ExitCode::from(conclave::cli::bench_command(config, args) as u8);
     }
     let system = actix_web::rt::System::new();
@@ -337,6 +341,8 @@ async fn sim(config: Config, bind: &str) -> i32 {
         }
     };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    // Its oracles judge as they do in-process (they know no question: none is registered here).
+    conclave::eval::oracle::install();
     let (server, _stats) = match sim_server::build(listener, SimProvider::new(config.sim.clone())) {
         Ok(s) => s,
         Err(e) => {

@@ -128,6 +128,17 @@ fn help_of(schema: &Value) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The flags that set `modeConfig` field `path` (`councilModels`, `models.skeptic`) in `mode`,
+/// without their dashes: its own long name first, then its aliases (`council-models`,
+/// `models`). Empty when no flag sets it.
+pub fn flag_names(mode: ModeKind, path: &[&str]) -> Vec<String> {
+    flags(mode)
+        .into_iter()
+        .filter(|f| f.path.iter().map(String::as_str).eq(path.iter().copied()))
+        .flat_map(|f| std::iter::once(f.long).chain(f.aliases))
+        .collect()
+}
+
 /// The flags of one mode, from its schema and roles.
 fn flags(mode: ModeKind) -> Vec<Flag> {
     let spec = mode.spec();

@@ -603,6 +603,7 @@ fn run_mode(body: &Value, replies: &[Option<String>]) {
         history: Vec::new(),
         new_conversation: true,
         seed: common::seed_from_run_id("fuzz-run"),
+        structured: Default::default(),
     };
     // A request that passed validation always builds its mode: a validated config that the
     // mode then refuses is a bug the fuzzer must report.

@@ -66,9 +66,7 @@ pub fn peek_event(text: &str) -> Option<EventPeek<'_>> {
     Some(EventPeek { run, seq, event })
 }
 
-pub fn is_terminal(event: &str) -> bool {
-    matches!(event, "complete" | "error" | "cancelled")
-}
+pub use crate::engine::events::is_terminal;
 
 /// A run followed from its `start` message to its terminal event.
 #[derive(Debug, Clone)]

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::BenchError;
+use super::{BenchError, Sizes};
 use crate::providers::openai::OpenAiCompatible;
 use crate::providers::Provider;
 
@@ -98,12 +98,19 @@ impl Workspace {
     /// Starts `conclave serve` on a fresh SQLite file, routing `sim/` to `sim`, with the
     /// per-user limits raised for one user starting thousands of runs, `extra` top-level keys
     /// added; makes an admin first and keeps its API token.
-    pub fn server(&self, sim: &SimServer, extra: &str) -> Result<Server, BenchError> {
+    pub fn server(
+        &self,
+        sim: &SimServer,
+        extra: &str,
+        sizes: &Sizes,
+    ) -> Result<Server, BenchError> {
         let db = self.path("bench.db");
+        let structured = if sizes.structured { "json_schema" } else { "off" };
         let text = format!(
             "bind = \"127.0.0.1:0\"\ndatabase_url = \"sqlite://{}\"\n\
              max_runs_per_user = 10000\nmax_starts_per_minute = 100000\n{extra}\n\
-             [[routes]]\nprefix = \"sim/\"\nbase_url = \"{}\"\nstrip_prefix = false\n",
+             [[routes]]\nprefix = \"sim/\"\nbase_url = \"{}\"\nstrip_prefix = false\n\
+             structured_output = \"{structured}\"\n",
             db.display(),
             sim.base_v1
         );

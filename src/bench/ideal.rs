@@ -19,9 +19,9 @@ use serde_json::Value;
 use super::BenchError;
 use crate::config::DEFAULT_STAGE_TIMEOUT_MS;
 use crate::modes::{
-    self, CallError, CallErrorKind, CallReply, Defaults, Effect, Fallbacks, RunContext,
+    self, CallError, CallErrorKind, CallReply, Defaults, Effect, Fallbacks, RunContext, Structured,
 };
-use crate::providers::{BoxFuture, ChatRequest, ChatResponse, Provider};
+use crate::providers::{BoxFuture, ChatRequest, ChatResponse, Provider, StructuredOutput};
 
 /// What the reference execution of one run measured.
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +44,7 @@ pub async fn measure(
     provider: &Arc<dyn Provider>,
     request: &Value,
     run_id: &str,
+    structured: bool,
 ) -> Result<Ideal, BenchError> {
     let defaults = Defaults {
         offline: true,
@@ -60,6 +61,12 @@ pub async fn measure(
         history: Vec::new(),
         new_conversation: true,
         seed: modes::common::seed_from_run_id(run_id),
+        // As the server's route asks: every model for JSON, or none.
+        structured: if structured {
+            Structured::models(&req.models)
+        } else {
+            Structured::default()
+        },
     };
     let mut mode = modes::instantiate(&req, ctx).map_err(BenchError::Run)?;
     let mut pending: FuturesUnordered<BoxFuture<'static, Done>> = FuturesUnordered::new();
@@ -80,7 +87,15 @@ pub async fn measure(
                             let t = Instant::now();
                             // Stream like the engine does; the deltas themselves are not needed.
                             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-                            let request = ChatRequest::new(spec.model.clone(), spec.messages);
+                            let request = ChatRequest {
+                                schema: spec.schema,
+                                structured: if structured {
+                                    StructuredOutput::JsonSchema
+                                } else {
+                                    StructuredOutput::Off
+                                },
+                                ..ChatRequest::new(spec.model.clone(), spec.messages)
+                            };
                             let limit = Duration::from_millis(spec.timeout_ms);
                             let result =
                                 match tokio::time::timeout(limit, provider.chat(request, Some(tx)))

@@ -131,6 +131,9 @@ pub struct Sizes {
     pub watchers: usize,
     /// Scenario 5: the median latency of a frontier model; a fast model's is half of it.
     pub mode_latency_median: Duration,
+    /// Every scenario: the server's sim route asks for machine-read replies as JSON, and the
+    /// ideal sends the same schemas (the JSON path measured against its own ideal).
+    pub structured: bool,
 }
 
 impl Sizes {
@@ -144,6 +147,7 @@ impl Sizes {
             throughput_levels: &[16, 32, 64, 128, 256, 512],
             watchers: 10_000,
             mode_latency_median: Duration::from_millis(3000),
+            structured: false,
         }
     }
 
@@ -158,6 +162,7 @@ impl Sizes {
             throughput_levels: &[8, 32],
             watchers: 500,
             mode_latency_median: Duration::from_millis(300),
+            structured: false,
         }
     }
 }
@@ -172,6 +177,8 @@ pub struct BenchArgs {
     pub runs: usize,
     /// `clarity`: latency of every sim call.
     pub latency_ms: u64,
+    /// Machine-read replies asked for as JSON (see [`Sizes::structured`]).
+    pub structured: bool,
 }
 
 /// Runs the scenarios asked for and answers the report.

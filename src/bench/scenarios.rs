@@ -180,19 +180,19 @@ async fn overhead(sizes: Sizes) -> Result<Report, BenchError> {
     let n = sizes.sequential_runs;
     let ws = Workspace::new("overhead")?;
     let sim = ws.sim_server(&format!("latency_ms = {latency}"))?;
-    let server = ws.server(&sim, "")?;
+    let server = ws.server(&sim, "", &sizes)?;
     let mut sock = client::connect(&server.ws_url, &server.token).await?;
     // One run first, not counted: connections to the sim-server, SQLite pages, allocations.
     let warm = council("Warm-up: what is a benchmark?");
     let f = client::drive(&mut sock, &warm, false, RUN_LIMIT).await?;
-    ideal::measure(&sim.client, &warm, &f.run_id).await?;
+    ideal::measure(&sim.client, &warm, &f.run_id, sizes.structured).await?;
     let (mut walls, mut ideals, mut overheads, mut completed) = (vec![], vec![], vec![], 0);
     for i in 0..n {
         let req = council(&format!("Question {i}: what are the trade-offs of microservices?"));
         let f = client::drive(&mut sock, &req, false, RUN_LIMIT).await?;
         completed += usize::from(f.completed());
         // The same run again with no engine in between: its own ideal.
-        let id = ideal::measure(&sim.client, &req, &f.run_id).await?;
+        let id = ideal::measure(&sim.client, &req, &f.run_id, sizes.structured).await?;
         walls.push(ms(f.wall));
         ideals.push(ms(id.critical_path));
         overheads.push(ms(f.wall) - ms(id.critical_path));
@@ -225,7 +225,7 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
     let n = sizes.concurrent_runs;
     let ws = Workspace::new("concurrent")?;
     let sim = ws.sim_server(&format!("latency_ms = {latency}"))?;
-    let server = ws.server(&sim, "")?;
+    let server = ws.server(&sim, "", &sizes)?;
     let mut sockets = client::connect_many(&server.ws_url, &server.token, n, 64).await?;
     let warm = council("Warm-up: what is a benchmark?");
     client::drive(&mut sockets[0], &warm, false, RUN_LIMIT).await?;
@@ -252,7 +252,9 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
     let probe = tokio::spawn({
         let client = sim.client.clone();
         let req = probe_req.clone();
-        async move { ideal::measure(&client, &req, &uuid::Uuid::now_v7().to_string()).await }
+        async move {
+            ideal::measure(&client, &req, &uuid::Uuid::now_v7().to_string(), sizes.structured).await
+        }
     });
     let mut finished: Vec<(Finished, Value)> = Vec::with_capacity(n);
     let mut errors = Vec::new();
@@ -284,10 +286,12 @@ async fn concurrent(sizes: Sizes) -> Result<Report, BenchError> {
     let mut ideals = Vec::new();
     let step = (finished.len() / sizes.ideal_samples.max(1)).max(1);
     for (f, req) in finished.iter().step_by(step).take(sizes.ideal_samples) {
-        ideals.push(ms(ideal::measure(&sim.client, req, &f.run_id).await?.critical_path));
+        ideals.push(ms(ideal::measure(&sim.client, req, &f.run_id, sizes.structured)
+            .await?
+            .critical_path));
     }
     let ideal = percentile(&ideals, 0.5);
-    let floor = measure_floor(&sim, &finished).await?;
+    let floor = measure_floor(&sim, &finished, sizes.structured).await?;
     let completed = finished.iter().filter(|(f, _)| f.completed()).count();
     let stored = stored_runs(&server.db_path, MEMBERS.len() as i64)?;
     let walls: Vec<f64> = finished.iter().map(|(f, _)| ms(f.wall)).collect();
@@ -351,7 +355,11 @@ struct Floor {
     per_run: String,
 }
 
-async fn measure_floor(sim: &SimServer, runs: &[(Finished, Value)]) -> Result<Floor, BenchError> {
+async fn measure_floor(
+    sim: &SimServer,
+    runs: &[(Finished, Value)],
+    structured: bool,
+) -> Result<Floor, BenchError> {
     let sim_cpu = CpuMeter::start(sim.proc.pid());
     let client_cpu = CpuMeter::start(std::process::id());
     let barrier = Arc::new(tokio::sync::Barrier::new(runs.len() + 1));
@@ -363,7 +371,7 @@ async fn measure_floor(sim: &SimServer, runs: &[(Finished, Value)]) -> Result<Fl
             tokio::spawn(async move {
                 barrier.wait().await;
                 let t = Instant::now();
-                ideal::measure(&client, &req, &id).await.map(|_| t.elapsed())
+                ideal::measure(&client, &req, &id, structured).await.map(|_| t.elapsed())
             })
         })
         .collect();
@@ -491,7 +499,7 @@ struct Level {
 async fn throughput(sizes: Sizes) -> Result<Report, BenchError> {
     let ws = Workspace::new("throughput")?;
     let sim = ws.sim_server("latency_ms = 0")?;
-    let server = ws.server(&sim, "")?;
+    let server = ws.server(&sim, "", &sizes)?;
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
@@ -683,7 +691,7 @@ async fn watchers(sizes: Sizes) -> Result<Report, BenchError> {
     }
     let ws = Workspace::new("watchers")?;
     let sim = ws.sim_server(&sim_toml)?;
-    let server = ws.server(&sim, "")?;
+    let server = ws.server(&sim, "", &sizes)?;
     let t = Instant::now();
     let sockets = client::connect_many(&server.ws_url, &server.token, n, 128).await?;
     let connect_took = t.elapsed();
@@ -869,7 +877,7 @@ async fn modes(sizes: Sizes) -> Result<Report, BenchError> {
     let (cases, sim_toml, drawn) = mode_cases(sizes.mode_latency_median);
     let ws = Workspace::new("modes")?;
     let sim = ws.sim_server(&sim_toml)?;
-    let server = ws.server(&sim, "")?;
+    let server = ws.server(&sim, "", &sizes)?;
     let sockets = client::connect_many(&server.ws_url, &server.token, cases.len(), 8).await?;
     let tasks: Vec<_> = cases
         .iter()
@@ -889,7 +897,7 @@ async fn modes(sizes: Sizes) -> Result<Report, BenchError> {
         .zip(&finished)
         .map(|(c, f)| {
             let (client, req, id) = (sim.client.clone(), c.request.clone(), f.run_id.clone());
-            tokio::spawn(async move { ideal::measure(&client, &req, &id).await })
+            tokio::spawn(async move { ideal::measure(&client, &req, &id, sizes.structured).await })
         })
         .collect();
     let mut measured = Vec::new();

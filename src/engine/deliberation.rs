@@ -21,13 +21,17 @@ use serde_json::{json, Value};
 
 use super::events::{is_transient, EventFrame, ProgressMark};
 use super::hub::{CancelRun, Hub, Publish, RunEnded};
-use super::model_call::{CallDelta, CallFinished, CallOwner, CallRetrying, ModelCall, StopCall};
+use super::model_call::{
+    CallDelta, CallFinished, CallNote, CallNoted, CallOwner, CallRetrying, ModelCall, StopCall,
+};
 use super::resume::{self, Replayed};
 use super::retry::RetryPolicy;
 use super::spend::{Admit, CallSize, SpendGuard, Used};
 use crate::modes::registry::ModeKind;
-use crate::modes::{CallError, CallErrorKind, CallReply, CallSpec, Effect, Mode, StageRow, Usage};
-use crate::providers::Providers;
+use crate::modes::{
+    CallError, CallErrorKind, CallReply, CallSpec, Effect, Mode, StageRow, Structured, Usage,
+};
+use crate::providers::{Notice, Providers};
 use crate::store::{
     self, Commit, JournalRecord, RunFinish, RunStatus, Store, StoreError, StoredEvent,
 };
@@ -75,6 +79,9 @@ pub struct DeliberationSetup {
     pub resume: Option<Resumed>,
     /// Asked before each model call starts (an eval's budget), when the run has one.
     pub guard: Option<Arc<dyn SpendGuard>>,
+    /// The models its mode asks for JSON ([`crate::modes::RunContext::structured`]),
+    /// journaled with its start so a resumed run asks as it asked before.
+    pub structured: Structured,
 }
 
 /// A run picked up from its journal (see [`super::resume`]).
@@ -119,6 +126,7 @@ pub struct Deliberation {
     guard: Option<Arc<dyn SpendGuard>>,
     /// Calls the guard told to wait for room, in the order the mode asked for them.
     waiting: VecDeque<CallSpec>,
+    structured: Structured,
 }
 
 impl Deliberation {
@@ -151,6 +159,7 @@ impl Deliberation {
             resume: setup.resume,
             guard: setup.guard,
             waiting: VecDeque::new(),
+            structured: setup.structured,
         }
     }
 
@@ -484,17 +493,20 @@ impl Deliberation {
         events: &mut Vec<(String, Value)>,
         ctx: &mut Context<Self>,
     ) {
-        events.push((
-            "call_start".to_string(),
-            json!({
-                "key": spec.key, "model": spec.model,
-                "stage": spec.stage, "role": spec.role,
-            }),
-        ));
+        let mut data = json!({
+            "key": spec.key, "model": spec.model,
+            "stage": spec.stage, "role": spec.role,
+        });
+        if let Some(schema) = &spec.schema {
+            // The reply is machine-read: by this schema where it fits.
+            data["schema"] = json!(schema.name);
+        }
+        events.push(("call_start".to_string(), data));
         let owner = CallOwner {
             finished: ctx.address().recipient(),
             deltas: ctx.address().recipient(),
             retrying: ctx.address().recipient(),
+            noted: ctx.address().recipient(),
         };
         let max_tokens = self.providers.max_tokens(&self.mode_name, &spec.role, &spec.model);
         let call =
@@ -654,12 +666,8 @@ impl Deliberation {
 
     fn add_usage(&mut self, reply: &CallReply) {
         if let Some(u) = reply.usage {
-            self.usage.prompt_tokens += u.prompt_tokens;
-            self.usage.completion_tokens += u.completion_tokens;
-            if let Some(c) = u.cost {
-                self.cost_seen = true;
-                self.usage.cost = Some(self.usage.cost.unwrap_or(0.0) + c);
-            }
+            self.usage = self.usage.plus(u);
+            self.cost_seen |= u.cost.is_some();
         }
     }
 }
@@ -676,8 +684,11 @@ impl Actor for Deliberation {
             None => {
                 log::info!("run {} started", self.run_id);
                 // A guarded run is never finished without its guard (see `Engine::resume_run`).
-                let start =
+                let mut start =
                     if self.guard.is_some() { json!({ "guarded": true }) } else { json!({}) };
+                if !self.structured.is_empty() {
+                    start["structured"] = json!(self.structured);
+                }
                 self.journal(resume::START, None, start);
                 self.mode.start()
             }
@@ -756,7 +767,7 @@ impl Handler<CallRetrying> for Deliberation {
     fn handle(&mut self, msg: CallRetrying, ctx: &mut Context<Self>) {
         let Some((_, spec)) = self.in_flight.get(&msg.key) else { return };
         if let Some(g) = &self.guard {
-            if !g.retry(&self.run_id, &msg.key, Used::of_error(&msg.error)) {
+            if !g.retry(&self.run_id, &msg.key, msg.used) {
                 self.flush_tokens();
                 self.refused(ctx);
                 return;
@@ -778,6 +789,40 @@ impl Handler<CallRetrying> for Deliberation {
         // `call_retry` event marks exactly where it ends.
         self.flush_tokens();
         self.publish(vec![("call_retry".to_string(), data)]);
+        self.commit(ctx);
+    }
+}
+
+impl Handler<CallNoted> for Deliberation {
+    type Result = ();
+    fn handle(&mut self, msg: CallNoted, ctx: &mut Context<Self>) {
+        let Some((_, spec)) = self.in_flight.get(&msg.key) else { return };
+        let mut data = json!({
+            "key": msg.key, "model": spec.model, "stage": spec.stage, "role": spec.role,
+        });
+        let event = match msg.note {
+            CallNote::Provider(Notice::StructuredRefused { route, message }) => {
+                data["route"] = json!(route);
+                data["message"] = json!(message);
+                "structured_output_refused"
+            }
+            CallNote::Fitted { context_tokens, cuts, fits, after_refusal } => {
+                log::info!(
+                    "run {}: call {} fitted into {} tokens: {} cut(s){}",
+                    self.run_id,
+                    msg.key,
+                    context_tokens,
+                    cuts.len(),
+                    if fits { "" } else { ", and it still does not fit" }
+                );
+                data["contextTokens"] = json!(context_tokens);
+                data["cuts"] = json!(cuts);
+                data["fits"] = json!(fits);
+                data["afterRefusal"] = json!(after_refusal);
+                "prompt_fitted"
+            }
+        };
+        self.publish(vec![(event.to_string(), data)]);
         self.commit(ctx);
     }
 }

@@ -107,8 +107,34 @@ impl EventFrame {
     }
 }
 
+/// How a run ended: the event after which it publishes nothing more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Terminal {
+    Complete,
+    Error,
+    Cancelled,
+}
+
+impl Terminal {
+    pub const ALL: [Terminal; 3] = [Terminal::Complete, Terminal::Error, Terminal::Cancelled];
+
+    /// The event's name.
+    pub fn event(self) -> &'static str {
+        match self {
+            Terminal::Complete => "complete",
+            Terminal::Error => "error",
+            Terminal::Cancelled => "cancelled",
+        }
+    }
+
+    /// The terminal event `event` names, if it names one.
+    pub fn of(event: &str) -> Option<Terminal> {
+        Terminal::ALL.into_iter().find(|t| t.event() == event)
+    }
+}
+
 pub fn is_terminal(event: &str) -> bool {
-    matches!(event, "complete" | "error" | "cancelled")
+    Terminal::of(event).is_some()
 }
 
 /// Events that are not persisted: streamed token deltas (their text arrives whole in the

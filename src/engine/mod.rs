@@ -11,6 +11,7 @@ pub mod bus;
 pub mod deliberation;
 pub mod events;
 mod exports;
+pub mod fit;
 pub mod hub;
 pub mod limits;
 pub mod model_call;
@@ -20,6 +21,7 @@ pub mod resume;
 pub mod retry;
 pub mod spend;
 pub mod summary;
+pub mod views;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -104,6 +106,15 @@ pub struct EngineSettings {
 }
 
 /// Cloneable handle to the engine's actors.
+/// How a run's actor is started, besides its mode: where it resumes from, the place its
+/// owner's limits reserved, its spending guard, and the models it asks for JSON.
+struct HowRun {
+    resume: Option<Resumed>,
+    place: Option<Arc<limits::Place>>,
+    guard: Option<Arc<dyn spend::SpendGuard>>,
+    structured: modes::Structured,
+}
+
 #[derive(Clone)]
 pub struct Engine {
     hub: Addr<Hub>,
@@ -271,6 +282,17 @@ impl Engine {
         let asked = position(&run.user_message_id).ok_or("its question is gone")?;
         let earlier: Vec<MessageRecord> =
             detail.messages.iter().filter(|m| m.position < asked).cloned().collect();
+        let journal = self.store.journal(run_id).await.map_err(err)?;
+        // A run asks for JSON as it did when it started (its start's record says which models
+        // did); one whose start was never written starts afresh with the routes as they are.
+        let structured = match journal.first().filter(|j| j.kind == resume::START) {
+            Some(start) => match start.data.get("structured") {
+                Some(v) => serde_json::from_value(v.clone())
+                    .map_err(|e| format!("its journal's start is not readable: {e}"))?,
+                None => modes::Structured::default(),
+            },
+            None => self.providers.structured(&req.models),
+        };
         let ctx = RunContext {
             run_id: run.id.clone(),
             conversation_id: run.conversation_id.clone(),
@@ -279,9 +301,9 @@ impl Engine {
             history: history_of(&earlier),
             new_conversation: detail.runs.first().is_some_and(|r| r.id == run.id),
             seed: modes::common::seed_from_run_id(&run.id),
+            structured: structured.clone(),
         };
         let mut mode = modes::instantiate(&req, ctx)?;
-        let journal = self.store.journal(run_id).await.map_err(err)?;
         if journal.first().is_some_and(|j| j.kind == resume::START && j.data["guarded"] == true) {
             // Its calls were kept within a budget that lived in the process that started it
             // (`conclave eval`); going on without it could pass that budget.
@@ -335,7 +357,8 @@ impl Engine {
             calls: Vec::new(),
             outcome: None,
         };
-        self.run_actor(summary, log, mode, resume, None, None).await.map_err(|e| e.to_string())
+        let how = HowRun { resume, place: None, guard: None, structured };
+        self.run_actor(summary, log, mode, how).await.map_err(|e| e.to_string())
     }
 
     /// Where a resumed run's numbering continues: after every number its dead process may have
@@ -370,10 +393,9 @@ impl Engine {
         summary: RunSummary,
         log: Vec<Arc<EventFrame>>,
         mode: Box<dyn modes::Mode>,
-        resume: Option<Resumed>,
-        place: Option<Arc<limits::Place>>,
-        guard: Option<Arc<dyn spend::SpendGuard>>,
+        how: HowRun,
     ) -> Result<(), EngineError> {
+        let HowRun { resume, place, guard, structured } = how;
         // Register with the Hub before the actor runs, so a watch sent right after this call
         // returns finds the run.
         let actor_ctx = Context::<Deliberation>::new();
@@ -399,6 +421,7 @@ impl Engine {
             retry: self.settings.retry,
             resume,
             guard,
+            structured,
         }));
         Ok(())
     }
@@ -564,7 +587,9 @@ impl Engine {
             history,
             new_conversation,
             seed: modes::common::seed_from_run_id(&run_id),
+            structured: self.providers.structured(&req.models),
         };
+        let structured = ctx.structured.clone();
         // Built before anything is stored: a configuration that does not fit is refused
         // with nothing left behind.
         let mode = modes::instantiate(&req, ctx)
@@ -615,7 +640,8 @@ impl Engine {
             outcome: None,
         };
         let place = reserved.as_ref().map(limits::Reserved::place);
-        self.run_actor(summary, Vec::new(), mode, None, place, guard).await?;
+        let how = HowRun { resume: None, place, guard, structured };
+        self.run_actor(summary, Vec::new(), mode, how).await?;
         crate::metrics::global().run_started(req.mode.as_str());
         Ok(StartedRun {
             run_id: RunId::from_stored(run_id),
@@ -818,7 +844,7 @@ impl Engine {
     }
 
     /// A run's record and the mode's result rebuilt from its stored stage rows, when the caller
-    /// may see it (`web::views::run_view` makes the JSON clients get of it).
+    /// may see it (`views::run_view` makes the JSON clients get of it).
     pub async fn result(&self, id: &RunId, viewer: &Viewer) -> Result<RunDetail, EngineError> {
         let access = self.access(id, viewer).await?;
         let run_id = id.as_str();

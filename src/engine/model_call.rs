@@ -19,10 +19,14 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::mpsc;
 
-use crate::modes::{CallError, CallErrorKind, CallReply, CallSpec};
-use crate::providers::Providers;
+use super::fit::{self, Cut, Fitted};
+use crate::modes::{CallError, CallErrorKind, CallReply, CallSpec, ChatMessage};
+use crate::providers::{Ask, Listeners, Notice, Providers};
 
 use super::retry::RetryPolicy;
+use super::spend::Used;
+use crate::modes::Usage;
+use crate::providers::StructuredOutput;
 
 /// A call finished (successfully or not).
 #[derive(Message)]
@@ -48,6 +52,33 @@ pub struct CallRetrying {
     pub attempt: u32,
     pub delay_ms: u64,
     pub error: CallError,
+    /// What the failed attempt used, for a spending guard: what its error suggests, or
+    /// nothing for a reply asked again ([`REASKED`]), whose tokens the call's reply counts.
+    pub used: Used,
+}
+
+/// Why a reply constrained to its schema is asked for once more: it does not hold the JSON
+/// the schema describes (cut off at the cap before the object closed, or breaking a rule the
+/// server's grammar cannot enforce, such as a label given twice).
+pub const REASKED: &str = "the reply did not hold the JSON it was asked for (cut off at its \
+                           length cap, or breaking a rule of its schema); asking once more";
+
+/// Something the run should say about a call as it goes (an event).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CallNoted {
+    pub key: String,
+    pub note: CallNote,
+}
+
+/// What [`CallNoted`] says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallNote {
+    /// From the provider layer (a refused `response_format`).
+    Provider(Notice),
+    /// The prompt was fitted into the model's context: what was cut, and whether the server
+    /// had refused it for its length first.
+    Fitted { context_tokens: u32, cuts: Vec<Cut>, fits: bool, after_refusal: bool },
 }
 
 /// Abandon the call now.
@@ -63,6 +94,7 @@ pub struct ModelCall {
     finished: Recipient<CallFinished>,
     deltas: Recipient<CallDelta>,
     retrying: Recipient<CallRetrying>,
+    noted: Recipient<CallNoted>,
 }
 
 /// Where a ModelCall reports to (its Deliberation).
@@ -70,6 +102,7 @@ pub struct CallOwner {
     pub finished: Recipient<CallFinished>,
     pub deltas: Recipient<CallDelta>,
     pub retrying: Recipient<CallRetrying>,
+    pub noted: Recipient<CallNoted>,
 }
 
 impl ModelCall {
@@ -89,7 +122,34 @@ impl ModelCall {
             finished: owner.finished,
             deltas: owner.deltas,
             retrying: owner.retrying,
+            noted: owner.noted,
         }
+    }
+}
+
+/// The messages and cap an attempt sends: the call's own, or fitted to the context.
+struct Prompt {
+    messages: Vec<ChatMessage>,
+    max_tokens: u32,
+}
+
+impl Prompt {
+    /// Fits the call's prompt into `context`, weighed at `scale` (`after_refusal`: the server
+    /// refused it for its length); the cuts, if any, are noted.
+    fn fitted(
+        spec: &CallSpec,
+        max_tokens: u32,
+        context: u32,
+        scale: f64,
+        after_refusal: bool,
+        note: &impl Fn(CallNote),
+    ) -> Prompt {
+        let Fitted { messages, max_tokens, cuts, fits } =
+            fit::fit(&spec.messages, &spec.material, context, max_tokens, scale);
+        if !cuts.is_empty() || !fits {
+            note(CallNote::Fitted { context_tokens: context, cuts, fits, after_refusal });
+        }
+        Prompt { messages, max_tokens }
     }
 }
 
@@ -103,11 +163,28 @@ impl Actor for ModelCall {
         let policy = self.retry;
         let max_tokens = self.max_tokens;
         let retrying = self.retrying.clone();
+        let noted = self.noted.clone();
         let timeout = Duration::from_millis(spec.timeout_ms);
         let started = Instant::now();
         ctx.spawn(
             async move {
                 let deadline = started + timeout;
+                let note =
+                    |note: CallNote| noted.do_send(CallNoted { key: spec.key.clone(), note });
+                // The context is asked once per model (and remembered); the wait counts
+                // against the call's time.
+                let context = tokio::time::timeout(timeout, providers.context_tokens(&spec.model))
+                    .await
+                    .ok()
+                    .flatten();
+                let mut prompt = match context {
+                    Some(c) => Prompt::fitted(&spec, max_tokens, c, 1.0, false, &note),
+                    None => Prompt { messages: spec.messages.clone(), max_tokens },
+                };
+                // A server that refuses the prompt for its length is asked once more with the
+                // prompt fitted to what it said.
+                let mut refitted = false;
+                let (ntx, mut nrx) = mpsc::unbounded_channel::<Notice>();
                 let timed_out = || {
                     CallError::new(
                         CallErrorKind::Timeout,
@@ -119,23 +196,71 @@ impl Actor for ModelCall {
                     deltas.do_send(CallDelta { key: spec.key.clone(), delta });
                 };
                 let mut attempt = 1u32;
+                // A constrained reply that does not fit its schema is asked for again once;
+                // what the first used is counted in the call's reply.
+                let mut reasked = false;
+                let mut spent: Option<Usage> = None;
                 let (result, usage) = loop {
                     let remaining = deadline.saturating_duration_since(Instant::now());
                     let (tx, rx) = mpsc::unbounded_channel::<String>();
-                    let request = providers.chat_capped(
-                        &spec.model,
-                        spec.messages.clone(),
-                        max_tokens,
-                        Some(tx),
-                    );
+                    let ask = Ask {
+                        model: spec.model.clone(),
+                        messages: prompt.messages.clone(),
+                        max_tokens: prompt.max_tokens,
+                        // A reply the schema allows must fit the cap, or it ends cut off.
+                        schema: spec.schema.as_ref().map(|s| s.within(prompt.max_tokens)),
+                    };
+                    let listen = Listeners { deltas: Some(tx), notices: Some(ntx.clone()) };
+                    let request = providers.chat_capped(ask, listen);
                     let outcome =
                         stream_attempt(tokio::time::timeout(remaining, request), rx, &forward)
                             .await;
+                    while let Ok(n) = nrx.try_recv() {
+                        note(CallNote::Provider(n));
+                    }
                     let e = match outcome {
-                        Ok(Ok(resp)) => break (Ok(resp.text), resp.usage),
+                        Ok(Ok(resp)) => {
+                            let usage = sum(spent, resp.usage);
+                            // A reply the server held to its schema by a grammar, that still
+                            // does not fit it, is asked for once more (the second stands
+                            // whatever it holds; the readers judge it).
+                            let unreadable = !reasked
+                                && providers.structured_output(&spec.model)
+                                    == StructuredOutput::JsonSchema
+                                && spec
+                                    .schema
+                                    .as_ref()
+                                    .is_some_and(|s| s.read(&resp.text).is_none());
+                            if !unreadable || deadline <= Instant::now() {
+                                break (Ok(resp.text), usage);
+                            }
+                            reasked = true;
+                            spent = usage;
+                            retrying.do_send(CallRetrying {
+                                key: spec.key.clone(),
+                                attempt,
+                                delay_ms: 0,
+                                error: CallError::new(CallErrorKind::Malformed, None, REASKED),
+                                used: Used::Nothing,
+                            });
+                            attempt += 1;
+                            continue;
+                        }
                         Ok(Err(e)) => e,
-                        Err(_) => break (Err(timed_out()), None),
+                        Err(_) => break (Err(timed_out()), spent),
                     };
+                    if let Some((tokens, said)) = fit::overflow(&e).filter(|_| !refitted) {
+                        refitted = true;
+                        // What the server counted, against what it was weighed at, corrects
+                        // the weighing (never below it).
+                        let weighed = fit::estimate(&prompt.messages, 1.0) as f64;
+                        let scale =
+                            tokens.map_or(1.25, |t| t as f64 / weighed.max(1.0) * 1.05).max(1.0);
+                        if let Some(c) = said.or(context) {
+                            prompt = Prompt::fitted(&spec, max_tokens, c, scale, true, &note);
+                            continue;
+                        }
+                    }
                     let remaining = deadline.saturating_duration_since(Instant::now());
                     let seed = crate::modes::common::seed_from_run_id(&spec.key)
                         ^ u64::from(attempt)
@@ -147,12 +272,13 @@ impl Actor for ModelCall {
                                 key: spec.key.clone(),
                                 attempt,
                                 delay_ms: wait.as_millis() as u64,
+                                used: Used::of_error(&e),
                                 error: e,
                             });
                             tokio::time::sleep(wait).await;
                             attempt += 1;
                         }
-                        None => break (Err(e), None),
+                        None => break (Err(e), spent),
                     }
                 };
                 let reply = CallReply {
@@ -171,6 +297,14 @@ impl Actor for ModelCall {
                 ctx.stop();
             }),
         );
+    }
+}
+
+/// What two attempts used together (either may not have said).
+fn sum(a: Option<Usage>, b: Option<Usage>) -> Option<Usage> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.plus(b)),
+        (a, b) => a.or(b),
     }
 }
 

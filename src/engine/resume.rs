@@ -110,12 +110,8 @@ pub fn replay(mode: &mut dyn Mode, journal: &[JournalRecord]) -> Result<Replayed
                 calls.remove(at);
                 let reply = reply_from(key, &entry.data)?;
                 if let Some(u) = reply.usage {
-                    out.usage.prompt_tokens += u.prompt_tokens;
-                    out.usage.completion_tokens += u.completion_tokens;
-                    if let Some(c) = u.cost {
-                        out.cost_seen = true;
-                        out.usage.cost = Some(out.usage.cost.unwrap_or(0.0) + c);
-                    }
+                    out.usage = out.usage.plus(u);
+                    out.cost_seen |= u.cost.is_some();
                 }
                 mode.on_reply(reply)
             }
@@ -168,6 +164,7 @@ mod tests {
             history: Vec::new(),
             new_conversation: true,
             seed: modes::common::seed_from_run_id("0196a1b2-run"),
+            structured: Default::default(),
         }
     }
 
@@ -189,7 +186,7 @@ mod tests {
 
     /// Answers calls the way a sim model would (deterministic, well-formed).
     fn answer(spec: &CallSpec) -> CallReply {
-        let text = crate::providers::sim_text::respond(&spec.model, &spec.messages, false);
+        let text = crate::modes::sim_text::respond(&spec.model, &spec.messages, false);
         CallReply {
             key: spec.key.clone(),
             model: spec.model.clone(),

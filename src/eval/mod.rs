@@ -13,10 +13,11 @@
 //! - `conclave eval`'s flags, progress line and output are the CLI's ([`crate::cli::eval`]).
 //!
 //! The sim models that make the statistics testable are `sim/oracle-P`
-//! ([`crate::providers::oracle`]).
+//! ([`oracle`]).
 
 pub mod arms;
 pub mod grade;
+pub mod oracle;
 pub mod questions;
 pub mod report;
 pub mod runner;

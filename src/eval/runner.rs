@@ -33,14 +33,14 @@ use sha2::{Digest, Sha256};
 
 use super::arms::{jury_body, mode_body, parse_arms, solo_body, Arm};
 use super::grade::{grade, Grade};
+use super::oracle::{self, AnswerKey};
 use super::questions::{parse_set, prompt, Kind, Question, SetError};
 use super::report::{answers_by_arm, best_single, report, Report};
 use crate::engine::events::{after, watcher_channel, Frame};
 use crate::engine::spend::{Admit, CallSize, SpendGuard, Used};
 use crate::engine::{Engine, EngineError, Viewer};
 use crate::ids::{EvalId, RunId};
-use crate::providers::oracle::{self, AnswerKey};
-use crate::store::{EvalRecord, EvalRunRecord, NewEval, StoreError};
+use crate::store::{EvalRecord, EvalRunRecord, EvalStatus, NewEval, StoreError};
 
 /// What `conclave eval` was asked.
 #[derive(Debug, Clone)]
@@ -172,6 +172,8 @@ pub async fn run_eval(
     stop: impl Future<Output = ()>,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Report, EvalError> {
+    // The oracles answer (and judge) before the modes' sims in this process.
+    oracle::install();
     if opts.members.is_empty() {
         return Err(EvalError::Usage("--members: name at least one model".into()));
     }
@@ -200,7 +202,7 @@ pub async fn run_eval(
     let eval = match resume {
         Some(e) => e.clone(),
         None => match store.find_eval(&set_hash, &settings).await? {
-            Some(e) if e.status != "completed" => e,
+            Some(e) if e.status != EvalStatus::Completed => e,
             _ => {
                 store
                     .create_eval(NewEval {
@@ -215,7 +217,7 @@ pub async fn run_eval(
             }
         },
     };
-    store.finish_eval(&eval.id, "running", None).await?;
+    store.finish_eval(&eval.id, EvalStatus::Running, None).await?;
     let prompts: Vec<String> = questions.iter().map(prompt).collect();
     for (q, p) in questions.iter().zip(&prompts) {
         let key = AnswerKey { answer: q.answer.clone(), kind: q.kind.clone(), seed: opts.seed };
@@ -299,7 +301,7 @@ pub async fn run_eval(
         stopped = driver.run(second, &mut stop, progress).await?;
         rows = store.eval_runs(&eval.id).await?;
     }
-    let status = if stopped.is_some() { "stopped" } else { "completed" };
+    let status = if stopped.is_some() { EvalStatus::Stopped } else { EvalStatus::Completed };
     store.finish_eval(&eval.id, status, stopped.clone()).await?;
     let answers = answers_by_arm(&arms, &opts.members, &questions, &rows, best.as_deref(), samples);
     Ok(report(&eval.id, &answers, best.as_deref(), opts.seed, stopped))
@@ -324,7 +326,8 @@ pub fn stored_report(
         best.as_deref(),
         opts.samples.max(1),
     );
-    let stopped = (record.status == "stopped").then(|| record.note.clone().unwrap_or_default());
+    let stopped =
+        (record.status == EvalStatus::Stopped).then(|| record.note.clone().unwrap_or_default());
     Ok((report(&record.id, &answers, best.as_deref(), opts.seed, stopped), questions))
 }
 

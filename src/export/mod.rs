@@ -37,7 +37,7 @@ pub struct RunExport {
 
 impl RunExport {
     pub fn new(detail: &RunDetail, stages: Vec<StageRecord>, events: Vec<StoredEvent>) -> Self {
-        RunExport { view: crate::web::views::run_view(detail), stages, events }
+        RunExport { view: crate::engine::views::run_view(detail), stages, events }
     }
 
     /// The JSON document: the run as the API gives it, its stage rows and (with

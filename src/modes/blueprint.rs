@@ -8,10 +8,13 @@
 //! cancelled or interrupted run keeps (and a resumed one replays) every finished step. The
 //! outline is read only where it states its fields: a section's missing description or source
 //! coverage is `null`, a length it does not name is Medium with `lengthDefaulted`, a missing
-//! title is "Untitled Document" with `documentTitleDefaulted`; nothing is guessed.
+//! title is "Untitled Document" with `documentTitleDefaulted`; nothing is guessed. An
+//! architect whose route takes structured output is asked for the outline as JSON
+//! (`blueprint_outline`), read from it when it fits the schema and else from its text; the
+//! outline's data says which (`readFrom`).
 
 use std::collections::HashSet;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use schemars::JsonSchema;
@@ -26,6 +29,7 @@ use super::reading::answer_text;
 use super::reading::{bare, between, re, unbold};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
+use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
     RunContext, StageRow, ValidRequest,
@@ -599,6 +603,156 @@ pub fn outline_warnings(o: &OutlineReading) -> Vec<String> {
     w
 }
 
+// ---- structured replies --------------------------------------------------------------------
+//
+// An architect whose route takes structured output is asked for `blueprint_outline` instead
+// of the text format: its reasoning first, then the document's title, 3 to 20 sections (the
+// prompt asks for 6 to 12; the reader goes on from 3 and keeps 20, so the schema takes what the
+// reader takes), each with its title, description, key topics, one of the three lengths and
+// its source coverage, then the summary's estimated length and key themes. The outline is read
+// from its JSON when that fits the schema, held to the text's rules (an echoed placeholder
+// states nothing, an empty description or coverage is `null`, a missing title is defaulted,
+// sections numbered 1..n in order); else by the text reader. Sections are text a person reads
+// and carry no schema.
+
+/// The outline's schema name (the sim answers it by this name).
+pub const OUTLINE_SCHEMA: &str = "blueprint_outline";
+/// The longest document or section title.
+pub const TITLE_MAX_CHARS: usize = 200;
+/// The longest section description.
+pub const DESCRIPTION_MAX_CHARS: usize = 600;
+/// The most key topics a section lists, and the longest one.
+pub const MAX_TOPICS: usize = 10;
+pub const TOPIC_MAX_CHARS: usize = 120;
+/// The longest source coverage.
+pub const COVERAGE_MAX_CHARS: usize = 300;
+/// The longest estimated total length.
+pub const ESTIMATE_MAX_CHARS: usize = 100;
+/// The most key themes, and the longest one.
+pub const MAX_THEMES: usize = 8;
+pub const THEME_MAX_CHARS: usize = 80;
+/// The lengths a section may take, as the JSON names them.
+pub const LENGTHS: [&str; 3] = ["Short", "Medium", "Long"];
+
+/// The architect's outline as JSON: the reasoning, the title, the sections, the summary.
+pub fn outline_schema() -> Arc<ReplySchema> {
+    let section = schema::object([
+        ("title", schema::described(schema::text(TITLE_MAX_CHARS), "the section's title")),
+        (
+            "description",
+            schema::described(
+                schema::text(DESCRIPTION_MAX_CHARS),
+                "what this section says, in one or two sentences",
+            ),
+        ),
+        (
+            "keyTopics",
+            schema::described(
+                schema::list(schema::text(TOPIC_MAX_CHARS), 0, MAX_TOPICS),
+                "the topics the section covers",
+            ),
+        ),
+        (
+            "length",
+            schema::described(
+                schema::one_of(&LENGTHS),
+                "its target length: Short = 200-500 words, Medium = 500-1000, Long = 1000-2000",
+            ),
+        ),
+        (
+            "sourceCoverage",
+            schema::described(
+                schema::text(COVERAGE_MAX_CHARS),
+                "which part of the material it draws on",
+            ),
+        ),
+    ]);
+    ReplySchema::new(
+        OUTLINE_SCHEMA,
+        schema::reasoned([
+            (
+                "documentTitle",
+                schema::described(schema::text(TITLE_MAX_CHARS), "the document's title"),
+            ),
+            (
+                "sections",
+                schema::described(
+                    schema::list(section, MIN_SECTIONS, MAX_SECTIONS),
+                    "6 to 12 sections in a logical order, with no overlap, together covering \
+                     every part of the material",
+                ),
+            ),
+            (
+                "estimatedTotalLength",
+                schema::described(
+                    schema::text(ESTIMATE_MAX_CHARS),
+                    "the document's estimated total length in words",
+                ),
+            ),
+            (
+                "keyThemes",
+                schema::described(
+                    schema::list(schema::text(THEME_MAX_CHARS), 0, MAX_THEMES),
+                    "the document's key themes",
+                ),
+            ),
+        ]),
+    )
+}
+
+/// An outline from JSON that fits [`outline_schema`], under the text reader's rules.
+fn outline_from_json(v: &Value) -> Option<OutlineReading> {
+    let field = |o: &Value, k: &str| o.get(k).and_then(Value::as_str).map(stated);
+    let items = |o: &Value, k: &str| -> Vec<String> {
+        o.get(k)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(stated)
+            .filter(|t| !t.is_empty())
+            .collect()
+    };
+    let blocks: Vec<Block> = v
+        .get("sections")?
+        .as_array()?
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Block {
+            number: i as u64 + 1,
+            title: field(s, "title").unwrap_or_default(),
+            description: field(s, "description"),
+            topics: None,
+            topic_list: items(s, "keyTopics"),
+            length: field(s, "length"),
+            coverage: field(s, "sourceCoverage"),
+        })
+        .collect();
+    let mut reading = finish_outline(
+        field(v, "documentTitle"),
+        blocks,
+        None,
+        field(v, "estimatedTotalLength"),
+        None,
+    );
+    reading.key_themes = items(v, "keyThemes");
+    Some(reading)
+}
+
+/// Reads the architect's outline: from its JSON when it fits `schema`, else by its text
+/// ([`read_outline`]). Says where it was read from; None when too few sections were read to
+/// go on (the run fails on it).
+pub fn read_outline_reply(reply: &str, schema: &ReplySchema) -> (OutlineReading, Option<ReadFrom>) {
+    if let Some(reading) = schema.read(reply).and_then(|v| outline_from_json(&v)) {
+        if reading.sections.len() >= MIN_SECTIONS {
+            return (reading, Some(ReadFrom::Json));
+        }
+    }
+    let reading = read_outline(reply);
+    let from = (reading.sections.len() >= MIN_SECTIONS).then_some(ReadFrom::Text);
+    (reading, from)
+}
+
 // ---- computing on the sections -------------------------------------------------------------
 
 /// The words of a text, lower-cased (runs of letters and digits).
@@ -656,6 +810,32 @@ fn material_block(material: &str) -> String {
 }
 
 pub fn outline_prompt(kind: DocumentType, material: &str) -> String {
+    outline_prompt_as(kind, material, None)
+}
+
+/// The outline prompt ending in the spec's `DOCUMENT TITLE:` / `SECTION <n>:` format, or, given
+/// the outline's schema, in its JSON (the same instructions otherwise).
+pub fn outline_prompt_as(
+    kind: DocumentType,
+    material: &str,
+    schema: Option<&ReplySchema>,
+) -> String {
+    let format = match schema {
+        Some(s) => s.instruction(),
+        None => "Reply in exactly this format:\n\n\
+                 DOCUMENT TITLE: <title>\n\n\
+                 SECTION 1: <section title>\n\
+                 Description: <what this section says, in one or two sentences>\n\
+                 Key Topics:\n- <topic>\n- <topic>\n\
+                 Length: Short|Medium|Long\n\
+                 Source Coverage: <which part of the material it draws on>\n\n\
+                 SECTION 2: <section title>\n…and so on for every section.\n\n\
+                 DOCUMENT SUMMARY:\n\
+                 Total sections: <number>\n\
+                 Estimated total length: <words>\n\
+                 Key themes: <theme>, <theme>, <theme>"
+            .to_string(),
+    };
     format!(
         "{OUTLINE_HEAD} Plan a {label} from the source material below.\n\n\
          A {label} covers {guidance}.\n\n{material}\n\n\
@@ -663,19 +843,7 @@ pub fn outline_prompt(kind: DocumentType, material: &str) -> String {
          - 6 to 12 sections, in a logical order, with no overlap between them.\n\
          - Together the sections cover every part of the material.\n\
          - Give each section a target length: Short = 200-500 words, Medium = 500-1000 words, \
-         Long = 1000-2000 words.\n\n\
-         Reply in exactly this format:\n\n\
-         DOCUMENT TITLE: <title>\n\n\
-         SECTION 1: <section title>\n\
-         Description: <what this section says, in one or two sentences>\n\
-         Key Topics:\n- <topic>\n- <topic>\n\
-         Length: Short|Medium|Long\n\
-         Source Coverage: <which part of the material it draws on>\n\n\
-         SECTION 2: <section title>\n…and so on for every section.\n\n\
-         DOCUMENT SUMMARY:\n\
-         Total sections: <number>\n\
-         Estimated total length: <words>\n\
-         Key themes: <theme>, <theme>, <theme>",
+         Long = 1000-2000 words.\n\n{format}",
         label = kind.label(),
         guidance = kind.guidance(),
         material = material_block(material),
@@ -852,6 +1020,8 @@ pub struct Blueprint {
     written: Vec<SectionResult>,
     failed: Vec<FailedSection>,
     condensed: bool,
+    /// The outline's reply schema (built once for the run).
+    outline: Arc<ReplySchema>,
     title: TitleTracker,
     calls: Calls,
 }
@@ -871,6 +1041,7 @@ fn outline_data(
     reading: &OutlineReading,
     sections: &[Section],
     ms: u64,
+    read_from: Option<ReadFrom>,
 ) -> Value {
     let list: Vec<Value> = sections
         .iter()
@@ -882,14 +1053,19 @@ fn outline_data(
                     "sourceCoverage": s.source_coverage, "assignedModel": s.assigned_model })
         })
         .collect();
-    json!({
+    let mut data = json!({
         "model": model, "documentTitle": reading.document_title,
         "documentTitleDefaulted": reading.document_title_defaulted,
         "documentType": kind, "documentTypeLabel": kind.label(), "sections": list,
         "estimatedLength": reading.estimated_length, "totalSectionsStated": reading.total_sections_stated,
         "keyThemes": reading.key_themes, "truncatedFrom": reading.truncated_from,
         "warnings": outline_warnings(reading), "responseTimeMs": ms,
-    })
+    });
+    // Only an outline with enough sections to go on was read.
+    if let Some(from) = read_from {
+        data["readFrom"] = json!(from);
+    }
+    data
 }
 
 impl Blueprint {
@@ -910,6 +1086,7 @@ impl Blueprint {
             written: Vec::new(),
             failed: Vec::new(),
             condensed: false,
+            outline: outline_schema(),
             title,
             calls: Calls::default(),
         })
@@ -928,14 +1105,20 @@ impl Blueprint {
                 return self.title.fail(role_failed("architect", &routed, e));
             }
         };
-        let reading = read_outline(&text);
+        let (reading, read_from) = read_outline_reply(&text, &self.outline);
         let authors = &self.config.author_models;
         let mut sections = reading.sections.clone();
         for (i, s) in sections.iter_mut().enumerate() {
             s.assigned_model = authors[i % authors.len()].clone();
         }
-        let mut data =
-            outline_data(&reply.model, self.kind(), &reading, &sections, reply.response_time_ms);
+        let mut data = outline_data(
+            &reply.model,
+            self.kind(),
+            &reading,
+            &sections,
+            reply.response_time_ms,
+            read_from,
+        );
         if let Some(from) = &routed.fallback_from {
             data["fallbackFrom"] = json!(from);
         }
@@ -975,14 +1158,15 @@ impl Blueprint {
         // Every section at once: the engine queues them under the provider's concurrency cap.
         for s in &self.sections {
             let prompt = section_prompt(self.kind(), &self.title_text, &outline, s, &self.material);
-            out.push(Effect::Call(CallSpec::new(
+            let call = CallSpec::new(
                 format!("section:{}", s.number),
                 &s.assigned_model,
                 vec![ChatMessage::user(prompt)],
                 &format!("section_{}", s.number),
                 "author",
                 self.config.timeout_ms,
-            )));
+            );
+            out.push(Effect::Call(call.quoting([material(&self.material)])));
         }
         out
     }
@@ -1081,6 +1265,12 @@ impl Blueprint {
             &missing,
             self.condensed,
         );
+        // The sections, then the material, named for fitting a small context.
+        let quoted: Vec<(String, String)> = written
+            .iter()
+            .map(|w| (format!("Section {}: {}", w.number, w.title), w.text.clone()))
+            .chain([material(&self.material)])
+            .collect();
         let spec = CallSpec::new(
             "assembly",
             &self.config.assembler_model,
@@ -1088,7 +1278,8 @@ impl Blueprint {
             "assembly",
             "assembler",
             self.config.timeout_ms,
-        );
+        )
+        .quoting(quoted);
         let backup = self.config.chairman_fallback_model.clone();
         out.push(Effect::emit(
             "assembly_start",
@@ -1171,6 +1362,11 @@ fn strip_heading(text: &str, n: usize) -> String {
     }
 }
 
+/// The source material as quoted material of a prompt (see [`CallSpec::quoting`]).
+fn material(text: &str) -> (String, String) {
+    ("the source material".to_string(), text.to_string())
+}
+
 fn section_row(s: &SectionResult) -> Effect {
     let mut parsed = json!(s);
     if let Some(o) = parsed.as_object_mut() {
@@ -1222,14 +1418,20 @@ impl Mode for Blueprint {
             }),
             Effect::emit("outline_start", json!({ "model": self.config.architect_model })),
         ];
-        let spec = CallSpec::new(
-            "outline",
-            &self.config.architect_model,
-            vec![ChatMessage::user(outline_prompt(kind, &self.material))],
-            "outline",
-            "architect",
-            self.config.timeout_ms,
-        );
+        // Asked for the outline's JSON when the architect's route takes it (the backup takes
+        // the same prompt: it is asked as the architect is).
+        let asking =
+            Asking::new(self.outline.clone(), |json| outline_prompt_as(kind, &self.material, json));
+        let spec = asking
+            .call(
+                &self.ctx,
+                "outline",
+                &self.config.architect_model,
+                "outline",
+                "architect",
+                self.config.timeout_ms,
+            )
+            .quoting([material(&self.material)]);
         let backup = self.config.facilitator_fallback_model.clone();
         out.push(self.calls.solo(spec, OUTLINE_ORDER, backup.as_deref()));
         let model = self.config.architect_model.clone();
@@ -1400,8 +1602,46 @@ const SIM_PARTS: [(&str, &str, [&str; 3]); 9] = [
     ("Delivery Plan", "How the work is staged.", ["Milestones", "Team", "Open questions"]),
 ];
 
+/// The sim architect's outline as JSON that fits [`outline_schema`]: the same sections, lengths
+/// and summary as its text outline.
+fn sim_outline_json(ask: &SimAsk) -> String {
+    let mut rng = SplitMix64::new(ask.seed);
+    let cut = |s: &str, n: usize| -> String { s.chars().take(n).collect() };
+    let material = between(ask.prompt, MATERIAL_START, MATERIAL_END);
+    let n = 6 + rng.below(3);
+    let sections: Vec<Value> = SIM_PARTS
+        .iter()
+        .take(n)
+        .enumerate()
+        .map(|(i, (title, desc, topics))| {
+            json!({ "title": title, "description": desc, "keyTopics": topics,
+                    "length": LENGTHS[rng.below(3)],
+                    "sourceCoverage": if i == 0 { "the whole material" } else { "the parts of the material on this subject" } })
+        })
+        .collect();
+    let reasoning = format!(
+        "{}[simulated outline from {}] The material reads best from its goals to its delivery, \
+         one concern per section.",
+        ask.hostile_paragraph(),
+        ask.model
+    );
+    json!({
+        "reasoning": cut(&reasoning, schema::REASONING_MAX_CHARS),
+        "documentTitle": cut(&first_words(material, 6), TITLE_MAX_CHARS),
+        "sections": sections,
+        "estimatedTotalLength": format!("{} words", n * 600),
+        "keyThemes": ["clarity", "reliability", "delivery"],
+    })
+    .to_string()
+}
+
 fn sim_answer(ask: &SimAsk) -> Option<String> {
     let p = ask.prompt;
+    // Asked for the outline's JSON: the outline, as JSON that fits; no other schema is ours.
+    if let Some(s) = ask.schema {
+        return (s.name == OUTLINE_SCHEMA && p.starts_with(OUTLINE_HEAD))
+            .then(|| sim_outline_json(ask));
+    }
     let mut rng = SplitMix64::new(ask.seed);
     let who = ask.model;
     if p.starts_with(OUTLINE_HEAD) {

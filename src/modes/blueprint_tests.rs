@@ -565,6 +565,7 @@ fn the_sim_plans_writes_and_assembles_and_now_and_then_half_follows_the_format()
                     seed: seed + c.key.len() as u64,
                     malformed,
                     hostile: seed == 3,
+                    schema: None,
                 })
             });
             let doc = finished(&all).unwrap_or_else(|| panic!("{:?}", failed(&all)));
@@ -590,6 +591,7 @@ fn the_sim_plans_writes_and_assembles_and_now_and_then_half_follows_the_format()
         seed: 1,
         malformed: false,
         hostile: false,
+        schema: None,
     };
     assert_eq!(sim_answer(&other), None);
 }
@@ -627,4 +629,346 @@ proptest! {
         prop_assert_eq!(covered.len() + missing.len(), o.sections.iter().map(|s| s.key_topics.len()).sum::<usize>());
         prop_assert!(todo_markers(&text).len() <= text.matches(']').count());
     }
+}
+
+// ---- structured replies --------------------------------------------------------------------
+
+/// A run whose architect is asked for JSON (its route takes structured output).
+fn structured(cfg: Value) -> Blueprint {
+    let mut c = ctx("Design doc for our collaborative editor", vec![], true);
+    c.structured = crate::modes::Structured::models(["arch"]);
+    Blueprint::new(&cfg, c).unwrap()
+}
+
+fn json_section(title: &str, topics: &[&str], length: &str) -> Value {
+    json!({ "title": title, "description": format!("All about {title}."), "keyTopics": topics,
+            "length": length, "sourceCoverage": "the requirements" })
+}
+
+fn json_outline(sections: Vec<Value>) -> Value {
+    json!({ "reasoning": "from the goals to the delivery", "documentTitle": "Collaborative Editor Design",
+            "sections": sections, "estimatedTotalLength": "3000 words",
+            "keyThemes": ["collaboration", "offline, first"] })
+}
+
+fn four_sections() -> Vec<Value> {
+    vec![
+        json_section("Context and Goals", &["Offline editing", "Presence cursors"], "Short"),
+        json_section("Sync Engine", &["Conflict resolution", "CRDT choice"], "Long"),
+        json_section("Comments", &["Threading", "Notifications"], "Medium"),
+        json_section("History", &["Snapshots"], "Short"),
+    ]
+}
+
+#[test]
+fn the_outline_schema_takes_what_the_reader_takes_and_refuses_the_rest() {
+    let s = outline_schema();
+    assert_eq!(s.name, OUTLINE_SCHEMA);
+    let keys: Vec<&String> = s.schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["reasoning", "documentTitle", "sections", "estimatedTotalLength", "keyThemes"],
+        "the reasoning comes first"
+    );
+    let sections = &s.schema["properties"]["sections"];
+    assert_eq!(
+        (sections["minItems"].as_u64(), sections["maxItems"].as_u64()),
+        (Some(MIN_SECTIONS as u64), Some(MAX_SECTIONS as u64)),
+        "the reader goes on from 3 sections and keeps 20"
+    );
+    assert_eq!(
+        sections["items"]["properties"]["length"]["enum"],
+        json!(["Short", "Medium", "Long"])
+    );
+    assert!(s.validate(&json_outline(four_sections())).is_ok());
+    // Three sections, the fewest the run goes on with; twenty, the most it keeps.
+    let n = |k: usize| (0..k).map(|i| json_section(&format!("S{i}"), &["x"], "Medium")).collect();
+    assert!(s.validate(&json_outline(n(MIN_SECTIONS))).is_ok());
+    assert!(s.validate(&json_outline(n(MAX_SECTIONS))).is_ok());
+    let mut bad = vec![
+        // Too few or too many sections.
+        json_outline(n(MIN_SECTIONS - 1)),
+        json_outline(n(MAX_SECTIONS + 1)),
+        // A length outside the three, or not as written.
+        json_outline(vec![
+            json_section("A", &[], "Huge"),
+            json_section("B", &[], "Short"),
+            json_section("C", &[], "Short"),
+        ]),
+        json_outline(vec![
+            json_section("A", &[], "short"),
+            json_section("B", &[], "Short"),
+            json_section("C", &[], "Short"),
+        ]),
+        // Too many topics, an unbounded title.
+        json_outline(vec![
+            json_section("A", &["t"; MAX_TOPICS + 1], "Short"),
+            json_section("B", &[], "Short"),
+            json_section("C", &[], "Short"),
+        ]),
+        json_outline(vec![
+            json_section(&"x".repeat(TITLE_MAX_CHARS + 1), &[], "Short"),
+            json_section("B", &[], "Short"),
+            json_section("C", &[], "Short"),
+        ]),
+    ];
+    // A missing field, a foreign field.
+    let mut v = json_outline(four_sections());
+    v.as_object_mut().unwrap().remove("reasoning");
+    bad.push(v);
+    let mut v = json_outline(four_sections());
+    v["sections"][1].as_object_mut().unwrap().remove("length");
+    bad.push(v);
+    let mut v = json_outline(four_sections());
+    v["sections"][0]["number"] = json!(1);
+    bad.push(v);
+    for b in bad {
+        assert!(s.validate(&b).is_err(), "{b}");
+    }
+}
+
+#[test]
+fn an_outline_is_read_from_json_when_it_fits_else_from_text() {
+    let s = outline_schema();
+    let (o, from) = read_outline_reply(&json_outline(four_sections()).to_string(), &s);
+    assert_eq!(from, Some(ReadFrom::Json));
+    // What the text outline of the same plan gives.
+    let (t, text_from) = read_outline_reply(OUTLINE, &s);
+    assert_eq!(text_from, Some(ReadFrom::Text));
+    assert_eq!(o.document_title, t.document_title);
+    let shape = |o: &OutlineReading| -> Vec<(usize, String, Vec<String>, Length, bool)> {
+        o.sections
+            .iter()
+            .map(|s| {
+                (s.number, s.title.clone(), s.key_topics.clone(), s.length, s.length_defaulted)
+            })
+            .collect()
+    };
+    assert_eq!(shape(&o), shape(&t));
+    assert_eq!(o.sections[1].description.as_deref(), Some("All about Sync Engine."));
+    assert_eq!(o.sections[1].source_coverage.as_deref(), Some("the requirements"));
+    assert_eq!(o.estimated_length.as_deref(), Some("3000 words"));
+    // A theme is one item of the list, commas and all.
+    assert_eq!(o.key_themes, ["collaboration", "offline, first"]);
+    assert_eq!(o.total_sections_stated, None, "the JSON states no count of its own");
+    assert!(outline_warnings(&o).iter().any(|w| w.contains("only 4 sections")));
+
+    // Held to the text's rules: an echoed placeholder or an empty field states nothing.
+    let mut v = json_outline(four_sections());
+    v["documentTitle"] = json!("<text>");
+    v["sections"][0]["title"] = json!("  ");
+    v["sections"][0]["description"] = json!("");
+    v["sections"][0]["sourceCoverage"] = json!("<text>");
+    v["sections"][1]["keyTopics"] = json!(["**CRDT choice**", " ", "<text>"]);
+    let (o, from) = read_outline_reply(&format!("<think>plan</think>```json\n{v}\n```"), &s);
+    assert_eq!(from, Some(ReadFrom::Json));
+    assert!(o.document_title_defaulted && o.document_title == "Untitled Document");
+    let first = &o.sections[0];
+    assert!(first.title_defaulted && first.title == "Section 1");
+    assert_eq!((first.description.clone(), first.source_coverage.clone()), (None, None));
+    assert_eq!(o.sections[1].key_topics, ["CRDT choice"]);
+
+    // JSON that does not fit: the text reader, which finds no section in it.
+    for unfit in [
+        json_outline(four_sections()[..2].to_vec()).to_string(),
+        json_outline(vec![json_section("A", &[], "Huge"); 4]).to_string(),
+        r#"{"reasoning": "", "documentTitle": "X", "sections": [{"title": "A""#.to_string(),
+        format!("<think>{}", json_outline(four_sections())),
+    ] {
+        let (o, from) = read_outline_reply(&unfit, &s);
+        assert_eq!((o.sections.len(), from), (0, None), "{unfit}");
+    }
+    // JSON that does not fit, with the text format after it: the text is read.
+    let mixed = format!("{}\n\n{OUTLINE}", json_outline(four_sections()[..2].to_vec()));
+    let (o, from) = read_outline_reply(&mixed, &s);
+    assert_eq!((o.sections.len(), from), (4, Some(ReadFrom::Text)));
+}
+
+proptest! {
+    /// Whatever JSON the schema allows is read whole: the title, every section with its
+    /// fields in order, the summary.
+    #[test]
+    fn any_outline_the_schema_allows_is_read_without_loss(seed in any::<u64>()) {
+        let s = outline_schema();
+        let n = std::cell::Cell::new(0u64);
+        let words = |f: &str| { n.set(n.get() + 1); format!("{f} {seed:x} {}", n.get()) };
+        let mut rng = SplitMix64::new(seed);
+        let mut v = schema::sample(&s.schema, &mut rng, &words);
+        // More sections than the sampler's fewest, up to the most the schema allows.
+        let extra = rng.below(MAX_SECTIONS - MIN_SECTIONS + 1);
+        for _ in 0..extra {
+            let item = schema::sample(&s.schema["properties"]["sections"]["items"], &mut rng, &words);
+            v["sections"].as_array_mut().unwrap().push(item);
+        }
+        prop_assert!(s.validate(&v).is_ok(), "{}", v);
+        let (o, from) = read_outline_reply(&v.to_string(), &s);
+        prop_assert_eq!(from, Some(ReadFrom::Json));
+        prop_assert_eq!(json!(o.document_title), v["documentTitle"].clone());
+        prop_assert!(!o.document_title_defaulted);
+        let stated = v["sections"].as_array().unwrap();
+        prop_assert_eq!(o.sections.len(), stated.len());
+        for (i, (got, x)) in o.sections.iter().zip(stated).enumerate() {
+            prop_assert_eq!(got.number, i + 1);
+            prop_assert_eq!(json!(got.title), x["title"].clone());
+            prop_assert_eq!(json!(got.description), x["description"].clone());
+            prop_assert_eq!(json!(got.key_topics), x["keyTopics"].clone());
+            prop_assert_eq!(json!(got.length), x["length"].clone());
+            prop_assert!(!got.length_defaulted);
+            prop_assert_eq!(json!(got.source_coverage), x["sourceCoverage"].clone());
+        }
+        prop_assert_eq!(json!(o.estimated_length), v["estimatedTotalLength"].clone());
+        prop_assert_eq!(json!(o.key_themes), v["keyThemes"].clone());
+    }
+}
+
+#[test]
+fn the_json_prompt_keeps_the_rules_and_swaps_the_format() {
+    let s = outline_schema();
+    let kind = DocumentType::TechnicalDesignDocument;
+    let (json, text) =
+        (outline_prompt_as(kind, "the notes", Some(&s)), outline_prompt(kind, "the notes"));
+    for kept in [
+        OUTLINE_HEAD,
+        "Plan a Technical Design Document from the source material below.",
+        "=== SOURCE MATERIAL ===\nthe notes\n=== END OF SOURCE MATERIAL ===",
+        "- 6 to 12 sections, in a logical order, with no overlap between them.",
+        "Short = 200-500 words, Medium = 500-1000 words",
+    ] {
+        assert!(json.contains(kept) && text.contains(kept), "{kept}");
+    }
+    assert!(json.contains("Reply with a single JSON object"), "{json}");
+    assert!(!json.contains("DOCUMENT TITLE:") && !json.contains("SECTION 1:"), "{json}");
+    assert!(json.find("\"reasoning\"").unwrap() < json.find("\"sections\"").unwrap());
+    assert!(json.contains(r#""Short", "Medium", "Long""#), "{json}");
+    assert!(text.ends_with("Key themes: <theme>, <theme>, <theme>") && !text.contains("JSON"));
+}
+
+#[test]
+fn an_architect_that_takes_json_is_asked_for_it_and_read_from_it() {
+    let mut m = structured(config(&["a", "b"]));
+    let start = m.start();
+    let outline = stage_calls(&start).into_iter().find(|c| c.key == "outline").unwrap();
+    assert_eq!(outline.schema.as_ref().map(|s| s.name.as_str()), Some(OUTLINE_SCHEMA));
+    let p = &outline.messages[0].content;
+    assert!(p.contains("Reply with a single JSON object") && !p.contains("DOCUMENT TITLE:"));
+    // The material is named, for fitting a small context.
+    let names: Vec<&str> = outline.material.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["the source material"]);
+    assert!(p.contains(&outline.material[0].text));
+
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "outline" => Some(json_outline(four_sections()).to_string()),
+        _ => answer_all(c),
+    });
+    let o = emitted(&all, "outline_complete").unwrap()["data"].clone();
+    assert_eq!(o["readFrom"], "json");
+    assert_eq!(o["documentTitle"], "Collaborative Editor Design");
+    assert_eq!(o["sections"][1]["keyTopics"], json!(["Conflict resolution", "CRDT choice"]));
+    assert_eq!(o["sections"][1]["assignedModel"], "b");
+    let row = rows(&all).into_iter().find(|r| r.stage_type == "outline").unwrap();
+    assert_eq!(row.parsed_data.unwrap()["readFrom"], "json");
+    // Sections and the assembly are text a person reads: no schema, their material named.
+    let calls = stage_calls(&all);
+    let sections: Vec<&CallSpec> = calls.iter().filter(|c| c.key.starts_with("section:")).collect();
+    assert_eq!(sections.len(), 4);
+    for c in &sections {
+        assert!(c.schema.is_none());
+        assert!(c.messages[0].content.starts_with(SECTION_HEAD));
+        assert_eq!(c.material.len(), 1);
+        assert!(c.messages[0].content.contains(&c.material[0].text));
+    }
+    let asm = calls.iter().find(|c| c.key == "assembly").unwrap();
+    assert!(asm.schema.is_none());
+    let names: Vec<&str> = asm.material.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names[..2], ["Section 1: Context and Goals", "Section 2: Sync Engine"]);
+    assert_eq!(names.last(), Some(&"the source material"));
+    assert!(asm.material.iter().all(|m| asm.messages[0].content.contains(&m.text)));
+    assert!(finished(&all).is_some());
+    assert_reloads(&all);
+
+    // An architect whose route takes no structured output: the text prompt, the schema still
+    // named (the engine sends it only where the route takes it), read from the text.
+    let mut m = blueprint(config(&["a"]));
+    let all = drive(&mut m, answer_all);
+    let outline = stage_calls(&all).into_iter().find(|c| c.key == "outline").unwrap();
+    assert_eq!(outline.schema.as_ref().map(|s| s.name.as_str()), Some(OUTLINE_SCHEMA));
+    assert!(outline.messages[0].content.contains("DOCUMENT TITLE: <title>"));
+    assert_eq!(emitted(&all, "outline_complete").unwrap()["data"]["readFrom"], "text");
+
+    // JSON with too few sections to go on: nothing read, no readFrom, the run fails.
+    let mut m = structured(config(&["a"]));
+    let all = drive(&mut m, |c| {
+        (c.key == "outline").then(|| json_outline(four_sections()[..2].to_vec()).to_string())
+    });
+    assert!(failed(&all).unwrap().contains("at least 3 are needed"));
+    assert!(emitted(&all, "outline_complete").unwrap()["data"].get("readFrom").is_none());
+}
+
+#[test]
+fn a_blueprint_run_on_the_sim_reads_its_outline_from_json() {
+    use crate::modes::sim_text::respond_to;
+    for n in 0..4 {
+        let cfg = json!({ "documentType": "architecture_blueprint", "architectModel": "sim/alpha",
+                          "authorModels": ["sim/beta", "sim/xss-gamma"], "assemblerModel": "sim/alpha",
+                          "timeoutMs": 300000, "content": format!("Notes {n}: an editor for teams, offline first.") });
+        let mut c = ctx("Design doc for our collaborative editor", vec![], true);
+        c.structured = crate::modes::Structured::models(["sim/alpha", "sim/beta", "sim/xss-gamma"]);
+        let mut m = Blueprint::new(&cfg, c).unwrap();
+        let all = crate::modes::testkit::drive(
+            &mut m,
+            |s| Some(respond_to(&s.model, &s.messages, false, s.schema.as_deref())),
+            "t",
+        );
+        let doc = finished(&all).unwrap_or_else(|| panic!("{:?}", failed(&all)));
+        assert!(doc.contains("Executive Summary"));
+        let o = emitted(&all, "outline_complete").unwrap()["data"].clone();
+        assert_eq!(o["readFrom"], "json", "{o}");
+        assert!((6..=8).contains(&o["sections"].as_array().unwrap().len()));
+        assert_eq!(o["documentTitle"], format!("Notes {n}: an editor for teams,"));
+        // Only the outline is machine-read: one row says so.
+        let read: Vec<String> = rows(&all)
+            .iter()
+            .filter(|r| r.parsed_data.as_ref().is_some_and(|d| d.get("readFrom").is_some()))
+            .map(|r| r.stage_type.clone())
+            .collect();
+        assert_eq!(read, ["outline"]);
+        assert_reloads(&all);
+    }
+}
+
+#[test]
+fn the_sim_architect_answers_its_schema_in_json_and_no_other() {
+    let s = outline_schema();
+    let prompt = outline_prompt_as(
+        DocumentType::Custom,
+        "Six words of material for the title here",
+        Some(&s),
+    );
+    for (seed, hostile) in (0..12u64).zip([false, true].into_iter().cycle()) {
+        let ask = SimAsk {
+            model: "sim/alpha",
+            prompt: &prompt,
+            messages: &[],
+            seed,
+            malformed: false,
+            hostile,
+            schema: Some(&s),
+        };
+        let reply = sim_answer(&ask).unwrap();
+        let (o, from) = read_outline_reply(&reply, &s);
+        assert_eq!(from, Some(ReadFrom::Json), "{reply}");
+        assert_eq!(o.document_title, "Six words of material for the");
+        assert!(o.sections.iter().all(|s| s.key_topics.len() == 3 && s.description.is_some()));
+    }
+    let other = ReplySchema::new("decompose_plan", schema::reasoned([]));
+    let ask = SimAsk {
+        model: "sim/alpha",
+        prompt: &prompt,
+        messages: &[],
+        seed: 1,
+        malformed: false,
+        hostile: false,
+        schema: Some(&other),
+    };
+    assert_eq!(sim_answer(&ask), None);
 }

@@ -10,9 +10,16 @@
 //! the models the same. Replies are read only where they state an idea, a cluster or a score;
 //! what is not stated is absent (an unscored cluster, a default promise marked as such), never
 //! guessed.
+//!
+//! The ideas, the clusters and the scores are machine-read: each call carries its reply schema
+//! (`brainstorm_ideas`, `brainstorm_clusters` over exactly this run's idea ids, `brainstorm_scores`
+//! over the clusters' numbers), and a model whose route takes structured output is asked for
+//! that JSON instead of the text format. A reply is read from its JSON when it fits, under the
+//! same rules as the text, else by the text readers; each ideator, the clustering and each
+//! scorer say which (`readFrom`). The proposal is text a person reads and carries none.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -25,6 +32,7 @@ use super::common::{
 use super::reading::{answer_text, bare, between, re, unmark, Unparsed};
 use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
+use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
     RunContext, StageRow, ValidRequest,
@@ -209,13 +217,27 @@ pub const CLUSTERS_END: &str = "=== END OF CLUSTERS ===";
 pub const PROMISES: [&str; 3] = ["HIGH", "MEDIUM", "LOW"];
 
 pub fn ideate_prompt(question: &str, min: usize) -> String {
+    ideate_prompt_as(question, min, None)
+}
+
+/// The ideation prompt asking for the spec's `IDEA <n>:` headings, or, given the ideas'
+/// schema, for its JSON (the same instructions otherwise).
+pub fn ideate_prompt_as(question: &str, min: usize, schema: Option<&ReplySchema>) -> String {
+    let format = match schema {
+        Some(s) => format!(
+            "Give each idea a short title and one or two sentences describing it.\n\n{}",
+            s.instruction()
+        ),
+        None => "Write each idea as a heading and one or two sentences, in exactly this \
+                 format:\n\nIDEA 1: <short title>\n<one or two sentences describing the \
+                 idea>\n\nIDEA 2: <short title>\n<…>"
+            .to_string(),
+    };
     format!(
         "{IDEATE_HEAD} Think freely: this is the divergent step, and nobody judges yet.\n\n\
          Challenge: {question}\n\nList {min} to {MAX_IDEAS} distinct ideas. Favour quantity and \
          range over polish: bold ideas and safe ones alike, from technical, business, user and \
-         unusual angles. Do not rank, judge or compare them.\n\nWrite each idea as a heading \
-         and one or two sentences, in exactly this format:\n\nIDEA 1: <short title>\n<one or \
-         two sentences describing the idea>\n\nIDEA 2: <short title>\n<…>"
+         unusual angles. Do not rank, judge or compare them.\n\n{format}"
     )
 }
 
@@ -234,15 +256,31 @@ fn ideas_text(ideas: &[&Idea]) -> String {
 }
 
 pub fn cluster_prompt(question: &str, ideas: &[&Idea], models: usize, k: usize) -> String {
+    cluster_prompt_as(question, ideas, models, k, None)
+}
+
+/// The curator's prompt asking for the spec's `CLUSTER <n>:` blocks, or, given the clusters'
+/// schema, for its JSON (the same instructions otherwise).
+pub fn cluster_prompt_as(
+    question: &str,
+    ideas: &[&Idea],
+    models: usize,
+    k: usize,
+    schema: Option<&ReplySchema>,
+) -> String {
+    let format = match schema {
+        Some(s) => s.instruction(),
+        None => "Reply with one block per cluster, in exactly this format:\n\nCLUSTER 1: \
+                 <name>\nTheme: <one sentence>\nPromise: HIGH|MEDIUM|LOW\nIdeas: <id>, <id>, \
+                 …\n\nEnd with `CLUSTERING SUMMARY: <one line>`."
+            .to_string(),
+    };
     format!(
         "{CLUSTER_HEAD} {models} brainstormers listed {} ideas for the challenge below; each \
          is shown with its id and its (anonymous) source.\n\nChallenge: {question}\n\n\
          {IDEAS_START}\n{}{IDEAS_END}\n\nGroup related ideas into 3 to {k} themed clusters of \
          2 to 10 ideas each, naming the ideas by their ids. An idea belongs to one cluster at \
-         most; leave out an idea that fits no cluster. Rate each cluster's promise.\n\nReply \
-         with one block per cluster, in exactly this format:\n\nCLUSTER 1: <name>\nTheme: <one \
-         sentence>\nPromise: HIGH|MEDIUM|LOW\nIdeas: <id>, <id>, …\n\nEnd with `CLUSTERING \
-         SUMMARY: <one line>`.",
+         most; leave out an idea that fits no cluster. Rate each cluster's promise.\n\n{format}",
         ideas.len(),
         ideas_text(ideas)
     )
@@ -262,7 +300,8 @@ fn idea_lines(ideas: &[&Idea]) -> String {
         .collect()
 }
 
-pub fn score_prompt(question: &str, clusters: &[Cluster], ideas: &[Idea]) -> String {
+/// The clusters as a scorer sees them: numbered 1..k with name, theme and ideas.
+fn clusters_text(clusters: &[Cluster], ideas: &[Idea]) -> String {
     let mut listed = String::new();
     for (n, c) in clusters.iter().enumerate() {
         let members: Vec<&Idea> = c.idea_ids.iter().filter_map(|id| find(ideas, id)).collect();
@@ -274,13 +313,38 @@ pub fn score_prompt(question: &str, clusters: &[Cluster], ideas: &[Idea]) -> Str
             idea_lines(&members)
         ));
     }
+    listed
+}
+
+pub fn score_prompt(question: &str, clusters: &[Cluster], ideas: &[Idea]) -> String {
+    score_prompt_as(question, clusters, ideas, None)
+}
+
+/// The scorer's prompt asking for the spec's `Cluster <n>:` lines, or, given the scores'
+/// schema, for its JSON (the same instructions otherwise).
+pub fn score_prompt_as(
+    question: &str,
+    clusters: &[Cluster],
+    ideas: &[Idea],
+    schema: Option<&ReplySchema>,
+) -> String {
+    let format = match schema {
+        Some(s) => format!(
+            "Rate every cluster by its number, with a justification of one or two \
+             sentences.\n\n{}",
+            s.instruction()
+        ),
+        None => "Reply with one block per cluster, using its number, in exactly this \
+                 format:\n\nCluster 1: Novelty=<1-5> Feasibility=<1-5> Impact=<1-5>\n\
+                 Justification: <one or two sentences>"
+            .to_string(),
+    };
     format!(
         "{SCORE_HEAD} Rate each numbered cluster of ideas below for the challenge.\n\n\
-         Challenge: {question}\n\n{CLUSTERS_START}\n{listed}{CLUSTERS_END}\n\nRate every \
+         Challenge: {question}\n\n{CLUSTERS_START}\n{}{CLUSTERS_END}\n\nRate every \
          cluster on Novelty (how original), Feasibility (how practical to carry out) and Impact \
-         (how much it would help), each a whole number from 1 (low) to 5 (high). Reply with one \
-         block per cluster, using its number, in exactly this format:\n\nCluster 1: \
-         Novelty=<1-5> Feasibility=<1-5> Impact=<1-5>\nJustification: <one or two sentences>"
+         (how much it would help), each a whole number from 1 (low) to 5 (high). {format}",
+        clusters_text(clusters, ideas)
     )
 }
 
@@ -320,11 +384,17 @@ pub fn refine_prompt(
     )
 }
 
-pub fn refine_all_prompt(question: &str, ideas: &[Idea]) -> String {
+/// Every idea grouped by its (anonymous) source, as the refiner sees them without clusters.
+fn grouped_ideas(ideas: &[Idea]) -> String {
     let mut grouped = String::new();
     for (label, group) in by_label(ideas) {
         grouped.push_str(&format!("{label}:\n{}\n", idea_lines(&group)));
     }
+    grouped
+}
+
+pub fn refine_all_prompt(question: &str, ideas: &[Idea]) -> String {
+    let grouped = grouped_ideas(ideas);
     format!(
         "{REFINE_HEAD} The ideas could not be grouped into clusters, so all of them follow, \
          grouped by their (anonymous) source. Pick the most promising direction and develop it \
@@ -510,6 +580,16 @@ fn ids_in(value: &str, known: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// A cluster as the curator stated it, before the placement rules.
+struct StatedCluster {
+    name: String,
+    theme: Option<String>,
+    /// None: no readable promise stated.
+    promise: Option<&'static str>,
+    /// The ids named, known ones only, in order.
+    ids: Vec<String>,
+}
+
 /// Reads the curator's clusters (its answer part only): unknown ids dropped, an idea already
 /// placed stays in its first cluster, empty clusters dropped, the first `k` kept and
 /// renumbered; the rest of the ideas are unclustered.
@@ -559,12 +639,28 @@ pub fn read_clusters(reply: &str, ideas: &[Idea], k: usize) -> Clustering {
             }
         }
     }
+    let stated = blocks
+        .into_iter()
+        .map(|b| StatedCluster {
+            name: b.name,
+            theme: b.theme,
+            promise: b.promise.flatten(),
+            ids: b.ids.unwrap_or_default(),
+        })
+        .collect();
+    place(stated, &known, k)
+}
+
+/// The placement rules over the clusters as stated (from text or JSON alike): an id not of
+/// this run is dropped, an idea already placed stays in its first cluster, empty clusters are
+/// dropped, the first `k` kept and renumbered; the rest of the ideas are unclustered.
+fn place(stated: Vec<StatedCluster>, known: &[&str], k: usize) -> Clustering {
     let mut placed: Vec<String> = Vec::new();
     let mut clusters: Vec<Cluster> = Vec::new();
-    for b in blocks {
+    for b in stated {
         let mut members: Vec<String> = Vec::new();
-        for id in b.ids.unwrap_or_default() {
-            if !placed.contains(&id) && !members.contains(&id) {
+        for id in b.ids {
+            if known.contains(&id.as_str()) && !placed.contains(&id) && !members.contains(&id) {
                 members.push(id);
             }
         }
@@ -576,13 +672,12 @@ pub fn read_clusters(reply: &str, ideas: &[Idea], k: usize) -> Clustering {
             continue;
         }
         placed.extend(members.iter().cloned());
-        let promise = b.promise.flatten();
         clusters.push(Cluster {
             id: format!("cluster_{}", clusters.len() + 1),
             name: b.name.trim_matches(['"', '“', '”']).trim().to_string(),
             theme: b.theme,
-            promise: promise.unwrap_or("MEDIUM").to_string(),
-            promise_stated: promise.is_some(),
+            promise: b.promise.unwrap_or("MEDIUM").to_string(),
+            promise_stated: b.promise.is_some(),
             idea_ids: members,
         });
     }
@@ -683,6 +778,235 @@ fn cluster_line(line: &str) -> Option<(u64, String)> {
     let r = re(&RE, r"(?i)^cluster\s*(?:\*\*|__)?\s*#?\s*(\d{1,6})\b(.*)$");
     let c = r.captures(line)?;
     Some((c[1].parse().ok()?, c[2].to_string()))
+}
+
+// ---- structured replies --------------------------------------------------------------------
+//
+// A model whose route takes structured output is asked for JSON instead of the text blocks:
+// an ideator for `brainstorm_ideas` (its ideas, each a title and a description, as many as
+// the text asks for), the curator for `brainstorm_clusters` (each cluster's name, theme,
+// promise as one of HIGH / MEDIUM / LOW, and its ideas as ids of exactly this run), a scorer
+// for `brainstorm_scores` (one rating per cluster by its number 1..k, each dimension a whole
+// number from 1 to 5). A reply is read from its JSON when it fits the schema and states what
+// the text would have to (an idea with a title, a cluster with an idea); else by the text
+// readers above. The JSON is held to the text's rules: an idea placed twice stays in its
+// first cluster, a cluster past K is dropped, a cluster rated twice takes its last rating.
+
+/// The ideation's schema name (the sim answers it by this name).
+pub const IDEAS_SCHEMA: &str = "brainstorm_ideas";
+/// The clustering's schema name.
+pub const CLUSTERS_SCHEMA: &str = "brainstorm_clusters";
+/// A scorer's schema name.
+pub const SCORES_SCHEMA: &str = "brainstorm_scores";
+/// The most ideas a cluster may hold (the prompt's 2 to 10).
+pub const MAX_CLUSTER_IDEAS: usize = 10;
+/// Bounds of the free-text fields (a small model looping inside a string still ends).
+const TITLE_CHARS: usize = 120;
+const DESCRIPTION_CHARS: usize = 400;
+const THEME_CHARS: usize = 300;
+const JUSTIFICATION_CHARS: usize = 200;
+
+/// An ideator's reply as JSON: the reasoning, then `min` to 10 ideas, each a short title and
+/// one or two sentences.
+pub fn ideas_schema(min: usize) -> Arc<ReplySchema> {
+    let min = min.clamp(1, MAX_IDEAS);
+    let idea = schema::object([
+        ("title", schema::described(schema::text(TITLE_CHARS), "a short title")),
+        (
+            "description",
+            schema::described(
+                schema::text(DESCRIPTION_CHARS),
+                "one or two sentences describing the idea",
+            ),
+        ),
+    ]);
+    ReplySchema::new(
+        IDEAS_SCHEMA,
+        schema::reasoned([(
+            "ideas",
+            schema::described(schema::list(idea, min, MAX_IDEAS), "your distinct ideas"),
+        )]),
+    )
+}
+
+/// The curator's reply as JSON over the ideas `ids` of this run, with at most `k` clusters:
+/// the reasoning, then the clusters, each with its name, theme, ideas (ids of this run, each
+/// once, 2 to 10) and promise. The counts ask what the prompt asks (3 to K clusters of 2 to 10
+/// ideas), lowered where there are too few ideas to fill them.
+pub fn clusters_schema<S: AsRef<str>>(ids: &[S], k: usize) -> Arc<ReplySchema> {
+    let n = ids.len();
+    let per_cluster = (2.min(n).max(1), MAX_CLUSTER_IDEAS.min(n).max(1));
+    let count = (3.min(n / 2).max(1), k.max(1));
+    let cluster = schema::object([
+        ("name", schema::described(schema::text(TITLE_CHARS), "the cluster's name")),
+        ("theme", schema::described(schema::text(THEME_CHARS), "its theme, in one sentence")),
+        (
+            "ideas",
+            schema::described(
+                schema::distinct(schema::one_of(ids), per_cluster.0, per_cluster.1),
+                "the ids of its ideas",
+            ),
+        ),
+        ("promise", schema::described(schema::one_of(&PROMISES), "how promising it is")),
+    ]);
+    ReplySchema::new(
+        CLUSTERS_SCHEMA,
+        schema::reasoned([(
+            "clusters",
+            schema::described(
+                schema::list(cluster, count.0, count.1.max(count.0)),
+                "the themed clusters; an idea belongs to one cluster at most",
+            ),
+        )]),
+    )
+}
+
+/// A scorer's reply as JSON for `k` clusters: the reasoning, then one rating per cluster by
+/// its number, each dimension a whole number from 1 to 5, its justification before the
+/// numbers so the model weighs before it commits.
+pub fn scores_schema(k: usize) -> Arc<ReplySchema> {
+    let k = k.max(1);
+    let rating = schema::object([
+        (
+            "cluster",
+            schema::described(schema::integer(1, k as i64), "the number of the cluster rated"),
+        ),
+        (
+            "justification",
+            schema::described(schema::text(JUSTIFICATION_CHARS), "one or two sentences"),
+        ),
+        ("novelty", schema::described(schema::integer(1, 5), "how original")),
+        ("feasibility", schema::described(schema::integer(1, 5), "how practical to carry out")),
+        ("impact", schema::described(schema::integer(1, 5), "how much it would help")),
+    ]);
+    ReplySchema::new(
+        SCORES_SCHEMA,
+        schema::reasoned([(
+            "scores",
+            schema::described(
+                schema::list(rating, k, k),
+                "one rating per cluster, in the order of the clusters",
+            ),
+        )]),
+    )
+}
+
+/// A JSON string field, trimmed.
+fn json_str<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("").trim()
+}
+
+/// An ideator's reply read from its JSON when it fits `schema` and holds an idea with a
+/// title (an idea without one is none, as a heading without a title is none in text), else
+/// by its text ([`read_ideas`]); with where it was read from when it gave ideas.
+pub fn read_ideas_reply(reply: &str, schema: &ReplySchema) -> (IdeaList, Option<ReadFrom>) {
+    let from_json = schema.read(reply).and_then(|v| {
+        let ideas: Vec<(String, String)> = v
+            .get("ideas")?
+            .as_array()?
+            .iter()
+            .filter_map(|i| {
+                let title = json_str(i, "title").trim_matches(['"', '“', '”']).trim();
+                (!title.is_empty())
+                    .then(|| (title.to_string(), json_str(i, "description").to_string()))
+            })
+            .collect();
+        (!ideas.is_empty()).then_some(IdeaList { ideas, dropped: 0 })
+    });
+    match from_json {
+        Some(l) => (l, Some(ReadFrom::Json)),
+        None => {
+            let l = read_ideas(reply);
+            let from = (!l.ideas.is_empty()).then_some(ReadFrom::Text);
+            (l, from)
+        }
+    }
+}
+
+/// The curator's reply read from its JSON when it fits `schema` (the clusters under the text's
+/// placement rules: an idea placed twice stays in its first cluster, the first `k` kept), else
+/// by its text ([`read_clusters`]); with where it was read from when it gave a cluster.
+pub fn read_clusters_reply(
+    reply: &str,
+    ideas: &[Idea],
+    k: usize,
+    schema: &ReplySchema,
+) -> (Clustering, Option<ReadFrom>) {
+    let known: Vec<&str> = ideas.iter().map(|i| i.id.as_str()).collect();
+    let from_json = schema.read(reply).and_then(|v| {
+        let stated = v
+            .get("clusters")?
+            .as_array()?
+            .iter()
+            .map(|c| StatedCluster {
+                name: json_str(c, "name").to_string(),
+                theme: Some(json_str(c, "theme").to_string()).filter(|t| !t.is_empty()),
+                promise: PROMISES.into_iter().find(|p| *p == json_str(c, "promise")),
+                ids: c
+                    .get("ideas")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect(),
+            })
+            .collect();
+        let c = place(stated, &known, k);
+        (!c.clusters.is_empty()).then_some(c)
+    });
+    match from_json {
+        Some(c) => (c, Some(ReadFrom::Json)),
+        None => {
+            let c = read_clusters(reply, ideas, k);
+            let from = (!c.clusters.is_empty()).then_some(ReadFrom::Text);
+            (c, from)
+        }
+    }
+}
+
+/// A scorer's reply read from its JSON when it fits `schema` (each cluster by the last rating
+/// naming its number, as a repeated block in text), else by its text ([`read_scores`]); with
+/// where it was read from when it scored a cluster.
+pub fn read_scores_reply(
+    reply: &str,
+    clusters: &[Cluster],
+    schema: &ReplySchema,
+) -> (Vec<ClusterScore>, Option<ReadFrom>) {
+    let from_json = schema.read(reply).and_then(|v| {
+        let items = v.get("scores")?.as_array()?;
+        let scores: Vec<ClusterScore> = clusters
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let item =
+                    items.iter().rev().find(|s| s["cluster"].as_u64() == Some(i as u64 + 1))?;
+                let value =
+                    |k: &str| item.get(k).and_then(Value::as_u64).filter(|v| (1..=5).contains(v));
+                let (n, f, im) =
+                    (value("novelty")? as u8, value("feasibility")? as u8, value("impact")? as u8);
+                let justification =
+                    Some(json_str(item, "justification").to_string()).filter(|j| !j.is_empty());
+                Some(ClusterScore {
+                    cluster_id: c.id.clone(),
+                    novelty: n,
+                    feasibility: f,
+                    impact: im,
+                    total: n + f + im,
+                    justification,
+                })
+            })
+            .collect();
+        (!scores.is_empty()).then_some(scores)
+    });
+    match from_json {
+        Some(s) => (s, Some(ReadFrom::Json)),
+        None => {
+            let s = read_scores(reply, clusters);
+            let from = (!s.is_empty()).then_some(ReadFrom::Text);
+            (s, from)
+        }
+    }
 }
 
 // ---- ranking (the server's arithmetic) -----------------------------------------------------
@@ -866,6 +1190,12 @@ pub struct Brainstorm {
     valid_scores: Vec<(usize, Vec<ClusterScore>)>,
     ranked: Vec<Ranked>,
     deadline_passed: bool,
+    /// The ideation's reply schema (the same for every ideator).
+    ideas_schema: Arc<ReplySchema>,
+    /// The clustering's reply schema, over the ideas of this run (built when they are in).
+    clusters_schema: Option<Arc<ReplySchema>>,
+    /// The scorers' reply schema, over the clusters kept (built when they are read).
+    scores_schema: Option<Arc<ReplySchema>>,
     title: TitleTracker,
     calls: Calls,
 }
@@ -935,6 +1265,7 @@ impl Brainstorm {
         }
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         Ok(Brainstorm {
+            ideas_schema: ideas_schema(config.min_ideas_per_model),
             ideation: Batch::new("ideate", n),
             scoring: Batch::new("score", n),
             ideated: vec![None; n],
@@ -948,6 +1279,8 @@ impl Brainstorm {
             valid_scores: Vec::new(),
             ranked: Vec::new(),
             deadline_passed: false,
+            clusters_schema: None,
+            scores_schema: None,
             title,
             calls: Calls::default(),
         })
@@ -973,7 +1306,7 @@ impl Brainstorm {
             return Vec::new();
         };
         let Ok(text) = &reply.result else { return Vec::new() };
-        let list = read_ideas(text);
+        let (list, read_from) = read_ideas_reply(text, &self.ideas_schema);
         let ms = reply.response_time_ms as i64;
         let label = self.labels[i].clone();
         let ideas: Vec<Idea> = list
@@ -995,6 +1328,9 @@ impl Brainstorm {
         });
         if list.dropped > 0 {
             data["dropped"] = json!(list.dropped);
+        }
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
         }
         if ideas.is_empty() {
             data["unparsed"] = json!(Unparsed::of(text).describe());
@@ -1041,19 +1377,27 @@ impl Brainstorm {
                 None,
                 Vec::new(),
                 Some("The time limit passed before the ideas could be clustered."),
+                None,
             ));
             return out;
         }
         let k = cluster_limit(self.config.max_clusters, self.ideas.len());
         let listed: Vec<&Idea> = by_label(&self.ideas).into_iter().flat_map(|(_, g)| g).collect();
-        let prompt = cluster_prompt(&self.ctx.question, &listed, producing as usize, k);
-        let spec = self.call(
-            "cluster",
-            &self.config.curator_model.clone(),
-            prompt,
-            "clustering",
-            "curator",
-        );
+        let ids: Vec<&str> = listed.iter().map(|i| i.id.as_str()).collect();
+        let asking = Asking::new(clusters_schema(&ids, k), |json| {
+            cluster_prompt_as(&self.ctx.question, &listed, producing as usize, k, json)
+        });
+        let spec = asking
+            .call(
+                &self.ctx,
+                "cluster",
+                &self.config.curator_model,
+                "clustering",
+                "curator",
+                self.config.timeout_ms,
+            )
+            .quoting([("the ideas".to_string(), ideas_text(&listed))]);
+        self.clusters_schema = Some(asking.schema);
         self.phase = Phase::Clustering;
         let backup = self.config.facilitator_fallback_model.clone();
         out.push(Effect::emit(
@@ -1073,11 +1417,15 @@ impl Brainstorm {
                     Some(p) => format!("The curator ({p}) and its backup ({}) failed: {}; the refiner works from all the ideas.", reply.model, e.message),
                     None => format!("The curator ({}) failed: {}; the refiner works from all the ideas.", reply.model, e.message),
                 };
-                self.clustered(None, Vec::new(), Some(&note))
+                self.clustered(None, Vec::new(), Some(&note), None)
             }
             Ok(text) => {
                 let k = cluster_limit(self.config.max_clusters, self.ideas.len());
-                let c = read_clusters(text, &self.ideas, k);
+                let schema = self.clusters_schema.clone().unwrap_or_else(|| {
+                    let ids: Vec<&str> = self.ideas.iter().map(|i| i.id.as_str()).collect();
+                    clusters_schema(&ids, k)
+                });
+                let (c, read_from) = read_clusters_reply(text, &self.ideas, k, &schema);
                 let note = c.clusters.is_empty().then_some(
                     "No cluster could be read from the curator's reply; the refiner works from all the ideas.",
                 );
@@ -1090,6 +1438,7 @@ impl Brainstorm {
                     )),
                     c.clusters,
                     note,
+                    read_from,
                 )
             }
         }
@@ -1101,6 +1450,7 @@ impl Brainstorm {
         reply: Option<(String, String, Option<i64>, Option<String>)>,
         clusters: Vec<Cluster>,
         note: Option<&str>,
+        read_from: Option<ReadFrom>,
     ) -> Vec<Effect> {
         let fallback = clusters.is_empty();
         let placed: Vec<&String> = clusters.iter().flat_map(|c| &c.idea_ids).collect();
@@ -1119,6 +1469,9 @@ impl Brainstorm {
         }
         if let Some(n) = note {
             data["note"] = json!(n);
+        }
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
         }
         self.clusters = clusters;
         let mut out = vec![
@@ -1150,16 +1503,22 @@ impl Brainstorm {
             "scoring_start",
             json!({ "data": { "clusterCount": self.clusters.len() } }),
         ));
-        let prompt = score_prompt(&self.ctx.question, &self.clusters, &self.ideas);
-        for (i, model) in self.config.models.clone().iter().enumerate() {
-            out.push(Effect::Call(self.call(
-                &self.scoring.key(i),
+        let asking = Asking::new(scores_schema(self.clusters.len()), |json| {
+            score_prompt_as(&self.ctx.question, &self.clusters, &self.ideas, json)
+        });
+        let listed = clusters_text(&self.clusters, &self.ideas);
+        for (i, model) in self.config.models.iter().enumerate() {
+            let call = asking.call(
+                &self.ctx,
+                self.scoring.key(i),
                 model,
-                prompt.clone(),
                 "scoring",
                 "scorer",
-            )));
+                self.config.timeout_ms,
+            );
+            out.push(Effect::Call(call.quoting([("the clusters".to_string(), listed.clone())])));
         }
+        self.scores_schema = Some(asking.schema);
         out
     }
 
@@ -1168,12 +1527,17 @@ impl Brainstorm {
             return Vec::new();
         };
         let Ok(text) = &reply.result else { return Vec::new() };
-        let scores = read_scores(text, &self.clusters);
+        let schema =
+            self.scores_schema.clone().unwrap_or_else(|| scores_schema(self.clusters.len()));
+        let (scores, read_from) = read_scores_reply(text, &self.clusters, &schema);
         let valid = !scores.is_empty();
         let ms = reply.response_time_ms as i64;
         let mut data = json!({
             "index": i, "model": reply.model, "scores": scores, "valid": valid, "responseTimeMs": ms,
         });
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
+        }
         if !valid {
             data["unparsed"] = json!(Unparsed::of(text).describe());
         }
@@ -1224,26 +1588,25 @@ impl Brainstorm {
 
     fn refine(&mut self) -> Vec<Effect> {
         self.phase = Phase::Refining;
-        let (prompt, cluster) = match self.winner() {
+        let (prompt, cluster, quoted) = match self.winner() {
             Some(c) => {
+                let members: Vec<&Idea> =
+                    c.idea_ids.iter().filter_map(|id| find(&self.ideas, id)).collect();
                 let mut v = json!(c);
-                v["ideas"] = json!(c
-                    .idea_ids
-                    .iter()
-                    .filter_map(|id| find(&self.ideas, id))
-                    .collect::<Vec<_>>());
+                v["ideas"] = json!(members);
                 v["ranking"] = json!(self.ranked.first());
-                (refine_prompt(&self.ctx.question, c, &self.ideas, self.ranked.first()), v)
+                let prompt = refine_prompt(&self.ctx.question, c, &self.ideas, self.ranked.first());
+                (prompt, v, ("the cluster's ideas".to_string(), idea_lines(&members)))
             }
-            None => (refine_all_prompt(&self.ctx.question, &self.ideas), Value::Null),
+            None => (
+                refine_all_prompt(&self.ctx.question, &self.ideas),
+                Value::Null,
+                ("the ideas".to_string(), grouped_ideas(&self.ideas)),
+            ),
         };
-        let spec = self.call(
-            "refine",
-            &self.config.refiner_model.clone(),
-            prompt,
-            "refinement",
-            "refiner",
-        );
+        let spec = self
+            .call("refine", &self.config.refiner_model.clone(), prompt, "refinement", "refiner")
+            .quoting([quoted]);
         let backup = self.config.chairman_fallback_model.clone();
         vec![
             Effect::emit(
@@ -1322,14 +1685,18 @@ impl Mode for Brainstorm {
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
             Effect::emit("ideation_start", json!({})),
         ];
-        let prompt = ideate_prompt(&self.ctx.question, self.config.min_ideas_per_model);
-        for (i, model) in self.config.models.clone().iter().enumerate() {
-            out.push(Effect::Call(self.call(
-                &self.ideation.key(i),
+        let min = self.config.min_ideas_per_model;
+        let asking = Asking::new(self.ideas_schema.clone(), |json| {
+            ideate_prompt_as(&self.ctx.question, min, json)
+        });
+        for (i, model) in self.config.models.iter().enumerate() {
+            out.push(Effect::Call(asking.call(
+                &self.ctx,
+                self.ideation.key(i),
                 model,
-                prompt.clone(),
                 "ideation",
                 "ideator",
+                self.config.timeout_ms,
             )));
         }
         let title_model = self.config.curator_model.clone();
@@ -1630,9 +1997,136 @@ fn sim_proposal(ask: &SimAsk) -> String {
     )
 }
 
+/// `text` cut to at most `max` characters (the sim's JSON always fits its schema).
+fn cut(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+/// A list schema's bounds (`minItems`, `maxItems`), as the sim reads them.
+fn bounds(list: &Value) -> (usize, usize) {
+    let min = list["minItems"].as_u64().unwrap_or(1) as usize;
+    (min, list["maxItems"].as_u64().map_or(min, |m| m as usize).max(min))
+}
+
+/// The sim ideator's ideas as JSON: the same draws as its text list, as many as asked.
+fn sim_ideas_json(ask: &SimAsk, schema: &ReplySchema, rng: &mut SplitMix64) -> String {
+    let mut order: Vec<usize> = (0..SIM_IDEAS.len()).collect();
+    rng.shuffle(&mut order);
+    let (min, max) = bounds(&schema.schema["properties"]["ideas"]);
+    let n = (5 + rng.below(4)).clamp(min, max);
+    let ideas: Vec<Value> = order
+        .iter()
+        .take(n)
+        .enumerate()
+        .map(|(k, &i)| {
+            let (t, d) = SIM_IDEAS[i];
+            let hostile =
+                if k == 0 { ask.hostile_paragraph().replace('\n', " ") } else { String::new() };
+            json!({ "title": cut(t, TITLE_CHARS),
+                    "description": cut(format!("{d} {hostile}").trim(), DESCRIPTION_CHARS) })
+        })
+        .collect();
+    let reasoning = format!(
+        "[simulated ideas from {}] Ideas from several angles, bold and safe alike.",
+        ask.model
+    );
+    json!({ "reasoning": cut(&reasoning, schema::REASONING_MAX_CHARS), "ideas": ideas }).to_string()
+}
+
+/// The sim curator's clusters as JSON: the ideas of the schema's list grouped in order, as its
+/// text groups them, each cluster named after its first idea's title in the prompt.
+fn sim_clusters_json(ask: &SimAsk, schema: &ReplySchema, rng: &mut SplitMix64) -> String {
+    let list = &schema.schema["properties"]["clusters"];
+    let ids: Vec<&str> = list["items"]["properties"]["ideas"]["items"]["enum"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let (per_min, per_max) = bounds(&list["items"]["properties"]["ideas"]);
+    let (min, max) = bounds(list);
+    let listed = between(ask.prompt, IDEAS_START, IDEAS_END);
+    let title_of = |id: &str| {
+        listed.lines().find_map(|l| {
+            let rest = l.strip_prefix(&format!("[{id}] "))?;
+            let title = rest.split(" — ").next().unwrap_or(rest);
+            Some(title.rsplit_once(" (Model").map_or(title, |(t, _)| t).trim().to_string())
+        })
+    };
+    let count = (ids.len() / 3).clamp(min, max).max(1);
+    // Leave the last idea out now and then, where every cluster still has enough.
+    let leave = usize::from(ids.len() > 6 && rng.below(2) == 0);
+    let placed = ids.len() - leave;
+    let mut groups: Vec<Vec<&str>> = vec![Vec::new(); count];
+    for (n, id) in ids.iter().take(placed).enumerate() {
+        if groups[n % count].len() < per_max {
+            groups[n % count].push(id);
+        }
+    }
+    // Too few ideas for a cluster each: the first ideas fill the rest (the reader keeps each
+    // idea in its first cluster).
+    for g in groups.iter_mut() {
+        for id in &ids {
+            if g.len() >= per_min {
+                break;
+            }
+            if !g.contains(id) {
+                g.push(id);
+            }
+        }
+    }
+    let clusters: Vec<Value> = groups
+        .iter()
+        .enumerate()
+        .map(|(n, g)| {
+            let first = g.first().and_then(|id| title_of(id)).unwrap_or_else(|| "Ideas".into());
+            let hostile =
+                if n == 0 { ask.hostile_paragraph().replace('\n', " ") } else { String::new() };
+            json!({ "name": cut(&format!("{first} and related ideas"), TITLE_CHARS),
+                    "theme": cut(&format!("{hostile}Ideas that build on {first}."), THEME_CHARS),
+                    "ideas": g, "promise": PROMISES[rng.below(3)] })
+        })
+        .collect();
+    let reasoning = format!("[simulated curation by {}] Grouped in order of the list.", ask.model);
+    json!({ "reasoning": cut(&reasoning, schema::REASONING_MAX_CHARS), "clusters": clusters })
+        .to_string()
+}
+
+/// The sim scorer's ratings as JSON: one per cluster, as its text rates them.
+fn sim_scores_json(ask: &SimAsk, schema: &ReplySchema, rng: &mut SplitMix64) -> String {
+    let (k, _) = bounds(&schema.schema["properties"]["scores"]);
+    let scores: Vec<Value> = (1..=k)
+        .map(|c| {
+            let hostile =
+                if c == 1 { ask.hostile_paragraph().replace('\n', " ") } else { String::new() };
+            json!({ "cluster": c,
+                    "justification": cut(&format!("{hostile}A simulated rating of cluster {c}."), JUSTIFICATION_CHARS),
+                    "novelty": 1 + rng.below(5), "feasibility": 1 + rng.below(5),
+                    "impact": 1 + rng.below(5) })
+        })
+        .collect();
+    let reasoning = format!("[simulated scores from {}] Each cluster weighed.", ask.model);
+    json!({ "reasoning": cut(&reasoning, schema::REASONING_MAX_CHARS), "scores": scores })
+        .to_string()
+}
+
 fn sim_answer(ask: &SimAsk) -> Option<String> {
     let p = ask.prompt;
     let mut rng = SplitMix64::new(ask.seed);
+    // Asked for a schema: this mode's replies in JSON; another mode's is not ours to answer.
+    match ask.schema {
+        Some(s) if s.name == IDEAS_SCHEMA && p.starts_with(IDEATE_HEAD) => {
+            return Some(sim_ideas_json(ask, s, &mut rng))
+        }
+        Some(s) if s.name == CLUSTERS_SCHEMA && p.starts_with(CLUSTER_HEAD) => {
+            return Some(sim_clusters_json(ask, s, &mut rng))
+        }
+        Some(s) if s.name == SCORES_SCHEMA && p.starts_with(SCORE_HEAD) => {
+            return Some(sim_scores_json(ask, s, &mut rng))
+        }
+        Some(_) => return None,
+        None => {}
+    }
     if p.starts_with(IDEATE_HEAD) {
         return Some(sim_ideas(ask, &mut rng));
     }

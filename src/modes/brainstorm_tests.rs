@@ -696,7 +696,15 @@ fn replies_after_the_stage_or_twice_change_nothing() {
 #[test]
 fn sim_answers_follow_the_format_and_the_messy_ones_do_not_mislead() {
     let ask = |prompt: &str, malformed: bool, seed: u64| {
-        let s = SimAsk { model: "sim/beta", prompt, messages: &[], seed, malformed, hostile: true };
+        let s = SimAsk {
+            model: "sim/beta",
+            prompt,
+            messages: &[],
+            seed,
+            malformed,
+            hostile: true,
+            schema: None,
+        };
         sim_answer(&s).unwrap()
     };
     let text = ask(&ideate_prompt("q", 5), false, 3);
@@ -729,7 +737,699 @@ fn sim_answers_follow_the_format_and_the_messy_ones_do_not_mislead() {
         messages: &[],
         seed: 1,
         malformed: false,
-        hostile: false
+        hostile: false,
+        schema: None
     })
     .is_none());
+}
+
+// ---- structured replies --------------------------------------------------------------------
+
+/// A brainstorm whose `json` models are asked for JSON (their routes take structured output).
+fn structured_mode(models: &[&str], json: &[&str]) -> Brainstorm {
+    let mut c = ctx("How could a library attract teenagers?", vec![], true);
+    c.structured = crate::modes::Structured::models(json);
+    Brainstorm::new(&config(models), c).unwrap()
+}
+
+fn idea_ids(all: &[Idea]) -> Vec<&str> {
+    all.iter().map(|i| i.id.as_str()).collect()
+}
+
+fn keys(s: &ReplySchema) -> Vec<String> {
+    s.schema["properties"].as_object().unwrap().keys().cloned().collect()
+}
+
+#[test]
+fn the_ideas_schema_asks_for_the_ideas_asked_and_opens_with_the_reasoning() {
+    let s = ideas_schema(4);
+    assert_eq!(s.name, IDEAS_SCHEMA);
+    assert_eq!(keys(&s), ["reasoning", "ideas"], "the reasoning comes first");
+    let list = &s.schema["properties"]["ideas"];
+    assert_eq!((list["minItems"].as_u64(), list["maxItems"].as_u64()), (Some(4), Some(10)));
+    let item = |t: &str| json!({ "title": t, "description": "why it works" });
+    let of = |n: usize| json!({ "reasoning": "", "ideas": (0..n).map(|k| item(&format!("t{k}"))).collect::<Vec<_>>() });
+    for n in [4, 7, 10] {
+        assert!(s.validate(&of(n)).is_ok(), "{n}");
+        assert_eq!(read_ideas_reply(&of(n).to_string(), &s).0.ideas.len(), n);
+    }
+    let long = "x".repeat(TITLE_CHARS + 1);
+    for bad in [
+        of(3),
+        of(11),
+        json!({ "ideas": [item("a"), item("b"), item("c"), item("d")] }),
+        json!({ "reasoning": "", "ideas": [item("a"), item("b"), item("c"), { "title": "d" }] }),
+        json!({ "reasoning": "", "ideas": [item("a"), item("b"), item("c"), item(&long)] }),
+        json!({ "reasoning": "", "ideas": [item("a"), item("b"), item("c"), item("d")], "score": 1 }),
+    ] {
+        assert!(s.validate(&bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn the_clusters_schema_takes_exactly_this_runs_idea_ids() {
+    let all = ideas(3, 3);
+    let ids = idea_ids(&all);
+    let s = clusters_schema(&ids, 4);
+    assert_eq!(s.name, CLUSTERS_SCHEMA);
+    assert_eq!(keys(&s), ["reasoning", "clusters"]);
+    let list = &s.schema["properties"]["clusters"];
+    assert_eq!((list["minItems"].as_u64(), list["maxItems"].as_u64()), (Some(3), Some(4)));
+    let members = &list["items"]["properties"]["ideas"];
+    assert_eq!(members["items"]["enum"], json!(ids));
+    assert_eq!(members["uniqueItems"], true);
+    assert_eq!(list["items"]["properties"]["promise"]["enum"], json!(PROMISES));
+    let c = |ideas: &[&str], promise: &str| json!({ "name": "N", "theme": "T", "ideas": ideas, "promise": promise });
+    let reply = |cs: Vec<Value>| json!({ "reasoning": "r", "clusters": cs });
+    let good = reply(vec![
+        c(&["model_0_idea_1", "model_1_idea_1"], "HIGH"),
+        c(&["model_0_idea_2", "model_2_idea_2"], "LOW"),
+        c(&["model_2_idea_3", "model_1_idea_3", "model_0_idea_3"], "MEDIUM"),
+    ]);
+    assert!(s.validate(&good).is_ok());
+    let (read, from) = read_clusters_reply(&good.to_string(), &all, 4, &s);
+    assert_eq!((read.clusters.len(), from), (3, Some(ReadFrom::Json)));
+    let two = |p: &str| c(&["model_0_idea_1", "model_1_idea_1"], p);
+    for bad in [
+        // An idea of no run, another spelling, a duplicate in a cluster, one idea only.
+        reply(vec![c(&["model_0_idea_1", "model_9_idea_9"], "HIGH"), two("LOW"), two("LOW")]),
+        reply(vec![c(&["MODEL_0_IDEA_1", "model_1_idea_1"], "HIGH"), two("LOW"), two("LOW")]),
+        reply(vec![c(&["model_0_idea_1", "model_0_idea_1"], "HIGH"), two("LOW"), two("LOW")]),
+        reply(vec![c(&["model_0_idea_1"], "HIGH"), two("LOW"), two("LOW")]),
+        // A promise outside the three, too few or too many clusters.
+        reply(vec![two("VERY HIGH"), two("LOW"), two("LOW")]),
+        reply(vec![two("HIGH"), two("LOW")]),
+        reply(vec![two("HIGH"), two("LOW"), two("LOW"), two("LOW"), two("LOW")]),
+    ] {
+        assert!(s.validate(&bad).is_err(), "{bad}");
+    }
+    // More than ten ideas in a cluster is refused too.
+    let many = ideas(4, 3);
+    let ids = idea_ids(&many);
+    let s = clusters_schema(&ids, 6);
+    let c11 = c(&ids[..11], "HIGH");
+    let c10 = c(&ids[..10], "HIGH");
+    let pair = c(&ids[10..12], "LOW");
+    assert!(s.validate(&reply(vec![c10, pair.clone(), pair.clone()])).is_ok());
+    assert!(s.validate(&reply(vec![c11, pair.clone(), pair])).is_err());
+    // Too few ideas to fill three clusters of two: the counts come down to what can be.
+    let few = ideas(2, 1);
+    let s = clusters_schema(&idea_ids(&few), 3);
+    let list = &s.schema["properties"]["clusters"];
+    assert_eq!((list["minItems"].as_u64(), list["maxItems"].as_u64()), (Some(1), Some(3)));
+    let members = &list["items"]["properties"]["ideas"];
+    assert_eq!((members["minItems"].as_u64(), members["maxItems"].as_u64()), (Some(2), Some(2)));
+}
+
+#[test]
+fn the_scores_schema_takes_the_cluster_numbers_and_whole_scores_from_1_to_5() {
+    let s = scores_schema(3);
+    assert_eq!(s.name, SCORES_SCHEMA);
+    assert_eq!(keys(&s), ["reasoning", "scores"]);
+    let item = &s.schema["properties"]["scores"]["items"];
+    let fields: Vec<&String> = item["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(fields, ["cluster", "justification", "novelty", "feasibility", "impact"]);
+    assert_eq!(
+        (
+            item["properties"]["cluster"]["minimum"].as_u64(),
+            item["properties"]["cluster"]["maximum"].as_u64()
+        ),
+        (Some(1), Some(3))
+    );
+    let r = |c: Value, n: Value| json!({ "cluster": c, "justification": "j", "novelty": n, "feasibility": 3, "impact": 5 });
+    let reply = |rs: Vec<Value>| json!({ "reasoning": "", "scores": rs });
+    let good = reply(vec![r(json!(1), json!(1)), r(json!(2), json!(5)), r(json!(3), json!(3))]);
+    assert!(s.validate(&good).is_ok());
+    let cs = vec![cluster(1, "HIGH", &["a"]), cluster(2, "LOW", &["b"]), cluster(3, "LOW", &["c"])];
+    assert_eq!(read_scores_reply(&good.to_string(), &cs, &s).0.len(), 3);
+    for bad in [
+        reply(vec![r(json!(0), json!(3)), r(json!(2), json!(3)), r(json!(3), json!(3))]),
+        reply(vec![r(json!(1), json!(3)), r(json!(2), json!(3)), r(json!(4), json!(3))]),
+        reply(vec![r(json!(1), json!(0)), r(json!(2), json!(3)), r(json!(3), json!(3))]),
+        reply(vec![r(json!(1), json!(6)), r(json!(2), json!(3)), r(json!(3), json!(3))]),
+        reply(vec![r(json!(1), json!(3.5)), r(json!(2), json!(3)), r(json!(3), json!(3))]),
+        reply(vec![r(json!(1), json!("4")), r(json!(2), json!(3)), r(json!(3), json!(3))]),
+        reply(vec![r(json!(1), json!(3)), r(json!(2), json!(3))]),
+    ] {
+        assert!(s.validate(&bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn ideas_are_read_from_json_when_it_fits_else_from_text() {
+    let s = ideas_schema(3);
+    let item = |t: &str, d: &str| json!({ "title": t, "description": d });
+    let reply = |items: Vec<Value>| json!({ "reasoning": "angles", "ideas": items }).to_string();
+    let (l, from) = read_ideas_reply(
+        &reply(vec![
+            item(" Peer ambassadors ", "Teens run sessions."),
+            item("\"Late opening\"", ""),
+            item("  ", "A description without a title is no idea."),
+        ]),
+        &s,
+    );
+    assert_eq!(from, Some(ReadFrom::Json));
+    assert_eq!(
+        l.ideas,
+        [
+            ("Peer ambassadors".to_string(), "Teens run sessions.".to_string()),
+            ("Late opening".to_string(), String::new())
+        ]
+    );
+    assert_eq!(l.dropped, 0);
+    // Fenced, after a closed reasoning block.
+    let three = reply(vec![item("a", "1"), item("b", "2"), item("c", "3")]);
+    let fenced = format!("<think>IDEA 1: no</think>```json\n{three}\n```");
+    assert_eq!(read_ideas_reply(&fenced, &s).0.ideas.len(), 3);
+    assert_eq!(read_ideas_reply(&fenced, &s).1, Some(ReadFrom::Json));
+    // Only blank titles: no idea from JSON, none from text either.
+    let blank = reply(vec![item("", "x"), item(" ", "y"), item("", "z")]);
+    assert_eq!(read_ideas_reply(&blank, &s), (IdeaList { ideas: vec![], dropped: 0 }, None));
+    // Eleven ideas do not fit the schema and the text reader reads no JSON: unparsed.
+    let eleven = reply((0..11).map(|k| item(&format!("t{k}"), "d")).collect());
+    assert_eq!(read_ideas_reply(&eleven, &s).1, None);
+    // A model that ignored the schema and wrote the text format.
+    let (l, from) = read_ideas_reply(IDEAS, &s);
+    assert_eq!((l.ideas.len(), from), (3, Some(ReadFrom::Text)));
+    // Unfinished JSON, or JSON only inside an unclosed reasoning block: nothing.
+    for nothing in [
+        r#"{"reasoning": "", "ideas": [{"title": "a", "description": "b"}, {"title": "c"#,
+        format!("<think>{three}").as_str(),
+        "I would rather not.",
+    ] {
+        assert_eq!(read_ideas_reply(nothing, &s).1, None, "{nothing}");
+        assert!(read_ideas_reply(nothing, &s).0.ideas.is_empty());
+    }
+}
+
+#[test]
+fn clusters_are_read_from_json_under_the_texts_placement_rules_else_from_text() {
+    let all = ideas(3, 3);
+    let s = clusters_schema(&idea_ids(&all), 3);
+    let c = |name: &str, theme: &str, ids: &[&str], promise: &str| json!({ "name": name, "theme": theme, "ideas": ids, "promise": promise });
+    let reply = |cs: Vec<Value>| json!({ "reasoning": "", "clusters": cs }).to_string();
+    // An idea placed twice stays in its first cluster; a cluster left empty is dropped and
+    // the next one renumbered.
+    let (read, from) = read_clusters_reply(
+        &reply(vec![
+            c(" People ", "community.", &["model_0_idea_1", "model_1_idea_1"], "HIGH"),
+            c("Again", "", &["model_1_idea_1", "model_0_idea_1"], "LOW"),
+            c("Tech", "  ", &["model_0_idea_2", "model_0_idea_1"], "MEDIUM"),
+        ]),
+        &all,
+        3,
+        &s,
+    );
+    assert_eq!(from, Some(ReadFrom::Json));
+    assert_eq!(read.clusters.len(), 2);
+    assert_eq!(
+        read.clusters[0],
+        Cluster {
+            id: "cluster_1".into(),
+            name: "People".into(),
+            theme: Some("community.".into()),
+            promise: "HIGH".into(),
+            promise_stated: true,
+            idea_ids: vec!["model_0_idea_1".into(), "model_1_idea_1".into()],
+        }
+    );
+    assert_eq!(read.clusters[1].id, "cluster_2");
+    assert_eq!((read.clusters[1].name.as_str(), read.clusters[1].theme.as_deref()), ("Tech", None));
+    assert_eq!(read.clusters[1].idea_ids, ["model_0_idea_2"]);
+    assert_eq!(read.unclustered.len(), 6);
+    // An idea of no run: the JSON does not fit and the text states nothing: unparsed.
+    let foreign = reply(vec![
+        c("A", "", &["model_0_idea_1", "model_7_idea_1"], "HIGH"),
+        c("B", "", &["model_0_idea_2", "model_1_idea_2"], "LOW"),
+        c("C", "", &["model_0_idea_3", "model_1_idea_3"], "LOW"),
+    ]);
+    let (read, from) = read_clusters_reply(&foreign, &all, 3, &s);
+    assert_eq!((read.clusters.len(), from), (0, None));
+    // JSON that does not fit, with the text blocks after it: the text reader reads them.
+    let mixed = format!("{foreign}\n\n{CLUSTERS}");
+    let all3 = ideas(3, 4);
+    let s3 = clusters_schema(&idea_ids(&all3), 6);
+    let (read, from) = read_clusters_reply(&mixed, &all3, 6, &s3);
+    assert_eq!((read.clusters.len(), from), (3, Some(ReadFrom::Text)));
+    assert_eq!(read, read_clusters(CLUSTERS, &all3, 6));
+}
+
+#[test]
+fn scores_are_read_from_json_when_it_fits_else_from_text() {
+    let cs = vec![cluster(1, "HIGH", &["a"]), cluster(2, "LOW", &["b"]), cluster(3, "LOW", &["c"])];
+    let s = scores_schema(3);
+    let r = |c: u64, n: u64, f: u64, i: u64, j: &str| json!({ "cluster": c, "justification": j, "novelty": n, "feasibility": f, "impact": i });
+    let reply = |rs: Vec<Value>| json!({ "reasoning": "", "scores": rs }).to_string();
+    // Cluster 1 rated twice takes its last rating (as a repeated block in text); cluster 3 is
+    // not rated and is unscored.
+    let (scores, from) = read_scores_reply(
+        &reply(vec![r(1, 1, 1, 1, "first"), r(2, 5, 4, 3, " bold "), r(1, 2, 3, 4, "")]),
+        &cs,
+        &s,
+    );
+    assert_eq!(from, Some(ReadFrom::Json));
+    assert_eq!(
+        scores,
+        [
+            ClusterScore {
+                cluster_id: "cluster_1".into(),
+                novelty: 2,
+                feasibility: 3,
+                impact: 4,
+                total: 9,
+                justification: None
+            },
+            ClusterScore {
+                cluster_id: "cluster_2".into(),
+                novelty: 5,
+                feasibility: 4,
+                impact: 3,
+                total: 12,
+                justification: Some("bold".into())
+            },
+        ]
+    );
+    // Out of range: refused, and the text reader reads no JSON.
+    let bad = reply(vec![r(1, 6, 1, 1, ""), r(2, 1, 1, 1, ""), r(3, 1, 1, 1, "")]);
+    assert_eq!(read_scores_reply(&bad, &cs, &s), (vec![], None));
+    // The text format, asked for JSON: read as text.
+    let text = "Cluster 2: Novelty=4 Feasibility=4 Impact=4\nJustification: fine.";
+    let (scores, from) = read_scores_reply(text, &cs, &s);
+    assert_eq!((scores.len(), from), (1, Some(ReadFrom::Text)));
+    assert_eq!(scores, read_scores(text, &cs));
+}
+
+proptest! {
+    /// Whatever JSON the ideas' schema allows is read from it: every idea with a title, as
+    /// stated (trimmed), in order.
+    #[test]
+    fn any_ideas_the_schema_allows_are_read_without_loss(
+        seed in any::<u64>(),
+        min in 3usize..=10,
+        words in "\\PC{0,30}",
+    ) {
+        let s = ideas_schema(min);
+        let n = std::cell::Cell::new(0);
+        let mut rng = SplitMix64::new(seed);
+        // Every string different, so an idea lost or reordered shows.
+        let v = schema::sample(&s.schema, &mut rng, &|f| {
+            n.set(n.get() + 1);
+            format!("{words} {f} {}", n.get())
+        });
+        prop_assert!(s.validate(&v).is_ok());
+        let (l, from) = read_ideas_reply(&v.to_string(), &s);
+        prop_assert_eq!(from, Some(ReadFrom::Json));
+        let stated: Vec<(String, String)> = v["ideas"].as_array().unwrap().iter().map(|i| {
+            (i["title"].as_str().unwrap().trim().trim_matches(['"', '“', '”']).trim().to_string(),
+             i["description"].as_str().unwrap().trim().to_string())
+        }).collect();
+        prop_assert_eq!(l.ideas, stated);
+    }
+
+    /// Whatever JSON the clusters' schema allows is read from it: every cluster as stated,
+    /// each idea in the first cluster naming it, a cluster left with none dropped.
+    #[test]
+    fn any_clusters_the_schema_allows_are_read_without_loss(
+        seed in any::<u64>(),
+        models in 2usize..=4,
+        each in 1usize..=6,
+        max in 3usize..=8,
+    ) {
+        let all = ideas(models, each);
+        let k = cluster_limit(max, all.len());
+        let s = clusters_schema(&idea_ids(&all), k);
+        let mut rng = SplitMix64::new(seed);
+        let v = schema::sample(&s.schema, &mut rng, &|f| format!("the {f}"));
+        prop_assert!(s.validate(&v).is_ok());
+        let (read, from) = read_clusters_reply(&v.to_string(), &all, k, &s);
+        prop_assert_eq!(from, Some(ReadFrom::Json));
+        let mut placed: Vec<String> = Vec::new();
+        let mut expected: Vec<(String, String, Vec<String>)> = Vec::new();
+        for c in v["clusters"].as_array().unwrap() {
+            let ids: Vec<String> = c["ideas"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i.as_str().unwrap().to_string())
+                .filter(|i| !placed.contains(i))
+                .collect();
+            if ids.is_empty() {
+                continue;
+            }
+            placed.extend(ids.clone());
+            let field = |k: &str| c[k].as_str().unwrap().to_string();
+            expected.push((field("name"), field("promise"), ids));
+        }
+        let got: Vec<(String, String, Vec<String>)> = read
+            .clusters
+            .iter()
+            .map(|c| (c.name.clone(), c.promise.clone(), c.idea_ids.clone()))
+            .collect();
+        prop_assert_eq!(got, expected);
+        prop_assert!(read.clusters.iter().all(|c| c.promise_stated && c.theme.is_some()));
+        prop_assert_eq!(read.unclustered.len() + placed.len(), all.len());
+    }
+
+    /// Whatever JSON the scores' schema allows is read from it: each cluster by the last
+    /// rating naming it, every value as stated.
+    #[test]
+    fn any_scores_the_schema_allows_are_read_without_loss(seed in any::<u64>(), k in 1usize..=8) {
+        let cs: Vec<Cluster> = (1..=k).map(|n| cluster(n, "HIGH", &["a"])).collect();
+        let s = scores_schema(k);
+        let mut rng = SplitMix64::new(seed);
+        let v = schema::sample(&s.schema, &mut rng, &|f| format!("the {f}"));
+        let (scores, from) = read_scores_reply(&v.to_string(), &cs, &s);
+        prop_assert_eq!(from, Some(ReadFrom::Json));
+        let items = v["scores"].as_array().unwrap();
+        let expected: Vec<(String, u64, u64, u64)> = (1..=k as u64)
+            .filter_map(|n| {
+                let i = items.iter().rev().find(|i| i["cluster"] == n)?;
+                let v = |d: &str| i[d].as_u64();
+                Some((format!("cluster_{n}"), v("novelty")?, v("feasibility")?, v("impact")?))
+            })
+            .collect();
+        let got: Vec<(String, u64, u64, u64)> = scores
+            .iter()
+            .map(|s| {
+                let (n, f, i) = (s.novelty.into(), s.feasibility.into(), s.impact.into());
+                (s.cluster_id.clone(), n, f, i)
+            })
+            .collect();
+        prop_assert_eq!(got, expected);
+        prop_assert!(scores.iter().all(|s| s.total == s.novelty + s.feasibility + s.impact));
+    }
+}
+
+#[test]
+fn the_json_prompts_keep_the_instructions_and_swap_the_format() {
+    let all = ideas(3, 4);
+    let listed: Vec<&Idea> = all.iter().collect();
+    let ids = idea_ids(&all);
+    let cs = vec![cluster(1, "HIGH", &["model_0_idea_1"]), cluster(2, "LOW", &["model_1_idea_1"])];
+    let pairs = [
+        (ideate_prompt("q", 4), ideate_prompt_as("q", 4, Some(&ideas_schema(4))), "IDEA 1:"),
+        (
+            cluster_prompt("q", &listed, 3, 6),
+            cluster_prompt_as("q", &listed, 3, 6, Some(&clusters_schema(&ids, 6))),
+            "CLUSTER 1:",
+        ),
+        (
+            score_prompt("q", &cs, &all),
+            score_prompt_as("q", &cs, &all, Some(&scores_schema(2))),
+            "Novelty=<1-5>",
+        ),
+    ];
+    for (text, json, format) in pairs {
+        // The same head and material; the format asked differs.
+        let head = text.split("\n\n").take(2).collect::<Vec<_>>().join("\n\n");
+        assert!(json.starts_with(&head), "{json}");
+        assert!(text.contains(format) && !text.contains("JSON"), "{text}");
+        assert!(json.contains(schema::ASKS_FOR_JSON) && !json.contains(format), "{json}");
+        assert!(json.contains("- \"reasoning\": your reasoning, briefly"), "{json}");
+    }
+    let json = cluster_prompt_as("q", &listed, 3, 6, Some(&clusters_schema(&ids, 6)));
+    assert!(json.contains("[model_0_idea_1] idea 0.1 — about 0.1 (Model A)"), "{json}");
+    assert!(json.contains("Group related ideas into 3 to 6 themed clusters"), "{json}");
+    assert!(json.contains(r#""model_2_idea_4""#) && json.contains(r#""HIGH", "MEDIUM", "LOW""#));
+    let json = score_prompt_as("q", &cs, &all, Some(&scores_schema(2)));
+    assert!(json.contains("Cluster 2: C2\nTheme: (not stated)\nIdeas:\n- idea 1.1 — about 1.1"));
+    assert!(json.contains("a whole number from 1 to 5"), "{json}");
+    assert!(ideate_prompt_as("q", 4, Some(&ideas_schema(4))).contains("a list of 4 to 10 items"));
+}
+
+#[test]
+fn every_machine_read_call_carries_its_schema_and_the_prompt_its_route_takes() {
+    // No route takes structured output: the text prompts, the schemas still named (the engine
+    // sends them only where a route takes them), each reading said to be from text.
+    let mut m = mode(&["m0", "m1", "m2"]);
+    let all = drive(&mut m, good);
+    let cs = calls(&all);
+    let schema_of = |role: &str| -> Vec<Option<String>> {
+        cs.iter()
+            .filter(|c| c.role == role)
+            .map(|c| c.schema.as_ref().map(|s| s.name.clone()))
+            .collect()
+    };
+    assert_eq!(schema_of("ideator"), vec![Some(IDEAS_SCHEMA.to_string()); 3]);
+    assert_eq!(schema_of("curator"), [Some(CLUSTERS_SCHEMA.to_string())]);
+    assert_eq!(schema_of("scorer"), vec![Some(SCORES_SCHEMA.to_string()); 3]);
+    assert_eq!(schema_of("refiner"), [None], "the proposal is text a person reads");
+    assert!(cs
+        .iter()
+        .filter(|c| c.schema.is_some())
+        .all(|c| !c.messages[0].content.contains("JSON")));
+    // The quoted material is named, as it stands in the prompt, for fitting a small context.
+    for c in cs.iter().filter(|c| c.role != "ideator" && c.key != "title") {
+        assert_eq!(c.material.len(), 1, "{}", c.role);
+        assert!(c.messages[0].content.contains(&c.material[0].text), "{}", c.role);
+    }
+    let curator = cs.iter().find(|c| c.role == "curator").unwrap();
+    assert_eq!(curator.material[0].name, "the ideas");
+    assert!(curator.material[0].text.starts_with("[model_"));
+    for name in ["ideation_complete", "clustering_complete", "scorer_complete"] {
+        for e in all_emitted(&all, name) {
+            assert_eq!(e["data"]["readFrom"], "text", "{name}: {e}");
+        }
+    }
+    // An unread reply says nothing of where it was read from.
+    let mut m = mode(&["m0", "m1", "m2"]);
+    let all = drive(&mut m, |c| match (c.role.as_str(), c.model.as_str()) {
+        ("ideator", "m2") | ("scorer", "m1") => Some("No.".into()),
+        _ => good(c),
+    });
+    let unread: Vec<Value> = all_emitted(&all, "ideation_complete")
+        .into_iter()
+        .chain(all_emitted(&all, "scorer_complete"))
+        .filter(|e| {
+            e["data"]["model"] == "m2" && e["data"]["ideaCount"] == 0
+                || e["data"]["model"] == "m1" && e["data"]["valid"] == false
+        })
+        .collect();
+    assert_eq!(unread.len(), 2, "{unread:?}");
+    assert!(unread.iter().all(|e| e["data"].get("readFrom").is_none()), "{unread:?}");
+}
+
+/// A good run's answers in JSON for the calls asking for it (text for the others).
+fn good_json(c: &CallSpec) -> Option<String> {
+    let asks_json = c.messages[0].content.contains(schema::ASKS_FOR_JSON);
+    if !asks_json {
+        return good(c);
+    }
+    Some(match c.role.as_str() {
+        "ideator" => {
+            let m = &c.model;
+            let ideas: Vec<Value> = (1..=4)
+                .map(|k| json!({ "title": format!("{m} idea {k}"), "description": format!("Why {m} {k} works.") }))
+                .collect();
+            json!({ "reasoning": "angles", "ideas": ideas }).to_string()
+        }
+        "curator" => json!({ "reasoning": "themes", "clusters": [
+            { "name": "People", "theme": "community.", "promise": "LOW",
+              "ideas": ["model_0_idea_1", "model_1_idea_1", "model_2_idea_1"] },
+            { "name": "Tech", "theme": "tools.", "promise": "HIGH", "ideas": ["model_0_idea_2", "model_1_idea_2"] },
+            { "name": "Money", "theme": "", "promise": "MEDIUM", "ideas": ["model_0_idea_3", "model_2_idea_3"] } ] }).to_string(),
+        "scorer" => json!({ "reasoning": "weighed", "scores": [
+            { "cluster": 1, "justification": "strong.", "novelty": 5, "feasibility": 4, "impact": 5 },
+            { "cluster": 2, "justification": "", "novelty": 3, "feasibility": 3, "impact": 3 },
+            { "cluster": 3, "justification": "", "novelty": 2, "feasibility": 2, "impact": 2 } ] }).to_string(),
+        _ => unreachable!("{}", c.role),
+    })
+}
+
+#[test]
+fn a_run_whose_routes_take_json_reads_from_it_as_the_text_run_reads() {
+    let models = ["m0", "m1", "m2"];
+    // m2 is asked in text; the curator, m0 and m1 in JSON.
+    let mut m = structured_mode(&models, &["m0", "m1", "cur"]);
+    let all = drive(&mut m, good_json);
+    for c in calls(&all).iter().filter(|c| c.schema.is_some()) {
+        let json = c.messages[0].content.contains(schema::ASKS_FOR_JSON);
+        assert_eq!(json, c.model != "m2", "{} {}", c.role, c.model);
+    }
+    let from = |name: &str| -> Vec<(String, Value)> {
+        all_emitted(&all, name)
+            .iter()
+            .map(|e| {
+                (
+                    e["data"]["model"].as_str().unwrap_or("").to_string(),
+                    e["data"]["readFrom"].clone(),
+                )
+            })
+            .collect()
+    };
+    for name in ["ideation_complete", "scorer_complete"] {
+        for (model, read) in from(name) {
+            assert_eq!(read, if model == "m2" { "text" } else { "json" }, "{name} {model}");
+        }
+    }
+    assert_eq!(from("clustering_complete"), [("cur".to_string(), json!("json"))]);
+    // Read from JSON, the run is the text run's: the same ideas, clusters, scores and winner.
+    let mut t = mode(&models);
+    let text = drive(&mut t, good);
+    let stripped = |a: &[Effect], name: &str| -> Vec<Value> {
+        let mut v = all_emitted(a, name);
+        v.iter_mut().for_each(strip_read_from);
+        v
+    };
+    for name in [
+        "ideation_complete",
+        "all_ideation_complete",
+        "clustering_complete",
+        "scorer_complete",
+        "all_scoring_complete",
+        "refinement_start",
+    ] {
+        assert_eq!(stripped(&all, name), stripped(&text, name), "{name}");
+    }
+    assert_eq!(finished(&all), finished(&text));
+    // Stored with each row, and the result rebuilt from the rows is what went out.
+    let stored_rows = stored(&all);
+    let row = |t: &str| {
+        stored_rows.iter().find(|r| r.stage_type == t).unwrap().parsed_data.clone().unwrap()
+    };
+    assert_eq!(row("ideation_0")["readFrom"], "json");
+    assert_eq!(row("ideation_2")["readFrom"], "text");
+    assert_eq!(row("clustering")["readFrom"], "json");
+    assert_eq!(row("scoring_1")["readFrom"], "json");
+    let result = load_result(&stored_rows);
+    assert_eq!(result["clustering"], emitted(&all, "clustering_complete").unwrap()["data"]);
+    let scores: Vec<Value> =
+        all_emitted(&all, "scorer_complete").iter().map(|e| e["data"].clone()).collect();
+    assert_eq!(result["scores"], json!(scores));
+}
+
+fn strip_read_from(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.remove("readFrom");
+            o.values_mut().for_each(strip_read_from);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_read_from),
+        _ => {}
+    }
+}
+
+#[test]
+fn a_brainstorm_on_the_sim_reads_every_machine_read_reply_from_json() {
+    use crate::modes::sim_text::respond_to;
+    let models = ["sim/alpha", "sim/beta", "sim/xss-gamma", "sim/delta"];
+    let mut read = 0;
+    for n in 0..6 {
+        let cfg = json!({ "models": models, "curatorModel": "sim/delta", "refinerModel": "sim/alpha",
+                          "minIdeasPerModel": 3 + n, "maxClusters": 3 + n % 4, "timeoutMs": 120000,
+                          "globalTimeoutMs": 600000 });
+        let mut c =
+            ctx(&format!("Challenge {n}: how could a library attract teenagers?"), vec![], false);
+        c.structured = crate::modes::Structured::models(models);
+        let mut m = Brainstorm::new(&cfg, c).unwrap();
+        let all = crate::modes::testkit::drive(
+            &mut m,
+            |s| Some(respond_to(&s.model, &s.messages, false, s.schema.as_deref())),
+            "t",
+        );
+        assert!(finished(&all).is_some(), "{:?}", failed(&all));
+        let machine: Vec<StageRow> = rows(&all)
+            .into_iter()
+            .filter(|r| ["ideator", "curator", "scorer"].contains(&r.role.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(machine.len(), 4 + 1 + 4, "every stage ran");
+        for r in &machine {
+            let pd = r.parsed_data.as_ref().unwrap();
+            assert_eq!(pd["readFrom"], "json", "{}: {pd}", r.stage_type);
+        }
+        let ideated = all_emitted(&all, "ideation_complete");
+        assert!(
+            ideated.iter().all(|e| e["data"]["ideaCount"].as_u64() >= Some(3 + n)),
+            "{ideated:?}"
+        );
+        read += machine.len();
+        let ranking = emitted(&all, "all_scoring_complete").unwrap();
+        assert_eq!(ranking["data"]["rankingMethod"], "scores");
+    }
+    assert_eq!(read, 6 * 9);
+}
+
+#[test]
+fn the_sim_answers_its_own_schemas_in_json_and_no_other() {
+    let all = ideas(3, 4);
+    let listed: Vec<&Idea> = all.iter().collect();
+    let ids = idea_ids(&all);
+    let (is, cs_schema) = (ideas_schema(5), clusters_schema(&ids, 6));
+    let ip = ideate_prompt_as("q", 5, Some(&is));
+    let cp = cluster_prompt_as("q", &listed, 3, 6, Some(&cs_schema));
+    let ask = |prompt: &str, schema: Option<&ReplySchema>, seed: u64, hostile: bool| {
+        sim_answer(&SimAsk {
+            model: "sim/beta",
+            prompt,
+            messages: &[],
+            seed,
+            malformed: false,
+            hostile,
+            schema,
+        })
+    };
+    for seed in 0..12 {
+        let hostile = seed % 2 == 1;
+        let reply = ask(&ip, Some(&is), seed, hostile).unwrap();
+        let (l, from) = read_ideas_reply(&reply, &is);
+        assert_eq!(from, Some(ReadFrom::Json), "{reply}");
+        assert!((5..=8).contains(&l.ideas.len()));
+        assert!(l.ideas.iter().all(|(t, _)| !t.contains('<')), "hostile text never in a title");
+        let reply = ask(&cp, Some(&cs_schema), seed, hostile).unwrap();
+        let (c, from) = read_clusters_reply(&reply, &all, 6, &cs_schema);
+        assert_eq!(from, Some(ReadFrom::Json), "{reply}");
+        assert!(c.clusters.len() >= 3 && c.clusters.iter().all(|c| c.idea_ids.len() >= 2), "{c:?}");
+        assert!(!c.clusters[0].name.starts_with("Ideas"), "named after an idea: {c:?}");
+        let ss = scores_schema(c.clusters.len());
+        let sp = score_prompt_as("q", &c.clusters, &all, Some(&ss));
+        let reply = ask(&sp, Some(&ss), seed, hostile).unwrap();
+        let (s, from) = read_scores_reply(&reply, &c.clusters, &ss);
+        assert_eq!((s.len(), from), (c.clusters.len(), Some(ReadFrom::Json)), "{reply}");
+    }
+    // Asked for the most ideas: ten.
+    let ten = ideas_schema(10);
+    let reply = ask(&ideate_prompt_as("q", 10, Some(&ten)), Some(&ten), 1, false).unwrap();
+    assert_eq!(read_ideas_reply(&reply, &ten).0.ideas.len(), 10);
+    // Another mode's schema is not ours; a schema on another prompt of this mode neither.
+    let other = ReplySchema::new("council_ranking", schema::reasoned([]));
+    assert_eq!(ask(&ip, Some(&other), 1, false), None);
+    assert_eq!(ask(&cp, Some(&is), 1, false), None);
+}
+
+#[test]
+fn the_curators_prompt_of_many_long_ideas_fits_a_small_context_by_cutting_the_ideas() {
+    // Six ideators of ten long ideas each: on a 4,096-token slot the curator's prompt would
+    // not fit; what the engine cuts is the list of ideas it names, never the instructions or
+    // the JSON format with its ids.
+    let models = ["m0", "m1", "m2", "m3", "m4", "m5"];
+    let mut c = ctx("How could a library attract teenagers?", vec![], false);
+    c.structured = crate::modes::Structured::models(["cur"]);
+    let mut cfg = config(&models);
+    cfg["minIdeasPerModel"] = json!(10);
+    let mut m = Brainstorm::new(&cfg, c).unwrap();
+    let ideators = stage_calls(&m.start());
+    let long =
+        "It draws teenagers in with something they already love, and costs little. ".repeat(5);
+    let mut out = Vec::new();
+    for call in &ideators {
+        let reply: String =
+            (1..=10).map(|k| format!("IDEA {k}: {} idea {k}\n{long}\n\n", call.model)).collect();
+        out.extend(m.on_reply(ok(call, &reply)));
+    }
+    let curator = stage_calls(&out).into_iter().find(|c| c.role == "curator").unwrap();
+    let before = crate::engine::fit::estimate(&curator.messages, 1.0);
+    assert!(before > 4_096, "the prompt is too long as it stands: {before}");
+    let fitted = crate::engine::fit::fit(&curator.messages, &curator.material, 4_096, 2_000, 1.0);
+    assert!(fitted.fits, "{:?}", fitted.cuts);
+    assert!(!fitted.cuts.is_empty(), "the ideas were cut");
+    assert!(fitted.cuts.iter().all(|c| c.what == "the ideas"), "{:?}", fitted.cuts);
+    let prompt = &fitted.messages[0].content;
+    for kept in [
+        CLUSTER_HEAD,
+        "Group related ideas into 3 to 6 themed clusters of 2 to 10 ideas each",
+        schema::ASKS_FOR_JSON,
+        r#""model_5_idea_10""#,
+    ] {
+        assert!(prompt.contains(kept), "{kept}");
+    }
 }

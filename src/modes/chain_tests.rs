@@ -323,6 +323,7 @@ fn the_sim_drafts_and_improves_and_sometimes_adds_meta_commentary() {
                     seed: seed + c.key.len() as u64,
                     malformed,
                     hostile: false,
+                    schema: None,
                 })
             });
             let answer = finished(&all).unwrap();
@@ -347,6 +348,7 @@ fn the_sim_drafts_and_improves_and_sometimes_adds_meta_commentary() {
         seed: 1,
         malformed: false,
         hostile: false,
+        schema: None,
     };
     assert_eq!(sim_answer(&other), None);
 }

@@ -15,15 +15,17 @@
 //! then says `fallbackFrom`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{mark_from_rows, Batch, Calls, Routed, TitleTracker, TITLE_KEY};
-use super::reading::{split_reasoning, Unparsed};
-use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
+use super::common::{mark_from_rows, Batch, Calls, Routed, SplitMix64, TitleTracker, TITLE_KEY};
+use super::reading::{between, split_reasoning, Unparsed};
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_SHORT_CHARS, MAX_TEXT_CHARS};
+use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
     RunContext, StageRow, ValidRequest,
@@ -276,7 +278,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     example: || {
         json!({ "mode": "clarity", "modeConfig": { "content": "Brief: a mobile app for reporting potholes with a photo; the city fixes them within 14 days." } })
     },
-    sim: None,
+    sim: Some(sim_answer),
 };
 
 // ---- prompts --------------------------------------------------------------------------------
@@ -309,8 +311,19 @@ const FORMAT: &str = "Reply with one JSON object and nothing after it:\n\
 \"issues\": [{\"dimension\": \"<dimension key>\", \"issue\": \"what is wrong\", \"suggestedFix\": \"how to fix it\", \"quote\": \"the exact words of the brief concerned\", \"severity\": \"high|medium|low\"}]}";
 
 pub fn evaluation_prompt(cfg: &ClarityConfig, persona: &Persona) -> String {
+    evaluation_prompt_as(cfg, persona, None)
+}
+
+/// The evaluation prompt asking for the spec's JSON in words ([`FORMAT`]), or, given the
+/// stage's schema, for the schema's fields instead (the same instructions otherwise).
+pub fn evaluation_prompt_as(
+    cfg: &ClarityConfig,
+    persona: &Persona,
+    schema: Option<&ReplySchema>,
+) -> String {
+    let format = schema.map_or_else(|| FORMAT.to_string(), ReplySchema::instruction);
     format!(
-        "CLARITY EVALUATION\n\nScore the brief below on seven dimensions, each from 0 to 10, from your perspective as the {}.\n\n{}\nDIMENSIONS:\n{}\n\nYour focus dimensions: {}.\n\n{FORMAT}",
+        "CLARITY EVALUATION\n\nScore the brief below on seven dimensions, each from 0 to 10, from your perspective as the {}.\n\n{}\nDIMENSIONS:\n{}\n\nYour focus dimensions: {}.\n\n{format}",
         persona.name,
         brief_block(cfg),
         dimension_list(),
@@ -336,14 +349,32 @@ fn positions(verdicts: &[Verdict]) -> String {
 }
 
 pub fn discussion_prompt(cfg: &ClarityConfig, persona: &Persona, verdicts: &[Verdict]) -> String {
-    let critiques: Vec<String> =
-        verdicts.iter().map(|v| format!("{}: {}", v.role, v.critique)).collect();
+    discussion_prompt_as(cfg, persona, verdicts, None)
+}
+
+/// The critiques the discussion prompt quotes, one line per evaluator.
+fn critiques(verdicts: &[Verdict]) -> String {
+    verdicts.iter().map(|v| format!("{}: {}", v.role, v.critique)).collect::<Vec<_>>().join("\n")
+}
+
+/// The discussion prompt asking for the spec's JSON in words, or, given the stage's schema,
+/// for the schema's fields instead (its `justification` among them).
+pub fn discussion_prompt_as(
+    cfg: &ClarityConfig,
+    persona: &Persona,
+    verdicts: &[Verdict],
+    schema: Option<&ReplySchema>,
+) -> String {
+    let format = schema.map_or_else(
+        || format!("{FORMAT}\nAdd \"justification\": \"why you revised or kept your scores\" to the object."),
+        ReplySchema::instruction,
+    );
     format!(
-        "CLARITY DISCUSSION\n\nYou are the {}. The panel has scored the brief below. Given the other evaluators' perspectives, would you revise any scores? Explain your reasoning.\n\n{}\nSCORES BY EVALUATOR:\n{}\n\nCRITIQUES:\n{}\n\n{FORMAT}\nAdd \"justification\": \"why you revised or kept your scores\" to the object.",
+        "CLARITY DISCUSSION\n\nYou are the {}. The panel has scored the brief below. Given the other evaluators' perspectives, would you revise any scores? Explain your reasoning.\n\n{}\nSCORES BY EVALUATOR:\n{}\n\nCRITIQUES:\n{}\n\n{format}",
         persona.name,
         brief_block(cfg),
         positions(verdicts),
-        critiques.join("\n")
+        critiques(verdicts)
     )
 }
 
@@ -353,6 +384,22 @@ pub fn arbiter_prompt(
     disputed: &[String],
     summary: &str,
 ) -> String {
+    arbiter_prompt_as(cfg, verdicts, disputed, summary, None)
+}
+
+/// The arbiter's prompt asking for the spec's JSON in words, or, given the stage's schema (its
+/// scores exactly the disputed dimensions), for the schema's fields instead.
+pub fn arbiter_prompt_as(
+    cfg: &ClarityConfig,
+    verdicts: &[Verdict],
+    disputed: &[String],
+    summary: &str,
+    schema: Option<&ReplySchema>,
+) -> String {
+    let format = schema.map_or_else(
+        || "Reply with one JSON object:\n{\"scores\": {\"<dimension key>\": 0-10}, \"reasoning\": \"your detailed reasoning\"}".to_string(),
+        ReplySchema::instruction,
+    );
     let names: Vec<String> = disputed
         .iter()
         .filter_map(|k| DIMENSIONS.iter().find(|d| d.key == k))
@@ -360,8 +407,7 @@ pub fn arbiter_prompt(
         .collect();
     format!(
         "CLARITY ARBITRATION\n\n{}\nSCORES BY EVALUATOR:\n{}\n\nDISPUTED DIMENSIONS: {}\n\nDISCUSSION SUMMARY:\n{summary}\n\n\
-Give a definitive 0-10 score for each disputed dimension. Reply with one JSON object:\n\
-{{\"scores\": {{\"<dimension key>\": 0-10}}, \"reasoning\": \"your detailed reasoning\"}}",
+Give a definitive 0-10 score for each disputed dimension. {format}",
         brief_block(cfg),
         positions(verdicts),
         names.join(", ")
@@ -629,6 +675,9 @@ pub struct Verdict {
     /// `reasoning_only` or `no_answer`. Null when it was.
     #[serde(default)]
     pub unparsed: Option<Unparsed>,
+    /// Where the scorecard was read from (the reply's JSON or its text), when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
 }
 
 /// Scores as `{dimensionKey: score}` in JSON.
@@ -659,6 +708,8 @@ pub fn weighted(scores: &[Option<f64>; 7]) -> Option<f64> {
     (weight > 0.0).then(|| ((sum / weight) * 10.0).round() / 10.0)
 }
 
+/// An evaluator's scorecard read by the text readers (the JSON object the spec's format asks
+/// for, found in any prose, else `Dimension: N` lines); None when the call failed.
 pub fn read_verdict(role: &str, reply: &CallReply) -> Option<Verdict> {
     let text = reply.result.as_ref().ok()?;
     let (scores, obj) = parse_scores(text);
@@ -678,6 +729,290 @@ pub fn read_verdict(role: &str, reply: &CallReply) -> Option<Verdict> {
         response_time_ms: reply.response_time_ms as i64,
         parse_success: readable >= 4,
         unparsed: (readable < 4).then(|| Unparsed::of(text)),
+        read_from: (readable >= 4).then_some(ReadFrom::Text),
+    })
+}
+
+/// The name of an evaluator's first scorecard's schema.
+pub const SCORECARD_SCHEMA: &str = "clarity_scorecard";
+/// The name of a revised scorecard's schema (the discussion round's).
+pub const DISCUSSION_SCHEMA: &str = "clarity_discussion";
+/// The name of the Arbiter's ruling's schema.
+pub const RULING_SCHEMA: &str = "clarity_ruling";
+
+/// The free-text fields' bounds: a critique or justification is "a short paragraph", an
+/// issue's fields a sentence or a quote; at most [`MAX_ISSUES`] issues (the consolidated
+/// critique keeps five). Bounded so a small model looping in a string or a list still closes
+/// the object within its output cap.
+const PARAGRAPH_MAX_CHARS: usize = 600;
+const SENTENCE_MAX_CHARS: usize = 300;
+const MAX_ISSUES: usize = 5;
+
+/// A score from 0 to 10 for each of `keys`, the dimension keys the prompt lists beside their
+/// names (a description per score would only repeat that list).
+fn scores_schema<'a>(keys: impl IntoIterator<Item = &'a str>) -> serde_json::Value {
+    schema::object(keys.into_iter().map(|k| (k, schema::number(0.0, 10.0))))
+}
+
+/// An evaluator's scorecard schema: its reasoning, a 0-10 score per dimension, the critique,
+/// the issues (each naming one of the dimensions, its severity one of the three words) and,
+/// for the discussion round, why it revised or kept its scores.
+fn scorecard_schema(name: &str, discussion: bool) -> Arc<ReplySchema> {
+    let keys: Vec<&str> = DIMENSIONS.iter().map(|d| d.key).collect();
+    let issue = schema::object([
+        ("dimension", schema::described(schema::one_of(&keys), "the dimension concerned")),
+        ("issue", schema::described(schema::text(SENTENCE_MAX_CHARS), "what is wrong")),
+        ("suggestedFix", schema::described(schema::text(SENTENCE_MAX_CHARS), "how to fix it")),
+        (
+            "quote",
+            schema::described(
+                schema::text(SENTENCE_MAX_CHARS),
+                "the exact words of the brief concerned",
+            ),
+        ),
+        ("severity", schema::one_of(&["high", "medium", "low"])),
+    ]);
+    let mut fields = vec![
+        (
+            "scores",
+            schema::described(
+                scores_schema(keys.iter().copied()),
+                "your score from 0 to 10 per dimension",
+            ),
+        ),
+        (
+            "critique",
+            schema::described(
+                schema::text(PARAGRAPH_MAX_CHARS),
+                "a short paragraph explaining your scores",
+            ),
+        ),
+        (
+            "issues",
+            schema::described(
+                schema::list(issue, 0, MAX_ISSUES),
+                "the brief's problems, most important first",
+            ),
+        ),
+    ];
+    if discussion {
+        fields.push((
+            "justification",
+            schema::described(
+                schema::text(PARAGRAPH_MAX_CHARS),
+                "why you revised or kept your scores",
+            ),
+        ));
+    }
+    ReplySchema::new(name, schema::reasoned(fields))
+}
+
+/// The first round's scorecard schema (the same for every run and persona).
+pub fn evaluation_schema() -> Arc<ReplySchema> {
+    scorecard_schema(SCORECARD_SCHEMA, false)
+}
+
+/// The discussion round's scorecard schema: the first's, with a `justification`.
+pub fn discussion_schema() -> Arc<ReplySchema> {
+    scorecard_schema(DISCUSSION_SCHEMA, true)
+}
+
+/// The Arbiter's ruling schema: its reasoning, then a 0-10 score for exactly the disputed
+/// dimensions.
+pub fn ruling_schema(disputed: &[String]) -> Arc<ReplySchema> {
+    ReplySchema::new(
+        RULING_SCHEMA,
+        schema::reasoned([(
+            "scores",
+            schema::described(
+                scores_schema(disputed.iter().map(String::as_str)),
+                "your definitive score from 0 to 10 for each disputed dimension",
+            ),
+        )]),
+    )
+}
+
+/// A scorecard from the reply's JSON, when it fits `schema` and every score reads as the text
+/// reader reads it (0 to 10, one decimal): all seven dimensions, so it always counts.
+fn json_verdict(
+    role: &str,
+    reply: &CallReply,
+    text: &str,
+    schema: &ReplySchema,
+) -> Option<Verdict> {
+    let obj = schema.read(text)?;
+    let given = obj.get("scores")?;
+    let read: Vec<f64> =
+        DIMENSIONS.iter().map(|d| given.get(d.key).and_then(score_value)).collect::<Option<_>>()?;
+    let scores: [Option<f64>; 7] = std::array::from_fn(|i| Some(read[i]));
+    let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_string);
+    Some(Verdict {
+        role: role.to_string(),
+        model: reply.model.clone(),
+        overall: weighted(&scores),
+        critique: s("critique").unwrap_or_default(),
+        issues: issues_of(Some(&obj)),
+        justification: s("justification"),
+        scores,
+        response_time_ms: reply.response_time_ms as i64,
+        parse_success: true,
+        unparsed: None,
+        read_from: Some(ReadFrom::Json),
+    })
+}
+
+/// An evaluator's scorecard read from its JSON when it fits `schema`, else by the text
+/// readers ([`read_verdict`]); None when the call failed.
+pub fn read_verdict_reply(role: &str, reply: &CallReply, schema: &ReplySchema) -> Option<Verdict> {
+    let text = reply.result.as_ref().ok()?;
+    json_verdict(role, reply, text, schema).or_else(|| read_verdict(role, reply))
+}
+
+/// What the Arbiter ruled: its score per disputed dimension it scored, its reasoning, and
+/// where they were read from (None when no disputed dimension was scored).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ruling {
+    pub scores: BTreeMap<String, f64>,
+    pub reasoning: Option<String>,
+    pub read_from: Option<ReadFrom>,
+}
+
+/// The Arbiter's reply read from its JSON when it fits `schema` (every disputed dimension
+/// scored 0-10), else by the text reader, which keeps the disputed dimensions it finds.
+pub fn read_ruling(text: &str, disputed: &[String], schema: &ReplySchema) -> Ruling {
+    let from_json = schema.read(text).and_then(|obj| {
+        let given = obj.get("scores")?;
+        let scores = disputed
+            .iter()
+            .map(|k| given.get(k).and_then(score_value).map(|s| (k.clone(), s)))
+            .collect::<Option<BTreeMap<_, _>>>()?;
+        let reasoning = obj.get(schema::REASONING).and_then(Value::as_str).map(str::to_string);
+        (!scores.is_empty()).then_some(Ruling {
+            scores,
+            reasoning,
+            read_from: Some(ReadFrom::Json),
+        })
+    });
+    if let Some(r) = from_json {
+        return r;
+    }
+    let (scores, obj) = parse_scores(text);
+    let scores: BTreeMap<String, f64> = DIMENSIONS
+        .iter()
+        .zip(scores)
+        .filter(|(dim, _)| disputed.iter().any(|k| k == dim.key))
+        .filter_map(|(dim, s)| s.map(|s| (dim.key.to_string(), s)))
+        .collect();
+    let reasoning =
+        obj.as_ref().and_then(|o| o.get("reasoning")).and_then(Value::as_str).map(str::to_string);
+    let read_from = (!scores.is_empty()).then_some(ReadFrom::Text);
+    Ruling { scores, reasoning, read_from }
+}
+
+// ---- the sim ----------------------------------------------------------------------------------
+
+/// Clarity's sim answer to its three schemas (None for any other prompt or schema): the text
+/// sim's evaluators and Arbiter in JSON. The brief sets the level, each persona leans on its
+/// focus (for about half the briefs the Skeptic finds the evidence far weaker than the others
+/// do), a discussion moves each score toward the panel's middle and the Arbiter rules the
+/// median, so runs take each path (median, post-discussion, arbiter) as they do in text.
+fn sim_answer(ask: &SimAsk) -> Option<String> {
+    let schema = ask.schema.filter(|s| {
+        [SCORECARD_SCHEMA, DISCUSSION_SCHEMA, RULING_SCHEMA].contains(&s.name.as_str())
+    })?;
+    let reply = if schema.name == RULING_SCHEMA {
+        sim_ruling(ask, schema)
+    } else {
+        sim_scorecard(ask, schema.name == DISCUSSION_SCHEMA)
+    };
+    debug_assert!(schema.validate(&reply).is_ok(), "{reply}");
+    Some(reply.to_string())
+}
+
+/// The scores the panel gave dimension `key`, read back from the prompt's `SCORES BY
+/// EVALUATOR:` lines (`- Name (key): skeptic 7, advocate 8, generalist -`).
+fn panel_scores(prompt: &str, key: &str) -> Vec<f64> {
+    let line = prompt.lines().find(|l| l.contains(&format!("({key}):"))).unwrap_or("");
+    let mut v: Vec<f64> = line
+        .split(": ")
+        .nth(1)
+        .unwrap_or("")
+        .split(", ")
+        .filter_map(|x| x.split(' ').nth(1)?.parse().ok())
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// `text` cut to a schema's `maxLength` (in characters, as the schema counts them).
+fn cut(text: String, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+/// An evaluator's sim scorecard, its persona read from the system prompt (as the text sim
+/// reads it) and its brief from the prompt, so the JSON and text sims score a brief alike.
+fn sim_scorecard(ask: &SimAsk, discussion: bool) -> Value {
+    use crate::modes::sim_text::seed_of;
+    let system =
+        ask.messages.iter().find(|m| m.role == "system").map_or("", |m| m.content.as_str());
+    let who = PERSONAS
+        .iter()
+        .find(|p| system.starts_with(p.system_prompt))
+        .map_or("Generalist", |p| p.name);
+    let end = if discussion { "\nSCORES BY EVALUATOR:" } else { "\nDIMENSIONS:" };
+    let brief = between(ask.prompt, "BRIEF:\n", end);
+    let level = 5.0 + (seed_of(&[brief]) % 4) as f64;
+    let contested = seed_of(&[brief, "contested"]).is_multiple_of(2);
+    let mut r = SplitMix64::new(ask.seed);
+    let mut scores = serde_json::Map::new();
+    for (i, d) in DIMENSIONS.iter().enumerate() {
+        let bias = crate::modes::sim_text::clarity_bias(who, i, contested);
+        let mut score: f64 = (level + bias + r.below(3) as f64 - 1.0).clamp(0.0, 10.0);
+        if discussion {
+            let others = panel_scores(ask.prompt, d.key);
+            if let Some(mid) = others.get(others.len() / 2) {
+                let pull = if who == "Skeptic" { 0.3 } else { 0.6 };
+                score = (score + (mid - score) * pull).round();
+            }
+        }
+        scores.insert(d.key.to_string(), json!(score));
+    }
+    let quote =
+        cut(brief.split_whitespace().take(8).collect::<Vec<_>>().join(" "), SENTENCE_MAX_CHARS);
+    let (dim, issue, fix) = crate::modes::sim_text::clarity_issue(who);
+    let (shared_dim, shared_issue, shared_fix) = crate::modes::sim_text::CLARITY_SHARED_ISSUE;
+    let level_word = if level >= 7.0 { "solid" } else { "uneven" };
+    let mut reply = json!({
+        "reasoning": cut(format!("[simulated {who} scorecard from {}] {}Weighing the brief against each dimension's guideline.", ask.model, ask.hostile_paragraph()), schema::REASONING_MAX_CHARS),
+        "scores": scores,
+        "critique": cut(format!("As the {who} I find the brief {level_word}. {}", ask.hostile_paragraph()).trim_end().to_string(), PARAGRAPH_MAX_CHARS),
+        "issues": [
+            { "dimension": dim, "issue": issue, "suggestedFix": fix, "quote": quote, "severity": "high" },
+            { "dimension": shared_dim, "issue": shared_issue, "suggestedFix": shared_fix, "quote": quote, "severity": "medium" },
+        ],
+    });
+    if discussion {
+        reply["justification"] =
+            json!("I moved toward the panel where their reasons were convincing.");
+    }
+    reply
+}
+
+/// The sim Arbiter's ruling: the panel's median on each dimension its schema asks for (the
+/// schema names exactly the disputed ones).
+fn sim_ruling(ask: &SimAsk, schema: &ReplySchema) -> Value {
+    let keys = schema.schema["properties"]["scores"]["properties"].as_object();
+    let scores: serde_json::Map<String, Value> = keys
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| {
+            let v = panel_scores(ask.prompt, k);
+            (k.clone(), json!(v.get(v.len() / 2).copied().unwrap_or(5.0)))
+        })
+        .collect();
+    json!({
+        "reasoning": cut(format!("[simulated arbitration from {}] {}Weighing the evaluators' positions against the brief itself.", ask.model, ask.hostile_paragraph()), schema::REASONING_MAX_CHARS),
+        "scores": scores,
     })
 }
 
@@ -907,6 +1242,11 @@ pub struct Clarity {
     calls: Calls,
     /// The backup Arbiter, when the server configures one.
     arbiter_fallback: Option<String>,
+    /// The reply schemas of the two scoring rounds, built once for the run, and the Arbiter's,
+    /// once the disputed dimensions are known.
+    evaluation_schema: Arc<ReplySchema>,
+    discussion_schema: Arc<ReplySchema>,
+    ruling_schema: Option<Arc<ReplySchema>>,
 }
 
 impl Clarity {
@@ -927,6 +1267,9 @@ impl Clarity {
             title,
             calls: Calls::default(),
             arbiter_fallback,
+            evaluation_schema: evaluation_schema(),
+            discussion_schema: discussion_schema(),
+            ruling_schema: None,
         })
     }
 
@@ -934,15 +1277,40 @@ impl Clarity {
         self.config.models.get(role).cloned().unwrap_or_else(|| SIM_DEFAULT.into())
     }
 
-    fn call(&self, key: String, role: &str, system: &str, prompt: String, stage: &str) -> Effect {
-        Effect::Call(CallSpec::new(
+    /// A call of `role`'s model under its persona's `system` prompt, asked `prompt` in the form
+    /// its route takes (`prompt(None)` the spec's, `prompt(Some(schema))` the schema's) and read
+    /// by `schema`; the brief and `quoted` named as its quoted material.
+    fn call(
+        &self,
+        spec: (String, &str, &str),
+        prompt: impl Fn(Option<&ReplySchema>) -> String,
+        schema: &Arc<ReplySchema>,
+        quoted: Vec<(String, String)>,
+    ) -> CallSpec {
+        let (key, role, stage) = spec;
+        let model = self.model(role);
+        let system =
+            PERSONAS.iter().find(|p| p.role == role).map_or(ARBITER_PROMPT, |p| p.system_prompt);
+        let asked = self.ctx.structured.json(&model).then_some(schema.as_ref());
+        CallSpec::new(
             key,
-            &self.model(role),
-            vec![ChatMessage::system(system), ChatMessage::user(prompt)],
+            &model,
+            vec![ChatMessage::system(system), ChatMessage::user(prompt(asked))],
             stage,
             role,
             self.config.timeout_ms,
-        ))
+        )
+        .with_schema(schema)
+        .quoting(self.brief_material().into_iter().chain(quoted))
+    }
+
+    /// The brief (and its context) as every Clarity prompt quotes it.
+    fn brief_material(&self) -> Vec<(String, String)> {
+        let mut m = vec![("the brief".to_string(), self.config.content.clone())];
+        if let Some(c) = &self.config.context {
+            m.push(("the brief's context".to_string(), c.clone()));
+        }
+        m
     }
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
@@ -966,7 +1334,10 @@ impl Clarity {
         let mut out = Vec::new();
         let index =
             reply.key.strip_prefix("evaluate:").and_then(|i| i.parse::<usize>().ok()).unwrap_or(0);
-        if let Some(v) = PERSONAS.get(index).and_then(|p| read_verdict(p.role, &reply)) {
+        let schema = self.evaluation_schema.clone();
+        if let Some(v) =
+            PERSONAS.get(index).and_then(|p| read_verdict_reply(p.role, &reply, &schema))
+        {
             out.push(Self::verdict_row("evaluation", 1, &v, reply.result.as_deref().unwrap_or("")));
             out.push(Effect::emit("evaluator_complete", json!({ "data": v })));
         }
@@ -977,7 +1348,7 @@ impl Clarity {
         self.initial = replies
             .iter()
             .enumerate()
-            .filter_map(|(i, r)| read_verdict(PERSONAS[i].role, r))
+            .filter_map(|(i, r)| read_verdict_reply(PERSONAS[i].role, r, &schema))
             .filter(|v| v.parse_success)
             .collect();
         if self.initial.len() < 2 {
@@ -1004,16 +1375,17 @@ impl Clarity {
                 "discussion_start",
                 json!({ "data": { "maxSpread": d.max_spread } }),
             ));
-            for (i, v) in self.current.clone().iter().enumerate() {
+            let schema = self.discussion_schema.clone();
+            let quoted = vec![("the critiques".to_string(), critiques(&self.current))];
+            for (i, v) in self.current.iter().enumerate() {
                 let Some(p) = PERSONAS.iter().find(|p| p.role == v.role) else { continue };
-                let prompt = discussion_prompt(&self.config, p, &self.current);
-                out.push(self.call(
-                    self.batch.key(i),
-                    p.role,
-                    p.system_prompt,
-                    prompt,
-                    "discussion",
-                ));
+                let call = self.call(
+                    (self.batch.key(i), p.role, "discussion"),
+                    |json| discussion_prompt_as(&self.config, p, &self.current, json),
+                    &schema,
+                    quoted.clone(),
+                );
+                out.push(Effect::Call(call));
             }
             return out;
         }
@@ -1027,7 +1399,8 @@ impl Clarity {
         let mut changes = Vec::new();
         for (i, before) in self.current.clone().iter().enumerate() {
             let reply = replies.get(i);
-            let read = reply.and_then(|r| read_verdict(&before.role, r));
+            let read =
+                reply.and_then(|r| read_verdict_reply(&before.role, r, &self.discussion_schema));
             match read {
                 Some(mut v) if v.parse_success => {
                     // A dimension left out of the revision keeps its earlier score.
@@ -1086,15 +1459,16 @@ impl Clarity {
         self.phase = Phase::Arbitrating;
         self.first_disagreement =
             Some(Disagreement { disagreeing_dimensions: disputed.clone(), ..d });
-        let prompt = arbiter_prompt(&self.config, &self.current, &disputed, &summary.join("\n"));
-        let spec = CallSpec::new(
-            "arbiter",
-            &self.model("arbiter"),
-            vec![ChatMessage::system(ARBITER_PROMPT), ChatMessage::user(prompt)],
-            "arbiter",
-            "arbiter",
-            self.config.timeout_ms,
+        let summary = summary.join("\n");
+        let schema = ruling_schema(&disputed);
+        // The backup takes the same prompt and schema: it is asked as the Arbiter is.
+        let spec = self.call(
+            ("arbiter".to_string(), "arbiter", "arbiter"),
+            |json| arbiter_prompt_as(&self.config, &self.current, &disputed, &summary, json),
+            &schema,
+            vec![("the discussion summary".to_string(), summary.clone())],
         );
+        self.ruling_schema = Some(schema);
         let backup = self.arbiter_fallback.clone();
         vec![
             Effect::emit(
@@ -1111,21 +1485,20 @@ impl Clarity {
             return self.fail("internal error: no disagreement".into());
         };
         let mut out = Vec::new();
-        let (scores, obj) = reply.result.as_deref().map(parse_scores).unwrap_or(([None; 7], None));
-        let arbiter: BTreeMap<String, f64> = DIMENSIONS
-            .iter()
-            .zip(scores)
-            .filter(|(dim, _)| d.disagreeing_dimensions.iter().any(|k| k == dim.key))
-            .filter_map(|(dim, s)| s.map(|s| (dim.key.to_string(), s)))
-            .collect();
-        let reasoning = obj
-            .as_ref()
-            .and_then(|o| o.get("reasoning"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let mut data = json!({ "model": reply.model, "scores": arbiter, "reasoning": reasoning,
+        let disputed = &d.disagreeing_dimensions;
+        let schema = self.ruling_schema.clone().unwrap_or_else(|| ruling_schema(disputed));
+        let ruling = reply
+            .result
+            .as_deref()
+            .map(|text| read_ruling(text, disputed, &schema))
+            .unwrap_or_default();
+        let arbiter = ruling.scores;
+        let mut data = json!({ "model": reply.model, "scores": arbiter, "reasoning": ruling.reasoning,
                            "responseTimeMs": reply.response_time_ms,
                            "error": reply.result.as_ref().err().map(|e| e.message.clone()) });
+        if let Some(from) = ruling.read_from {
+            data["readFrom"] = json!(from);
+        }
         // An Arbiter that answered without a readable score for a disputed dimension: why.
         data["unparsed"] = match &reply.result {
             Ok(text) if arbiter.is_empty() => json!(Unparsed::of(text)),
@@ -1257,14 +1630,15 @@ impl Mode for Clarity {
                 response_time_ms: None,
             }),
         ];
+        let schema = self.evaluation_schema.clone();
         for (i, p) in PERSONAS.iter().enumerate() {
-            out.push(self.call(
-                self.batch.key(i),
-                p.role,
-                p.system_prompt,
-                evaluation_prompt(&self.config, p),
-                "evaluation",
-            ));
+            let call = self.call(
+                (self.batch.key(i), p.role, "evaluation"),
+                |json| evaluation_prompt_as(&self.config, p, json),
+                &schema,
+                Vec::new(),
+            );
+            out.push(Effect::Call(call));
         }
         let model = self.model("generalist");
         out.extend(self.title.call(

@@ -234,6 +234,7 @@ fn verdict(role: &str, scores: [f64; 7]) -> Verdict {
         response_time_ms: 1,
         parse_success: true,
         unparsed: None,
+        read_from: None,
     }
 }
 
@@ -800,5 +801,417 @@ proptest! {
     fn no_input_makes_the_reader_panic(text in "(\\PC|<think>|</think>|\\{\"scores\": |\\}|```|: |Objectivity: |7|–|-|/){0,120}") {
         let v = read_verdict("skeptic", &reply(&text)).unwrap();
         prop_assert_eq!(v.parse_success, v.unparsed.is_none());
+    }
+}
+
+// ---- structured replies ---------------------------------------------------------------
+
+/// A clarity run whose roles' models `json` are asked for JSON (their routes take structured
+/// output).
+fn structured_clarity(discussion: &str, json: &[&str]) -> Clarity {
+    let cfg = json!({ "content": "The brief text.", "context": "For a city council.", "title": null, "discussion": discussion, "timeoutMs": 60000,
+                      "models": { "skeptic": "s", "advocate": "a", "generalist": "g", "arbiter": "arb" },
+                      "arbiterFallbackModel": "arb2" });
+    let mut ctx = ctx("Score this brief", vec![], false);
+    ctx.structured = crate::modes::Structured::models(json);
+    Clarity::new(&cfg, ctx).expect("a configuration that fits")
+}
+
+/// A scorecard as the schema asks for it.
+fn schema_card(scores: [f64; 7], justification: Option<&str>) -> String {
+    let mut v = json!({
+        "reasoning": "The evidence is thin.",
+        "scores": DIMENSIONS.iter().zip(scores).map(|(d, s)| (d.key.to_string(), json!(s))).collect::<serde_json::Map<_, _>>(),
+        "critique": "Solid structure, weak sourcing.",
+        "issues": [{ "dimension": "evidenceQuality", "issue": "No sources", "suggestedFix": "Cite them",
+                     "quote": "The brief text.", "severity": "high" }],
+    });
+    if let Some(j) = justification {
+        v["justification"] = json!(j);
+    }
+    v.to_string()
+}
+
+#[test]
+fn roles_that_take_json_are_asked_for_their_schemas_and_the_others_for_text() {
+    let mut c = structured_clarity("always", &["s", "g", "arb"]);
+    let evals = stage_calls(&c.start());
+    assert!(evals.iter().all(|e| e.schema.as_ref().is_some_and(|s| s.name == "clarity_scorecard")));
+    let schema = evals[0].schema.clone().unwrap();
+    let props = &schema.schema["properties"];
+    let keys: Vec<&String> = props.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["reasoning", "scores", "critique", "issues"], "reasoning first");
+    let dims: Vec<&String> = props["scores"]["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(dims, DIMENSIONS.iter().map(|d| d.key).collect::<Vec<_>>());
+    let score = &props["scores"]["properties"]["objectivity"];
+    assert_eq!((score["minimum"].as_f64(), score["maximum"].as_f64()), (Some(0.0), Some(10.0)));
+    assert_eq!(
+        props["issues"]["items"]["properties"]["severity"]["enum"],
+        json!(["high", "medium", "low"])
+    );
+    // The JSON prompt keeps the instructions and the system prompt, and swaps the format; the
+    // text one is the spec's.
+    let (json_prompt, text_prompt) = (&evals[0].messages[1].content, &evals[1].messages[1].content);
+    assert!(evals[0].messages[0].content.starts_with("You are the Skeptic"));
+    for kept in [
+        "CLARITY EVALUATION",
+        "DIMENSIONS:\n- First-Principles Coherence",
+        "Your focus dimensions: evidenceQuality",
+    ] {
+        assert!(json_prompt.contains(kept), "{kept}");
+    }
+    assert!(
+        json_prompt.contains("Reply with a single JSON object")
+            && !json_prompt.contains("0-10, \"internalConsistency\"")
+    );
+    let cfg: ClarityConfig = serde_json::from_value(
+        json!({ "content": "The brief text.", "context": "For a city council.", "title": null,
+        "models": {}, "discussion": "always", "timeoutMs": 60000 }),
+    )
+    .unwrap();
+    assert_eq!(text_prompt, &evaluation_prompt(&cfg, &PERSONAS[1]), "the text form is the spec's");
+    // The brief and its context are named, for fitting into a small context.
+    let names: Vec<&str> = evals[0].material.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["the brief", "the brief's context"]);
+    // The discussion asks for its own schema, with the justification, and quotes the critiques.
+    let disc = stage_calls(&feed(
+        &mut c,
+        evals.iter().map(|e| ok(e, &schema_card([7.0; 7], None))).collect(),
+    ));
+    assert!(disc.iter().all(|d| d.schema.as_ref().is_some_and(|s| s.name == "clarity_discussion")));
+    let keys: Vec<String> = disc[0].schema.as_ref().unwrap().schema["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, ["reasoning", "scores", "critique", "issues", "justification"]);
+    assert!(disc[0].messages[1]
+        .content
+        .contains("\"justification\": why you revised or kept your scores"));
+    assert!(
+        disc[1].messages[1].content.contains("Add \"justification\""),
+        "the Advocate is asked in text"
+    );
+    assert!(disc[0].material.iter().any(|m| m.name == "the critiques"));
+    assert!(disc
+        .iter()
+        .chain(&evals)
+        .all(|c| c.material.iter().all(|m| c.messages[1].content.contains(&m.text))));
+}
+
+#[test]
+fn the_arbiter_and_its_backup_are_asked_for_exactly_the_disputed_dimensions() {
+    let mut c = structured_clarity("never", &["s", "a", "g", "arb"]);
+    let evals = stage_calls(&c.start());
+    let mut low = [7.0; 7];
+    low[2] = 2.0;
+    let e = feed(
+        &mut c,
+        vec![
+            ok(&evals[0], &schema_card(low, None)),
+            ok(&evals[1], &schema_card([7.0; 7], None)),
+            ok(&evals[2], &schema_card([8.0; 7], None)),
+        ],
+    );
+    let arb = stage_calls(&e);
+    let schema = arb[0].schema.clone().unwrap();
+    assert_eq!(schema.name, "clarity_ruling");
+    let keys: Vec<&String> = schema.schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["reasoning", "scores"]);
+    let dims: Vec<&String> =
+        schema.schema["properties"]["scores"]["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(dims, ["evidenceQuality"]);
+    assert_eq!(arb[0].messages[0].content, ARBITER_PROMPT);
+    let prompt = &arb[0].messages[1].content;
+    assert!(prompt.contains(
+        "Give a definitive 0-10 score for each disputed dimension. Reply with a single JSON object"
+    ));
+    assert!(arb[0].material.iter().any(|m| m.name == "the discussion summary"));
+    // The Arbiter fails: its backup is asked the same, schema included.
+    let out = c.on_reply(err(&arb[0]));
+    let backup = stage_calls(&out);
+    assert_eq!(backup[0].model, "arb2");
+    assert_eq!((backup[0].schema.as_ref(), &backup[0].messages), (Some(&schema), &arb[0].messages));
+    let out = c.on_reply(ok(
+        &backup[0],
+        r#"{"reasoning": "The sources are thin.", "scores": {"evidenceQuality": 4.5}}"#,
+    ));
+    let data = emitted(&out, "arbiter_complete").unwrap()["data"].clone();
+    assert_eq!(
+        (&data["scores"], &data["readFrom"], &data["reasoning"]),
+        (&json!({ "evidenceQuality": 4.5 }), &json!("json"), &json!("The sources are thin."))
+    );
+    let stored = rows(&out);
+    let row = stored.iter().find(|r| r.stage_type == "arbiter").unwrap();
+    assert_eq!(row.parsed_data.as_ref().unwrap()["readFrom"], "json");
+}
+
+#[test]
+fn the_schemas_accept_what_the_readers_read_and_refuse_what_they_refuse() {
+    let schema = evaluation_schema();
+    let good: Value =
+        serde_json::from_str(&schema_card([0.0, 10.0, 6.5, 7.0, 7.0, 7.0, 7.0], None)).unwrap();
+    assert_eq!(schema.validate(&good), Ok(()));
+    let with = |path: &[&str], v: Value| {
+        let mut card = good.clone();
+        let mut at = &mut card;
+        for p in &path[..path.len() - 1] {
+            at = if let Ok(i) = p.parse::<usize>() { &mut at[i] } else { &mut at[*p] };
+        }
+        at[path[path.len() - 1]] = v;
+        card
+    };
+    for bad in [
+        // Out of the 0-10 range, or not a number: the text reader refuses these too.
+        with(&["scores", "objectivity"], json!(10.5)),
+        with(&["scores", "objectivity"], json!(-1)),
+        with(&["scores", "objectivity"], json!("7")),
+        // A dimension outside the seven, or one missing.
+        with(&["scores", "style"], json!(5)),
+        json!({ "reasoning": "", "scores": { "objectivity": 5 }, "critique": "", "issues": [] }),
+        // An issue naming a foreign dimension or severity.
+        with(&["issues", "0", "dimension"], json!("style")),
+        with(&["issues", "0", "severity"], json!("critical")),
+        // A justification in the first round.
+        with(&["justification"], json!("why")),
+    ] {
+        assert!(schema.validate(&bad).is_err(), "{bad}");
+    }
+    // The discussion's requires the justification; the ruling takes only the disputed keys.
+    assert!(discussion_schema().validate(&good).is_err());
+    let ruling = ruling_schema(&["evidenceQuality".to_string(), "objectivity".to_string()]);
+    assert!(ruling
+        .validate(
+            &json!({ "reasoning": "", "scores": { "evidenceQuality": 4, "objectivity": 6.5 } })
+        )
+        .is_ok());
+    for bad in [
+        json!({ "reasoning": "", "scores": { "evidenceQuality": 4 } }),
+        json!({ "reasoning": "", "scores": { "evidenceQuality": 4, "objectivity": 6, "accessibility": 1 } }),
+        json!({ "reasoning": "", "scores": { "evidenceQuality": 11, "objectivity": 6 } }),
+    ] {
+        assert!(ruling.validate(&bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn scorecards_are_read_from_json_that_fits_else_by_the_text_readers_and_say_which() {
+    let schema = evaluation_schema();
+    let v = read_verdict_reply(
+        "skeptic",
+        &reply(&format!("<think>x</think>{}", schema_card([6.0; 7], None))),
+        &schema,
+    )
+    .unwrap();
+    assert_eq!(v.read_from, Some(ReadFrom::Json));
+    assert_eq!(
+        (v.overall, v.critique.as_str(), v.issues.len()),
+        (Some(6.0), "Solid structure, weak sourcing.", 1)
+    );
+    assert_eq!(v.issues[0].severity, "high");
+    assert!(v.parse_success && v.unparsed.is_none());
+    // A score out of range: the schema refuses it and the text reader reads the rest of the
+    // object (six dimensions count).
+    let mut high = [6.0; 7];
+    high[3] = 11.0;
+    let v = read_verdict_reply("skeptic", &reply(&schema_card(high, None)), &schema).unwrap();
+    assert_eq!((v.read_from, v.scores[3], v.parse_success), (Some(ReadFrom::Text), None, true));
+    // The spec's own format (a JSON object in prose) is text to this reader.
+    let v = read_verdict_reply("skeptic", &reply(&card([7.0; 7], "")), &schema).unwrap();
+    assert_eq!(v.read_from, Some(ReadFrom::Text));
+    // Nothing readable: unparsed, and no readFrom.
+    let v = read_verdict_reply("skeptic", &reply("A fine brief overall."), &schema).unwrap();
+    assert_eq!((v.read_from, v.unparsed), (None, Some(Unparsed::NoAnswer)));
+    let v = read_verdict_reply(
+        "skeptic",
+        &reply(&format!("<think>{}", schema_card([6.0; 7], None))),
+        &schema,
+    )
+    .unwrap();
+    assert_eq!((v.read_from, v.unparsed), (None, Some(Unparsed::ReasoningOnly)));
+    // The Arbiter: JSON naming a dimension outside the dispute is refused, and the text reader
+    // keeps only the disputed one.
+    let disputed = ["evidenceQuality".to_string()];
+    let ruling = ruling_schema(&disputed);
+    let r =
+        read_ruling(r#"{"reasoning": "r", "scores": {"evidenceQuality": 5}}"#, &disputed, &ruling);
+    assert_eq!((r.scores.get("evidenceQuality"), r.read_from), (Some(&5.0), Some(ReadFrom::Json)));
+    let r = read_ruling(
+        r#"{"scores": {"evidenceQuality": 5, "accessibility": 1}, "reasoning": "r"}"#,
+        &disputed,
+        &ruling,
+    );
+    assert_eq!(
+        (r.scores.len(), r.read_from, r.reasoning.as_deref()),
+        (1, Some(ReadFrom::Text), Some("r"))
+    );
+    let r = read_ruling("I would not score this.", &disputed, &ruling);
+    assert_eq!((r.scores.len(), r.read_from), (0, None));
+}
+
+#[test]
+fn json_scorecards_are_stored_with_read_from_live_and_from_rows() {
+    let mut c = structured_clarity("always", &["s", "a", "g"]);
+    let mut all = c.start();
+    let evals = stage_calls(&all);
+    let e = feed(
+        &mut c,
+        vec![
+            ok(&evals[0], &schema_card([5.0; 7], None)),
+            ok(&evals[1], &card([6.0; 7], "")),
+            ok(&evals[2], &schema_card([7.0; 7], None)),
+        ],
+    );
+    let live: Vec<Value> = e
+        .iter()
+        .filter_map(|x| match x {
+            Effect::Emit { event, data } if event == "evaluator_complete" => {
+                Some(data["data"].clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        live.iter().map(|v| v["readFrom"].clone()).collect::<Vec<_>>(),
+        vec![json!("json"), json!("text"), json!("json")]
+    );
+    let disc = stage_calls(&e);
+    all.extend(e);
+    let e = feed(
+        &mut c,
+        vec![
+            ok(&disc[0], &schema_card([6.0; 7], Some("Moved toward the panel."))),
+            ok(&disc[1], "I keep my scores."),
+            ok(&disc[2], &schema_card([6.5; 7], Some("Kept mostly."))),
+        ],
+    );
+    let done = emitted(&e, "discussion_complete").unwrap()["data"].clone();
+    assert_eq!(done["changes"][0]["justification"], "Moved toward the panel.");
+    let stored: Vec<Value> = rows(&e)
+        .iter()
+        .filter(|r| r.stage_type == "discussion")
+        .map(|r| r.parsed_data.clone().unwrap())
+        .collect();
+    assert_eq!(
+        stored.iter().map(|v| v.get("readFrom").cloned()).collect::<Vec<_>>(),
+        vec![Some(json!("json")), None, Some(json!("json"))]
+    );
+    all.extend(e);
+    assert!(finished(&all).is_some());
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["evaluations"], json!(live), "rebuilt from rows as it went out live");
+    assert_eq!(loaded["discussion"], json!(stored));
+}
+
+#[test]
+fn a_clarity_run_on_the_sim_reads_every_reply_from_json() {
+    use crate::modes::sim_text::respond_to;
+    // Briefs vary in how much the Skeptic disputes the evidence: some reach the Arbiter.
+    let mut arbitrated = 0;
+    for n in 0..8 {
+        let cfg = json!({ "content": format!("Brief {n}: a mobile app for reporting potholes."), "context": null, "title": null,
+                          "discussion": "auto", "timeoutMs": 60000,
+                          "models": { "skeptic": "sim/a", "advocate": "sim/b", "generalist": "sim/xss-c", "arbiter": "sim/d" } });
+        let mut ctx = ctx("Score this brief", vec![], false);
+        ctx.structured = crate::modes::Structured::models(["sim/a", "sim/b", "sim/xss-c", "sim/d"]);
+        let mut c = Clarity::new(&cfg, ctx).unwrap();
+        let all = crate::modes::testkit::drive(
+            &mut c,
+            |s| Some(respond_to(&s.model, &s.messages, false, s.schema.as_deref())),
+            "t",
+        );
+        assert!(finished(&all).is_some(), "{:?}", failed(&all));
+        let read: Vec<Value> = rows(&all)
+            .iter()
+            .filter(|r| r.model.is_some())
+            .map(|r| r.parsed_data.clone().unwrap())
+            .collect();
+        assert!(read.len() >= 3);
+        assert!(read.iter().all(|pd| pd["readFrom"] == "json"), "{read:?}");
+        arbitrated += usize::from(rows(&all).iter().any(|r| r.stage_type == "arbiter"));
+    }
+    assert!(arbitrated > 0 && arbitrated < 8, "{arbitrated} of 8 reached the Arbiter");
+}
+
+#[test]
+fn the_sim_answers_only_its_own_schemas() {
+    use crate::modes::registry::SimAsk;
+    fn asking<'a>(
+        prompt: &'a str,
+        messages: &'a [ChatMessage],
+        schema: Option<&'a ReplySchema>,
+    ) -> SimAsk<'a> {
+        SimAsk {
+            model: "sim/a",
+            prompt,
+            messages,
+            seed: 7,
+            malformed: false,
+            hostile: true,
+            schema,
+        }
+    }
+    let cfg: ClarityConfig = serde_json::from_value(
+        json!({ "content": "The brief text.", "context": null, "title": null,
+        "models": {}, "discussion": "always", "timeoutMs": 60000 }),
+    )
+    .unwrap();
+    let disputed = vec!["objectivity".to_string()];
+    let v = [verdict("skeptic", [3.0; 7]), verdict("advocate", [9.0; 7])];
+    for (schema, prompt) in [
+        (evaluation_schema(), evaluation_prompt_as(&cfg, &PERSONAS[0], Some(&evaluation_schema()))),
+        (
+            discussion_schema(),
+            discussion_prompt_as(&cfg, &PERSONAS[0], &v, Some(&discussion_schema())),
+        ),
+        (
+            ruling_schema(&disputed),
+            arbiter_prompt_as(&cfg, &v, &disputed, "s", Some(&ruling_schema(&disputed))),
+        ),
+    ] {
+        let messages =
+            [ChatMessage::system(PERSONAS[0].system_prompt), ChatMessage::user(prompt.clone())];
+        let reply = sim_answer(&asking(&prompt, &messages, Some(&schema))).unwrap();
+        assert!(schema.read(&reply).is_some(), "{}: {reply}", schema.name);
+        assert_eq!(sim_answer(&asking(&prompt, &messages, None)), None);
+    }
+    let other = ReplySchema::new("jury_verdict", schema::reasoned([]));
+    assert_eq!(sim_answer(&asking("x", &[], Some(&other))), None);
+}
+
+proptest! {
+    /// Whatever JSON each schema allows is read from it, whole.
+    #[test]
+    fn any_reply_the_schemas_allow_is_read_without_loss(seed in any::<u64>(), discussion in any::<bool>(), k in 1usize..8) {
+        let schema = if discussion { discussion_schema() } else { evaluation_schema() };
+        let mut rng = crate::modes::common::SplitMix64::new(seed);
+        let v = schema::sample(&schema.schema, &mut rng, &|f| format!("words for {f}"));
+        let got = read_verdict_reply("skeptic", &reply(&v.to_string()), &schema).unwrap();
+        prop_assert_eq!(got.read_from, Some(ReadFrom::Json));
+        for (i, d) in DIMENSIONS.iter().enumerate() {
+            prop_assert_eq!(got.scores[i], v["scores"][d.key].as_f64());
+        }
+        prop_assert_eq!(Some(got.critique.as_str()), v["critique"].as_str());
+        prop_assert_eq!(got.justification.as_deref(), v.get("justification").and_then(Value::as_str));
+        let issues = v["issues"].as_array().unwrap();
+        prop_assert_eq!(got.issues.len(), issues.len());
+        for (a, b) in got.issues.iter().zip(issues) {
+            prop_assert_eq!(Some(a.dimension.as_str()), b["dimension"].as_str());
+            prop_assert_eq!(Some(a.issue.as_str()), b["issue"].as_str());
+            prop_assert_eq!(Some(a.suggested_fix.as_str()), b["suggestedFix"].as_str());
+            prop_assert_eq!(Some(a.quote.as_str()), b["quote"].as_str());
+            prop_assert_eq!(Some(a.severity.as_str()), b["severity"].as_str());
+        }
+        // The ruling over any `k` disputed dimensions.
+        let disputed: Vec<String> = DIMENSIONS.iter().take(k).map(|d| d.key.to_string()).collect();
+        let ruling = ruling_schema(&disputed);
+        let v = schema::sample(&ruling.schema, &mut rng, &|f| format!("words for {f}"));
+        let r = read_ruling(&v.to_string(), &disputed, &ruling);
+        prop_assert_eq!(r.read_from, Some(ReadFrom::Json));
+        prop_assert_eq!(r.reasoning.as_deref(), v["reasoning"].as_str());
+        for k in &disputed {
+            prop_assert_eq!(r.scores.get(k).copied(), v["scores"][k].as_f64());
+        }
     }
 }

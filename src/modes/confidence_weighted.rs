@@ -13,8 +13,14 @@
 //! - The title call goes to the synthesis model at the start.
 //! - Each answer is stored the moment it arrives, the weights when every answer is in, so a
 //!   cancelled or interrupted run keeps what finished.
+//! - Structured replies: a respondent whose route takes structured output is asked for
+//!   `confidence_weighted_answer` (its reasoning, answer, confidence from 0 to 1 and what it is
+//!   sure of) instead of the `RESPONSE:` format. A JSON confidence has no scale to read, so it
+//!   is held to 0-1: one outside it does not fit, and the reply goes to the text reader. The
+//!   answer says where its confidence was read from (`readFrom`), none when none was stated.
+//!   The synthesis is text a person reads.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use schemars::JsonSchema;
@@ -25,9 +31,10 @@ use super::common::{
     empty_is_failure, mark_from_rows, member_names, role_failed, title_prompt, with_history, Calls,
     Routed, SplitMix64, TitleTracker, TITLE_KEY,
 };
-use super::reading::answer_text;
+use super::reading::{answer_text, readable};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
+use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
     request, CallError, CallErrorKind, CallReply, CallSpec, Defaults, Effect, Fallbacks,
     FieldError, Mode, RunContext, StageRow, ValidRequest,
@@ -187,12 +194,61 @@ pub const SYNTHESIS_HEAD: &str =
     "You are writing one answer from several answers weighted by their authors' confidence.";
 
 pub fn answer_prompt(question: &str) -> String {
+    answer_prompt_as(question, None)
+}
+
+/// The answer prompt asking for the spec's `RESPONSE:` / `CONFIDENCE:` format, or, given the
+/// stage's schema, for its JSON instead (the same instructions otherwise).
+pub fn answer_prompt_as(question: &str, schema: Option<&ReplySchema>) -> String {
+    let format = match schema {
+        Some(s) => s.instruction(),
+        None => "Reply in exactly this format:\n\nRESPONSE:\n<your answer>\n\nCONFIDENCE: <a \
+                 number from 0.0 to 1.0>\nCONFIDENCE_REASONING: <one or two sentences>"
+            .to_string(),
+    };
     format!(
         "{question}\n\n---\nAnswer the question above, {ANSWER_HEAD} A confidence of 0.0 means a \
          guess and 1.0 means certain. Then say in one or two sentences what you know for sure \
-         and what you are unsure of.\n\nReply in exactly this format:\n\nRESPONSE:\n<your \
-         answer>\n\nCONFIDENCE: <a number from 0.0 to 1.0>\nCONFIDENCE_REASONING: <one or two \
-         sentences>"
+         and what you are unsure of.\n\n{format}"
+    )
+}
+
+/// The answer's schema name.
+pub const ANSWER_SCHEMA: &str = "confidence_weighted_answer";
+/// The longest answer a JSON reply may give: a full answer, bounded so a small model looping
+/// inside it still closes its JSON within its output cap.
+pub const RESPONSE_MAX_CHARS: usize = 4000;
+/// The longest confidence reasoning (the prompt asks for one or two sentences).
+pub const CONFIDENCE_REASONING_MAX_CHARS: usize = 400;
+
+/// The answer's reply schema: the model's reasoning, its answer, its confidence (0 to 1) and
+/// what it knows for sure and what not. The same for every run, built once per run.
+pub fn answer_schema() -> Arc<ReplySchema> {
+    ReplySchema::new(
+        ANSWER_SCHEMA,
+        schema::reasoned([
+            (
+                "response",
+                schema::described(
+                    schema::text(RESPONSE_MAX_CHARS),
+                    "your answer to the question, in full",
+                ),
+            ),
+            (
+                "confidence",
+                schema::described(
+                    schema::number(0.0, 1.0),
+                    "how confident you are in your answer: 0.0 means a guess, 1.0 means certain",
+                ),
+            ),
+            (
+                "confidence_reasoning",
+                schema::described(
+                    schema::text(CONFIDENCE_REASONING_MAX_CHARS),
+                    "one or two sentences: what you know for sure and what you are unsure of",
+                ),
+            ),
+        ]),
     )
 }
 
@@ -214,7 +270,10 @@ pub fn synthesis_prompt(question: &str, answers: &[Weighted], temperature: f64) 
         };
         p.push_str(&format!(
             "--- {} (weight {:.2}%, stated confidence {:.2}){flag} ---\n{}\n\n",
-            a.model, a.weight.weight_percent, a.weight.raw_confidence, a.response
+            a.model,
+            a.weight.weight_percent,
+            a.weight.raw_confidence,
+            readable(a.response)
         ));
     }
     p.push_str(&format!("Weight table (softmax of the confidences, temperature {temperature}):\n"));
@@ -480,9 +539,43 @@ pub struct AnswerData {
     pub parsed_successfully: bool,
     pub clamped: bool,
     pub response_time_ms: i64,
+    /// Where the confidence was read from (its JSON or its text), when one was stated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
 }
 
-/// A reply read as an answer.
+/// A reply read as an answer: from its JSON when it fits `schema` (the answer, the confidence
+/// and its reasoning as the fields state them), else by its text ([`read_answer`]).
+pub fn read_answer_reply(
+    index: usize,
+    model: &str,
+    reply: &str,
+    ms: i64,
+    schema: &ReplySchema,
+) -> AnswerData {
+    let from_json = schema.read(reply).and_then(|v| {
+        let confidence = v.get("confidence")?.as_f64().filter(|c| (0.0..=1.0).contains(c))?;
+        let field = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").trim().to_string();
+        Some(AnswerData {
+            index,
+            model: model.to_string(),
+            response: field("response"),
+            confidence,
+            confidence_reasoning: field("confidence_reasoning"),
+            parsed_successfully: true,
+            clamped: false,
+            response_time_ms: ms,
+            read_from: Some(ReadFrom::Json),
+        })
+    });
+    from_json.unwrap_or_else(|| {
+        let mut a = read_answer(index, model, reply, ms);
+        a.read_from = a.parsed_successfully.then_some(ReadFrom::Text);
+        a
+    })
+}
+
+/// A reply read as an answer by its text.
 pub fn read_answer(index: usize, model: &str, reply: &str, ms: i64) -> AnswerData {
     let text = answer_text(reply);
     let c = parse_confidence(&text);
@@ -495,6 +588,7 @@ pub fn read_answer(index: usize, model: &str, reply: &str, ms: i64) -> AnswerDat
         parsed_successfully: c.parsed_successfully,
         clamped: c.clamped,
         response_time_ms: ms,
+        read_from: None,
     }
 }
 
@@ -515,6 +609,8 @@ pub struct ConfidenceWeighted {
     pending: usize,
     failed_count: usize,
     weights: Vec<Weight>,
+    /// The answer's reply schema, built once for the run.
+    answer_schema: Arc<ReplySchema>,
     title: TitleTracker,
     calls: Calls,
 }
@@ -527,14 +623,14 @@ fn stage_order(stage: &str) -> i32 {
     }
 }
 
-/// A reply whose answer (or synthesis) is empty once its markers are read, as a failed call.
-fn no_content_is_failure(mut reply: CallReply, synthesis: bool) -> CallReply {
+/// A reply whose answer (or synthesis) is empty once its markers (or its JSON) are read, as a
+/// failed call.
+fn no_content_is_failure(mut reply: CallReply, synthesis: bool, schema: &ReplySchema) -> CallReply {
     if let Ok(t) = &reply.result {
-        let text = answer_text(t);
         let empty = if synthesis {
-            parse_synthesis(&text).0.is_empty()
+            parse_synthesis(&answer_text(t)).0.is_empty()
         } else {
-            parse_response(&text).is_empty()
+            read_answer_reply(0, "", t, 0, schema).response.is_empty()
         };
         if empty {
             let what =
@@ -565,6 +661,7 @@ impl ConfidenceWeighted {
             pending: n,
             failed_count: 0,
             weights: Vec::new(),
+            answer_schema: answer_schema(),
             title,
             calls: Calls::default(),
         })
@@ -587,7 +684,8 @@ impl ConfidenceWeighted {
         let mut out = Vec::new();
         match &reply.result {
             Ok(text) => {
-                let a = read_answer(i, &self.names[i], text, reply.response_time_ms as i64);
+                let ms = reply.response_time_ms as i64;
+                let a = read_answer_reply(i, &self.names[i], text, ms, &self.answer_schema);
                 let mut parsed = json!(a);
                 if let Some(o) = parsed.as_object_mut() {
                     o.remove("response");
@@ -653,6 +751,11 @@ impl ConfidenceWeighted {
             })
             .collect();
         let prompt = synthesis_prompt(&self.ctx.question, &shown, self.config.temperature);
+        // The answers as the prompt quotes them: cut first when it would not fit its model.
+        let material: Vec<(String, String)> = shown
+            .iter()
+            .map(|a| (format!("{}'s answer", a.model), readable(a.response).into_owned()))
+            .collect();
         let spec = CallSpec::new(
             "synthesis",
             &self.config.synthesis_model,
@@ -660,7 +763,8 @@ impl ConfidenceWeighted {
             "synthesis",
             "synthesizer",
             self.config.timeout_ms,
-        );
+        )
+        .quoting(material);
         let backup = self.config.synthesis_fallback_model.clone();
         out.push(self.calls.solo(spec, 2, backup.as_deref()));
         self.phase = Phase::Synthesising;
@@ -759,17 +863,25 @@ impl Mode for ConfidenceWeighted {
             ),
             Effect::emit("answers_start", json!({})),
         ];
-        let messages =
+        let schema = &self.answer_schema;
+        let text =
             with_history(&self.ctx.history, HISTORY_TURNS, &answer_prompt(&self.ctx.question));
+        let json = with_history(
+            &self.ctx.history,
+            HISTORY_TURNS,
+            &answer_prompt_as(&self.ctx.question, Some(schema)),
+        );
         for (i, model) in self.config.models.iter().enumerate() {
-            out.push(Effect::Call(CallSpec::new(
+            let messages = self.ctx.structured.pick(model, &text, &json).clone();
+            let call = CallSpec::new(
                 format!("answer:{i}"),
                 model,
-                messages.clone(),
+                messages,
                 "answer",
                 "respondent",
                 self.config.timeout_ms,
-            )));
+            );
+            out.push(Effect::Call(call.with_schema(schema)));
         }
         let model = self.config.synthesis_model.clone();
         out.extend(self.title.call(
@@ -786,7 +898,7 @@ impl Mode for ConfidenceWeighted {
             return self.title.on_reply(&reply);
         }
         let synthesis = reply.key.starts_with("synthesis");
-        let reply = no_content_is_failure(empty_is_failure(reply), synthesis);
+        let reply = no_content_is_failure(empty_is_failure(reply), synthesis, &self.answer_schema);
         let (mut out, routed) = self.calls.route(reply);
         let Some(routed) = routed else { return out };
         out.extend(match self.phase {
@@ -803,12 +915,14 @@ impl Mode for ConfidenceWeighted {
 /// request order, the weights and synthesis as their events carried them (null when the run
 /// stopped before them).
 pub fn load_result(rows: &[StageRow]) -> Value {
+    let schema = answer_schema();
     let mut answers: Vec<AnswerData> = rows
         .iter()
         .filter(|r| r.stage_type.starts_with("answer_"))
         .filter_map(|r| {
             let mut v = r.parsed_data.clone()?;
-            v["response"] = json!(parse_response(&answer_text(&r.content)));
+            // The answer is read again from the stored reply, as it was read live.
+            v["response"] = json!(read_answer_reply(0, "", &r.content, 0, &schema).response);
             serde_json::from_value(v).ok()
         })
         .collect();
@@ -839,6 +953,10 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 // ---- sim answers ---------------------------------------------------------------------------
 
 fn sim_answer(ask: &SimAsk) -> Option<String> {
+    // Asked for another mode's schema: not this mode's prompt.
+    if ask.schema.is_some_and(|s| s.name != ANSWER_SCHEMA) {
+        return None;
+    }
     if ask.prompt.starts_with(SYNTHESIS_HEAD) {
         return Some(sim_synthesis(ask));
     }
@@ -854,6 +972,19 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
          worth knowing.",
         ask.hostile_paragraph()
     );
+    if ask.schema.is_some() {
+        return Some(
+            json!({
+                "reasoning": format!("[simulated reasoning from {who}] The main point is well \
+                                      known; the caveat is less certain."),
+                "response": body.trim_end(),
+                "confidence": confidence as f64 / 100.0,
+                "confidence_reasoning": "I know the main point well; the caveat is where I am \
+                                         less sure.",
+            })
+            .to_string(),
+        );
+    }
     if ask.malformed {
         return Some(match rng.below(3) {
             0 => format!("Sure! {body}\n\n**Confidence:** {confidence}%\n\nI'm fairly sure of the main point."),

@@ -362,6 +362,7 @@ fn the_sim_answers_in_format_and_messily() {
             seed,
             malformed,
             hostile,
+            schema: None,
         })
         .unwrap()
     };
@@ -370,7 +371,7 @@ fn the_sim_answers_in_format_and_messily() {
     let hostile = ask(false, true, 1);
     let a = read_answer(0, "sim/alpha", &hostile, 1);
     assert!(a.parsed_successfully);
-    assert!(a.response.contains(crate::providers::sim_text::XSS_PAYLOAD.lines().next().unwrap()));
+    assert!(a.response.contains(crate::modes::sim_text::XSS_PAYLOAD.lines().next().unwrap()));
     for seed in 0..12 {
         let a = read_answer(0, "sim/alpha", &ask(true, false, seed), 1);
         assert!(!a.response.is_empty());
@@ -389,6 +390,7 @@ fn the_sim_answers_in_format_and_messily() {
         seed: 3,
         malformed: false,
         hostile: false,
+        schema: None,
     })
     .unwrap();
     let (synth, notes) = parse_synthesis(&s);
@@ -400,7 +402,8 @@ fn the_sim_answers_in_format_and_messily() {
         messages: &other,
         seed: 0,
         malformed: false,
-        hostile: false
+        hostile: false,
+        schema: None
     })
     .is_none());
 }
@@ -471,4 +474,180 @@ proptest! {
         let (s, n) = parse_synthesis(&text);
         prop_assert!(s.len() + n.len() <= text.len());
     }
+}
+
+// ---- structured replies ---------------------------------------------------------------------
+
+/// A run whose respondents `json` are asked for JSON (their routes take structured output);
+/// `history` makes it a follow-up.
+fn structured_cw(models: &[&str], json: &[&str], history: Vec<ChatMessage>) -> ConfidenceWeighted {
+    let new = history.is_empty();
+    let mut ctx = ctx("What is caffeine's half-life?", history, new);
+    ctx.structured = crate::modes::Structured::models(json);
+    ConfidenceWeighted::new(&config(models, None), ctx).unwrap()
+}
+
+fn json_reply(response: &str, confidence: Value, why: &str) -> String {
+    json!({ "reasoning": "Pharmacology texts agree.", "response": response,
+            "confidence": confidence, "confidence_reasoning": why })
+    .to_string()
+}
+
+#[test]
+fn the_schema_takes_a_confidence_from_0_to_1_after_the_reasoning() {
+    let s = answer_schema();
+    assert_eq!(s.name, "confidence_weighted_answer");
+    let keys: Vec<&String> = s.schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["reasoning", "response", "confidence", "confidence_reasoning"]);
+    let fits =
+        |c: Value| s.validate(&serde_json::from_str(&json_reply("5 h", c, "x")).unwrap()).is_ok();
+    for c in [json!(0), json!(0.0), json!(0.35), json!(1), json!(1.0)] {
+        assert!(fits(c.clone()), "{c}");
+    }
+    // Out of range, a percentage, words: refused (a text `CONFIDENCE: 80` would be read as
+    // 0.8 by its stated scale; JSON states no scale, so it is held to 0-1).
+    for c in [json!(-0.1), json!(1.01), json!(80), json!("0.8"), json!("high"), Value::Null] {
+        assert!(!fits(c.clone()), "{c}");
+    }
+    let long = "x".repeat(RESPONSE_MAX_CHARS + 1);
+    assert!(s
+        .validate(&serde_json::from_str(&json_reply(&long, json!(0.5), "x")).unwrap())
+        .is_err());
+    assert!(
+        s.schema["properties"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|f| f["type"] != "string" || f["maxLength"].is_u64()),
+        "every string is bounded"
+    );
+}
+
+#[test]
+fn respondents_that_take_json_are_asked_for_it_with_the_history_kept() {
+    let history = vec![ChatMessage::user("first q"), ChatMessage::assistant("first synthesis")];
+    let mut m = structured_cw(&["a", "b"], &["a"], history);
+    let calls = stage_calls(&m.start());
+    assert!(calls
+        .iter()
+        .all(|c| c.schema.as_ref().is_some_and(|s| s.name == "confidence_weighted_answer")));
+    let (json_p, text_p) = (&calls[0].messages, &calls[1].messages);
+    assert_eq!(
+        (json_p.len(), &json_p[0].content, &json_p[1].content),
+        (3, &"first q".to_string(), &"first synthesis".to_string())
+    );
+    let p = &json_p[2].content;
+    assert!(p.contains("A confidence of 0.0 means a guess and 1.0 means certain."), "{p}");
+    assert!(
+        p.contains("Reply with a single JSON object") && !p.contains("RESPONSE:\n<your answer>"),
+        "{p}"
+    );
+    assert!(p.find("\"reasoning\"").unwrap() < p.find("\"confidence\"").unwrap(), "{p}");
+    assert_eq!(text_p[2].content, answer_prompt("What is caffeine's half-life?"));
+}
+
+#[test]
+fn answers_are_read_from_json_when_it_fits_else_from_text_and_say_which() {
+    let mut m = structured_cw(&["a", "b", "c", "d"], &["a", "b", "c", "d"], vec![]);
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "answer:0" => Some(json_reply("About five hours.", json!(0.9), "Textbook figure.")),
+        // Out of range: refused; its text states no `CONFIDENCE:` line, so it is unparsed.
+        "answer:1" => Some(json_reply("Six hours.", json!(80), "Sure.")),
+        // A model that ignored the schema and wrote the spec's format.
+        "answer:2" => Some(reply(0.4)),
+        // JSON whose answer is empty states no answer: a failed call, as in text.
+        "answer:3" => Some(json_reply("  ", json!(0.9), "")),
+        "synthesis" => {
+            Some("SYNTHESIS:\nAbout five hours.\n\nCONFIDENCE CALIBRATION NOTES:\n- a: fine".into())
+        }
+        _ => None,
+    });
+    let live: Vec<Value> = all
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { event, data } if event == "answer_complete" => {
+                Some(data["data"].clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(live.len(), 3, "the empty JSON answer is a failure");
+    assert_eq!(
+        (
+            &live[0]["response"],
+            &live[0]["confidence"],
+            &live[0]["confidenceReasoning"],
+            &live[0]["readFrom"]
+        ),
+        (&json!("About five hours."), &json!(0.9), &json!("Textbook figure."), &json!("json"))
+    );
+    assert_eq!(
+        (&live[1]["parsedSuccessfully"], &live[1]["confidence"]),
+        (&json!(false), &json!(0.5))
+    );
+    assert!(live[1].get("readFrom").is_none(), "{}", live[1]);
+    assert_eq!((&live[2]["confidence"], &live[2]["readFrom"]), (&json!(0.4), &json!("text")));
+    assert_eq!(emitted(&all, "all_answers_complete").unwrap()["data"]["failedCount"], 1);
+    // The synthesizer reads the answers, not the JSON; a reply that was not read is quoted as
+    // fields, not as raw JSON; the answers are named for fitting into a small context.
+    let synth =
+        crate::modes::testkit::calls(&all).into_iter().find(|c| c.key == "synthesis").unwrap();
+    let p = &synth.messages.last().unwrap().content;
+    assert!(p.contains("---\nAbout five hours.\n\n"), "{p}");
+    assert!(!p.contains("\"response\"") && p.contains("Response: Six hours."), "{p}");
+    assert_eq!(synth.material.len(), 3);
+    assert!(synth.material.iter().all(|m| p.contains(&m.text)));
+    // Stored rows say it too, and the result rebuilt from them matches what went out.
+    let stored = rows(&all);
+    let a0 = stored.iter().find(|r| r.stage_type == "answer_0").unwrap();
+    assert_eq!(a0.parsed_data.as_ref().unwrap()["readFrom"], "json");
+    assert_eq!(load_result(&stored)["answers"], json!(live));
+}
+
+proptest! {
+    /// Whatever fits the schema is read whole: the answer, the confidence and its reasoning.
+    #[test]
+    fn any_json_that_fits_is_read_without_loss(seed in any::<u64>()) {
+        let s = answer_schema();
+        let mut rng = SplitMix64::new(seed);
+        let v = schema::sample(&s.schema, &mut rng, &|f| format!("{f} {seed:x}"));
+        let a = read_answer_reply(0, "m", &v.to_string(), 1, &s);
+        prop_assert_eq!(a.read_from, Some(ReadFrom::Json));
+        prop_assert!(a.parsed_successfully && !a.clamped);
+        prop_assert_eq!(json!(a.response), v["response"].clone());
+        prop_assert_eq!(json!(a.confidence), v["confidence"].clone());
+        prop_assert_eq!(json!(a.confidence_reasoning), v["confidence_reasoning"].clone());
+    }
+}
+
+#[test]
+fn the_sim_answers_the_schema_in_json_and_the_text_prompt_in_text() {
+    let s = answer_schema();
+    let prompt = answer_prompt_as("What is caffeine's half-life?", Some(&s));
+    for hostile in [false, true] {
+        let ask = SimAsk {
+            model: "sim/beta",
+            prompt: &prompt,
+            messages: &[],
+            seed: 9,
+            malformed: false,
+            hostile,
+            schema: Some(&s),
+        };
+        let text = sim_answer(&ask).unwrap();
+        let a = read_answer_reply(0, "sim/beta", &text, 1, &s);
+        assert_eq!(a.read_from, Some(ReadFrom::Json), "{text}");
+        assert!((0.4..1.0).contains(&a.confidence) && !a.response.is_empty());
+    }
+    let other = ReplySchema::new("council_ranking", json!({}));
+    let ask = SimAsk {
+        model: "sim/beta",
+        prompt: &prompt,
+        messages: &[],
+        seed: 9,
+        malformed: false,
+        hostile: false,
+        schema: Some(&other),
+    };
+    assert!(sim_answer(&ask).is_none());
 }

@@ -14,6 +14,7 @@
 //!   primary chairman (a failed title falls back to the question anyway).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -24,9 +25,10 @@ use super::common::{
     with_history, Batch, Calls, Routed, TitleTracker, TITLE_KEY,
 };
 use super::ranking;
-use super::reading::{answer_text, Unparsed};
+use super::reading::{answer_text, readable, Unparsed};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role};
 use super::request::ModelId;
+use super::schema::{Asking, ReadFrom, ReplySchema};
 use super::{
     request, CallReply, CallSpec, Defaults, Effect, Fallbacks, FieldError, Mode, RunContext,
     StageRow, ValidRequest,
@@ -190,6 +192,9 @@ pub struct Stage2Response {
     /// Why no ranking was read, when none was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unparsed: Option<Unparsed>,
+    /// Where the ranking was read from (its JSON or its text), when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
     pub response_time_ms: i64,
 }
 
@@ -254,6 +259,16 @@ fn stage_order(stage: &str) -> i32 {
 
 /// The seed's ranking prompt; `labeled` is (label, response) in label order.
 pub fn ranking_prompt(question: &str, labeled: &[(String, String)]) -> String {
+    ranking_prompt_as(question, labeled, None)
+}
+
+/// The ranking prompt asking for the seed's `FINAL RANKING:` section, or, given the stage's
+/// schema, for its JSON instead (the same instructions otherwise).
+pub fn ranking_prompt_as(
+    question: &str,
+    labeled: &[(String, String)],
+    schema: Option<&ReplySchema>,
+) -> String {
     let mut p = String::from(
         "You are an expert evaluator. Below is a question and several responses from different sources. Your task is to evaluate each response and rank them from best to worst.\n\n",
     );
@@ -266,8 +281,12 @@ pub fn ranking_prompt(question: &str, labeled: &[(String, String)]) -> String {
 1. Evaluate each response for accuracy, completeness, clarity, and helpfulness.\n\
 2. Consider the strengths and weaknesses of each response.\n\
 3. Provide your ranking from best to worst.\n\
-\n\
-CRITICAL: You MUST end your response with a section titled \"FINAL RANKING:\" followed by a numbered list. Each item must be ONLY the response label (e.g., \"Response A\"). Example:\n\
+\n",
+    );
+    match schema {
+        Some(schema) => p.push_str(&schema.instruction()),
+        None => p.push_str(
+            "CRITICAL: You MUST end your response with a section titled \"FINAL RANKING:\" followed by a numbered list. Each item must be ONLY the response label (e.g., \"Response A\"). Example:\n\
 \n\
 FINAL RANKING:\n\
 1. Response C\n\
@@ -275,7 +294,8 @@ FINAL RANKING:\n\
 3. Response B\n\
 \n\
 Do not include any other text in the FINAL RANKING section.",
-    );
+        ),
+    }
     p
 }
 
@@ -294,7 +314,7 @@ pub fn synthesis_prompt(
     }
     p.push_str("STAGE 2 — Peer Rankings:\n\n");
     for r in stage2 {
-        p.push_str(&format!("--- Evaluator: {} ---\n{}\n\n", r.model, answer_text(&r.ranking)));
+        p.push_str(&format!("--- Evaluator: {} ---\n{}\n\n", r.model, readable(&r.ranking)));
     }
     p.push_str(
         "Synthesize the best possible answer to the original question. Consider:\n\
@@ -349,15 +369,22 @@ fn metadata(
     }
 }
 
-/// An evaluator's reply as a [`Stage2Response`].
-fn stage2_response(model: String, text: String, labels: &[String], ms: u64) -> Stage2Response {
-    let read = ranking::read_ranking(&text, labels);
+/// An evaluator's reply as a [`Stage2Response`], read from its JSON when it fits `schema`.
+fn stage2_response(
+    model: String,
+    text: String,
+    labels: &[String],
+    schema: &ReplySchema,
+    ms: u64,
+) -> Stage2Response {
+    let read = ranking::read_ranking_reply(&text, labels, schema);
     Stage2Response {
         model,
         parsed_ranking: read.order(),
         partial: read.partial(labels.len()),
         places: read.places,
         unparsed: read.unparsed,
+        read_from: read.read_from,
         ranking: text,
         response_time_ms: ms as i64,
     }
@@ -369,6 +396,9 @@ fn stage2_parsed(r: &Stage2Response) -> Value {
         json!({ "parsedRanking": r.parsed_ranking, "places": r.places, "partial": r.partial });
     if let Some(u) = r.unparsed {
         v["unparsed"] = json!(u);
+    }
+    if let Some(from) = r.read_from {
+        v["readFrom"] = json!(from);
     }
     v
 }
@@ -396,6 +426,8 @@ pub struct Council {
     stage1: Vec<Stage1Response>,
     label_to_model: BTreeMap<String, String>,
     stage2: Vec<Stage2Response>,
+    /// The ranking's reply schema, once the labels are known.
+    ranking_schema: Option<Arc<ReplySchema>>,
     title: TitleTracker,
     calls: Calls,
 }
@@ -413,6 +445,7 @@ impl Council {
             stage1: Vec::new(),
             label_to_model: BTreeMap::new(),
             stage2: Vec::new(),
+            ranking_schema: None,
             title,
             calls: Calls::default(),
         })
@@ -496,12 +529,18 @@ impl Council {
             labeled.push((l, answer_text(&answer.response).into_owned()));
         }
         out.push(Effect::emit("stage2_start", json!({})));
-        let prompt = ranking_prompt(&self.ctx.question, &labeled);
+        let labels: Vec<String> = labeled.iter().map(|(l, _)| l.clone()).collect();
+        let asking = Asking::new(ranking::ranking_schema("council_ranking", &labels), |json| {
+            ranking_prompt_as(&self.ctx.question, &labeled, json)
+        });
         self.batch = Batch::new("stage2", self.config.council_models.len());
         for (i, model) in self.config.council_models.iter().enumerate() {
-            let messages = vec![super::ChatMessage::user(prompt.clone())];
-            out.push(self.call(self.batch.key(i), model, messages, "stage2", "council"));
+            let key = self.batch.key(i);
+            let call =
+                asking.call(&self.ctx, key, model, "stage2", "council", self.config.timeout_ms);
+            out.push(Effect::Call(call.quoting(labeled.clone())));
         }
+        self.ranking_schema = Some(asking.schema);
         self.phase = Phase::Ranking;
         out
     }
@@ -511,12 +550,16 @@ impl Council {
             return Vec::new();
         }
         let labels: Vec<String> = self.label_to_model.keys().cloned().collect();
+        let schema = self
+            .ranking_schema
+            .clone()
+            .unwrap_or_else(|| ranking::ranking_schema("council_ranking", &labels));
         self.stage2 = named(self.batch.take(), &self.config.council_models)
             .into_iter()
             .filter_map(|r| {
-                r.result
-                    .ok()
-                    .map(|text| stage2_response(r.model, text, &labels, r.response_time_ms))
+                r.result.ok().map(|text| {
+                    stage2_response(r.model, text, &labels, &schema, r.response_time_ms)
+                })
             })
             .collect();
         let mut out: Vec<Effect> = self
@@ -543,6 +586,13 @@ impl Council {
         let prompt = synthesis_prompt(&self.ctx.question, &self.stage1, &self.stage2);
         let messages = with_history(&self.ctx.history, HISTORY_TURNS, &prompt);
         let chairman = self.config.chairman_model.clone();
+        let material =
+            self.stage1
+                .iter()
+                .map(|r| (format!("{}'s answer", r.model), answer_text(&r.response).into_owned()))
+                .chain(self.stage2.iter().map(|r| {
+                    (format!("{}'s ranking", r.model), readable(&r.ranking).into_owned())
+                }));
         let spec = CallSpec::new(
             "stage3",
             &chairman,
@@ -550,7 +600,8 @@ impl Council {
             "stage3",
             "chairman",
             self.config.timeout_ms,
-        );
+        )
+        .quoting(material);
         let backup = self.config.chairman_fallback_model.clone();
         out.push(self.calls.solo(spec, 3, backup.as_deref()));
         out.extend(self.title.call(
@@ -674,6 +725,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
             places: parsed_field(r, "places").unwrap_or_default(),
             partial: parsed_field(r, "partial").unwrap_or_default(),
             unparsed: parsed_field(r, "unparsed"),
+            read_from: parsed_field(r, "readFrom"),
             response_time_ms: r.response_time_ms.unwrap_or(0),
         })
         .collect();

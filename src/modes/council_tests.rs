@@ -111,6 +111,7 @@ fn aggregate_is_the_average_position_over_parsed_rankings() {
         places: Vec::new(),
         partial: false,
         unparsed: None,
+        read_from: None,
         response_time_ms: 0,
     };
     let agg = aggregate_rankings(
@@ -147,6 +148,7 @@ fn prompts_are_the_seeds_verbatim() {
             places: vec![],
             partial: false,
             unparsed: None,
+            read_from: None,
             response_time_ms: 1,
         }],
     );
@@ -558,4 +560,117 @@ fn validation_follows_the_schema() {
     assert_eq!(field(json!({ "question": "q", "chairmanModel": 3 })), "chairmanModel");
     assert_eq!(field(json!({ "question": "q", "timeoutMs": 5 })), "timeoutMs");
     assert_eq!(field(json!({ "question": "q", "conversationId": "" })), "conversationId");
+}
+
+// ---- structured replies ---------------------------------------------------------------
+
+/// A council whose members `json` are asked for JSON (their routes take structured output).
+fn structured_council(models: &[&str], json: &[&str]) -> Council {
+    let config = json!({ "councilModels": models, "chairmanModel": "chair", "timeoutMs": 120000 });
+    let mut ctx = ctx(vec![], false);
+    ctx.structured = crate::modes::Structured::models(json);
+    Council::new(&config, ctx).expect("a configuration that fits")
+}
+
+#[test]
+fn members_that_take_json_are_asked_for_the_ranking_schema_and_the_others_for_text() {
+    let mut c = structured_council(&["m1", "m2", "m3"], &["m1", "m3"]);
+    let s1 = calls(&c.start());
+    assert!(s1.iter().all(|s| s.schema.is_none()), "answers are text a person reads");
+    let s2 = calls(&feed(&mut c, s1.iter().map(|s| ok(s, &format!("answer {}", s.key))).collect()));
+    assert!(s2.iter().all(|s| s.schema.is_some()), "every ranking is read by the schema");
+    let schema = s2[0].schema.clone().unwrap();
+    assert_eq!(schema.name, "council_ranking");
+    let ranking = &schema.schema["properties"]["ranking"];
+    assert_eq!(ranking["items"]["enum"], json!(["Response A", "Response B", "Response C"]));
+    assert_eq!((ranking["minItems"].as_u64(), ranking["maxItems"].as_u64()), (Some(3), Some(3)));
+    let keys: Vec<&String> = schema.schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["reasoning", "ranking"], "the reasoning comes first");
+    // The JSON prompt keeps the instructions and swaps the format; the text one is the seed's.
+    let (json_prompt, text_prompt) = (&s2[0].messages[0].content, &s2[1].messages[0].content);
+    assert!(json_prompt.contains("3. Provide your ranking from best to worst."));
+    assert!(
+        json_prompt.contains("Reply with a single JSON object")
+            && !json_prompt.contains("FINAL RANKING")
+    );
+    assert!(text_prompt.contains("FINAL RANKING:") && !text_prompt.contains("JSON"));
+    // The quoted answers are named, for fitting into a small context.
+    assert_eq!(s2[0].material.len(), 3);
+    assert!(s2[0].material.iter().all(|m| json_prompt.contains(&m.text)));
+}
+
+#[test]
+fn rankings_are_read_from_json_when_it_fits_else_from_text_and_say_which() {
+    let mut c = structured_council(&["m1", "m2", "m3", "m4"], &["m1", "m2", "m3", "m4"]);
+    let s1 = calls(&c.start());
+    let s2 = calls(&feed(&mut c, s1.iter().map(|s| ok(s, "an answer")).collect()));
+    let replies = vec![
+        // JSON that fits.
+        ok(
+            &s2[0],
+            r#"{"reasoning": "B explains", "ranking": ["Response B", "Response A", "Response D", "Response C"]}"#,
+        ),
+        // JSON naming a label outside the run: refused, and its text states nothing else.
+        ok(
+            &s2[1],
+            r#"{"reasoning": "", "ranking": ["Response B", "Response A", "Response E", "Response C"]}"#,
+        ),
+        // A duplicate: refused as in text.
+        ok(
+            &s2[2],
+            r#"{"reasoning": "", "ranking": ["Response B", "Response B", "Response D", "Response C"]}"#,
+        ),
+        // A model that ignored the schema and wrote the text format.
+        ok(&s2[3], &ranking(&["Response C", "Response D", "Response A", "Response B"])),
+    ];
+    let e2 = feed(&mut c, replies);
+    let data = emitted(&e2, "stage2_complete").unwrap()["data"].clone();
+    assert_eq!(
+        data[0]["parsedRanking"],
+        json!(["Response B", "Response A", "Response D", "Response C"])
+    );
+    assert_eq!(data[0]["readFrom"], "json");
+    // As in text, the foreign label is dropped: what is left is a partial ranking.
+    assert_eq!(data[1]["parsedRanking"], json!(["Response B", "Response A", "Response C"]));
+    assert_eq!((&data[1]["partial"], &data[1]["readFrom"]), (&json!(true), &json!("text")));
+    // As in text, a label ranked twice is no ranking.
+    assert_eq!(data[2]["parsedRanking"], json!([]), "{}", data[2]);
+    assert!(data[2].get("readFrom").is_none());
+    assert_eq!(data[2]["unparsed"], "inconsistent");
+    assert_eq!(data[3]["readFrom"], "text");
+    assert_eq!(emitted(&e2, "stage2_complete").unwrap()["metadata"]["rankingsCounted"], 3);
+    // Stored rows say it too, and the result rebuilt from them matches what went out.
+    let stored = rows(&e2);
+    let r0 = stored.iter().find(|r| r.stage_type == "stage2").unwrap();
+    assert_eq!(r0.parsed_data.as_ref().unwrap()["readFrom"], "json");
+    // The chairman reads the JSON rankings as fields, not as raw JSON.
+    let s3 = calls(&e2);
+    let synthesis = &s3[0].messages.last().unwrap().content;
+    assert!(synthesis.contains("Reasoning: B explains\nRanking:\n1. Response B"), "{synthesis}");
+}
+
+/// Issue 28 point 4: a tie stated in text is stored as a tie (a place holding both labels)
+/// and counted as one (A = C > B gives A and C 1.5 each, B 3), never as a strict order.
+#[test]
+fn a_stated_tie_is_stored_as_a_tie_and_shares_its_places() {
+    let l = labels(3);
+    let schema = ranking::ranking_schema("council_ranking", &l);
+    let map: BTreeMap<String, String> =
+        l.iter().enumerate().map(|(i, x)| (x.clone(), format!("m{i}"))).collect();
+    for text in [
+        "My ranking is: A = C > B",
+        "FINAL RANKING:\n1. Response A (tie)\n2. Response C (tie)\n3. Response B",
+        "| Rank | Response |\n|---|---|\n| 1 | Response C |\n| 1 | Response A |\n| 3 | Response B |",
+    ] {
+        let r = stage2_response("m".into(), text.into(), &l, &schema, 1);
+        let stored = stage2_parsed(&r);
+        let places = stored["places"].as_array().unwrap();
+        assert_eq!(places.len(), 2, "{text}: {stored}");
+        assert_eq!(places[0].as_array().unwrap().len(), 2, "{text}: {stored}");
+        assert_eq!(places[1], json!(["Response B"]), "{text}");
+        assert_eq!(stored["partial"], json!(false));
+        let agg = aggregate_rankings(&[r], &map);
+        let rank = |x: &str| agg.iter().find(|a| a.label == x).unwrap().average_rank;
+        assert_eq!((rank("Response A"), rank("Response C"), rank("Response B")), (1.5, 1.5, 3.0));
+    }
 }

@@ -4,7 +4,7 @@
 //! alphabetically (no chairman: peers only).
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use schemars::JsonSchema;
@@ -15,12 +15,13 @@ use super::common::{
     answer_of, create_label_map, label, mark_from_rows, member_names, named, title_prompt,
     word_count, Answer, Batch, Calls, TitleTracker, TITLE_KEY,
 };
-use super::reading::{answer_text, json_values, split_reasoning, Unparsed};
-use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
+use super::reading::{answer_text, between, json_values, split_reasoning, Unparsed};
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
+use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::stated::{last_stated, Labels};
 use super::voting::{
-    ballot_rows, ballots_from_rows, cast, first_alphabetically, round, vote_prompt,
+    ballot_rows, ballots_from_rows, cast, first_alphabetically, round, vote_prompt_as, vote_schema,
 };
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
@@ -111,11 +112,23 @@ pub static SPEC: ModeSpec = ModeSpec {
     load_result,
     outcome: super::registry::winner_outcome,
     example: || json!({ "mode": "debate", "question": "Should companies adopt a 4-day work week?" }),
-    sim: None,
+    sim: Some(sim_answer),
 };
 
 /// The seed's revision prompt, verbatim.
 pub fn revision_prompt(question: &str, own: &str, others: &[(String, String)]) -> String {
+    revision_prompt_as(question, own, others, None)
+}
+
+/// The revision prompt asking for the seed's `DECISION:` / `REASONING:` / `REVISED RESPONSE:`
+/// sections, or, given the stage's schema, for its JSON instead (the same instructions and
+/// three options, the seed's "State your choice…" section swapped for the schema's fields).
+pub fn revision_prompt_as(
+    question: &str,
+    own: &str,
+    others: &[(String, String)],
+    schema: Option<&ReplySchema>,
+) -> String {
     let mut p = String::from(
         "You previously answered a question. Now you will see how other respondents answered the same question (anonymously). You may revise your response or stand by your original if you believe it was superior.\n\n",
     );
@@ -133,8 +146,14 @@ pub fn revision_prompt(question: &str, own: &str, others: &[(String, String)]) -
 a) REVISE: Produce an improved response incorporating insights from others\n   \
 b) STAND: Keep your original response unchanged (explain why)\n   \
 c) MERGE: Substantially rewrite by combining the best elements of all responses\n\
-\n\
-State your choice, then provide the response:\n\
+\n",
+    );
+    if let Some(schema) = schema {
+        p.push_str(&schema.instruction());
+        return p;
+    }
+    p.push_str(
+        "State your choice, then provide the response:\n\
 \n\
 DECISION: [REVISE|STAND|MERGE]\n\
 REASONING: [1-2 sentences on why]\n\
@@ -155,6 +174,105 @@ pub struct ParsedRevision {
     /// Why no decision was read (null when one was).
     #[serde(default)]
     pub unparsed: Option<Unparsed>,
+}
+
+/// The name of a debater's revision schema.
+pub const REVISION_SCHEMA: &str = "debate_revision";
+
+/// The three decisions, as the seed writes them.
+const DECISIONS: [&str; 3] = ["REVISE", "STAND", "MERGE"];
+
+/// The longest revised response the schema allows: about 1,500 tokens, inside the default
+/// output cap of 2,000 with the reasoning before it, so a small model that loops in the
+/// string is stopped by the schema before the server stops it mid-object. A STAND may leave it
+/// empty: its original stands, however long.
+pub const REVISED_RESPONSE_MAX_CHARS: usize = 6_000;
+
+/// A debater's revision schema: its reasoning (the seed's `REASONING:`), the decision word and
+/// the revised response. The same for every run, built once per run.
+pub fn revision_schema() -> Arc<ReplySchema> {
+    ReplySchema::new(
+        REVISION_SCHEMA,
+        schema::reasoned([
+            (
+                "decision",
+                schema::described(
+                    schema::one_of(&DECISIONS),
+                    "REVISE (improve your response with the others' insights), STAND (keep your original response unchanged) or MERGE (rewrite it combining the best elements of all responses)",
+                ),
+            ),
+            (
+                "revised_response",
+                schema::described(
+                    schema::text(REVISED_RESPONSE_MAX_CHARS),
+                    "your final response in full (if STAND, repeat your original or leave this empty)",
+                ),
+            ),
+        ]),
+    )
+}
+
+/// A revision's JSON, when it fits `schema` and states a decision the text reader would read
+/// (the schema's words are all such): reasoning and response as stated, blank ones as none.
+fn schema_revision(raw: &str, schema: &ReplySchema) -> Option<ParsedRevision> {
+    let v = schema.read(raw)?;
+    let decision = decision_word(v.get("decision")?.as_str()?)?;
+    let field = |k: &str| {
+        v.get(k).and_then(Value::as_str).map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+    };
+    Some(ParsedRevision {
+        decision: Some(decision.to_string()),
+        reasoning: field(schema::REASONING),
+        revised_response: field("revised_response"),
+        unparsed: None,
+    })
+}
+
+/// Reads a revision from its JSON when it fits `schema`, else by its text ([`parse_revision`]);
+/// with where its decision was read from, when one was.
+pub fn parse_revision_reply(raw: &str, schema: &ReplySchema) -> (ParsedRevision, Option<ReadFrom>) {
+    match schema_revision(raw, schema) {
+        Some(p) => (p, Some(ReadFrom::Json)),
+        None => {
+            let p = parse_revision(raw);
+            let from = p.decision.is_some().then_some(ReadFrom::Text);
+            (p, from)
+        }
+    }
+}
+
+/// Debate's sim answer to its revision schema (None for any other prompt or schema): the text
+/// sim's revision in JSON. Each model leans to one decision, nudged by the prompt, so debates
+/// show a mix; a STAND repeats the original, a REVISE or MERGE adds to it.
+fn sim_answer(ask: &SimAsk) -> Option<String> {
+    use crate::modes::sim_text::{labeled_blocks, seed_of};
+    let schema = ask.schema.filter(|s| s.name == REVISION_SCHEMA)?;
+    let own = between(ask.prompt, "YOUR ORIGINAL RESPONSE:\n", "\n\nOTHER RESPONSES:");
+    let labels: Vec<String> = labeled_blocks(ask.prompt).into_iter().map(|(l, _)| l).collect();
+    let other = labels.first().cloned().unwrap_or_else(|| "another response".into());
+    let lean = (seed_of(&[ask.model, "lean"]) % 3) as usize;
+    let nudge = (seed_of(&[ask.model, ask.prompt]) % 4) as usize;
+    let decision = DECISIONS[if nudge == 0 { (lean + 1) % 3 } else { lean }];
+    let (reason, body) = match decision {
+        "STAND" => ("My original answer already covers the points the others raise.".to_string(), own.to_string()),
+        "MERGE" => (
+            format!("Each response has strengths; combining {} gives the most complete answer.", labels.join(", ")),
+            format!("{own}\n\nMerged in from the other responses: their examples and caveats, which round out the answer."),
+        ),
+        _ => (
+            format!("{other} made a point my answer missed."),
+            format!("{own}\n\nRevised after reading {other}: one more consideration is how the choice holds up over time."),
+        ),
+    };
+    let hostile = ask.hostile_paragraph();
+    let reply = json!({
+        "reasoning": format!("[simulated revision from {}] {hostile}{reason}", ask.model)
+            .chars().take(schema::REASONING_MAX_CHARS).collect::<String>(),
+        "decision": decision,
+        "revised_response": body.chars().take(REVISED_RESPONSE_MAX_CHARS).collect::<String>(),
+    });
+    debug_assert!(schema.validate(&reply).is_ok());
+    Some(reply.to_string())
 }
 
 /// A decision word, in English or a few other languages (`REVISAR`, `MAINTENIR`,
@@ -302,6 +420,9 @@ pub struct RevisionResponse {
     /// `no_answer`. Null when one was, or when the call failed (no reply to read).
     #[serde(default)]
     pub unparsed: Option<Unparsed>,
+    /// Where the decision was read from (the reply's JSON or its text), when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
 }
 
 /// A round-one answer as others read it and as it stands in for a revision: without its
@@ -331,13 +452,20 @@ pub fn summarize(revisions: &[RevisionResponse]) -> RevisionSummary {
     }
 }
 
-/// The revision of one debater from its reply (or its original answer when the call failed).
-fn revision_of(original: &Answer, reply: Option<&CallReply>) -> (RevisionResponse, Option<String>) {
+/// The revision of one debater from its reply (or its original answer when the call failed),
+/// read from its JSON where it fits `schema`.
+fn revision_of(
+    original: &Answer,
+    reply: Option<&CallReply>,
+    schema: &ReplySchema,
+) -> (RevisionResponse, Option<String>) {
     let (text, ms) = match reply {
         Some(r) => (r.result.as_ref().ok().cloned(), r.response_time_ms as i64),
         None => (None, 0),
     };
-    let parsed = text.as_deref().map(parse_revision);
+    let read = text.as_deref().map(|t| parse_revision_reply(t, schema));
+    let read_from = read.as_ref().and_then(|(_, from)| *from);
+    let parsed = read.map(|(p, _)| p);
     let decision = parsed.as_ref().and_then(|p| p.decision.clone());
     let unparsed = parsed.as_ref().and_then(|p| p.unparsed);
     let revised = match (&parsed, decision.as_deref()) {
@@ -365,6 +493,7 @@ fn revision_of(original: &Answer, reply: Option<&CallReply>) -> (RevisionRespons
         response_time_ms: ms,
         parse_success: decision.is_some(),
         unparsed,
+        read_from,
     };
     (r, text)
 }
@@ -400,6 +529,8 @@ pub struct Debate {
     round1_labels: BTreeMap<String, usize>,
     revisions: Vec<RevisionResponse>,
     revised_labels: BTreeMap<String, usize>,
+    /// The debaters' revision schema, built once for the run.
+    revision_schema: Arc<ReplySchema>,
     title: TitleTracker,
     calls: Calls,
 }
@@ -434,6 +565,7 @@ impl Debate {
             round1_labels: BTreeMap::new(),
             revisions: Vec::new(),
             revised_labels: BTreeMap::new(),
+            revision_schema: revision_schema(),
             title,
             calls: Calls::default(),
         })
@@ -496,8 +628,22 @@ impl Debate {
                 .filter(|(_, j)| **j != i)
                 .map(|(l, j)| (l.clone(), plain(&self.round1[*j].response)))
                 .collect();
-            let prompt = revision_prompt(&self.ctx.question, &plain(&own.response), &others);
-            out.push(self.call(self.batch.key(i), &own.model, prompt, "revision", "debater"));
+            let mine = plain(&own.response);
+            // Each prompt is its debater's own, so each is built in the one form it is asked in.
+            let model = self.model_of(&own.model).to_string();
+            let asked = self.ctx.structured.json(&model).then_some(self.revision_schema.as_ref());
+            let prompt = revision_prompt_as(&self.ctx.question, &mine, &others, asked);
+            let call = CallSpec::new(
+                self.batch.key(i),
+                &model,
+                vec![ChatMessage::user(prompt)],
+                "revision",
+                "debater",
+                self.config.timeout_ms,
+            )
+            .with_schema(&self.revision_schema)
+            .quoting(std::iter::once(("your original response".to_string(), mine)).chain(others));
+            out.push(Effect::Call(call));
         }
         self.phase = Phase::Revising;
         out
@@ -508,23 +654,27 @@ impl Debate {
         let mut out = Vec::new();
         self.revisions = Vec::new();
         for (i, original) in self.round1.iter().enumerate() {
-            let (rev, text) = revision_of(original, replies.get(i));
+            let (rev, text) = revision_of(original, replies.get(i), &self.revision_schema);
             if let Some(text) = text {
+                let mut parsed = json!({
+                    "debater": i,
+                    "decision": rev.decision, "reasoning": rev.reasoning,
+                    "originalWordCount": rev.original_word_count,
+                    "revisedWordCount": rev.revised_word_count,
+                    "revisedResponse": rev.revised_response,
+                    "parseSuccess": rev.parse_success,
+                    "unparsed": rev.unparsed,
+                });
+                if let Some(from) = rev.read_from {
+                    parsed["readFrom"] = json!(from);
+                }
                 out.push(Effect::Store(StageRow {
                     stage_type: "revision".into(),
                     stage_order: 2,
                     model: Some(rev.model.clone()),
                     role: Some("debater".into()),
                     content: text,
-                    parsed_data: Some(json!({
-                        "debater": i,
-                        "decision": rev.decision, "reasoning": rev.reasoning,
-                        "originalWordCount": rev.original_word_count,
-                        "revisedWordCount": rev.revised_word_count,
-                        "revisedResponse": rev.revised_response,
-                        "parseSuccess": rev.parse_success,
-                        "unparsed": rev.unparsed,
-                    })),
+                    parsed_data: Some(parsed),
                     response_time_ms: Some(rev.response_time_ms),
                 }));
             }
@@ -547,11 +697,22 @@ impl Debate {
             .iter()
             .map(|(l, i)| (l.clone(), self.revisions[*i].revised_response.clone()))
             .collect();
-        let prompt = vote_prompt(&self.ctx.question, &labeled);
+        let labels: Vec<String> = labeled.iter().map(|(l, _)| l.clone()).collect();
+        let asking = Asking::new(vote_schema("debate_vote", &labels), |json| {
+            vote_prompt_as(&self.ctx.question, &labeled, json)
+        });
         self.batch = Batch::new("vote", self.revisions.len());
         for i in 0..self.revisions.len() {
-            let model = self.revisions[i].model.clone();
-            out.push(self.call(self.batch.key(i), &model, prompt.clone(), "vote", "voter"));
+            let model = self.model_of(&self.revisions[i].model).to_string();
+            let call = asking.call(
+                &self.ctx,
+                self.batch.key(i),
+                &model,
+                "vote",
+                "voter",
+                self.config.timeout_ms,
+            );
+            out.push(Effect::Call(call.quoting(labeled.clone())));
         }
         let first = self.model_of(&self.round1[0].model).to_string();
         out.extend(self.title.call(
@@ -579,7 +740,7 @@ impl Debate {
                 r
             })
             .collect();
-        let ballots = cast(voters, &labels);
+        let ballots = cast(voters, &labels, &vote_schema("debate_vote", &labels));
         let mut out = ballot_rows(&ballots, "debate_vote", 5);
         let map = map_models(&self.revised_labels, |i| self.revisions[i].model.clone());
         let (result, t) = round(&ballots, "revisedLabelToModel", &map);
@@ -721,6 +882,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
                     response_time_ms: row.and_then(|r| r.response_time_ms).unwrap_or(0),
                     parse_success: pd.get("parseSuccess").and_then(Value::as_bool).unwrap_or(false),
                     unparsed: serde_json::from_value(pd["unparsed"].clone()).unwrap_or(None),
+                    read_from: serde_json::from_value(pd["readFrom"].clone()).unwrap_or(None),
                 }
             })
             .collect()

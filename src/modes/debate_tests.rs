@@ -546,3 +546,237 @@ fn debaters_of_one_model_are_told_apart_and_their_calls_go_to_the_model() {
         .collect();
     assert_eq!(voters, vec!["m #1", "x", "m #3"], "each ballot under the member that cast it");
 }
+
+// ---- structured replies ---------------------------------------------------------------
+
+/// A debate whose members `json` are asked for JSON (their routes take structured output).
+fn structured_debate(models: &[&str], json: &[&str]) -> Debate {
+    let mut ctx = ctx("Four-day week?", vec![], false);
+    ctx.structured = crate::modes::Structured::models(json);
+    Debate::new(&json!({ "models": models, "timeoutMs": 120000 }), ctx)
+        .expect("a configuration that fits")
+}
+
+/// A debater's JSON revision.
+fn json_revision(decision: &str, body: &str) -> String {
+    json!({ "reasoning": "Response B covered caching.", "decision": decision, "revised_response": body })
+        .to_string()
+}
+
+/// The revision calls of a debate whose first answers were `original of <model>`.
+fn revision_calls(d: &mut Debate) -> Vec<CallSpec> {
+    let r1 = stage_calls(&d.start());
+    stage_calls(&feed(d, r1.iter().map(|s| ok(s, &format!("original of {}", s.model))).collect()))
+}
+
+#[test]
+fn debaters_that_take_json_are_asked_for_the_revision_schema_and_the_others_for_text() {
+    let mut d = structured_debate(&["m1", "m2", "m3"], &["m1", "m3"]);
+    let revs = revision_calls(&mut d);
+    assert!(revs.iter().all(|c| c.schema.as_ref().is_some_and(|s| s.name == "debate_revision")));
+    let schema = revs[0].schema.clone().unwrap();
+    let keys: Vec<&String> = schema.schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["reasoning", "decision", "revised_response"], "reasoning first");
+    assert_eq!(
+        schema.schema["properties"]["decision"]["enum"],
+        json!(["REVISE", "STAND", "MERGE"])
+    );
+    assert_eq!(
+        schema.schema["properties"]["revised_response"]["maxLength"],
+        json!(REVISED_RESPONSE_MAX_CHARS),
+        "every string is bounded"
+    );
+    // The JSON prompt keeps the instructions and the three options and swaps the format; the
+    // text one is the seed's, verbatim.
+    let (json_prompt, text_prompt) = (&revs[0].messages[0].content, &revs[1].messages[0].content);
+    for kept in [
+        "YOUR ORIGINAL RESPONSE:\noriginal of m1",
+        "2. Identify any errors or omissions in your original response.",
+        "c) MERGE: Substantially rewrite by combining the best elements of all responses",
+    ] {
+        assert!(json_prompt.contains(kept), "{kept}");
+    }
+    assert!(json_prompt.contains("Reply with a single JSON object"));
+    assert!(
+        !json_prompt.contains("DECISION: [REVISE|STAND|MERGE]")
+            && !json_prompt.contains("REVISED RESPONSE:")
+    );
+    assert!(
+        text_prompt.contains("DECISION: [REVISE|STAND|MERGE]") && !text_prompt.contains("JSON")
+    );
+    assert!(text_prompt.starts_with("You previously answered a question."));
+    // Its own answer and the others' are named, for fitting into a small context.
+    let names: Vec<&str> = revs[0].material.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names.len(), 3);
+    assert_eq!(names[0], "your original response");
+    assert!(names[1..].iter().all(|n| n.starts_with("Response ")), "{names:?}");
+    assert!(revs
+        .iter()
+        .all(|c| c.material.iter().all(|m| c.messages[0].content.contains(&m.text))));
+}
+
+#[test]
+fn the_schema_accepts_the_decisions_the_reader_reads_and_refuses_others() {
+    let schema = revision_schema();
+    for decision in ["REVISE", "STAND", "MERGE"] {
+        let reply = json_revision(decision, "Use a cache.");
+        assert!(schema.read(&reply).is_some(), "{reply}");
+        let (p, from) = parse_revision_reply(&reply, &schema);
+        assert_eq!((p.decision.as_deref(), from), (Some(decision), Some(ReadFrom::Json)));
+    }
+    for bad in [
+        json!({ "reasoning": "", "decision": "KEEP", "revised_response": "x" }),
+        json!({ "reasoning": "", "decision": "revise", "revised_response": "x" }),
+        json!({ "reasoning": "", "decision": "REVISE" }),
+        json!({ "reasoning": "", "decision": "REVISE", "revised_response": "x", "confidence": 3 }),
+        json!({ "reasoning": "", "decision": "REVISE", "revised_response": "x".repeat(REVISED_RESPONSE_MAX_CHARS + 1) }),
+    ] {
+        assert!(schema.validate(&bad).is_err(), "{bad}");
+        assert_ne!(
+            parse_revision_reply(&bad.to_string(), &schema).1,
+            Some(ReadFrom::Json),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn a_revision_is_read_from_json_that_fits_else_by_the_text_reader_and_says_which() {
+    let schema = revision_schema();
+    let (p, from) = parse_revision_reply(
+        &format!("<think>hmm</think>\n{}", json_revision("MERGE", "Both, merged.")),
+        &schema,
+    );
+    assert_eq!(from, Some(ReadFrom::Json));
+    assert_eq!(
+        (p.decision.as_deref(), p.reasoning.as_deref(), p.revised_response.as_deref(), p.unparsed),
+        (Some("MERGE"), Some("Response B covered caching."), Some("Both, merged."), None)
+    );
+    // JSON that does not fit (a field the schema does not have) but states a decision: the
+    // text reader reads it as it reads any JSON revision.
+    let extra = json!({ "decision": "STAND", "reasoning": "mine holds", "revised_response": "orig", "confidence": 0.9 });
+    let (p, from) = parse_revision_reply(&extra.to_string(), &schema);
+    assert_eq!((p.decision.as_deref(), from), (Some("STAND"), Some(ReadFrom::Text)));
+    // The seed's text format.
+    let (p, from) = parse_revision_reply(&revision_text("REVISE", "better"), &schema);
+    assert_eq!((p.decision.as_deref(), from), (Some("REVISE"), Some(ReadFrom::Text)));
+    // A decision word the debate does not know, and prose stating none: nothing read.
+    let (p, from) = parse_revision_reply(&json_revision("KEEP", "x"), &schema);
+    assert_eq!((p.decision, from, p.unparsed), (None, None, Some(Unparsed::NoAnswer)));
+    let (p, from) = parse_revision_reply("I can't decide whether to revise or stand.", &schema);
+    assert_eq!((p.decision, from, p.unparsed), (None, None, Some(Unparsed::Refused)));
+    let (p, from) =
+        parse_revision_reply(&format!("<think>{}", json_revision("STAND", "x")), &schema);
+    assert_eq!((p.decision, from, p.unparsed), (None, None, Some(Unparsed::ReasoningOnly)));
+}
+
+#[test]
+fn json_revisions_are_stored_with_read_from_and_a_blank_stand_keeps_the_original() {
+    let mut d = structured_debate(&["m1", "m2", "m3"], &["m1", "m2", "m3"]);
+    let mut all = d.start();
+    let r1 = stage_calls(&all);
+    let e1 = feed(&mut d, r1.iter().map(|s| ok(s, &format!("original of {}", s.model))).collect());
+    let revs = stage_calls(&e1);
+    all.extend(e1);
+    let e2 = feed(
+        &mut d,
+        vec![
+            ok(&revs[0], &json_revision("REVISE", "revised m1")),
+            ok(&revs[1], &json_revision("STAND", "")),
+            ok(&revs[2], "I have read the others; nothing to add."),
+        ],
+    );
+    let revisions = emitted(&e2, "revision_complete").unwrap()["data"]["revisions"].clone();
+    assert_eq!(
+        revisions
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.get("readFrom").cloned())
+            .collect::<Vec<_>>(),
+        vec![Some(json!("json")), Some(json!("json")), None]
+    );
+    assert_eq!(revisions[0]["revisedResponse"], "revised m1");
+    assert_eq!(revisions[0]["reasoning"], "Response B covered caching.");
+    assert_eq!(
+        revisions[1]["revisedResponse"], "original of m2",
+        "a STAND left blank repeats the original"
+    );
+    assert_eq!(revisions[2]["unparsed"], "no_answer");
+    let stored: Vec<Value> = rows(&e2)
+        .iter()
+        .filter(|r| r.stage_type == "revision")
+        .map(|r| r.parsed_data.clone().unwrap())
+        .collect();
+    assert_eq!((&stored[0]["readFrom"], &stored[1]["readFrom"]), (&json!("json"), &json!("json")));
+    assert!(stored[2].get("readFrom").is_none());
+    all.extend(e2);
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["revisions"], revisions, "rebuilt from rows as it went out live");
+}
+
+#[test]
+fn a_debate_on_the_sim_reads_every_revision_and_vote_from_json() {
+    use crate::modes::sim_text::respond_to;
+    let models = ["sim/alpha", "sim/beta", "sim/gamma", "sim/xss-d"];
+    let mut d = structured_debate(&models, &models);
+    let all = crate::modes::testkit::drive(
+        &mut d,
+        |c| Some(respond_to(&c.model, &c.messages, false, c.schema.as_deref())),
+        "t",
+    );
+    assert!(finished(&all).is_some(), "{:?}", failed(&all));
+    let read: Vec<Value> = rows(&all)
+        .iter()
+        .filter(|r| r.stage_type == "revision" || r.stage_type == "debate_vote")
+        .map(|r| r.parsed_data.clone().unwrap())
+        .collect();
+    assert_eq!(read.len(), 8);
+    assert!(read.iter().all(|pd| pd["readFrom"] == "json"), "{read:?}");
+    // The sim's debaters lean differently: a debate shows more than one decision.
+    let decisions: std::collections::BTreeSet<String> =
+        read.iter().filter_map(|pd| pd["decision"].as_str().map(str::to_string)).collect();
+    assert!(decisions.len() > 1, "{decisions:?}");
+}
+
+#[test]
+fn the_sim_answers_only_its_own_schema() {
+    use crate::modes::registry::SimAsk;
+    fn asking<'a>(
+        prompt: &'a str,
+        messages: &'a [ChatMessage],
+        schema: Option<&'a ReplySchema>,
+        hostile: bool,
+    ) -> SimAsk<'a> {
+        SimAsk { model: "sim/alpha", prompt, messages, seed: 7, malformed: false, hostile, schema }
+    }
+    let schema = revision_schema();
+    let others = [("Response A".to_string(), "another answer".to_string())];
+    let prompt = revision_prompt_as("Q?", "my answer", &others, Some(&schema));
+    let messages = [ChatMessage::user(prompt.clone())];
+    for hostile in [false, true] {
+        let reply = sim_answer(&asking(&prompt, &messages, Some(&schema), hostile)).unwrap();
+        let (p, from) = parse_revision_reply(&reply, &schema);
+        assert_eq!(from, Some(ReadFrom::Json), "{reply}");
+        assert!(p.revised_response.is_some_and(|r| r.starts_with("my answer")), "{reply}");
+    }
+    let other = vote_schema("debate_vote", &["Response A".to_string()]);
+    assert_eq!(sim_answer(&asking(&prompt, &messages, Some(&other), false)), None);
+    assert_eq!(sim_answer(&asking(&prompt, &messages, None, false)), None);
+}
+
+proptest! {
+    /// Whatever JSON the schema allows is read from it, whole.
+    #[test]
+    fn any_revision_the_schema_allows_is_read_without_loss(seed in any::<u64>()) {
+        let schema = revision_schema();
+        let mut rng = crate::modes::common::SplitMix64::new(seed);
+        let v = schema::sample(&schema.schema, &mut rng, &|f| format!("words for {f}"));
+        let (p, from) = parse_revision_reply(&v.to_string(), &schema);
+        prop_assert_eq!(from, Some(ReadFrom::Json));
+        prop_assert_eq!(p.decision.as_deref(), v["decision"].as_str());
+        prop_assert_eq!(p.reasoning.as_deref(), v["reasoning"].as_str());
+        prop_assert_eq!(p.revised_response.as_deref(), v["revised_response"].as_str());
+        prop_assert_eq!(p.unparsed, None);
+    }
+}

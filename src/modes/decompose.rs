@@ -10,10 +10,14 @@
 //! task: a missing title is the task's id, a complexity it does not state is MEDIUM with a
 //! warning, a dependency that names no task is left out with a warning; nothing is guessed. A
 //! plan whose dependencies form a cycle is never run as written: the planner is asked once
-//! more, and failing that every dependency on a later task is dropped (always a DAG).
+//! more, and failing that every dependency on a later task is dropped (always a DAG). A
+//! planner whose route takes structured output is asked for the plan as JSON
+//! (`decompose_plan`: ids and dependencies as enums of this run's task ids), read from it when
+//! it fits the schema and else from its text, under the same rules; the plan's data says which
+//! (`readFrom`).
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use schemars::JsonSchema;
@@ -27,6 +31,7 @@ use super::common::{
 use super::reading::{answer_text, bare, json_values, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
+use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::stated::{last_stated, Labels};
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
@@ -597,6 +602,122 @@ fn clean(drafts: Vec<Draft>, max_tasks: usize) -> PlanReading {
     PlanReading { tasks, warnings }
 }
 
+// ---- structured replies --------------------------------------------------------------------
+//
+// A planner whose route takes structured output is asked for `decompose_plan` instead of the
+// `TASK` blocks: its reasoning first, then 1 to `maxTasks` tasks (the prompt asks for 3 or
+// more; the reader goes on with fewer, with a warning), each with its id and its dependencies
+// as enums of this run's ids (`task_1`..`task_<maxTasks>`), a title, a description, one of the
+// three complexities and an expertise tag. The plan is read from its JSON when that fits the
+// schema, then cleaned exactly as a text plan is: a repeated id keeps its first task, a
+// dependency on itself or on an id the plan does not hold is removed, each dependency is kept
+// once, an echoed placeholder states nothing, and a cycle is re-asked about. Else the text
+// reader reads it. Task outputs and the assembly are text a person reads and carry no schema.
+
+/// The plan's schema name (the sim answers it by this name).
+pub const PLAN_SCHEMA: &str = "decompose_plan";
+/// The longest task title, description and expertise tag.
+pub const TITLE_MAX_CHARS: usize = 120;
+pub const DESCRIPTION_MAX_CHARS: usize = 600;
+pub const EXPERTISE_MAX_CHARS: usize = 40;
+/// The complexities a task may state, as the JSON names them.
+pub const COMPLEXITIES: [&str; 3] = ["LOW", "MEDIUM", "HIGH"];
+
+/// The ids a plan of at most `max_tasks` tasks may use: `task_1`..`task_<max_tasks>`.
+pub fn plan_ids(max_tasks: usize) -> Vec<String> {
+    (1..=max_tasks).map(|n| format!("task_{n}")).collect()
+}
+
+/// The planner's plan as JSON for a run of at most `max_tasks` tasks: the reasoning, then the
+/// tasks.
+pub fn plan_schema(max_tasks: usize) -> Arc<ReplySchema> {
+    let max_tasks = max_tasks.max(1);
+    let ids = plan_ids(max_tasks);
+    let task = schema::object([
+        (
+            "id",
+            schema::described(
+                schema::one_of(&ids),
+                "the task's id: task_1 for the first task, task_2 for the second, and so on",
+            ),
+        ),
+        ("title", schema::described(schema::text(TITLE_MAX_CHARS), "a short title")),
+        (
+            "description",
+            schema::described(
+                schema::text(DESCRIPTION_MAX_CHARS),
+                "2-3 sentences on what this task must produce",
+            ),
+        ),
+        (
+            "dependencies",
+            schema::described(
+                schema::list(schema::one_of(&ids), 0, max_tasks - 1),
+                "the ids of the tasks whose output this one needs (an empty list when it needs \
+                 none)",
+            ),
+        ),
+        ("complexity", schema::described(schema::one_of(&COMPLEXITIES), "how much work it is")),
+        (
+            "expertise",
+            schema::described(
+                schema::text(EXPERTISE_MAX_CHARS),
+                "one tag, e.g. technical, creative, analytical, general",
+            ),
+        ),
+    ]);
+    ReplySchema::new(
+        PLAN_SCHEMA,
+        schema::reasoned([(
+            "tasks",
+            schema::described(
+                schema::list(task, 1, max_tasks),
+                &format!("3 to {max_tasks} sub-tasks in order, the first ones depending on none"),
+            ),
+        )]),
+    )
+}
+
+/// The tasks of JSON that fits [`plan_schema`], as drafts for [`clean`] (the text's rules).
+fn drafts_from_json(v: &Value) -> Option<Vec<Draft>> {
+    let items = v.get("tasks")?.as_array()?;
+    items
+        .iter()
+        .map(|t| {
+            let field = |k: &str| t.get(k).and_then(Value::as_str).map(stated);
+            let deps: Vec<&str> =
+                t.get("dependencies")?.as_array()?.iter().filter_map(Value::as_str).collect();
+            Some(Draft {
+                id: task_id(t.get("id")?.as_str()?)?,
+                heading_title: String::new(),
+                title: field("title"),
+                description: field("description"),
+                dependencies: Some(deps.join(", ")),
+                complexity: field("complexity"),
+                expertise: field("expertise"),
+            })
+        })
+        .collect()
+}
+
+/// Reads a planner's reply: from its JSON when it fits `schema`, cleaned as a text plan is,
+/// else by its text ([`read_plan`]). Says where it was read from; None when no task was read.
+pub fn read_plan_reply(
+    reply: &str,
+    max_tasks: usize,
+    schema: &ReplySchema,
+) -> (PlanReading, Option<ReadFrom>) {
+    if let Some(drafts) = schema.read(reply).and_then(|v| drafts_from_json(&v)) {
+        let reading = clean(drafts, max_tasks);
+        if !reading.tasks.is_empty() {
+            return (reading, Some(ReadFrom::Json));
+        }
+    }
+    let reading = read_plan(reply, max_tasks);
+    let from = (!reading.tasks.is_empty()).then_some(ReadFrom::Text);
+    (reading, from)
+}
+
 // ---- scheduling (pure) ---------------------------------------------------------------------
 
 /// Kahn's waves, by index into `tasks`: wave k holds, in plan order, every task not yet
@@ -781,6 +902,15 @@ fn question_block(question: &str) -> String {
     format!("{QUESTION_START}\n{question}\n{QUESTION_END}")
 }
 
+/// The plan's format: the spec's `TASK task_<n>:` blocks, or, given the plan's schema, its
+/// JSON.
+fn plan_format_as(schema: Option<&ReplySchema>) -> String {
+    match schema {
+        Some(s) => s.instruction(),
+        None => plan_format().to_string(),
+    }
+}
+
 fn plan_format() -> &'static str {
     "Reply with every task in exactly this format:\n\n\
      TASK task_1:\n\
@@ -800,6 +930,12 @@ fn plan_format() -> &'static str {
 }
 
 pub fn plan_prompt(question: &str, max_tasks: usize) -> String {
+    plan_prompt_as(question, max_tasks, None)
+}
+
+/// The planner's prompt ending in the spec's format, or, given the plan's schema, in its JSON
+/// (the same rules otherwise).
+pub fn plan_prompt_as(question: &str, max_tasks: usize, schema: Option<&ReplySchema>) -> String {
     format!(
         "{PLAN_HEAD} Split the question or task below into sub-tasks. Other models will carry \
          them out, and their outputs will be assembled into one answer.\n\n{q}\n\n\
@@ -812,28 +948,45 @@ pub fn plan_prompt(question: &str, max_tasks: usize) -> String {
          and the outputs of the tasks it depends on.\n\
          - The first tasks have no dependencies.\n\n{format}",
         q = question_block(question),
-        format = plan_format(),
+        format = plan_format_as(schema),
     )
 }
 
 /// The planner asked once more when no task could be read.
 pub fn reminder_prompt(max_tasks: usize) -> String {
+    reminder_prompt_as(max_tasks, None)
+}
+
+/// [`reminder_prompt`], or, given the plan's schema, asking for its JSON.
+pub fn reminder_prompt_as(max_tasks: usize, schema: Option<&ReplySchema>) -> String {
+    let how = match schema {
+        Some(_) => "as the single JSON object described below",
+        None => "each starting with a line `TASK task_<n>:`",
+    };
     format!(
-        "{REMINDER_HEAD} Give the plan again: 3 to {max_tasks} sub-tasks, each starting with a \
-         line `TASK task_<n>:`.\n\n{}",
-        plan_format()
+        "{REMINDER_HEAD} Give the plan again: 3 to {max_tasks} sub-tasks, {how}.\n\n{}",
+        plan_format_as(schema)
     )
 }
 
 /// The planner asked once more when its dependencies form a cycle.
 pub fn cycle_prompt(unscheduled: &[String], max_tasks: usize) -> String {
+    cycle_prompt_as(unscheduled, max_tasks, None)
+}
+
+/// [`cycle_prompt`], or, given the plan's schema, asking for its JSON.
+pub fn cycle_prompt_as(
+    unscheduled: &[String],
+    max_tasks: usize,
+    schema: Option<&ReplySchema>,
+) -> String {
     format!(
         "{CYCLE_HEAD} These tasks could not be scheduled, because each waits (directly or \
          not) for another of them: {}.\n\nGive the whole plan again, 3 to {max_tasks} \
          sub-tasks, with no circular dependencies: a task may depend only on tasks that do not \
          depend on it.\n\n{}",
         unscheduled.join(", "),
-        plan_format()
+        plan_format_as(schema)
     )
 }
 
@@ -1007,6 +1160,8 @@ impl Reask {
 struct FirstPlan {
     reply: String,
     reading: PlanReading,
+    /// Where its tasks were read from (None: none could be read).
+    read_from: Option<ReadFrom>,
     model: String,
     response_time_ms: u64,
     fallback_from: Option<String>,
@@ -1025,6 +1180,8 @@ pub struct Decompose {
     /// Every task that ended, in the order it ended.
     outcomes: Vec<Outcome>,
     deadline_passed: bool,
+    /// The plan's reply schema (built once for the run, from its `maxTasks`).
+    plan: Arc<ReplySchema>,
     title: TitleTracker,
     calls: Calls,
 }
@@ -1039,7 +1196,9 @@ impl Decompose {
             return Err("the stored decompose configuration has no maxTasks from 3 to 8".into());
         }
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let plan = plan_schema(config.max_tasks);
         Ok(Decompose {
+            plan,
             config,
             ctx,
             phase: Phase::Planning,
@@ -1054,6 +1213,7 @@ impl Decompose {
         })
     }
 
+    /// A call of this run; every prompt quotes the question, named for fitting a small context.
     fn call(&self, key: &str, model: &str, messages: Vec<ChatMessage>, stage: &str) -> CallSpec {
         let role = match stage {
             "plan" => "planner",
@@ -1061,11 +1221,23 @@ impl Decompose {
             _ => "worker",
         };
         CallSpec::new(key, model, messages, stage, role, self.config.timeout_ms)
+            .quoting([self.question()])
+    }
+
+    /// The question as quoted material of a prompt (see [`CallSpec::quoting`]).
+    fn question(&self) -> (String, String) {
+        ("the question".to_string(), self.ctx.question.clone())
     }
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
         self.phase = Phase::Done;
         self.title.fail(message)
+    }
+
+    /// The plan's schema when the planner is asked for its JSON (its route takes structured
+    /// output). A backup, and the planner asked again, are asked as the planner was.
+    fn plan_json(&self) -> Option<&ReplySchema> {
+        self.ctx.structured.json(&self.config.planner_model).then_some(self.plan.as_ref())
     }
 
     /// The planner's reply (or its backup's).
@@ -1075,7 +1247,7 @@ impl Decompose {
             Ok(t) => t.clone(),
             Err(e) => return self.fail(role_failed("planner", &routed, e)),
         };
-        let reading = read_plan(&text, self.config.max_tasks);
+        let (reading, read_from) = read_plan_reply(&text, self.config.max_tasks, &self.plan);
         let reason = if reading.tasks.is_empty() {
             Some(Reask::Format)
         } else if !unschedulable(&reading.tasks).is_empty() {
@@ -1087,26 +1259,35 @@ impl Decompose {
             return self.accept(PlanUse {
                 reply: text,
                 reading,
+                read_from,
                 model: reply.model.clone(),
                 response_time_ms: reply.response_time_ms,
                 fallback_from: routed.fallback_from.clone(),
                 first: None,
+                set_aside: None,
             });
         };
+        let json = self.plan_json();
+        let max = self.config.max_tasks;
         let ask = match reason {
-            Reask::Format => reminder_prompt(self.config.max_tasks),
-            Reask::Cycle => cycle_prompt(&unschedulable(&reading.tasks), self.config.max_tasks),
+            Reask::Format => reminder_prompt_as(max, json),
+            Reask::Cycle => cycle_prompt_as(&unschedulable(&reading.tasks), max, json),
         };
+        let first_plan = answer_text(&text).trim().to_string();
         let messages = vec![
-            ChatMessage::user(plan_prompt(&self.ctx.question, self.config.max_tasks)),
-            ChatMessage::assistant(answer_text(&text).trim()),
+            ChatMessage::user(plan_prompt_as(&self.ctx.question, max, json)),
+            ChatMessage::assistant(first_plan.clone()),
             ChatMessage::user(ask),
         ];
         // Asked of the model that answered (the backup, when it stood in).
-        let spec = self.call(REPLAN_KEY, &reply.model, messages, "plan");
+        let spec = self
+            .call(REPLAN_KEY, &reply.model, messages, "plan")
+            .with_schema(&self.plan)
+            .quoting([("the first plan".to_string(), first_plan)]);
         self.first = Some(FirstPlan {
             reply: text,
             reading,
+            read_from,
             model: reply.model.clone(),
             response_time_ms: reply.response_time_ms,
             fallback_from: routed.fallback_from.clone(),
@@ -1128,43 +1309,53 @@ impl Decompose {
     fn on_replan(&mut self, reply: CallReply) -> Vec<Effect> {
         let Some(first) = self.first.clone() else { return Vec::new() };
         let second = match &reply.result {
-            Ok(t) => Some((t.clone(), read_plan(t, self.config.max_tasks))),
+            Ok(t) => {
+                let (reading, from) = read_plan_reply(t, self.config.max_tasks, &self.plan);
+                Some((t.clone(), reading, from))
+            }
             Err(_) => None,
         };
-        let usable = second.as_ref().filter(|(_, r)| {
+        let usable = second.as_ref().filter(|(_, r, _)| {
             !r.tasks.is_empty()
                 && (first.reason == Reask::Format || unschedulable(&r.tasks).is_empty())
         });
-        if let Some((text, reading)) = usable.cloned() {
+        if let Some((text, reading, read_from)) = usable.cloned() {
             return self.accept(PlanUse {
                 reply: text,
                 reading,
+                read_from,
                 model: reply.model.clone(),
                 response_time_ms: reply.response_time_ms,
                 fallback_from: first.fallback_from.clone(),
                 first: Some(first),
+                set_aside: None,
             });
         }
         if first.reason == Reask::Cycle {
             return self.accept(PlanUse {
                 reply: first.reply.clone(),
                 reading: first.reading.clone(),
+                read_from: first.read_from,
                 model: first.model.clone(),
                 response_time_ms: first.response_time_ms,
                 fallback_from: first.fallback_from.clone(),
                 first: Some(first),
+                set_aside: second.map(|(t, _, from)| (t, from)),
             });
         }
         // Nothing readable twice: the plan row keeps what the planner wrote, then the run fails.
-        let (text, reading) = second.unwrap_or((first.reply.clone(), PlanReading::default()));
+        let (text, reading) =
+            second.map(|(t, r, _)| (t, r)).unwrap_or((first.reply.clone(), PlanReading::default()));
         let mut out = self.store_plan(
             &PlanUse {
                 reply: text,
                 reading,
+                read_from: None,
                 model: reply.model.clone(),
                 response_time_ms: reply.response_time_ms,
                 fallback_from: first.fallback_from.clone(),
                 first: Some(first.clone()),
+                set_aside: None,
             },
             None,
         );
@@ -1206,10 +1397,25 @@ impl Decompose {
         if let Some(from) = &plan.fallback_from {
             data["fallbackFrom"] = json!(from);
         }
+        // Only a plan with a task to run was read.
+        if let Some(from) = plan.read_from {
+            data["readFrom"] = json!(from);
+        }
         let mut stored = data.clone();
         stored["assignments"] = json!(self.assignments);
         if let Some(f) = &plan.first {
             stored["firstReply"] = json!(f.reply);
+            if let (true, Some(from)) = (replanned, f.read_from) {
+                stored["firstReadFrom"] = json!(from);
+            }
+        }
+        // The plan asked for again and set aside (the first plan kept): kept too, and how it
+        // was read.
+        if let Some((text, from)) = &plan.set_aside {
+            stored["setAsideReply"] = json!(text);
+            if let Some(from) = from {
+                stored["setAsideReadFrom"] = json!(from);
+            }
         }
         let mut out = vec![
             Effect::Store(StageRow {
@@ -1308,12 +1514,14 @@ impl Decompose {
                 })
                 .collect();
             let prompt = task_prompt(&self.ctx.question, task, &given);
-            out.push(Effect::Call(self.call(
-                &format!("task:{id}"),
-                &a.model,
-                vec![ChatMessage::user(prompt)],
-                &id,
-            )));
+            // The dependencies' outputs, named for fitting a small context.
+            let quoted: Vec<(String, String)> = given
+                .iter()
+                .filter_map(|g| Some((format!("the output of {}", g.id), g.output.clone()?)))
+                .collect();
+            let call =
+                self.call(&format!("task:{id}"), &a.model, vec![ChatMessage::user(prompt)], &id);
+            out.push(Effect::Call(call.quoting(quoted)));
         }
         out
     }
@@ -1439,12 +1647,18 @@ impl Decompose {
             .collect();
         let tasks = self.schedule.as_ref().map(|s| s.tasks.clone()).unwrap_or_default();
         let prompt = assembly_prompt(&self.ctx.question, &tasks, &produced, &missing);
-        let spec = self.call(
-            "assembly",
-            &self.config.assembler_model.clone(),
-            vec![ChatMessage::user(prompt)],
-            "assembly",
-        );
+        let quoted: Vec<(String, String)> = produced
+            .iter()
+            .map(|p| (format!("the output of {}", p.id), p.output.clone()))
+            .collect();
+        let spec = self
+            .call(
+                "assembly",
+                &self.config.assembler_model.clone(),
+                vec![ChatMessage::user(prompt)],
+                "assembly",
+            )
+            .quoting(quoted);
         self.phase = Phase::Assembling;
         let skipped: Vec<&str> = ordered
             .iter()
@@ -1514,10 +1728,15 @@ impl Decompose {
 struct PlanUse {
     reply: String,
     reading: PlanReading,
+    /// Where its tasks were read from (None: none could be read).
+    read_from: Option<ReadFrom>,
     model: String,
     response_time_ms: u64,
     fallback_from: Option<String>,
     first: Option<FirstPlan>,
+    /// The reply asked for again, when it was set aside for the first (it still had a cycle,
+    /// or could not be read): its text and where it was read from.
+    set_aside: Option<(String, Option<ReadFrom>)>,
 }
 
 /// A task's row: its id as the stage type, its wave as the stage order.
@@ -1564,12 +1783,20 @@ impl Mode for Decompose {
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: c.global_timeout_ms },
             Effect::emit("plan_start", json!({ "data": { "model": c.planner_model } })),
         ];
-        let spec = self.call(
-            "plan",
-            &self.config.planner_model.clone(),
-            vec![ChatMessage::user(plan_prompt(&self.ctx.question, self.config.max_tasks))],
-            "plan",
-        );
+        // Asked for the plan's JSON when the planner's route takes it (the backup takes the
+        // same prompt: it is asked as the planner is).
+        let (q, max) = (&self.ctx.question, self.config.max_tasks);
+        let asking = Asking::new(self.plan.clone(), |json| plan_prompt_as(q, max, json));
+        let spec = asking
+            .call(
+                &self.ctx,
+                "plan",
+                &self.config.planner_model,
+                "plan",
+                "planner",
+                self.config.timeout_ms,
+            )
+            .quoting([self.question()]);
         let backup = self.config.facilitator_fallback_model.clone();
         out.push(self.calls.solo(spec, PLAN_ORDER, backup.as_deref()));
         let model = self.config.planner_model.clone();
@@ -1752,16 +1979,57 @@ fn sim_plan(n: usize, cyclic: bool, messy: bool, who: &str) -> String {
     s
 }
 
+/// The sim plan of `n` tasks as JSON that fits [`plan_schema`]: the same tasks, dependencies,
+/// complexities and expertise as its text plan (`cyclic`: task_2 waits for task_3, which
+/// waits for task_2).
+fn sim_plan_json(n: usize, cyclic: bool, ask: &SimAsk) -> String {
+    let tasks: Vec<Value> = SIM_TASKS
+        .iter()
+        .take(n)
+        .enumerate()
+        .map(|(i, (title, desc, cx, ex))| {
+            let mut deps: Vec<usize> = SIM_DEPS[i].iter().copied().filter(|&d| d <= n).collect();
+            if cyclic && i == 1 {
+                deps.push(3);
+            }
+            let deps: Vec<String> = deps.iter().map(|d| format!("task_{d}")).collect();
+            json!({ "id": format!("task_{}", i + 1), "title": title,
+                    "description": format!("{desc} Keep it self-contained."),
+                    "dependencies": deps, "complexity": cx, "expertise": ex })
+        })
+        .collect();
+    let reasoning: String = format!(
+        "{}[simulated plan from {}] Understand the need first, then the options, then the plan.",
+        ask.hostile_paragraph(),
+        ask.model
+    )
+    .chars()
+    .take(schema::REASONING_MAX_CHARS)
+    .collect();
+    json!({ "reasoning": reasoning, "tasks": tasks }).to_string()
+}
+
 fn sim_answer(ask: &SimAsk) -> Option<String> {
     let p = ask.prompt;
     let who = ask.model;
     let mut rng = SplitMix64::new(ask.seed);
     let first_ask = p.starts_with(PLAN_HEAD);
-    if first_ask || p.starts_with(REMINDER_HEAD) || p.starts_with(CYCLE_HEAD) {
+    let plan_asked = first_ask || p.starts_with(REMINDER_HEAD) || p.starts_with(CYCLE_HEAD);
+    // Only the plan carries a schema of ours.
+    if ask.schema.is_some_and(|s| s.name != PLAN_SCHEMA || !plan_asked) {
+        return None;
+    }
+    if plan_asked {
         static MAX: OnceLock<Regex> = OnceLock::new();
-        let max = re(&MAX, r"3 to (\d+) sub-tasks")
-            .captures(p)
-            .and_then(|c| c[1].parse::<usize>().ok())
+        // Asked for JSON, the most tasks the schema allows; else as the prompt says.
+        let listed = ask
+            .schema
+            .and_then(|s| s.schema.pointer("/properties/tasks/maxItems")?.as_u64())
+            .map(|m| m as usize);
+        let max = listed
+            .or_else(|| {
+                re(&MAX, r"3 to (\d+) sub-tasks").captures(p).and_then(|c| c[1].parse().ok())
+            })
             .unwrap_or(6)
             .clamp(MIN_TASKS, MAX_TASKS);
         let n = 4.max(max - rng.below(2)).min(max);
@@ -1776,6 +2044,9 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
             ));
         }
         let cyclic = name.starts_with("loop") || (first_ask && name.starts_with("cyclic"));
+        if ask.schema.is_some() {
+            return Some(sim_plan_json(n, cyclic, ask));
+        }
         return Some(sim_plan(n, cyclic, ask.malformed, who));
     }
     if p.starts_with(TASK_HEAD) {

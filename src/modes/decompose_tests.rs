@@ -767,6 +767,15 @@ fn a_cycle_is_asked_about_once_then_replaced_or_repaired_never_run_as_written() 
         .unwrap()
         .iter()
         .any(|w| w.as_str().unwrap().contains("cycle")));
+    // The plan asked for again is kept beside the first, with how it was read.
+    let plan = rows(&all).into_iter().find(|r| r.stage_type == "plan").unwrap();
+    let stored = plan.parsed_data.unwrap();
+    assert_eq!((plan.content.as_str(), stored["firstReply"].as_str()), (CYCLIC, Some(CYCLIC)));
+    assert_eq!(stored["setAsideReply"], CYCLIC);
+    assert_eq!(
+        (stored["readFrom"].as_str(), stored["setAsideReadFrom"].as_str()),
+        (Some("text"), Some("text"))
+    );
     let started: Vec<String> =
         all_events(&all, "wave_start").iter().map(|w| w["data"]["tasks"].to_string()).collect();
     assert_eq!(started.len(), 2);
@@ -909,6 +918,7 @@ fn sim_drive(planner: &str, seed: u64, malformed: bool, hostile: bool) -> Vec<Ef
             seed: seed + c.key.len() as u64,
             malformed,
             hostile,
+            schema: None,
         })
     })
 }
@@ -962,6 +972,429 @@ fn the_sim_plans_works_and_assembles_in_format_and_now_and_then_messily() {
         seed: 1,
         malformed: false,
         hostile: false,
+        schema: None,
     };
     assert_eq!(sim_answer(&other), None);
+}
+
+// ---- structured replies --------------------------------------------------------------------
+
+/// A run whose planner is asked for JSON (its route takes structured output).
+fn structured(cfg: Value) -> Decompose {
+    let mut c = ctx("Launch an online bakery", vec![], true);
+    c.structured = crate::modes::Structured::models(["plan"]);
+    Decompose::new(&cfg, c).unwrap()
+}
+
+fn json_task(id: &str, deps: &[&str], complexity: &str) -> Value {
+    json!({ "id": id, "title": format!("Title of {id}"), "description": format!("What {id} produces."),
+            "dependencies": deps, "complexity": complexity, "expertise": "Analytical" })
+}
+
+fn json_plan(tasks: Vec<Value>) -> String {
+    json!({ "reasoning": "research first, then price", "tasks": tasks }).to_string()
+}
+
+/// The four tasks of [`PLAN`], as JSON.
+fn four_tasks() -> Vec<Value> {
+    vec![
+        json_task("task_1", &[], "MEDIUM"),
+        json_task("task_2", &[], "LOW"),
+        json_task("task_3", &["task_1", "task_2"], "HIGH"),
+        json_task("task_4", &["task_3"], "MEDIUM"),
+    ]
+}
+
+#[test]
+fn the_plan_schema_takes_this_runs_ids_and_refuses_the_rest() {
+    let s = plan_schema(4);
+    assert_eq!(s.name, PLAN_SCHEMA);
+    let keys: Vec<&String> = s.schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["reasoning", "tasks"], "the reasoning comes first");
+    let tasks = &s.schema["properties"]["tasks"];
+    assert_eq!((tasks["minItems"].as_u64(), tasks["maxItems"].as_u64()), (Some(1), Some(4)));
+    let item = &tasks["items"]["properties"];
+    let ids = json!(["task_1", "task_2", "task_3", "task_4"]);
+    assert_eq!(item["id"]["enum"], ids);
+    assert_eq!(item["dependencies"]["items"]["enum"], ids);
+    assert_eq!(item["dependencies"]["maxItems"], 3);
+    assert_eq!(item["complexity"]["enum"], json!(["LOW", "MEDIUM", "HIGH"]));
+    let order: Vec<&String> = item.as_object().unwrap().keys().collect();
+    assert_eq!(order, ["id", "title", "description", "dependencies", "complexity", "expertise"]);
+    let fits = |tasks: Vec<Value>| {
+        s.validate(&serde_json::from_str::<Value>(&json_plan(tasks)).unwrap()).is_ok()
+    };
+    assert!(fits(four_tasks()));
+    // One task: the reader goes on with fewer than 3, with a warning.
+    assert!(fits(vec![json_task("task_1", &[], "LOW")]));
+    // A repeated id, a dependency on itself or on a task the plan lacks are this run's ids:
+    // the schema takes them and the reader cleans them, as in text.
+    assert!(fits(vec![
+        json_task("task_1", &["task_1", "task_4"], "LOW"),
+        json_task("task_1", &[], "LOW")
+    ]));
+    for bad in [
+        // An id outside the run's, a spelling the reader would normalise, a foreign dependency.
+        vec![json_task("task_5", &[], "LOW")],
+        vec![json_task("task 1", &[], "LOW")],
+        vec![json_task("task_1", &["task_9"], "LOW")],
+        vec![json_task("task_1", &["1"], "LOW")],
+        // A complexity outside the three.
+        vec![json_task("task_1", &[], "EXTREME")],
+        vec![json_task("task_1", &[], "low")],
+        // No task, too many tasks, too many dependencies.
+        vec![],
+        (1..=5).map(|i| json_task(&format!("task_{}", i.min(4)), &[], "LOW")).collect(),
+        vec![json_task("task_1", &["task_2", "task_3", "task_4", "task_2"], "LOW")],
+    ] {
+        assert!(!fits(bad.clone()), "{bad:?}");
+    }
+    let mut missing = json_task("task_1", &[], "LOW");
+    missing.as_object_mut().unwrap().remove("dependencies");
+    assert!(!fits(vec![missing]));
+    let mut foreign = json_task("task_1", &[], "LOW");
+    foreign["wave"] = json!(1);
+    assert!(!fits(vec![foreign]));
+    let long = json_task("task_1", &[], "LOW");
+    let mut long = long;
+    long["title"] = json!("x".repeat(TITLE_MAX_CHARS + 1));
+    assert!(!fits(vec![long]));
+    // The run's own bound: ids up to its maxTasks.
+    assert_eq!(
+        plan_schema(8).schema["properties"]["tasks"]["items"]["properties"]["id"]["enum"][7],
+        "task_8"
+    );
+}
+
+#[test]
+fn a_plan_is_read_from_json_when_it_fits_and_cleaned_as_text_is() {
+    let s = plan_schema(6);
+    let (j, from) = read_plan_reply(&json_plan(four_tasks()), 6, &s);
+    assert_eq!(from, Some(ReadFrom::Json));
+    let (t, text_from) = read_plan_reply(PLAN, 6, &s);
+    assert_eq!(text_from, Some(ReadFrom::Text));
+    let shape = |p: &PlanReading| -> Vec<(String, Vec<String>, Complexity)> {
+        p.tasks.iter().map(|t| (t.id.clone(), t.dependencies.clone(), t.complexity)).collect()
+    };
+    assert_eq!(shape(&j), shape(&t));
+    assert_eq!(j.tasks[0].title, "Title of task_1");
+    assert_eq!(j.tasks[0].description, "What task_1 produces.");
+    assert_eq!(j.tasks[0].expertise, "analytical", "lower-cased, as in text");
+    assert!(j.warnings.is_empty(), "{:?}", j.warnings);
+
+    // The text's rules: a repeated id keeps its first task, a dependency on itself or on a task
+    // not in the plan is removed, each dependency once, tasks past maxTasks dropped, an echoed
+    // placeholder or an empty field states nothing.
+    let mut first = json_task("task_1", &["task_1", "task_6"], "LOW");
+    first["title"] = json!("<text>");
+    first["expertise"] = json!(" ");
+    let reply = json_plan(vec![
+        first,
+        json_task("task_2", &["task_1", "task_1"], "HIGH"),
+        json_task("task_1", &[], "HIGH"),
+        json_task("task_3", &["task_2"], "MEDIUM"),
+        json_task("task_4", &[], "MEDIUM"),
+    ]);
+    let (p, from) = read_plan_reply(&format!("<think>hmm</think>```json\n{reply}\n```"), 3, &s);
+    assert_eq!(from, Some(ReadFrom::Json));
+    let ids: Vec<&str> = p.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["task_1", "task_2", "task_3"]);
+    assert_eq!((p.tasks[0].title.as_str(), p.tasks[0].expertise.as_str()), ("task_1", "general"));
+    assert_eq!(p.tasks[0].complexity, Complexity::Low, "the first of a repeated id is kept");
+    assert!(p.tasks[0].dependencies.is_empty());
+    assert_eq!(p.tasks[1].dependencies, ["task_1"]);
+    let w = p.warnings.join("\n");
+    for needle in [
+        "task_1 appears twice",
+        "more than 3 tasks: task_4 dropped",
+        "task_1 depended on itself",
+        "task_1 depended on task_6, which is not in the plan",
+    ] {
+        assert!(w.contains(needle), "{needle} in {w}");
+    }
+    // A cycle is read as stated (the run asks about it); it is never hidden.
+    let (p, from) = read_plan_reply(
+        &json_plan(vec![
+            json_task("task_1", &["task_2"], "LOW"),
+            json_task("task_2", &["task_1"], "LOW"),
+        ]),
+        6,
+        &s,
+    );
+    assert_eq!(from, Some(ReadFrom::Json));
+    assert_eq!(unschedulable(&p.tasks), ["task_1", "task_2"]);
+
+    // JSON that does not fit: the text reader, which reads a lenient JSON plan as before.
+    let unfit = json_plan(vec![
+        json_task("task_1", &[], "EXTREME"),
+        json_task("task_9", &["task_1"], "LOW"),
+    ]);
+    let (p, from) = read_plan_reply(&unfit, 6, &s);
+    assert_eq!(from, Some(ReadFrom::Text));
+    assert_eq!(p.tasks.len(), 2);
+    assert_eq!(p.tasks[0].complexity, Complexity::Medium, "EXTREME is no complexity");
+    // Neither fits nor reads: nothing, and no readFrom.
+    for nothing in [
+        r#"{"reasoning": "", "tasks": [{"id": "task_1", "title": "A""#.to_string(),
+        format!("<think>{}", json_plan(four_tasks())),
+        "I would look at the market first.".to_string(),
+    ] {
+        let (p, from) = read_plan_reply(&nothing, 6, &s);
+        assert_eq!((p.tasks.len(), from), (0, None), "{nothing}");
+    }
+}
+
+proptest! {
+    /// Whatever JSON the schema allows is read whole once cleaned: every first task of an id,
+    /// with its title, description, complexity, expertise, and its dependencies on other tasks
+    /// of the plan, each once, in order; every removal said in a warning.
+    #[test]
+    fn any_plan_the_schema_allows_is_read_without_loss(seed in any::<u64>(), max in 3usize..=8) {
+        let s = plan_schema(max);
+        let n = std::cell::Cell::new(0u64);
+        let words = |f: &str| { n.set(n.get() + 1); format!("{f} {seed:x} {}", n.get()) };
+        let mut rng = SplitMix64::new(seed);
+        let mut v = schema::sample(&s.schema, &mut rng, &words);
+        // More tasks than the sampler's fewest, with dependencies drawn from the run's ids.
+        let item = &s.schema["properties"]["tasks"]["items"];
+        let ids = plan_ids(max);
+        for _ in 0..rng.below(max) {
+            let mut t = schema::sample(item, &mut rng, &words);
+            let deps: Vec<&String> = (0..rng.below(max)).map(|_| &ids[rng.below(max)]).collect();
+            t["dependencies"] = json!(deps);
+            v["tasks"].as_array_mut().unwrap().push(t);
+        }
+        prop_assert!(s.validate(&v).is_ok(), "{}", v);
+        let (p, from) = read_plan_reply(&v.to_string(), max, &s);
+        prop_assert_eq!(from, Some(ReadFrom::Json));
+        let stated = v["tasks"].as_array().unwrap();
+        let mut firsts: Vec<&Value> = Vec::new();
+        for t in stated {
+            if !firsts.iter().any(|f| f["id"] == t["id"]) {
+                firsts.push(t);
+            }
+        }
+        prop_assert_eq!(p.tasks.len(), firsts.len());
+        let kept: Vec<&str> = firsts.iter().map(|t| t["id"].as_str().unwrap()).collect();
+        for (got, x) in p.tasks.iter().zip(&firsts) {
+            prop_assert_eq!(json!(got.id), x["id"].clone());
+            prop_assert_eq!(json!(got.title), x["title"].clone());
+            prop_assert_eq!(json!(got.description), x["description"].clone());
+            prop_assert_eq!(json!(got.complexity), x["complexity"].clone());
+            prop_assert_eq!(json!(got.expertise), x["expertise"].clone());
+            let mut deps: Vec<&str> = Vec::new();
+            for d in x["dependencies"].as_array().unwrap().iter().filter_map(Value::as_str) {
+                if d != got.id && kept.contains(&d) && !deps.contains(&d) {
+                    deps.push(d);
+                }
+            }
+            prop_assert_eq!(&got.dependencies, &deps);
+            let removed = x["dependencies"].as_array().unwrap().iter().any(|d| d == &x["id"] || !kept.contains(&d.as_str().unwrap()));
+            prop_assert_eq!(removed, p.warnings.iter().any(|w| w.starts_with(&format!("{} depended on", got.id))));
+        }
+        prop_assert_eq!(firsts.len() < stated.len(), p.warnings.iter().any(|w| w.contains("appears twice")));
+    }
+}
+
+#[test]
+fn the_json_prompts_keep_the_rules_and_swap_the_format() {
+    let s = plan_schema(5);
+    let (json, text) = (plan_prompt_as("q?", 5, Some(&s)), plan_prompt("q?", 5));
+    for kept in [
+        PLAN_HEAD,
+        "=== QUESTION ===\nq?\n=== END OF QUESTION ===",
+        "- Split it into 3 to 5 sub-tasks.",
+        "- No circular dependencies.",
+        "- The first tasks have no dependencies.",
+    ] {
+        assert!(json.contains(kept) && text.contains(kept), "{kept}");
+    }
+    assert!(json.contains("Reply with a single JSON object") && !json.contains("TASK task_1:"));
+    assert!(json.contains(r#""task_1", "task_2", "task_3", "task_4", "task_5""#), "{json}");
+    assert!(json.find("\"reasoning\"").unwrap() < json.find("\"tasks\"").unwrap());
+    assert!(text.contains("TASK task_1:\nTitle: <short title>") && !text.contains("JSON"));
+    let (json, text) = (reminder_prompt_as(5, Some(&s)), reminder_prompt(5));
+    assert!(json.starts_with(REMINDER_HEAD) && json.contains("Reply with a single JSON object"));
+    assert!(!json.contains("TASK task_<n>:"));
+    assert!(text.contains("each starting with a line `TASK task_<n>:`") && !text.contains("JSON"));
+    let ids = ["task_2".to_string(), "task_3".to_string()];
+    let (json, text) = (cycle_prompt_as(&ids, 5, Some(&s)), cycle_prompt(&ids, 5));
+    for p in [&json, &text] {
+        assert!(p.starts_with(CYCLE_HEAD) && p.contains("task_2, task_3"));
+    }
+    assert!(json.contains("Reply with a single JSON object") && !json.contains("TASK task_1:"));
+    assert!(text.contains("TASK task_1:"));
+}
+
+#[test]
+fn a_planner_that_takes_json_is_asked_for_it_and_read_from_it() {
+    let mut m = structured(config(&["a", "b"]));
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "plan" => Some(json_plan(four_tasks())),
+        _ => answer_all(c),
+    });
+    let plan = stage_calls(&all).into_iter().find(|c| c.key == "plan").unwrap();
+    assert_eq!(plan.schema.as_ref().map(|s| s.name.as_str()), Some(PLAN_SCHEMA));
+    let p = &plan.messages[0].content;
+    assert!(p.contains("Reply with a single JSON object") && !p.contains("TASK task_1:"));
+    let d = emitted(&all, "plan_complete").unwrap()["data"].clone();
+    assert_eq!(d["readFrom"], "json");
+    assert_eq!(d["executionWaves"], json!([["task_1", "task_2"], ["task_3"], ["task_4"]]));
+    let row = stored(&all).into_iter().find(|r| r.stage_type == "plan").unwrap();
+    assert_eq!(row.parsed_data.unwrap()["readFrom"], "json");
+    // Task outputs and the assembly are text a person reads: no schema; the outputs they
+    // quote are named, for fitting a small context.
+    let calls = stage_calls(&all);
+    let pricing = calls.iter().find(|c| c.key == "task:task_3").unwrap();
+    assert!(pricing.schema.is_none());
+    let names: Vec<&str> = pricing.material.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["the question", "the output of task_1", "the output of task_2"]);
+    assert!(pricing.material.iter().all(|m| pricing.messages[0].content.contains(&m.text)));
+    let asm = calls.iter().find(|c| c.key == "assembly").unwrap();
+    assert!(asm.schema.is_none());
+    assert_eq!(asm.material.len(), 5);
+    assert_eq!(asm.material[0].name, "the question");
+    assert_eq!(plan.material.len(), 1);
+    assert!(p.contains(&plan.material[0].text));
+    assert!(asm.material.iter().all(|m| asm.messages[0].content.contains(&m.text)));
+    assert!(finished(&all).is_some());
+    assert_reloads(&all);
+
+    // A planner whose route takes no structured output: the text prompt, the schema still
+    // named (the engine sends it only where the route takes it), read from the text.
+    let mut m = decompose(config(&["a"]));
+    let all = drive(&mut m, answer_all);
+    let plan = stage_calls(&all).into_iter().find(|c| c.key == "plan").unwrap();
+    assert_eq!(plan.schema.as_ref().map(|s| s.name.as_str()), Some(PLAN_SCHEMA));
+    assert!(plan.messages[0].content.contains("TASK task_1:"));
+    assert_eq!(emitted(&all, "plan_complete").unwrap()["data"]["readFrom"], "text");
+}
+
+#[test]
+fn a_json_planner_asked_again_is_asked_for_json_and_each_reading_is_said() {
+    // A cycle in JSON: asked again in JSON, with the schema; the second plan replaces it.
+    let cyclic = json_plan(vec![
+        json_task("task_1", &[], "LOW"),
+        json_task("task_2", &["task_3"], "LOW"),
+        json_task("task_3", &["task_2", "task_1"], "LOW"),
+    ]);
+    let mut m = structured(config(&["a"]));
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "plan" => Some(cyclic.clone()),
+        k if k == REPLAN_KEY => Some(json_plan(four_tasks())),
+        _ => answer_all(c),
+    });
+    let again = stage_calls(&all).into_iter().find(|c| c.key == REPLAN_KEY).unwrap();
+    assert_eq!(again.schema.as_ref().map(|s| s.name.as_str()), Some(PLAN_SCHEMA));
+    assert!(again.messages[0].content.contains("Reply with a single JSON object"));
+    let ask = &again.messages[2].content;
+    assert!(ask.starts_with(CYCLE_HEAD) && ask.contains("task_2, task_3"));
+    // The question and the first plan are named, for fitting a small context.
+    let names: Vec<&str> = again.material.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["the question", "the first plan"]);
+    assert!(again
+        .material
+        .iter()
+        .all(|m| again.messages.iter().any(|x| x.content.contains(&m.text))));
+    assert!(ask.contains("Reply with a single JSON object") && !ask.contains("TASK task_1:"));
+    let d = emitted(&all, "plan_complete").unwrap()["data"].clone();
+    assert_eq!((d["replanned"].clone(), d["readFrom"].clone()), (json!(true), json!("json")));
+    let row = stored(&all).into_iter().find(|r| r.stage_type == "plan").unwrap();
+    assert_eq!(row.parsed_data.unwrap()["firstReadFrom"], "json");
+    assert_reloads(&all);
+
+    // Prose, then the text format when reminded in JSON: read from the text.
+    let mut m = structured(config(&["a"]));
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "plan" => Some("I would look at the market first.".into()),
+        k if k == REPLAN_KEY => Some(PLAN.into()),
+        _ => answer_all(c),
+    });
+    let again = stage_calls(&all).into_iter().find(|c| c.key == REPLAN_KEY).unwrap();
+    assert!(again.messages[2].content.starts_with(REMINDER_HEAD));
+    let d = emitted(&all, "plan_complete").unwrap()["data"].clone();
+    assert_eq!((d["reasked"].clone(), d["readFrom"].clone()), (json!("format"), json!("text")));
+    let row = stored(&all).into_iter().find(|r| r.stage_type == "plan").unwrap();
+    assert!(row.parsed_data.unwrap().get("firstReadFrom").is_none(), "the prose was not read");
+
+    // Nothing read twice: no readFrom, the run fails.
+    let mut m = structured(config(&["a"]));
+    let all = drive(&mut m, |c| c.key.starts_with("plan").then(|| "No plan.".to_string()));
+    assert!(failed(&all).is_some());
+    assert!(emitted(&all, "plan_complete").unwrap()["data"].get("readFrom").is_none());
+}
+
+#[test]
+fn a_decompose_run_on_the_sim_reads_its_plan_from_json() {
+    use crate::modes::sim_text::respond_to;
+    for (planner, max) in
+        [("sim/alpha", 6), ("sim/xss-beta", 4), ("sim/cyclic-a", 8), ("sim/alpha", 3)]
+    {
+        let mut cfg = config(&["sim/a", "sim/b"]);
+        cfg["plannerModel"] = json!(planner);
+        cfg["assemblerModel"] = json!("sim/c");
+        cfg["maxTasks"] = json!(max);
+        let mut c = ctx("Launch an online bakery", vec![], true);
+        c.structured = crate::modes::Structured::models([planner, "sim/a", "sim/b", "sim/c"]);
+        let mut m = Decompose::new(&cfg, c).unwrap();
+        let all = testkit::drive(
+            &mut m,
+            |s| Some(respond_to(&s.model, &s.messages, false, s.schema.as_deref())),
+            "t",
+        );
+        assert!(finished(&all).is_some(), "{:?}", failed(&all));
+        let d = emitted(&all, "plan_complete").unwrap()["data"].clone();
+        assert_eq!(d["readFrom"], "json", "{d}");
+        let n = d["tasks"].as_array().unwrap().len();
+        assert!(n <= max && n >= 3.min(max), "{d}");
+        assert!(d["warnings"].as_array().unwrap().is_empty(), "{d}");
+        // The cyclic planner is asked again, in JSON, and its second plan is read from it.
+        assert_eq!(d["replanned"], planner.starts_with("sim/cyclic"), "{d}");
+        let read: Vec<String> = rows(&all)
+            .iter()
+            .filter(|r| r.parsed_data.as_ref().is_some_and(|d| d.get("readFrom").is_some()))
+            .map(|r| r.stage_type.clone())
+            .collect();
+        assert_eq!(read, ["plan"]);
+        assert_reloads(&all);
+    }
+}
+
+#[test]
+fn the_sim_planner_answers_its_schema_in_json_and_no_other() {
+    for max in 3..=8 {
+        let s = plan_schema(max);
+        let prompt = plan_prompt_as("q", max, Some(&s));
+        for (seed, hostile) in (0..6u64).zip([false, true].into_iter().cycle()) {
+            let ask = SimAsk {
+                model: "sim/alpha",
+                prompt: &prompt,
+                messages: &[],
+                seed,
+                malformed: false,
+                hostile,
+                schema: Some(&s),
+            };
+            let reply = sim_answer(&ask).unwrap();
+            let (p, from) = read_plan_reply(&reply, max, &s);
+            assert_eq!(from, Some(ReadFrom::Json), "{reply}");
+            assert!(p.tasks.len() <= max && p.warnings.is_empty(), "{:?}", p.warnings);
+            assert!(unschedulable(&p.tasks).is_empty());
+        }
+    }
+    let other = ReplySchema::new("blueprint_outline", schema::reasoned([]));
+    let s = plan_schema(6);
+    let prompt = plan_prompt_as("q", 6, Some(&s));
+    for (prompt, schema) in [(prompt.as_str(), &other), ("You are one of the workers", &s)] {
+        let ask = SimAsk {
+            model: "sim/alpha",
+            prompt,
+            messages: &[],
+            seed: 1,
+            malformed: false,
+            hostile: false,
+            schema: Some(schema),
+        };
+        assert_eq!(sim_answer(&ask), None);
+    }
 }

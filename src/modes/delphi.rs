@@ -13,9 +13,16 @@
 //! facilitator call (classification or report) that fails is repeated once on the configured
 //! backup (`[fallback] facilitator`), which may sit on the panel (it never answers as a
 //! panelist); the classification or report it writes says `fallbackFrom`.
+//!
+//! Structured replies: a model whose route takes structured output is asked for the
+//! classification and its estimates as JSON (`delphi_classify`, `delphi_estimate`,
+//! `delphi_answer`; see the section below) with the seed's instructions otherwise unchanged;
+//! the report is text a person reads. The classification and each round's estimate say where
+//! they were read from (`readFrom`); an estimate carried forward says nothing, as it was not
+//! read this round.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use schemars::JsonSchema;
@@ -24,8 +31,9 @@ use serde_json::{json, Value};
 
 use super::common::{mark_from_rows, title_prompt, Batch, Calls, Routed, TitleTracker, TITLE_KEY};
 use super::reading::{self, Unparsed};
-use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_SHORT_CHARS};
+use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
     numbers, request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError,
     Mode, RunContext, StageRow, ValidRequest,
@@ -269,35 +277,69 @@ pub static SPEC: ModeSpec = ModeSpec {
     example: || {
         json!({ "mode": "delphi", "question": "How many software engineers will be employed globally by 2030?" })
     },
-    sim: None,
+    sim: Some(sim_answer),
 };
 
 // ---- prompts (verbatim from the seed) -------------------------------------------------------
 
 pub fn classify_prompt(question: &str) -> String {
+    classify_prompt_as(question, None)
+}
+
+/// The seed's `Format:` section of the classification prompt.
+const CLASSIFY_FORMAT: &str = "Format:\n\
+TYPE: [NUMERIC|QUALITATIVE]\n\
+OPTIONS: [comma-separated options, or \"N/A\" if NUMERIC]\n\
+REASONING: [one sentence explaining your classification]";
+
+/// The classification prompt asking for the seed's `Format:` section, or, given the stage's
+/// schema, for its JSON instead (the same instructions otherwise).
+pub fn classify_prompt_as(question: &str, schema: Option<&ReplySchema>) -> String {
     format!(
         "Classify the following question for a Delphi estimation exercise.\n\nQUESTION:\n{question}\n\n\
 Determine:\n\
 1. Is this a NUMERIC question (expects a number, quantity, estimate, percentage, date, or measurable value)?\n\
 2. Or is this a QUALITATIVE question (expects a category, recommendation, choice, or opinion)?\n\n\
 If QUALITATIVE, suggest 3-6 answer options that cover the reasonable range of responses.\n\n\
-Format:\n\
-TYPE: [NUMERIC|QUALITATIVE]\n\
-OPTIONS: [comma-separated options, or \"N/A\" if NUMERIC]\n\
-REASONING: [one sentence explaining your classification]"
+{}",
+        format_or(schema, CLASSIFY_FORMAT)
     )
 }
 
+/// The seed's text format, or the schema's JSON instruction in its place.
+fn format_or(schema: Option<&ReplySchema>, text: &str) -> String {
+    schema.map_or_else(|| text.to_string(), ReplySchema::instruction)
+}
+
+const ROUND1_NUMERIC_FORMAT: &str =
+    "Format:\nESTIMATE: [number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [your reasoning]";
+
 pub fn round1_numeric_prompt(question: &str) -> String {
+    round1_numeric_prompt_as(question, None)
+}
+
+/// [`round1_numeric_prompt`], or its JSON form given the round's schema.
+pub fn round1_numeric_prompt_as(question: &str, schema: Option<&ReplySchema>) -> String {
     format!(
         "You are participating in a Delphi estimation exercise. You will provide your independent estimate for a question. In later rounds, you will see aggregate statistics from all participants (but never individual responses).\n\n\
 QUESTION:\n{question}\n\n\
-Provide:\n1. Your numeric estimate\n2. Your confidence level (LOW/MEDIUM/HIGH)\n3. Your reasoning (2-4 sentences)\n\n\
-Format:\nESTIMATE: [number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [your reasoning]"
+Provide:\n1. Your numeric estimate\n2. Your confidence level (LOW/MEDIUM/HIGH)\n3. Your reasoning (2-4 sentences)\n\n{}",
+        format_or(schema, ROUND1_NUMERIC_FORMAT)
     )
 }
 
+const ROUND1_QUALITATIVE_FORMAT: &str = "Format:\nANSWER: [your answer or option number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [your reasoning]";
+
 pub fn round1_qualitative_prompt(question: &str, options: &[String]) -> String {
+    round1_qualitative_prompt_as(question, options, None)
+}
+
+/// [`round1_qualitative_prompt`], or its JSON form given the round's schema.
+pub fn round1_qualitative_prompt_as(
+    question: &str,
+    options: &[String],
+    schema: Option<&ReplySchema>,
+) -> String {
     let mut p = format!(
         "You are participating in a Delphi consensus exercise. You will provide your independent assessment. In later rounds, you will see aggregate results from all participants (but never individual responses).\n\n\
 QUESTION:\n{question}\n\n"
@@ -310,9 +352,9 @@ QUESTION:\n{question}\n\n"
         p.push('\n');
     }
     p.push_str(
-        "Provide:\n1. Your answer/recommendation\n2. Your confidence level (LOW/MEDIUM/HIGH)\n3. Your reasoning (2-4 sentences)\n\n\
-Format:\nANSWER: [your answer or option number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [your reasoning]",
+        "Provide:\n1. Your answer/recommendation\n2. Your confidence level (LOW/MEDIUM/HIGH)\n3. Your reasoning (2-4 sentences)\n\n",
     );
+    p.push_str(&format_or(schema, ROUND1_QUALITATIVE_FORMAT));
     p
 }
 
@@ -344,6 +386,21 @@ pub fn round_n_numeric_prompt(
     stats: &NumericStats,
     n: usize,
 ) -> String {
+    round_n_numeric_prompt_as(question, round, max, prev, stats, n, None)
+}
+
+const ROUND_N_NUMERIC_FORMAT: &str = "ESTIMATE: [number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [why you revised or maintained — reference the aggregates]";
+
+/// [`round_n_numeric_prompt`], or its JSON form given the round's schema.
+pub fn round_n_numeric_prompt_as(
+    question: &str,
+    round: u32,
+    max: u32,
+    prev: &Estimate,
+    stats: &NumericStats,
+    n: usize,
+    schema: Option<&ReplySchema>,
+) -> String {
     let c = &stats.confidence_counts;
     format!(
         "DELPHI ROUND {round} of {max}\n\nQUESTION: {question}\n\n\
@@ -352,7 +409,7 @@ AGGREGATE STATISTICS FROM ALL {n} PARTICIPANTS (Round {}):\n\
 - Mean: {}\n- Median: {}\n- Standard Deviation: {}\n- Range: {} — {}\n- Coefficient of Variation: {}\n\
 - Confidence Distribution: {} LOW, {} MEDIUM, {} HIGH\n\n\
 You may revise your estimate based on these aggregates, or maintain your position if you believe you are correct.\n\n\
-ESTIMATE: [number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [why you revised or maintained — reference the aggregates]",
+{}",
         prev.value.as_number().map_or("none (your previous answer could not be read)".into(), fmt_num),
         prev.confidence.as_str(),
         round - 1,
@@ -364,7 +421,8 @@ ESTIMATE: [number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [why you revised o
         fmt_num(stats.cv),
         c.low,
         c.medium,
-        c.high
+        c.high,
+        format_or(schema, ROUND_N_NUMERIC_FORMAT)
     )
 }
 
@@ -375,6 +433,21 @@ pub fn round_n_qualitative_prompt(
     prev: &Estimate,
     stats: &QualitativeStats,
     n: usize,
+) -> String {
+    round_n_qualitative_prompt_as(question, round, max, prev, stats, n, None)
+}
+
+const ROUND_N_QUALITATIVE_FORMAT: &str = "ANSWER: [your answer]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [why you revised or maintained — reference the distribution]";
+
+/// [`round_n_qualitative_prompt`], or its JSON form given the round's schema.
+pub fn round_n_qualitative_prompt_as(
+    question: &str,
+    round: u32,
+    max: u32,
+    prev: &Estimate,
+    stats: &QualitativeStats,
+    n: usize,
+    schema: Option<&ReplySchema>,
 ) -> String {
     let mut dist = String::new();
     for d in &stats.distribution {
@@ -392,13 +465,14 @@ YOUR PREVIOUS ANSWER: {}\n\n\
 AGGREGATE RESULTS FROM ALL {n} PARTICIPANTS (Round {}):\n- Distribution:\n{dist}\
 - Agreement Level: {}%\n- Confidence Distribution: {} LOW, {} MEDIUM, {} HIGH\n\n\
 You may revise your answer based on these aggregates, or maintain your position.\n\n\
-ANSWER: [your answer]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [why you revised or maintained — reference the distribution]",
+{}",
         prev.value.as_answer().unwrap_or("none (your previous answer could not be read)"),
         round - 1,
         fmt_num(stats.agreement_percentage),
         c.low,
         c.medium,
-        c.high
+        c.high,
+        format_or(schema, ROUND_N_QUALITATIVE_FORMAT)
     )
 }
 
@@ -1393,6 +1467,13 @@ fn parse_options(answer: &str) -> Option<Vec<String>> {
     } else if let Some(Value::Array(items)) = reading::json_field(answer, &["options"]) {
         raw = items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
     }
+    tidy_options(raw)
+}
+
+/// Options as stated, tidied: markup and list marks gone, empty and `N/A` ones and repeats
+/// (ignoring case) left out, at most 10; None when fewer than two are left (answers are then
+/// free-form).
+fn tidy_options(raw: Vec<String>) -> Option<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     for o in raw {
         let o = clean(&o);
@@ -1444,6 +1525,252 @@ pub fn parse_classification(text: &str) -> Option<Classification> {
         reasoning: parse_reasoning(&answer).lines().next().unwrap_or("").trim().to_string(),
         fallback_from: None,
         unparsed: None,
+        read_from: None,
+    })
+}
+
+// ---- structured replies ---------------------------------------------------------------------
+//
+// A model whose route takes structured output is asked for JSON instead of the seed's text
+// format: the classification as `delphi_classify`, a numeric round's estimate as
+// `delphi_estimate`, a qualitative round's answer as `delphi_answer` (its options as an enum
+// when there are options). Each opens with the model's reasoning, so it reasons before it
+// commits. A reply is read from its JSON when that fits the schema and states what a text
+// reply would have to (a free-form answer that does not decline, say); else by the text
+// readers above, which read what a model that ignored the schema wrote.
+
+/// The classification's schema name.
+pub const CLASSIFY_SCHEMA: &str = "delphi_classify";
+/// A numeric round's schema name.
+pub const ESTIMATE_SCHEMA: &str = "delphi_estimate";
+/// A qualitative round's schema name.
+pub const ANSWER_SCHEMA: &str = "delphi_answer";
+/// The question types as the classification states them.
+pub const TYPE_WORDS: [&str; 2] = ["NUMERIC", "QUALITATIVE"];
+/// The confidence levels as a reply states them.
+pub const LEVELS: [&str; 3] = ["LOW", "MEDIUM", "HIGH"];
+/// The longest option a classification may suggest: a few words, as the seed's examples.
+pub const OPTION_MAX_CHARS: usize = 120;
+/// The longest free-form answer: what the text reader keeps of one.
+pub const FREE_ANSWER_MAX_CHARS: usize = 120;
+
+/// [`schema::reasoned`] with the reasoning described as the seed asks for it in this prompt.
+fn reasoned_as<'a>(why: &str, fields: impl IntoIterator<Item = (&'a str, Value)>) -> Value {
+    let mut v = schema::reasoned(fields);
+    v["properties"][schema::REASONING]["description"] = json!(why);
+    v
+}
+
+/// The classification's schema: the reasoning, the type, and the options (none for a
+/// numeric question).
+pub fn classify_schema() -> Arc<ReplySchema> {
+    ReplySchema::new(
+        CLASSIFY_SCHEMA,
+        reasoned_as(
+            "one sentence explaining your classification",
+            [
+                (
+                    "type",
+                    schema::described(
+                        schema::one_of(&TYPE_WORDS),
+                        "NUMERIC if the question expects a number, quantity, estimate, \
+                         percentage, date or measurable value; QUALITATIVE if it expects a \
+                         category, recommendation, choice or opinion",
+                    ),
+                ),
+                (
+                    "options",
+                    schema::described(
+                        schema::list(schema::text(OPTION_MAX_CHARS), 0, 6),
+                        "if QUALITATIVE, 3 to 6 answer options that cover the reasonable \
+                         range of responses; an empty list if NUMERIC",
+                    ),
+                ),
+            ],
+        ),
+    )
+}
+
+/// How a round's reasoning is described: round 1 asks for the reasoning, later rounds for why
+/// the panelist revised or held its position.
+fn round_reasoning(round: u32, of: &str) -> String {
+    if round <= 1 {
+        "your reasoning (2-4 sentences)".to_string()
+    } else {
+        format!("why you revised or maintained your position: reference the {of}")
+    }
+}
+
+fn confidence_field() -> Value {
+    schema::described(schema::one_of(&LEVELS), "your confidence level")
+}
+
+/// A numeric round's schema: the reasoning, the estimate (a JSON number in the question's own
+/// unit) and the confidence.
+pub fn estimate_schema(round: u32) -> Arc<ReplySchema> {
+    ReplySchema::new(
+        ESTIMATE_SCHEMA,
+        reasoned_as(
+            &round_reasoning(round, "aggregates"),
+            [
+                (
+                    "estimate",
+                    schema::described(
+                        schema::any_number(),
+                        "your numeric estimate: one number in the question's own unit, \
+                         written out (42000000, not \"42 million\")",
+                    ),
+                ),
+                ("confidence", confidence_field()),
+            ],
+        ),
+    )
+}
+
+/// A qualitative round's schema: the reasoning, the answer (one of the options exactly, or a
+/// few words when the question has none) and the confidence.
+pub fn answer_schema(options: &[String], round: u32) -> Arc<ReplySchema> {
+    let answer = if options.is_empty() {
+        schema::described(
+            schema::text(FREE_ANSWER_MAX_CHARS),
+            "your answer or recommendation, in a few words",
+        )
+    } else {
+        schema::described(schema::one_of(options), "your answer: one of the options, exactly")
+    };
+    ReplySchema::new(
+        ANSWER_SCHEMA,
+        reasoned_as(
+            &round_reasoning(round, "distribution"),
+            [("answer", answer), ("confidence", confidence_field())],
+        ),
+    )
+}
+
+/// The first line of a JSON reply's reasoning, as the text reader keeps a classification's.
+fn json_reasoning(v: &Value) -> String {
+    v[schema::REASONING].as_str().unwrap_or("").trim().to_string()
+}
+
+/// The classification a reply states, and where it was read from: its JSON when that fits
+/// `schema`, else its text ([`parse_classification`]). None when neither states one.
+pub fn read_classification(text: &str, schema: &ReplySchema) -> Option<(Classification, ReadFrom)> {
+    let from_json = schema.read(text).and_then(|v| {
+        let kind = match v["type"].as_str()? {
+            "NUMERIC" => QuestionType::Numeric,
+            "QUALITATIVE" => QuestionType::Qualitative,
+            _ => return None,
+        };
+        let options = match kind {
+            QuestionType::Numeric => None,
+            QuestionType::Qualitative => tidy_options(
+                v["options"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(|o| o.as_str().map(str::to_string))
+                    .collect(),
+            ),
+        };
+        let reasoning = json_reasoning(&v).lines().next().unwrap_or("").trim().to_string();
+        Some(Classification {
+            kind,
+            options,
+            reasoning,
+            fallback_from: None,
+            unparsed: None,
+            read_from: None,
+        })
+    });
+    let (mut c, from) = match from_json {
+        Some(c) => (c, ReadFrom::Json),
+        None => (parse_classification(text)?, ReadFrom::Text),
+    };
+    c.read_from = Some(from);
+    Some((c, from))
+}
+
+/// What a panelist's reply states.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// [`EstimateValue::Unreadable`] when the reply states no answer.
+    pub value: EstimateValue,
+    pub confidence: Confidence,
+    /// False when no one level was stated (MEDIUM is used).
+    pub confidence_stated: bool,
+    pub reasoning: String,
+    /// Where the answer was read from, when one was.
+    pub read_from: Option<ReadFrom>,
+}
+
+/// A panelist's reply read from its JSON when that fits `schema` and states an answer, else
+/// from its text: an estimate for a numeric question, an answer among `options` (or a
+/// free-form one when there are none) for a qualitative one.
+pub fn read_panelist(
+    text: &str,
+    kind: QuestionType,
+    options: &[String],
+    schema: &ReplySchema,
+) -> Reading {
+    if let Some(r) = panelist_json(text, kind, options, schema) {
+        return r;
+    }
+    let (confidence, confidence_stated) = parse_confidence(text);
+    let mut reasoning = parse_reasoning(text);
+    let value = match kind {
+        QuestionType::Numeric => match parse_estimate(text) {
+            Some((v, note)) => {
+                if let Some(n) = note {
+                    reasoning = if reasoning.is_empty() {
+                        format!("({n})")
+                    } else {
+                        format!("{reasoning} ({n})")
+                    };
+                }
+                EstimateValue::Number(v)
+            }
+            None => EstimateValue::Unreadable,
+        },
+        QuestionType::Qualitative => match parse_answer(text, options) {
+            Some(a) => EstimateValue::Answer(a),
+            None => EstimateValue::Unreadable,
+        },
+    };
+    let read_from = (!matches!(value, EstimateValue::Unreadable)).then_some(ReadFrom::Text);
+    Reading { value, confidence, confidence_stated, reasoning, read_from }
+}
+
+fn panelist_json(
+    text: &str,
+    kind: QuestionType,
+    options: &[String],
+    schema: &ReplySchema,
+) -> Option<Reading> {
+    let v = schema.read(text)?;
+    let value = match kind {
+        QuestionType::Numeric => {
+            EstimateValue::Number(v.get("estimate")?.as_f64().filter(|x| x.is_finite())?)
+        }
+        // The schema holds the options as an enum; a free answer is checked as in text.
+        QuestionType::Qualitative if options.is_empty() => {
+            EstimateValue::Answer(free_answer(v.get("answer")?.as_str()?)?)
+        }
+        QuestionType::Qualitative => {
+            let a = v.get("answer")?.as_str()?;
+            EstimateValue::Answer(options.iter().find(|o| o.as_str() == a)?.clone())
+        }
+    };
+    let confidence = match v.get("confidence")?.as_str()? {
+        "LOW" => Confidence::Low,
+        "MEDIUM" => Confidence::Medium,
+        "HIGH" => Confidence::High,
+        _ => return None,
+    };
+    Some(Reading {
+        value,
+        confidence,
+        confidence_stated: true,
+        reasoning: json_reasoning(&v),
+        read_from: Some(ReadFrom::Json),
     })
 }
 
@@ -1669,15 +1996,16 @@ impl Estimate {
         !matches!(self.value, EstimateValue::Unreadable)
     }
 
-    /// The seed's `DelphiEstimate` (with model name: for the stored result).
-    fn full(&self, kind: QuestionType) -> Value {
+    /// The seed's `DelphiEstimate` (with model name: for the stored result); `read_from` is
+    /// where this round's reply was read from, when it was.
+    fn full(&self, kind: QuestionType, read_from: Option<ReadFrom>) -> Value {
         let mut v = json!({
             "participantIndex": self.participant, "model": self.model,
             "confidence": self.confidence, "reasoning": self.reasoning,
             "changed": self.changed, "carriedForward": self.carried,
             "responseTimeMs": self.response_time_ms,
         });
-        self.mark(&mut v);
+        self.mark(&mut v, read_from);
         let prev = self.previous.as_ref().filter(|p| !matches!(p, EstimateValue::Unreadable));
         match kind {
             QuestionType::Numeric => {
@@ -1693,23 +2021,27 @@ impl Estimate {
     }
 
     /// The seed's anonymous `DelphiEstimateSummary` for live events.
-    fn summary(&self, kind: QuestionType) -> Value {
+    fn summary(&self, kind: QuestionType, read_from: Option<ReadFrom>) -> Value {
         let mut v = json!({ "participantIndex": self.participant, "confidence": self.confidence, "changed": self.changed });
         match kind {
             QuestionType::Numeric => v["estimate"] = json!(self.value.as_number()),
             QuestionType::Qualitative => v["answer"] = json!(self.value.as_answer()),
         }
-        self.mark(&mut v);
+        self.mark(&mut v, read_from);
         v
     }
 
-    /// `unparsed` (why the reply gave no answer) and `confidenceDefaulted`, when they apply.
-    fn mark(&self, v: &mut Value) {
+    /// `unparsed` (why the reply gave no answer), `confidenceDefaulted` and `readFrom`, when
+    /// they apply.
+    fn mark(&self, v: &mut Value, read_from: Option<ReadFrom>) {
         if let Some(why) = self.unparsed {
             v["unparsed"] = json!(why);
         }
         if !self.confidence_stated {
             v["confidenceDefaulted"] = json!(true);
+        }
+        if let Some(from) = read_from {
+            v["readFrom"] = json!(from);
         }
     }
 }
@@ -1727,6 +2059,10 @@ pub struct Classification {
     /// Why the facilitator's reply could not be read, when the fallback type was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unparsed: Option<Unparsed>,
+    /// Where the facilitator's classification was read from (its JSON or its text), when it
+    /// was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -1781,6 +2117,10 @@ pub struct Delphi {
     /// Panelists still on the panel: (1-based participant index, model).
     panel: Vec<(usize, String)>,
     rounds: Vec<RoundRecord>,
+    /// The classification's and the current round's reply schemas, built when their calls
+    /// are made.
+    classify_schema: Option<Arc<ReplySchema>>,
+    round_schema: Option<Arc<ReplySchema>>,
     deadline_passed: bool,
     title: TitleTracker,
     calls: Calls,
@@ -1800,21 +2140,25 @@ impl Delphi {
             classification: None,
             panel,
             rounds: Vec::new(),
+            classify_schema: None,
+            round_schema: None,
             deadline_passed: false,
             title,
             calls: Calls::default(),
         })
     }
 
-    fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> Effect {
-        Effect::Call(CallSpec::new(
-            key,
-            model,
-            vec![ChatMessage::user(prompt)],
-            stage,
-            role,
-            self.config.timeout_ms,
-        ))
+    /// The schema `model` is asked for: `schema` when its route takes structured output.
+    fn asked<'a>(&self, model: &str, schema: &'a ReplySchema) -> Option<&'a ReplySchema> {
+        self.ctx.structured.json(model).then_some(schema)
+    }
+
+    /// The schema of a round of this question.
+    fn schema_of_round(&self, round: u32) -> Arc<ReplySchema> {
+        match self.kind() {
+            QuestionType::Numeric => estimate_schema(round),
+            QuestionType::Qualitative => answer_schema(&self.options(), round),
+        }
     }
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
@@ -1845,12 +2189,14 @@ impl Delphi {
         let kind = self.kind();
         let options = self.options();
         let previous = self.rounds.last().cloned();
+        let schema = self.schema_of_round(round);
         for (i, (participant, model)) in self.panel.clone().into_iter().enumerate() {
+            let json = self.asked(&model, &schema);
             // Round 2+: only the aggregates and this panelist's own previous answer.
             let prompt = match (&previous, kind) {
-                (None, QuestionType::Numeric) => round1_numeric_prompt(&self.ctx.question),
+                (None, QuestionType::Numeric) => round1_numeric_prompt_as(&self.ctx.question, json),
                 (None, QuestionType::Qualitative) => {
-                    round1_qualitative_prompt(&self.ctx.question, &options)
+                    round1_qualitative_prompt_as(&self.ctx.question, &options, json)
                 }
                 (Some(prev), _) => {
                     let Some(own) = prev.estimates.iter().find(|e| e.participant == participant)
@@ -1859,59 +2205,53 @@ impl Delphi {
                     };
                     let n = prev.estimates.iter().filter(|e| e.valid()).count();
                     match &prev.stats {
-                        Stats::Numeric(s) => round_n_numeric_prompt(
+                        Stats::Numeric(s) => round_n_numeric_prompt_as(
                             &self.ctx.question,
                             round,
                             self.config.max_rounds,
                             own,
                             s,
                             n,
+                            json,
                         ),
-                        Stats::Qualitative(s) => round_n_qualitative_prompt(
+                        Stats::Qualitative(s) => round_n_qualitative_prompt_as(
                             &self.ctx.question,
                             round,
                             self.config.max_rounds,
                             own,
                             s,
                             n,
+                            json,
                         ),
                     }
                 }
             };
-            out.push(self.call(
+            let call = CallSpec::new(
                 self.batch.key(i),
                 &model,
-                prompt,
+                vec![ChatMessage::user(prompt)],
                 &format!("round_{round}"),
                 "panelist",
-            ));
+                self.config.timeout_ms,
+            );
+            out.push(Effect::Call(call.with_schema(&schema)));
         }
+        self.round_schema = Some(schema);
         out
     }
 
-    fn read(&self, reply: &CallReply, participant: usize, round: u32) -> Option<Estimate> {
+    /// A panelist's reply as this round's estimate, and where it was read from (None when it
+    /// states no answer); None when the call failed.
+    fn read(
+        &self,
+        reply: &CallReply,
+        participant: usize,
+        round: u32,
+        schema: &ReplySchema,
+    ) -> Option<(Estimate, Option<ReadFrom>)> {
         let text = reply.result.as_ref().ok()?;
-        let (confidence, confidence_stated) = parse_confidence(text);
-        let mut reasoning = parse_reasoning(text);
-        let value = match self.kind() {
-            QuestionType::Numeric => match parse_estimate(text) {
-                Some((v, note)) => {
-                    if let Some(n) = note {
-                        reasoning = if reasoning.is_empty() {
-                            format!("({n})")
-                        } else {
-                            format!("{reasoning} ({n})")
-                        };
-                    }
-                    EstimateValue::Number(v)
-                }
-                None => EstimateValue::Unreadable,
-            },
-            QuestionType::Qualitative => match parse_answer(text, &self.options()) {
-                Some(a) => EstimateValue::Answer(a),
-                None => EstimateValue::Unreadable,
-            },
-        };
+        let Reading { value, confidence, confidence_stated, reasoning, read_from } =
+            read_panelist(text, self.kind(), &self.options(), schema);
         let previous = self
             .rounds
             .last()
@@ -1924,7 +2264,7 @@ impl Delphi {
             .get(participant.wrapping_sub(1))
             .cloned()
             .unwrap_or_else(|| reply.model.clone());
-        Some(Estimate {
+        let estimate = Estimate {
             unparsed,
             confidence_stated,
             participant,
@@ -1937,48 +2277,56 @@ impl Delphi {
             carried: false,
             response_time_ms: reply.response_time_ms as i64,
             text: text.clone(),
-        })
+        };
+        Some((estimate, read_from))
     }
 
     fn end_round(&mut self, round: u32) -> Vec<Effect> {
         let replies = self.batch.take();
         let prev = self.rounds.last().cloned();
+        let schema = self.round_schema.clone().unwrap_or_else(|| self.schema_of_round(round));
         let mut estimates = Vec::new();
+        // Where each estimate's reply was read from (None: carried forward, or not read).
+        let mut read_from = Vec::new();
         let mut out = Vec::new();
         let mut still_on_panel = Vec::new();
         for (i, (participant, model)) in self.panel.iter().enumerate() {
             let reply = replies.iter().find(|r| r.key == self.batch.key(i));
-            let read = reply.and_then(|r| self.read(r, *participant, round));
-            let unparsed = read.as_ref().and_then(|e| e.unparsed);
-            let e = match (read, &prev) {
+            let read = reply.and_then(|r| self.read(r, *participant, round, &schema));
+            let unparsed = read.as_ref().and_then(|(e, _)| e.unparsed);
+            let (e, from) = match (read, &prev) {
                 // Round 1: a failed call leaves the panel for good.
                 (None, None) => continue,
-                (Some(e), None) => e,
-                (Some(e), Some(_)) if e.valid() => e,
+                (Some(read), None) => read,
+                (Some((e, from)), Some(_)) if e.valid() => (e, from),
                 // Round 2+: failed or unreadable carries the previous answer forward.
                 (_, Some(p)) => match p.estimates.iter().find(|e| e.participant == *participant) {
-                    Some(last) => Estimate {
-                        previous: Some(last.value.clone()),
-                        changed: false,
-                        carried: true,
-                        unparsed,
-                        response_time_ms: reply.map_or(0, |r| r.response_time_ms as i64),
-                        text: reply
-                            .and_then(|r| r.result.as_ref().ok().cloned())
-                            .unwrap_or_default(),
-                        ..last.clone()
-                    },
+                    Some(last) => (
+                        Estimate {
+                            previous: Some(last.value.clone()),
+                            changed: false,
+                            carried: true,
+                            unparsed,
+                            response_time_ms: reply.map_or(0, |r| r.response_time_ms as i64),
+                            text: reply
+                                .and_then(|r| r.result.as_ref().ok().cloned())
+                                .unwrap_or_default(),
+                            ..last.clone()
+                        },
+                        None,
+                    ),
                     None => continue,
                 },
             };
             still_on_panel.push((*participant, model.clone()));
             estimates.push(e);
+            read_from.push(from);
         }
         self.panel = still_on_panel;
         let valid = estimates.iter().filter(|e| e.valid()).count();
         let kind = self.kind();
-        for e in &estimates {
-            let mut pd = e.full(kind);
+        for (e, from) in estimates.iter().zip(&read_from) {
+            let mut pd = e.full(kind, *from);
             pd["round"] = json!(round);
             pd["type"] = json!(kind);
             out.push(Effect::Store(StageRow {
@@ -2015,7 +2363,8 @@ impl Delphi {
             parsed_data: Some(pd),
             response_time_ms: None,
         }));
-        let summaries: Vec<Value> = estimates.iter().map(|e| e.summary(kind)).collect();
+        let summaries: Vec<Value> =
+            estimates.iter().zip(&read_from).map(|(e, from)| e.summary(kind, *from)).collect();
         out.push(Effect::emit(
             "round_complete",
             json!({ "round": round, "data": { "estimates": summaries, "stats": stats, "converged": converged } }),
@@ -2129,9 +2478,11 @@ impl Delphi {
 
     fn on_classify(&mut self, routed: Routed) -> Vec<Effect> {
         let Routed { reply, fallback_from } = routed;
-        let parsed = reply.result.as_deref().ok().and_then(parse_classification);
+        let schema = self.classify_schema.clone().unwrap_or_else(classify_schema);
+        let parsed =
+            reply.result.as_deref().ok().and_then(|text| read_classification(text, &schema));
         let mut c = match parsed {
-            Some(c) => c,
+            Some((c, _)) => c,
             // The seed: fall back to QUALITATIVE when classification fails.
             None => Classification {
                 kind: QuestionType::Qualitative,
@@ -2141,6 +2492,7 @@ impl Delphi {
                 // A reply that came but could not be read says why; a failed call is stored
                 // as a failure already.
                 unparsed: reply.result.as_deref().ok().map(Unparsed::of),
+                read_from: None,
             },
         };
         // Only a backup that answered stands in for the facilitator.
@@ -2189,6 +2541,7 @@ impl Mode for Delphi {
                 reasoning: "Set by the request.".into(),
                 fallback_from: None,
                 unparsed: None,
+                read_from: None,
             };
             let row = StageRow {
                 stage_type: "classify".into(),
@@ -2203,14 +2556,20 @@ impl Mode for Delphi {
             self.calls.track(&out, stage_order);
             return out;
         }
+        // The backup takes the same prompt: it is asked as the facilitator is.
+        let schema = classify_schema();
+        let prompt =
+            classify_prompt_as(&self.ctx.question, self.asked(&cfg.facilitator_model, &schema));
         let spec = CallSpec::new(
             self.batch.key(0),
             &cfg.facilitator_model,
-            vec![ChatMessage::user(classify_prompt(&self.ctx.question))],
+            vec![ChatMessage::user(prompt)],
             "classify",
             "facilitator",
             cfg.timeout_ms,
-        );
+        )
+        .with_schema(&schema);
+        self.classify_schema = Some(schema);
         out.push(self.calls.solo(spec, 0, cfg.facilitator_fallback_model.as_deref()));
         out
     }
@@ -2318,6 +2677,153 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     });
     mark_from_rows(&mut result, rows);
     result
+}
+
+// ---- sim answers ----------------------------------------------------------------------------
+//
+// The text sim (`modes::sim_text`) answers Delphi's text prompts; these answer its schemas
+// the same way: the facilitator spots a quantity in the question, round-1 estimates scatter
+// around a value drawn from the question with each model's bias (a few stubborn models far
+// out), and later rounds move toward the panel's median (the stubborn ones barely), so runs
+// converge as they do in text.
+
+/// A sim model that holds its ground in later rounds (as the text sim's).
+fn sim_stubborn(model: &str) -> bool {
+    crate::modes::sim_text::seed_of(&[model, "stubborn"]).is_multiple_of(4)
+}
+
+/// A sim panelist's confidence in a round (0 for round 1), as the text sim's.
+fn sim_level(model: &str, round: usize) -> &'static str {
+    let seed = crate::modes::sim_text::seed_of(&[model, "confidence"]);
+    LEVELS[((seed % 2) as usize + round).min(2)]
+}
+
+/// The text after `start` up to `end` in `text`, trimmed ("" when `start` is not in it).
+fn sim_between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+    crate::modes::sim_text::section(text, start, end).map_or("", str::trim)
+}
+
+fn sim_answer(ask: &SimAsk) -> Option<String> {
+    let schema = ask.schema?;
+    let reasoning = |why: &str| -> String {
+        let said = format!("[simulated reasoning from {}] {why}{}", ask.model, sim_hostile(ask));
+        said.chars().take(schema::REASONING_MAX_CHARS).collect()
+    };
+    let reply = match schema.name.as_str() {
+        CLASSIFY_SCHEMA => sim_classify(ask.prompt, &reasoning),
+        ESTIMATE_SCHEMA => sim_estimate(ask, &reasoning),
+        ANSWER_SCHEMA => sim_choice(ask, schema, &reasoning),
+        _ => return None,
+    };
+    Some(reply.to_string())
+}
+
+/// The hostile payload a `sim/xss…` model puts in its prose (here: its reasoning).
+fn sim_hostile(ask: &SimAsk) -> String {
+    if ask.hostile {
+        format!(" {}", crate::modes::sim_text::XSS_PAYLOAD)
+    } else {
+        String::new()
+    }
+}
+
+fn sim_classify(prompt: &str, reasoning: &dyn Fn(&str) -> String) -> Value {
+    let q = sim_between(prompt, "QUESTION:\n", "\n\nDetermine:").to_lowercase();
+    if crate::modes::sim_text::asks_for_quantity(&q) {
+        return json!({ "reasoning": reasoning("The question asks for a quantity."),
+                       "type": "NUMERIC", "options": [] });
+    }
+    let options: &[&str] = if crate::modes::sim_text::asks_yes_or_no(&q) {
+        &["Yes", "Yes with conditions", "No", "It depends"]
+    } else {
+        &[
+            "The established option",
+            "The newer option",
+            "A hybrid approach",
+            "It depends on context",
+        ]
+    };
+    json!({ "reasoning": reasoning("The question asks for a choice."),
+            "type": "QUALITATIVE", "options": options })
+}
+
+fn sim_estimate(ask: &SimAsk, reasoning: &dyn Fn(&str) -> String) -> Value {
+    use crate::modes::sim_text::seed_of;
+    let p = ask.prompt;
+    let stated = |line: &str| {
+        parse_estimate(&format!("ESTIMATE: {}", sim_between(p, line, "\n"))).map(|(v, _)| v)
+    };
+    let (value, round, why) = if p.starts_with("DELPHI ROUND") {
+        let round = sim_between(p, "DELPHI ROUND ", " ").parse::<usize>().unwrap_or(2);
+        let stubborn = sim_stubborn(ask.model);
+        match (stated("YOUR PREVIOUS ESTIMATE: "), stated("- Median: ")) {
+            (Some(prev), Some(median)) => {
+                let pull = if stubborn { 0.05 } else { 0.65 };
+                let why = if stubborn {
+                    "I maintain my estimate; the aggregates do not change my reasoning."
+                } else {
+                    "I moved toward the median, which reflects the panel's information."
+                };
+                (prev + (median - prev) * pull, round, why)
+            }
+            (None, Some(median)) => (median, round, "I adopt the panel's median."),
+            _ => (1.0, round, "No aggregate to go on."),
+        }
+    } else {
+        let q = sim_between(p, "QUESTION:\n", "\n\nProvide:");
+        let s = seed_of(&[q]);
+        let base = 10f64.powi(1 + (s % 7) as i32) * (1 + (s >> 8) % 9) as f64;
+        // Each model's own bias; stubborn ones sit far out.
+        let bias = 0.6 + (seed_of(&[ask.model, q]) % 100) as f64 / 100.0;
+        let factor = if sim_stubborn(ask.model) { bias * 2.5 } else { bias };
+        (base * factor, 0, "Based on the available indicators and typical growth rates.")
+    };
+    // In the question's unit, to two decimals, as a JSON number.
+    let value = (value * 100.0).round() / 100.0;
+    json!({ "reasoning": reasoning(why), "estimate": value,
+            "confidence": sim_level(ask.model, round) })
+}
+
+fn sim_choice(ask: &SimAsk, schema: &ReplySchema, reasoning: &dyn Fn(&str) -> String) -> Value {
+    use crate::modes::sim_text::seed_of;
+    let p = ask.prompt;
+    let allowed: Vec<&str> = schema.schema["properties"]["answer"]["enum"]
+        .as_array()
+        .map(|v| v.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let fits = |a: &str| !a.is_empty() && (allowed.is_empty() || allowed.contains(&a));
+    let round = sim_between(p, "DELPHI ROUND ", " ").parse::<usize>().unwrap_or(1);
+    let answer = if p.starts_with("DELPHI ROUND") {
+        // `none (your previous answer could not be read)` is no answer to hold on to.
+        let prev = Some(sim_between(p, "YOUR PREVIOUS ANSWER: ", "\n"))
+            .filter(|a| !a.starts_with("none ("))
+            .unwrap_or("")
+            .to_string();
+        let top = sim_between(p, "- Distribution:\n", "\n")
+            .rsplit_once(": ")
+            .map_or("", |(a, _)| a.trim())
+            .to_string();
+        if (sim_stubborn(ask.model) && fits(&prev)) || !fits(&top) {
+            prev
+        } else {
+            top
+        }
+    } else if allowed.is_empty() {
+        ["A careful, incremental approach", "A bold change", "Wait and see"]
+            [(seed_of(&[ask.model, p]) % 3) as usize]
+            .to_string()
+    } else {
+        allowed.iter().max_by_key(|o| seed_of(&[ask.model, p, o])).map_or("", |o| o).to_string()
+    };
+    // An answer the schema does not take (a previous answer that was not read): the first
+    // option, as a model constrained to the enum would give.
+    let answer = if fits(&answer) {
+        answer
+    } else {
+        allowed.first().map_or("Wait and see".to_string(), |o| o.to_string())
+    };
+    json!({ "reasoning": reasoning("Weighing the trade-offs and the panel's view."),
+            "answer": answer, "confidence": sim_level(ask.model, round) })
 }
 
 #[cfg(test)]

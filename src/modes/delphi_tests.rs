@@ -831,3 +831,478 @@ fn the_backup_facilitator_comes_from_the_server_configuration() {
     assert_eq!(v.config["facilitatorFallbackModel"], "sim/zeta");
     assert!(!v.models.contains(&"sim/zeta".to_string()), "checked at start-up instead");
 }
+
+// ---- structured replies ---------------------------------------------------------------------
+
+/// A Delphi run whose models `json` are asked for JSON (their routes take structured output).
+fn structured_delphi(cfg: Value, json: &[&str]) -> Delphi {
+    let mut base = json!({ "panelistModels": ["p1", "p2", "p3", "p4"], "facilitatorModel": "fac",
+        "maxRounds": 3, "numericConvergenceThreshold": 0.15, "qualitativeConvergenceThreshold": 75.0,
+        "questionType": null, "options": null, "timeoutMs": 120000, "globalTimeoutMs": 600000 });
+    for (k, v) in cfg.as_object().unwrap() {
+        base[k] = v.clone();
+    }
+    let mut ctx = ctx("How many engineers by 2030?", vec![], true);
+    ctx.structured = crate::modes::Structured::models(json);
+    Delphi::new(&base, ctx).expect("a configuration that fits")
+}
+
+fn keys(schema: &ReplySchema) -> Vec<String> {
+    schema.schema["properties"].as_object().unwrap().keys().cloned().collect()
+}
+
+#[test]
+fn the_schemas_take_what_the_readers_take_and_refuse_the_rest() {
+    let c = classify_schema();
+    assert_eq!(
+        (c.name.as_str(), keys(&c)),
+        ("delphi_classify", vec!["reasoning".into(), "type".into(), "options".into()])
+    );
+    let fits = |s: &ReplySchema, v: Value| s.validate(&v).is_ok();
+    assert!(fits(&c, json!({ "reasoning": "a quantity", "type": "NUMERIC", "options": [] })));
+    assert!(fits(
+        &c,
+        json!({ "reasoning": "", "type": "QUALITATIVE", "options": ["Go", "Rust", "Python"] })
+    ));
+    assert!(
+        !fits(&c, json!({ "reasoning": "", "type": "BOTH", "options": [] })),
+        "a type outside the two"
+    );
+    assert!(!fits(&c, json!({ "reasoning": "", "type": "NUMERIC" })), "a missing field");
+    let seven: Vec<String> = (1..=7).map(|i| format!("option {i}")).collect();
+    assert!(
+        !fits(&c, json!({ "reasoning": "", "type": "QUALITATIVE", "options": seven })),
+        "3-6 options"
+    );
+    let long = "x".repeat(OPTION_MAX_CHARS + 1);
+    assert!(!fits(&c, json!({ "reasoning": "", "type": "QUALITATIVE", "options": ["a", long] })));
+
+    let e = estimate_schema(1);
+    assert_eq!(
+        (e.name.as_str(), keys(&e)),
+        ("delphi_estimate", vec!["reasoning".into(), "estimate".into(), "confidence".into()])
+    );
+    for n in [json!(42_000_000), json!(-3.5), json!(0), json!(1e-9)] {
+        assert!(fits(&e, json!({ "reasoning": "", "estimate": n, "confidence": "LOW" })), "{n}");
+    }
+    for bad in [
+        json!({ "reasoning": "", "estimate": "42 million", "confidence": "LOW" }),
+        json!({ "reasoning": "", "estimate": null, "confidence": "LOW" }),
+        json!({ "reasoning": "", "estimate": 4, "confidence": "VERY HIGH" }),
+        json!({ "reasoning": "", "estimate": 4, "confidence": "low" }),
+        json!({ "reasoning": "", "estimate": 4, "confidence": "LOW", "unit": "people" }),
+    ] {
+        assert!(!fits(&e, bad.clone()), "{bad}");
+    }
+    // Later rounds ask why the estimate moved or held, referring to the aggregates.
+    let later = estimate_schema(2);
+    assert!(later.schema["properties"]["reasoning"]["description"]
+        .as_str()
+        .unwrap()
+        .contains("aggregates"));
+
+    let opts: Vec<String> = ["Monorepo", "Polyrepo", "Hybrid"].map(String::from).to_vec();
+    let a = answer_schema(&opts, 1);
+    assert_eq!(
+        (a.name.as_str(), keys(&a)),
+        ("delphi_answer", vec!["reasoning".into(), "answer".into(), "confidence".into()])
+    );
+    assert!(fits(&a, json!({ "reasoning": "", "answer": "Polyrepo", "confidence": "HIGH" })));
+    for foreign in ["polyrepo", "Option 2", "2", "Monorepo or Polyrepo", "Microservices"] {
+        assert!(
+            !fits(&a, json!({ "reasoning": "", "answer": foreign, "confidence": "HIGH" })),
+            "{foreign}"
+        );
+    }
+    // Without options the answer is free, a few words at most.
+    let free = answer_schema(&[], 1);
+    assert!(fits(&free, json!({ "reasoning": "", "answer": "Go", "confidence": "HIGH" })));
+    let long = "y".repeat(FREE_ANSWER_MAX_CHARS + 1);
+    assert!(!fits(&free, json!({ "reasoning": "", "answer": long, "confidence": "HIGH" })));
+}
+
+#[test]
+fn models_that_take_json_are_asked_for_the_schema_and_the_others_for_the_seeds_format() {
+    let mut d = structured_delphi(json!({}), &["fac", "p1", "p3"]);
+    let c = stage_calls(&d.start());
+    let schema = c[0].schema.clone().expect("the classification is machine-read");
+    assert_eq!(schema.name, "delphi_classify");
+    let p = &c[0].messages[0].content;
+    assert!(p.contains("If QUALITATIVE, suggest 3-6 answer options"), "{p}");
+    assert!(
+        p.contains("Reply with a single JSON object") && !p.contains("TYPE: [NUMERIC|QUALITATIVE]"),
+        "{p}"
+    );
+    assert!(p.find("\"reasoning\"").unwrap() < p.find("\"type\"").unwrap(), "reasoning first: {p}");
+    let r1 = stage_calls(
+        &d.on_reply(ok(&c[0], r#"{"reasoning": "a count", "type": "NUMERIC", "options": []}"#)),
+    );
+    assert!(r1.iter().all(|s| s.schema.as_ref().is_some_and(|s| s.name == "delphi_estimate")));
+    let (json_prompt, text_prompt) = (&r1[0].messages[0].content, &r1[1].messages[0].content);
+    assert!(json_prompt.contains("Provide:\n1. Your numeric estimate"), "{json_prompt}");
+    assert!(
+        json_prompt.contains("Reply with a single JSON object")
+            && !json_prompt.contains("ESTIMATE: [number]")
+    );
+    assert!(json_prompt.contains("in the question's own unit"), "{json_prompt}");
+    assert_eq!(text_prompt, &round1_numeric_prompt("How many engineers by 2030?"));
+    // Round 2: the aggregates and the panelist's own previous estimate, in either form.
+    let e = feed(
+        &mut d,
+        r1.iter()
+            .zip(["1000", "1500", "2500", "9999"])
+            .map(|(s, v)| {
+                ok(s, &format!(r#"{{"reasoning": "trend", "estimate": {v}, "confidence": "LOW"}}"#))
+            })
+            .collect(),
+    );
+    let r2 = stage_calls(&e);
+    let p = &r2[0].messages[0].content;
+    assert!(
+        p.starts_with("DELPHI ROUND 2 of 3") && p.contains("YOUR PREVIOUS ESTIMATE: 1,000"),
+        "{p}"
+    );
+    assert!(p.contains("- Median: 2,000") && p.contains("Reply with a single JSON object"), "{p}");
+    assert!(p.contains("reference the aggregates") && !p.contains("ESTIMATE: [number]"), "{p}");
+    assert!(r2[1].messages[0]
+        .content
+        .contains("ESTIMATE: [number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]"));
+    for m in ["p2", "p3", "p4", "fac"] {
+        assert!(!p.contains(m), "a model name in a round-2 prompt: {p}");
+    }
+}
+
+#[test]
+fn replies_are_read_from_json_when_it_fits_else_from_text_and_say_which() {
+    let mut d = structured_delphi(json!({}), &["fac", "p1", "p2", "p3", "p4"]);
+    let mut all = d.start();
+    let c = stage_calls(&all);
+    let e = d.on_reply(ok(
+        &c[0],
+        r#"```json
+{"reasoning": "It asks for a count.\nMore.", "type": "NUMERIC", "options": ["ignored", "here"]}
+```"#,
+    ));
+    let classified = emitted(&e, "classify_complete").unwrap()["data"].clone();
+    assert_eq!(
+        classified,
+        json!({ "type": "numeric", "options": null, "reasoning": "It asks for a count.", "readFrom": "json" })
+    );
+    let r1 = stage_calls(&e);
+    all.extend(e);
+    let e = feed(
+        &mut d,
+        vec![
+            // JSON that fits.
+            ok(
+                &r1[0],
+                r#"{"reasoning": "Growth trends.", "estimate": 1000, "confidence": "HIGH"}"#,
+            ),
+            // JSON that does not (a number as words): the text reader reads what it states.
+            ok(
+                &r1[1],
+                r#"{"reasoning": "", "estimate": "about 1.5 thousand", "confidence": "LOW"}"#,
+            ),
+            // JSON without its reasoning does not fit: the text reader reads its fields as it
+            // reads any JSON a reply states.
+            ok(&r1[2], r#"{"estimate": 2500, "confidence": "MEDIUM"}"#),
+            // JSON that does not fit and states no estimate: unparsed, as in text.
+            ok(&r1[3], r#"{"reasoning": "I cannot say.", "estimate": null, "confidence": "LOW"}"#),
+        ],
+    );
+    all.extend(e.clone());
+    let live = emitted(&e, "round_complete").unwrap()["data"]["estimates"].clone();
+    assert_eq!(
+        (&live[0]["estimate"], &live[0]["readFrom"], &live[0]["confidence"]),
+        (&json!(1000.0), &json!("json"), &json!("HIGH"))
+    );
+    assert_eq!((&live[1]["estimate"], &live[1]["readFrom"]), (&json!(1500.0), &json!("text")));
+    assert_eq!((&live[2]["estimate"], &live[2]["readFrom"]), (&json!(2500.0), &json!("text")));
+    assert_eq!(live[3]["estimate"], Value::Null);
+    assert!(live[3].get("readFrom").is_none() && live[3]["unparsed"].is_string(), "{}", live[3]);
+    let stored: Vec<Value> = rows(&e)
+        .into_iter()
+        .filter(|r| r.stage_type == "round_1")
+        .filter_map(|r| r.parsed_data)
+        .collect();
+    assert_eq!(stored[0]["reasoning"], "Growth trends.");
+    assert_eq!(stored.iter().filter(|r| r["readFrom"] == "json").count(), 1);
+    assert_eq!(stored.iter().filter(|r| r["readFrom"] == "text").count(), 2);
+    // Round 2: a JSON reply that fits; an unreadable one is carried forward, with no readFrom.
+    let r2 = stage_calls(&e);
+    let e = feed(
+        &mut d,
+        vec![
+            ok(
+                &r2[0],
+                r#"{"reasoning": "Toward the median.", "estimate": 1800, "confidence": "MEDIUM"}"#,
+            ),
+            ok(&r2[1], r#"{"reasoning": "", "estimate": "no idea", "confidence": "LOW"}"#),
+            // A model that ignored the schema and wrote the seed's format.
+            ok(&r2[2], &est("2,100", "HIGH")),
+            ok(&r2[3], r#"{"reasoning": "", "estimate": 1900, "confidence": "HIGH"}"#),
+        ],
+    );
+    all.extend(e.clone());
+    let live2 = emitted(&e, "round_complete").unwrap()["data"]["estimates"].clone();
+    assert_eq!((&live2[0]["readFrom"], &live2[0]["changed"]), (&json!("json"), &json!(true)));
+    assert_eq!((&live2[2]["estimate"], &live2[2]["readFrom"]), (&json!(2100.0), &json!("text")));
+    assert_eq!(live2[1]["estimate"], 1500.0, "carried forward");
+    assert!(live2[1].get("readFrom").is_none(), "{}", live2[1]);
+    // Stored rows and the reloaded result say the same as the live events.
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["classification"], classified);
+    for (n, live) in [live, live2].iter().enumerate() {
+        for (i, l) in live.as_array().unwrap().iter().enumerate() {
+            assert!(
+                agrees(l, &loaded["rounds"][n]["estimates"][i]),
+                "{l} vs {}",
+                loaded["rounds"][n]["estimates"][i]
+            );
+        }
+    }
+}
+
+#[test]
+fn qualitative_json_answers_are_held_to_the_options() {
+    let mut d = structured_delphi(
+        json!({ "options": ["Go", "Rust", "Python"] }),
+        &["p1", "p2", "p3", "p4"],
+    );
+    let r1 = stage_calls(&d.start());
+    let schema = r1[0].schema.clone().unwrap();
+    assert_eq!(schema.schema["properties"]["answer"]["enum"], json!(["Go", "Rust", "Python"]));
+    let p = &r1[0].messages[0].content;
+    assert!(
+        p.contains("Choose from these options:\n1. Go\n2. Rust\n3. Python")
+            && p.contains("\"Go\", \"Rust\", \"Python\""),
+        "{p}"
+    );
+    let e = feed(
+        &mut d,
+        vec![
+            ok(&r1[0], r#"{"reasoning": "fast", "answer": "Go", "confidence": "HIGH"}"#),
+            // An answer outside the options does not fit; the text reader matches it as it would
+            // match `ANSWER: rust`.
+            ok(&r1[1], r#"{"reasoning": "", "answer": "rust", "confidence": "LOW"}"#),
+            // Outside the options and matching none: unparsed.
+            ok(&r1[2], r#"{"reasoning": "", "answer": "Haskell", "confidence": "LOW"}"#),
+            ok(&r1[3], "ANSWER: 3\nCONFIDENCE: LOW"),
+        ],
+    );
+    let live = emitted(&e, "round_complete").unwrap()["data"]["estimates"].clone();
+    assert_eq!((&live[0]["answer"], &live[0]["readFrom"]), (&json!("Go"), &json!("json")));
+    assert_eq!((&live[1]["answer"], &live[1]["readFrom"]), (&json!("Rust"), &json!("text")));
+    assert_eq!(live[2]["answer"], Value::Null);
+    assert!(live[2].get("readFrom").is_none());
+    assert_eq!((&live[3]["answer"], &live[3]["readFrom"]), (&json!("Python"), &json!("text")));
+    // Free-form answers: one that declines is no answer, from JSON as from text.
+    let free = answer_schema(&[], 1);
+    let r = read_panelist(
+        r#"{"reasoning": "", "answer": "none", "confidence": "LOW"}"#,
+        QuestionType::Qualitative,
+        &[],
+        &free,
+    );
+    assert_eq!((r.value, r.read_from), (EstimateValue::Unreadable, None));
+    let r = read_panelist(
+        r#"{"reasoning": "r", "answer": "Wait and see", "confidence": "LOW"}"#,
+        QuestionType::Qualitative,
+        &[],
+        &free,
+    );
+    assert_eq!(
+        (r.value, r.read_from),
+        (EstimateValue::Answer("Wait and see".into()), Some(ReadFrom::Json))
+    );
+}
+
+#[test]
+fn a_classification_in_json_that_does_not_fit_is_read_as_text_or_not_at_all() {
+    let s = classify_schema();
+    // Fits: options read and tidied as the text reader tidies them.
+    let (c, from) = read_classification(r#"{"reasoning": "a choice", "type": "QUALITATIVE", "options": ["Go", "go", "N/A", "Rust"]}"#, &s).unwrap();
+    assert_eq!(
+        (c.kind, c.options, from),
+        (QuestionType::Qualitative, Some(vec!["Go".into(), "Rust".into()]), ReadFrom::Json)
+    );
+    // A type outside the two: the text reader reads the JSON's `type` as it would, and finds none.
+    assert!(
+        read_classification(r#"{"reasoning": "", "type": "BOTH", "options": []}"#, &s).is_none()
+    );
+    // Lower case does not fit the schema; the text reader reads it.
+    let (c, from) =
+        read_classification(r#"{"reasoning": "", "type": "numeric", "options": []}"#, &s).unwrap();
+    assert_eq!((c.kind, from), (QuestionType::Numeric, ReadFrom::Text));
+    // Only inside an unclosed reasoning block: nothing.
+    assert!(read_classification(
+        r#"<think>{"reasoning": "", "type": "NUMERIC", "options": []}"#,
+        &s
+    )
+    .is_none());
+}
+
+/// Free text for sampled string fields: distinct, plain words (so reading them loses nothing).
+fn distinct_words(seed: u64) -> impl Fn(&str) -> String {
+    let n = std::cell::Cell::new(0u64);
+    move |field: &str| {
+        n.set(n.get() + 1);
+        format!("{field} {seed:x} {}", n.get())
+    }
+}
+
+proptest! {
+    /// Whatever fits a schema is read whole: the type, options and reasoning of a
+    /// classification; the estimate or answer, confidence and reasoning of a round.
+    #[test]
+    fn any_json_that_fits_is_read_without_loss(seed in any::<u64>(), n in 0usize..7, round in 1u32..5) {
+        use crate::modes::common::SplitMix64;
+        let mut rng = SplitMix64::new(seed);
+        let words = distinct_words(seed);
+        let c = classify_schema();
+        let v = schema::sample(&c.schema, &mut rng, &words);
+        let (read, from) = read_classification(&v.to_string(), &c).expect("read");
+        prop_assert_eq!(from, ReadFrom::Json);
+        prop_assert_eq!(read.kind == QuestionType::Numeric, v["type"] == "NUMERIC");
+        prop_assert_eq!(json!(read.reasoning), v["reasoning"].clone());
+        let stated: Vec<String> = serde_json::from_value(v["options"].clone()).unwrap();
+        let expected = (read.kind == QuestionType::Qualitative && stated.len() >= 2).then_some(stated);
+        prop_assert_eq!(read.options, expected);
+
+        let e = estimate_schema(round);
+        let v = schema::sample(&e.schema, &mut rng, &words);
+        let r = read_panelist(&v.to_string(), QuestionType::Numeric, &[], &e);
+        prop_assert_eq!(r.read_from, Some(ReadFrom::Json));
+        prop_assert_eq!(json!(r.value.as_number()), v["estimate"].clone());
+        prop_assert_eq!(r.confidence.as_str(), v["confidence"].as_str().unwrap());
+        prop_assert!(r.confidence_stated);
+        prop_assert_eq!(json!(r.reasoning), v["reasoning"].clone());
+
+        let options: Vec<String> = (0..n).map(|i| format!("Option {i} {seed:x}")).collect();
+        let a = answer_schema(&options, round);
+        let v = schema::sample(&a.schema, &mut rng, &words);
+        let r = read_panelist(&v.to_string(), QuestionType::Qualitative, &options, &a);
+        prop_assert_eq!(r.read_from, Some(ReadFrom::Json));
+        prop_assert_eq!(json!(r.value.as_answer()), v["answer"].clone());
+        prop_assert_eq!(r.confidence.as_str(), v["confidence"].as_str().unwrap());
+    }
+}
+
+proptest! {
+    /// Any options that fit the classification's schema are read as stated, tidied only as the
+    /// text reader tidies them (a repeat in another case once, `none` never): the sampler draws
+    /// one option, so the lists are drawn here.
+    #[test]
+    fn any_options_that_fit_are_read_without_loss(
+        options in proptest::collection::vec("[A-Za-z][A-Za-z ]{0,20}[a-z]", 0..=6),
+        reasoning in "[A-Za-z][A-Za-z ,.]{0,80}",
+    ) {
+        let s = classify_schema();
+        let v = json!({ "reasoning": reasoning, "type": "QUALITATIVE", "options": options });
+        prop_assert!(s.validate(&v).is_ok());
+        let (c, from) = read_classification(&v.to_string(), &s).expect("read");
+        prop_assert_eq!((c.kind, from), (QuestionType::Qualitative, ReadFrom::Json));
+        prop_assert_eq!(c.reasoning, reasoning.trim().to_string());
+        let mut kept: Vec<String> = Vec::new();
+        for o in options.iter().filter(|o| !o.eq_ignore_ascii_case("none")) {
+            if !kept.iter().any(|k| k.eq_ignore_ascii_case(o)) {
+                kept.push(o.clone());
+            }
+        }
+        prop_assert_eq!(c.options, (kept.len() >= 2).then_some(kept));
+    }
+}
+
+#[test]
+fn the_sim_answers_its_schemas_and_converges() {
+    use crate::modes::registry::SimAsk;
+    let ask = |model: &str, prompt: &str, schema: &ReplySchema| {
+        let s = SimAsk {
+            model,
+            prompt,
+            messages: &[],
+            seed: 1,
+            malformed: false,
+            hostile: false,
+            schema: Some(schema),
+        };
+        sim_answer(&s).expect("an answer")
+    };
+    let q = "How many cats live in Rome?";
+    let c = classify_schema();
+    let (cl, from) =
+        read_classification(&ask("sim/alpha", &classify_prompt_as(q, Some(&c)), &c), &c).unwrap();
+    assert_eq!((cl.kind, from), (QuestionType::Numeric, ReadFrom::Json));
+    let e = estimate_schema(1);
+    let p1 = round1_numeric_prompt_as(q, Some(&e));
+    let first: Vec<f64> = SIM_PANEL
+        .iter()
+        .map(|m| {
+            let r = read_panelist(&ask(m, &p1, &e), QuestionType::Numeric, &[], &e);
+            assert_eq!(r.read_from, Some(ReadFrom::Json));
+            r.value.as_number().unwrap()
+        })
+        .collect();
+    // Round 2: each moves toward the median (a stubborn one barely).
+    let stats = numeric_stats(&first, ConfidenceCounts::default());
+    let e2 = estimate_schema(2);
+    for (m, before) in SIM_PANEL.iter().zip(&first) {
+        let prev = Estimate {
+            participant: 1,
+            model: m.to_string(),
+            value: EstimateValue::Number(*before),
+            confidence: Confidence::Low,
+            reasoning: String::new(),
+            previous: None,
+            changed: false,
+            carried: false,
+            unparsed: None,
+            confidence_stated: true,
+            response_time_ms: 1,
+            text: String::new(),
+        };
+        let p = round_n_numeric_prompt_as(q, 2, 3, &prev, &stats, 4, Some(&e2));
+        let after = read_panelist(&ask(m, &p, &e2), QuestionType::Numeric, &[], &e2)
+            .value
+            .as_number()
+            .unwrap();
+        assert!(
+            (after - stats.median).abs() <= (before - stats.median).abs() + 0.01,
+            "{m}: {before} -> {after}, median {}",
+            stats.median
+        );
+    }
+    // Qualitative: an option exactly; another mode's schema or no schema: not this sim's.
+    let opts: Vec<String> = ["Go", "Rust"].map(String::from).to_vec();
+    let a = answer_schema(&opts, 1);
+    let r = read_panelist(
+        &ask("sim/beta", &round1_qualitative_prompt_as("Which?", &opts, Some(&a)), &a),
+        QuestionType::Qualitative,
+        &opts,
+        &a,
+    );
+    assert!(
+        opts.iter().any(|o| r.value.as_answer() == Some(o)) && r.read_from == Some(ReadFrom::Json)
+    );
+    let other = ReplySchema::new("council_ranking", json!({}));
+    assert!(sim_answer(&SimAsk {
+        model: "sim/alpha",
+        prompt: &p1,
+        messages: &[],
+        seed: 1,
+        malformed: false,
+        hostile: false,
+        schema: Some(&other)
+    })
+    .is_none());
+    assert!(sim_answer(&SimAsk {
+        model: "sim/alpha",
+        prompt: &p1,
+        messages: &[],
+        seed: 1,
+        malformed: false,
+        hostile: false,
+        schema: None
+    })
+    .is_none());
+}

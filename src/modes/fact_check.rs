@@ -8,8 +8,13 @@
 //! read only where they state a claim, a verdict, a confidence or a score; what is not stated
 //! is reported as such (`type: null`, `parseSuccess: false`, `addressed: false`,
 //! `confidenceStated: false`, `reliabilityScore: null`), never guessed.
+//!
+//! Structured replies: an extractor or checker whose route takes structured output is asked
+//! for JSON (`fact_check_claims`, `fact_check_verifications`) instead of the text blocks, read
+//! under the same rules, and the extraction and each check say where they were read from
+//! (`readFrom`). The generated content and the report are text a person reads.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use schemars::JsonSchema;
@@ -24,6 +29,7 @@ use super::reading::answer_text;
 use super::reading::{bare, between, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
+use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
     RunContext, StageRow, ValidRequest,
@@ -267,15 +273,25 @@ pub fn generate_prompt(question: &str) -> String {
 }
 
 pub fn extract_prompt(content: &str) -> String {
+    extract_prompt_as(content, None)
+}
+
+/// The extraction prompt asking for the spec's `CLAIM <n>:` blocks, or, given the stage's
+/// schema, for its JSON instead (the same instructions otherwise).
+pub fn extract_prompt_as(content: &str, schema: Option<&ReplySchema>) -> String {
+    let format = match schema {
+        Some(s) => s.instruction(),
+        None => "Reply with one block per claim, numbered from 1, in exactly this format:\n\n\
+                 CLAIM 1: <the claim as worded in the content>\nContext: <the sentence it is \
+                 in>\nType: STATISTIC|DATE|ATTRIBUTION|TECHNICAL|COMPARISON|CAUSAL\n\n\
+                 End with `EXTRACTION SUMMARY: <one line>`. If there is no checkable claim, reply \
+                 only `CLAIMS: NONE`."
+            .to_string(),
+    };
     format!(
         "{EXTRACT_HEAD} List every checkable claim in the content below: figures, dates, causes, \
          comparisons, attributions and technical statements. Leave out opinions, hedges, \
-         definitions and predictions.\n\n{CONTENT_START}\n{content}\n{CONTENT_END}\n\n\
-         Reply with one block per claim, numbered from 1, in exactly this format:\n\n\
-         CLAIM 1: <the claim as worded in the content>\nContext: <the sentence it is in>\n\
-         Type: STATISTIC|DATE|ATTRIBUTION|TECHNICAL|COMPARISON|CAUSAL\n\n\
-         End with `EXTRACTION SUMMARY: <one line>`. If there is no checkable claim, reply only \
-         `CLAIMS: NONE`."
+         definitions and predictions.\n\n{CONTENT_START}\n{content}\n{CONTENT_END}\n\n{format}"
     )
 }
 
@@ -292,13 +308,24 @@ fn claims_text(claims: &[Claim]) -> String {
 }
 
 pub fn verify_prompt(content: &str, claims: &[Claim]) -> String {
+    verify_prompt_as(content, claims, None)
+}
+
+/// The verification prompt asking for the spec's `VERIFICATION <n>:` blocks, or, given the
+/// stage's schema, for its JSON instead (the same instructions otherwise).
+pub fn verify_prompt_as(content: &str, claims: &[Claim], schema: Option<&ReplySchema>) -> String {
+    let format = match schema {
+        Some(s) => s.instruction(),
+        None => "Reply with one block per claim, using its number, in exactly this format:\n\n\
+                 VERIFICATION 1: VERIFIED|DISPUTED|UNVERIFIABLE\nEvidence: <what you know that \
+                 supports or contradicts it>\nCorrection: <the correct statement if DISPUTED, \
+                 else N/A>\nConfidence: HIGH|MEDIUM|LOW"
+            .to_string(),
+    };
     format!(
         "{VERIFY_HEAD} Judge each numbered claim below on your own knowledge; the content is \
          given for context only.\n\n{CONTENT_START}\n{content}\n{CONTENT_END}\n\n{CLAIMS_START}\n\
-         {}{CLAIMS_END}\n\nReply with one block per claim, using its number, in exactly this \
-         format:\n\nVERIFICATION 1: VERIFIED|DISPUTED|UNVERIFIABLE\nEvidence: <what you know \
-         that supports or contradicts it>\nCorrection: <the correct statement if DISPUTED, else \
-         N/A>\nConfidence: HIGH|MEDIUM|LOW",
+         {}{CLAIMS_END}\n\n{format}",
         claims_text(claims)
     )
 }
@@ -468,21 +495,9 @@ pub fn read_claims(reply: &str) -> Extraction {
             b.text = unmark(line);
         }
     }
-    let mut claims: Vec<Claim> = Vec::new();
-    for b in blocks {
-        let t = b.text.trim().trim_matches('"').trim().to_string();
-        if t.is_empty() || claims.iter().any(|c| norm(&c.text) == norm(&t)) {
-            continue;
-        }
-        let n = claims.len() + 1;
-        claims.push(Claim {
-            id: format!("claim_{n}"),
-            number: n,
-            text: t,
-            context: b.context,
-            claim_type: b.claim_type.flatten(),
-        });
-    }
+    let claims = numbered_claims(
+        blocks.into_iter().map(|b| (b.text, b.context, b.claim_type.flatten())).collect(),
+    );
     let none_stated = none_stated && claims.is_empty();
     Extraction { claims, none_stated }
 }
@@ -558,6 +573,19 @@ fn no_correction(v: &str) -> bool {
     matches!(t.as_str(), "" | "n/a" | "na" | "none" | "-" | "—" | "–")
 }
 
+/// A claim the checker did not address: UNVERIFIABLE, LOW, `addressed: false`.
+fn unaddressed(c: &Claim) -> Verification {
+    Verification {
+        claim_id: c.id.clone(),
+        verdict: "UNVERIFIABLE".into(),
+        evidence: None,
+        correction: None,
+        confidence: "LOW".into(),
+        confidence_stated: false,
+        addressed: false,
+    }
+}
+
 /// Reads a checker's verifications (its answer part only), one per claim in claim order.
 pub fn read_check(reply: &str, claims: &[Claim]) -> CheckReading {
     struct Block {
@@ -625,17 +653,7 @@ pub fn read_check(reply: &str, claims: &[Claim]) -> CheckReading {
             let verdict = block.and_then(|b| {
                 b.heading_verdict.or_else(|| get("verdict").and_then(|v| verdict_of(&v)))
             });
-            let Some(verdict) = verdict else {
-                return Verification {
-                    claim_id: c.id.clone(),
-                    verdict: "UNVERIFIABLE".into(),
-                    evidence: None,
-                    correction: None,
-                    confidence: "LOW".into(),
-                    confidence_stated: false,
-                    addressed: false,
-                };
-            };
+            let Some(verdict) = verdict else { return unaddressed(c) };
             addressed_any = true;
             let confidence = get("confidence").as_deref().and_then(confidence_of);
             Verification {
@@ -670,6 +688,184 @@ pub fn read_score(reply: &str) -> Option<u32> {
     }
     let v: f64 = c[1].parse().ok()?;
     Some(v.round().clamp(0.0, 100.0) as u32)
+}
+
+// ---- structured replies ----------------------------------------------------------------------
+//
+// A model whose route takes structured output is asked for JSON instead of the text blocks:
+// the extractor for `fact_check_claims` (each claim with its sentence and its type), a checker
+// for `fact_check_verifications` (one judgement per claim, by its number, its evidence before
+// its verdict so the model weighs before it commits). A reply is read from its JSON when that
+// fits the schema and states what the text would have to (a claim with words, a judgement of
+// a claim of this run); else by the text readers above. The JSON is held to the text's rules:
+// a repeated claim keeps its first wording, a claim judged twice keeps its first judgement, a
+// correction stands only on a DISPUTED verdict.
+
+/// The extraction's schema name.
+pub const CLAIMS_SCHEMA: &str = "fact_check_claims";
+/// A check's schema name.
+pub const VERIFICATIONS_SCHEMA: &str = "fact_check_verifications";
+/// The most claims a JSON extraction may list.
+pub const MAX_CLAIMS: usize = 30;
+/// The longest claim, as worded in the content.
+pub const CLAIM_MAX_CHARS: usize = 300;
+/// The longest context sentence and the longest evidence.
+pub const CONTEXT_MAX_CHARS: usize = 500;
+/// The longest correction.
+pub const CORRECTION_MAX_CHARS: usize = 300;
+
+/// The extraction's schema: the reasoning, then the claims (none when there is none).
+pub fn claims_schema() -> Arc<ReplySchema> {
+    let claim = schema::object([
+        (
+            "claim",
+            schema::described(schema::text(CLAIM_MAX_CHARS), "the claim as worded in the content"),
+        ),
+        ("context", schema::described(schema::text(CONTEXT_MAX_CHARS), "the sentence it is in")),
+        ("type", schema::described(schema::one_of(&TYPES), "what kind of claim it is")),
+    ]);
+    ReplySchema::new(
+        CLAIMS_SCHEMA,
+        schema::reasoned([(
+            "claims",
+            schema::described(
+                schema::list(claim, 0, MAX_CLAIMS),
+                "every checkable claim in the content, in order (an empty list when there is \
+                 none)",
+            ),
+        )]),
+    )
+}
+
+/// A check's schema for `n` claims: the reasoning, then one judgement per claim.
+pub fn verifications_schema(n: usize) -> Arc<ReplySchema> {
+    let n = n.max(1);
+    let judgement = schema::object([
+        (
+            "claim",
+            schema::described(schema::integer(1, n as i64), "the number of the claim judged"),
+        ),
+        (
+            "evidence",
+            schema::described(
+                schema::text(CONTEXT_MAX_CHARS),
+                "what you know that supports or contradicts it",
+            ),
+        ),
+        ("verdict", schema::described(schema::one_of(&VERDICTS), "your verdict on the claim")),
+        (
+            "correction",
+            schema::described(
+                schema::text(CORRECTION_MAX_CHARS),
+                "the correct statement if DISPUTED, else \"N/A\"",
+            ),
+        ),
+        ("confidence", schema::described(schema::one_of(&CONFIDENCES), "your confidence")),
+    ]);
+    ReplySchema::new(
+        VERIFICATIONS_SCHEMA,
+        schema::reasoned([(
+            "verifications",
+            schema::described(
+                schema::list(judgement, n, n),
+                "one judgement per claim, in the order of the claims",
+            ),
+        )]),
+    )
+}
+
+/// Claims as stated (text, context, type), each kept once (ignoring case and spacing) and
+/// numbered in order.
+fn numbered_claims(stated: Vec<(String, Option<String>, Option<String>)>) -> Vec<Claim> {
+    let mut claims: Vec<Claim> = Vec::new();
+    for (text, context, claim_type) in stated {
+        let t = text.trim().trim_matches('"').trim().to_string();
+        if t.is_empty() || claims.iter().any(|c| norm(&c.text) == norm(&t)) {
+            continue;
+        }
+        let n = claims.len() + 1;
+        claims.push(Claim { id: format!("claim_{n}"), number: n, text: t, context, claim_type });
+    }
+    claims
+}
+
+/// The extractor's reply read from its JSON when it fits `schema` and lists claims (or says
+/// there are none with an empty list), else by its text ([`read_claims`]); with where it was
+/// read from when it followed a format.
+pub fn read_claims_reply(reply: &str, schema: &ReplySchema) -> (Extraction, Option<ReadFrom>) {
+    let from_json = schema.read(reply).and_then(|v| {
+        let items = v.get("claims")?.as_array()?;
+        let stated = items
+            .iter()
+            .map(|c| {
+                let field = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
+                let context = Some(field("context").trim().to_string()).filter(|c| !c.is_empty());
+                (field("claim").to_string(), context, type_of(field("type")))
+            })
+            .collect();
+        let e = Extraction { claims: numbered_claims(stated), none_stated: items.is_empty() };
+        e.parse_success().then_some(e)
+    });
+    match from_json {
+        Some(e) => (e, Some(ReadFrom::Json)),
+        None => {
+            let e = read_claims(reply);
+            let from = e.parse_success().then_some(ReadFrom::Text);
+            (e, from)
+        }
+    }
+}
+
+/// A checker's reply read from its JSON when it fits `schema`, else by its text
+/// ([`read_check`]); with where it was read from when it was usable.
+pub fn read_check_reply(
+    reply: &str,
+    claims: &[Claim],
+    schema: &ReplySchema,
+) -> (CheckReading, Option<ReadFrom>) {
+    let from_json = schema.read(reply).and_then(|v| {
+        let items = v.get("verifications")?.as_array()?;
+        let verifications: Vec<Verification> = claims
+            .iter()
+            .map(|c| {
+                // A claim judged twice keeps its first judgement, as in text.
+                let item = items
+                    .iter()
+                    .find(|i| i.get("claim").and_then(Value::as_u64) == Some(c.number as u64));
+                let field = |k: &str| {
+                    item.and_then(|i| i.get(k))
+                        .and_then(Value::as_str)
+                        .map(|s| s.trim().to_string())
+                };
+                let verdict = field("verdict").and_then(|v| VERDICTS.into_iter().find(|x| *x == v));
+                let confidence =
+                    field("confidence").and_then(|v| CONFIDENCES.into_iter().find(|x| *x == v));
+                match (verdict, confidence) {
+                    (Some(verdict), Some(confidence)) => Verification {
+                        claim_id: c.id.clone(),
+                        verdict: verdict.into(),
+                        evidence: field("evidence").filter(|e| !e.is_empty()),
+                        correction: field("correction")
+                            .filter(|v| verdict == "DISPUTED" && !no_correction(v)),
+                        confidence: confidence.into(),
+                        confidence_stated: true,
+                        addressed: true,
+                    },
+                    _ => unaddressed(c),
+                }
+            })
+            .collect();
+        let parse_success = verifications.iter().any(|v| v.addressed);
+        parse_success.then_some(CheckReading { verifications, parse_success })
+    });
+    match from_json {
+        Some(r) => (r, Some(ReadFrom::Json)),
+        None => {
+            let r = read_check(reply, claims);
+            let from = r.parse_success.then_some(ReadFrom::Text);
+            (r, from)
+        }
+    }
 }
 
 // ---- consensus -----------------------------------------------------------------------------
@@ -842,6 +1038,10 @@ pub struct Check {
     pub failed: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Where the verifications were read from (its JSON or its text), when the check was
+    /// usable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
 }
 
 fn summary_of(vs: &[Verification]) -> Value {
@@ -871,6 +1071,9 @@ pub struct FactCheck {
     checks: Vec<Check>,
     consensus: Vec<Consensus>,
     counts: Counts,
+    /// The extraction's and the checks' reply schemas, built when their calls are made.
+    claims_schema: Option<Arc<ReplySchema>>,
+    verify_schema: Option<Arc<ReplySchema>>,
     deadline_passed: bool,
     title: TitleTracker,
     calls: Calls,
@@ -914,6 +1117,8 @@ impl FactCheck {
             checks: Vec::new(),
             consensus: Vec::new(),
             counts: Counts::default(),
+            claims_schema: None,
+            verify_schema: None,
             deadline_passed: false,
             title,
             calls: Calls::default(),
@@ -953,13 +1158,21 @@ impl FactCheck {
         self.content = content;
         self.truncated = truncated;
         self.phase = Phase::Extracting;
-        let spec = self.call(
-            "extract",
-            &self.config.extractor_model.clone(),
-            extract_prompt(&self.content),
-            "extract",
-            "extractor",
-        );
+        let schema = claims_schema();
+        let model = self.config.extractor_model.clone();
+        // The backup takes the same prompt: it is asked as the extractor is.
+        let asked = self.ctx.structured.json(&model).then_some(schema.as_ref());
+        let spec = self
+            .call(
+                "extract",
+                &model,
+                extract_prompt_as(&self.content, asked),
+                "extract",
+                "extractor",
+            )
+            .with_schema(&schema)
+            .quoting([("the content".to_string(), self.content.clone())]);
+        self.claims_schema = Some(schema);
         let backup = self.config.facilitator_fallback_model.clone();
         vec![
             Effect::emit("extract_start", json!({})),
@@ -1012,7 +1225,8 @@ impl FactCheck {
                 ));
             }
         };
-        let reading = read_claims(&text);
+        let schema = self.claims_schema.clone().unwrap_or_else(claims_schema);
+        let (reading, read_from) = read_claims_reply(&text, &schema);
         self.claims = reading.claims.clone();
         let ms = reply.response_time_ms as i64;
         let mut data = json!({
@@ -1022,6 +1236,9 @@ impl FactCheck {
         });
         if let Some(from) = &routed.fallback_from {
             data["fallbackFrom"] = json!(from);
+        }
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
         }
         let mut stored = data.clone();
         stored["content"] = json!(self.content);
@@ -1059,16 +1276,18 @@ impl FactCheck {
             json!({ "data": { "checkerCount": self.config.checker_models.len(),
                               "claimCount": self.claims.len() } }),
         ));
-        let prompt = verify_prompt(&self.content, &self.claims);
+        let schema = verifications_schema(self.claims.len());
+        let text = verify_prompt(&self.content, &self.claims);
+        let json = verify_prompt_as(&self.content, &self.claims, Some(&schema));
         for (i, model) in self.config.checker_models.clone().iter().enumerate() {
-            out.push(Effect::Call(self.call(
-                &self.batch.key(i),
-                model,
-                prompt.clone(),
-                "verify",
-                "checker",
-            )));
+            let prompt = self.ctx.structured.pick(model, &text, &json).clone();
+            let call = self
+                .call(&self.batch.key(i), model, prompt, "verify", "checker")
+                .with_schema(&schema)
+                .quoting([("the content".to_string(), self.content.clone())]);
+            out.push(Effect::Call(call));
         }
+        self.verify_schema = Some(schema);
         out
     }
 
@@ -1079,9 +1298,11 @@ impl FactCheck {
         };
         let ms = reply.response_time_ms as i64;
         let model = self.config.checker_models.get(i).cloned().unwrap_or_default();
+        let schema =
+            self.verify_schema.clone().unwrap_or_else(|| verifications_schema(self.claims.len()));
         let (check, content) = match &reply.result {
             Ok(text) => {
-                let r = read_check(text, &self.claims);
+                let (r, read_from) = read_check_reply(text, &self.claims, &schema);
                 let check = Check {
                     checker_index: i,
                     model: reply.model.clone(),
@@ -1091,6 +1312,7 @@ impl FactCheck {
                     response_time_ms: ms,
                     failed: false,
                     error: None,
+                    read_from,
                 };
                 (check, answer_text(text).trim().to_string())
             }
@@ -1104,6 +1326,7 @@ impl FactCheck {
                     response_time_ms: ms,
                     failed: true,
                     error: Some(e.message.clone()),
+                    read_from: None,
                 },
                 e.message.clone(),
             ),
@@ -1143,8 +1366,13 @@ impl FactCheck {
                            "usableCheckers": usable });
         let prompt =
             report_prompt(&self.content, &self.claims, &self.consensus, &self.checks, &self.counts);
-        let spec =
-            self.call("report", &self.config.reporter_model.clone(), prompt, "report", "reporter");
+        let verdicts = consensus_text(&self.claims, &self.consensus, &self.checks);
+        let spec = self
+            .call("report", &self.config.reporter_model.clone(), prompt, "report", "reporter")
+            .quoting([
+                ("the content".to_string(), self.content.clone()),
+                ("the checkers' verdicts".to_string(), verdicts),
+            ]);
         self.phase = Phase::Reporting;
         let backup = self.config.chairman_fallback_model.clone();
         vec![
@@ -1399,7 +1627,64 @@ fn sim_claims(content: &str) -> Vec<String> {
         .collect()
 }
 
+/// The sim's JSON for this mode's schemas: the claims are the content's sentences that state
+/// a number (as in text), and every listed claim is judged.
+fn sim_json(ask: &SimAsk, schema: &ReplySchema) -> Option<String> {
+    let p = ask.prompt;
+    let who = ask.model;
+    let mut rng = SplitMix64::new(ask.seed);
+    let hostile = ask.hostile_paragraph();
+    let reasoning = |why: &str| -> String {
+        format!("[simulated reasoning from {who}] {why} {}", hostile.trim())
+            .trim()
+            .chars()
+            .take(schema::REASONING_MAX_CHARS)
+            .collect()
+    };
+    let cut = |s: &str, n: usize| -> String { s.chars().take(n).collect() };
+    let reply = match schema.name.as_str() {
+        CLAIMS_SCHEMA if p.starts_with(EXTRACT_HEAD) => {
+            let found = sim_claims(between(p, CONTENT_START, CONTENT_END));
+            let claims: Vec<Value> = found
+                .iter()
+                .take(MAX_CLAIMS)
+                .map(|c| {
+                    json!({ "claim": cut(c, CLAIM_MAX_CHARS), "context": cut(c, CONTEXT_MAX_CHARS),
+                            "type": TYPES[rng.below(3)] })
+                })
+                .collect();
+            json!({ "reasoning": reasoning("The sentences that state a figure or a date can be checked."),
+                    "claims": claims })
+        }
+        VERIFICATIONS_SCHEMA if p.starts_with(VERIFY_HEAD) => {
+            let listed = between(p, CLAIMS_START, CLAIMS_END);
+            let judged: Vec<Value> = listed
+                .lines()
+                .filter_map(|l| numbered("claim", l).map(|(n, _)| n))
+                .map(|n| {
+                    let (verdict, correction) = match rng.below(10) {
+                        0..=5 => ("VERIFIED", "N/A"),
+                        6..=7 => ("DISPUTED", "The figure is stated differently in the sources."),
+                        _ => ("UNVERIFIABLE", "N/A"),
+                    };
+                    json!({ "claim": n,
+                            "evidence": format!("Simulated evidence for claim {n}; no source was consulted."),
+                            "verdict": verdict, "correction": correction,
+                            "confidence": CONFIDENCES[rng.below(3)] })
+                })
+                .collect();
+            json!({ "reasoning": reasoning("Each claim weighed against what is commonly recorded."),
+                    "verifications": judged })
+        }
+        _ => return None,
+    };
+    Some(reply.to_string())
+}
+
 fn sim_answer(ask: &SimAsk) -> Option<String> {
+    if let Some(schema) = ask.schema {
+        return sim_json(ask, schema);
+    }
     let p = ask.prompt;
     let who = ask.model;
     let mut rng = SplitMix64::new(ask.seed);

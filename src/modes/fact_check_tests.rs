@@ -205,7 +205,7 @@ proptest! {
         }
         let check = Check { checker_index: 0, model: "m".into(), summary: Value::Null,
             verifications: r.verifications.clone(), parse_success: true, response_time_ms: 1,
-            failed: false, error: None };
+            failed: false, error: None, read_from: None };
         let (list, counts) = consensus(&cs, &[check]);
         prop_assert_eq!(counts.total, 3);
         prop_assert_eq!(counts.verified + counts.disputed + counts.unverifiable, 3);
@@ -446,8 +446,15 @@ fn long_content_is_cut_with_a_note() {
 fn sim_answers_follow_the_format_and_the_messy_ones_do_not_mislead() {
     let content = "The tower was completed in 1889. It is 330 metres tall. It is lovely.";
     let ask = |prompt: &str, malformed: bool| {
-        let s =
-            SimAsk { model: "sim/beta", prompt, messages: &[], seed: 7, malformed, hostile: true };
+        let s = SimAsk {
+            model: "sim/beta",
+            prompt,
+            messages: &[],
+            seed: 7,
+            malformed,
+            hostile: true,
+            schema: None,
+        };
         sim_answer(&s).unwrap()
     };
     let e = read_claims(&ask(&extract_prompt(content), false));
@@ -460,4 +467,309 @@ fn sim_answers_follow_the_format_and_the_messy_ones_do_not_mislead() {
     let report = ask(&report_prompt(content, &e.claims, &k, &[], &counts), false);
     assert!(read_score(&report).is_some());
     assert!(report.contains("<script") || report.contains("<img"));
+}
+
+// ---- structured replies ---------------------------------------------------------------------
+
+/// A run on `content` whose models `json` are asked for JSON (their routes take structured
+/// output).
+fn structured(content: &str, checkers: &[&str], json: &[&str]) -> FactCheck {
+    let mut ctx = ctx("Fact-check this", vec![], true);
+    ctx.structured = crate::modes::Structured::models(json);
+    FactCheck::new(&config(Some(content), checkers), ctx).unwrap()
+}
+
+fn judgement(n: u64, verdict: &str, correction: &str, confidence: &str) -> Value {
+    json!({ "claim": n, "evidence": format!("evidence {n}"), "verdict": verdict,
+            "correction": correction, "confidence": confidence })
+}
+
+fn check_reply(items: Vec<Value>) -> String {
+    json!({ "reasoning": "weighed each", "verifications": items }).to_string()
+}
+
+#[test]
+fn the_schemas_take_what_the_readers_take_and_refuse_the_rest() {
+    let c = claims_schema();
+    assert_eq!(c.name, "fact_check_claims");
+    let keys: Vec<&String> = c.schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["reasoning", "claims"]);
+    let claim = |t: &str| json!({ "claim": "It is 330 m tall.", "context": "It is 330 m tall.", "type": t });
+    assert!(c
+        .validate(&json!({ "reasoning": "", "claims": [claim("STATISTIC"), claim("DATE")] }))
+        .is_ok());
+    assert!(c.validate(&json!({ "reasoning": "none here", "claims": [] })).is_ok(), "no claims");
+    assert!(
+        c.validate(&json!({ "reasoning": "", "claims": [claim("OPINION")] })).is_err(),
+        "a type outside the six"
+    );
+    assert!(c.validate(&json!({ "reasoning": "", "claims": [claim("statistic")] })).is_err());
+    let many: Vec<Value> = (0..=MAX_CLAIMS).map(|_| claim("DATE")).collect();
+    assert!(c.validate(&json!({ "reasoning": "", "claims": many })).is_err());
+
+    let v = verifications_schema(3);
+    assert_eq!(v.name, "fact_check_verifications");
+    let item = &v.schema["properties"]["verifications"];
+    assert_eq!((item["minItems"].as_u64(), item["maxItems"].as_u64()), (Some(3), Some(3)));
+    let order: Vec<&String> = item["items"]["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        order,
+        ["claim", "evidence", "verdict", "correction", "confidence"],
+        "evidence before the verdict"
+    );
+    let fits =
+        |items: Vec<Value>| v.validate(&serde_json::from_str(&check_reply(items)).unwrap()).is_ok();
+    assert!(fits(vec![
+        judgement(1, "VERIFIED", "N/A", "HIGH"),
+        judgement(2, "DISPUTED", "300 m", "LOW"),
+        judgement(3, "UNVERIFIABLE", "N/A", "MEDIUM")
+    ]));
+    // A claim outside the run, a verdict or confidence outside the words, too few or too many.
+    assert!(!fits(vec![
+        judgement(1, "VERIFIED", "N/A", "HIGH"),
+        judgement(2, "VERIFIED", "N/A", "HIGH"),
+        judgement(4, "VERIFIED", "N/A", "HIGH")
+    ]));
+    assert!(!fits(vec![
+        judgement(0, "VERIFIED", "N/A", "HIGH"),
+        judgement(2, "VERIFIED", "N/A", "HIGH"),
+        judgement(3, "VERIFIED", "N/A", "HIGH")
+    ]));
+    assert!(!fits(vec![
+        judgement(1, "TRUE", "N/A", "HIGH"),
+        judgement(2, "VERIFIED", "N/A", "HIGH"),
+        judgement(3, "VERIFIED", "N/A", "HIGH")
+    ]));
+    assert!(!fits(vec![
+        judgement(1, "VERIFIED", "N/A", "SURE"),
+        judgement(2, "VERIFIED", "N/A", "HIGH"),
+        judgement(3, "VERIFIED", "N/A", "HIGH")
+    ]));
+    assert!(!fits(vec![
+        judgement(1, "VERIFIED", "N/A", "HIGH"),
+        judgement(2, "VERIFIED", "N/A", "HIGH")
+    ]));
+}
+
+#[test]
+fn models_that_take_json_are_asked_for_it_and_the_content_is_named() {
+    let content = "The tower was completed in 1889. It is 330 metres tall.";
+    let mut m = structured(content, &["a", "b"], &["ext", "a"]);
+    let ext = stage_calls(&m.start());
+    assert_eq!(ext[0].schema.as_ref().map(|s| s.name.as_str()), Some("fact_check_claims"));
+    let p = &ext[0].messages[0].content;
+    assert!(
+        p.contains("Leave out opinions, hedges, definitions and predictions.")
+            && p.contains(content)
+    );
+    assert!(
+        p.contains("Reply with a single JSON object") && !p.contains("CLAIM 1: <the claim"),
+        "{p}"
+    );
+    assert!(p.find("\"reasoning\"").unwrap() < p.find("\"claims\"").unwrap());
+    assert_eq!(ext[0].material.len(), 1);
+    assert!(p.contains(&ext[0].material[0].text));
+    let reply = json!({ "reasoning": "two figures", "claims": [
+        { "claim": "The tower was completed in 1889.", "context": "The tower was completed in 1889.", "type": "DATE" },
+        { "claim": "It is 330 metres tall.", "context": "", "type": "STATISTIC" } ] });
+    let out = m.on_reply(ok(&ext[0], &reply.to_string()));
+    let checks = stage_calls(&out);
+    assert!(checks
+        .iter()
+        .all(|c| c.schema.as_ref().is_some_and(|s| s.name == "fact_check_verifications")));
+    let (json_p, text_p) = (&checks[0].messages[0].content, &checks[1].messages[0].content);
+    assert!(
+        json_p.contains("CLAIM 2: It is 330 metres tall.")
+            && json_p.contains("Reply with a single JSON object")
+    );
+    assert!(!json_p.contains("VERIFICATION 1: VERIFIED|DISPUTED|UNVERIFIABLE"));
+    assert!(
+        text_p.contains("VERIFICATION 1: VERIFIED|DISPUTED|UNVERIFIABLE")
+            && !text_p.contains("JSON")
+    );
+    assert!(checks
+        .iter()
+        .all(|c| c.material.len() == 1 && c.messages[0].content.contains(&c.material[0].text)));
+}
+
+#[test]
+fn replies_are_read_from_json_when_it_fits_else_from_text_and_say_which() {
+    let content = "The tower was completed in 1889. It is 330 metres tall. It opened in 1889.";
+    let mut m = structured(content, &["a", "b", "c", "d"], &["ext", "a", "b", "c", "d"]);
+    let mut all = m.start();
+    let ext = stage_calls(&all);
+    // A repeated claim keeps its first wording (as in text); an empty one is no claim.
+    let reply = json!({ "reasoning": "three figures", "claims": [
+        { "claim": "The tower was completed in 1889.", "context": "The tower was completed in 1889.", "type": "DATE" },
+        { "claim": "the tower was  COMPLETED in 1889.", "context": "", "type": "DATE" },
+        { "claim": "  ", "context": "", "type": "DATE" },
+        { "claim": "It is 330 metres tall.", "context": "", "type": "STATISTIC" } ] });
+    let out = m.on_reply(ok(&ext[0], &reply.to_string()));
+    all.extend(out.clone());
+    let extracted = emitted(&out, "extract_complete").unwrap()["data"].clone();
+    assert_eq!(extracted["readFrom"], "json");
+    let texts: Vec<&str> = extracted["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["The tower was completed in 1889.", "It is 330 metres tall."]);
+    assert_eq!(
+        (&extracted["claims"][1]["context"], &extracted["claims"][1]["id"]),
+        (&Value::Null, &json!("claim_2"))
+    );
+    let checks = stage_calls(&out);
+    let replies = vec![
+        // Fits: a correction on a verified claim is dropped, as in text.
+        ok(&checks[0], &check_reply(vec![judgement(1, "VERIFIED", "should be 1887", "HIGH"), judgement(2, "DISPUTED", "300 m without antennas", "MEDIUM")])),
+        // A claim judged twice keeps its first judgement; the other is unaddressed.
+        ok(&checks[1], &check_reply(vec![judgement(1, "DISPUTED", "N/A", "LOW"), judgement(1, "VERIFIED", "N/A", "HIGH")])),
+        // Does not fit (a verdict word outside the three): its text states nothing.
+        ok(&checks[2], &check_reply(vec![judgement(1, "TRUE", "N/A", "HIGH"), judgement(2, "TRUE", "N/A", "HIGH")])),
+        // A model that ignored the schema and wrote the text blocks.
+        ok(&checks[3], "VERIFICATION 1: VERIFIED\nConfidence: HIGH\n\nVERIFICATION 2: VERIFIED\nConfidence: LOW"),
+    ];
+    let mut live = Vec::new();
+    for r in replies {
+        let out = m.on_reply(r);
+        live.push(emitted(&out, "checker_complete").unwrap()["data"].clone());
+        all.extend(out);
+    }
+    assert_eq!(live[0]["readFrom"], "json");
+    assert_eq!(live[0]["verifications"][0]["correction"], Value::Null);
+    assert_eq!(live[0]["verifications"][1]["correction"], "300 m without antennas");
+    assert_eq!(
+        (&live[0]["verifications"][1]["evidence"], &live[0]["verifications"][1]["confidence"]),
+        (&json!("evidence 2"), &json!("MEDIUM"))
+    );
+    assert_eq!(live[1]["readFrom"], "json");
+    assert_eq!(live[1]["verifications"][0]["verdict"], "DISPUTED");
+    assert_eq!(
+        (&live[1]["verifications"][1]["addressed"], &live[1]["verifications"][1]["verdict"]),
+        (&json!(false), &json!("UNVERIFIABLE"))
+    );
+    assert_eq!(live[2]["parseSuccess"], false);
+    assert!(live[2].get("readFrom").is_none(), "{}", live[2]);
+    assert_eq!(live[3]["readFrom"], "text");
+    assert_eq!(emitted(&all, "all_checkers_complete").unwrap()["data"]["usableCheckers"], 3);
+    // The report quotes the content and the verdicts, each named for fitting.
+    let rep = stage_calls(&all).into_iter().find(|c| c.key == "report").unwrap();
+    assert!(rep.schema.is_none(), "the report is text a person reads");
+    assert_eq!(rep.material.len(), 2);
+    assert!(rep.material.iter().all(|x| rep.messages[0].content.contains(&x.text)));
+    // Rows: one readFrom per reply read; the reloaded result is what went out.
+    let stored = rows(&all);
+    let from: Vec<(&str, Option<&Value>)> = stored
+        .iter()
+        .map(|r| (r.stage_type.as_str(), r.parsed_data.as_ref().and_then(|d| d.get("readFrom"))))
+        .collect();
+    assert_eq!(from.iter().filter(|(_, f)| f.is_some()).count(), 4, "{from:?}");
+    let result = load_result(&stored);
+    assert_eq!(result["checks"], json!(live));
+    assert_eq!(result["extract"]["readFrom"], "json");
+}
+
+#[test]
+fn an_empty_json_list_says_there_are_no_claims_and_prose_says_nothing() {
+    let s = claims_schema();
+    let (e, from) = read_claims_reply(r#"{"reasoning": "all opinion", "claims": []}"#, &s);
+    assert!(e.claims.is_empty() && e.none_stated && e.parse_success());
+    assert_eq!(from, Some(ReadFrom::Json));
+    // Only empty claims: not read from JSON, and the text states none either.
+    let (e, from) = read_claims_reply(
+        r#"{"reasoning": "", "claims": [{"claim": " ", "context": "", "type": "DATE"}]}"#,
+        &s,
+    );
+    assert!(!e.parse_success() && from.is_none());
+    // Not JSON that fits (a type outside the six): the text reader, which reads nothing here.
+    let (e, from) = read_claims_reply(
+        r#"{"reasoning": "", "claims": [{"claim": "x is 1", "context": "", "type": "NUMBER"}]}"#,
+        &s,
+    );
+    assert!(!e.parse_success() && from.is_none());
+    let (e, from) = read_claims_reply("CLAIM 1: x is 1\nType: STATISTIC", &s);
+    assert_eq!((e.claims.len(), from), (1, Some(ReadFrom::Text)));
+}
+
+proptest! {
+    /// Whatever fits the schemas is read whole: every claim with its context and type, every
+    /// judgement with its verdict, evidence, confidence and (on a DISPUTED verdict) correction.
+    #[test]
+    fn any_json_that_fits_is_read_without_loss(seed in any::<u64>(), n in 1usize..6) {
+        let n_words = std::cell::Cell::new(0u64);
+        let words = |f: &str| { n_words.set(n_words.get() + 1); format!("{f} {seed:x} {}", n_words.get()) };
+        let mut rng = SplitMix64::new(seed);
+        let s = claims_schema();
+        let v = schema::sample(&s.schema, &mut rng, &words);
+        let (e, from) = read_claims_reply(&v.to_string(), &s);
+        prop_assert_eq!(from, Some(ReadFrom::Json));
+        let stated = v["claims"].as_array().unwrap();
+        prop_assert_eq!(e.claims.len(), stated.len());
+        for (c, x) in e.claims.iter().zip(stated) {
+            prop_assert_eq!(json!(c.text), x["claim"].clone());
+            prop_assert_eq!(json!(c.context), x["context"].clone());
+            prop_assert_eq!(json!(c.claim_type), x["type"].clone());
+        }
+        let cs = claims(n);
+        let s = verifications_schema(n);
+        let v = schema::sample(&s.schema, &mut rng, &words);
+        let (r, from) = read_check_reply(&v.to_string(), &cs, &s);
+        prop_assert_eq!(from, Some(ReadFrom::Json));
+        prop_assert!(r.parse_success);
+        for (c, got) in cs.iter().zip(&r.verifications) {
+            let first = v["verifications"].as_array().unwrap().iter().find(|i| i["claim"] == json!(c.number));
+            match first {
+                None => prop_assert!(!got.addressed),
+                Some(x) => {
+                    prop_assert!(got.addressed && got.confidence_stated);
+                    prop_assert_eq!(json!(got.verdict), x["verdict"].clone());
+                    prop_assert_eq!(json!(got.confidence), x["confidence"].clone());
+                    prop_assert_eq!(json!(got.evidence), x["evidence"].clone());
+                    let correction = (x["verdict"] == "DISPUTED").then(|| x["correction"].clone());
+                    prop_assert_eq!(json!(got.correction), correction.unwrap_or(Value::Null));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_sim_answers_its_schemas_with_claims_from_the_content() {
+    let content = "The tower was completed in 1889. It is 330 metres tall. It is lovely.";
+    let ask = |prompt: &str, schema: &ReplySchema| {
+        let s = SimAsk {
+            model: "sim/beta",
+            prompt,
+            messages: &[],
+            seed: 7,
+            malformed: false,
+            hostile: true,
+            schema: Some(schema),
+        };
+        sim_answer(&s).unwrap()
+    };
+    let s = claims_schema();
+    let (e, from) = read_claims_reply(&ask(&extract_prompt_as(content, Some(&s)), &s), &s);
+    assert_eq!(from, Some(ReadFrom::Json));
+    let texts: Vec<&str> = e.claims.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(texts, ["The tower was completed in 1889.", "It is 330 metres tall."]);
+    let v = verifications_schema(e.claims.len());
+    let (r, from) =
+        read_check_reply(&ask(&verify_prompt_as(content, &e.claims, Some(&v)), &v), &e.claims, &v);
+    assert_eq!(from, Some(ReadFrom::Json));
+    assert!(r.verifications.iter().all(|x| x.addressed));
+    // Another mode's schema is not this sim's to answer.
+    let other = ReplySchema::new("council_ranking", json!({}));
+    let p = extract_prompt(content);
+    assert!(sim_answer(&SimAsk {
+        model: "sim/beta",
+        prompt: &p,
+        messages: &[],
+        seed: 7,
+        malformed: false,
+        hostile: false,
+        schema: Some(&other)
+    })
+    .is_none());
 }

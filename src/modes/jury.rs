@@ -12,7 +12,7 @@
 //! foreman is replaced once by the configured backup (`[fallback] foreman`), and the report
 //! then says `fallbackFrom`.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use schemars::JsonSchema;
@@ -20,11 +20,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    mark_from_rows, member_names, role_failed, Batch, Calls, Routed, TitleTracker, TITLE_KEY,
+    mark_from_rows, member_names, role_failed, Batch, Calls, Routed, SplitMix64, TitleTracker,
+    TITLE_KEY,
 };
-use super::reading::{answer_text, json_field, json_values, split_reasoning, Unparsed};
-use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
+use super::reading::{
+    answer_text, between, json_field, json_values, readable, split_reasoning, Unparsed,
+};
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_TEXT_CHARS};
+use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::stated::{last_stated, Labels};
 
 use super::{
@@ -193,7 +197,7 @@ pub static SPEC: ModeSpec = ModeSpec {
         json!({ "mode": "jury", "question": "Evaluate this API documentation",
                 "modeConfig": { "content": "## GET /api/users\nReturns users. Accepts limit and offset." } })
     },
-    sim: None,
+    sim: Some(sim_answer),
 };
 
 // ---- prompts (verbatim from the seed) -------------------------------------------------------
@@ -202,6 +206,17 @@ pub static SPEC: ModeSpec = ModeSpec {
 pub const JUROR_HEAD: &str = "You are a juror evaluating";
 
 pub fn evaluation_prompt(content: &str, original_question: Option<&str>) -> String {
+    evaluation_prompt_as(content, original_question, None)
+}
+
+/// The juror's prompt asking for the seed's scorecard, or, given the stage's schema, for its
+/// JSON instead: the same instructions (dimensions, scale, verdict thresholds), the seed's
+/// `Format your response as:` section swapped for the schema's fields.
+pub fn evaluation_prompt_as(
+    content: &str,
+    original_question: Option<&str>,
+    schema: Option<&ReplySchema>,
+) -> String {
     let mut p = format!(
         "{JUROR_HEAD} the quality of a response. Score it on 5 dimensions (1-10 each) and deliver a verdict.\n\n",
     );
@@ -226,8 +241,14 @@ Then deliver your verdict based on your average score:\n\
 - APPROVE (average >= 7): The content is good enough for use\n\
 - REVISE (average 4-6.9): The content needs improvement before use\n\
 - REJECT (average < 4): The content is fundamentally flawed\n\
-\n\
-Format your response as:\n\
+\n",
+    );
+    if let Some(schema) = schema {
+        p.push_str(&schema.instruction());
+        return p;
+    }
+    p.push_str(
+        "Format your response as:\n\
 \n\
 ## Juror Assessment\n\
 \n\
@@ -270,9 +291,7 @@ pub fn foreman_prompt(
     }
     p.push_str("JUROR ASSESSMENTS:\n");
     for (i, j) in jurors.iter().enumerate() {
-        // The juror's answer, its reasoning left out.
-        let said = answer_text(&j.assessment_text);
-        p.push_str(&format!("--- Juror {} ({}) ---\n{}\n\n", i + 1, j.model, said));
+        p.push_str(&format!("--- Juror {} ({}) ---\n{}\n\n", i + 1, j.model, juror_said(j)));
     }
     p.push_str(&format!(
         "VOTE TALLY:\n- APPROVE: {}\n- REVISE: {}\n- REJECT: {}\n- Majority Verdict: {}\n\n",
@@ -313,6 +332,34 @@ pub fn foreman_prompt(
 [If any juror's verdict differed from the majority, summarize their reasoning here. If unanimous, state \"The jury was unanimous.\"]",
     );
     p
+}
+
+/// A juror's assessment as the foreman reads it: its answer without its reasoning block, a
+/// JSON scorecard as `Field: value` lines (the foreman, and the person reading its report,
+/// should not have to read raw JSON).
+fn juror_said(j: &JurorAssessment) -> String {
+    readable(&j.assessment_text).into_owned()
+}
+
+/// The quoted material of the foreman's prompt, each text exactly as the prompt holds it: what
+/// the engine cuts first when the prompt would not fit the foreman's context (on a 4,096-token
+/// model the jurors' assessments and the content overflowed it).
+pub fn foreman_material(
+    content: &str,
+    original_question: Option<&str>,
+    jurors: &[JurorAssessment],
+) -> Vec<(String, String)> {
+    let mut m = vec![("the content under review".to_string(), content.to_string())];
+    if let Some(q) = original_question {
+        m.push(("the original question".to_string(), q.to_string()));
+    }
+    m.extend(
+        jurors
+            .iter()
+            .enumerate()
+            .map(|(i, j)| (format!("Juror {}'s assessment ({})", i + 1, j.model), juror_said(j))),
+    );
+    m
 }
 
 /// The seed's jury title prompt, on the first 200 characters of the content.
@@ -768,6 +815,10 @@ pub struct JurorAssessment {
     /// when both were read.
     #[serde(default)]
     pub unparsed: Option<Unparsed>,
+    /// Where the scores and verdict were read from (the reply's JSON or its text), when any
+    /// was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
 }
 
 pub fn assess(model: &str, text: &str, response_time_ms: i64) -> JurorAssessment {
@@ -784,7 +835,147 @@ pub fn assess(model: &str, text: &str, response_time_ms: i64) -> JurorAssessment
         response_time_ms,
         parse_success,
         unparsed: (!parse_success || verdict.is_none()).then(|| Unparsed::of(text)),
+        read_from: (parse_success || verdict.is_some()).then_some(ReadFrom::Text),
     }
+}
+
+/// The name of a juror's reply schema.
+pub const JUROR_SCHEMA: &str = "jury_verdict";
+
+/// The five dimensions as the schema and the stored scores name them.
+const DIMENSION_KEYS: [&str; 5] =
+    ["accuracy", "completeness", "clarity", "relevance", "actionability"];
+
+/// The verdict words, as the seed writes them.
+const VERDICT_WORDS: [&str; 3] = ["APPROVE", "REVISE", "REJECT"];
+
+/// At most this many recommendations, each at most this long: enough for the seed's
+/// "numbered list of specific improvements", bounded so a small model looping in a list or a
+/// string still closes the object within its output cap.
+const MAX_RECOMMENDATIONS: usize = 5;
+const RECOMMENDATION_MAX_CHARS: usize = 200;
+
+/// A juror's reply schema: its reasoning (the justifications and deliberation notes the seed
+/// asks for), a whole score from 1 to 10 per dimension, the verdict word, and the
+/// recommendations. The same for every run (the dimensions and verdicts are the seed's), built
+/// once per run.
+pub fn juror_schema() -> Arc<ReplySchema> {
+    let scores = schema::object(DIMENSION_KEYS.map(|k| (k, schema::integer(1, 10))));
+    ReplySchema::new(
+        JUROR_SCHEMA,
+        schema::reasoned([
+            (
+                "scores",
+                schema::described(
+                    scores,
+                    "a score from 1 (terrible) to 10 (exceptional) per dimension",
+                ),
+            ),
+            (
+                "verdict",
+                schema::described(
+                    schema::one_of(&VERDICT_WORDS),
+                    "APPROVE (average >= 7), REVISE (average 4-6.9) or REJECT (average < 4)",
+                ),
+            ),
+            (
+                "recommendations",
+                schema::described(
+                    schema::list(schema::text(RECOMMENDATION_MAX_CHARS), 0, MAX_RECOMMENDATIONS),
+                    "if REVISE or REJECT: the specific improvements needed (none if APPROVE)",
+                ),
+            ),
+        ]),
+    )
+}
+
+/// What a juror's JSON states, when it fits the schema and every score and the verdict read as
+/// the text reader reads them (a score outside 1-10 or a word that is no verdict is refused,
+/// and the text reader then has its say). Recommendations are kept as stated, blank ones left
+/// out; the text reader's rule against `[placeholders]` is for the seed's template, which a
+/// JSON reply has no copy of.
+fn json_assessment(v: &Value) -> Option<(DimensionScores, Verdict, Vec<String>)> {
+    let scores = v.get("scores")?;
+    let read: Vec<i64> = DIMENSION_KEYS
+        .iter()
+        .map(|k| scores.get(*k).and_then(Value::as_i64).filter(|s| (1..=10).contains(s)))
+        .collect::<Option<_>>()?;
+    let verdict = v.get("verdict").and_then(Value::as_str).and_then(verdict_word)?;
+    let recommendations = v
+        .get("recommendations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|r| r.trim().to_string())
+        .filter(|r| !r.is_empty())
+        .collect();
+    Some((Dims::from_fn(|i| Some(read[i])), verdict, recommendations))
+}
+
+/// A juror's reply read from its JSON when it fits `schema` ([`json_assessment`]), else by the
+/// text readers ([`assess`]); `read_from` says which, when anything was read.
+pub fn assess_reply(
+    model: &str,
+    text: &str,
+    response_time_ms: i64,
+    schema: &ReplySchema,
+) -> JurorAssessment {
+    let Some((scores, verdict, recommendations)) =
+        schema.read(text).as_ref().and_then(json_assessment)
+    else {
+        return assess(model, text, response_time_ms);
+    };
+    JurorAssessment {
+        model: model.to_string(),
+        assessment_text: text.to_string(),
+        average: average(&scores),
+        verdict: Some(verdict),
+        recommendations,
+        scores,
+        response_time_ms,
+        parse_success: true,
+        unparsed: None,
+        read_from: Some(ReadFrom::Json),
+    }
+}
+
+/// Jury's sim answer to its juror schema (None for any other prompt or schema): the text sim's
+/// juror in JSON. The content sets the level (every juror sees the same), the model its
+/// leniency, and the verdict follows the average by the seed's thresholds, so panels split
+/// as they do in text.
+fn sim_answer(ask: &SimAsk) -> Option<String> {
+    use crate::modes::sim_text::seed_of;
+    let schema = ask.schema.filter(|s| s.name == JUROR_SCHEMA)?;
+    let content = between(ask.prompt, "CONTENT UNDER EVALUATION:\n", "\n\nScore each dimension");
+    let quality = 3 + (seed_of(&[content]) % 6) as i64;
+    let leniency = (seed_of(&[ask.model, "leniency"]) % 5) as i64 - 2;
+    let mut r = SplitMix64::new(ask.seed);
+    let scores: Vec<i64> =
+        (0..5).map(|_| (quality + leniency + r.below(3) as i64 - 1).clamp(1, 10)).collect();
+    let avg = scores.iter().sum::<i64>() as f64 / 5.0;
+    let verdict = Verdict::from_average(avg);
+    let reasoning: String = format!(
+        "[simulated assessment from {}] {}The content addresses its task and is organised sensibly. Its main weakness is a lack of concrete examples and error handling; its main strength is clarity.",
+        ask.model,
+        ask.hostile_paragraph()
+    )
+    .chars()
+    .take(schema::REASONING_MAX_CHARS)
+    .collect();
+    let recommendations: &[&str] = if verdict == Verdict::Approve {
+        &[]
+    } else {
+        &["Add concrete examples.", "Document error cases.", "Tighten the structure."]
+    };
+    let reply = json!({
+        "reasoning": reasoning,
+        "scores": DIMENSION_KEYS.iter().zip(&scores).map(|(k, s)| (k.to_string(), json!(s))).collect::<serde_json::Map<_, _>>(),
+        "verdict": verdict.as_str(),
+        "recommendations": recommendations,
+    });
+    debug_assert!(schema.validate(&reply).is_ok());
+    Some(reply.to_string())
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -996,6 +1187,8 @@ pub struct Jury {
     /// Successful assessments, in the order they arrived (as published).
     jurors: Vec<JurorAssessment>,
     summary: Option<JurorSummary>,
+    /// The jurors' reply schema, built once for the run.
+    juror_schema: Arc<ReplySchema>,
     title: TitleTracker,
     calls: Calls,
 }
@@ -1012,20 +1205,10 @@ impl Jury {
             batch: Batch::new("juror", n),
             jurors: Vec::new(),
             summary: None,
+            juror_schema: juror_schema(),
             title,
             calls: Calls::default(),
         })
-    }
-
-    fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> Effect {
-        Effect::Call(CallSpec::new(
-            key,
-            model,
-            vec![ChatMessage::user(prompt)],
-            stage,
-            role,
-            self.config.timeout_ms,
-        ))
     }
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
@@ -1041,18 +1224,22 @@ impl Jury {
             let index = reply.key.rsplit(':').next().and_then(|n| n.parse::<usize>().ok());
             let names = member_names(&self.config.juror_models);
             let name = index.and_then(|i| names.get(i)).unwrap_or(&reply.model);
-            let a = assess(name, text, reply.response_time_ms as i64);
+            let a = assess_reply(name, text, reply.response_time_ms as i64, &self.juror_schema);
+            let mut parsed = json!({
+                "scores": a.scores, "average": a.average, "verdict": a.verdict,
+                "recommendations": a.recommendations, "parseSuccess": a.parse_success,
+                "unparsed": a.unparsed,
+            });
+            if let Some(from) = a.read_from {
+                parsed["readFrom"] = json!(from);
+            }
             out.push(Effect::Store(StageRow {
                 stage_type: "deliberation".into(),
                 stage_order: 2,
                 model: Some(a.model.clone()),
                 role: Some("juror".into()),
                 content: a.assessment_text.clone(),
-                parsed_data: Some(json!({
-                    "scores": a.scores, "average": a.average, "verdict": a.verdict,
-                    "recommendations": a.recommendations, "parseSuccess": a.parse_success,
-                    "unparsed": a.unparsed,
-                })),
+                parsed_data: Some(parsed),
                 response_time_ms: Some(a.response_time_ms),
             }));
             out.push(Effect::emit("juror_complete", json!({ "data": a })));
@@ -1086,7 +1273,13 @@ impl Jury {
             &summary.vote_tally,
             summary.majority_verdict,
         );
+        let material = foreman_material(
+            &self.config.content,
+            self.config.original_question.as_deref(),
+            &self.jurors,
+        );
         let foreman = self.config.foreman_model.clone();
+        // The report is text a person reads: no schema.
         let spec = CallSpec::new(
             "verdict",
             &foreman,
@@ -1094,7 +1287,8 @@ impl Jury {
             "verdict",
             "foreman",
             self.config.timeout_ms,
-        );
+        )
+        .quoting(material);
         let backup = self.config.foreman_fallback_model.clone();
         out.push(self.calls.solo(spec, 4, backup.as_deref()));
         out.extend(self.title.call(
@@ -1173,10 +1367,24 @@ impl Mode for Jury {
             Effect::emit("present_complete", json!({ "data": presentation })),
             Effect::emit("deliberation_start", json!({})),
         ];
-        let prompt =
-            evaluation_prompt(&self.config.content, self.config.original_question.as_deref());
+        let (content, question) = (&self.config.content, self.config.original_question.as_deref());
+        let asking = Asking::new(self.juror_schema.clone(), |json| {
+            evaluation_prompt_as(content, question, json)
+        });
+        let mut material = vec![("the content under review".to_string(), content.clone())];
+        if let Some(q) = question {
+            material.push(("the original question".to_string(), q.to_string()));
+        }
         for (i, model) in self.config.juror_models.iter().enumerate() {
-            out.push(self.call(self.batch.key(i), model, prompt.clone(), "deliberation", "juror"));
+            let call = asking.call(
+                &self.ctx,
+                self.batch.key(i),
+                model,
+                "deliberation",
+                "juror",
+                self.config.timeout_ms,
+            );
+            out.push(Effect::Call(call.quoting(material.clone())));
         }
         self.calls.track(&out, stage_order);
         out
@@ -1223,6 +1431,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
                 response_time_ms: r.response_time_ms.unwrap_or(0),
                 parse_success: pd["parseSuccess"].as_bool().unwrap_or(false),
                 unparsed: serde_json::from_value(pd["unparsed"].clone()).unwrap_or(None),
+                read_from: serde_json::from_value(pd["readFrom"].clone()).unwrap_or(None),
             }
         })
         .collect();

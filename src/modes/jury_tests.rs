@@ -116,6 +116,7 @@ fn juror(model: &str, s: Option<DimensionScores>, verdict: Option<Verdict>) -> J
         recommendations: vec![],
         response_time_ms: 1,
         unparsed: None,
+        read_from: None,
     }
 }
 
@@ -607,6 +608,21 @@ proptest! {
         prop_assert_eq!(dissent(&text), dissent(answer.trim()));
     }
 
+    /// Issue 33 point 11: text that states no verdict (verdict words mentioned, the template's
+    /// `[APPROVE|REVISE|REJECT]`, a draft verdict inside `<think>`, refusals) has none.
+    #[test]
+    fn text_that_states_no_verdict_reads_as_unparsed(
+        text in crate::modes::ranking::tests::unstated(),
+        mention in prop::sample::select(vec![
+            "", "I would not approve this as it stands.", "Approve or reject? Hard to say.",
+            "Neither approve nor reject fits.", "no verdict: APPROVE would be premature.",
+            "If I had to give a verdict: REVISE, maybe.", "### Verdict\nAPPROVE\nREVISE\nREJECT",
+        ]),
+    ) {
+        let text = format!("{text}\n{mention}");
+        prop_assert_eq!(parse_verdict(&text), None, "{}", text);
+    }
+
     /// No input makes the parsers panic, a draft verdict or a scorecard inside a block
     /// included.
     #[test]
@@ -666,4 +682,335 @@ fn unparsed_jurors_say_why_live_and_from_rows_and_reasoning_is_not_handed_on() {
     let loaded = load_result(&rows(&all));
     assert_eq!(loaded["jurors"], json!(live));
     assert_eq!(loaded["foreman"]["reportText"], report, "the row keeps the whole reply");
+}
+
+// ---- structured replies ---------------------------------------------------------------
+
+/// A jury whose jurors `json` are asked for JSON (their routes take structured output).
+fn structured_jury(json: &[&str]) -> Jury {
+    let config = json!({ "content": "GET /users returns users.", "originalQuestion": "Document /users",
+                         "jurorModels": ["j1", "j2", "j3"], "foremanModel": "f", "timeoutMs": 120000 });
+    let mut ctx = ctx("Evaluate these docs", vec![], false);
+    ctx.structured = crate::modes::Structured::models(json);
+    Jury::new(&config, ctx).expect("a configuration that fits")
+}
+
+/// A juror's JSON reply.
+fn json_card(scores: [i64; 5], verdict: &str) -> String {
+    json!({
+        "reasoning": "Accurate but thin on examples.",
+        "scores": { "accuracy": scores[0], "completeness": scores[1], "clarity": scores[2],
+                    "relevance": scores[3], "actionability": scores[4] },
+        "verdict": verdict,
+        "recommendations": ["Add examples", "Document errors"],
+    })
+    .to_string()
+}
+
+#[test]
+fn jurors_that_take_json_are_asked_for_the_verdict_schema_and_the_others_for_text() {
+    let mut j = structured_jury(&["j1", "j3"]);
+    let jurors = stage_calls(&j.start());
+    assert!(jurors.iter().all(|c| c.schema.as_ref().is_some_and(|s| s.name == "jury_verdict")));
+    let schema = jurors[0].schema.clone().unwrap();
+    let keys: Vec<&String> = schema.schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["reasoning", "scores", "verdict", "recommendations"], "reasoning first");
+    assert_eq!(
+        schema.schema["properties"]["verdict"]["enum"],
+        json!(["APPROVE", "REVISE", "REJECT"])
+    );
+    let dims = &schema.schema["properties"]["scores"]["properties"];
+    let names: Vec<&String> = dims.as_object().unwrap().keys().collect();
+    assert_eq!(names, ["accuracy", "completeness", "clarity", "relevance", "actionability"]);
+    assert_eq!(
+        (dims["clarity"]["minimum"].as_i64(), dims["clarity"]["maximum"].as_i64()),
+        (Some(1), Some(10))
+    );
+    // The JSON prompt keeps the instructions and swaps the format; the text one is the seed's.
+    let (json_prompt, text_prompt) =
+        (&jurors[0].messages[0].content, &jurors[1].messages[0].content);
+    for kept in [
+        "5. **Actionability** — Does it provide concrete",
+        "- A score (1-10)",
+        "- REJECT (average < 4)",
+    ] {
+        assert!(json_prompt.contains(kept), "{kept}");
+    }
+    assert!(json_prompt.contains("Reply with a single JSON object"));
+    assert!(!json_prompt.contains("Format your response as") && !json_prompt.contains("VERDICT:"));
+    assert_eq!(
+        text_prompt,
+        &evaluation_prompt("GET /users returns users.", Some("Document /users")),
+        "the text form is the seed's, verbatim"
+    );
+    assert_eq!(&jurors[2].messages[0].content, json_prompt);
+    // The content (and the question) are named, for fitting into a small context.
+    let named: Vec<&str> = jurors[0].material.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(named, ["the content under review", "the original question"]);
+    assert!(jurors
+        .iter()
+        .all(|c| c.material.iter().all(|m| c.messages[0].content.contains(&m.text))));
+}
+
+#[test]
+fn the_schema_accepts_what_the_reader_reads_and_refuses_what_it_refuses() {
+    let schema = juror_schema();
+    let good: Value = serde_json::from_str(&json_card([1, 10, 7, 8, 5], "REVISE")).unwrap();
+    assert_eq!(schema.validate(&good), Ok(()));
+    let a = assess_reply("m", &good.to_string(), 1, &schema);
+    assert_eq!((a.verdict, a.scores.clone()), (Some(Verdict::Revise), scores(1, 10, 7, 8, 5)));
+    let with = |path: &[&str], v: Value| {
+        let mut card = good.clone();
+        let mut at = &mut card;
+        for p in &path[..path.len() - 1] {
+            at = &mut at[*p];
+        }
+        at[path[path.len() - 1]] = v;
+        card
+    };
+    for bad in [
+        // Out of the 1-10 range, or not a whole score: the text reader nulls or rounds these.
+        with(&["scores", "accuracy"], json!(0)),
+        with(&["scores", "clarity"], json!(11)),
+        with(&["scores", "relevance"], json!(7.5)),
+        with(&["scores", "relevance"], json!("8/10")),
+        // A verdict word outside the seed's three.
+        with(&["verdict"], json!("MAYBE")),
+        with(&["verdict"], json!("approve")),
+        // A dimension outside the five, or one missing.
+        with(&["scores", "style"], json!(5)),
+        json!({ "reasoning": "", "scores": { "accuracy": 8 }, "verdict": "APPROVE", "recommendations": [] }),
+        // Too many recommendations, a reasoning too long to be bounded.
+        with(&["recommendations"], json!(["a", "b", "c", "d", "e", "f"])),
+        with(&["reasoning"], json!("x".repeat(schema::REASONING_MAX_CHARS + 1))),
+    ] {
+        assert!(schema.validate(&bad).is_err(), "{bad}");
+        assert_ne!(
+            assess_reply("m", &bad.to_string(), 1, &schema).read_from,
+            Some(ReadFrom::Json),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn a_juror_is_read_from_json_that_fits_else_by_the_text_readers_and_says_which() {
+    let schema = juror_schema();
+    // JSON that fits, after a closed reasoning block.
+    let a = assess_reply(
+        "m",
+        &format!("<think>hmm</think>{}", json_card([8, 7, 9, 8, 6], "APPROVE")),
+        3,
+        &schema,
+    );
+    assert_eq!(a.read_from, Some(ReadFrom::Json));
+    assert_eq!(
+        (a.scores.clone(), a.verdict, a.average),
+        (scores(8, 7, 9, 8, 6), Some(Verdict::Approve), Some(7.6))
+    );
+    assert_eq!(a.recommendations, ["Add examples", "Document errors"]);
+    assert!(a.parse_success && a.unparsed.is_none());
+    // JSON with a score out of range: refused, and the text reader reads it as it reads any
+    // JSON (that dimension null, the others kept).
+    let a = assess_reply("m", &json_card([8, 7, 11, 8, 6], "REVISE"), 3, &schema);
+    assert_eq!(a.read_from, Some(ReadFrom::Text));
+    assert_eq!(
+        (a.scores.clarity, a.scores.accuracy, a.verdict),
+        (None, Some(8), Some(Verdict::Revise))
+    );
+    // A model that ignored the schema and wrote the seed's format.
+    let a = assess_reply("m", CARD, 3, &schema);
+    assert_eq!((a.read_from, a.verdict), (Some(ReadFrom::Text), Some(Verdict::Approve)));
+    // JSON naming no verdict the jury knows, and prose with no scores: nothing is read from
+    // it, so it stays unparsed and says nothing of where it was read from.
+    let a = assess_reply("m", r#"{"reasoning": "fine", "verdict": "MAYBE"}"#, 3, &schema);
+    assert_eq!((a.read_from, a.verdict, a.parse_success), (None, None, false));
+    assert_eq!(a.unparsed, Some(Unparsed::NoAnswer));
+    let a = assess_reply("m", "I cannot judge this.", 3, &schema);
+    assert_eq!((a.read_from, a.unparsed), (None, Some(Unparsed::Refused)));
+    // Only inside an unclosed reasoning block: nothing.
+    let a =
+        assess_reply("m", &format!("<think>{}", json_card([8, 7, 9, 8, 6], "APPROVE")), 3, &schema);
+    assert_eq!((a.read_from, a.unparsed), (None, Some(Unparsed::ReasoningOnly)));
+}
+
+#[test]
+fn json_jurors_are_stored_with_read_from_and_the_foreman_reads_them_as_fields() {
+    let mut j = structured_jury(&["j1", "j2", "j3"]);
+    let mut all = j.start();
+    let jurors = stage_calls(&all);
+    let e = feed(
+        &mut j,
+        vec![
+            ok(&jurors[0], &json_card([8, 7, 9, 8, 6], "APPROVE")),
+            ok(&jurors[1], CARD),
+            ok(&jurors[2], "Looks fine to me."),
+        ],
+    );
+    let live: Vec<Value> = e
+        .iter()
+        .filter_map(|x| match x {
+            Effect::Emit { event, data } if event == "juror_complete" => Some(data["data"].clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        live.iter().map(|a| a.get("readFrom").cloned()).collect::<Vec<_>>(),
+        vec![Some(json!("json")), Some(json!("text")), None]
+    );
+    let pd: Vec<Value> = rows(&e)
+        .iter()
+        .filter(|r| r.stage_type == "deliberation")
+        .map(|r| r.parsed_data.clone().unwrap())
+        .collect();
+    assert_eq!(pd[0]["readFrom"], "json");
+    assert_eq!(pd[1]["readFrom"], "text");
+    assert!(pd[2].get("readFrom").is_none() && pd[2]["unparsed"] == "no_answer");
+    let summary = emitted(&e, "all_jurors_complete").unwrap()["data"].clone();
+    assert_eq!(summary["voteTally"], json!({ "approve": 2, "revise": 0, "reject": 0 }));
+    // The foreman reads the JSON scorecard as fields, and its quoted material is named.
+    let foreman = stage_calls(&e);
+    assert!(foreman[0].schema.is_none(), "the report is text a person reads");
+    let prompt = &foreman[0].messages[0].content;
+    assert!(
+        prompt.contains("--- Juror 1 (j1) ---\nReasoning: Accurate but thin on examples.\nScores:\n  Accuracy: 8\n"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("Verdict: APPROVE\nRecommendations:\n1. Add examples"), "{prompt}");
+    assert!(!prompt.contains(r#"{"reasoning""#), "{prompt}");
+    let names: Vec<&str> = foreman[0].material.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "the content under review",
+            "the original question",
+            "Juror 1's assessment (j1)",
+            "Juror 2's assessment (j2)",
+            "Juror 3's assessment (j3)"
+        ]
+    );
+    assert!(foreman[0].material.iter().all(|m| prompt.contains(&m.text)));
+    all.extend(e);
+    all.extend(j.on_reply(ok(&foreman[0], "## Jury Verdict Report\n### Final Verdict: APPROVE")));
+    // Rebuilt from the rows, the jurors are what went out live.
+    let loaded = load_result(&rows(&all));
+    assert_eq!(loaded["jurors"], json!(live));
+}
+
+#[test]
+fn a_jury_on_the_sim_reads_every_juror_from_json_and_verdicts_follow_scores() {
+    use crate::modes::sim_text::respond_to;
+    let config = json!({ "content": "## GET /api/users\nReturns users.", "jurorModels": ["sim/alpha", "sim/beta", "sim/gamma", "sim/xss-d"],
+                         "foremanModel": "sim/delta", "timeoutMs": 120000 });
+    let mut ctx = ctx("Evaluate", vec![], false);
+    ctx.structured = crate::modes::Structured::models([
+        "sim/alpha",
+        "sim/beta",
+        "sim/gamma",
+        "sim/xss-d",
+        "sim/delta",
+    ]);
+    let mut j = Jury::new(&config, ctx).unwrap();
+    let all = crate::modes::testkit::drive(
+        &mut j,
+        |c| Some(respond_to(&c.model, &c.messages, false, c.schema.as_deref())),
+        "t",
+    );
+    assert!(finished(&all).is_some(), "{:?}", failed(&all));
+    let jurors: Vec<Value> = rows(&all)
+        .iter()
+        .filter(|r| r.stage_type == "deliberation")
+        .map(|r| r.parsed_data.clone().unwrap())
+        .collect();
+    assert_eq!(jurors.len(), 4);
+    for pd in &jurors {
+        assert_eq!(pd["readFrom"], "json", "{pd}");
+        let avg = pd["average"].as_f64().unwrap();
+        assert_eq!(pd["verdict"], json!(Verdict::from_average(avg)), "{pd}");
+    }
+}
+
+#[test]
+fn the_sim_answers_only_its_own_schema() {
+    use crate::modes::registry::SimAsk;
+    let prompt = evaluation_prompt_as("Some content.", None, Some(&juror_schema()));
+    let messages = [ChatMessage::user(prompt.clone())];
+    fn asking<'a>(
+        prompt: &'a str,
+        messages: &'a [ChatMessage],
+        schema: Option<&'a ReplySchema>,
+        hostile: bool,
+    ) -> SimAsk<'a> {
+        SimAsk { model: "sim/alpha", prompt, messages, seed: 7, malformed: false, hostile, schema }
+    }
+    let ask = |schema, hostile| asking(&prompt, &messages, schema, hostile);
+    let schema = juror_schema();
+    for hostile in [false, true] {
+        let reply = sim_answer(&ask(Some(&schema), hostile)).unwrap();
+        assert!(schema.read(&reply).is_some(), "{reply}");
+        assert_eq!(assess_reply("m", &reply, 1, &schema).read_from, Some(ReadFrom::Json));
+    }
+    let other = ReplySchema::new("council_ranking", schema::reasoned([]));
+    assert_eq!(sim_answer(&ask(Some(&other), false)), None);
+    assert_eq!(sim_answer(&ask(None, false)), None);
+}
+
+proptest! {
+    /// Whatever JSON the schema allows is read from it, whole.
+    #[test]
+    fn any_reply_the_schema_allows_is_read_without_loss(seed in any::<u64>()) {
+        let schema = juror_schema();
+        let mut rng = crate::modes::common::SplitMix64::new(seed);
+        let v = schema::sample(&schema.schema, &mut rng, &|f| format!("words for {f}"));
+        let a = assess_reply("m", &v.to_string(), 1, &schema);
+        prop_assert_eq!(a.read_from, Some(ReadFrom::Json));
+        for (i, k) in ["accuracy", "completeness", "clarity", "relevance", "actionability"].iter().enumerate() {
+            prop_assert_eq!(*a.scores.get(i), v["scores"][*k].as_i64());
+        }
+        prop_assert_eq!(a.verdict.map(|v| v.as_str()), v["verdict"].as_str());
+        let recs: Vec<String> = serde_json::from_value(v["recommendations"].clone()).unwrap();
+        prop_assert_eq!(a.recommendations, recs);
+        prop_assert!(a.parse_success && a.unparsed.is_none());
+    }
+}
+
+#[test]
+fn the_foremans_prompt_fits_a_small_context_by_cutting_what_it_quotes() {
+    // On the CI model (4,096 tokens a slot) the foreman's prompt of long content and long
+    // assessments overflowed the context; its quoted material is what the engine cuts.
+    let content = "The endpoint returns users, paged by limit and offset. ".repeat(200);
+    let config = json!({ "content": content, "jurorModels": ["j1", "j2", "j3"], "foremanModel": "f", "timeoutMs": 120000 });
+    let mut ctx = ctx("Evaluate", vec![], false);
+    ctx.structured = crate::modes::Structured::models(["j1"]);
+    let mut j = Jury::new(&config, ctx).unwrap();
+    let jurors = stage_calls(&j.start());
+    let long_notes = format!(
+        "{CARD}\n\n### Deliberation Notes (more)\n{}",
+        "It reads well but lacks examples. ".repeat(150)
+    );
+    let e = feed(
+        &mut j,
+        vec![
+            ok(&jurors[0], &json_card([8, 7, 9, 8, 6], "APPROVE")),
+            ok(&jurors[1], &long_notes),
+            ok(&jurors[2], &long_notes.replace("APPROVE", "REVISE")),
+        ],
+    );
+    let foreman = stage_calls(&e);
+    let spec = &foreman[0];
+    let before = crate::engine::fit::estimate(&spec.messages, 1.0);
+    assert!(before > 4_096, "the prompt is too long as it stands: {before}");
+    let fitted = crate::engine::fit::fit(&spec.messages, &spec.material, 4_096, 2_000, 1.0);
+    assert!(fitted.fits, "{:?}", fitted.cuts);
+    let prompt = &fitted.messages[0].content;
+    // What was cut is the quoted material; the instructions, the tally and the format stay.
+    assert!(fitted.cuts.iter().any(|c| c.what == "the content under review"), "{:?}", fitted.cuts);
+    for kept in [
+        "VOTE TALLY:\n- APPROVE: 2\n- REVISE: 1",
+        "- Majority Verdict: APPROVE",
+        "### Dissenting Opinions",
+        "--- Juror 3 (j3) ---",
+    ] {
+        assert!(prompt.contains(kept), "{kept}");
+    }
 }

@@ -27,6 +27,9 @@ pub mod reading;
 pub mod red_team;
 pub mod registry;
 pub mod request;
+/// Reply schemas: the JSON a machine-read call may be answered in.
+pub mod schema;
+pub mod sim_text;
 pub mod solo;
 pub mod specialist_panel;
 /// Reading a labelled choice (`VERDICT: X`, `DECISION: STAND`) where a reply states it.
@@ -37,8 +40,13 @@ pub mod tournament;
 pub mod vote;
 pub mod voting;
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use schema::{ReadFrom, ReplySchema};
 
 /// One chat message sent to a model (OpenAI chat-completions shape).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,6 +81,26 @@ pub struct CallSpec {
     /// The participant's role (`council`, `chairman`, `title`), for progress events.
     pub role: String,
     pub timeout_ms: u64,
+    /// The reply's schema, for every call whose reply the server reads (None for text a person
+    /// reads): sent as `response_format` when the model's route takes structured output, and
+    /// named in the call's `call_start` event. The prompt asks for it when the run's
+    /// [`RunContext::structured`] names the model.
+    #[serde(skip)]
+    pub schema: Option<Arc<ReplySchema>>,
+    /// The longest material the prompt quotes (earlier answers, reports), each as it stands in
+    /// the messages: what is cut first, and said to be cut, when the prompt would not fit its
+    /// model's context.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub material: Vec<Material>,
+}
+
+/// A piece of quoted material in a prompt (see [`CallSpec::material`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Material {
+    /// What it is, in words for a person (`Response A`, `the jurors' assessments`).
+    pub name: String,
+    /// The text exactly as it stands in the messages.
+    pub text: String,
 }
 
 impl CallSpec {
@@ -91,7 +119,27 @@ impl CallSpec {
             stage: stage.to_string(),
             role: role.to_string(),
             timeout_ms,
+            schema: None,
+            material: Vec::new(),
         }
+    }
+
+    /// The reply is read by the server, by `schema` where it fits (see [`CallSpec::schema`]).
+    pub fn with_schema(mut self, schema: &Arc<ReplySchema>) -> Self {
+        self.schema = Some(schema.clone());
+        self
+    }
+
+    /// Names the quoted material of the prompt (see [`CallSpec::material`]); empty texts are
+    /// left out.
+    pub fn quoting(mut self, material: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.material.extend(
+            material
+                .into_iter()
+                .filter(|(_, text)| !text.trim().is_empty())
+                .map(|(name, text)| Material { name, text }),
+        );
+        self
     }
 }
 
@@ -103,6 +151,20 @@ pub struct Usage {
     pub completion_tokens: u64,
     /// In the provider's currency (OpenRouter: USD), when the response carries it.
     pub cost: Option<f64>,
+}
+
+impl Usage {
+    /// `self` and `other` together: their tokens summed, and a cost when either has one.
+    pub fn plus(self, other: Usage) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt_tokens + other.prompt_tokens,
+            completion_tokens: self.completion_tokens + other.completion_tokens,
+            cost: match (self.cost, other.cost) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+            },
+        }
+    }
 }
 
 /// Why a model call failed, as classified by the provider layer.
@@ -221,6 +283,40 @@ pub struct RunContext {
     pub new_conversation: bool,
     /// Seed for label shuffles, derived from the run id ([`common::seed_from_run_id`]).
     pub seed: u64,
+    /// The models whose routes take structured output: their machine-read calls ask for JSON.
+    pub structured: Structured,
+}
+
+/// The models of a run whose routes take structured output (`structured_output` other than
+/// `off`): a mode asks them for its reply schema's JSON instead of its text format. Fixed when
+/// the run starts and journaled with it, so a resumed run asks as it asked before.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Structured(BTreeSet<String>);
+
+impl Structured {
+    /// These models answer in JSON.
+    pub fn models<S: AsRef<str>>(models: impl IntoIterator<Item = S>) -> Self {
+        Structured(models.into_iter().map(|m| m.as_ref().to_string()).collect())
+    }
+
+    /// Whether `model` is asked for JSON.
+    pub fn json(&self, model: &str) -> bool {
+        self.0.contains(model)
+    }
+
+    /// The prompt `model` is asked: `json` (its stage's JSON form) when it answers in JSON,
+    /// else `text` (the seed's format).
+    pub fn pick<'a, T: ?Sized>(&self, model: &str, text: &'a T, json: &'a T) -> &'a T {
+        if self.json(model) {
+            json
+        } else {
+            text
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// A deliberation mode's state machine.

@@ -1054,6 +1054,23 @@ mod tests {
             }
         }
 
+        /// Issue 33 point 11: the answer of a text that states no number (numbers in
+        /// passing, refusals, templates, a draft estimate inside `<think>`) reads as none,
+        /// strictly or after a label.
+        #[test]
+        fn text_that_states_no_number_reads_as_none(
+            text in crate::modes::ranking::tests::unstated(),
+            lead_in in proptest::sample::select(vec![
+                "", "unknown; ", "N/A (", "I cannot estimate this: ", "no estimate, as ",
+                "[your number] ", "hard to say; ",
+            ]),
+        ) {
+            let text = format!("{lead_in}{text}");
+            let answer = crate::modes::reading::answer_text(&text);
+            prop_assert_eq!(read_stated(&answer, Lead::Strict), None, "strict: {}", text);
+            prop_assert_eq!(read_stated(&answer, Lead::Label), None, "label: {}", text);
+        }
+
         #[test]
         fn written_integers_read_back(v in -1_000_000_000i64..1_000_000_000) {
             prop_assert_eq!(read_number(&v.to_string()), Some(v as f64));

@@ -9,7 +9,7 @@
 //! is not stated is reported as such (`score: null`, `parseSuccess: false`,
 //! `severityDefaulted`, `criterion: null`, `effort: null`), never guessed.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use schemars::JsonSchema;
@@ -20,10 +20,11 @@ use super::common::{
     empty_is_failure, mark_from_rows, role_failed, title_prompt, Batch, Calls, Routed, SplitMix64,
     TitleTracker, TITLE_KEY,
 };
-use super::reading::answer_text;
+use super::reading::{answer_text, readable};
 use super::reading::{bare, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_SHORT_CHARS};
+use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
     RunContext, StageRow, ValidRequest,
@@ -471,21 +472,103 @@ const SEVERITY_TEXT: &str = "Severities: CRITICAL (blocks progress), MAJOR (fix 
 when convenient), SUGGESTION (optional).";
 
 pub fn review_prompt(question: &str, work: &str, rubric: &Rubric) -> String {
+    review_prompt_as(question, work, rubric, None)
+}
+
+/// The review prompt asking for the spec's sections, or, given the review's schema, for its
+/// JSON (the work, rubric, scale and severities stated the same).
+pub fn review_prompt_as(
+    question: &str,
+    work: &str,
+    rubric: &Rubric,
+    schema: Option<&ReplySchema>,
+) -> String {
     let first = rubric.criteria.first().map_or("Criterion", |c| c.name.as_str());
+    let format = match schema {
+        Some(s) => s.instruction(),
+        None => format!(
+            "Reply in exactly this format:\n\n\
+             ### Scores\n\n| Criterion | Score (1-5) | Weight | Justification |\n|---|---|---|---|\n\
+             | {first} | <1-5> | <weight> | <one or two sentences> |\n\
+             (one row per criterion, named exactly as in the rubric, every criterion scored)\n\n\
+             ### Findings\n\nAt least 3, each:\n\n#### FINDING 1: <title>\nCategory: <a criterion>\n\
+             Severity: CRITICAL|MAJOR|MINOR|SUGGESTION\nLocation: <where in the work>\n\
+             Description: <what is wrong>\nImpact: <what it causes>\nRecommendation: <what to do>\n\n\
+             ### Strengths\n\n- 3 to 5 items\n\n### Summary\n\n<a short overall assessment>"
+        ),
+    };
     format!(
         "{REVIEW_HEAD} Review the work below on your own, against the rubric.\n\n\
          Request: {question}\n\n{WORK_START}\n{work}\n{WORK_END}\n\n\
-         Review type: {}\n{}\n{SCALE}\n{SEVERITY_TEXT}\n\n\
-         Reply in exactly this format:\n\n\
-         ### Scores\n\n| Criterion | Score (1-5) | Weight | Justification |\n|---|---|---|---|\n\
-         | {first} | <1-5> | <weight> | <one or two sentences> |\n\
-         (one row per criterion, named exactly as in the rubric, every criterion scored)\n\n\
-         ### Findings\n\nAt least 3, each:\n\n#### FINDING 1: <title>\nCategory: <a criterion>\n\
-         Severity: CRITICAL|MAJOR|MINOR|SUGGESTION\nLocation: <where in the work>\n\
-         Description: <what is wrong>\nImpact: <what it causes>\nRecommendation: <what to do>\n\n\
-         ### Strengths\n\n- 3 to 5 items\n\n### Summary\n\n<a short overall assessment>",
+         Review type: {}\n{}\n{SCALE}\n{SEVERITY_TEXT}\n\n{format}",
         rubric.name,
         rubric_text(rubric)
+    )
+}
+
+/// The review's reply schema's name (the sim answers it by this name).
+pub const REVIEW_SCHEMA: &str = "peer_review_review";
+/// The most findings a review may list as JSON (the prompt asks for at least 3).
+pub const MAX_JSON_FINDINGS: usize = 10;
+/// Bounds of the review's free-text fields (a small model looping inside a string still ends).
+/// A justification is one or two sentences: six of them at their bound are what SmolLM2 spent
+/// most of a 400-token reply on when they allowed 300 characters.
+const TITLE_CHARS: usize = 120;
+const JUSTIFICATION_CHARS: usize = 200;
+const SHORT_CHARS: usize = 300;
+const PROSE_CHARS: usize = 600;
+const SUMMARY_CHARS: usize = 1_000;
+
+/// A review as JSON against `rubric`: the reasoning, one 1-5 score per criterion (named as
+/// the rubric names it), at least 3 findings (their category a criterion, their severity one
+/// of the four), 3-5 strengths and a summary, in the order of the text format's sections.
+pub fn review_schema(rubric: &Rubric) -> Arc<ReplySchema> {
+    let names: Vec<&str> = rubric.criteria.iter().map(|c| c.name.as_str()).collect();
+    let score = schema::object([
+        ("score", schema::described(schema::integer(1, 5), "on the scale above")),
+        (
+            "justification",
+            schema::described(schema::text(JUSTIFICATION_CHARS), "one or two sentences"),
+        ),
+    ]);
+    let finding = schema::object([
+        ("title", schema::described(schema::text(TITLE_CHARS), "a short name for the finding")),
+        ("category", schema::described(schema::one_of(&names), "the criterion it concerns")),
+        ("severity", schema::described(schema::one_of(&SEVERITIES), "how severe it is")),
+        ("location", schema::described(schema::text(SHORT_CHARS), "where in the work")),
+        ("description", schema::described(schema::text(PROSE_CHARS), "what is wrong")),
+        ("impact", schema::described(schema::text(PROSE_CHARS), "what it causes")),
+        ("recommendation", schema::described(schema::text(PROSE_CHARS), "what to do")),
+    ]);
+    ReplySchema::new(
+        REVIEW_SCHEMA,
+        schema::reasoned([
+            (
+                "scores",
+                schema::described(
+                    schema::keyed(&names, score),
+                    "every rubric criterion by its name, in rubric order, with its score",
+                ),
+            ),
+            (
+                "findings",
+                schema::described(
+                    schema::list(finding, 3, MAX_JSON_FINDINGS),
+                    "at least 3 findings, most severe first",
+                ),
+            ),
+            (
+                "strengths",
+                schema::described(
+                    schema::list(schema::text(SHORT_CHARS), 3, 5),
+                    "3 to 5 strengths",
+                ),
+            ),
+            (
+                "summary",
+                schema::described(schema::text(SUMMARY_CHARS), "a short overall assessment"),
+            ),
+        ]),
     )
 }
 
@@ -502,7 +585,7 @@ pub fn consolidation_prompt(
             "### Reviewer {} ({})\n\n{}\n\n",
             r.reviewer_index,
             r.model,
-            r.review_text.trim()
+            quoted_review(r)
         ));
     }
     format!(
@@ -523,6 +606,11 @@ pub fn consolidation_prompt(
         rubric_text(rubric),
         stats_text(statistics)
     )
+}
+
+/// A review as the consolidator reads it: a JSON review as its fields.
+fn quoted_review(r: &Review) -> String {
+    readable(&r.review_text).trim().to_string()
 }
 
 /// The statistics as the consolidator reads them.
@@ -612,6 +700,9 @@ pub struct ReviewReading {
     pub findings: Vec<Finding>,
     pub strengths: Vec<String>,
     pub parse_success: bool,
+    /// Where the scores were read from (the review's JSON or its text), when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
 }
 
 /// A section heading's name (`### Scores`, `**Strengths:**`), lower-case, when the line is one.
@@ -866,6 +957,76 @@ pub fn read_review(reply: &str, rubric: &Rubric) -> ReviewReading {
         findings: read_findings(&lines, rubric),
         strengths: read_strengths(&lines),
         parse_success,
+        read_from: parse_success.then_some(ReadFrom::Text),
+    }
+}
+
+/// A JSON string field, trimmed, when not empty.
+fn json_text(v: &Value, key: &str) -> Option<String> {
+    let t = v.get(key)?.as_str()?.trim();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+/// Reads a review: from its JSON when it fits `schema` (every criterion scored under its own
+/// name, once; findings numbered 1..k in order), else by its text ([`read_review`]).
+pub fn read_review_reply(reply: &str, rubric: &Rubric, schema: &ReplySchema) -> ReviewReading {
+    let Some(v) = schema.read(reply) else { return read_review(reply, rubric) };
+    let scores: Vec<Score> = rubric
+        .criteria
+        .iter()
+        .map(|c| {
+            let s = v["scores"].get(c.name.as_str());
+            Score {
+                criterion: c.name.clone(),
+                score: s
+                    .and_then(|s| s["score"].as_u64())
+                    .filter(|n| (1..=5).contains(n))
+                    .map(|n| n as u32),
+                weight: c.weight,
+                justification: s.and_then(|s| json_text(s, "justification")),
+            }
+        })
+        .collect();
+    let findings: Vec<Finding> = v["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, f)| {
+            let category = json_text(f, "category");
+            let severity =
+                f["severity"].as_str().and_then(|s| SEVERITIES.into_iter().find(|x| *x == s));
+            Finding {
+                number: i + 1,
+                reported_number: i as u64 + 1,
+                title: json_text(f, "title").unwrap_or_default(),
+                criterion: category.as_deref().and_then(|c| criterion_of(c, rubric)),
+                category,
+                severity: severity.unwrap_or("MINOR").to_string(),
+                severity_defaulted: severity.is_none(),
+                location: json_text(f, "location"),
+                description: json_text(f, "description"),
+                impact: json_text(f, "impact"),
+                recommendation: json_text(f, "recommendation"),
+            }
+        })
+        .collect();
+    let strengths: Vec<String> = v["strengths"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect();
+    let parse_success = scores.iter().any(|s| s.score.is_some());
+    ReviewReading {
+        scores,
+        findings,
+        strengths,
+        parse_success,
+        read_from: parse_success.then_some(ReadFrom::Json),
     }
 }
 
@@ -1022,6 +1183,9 @@ pub struct Review {
     pub findings: Vec<Finding>,
     pub strengths: Vec<String>,
     pub parse_success: bool,
+    /// Where the scores were read from (the review's JSON or its text), when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
     pub response_time_ms: i64,
 }
 
@@ -1034,8 +1198,15 @@ pub struct FailedReviewer {
     pub error: String,
 }
 
-fn review_of(index: usize, model: &str, raw: &str, rubric: &Rubric, ms: i64) -> Review {
-    let reading = read_review(raw, rubric);
+fn review_of(
+    index: usize,
+    model: &str,
+    raw: &str,
+    rubric: &Rubric,
+    schema: &ReplySchema,
+    ms: i64,
+) -> Review {
+    let reading = read_review_reply(raw, rubric, schema);
     Review {
         reviewer_index: index,
         model: model.to_string(),
@@ -1045,6 +1216,7 @@ fn review_of(index: usize, model: &str, raw: &str, rubric: &Rubric, ms: i64) -> 
         findings: reading.findings,
         strengths: reading.strengths,
         parse_success: reading.parse_success,
+        read_from: reading.read_from,
         response_time_ms: ms,
     }
 }
@@ -1064,6 +1236,8 @@ pub struct PeerReview {
     reviews: Vec<Review>,
     failed_reviewers: Vec<FailedReviewer>,
     statistics: Value,
+    /// The review's reply schema (the run's rubric), shared by every reviewer.
+    review_schema: Arc<ReplySchema>,
     title: TitleTracker,
     calls: Calls,
 }
@@ -1087,7 +1261,9 @@ impl PeerReview {
         }
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         let batch = Batch::new("review", config.reviewer_models.len());
+        let review_schema = review_schema(&config.rubric);
         Ok(PeerReview {
+            review_schema,
             config,
             ctx,
             phase: Phase::Reviewing,
@@ -1115,7 +1291,14 @@ impl PeerReview {
         let model = self.config.reviewer_models.get(i).cloned().unwrap_or_default();
         match &reply.result {
             Ok(text) => {
-                let review = review_of(index, &reply.model, text, &self.config.rubric, ms);
+                let review = review_of(
+                    index,
+                    &reply.model,
+                    text,
+                    &self.config.rubric,
+                    &self.review_schema,
+                    ms,
+                );
                 let mut parsed = json!(review);
                 if let Some(o) = parsed.as_object_mut() {
                     o.remove("reviewText");
@@ -1176,6 +1359,14 @@ impl PeerReview {
             &self.reviews,
             &self.statistics,
         );
+        let material =
+            std::iter::once(("the work under review".to_string(), self.work().to_string()))
+                .chain(
+                    self.reviews.iter().map(|r| {
+                        (format!("Reviewer {}'s review", r.reviewer_index), quoted_review(r))
+                    }),
+                )
+                .collect::<Vec<_>>();
         let spec = CallSpec::new(
             CONSOLIDATION_KEY,
             &self.config.consolidator_model,
@@ -1183,7 +1374,8 @@ impl PeerReview {
             "consolidation",
             "consolidator",
             self.config.timeout_ms,
-        );
+        )
+        .quoting(material);
         self.phase = Phase::Consolidating;
         let backup = self.config.foreman_fallback_model.clone();
         vec![
@@ -1267,16 +1459,21 @@ impl Mode for PeerReview {
                 json!({ "totalReviewers": self.config.reviewer_models.len() }),
             ),
         ];
-        let prompt = review_prompt(&self.ctx.question, self.work(), &self.config.rubric);
+        let asking = Asking::new(self.review_schema.clone(), |json| {
+            review_prompt_as(&self.ctx.question, self.work(), &self.config.rubric, json)
+        });
         for (i, model) in self.config.reviewer_models.iter().enumerate() {
-            out.push(Effect::Call(CallSpec::new(
-                self.batch.key(i),
-                model,
-                vec![ChatMessage::user(prompt.clone())],
-                "review",
-                "reviewer",
-                self.config.timeout_ms,
-            )));
+            let call = asking
+                .call(
+                    &self.ctx,
+                    self.batch.key(i),
+                    model,
+                    "review",
+                    "reviewer",
+                    self.config.timeout_ms,
+                )
+                .quoting([("the work under review".to_string(), self.work().to_string())]);
+            out.push(Effect::Call(call));
         }
         let model = self.config.consolidator_model.clone();
         out.extend(self.title.call(
@@ -1444,9 +1641,78 @@ const SIM_FINDINGS: [(&str, &str, &str, &str); 6] = [
     ),
 ];
 
+/// The sim reviewer's review as JSON that fits `schema`: the same draws as its text review.
+fn sim_review_json(ask: &SimAsk, schema: &ReplySchema) -> Option<String> {
+    let p = ask.prompt;
+    let mut rng = SplitMix64::new(ask.seed);
+    // The rubric's criteria as the schema names them.
+    let criteria = schema::keys_of(&schema.schema["properties"]["scores"]);
+    if criteria.is_empty() {
+        return None;
+    }
+    let lean = rng.below(3) as i64 - 1;
+    let scores: serde_json::Map<String, Value> = criteria
+        .iter()
+        .map(|name| {
+            let score = (3 + lean + rng.below(3) as i64 - 1).clamp(1, 5);
+            let s = json!({ "score": score,
+                            "justification": format!("The work is judged on {name}.") });
+            (name.clone(), s)
+        })
+        .collect();
+    let mut picks: Vec<usize> = (0..SIM_FINDINGS.len()).collect();
+    rng.shuffle(&mut picks);
+    let location = if carried(p).is_empty() { "the request" } else { "the described design" };
+    let findings: Vec<Value> = picks
+        .iter()
+        .take(3 + rng.below(2))
+        .map(|&k| {
+            let (title, severity, what, fix) = SIM_FINDINGS[k];
+            let category = &criteria[rng.below(criteria.len())];
+            json!({ "title": title, "category": category, "severity": severity,
+                    "location": location, "description": format!("In this work {what}."),
+                    "impact": "Outages or lost data when it goes wrong.", "recommendation": fix })
+        })
+        .collect();
+    let summary: String = format!(
+        "{}A sound start with gaps to close before it grows. (This review is simulated: no real \
+         model was asked.)",
+        ask.hostile_paragraph()
+    )
+    .chars()
+    .take(SUMMARY_CHARS)
+    .collect();
+    let reply = json!({
+        "reasoning": format!("[simulated review from {}] Each criterion was weighed against the work.", ask.model),
+        "scores": scores,
+        "findings": findings,
+        "strengths": ["The scope is clear.", "The parts are simple.", "The costs are low."],
+        "summary": summary,
+    });
+    Some(reply.to_string())
+}
+
+/// A finding's title in a consolidation prompt: a text review's `FINDING <n>: <title>`
+/// heading, or a JSON review's `Title:` field as it reads.
+fn quoted_finding_title(line: &str) -> Option<String> {
+    if let Some((_, t)) = finding_heading(bare(line)) {
+        return Some(t);
+    }
+    let t = line.trim().strip_prefix("Title: ")?.trim();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
 fn sim_answer(ask: &SimAsk) -> Option<String> {
     let p = ask.prompt;
     let who = ask.model;
+    // Asked for a schema: this mode's review in JSON; another mode's is not ours to answer.
+    match ask.schema {
+        Some(s) if s.name == REVIEW_SCHEMA && p.starts_with(REVIEW_HEAD) => {
+            return sim_review_json(ask, s)
+        }
+        Some(_) => return None,
+        None => {}
+    }
     let mut rng = SplitMix64::new(ask.seed);
     if p.starts_with(REVIEW_HEAD) {
         let criteria = prompt_criteria(p);
@@ -1496,7 +1762,7 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
         }
         let mut titles: Vec<(String, String)> = Vec::new();
         for l in p.lines() {
-            if let Some((_, t)) = finding_heading(bare(l)) {
+            if let Some(t) = quoted_finding_title(l) {
                 if !titles.iter().any(|(x, _)| *x == t) {
                     let sev = SIM_FINDINGS.iter().find(|f| f.0 == t).map_or("MINOR", |f| f.1);
                     titles.push((t, sev.to_string()));

@@ -177,6 +177,7 @@ fn review(index: usize, scores: &[Option<u32>]) -> Review {
         findings: Vec::new(),
         strengths: Vec::new(),
         parse_success: true,
+        read_from: Some(ReadFrom::Text),
         response_time_ms: 1,
     }
 }
@@ -456,7 +457,16 @@ fn a_stored_configuration_must_fit() {
 
 fn sim(prompt: &str, model: &str, malformed: bool, hostile: bool) -> String {
     let messages = [ChatMessage::user(prompt)];
-    sim_answer(&SimAsk { model, prompt, messages: &messages, seed: 7, malformed, hostile }).unwrap()
+    sim_answer(&SimAsk {
+        model,
+        prompt,
+        messages: &messages,
+        seed: 7,
+        malformed,
+        hostile,
+        schema: None,
+    })
+    .unwrap()
 }
 
 #[test]
@@ -474,7 +484,9 @@ fn sim_reviews_and_reports_are_in_the_modes_format() {
     let hr = read_review(&hostile, &rb);
     assert!(hr.parse_success);
     assert!(hr.findings.iter().all(|f| !f.title.contains('<')), "the payload stays in prose");
-    let review = review_of(1, "sim/alpha", &sim(&prompt, "sim/alpha", false, false), &rb, 1);
+    let schema = review_schema(&rb);
+    let review =
+        review_of(1, "sim/alpha", &sim(&prompt, "sim/alpha", false, false), &rb, &schema, 1);
     let stats = statistics(&[review.clone(), review.clone()], &rb);
     let cp = consolidation_prompt("q", "the work", &rb, &[review.clone(), review], &stats);
     let items = read_action_items(&sim(&cp, "sim/beta", false, false));
@@ -485,7 +497,8 @@ fn sim_reviews_and_reports_are_in_the_modes_format() {
         messages: &[],
         seed: 1,
         malformed: false,
-        hostile: false
+        hostile: false,
+        schema: None
     })
     .is_none());
 }
@@ -544,4 +557,266 @@ proptest! {
         }
         if let Some(o) = s["consensusOverall"].as_f64() { prop_assert!((1.0..=5.0).contains(&o)); }
     }
+}
+
+// ---- structured replies --------------------------------------------------------------------
+
+/// A run whose reviewers `json` are asked for JSON (their routes take structured output).
+fn structured_mode(reviewers: &[&str], json: &[&str]) -> PeerReview {
+    let mut c = ctx("Review our upload service", vec![], true);
+    c.structured = crate::modes::Structured::models(json);
+    PeerReview::new(&config(reviewers), c).unwrap()
+}
+
+fn json_score(criterion: &str, score: u64) -> (String, Value) {
+    (
+        criterion.to_string(),
+        json!({ "score": score, "justification": format!("{criterion} judged.") }),
+    )
+}
+
+fn json_finding(title: &str, category: &str, severity: &str) -> Value {
+    json!({ "title": title, "category": category, "severity": severity, "location": "API tier",
+            "description": "One server.", "impact": "Downtime.", "recommendation": "Add one." })
+}
+
+/// The architecture rubric's six criteria scored in order.
+fn all_scores(scores: [u64; 6]) -> Vec<(String, Value)> {
+    rubric().criteria.iter().zip(scores).map(|(c, s)| json_score(&c.name, s)).collect()
+}
+
+fn three_findings() -> Vec<Value> {
+    vec![
+        json_finding("Single server", "Scalability", "CRITICAL"),
+        json_finding(" Nightly copies ", "Reliability", "MAJOR"),
+        json_finding("Diagram", "Maintainability", "SUGGESTION"),
+    ]
+}
+
+fn json_review(scores: Vec<(String, Value)>, findings: Vec<Value>) -> String {
+    let scores: serde_json::Map<String, Value> = scores.into_iter().collect();
+    json!({ "reasoning": "read the work twice", "scores": scores, "findings": findings,
+            "strengths": ["Simple", " Cheap ", "Clear scope"], "summary": "Decent." })
+    .to_string()
+}
+
+#[test]
+fn the_review_schema_names_the_rubric_and_opens_with_the_reasoning() {
+    let s = review_schema(&rubric());
+    assert_eq!(s.name, REVIEW_SCHEMA);
+    let keys: Vec<&String> = s.schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["reasoning", "scores", "findings", "strengths", "summary"]);
+    let names: Vec<String> = rubric().criteria.iter().map(|c| c.name.clone()).collect();
+    // Every criterion is a field of its own, required: a grammar gives each exactly once.
+    let scores = &s.schema["properties"]["scores"];
+    assert_eq!(schema::keys_of(scores), names);
+    assert_eq!(scores["required"], json!(names));
+    assert_eq!(scores["additionalProperties"], false);
+    let finding = &s.schema["properties"]["findings"]["items"]["properties"];
+    assert_eq!(finding["severity"]["enum"], json!(SEVERITIES));
+    assert_eq!(finding["category"]["enum"], json!(names));
+    let parse = |t: String| serde_json::from_str::<Value>(&t).unwrap();
+    assert!(s
+        .validate(&parse(json_review(all_scores([1, 2, 3, 4, 5, 5]), three_findings())))
+        .is_ok());
+    let mut invented = all_scores([3; 6]);
+    invented[5] = json_score("Vibes", 5);
+    let mut foreign_category = three_findings();
+    foreign_category[2] = json_finding("Diagram", "Docs", "MINOR");
+    let mut foreign_severity = three_findings();
+    foreign_severity[0] = json_finding("x", "Scalability", "BLOCKER");
+    for bad in [
+        // Out of 1-5, an invented criterion, too few scores, too few findings, a category or
+        // a severity outside the rubric's.
+        json_review(all_scores([3, 3, 3, 7, 3, 3]), three_findings()),
+        json_review(all_scores([3, 3, 3, 0, 3, 3]), three_findings()),
+        json_review(invented, three_findings()),
+        json_review(all_scores([3; 6])[..5].to_vec(), three_findings()),
+        json_review(all_scores([3; 6]), three_findings()[..2].to_vec()),
+        json_review(all_scores([3; 6]), foreign_category),
+        json_review(all_scores([3; 6]), foreign_severity),
+    ] {
+        assert!(s.validate(&parse(bad.clone())).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_review_is_read_from_json_when_it_fits_else_from_text() {
+    let rb = rubric();
+    let s = review_schema(&rb);
+    let r =
+        read_review_reply(&json_review(all_scores([2, 4, 4, 5, 3, 1]), three_findings()), &rb, &s);
+    assert_eq!(r.read_from, Some(ReadFrom::Json));
+    let scores: Vec<Option<u32>> = r.scores.iter().map(|s| s.score).collect();
+    assert_eq!(scores, [Some(2), Some(4), Some(4), Some(5), Some(3), Some(1)]);
+    assert_eq!(r.scores[0].weight, 5, "weights come from the rubric");
+    assert_eq!(r.scores[0].justification.as_deref(), Some("Scalability judged."));
+    let f: Vec<(usize, &str, Option<&str>, &str)> = r
+        .findings
+        .iter()
+        .map(|f| (f.number, f.title.as_str(), f.criterion.as_deref(), f.severity.as_str()))
+        .collect();
+    assert_eq!(
+        f,
+        [
+            (1, "Single server", Some("Scalability"), "CRITICAL"),
+            (2, "Nightly copies", Some("Reliability"), "MAJOR"),
+            (3, "Diagram", Some("Maintainability"), "SUGGESTION"),
+        ]
+    );
+    assert!(r.findings.iter().all(|f| !f.severity_defaulted));
+    assert_eq!(r.strengths, ["Simple", "Cheap", "Clear scope"]);
+    // A criterion given twice (its last value kept by the JSON parser) leaves another out:
+    // the JSON does not fit, and no score is guessed from it.
+    let twice = r#"{"reasoning": "", "scores": {"Scalability": {"score": 2, "justification": ""},
+        "Scalability": {"score": 5, "justification": ""}}, "findings": [], "strengths": [], "summary": ""}"#;
+    let r = read_review_reply(twice, &rb, &s);
+    assert!(!r.parse_success && r.read_from.is_none(), "{r:?}");
+    // A score out of range is refused, and the text states none: unparsed.
+    let r =
+        read_review_reply(&json_review(all_scores([2, 4, 9, 5, 3, 1]), three_findings()), &rb, &s);
+    assert!(!r.parse_success && r.read_from.is_none() && r.findings.is_empty());
+    // The text format, from a model that ignored the schema.
+    let r = read_review_reply(REVIEW, &rb, &s);
+    assert_eq!(r, read_review(REVIEW, &rb));
+    assert_eq!(r.read_from, Some(ReadFrom::Text));
+}
+
+proptest! {
+    /// Whatever review the schema allows is read as given: each criterion's score, the
+    /// findings in order with their fields, the strengths.
+    #[test]
+    fn any_review_the_schema_allows_is_read_whole(seed in any::<u64>(), words in "\\PC{0,40}") {
+        let rb = rubric();
+        let s = review_schema(&rb);
+        let v = schema::sample(&s.schema, &mut SplitMix64::new(seed), &|f| format!("{words} {f}"));
+        let r = read_review_reply(&v.to_string(), &rb, &s);
+        prop_assert_eq!(r.read_from, Some(ReadFrom::Json));
+        let trimmed = |x: &Value| x.as_str().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
+        for sc in &r.scores {
+            let given = &v["scores"][sc.criterion.as_str()];
+            prop_assert_eq!(sc.score.map(u64::from), given["score"].as_u64());
+            prop_assert_eq!(&sc.justification, &trimmed(&given["justification"]));
+        }
+        let findings = v["findings"].as_array().unwrap();
+        prop_assert_eq!(r.findings.len(), findings.len());
+        for (f, g) in r.findings.iter().zip(findings) {
+            prop_assert_eq!(Some(f.title.clone()).filter(|t| !t.is_empty()), trimmed(&g["title"]));
+            prop_assert_eq!(f.criterion.as_deref(), g["category"].as_str());
+            prop_assert_eq!(Some(f.severity.as_str()), g["severity"].as_str());
+            prop_assert_eq!(&f.location, &trimmed(&g["location"]));
+            prop_assert_eq!(&f.description, &trimmed(&g["description"]));
+            prop_assert_eq!(&f.impact, &trimmed(&g["impact"]));
+            prop_assert_eq!(&f.recommendation, &trimmed(&g["recommendation"]));
+        }
+        let strengths: Vec<String> = v["strengths"].as_array().unwrap().iter().filter_map(trimmed).collect();
+        prop_assert_eq!(r.strengths, strengths);
+    }
+}
+
+#[test]
+fn the_json_prompt_keeps_the_work_and_rubric_and_swaps_the_format() {
+    let rb = rubric();
+    let s = review_schema(&rb);
+    let (json, text) =
+        (review_prompt_as("q", "the work", &rb, Some(&s)), review_prompt("q", "the work", &rb));
+    for kept in [
+        REVIEW_HEAD,
+        "=== WORK UNDER REVIEW ===\nthe work\n=== END OF WORK ===",
+        "- Cost Efficiency (weight 3): ",
+        SCALE,
+        SEVERITY_TEXT,
+    ] {
+        assert!(json.contains(kept) && text.contains(kept), "{kept}");
+    }
+    assert!(json.contains("Reply with a single JSON object"));
+    assert!(!json.contains("### Scores") && !json.contains("FINDING 1:"));
+    assert!(json.find("\"reasoning\"").unwrap() < json.find("\"scores\"").unwrap());
+    assert!(
+        text.contains("Reply in exactly this format:\n\n### Scores\n") && !text.contains("JSON")
+    );
+    assert!(text.ends_with(
+        "### Strengths\n\n- 3 to 5 items\n\n### Summary\n\n<a short overall assessment>"
+    ));
+}
+
+#[test]
+fn reviews_are_read_from_json_or_text_and_say_which_and_the_consolidator_reads_fields() {
+    let mut m = structured_mode(&["a", "b", "c"], &["a", "b"]);
+    let start = m.start();
+    let calls = stage_calls(&start);
+    assert!(calls.iter().all(|c| c.schema.as_ref().is_some_and(|s| s.name == REVIEW_SCHEMA)));
+    assert!(calls[0].messages[0].content.contains("Reply with a single JSON object"));
+    assert!(calls[2].messages[0].content.contains("### Scores"), "c's route takes text");
+    assert_eq!(calls[0].material[0].text, "Review our upload service");
+    let mut all = start.clone();
+    all.extend(
+        m.on_reply(ok(&calls[0], &json_review(all_scores([2, 4, 4, 5, 3, 1]), three_findings()))),
+    );
+    // Ignored the schema and wrote the text format; states nothing.
+    all.extend(m.on_reply(ok(&calls[1], REVIEW)));
+    let out = m.on_reply(ok(&calls[2], "I will not score this."));
+    all.extend(out.clone());
+    let done = emitted(&out, "all_reviewers_complete").unwrap();
+    let reviews = &done["data"]["reviews"];
+    assert_eq!(
+        (&reviews[0]["readFrom"], &reviews[1]["readFrom"]),
+        (&json!("json"), &json!("text"))
+    );
+    assert!(reviews[2].get("readFrom").is_none());
+    assert_eq!(done["data"]["statistics"]["findingTotals"]["total"], 6);
+    let con = stage_calls(&out);
+    assert!(con[0].schema.is_none(), "the consolidated report is text a person reads");
+    let prompt = &con[0].messages[0].content;
+    assert!(
+        prompt.contains("### Reviewer 1 (a)\n\nReasoning: read the work twice\nScores:"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("\"scores\""));
+    assert_eq!(con[0].material.len(), 4, "the work and three reviews");
+    assert!(con[0].material.iter().all(|m| prompt.contains(&m.text)));
+    all.extend(m.on_reply(ok(&con[0], REPORT)));
+    let stored = rows(&all);
+    let read: Vec<(&str, &Value)> = stored
+        .iter()
+        .filter_map(|r| Some((r.stage_type.as_str(), r.parsed_data.as_ref()?.get("readFrom")?)))
+        .collect();
+    assert_eq!(read, [("review_1", &json!("json")), ("review_2", &json!("text"))]);
+    let mut sorted = stored.clone();
+    sorted.sort_by_key(|r| r.stage_order);
+    assert_eq!(load_result(&sorted)["reviews"], done["data"]["reviews"]);
+}
+
+#[test]
+fn the_sim_answers_its_review_schema_in_json_and_no_other() {
+    let rb = rubric();
+    let s = review_schema(&rb);
+    let prompt = review_prompt_as("q", "the work", &rb, Some(&s));
+    let messages = [ChatMessage::user(prompt.as_str())];
+    let ask = |seed: u64, hostile: bool, schema: &ReplySchema| {
+        sim_answer(&SimAsk {
+            model: "sim/alpha",
+            prompt: &prompt,
+            messages: &messages,
+            seed,
+            malformed: false,
+            hostile,
+            schema: Some(schema),
+        })
+    };
+    let mut reviews = Vec::new();
+    for seed in 0..10u64 {
+        let reply = ask(seed, seed % 2 == 0, &s).unwrap();
+        let r = read_review_reply(&reply, &rb, &s);
+        assert_eq!(r.read_from, Some(ReadFrom::Json), "{reply}");
+        assert!(r.scores.iter().all(|s| s.score.is_some()) && r.findings.len() >= 3);
+        reviews.push(review_of(reviews.len() + 1, "sim/alpha", &reply, &rb, &s, 1));
+    }
+    // The sim consolidator finds the JSON reviews' findings as they read.
+    let stats = statistics(&reviews, &rb);
+    let cp = consolidation_prompt("q", "the work", &rb, &reviews, &stats);
+    let items = read_action_items(&sim(&cp, "sim/beta", false, false));
+    assert!(!items.is_empty() && items.iter().all(|i| i.severity.is_some()));
+    let other = ReplySchema::new("council_ranking", schema::reasoned([]));
+    assert_eq!(ask(1, false, &other), None);
 }

@@ -6,14 +6,23 @@
 //!    start of a line, `CLASSEMENT FINAL :`, `CLASIFICACIÓN FINAL:`, `ENDGÜLTIGE RANGFOLGE:`…):
 //!    its numbered items (on separate lines or one line), else the labels of its first
 //!    paragraph in the order written (`Response B > Response A = Response C`);
-//! 2. without a header: a JSON `ranking` array (in a code fence or bare), a Markdown table with
-//!    a rank column, a line that is only labels joined by `>` / `=`, or a numbered list of bare
-//!    labels closing the reply.
+//! 2. without a header: JSON, fenced or bare (a `ranking` list or map, or an array of labels on
+//!    its own), a Markdown table with a rank column and a response column in either order
+//!    (bold or not, bare letters in the response column), a line that is only labels joined by
+//!    `>` / `=`, or a numbered list of bare labels closing the reply;
+//! 3. else a final ranking stated in prose after its intro (`my ranking from best to worst is:
+//!    C > A > B`, `Final answer: A first, then C, and B last`, `from worst to best: B, A, C`),
+//!    only when it names every label once with nothing but ordering words around them and
+//!    every position word (`first`, `last`) beside the label in that place; said worst to
+//!    best, it is read reversed.
 //!
 //! A label merely mentioned is not a ranking, and neither is an evaluation that walks through
-//! the responses in order: such a reply is unparsed, and [`super::reading::Unparsed`] says why.
+//! the responses in order, a template's placeholders, a draft inside `<think>` or a list cut
+//! off mid-item: such a reply is unparsed, and [`super::reading::Unparsed`] says why.
 //! Labels tied by the evaluator (`Response A = Response C`, `1. Response A and Response C (tie)`,
-//! two items numbered alike) share a place. A ranking that leaves labels out is *partial*.
+//! two items numbered alike, neighbouring items each marked `(tie)`) share a place, and are
+//! stored so (`places`); an item marked tied with no neighbour tied makes the list
+//! contradictory, never a strict order. A ranking that leaves labels out is *partial*.
 //!
 //! **Aggregation** (fractional ranking, the standard treatment of ties and partial orders):
 //! each parsed ranking gives every label a position. Labels a place holds share its positions'
@@ -23,13 +32,14 @@
 //! ranking weighs the same. A label's average rank is the mean of its positions.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::reading::{self, Unparsed};
+use super::schema::{self, ReadFrom, ReplySchema};
 
 /// What an evaluator's reply states, as places best first (a place holds the labels tied in it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,6 +47,8 @@ pub struct ReadRanking {
     pub places: Vec<Vec<String>>,
     /// Why nothing was read, when nothing was.
     pub unparsed: Option<Unparsed>,
+    /// Where the ranking was read from, when one was.
+    pub read_from: Option<ReadFrom>,
 }
 
 impl ReadRanking {
@@ -166,7 +178,8 @@ impl Places {
 /// ones that are joined to it as a tie.
 fn place_of(text: &str, labels: &[String]) -> Vec<String> {
     let ms = mentions(text, labels);
-    let Some(first) = ms.first() else { return Vec::new() };
+    // An item led by a label the run lacks places none (not the labels after it).
+    let Some(first) = ms.first().filter(|m| m.label.is_some()) else { return Vec::new() };
     let tie_marked = tie_word_re().is_match(text);
     let mut out: Vec<String> = first.label.iter().cloned().collect();
     for pair in ms.windows(2) {
@@ -186,6 +199,10 @@ fn numbered_items(section: &str) -> Vec<(u32, &str)> {
         .captures_iter(section)
         .filter_map(|c| {
             let whole = c.get(0)?;
+            // `12.5%` is a number, not item 12.
+            if section[whole.end()..].starts_with(|c: char| c.is_ascii_digit()) {
+                return None;
+            }
             let n = c.get(1)?.as_str().parse().ok()?;
             Some((whole.start(), whole.end(), n))
         })
@@ -203,27 +220,92 @@ fn numbered_items(section: &str) -> Vec<(u32, &str)> {
         .collect()
 }
 
-/// The numbered items of a section as places (items numbered alike share a place). A label
-/// that leads two items numbered differently makes the list contradictory.
+/// An item that says only that its label is tied (`1. Response A (tie)`, `2. Response C -
+/// tied for second`): what it holds besides its label.
+fn tie_mark_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        compile(
+            r"(?i)^[\s*_.:,;(\[–—-]*(?:tie|tied|joint|ex[\s-]?aequo|equal)(?:\s+(?:for|at|in)(?:\s+\w+){1,2})?[\s*_.:)\]]*$",
+        )
+    })
+}
+
+/// The item says its one label is tied, and with whom is left to the items around it.
+fn tie_marked(body: &str, labels: &[String]) -> bool {
+    let ms = mentions(body, labels);
+    let [m] = ms.as_slice() else { return false };
+    let rest = format!("{} {}", &body[..m.start], &body[m.end..]);
+    let rest = rest.trim_start_matches(|c: char| c.is_whitespace() || "*_.".contains(c));
+    tie_mark_re().is_match(rest)
+}
+
+/// The numbered items of a section as places (items numbered alike share a place, and so do
+/// items next to each other that each say they are tied, `1. Response A (tie)` /
+/// `2. Response C (tie)`). A label that leads two items numbered differently makes the list
+/// contradictory, and so does an item tied with none next to it: a tie is never read as a
+/// strict order. Items without a label before the first labelled one make it no ranking.
 fn from_items(items: &[(u32, &str)], labels: &[String]) -> Result<Places, Unparsed> {
     let mut places = Places::default();
     let mut last_number = None;
+    let mut last_marked = false;
+    let mut marked: Vec<String> = Vec::new();
     let mut led: Vec<(String, u32)> = Vec::new();
-    for &(n, body) in items {
-        let place = place_of(body, labels);
+    for (i, &(n, body)) in items.iter().enumerate() {
+        let mut place = place_of(body, labels);
+        if place.is_empty() && mentions(body, labels).is_empty() {
+            place.extend(bare_item(body, labels));
+        }
         let Some(lead) = place.first() else { continue };
+        // Items naming no label before the first with one (`1. [best response]` …
+        // `3. Response A`): the labels would not stand at the places they are numbered.
+        if places.places.is_empty()
+            && items[..i].iter().any(|(_, b)| mentions(b, labels).is_empty())
+        {
+            return Ok(Places::default());
+        }
         if led.iter().any(|(l, at)| l == lead && *at != n) {
             return Err(Unparsed::Inconsistent);
         }
         led.push((lead.clone(), n));
-        if last_number == Some(n) {
+        let is_marked = tie_marked(body, labels);
+        if is_marked {
+            marked.push(lead.clone());
+        }
+        if last_number == Some(n) || (is_marked && last_marked) {
             places.join_last(place);
         } else {
             places.push(place);
         }
         last_number = Some(n);
+        last_marked = is_marked;
+    }
+    let alone = |l: &String| places.places.iter().any(|p| p.len() == 1 && p[0] == *l);
+    if marked.iter().any(alone) {
+        return Err(Unparsed::Inconsistent);
     }
     Ok(places)
+}
+
+/// An item that is a bare label letter (`1. C`, `2. **A**`, `3. B - short but right`), the
+/// letter in capitals and alone or before a colon or a dash.
+fn bare_item(body: &str, labels: &[String]) -> Option<String> {
+    static BARE: OnceLock<Regex> = OnceLock::new();
+    let re = reading::re(&BARE, r"^[\s*_]*([A-Z]{1,3})[\s*_]*(?:$|[.:]\s|[.:]?$|\s[-–—]\s)");
+    let l = format!("Response {}", re.captures(body)?.get(1)?.as_str());
+    labels.contains(&l).then_some(l)
+}
+
+/// The list stops at an item with no label yet (`3.`, `3. Resp`) and nothing after it: the
+/// reply was cut off mid-ranking.
+fn cut_off(section: &str, items: &[(u32, &str)], labels: &[String]) -> bool {
+    let Some(&(_, body)) = items.last() else { return false };
+    // An item's body is a slice of the section: what follows it.
+    let end = body.as_ptr() as usize - section.as_ptr() as usize + body.len();
+    let cut = body.trim().trim_matches(|c: char| "*_".contains(c)).to_lowercase();
+    mentions(body, labels).is_empty()
+        && section[end..].trim().is_empty()
+        && (cut.is_empty() || "response ".starts_with(&cut))
 }
 
 /// Labels written in a chain (`Response B > Response A = Response C`, `Response B, then
@@ -248,6 +330,9 @@ fn under_header(answer: &str, labels: &[String]) -> Result<Option<Places>, Unpar
     let Some(header) = header_re().find_iter(answer).last() else { return Ok(None) };
     let section = &answer[header.end()..];
     let items = numbered_items(section);
+    if cut_off(section, &items, labels) {
+        return Err(Unparsed::NoAnswer);
+    }
     let places = from_items(&items, labels)?;
     if !places.places.is_empty() {
         return Ok(Some(places));
@@ -290,38 +375,34 @@ const CHAIN_WORDS: &[&str] = &[
     "et", "luego", "y", "dann", "und", "e", "poi",
 ];
 
-/// A ranking given as JSON: `{"ranking": ["Response C", "A", …]}` or a list of
-/// `{"label": …, "rank": n}`.
-fn from_json(answer: &str, labels: &[String]) -> Option<Places> {
-    let keys = ["final_ranking", "finalRanking", "ranking", "rankings", "order"];
-    let list = reading::json_field(answer, &keys)?;
-    let list = list.as_array()?;
-    let canonical = |s: &str| -> Option<String> {
-        let s = s.trim();
-        let l = if s.len() <= 3 && s.chars().all(|c| c.is_ascii_alphabetic()) {
-            format!("Response {}", s.to_uppercase())
-        } else {
-            let m = mentions(s, labels).into_iter().next()?;
-            m.label?
-        };
-        labels.contains(&l).then_some(l)
+/// A label as a JSON value or a table cell states it: `"Response C"`, `"C"`, `"**C**"`;
+/// `Some(None)` for a label the run does not have (`"Response F"`), `None` for no label.
+fn label_shape(s: &str, labels: &[String]) -> Option<Option<String>> {
+    let s = s.trim().trim_matches(|c: char| "*_`\"'.".contains(c)).trim();
+    let l = if (1..=3).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphabetic()) {
+        format!("Response {}", s.to_uppercase())
+    } else {
+        let ms = mentions(s, labels);
+        let [m] = ms.as_slice() else { return None };
+        if m.start > 0 || m.end < s.len() {
+            return None;
+        }
+        return Some(m.label.clone());
     };
-    let mut entries: Vec<(f64, String)> = Vec::new();
-    for (i, item) in list.iter().enumerate() {
-        match item {
-            Value::String(s) => entries.extend(canonical(s).map(|l| (i as f64 + 1.0, l))),
-            Value::Object(o) => {
-                let label = ["label", "response", "id", "name"]
-                    .iter()
-                    .find_map(|k| o.get(*k).and_then(Value::as_str))
-                    .and_then(canonical);
-                let rank = ["rank", "position", "place"]
-                    .iter()
-                    .find_map(|k| o.get(*k).and_then(Value::as_f64))
-                    .unwrap_or(i as f64 + 1.0);
-                entries.extend(label.map(|l| (rank, l)));
-            }
-            _ => {}
+    Some(labels.contains(&l).then_some(l))
+}
+
+/// The run's label a JSON value or a table cell states.
+fn label_in(s: &str, labels: &[String]) -> Option<String> {
+    label_shape(s, labels).flatten()
+}
+
+/// Entries `(rank, label)` as places, best first: equal ranks share a place. A label given
+/// twice makes them contradictory.
+fn ranked_places(mut entries: Vec<(f64, String)>) -> Result<Option<Places>, Unparsed> {
+    for (i, (_, l)) in entries.iter().enumerate() {
+        if entries[..i].iter().any(|(_, other)| other == l) {
+            return Err(Unparsed::Inconsistent);
         }
     }
     entries.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -335,84 +416,219 @@ fn from_json(answer: &str, labels: &[String]) -> Option<Places> {
         }
         last = Some(rank);
     }
-    (!places.places.is_empty()).then_some(places)
+    Ok((!places.places.is_empty()).then_some(places))
 }
 
-/// A Markdown table whose header names a rank column: `| Rank | Response |` rows.
-fn from_table(answer: &str, labels: &[String]) -> Option<Places> {
-    let lines: Vec<&str> = answer.lines().map(str::trim).collect();
-    let head = lines.iter().rposition(|l| {
-        l.starts_with('|') && {
-            let low = l.to_lowercase();
-            low.contains("rank") || low.contains("place") || low.contains("position")
+/// The entries of a JSON ranking: a list of labels (`["Response C", "A", …]`, best first), a
+/// list of `{"label": …, "rank": n}`, or a map either way (`{"1": "C", "2": "A"}`,
+/// `{"Response C": 1, …}`). Labels the run does not have are dropped, as in text. `None` when
+/// an entry is no label at all (a list of something else is no ranking).
+fn json_entries(v: &Value, labels: &[String], keyed: bool) -> Option<Vec<(f64, String)>> {
+    // A rank written out must be one of the run's places (`{"Response A": 8}` is a score).
+    let rank_of = |v: &Value| -> Option<f64> {
+        let r = v.as_f64().or_else(|| v.as_str().and_then(|s| ordinal(s.trim())))?;
+        (1.0..=labels.len() as f64).contains(&r).then_some(r)
+    };
+    let entries: Vec<Option<(f64, String)>> = match v {
+        Value::Array(list) => list
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::String(s) => Some(label_shape(s, labels)?.map(|l| (i as f64 + 1.0, l))),
+                Value::Object(o) => {
+                    let label = ["label", "response", "id", "name"]
+                        .iter()
+                        .find_map(|k| o.get(*k).and_then(Value::as_str))
+                        .and_then(|s| label_shape(s, labels))?;
+                    // Outside a `ranking` field, a list of objects is a ranking only when
+                    // each states its rank (`[{"label": "A", "score": 8}]` is none).
+                    let rank = match ["rank", "position", "place"].iter().find_map(|k| o.get(*k)) {
+                        Some(r) => rank_of(r)?,
+                        None if keyed => i as f64 + 1.0,
+                        None => return None,
+                    };
+                    Some(label.map(|l| (rank, l)))
+                }
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?,
+        Value::Object(o) => o
+            .iter()
+            .map(|(k, v)| match (ordinal(k.trim()), v.as_str()) {
+                (Some(rank), Some(s)) => {
+                    let rank = rank_of(&Value::from(rank))?;
+                    Some(label_shape(s, labels)?.map(|l| (rank, l)))
+                }
+                _ => Some(label_shape(k, labels)?.map(|l| (rank_of(v).unwrap_or(f64::NAN), l))),
+            })
+            .collect::<Option<Vec<_>>>()?,
+        _ => return None,
+    };
+    let entries: Vec<(f64, String)> = entries.into_iter().flatten().collect();
+    // A label without a rank (`{"Response C": "good"}`) makes the map no ranking.
+    entries.iter().all(|(r, _)| r.is_finite()).then_some(entries)
+}
+
+/// A rank as written in a cell or key: `1`, `#1`, `1.`, `1st`, `2nd`, `(3)`.
+fn ordinal(s: &str) -> Option<f64> {
+    let s = s.trim_matches(|c: char| c.is_whitespace() || "#.():*_".contains(c));
+    let s = ["st", "nd", "rd", "th"].iter().find_map(|suf| s.strip_suffix(suf)).unwrap_or(s);
+    let n: f64 = s.parse().ok()?;
+    (n.is_finite() && n >= 0.0).then_some(n)
+}
+
+/// A ranking given as JSON, fenced or bare: a `ranking` (or `final_ranking`, `order`) field
+/// holding a list or map of labels ([`json_entries`]), else a JSON array of labels on its own.
+/// A label listed twice makes it contradictory.
+fn from_json(answer: &str, labels: &[String]) -> Result<Option<Places>, Unparsed> {
+    let keys = ["final_ranking", "finalRanking", "ranking", "rankings", "order"];
+    let entries = match reading::json_field(answer, &keys) {
+        Some(v) => json_entries(&v, labels, true),
+        None => json_arrays(answer)
+            .iter()
+            .rev()
+            .filter(|v| v.as_array().is_some_and(|a| a.len() >= 2))
+            .find_map(|v| json_entries(v, labels, false)),
+    };
+    match entries {
+        Some(e) => ranked_places(e),
+        None => Ok(None),
+    }
+}
+
+/// The JSON arrays a text holds: fenced ones (```` ```json ````), and bare ones that open with
+/// a string or an object (`["Response C", "Response A"]`); prose in square brackets
+/// (`[Response X]`) is none.
+fn json_arrays(text: &str) -> Vec<Value> {
+    let mut out: Vec<Value> =
+        reading::json_values(text).into_iter().filter(Value::is_array).collect();
+    let mut at = 0;
+    let mut tries = 0;
+    while let Some(i) = text[at..].find('[').map(|i| at + i) {
+        at = i + 1;
+        let next = text[at..].trim_start().chars().next();
+        // A list inside an object or another list (`"best": ["Response A"]`) is not one.
+        let before = text[..i].trim_end();
+        let inside = before.ends_with([',', '['])
+            || before.strip_suffix(':').is_some_and(|b| b.trim_end().ends_with('"'));
+        if !matches!(next, Some('"' | '{')) || inside || tries >= 64 {
+            continue;
         }
-    })?;
+        tries += 1;
+        let mut stream = serde_json::Deserializer::from_str(&text[i..]).into_iter::<Value>();
+        if let Some(Ok(v)) = stream.next() {
+            at = i + stream.byte_offset();
+            if v.is_array() && !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// A Markdown table with a rank column (`Rank`, `Place`, `Position`, `#`) and the responses,
+/// in either order, bold or not: `| Rank | Response |` or `| Response | Rank |` rows. The
+/// responses are read from the column headed `Response` (or `Label`, `Model`…) when there is
+/// one, where a bare letter (`C`) is a label too; else from the one label the other cells of a
+/// row hold. A cell naming two labels tied (`Response B = Response C`) gives them one place;
+/// a label in two rows makes the table contradictory.
+fn from_table(answer: &str, labels: &[String]) -> Result<Option<Places>, Unparsed> {
+    let lines: Vec<&str> = answer.lines().map(str::trim).collect();
     let cells = |l: &str| -> Vec<String> {
         l.trim_matches('|')
             .split('|')
             .map(|c| c.replace(['*', '_'], "").trim().to_string())
             .collect()
     };
-    let header = cells(lines[head]);
-    let rank_col = header.iter().position(|c| {
+    let is_rank = |c: &str| {
         let c = c.to_lowercase();
-        c.contains("rank") || c.contains("place") || c.contains("position")
-    })?;
+        c.contains("rank") || c.contains("place") || c.contains("position") || c == "#"
+    };
+    let Some(head) =
+        lines.iter().rposition(|l| l.starts_with('|') && cells(l).iter().any(|c| is_rank(c)))
+    else {
+        return Ok(None);
+    };
+    let header = cells(lines[head]);
+    let Some(rank_col) = header.iter().position(|c| is_rank(c)) else { return Ok(None) };
+    let label_col = header.iter().enumerate().position(|(i, c)| {
+        let c = c.to_lowercase();
+        i != rank_col
+            && ["response", "label", "answer", "model", "candidate", "réponse", "respuesta"]
+                .iter()
+                .any(|w| c.contains(w))
+    });
     let mut entries: Vec<(f64, String)> = Vec::new();
     for l in lines[head + 1..].iter().take_while(|l| l.starts_with('|')) {
         let row = cells(l);
-        let Some(rank) = row.get(rank_col).and_then(|c| {
-            c.trim_start_matches('#').trim_end_matches(['.', ')']).parse::<f64>().ok()
-        }) else {
-            continue;
+        let Some(rank) = row.get(rank_col).and_then(|c| ordinal(c)) else { continue };
+        let found: Vec<String> = match label_col.and_then(|i| row.get(i)) {
+            Some(cell) => match label_in(cell, labels) {
+                Some(one) => vec![one],
+                // The cell opens with its label (and those tied to it); what follows may
+                // mention others (`Response B (close to Response A)`).
+                None => match mentions(cell, labels).first() {
+                    Some(m) if cell[..m.start].trim().is_empty() => place_of(cell, labels),
+                    _ => Vec::new(),
+                },
+            },
+            None => {
+                let found: Vec<String> = row
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != rank_col)
+                    .flat_map(|(_, c)| mentions(c, labels).into_iter().filter_map(|m| m.label))
+                    .collect();
+                if found.len() == 1 {
+                    found
+                } else {
+                    Vec::new()
+                }
+            }
         };
-        let found: Vec<String> = row
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != rank_col)
-            .flat_map(|(_, c)| mentions(c, labels).into_iter().filter_map(|m| m.label))
-            .collect();
-        if let [one] = found.as_slice() {
-            entries.push((rank, one.clone()));
-        }
+        entries.extend(found.into_iter().map(|l| (rank, l)));
     }
-    entries.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut places = Places::default();
-    let mut last = None;
-    for (rank, l) in entries {
-        if last == Some(rank) {
-            places.join_last(vec![l]);
-        } else {
-            places.push(vec![l]);
-        }
-        last = Some(rank);
-    }
-    (!places.places.is_empty()).then_some(places)
+    ranked_places(entries)
 }
 
 /// The last line that is nothing but two or more labels joined by `>` or `=`.
-fn from_chain_line(answer: &str, labels: &[String]) -> Option<Places> {
-    answer.lines().rev().find_map(|line| {
+fn from_chain_line(answer: &str, labels: &[String]) -> Result<Option<Places>, Unparsed> {
+    let line = answer.lines().rev().find(|line| {
         let ms = mentions(line, labels);
         if ms.len() < 2 || ms.iter().any(|m| m.label.is_none()) {
-            return None;
+            return false;
         }
         let blank = |s: &str| s.chars().all(|c| c.is_whitespace() || "*_`.:-".contains(c));
         if !blank(&line[..ms[0].start]) || !blank(&line[ms[ms.len() - 1].end..]) {
-            return None;
+            return false;
         }
-        let strict = ms.windows(2).all(|w| {
+        ms.windows(2).all(|w| {
             let between = line[w[0].end..w[1].start]
                 .trim_matches(|c: char| c.is_whitespace() || c == '*' || c == '_');
             matches!(between, ">" | ">>" | "≥" | ">=" | "=" | "==" | "»" | "→" | "->")
-        });
-        strict.then(|| from_chain(line, labels))
-    })
+        })
+    });
+    let Some(line) = line else { return Ok(None) };
+    // A chain that names a label twice (`A > B > A`) contradicts itself.
+    each_once(mentions(line, labels).into_iter().filter_map(|m| m.label))?;
+    Ok(Some(from_chain(line, labels)))
+}
+
+/// A list that states a label twice (`1. B`, `2. A`, `3. B`) contradicts itself: it is
+/// `inconsistent`, never read as the order of the labels' first places.
+fn each_once(stated: impl IntoIterator<Item = String>) -> Result<(), Unparsed> {
+    let mut seen = std::collections::HashSet::new();
+    for l in stated {
+        if !seen.insert(l) {
+            return Err(Unparsed::Inconsistent);
+        }
+    }
+    Ok(())
 }
 
 /// A numbered list of bare labels that closes the reply (the prompt's format without its
 /// header): each item only a label (markup and a trailing full stop allowed).
-fn from_closing_list(answer: &str, labels: &[String]) -> Option<Places> {
+fn from_closing_list(answer: &str, labels: &[String]) -> Result<Option<Places>, Unparsed> {
     let lines: Vec<&str> =
         answer.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>();
     let bare = |line: &str| -> Option<(u32, String)> {
@@ -435,8 +651,9 @@ fn from_closing_list(answer: &str, labels: &[String]) -> Option<Places> {
     };
     let tail: Vec<(u32, String)> = lines.iter().rev().map_while(|l| bare(l)).collect();
     if tail.len() < 2 {
-        return None;
+        return Ok(None);
     }
+    each_once(tail.iter().map(|(_, l)| l.clone()))?;
     let mut places = Places::default();
     let mut last = None;
     for (n, l) in tail.into_iter().rev() {
@@ -447,28 +664,231 @@ fn from_closing_list(answer: &str, labels: &[String]) -> Option<Places> {
         }
         last = Some(n);
     }
-    Some(places)
+    Ok(Some(places))
+}
+
+/// A ranking introduced in prose: `my ranking from best to worst is:`, `Final answer:`,
+/// `from best to worst:`, `I would rank them as follows:`, `ranking (worst to best):`.
+fn intro_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        let dir = r"\(?\s*(?:from\s+)?(?:best|worst|highest|lowest|strongest|weakest)\s+to\s+(?:worst|best|lowest|highest|weakest|strongest)\s*\)?";
+        compile(&format!(
+            r"(?i)(?:\b(?:(?:(?:my|the|our)\s+)?(?:(?:final|overall)\s+)?(?:ranking|answer)|(?:my|final)\s+order(?:ing)?)(?:\s+of\s+the\s+responses)?(?:\s*,?\s*{dir})?|\bI\s+(?:would\s+)?rank\s+them(?:\s+as\s+follows)?(?:\s*,?\s*{dir})?|\b{dir})(?:\s+(?:is|would\s+be)\s*:?|\s*[:=])"
+        ))
+    })
+}
+
+/// A label in prose: `Response C`, or the bare letter in capitals (`C`) of one of the run's
+/// labels (`(?-i)` : a lower-case `a` is a word).
+fn prose_label_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        compile(r"(?i:\b(?:response|r[ée]ponse|respuesta|resposta|risposta|antwort)[\s*_]+([a-z]{1,3})\b)|\b([A-Z]{1,3})\b")
+    })
+}
+
+/// The place a position word names (`first` 1, `second` 2, `last` n), if it is one.
+fn position_word(w: &str, n: usize) -> Option<usize> {
+    match w {
+        "first" | "best" | "top" => Some(1),
+        "second" => Some(2),
+        "third" => Some(3),
+        "fourth" => Some(4),
+        "fifth" => Some(5),
+        "sixth" => Some(6),
+        "last" | "lastly" | "worst" | "bottom" | "finally" => Some(n),
+        _ => None,
+    }
+}
+
+/// A chain of labels stated in prose after [`intro_re`], on the rest of its line (or the next
+/// line when the intro ends its own): `C > A > B`, `A first, then C, and B last`,
+/// `Response C, then Response F, then Response E…`, `A = C > B`. Read only when it names every
+/// label of the run once, with nothing but ordering words around them, and every position
+/// word it uses (`first`, `second`, `last`) stands beside the label in that place, so
+/// `B last, A first, then C` is not read as B, A, C. Stated worst to best, it is read
+/// reversed; `<` orders nothing. A label named twice makes it contradictory.
+fn from_prose(answer: &str, labels: &[String]) -> Result<Option<Places>, Unparsed> {
+    let Some(intro) = intro_re().find_iter(answer).last() else { return Ok(None) };
+    let rest = answer[intro.end()..].trim_start_matches([' ', '\t']);
+    let rest = rest.strip_prefix('\n').map_or(rest, |r| r.trim_start());
+    let line = rest.split('\n').next().unwrap_or("");
+    static DIRECTION: OnceLock<Regex> = OnceLock::new();
+    let direction = reading::re(
+        &DIRECTION,
+        r"(?i)\b(best|worst|highest|lowest|strongest|weakest)\s+to\s+(?:worst|best|lowest|highest|weakest|strongest)\b",
+    );
+    let worst_first = |d: &str| matches!(d.to_lowercase().as_str(), "worst" | "lowest" | "weakest");
+    let stated_dir = direction.captures(intro.as_str()).map(|c| worst_first(&c[1]));
+    let mut reversed = stated_dir == Some(true);
+    // A direction said after the chain: `C > A > B (best to worst)`.
+    static TRAILING: OnceLock<Regex> = OnceLock::new();
+    let trailing = reading::re(
+        &TRAILING,
+        r"(?i)\(?\s*(?:from\s+)?(best|worst|highest|lowest)\s+to\s+(?:worst|best|lowest|highest)\s*\)?",
+    );
+    let mut chain = line.to_string();
+    if let Some(c) = trailing.captures(line) {
+        let after = worst_first(&c[1]);
+        if stated_dir.is_some_and(|d| d != after) {
+            return Ok(None);
+        }
+        reversed = after;
+        chain = format!(
+            "{} {}",
+            &line[..c.get(0).map_or(0, |m| m.start())],
+            &line[c.get(0).map_or(0, |m| m.end())..]
+        );
+    }
+    // `<` orders nothing, and `>` said worst to best could mean either way.
+    if chain.contains('<') || (reversed && chain.contains('>')) {
+        return Ok(None);
+    }
+    // The labels, and the gaps between them (gap i stands before label i; the last, after all).
+    let mut found: Vec<String> = Vec::new();
+    let mut gaps: Vec<&str> = Vec::new();
+    let mut at = 0;
+    for c in prose_label_re().captures_iter(&chain) {
+        let (Some(whole), Some(letters)) = (c.get(0), c.get(1).or(c.get(2))) else { continue };
+        let l = format!("Response {}", letters.as_str().to_uppercase());
+        if !labels.contains(&l) {
+            // A capital that is no label (`I`, `OK`) is a word, and words are checked below.
+            if c.get(2).is_some() {
+                continue;
+            }
+            return Ok(None);
+        }
+        gaps.push(&chain[at..whole.start()]);
+        found.push(l);
+        at = whole.end();
+    }
+    gaps.push(&chain[at..]);
+    if found.len() < 2 {
+        return Ok(None);
+    }
+    let n = found.len();
+    for (g, gap) in gaps.iter().enumerate() {
+        for w in gap.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            let w = w.to_lowercase();
+            if !CHAIN_WORDS.contains(&w.as_str()) && !["with", "as"].contains(&w.as_str()) {
+                return Ok(None);
+            }
+            if let Some(k) = position_word(&w, n) {
+                // Beside the label in place k: just before it (gap k - 1) or after it (gap k).
+                if reversed || !(g + 1 == k || g == k) {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+    // `A and B and C` lists them, and `C > A and B` leaves A and B unordered.
+    let between = &gaps[1..n];
+    let joined_only = between.iter().all(|g| tie_joint_re().is_match(g) && !g.contains('='));
+    let ordered = |g: &&str| g.contains(['>', '=']) || tie_word_re().is_match(g);
+    if joined_only || (between.iter().any(|g| g.contains('>')) && !between.iter().all(ordered)) {
+        return Ok(None);
+    }
+    for (i, l) in found.iter().enumerate() {
+        if found[..i].contains(l) {
+            return Err(Unparsed::Inconsistent);
+        }
+    }
+    if found.len() != labels.len() {
+        return Ok(None);
+    }
+    // A label joins the place before it when `=` or `tied with` stands between them, or
+    // `and` with a tie word right after it (`A and C (tied), then B`).
+    static TIED_WITH: OnceLock<Regex> = OnceLock::new();
+    let tied_with = reading::re(&TIED_WITH, r"(?i)^\W*(?:tied|equal|equally)\s+(?:with|to)\W*$");
+    static TIE_AFTER: OnceLock<Regex> = OnceLock::new();
+    let tie_after = reading::re(&TIE_AFTER, r"(?i)^\W*(?:tie|tied|equal|equally)\b");
+    let mut places = Places::default();
+    for (i, l) in found.into_iter().enumerate() {
+        let gap = gaps[i];
+        let tied = i > 0
+            && (gap.contains('=')
+                || tied_with.is_match(gap)
+                || (tie_joint_re().is_match(gap) && tie_after.is_match(gaps[i + 1])));
+        if tied {
+            places.join_last(vec![l]);
+        } else {
+            places.push(vec![l]);
+        }
+    }
+    if reversed {
+        places.places.reverse();
+    }
+    Ok(Some(places))
+}
+
+/// The ranking an answer states, by the first way of stating one that it uses.
+fn read_answer(answer: &str, labels: &[String]) -> Result<Option<Places>, Unparsed> {
+    let stated = |p: Option<Places>| p.filter(|p| !p.places.is_empty());
+    if let Some(p) = stated(under_header(answer, labels)?) {
+        return Ok(Some(p));
+    }
+    if let Some(p) = stated(from_json(answer, labels)?) {
+        return Ok(Some(p));
+    }
+    if let Some(p) = stated(from_table(answer, labels)?) {
+        return Ok(Some(p));
+    }
+    if let Some(p) = stated(from_chain_line(answer, labels)?) {
+        return Ok(Some(p));
+    }
+    if let Some(p) = stated(from_closing_list(answer, labels)?) {
+        return Ok(Some(p));
+    }
+    from_prose(answer, labels)
 }
 
 /// Reads an evaluator's ranking (see the module's documentation for what counts).
 pub fn read_ranking(text: &str, labels: &[String]) -> ReadRanking {
     let split = reading::split_reasoning(text);
     let answer = split.answer.as_ref();
-    let found = if split.unclosed {
-        Ok(None)
-    } else {
-        under_header(answer, labels).map(|p| {
-            p.filter(|p| !p.places.is_empty())
-                .or_else(|| from_json(answer, labels))
-                .or_else(|| from_table(answer, labels))
-                .or_else(|| from_chain_line(answer, labels))
-                .or_else(|| from_closing_list(answer, labels))
-        })
-    };
+    let found = if split.unclosed { Ok(None) } else { read_answer(answer, labels) };
     match found {
-        Ok(Some(p)) if !p.places.is_empty() => ReadRanking { places: p.places, unparsed: None },
-        Err(why) => ReadRanking { places: Vec::new(), unparsed: Some(why) },
-        _ => ReadRanking { places: Vec::new(), unparsed: Some(Unparsed::of(text)) },
+        Ok(Some(p)) if !p.places.is_empty() => {
+            ReadRanking { places: p.places, unparsed: None, read_from: Some(ReadFrom::Text) }
+        }
+        Err(why) => ReadRanking { places: Vec::new(), unparsed: Some(why), read_from: None },
+        _ => {
+            ReadRanking { places: Vec::new(), unparsed: Some(Unparsed::of(text)), read_from: None }
+        }
+    }
+}
+
+/// The reply schema of a ranking of `labels` (named `name`): its reasoning, then every label
+/// once, best first.
+pub fn ranking_schema(name: &str, labels: &[String]) -> Arc<ReplySchema> {
+    let n = labels.len();
+    ReplySchema::new(
+        name,
+        schema::reasoned([(
+            "ranking",
+            schema::described(
+                schema::distinct(schema::one_of(labels), n, n),
+                "every response label, each once, from best to worst",
+            ),
+        )]),
+    )
+}
+
+/// Reads a ranking reply: from its JSON when it fits `schema` (its labels in the order given,
+/// each a place of its own), else by its text ([`read_ranking`]).
+pub fn read_ranking_reply(text: &str, labels: &[String], schema: &ReplySchema) -> ReadRanking {
+    let from_json = schema.read(text).and_then(|v| {
+        let order: Vec<String> = serde_json::from_value(v.get("ranking")?.clone()).ok()?;
+        order.iter().all(|l| labels.contains(l)).then_some(order)
+    });
+    match from_json {
+        Some(order) => ReadRanking {
+            places: order.into_iter().map(|l| vec![l]).collect(),
+            unparsed: None,
+            read_from: Some(ReadFrom::Json),
+        },
+        None => read_ranking(text, labels),
     }
 }
 
@@ -546,4 +966,4 @@ pub fn aggregate(rankings: &[Vec<Vec<String>>], labels: &[String]) -> Vec<Standi
 
 #[cfg(test)]
 #[path = "ranking_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -115,6 +115,96 @@ pub fn with_reasoning(reasoning: &str, answer: &str) -> String {
     format!("<think>\n{}\n</think>\n\n{answer}", reasoning.trim())
 }
 
+/// A reply as a person, or a model it is quoted to, reads it: a structured reply (its answer
+/// is one JSON object) becomes a line per field in the object's order (`Reasoning: …`,
+/// `Ranking:` and its items numbered beneath), reasoning blocks left out; any other reply is
+/// its answer text as it stands.
+pub fn readable(text: &str) -> Cow<'_, str> {
+    let answer = answer_text(text);
+    let trimmed = answer.trim();
+    let body = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|b| b.trim_end().strip_suffix("```"))
+        .map_or(trimmed, str::trim);
+    if !body.starts_with('{') {
+        return answer;
+    }
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(body) else { return answer };
+    let mut out = String::new();
+    for (k, v) in &fields {
+        write_field(&mut out, &field_words(k), v, 0);
+    }
+    Cow::Owned(out.trim_end().to_string())
+}
+
+/// `final_ranking` / `finalRanking` as `Final ranking`.
+pub fn field_words(key: &str) -> String {
+    // A key that is already words (a rubric criterion: `Cost Efficiency`) stays as written.
+    if key.contains(' ') {
+        return key.to_string();
+    }
+    let mut words = String::new();
+    for (i, c) in key.chars().enumerate() {
+        if c == '_' || c == '-' {
+            words.push(' ');
+        } else if c.is_uppercase() && i > 0 {
+            words.push(' ');
+            words.extend(c.to_lowercase());
+        } else if i == 0 {
+            words.extend(c.to_uppercase());
+        } else {
+            words.push(c);
+        }
+    }
+    words
+}
+
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(if *b { "yes" } else { "no" }.to_string()),
+        Value::Null => Some("—".to_string()),
+        _ => None,
+    }
+}
+
+fn write_field(out: &mut String, name: &str, v: &Value, depth: usize) {
+    let pad = "  ".repeat(depth);
+    if let Some(s) = scalar(v) {
+        out.push_str(&format!(
+            "{pad}{name}: {s}
+"
+        ));
+        return;
+    }
+    out.push_str(&format!(
+        "{pad}{name}:
+"
+    ));
+    match v {
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                match scalar(item) {
+                    Some(s) => out.push_str(&format!(
+                        "{pad}{}. {s}
+",
+                        i + 1
+                    )),
+                    None => write_field(out, &format!("{}", i + 1), item, depth + 1),
+                }
+            }
+        }
+        Value::Object(o) => {
+            for (k, item) in o {
+                write_field(out, &field_words(k), item, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Why a reply gave no answer a parser could report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -444,6 +534,24 @@ mod tests {
             let split = split_reasoning(&text);
             prop_assert_eq!(split.answer.as_ref(), after.trim());
         }
+    }
+
+    #[test]
+    fn a_structured_reply_reads_as_fields_and_prose_as_it_is() {
+        let json = r#"<think>x</think>{"reasoning": "C explains why", "finalRanking": ["Response C", "Response A"], "score": 7, "ok": true}"#;
+        assert_eq!(
+            readable(json),
+            "Reasoning: C explains why\nFinal ranking:\n1. Response C\n2. Response A\nScore: 7\nOk: yes"
+        );
+        let nested = r#"```json
+{"claims": [{"claim_text": "Paris is in France", "type": "place"}]}
+```"#;
+        assert_eq!(
+            readable(nested),
+            "Claims:\n  1:\n    Claim text: Paris is in France\n    Type: place"
+        );
+        assert_eq!(readable("<think>a</think>Plain answer {not json}"), "Plain answer {not json}");
+        assert_eq!(readable("{broken"), "{broken");
     }
 
     #[test]

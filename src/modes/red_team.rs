@@ -9,7 +9,7 @@
 //! verdicts; what cannot be read is reported as such (`parseSuccess: false`,
 //! `severityDefaulted`, `verdictDefaulted`, `revisedContentFound: false`), never guessed.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use schemars::JsonSchema;
@@ -20,10 +20,11 @@ use super::common::{
     empty_is_failure, mark_from_rows, role_failed, title_prompt, Calls, Routed, SplitMix64,
     TitleTracker, TITLE_KEY,
 };
-use super::reading::answer_text;
+use super::reading::{answer_text, readable};
 use super::reading::{bare, re, unbold};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
+use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
     RunContext, StageRow, ValidRequest,
@@ -428,6 +429,223 @@ pub fn severity_counts<'a>(severities: impl Iterator<Item = &'a str>) -> Value {
     Value::Object(counts)
 }
 
+// ---- structured replies --------------------------------------------------------------------
+
+/// The attack's reply schema's name (the sim answers it by this name).
+pub const ATTACK_SCHEMA: &str = "red_team_attack";
+/// The defense's reply schema's name.
+pub const DEFENSE_SCHEMA: &str = "red_team_defense";
+/// The most findings an attack may list as JSON: a grammar-bound small model stops there
+/// instead of looping, and a real report rarely holds more.
+pub const MAX_JSON_FINDINGS: usize = 12;
+/// Bounds of the free-text fields (a small model looping inside a string still ends).
+const TITLE_CHARS: usize = 120;
+const LOCATION_CHARS: usize = 200;
+const PROSE_CHARS: usize = 800;
+const SUMMARY_CHARS: usize = 400;
+
+/// The verdicts a defense may give a finding.
+pub const VERDICTS: [&str; 2] = ["ACCEPT", "REBUT"];
+
+/// The attack as JSON: the reasoning, then every finding with its severity (one of the four
+/// levels) and fields, then the overall risk. An empty list states that nothing was found
+/// (the text's `FINDINGS: NONE`).
+pub fn attack_schema() -> Arc<ReplySchema> {
+    let finding = schema::object([
+        ("title", schema::described(schema::text(TITLE_CHARS), "a short name for the weakness")),
+        ("severity", schema::described(schema::one_of(&SEVERITIES), "how severe the weakness is")),
+        (
+            "location",
+            schema::described(schema::text(LOCATION_CHARS), "where it is (a section number)"),
+        ),
+        ("vulnerability", schema::described(schema::text(PROSE_CHARS), "what is wrong")),
+        (
+            "exploitScenario",
+            schema::described(schema::text(PROSE_CHARS), "how an attacker exploits it"),
+        ),
+    ]);
+    ReplySchema::new(
+        ATTACK_SCHEMA,
+        schema::reasoned([
+            (
+                "findings",
+                schema::described(
+                    schema::list(finding, 0, MAX_JSON_FINDINGS),
+                    "every weakness you found, most severe first; an empty list if you found none",
+                ),
+            ),
+            (
+                "overallRisk",
+                schema::described(schema::text(SUMMARY_CHARS), "the overall risk, in a sentence"),
+            ),
+        ]),
+    )
+}
+
+/// The longest revised content a defense's JSON may carry: room to grow the content it
+/// revises (twice its length, at least 4,000 characters), and still a bound.
+pub fn revised_max_chars(current_chars: usize) -> usize {
+    current_chars.saturating_mul(2).max(4_000)
+}
+
+/// The defense as JSON against `findings` findings, revising content of `current_chars`
+/// characters: the reasoning, one response per finding (its number 1..k, ACCEPT or REBUT, why,
+/// and the change), a summary, and the complete revised content. Without findings read one by
+/// one (the defender gets the raw report), there are no responses to give.
+pub fn defense_schema(findings: usize, current_chars: usize) -> Arc<ReplySchema> {
+    let mut fields = Vec::new();
+    if findings > 0 {
+        let response = schema::object([
+            (
+                "finding",
+                schema::described(
+                    schema::integer(1, findings as i64),
+                    "the number of the finding you answer",
+                ),
+            ),
+            (
+                "verdict",
+                schema::described(
+                    schema::one_of(&VERDICTS),
+                    "ACCEPT if the finding is valid and you fix it, REBUT if it is not",
+                ),
+            ),
+            ("reasoning", schema::described(schema::text(PROSE_CHARS), "why")),
+            (
+                "revision",
+                schema::described(
+                    schema::text(PROSE_CHARS),
+                    "the change you make, or an empty string for a rebuttal",
+                ),
+            ),
+        ]);
+        fields.push((
+            "responses",
+            schema::described(
+                schema::list(response, findings, findings),
+                "one response to every finding, in the order of the findings",
+            ),
+        ));
+    }
+    fields.push((
+        "summary",
+        schema::described(schema::text(SUMMARY_CHARS), "a short summary of your defense"),
+    ));
+    fields.push((
+        "revisedContent",
+        schema::described(
+            schema::text(revised_max_chars(current_chars)),
+            "the complete revised content, all of it, with the accepted fixes applied",
+        ),
+    ));
+    ReplySchema::new(DEFENSE_SCHEMA, schema::reasoned(fields))
+}
+
+/// A JSON string field, trimmed, when not empty.
+fn json_text(v: &Value, key: &str) -> Option<String> {
+    let t = v.get(key)?.as_str()?.trim();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+/// Reads an attack report: from its JSON when it fits `schema` (its findings in order,
+/// numbered 1..k; none listed is no flaws), else by its text ([`read_attack`]). Says where
+/// it was read from; None when nothing was read (`parseSuccess: false`).
+pub fn read_attack_reply(reply: &str, schema: &ReplySchema) -> (AttackReading, Option<ReadFrom>) {
+    let from_json = schema.read(reply).and_then(|v| {
+        let findings = v
+            .get("findings")?
+            .as_array()?
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let severity = f.get("severity")?.as_str()?;
+                let severity = SEVERITIES.into_iter().find(|s| *s == severity)?;
+                Some(Finding {
+                    number: i + 1,
+                    reported_number: i as u64 + 1,
+                    title: json_text(f, "title").unwrap_or_default(),
+                    severity: severity.to_string(),
+                    severity_defaulted: false,
+                    location: json_text(f, "location"),
+                    vulnerability: json_text(f, "vulnerability"),
+                    exploit_scenario: json_text(f, "exploitScenario"),
+                })
+            })
+            .collect::<Option<Vec<Finding>>>()?;
+        let no_flaws = findings.is_empty();
+        Some(AttackReading {
+            findings,
+            reported_summary: None,
+            overall_risk: json_text(&v, "overallRisk"),
+            no_flaws,
+            parse_success: true,
+        })
+    });
+    match from_json {
+        Some(r) => (r, Some(ReadFrom::Json)),
+        None => {
+            let r = read_attack(reply);
+            let from = r.parse_success.then_some(ReadFrom::Text);
+            (r, from)
+        }
+    }
+}
+
+/// A revision that says there is none (`N/A`, `none`, `-`, empty).
+fn no_revision(r: &str) -> bool {
+    matches!(r.to_lowercase().trim_end_matches('.'), "" | "n/a" | "na" | "none" | "-" | "—")
+}
+
+/// Reads a defense against `findings`: from its JSON when it fits `schema` (each finding
+/// answered by the first response naming its number, as in text; the revised content), else
+/// by its text ([`read_defense`]). Says where it was read from; None when it answered no
+/// finding and gave no revised content.
+pub fn read_defense_reply(
+    reply: &str,
+    findings: &[Finding],
+    schema: &ReplySchema,
+) -> (DefenseReading, Option<ReadFrom>) {
+    let from_json = schema.read(reply).map(|v| {
+        let given: Vec<&Value> =
+            v.get("responses").and_then(Value::as_array).into_iter().flatten().collect();
+        let responses = findings
+            .iter()
+            .map(|f| {
+                let base = Response {
+                    finding: f.number,
+                    title: f.title.clone(),
+                    severity: f.severity.clone(),
+                    verdict: "UNADDRESSED".into(),
+                    verdict_defaulted: false,
+                    reasoning: None,
+                    revision: None,
+                };
+                let answer = given.iter().find(|r| r["finding"].as_u64() == Some(f.number as u64));
+                let Some(a) = answer else { return base };
+                let verdict =
+                    a["verdict"].as_str().and_then(|v| VERDICTS.into_iter().find(|x| *x == v));
+                Response {
+                    verdict: verdict.unwrap_or("REBUT").into(),
+                    verdict_defaulted: verdict.is_none(),
+                    reasoning: json_text(a, "reasoning"),
+                    revision: json_text(a, "revision").filter(|r| !no_revision(r)),
+                    ..base
+                }
+            })
+            .collect();
+        DefenseReading { responses, revised_content: json_text(&v, "revisedContent") }
+    });
+    match from_json {
+        Some(r) => (r, Some(ReadFrom::Json)),
+        None => {
+            let r = read_defense(reply, findings);
+            let answered = r.responses.iter().any(|x| x.verdict != "UNADDRESSED");
+            let from = (answered || r.revised_content.is_some()).then_some(ReadFrom::Text);
+            (r, from)
+        }
+    }
+}
+
 /// The defender's answer to one finding.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -560,9 +778,7 @@ pub fn read_defense(reply: &str, findings: &[Finding]) -> DefenseReading {
             let Some(j) = m else { return base };
             let a = &answered[j];
             let verdict = a.get("verdict").as_deref().and_then(verdict_of);
-            let revision = a.get("revision").filter(|r| {
-                !matches!(r.to_lowercase().trim_end_matches('.'), "n/a" | "na" | "none" | "-" | "—")
-            });
+            let revision = a.get("revision").filter(|r| !no_revision(r));
             Response {
                 verdict: verdict.unwrap_or("REBUT").into(),
                 verdict_defaulted: verdict.is_none(),
@@ -686,6 +902,27 @@ fn previous_round_text(findings: &[Finding], responses: &[Response]) -> String {
 }
 
 pub fn attack_prompt(question: &str, round: u32, content: &str, previous: Option<&str>) -> String {
+    attack_prompt_as(question, round, content, previous, None)
+}
+
+/// The attack prompt asking for the spec's finding blocks, or, given the attack's schema, for
+/// its JSON (the same instructions otherwise).
+pub fn attack_prompt_as(
+    question: &str,
+    round: u32,
+    content: &str,
+    previous: Option<&str>,
+    schema: Option<&ReplySchema>,
+) -> String {
+    let format = match schema {
+        Some(s) => s.instruction(),
+        None => "Report each finding exactly so:\n\nFINDING <n>: <title>\n\
+                 Severity: CRITICAL|HIGH|MEDIUM|LOW\nLocation: <where>\n\
+                 Vulnerability: <what is wrong>\nExploit Scenario: <how it is exploited>\n\n\
+                 Then:\nSUMMARY:\nCritical: n, High: n, Medium: n, Low: n\n\
+                 Overall risk: <text>\n\nIf you find nothing, reply with the line FINDINGS: NONE"
+            .to_string(),
+    };
     let earlier = match previous {
         Some(p) => format!(
             "\n\nThis is round {round}. The previous round's findings and the defense:\n\n{p}\n\
@@ -696,27 +933,50 @@ pub fn attack_prompt(question: &str, round: u32, content: &str, previous: Option
     };
     format!(
         "{ATTACK_HEAD}\n\nRequest: {question}\n\nFind the weaknesses of the content below: flaws, \
-         vulnerabilities, wrong assumptions, missing cases.{earlier}\n\n{}\n\n\
-         Report each finding exactly so:\n\nFINDING <n>: <title>\nSeverity: CRITICAL|HIGH|MEDIUM|LOW\n\
-         Location: <where>\nVulnerability: <what is wrong>\nExploit Scenario: <how it is exploited>\n\n\
-         Then:\nSUMMARY:\nCritical: n, High: n, Medium: n, Low: n\nOverall risk: <text>\n\n\
-         If you find nothing, reply with the line FINDINGS: NONE",
+         vulnerabilities, wrong assumptions, missing cases.{earlier}\n\n{}\n\n{format}",
         enclosed(content)
     )
 }
 
 pub fn defend_prompt(question: &str, content: &str, findings: &[Finding], raw: &str) -> String {
-    let listed = if findings.is_empty() {
+    defend_prompt_as(question, content, findings, raw, None)
+}
+
+/// What the defend prompt lists: the findings one by one, else the raw report.
+fn listed_findings(findings: &[Finding], raw: &str) -> String {
+    if findings.is_empty() {
         format!("The attacker's report (its findings could not be read one by one):\n\n{raw}")
     } else {
         findings.iter().map(finding_text).collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// The defend prompt asking for the spec's response blocks and revised content, or, given
+/// the defense's schema, for its JSON (the same instructions otherwise).
+pub fn defend_prompt_as(
+    question: &str,
+    content: &str,
+    findings: &[Finding],
+    raw: &str,
+    schema: Option<&ReplySchema>,
+) -> String {
+    let listed = listed_findings(findings, raw);
+    let format = match schema {
+        Some(s) => format!(
+            "Answer every finding, then give the complete revised content (all of it, with the \
+             accepted fixes applied).\n\n{}",
+            s.instruction()
+        ),
+        None => "Answer every finding exactly so:\n\nRESPONSE TO FINDING <n>: <title>\n\
+                 Verdict: ACCEPT|REBUT\nReasoning: <why>\nRevision: <the change, or N/A for a \
+                 rebuttal>\n\nThen a line DEFENSE SUMMARY: with a short summary, and last a line \
+                 REVISED CONTENT: followed by the complete revised content (all of it, with the \
+                 accepted fixes applied)."
+            .to_string(),
     };
     format!(
         "{DEFEND_HEAD}\n\nRequest: {question}\n\nYour content:\n\n{}\n\nThe attacker's findings:\n\n\
-         {listed}\n\nAnswer every finding exactly so:\n\nRESPONSE TO FINDING <n>: <title>\n\
-         Verdict: ACCEPT|REBUT\nReasoning: <why>\nRevision: <the change, or N/A for a rebuttal>\n\n\
-         Then a line DEFENSE SUMMARY: with a short summary, and last a line REVISED CONTENT: \
-         followed by the complete revised content (all of it, with the accepted fixes applied).",
+         {listed}\n\n{format}",
         enclosed(content)
     )
 }
@@ -771,6 +1031,11 @@ pub struct RedTeam {
     rounds: Vec<Round>,
     stop_reason: Option<&'static str>,
     deadline_passed: bool,
+    /// The attack's reply schema (the same every round).
+    attack_schema: Arc<ReplySchema>,
+    /// The defense's reply schema of the round being defended (it counts that round's
+    /// findings).
+    defense_schema: Option<Arc<ReplySchema>>,
     title: TitleTracker,
     calls: Calls,
 }
@@ -800,6 +1065,8 @@ impl RedTeam {
             rounds: Vec::new(),
             stop_reason: None,
             deadline_passed: false,
+            attack_schema: attack_schema(),
+            defense_schema: None,
             title,
             calls: Calls::default(),
         })
@@ -852,42 +1119,51 @@ impl RedTeam {
             return self.synthesize();
         }
         let previous = self.rounds.last().map(|p| previous_round_text(&p.findings, &p.responses));
-        let prompt = attack_prompt(&self.ctx.question, r, &self.current, previous.as_deref());
+        let asking = Asking::new(self.attack_schema.clone(), |json| {
+            attack_prompt_as(&self.ctx.question, r, &self.current, previous.as_deref(), json)
+        });
         self.phase = Phase::Attacking(r);
-        let model = self.config.attacker_model.clone();
-        vec![
-            Effect::emit("attack_start", json!({ "round": r })),
-            Effect::Call(self.call(
+        let call = asking
+            .call(
+                &self.ctx,
                 format!("attack:{r}"),
-                &model,
-                prompt,
+                &self.config.attacker_model,
                 &format!("attack_round_{r}"),
                 "attacker",
-            )),
-        ]
+                self.config.timeout_ms,
+            )
+            .quoting([
+                ("the content".to_string(), self.current.clone()),
+                ("the previous round".to_string(), previous.unwrap_or_default()),
+            ]);
+        vec![Effect::emit("attack_start", json!({ "round": r })), Effect::Call(call)]
     }
 
     fn on_attack(&mut self, r: u32, reply: CallReply) -> Vec<Effect> {
         let failed = reply.result.is_err();
         let raw = reply.result.clone().unwrap_or_default();
-        let reading = if failed {
-            AttackReading {
+        let (reading, read_from) = if failed {
+            let nothing = AttackReading {
                 findings: vec![],
                 reported_summary: None,
                 overall_risk: None,
                 no_flaws: false,
                 parse_success: false,
-            }
+            };
+            (nothing, None)
         } else {
-            read_attack(&raw)
+            read_attack_reply(&raw, &self.attack_schema)
         };
-        let data = json!({
+        let mut data = json!({
             "model": reply.model, "findings": reading.findings,
             "severityCounts": severity_counts(reading.findings.iter().map(|f| f.severity.as_str())),
             "reportedSummary": reading.reported_summary, "overallRisk": reading.overall_risk,
             "noFlaws": reading.no_flaws, "parseSuccess": reading.parse_success, "failed": failed,
             "responseTimeMs": reply.response_time_ms,
         });
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
+        }
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: format!("attack_round_{r}"),
@@ -922,18 +1198,31 @@ impl RedTeam {
             out.extend(self.synthesize());
             return out;
         }
-        let prompt =
-            defend_prompt(&self.ctx.question, &self.current, &reading.findings, &answer_text(&raw));
+        // The raw report goes to the defender only when its findings were not read one by
+        // one; a JSON reply reads as fields.
+        let report = readable(&raw).into_owned();
+        let schema = defense_schema(reading.findings.len(), self.current.chars().count());
+        let asking = Asking::new(schema, |json| {
+            defend_prompt_as(&self.ctx.question, &self.current, &reading.findings, &report, json)
+        });
         self.phase = Phase::Defending(r);
-        let model = self.config.generator_model.clone();
+        let raw_quoted = if reading.findings.is_empty() { report.clone() } else { String::new() };
+        let call = asking
+            .call(
+                &self.ctx,
+                format!("defend:{r}"),
+                &self.config.generator_model,
+                &format!("defend_round_{r}"),
+                "generator",
+                self.config.timeout_ms,
+            )
+            .quoting([
+                ("the content".to_string(), self.current.clone()),
+                ("the attacker's report".to_string(), raw_quoted),
+            ]);
+        self.defense_schema = Some(asking.schema);
         out.push(Effect::emit("defend_start", json!({ "round": r })));
-        out.push(Effect::Call(self.call(
-            format!("defend:{r}"),
-            &model,
-            prompt,
-            &format!("defend_round_{r}"),
-            "generator",
-        )));
+        out.push(Effect::Call(call));
         out
     }
 
@@ -941,16 +1230,20 @@ impl RedTeam {
         let findings = self.rounds.last().map(|x| x.findings.clone()).unwrap_or_default();
         let failed = reply.result.is_err();
         let raw = reply.result.clone().unwrap_or_default();
-        let reading = if failed {
-            DefenseReading { responses: unaddressed(&findings), revised_content: None }
+        let schema = self
+            .defense_schema
+            .take()
+            .unwrap_or_else(|| defense_schema(findings.len(), self.current.chars().count()));
+        let (reading, read_from) = if failed {
+            (DefenseReading { responses: unaddressed(&findings), revised_content: None }, None)
         } else {
-            read_defense(&raw, &findings)
+            read_defense_reply(&raw, &findings, &schema)
         };
         let found = reading.revised_content.is_some();
         if let Some(revised) = &reading.revised_content {
             self.current = revised.clone();
         }
-        let data = defense_data(
+        let mut data = defense_data(
             &reply.model,
             &reading.responses,
             &self.current,
@@ -958,6 +1251,9 @@ impl RedTeam {
             failed,
             reply.response_time_ms,
         );
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
+        }
         let mut parsed = data.clone();
         if let Some(o) = parsed.as_object_mut() {
             o.remove("revisedContent");
@@ -1001,13 +1297,19 @@ impl RedTeam {
             if history.is_empty() { "(no rounds)" } else { &history },
             &audit,
         );
-        let spec = self.call(
-            "synthesis".into(),
-            &self.config.synthesizer_model.clone(),
-            prompt,
-            "synthesis",
-            "synthesizer",
-        );
+        let spec = self
+            .call(
+                "synthesis".into(),
+                &self.config.synthesizer_model.clone(),
+                prompt,
+                "synthesis",
+                "synthesizer",
+            )
+            .quoting([
+                ("the structured original".to_string(), self.structured.clone()),
+                ("the final revision".to_string(), self.current.clone()),
+                ("the rounds' findings and responses".to_string(), history),
+            ]);
         let backup = self.config.chairman_fallback_model.clone();
         vec![
             Effect::emit("synthesize_start", json!({})),
@@ -1119,13 +1421,10 @@ impl Mode for RedTeam {
         ];
         let prompt = generate_prompt(&self.ctx.question, &self.material);
         let model = self.config.generator_model.clone();
-        out.push(Effect::Call(self.call(
-            "generate".into(),
-            &model,
-            prompt,
-            "generate",
-            "generator",
-        )));
+        let spec = self
+            .call("generate".into(), &model, prompt, "generate", "generator")
+            .quoting([("the material".to_string(), self.material.text.clone())]);
+        out.push(Effect::Call(spec));
         out.extend(self.title.call(
             &model,
             title_prompt(&self.ctx.question),
@@ -1191,9 +1490,13 @@ pub fn load_result(rows: &[StageRow]) -> Value {
             let mut data = d.parsed_data.clone().unwrap_or(json!({}));
             let responses: Vec<Response> =
                 serde_json::from_value(data["responses"].clone()).unwrap_or_default();
-            // The revised text is the reply's own (read again), else the content carried forward.
+            // The revised text is the reply's own (read again, by the schema it was read by),
+            // else the content carried forward.
             if data["revisedContentFound"] == true {
-                if let Some(t) = read_defense(&d.content, &round.findings).revised_content {
+                let schema = defense_schema(round.findings.len(), current.chars().count());
+                if let Some(t) =
+                    read_defense_reply(&d.content, &round.findings, &schema).0.revised_content
+                {
                     current = t;
                 }
             }
@@ -1282,8 +1585,109 @@ const SIM_FLAWS: [(&str, &str, &str, &str); 6] = [
     ),
 ];
 
+/// `text` cut to the `maxLength` of `field` in an object schema (the sim's JSON always fits).
+fn fit(schema: &ReplySchema, field: &str, text: &str) -> String {
+    let max = schema.schema["properties"][field]["maxLength"].as_u64().unwrap_or(u64::MAX);
+    text.chars().take(max.min(usize::MAX as u64) as usize).collect()
+}
+
+/// The sim attacker's findings as JSON: the same draws as its text report.
+fn sim_attack_json(ask: &SimAsk, schema: &ReplySchema) -> String {
+    let mut rng = SplitMix64::new(ask.seed);
+    let later = ask.prompt.contains("This is round ");
+    let n = if later { rng.below(3) } else { 1 + rng.below(3) };
+    let mut picks: Vec<usize> = (0..SIM_FLAWS.len()).collect();
+    if n > 0 {
+        rng.shuffle(&mut picks);
+    }
+    let findings: Vec<Value> = picks
+        .iter()
+        .take(n)
+        .map(|&k| {
+            let (title, severity, vuln, exploit) = SIM_FLAWS[k];
+            json!({ "title": title, "severity": severity,
+                    "location": format!("Section {}", 1 + rng.below(2)),
+                    "vulnerability": format!("The {vuln}."),
+                    "exploitScenario": format!("An attacker could {exploit}.") })
+        })
+        .collect();
+    let critical = findings.iter().any(|f| f["severity"] == "CRITICAL");
+    let reasoning = format!(
+        "{}[simulated attack from {}] Each section was read for untrusted input, secrets and \
+         missing limits.",
+        ask.hostile_paragraph(),
+        ask.model
+    );
+    json!({
+        "reasoning": fit(schema, schema::REASONING, &reasoning),
+        "findings": findings,
+        "overallRisk": match (n, critical) {
+            (0, _) => "Low: nothing found",
+            (_, true) => "High, fix before release",
+            _ => "Moderate",
+        },
+    })
+    .to_string()
+}
+
+/// The sim defender's answer as JSON: each finding the prompt lists accepted (two times in
+/// three) or rebutted, and the content it carries with the accepted fixes noted.
+fn sim_defense_json(ask: &SimAsk, schema: &ReplySchema) -> String {
+    let mut rng = SplitMix64::new(ask.seed);
+    let p = ask.prompt;
+    let titles: Vec<(u64, String)> = p.lines().filter_map(|l| finding_heading(bare(l))).collect();
+    let k = schema.schema["properties"]["responses"]["maxItems"].as_u64().unwrap_or(0);
+    let mut fixes = Vec::new();
+    let responses: Vec<Value> = (1..=k)
+        .map(|n| {
+            let title = titles
+                .iter()
+                .find(|(m, _)| *m == n)
+                .map_or_else(|| format!("finding {n}"), |(_, t)| t.clone());
+            if rng.below(3) > 0 {
+                let revision = format!("Guard against: {title}.");
+                fixes.push(title);
+                json!({ "finding": n, "verdict": "ACCEPT", "reasoning": "The finding is valid.",
+                        "revision": revision })
+            } else {
+                json!({ "finding": n, "verdict": "REBUT",
+                        "reasoning": "The section already handles this case.", "revision": "" })
+            }
+        })
+        .collect();
+    let mut revised = carried(p).to_string();
+    for f in &fixes {
+        revised.push_str(&format!("\n- Hardening: {f} addressed."));
+    }
+    let reasoning = format!(
+        "{}[simulated defense from {}] Each finding was weighed against the content.",
+        ask.hostile_paragraph(),
+        ask.model
+    );
+    // The schema's fields in order; responses only where the schema asks for them.
+    let mut reply = serde_json::Map::new();
+    reply.insert(schema::REASONING.into(), json!(fit(schema, schema::REASONING, &reasoning)));
+    if schema.schema["properties"].get("responses").is_some() {
+        reply.insert("responses".into(), json!(responses));
+    }
+    reply.insert("summary".into(), json!(format!("Accepted {} of {k} findings.", fixes.len())));
+    reply.insert("revisedContent".into(), json!(fit(schema, "revisedContent", revised.trim())));
+    Value::Object(reply).to_string()
+}
+
 fn sim_answer(ask: &SimAsk) -> Option<String> {
     let p = ask.prompt;
+    // Asked for a schema: this mode's own in JSON; another mode's is not ours to answer.
+    match ask.schema {
+        Some(s) if s.name == ATTACK_SCHEMA && p.starts_with(ATTACK_HEAD) => {
+            return Some(sim_attack_json(ask, s))
+        }
+        Some(s) if s.name == DEFENSE_SCHEMA && p.starts_with(DEFEND_HEAD) => {
+            return Some(sim_defense_json(ask, s))
+        }
+        Some(_) => return None,
+        None => {}
+    }
     let mut rng = SplitMix64::new(ask.seed);
     let who = ask.model;
     if p.starts_with(GENERATE_HEAD) {

@@ -488,6 +488,7 @@ fn the_sim_answers_every_step_in_format_and_sometimes_out_of_it() {
                     seed: seed * 31 + c.key.len() as u64,
                     malformed,
                     hostile: false,
+                    schema: None,
                 })
             });
             assert!(finished(&all).is_some(), "the run completes");
@@ -512,6 +513,7 @@ fn the_sim_answers_every_step_in_format_and_sometimes_out_of_it() {
         seed: 1,
         malformed: false,
         hostile: false,
+        schema: None,
     };
     assert_eq!(sim_answer(&other), None);
 }
@@ -530,4 +532,443 @@ fn thousands_of_findings_and_responses_are_read_in_one_pass() {
         .collect();
     let d = read_defense(&defense, &findings);
     assert!(d.responses.iter().all(|r| r.verdict == "ACCEPT"), "matched by title");
+}
+
+// ---- structured replies --------------------------------------------------------------------
+
+/// A run whose generator and attacker are asked for JSON (their routes take structured
+/// output).
+fn structured_mode(rounds: u32) -> RedTeam {
+    let mut c = ctx("Review the login handler", vec![], true);
+    c.structured = crate::modes::Structured::models(["gen", "att"]);
+    RedTeam::new(&config(rounds), c).unwrap()
+}
+
+fn json_finding(title: &str, severity: &str) -> Value {
+    json!({ "title": title, "severity": severity, "location": "Section 1",
+            "vulnerability": "The query is built with format!.", "exploitScenario": "Send a quote." })
+}
+
+fn json_attack(findings: Vec<Value>) -> String {
+    json!({ "reasoning": "read every section", "findings": findings, "overallRisk": "High" })
+        .to_string()
+}
+
+fn json_defense(responses: Vec<Value>, revised: &str) -> String {
+    json!({ "reasoning": "weighed each", "responses": responses, "summary": "done",
+            "revisedContent": revised })
+    .to_string()
+}
+
+fn json_response(finding: u64, verdict: &str, revision: &str) -> Value {
+    json!({ "finding": finding, "verdict": verdict, "reasoning": "because", "revision": revision })
+}
+
+#[test]
+fn the_schemas_take_what_the_readers_take_and_refuse_the_rest() {
+    let a = attack_schema();
+    assert_eq!(a.name, ATTACK_SCHEMA);
+    let keys: Vec<&String> = a.schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["reasoning", "findings", "overallRisk"], "the reasoning comes first");
+    let item = &a.schema["properties"]["findings"]["items"];
+    assert_eq!(item["properties"]["severity"]["enum"], json!(SEVERITIES));
+    let ok = |f: Vec<Value>| serde_json::from_str::<Value>(&json_attack(f)).unwrap();
+    assert!(a.validate(&ok(vec![json_finding("SQL injection", "CRITICAL")])).is_ok());
+    assert!(a.validate(&ok(vec![])).is_ok(), "nothing found is a stated empty list");
+    for bad in [
+        ok(vec![json_finding("x", "SEVERE")]),
+        ok(vec![json_finding("x", "critical")]),
+        ok(vec![json_finding(&"t".repeat(TITLE_CHARS + 1), "LOW")]),
+        ok((0..=MAX_JSON_FINDINGS).map(|_| json_finding("x", "LOW")).collect()),
+        json!({ "reasoning": "", "findings": [] }),
+    ] {
+        assert!(a.validate(&bad).is_err(), "{bad}");
+    }
+
+    let d = defense_schema(2, 100);
+    assert_eq!(d.name, DEFENSE_SCHEMA);
+    let keys: Vec<&String> = d.schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["reasoning", "responses", "summary", "revisedContent"]);
+    let parse = |t: String| serde_json::from_str::<Value>(&t).unwrap();
+    let two = vec![json_response(1, "ACCEPT", "fix"), json_response(2, "REBUT", "")];
+    assert!(d.validate(&parse(json_defense(two.clone(), "fn login() {}"))).is_ok());
+    for bad in [
+        // A finding that is not in the round, a verdict that is not one of the two, one
+        // response for two findings, a revised content past its bound.
+        json_defense(vec![json_response(1, "ACCEPT", ""), json_response(3, "REBUT", "")], "x"),
+        json_defense(vec![json_response(0, "ACCEPT", ""), json_response(1, "REBUT", "")], "x"),
+        json_defense(vec![json_response(1, "MAYBE", ""), json_response(2, "REBUT", "")], "x"),
+        json_defense(vec![json_response(1, "ACCEPT", "")], "x"),
+        json_defense(two, &"c".repeat(revised_max_chars(100) + 1)),
+    ] {
+        assert!(d.validate(&parse(bad.clone())).is_err(), "{bad}");
+    }
+    // Findings not read one by one: nothing to respond to, the revised content still asked.
+    let none = defense_schema(0, 100);
+    assert!(none.schema["properties"].get("responses").is_none());
+    assert!(none
+        .validate(&json!({ "reasoning": "", "summary": "", "revisedContent": "all of it" }))
+        .is_ok());
+    assert_eq!(revised_max_chars(10), 4_000);
+    assert_eq!(revised_max_chars(30_000), 60_000);
+}
+
+#[test]
+fn an_attack_is_read_from_json_when_it_fits_else_from_text() {
+    let s = attack_schema();
+    let (a, from) = read_attack_reply(
+        &json_attack(vec![
+            json_finding(" SQL injection ", "CRITICAL"),
+            json_finding("Logs", "LOW"),
+        ]),
+        &s,
+    );
+    assert_eq!(from, Some(ReadFrom::Json));
+    assert!(a.parse_success && !a.no_flaws);
+    let f = &a.findings[0];
+    assert_eq!((f.number, f.reported_number, f.title.as_str()), (1, 1, "SQL injection"));
+    assert_eq!((f.severity.as_str(), f.severity_defaulted), ("CRITICAL", false));
+    assert_eq!(f.exploit_scenario.as_deref(), Some("Send a quote."));
+    assert_eq!((a.findings[1].number, a.findings[1].severity.as_str()), (2, "LOW"));
+    assert_eq!(a.overall_risk.as_deref(), Some("High"));
+    // An empty list states that nothing was found.
+    let (a, from) = read_attack_reply(&json_attack(vec![]), &s);
+    assert!(a.no_flaws && a.parse_success && from == Some(ReadFrom::Json));
+    // A severity outside the four is refused, and the text states nothing: unparsed.
+    let (a, from) = read_attack_reply(&json_attack(vec![json_finding("x", "SEVERE")]), &s);
+    assert!(!a.parse_success && a.findings.is_empty() && from.is_none());
+    // The text format, from a model that ignored the schema.
+    let (a, from) = read_attack_reply(ATTACK, &s);
+    assert_eq!((a.findings.len(), from), (2, Some(ReadFrom::Text)));
+    let (a, from) = read_attack_reply("FINDINGS: NONE", &s);
+    assert!(a.no_flaws && from == Some(ReadFrom::Text));
+    // Unfinished JSON states nothing.
+    let cut = &json_attack(vec![json_finding("x", "LOW")])[..40];
+    assert_eq!(read_attack_reply(cut, &s).1, None);
+}
+
+#[test]
+fn a_defense_is_read_from_json_when_it_fits_else_from_text() {
+    let findings = read_attack(ATTACK).findings;
+    let s = defense_schema(findings.len(), 20);
+    let (d, from) = read_defense_reply(
+        &json_defense(
+            vec![
+                json_response(2, "REBUT", "N/A"),
+                json_response(1, "ACCEPT", " Use a statement. "),
+            ],
+            " fn login() { prepared() } ",
+        ),
+        &findings,
+        &s,
+    );
+    assert_eq!(from, Some(ReadFrom::Json));
+    let r: Vec<(usize, &str, Option<&str>)> = d
+        .responses
+        .iter()
+        .map(|r| (r.finding, r.verdict.as_str(), r.revision.as_deref()))
+        .collect();
+    assert_eq!(r, [(1, "ACCEPT", Some("Use a statement.")), (2, "REBUT", None)]);
+    assert_eq!(d.responses[0].title, "SQL injection");
+    assert!(d.responses.iter().all(|r| !r.verdict_defaulted));
+    assert_eq!(d.revised_content.as_deref(), Some("fn login() { prepared() }"));
+    // A finding answered twice: the first response counts (as in text); the other finding
+    // is unaddressed. An empty revised content carries the content forward.
+    let (d, from) = read_defense_reply(
+        &json_defense(vec![json_response(1, "REBUT", ""), json_response(1, "ACCEPT", "x")], " "),
+        &findings,
+        &s,
+    );
+    assert_eq!(from, Some(ReadFrom::Json));
+    let v: Vec<&str> = d.responses.iter().map(|r| r.verdict.as_str()).collect();
+    assert_eq!(v, ["REBUT", "UNADDRESSED"]);
+    assert_eq!(d.revised_content, None);
+    // A finding outside the round is refused, and the text states nothing: unparsed.
+    let (d, from) = read_defense_reply(
+        &json_defense(vec![json_response(1, "ACCEPT", ""), json_response(3, "REBUT", "")], "x"),
+        &findings,
+        &s,
+    );
+    assert!(from.is_none() && d.revised_content.is_none());
+    assert!(d.responses.iter().all(|r| r.verdict == "UNADDRESSED"));
+    // The text format, from a model that ignored the schema.
+    let (d, from) = read_defense_reply(DEFENSE, &findings, &s);
+    assert_eq!((d.responses[0].verdict.as_str(), from), ("ACCEPT", Some(ReadFrom::Text)));
+    assert_eq!(read_defense_reply("I think it holds up.", &findings, &s).1, None);
+}
+
+/// Text for a sampled string field: `words`, with the field's name so fields differ.
+fn words_for(words: String) -> impl Fn(&str) -> String {
+    move |field: &str| format!("{words} {field}")
+}
+
+fn trimmed(v: &Value) -> Option<String> {
+    let t = v.as_str()?.trim();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+proptest! {
+    /// Whatever attack the schema allows is read as given, finding by finding.
+    #[test]
+    fn any_attack_the_schema_allows_is_read_whole(seed in any::<u64>(), words in "\\PC{0,40}") {
+        let s = attack_schema();
+        // The sampler lists the fewest findings allowed (none): ask for some too.
+        let mut some = s.schema.clone();
+        some["properties"]["findings"]["minItems"] = json!(1 + seed % 4);
+        for shape in [&s.schema, &some] {
+            let v = schema::sample(shape, &mut SplitMix64::new(seed), &words_for(words.clone()));
+            prop_assert!(s.validate(&v).is_ok());
+            let (a, from) = read_attack_reply(&v.to_string(), &s);
+            prop_assert_eq!(from, Some(ReadFrom::Json));
+            let given = v["findings"].as_array().unwrap();
+            prop_assert_eq!(a.findings.len(), given.len());
+            prop_assert_eq!(a.no_flaws, given.is_empty());
+            for (f, g) in a.findings.iter().zip(given) {
+                prop_assert_eq!(Some(f.title.clone()).filter(|t| !t.is_empty()), trimmed(&g["title"]));
+                prop_assert_eq!(Some(f.severity.as_str()), g["severity"].as_str());
+                prop_assert_eq!(&f.location, &trimmed(&g["location"]));
+                prop_assert_eq!(&f.vulnerability, &trimmed(&g["vulnerability"]));
+                prop_assert_eq!(&f.exploit_scenario, &trimmed(&g["exploitScenario"]));
+            }
+            prop_assert_eq!(a.overall_risk, trimmed(&v["overallRisk"]));
+        }
+    }
+
+    /// Whatever defense the schema allows is read as given: each finding's first response.
+    #[test]
+    fn any_defense_the_schema_allows_is_read_whole(seed in any::<u64>(), k in 0usize..5, words in "\\PC{0,40}") {
+        let attack: String = (1..=k).map(|i| format!("FINDING {i}: t{i}\nSeverity: LOW\n")).collect();
+        let findings = read_attack(&attack).findings;
+        let s = defense_schema(k, 50);
+        let v = schema::sample(&s.schema, &mut SplitMix64::new(seed), &words_for(words));
+        let (d, from) = read_defense_reply(&v.to_string(), &findings, &s);
+        prop_assert_eq!(from, Some(ReadFrom::Json));
+        let given: Vec<&Value> = v["responses"].as_array().into_iter().flatten().collect();
+        prop_assert_eq!(d.responses.len(), k);
+        for r in &d.responses {
+            match given.iter().find(|g| g["finding"] == json!(r.finding)) {
+                Some(g) => {
+                    prop_assert_eq!(Some(r.verdict.as_str()), g["verdict"].as_str());
+                    prop_assert_eq!(&r.reasoning, &trimmed(&g["reasoning"]));
+                    let revision = trimmed(&g["revision"]).filter(|t| !no_revision(t));
+                    prop_assert_eq!(&r.revision, &revision);
+                }
+                None => prop_assert_eq!(r.verdict.as_str(), "UNADDRESSED"),
+            }
+        }
+        prop_assert_eq!(d.revised_content, trimmed(&v["revisedContent"]));
+    }
+}
+
+#[test]
+fn the_json_prompts_keep_the_instructions_and_swap_the_format() {
+    let a = attack_schema();
+    let previous = "FINDING 1: x\nSeverity: LOW\nDefense verdict: REBUT\n";
+    let (json, text) = (
+        attack_prompt_as("q", 2, "fn login() {}", Some(previous), Some(&a)),
+        attack_prompt("q", 2, "fn login() {}", Some(previous)),
+    );
+    for kept in [
+        ATTACK_HEAD,
+        "Find the weaknesses of the content below",
+        "This is round 2.",
+        "Look for NEW weaknesses",
+        "=== CONTENT ===\nfn login() {}\n=== END CONTENT ===",
+    ] {
+        assert!(json.contains(kept) && text.contains(kept), "{kept}");
+    }
+    assert!(json.contains("Reply with a single JSON object"));
+    assert!(!json.contains("FINDING <n>") && !json.contains("FINDINGS: NONE"));
+    assert!(json.find("\"reasoning\"").unwrap() < json.find("\"findings\"").unwrap());
+    assert!(json.contains("an empty list if you found none"));
+    assert!(text.ends_with(
+        "Report each finding exactly so:\n\nFINDING <n>: <title>\nSeverity: CRITICAL|HIGH|MEDIUM|LOW\n\
+         Location: <where>\nVulnerability: <what is wrong>\nExploit Scenario: <how it is exploited>\n\n\
+         Then:\nSUMMARY:\nCritical: n, High: n, Medium: n, Low: n\nOverall risk: <text>\n\n\
+         If you find nothing, reply with the line FINDINGS: NONE"
+    ));
+    assert!(!text.contains("JSON"));
+
+    let findings = read_attack(ATTACK).findings;
+    let d = defense_schema(findings.len(), 13);
+    let (json, text) = (
+        defend_prompt_as("q", "fn login() {}", &findings, "raw", Some(&d)),
+        defend_prompt("q", "fn login() {}", &findings, "raw"),
+    );
+    for kept in
+        [DEFEND_HEAD, "FINDING 1: SQL injection\nSeverity: CRITICAL", "FINDING 2: Plain-text"]
+    {
+        assert!(json.contains(kept) && text.contains(kept), "{kept}");
+    }
+    assert!(json.contains("complete revised content") && json.contains("Reply with a single JSON"));
+    assert!(!json.contains("RESPONSE TO FINDING") && !json.contains("REVISED CONTENT:"));
+    assert!(json.contains("a whole number from 1 to 2"), "the round's findings by number");
+    assert!(json.find("\"reasoning\"").unwrap() < json.find("\"responses\"").unwrap());
+    assert!(text.ends_with(
+        "Answer every finding exactly so:\n\nRESPONSE TO FINDING <n>: <title>\n\
+         Verdict: ACCEPT|REBUT\nReasoning: <why>\nRevision: <the change, or N/A for a rebuttal>\n\n\
+         Then a line DEFENSE SUMMARY: with a short summary, and last a line REVISED CONTENT: \
+         followed by the complete revised content (all of it, with the accepted fixes applied)."
+    ));
+}
+
+#[test]
+fn a_run_asks_for_json_where_the_route_takes_it_and_says_how_each_reply_was_read() {
+    let mut m = structured_mode(2);
+    let all = drive(&mut m, |c| {
+        Some(match c.stage.as_str() {
+            "generate" => "## 1. Login\nfn login() {}".into(),
+            "attack_round_1" => json_attack(vec![
+                json_finding("SQL injection", "CRITICAL"),
+                json_finding("Plain-text passwords", "HIGH"),
+            ]),
+            "defend_round_1" => json_defense(
+                vec![
+                    json_response(1, "ACCEPT", "prepared statements"),
+                    json_response(2, "REBUT", ""),
+                ],
+                "## 1. Login\nfn login() { prepared() }",
+            ),
+            // The second round's attacker ignores the schema; its defender states nothing.
+            "attack_round_2" => ATTACK.into(),
+            "defend_round_2" => "It all holds up.".into(),
+            _ => SYNTHESIS.into(),
+        })
+    });
+    assert_eq!(finished(&all).as_deref(), Some(SYNTHESIS));
+    let calls = crate::modes::testkit::calls(&all);
+    let schema_of = |key: &str| {
+        calls.iter().find(|c| c.key == key).unwrap().schema.as_ref().map(|s| s.name.clone())
+    };
+    assert_eq!(schema_of("attack:1").as_deref(), Some(ATTACK_SCHEMA));
+    assert_eq!(schema_of("defend:1").as_deref(), Some(DEFENSE_SCHEMA));
+    assert_eq!((schema_of("generate"), schema_of("synthesis")), (None, None), "text people read");
+    let attack2 = calls.iter().find(|c| c.key == "attack:2").unwrap();
+    let prompt = &attack2.messages[0].content;
+    assert!(prompt.contains("Reply with a single JSON object"));
+    assert!(prompt.contains("fn login() { prepared() }"), "the JSON's revised content is attacked");
+    assert!(attack2.material.iter().any(|m| m.text == "## 1. Login\nfn login() { prepared() }"));
+    // The defense's schema counts the round's findings.
+    let defend1 = calls.iter().find(|c| c.key == "defend:1").unwrap();
+    assert_eq!(defend1.schema.as_ref().unwrap().schema["properties"]["responses"]["maxItems"], 2);
+
+    let attacks: Vec<Value> = all
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { event, data } if event == "attack_complete" => Some(data.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(attacks[0]["data"]["readFrom"], "json");
+    assert_eq!(attacks[0]["data"]["severityCounts"]["CRITICAL"], 1);
+    assert_eq!(attacks[1]["data"]["readFrom"], "text");
+    let defenses: Vec<Value> = all
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { event, data } if event == "defend_complete" => Some(data.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(defenses[0]["data"]["readFrom"], "json");
+    assert_eq!(
+        (defenses[0]["data"]["accepted"].as_u64(), defenses[0]["data"]["rebutted"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(defenses[1]["data"].get("readFrom").is_none(), "nothing read: unparsed");
+    assert_eq!(defenses[1]["data"]["unaddressed"], 2);
+    // The rows say it, once per reply, and the result rebuilt from them is what went out
+    // (the JSON's revised content read again by the schema it was read by).
+    let stored = rows(&all);
+    let read: Vec<(&str, &Value)> = stored
+        .iter()
+        .filter_map(|r| Some((r.stage_type.as_str(), r.parsed_data.as_ref()?.get("readFrom")?)))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            ("attack_round_1", &json!("json")),
+            ("defend_round_1", &json!("json")),
+            ("attack_round_2", &json!("text")),
+        ]
+    );
+    assert_reloads(&all);
+    let r = load_result(&stored);
+    assert_eq!(
+        r["rounds"][0]["defense"]["revisedContent"],
+        "## 1. Login\nfn login() { prepared() }"
+    );
+}
+
+#[test]
+fn a_report_the_defender_gets_raw_reads_as_fields() {
+    // JSON that does not fit (a severity outside the four) and that the text reader cannot
+    // read: the defender gets the raw report, read as fields, not as JSON.
+    let mut m = structured_mode(1);
+    let all = drive(&mut m, |c| {
+        Some(match c.stage.as_str() {
+            "attack_round_1" => json_attack(vec![json_finding("SQL injection", "SEVERE")]),
+            s if s.starts_with("defend") => {
+                json!({ "reasoning": "", "summary": "", "revisedContent": "fixed" }).to_string()
+            }
+            _ => scripted(c)?,
+        })
+    });
+    let defend =
+        crate::modes::testkit::calls(&all).into_iter().find(|c| c.key == "defend:1").unwrap();
+    let prompt = &defend.messages[0].content;
+    assert!(prompt.contains("Severity: SEVERE") && !prompt.contains("\"severity\""), "{prompt}");
+    assert!(defend.schema.as_ref().unwrap().schema["properties"].get("responses").is_none());
+    let d = emitted(&all, "defend_complete").unwrap();
+    assert_eq!(
+        (&d["data"]["readFrom"], &d["data"]["revisedContent"]),
+        (&json!("json"), &json!("fixed"))
+    );
+    assert_reloads(&all);
+}
+
+#[test]
+fn the_sim_answers_its_schemas_in_json_and_no_other() {
+    for seed in 0..8u64 {
+        let mut m = structured_mode(3);
+        let all = drive(&mut m, |c| {
+            sim_answer(&SimAsk {
+                model: &c.model,
+                prompt: &c.messages[0].content,
+                messages: &c.messages,
+                seed: seed * 31 + c.key.len() as u64,
+                malformed: false,
+                hostile: seed % 2 == 1,
+                schema: c.schema.as_deref().filter(|_| c.model != "syn"),
+            })
+        });
+        assert!(finished(&all).is_some(), "the run completes");
+        for e in &all {
+            if let Effect::Emit { event, data } = e {
+                if event == "attack_complete" || event == "defend_complete" {
+                    assert_eq!(data["data"]["readFrom"], "json", "{data}");
+                }
+                if event == "defend_complete" {
+                    assert_eq!(data["data"]["revisedContentFound"], true);
+                    assert_eq!(data["data"]["unaddressed"], 0);
+                    assert!(data["data"]["revisedContent"]
+                        .as_str()
+                        .unwrap()
+                        .contains("## 1. Material"));
+                }
+            }
+        }
+        assert_reloads(&all);
+    }
+    let other = ReplySchema::new("council_ranking", schema::reasoned([]));
+    let prompt = attack_prompt("q", 1, "x", None);
+    let ask = SimAsk {
+        model: "sim/beta",
+        prompt: &prompt,
+        messages: &[],
+        seed: 1,
+        malformed: false,
+        hostile: false,
+        schema: Some(&other),
+    };
+    assert_eq!(sim_answer(&ask), None);
 }

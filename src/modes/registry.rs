@@ -95,7 +95,7 @@ pub struct ModeSpec {
     pub example: fn() -> Value,
     /// How the offline sim models answer this mode's prompts (in its format, and now and then
     /// in a messy one), or None: the sim's general answers (the first six modes' sim answers
-    /// live in `providers/sim_text.rs`).
+    /// live in `modes/sim_text.rs`).
     pub sim: Option<SimFn>,
 }
 
@@ -115,6 +115,10 @@ pub struct SimAsk<'a> {
     /// A `sim/xss…` model: put [`SimAsk::hostile_paragraph`] in the prose (never in the labels,
     /// numbers or markers the parsers read), so the page is shown to keep it inert.
     pub hostile: bool,
+    /// The reply schema the call asks for, when its route takes structured output: answer
+    /// with JSON that fits it (a schema of this mode is known by its name), or None to let
+    /// the sim fill it in from the schema alone.
+    pub schema: Option<&'a super::ReplySchema>,
 }
 
 impl SimAsk<'_> {
@@ -122,7 +126,7 @@ impl SimAsk<'_> {
     /// `sim/xss…` model; else nothing.
     pub fn hostile_paragraph(&self) -> String {
         if self.hostile {
-            format!("{}\n\n", crate::providers::sim_text::XSS_PAYLOAD)
+            format!("{}\n\n", crate::modes::sim_text::XSS_PAYLOAD)
         } else {
             String::new()
         }

@@ -10,7 +10,7 @@
 //! what cannot be read is `null` (and `parseSuccess: false` when no rating could be read), and
 //! the report still goes to the synthesizer as it was written.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use schemars::JsonSchema;
@@ -21,10 +21,11 @@ use super::common::{
     empty_is_failure, mark_from_rows, role_failed, title_prompt, Calls, Routed, SplitMix64,
     TitleTracker, CALL_FAILED, TITLE_KEY,
 };
-use super::reading::answer_text;
 use super::reading::re;
+use super::reading::{answer_text, readable};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_SHORT_CHARS};
+use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
     RunContext, StageRow, ValidRequest,
@@ -876,6 +877,9 @@ pub struct ReportReading {
     pub top_recommendations: Vec<String>,
     /// At least one rating was read.
     pub parse_success: bool,
+    /// Where the report was read from (its JSON or its text), when a rating was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
 }
 
 /// Reads a specialist's report (its answer part: a reasoning trace is never read).
@@ -883,18 +887,129 @@ pub fn read_report(reply: &str, criteria: &[String]) -> ReportReading {
     let text = answer_text(reply);
     let s = sections(&text, &REPORT_SECTIONS);
     let criteria_scores = read_scores(&text, criteria);
-    let scores: Vec<f64> = criteria_scores.iter().filter_map(|c| c.score).map(f64::from).collect();
-    let average_score = (!scores.is_empty())
-        .then(|| (scores.iter().sum::<f64>() / scores.len() as f64 * 10.0).round() / 10.0);
+    let average_score = average(&criteria_scores);
     let key_findings = s[0].as_deref().map(list_items).unwrap_or_default();
     let mut top_recommendations = s[2].as_deref().map(list_items).unwrap_or_default();
     top_recommendations.truncate(3);
+    let parse_success = average_score.is_some();
     ReportReading {
-        parse_success: !scores.is_empty(),
+        parse_success,
         criteria_scores,
         average_score,
         key_findings,
         top_recommendations,
+        read_from: parse_success.then_some(ReadFrom::Text),
+    }
+}
+
+/// The mean of the ratings read, to one decimal; None when none was.
+fn average(scores: &[CriterionScore]) -> Option<f64> {
+    let read: Vec<f64> = scores.iter().filter_map(|c| c.score).map(f64::from).collect();
+    (!read.is_empty()).then(|| (read.iter().sum::<f64>() / read.len() as f64 * 10.0).round() / 10.0)
+}
+
+// ---- structured replies --------------------------------------------------------------------
+
+/// The report's reply schema's name (the sim answers it by this name).
+pub const REPORT_SCHEMA: &str = "specialist_panel_report";
+/// Bounds of the report's free-text fields (a small model looping inside a string still ends):
+/// a rating's notes are a sentence, a finding or a recommendation a few.
+const NOTES_CHARS: usize = 200;
+const ITEM_CHARS: usize = 300;
+const ANALYSIS_CHARS: usize = 3_500;
+
+/// A specialist's report as JSON: the reasoning, 3-8 key findings, one 1-5 rating per
+/// criterion of the role (each criterion by its name, as the table names it), three
+/// recommendations and the detailed analysis, in the order of the text format's sections.
+pub fn report_schema(criteria: &[String]) -> Arc<ReplySchema> {
+    let rating = schema::object([
+        (
+            "rating",
+            schema::described(
+                schema::integer(1, 5),
+                "5 = strong, no concern; 1 = a serious weakness",
+            ),
+        ),
+        ("notes", schema::described(schema::text(NOTES_CHARS), "why, in a sentence")),
+    ]);
+    ReplySchema::new(
+        REPORT_SCHEMA,
+        schema::reasoned([
+            (
+                "keyFindings",
+                schema::described(
+                    schema::list(schema::text(ITEM_CHARS), 3, 8),
+                    "3 to 8 findings, most important first",
+                ),
+            ),
+            (
+                "ratings",
+                schema::described(
+                    schema::keyed(criteria, rating),
+                    "every criterion listed above by its name, in that order, with its rating",
+                ),
+            ),
+            (
+                "topRecommendations",
+                schema::described(
+                    schema::list(schema::text(ITEM_CHARS), 3, 3),
+                    "three recommendations, most important first",
+                ),
+            ),
+            (
+                "detailedAnalysis",
+                schema::described(
+                    schema::text(ANALYSIS_CHARS),
+                    "200 to 500 words from your perspective",
+                ),
+            ),
+        ]),
+    )
+}
+
+/// The non-empty strings of a JSON list, trimmed.
+fn json_items(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Reads a specialist's report: from its JSON when it fits `schema` (every criterion rated
+/// under its own name, once), else by its text ([`read_report`]).
+pub fn read_report_reply(reply: &str, criteria: &[String], schema: &ReplySchema) -> ReportReading {
+    let Some(v) = schema.read(reply) else { return read_report(reply, criteria) };
+    let criteria_scores: Vec<CriterionScore> = criteria
+        .iter()
+        .map(|c| {
+            let given = v["ratings"].get(c.as_str());
+            let score = given
+                .and_then(|r| r["rating"].as_u64())
+                .filter(|n| (1..=5).contains(n))
+                .map(|n| n as u8);
+            let notes = given
+                .and_then(|r| r["notes"].as_str())
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string);
+            CriterionScore { criterion: c.clone(), score, notes }
+        })
+        .collect();
+    let average_score = average(&criteria_scores);
+    let parse_success = average_score.is_some();
+    let mut top_recommendations = json_items(&v["topRecommendations"]);
+    top_recommendations.truncate(3);
+    ReportReading {
+        parse_success,
+        average_score,
+        key_findings: json_items(&v["keyFindings"]),
+        top_recommendations,
+        criteria_scores,
+        read_from: parse_success.then_some(ReadFrom::Json),
     }
 }
 
@@ -1005,28 +1120,43 @@ pub const REPORT_START: &str = "=== REPORT:";
 pub const REPORT_END: &str = "=== END REPORT ===";
 
 pub fn specialist_system(s: &SpecialistConfig) -> String {
+    specialist_system_as(s, None)
+}
+
+/// The specialist's system message asking for the four sections, or, given its report's
+/// schema, for its JSON (the role, priorities and criteria stated the same).
+pub fn specialist_system_as(s: &SpecialistConfig, schema: Option<&ReplySchema>) -> String {
     let priorities: Vec<String> =
         s.priorities.iter().enumerate().map(|(i, p)| format!("{}. {p}", i + 1)).collect();
     let criteria: Vec<String> = s.criteria.iter().map(|c| format!("- {c}")).collect();
-    let rows: Vec<String> = s.criteria.iter().map(|c| format!("| {c} | <1-5> | <why> |")).collect();
+    let format = match schema {
+        Some(schema) => schema.instruction(),
+        None => {
+            let rows: Vec<String> =
+                s.criteria.iter().map(|c| format!("| {c} | <1-5> | <why> |")).collect();
+            format!(
+                "Reply in exactly these four sections:\n\n\
+                 ### Key Findings\n3 to 8 numbered findings, most important first.\n\n\
+                 ### Risk Assessment\nA markdown table with the columns Criterion, Rating (1-5) \
+                 and Notes, one row per criterion above, named exactly as written:\n\
+                 | Criterion | Rating (1-5) | Notes |\n|---|---|---|\n{rows}\n\n\
+                 ### Top 3 Recommendations\nThree numbered recommendations, most important \
+                 first.\n\n### Detailed Analysis\n200 to 500 words from your perspective.",
+                rows = rows.join("\n"),
+            )
+        }
+    };
     format!(
         "You are the {title} {SPECIALIST_HEAD}. Each specialist analyses the same material \
          through a different expert lens; the others cover their own fields, so stay within \
          yours.\n\nYour expertise: {expertise}.\nYour lens: {lens}\n\nYour priorities, in \
          order:\n{priorities}\n\n{CRITERIA_LEAD} (5 = strong, no concern; 1 = a serious \
-         weakness):\n{criteria}\n\nReply in exactly these four sections:\n\n\
-         ### Key Findings\n3 to 8 numbered findings, most important first.\n\n\
-         ### Risk Assessment\nA markdown table with the columns Criterion, Rating (1-5) and \
-         Notes, one row per criterion above, named exactly as written:\n\
-         | Criterion | Rating (1-5) | Notes |\n|---|---|---|\n{rows}\n\n\
-         ### Top 3 Recommendations\nThree numbered recommendations, most important first.\n\n\
-         ### Detailed Analysis\n200 to 500 words from your perspective.",
+         weakness):\n{criteria}\n\n{format}",
         title = s.title,
         expertise = s.expertise_areas.trim_end_matches('.'),
         lens = s.description,
         priorities = priorities.join("\n"),
         criteria = criteria.join("\n"),
-        rows = rows.join("\n"),
     )
 }
 
@@ -1112,6 +1242,9 @@ pub struct SpecialistReport {
     pub key_findings: Vec<String>,
     pub top_recommendations: Vec<String>,
     pub parse_success: bool,
+    /// Where the ratings were read from (the report's JSON or its text), when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
     pub response_time_ms: i64,
 }
 
@@ -1143,6 +1276,8 @@ pub struct SpecialistPanel {
     ctx: RunContext,
     material: Material,
     outcomes: Vec<Option<Outcome>>,
+    /// Each specialist's report schema (its role's criteria), by specialist.
+    schemas: Vec<Arc<ReplySchema>>,
     phase: Phase,
     title: TitleTracker,
     calls: Calls,
@@ -1180,11 +1315,13 @@ impl SpecialistPanel {
         let material = material(config.content.as_deref(), &ctx.question);
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         let n = config.specialists.len();
+        let schemas = config.specialists.iter().map(|s| report_schema(&s.criteria)).collect();
         Ok(SpecialistPanel {
             config,
             ctx,
             material,
             outcomes: vec![None; n],
+            schemas,
             phase: Phase::Analysing,
             title,
             calls: Calls::default(),
@@ -1217,7 +1354,7 @@ impl SpecialistPanel {
         let outcome = match &reply.result {
             Ok(text) => {
                 let report = answer_text(text).trim().to_string();
-                let reading = read_report(&report, &s.criteria);
+                let reading = read_report_reply(&report, &s.criteria, &self.schemas[i]);
                 let r = SpecialistReport {
                     index: i,
                     role_key: s.role_key.clone(),
@@ -1229,6 +1366,7 @@ impl SpecialistPanel {
                     key_findings: reading.key_findings,
                     top_recommendations: reading.top_recommendations,
                     parse_success: reading.parse_success,
+                    read_from: reading.read_from,
                     response_time_ms: reply.response_time_ms as i64,
                 };
                 let mut parsed = json!(r);
@@ -1278,15 +1416,26 @@ impl SpecialistPanel {
             )));
             return out;
         }
+        // A JSON report reads as its fields.
+        let texts: Vec<String> = reports.iter().map(|r| readable(&r.report).into_owned()).collect();
         let reports_in: Vec<ReportIn> = reports
             .iter()
-            .map(|r| ReportIn { title: &r.role_title, model: &r.model, report: &r.report })
+            .zip(&texts)
+            .map(|(r, text)| ReportIn { title: &r.role_title, model: &r.model, report: text })
             .collect();
         let missing: Vec<ReportIn> = failures
             .iter()
             .map(|f| ReportIn { title: &f.role_title, model: &f.model, report: "" })
             .collect();
         let prompt = synthesis_prompt(&self.ctx.question, &self.material, &reports_in, &missing);
+        let material = std::iter::once(("the material".to_string(), self.material.text.clone()))
+            .chain(
+                reports
+                    .iter()
+                    .zip(&texts)
+                    .map(|(r, text)| (format!("the {}'s report", r.role_title), text.clone())),
+            )
+            .collect::<Vec<_>>();
         let spec = CallSpec::new(
             SYNTHESIS_KEY,
             &self.config.synthesizer_model,
@@ -1294,7 +1443,8 @@ impl SpecialistPanel {
             SYNTHESIS_KEY,
             "synthesizer",
             self.config.timeout_ms,
-        );
+        )
+        .quoting(material);
         self.phase = Phase::Synthesizing;
         let backup = self.config.chairman_fallback_model.clone();
         out.push(Effect::emit("synthesis_start", json!({})));
@@ -1359,14 +1509,22 @@ impl Mode for SpecialistPanel {
         ];
         let user = specialist_user(&self.ctx.question, &self.material);
         for (i, s) in self.config.specialists.iter().enumerate() {
-            out.push(Effect::Call(CallSpec::new(
+            // The system message states the reply's format: the sections, or the report's
+            // JSON for a model whose route takes structured output.
+            let schema = &self.schemas[i];
+            let (text, json) = (specialist_system(s), specialist_system_as(s, Some(schema)));
+            let system = self.ctx.structured.pick(&s.model, &text, &json);
+            let call = CallSpec::new(
                 format!("specialist:{i}"),
                 &s.model,
-                vec![ChatMessage::system(specialist_system(s)), ChatMessage::user(user.clone())],
+                vec![ChatMessage::system(system.as_str()), ChatMessage::user(user.clone())],
                 &format!("{SPECIALIST_PREFIX}{}", s.role_key),
                 "specialist",
                 self.config.timeout_ms,
-            )));
+            )
+            .with_schema(schema)
+            .quoting([("the material".to_string(), self.material.text.clone())]);
+            out.push(Effect::Call(call));
         }
         let model = self.config.synthesizer_model.clone();
         out.extend(self.title.call(
@@ -1590,7 +1748,68 @@ fn sim_synthesis(ask: &SimAsk) -> String {
     )
 }
 
+/// The sim specialist's report as JSON that fits `schema`: the same draws as its text report,
+/// each criterion the schema names rated once.
+fn sim_report_json(ask: &SimAsk, system: &str, schema: &ReplySchema) -> String {
+    let mut rng = SplitMix64::new(ask.seed ^ super::common::seed_from_run_id(system));
+    let who = ask.model;
+    let title = asked_title(system);
+    let criteria = schema::keys_of(&schema.schema["properties"]["ratings"]);
+    let scores: Vec<usize> = criteria.iter().map(|_| 1 + rng.below(5)).collect();
+    let weakest = scores
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, s)| **s)
+        .and_then(|(i, _)| criteria.get(i))
+        .cloned()
+        .unwrap_or_else(|| "the main criterion".into());
+    let ratings: serde_json::Map<String, Value> = criteria
+        .iter()
+        .zip(&scores)
+        .map(|(c, s)| (c.clone(), json!({ "rating": s, "notes": SIM_NOTES[s - 1] })))
+        .collect();
+    let analysis: String = format!(
+        "{}Seen as a {title}, the material is a reasonable start. (This text is simulated: no \
+         real model was asked.) The ratings follow the criteria in order; {weakest} needs the \
+         most work.",
+        ask.hostile_paragraph()
+    )
+    .chars()
+    .take(ANALYSIS_CHARS)
+    .collect();
+    let clip = |t: String| -> String { t.chars().take(ITEM_CHARS).collect() };
+    json!({
+        "reasoning": format!("[simulated report from {who} as {title}] Each criterion was weighed in turn.")
+            .chars().take(schema::REASONING_MAX_CHARS).collect::<String>(),
+        "keyFindings": [
+            clip(format!("{weakest} is the weakest point from a {title}'s view.")),
+            "The material states its goal clearly, but not how success is measured.",
+            "Two assumptions are left unchecked and should be tested early.",
+        ],
+        "ratings": ratings,
+        "topRecommendations": [
+            clip(format!("Address {weakest} before anything else.")),
+            "Write down the assumptions and test the riskiest one first.",
+            "Review the plan again once the first milestone is reached.",
+        ],
+        "detailedAnalysis": analysis,
+    })
+    .to_string()
+}
+
 fn sim_answer(ask: &SimAsk) -> Option<String> {
+    // Asked for a schema: this mode's report in JSON; another mode's is not ours to answer.
+    match ask.schema {
+        Some(s) if s.name == REPORT_SCHEMA => {
+            let system = ask.messages.iter().find(|m| m.role == "system")?;
+            if !system.content.contains(SPECIALIST_HEAD) {
+                return None;
+            }
+            return Some(sim_report_json(ask, &system.content, s));
+        }
+        Some(_) => return None,
+        None => {}
+    }
     if ask.prompt.starts_with(SYNTHESIS_HEAD) {
         return Some(sim_synthesis(ask));
     }

@@ -211,6 +211,35 @@ mod tests {
         }
     }
 
+    fn verdict(w: &str) -> Option<u8> {
+        ["approve", "revise", "reject"]
+            .iter()
+            .position(|v| w.eq_ignore_ascii_case(v))
+            .map(|i| i as u8)
+    }
+
+    proptest::proptest! {
+        /// Issue 33 point 11: where a reply states no labelled value (a template's
+        /// alternatives, a label followed by prose, a draft inside `<think>`, refusals), none
+        /// is read, whatever choice words it mentions.
+        #[test]
+        fn text_that_states_no_value_reads_as_none(
+            text in crate::modes::ranking::tests::unstated(),
+            mention in proptest::sample::select(vec![
+                "", "Verdict: approve or reject, I cannot tell.", "My verdict: revise?",
+                "No verdict: REJECT would be unfair.", "Verdict: [approve/revise/reject]",
+                "Verdict: I would approve if the errors were fixed.",
+            ]),
+        ) {
+            let text = format!("{text}\n{mention}");
+            let answer = crate::modes::reading::answer_text(&text);
+            static LABELS: std::sync::OnceLock<Labels> = std::sync::OnceLock::new();
+            let labels = LABELS.get_or_init(|| Labels::new(r"verdict|vote|final\s+answer"));
+            let read = last_stated(&answer, labels, verdict).map(|s| s.value);
+            proptest::prop_assert_eq!(read, None, "{}", text);
+        }
+    }
+
     #[test]
     fn the_end_is_just_after_the_word() {
         let labels = Labels::new("answer");

@@ -16,6 +16,7 @@ pub fn ctx(question: &str, history: Vec<ChatMessage>, new_conversation: bool) ->
         history,
         new_conversation,
         seed: seed_from_run_id("run-1"),
+        structured: Default::default(),
     }
 }
 

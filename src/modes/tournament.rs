@@ -7,7 +7,7 @@
 //! seeds and the run id, so a resumed run draws them the same. Each match is stored the moment
 //! it is decided, so a cancelled or interrupted run keeps every finished match.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use schemars::JsonSchema;
@@ -20,6 +20,7 @@ use super::common::{
 use super::reading::answer_text;
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
+use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
     StageRow, ValidRequest,
@@ -212,21 +213,58 @@ fn material(question: &str, a: &str, b: &str) -> String {
 }
 
 pub fn judge_prompt(question: &str, a: &str, b: &str) -> String {
+    judge_prompt_as(question, a, b, None)
+}
+
+/// The judge's prompt ending in the spec's `REASONING:`/`WINNER:` lines, or, given the
+/// judgement's schema, in its JSON (the same instructions otherwise).
+pub fn judge_prompt_as(question: &str, a: &str, b: &str, schema: Option<&ReplySchema>) -> String {
+    let format = match schema {
+        Some(s) => format!("Explain your decision in 2-3 sentences.\n\n{}", s.instruction()),
+        None => "Explain your decision in 2-3 sentences, then end your reply with exactly these \
+                 two lines:\nREASONING: <your reasoning>\nWINNER: Response A  (or: WINNER: \
+                 Response B)"
+            .to_string(),
+    };
     format!(
         "{JUDGE_HEAD} Two anonymous responses to the same question follow; decide which one is \
-         better.\n\n{}\n\nWeigh accuracy, completeness, clarity and practical value. Explain \
-         your decision in 2-3 sentences, then end your reply with exactly these two lines:\n\
-         REASONING: <your reasoning>\nWINNER: Response A  (or: WINNER: Response B)",
+         better.\n\n{}\n\nWeigh accuracy, completeness, clarity and practical value. {format}",
         material(question, a, b)
     )
 }
 
 pub fn strict_prompt(question: &str, a: &str, b: &str) -> String {
+    strict_prompt_as(question, a, b, None)
+}
+
+/// The strict re-ask demanding the two lines, or, given the judgement's schema, its JSON.
+pub fn strict_prompt_as(question: &str, a: &str, b: &str, schema: Option<&ReplySchema>) -> String {
+    let format = match schema {
+        Some(s) => s.instruction(),
+        None => "Reply with exactly two lines and nothing else:\nREASONING: <one sentence>\n\
+                 WINNER: Response A or WINNER: Response B"
+            .to_string(),
+    };
     format!(
-        "{JUDGE_HEAD} {STRICT_HEAD} Read the two responses again.\n\n{}\n\nReply with exactly \
-         two lines and nothing else:\nREASONING: <one sentence>\nWINNER: Response A or WINNER: \
-         Response B",
+        "{JUDGE_HEAD} {STRICT_HEAD} Read the two responses again.\n\n{}\n\n{format}",
         material(question, a, b)
+    )
+}
+
+/// The name of the judgement's reply schema (the sim answers it by this name).
+pub const JUDGEMENT_SCHEMA: &str = "tournament_judgement";
+
+/// The judge's reply as JSON: its reasoning, then the side it picks (only the two labels).
+pub fn judgement_schema() -> Arc<ReplySchema> {
+    ReplySchema::new(
+        JUDGEMENT_SCHEMA,
+        schema::reasoned([(
+            "winner",
+            schema::described(
+                schema::one_of(&[Side::A.label(), Side::B.label()]),
+                "the better of the two responses",
+            ),
+        )]),
     )
 }
 
@@ -330,6 +368,29 @@ pub fn parse_verdict(reply: &str) -> Verdict {
     Verdict { winner, reasoning }
 }
 
+/// Reads a judge's reply: from its JSON when it fits `schema` (the side it picks, its
+/// reasoning), else by its text ([`parse_verdict`]). Says where the side was read from; None
+/// when no side was read.
+pub fn read_verdict_reply(reply: &str, schema: &ReplySchema) -> (Verdict, Option<ReadFrom>) {
+    let from_json = schema.read(reply).and_then(|v| {
+        let winner = match v.get("winner")?.as_str()? {
+            w if w == Side::A.label() => Side::A,
+            w if w == Side::B.label() => Side::B,
+            _ => return None,
+        };
+        let reasoning = v.get(schema::REASONING)?.as_str()?.trim().to_string();
+        Some(Verdict { winner: Some(winner), reasoning })
+    });
+    match from_json {
+        Some(v) => (v, Some(ReadFrom::Json)),
+        None => {
+            let v = parse_verdict(reply);
+            let from = v.winner.map(|_| ReadFrom::Text);
+            (v, from)
+        }
+    }
+}
+
 fn find_last_ci(hay: &str, needle: &str) -> Option<usize> {
     let lower = hay.to_ascii_lowercase();
     lower.rfind(&needle.to_ascii_lowercase())
@@ -393,6 +454,8 @@ pub struct Tournament {
     /// Decided by a failed judge call, in the current round.
     call_failures: usize,
     ended: bool,
+    /// The judgement's reply schema (one for every match and re-ask of the run).
+    judgement: Arc<ReplySchema>,
     title: TitleTracker,
     calls: Calls,
 }
@@ -424,6 +487,7 @@ impl Tournament {
             decided: Vec::new(),
             call_failures: 0,
             ended: false,
+            judgement: judgement_schema(),
             title,
             calls: Calls::default(),
         })
@@ -545,22 +609,31 @@ impl Tournament {
     fn judge_call(&self, m: &Live, strict: bool) -> Effect {
         let a = &self.contestant(m.shown_a).response;
         let b = &self.contestant(m.shown_b).response;
-        let (prompt, key) = if strict {
-            (
-                strict_prompt(&self.ctx.question, a, b),
-                format!("r{}m{}:retry", self.round, m.match_index),
-            )
+        let q = &self.ctx.question;
+        let asking = Asking::new(self.judgement.clone(), |json| {
+            if strict {
+                strict_prompt_as(q, a, b, json)
+            } else {
+                judge_prompt_as(q, a, b, json)
+            }
+        });
+        let key = if strict {
+            format!("r{}m{}:retry", self.round, m.match_index)
         } else {
-            (judge_prompt(&self.ctx.question, a, b), format!("r{}m{}", self.round, m.match_index))
+            format!("r{}m{}", self.round, m.match_index)
         };
-        Effect::Call(CallSpec::new(
+        let call = asking.call(
+            &self.ctx,
             key,
             &self.config.judge_model,
-            vec![ChatMessage::user(prompt)],
             &format!("round_{}", self.round),
             "judge",
             self.config.timeout_ms,
-        ))
+        );
+        Effect::Call(call.quoting([
+            (Side::A.label().to_string(), a.clone()),
+            (Side::B.label().to_string(), b.clone()),
+        ]))
     }
 
     fn on_judge(&mut self, idx: usize, strict: bool, reply: CallReply) -> Vec<Effect> {
@@ -570,6 +643,7 @@ impl Tournament {
         }
         let better = m.shown_a.min(m.shown_b);
         let ms = reply.response_time_ms as i64;
+        let mut read_from = None;
         let (winner, reasoning, decided_by, content) = match &reply.result {
             Err(e) => {
                 self.call_failures += 1;
@@ -581,9 +655,10 @@ impl Tournament {
                 )
             }
             Ok(text) => {
-                let v = parse_verdict(text);
+                let (v, from) = read_verdict_reply(text, &self.judgement);
                 match (v.winner, strict) {
                     (Some(side), _) => {
+                        read_from = from;
                         let seed = if side == Side::A { m.shown_a } else { m.shown_b };
                         (
                             seed,
@@ -612,12 +687,17 @@ impl Tournament {
         self.live[idx].done = true;
         let loser = if winner == m.shown_a { m.shown_b } else { m.shown_a };
         let label = if winner == m.shown_a { "Response A" } else { "Response B" };
-        let data = json!({
+        let mut data = json!({
             "shownAsA": m.shown_a, "shownAsB": m.shown_b, "winnerLabel": label,
             "winnerSeed": winner, "winnerModel": self.contestant(winner).model,
             "loserSeed": loser, "loserModel": self.contestant(loser).model,
             "reasoning": reasoning, "decidedBy": decided_by, "responseTimeMs": ms,
         });
+        // Only a judge's reply that stated a side was read (a coin flip or a failed call
+        // decided the others).
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
+        }
         let mut parsed = data.clone();
         parsed["round"] = json!(self.round);
         parsed["matchIndex"] = json!(m.match_index);
@@ -865,6 +945,25 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
     let mut rng = SplitMix64::new(ask.seed);
     let side = if rng.below(2) == 0 { "A" } else { "B" };
     let other = if side == "A" { "B" } else { "A" };
+    match ask.schema {
+        // Asked for the judgement's JSON: the same verdict, as JSON that fits.
+        Some(s) if s.name == JUDGEMENT_SCHEMA => {
+            let reasoning: String = format!(
+                "{}Response {side} is more accurate, more complete and more useful in practice \
+                 than Response {other}. [simulated judgement by {}]",
+                ask.hostile_paragraph(),
+                ask.model
+            )
+            .chars()
+            .take(schema::REASONING_MAX_CHARS)
+            .collect();
+            return Some(
+                json!({ "reasoning": reasoning, "winner": format!("Response {side}") }).to_string(),
+            );
+        }
+        Some(_) => return None,
+        None => {}
+    }
     if p.contains(STRICT_HEAD) {
         return Some(format!(
             "REASONING: {}Response {side} is the more complete and practical of the two.\nWINNER: Response {side}",

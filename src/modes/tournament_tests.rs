@@ -436,6 +436,7 @@ fn sim_answers_are_read_by_the_parser() {
             seed,
             malformed: false,
             hostile: true,
+            schema: None,
         };
         let text = sim_answer(&ask).unwrap();
         assert!(winner(&text).is_some(), "{text}");
@@ -447,6 +448,7 @@ fn sim_answers_are_read_by_the_parser() {
             seed,
             malformed: true,
             hostile: false,
+            schema: None,
         };
         assert!(winner(&sim_answer(&ask).unwrap()).is_some());
     }
@@ -457,6 +459,245 @@ fn sim_answers_are_read_by_the_parser() {
         seed: 1,
         malformed: false,
         hostile: false,
+        schema: None,
     };
     assert!(sim_answer(&ask).is_none());
+}
+
+// ---- structured replies --------------------------------------------------------------------
+
+/// A tournament whose judge is asked for JSON (its route takes structured output).
+fn structured(n: usize) -> Tournament {
+    let models: Vec<String> = (1..=n).map(|i| format!("m{i}")).collect();
+    let cfg = json!({ "contestantModels": models, "judgeModel": "judge", "timeoutMs": 120000 });
+    let mut c = ctx("Best way to learn Rust?", vec![], true);
+    c.structured = crate::modes::Structured::models(["judge"]);
+    Tournament::new(&cfg, c).unwrap()
+}
+
+fn judgement(reasoning: &str, winner: &str) -> String {
+    json!({ "reasoning": reasoning, "winner": winner }).to_string()
+}
+
+/// The side a fair judge picks (the lower model number), as `fair_judge` reads the prompt.
+fn fair_side(c: &CallSpec) -> &'static str {
+    let p = &c.messages[0].content;
+    let num = |label: &str| -> usize {
+        let s = p.split(&format!("=== {label} ===\nanswer from m")).nth(1).unwrap();
+        s.split('\n').next().unwrap().parse().unwrap()
+    };
+    if num("Response A") < num("Response B") {
+        "Response A"
+    } else {
+        "Response B"
+    }
+}
+
+#[test]
+fn the_judgement_schema_takes_the_two_labels_and_opens_with_the_reasoning() {
+    let s = judgement_schema();
+    assert_eq!(s.name, JUDGEMENT_SCHEMA);
+    let keys: Vec<&String> = s.schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["reasoning", "winner"], "the reasoning comes first");
+    assert_eq!(s.schema["properties"]["winner"]["enum"], json!(["Response A", "Response B"]));
+    // What the reader takes from JSON fits; a side outside the two, another spelling, a
+    // missing or foreign field, an unbounded reasoning do not.
+    for side in ["Response A", "Response B"] {
+        assert!(s.validate(&json!({ "reasoning": "why", "winner": side })).is_ok());
+    }
+    let long = "x".repeat(schema::REASONING_MAX_CHARS + 1);
+    for bad in [
+        json!({ "reasoning": "", "winner": "Response C" }),
+        json!({ "reasoning": "", "winner": "B" }),
+        json!({ "reasoning": "", "winner": "response a" }),
+        json!({ "reasoning": "" }),
+        json!({ "winner": "Response A" }),
+        json!({ "reasoning": "", "winner": "Response A", "confidence": 1 }),
+        json!({ "reasoning": long, "winner": "Response A" }),
+    ] {
+        assert!(s.validate(&bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_judgement_is_read_from_json_when_it_fits_else_from_text() {
+    let s = judgement_schema();
+    let read = |t: &str| {
+        let (v, from) = read_verdict_reply(t, &s);
+        (v.winner, v.reasoning, from)
+    };
+    assert_eq!(
+        read(&judgement(" B is concrete. ", "Response B")),
+        (Some(Side::B), "B is concrete.".to_string(), Some(ReadFrom::Json))
+    );
+    // Fenced, after a closed reasoning block.
+    let fenced =
+        format!("<think>A or B?</think>```json\n{}\n```", judgement("A holds", "Response A"));
+    assert_eq!(read(&fenced), (Some(Side::A), "A holds".to_string(), Some(ReadFrom::Json)));
+    // A side outside the two is refused, and the text states none either: unparsed.
+    assert_eq!(read(&judgement("C wins", "Response C")).0, None);
+    assert_eq!(read(&judgement("C wins", "Response C")).2, None);
+    // JSON that does not fit (a bare letter) with a WINNER line after it: the text reader
+    // reads the line.
+    let mixed = format!("{}\nWINNER: Response B", json!({ "reasoning": "", "winner": "A" }));
+    assert_eq!((read(&mixed).0, read(&mixed).2), (Some(Side::B), Some(ReadFrom::Text)));
+    // A model that ignored the schema and wrote the text format.
+    let text = "A is fine.\n\nREASONING: A is complete.\nWINNER: Response A";
+    assert_eq!(read(text), (Some(Side::A), "A is complete.".to_string(), Some(ReadFrom::Text)));
+    // An unfinished JSON reply, or one only inside an unclosed reasoning block: nothing.
+    for nothing in [
+        r#"{"reasoning": "B is better", "winner": "Resp"#,
+        "<think>{\"reasoning\": \"\", \"winner\": \"Response A\"}",
+        "Both have merits.",
+    ] {
+        assert_eq!((read(nothing).0, read(nothing).2), (None, None), "{nothing}");
+    }
+}
+
+proptest! {
+    /// Whatever JSON the schema allows is read as given: the side and the reasoning.
+    #[test]
+    fn any_judgement_the_schema_allows_is_read_whole(seed in any::<u64>(), words in "\\PC{0,80}") {
+        let s = judgement_schema();
+        let mut rng = SplitMix64::new(seed);
+        let v = schema::sample(&s.schema, &mut rng, &|_| words.clone());
+        let (verdict, from) = read_verdict_reply(&v.to_string(), &s);
+        prop_assert_eq!(from, Some(ReadFrom::Json));
+        prop_assert_eq!(verdict.winner.map(Side::label), v["winner"].as_str());
+        prop_assert_eq!(verdict.reasoning.as_str(), v["reasoning"].as_str().unwrap().trim());
+    }
+}
+
+#[test]
+fn the_json_prompts_keep_the_instructions_and_swap_the_format() {
+    let s = judgement_schema();
+    let (json, text) = (judge_prompt_as("q", "a", "b", Some(&s)), judge_prompt("q", "a", "b"));
+    for kept in [
+        JUDGE_HEAD,
+        "=== Response A ===\na\n=== End of Response A ===",
+        "Weigh accuracy, completeness, clarity and practical value.",
+        "Explain your decision in 2-3 sentences",
+    ] {
+        assert!(json.contains(kept) && text.contains(kept), "{kept}");
+    }
+    assert!(json.contains("Reply with a single JSON object") && !json.contains("WINNER:"));
+    assert!(json.find("\"reasoning\"").unwrap() < json.find("\"winner\"").unwrap());
+    assert!(text.ends_with(
+        "then end your reply with exactly these two lines:\nREASONING: <your reasoning>\n\
+         WINNER: Response A  (or: WINNER: Response B)"
+    ));
+    assert!(!text.contains("JSON"));
+    let (json, text) = (strict_prompt_as("q", "a", "b", Some(&s)), strict_prompt("q", "a", "b"));
+    assert!(json.contains(STRICT_HEAD) && json.contains("=== Response B ===\nb\n"));
+    assert!(json.contains("Reply with a single JSON object") && !json.contains("WINNER:"));
+    assert!(text.ends_with(
+        "Reply with exactly two lines and nothing else:\nREASONING: <one sentence>\n\
+         WINNER: Response A or WINNER: Response B"
+    ));
+}
+
+#[test]
+fn every_judge_call_carries_the_schema_and_the_prompt_its_route_takes() {
+    // A judge whose route takes no structured output: the text prompt, the schema still
+    // named (the engine sends it only where the route takes it).
+    let mut t = tournament(4);
+    let all = drive(&mut t, fair_judge);
+    let judges: Vec<CallSpec> =
+        crate::modes::testkit::calls(&all).into_iter().filter(|c| c.role == "judge").collect();
+    assert_eq!(judges.len(), 3);
+    for c in &judges {
+        assert_eq!(c.schema.as_ref().map(|s| s.name.as_str()), Some(JUDGEMENT_SCHEMA));
+        assert!(c.messages[0].content.contains("WINNER: Response A"));
+        // The two answers are named, for fitting a small context.
+        let names: Vec<&str> = c.material.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["Response A", "Response B"]);
+        assert!(c.material.iter().all(|m| c.messages[0].content.contains(&m.text)));
+    }
+    let m = all_emitted(&all, "matchup_complete");
+    assert!(m.iter().all(|m| m["data"]["readFrom"] == "text"), "{m:?}");
+    // Contestants' answers are text a person reads.
+    assert!(crate::modes::testkit::calls(&all)
+        .iter()
+        .filter(|c| c.role == "contestant")
+        .all(|c| c.schema.is_none()));
+}
+
+#[test]
+fn a_judge_that_takes_json_is_read_from_it_and_each_match_says_how() {
+    let mut t = structured(4);
+    let all = drive(&mut t, |c| {
+        if c.role != "judge" {
+            return Some(contestant_answer(c));
+        }
+        assert!(c.messages[0].content.contains("Reply with a single JSON object"));
+        Some(match c.key.as_str() {
+            // Unreadable, then read from the text of the re-ask.
+            "r1m2" => "Both are good in different ways.".into(),
+            "r1m2:retry" => format!("REASONING: clearer.\nWINNER: {}", fair_side(c)),
+            _ => judgement("the lower number is better", fair_side(c)),
+        })
+    });
+    assert_eq!(finished(&all).as_deref(), Some("answer from m1"));
+    let m = all_emitted(&all, "matchup_complete");
+    let at = |r: u64, i: u64| m.iter().find(|m| m["round"] == r && m["matchIndex"] == i).unwrap();
+    assert_eq!(at(1, 1)["data"]["readFrom"], "json");
+    assert_eq!(at(1, 1)["data"]["reasoning"], "the lower number is better");
+    assert_eq!(
+        (&at(1, 2)["data"]["readFrom"], &at(1, 2)["data"]["decidedBy"]),
+        (&json!("text"), &json!("judge_retry"))
+    );
+    assert_eq!(at(2, 1)["data"]["readFrom"], "json");
+    // Stored with the match's row, and the result rebuilt from the rows is what went out.
+    let stored = rows(&all);
+    let row = stored.iter().find(|r| r.stage_type == "round_1_match_1").unwrap();
+    assert_eq!(row.parsed_data.as_ref().unwrap()["readFrom"], "json");
+    assert_reloads(&all);
+
+    // A coin flip or a failed call read nothing: no readFrom.
+    let mut t = structured(4);
+    let all = drive(&mut t, |c| match c.key.as_str() {
+        "r1m1" | "r1m1:retry" => Some(json!({ "reasoning": "", "winner": "neither" }).to_string()),
+        "r1m2" => None,
+        _ if c.role == "judge" => Some(judgement("", fair_side(c))),
+        _ => Some(contestant_answer(c)),
+    });
+    let m = all_emitted(&all, "matchup_complete");
+    for (i, how) in [(1, "coin_flip"), (2, "default_seed")] {
+        let d = &m.iter().find(|m| m["round"] == 1 && m["matchIndex"] == i).unwrap()["data"];
+        assert_eq!(d["decidedBy"], how);
+        assert!(d.get("readFrom").is_none(), "{d}");
+    }
+    assert_reloads(&all);
+}
+
+#[test]
+fn the_sim_judge_answers_its_schema_in_json_and_no_other() {
+    let s = judgement_schema();
+    let prompt = judge_prompt_as("q", "a", "b", Some(&s));
+    for (seed, hostile) in (0..20u64).zip([false, true].into_iter().cycle()) {
+        let ask = SimAsk {
+            model: "sim/delta",
+            prompt: &prompt,
+            messages: &[],
+            seed,
+            malformed: false,
+            hostile,
+            schema: Some(&s),
+        };
+        let reply = sim_answer(&ask).unwrap();
+        let (v, from) = read_verdict_reply(&reply, &s);
+        assert_eq!(from, Some(ReadFrom::Json), "{reply}");
+        assert!(v.winner.is_some());
+    }
+    let other = ReplySchema::new("council_ranking", schema::reasoned([]));
+    let ask = SimAsk {
+        model: "sim/delta",
+        prompt: &prompt,
+        messages: &[],
+        seed: 1,
+        malformed: false,
+        hostile: false,
+        schema: Some(&other),
+    };
+    assert_eq!(sim_answer(&ask), None);
 }

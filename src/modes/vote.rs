@@ -4,6 +4,7 @@
 //! is replaced once by the configured backup (`[fallback] chairman`) before that rule applies.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,9 +17,10 @@ use super::common::{
 use super::reading::answer_text;
 use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
 use super::request::ModelId;
+use super::schema::{Asking, ReplySchema};
 use super::voting::{
-    ballot_rows, ballots_from_rows, cast, first_alphabetically, read_vote, round, tally,
-    tiebreaker_prompt, vote_prompt, Ballot, Tally,
+    ballot_rows, ballots_from_rows, cast, first_alphabetically, read_vote_reply, round, tally,
+    tiebreaker_prompt_as, vote_prompt_as, vote_schema, Ballot, Tally,
 };
 use super::{
     request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
@@ -168,6 +170,9 @@ pub struct Vote {
     labels: BTreeMap<String, usize>,
     ballots: Vec<Ballot>,
     tally: Option<Tally>,
+    /// The vote's and the tiebreak's reply schemas, once their labels are known.
+    ballot_schema: Option<Arc<ReplySchema>>,
+    tiebreak_schema: Option<Arc<ReplySchema>>,
     title: TitleTracker,
     calls: Calls,
 }
@@ -186,6 +191,8 @@ impl Vote {
             labels: BTreeMap::new(),
             ballots: Vec::new(),
             tally: None,
+            ballot_schema: None,
+            tiebreak_schema: None,
             title,
             calls: Calls::default(),
         })
@@ -243,17 +250,23 @@ impl Vote {
             .iter()
             .map(|(l, i)| (l.clone(), answer_text(&self.answers[*i].response).into_owned()))
             .collect();
-        let prompt = vote_prompt(&self.ctx.question, &labeled);
+        let labels: Vec<String> = labeled.iter().map(|(l, _)| l.clone()).collect();
+        let asking = Asking::new(vote_schema("vote_ballot", &labels), |json| {
+            vote_prompt_as(&self.ctx.question, &labeled, json)
+        });
         self.batch = Batch::new("vote", self.config.models.len());
         for (i, model) in self.config.models.iter().enumerate() {
-            out.push(self.call(
+            let call = asking.call(
+                &self.ctx,
                 self.batch.key(i),
                 model,
-                vec![ChatMessage::user(prompt.clone())],
                 "vote",
                 "voter",
-            ));
+                self.config.timeout_ms,
+            );
+            out.push(Effect::Call(call.quoting(labeled.clone())));
         }
+        self.ballot_schema = Some(asking.schema);
         out.extend(self.title.call(
             &self.config.chairman_model,
             title_prompt(&self.ctx.question),
@@ -265,7 +278,9 @@ impl Vote {
 
     fn on_votes(&mut self) -> Vec<Effect> {
         let labels: Vec<String> = self.labels.keys().cloned().collect();
-        self.ballots = cast(named(self.batch.take(), &self.config.models), &labels);
+        let schema =
+            self.ballot_schema.clone().unwrap_or_else(|| vote_schema("vote_ballot", &labels));
+        self.ballots = cast(named(self.batch.take(), &self.config.models), &labels, &schema);
         let mut out = ballot_rows(&self.ballots, "vote", 2);
         let (round, t) = round(&self.ballots, "labelToModel", &self.label_to_model());
         out.push(Effect::Store(StageRow::computed("vote_tally", 3, json!(t))));
@@ -287,7 +302,10 @@ impl Vote {
                 .collect();
             out.push(Effect::emit("tiebreaker_start", json!({ "data": { "tiedLabels": t.tied_labels, "model": self.config.chairman_model } })));
             let chairman = self.config.chairman_model.clone();
-            let prompt = tiebreaker_prompt(&self.ctx.question, &tied);
+            let schema = vote_schema("vote_tiebreak", &t.tied_labels);
+            // The backup takes the same prompt: it is asked as the chairman is.
+            let asked = self.ctx.structured.json(&chairman).then_some(schema.as_ref());
+            let prompt = tiebreaker_prompt_as(&self.ctx.question, &tied, asked);
             let spec = CallSpec::new(
                 "tiebreaker",
                 &chairman,
@@ -295,7 +313,10 @@ impl Vote {
                 "tiebreaker",
                 "chairman",
                 self.config.timeout_ms,
-            );
+            )
+            .with_schema(&schema)
+            .quoting(tied.clone());
+            self.tiebreak_schema = Some(schema);
             let backup = self.config.chairman_fallback_model.clone();
             out.push(self.calls.solo(spec, 4, backup.as_deref()));
             self.tally = Some(t);
@@ -313,13 +334,17 @@ impl Vote {
         // `fallbackFrom` only when the backup answered: a failed backup changes nothing.
         let fallback_from = fallback_from.filter(|_| reply.result.is_ok());
         let tied = self.tally.as_ref().map(|t| t.tied_labels.clone()).unwrap_or_default();
-        let read = reply.result.as_ref().ok().map(|text| read_vote(text, &tied));
-        let chosen = read.clone().and_then(Result::ok);
+        let schema =
+            self.tiebreak_schema.clone().unwrap_or_else(|| vote_schema("vote_tiebreak", &tied));
+        let read = reply.result.as_ref().ok().map(|text| read_vote_reply(text, &tied, &schema));
+        let chosen = read.clone().and_then(|(r, _)| r.ok());
         let mut out = Vec::new();
         if let Ok(text) = &reply.result {
             let mut parsed = json!({ "votedFor": chosen });
-            if let Some(Err(why)) = &read {
-                parsed["unparsed"] = json!(why);
+            match &read {
+                Some((Err(why), _)) => parsed["unparsed"] = json!(why),
+                Some((Ok(_), Some(from))) => parsed["readFrom"] = json!(from),
+                _ => {}
             }
             if let Some(from) = &fallback_from {
                 parsed["fallbackFrom"] = json!(from);

@@ -2,17 +2,28 @@
 //! ties, and the alphabetical tie rule.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::reading::{self, Unparsed};
+use super::schema::{self, ReadFrom, ReplySchema};
 use super::{CallReply, Effect, StageRow};
 
 /// The debate spec's vote-on-revised prompt, verbatim (Vote mode uses it too).
 pub fn vote_prompt(question: &str, labeled: &[(String, String)]) -> String {
+    vote_prompt_as(question, labeled, None)
+}
+
+/// The vote prompt asking for the spec's `VOTE:` line, or, given the round's schema, for its
+/// JSON instead (the same instructions otherwise).
+pub fn vote_prompt_as(
+    question: &str,
+    labeled: &[(String, String)],
+    schema: Option<&ReplySchema>,
+) -> String {
     let mut p = String::from(
         "After a round of deliberation, all respondents have finalized their answers. Vote for the single best response.\n\n",
     );
@@ -20,18 +31,36 @@ pub fn vote_prompt(question: &str, labeled: &[(String, String)]) -> String {
     for (l, response) in labeled {
         p.push_str(&format!("--- {l} ---\n{response}\n\n"));
     }
-    p.push_str(VOTE_INSTRUCTIONS);
+    p.push_str(&vote_instructions(schema));
     p
 }
 
-const VOTE_INSTRUCTIONS: &str = "Consider: accuracy, completeness, clarity, helpfulness, and practical value.\n\n\
-You MUST end your response with your vote in this exact format:\n\
+const VOTE_CRITERIA: &str =
+    "Consider: accuracy, completeness, clarity, helpfulness, and practical value.\n\n";
+
+const VOTE_FORMAT: &str = "You MUST end your response with your vote in this exact format:\n\
 VOTE: Response X\n\n\
 where X is the letter of your chosen response. You may provide brief reasoning before the vote, but the last line MUST be your vote.";
+
+fn vote_instructions(schema: Option<&ReplySchema>) -> String {
+    match schema {
+        Some(s) => format!("{VOTE_CRITERIA}{}", s.instruction()),
+        None => format!("{VOTE_CRITERIA}{VOTE_FORMAT}"),
+    }
+}
 
 /// Vote mode's tiebreaker prompt (the spec gives none): the chairman sees only the tied
 /// responses, under their labels, and answers in the same vote format.
 pub fn tiebreaker_prompt(question: &str, tied: &[(String, String)]) -> String {
+    tiebreaker_prompt_as(question, tied, None)
+}
+
+/// [`tiebreaker_prompt`], or its JSON form given the tiebreak's schema.
+pub fn tiebreaker_prompt_as(
+    question: &str,
+    tied: &[(String, String)],
+    schema: Option<&ReplySchema>,
+) -> String {
     let mut p = String::from(
         "You are the chairman of a panel whose vote ended in a tie. Choose the single best response among the tied ones.\n\n",
     );
@@ -39,8 +68,40 @@ pub fn tiebreaker_prompt(question: &str, tied: &[(String, String)]) -> String {
     for (l, response) in tied {
         p.push_str(&format!("--- {l} ---\n{response}\n\n"));
     }
-    p.push_str(VOTE_INSTRUCTIONS);
+    p.push_str(&vote_instructions(schema));
     p
+}
+
+/// The reply schema of a vote among `labels` (named `name`): its reasoning, then the label.
+pub fn vote_schema(name: &str, labels: &[String]) -> Arc<ReplySchema> {
+    ReplySchema::new(
+        name,
+        schema::reasoned([(
+            "vote",
+            schema::described(schema::one_of(labels), "the label of the single best response"),
+        )]),
+    )
+}
+
+/// Reads a vote: from its JSON when it fits `schema`, else by its text ([`read_vote`]); with
+/// where it was read from when it was.
+pub fn read_vote_reply(
+    text: &str,
+    labels: &[String],
+    schema: &ReplySchema,
+) -> (Result<String, Unparsed>, Option<ReadFrom>) {
+    let from_json = schema
+        .read(text)
+        .and_then(|v| v.get("vote").and_then(Value::as_str).map(str::to_string))
+        .filter(|l| labels.contains(l));
+    match from_json {
+        Some(l) => (Ok(l), Some(ReadFrom::Json)),
+        None => {
+            let read = read_vote(text, labels);
+            let from = read.is_ok().then_some(ReadFrom::Text);
+            (read, from)
+        }
+    }
 }
 
 fn vote_re() -> &'static Regex {
@@ -66,11 +127,12 @@ fn mention_re() -> &'static Regex {
 fn stated_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     // A vote said in words: `My vote is Response B`, `I vote for Response B`, `I choose
-    // Response B`, `The best response is Response B`. Each phrase is contiguous, so `I can't
-    // choose…` or `I would not vote for…` never match.
+    // Response B`, `The best response is Response B`, `Final answer: B`. Each phrase is
+    // contiguous, so `I can't choose…` or `I would not vote for…` never match. A bare label is
+    // a capital letter standing alone (`I vote for B.`), so `I choose a…` is no vote.
     RE.get_or_init(|| {
         Regex::new(
-            r"(?i)\b(?:my\s+vote\s+(?:is|goes\s+to)|i\s+vote\s+for|i\s+choose|i\s+pick|i\s+select|the\s+best\s+response\s+is)[\s:*_-]*(?:response|r[ée]ponse|respuesta)[*_\s]+([a-z]{1,2})\b",
+            r"(?i)\b(?:my\s+vote\s+(?:is|goes\s+to)|i\s+vote\s+for|i\s+choose|i\s+pick|i\s+select|the\s+best\s+response\s+is|(?:my\s+)?final\s+answer(?:\s+is)?\s*:?)[\s:*_-]*(?:(?:response|r[ée]ponse|respuesta)[*_\s]+([a-z]{1,2})\b|(?-i:([A-Z]{1,2}))\b(?:[\s*_.!)]*(?m:$)|[\s*_]*[.!,;]))",
         )
         .unwrap_or_else(|_| unreachable!())
     })
@@ -80,14 +142,66 @@ fn canonical(letters: &str) -> String {
     format!("Response {}", letters.to_uppercase())
 }
 
+/// A label as a JSON value states it: `"Response B"`, `"B"`.
+fn json_label(v: &Value) -> Option<String> {
+    let s = v.as_str()?.trim();
+    if s.len() <= 2 && s.chars().all(|c| c.is_ascii_alphabetic()) {
+        Some(canonical(s))
+    } else {
+        let c = mention_re().captures(s)?;
+        // The value is the label, not a sentence that mentions one.
+        (c.get(0)?.as_str().len() == s.trim_end_matches('.').len())
+            .then(|| canonical(c.get(1).map_or("", |m| m.as_str())))
+    }
+}
+
+/// A vote given as JSON, fenced or bare: a `vote` (`choice`, `winner`, `best_response`…) field
+/// holding a label, a list of one label, or `{"label": …}`; else a JSON array of one label on
+/// its own (```` ```json\n["Response B"]\n``` ````). Two labels where one is asked for are
+/// contradictory; a label the run does not have is no vote.
+fn json_vote(answer: &str, labels: &[String]) -> Option<Result<String, Unparsed>> {
+    let keys = [
+        "vote",
+        "final_vote",
+        "finalVote",
+        "choice",
+        "winner",
+        "best_response",
+        "bestResponse",
+        "best",
+        "selected",
+        "selection",
+    ];
+    let v = reading::json_field(answer, &keys).or_else(|| {
+        reading::json_values(answer)
+            .into_iter()
+            .rev()
+            .find(|v| v.as_array().is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string)))
+    })?;
+    let found: Vec<String> = match &v {
+        Value::Array(items) => items.iter().map(json_label).collect::<Option<Vec<_>>>()?,
+        Value::Object(o) => vec![["label", "response", "id", "name"]
+            .iter()
+            .find_map(|k| o.get(*k))
+            .and_then(json_label)?],
+        other => vec![json_label(other)?],
+    };
+    match found.as_slice() {
+        [one] => labels.contains(one).then(|| Ok(one.clone())),
+        _ if found.iter().any(|l| labels.contains(l)) => Some(Err(Unparsed::Inconsistent)),
+        _ => None,
+    }
+}
+
 /// Reads a vote, or says why there is none. Only a stated vote counts, read from the answer
 /// part of the reply (reasoning traces set aside):
 /// 1. the last `VOTE:` line (the model's own, after any quoted template), with the label
 ///    spelled out or as a bare letter (`VOTE: B`); a line that names a second label
 ///    (`VOTE: Response A or Response B`) is contradictory; a `VOTE:` for a label the run does
 ///    not have is an invalid vote;
-/// 2. else a JSON `vote` (or `choice`) field;
-/// 3. else the last vote said in words (`My vote is Response B`, `I vote for Response B`).
+/// 2. else a vote in JSON, fenced or bare (see `json_vote`);
+/// 3. else the last vote said in words (`My vote is Response B`, `I vote for Response B`,
+///    `Final answer: B`), a bare letter only in capitals and standing alone (`I vote for C.`).
 ///
 /// A label merely mentioned (`I abstain; Response A and C are both good`) is no vote.
 pub fn read_vote(text: &str, labels: &[String]) -> Result<String, Unparsed> {
@@ -117,20 +231,14 @@ pub fn read_vote(text: &str, labels: &[String]) -> Result<String, Unparsed> {
             return if labels.contains(&l) { Ok(l) } else { Err(Unparsed::NoAnswer) };
         }
     }
-    if let Some(v) = reading::json_field(answer, &["vote", "choice", "winner"]) {
-        let s = v.as_str().unwrap_or("").trim();
-        let l = if s.len() <= 2 && s.chars().all(|c| c.is_ascii_alphabetic()) {
-            Some(canonical(s))
-        } else {
-            mention_re().captures(s).and_then(|c| c.get(1)).map(|m| canonical(m.as_str()))
-        };
-        if let Some(l) = l.filter(|l| labels.contains(l)) {
-            return Ok(l);
-        }
+    match json_vote(answer, labels) {
+        Some(Ok(l)) => return Ok(l),
+        Some(Err(why)) => return Err(why),
+        None => {}
     }
     if let Some(l) = stated_re()
         .captures_iter(answer)
-        .filter_map(|c| c.get(1).map(|m| canonical(m.as_str())))
+        .filter_map(|c| c.get(1).or(c.get(2)).map(|m| canonical(m.as_str())))
         .filter(|l| labels.contains(l))
         .last()
     {
@@ -191,21 +299,25 @@ pub struct Ballot {
     /// Why no vote was read, when none was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unparsed: Option<Unparsed>,
+    /// Where the vote was read from (its JSON or its text), when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
     pub response_time_ms: i64,
 }
 
 /// Ballots from a round's replies: voters whose call failed cast none; a reply whose vote
-/// does not parse is an invalid ballot.
-pub fn cast(replies: Vec<CallReply>, labels: &[String]) -> Vec<Ballot> {
+/// does not parse is an invalid ballot. Read from their JSON where it fits `schema`.
+pub fn cast(replies: Vec<CallReply>, labels: &[String], schema: &ReplySchema) -> Vec<Ballot> {
     replies
         .into_iter()
         .filter_map(|r| {
             let text = r.result.ok()?;
-            let read = read_vote(&text, labels);
+            let (read, read_from) = read_vote_reply(&text, labels, schema);
             Some(Ballot {
                 model: r.model,
                 voted_for: read.clone().ok(),
                 unparsed: read.err(),
+                read_from,
                 vote_text: text,
                 response_time_ms: r.response_time_ms as i64,
             })
@@ -224,9 +336,10 @@ pub fn ballot_rows(ballots: &[Ballot], stage_type: &str, stage_order: i32) -> Ve
                 model: Some(b.model.clone()),
                 role: Some("voter".into()),
                 content: b.vote_text.clone(),
-                parsed_data: Some(match b.unparsed {
-                    Some(why) => json!({ "votedFor": b.voted_for, "unparsed": why }),
-                    None => json!({ "votedFor": b.voted_for }),
+                parsed_data: Some(match (b.unparsed, b.read_from) {
+                    (Some(why), _) => json!({ "votedFor": b.voted_for, "unparsed": why }),
+                    (None, Some(from)) => json!({ "votedFor": b.voted_for, "readFrom": from }),
+                    (None, None) => json!({ "votedFor": b.voted_for }),
                 }),
                 response_time_ms: Some(b.response_time_ms),
             })
@@ -251,6 +364,11 @@ pub fn ballots_from_rows(rows: &[StageRow], stage_type: &str) -> Vec<Ballot> {
                 .parsed_data
                 .as_ref()
                 .and_then(|d| d.get("unparsed"))
+                .and_then(|u| serde_json::from_value(u.clone()).ok()),
+            read_from: r
+                .parsed_data
+                .as_ref()
+                .and_then(|d| d.get("readFrom"))
                 .and_then(|u| serde_json::from_value(u.clone()).ok()),
             response_time_ms: r.response_time_ms.unwrap_or(0),
         })
@@ -367,6 +485,55 @@ mod tests {
         }
     }
 
+    /// Issue 28 point 4: a vote stated in JSON (fenced or bare, object or array) or in prose,
+    /// each with the twin that must not be read.
+    #[test]
+    fn the_finished_vote_reader_reads_what_is_stated_and_nothing_else() {
+        let l = labels(3);
+        let ok = |s: &str| Ok(format!("Response {s}"));
+        let cases: Vec<(&str, Result<String, Unparsed>)> = vec![
+            ("```json\n[\"Response B\"]\n```", ok("B")),
+            ("```\n{\"best_response\": \"C\"}\n```", ok("C")),
+            (
+                "My pick, as asked: {\"reasoning\": \"clearest\", \"vote\": [\"Response A\"]}",
+                ok("A"),
+            ),
+            ("{\"vote\": {\"label\": \"Response C\", \"why\": \"complete\"}}", ok("C")),
+            ("{\"vote\": [\"Response A\", \"Response B\"]}", Err(Unparsed::Inconsistent)),
+            ("```json\n[\"Response A\", \"Response C\"]\n```", Err(Unparsed::Inconsistent)),
+            ("{\"vote\": \"Response F\"}", Err(Unparsed::NoAnswer)),
+            ("{\"vote\": \"Response X\"}", Err(Unparsed::NoAnswer)),
+            (
+                "{\"vote\": \"Response B is clear but Response A is complete\"}",
+                Err(Unparsed::NoAnswer),
+            ),
+            ("<think>{\"vote\": \"Response A\"}</think>", Err(Unparsed::ReasoningOnly)),
+            // In prose, with the label spelled out or as its capital letter.
+            ("<think>VOTE: Response A</think>\nFinal answer: Response C", ok("C")),
+            ("All three are fine.\n\nMy final answer: B", ok("B")),
+            ("I vote for C.", ok("C")),
+            ("I choose A, since it is complete.", ok("A")),
+            ("I choose a response that is complete.", Err(Unparsed::NoAnswer)),
+            ("I vote for D.", Err(Unparsed::NoAnswer)),
+            (
+                "Final answer: I cannot pick one; Response A and Response B tie.",
+                Err(Unparsed::Refused),
+            ),
+            (
+                "Response A is thorough, Response B is short, Response C is wrong.",
+                Err(Unparsed::NoAnswer),
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (text, expected) in cases {
+            let read = read_vote(text, &l);
+            if read != expected {
+                wrong.push(format!("{text:?}: read {read:?}, want {expected:?}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
     #[test]
     fn recorded_smollm2_votes_read_as_a_careful_person_would() {
         let corpus: Vec<Value> =
@@ -388,6 +555,13 @@ mod tests {
             let after = format!("VOTE: {}", l[fin]);
             let text = format!("<think>{inside}\nVOTE: {}</think>\n{after}", l[draft]);
             prop_assert_eq!(read_vote(&text, &l), Ok(l[fin].clone()));
+        }
+
+        /// Issue 33 point 11: text that states no vote reads as no vote, whatever labels
+        /// and numbers it mentions.
+        #[test]
+        fn text_that_states_no_vote_reads_as_unparsed(text in crate::modes::ranking::tests::unstated()) {
+            prop_assert!(read_vote(&text, &labels(3)).is_err(), "{}", text);
         }
 
         #[test]

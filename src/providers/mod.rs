@@ -16,20 +16,20 @@
 //! no server alone decides how long (and on a paid provider, how costly) an answer may run.
 
 pub mod openai;
-pub mod oracle;
 pub mod sim;
 pub mod sim_server;
-pub mod sim_text;
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::Semaphore;
 
-use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
+use crate::modes::{CallError, CallErrorKind, ChatMessage, ReplySchema, Structured, Usage};
 
 /// A boxed, sendable future, so providers can sit behind `dyn`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -43,13 +43,74 @@ pub struct ChatRequest {
     /// The most tokens the answer may run to, reasoning included (`None`: the server decides;
     /// calls through [`Providers`] always set it).
     pub max_tokens: Option<u32>,
+    /// The JSON the reply is asked for, and how the route asks for it (see
+    /// [`StructuredOutput`]); `Off` sends none.
+    pub schema: Option<Arc<ReplySchema>>,
+    pub structured: StructuredOutput,
 }
 
 impl ChatRequest {
-    /// A request with no output cap.
+    /// A request with no output cap and no schema.
     pub fn new(model: impl Into<String>, messages: Vec<ChatMessage>) -> Self {
-        ChatRequest { model: model.into(), messages, max_tokens: None }
+        ChatRequest {
+            model: model.into(),
+            messages,
+            max_tokens: None,
+            schema: None,
+            structured: StructuredOutput::Off,
+        }
     }
+
+    /// The schema this request sends, if any: only when its route asks for structured output.
+    pub fn sent_schema(&self) -> Option<&ReplySchema> {
+        self.schema.as_deref().filter(|_| self.structured != StructuredOutput::Off)
+    }
+}
+
+/// How a route asks its server for a machine-read reply's JSON (`structured_output` in a
+/// route's configuration).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StructuredOutput {
+    /// The seed's text formats, read by the text readers (the default).
+    #[default]
+    Off,
+    /// `response_format: {"type": "json_schema", …}` with the call's schema: the server
+    /// constrains the reply to it (llama.cpp, Ollama, vLLM, LM Studio, OpenAI, OpenRouter).
+    JsonSchema,
+    /// `response_format: {"type": "json_object"}`: the server only forces JSON; the prompt
+    /// describes the fields.
+    JsonObject,
+}
+
+/// Something a call's provider layer did that the run should say (an event).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// The route's server refused `response_format`; the call was asked again without it,
+    /// and the route stops sending it until the server restarts.
+    StructuredRefused {
+        /// The route's prefix (`local/`), or `*` for the default provider.
+        route: String,
+        /// The server's own message.
+        message: String,
+    },
+}
+
+/// One call as [`Providers::chat_capped`] makes it.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    pub max_tokens: u32,
+    /// The reply's schema, when the mode asks this model for JSON.
+    pub schema: Option<Arc<ReplySchema>>,
+}
+
+/// Where a call's streamed text and notices go.
+#[derive(Debug, Clone, Default)]
+pub struct Listeners {
+    pub deltas: Option<UnboundedSender<String>>,
+    pub notices: Option<UnboundedSender<Notice>>,
 }
 
 /// Output caps by mode and role (the configuration file's `[max_tokens]`).
@@ -93,6 +154,18 @@ pub struct ChatResponse {
     pub usage: Option<Usage>,
 }
 
+/// Whether an error answer is the server refusing `response_format` (or the schema in it):
+/// a 400 or 422 whose message names it.
+pub fn refuses_structured_output(e: &CallError) -> bool {
+    if e.kind != CallErrorKind::Http || !matches!(e.status, Some(400 | 422)) {
+        return false;
+    }
+    let m = e.message.to_lowercase();
+    ["response_format", "json_schema", "json schema", "json_object", "grammar", "structured"]
+        .iter()
+        .any(|w| m.contains(w))
+}
+
 /// A provider: something that answers chat requests.
 ///
 /// `deltas`, when given, receives text deltas as they stream in; the final [`ChatResponse`]
@@ -104,6 +177,13 @@ pub trait Provider: Send + Sync {
         request: ChatRequest,
         deltas: Option<UnboundedSender<String>>,
     ) -> BoxFuture<'static, Result<ChatResponse, CallError>>;
+
+    /// How many tokens a request to `model` may hold, prompt and reply together, when the
+    /// server says (llama.cpp's `/props`, Ollama's `/api/show`); None when it does not.
+    /// Asked once per model and remembered by the provider.
+    fn context_tokens(&self, _model: &str) -> BoxFuture<'static, Option<u32>> {
+        Box::pin(async { None })
+    }
 }
 
 /// A configured route: model ids starting with `prefix` go to this provider.
@@ -116,6 +196,26 @@ pub struct Route {
     pub max_concurrent_calls: Option<usize>,
     /// A ceiling on the output cap of every call this route serves (`None`: none).
     pub max_tokens: Option<u32>,
+    /// How machine-read calls ask this route's server for JSON.
+    pub structured_output: StructuredOutput,
+    /// The context of this route's models in tokens, when the configuration states it (else
+    /// the server is asked, see [`Provider::context_tokens`]).
+    pub context_tokens: Option<u32>,
+}
+
+impl Route {
+    /// A route with no caps, no structured output and no stated context.
+    pub fn new(prefix: &str, provider: Arc<dyn Provider>) -> Self {
+        Route {
+            prefix: prefix.to_string(),
+            strip_prefix: false,
+            provider,
+            max_concurrent_calls: None,
+            max_tokens: None,
+            structured_output: StructuredOutput::Off,
+            context_tokens: None,
+        }
+    }
 }
 
 /// A provider with its concurrency cap.
@@ -137,6 +237,20 @@ struct Served {
     strip_prefix: bool,
     target: Capped,
     max_tokens: Option<u32>,
+    structured: StructuredOutput,
+    /// Set once the server refused `response_format`: the route sends none until restart.
+    structured_refused: Arc<AtomicBool>,
+    context_tokens: Option<u32>,
+}
+
+/// Where a call goes: the route's provider and what the route says of the call.
+#[derive(Clone)]
+struct Target {
+    capped: Capped,
+    id: String,
+    route: String,
+    structured: StructuredOutput,
+    refused: Option<Arc<AtomicBool>>,
 }
 
 /// Routes model ids to providers.
@@ -160,6 +274,9 @@ impl Providers {
                 strip_prefix: r.strip_prefix,
                 target: Capped::new(r.provider, r.max_concurrent_calls),
                 max_tokens: r.max_tokens,
+                structured: r.structured_output,
+                structured_refused: Arc::new(AtomicBool::new(false)),
+                context_tokens: r.context_tokens,
             })
             .collect();
         Self {
@@ -198,7 +315,34 @@ impl Providers {
 
     /// The provider and provider-side model id for `model`, or a message saying why none serves it.
     pub fn resolve(&self, model: &str) -> Result<(Arc<dyn Provider>, String), String> {
-        self.target(model).map(|(t, id)| (t.provider, id))
+        self.target(model).map(|t| (t.capped.provider, t.id))
+    }
+
+    /// How `model`'s route asks for JSON now (`Off` once its server refused it).
+    pub fn structured_output(&self, model: &str) -> StructuredOutput {
+        self.target(model).map(|t| t.structured).unwrap_or_default()
+    }
+
+    /// The models of a run (of `models`) whose machine-read calls ask for JSON.
+    pub fn structured(&self, models: &[String]) -> Structured {
+        Structured::models(
+            models.iter().filter(|m| self.structured_output(m) != StructuredOutput::Off),
+        )
+    }
+
+    /// How many tokens a request to `model` may hold (prompt and reply): its route's
+    /// `context_tokens`, else what its server says, else None (nothing is fitted).
+    pub fn context_tokens(&self, model: &str) -> BoxFuture<'static, Option<u32>> {
+        let stated = self
+            .routes
+            .iter()
+            .find(|r| model.starts_with(r.prefix.as_str()))
+            .and_then(|r| r.context_tokens);
+        match (stated, self.target(model)) {
+            (Some(n), _) => Box::pin(async move { Some(n) }),
+            (None, Ok(t)) => t.capped.provider.context_tokens(&t.id),
+            (None, Err(_)) => Box::pin(async { None }),
+        }
     }
 
     /// The output cap of a call to `model` in `mode` for `role`: the configured cap, lowered to
@@ -216,15 +360,28 @@ impl Providers {
         }
     }
 
-    fn target(&self, model: &str) -> Result<(Capped, String), String> {
+    fn target(&self, model: &str) -> Result<Target, String> {
         for route in self.routes.iter() {
             if let Some(rest) = model.strip_prefix(route.prefix.as_str()) {
                 let id = if route.strip_prefix { rest.to_string() } else { model.to_string() };
-                return Ok((route.target.clone(), id));
+                let refused = route.structured_refused.load(Ordering::Relaxed);
+                return Ok(Target {
+                    capped: route.target.clone(),
+                    id,
+                    route: route.prefix.clone(),
+                    structured: if refused { StructuredOutput::Off } else { route.structured },
+                    refused: Some(route.structured_refused.clone()),
+                });
             }
         }
         match &self.fallback {
-            Some(p) => Ok((p.clone(), model.to_string())),
+            Some(p) => Ok(Target {
+                capped: p.clone(),
+                id: model.to_string(),
+                route: "*".into(),
+                structured: StructuredOutput::Off,
+                refused: None,
+            }),
             None => Err(format!(
                 "no provider serves model {model:?}: set OPENROUTER_API_KEY, add a route for it in the \
                  configuration file, or use a sim model such as sim/alpha"
@@ -241,36 +398,77 @@ impl Providers {
         deltas: Option<UnboundedSender<String>>,
     ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
         let max_tokens = self.lowered(self.caps.default, model);
-        self.chat_capped(model, messages, max_tokens, deltas)
+        let ask = Ask { model: model.to_string(), messages, max_tokens, schema: None };
+        self.chat_capped(ask, Listeners { deltas, notices: None })
     }
 
-    /// Runs one chat request, its answer capped at `max_tokens`, against whichever provider
-    /// serves `model`, once that provider has a free permit.
+    /// Runs one chat request, its answer capped at `ask.max_tokens`, against whichever provider
+    /// serves its model, once that provider has a free permit. A schema is sent as its route
+    /// asks (see [`StructuredOutput`]); a server that refuses it is asked once more without,
+    /// the route stops sending it, and [`Notice::StructuredRefused`] says so.
     pub fn chat_capped(
         &self,
-        model: &str,
-        messages: Vec<ChatMessage>,
-        max_tokens: u32,
-        deltas: Option<UnboundedSender<String>>,
+        ask: Ask,
+        listen: Listeners,
     ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
-        match self.target(model) {
-            Ok((Capped { provider, permits }, id)) => Box::pin(async move {
-                // Held until the request ends or is dropped; the semaphore is never closed.
-                let _permit = match permits {
-                    Some(p) => p.acquire_owned().await.ok(),
-                    None => None,
-                };
-                let request = ChatRequest { model: id, messages, max_tokens: Some(max_tokens) };
-                let resp = provider.chat(request, deltas).await?;
-                if resp.text.trim().is_empty() {
-                    return Err(CallError::new(
-                        CallErrorKind::Malformed,
-                        None,
-                        "the response holds no completion text",
-                    ));
-                }
-                Ok(resp)
-            }),
+        let Ask { model, messages, max_tokens, schema } = ask;
+        match self.target(&model) {
+            Ok(Target { capped: Capped { provider, permits }, id, route, structured, refused }) => {
+                Box::pin(async move {
+                    // Held until the request ends or is dropped; the semaphore is never closed.
+                    let _permit = match permits {
+                        Some(p) => p.acquire_owned().await.ok(),
+                        None => None,
+                    };
+                    // Read now, not when the call was made: a refusal seen meanwhile holds.
+                    let refused_now = refused.as_ref().is_some_and(|f| f.load(Ordering::Relaxed));
+                    let structured = if schema.is_some() && !refused_now {
+                        structured
+                    } else {
+                        StructuredOutput::Off
+                    };
+                    let request = ChatRequest {
+                        model: id,
+                        messages,
+                        max_tokens: Some(max_tokens),
+                        schema,
+                        structured,
+                    };
+                    let resp = match provider.chat(request.clone(), listen.deltas.clone()).await {
+                        Err(e)
+                            if structured != StructuredOutput::Off
+                                && refuses_structured_output(&e) =>
+                        {
+                            if let Some(flag) = &refused {
+                                flag.store(true, Ordering::Relaxed);
+                            }
+                            log::warn!(
+                                "route {route}: the server refused response_format ({}); asking \
+                             again without it, and sending none until restart",
+                                e.message
+                            );
+                            if let Some(tx) = &listen.notices {
+                                let _ = tx.send(Notice::StructuredRefused {
+                                    route: route.clone(),
+                                    message: e.message.clone(),
+                                });
+                            }
+                            let plain =
+                                ChatRequest { structured: StructuredOutput::Off, ..request };
+                            provider.chat(plain, listen.deltas).await?
+                        }
+                        other => other?,
+                    };
+                    if resp.text.trim().is_empty() {
+                        return Err(CallError::new(
+                            CallErrorKind::Malformed,
+                            None,
+                            "the response holds no completion text",
+                        ));
+                    }
+                    Ok(resp)
+                })
+            }
             Err(message) => {
                 Box::pin(
                     async move { Err(CallError::new(CallErrorKind::Transport, None, message)) },
@@ -312,13 +510,7 @@ mod tests {
     fn capped(max: Option<usize>) -> (Providers, Arc<AtomicUsize>) {
         let peak = Arc::new(AtomicUsize::new(0));
         let provider = Counting { now: Arc::new(AtomicUsize::new(0)), max: peak.clone() };
-        let route = Route {
-            prefix: "c/".into(),
-            strip_prefix: false,
-            provider: Arc::new(provider),
-            max_concurrent_calls: max,
-            max_tokens: None,
-        };
+        let route = Route { max_concurrent_calls: max, ..Route::new("c/", Arc::new(provider)) };
         (Providers::new(vec![route], None), peak)
     }
 
@@ -356,13 +548,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_empty_completion_is_malformed() {
         let sim = sim::SimProvider::new(sim::SimConfig::default());
-        let route = Route {
-            prefix: "sim/".into(),
-            strip_prefix: false,
-            provider: Arc::new(sim),
-            max_concurrent_calls: None,
-            max_tokens: None,
-        };
+        let route = Route::new("sim/", Arc::new(sim));
         let providers = Providers::new(vec![route], None);
         let e = providers.chat("sim/empty", vec![ChatMessage::user("Q?")], None).await.unwrap_err();
         assert_eq!(e.kind, CallErrorKind::Malformed);
@@ -385,11 +571,9 @@ mod tests {
     #[tokio::test]
     async fn every_call_carries_its_cap_lowered_to_its_routes_ceiling() {
         let route = |prefix: &str, max_tokens| Route {
-            prefix: prefix.into(),
             strip_prefix: true,
-            provider: Arc::new(Echo),
-            max_concurrent_calls: None,
             max_tokens,
+            ..Route::new(prefix, Arc::new(Echo))
         };
         let caps = OutputCaps {
             default: 1_000,
@@ -400,7 +584,9 @@ mod tests {
                 .with_caps(caps);
         let asked = |mode: &str, role: &str, model: &str| {
             let cap = providers.max_tokens(mode, role, model);
-            providers.chat_capped(model, Vec::new(), cap, None)
+            let ask =
+                Ask { model: model.into(), messages: Vec::new(), max_tokens: cap, schema: None };
+            providers.chat_capped(ask, Listeners::default())
         };
         assert_eq!(asked("council", "chairman", "a/m").await.unwrap().text, "Some(4000)");
         assert_eq!(asked("vote", "chairman", "a/m").await.unwrap().text, "Some(1000)");

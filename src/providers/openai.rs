@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::{BoxFuture, ChatRequest, ChatResponse, Provider};
+use super::{BoxFuture, ChatRequest, ChatResponse, Provider, StructuredOutput};
 use crate::modes::reading::with_reasoning;
 use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
 use crate::secrets::{redact_key, Secret};
@@ -77,6 +77,11 @@ fn size(n: usize) -> String {
 
 pub struct OpenAiCompatible {
     endpoint: String,
+    /// The server's root (the base URL without a trailing `/v1`): where llama.cpp's `/props`
+    /// and Ollama's `/api/show` are.
+    root: String,
+    /// What the server said of each model's context (None: it did not say), asked once.
+    contexts: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, Option<u32>>>>,
     limits: ReadLimits,
     api_key: Option<Secret>,
     client: Result<reqwest::Client, String>,
@@ -104,8 +109,11 @@ impl OpenAiCompatible {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"));
+        let base = base_url.trim_end_matches('/');
         OpenAiCompatible {
-            endpoint: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            endpoint: format!("{base}/chat/completions"),
+            root: base.strip_suffix("/v1").unwrap_or(base).to_string(),
+            contexts: Default::default(),
             api_key,
             limits: ReadLimits::default(),
             client,
@@ -142,9 +150,57 @@ impl OpenAiCompatible {
             max_tokens: cap(TokenField::MaxTokens),
             max_completion_tokens: cap(TokenField::MaxCompletionTokens),
             usage: self.openrouter.then_some(UsageOptions { include: true }),
+            response_format: match (request.structured, request.sent_schema()) {
+                (StructuredOutput::JsonSchema, Some(schema)) => Some(schema.response_format()),
+                (StructuredOutput::JsonObject, Some(_)) => {
+                    Some(serde_json::json!({ "type": "json_object" }))
+                }
+                _ => None,
+            },
         }
     }
 }
+
+/// How long the server may take to say its context size before it counts as not saying.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The context of `model` on the server at `root`, in tokens, as the server says it:
+/// llama.cpp's `/props` (`default_generation_settings.n_ctx`, a slot's share of the
+/// server's `-c`), else Ollama's `/api/show` (the model's `num_ctx` parameter, else Ollama's
+/// default of 4,096 tokens, which it uses whatever the model could hold). None when neither
+/// answers.
+async fn probe_context(client: reqwest::Client, root: String, model: String) -> Option<u32> {
+    let props = small_json(client.get(format!("{root}/props"))).await;
+    let said = props.as_ref().and_then(|v| {
+        v.pointer("/default_generation_settings/n_ctx").or_else(|| v.get("n_ctx"))?.as_u64()
+    });
+    if let Some(n) = said {
+        return u32::try_from(n).ok().filter(|n| *n > 0);
+    }
+    let show = client.post(format!("{root}/api/show")).json(&serde_json::json!({ "model": model }));
+    let v = small_json(show).await?;
+    v.get("model_info")?;
+    let stated = v.get("parameters").and_then(Value::as_str).and_then(|p| {
+        p.lines().find_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next() == Some("num_ctx")).then(|| words.next()?.parse::<u32>().ok()).flatten()
+        })
+    });
+    Some(stated.unwrap_or(OLLAMA_DEFAULT_CONTEXT))
+}
+
+/// The JSON a server answers to a small request, read to at most 1 MiB within
+/// [`PROBE_TIMEOUT`]; None for anything else.
+async fn small_json(request: reqwest::RequestBuilder) -> Option<Value> {
+    let resp = request.timeout(PROBE_TIMEOUT).send().await.ok()?.error_for_status().ok()?;
+    match read_at_most(resp, MIB).await.ok()? {
+        Bounded::Whole(body) => serde_json::from_slice(&body).ok(),
+        Bounded::Over(_) => None,
+    }
+}
+
+/// The context Ollama gives a model whose `num_ctx` is not set.
+const OLLAMA_DEFAULT_CONTEXT: u32 = 4096;
 
 fn error(kind: CallErrorKind, status: Option<u16>, message: impl Into<String>) -> CallError {
     CallError::new(kind, status, message)
@@ -268,6 +324,26 @@ impl Provider for OpenAiCompatible {
         };
         Box::pin(async move { call.await.map_err(|e| redact(e, key.as_ref().map(Secret::expose))) })
     }
+
+    fn context_tokens(&self, model: &str) -> BoxFuture<'static, Option<u32>> {
+        // OpenRouter says nothing of the kind, and its models hold far more than a prompt.
+        if self.openrouter {
+            return Box::pin(async { None });
+        }
+        let known = self.contexts.lock().ok().and_then(|c| c.get(model).copied());
+        if let Some(known) = known {
+            return Box::pin(async move { known });
+        }
+        let Ok(client) = self.client.clone() else { return Box::pin(async { None }) };
+        let (root, model, contexts) = (self.root.clone(), model.to_string(), self.contexts.clone());
+        Box::pin(async move {
+            let found = probe_context(client, root, model.clone()).await;
+            if let Ok(mut c) = contexts.lock() {
+                c.insert(model, found);
+            }
+            found
+        })
+    }
 }
 
 /// What [`read_at_most`] read.
@@ -329,6 +405,8 @@ struct RequestBody<'a> {
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     usage: Option<UsageOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Value>,
 }
 
 #[derive(Serialize)]
@@ -597,9 +675,8 @@ mod tests {
     #[test]
     fn the_body_carries_the_cap_in_the_routes_field_and_asks_openrouter_for_cost() {
         let request = ChatRequest {
-            model: "m".into(),
-            messages: vec![ChatMessage::user("q")],
             max_tokens: Some(300),
+            ..ChatRequest::new("m", vec![ChatMessage::user("q")])
         };
         let local = OpenAiCompatible::new("http://127.0.0.1:8080/v1", None);
         let body = serde_json::to_value(local.body(&request, false)).unwrap();

@@ -9,8 +9,8 @@
 //! first byte, `sim/xss…` answers normally with hostile markup in its prose, `sim/thinker…`
 //! answers normally after a `<think>` trace holding a draft that differs from its answer,
 //! `sim/oracle-P…` answers a registered eval question right with probability P, in the form
-//! of the mode that asks it, and judges as a juror ([`super::oracle`]); other
-//! names answer (see [`super::sim_text`]), subject to the configured `fail_rate` and
+//! of the mode that asks it, and judges as a juror (`eval::oracle`, handed in by [`answer_first`]); other
+//! names answer (see [`crate::modes::sim_text`]), subject to the configured `fail_rate` and
 //! `malformed_rate`, drawn deterministically from the prompt. Answers stream over the configured
 //! latency.
 //!
@@ -24,9 +24,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::sim_text::{reasoning_trace, respond, seed_of};
-use super::{BoxFuture, ChatRequest, ChatResponse, Provider};
+use super::{BoxFuture, ChatRequest, ChatResponse, Provider, StructuredOutput};
 use crate::modes::reading::with_reasoning;
+use crate::modes::sim_text::{reasoning_trace, respond_to, seed_of};
 use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
 
 /// Per-model settings (the configuration file's `[sim.models."sim/x"]`).
@@ -53,11 +53,14 @@ pub struct SimConfig {
     /// How long an answer takes, unless the model sets its own.
     pub latency_ms: u64,
     pub models: HashMap<String, SimModelConfig>,
+    /// The context every sim model holds, in [`tokens`]' count: a prompt past it is refused
+    /// with llama.cpp's HTTP 400, and the sim says it when asked (None: no limit, not said).
+    pub context_tokens: Option<u32>,
 }
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { latency_ms: 400, models: HashMap::new() }
+        SimConfig { latency_ms: 400, models: HashMap::new(), context_tokens: None }
     }
 }
 
@@ -210,12 +213,32 @@ pub fn capped(text: &str, max_tokens: Option<u32>) -> &str {
     text
 }
 
+/// What answers a sim model's chat before its mode's own sim does, when it answers at all:
+/// `conclave eval`'s oracles (`sim/oracle-P`), which know the questions the eval registered.
+pub type AnswerFirst = fn(&str, &[ChatMessage]) -> Option<String>;
+
+static ANSWER_FIRST: std::sync::OnceLock<AnswerFirst> = std::sync::OnceLock::new();
+
+/// Sets what answers before the modes' sims in this process (the first call wins).
+pub fn answer_first(f: AnswerFirst) {
+    let _ = ANSWER_FIRST.set(f);
+}
+
 /// What a sim model answers when it answers: an oracle's answer to a registered eval question
-/// (see [`super::oracle`]), else the mode's format (see [`respond`]), after a
+/// (handed in by [`answer_first`]), else the mode's format (see [`respond`]), after a
 /// reasoning trace for `sim/thinker…`, cut at the request's cap.
 fn reply(request: &ChatRequest, malformed: bool) -> String {
-    let answer = super::oracle::answer(&request.model, &request.messages)
-        .unwrap_or_else(|| respond(&request.model, &request.messages, malformed));
+    // Asked by the server, or only by the prompt (a route that sends no schema): a sim model
+    // follows its prompt as a capable model would.
+    let asked_in_prompt = request
+        .messages
+        .last()
+        .is_some_and(|m| m.content.contains(crate::modes::schema::ASKS_FOR_JSON));
+    let schema = request.sent_schema().or(request.schema.as_deref().filter(|_| asked_in_prompt));
+    let answer = ANSWER_FIRST
+        .get()
+        .and_then(|first| first(&request.model, &request.messages))
+        .unwrap_or_else(|| respond_to(&request.model, &request.messages, malformed, schema));
     let name = request.model.strip_prefix("sim/").unwrap_or(&request.model);
     let text = if name.starts_with("thinker") {
         let trace = reasoning_trace(&request.model, &request.messages, malformed, &answer);
@@ -235,6 +258,15 @@ pub fn reasoning_parts(text: &str) -> Option<(&str, &str)> {
         Some(end) => (&rest[..end], &rest[end + "\n</think>\n\n".len()..]),
         None => (rest, ""),
     })
+}
+
+/// The first half of `text` (at a character boundary).
+fn half(text: &str) -> &str {
+    let mut at = text.len() / 2;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    &text[..at]
 }
 
 pub fn simulated_failure(model: &str) -> CallError {
@@ -262,7 +294,12 @@ impl SimProvider {
         let latency = self.latency(&request.model);
         let transient = self.transient_failure(&request.model, &request.messages);
         let reset = transient.is_none() && self.resets_now(&request.model, &request.messages);
+        let cut = self.cuts_off_now(&request);
+        let over = self.refuses_format(&request).or_else(|| self.over_context(&request));
         Box::pin(async move {
+            if let Some(e) = over {
+                return Err(e);
+            }
             if let Some(e) = transient {
                 tokio::time::sleep(latency / 4).await;
                 return Err(e);
@@ -277,6 +314,7 @@ impl SimProvider {
                     tokio::time::sleep(latency / 2).await;
                     return Err(simulated_failure(&request.model));
                 }
+                Behaviour::Answer if cut => half(&reply(&request, false)).to_string(),
                 Behaviour::Answer => reply(&request, false),
                 Behaviour::Malformed => reply(&request, true),
                 Behaviour::Empty => String::new(),
@@ -306,13 +344,65 @@ impl SimProvider {
         })
     }
 
+    /// The context the sim models hold, if it has one.
+    pub fn context(&self) -> Option<u32> {
+        self.config.context_tokens
+    }
+
+    /// Whether this reply ends cut off: a `sim/cutoff…` model asked for JSON by a schema
+    /// (`json_schema`) stops halfway through at a prompt's first attempt, as a model held to
+    /// a grammar stops at its length cap before the object closes. Counts the attempt.
+    pub fn cuts_off_now(&self, request: &ChatRequest) -> bool {
+        let name = request.model.strip_prefix("sim/").unwrap_or(&request.model);
+        name.starts_with("cutoff")
+            && request.structured == StructuredOutput::JsonSchema
+            && request.sent_schema().is_some()
+            && self.first_attempt(&request.model, &request.messages, "cutoff")
+    }
+
+    /// A `sim/noformat…` model's server refuses `response_format` (HTTP 400), as some
+    /// OpenAI-compatible servers do.
+    pub fn refuses_format(&self, request: &ChatRequest) -> Option<CallError> {
+        let name = request.model.strip_prefix("sim/").unwrap_or(&request.model);
+        (name.starts_with("noformat") && request.structured != StructuredOutput::Off).then(|| {
+            CallError::new(
+                CallErrorKind::Http,
+                Some(400),
+                "Unsupported parameter: 'response_format' is not supported with this \
+                 model.",
+            )
+        })
+    }
+
+    /// llama.cpp's refusal of a prompt longer than the context, when the sim has one. The
+    /// prompt is counted as a real tokenizer counts English (a token per four bytes), not by
+    /// the sim's usage figures.
+    pub fn over_context(&self, request: &ChatRequest) -> Option<CallError> {
+        let n_ctx = self.config.context_tokens?;
+        let bytes: usize = request.messages.iter().map(|m| m.content.len()).sum();
+        let prompt = bytes.div_ceil(4) as u64 + 8 * request.messages.len() as u64;
+        (prompt > u64::from(n_ctx)).then(|| {
+            CallError::new(
+                CallErrorKind::Http,
+                Some(400),
+                format!(
+                    "request ({prompt} tokens) exceeds the available context size \
+                     ({n_ctx} tokens), try increasing it"
+                ),
+            )
+        })
+    }
+
     /// The whole answer to a request that simply answers (well-formed or, by `malformed_rate`,
     /// not): its text cut into the pieces it streams in. `None` for the models and draws that
     /// do something else (fail, stall, reset, answer empty, fail their first attempt), which
     /// take [`SimProvider::chat_after_start`]. Counts no attempt.
     pub fn plan(&self, request: &ChatRequest) -> Option<Planned> {
         let name = request.model.strip_prefix("sim/").unwrap_or(&request.model);
-        if ["flaky", "ratelimit", "reset"].iter().any(|p| name.starts_with(p)) {
+        if ["flaky", "ratelimit", "reset", "cutoff"].iter().any(|p| name.starts_with(p))
+            || self.over_context(request).is_some()
+            || self.refuses_format(request).is_some()
+        {
             return None;
         }
         let malformed = match self.behaviour(&request.model, &request.messages) {
@@ -370,6 +460,11 @@ impl Provider for SimProvider {
     ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
         let start_delay = self.start_delay(&request.model);
         self.answer(request, deltas, start_delay)
+    }
+
+    fn context_tokens(&self, _model: &str) -> BoxFuture<'static, Option<u32>> {
+        let n = self.config.context_tokens;
+        Box::pin(async move { n })
     }
 }
 
@@ -436,7 +531,7 @@ mod tests {
         let mut models = HashMap::new();
         let quick = SimModelConfig { start_delay_ms: Some(50), ..Default::default() };
         models.insert("sim/slowstart-b".to_string(), quick);
-        let sim = SimProvider::new(SimConfig { latency_ms: 10, models });
+        let sim = SimProvider::new(SimConfig { latency_ms: 10, models, context_tokens: None });
         assert_eq!(sim.start_delay("sim/slowstart-b"), Duration::from_millis(50));
         assert_eq!(sim.start_delay("sim/alpha"), Duration::ZERO);
     }
@@ -448,7 +543,7 @@ mod tests {
             "sim/flaky".to_string(),
             SimModelConfig { fail_rate: 0.5, ..Default::default() },
         );
-        let sim = SimProvider::new(SimConfig { latency_ms: 1, models });
+        let sim = SimProvider::new(SimConfig { latency_ms: 1, models, context_tokens: None });
         let outcomes: Vec<Behaviour> = (0..40)
             .map(|i| sim.behaviour("sim/flaky", &[ChatMessage::user(format!("q{i}"))]))
             .collect();

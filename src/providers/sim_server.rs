@@ -30,8 +30,8 @@ use tokio::sync::mpsc;
 use super::sim::{
     piece_due, pieces, reasoning_parts, simulated_failure, Behaviour, Planned, SimProvider,
 };
-use super::{BoxFuture, ChatRequest, ChatResponse};
-use crate::modes::{CallError, CallErrorKind, ChatMessage, Usage};
+use super::{BoxFuture, ChatRequest, ChatResponse, StructuredOutput};
+use crate::modes::{CallError, CallErrorKind, ChatMessage, ReplySchema, Usage};
 
 #[derive(Default)]
 struct Counters {
@@ -153,6 +153,7 @@ pub fn build(listener: TcpListener, sim: SimProvider) -> std::io::Result<(Server
             .route("/v1/chat/completions", web::post().to(completions))
             .route("/v1/models", web::get().to(models))
             .route("/sim/stats", web::get().to(stats_route))
+            .route("/props", web::get().to(props))
     })
     .workers(2)
     // Each streamed piece leaves when it is due, as a provider's do.
@@ -231,7 +232,15 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
     }
     // Nothing at all (not even headers) before the start delay has passed.
     tokio::time::sleep(state.sim.start_delay(&model)).await;
-    let request = ChatRequest { model: model.clone(), messages, max_tokens };
+    let (schema, structured) = match response_format(&body) {
+        Ok(f) => f,
+        Err(e) => return failure(&e),
+    };
+    let request = ChatRequest { model: model.clone(), messages, max_tokens, schema, structured };
+    if let Some(e) = state.sim.refuses_format(&request).or_else(|| state.sim.over_context(&request))
+    {
+        return failure(&e);
+    }
     if !stream {
         return match state.sim.chat_after_start(request, None).await {
             Err(e) if e.kind == CallErrorKind::Transport => {
@@ -431,6 +440,43 @@ async fn models() -> HttpResponse {
     .map(|id| json!({ "id": id, "object": "model", "owned_by": "conclave-sim" }))
     .collect();
     HttpResponse::Ok().json(json!({ "object": "list", "data": data }))
+}
+
+/// The request's `response_format`: a `json_schema` one's schema, or a `json_object` one
+/// (no schema: the sim answers as usual), or none.
+fn response_format(
+    body: &Value,
+) -> Result<(Option<Arc<ReplySchema>>, StructuredOutput), CallError> {
+    let Some(format) = body.get("response_format").filter(|f| !f.is_null()) else {
+        return Ok((None, StructuredOutput::Off));
+    };
+    let bad = |m: &str| CallError::new(CallErrorKind::Http, Some(400), m.to_string());
+    match format.get("type").and_then(Value::as_str) {
+        Some("json_schema") => {
+            let spec = format.get("json_schema").ok_or_else(|| {
+                bad("response_format: a json_schema format needs its `json_schema`")
+            })?;
+            let schema = spec
+                .get("schema")
+                .filter(|s| s.is_object())
+                .ok_or_else(|| bad("response_format: `json_schema.schema` must be an object"))?;
+            let name = spec.get("name").and_then(Value::as_str).unwrap_or("reply");
+            Ok((Some(ReplySchema::new(name, schema.clone())), StructuredOutput::JsonSchema))
+        }
+        Some("json_object") => Ok((None, StructuredOutput::JsonObject)),
+        Some("text") => Ok((None, StructuredOutput::Off)),
+        _ => Err(bad("response_format: `type` must be text, json_object or json_schema")),
+    }
+}
+
+/// llama.cpp's `/props`, as far as Conclave reads it: a slot's context, when the sim has one.
+async fn props(state: web::Data<State>) -> HttpResponse {
+    match state.sim.context() {
+        Some(n) => {
+            HttpResponse::Ok().json(json!({ "default_generation_settings": { "n_ctx": n } }))
+        }
+        None => HttpResponse::NotFound().finish(),
+    }
 }
 
 async fn stats_route(state: web::Data<State>) -> HttpResponse {

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::db::{self, AnyConnection};
 use super::schema::{eval_runs, evals};
 use super::types::{JsonText, Ms};
-use super::{now_ms, StoreActor, StoreError};
+use super::{now_ms, EvalStatus, StoreActor, StoreError};
 
 /// An eval as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Queryable, Selectable)]
@@ -24,8 +24,8 @@ pub struct EvalRecord {
     pub questions: Value,
     /// The arms, members and flags it was started with.
     pub settings: Value,
-    /// `running`, `completed` or `stopped`.
-    pub status: String,
+    #[diesel(deserialize_as = String)]
+    pub status: EvalStatus,
     /// Why it stopped early (Ctrl-C, the budget).
     pub note: Option<String>,
     pub owner: Option<String>,
@@ -97,7 +97,7 @@ store_message!(
                 set_hash: &e.set_hash,
                 questions: JsonText::new(&e.questions),
                 settings: JsonText::new(&e.settings),
-                status: "running",
+                status: EvalStatus::Running.as_str(),
                 owner: e.owner.as_deref(),
                 created_at: Ms(now_ms()),
             })
@@ -162,12 +162,12 @@ store_message!(
 );
 store_message!(
     /// Mark an eval's end: `completed` or `stopped` (with why), or back to `running` (resumed).
-    FinishEval { id: String, status: String, note: Option<String> } -> (),
+    FinishEval { id: String, status: EvalStatus, note: Option<String> } -> (),
     |msg, conn| {
-        let finished = (msg.status != "running").then(|| Ms(now_ms()));
+        let finished = (msg.status != EvalStatus::Running).then(|| Ms(now_ms()));
         diesel::update(evals::table.filter(evals::id.eq(&msg.id)))
             .set((
-                evals::status.eq(&msg.status),
+                evals::status.eq(msg.status.as_str()),
                 evals::note.eq(&msg.note),
                 evals::finished_at.eq(finished),
             ))
@@ -203,10 +203,10 @@ impl super::Store {
     pub async fn finish_eval(
         &self,
         id: &str,
-        status: &str,
+        status: EvalStatus,
         note: Option<String>,
     ) -> Result<(), StoreError> {
-        let (id, status) = (id.to_string(), status.to_string());
+        let id = id.to_string();
         self.write(FinishEval { id, status, note }).await?
     }
 }

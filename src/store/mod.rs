@@ -11,7 +11,7 @@ mod queries;
 pub mod schema;
 pub mod types;
 mod values;
-pub use values::{RunStatus, Visibility};
+pub use values::{EvalStatus, RunStatus, Visibility};
 
 use actix::prelude::*;
 use serde::Serialize;

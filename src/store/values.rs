@@ -61,6 +61,51 @@ impl fmt::Display for RunStatus {
     }
 }
 
+/// Where an eval is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EvalStatus {
+    Running,
+    Completed,
+    /// Stopped early (Ctrl-C, the budget): it can be resumed.
+    Stopped,
+}
+
+impl EvalStatus {
+    pub const ALL: [EvalStatus; 3] =
+        [EvalStatus::Running, EvalStatus::Completed, EvalStatus::Stopped];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvalStatus::Running => "running",
+            EvalStatus::Completed => "completed",
+            EvalStatus::Stopped => "stopped",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EvalStatus> {
+        EvalStatus::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
+/// Read from a stored row: a word this server does not know (written by a newer one, or an
+/// eval whose process died while `running` reads as written) reads as `stopped`, which can be
+/// resumed.
+impl From<String> for EvalStatus {
+    fn from(s: String) -> EvalStatus {
+        EvalStatus::parse(&s).unwrap_or_else(|| {
+            log::warn!("unknown eval status {s:?} in the database; treated as stopped");
+            EvalStatus::Stopped
+        })
+    }
+}
+
+impl fmt::Display for EvalStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Who may see a conversation and its runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -107,6 +152,11 @@ mod tests {
             assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
         }
         assert_eq!(RunStatus::stored("paused"), RunStatus::Interrupted);
+        for s in EvalStatus::ALL {
+            assert_eq!(EvalStatus::from(s.as_str().to_string()), s);
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        assert_eq!(EvalStatus::from("paused".to_string()), EvalStatus::Stopped);
         assert_eq!(Visibility::stored("team"), Visibility::Team);
         assert_eq!(Visibility::stored("shared"), Visibility::Private, "unknown is the safe side");
         assert_eq!(serde_json::to_value(Visibility::Private).unwrap(), "private");

@@ -14,7 +14,6 @@ mod pages;
 mod rest;
 mod share;
 mod sse;
-pub mod views;
 mod ws;
 
 use std::time::Duration;

@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 
 use super::auth::Caller;
 use super::error::{conversation_id, run_id, ApiError};
-use super::views::{recent_view, run_view};
 use super::AppState;
+use crate::engine::views::{recent_view, run_view};
 use crate::modes::{self, ModeKind};
 use crate::store::{RecentRun, ReviewStatus, RunRecord};
 

@@ -383,6 +383,13 @@ export class RunView {
       this.showNote("The server restarted during this run; it resumed from its last saved step.", false);
       return;
     }
+    if (ev.event === "prompt_fitted" || ev.event === "structured_output_refused") {
+      const card = this.calls.get(data.key);
+      const text = ev.event === "prompt_fitted" ? fittedText(data) : refusedText(data);
+      if (card) card.prepend(el("div", { class: "callout fit-note" }, text));
+      else this.showNote(text, false);
+      return;
+    }
     if (ev.event === "fallback_start") {
       // The primary failed; its backup answers in a card of its own (its call_start follows).
       this.backups.set(data.key, data);
@@ -605,4 +612,24 @@ export class RunView {
     }
     this.cancelBtn.disabled = false;
   }
+}
+
+/** A `prompt_fitted` event in words: what was shortened to fit the model's context. */
+export function fittedText(data) {
+  const n = (x) => Number(x || 0).toLocaleString("en");
+  const cuts = data.cuts || [];
+  const dropped = cuts.filter((c) => !c.toChars).length;
+  const shortened = cuts.filter((c) => c.toChars).map((c) => `${c.what} (${n(c.fromChars)} → ${n(c.toChars)} characters)`);
+  const parts = [];
+  if (shortened.length) parts.push(`shortened ${shortened.join(", ")}`);
+  if (dropped) parts.push(`left out ${dropped === 1 ? "an earlier message" : `${dropped} earlier messages`} of the conversation`);
+  const did = parts.length ? parts.join(" and ") : "could not shorten it";
+  const still = data.fits === false ? " It was still too long; the model's server may refuse it." : "";
+  return `To fit this model's context (${n(data.contextTokens)} tokens), Conclave ${did}.${still}`;
+}
+
+/** A `structured_output_refused` event in words. */
+export function refusedText(data) {
+  const who = data.route && data.route !== "*" ? `the server for ${data.route} models` : "the default provider";
+  return `Asked again for a plain reply: ${who} does not take structured (JSON) replies (${data.message || "refused"}). It is asked for plain text until Conclave restarts.`;
 }

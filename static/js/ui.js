@@ -154,6 +154,66 @@ export function formatLabelledLines(md) {
   return out.join("\n");
 }
 
+/** `finalRanking` / `final_ranking` → "Final ranking". */
+function fieldWords(key) {
+  // A key that is already words (a rubric criterion: "Cost Efficiency") stays as written.
+  if (/\s/.test(String(key))) return String(key);
+  const w = String(key).replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/[_-]+/g, " ").toLowerCase().trim();
+  return w.charAt(0).toUpperCase() + w.slice(1);
+}
+
+/** A scalar of a structured reply as markdown text; a choice a mode badges, as a badge. */
+function fieldValue(key, v) {
+  if (v === null || v === undefined) return "—";
+  if (typeof v === "boolean") return v ? "yes" : "no";
+  const text = String(v);
+  const label = String(key).replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+  const colour = BADGE_VALUES[label] && BADGE_VALUES[label][text.toUpperCase()];
+  return colour ? `\u2063badge:${colour}:${text.toLowerCase()}\u2063` : text;
+}
+
+function structuredLines(key, v, depth, out) {
+  const pad = "  ".repeat(depth);
+  if (Array.isArray(v)) {
+    out.push(`${pad}${depth ? "- " : ""}**${fieldWords(key)}:**`, "");
+    v.forEach((item, i) => {
+      if (item && typeof item === "object") {
+        out.push(`${pad}${i + 1}.`);
+        for (const [k, x] of Object.entries(item)) structuredLines(k, x, depth + 1, out);
+      } else out.push(`${pad}${i + 1}. ${fieldValue(key, item)}`);
+    });
+    out.push("");
+  } else if (v && typeof v === "object") {
+    out.push(`${pad}${depth ? "- " : ""}**${fieldWords(key)}:**`, "");
+    for (const [k, x] of Object.entries(v)) structuredLines(k, x, depth + 1, out);
+    out.push("");
+  } else {
+    out.push(`${pad}${depth ? "- " : ""}**${fieldWords(key)}:** ${fieldValue(key, v)}`, "");
+  }
+}
+
+/**
+ * A structured reply (its answer is one JSON object, as a route with structured output gets it)
+ * as markdown a person reads: a paragraph per field in the reply's order, headed by the field in
+ * plain words, lists numbered, choices as badges. Null for any other reply.
+ */
+export function structuredMarkdown(answer) {
+  let body = String(answer ?? "").trim();
+  const fence = body.match(/^```(?:json)?\s*\n([\s\S]*?)\n?```$/);
+  if (fence) body = fence[1].trim();
+  if (!body.startsWith("{")) return null;
+  let value;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) return null;
+  const out = [];
+  for (const [k, v] of Object.entries(value)) structuredLines(k, v, 0, out);
+  return out.join("\n");
+}
+
 /** Sanitised HTML for a model's markdown. Its reasoning, if any, comes first, folded. */
 export function markdownHtml(text) {
   setupPurify();
@@ -166,7 +226,7 @@ export function markdownHtml(text) {
   }
   const render = (md) => window.marked.parse(md, { gfm: true, breaks: false, async: false });
   const { answer, reasoning, unclosed } = splitReasoning(src);
-  let html = render(formatLabelledLines(answer));
+  let html = render(structuredMarkdown(answer) ?? formatLabelledLines(answer));
   if (reasoning !== null || unclosed) {
     // Folded, ahead of the answer; an unclosed trace says it is unfinished.
     const summary = unclosed ? "Reasoning…" : "Reasoning";

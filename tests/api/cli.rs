@@ -63,7 +63,12 @@ fn run_council_prints_progress_and_the_synthesis() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("councilModels"));
+    // Said of the flag typed, not of the request field it became.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("conclave: --models: ") && !stderr.contains("councilModels"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -290,6 +295,15 @@ fn run_status(path: &std::path::Path) -> String {
     diesel::sql_query("SELECT status FROM runs").get_result::<S>(&mut conn).unwrap().status
 }
 
+/// Polls `done` every 20 ms until it holds; fails after a generous 30 s.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "waited 30 s for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn sigterm_lets_running_deliberations_finish_or_marks_them_interrupted() {
     conclave::providers::openai::install_crypto();
@@ -306,16 +320,32 @@ fn sigterm_lets_running_deliberations_finish_or_marks_them_interrupted() {
         let (mut server, url, http) = serve_in(dir.path(), &format!("sqlite://{}", path.display()));
         let post = |body: serde_json::Value| {
             let req = http.post(format!("{url}/api/deliberations")).json(&body).send();
-            rt.block_on(async { req.await.unwrap().status().as_u16() })
+            rt.block_on(async {
+                let resp = req.await.unwrap();
+                let status = resp.status().as_u16();
+                (status, resp.json::<serde_json::Value>().await.unwrap_or_default())
+            })
         };
-        assert_eq!(post(serde_json::json!({ "question": "Finish me?" })), 202);
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        let (status, started) = post(serde_json::json!({ "question": "Finish me?" }));
+        assert_eq!(status, 202, "{started}");
+        // The run is under way: its first calls have started (an event is stored).
+        let run = started["runId"].as_str().unwrap_or_default().to_string();
+        let under_way = || {
+            let req = http.get(format!("{url}/api/deliberations/{run}")).send();
+            rt.block_on(async { req.await.unwrap().json::<serde_json::Value>().await.unwrap() })
+                ["lastSeq"]
+                .as_i64()
+                > Some(0)
+        };
+        wait_for("the run to start its calls", under_way);
         let t = std::time::Instant::now();
         Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
         if grace_ms > 0 {
-            std::thread::sleep(std::time::Duration::from_millis(200));
+            // Draining is seen when a start (an invalid one, which creates nothing) is answered
+            // 503 instead of 400.
+            wait_for("the server to drain", || post(serde_json::json!({ "mode": 7 })).0 == 503);
             assert_eq!(
-                post(serde_json::json!({ "question": "Too late?" })),
+                post(serde_json::json!({ "question": "Too late?" })).0,
                 503,
                 "no new runs while draining"
             );
@@ -387,4 +417,46 @@ fn a_refused_run_exits_2_with_the_error_alone() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
         assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: the error alone: {stderr}");
     }
+}
+
+/// What a person must never read in the terminal: JSON's and JavaScript's words for nothing,
+/// and a placeholder for a value that was not there.
+const NOT_FOR_PEOPLE: &[&str] = &["null", "NaN", "undefined", ": ?", "(?)", "? of", " ?%"];
+
+#[test]
+fn every_mode_run_from_the_terminal_says_its_progress_and_outcome_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut wrong = Vec::new();
+    for spec in conclave::modes::registry::MODES {
+        let example = (spec.example)();
+        let question = example["question"].as_str().unwrap_or("Evaluate this content");
+        let mut cmd = conclave();
+        cmd.current_dir(dir.path()).args(["run", spec.id, question]);
+        if let Some(cfg) = example.get("modeConfig") {
+            cmd.args(["--config-json", &cfg.to_string()]);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            wrong.push(format!("{}: exit {:?}\n{stderr}", spec.id, out.status.code()));
+            continue;
+        }
+        for line in stderr.lines() {
+            if let Some(w) = NOT_FOR_PEOPLE.iter().find(|w| line.contains(*w)) {
+                wrong.push(format!("{}: {w:?} in {line:?}", spec.id));
+            }
+        }
+        // The run opens with the mode's name, not its id.
+        if !stderr.lines().any(|l| l == format!("▶ {}", spec.label)) {
+            wrong.push(format!("{}: does not open with \"▶ {}\":\n{stderr}", spec.id, spec.label));
+        }
+        // A mode whose outcome is more than its answer's first words says it.
+        let said = stderr.contains("outcome: ");
+        if ["vote", "jury", "delphi", "clarity", "tournament", "decompose"].contains(&spec.id)
+            && !said
+        {
+            wrong.push(format!("{}: no outcome line:\n{stderr}", spec.id));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

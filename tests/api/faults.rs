@@ -37,9 +37,11 @@ async fn the_sim_server_serves_each_fault_on_the_wire() {
     models.insert("sim/slowstart-w".to_string(), slow);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://127.0.0.1:{}/v1", listener.local_addr().unwrap().port());
-    let (server, stats) =
-        sim_server::build(listener, SimProvider::new(SimConfig { latency_ms: 60, models }))
-            .unwrap();
+    let (server, stats) = sim_server::build(
+        listener,
+        SimProvider::new(SimConfig { latency_ms: 60, models, context_tokens: None }),
+    )
+    .unwrap();
     actix_web::rt::spawn(server);
     let client = OpenAiCompatible::new(&base, None);
 

@@ -7,6 +7,7 @@ use conclave::app::Application;
 use conclave::config::{Config, RouteConfig};
 use conclave::providers::sim::{SimConfig, SimModelConfig, SimProvider};
 use conclave::providers::sim_server::{self, SimStats};
+use conclave::providers::StructuredOutput;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
@@ -67,6 +68,11 @@ pub struct Options {
     pub clock: conclave::engine::limits::Clock,
     /// How long a run's lease lasts without a heartbeat (heartbeats every third of it).
     pub lease: Duration,
+    /// Whether the sim models are asked for JSON (`[sim] structured_output`, or the sim-server
+    /// route's when over HTTP).
+    pub structured: StructuredOutput,
+    /// A context the sim models hold and refuse prompts past (`[sim] context_tokens`).
+    pub sim_context_tokens: Option<u32>,
 }
 
 impl Default for Options {
@@ -89,6 +95,8 @@ impl Default for Options {
             max_unauthenticated_per_address: 16,
             clock: Default::default(),
             lease: Duration::from_secs(10),
+            structured: StructuredOutput::Off,
+            sim_context_tokens: None,
         }
     }
 }
@@ -136,7 +144,12 @@ pub async fn spawn_with(opts: Options) -> TestApp {
         .clone()
         .or_else(|| own_pg.clone())
         .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("test.db").display()));
-    config.sim = SimConfig { latency_ms: opts.sim_latency_ms, models: opts.sim_models.clone() };
+    config.sim = SimConfig {
+        latency_ms: opts.sim_latency_ms,
+        models: opts.sim_models.clone(),
+        context_tokens: opts.sim_context_tokens,
+    };
+    config.sim_structured_output = opts.structured;
     config.sim_max_concurrent_calls = opts.max_concurrent_calls;
     config.stage_timeout_ms = opts.stage_timeout_ms;
     config.fallback = opts.fallback.clone();
@@ -168,6 +181,8 @@ pub async fn spawn_with(opts: Options) -> TestApp {
             max_tokens: None,
             max_tokens_field: None,
             openrouter: None,
+            structured_output: opts.structured,
+            context_tokens: None,
         });
     }
     config.routes.extend(opts.routes.clone());
@@ -435,4 +450,78 @@ pub async fn assert_refused_by_field(app: &TestApp, mode: &str, cases: &[(Value,
     let (status, b) =
         app.post("/api/deliberations", &json!({ "mode": mode, "question": "" })).await;
     assert_eq!((status, b["field"].as_str()), (400, Some("question")), "{b}");
+}
+
+/// How a run's machine-read replies were read: the calls that carried a reply schema (their
+/// `call_start` names it) and answered, and, of the stage rows they left, how many say they
+/// were read from JSON or from text (`parsedData.readFrom`). The rest were not read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reads {
+    pub machine_read: usize,
+    pub json: usize,
+    pub text: usize,
+    pub unparsed: usize,
+}
+
+impl Reads {
+    /// From a run's stored events and stage rows (its JSON export's `events` and `stages`).
+    pub fn of(events: &[Value], stages: &[Value]) -> Reads {
+        let asked: std::collections::HashSet<&str> = events
+            .iter()
+            .filter(|e| e["event"] == "call_start" && e["data"]["schema"].is_string())
+            .filter_map(|e| e["data"]["key"].as_str())
+            .collect();
+        let machine_read = events
+            .iter()
+            .filter(|e| e["event"] == "call_complete" && e["data"]["ok"] == true)
+            .filter(|e| e["data"]["key"].as_str().is_some_and(|k| asked.contains(k)))
+            .count();
+        // A reply read and then asked again (a Decompose plan with a cycle) was read too: its
+        // row says how in `firstReadFrom`; so was a reply asked again and set aside for the
+        // first (`setAsideReadFrom`).
+        let from = |how: &str| {
+            stages
+                .iter()
+                .map(|s| {
+                    ["readFrom", "firstReadFrom", "setAsideReadFrom"]
+                        .iter()
+                        .filter(|k| s["parsedData"][**k] == how)
+                        .count()
+                })
+                .sum::<usize>()
+        };
+        let (json, text) = (from("json"), from("text"));
+        assert!(
+            json + text <= machine_read,
+            "more reads than replies: {json} + {text} of {machine_read}"
+        );
+        Reads { machine_read, json, text, unparsed: machine_read - json - text }
+    }
+
+    pub fn read(&self) -> usize {
+        self.json + self.text
+    }
+
+    /// The share of machine-read replies read from JSON (1 when there were none).
+    pub fn json_share(&self) -> f64 {
+        if self.machine_read == 0 {
+            1.0
+        } else {
+            self.json as f64 / self.machine_read as f64
+        }
+    }
+}
+
+impl std::fmt::Display for Reads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "read {}/{} (json {}, text {}), unparsed {}",
+            self.read(),
+            self.machine_read,
+            self.json,
+            self.text,
+            self.unparsed
+        )
+    }
 }

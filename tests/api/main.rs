@@ -39,6 +39,7 @@ mod secrets;
 mod specialist_panel;
 mod spend;
 mod stream;
+mod structured;
 mod tls;
 mod tournament;
 mod validation;

@@ -555,3 +555,94 @@ async fn what_a_provider_sends_is_read_up_to_a_bound() {
         ReadLimits { error_body: 65_536, response: 67_108_864, stream_line: 1_048_576 }
     );
 }
+
+#[actix_web::test]
+async fn a_schema_goes_in_response_format_as_the_route_asks_for_it() {
+    use conclave::modes::schema::{one_of, reasoned, ReplySchema};
+    use conclave::providers::StructuredOutput;
+    conclave::providers::openai::install_crypto();
+    let client = OpenAiCompatible::new(&start_fake(), None);
+    let schema = ReplySchema::new("vote_ballot", reasoned([("vote", one_of(&["Response A"]))]));
+    let sent = |structured| {
+        let request = ChatRequest { schema: Some(schema.clone()), structured, ..ask("echo") };
+        let client = &client;
+        async move {
+            let text = client.chat(request, None).await.unwrap().text;
+            serde_json::from_str::<Value>(&text).unwrap()
+        }
+    };
+    let body = sent(StructuredOutput::JsonSchema).await;
+    assert_eq!(body["response_format"]["type"], "json_schema");
+    assert_eq!(body["response_format"]["json_schema"]["name"], "vote_ballot");
+    assert_eq!(body["response_format"]["json_schema"]["strict"], true);
+    assert_eq!(body["response_format"]["json_schema"]["schema"], schema.schema);
+    let body = sent(StructuredOutput::JsonObject).await;
+    assert_eq!(body["response_format"], json!({ "type": "json_object" }));
+    let body = sent(StructuredOutput::Off).await;
+    assert!(body.get("response_format").is_none(), "{body}");
+    // No schema, no response_format, whatever the route says.
+    let request = ChatRequest { structured: StructuredOutput::JsonSchema, ..ask("echo") };
+    let text = client.chat(request, None).await.unwrap().text;
+    assert!(serde_json::from_str::<Value>(&text).unwrap().get("response_format").is_none());
+}
+
+/// A server with `route` answering `GET` (llama.cpp's `/props`) or `POST` (Ollama's
+/// `/api/show`) with `answer`, counting the asks.
+fn context_server(route: &'static str, answer: Value, asked: Arc<Mutex<u32>>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = HttpServer::new(move || {
+        let (answer, asked) = (answer.clone(), asked.clone());
+        let handler = move || {
+            let (answer, asked) = (answer.clone(), asked.clone());
+            async move {
+                *asked.lock().unwrap() += 1;
+                HttpResponse::Ok().json(answer)
+            }
+        };
+        App::new()
+            .route(route, web::get().to(handler.clone()))
+            .route(route, web::post().to(handler))
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(listener)
+    .unwrap()
+    .run();
+    actix_web::rt::spawn(server);
+    format!("http://127.0.0.1:{port}/v1")
+}
+
+#[actix_web::test]
+async fn the_context_is_read_from_llama_cpp_and_ollama_once_per_model() {
+    conclave::providers::openai::install_crypto();
+    let asked = Arc::new(Mutex::new(0));
+    let llama = context_server(
+        "/props",
+        json!({ "default_generation_settings": { "n_ctx": 4096 }, "total_slots": 3 }),
+        asked.clone(),
+    );
+    let client = OpenAiCompatible::new(&llama, None);
+    assert_eq!(client.context_tokens("smollm2").await, Some(4096));
+    assert_eq!(client.context_tokens("smollm2").await, Some(4096));
+    assert_eq!(*asked.lock().unwrap(), 1, "asked once, then remembered");
+    let ollama = |parameters: &str| {
+        context_server(
+            "/api/show",
+            json!({ "model_info": { "llama.context_length": 131072 }, "parameters": parameters }),
+            Arc::new(Mutex::new(0)),
+        )
+    };
+    let set = OpenAiCompatible::new(&ollama("stop \"<|eot|>\"\nnum_ctx 8192"), None);
+    assert_eq!(set.context_tokens("llama3.2").await, Some(8192));
+    // Not set: Ollama's own default, whatever the model could hold.
+    let unset = OpenAiCompatible::new(&ollama("temperature 0.7"), None);
+    assert_eq!(unset.context_tokens("llama3.2").await, Some(4096));
+    // A server that says neither (the chat fake has no such routes): nothing is fitted.
+    let silent = OpenAiCompatible::new(&start_fake(), None);
+    assert_eq!(silent.context_tokens("m").await, None);
+    // OpenRouter is not asked.
+    let openrouter = OpenAiCompatible::new(&llama, None).openrouter(true);
+    assert_eq!(openrouter.context_tokens("other").await, None);
+    assert_eq!(*asked.lock().unwrap(), 1);
+}

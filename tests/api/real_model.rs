@@ -43,19 +43,44 @@ async fn real_model() -> Option<String> {
     Some(url)
 }
 
-/// A test app whose `local/` models are served by the real model server.
-async fn app_for(url: &str) -> TestApp {
+/// How a run's route asks the model for its machine-read replies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    /// `structured_output = "json_schema"`: each reply constrained to its call's schema.
+    Json,
+    /// `structured_output = "off"`: the seeds' text formats.
+    Text,
+}
+
+impl Asked {
+    fn word(self) -> &'static str {
+        match self {
+            Asked::Json => "json",
+            Asked::Text => "text",
+        }
+    }
+}
+
+/// A test app whose `local/` models are served by the real model server, asked as `asked`.
+async fn app_for(url: &str, asked: Asked) -> TestApp {
+    // A JSON reply opens with its reasoning and may hold lists (findings, ratings): it is given
+    // room to close its object; text replies keep the cap they always had.
+    let (structured, max_tokens) = match asked {
+        Asked::Json => ("json_schema", 768),
+        Asked::Text => ("off", 256),
+    };
     // Read from TOML, as a user's configuration file would give it.
     let route: conclave::config::RouteConfig = toml::from_str(&format!(
-        "prefix = \"local/\"\nbase_url = \"{url}\"\nmax_concurrent_calls = 3\nmax_tokens = 256\n"
+        "prefix = \"local/\"\nbase_url = \"{url}\"\nmax_concurrent_calls = 3\n\
+         max_tokens = {max_tokens}\nstructured_output = \"{structured}\"\n"
     ))
     .expect("route");
     spawn_with(Options { stage_timeout_ms: 600_000, routes: vec![route], ..Options::default() })
         .await
 }
 
-/// Runs a request over the WebSocket; answers the stored run and its events.
-async fn run(app: &TestApp, request: Value) -> (Value, Vec<Value>) {
+/// Runs a request over the WebSocket; answers the stored run, its events and its stage rows.
+async fn run(app: &TestApp, request: Value) -> (Value, Vec<Value>, Vec<Value>) {
     let mut ws = app.ws().await;
     ws.send(json!({ "type": "start", "request": request })).await;
     let started = loop {
@@ -74,24 +99,108 @@ async fn run(app: &TestApp, request: Value) -> (Value, Vec<Value>) {
     assert_contiguous(&events, 1);
     let (status, stored) = app.get(&format!("/api/deliberations/{run}")).await;
     assert_eq!(status, 200, "{stored}");
-    (stored, events)
+    let (status, export) = app.get(&format!("/api/deliberations/{run}/export?format=json")).await;
+    assert_eq!(status, 200, "{export}");
+    let stages = export["stages"].as_array().cloned().unwrap_or_default();
+    (stored, events, stages)
 }
 
-/// What every run must show, whatever the model wrote.
-fn check_run(mode: &str, stored: &Value, events: &[Value]) {
+/// One run of a mode on the real model.
+struct Ran {
+    asked: Asked,
+    stored: Value,
+    /// Its stage rows (the JSON export's), where each reply is stored as the model wrote it.
+    stages: Vec<Value>,
+}
+
+/// Runs `request` twice on the real model, its machine-read replies asked for as JSON and as
+/// text, and checks each run ([`check_run`]); `text_failures` are the failures the mode's spec
+/// gives for replies it cannot read (with text formats a 135M model rarely follows).
+async fn both(url: &str, mode: &str, request: Value, text_failures: &[&str]) -> Vec<Ran> {
+    let mut out = Vec::new();
+    for asked in [Asked::Json, Asked::Text] {
+        let app = app_for(url, asked).await;
+        let (stored, events, stages) = run(&app, request.clone()).await;
+        let reads = Reads::of(&events, &stages);
+        check_run(mode, asked, &stored, &events, &stages, reads, text_failures);
+        app.stop().await;
+        out.push(Ran { asked, stored, stages });
+    }
+    out
+}
+
+/// Modes whose replies are all text a person reads.
+const NOTHING_MACHINE_READ: &[&str] = &["chain", "solo"];
+
+/// What every run must show, whatever the model wrote. Asked for JSON, the run completes and at
+/// least 90% of its machine-read replies are read from their JSON; asked for text, it completes
+/// or fails with one of `text_failures` (its spec's error for unreadable replies), nothing else.
+fn check_run(
+    mode: &str,
+    asked: Asked,
+    stored: &Value,
+    events: &[Value],
+    stages: &[Value],
+    reads: Reads,
+    text_failures: &[&str],
+) {
     let status = stored["status"].as_str().unwrap_or("");
-    match status {
-        "completed" => {
+    let error = stored["error"].as_str().unwrap_or("");
+    match (status, asked) {
+        ("completed", _) => {
             assert!(stored["answer"].as_str().is_some_and(|a| !a.trim().is_empty()), "{stored}")
         }
-        "failed" => {
-            let error = stored["error"].as_str().unwrap_or("");
-            assert!(!error.is_empty(), "a failed {mode} run says why: {stored}");
-            for word in ["panic", "internal error", "unwrap"] {
-                assert!(!error.to_lowercase().contains(word), "{mode}: {error}");
-            }
+        ("failed", Asked::Text) => assert!(
+            text_failures.iter().any(|f| error.contains(f)),
+            "{mode} (text) may fail only with {text_failures:?}, not: {error}"
+        ),
+        (other, _) => panic!("{mode} ({}) ended {other}: {error}", asked.word()),
+    }
+    if NOTHING_MACHINE_READ.contains(&mode) {
+        assert_eq!(reads.machine_read, 0, "{mode}: {reads}");
+    } else {
+        assert!(reads.machine_read > 0, "{mode} ({}) read no reply: {reads}", asked.word());
+    }
+    let reasked = events
+        .iter()
+        .filter(|e| e["event"] == "call_retry" && e["data"]["error"]["kind"] == "malformed")
+        .count();
+    eprintln!(
+        "real model, {mode} ({}): {status}; machine-read replies {reads}; {reasked} asked again \
+         for not fitting their schema{}",
+        asked.word(),
+        if error.is_empty() { String::new() } else { format!("; error: {error}") }
+    );
+    if asked == Asked::Json && reads.json_share() < 0.9 {
+        // What the model wrote where it was not read, for a person to see why.
+        for e in
+            events.iter().filter(|e| e["event"] == "call_start" && e["data"]["schema"].is_string())
+        {
+            eprintln!("---- asked for JSON: {}", e["data"]);
         }
-        other => panic!("{mode} run ended {other}: {stored}"),
+        for row in stages.iter().filter(|r| r["parsedData"].get("readFrom").is_none()) {
+            let content = row["content"].as_str().unwrap_or("");
+            eprintln!(
+                "---- not read from JSON ({} {}): {}\n{}\n",
+                row["stage"],
+                row["model"],
+                row["parsedData"],
+                content.chars().take(1500).collect::<String>()
+            );
+        }
+    }
+    match asked {
+        Asked::Json => {
+            // At least 90% of the run's machine-read replies read from their JSON (a reply
+            // that does not fit its schema has been asked for once more by then).
+            assert!(reads.json_share() >= 0.9, "{mode}: under 90% read from JSON: {reads}");
+        }
+        Asked::Text => assert_eq!(reads.json, 0, "{mode}: asked for text, read JSON: {reads}"),
+    }
+    // A reply read from its JSON is that JSON, as the model wrote it.
+    for row in stages.iter().filter(|r| r["parsedData"]["readFrom"] == "json") {
+        let reply = row["content"].as_str().unwrap_or("");
+        assert!(reply_json(reply).is_object(), "{mode}: read from JSON, not an object: {reply}");
     }
     // `partial` agrees with the failed calls it lists.
     if let Some(p) = stored["result"].get("partial") {
@@ -116,82 +225,309 @@ fn check_run(mode: &str, stored: &Value, events: &[Value]) {
     assert!(answered > 0, "{mode}: no call answered");
     assert_eq!(stored["usage"]["promptTokens"].as_u64(), Some(prompt), "{mode}");
     assert_eq!(stored["usage"]["completionTokens"].as_u64(), Some(completion), "{mode}");
+    // No prompt was sent that its model's context could not hold.
+    for e in events.iter().filter(|e| e["event"] == "call_complete" && e["data"]["ok"] == false) {
+        let m = e["data"]["error"]["message"].as_str().unwrap_or("");
+        assert!(!m.contains("context size"), "{mode}: a prompt overflowed its context: {m}");
+    }
+    let fitted = events.iter().filter(|e| e["event"] == "prompt_fitted").count();
     let calls = events.iter().filter(|e| e["event"] == "call_complete").count();
     eprintln!(
-        "real model, {mode}: {status}; {answered}/{calls} calls answered, {prompt} prompt and \
-         {completion} completion tokens{}",
-        stored["error"].as_str().map(|e| format!("; error: {e}")).unwrap_or_default()
+        "real model, {mode} ({}): {answered}/{calls} calls answered, {prompt} prompt and \
+         {completion} completion tokens; {fitted} prompt(s) fitted",
+        asked.word(),
     );
 }
 
-/// The text a parser read (its reasoning trace set aside), lower-cased.
+/// The text a reader reads (its reasoning set aside), lower-cased.
 fn said(text: &str) -> String {
     answer_text(text).to_lowercase()
 }
 
-/// A label a parser reported is written in the text it came from.
-fn states_label(text: &str, label: &str) -> bool {
-    let letter = label.trim_start_matches("Response ").to_lowercase();
-    let t = said(text);
-    let words = ["response", "réponse", "reponse", "respuesta", "resposta", "risposta", "antwort"];
-    words.iter().any(|w| t.contains(&format!("{w} {letter}")))
-        || regex::Regex::new(&format!(r"(?i)\b(?:vote|voto|stimme)\W*{letter}\b"))
-            .is_ok_and(|re| re.is_match(&t))
-        || regex::Regex::new(&format!(r#""{letter}""#)).is_ok_and(|re| re.is_match(&t))
+/// The JSON object a reply read from its JSON holds (a fence around it allowed).
+fn reply_json(text: &str) -> Value {
+    let answer = answer_text(text);
+    let t = answer.trim();
+    let t = t
+        .strip_prefix("```json")
+        .or_else(|| t.strip_prefix("```"))
+        .and_then(|b| b.trim_end().strip_suffix("```"))
+        .map_or(t, str::trim);
+    serde_json::from_str(t).unwrap_or_else(|e| panic!("read from JSON, but not JSON ({e}): {text}"))
 }
 
-/// A number a parser reported is written in the text it came from: its significant digits
-/// appear among the text's digits (`34 million` and `34,000,000` both hold `34`).
+/// Where an item was read from (`readFrom`), which every read item must say.
+fn read_from(item: &Value) -> &str {
+    match item["readFrom"].as_str() {
+        Some(f @ ("json" | "text")) => f,
+        _ => panic!("an item read says where from (json or text): {item}"),
+    }
+}
+
+/// Where each label is mentioned in `text` (`Response C`, `Réponse C`…), in order.
+fn mentions(text: &str) -> Vec<(usize, String)> {
+    let re = regex::Regex::new(
+        r"(?i)\b(?:response|r[ée]ponse|respuesta|resposta|risposta|antwort)[\s*_]+([a-z]{1,2})\b",
+    )
+    .expect("regex");
+    re.captures_iter(text)
+        .filter_map(|c| Some((c.get(0)?.start(), format!("Response {}", c[1].to_uppercase()))))
+        .collect()
+}
+
+/// A ranking read is stated in that order where the reader reads it: from JSON, the reply's
+/// `ranking` is the order; from text, under the last `ranking` header the labels first appear
+/// in that order, and with no header the labels' last mentions are in that order.
+fn states_ranking(text: &str, from: &str, order: &[String]) -> bool {
+    if from == "json" {
+        let stated: Vec<String> =
+            serde_json::from_value(reply_json(text)["ranking"].clone()).unwrap_or_default();
+        return stated == order;
+    }
+    let t = answer_text(text).into_owned();
+    let header = regex::Regex::new(r"(?i)ranking[\s*_]*:").expect("regex");
+    let (section, first) = match header.find_iter(&t).last() {
+        Some(h) => (&t[h.end()..], true),
+        None => (t.as_str(), false),
+    };
+    let found = mentions(section);
+    let place = |l: &String| {
+        let at = found.iter().filter(|(_, m)| m == l).map(|(i, _)| *i);
+        if first {
+            at.min()
+        } else {
+            at.max()
+        }
+    };
+    let places: Vec<Option<usize>> = order.iter().map(place).collect();
+    places.iter().all(Option::is_some) && places.windows(2).all(|w| w[0] < w[1])
+}
+
+/// A vote read is stated where the reader reads it: from JSON, the reply's `vote`; from
+/// text, the first label of the last line that speaks of a vote (`VOTE: Response B`, `I vote
+/// for Response B`), else the reply's last label.
+fn states_vote(text: &str, from: &str, label: &str) -> bool {
+    if from == "json" {
+        return reply_json(text)["vote"] == label;
+    }
+    let t = answer_text(text).into_owned();
+    let vote = regex::Regex::new(r"(?i)\b(?:vote|voto|stimme|votaci[oó]n)").expect("regex");
+    let line = t.lines().rev().find(|l| vote.is_match(l) && !mentions(l).is_empty());
+    match line {
+        Some(l) => mentions(l).first().is_some_and(|(_, m)| m == label),
+        None => mentions(&t).last().is_some_and(|(_, m)| m == label),
+    }
+}
+
+/// A verdict read is stated where the reader reads it: from JSON, the reply's `verdict`; from
+/// text, the last line that speaks of a verdict holds the word (or its translation).
+fn states_verdict(text: &str, from: &str, verdict: &str) -> bool {
+    if from == "json" {
+        return reply_json(text)["verdict"]
+            .as_str()
+            .is_some_and(|v| v.eq_ignore_ascii_case(verdict));
+    }
+    let words: &[&str] = match verdict {
+        "APPROVE" => &["approve", "aprobar", "approuver", "genehmigen", "aprovar", "approvare"],
+        "REVISE" => &["revise", "revisar", "réviser", "reviser", "überarbeiten", "rivedere"],
+        "REJECT" => &["reject", "rechazar", "rejeter", "ablehnen", "rejeitar", "respingere"],
+        _ => return false,
+    };
+    let t = said(text);
+    let label =
+        regex::Regex::new(r"\b(?:verdict|veredicto|verdetto|urteil|veredito)\b").expect("regex");
+    t.lines().rev().find(|l| label.is_match(l)).is_some_and(|l| words.iter().any(|w| l.contains(w)))
+}
+
+/// Every number written in `text` (its reasoning set aside), as written: digits with their
+/// separators and decimals, times the scale word after them (`34 million`, `34,000,000` and
+/// `34m` are all 34e6; `1 3 4` is three numbers, not 134).
+fn numbers_written(text: &str) -> Vec<f64> {
+    let re = regex::Regex::new(
+        r"(?i)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*(thousand|million|billion|trillion|k\b|m\b|bn\b|b\b)?",
+    )
+    .expect("regex");
+    re.captures_iter(&answer_text(text))
+        .filter_map(|c| {
+            let whole = format!("{}{}", c[1].replace(',', ""), c.get(2).map_or("", |m| m.as_str()));
+            let v: f64 = whole.parse().ok()?;
+            let scale = match c.get(3).map(|m| m.as_str().to_lowercase()).as_deref() {
+                Some("thousand" | "k") => 1e3,
+                Some("million" | "m") => 1e6,
+                Some("billion" | "bn" | "b") => 1e9,
+                Some("trillion") => 1e12,
+                _ => 1.0,
+            };
+            Some(v * scale)
+        })
+        .collect()
+}
+
+/// A number read is written in the text it came from, as a number (a percentage as its
+/// fraction too): `n` equals one of [`numbers_written`].
 fn states_number(text: &str, n: f64) -> bool {
-    let digits: String = said(text).chars().filter(char::is_ascii_digit).collect();
-    let sig = format!("{:e}", n.abs());
-    let mantissa = sig.split('e').next().unwrap_or("").replace('.', "");
-    let mantissa = mantissa.trim_end_matches('0');
-    mantissa.is_empty() || digits.contains(mantissa)
+    states_number_as(text, &|w| close(w, n))
+}
+
+/// Whether `a` is `b` (as the reader stores what was written).
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9_f64.max(b.abs() * 1e-9)
+}
+
+/// A number written in `text` (or its percentage's fraction) is `read` as stored.
+fn states_number_as(text: &str, read: &dyn Fn(f64) -> bool) -> bool {
+    numbers_written(text).iter().any(|&w| read(w) || read(w / 100.0))
+}
+
+/// A number read from JSON is the value of one of the reply's fields (anywhere in it).
+fn json_holds_number(v: &Value, n: f64) -> bool {
+    json_holds(v, &|x| close(x, n))
+}
+
+fn json_holds(v: &Value, read: &dyn Fn(f64) -> bool) -> bool {
+    match v {
+        Value::Number(x) => x.as_f64().is_some_and(read),
+        Value::Array(a) => a.iter().any(|i| json_holds(i, read)),
+        Value::Object(o) => o.values().any(|i| json_holds(i, read)),
+        _ => false,
+    }
+}
+
+/// A number read is stated where the reader reads it: a field of the reply's JSON, or written
+/// in its text.
+fn states_number_from(text: &str, from: &str, n: f64) -> bool {
+    if from == "json" {
+        json_holds_number(&reply_json(text), n)
+    } else {
+        states_number(text, n)
+    }
+}
+
+/// A criterion's score read is stated next to its criterion: from JSON, in an object that
+/// names the criterion (as a key or a value) and holds the score; from text, on a line that
+/// names the criterion.
+fn states_score_beside(text: &str, from: &str, criterion: &str, score: f64) -> bool {
+    states_score_beside_as(text, from, criterion, &|x| close(x, score))
+}
+
+/// As [`states_score_beside`], the number written being `read` as the score stored (Clarity
+/// stores a score to one decimal).
+fn states_score_beside_as(
+    text: &str,
+    from: &str,
+    criterion: &str,
+    read: &dyn Fn(f64) -> bool,
+) -> bool {
+    let squash =
+        |t: &str| t.split_whitespace().collect::<String>().to_lowercase().replace(['_', '-'], "");
+    let name = squash(criterion);
+    if from == "json" {
+        type Squash<'a> = &'a dyn Fn(&str) -> String;
+        fn holds(v: &Value, name: &str, read: &dyn Fn(f64) -> bool, squash: Squash) -> bool {
+            match v {
+                Value::Object(o) => {
+                    let named = o.iter().any(|(k, x)| {
+                        squash(k) == name && json_holds(x, read)
+                            || x.as_str().is_some_and(|s| squash(s) == name)
+                    });
+                    let scored = o.values().any(|x| x.as_f64().is_some_and(read));
+                    (named && scored)
+                        || o.iter().any(|(k, x)| squash(k) == name && json_holds(x, read))
+                        || o.values().any(|x| holds(x, name, read, squash))
+                }
+                Value::Array(a) => a.iter().any(|x| holds(x, name, read, squash)),
+                _ => false,
+            }
+        }
+        return holds(&reply_json(text), &name, read, &squash);
+    }
+    answer_text(text)
+        .lines()
+        .filter(|l| squash(l).contains(&name))
+        .any(|l| states_number_as(l, read))
 }
 
 /// With `CONCLAVE_REAL_MODEL_SHOW=1`, prints what the model wrote beside what was read from it,
-/// for a person to judge the parsers by.
+/// for a person to judge the readers by.
 fn show(what: &str, text: &str, read: &Value) {
     if std::env::var("CONCLAVE_REAL_MODEL_SHOW").is_ok_and(|v| v == "1") {
         eprintln!("---- {what}: read {read}\n{}\n", text.trim());
     }
 }
 
-fn count(kind: &str, parsed: usize, unparsed: usize) {
-    eprintln!("real model, {kind}: {parsed} parsed, {unparsed} unparsed");
+fn count(kind: &str, asked: Asked, parsed: usize, unparsed: usize) {
+    eprintln!("real model, {kind} ({}): {parsed} parsed, {unparsed} unparsed", asked.word());
+}
+
+#[test]
+fn the_stated_checks_fail_on_readings_the_text_does_not_state() {
+    let l = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let ranking = "A is long, B is short.\n\nFINAL RANKING:\n1. Response C\n2. Response A\n3. Response B\n\nC was best.";
+    assert!(states_ranking(ranking, "text", &l(&["Response C", "Response A", "Response B"])));
+    assert!(!states_ranking(ranking, "text", &l(&["Response B", "Response A", "Response C"])));
+    let prose = "Response A is fine, Response B too. My ranking from best to worst is: Response C > Response A > Response B";
+    assert!(states_ranking(prose, "text", &l(&["Response C", "Response A", "Response B"])));
+    assert!(!states_ranking(prose, "text", &l(&["Response A", "Response B", "Response C"])));
+    let json = r#"{"reasoning": "x", "ranking": ["Response B", "Response A"]}"#;
+    assert!(states_ranking(json, "json", &l(&["Response B", "Response A"])));
+    assert!(!states_ranking(json, "json", &l(&["Response A", "Response B"])));
+    // A vote from a passing mention, and a vote the last vote line does not name.
+    assert!(states_vote("Response A was long.\nVOTE: Response B", "text", "Response B"));
+    assert!(!states_vote("Response A was long.\nVOTE: Response B", "text", "Response A"));
+    assert!(!states_vote(r#"{"reasoning": "", "vote": "Response C"}"#, "json", "Response A"));
+    // "I would not approve" is no APPROVE.
+    assert!(states_verdict("Fine.\nVERDICT: APPROVE", "text", "APPROVE"));
+    assert!(!states_verdict("I would not approve this.\nVERDICT: REJECT", "text", "APPROVE"));
+    assert!(!states_verdict("I would not approve this.", "text", "APPROVE"));
+    // Numbers as written: 34 is not in "1 3 4"; 34 million is 34e6.
+    assert!(!states_number("1 3 4", 34.0));
+    assert!(states_number("About 34 million people.", 34e6));
+    assert!(states_number("About 34,000,000 people.", 34e6));
+    assert!(!states_number("About 3.4 million people.", 34e6));
+    assert!(states_number("CONFIDENCE: 85%", 0.85));
+    // A score next to its criterion, not the criterion's name alone.
+    let review = "Scalability: the design is weak here.\nReliability: 2\nScalability score: 4";
+    assert!(states_score_beside(review, "text", "Scalability", 4.0));
+    assert!(!states_score_beside(review, "text", "Reliability", 4.0));
+    assert!(!states_score_beside(
+        "Scalability is named, nothing else.",
+        "text",
+        "Scalability",
+        3.0
+    ));
+    let j = r#"{"scores": [{"criterion": "Scalability", "score": 4}, {"criterion": "Cost", "score": 2}]}"#;
+    assert!(states_score_beside(j, "json", "Scalability", 4.0));
+    assert!(!states_score_beside(j, "json", "Scalability", 2.0));
+    let keyed =
+        r#"{"scores": {"Scalability": {"score": 4, "justification": "x"}, "Cost": {"score": 2}}}"#;
+    assert!(states_score_beside(keyed, "json", "Scalability", 4.0));
+    assert!(!states_score_beside(keyed, "json", "Scalability", 2.0));
 }
 
 #[actix_web::test]
 async fn council_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "council", "question": "Why is the sky blue? Answer in two sentences.",
-                "councilModels": [MODEL, MODEL, MODEL], "chairmanModel": MODEL }),
-    )
-    .await;
-    check_run("council", &stored, &events);
-    let result = &stored["result"];
-    let stage2 = result["stage2"].as_array().cloned().unwrap_or_default();
-    let (mut parsed, mut unparsed) = (0, 0);
-    for r in &stage2 {
-        let text = r["ranking"].as_str().unwrap_or("");
-        let order = r["parsedRanking"].as_array().cloned().unwrap_or_default();
-        show("ranking", text, &json!({ "places": r["places"], "unparsed": r["unparsed"] }));
-        if order.is_empty() {
-            unparsed += 1;
-            assert!(r["unparsed"].is_string(), "an unread ranking says why: {r}");
-        } else {
-            parsed += 1;
-            for l in &order {
-                assert!(states_label(text, l.as_str().unwrap_or("")), "{l} is not in: {text}");
+    let request = json!({ "mode": "council", "question": "Why is the sky blue? Answer in two sentences.",
+                          "councilModels": [MODEL, MODEL, MODEL], "chairmanModel": MODEL });
+    for ran in both(&url, "council", request, &[]).await {
+        let result = &ran.stored["result"];
+        let stage2 = result["stage2"].as_array().cloned().unwrap_or_default();
+        let (mut parsed, mut unparsed) = (0, 0);
+        for r in &stage2 {
+            let text = r["ranking"].as_str().unwrap_or("");
+            show("ranking", text, &json!({ "places": r["places"], "unparsed": r["unparsed"] }));
+            let order: Vec<String> =
+                serde_json::from_value(r["parsedRanking"].clone()).unwrap_or_default();
+            if order.is_empty() {
+                unparsed += 1;
+                assert!(r["unparsed"].is_string(), "an unread ranking says why: {r}");
+            } else {
+                parsed += 1;
+                let from = read_from(r);
+                assert!(states_ranking(text, from, &order), "{order:?} is not stated: {text}");
             }
         }
-    }
-    count("council rankings", parsed, unparsed);
-    if !stage2.is_empty() {
+        count("council rankings", ran.asked, parsed, unparsed);
         let meta = &result["stage2Metadata"];
         assert_eq!(meta["rankingsCounted"], json!(parsed));
         assert_eq!(meta["unparsedRankings"], json!(unparsed));
@@ -201,761 +537,822 @@ async fn council_against_the_real_model() {
             .map(|a| a.iter().filter_map(|s| s["model"].as_str()).collect())
             .unwrap_or_default();
         assert!(members.iter().all(|m| m.starts_with("local/smollm2 #")), "{members:?}");
+        // The title is a title, not a cut sentence.
+        let title = ran.stored["title"].as_str().unwrap_or("");
+        assert!(!title.is_empty() && title.split_whitespace().count() <= 8, "{title}");
     }
-    // The title is a title, not a cut sentence.
-    let title = stored["title"].as_str().unwrap_or("");
-    assert!(!title.is_empty() && title.split_whitespace().count() <= 8, "{title}");
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn vote_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "vote", "question": "Which is the best first programming language?",
-                "modeConfig": { "models": [MODEL, MODEL, MODEL], "chairmanModel": MODEL } }),
-    )
-    .await;
-    check_run("vote", &stored, &events);
-    let votes = stored["result"]["voteRound"]["votes"].as_array().cloned().unwrap_or_default();
-    let (mut parsed, mut unparsed) = (0, 0);
-    for v in &votes {
-        let text = v["voteText"].as_str().unwrap_or("");
-        show("vote", text, &json!({ "votedFor": v["votedFor"], "unparsed": v["unparsed"] }));
-        match v["votedFor"].as_str() {
-            Some(l) => {
-                parsed += 1;
-                assert!(states_label(text, l), "{l} is not in: {text}");
+    let request = json!({ "mode": "vote", "question": "Which is the best first programming language?",
+                          "modeConfig": { "models": [MODEL, MODEL, MODEL], "chairmanModel": MODEL } });
+    let text_failures = ["All votes were invalid"];
+    for ran in both(&url, "vote", request, &text_failures).await {
+        let result = &ran.stored["result"];
+        let votes = result["voteRound"]["votes"].as_array().cloned().unwrap_or_default();
+        let (mut parsed, mut unparsed) = (0, 0);
+        for v in &votes {
+            let text = v["voteText"].as_str().unwrap_or("");
+            show("vote", text, &json!({ "votedFor": v["votedFor"], "unparsed": v["unparsed"] }));
+            match v["votedFor"].as_str() {
+                Some(l) => {
+                    parsed += 1;
+                    assert!(states_vote(text, read_from(v), l), "{l} is not the vote in: {text}");
+                }
+                None => {
+                    unparsed += 1;
+                    assert!(v["unparsed"].is_string(), "an invalid ballot says why: {v}");
+                }
             }
-            None => {
-                unparsed += 1;
-                assert!(v["unparsed"].is_string(), "an invalid ballot says why: {v}");
+        }
+        count("vote ballots", ran.asked, parsed, unparsed);
+        if ran.stored["status"] == "failed" {
+            assert_eq!(parsed, 0, "a vote with valid ballots does not fail: {}", ran.stored);
+        }
+        if let Some(t) = result["tiebreaker"].as_object() {
+            if let Some(l) = t["votedFor"].as_str() {
+                let text = t["voteText"].as_str().unwrap_or("");
+                let from = if reply_json_fits(text) { "json" } else { "text" };
+                assert!(states_vote(text, from, l), "the tiebreak {l} is not stated: {text}");
             }
         }
     }
-    count("vote ballots", parsed, unparsed);
-    if stored["status"] == "failed" {
-        assert_eq!(parsed, 0, "a vote with valid ballots does not fail: {stored}");
-    }
-    app.stop().await;
+}
+
+/// Whether a reply is one JSON object (as a structured reply is).
+fn reply_json_fits(text: &str) -> bool {
+    let answer = answer_text(text);
+    serde_json::from_str::<Value>(answer.trim()).is_ok_and(|v| v.is_object())
 }
 
 #[actix_web::test]
 async fn jury_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "jury", "question": "Evaluate this answer",
-                "modeConfig": { "content": "The capital of Australia is Sydney, its largest city.",
-                                "originalQuestion": "What is the capital of Australia?",
-                                "jurorModels": [MODEL, MODEL, MODEL], "foremanModel": CHAIR } }),
-    )
-    .await;
-    check_run("jury", &stored, &events);
-    let jurors = stored["result"]["jurors"].as_array().cloned().unwrap_or_default();
-    let (mut verdicts, mut no_verdict, mut scores, mut no_score) = (0, 0, 0, 0);
-    for j in &jurors {
-        let text = j["assessmentText"].as_str().unwrap_or("");
-        show(
-            "juror",
-            text,
-            &json!({ "verdict": j["verdict"], "scores": j["scores"], "unparsed": j["unparsed"] }),
-        );
-        match j["verdict"].as_str() {
-            Some(v) => {
-                verdicts += 1;
-                let stem = &v.to_lowercase()[..5];
-                let t = said(text);
-                let stated = t.contains(stem)
-                    || [
-                        "aprob", "rejet", "rechaz", "ablehn", "genehm", "révis", "revis", "überarb",
-                    ]
-                    .iter()
-                    .any(|w| t.contains(w));
-                assert!(stated, "verdict {v} is not in: {text}");
+    let request = json!({ "mode": "jury", "question": "Evaluate this answer",
+                          "modeConfig": { "content": "The capital of Australia is Sydney, its largest city.",
+                                          "originalQuestion": "What is the capital of Australia?",
+                                          "jurorModels": [MODEL, MODEL, MODEL], "foremanModel": CHAIR } });
+    for ran in both(&url, "jury", request, &[]).await {
+        let (mut verdicts, mut no_verdict, mut scores, mut no_score) = (0, 0, 0, 0);
+        // Each juror's reply as stored, beside what was read from it.
+        for row in ran.stages.iter().filter(|r| r["stageType"] == "deliberation") {
+            let text = row["content"].as_str().unwrap_or("");
+            let j = &row["parsedData"];
+            show(
+                "juror",
+                text,
+                &json!({ "verdict": j["verdict"], "scores": j["scores"], "unparsed": j["unparsed"] }),
+            );
+            let read_any = j["verdict"].is_string()
+                || j["scores"].as_object().is_some_and(|m| m.values().any(Value::is_number));
+            if !read_any {
+                no_verdict += 1;
+                assert!(j.get("readFrom").is_none(), "nothing read, nothing read from: {j}");
+                continue;
             }
-            None => no_verdict += 1,
-        }
-        if let Some(map) = j["scores"].as_object() {
-            for s in map.values() {
+            let from = read_from(j);
+            match j["verdict"].as_str() {
+                Some(v) => {
+                    verdicts += 1;
+                    assert!(states_verdict(text, from, v), "verdict {v} is not stated in: {text}");
+                }
+                None => no_verdict += 1,
+            }
+            for (dimension, s) in j["scores"].as_object().cloned().unwrap_or_default() {
                 match s.as_f64() {
                     Some(n) => {
                         scores += 1;
-                        assert!(states_number(text, n), "score {n} is not in: {text}");
+                        assert!((1.0..=10.0).contains(&n), "{dimension}: {n}");
+                        assert!(
+                            states_score_beside(text, from, &dimension, n),
+                            "{dimension} {n} is not stated in: {text}"
+                        );
                     }
                     None => no_score += 1,
                 }
             }
         }
+        count("jury verdicts", ran.asked, verdicts, no_verdict);
+        count("jury scores", ran.asked, scores, no_score);
     }
-    count("jury verdicts", verdicts, no_verdict);
-    count("jury scores", scores, no_score);
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn debate_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "debate", "question": "Should schools start later in the morning?",
-                "modeConfig": { "models": [MODEL, MODEL, MODEL] } }),
-    )
-    .await;
-    check_run("debate", &stored, &events);
-    let result = &stored["result"];
-    let revisions = result["revisions"].as_array().cloned().unwrap_or_default();
-    let (mut decided, mut undecided) = (0, 0);
-    for r in &revisions {
-        show(
-            "revision",
-            r["revisedResponse"].as_str().unwrap_or(""),
-            &json!({ "decision": r["decision"], "unparsed": r["unparsed"] }),
-        );
-        match r["decision"].as_str() {
-            Some(d) => {
-                decided += 1;
-                assert!(matches!(d, "REVISE" | "STAND" | "MERGE"), "{d}");
+    let request = json!({ "mode": "debate", "question": "Should schools start later in the morning?",
+                          "modeConfig": { "models": [MODEL, MODEL, MODEL] } });
+    let text_failures = ["All votes failed to parse"];
+    for ran in both(&url, "debate", request, &text_failures).await {
+        let (mut decided, mut undecided) = (0, 0);
+        for row in ran.stages.iter().filter(|r| r["stageType"] == "revision") {
+            let text = row["content"].as_str().unwrap_or("");
+            let r = &row["parsedData"];
+            show(
+                "revision",
+                text,
+                &json!({ "decision": r["decision"], "unparsed": r["unparsed"] }),
+            );
+            match r["decision"].as_str() {
+                Some(d) => {
+                    decided += 1;
+                    assert!(matches!(d, "REVISE" | "STAND" | "MERGE"), "{d}");
+                    let stated = match read_from(r) {
+                        "json" => reply_json(text)["decision"] == d,
+                        _ => said(text)
+                            .lines()
+                            .rev()
+                            .find(|l| l.contains("decision"))
+                            .is_some_and(|l| l.contains(&d.to_lowercase())),
+                    };
+                    assert!(stated, "decision {d} is not stated in: {text}");
+                }
+                None => undecided += 1,
             }
-            None => undecided += 1,
         }
-    }
-    count("debate decisions", decided, undecided);
-    let votes = result["votes"]["votes"].as_array().cloned().unwrap_or_default();
-    let (mut parsed, mut unparsed) = (0, 0);
-    for v in &votes {
-        let text = v["voteText"].as_str().unwrap_or("");
-        show("debate vote", text, &json!({ "votedFor": v["votedFor"], "unparsed": v["unparsed"] }));
-        match v["votedFor"].as_str() {
-            Some(l) => {
-                parsed += 1;
-                assert!(states_label(text, l), "{l} is not in: {text}");
+        count("debate decisions", ran.asked, decided, undecided);
+        let votes = ran.stored["result"]["votes"]["votes"].as_array().cloned().unwrap_or_default();
+        let (mut parsed, mut unparsed) = (0, 0);
+        for v in &votes {
+            let text = v["voteText"].as_str().unwrap_or("");
+            show(
+                "debate vote",
+                text,
+                &json!({ "votedFor": v["votedFor"], "unparsed": v["unparsed"] }),
+            );
+            match v["votedFor"].as_str() {
+                Some(l) => {
+                    parsed += 1;
+                    assert!(states_vote(text, read_from(v), l), "{l} is not the vote in: {text}");
+                }
+                None => unparsed += 1,
             }
-            None => unparsed += 1,
         }
+        count("debate votes", ran.asked, parsed, unparsed);
     }
-    count("debate votes", parsed, unparsed);
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn delphi_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "delphi", "question": "How many people live in Tokyo's metropolitan area?",
-                "modeConfig": { "panelistModels": [MODEL, MODEL, MODEL], "facilitatorModel": CHAIR,
-                                "maxRounds": 2 } }),
-    )
-    .await;
-    check_run("delphi", &stored, &events);
-    let (mut parsed, mut unparsed) = (0, 0);
-    for round in stored["result"]["rounds"].as_array().cloned().unwrap_or_default() {
-        for e in round["estimates"].as_array().cloned().unwrap_or_default() {
-            let text = e["text"].as_str().unwrap_or("");
-            show(
-                "estimate",
-                text,
-                &json!({ "estimate": e["estimate"], "confidence": e["confidence"], "unparsed": e["unparsed"] }),
-            );
-            match e["estimate"].as_f64() {
-                Some(n) => {
-                    parsed += 1;
-                    if !text.is_empty() {
-                        assert!(states_number(text, n), "estimate {n} is not in: {text}");
-                    }
+    let request = json!({ "mode": "delphi", "question": "How many people live in Tokyo's metropolitan area?",
+                          "modeConfig": { "panelistModels": [MODEL, MODEL, MODEL], "facilitatorModel": CHAIR,
+                                          "maxRounds": 2 } });
+    let text_failures = ["valid estimate(s) in round"];
+    for ran in both(&url, "delphi", request, &text_failures).await {
+        let (mut parsed, mut unparsed) = (0, 0);
+        for round in ran.stored["result"]["rounds"].as_array().cloned().unwrap_or_default() {
+            for e in round["estimates"].as_array().cloned().unwrap_or_default() {
+                let text = e["text"].as_str().unwrap_or("");
+                show(
+                    "estimate",
+                    text,
+                    &json!({ "estimate": e["estimate"], "confidence": e["confidence"], "unparsed": e["unparsed"] }),
+                );
+                let Some(n) = e["estimate"].as_f64() else {
+                    unparsed += 1;
+                    continue;
+                };
+                parsed += 1;
+                // An estimate carried forward was read in an earlier round (and checked
+                // there): this round's reply was not read, and says so.
+                if e.get("readFrom").is_none() {
+                    assert_eq!(e["carriedForward"], true, "an estimate read says where from: {e}");
+                    continue;
                 }
-                None => unparsed += 1,
+                assert!(!text.is_empty(), "an estimate read is read from a text: {e}");
+                let from = read_from(&e);
+                assert!(states_number_from(text, from, n), "estimate {n} is not stated in: {text}");
             }
         }
+        count("delphi estimates", ran.asked, parsed, unparsed);
     }
-    count("delphi estimates", parsed, unparsed);
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn clarity_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "clarity", "question": "Score this brief",
-                "modeConfig": { "content": "Brief: build a mobile app that lets residents report potholes with a photo and location; the city fixes them within 14 days. Budget 80k. Launch in spring.",
-                                "models": { "skeptic": MODEL, "advocate": MODEL,
-                                            "generalist": MODEL, "arbiter": MODEL } } }),
-    )
-    .await;
-    check_run("clarity", &stored, &events);
-    let (mut parsed, mut unparsed) = (0, 0);
-    for v in stored["result"]["evaluations"].as_array().cloned().unwrap_or_default() {
-        show(
-            "scorecard",
-            v["critique"].as_str().unwrap_or(""),
-            &json!({ "scores": v["scores"], "unparsed": v["unparsed"] }),
-        );
-        if v["parseSuccess"] == true {
+    let request = json!({ "mode": "clarity", "question": "Score this brief",
+                          "modeConfig": { "content": "Brief: build a mobile app that lets residents report potholes with a photo and location; the city fixes them within 14 days. Budget 80k. Launch in spring.",
+                                          "models": { "skeptic": MODEL, "advocate": MODEL,
+                                                      "generalist": MODEL, "arbiter": MODEL } } });
+    let text_failures = ["Fewer than 2 evaluators returned readable scores"];
+    for ran in both(&url, "clarity", request, &text_failures).await {
+        let (mut parsed, mut unparsed) = (0, 0);
+        // Every scorecard (evaluations, and discussion rounds when there were some) as stored.
+        for row in ran.stages.iter().filter(|r| r["parsedData"]["critique"].is_string()) {
+            let text = row["content"].as_str().unwrap_or("");
+            let v = &row["parsedData"];
+            show("scorecard", text, &json!({ "scores": v["scores"], "unparsed": v["unparsed"] }));
+            if v["parseSuccess"] != true {
+                unparsed += 1;
+                assert!(v["unparsed"].is_string(), "an unread scorecard says why: {v}");
+                continue;
+            }
             parsed += 1;
-        } else {
-            unparsed += 1;
+            let from = read_from(v);
+            for (key, s) in v["scores"].as_object().cloned().unwrap_or_default() {
+                let Some(n) = s.as_f64() else { continue };
+                assert!((0.0..=10.0).contains(&n), "{key}: {n}");
+                // Stored to one decimal, as the spec has it: 0.72 stated is 0.7 read.
+                let tenths = |x: f64| close((x * 10.0).round() / 10.0, n);
+                assert!(
+                    states_score_beside_as(text, from, &key, &tenths),
+                    "{key} {n} is not stated in: {text}"
+                );
+            }
         }
+        count("clarity scorecards", ran.asked, parsed, unparsed);
     }
-    count("clarity scorecards", parsed, unparsed);
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn red_team_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "red_team", "question": "Review this login handler for security flaws.",
-                "modeConfig": { "content": "def login(user, pw):\n    q = \"SELECT * FROM users WHERE name='\" + user + \"' AND pw='\" + pw + \"'\"\n    return db.execute(q).fetchone() is not None",
-                                "generatorModel": MODEL, "attackerModel": CHAIR, "rounds": 1 } }),
-    )
-    .await;
-    check_run("red_team", &stored, &events);
-    let (mut parsed, mut unparsed) = (0, 0);
-    for round in stored["result"]["rounds"].as_array().cloned().unwrap_or_default() {
-        let attack = &round["attack"];
-        let findings = attack["findings"].as_array().cloned().unwrap_or_default();
-        show(
-            "attack",
-            attack["reportedSummary"].as_str().unwrap_or(""),
-            &json!({
-            "findings": findings.len(), "noFlaws": attack["noFlaws"], "parseSuccess": attack["parseSuccess"] }),
-        );
-        // What was read is consistent: numbered 1..k, a level each, the counts their sum.
-        for (i, f) in findings.iter().enumerate() {
-            assert_eq!(f["number"], i + 1);
-            assert!(
-                matches!(f["severity"].as_str(), Some("CRITICAL" | "HIGH" | "MEDIUM" | "LOW")),
-                "{f}"
+    let request = json!({ "mode": "red_team", "question": "Review this login handler for security flaws.",
+                          "modeConfig": { "content": "def login(user, pw):\n    q = \"SELECT * FROM users WHERE name='\" + user + \"' AND pw='\" + pw + \"'\"\n    return db.execute(q).fetchone() is not None",
+                                          "generatorModel": MODEL, "attackerModel": CHAIR, "rounds": 1 } });
+    for ran in both(&url, "red_team", request, &[]).await {
+        let (mut parsed, mut unparsed) = (0, 0);
+        for round in ran.stored["result"]["rounds"].as_array().cloned().unwrap_or_default() {
+            let attack = &round["attack"];
+            let findings = attack["findings"].as_array().cloned().unwrap_or_default();
+            show(
+                "attack",
+                attack["reportedSummary"].as_str().unwrap_or(""),
+                &json!({
+                "findings": findings.len(), "noFlaws": attack["noFlaws"], "parseSuccess": attack["parseSuccess"] }),
             );
+            // What was read is consistent: numbered 1..k, a level each, the counts their sum.
+            for (i, f) in findings.iter().enumerate() {
+                assert_eq!(f["number"], i + 1);
+                assert!(
+                    matches!(f["severity"].as_str(), Some("CRITICAL" | "HIGH" | "MEDIUM" | "LOW")),
+                    "{f}"
+                );
+            }
+            let counted: u64 = attack["severityCounts"]
+                .as_object()
+                .map_or(0, |c| c.values().filter_map(Value::as_u64).sum());
+            assert_eq!(counted as usize, findings.len());
+            if attack["parseSuccess"] == true {
+                parsed += 1;
+            } else {
+                unparsed += 1;
+            }
+            if let Some(d) = round["defense"].as_object() {
+                let n = ["accepted", "rebutted", "unaddressed"]
+                    .iter()
+                    .filter_map(|k| d[*k].as_u64())
+                    .sum::<u64>();
+                assert_eq!(n as usize, findings.len(), "every finding has one verdict");
+            }
         }
-        let counted: u64 = attack["severityCounts"]
-            .as_object()
-            .map_or(0, |c| c.values().filter_map(Value::as_u64).sum());
-        assert_eq!(counted as usize, findings.len());
-        if attack["parseSuccess"] == true {
-            parsed += 1;
-        } else {
-            unparsed += 1;
+        count("red team attack reports", ran.asked, parsed, unparsed);
+        if let Some(s) = ran.stored["result"]["synthesis"].as_object() {
+            let level = s["hardeningConfidence"].as_str();
+            assert!(level.is_none_or(|l| ["High", "Medium", "Low"].contains(&l)), "{level:?}");
+            if let Some(l) = level {
+                let answer = said(ran.stored["answer"].as_str().unwrap_or(""));
+                let stated = answer.contains("confidence") && answer.contains(&l.to_lowercase());
+                assert!(stated, "{l} is not stated: {answer}");
+            }
         }
-        if let Some(d) = round["defense"].as_object() {
-            let n = ["accepted", "rebutted", "unaddressed"]
-                .iter()
-                .filter_map(|k| d[*k].as_u64())
-                .sum::<u64>();
-            assert_eq!(n as usize, findings.len(), "every finding has one verdict");
+        // Every attack and defence read says where from, and a JSON one's findings are its own.
+        for row in ran.stages.iter().filter(|r| r["parsedData"].get("readFrom").is_some()) {
+            let d = &row["parsedData"];
+            if read_from(d) == "json" && d["findings"].is_array() {
+                let stated = reply_json(row["content"].as_str().unwrap_or(""))["findings"]
+                    .as_array()
+                    .map_or(0, Vec::len);
+                assert_eq!(d["findings"].as_array().map_or(0, Vec::len), stated, "{d}");
+            }
         }
     }
-    count("red team attack reports", parsed, unparsed);
-    if let Some(s) = stored["result"]["synthesis"].as_object() {
-        let level = s["hardeningConfidence"].as_str();
-        assert!(level.is_none_or(|l| ["High", "Medium", "Low"].contains(&l)), "{level:?}");
-        if let Some(l) = level {
-            let answer = said(stored["answer"].as_str().unwrap_or(""));
-            let stated = answer.contains("confidence") && answer.contains(&l.to_lowercase());
-            assert!(stated, "{l} is not stated: {answer}");
-        }
-    }
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn peer_review_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "peer_review", "question": "Review this design for an upload service.",
-                "modeConfig": { "content": "Uploads go from the browser to one API server, which writes them to a local disk and records them in one PostgreSQL instance. A nightly cron job copies the disk to S3.",
-                                "reviewType": "architecture_review",
-                                "reviewerModels": [MODEL, MODEL], "consolidatorModel": CHAIR } }),
-    )
-    .await;
-    check_run("peer_review", &stored, &events);
-    let result = &stored["result"];
-    let (mut parsed, mut unparsed) = (0, 0);
-    for r in result["reviews"].as_array().cloned().unwrap_or_default() {
-        let text = r["reviewText"].as_str().unwrap_or("");
-        show(
-            "peer review",
-            text,
-            &json!({ "scores": r["scores"], "findings": r["findings"].as_array().map_or(0, Vec::len), "parseSuccess": r["parseSuccess"] }),
-        );
-        // Every score read is on the scale and written in the review next to its criterion.
-        for s in r["scores"].as_array().cloned().unwrap_or_default() {
-            if let Some(v) = s["score"].as_u64() {
-                assert!((1..=5).contains(&v), "{s}");
-                let name = s["criterion"].as_str().unwrap_or("").to_lowercase();
-                assert!(said(text).contains(&name), "{name} is not in: {text}");
-            }
-        }
-        for (i, f) in r["findings"].as_array().cloned().unwrap_or_default().iter().enumerate() {
-            assert_eq!(f["number"], i + 1);
-            assert!(
-                matches!(
-                    f["severity"].as_str(),
-                    Some("CRITICAL" | "MAJOR" | "MINOR" | "SUGGESTION")
-                ),
-                "{f}"
+    let request = json!({ "mode": "peer_review", "question": "Review this design for an upload service.",
+                          "modeConfig": { "content": "Uploads go from the browser to one API server, which writes them to a local disk and records them in one PostgreSQL instance. A nightly cron job copies the disk to S3.",
+                                          "reviewType": "architecture_review",
+                                          "reviewerModels": [MODEL, MODEL], "consolidatorModel": CHAIR } });
+    for ran in both(&url, "peer_review", request, &[]).await {
+        let result = &ran.stored["result"];
+        let (mut parsed, mut unparsed) = (0, 0);
+        for r in result["reviews"].as_array().cloned().unwrap_or_default() {
+            let text = r["reviewText"].as_str().unwrap_or("");
+            show(
+                "peer review",
+                text,
+                &json!({ "scores": r["scores"], "findings": r["findings"].as_array().map_or(0, Vec::len), "parseSuccess": r["parseSuccess"] }),
             );
-        }
-        if r["parseSuccess"] == true {
+            if r["parseSuccess"] != true {
+                unparsed += 1;
+                continue;
+            }
             parsed += 1;
-        } else {
-            unparsed += 1;
-        }
-    }
-    count("peer reviews", parsed, unparsed);
-    if let Some(s) = result["statistics"].as_object() {
-        for c in s["consensusScores"].as_array().cloned().unwrap_or_default() {
-            if let Some(sd) = c["stddev"].as_f64() {
-                assert!((0.0..=2.0).contains(&sd), "{c}");
+            let from = read_from(&r);
+            // Every score read is on the scale and stated next to its criterion.
+            for sc in r["scores"].as_array().cloned().unwrap_or_default() {
+                if let Some(v) = sc["score"].as_f64() {
+                    assert!((1.0..=5.0).contains(&v), "{sc}");
+                    let name = sc["criterion"].as_str().unwrap_or("");
+                    assert!(
+                        states_score_beside(text, from, name, v),
+                        "{name} {v} is not stated in: {text}"
+                    );
+                }
+            }
+            for (i, f) in r["findings"].as_array().cloned().unwrap_or_default().iter().enumerate() {
+                assert_eq!(f["number"], i + 1);
+                assert!(
+                    matches!(
+                        f["severity"].as_str(),
+                        Some("CRITICAL" | "MAJOR" | "MINOR" | "SUGGESTION")
+                    ),
+                    "{f}"
+                );
             }
         }
+        count("peer reviews", ran.asked, parsed, unparsed);
+        if let Some(st) = result["statistics"].as_object() {
+            for c in st["consensusScores"].as_array().cloned().unwrap_or_default() {
+                if let Some(sd) = c["stddev"].as_f64() {
+                    assert!((0.0..=2.0).contains(&sd), "{c}");
+                }
+            }
+        }
+        if ran.stored["status"] == "completed" {
+            assert_eq!(ran.stored["answer"], result["consolidation"]["consolidatedReport"]);
+        }
     }
-    if stored["status"] == "completed" {
-        assert_eq!(stored["answer"], result["consolidation"]["consolidatedReport"]);
-    }
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn fact_check_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "fact_check", "question": "Fact-check this paragraph.",
-                "modeConfig": { "content": "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is about 330 metres tall. It was the tallest structure in the world until 1930.",
-                                "extractorModel": MODEL, "checkerModels": [MODEL, CHAIR],
-                                "reporterModel": CHAIR } }),
-    )
-    .await;
-    check_run("fact_check", &stored, &events);
-    let result = &stored["result"];
-    let claims = result["claims"].as_array().cloned().unwrap_or_default();
-    show(
-        "fact-check extraction",
-        result["extract"]["model"].as_str().unwrap_or(""),
-        &json!({ "claims": claims, "parseSuccess": result["extract"]["parseSuccess"] }),
-    );
-    for (i, c) in claims.iter().enumerate() {
-        assert_eq!(c["id"], format!("claim_{}", i + 1));
-        assert!(
-            c["type"].is_null()
-                || c["type"].as_str().is_some_and(|t| t.chars().all(|ch| ch.is_ascii_uppercase())),
-            "{c}"
+    let request = json!({ "mode": "fact_check", "question": "Fact-check this paragraph.",
+                          "modeConfig": { "content": "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is about 330 metres tall. It was the tallest structure in the world until 1930.",
+                                          "extractorModel": MODEL, "checkerModels": [MODEL, CHAIR],
+                                          "reporterModel": CHAIR } });
+    let text_failures = ["checkers gave a usable check"];
+    for ran in both(&url, "fact_check", request, &text_failures).await {
+        let result = &ran.stored["result"];
+        let claims = result["claims"].as_array().cloned().unwrap_or_default();
+        show(
+            "fact-check extraction",
+            result["extract"]["model"].as_str().unwrap_or(""),
+            &json!({ "claims": claims, "parseSuccess": result["extract"]["parseSuccess"] }),
         );
-    }
-    let (mut parsed, mut unparsed) = (0, 0);
-    for k in result["checks"].as_array().cloned().unwrap_or_default() {
-        show("fact-check check", k["model"].as_str().unwrap_or(""), &k["verifications"]);
-        // One verification per claim; an unaddressed claim is never given a verdict of its own.
-        let vs = k["verifications"].as_array().cloned().unwrap_or_default();
-        if k["failed"] != true {
-            assert_eq!(vs.len(), claims.len(), "{k}");
-        }
-        for v in &vs {
+        for (i, c) in claims.iter().enumerate() {
+            assert_eq!(c["id"], format!("claim_{}", i + 1));
             assert!(
-                v["addressed"] == true
-                    || (v["verdict"] == "UNVERIFIABLE" && v["confidence"] == "LOW"),
-                "{v}"
+                c["type"].is_null()
+                    || c["type"]
+                        .as_str()
+                        .is_some_and(|t| t.chars().all(|ch| ch.is_ascii_uppercase())),
+                "{c}"
             );
-            assert!(v["correction"].is_null() || v["verdict"] == "DISPUTED", "{v}");
         }
-        if k["parseSuccess"] == true {
-            parsed += 1;
-        } else {
-            unparsed += 1;
+        let (mut parsed, mut unparsed) = (0, 0);
+        for k in result["checks"].as_array().cloned().unwrap_or_default() {
+            show("fact-check check", k["model"].as_str().unwrap_or(""), &k["verifications"]);
+            // One verification per claim; an unaddressed claim is never given a verdict of its own.
+            let vs = k["verifications"].as_array().cloned().unwrap_or_default();
+            if k["failed"] != true {
+                assert_eq!(vs.len(), claims.len(), "{k}");
+            }
+            for v in &vs {
+                assert!(
+                    v["addressed"] == true
+                        || (v["verdict"] == "UNVERIFIABLE" && v["confidence"] == "LOW"),
+                    "{v}"
+                );
+                assert!(v["correction"].is_null() || v["verdict"] == "DISPUTED", "{v}");
+            }
+            if k["parseSuccess"] == true {
+                parsed += 1;
+                read_from(&k);
+            } else {
+                unparsed += 1;
+            }
+        }
+        count("fact-check checks", ran.asked, parsed, unparsed);
+        for c in result["consensus"].as_array().cloned().unwrap_or_default() {
+            assert!(c["agreementRate"].as_u64().is_some_and(|a| a <= 100), "{c}");
+        }
+        if ran.stored["status"] == "completed" {
+            assert_eq!(ran.stored["answer"], result["report"]["report"]);
+            let score = &result["report"]["reliabilityScore"];
+            assert!(score.is_null() || score.as_u64().is_some_and(|s| s <= 100), "{score}");
         }
     }
-    count("fact-check checks", parsed, unparsed);
-    for c in result["consensus"].as_array().cloned().unwrap_or_default() {
-        assert!(c["agreementRate"].as_u64().is_some_and(|a| a <= 100), "{c}");
-    }
-    if stored["status"] == "completed" {
-        assert_eq!(stored["answer"], result["report"]["report"]);
-        let score = &result["report"]["reliabilityScore"];
-        assert!(score.is_null() || score.as_u64().is_some_and(|s| s <= 100), "{score}");
-    }
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn chain_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "chain", "question": "Write three sentences on why backups matter.",
-                "modeConfig": { "steps": [ { "model": MODEL, "mandate": "draft" },
-                                           { "model": CHAIR, "mandate": "polish_format" } ] } }),
-    )
-    .await;
-    check_run("chain", &stored, &events);
-    let result = &stored["result"];
-    let (mut done, mut skipped) = (0, 0);
-    for s in result["steps"].as_array().cloned().unwrap_or_default() {
-        let content = s["content"].as_str().unwrap_or("");
-        show(
-            "chain step",
-            content,
-            &json!({ "wordCount": s["wordCount"], "editorNotes": s["editorNotes"], "skipped": s["skipped"] }),
-        );
-        if s["skipped"] == true {
-            skipped += 1;
-            continue;
+    let request = json!({ "mode": "chain", "question": "Write three sentences on why backups matter.",
+                          "modeConfig": { "steps": [ { "model": MODEL, "mandate": "draft" },
+                                                     { "model": CHAIR, "mandate": "polish_format" } ] } });
+    // Chain reads no reply (every step is text a person reads): both runs must complete.
+    for ran in both(&url, "chain", request, &[]).await {
+        let result = &ran.stored["result"];
+        let (mut done, mut skipped) = (0, 0);
+        for s in result["steps"].as_array().cloned().unwrap_or_default() {
+            let content = s["content"].as_str().unwrap_or("");
+            show(
+                "chain step",
+                content,
+                &json!({ "wordCount": s["wordCount"], "editorNotes": s["editorNotes"], "skipped": s["skipped"] }),
+            );
+            if s["skipped"] == true {
+                skipped += 1;
+                continue;
+            }
+            done += 1;
+            // The server's counts are the text's own; every note listed is written in it.
+            assert_eq!(s["wordCount"].as_u64(), Some(content.split_whitespace().count() as u64));
+            let delta =
+                s["wordCount"].as_i64().unwrap_or(0) - s["previousWordCount"].as_i64().unwrap_or(0);
+            assert_eq!(s["wordCountDelta"].as_i64(), Some(delta));
+            for n in s["editorNotes"].as_array().cloned().unwrap_or_default() {
+                assert!(content.contains(n.as_str().unwrap_or("")), "{n} is not in: {content}");
+            }
         }
-        done += 1;
-        // The server's counts are the text's own; every note listed is written in it.
-        assert_eq!(s["wordCount"].as_u64(), Some(content.split_whitespace().count() as u64));
-        let delta =
-            s["wordCount"].as_i64().unwrap_or(0) - s["previousWordCount"].as_i64().unwrap_or(0);
-        assert_eq!(s["wordCountDelta"].as_i64(), Some(delta));
-        for n in s["editorNotes"].as_array().cloned().unwrap_or_default() {
-            assert!(content.contains(n.as_str().unwrap_or("")), "{n} is not in: {content}");
-        }
+        assert!(done > 0, "no chain step was written: {result}");
+        count("chain steps completed", ran.asked, done, skipped);
+        assert_eq!(ran.stored["answer"], result["finalContent"]);
     }
-    count("chain steps completed", done, skipped);
-    if stored["status"] == "completed" {
-        assert_eq!(stored["answer"], result["finalContent"]);
-    }
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn blueprint_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "blueprint", "question": "Design doc for a home backup service",
-                "modeConfig": { "content": "Back up three laptops nightly to a NAS, keep 30 days of versions, copy weekly to the cloud, alert on failure.",
-                                "architectModel": MODEL, "authorModels": [MODEL, CHAIR],
-                                "assemblerModel": CHAIR } }),
-    )
-    .await;
-    check_run("blueprint", &stored, &events);
-    let result = &stored["result"];
-    let outline = &result["outline"];
-    let planned = outline["sections"].as_array().cloned().unwrap_or_default();
-    show(
-        "blueprint outline",
-        outline["documentTitle"].as_str().unwrap_or(""),
-        &json!({ "sections": planned.len(), "warnings": outline["warnings"] }),
-    );
-    // What was read is consistent: numbered 1..n, a length each (Medium when none was named),
-    // authors in rotation.
-    for (i, s) in planned.iter().enumerate() {
-        assert_eq!(s["number"], i + 1);
-        assert!(matches!(s["length"].as_str(), Some("Short" | "Medium" | "Long")), "{s}");
-        if s["lengthDefaulted"] == true {
-            assert_eq!(s["length"], "Medium");
-        }
-        assert_eq!(s["assignedModel"], [MODEL, CHAIR][i % 2]);
-    }
-    let (mut written, mut failed) = (0, 0);
-    for s in result["sections"].as_array().cloned().unwrap_or_default() {
-        let content = s["content"].as_str().unwrap_or("");
-        written += 1;
+    let request = json!({ "mode": "blueprint", "question": "Design doc for a home backup service",
+                          "modeConfig": { "content": "Back up three laptops nightly to a NAS, keep 30 days of versions, copy weekly to the cloud, alert on failure.",
+                                          "architectModel": MODEL, "authorModels": [MODEL, CHAIR],
+                                          "assemblerModel": CHAIR } });
+    for ran in both(&url, "blueprint", request, &["that could be read; at least"]).await {
+        let result = &ran.stored["result"];
+        let outline = &result["outline"];
+        let planned = outline["sections"].as_array().cloned().unwrap_or_default();
         show(
-            "blueprint section",
-            content,
-            &json!({ "wordCount": s["wordCount"], "covered": s["keyTopicsCovered"], "missing": s["keyTopicsMissing"] }),
+            "blueprint outline",
+            outline["documentTitle"].as_str().unwrap_or(""),
+            &json!({ "sections": planned.len(), "warnings": outline["warnings"] }),
         );
-        assert_eq!(s["wordCount"].as_u64(), Some(content.split_whitespace().count() as u64));
-        let lower = content.to_lowercase();
-        for t in s["keyTopicsCovered"].as_array().cloned().unwrap_or_default() {
-            for w in t.as_str().unwrap_or("").split(|c: char| !c.is_alphanumeric()) {
-                if w.chars().count() >= 4 {
-                    assert!(lower.contains(&w.to_lowercase()), "{t} is not covered by: {content}");
-                }
+        // What was read is consistent: numbered 1..n, a length each (Medium when none was
+        // named), authors in rotation; read from JSON, every section's title is the reply's.
+        let outline_row = ran.stages.iter().find(|r| r["parsedData"]["readFrom"].is_string());
+        for (i, s) in planned.iter().enumerate() {
+            assert_eq!(s["number"], i + 1);
+            assert!(matches!(s["length"].as_str(), Some("Short" | "Medium" | "Long")), "{s}");
+            if s["lengthDefaulted"] == true {
+                assert_eq!(s["length"], "Medium");
+            }
+            assert_eq!(s["assignedModel"], [MODEL, CHAIR][i % 2]);
+            let title = s["title"].as_str().unwrap_or("");
+            assert!(!title.trim().is_empty(), "{s}");
+            if let Some(row) = outline_row.filter(|r| r["parsedData"]["readFrom"] == "json") {
+                let reply = row["content"].as_str().unwrap_or("");
+                assert!(reply.contains(title), "{title} is not a title of the reply: {reply}");
             }
         }
-        let n = s["sectionNumber"].as_u64().unwrap_or(0) as usize;
-        let topics = planned.get(n.wrapping_sub(1)).map(|p| p["keyTopics"].clone());
-        let both = s["keyTopicsCovered"].as_array().map_or(0, Vec::len)
-            + s["keyTopicsMissing"].as_array().map_or(0, Vec::len);
-        assert_eq!(Some(both), topics.and_then(|t| t.as_array().map(Vec::len)));
-    }
-    failed += result["failedSections"].as_array().map_or(0, Vec::len);
-    count("blueprint sections written", written, failed);
-    if stored["status"] == "completed" {
-        let document = result["assembly"]["document"].as_str().unwrap_or("");
-        assert_eq!(stored["answer"].as_str(), Some(document));
-        for m in result["assembly"]["todoMarkers"].as_array().cloned().unwrap_or_default() {
-            assert!(document.contains(m.as_str().unwrap_or("")), "{m} is not in the document");
+        let (mut written, mut failed) = (0, 0);
+        for s in result["sections"].as_array().cloned().unwrap_or_default() {
+            let content = s["content"].as_str().unwrap_or("");
+            written += 1;
+            show(
+                "blueprint section",
+                content,
+                &json!({ "wordCount": s["wordCount"], "covered": s["keyTopicsCovered"], "missing": s["keyTopicsMissing"] }),
+            );
+            assert_eq!(s["wordCount"].as_u64(), Some(content.split_whitespace().count() as u64));
+            let lower = content.to_lowercase();
+            for t in s["keyTopicsCovered"].as_array().cloned().unwrap_or_default() {
+                for w in t.as_str().unwrap_or("").split(|c: char| !c.is_alphanumeric()) {
+                    if w.chars().count() >= 4 {
+                        assert!(
+                            lower.contains(&w.to_lowercase()),
+                            "{t} is not covered by: {content}"
+                        );
+                    }
+                }
+            }
+            let n = s["sectionNumber"].as_u64().unwrap_or(0) as usize;
+            let topics = planned.get(n.wrapping_sub(1)).map(|p| p["keyTopics"].clone());
+            let both = s["keyTopicsCovered"].as_array().map_or(0, Vec::len)
+                + s["keyTopicsMissing"].as_array().map_or(0, Vec::len);
+            assert_eq!(Some(both), topics.and_then(|t| t.as_array().map(Vec::len)));
         }
-    } else {
-        assert!(planned.len() < 3 || written == 0, "{stored}");
+        failed += result["failedSections"].as_array().map_or(0, Vec::len);
+        count("blueprint sections written", ran.asked, written, failed);
+        if ran.stored["status"] == "completed" {
+            let document = result["assembly"]["document"].as_str().unwrap_or("");
+            assert_eq!(ran.stored["answer"].as_str(), Some(document));
+            for m in result["assembly"]["todoMarkers"].as_array().cloned().unwrap_or_default() {
+                assert!(document.contains(m.as_str().unwrap_or("")), "{m} is not in the document");
+            }
+        } else {
+            assert!(planned.len() < 3, "a failed blueprint read too few sections: {}", ran.stored);
+        }
     }
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn specialist_panel_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "specialist_panel", "question": "Assess this plan for a small web shop.",
-                "modeConfig": { "content": "Move the shop from one VM to a managed Kubernetes cluster next month; keep the database on the VM; deploy by hand.",
-                                "specialists": [ { "roleId": "security_expert", "model": MODEL },
-                                                 { "roleId": "cost_analyst", "model": CHAIR } ],
-                                "synthesizerModel": MODEL } }),
-    )
-    .await;
-    check_run("specialist_panel", &stored, &events);
-    let result = &stored["result"];
-    let (mut parsed, mut unparsed) = (0, 0);
-    for s in result["specialists"].as_array().cloned().unwrap_or_default() {
-        let report = s["report"].as_str().unwrap_or("");
-        show(
-            "specialist report",
-            report,
-            &json!({ "role": s["roleKey"], "scores": s["criteriaScores"], "average": s["averageScore"] }),
-        );
-        // Every rating read is on the scale and its criterion is named in the report beside a
-        // number: nothing is inferred from prose.
-        let squash = |t: &str| t.split_whitespace().collect::<String>();
-        let text = squash(&said(report));
-        let mut ratings = Vec::new();
-        for c in s["criteriaScores"].as_array().cloned().unwrap_or_default() {
-            if let Some(score) = c["score"].as_u64() {
-                assert!((1..=5).contains(&score), "{c}");
-                let name = squash(&c["criterion"].as_str().unwrap_or("").to_lowercase());
-                assert!(text.contains(&name), "{name} is not named in: {report}");
-                ratings.push(score as f64);
+    let request = json!({ "mode": "specialist_panel", "question": "Assess this plan for a small web shop.",
+                          "modeConfig": { "content": "Move the shop from one VM to a managed Kubernetes cluster next month; keep the database on the VM; deploy by hand.",
+                                          "specialists": [ { "roleId": "security_expert", "model": MODEL },
+                                                           { "roleId": "cost_analyst", "model": CHAIR } ],
+                                          "synthesizerModel": MODEL } });
+    for ran in both(&url, "specialist_panel", request, &[]).await {
+        let result = &ran.stored["result"];
+        let (mut parsed, mut unparsed) = (0, 0);
+        for sp in result["specialists"].as_array().cloned().unwrap_or_default() {
+            let report = sp["report"].as_str().unwrap_or("");
+            show(
+                "specialist report",
+                report,
+                &json!({ "role": sp["roleKey"], "scores": sp["criteriaScores"], "average": sp["averageScore"] }),
+            );
+            // Every rating read is on the scale and stated next to its criterion: nothing is
+            // inferred from prose.
+            let mut ratings = Vec::new();
+            for c in sp["criteriaScores"].as_array().cloned().unwrap_or_default() {
+                if let Some(score) = c["score"].as_f64() {
+                    assert!((1.0..=5.0).contains(&score), "{c}");
+                    let name = c["criterion"].as_str().unwrap_or("");
+                    let from = read_from(&sp);
+                    assert!(
+                        states_score_beside(report, from, name, score),
+                        "{name} {score} is not stated in: {report}"
+                    );
+                    ratings.push(score);
+                }
+            }
+            assert_eq!(sp["parseSuccess"], !ratings.is_empty(), "{sp}");
+            match sp["averageScore"].as_f64() {
+                Some(a) => {
+                    let mean = ratings.iter().sum::<f64>() / ratings.len() as f64;
+                    assert!((a - mean).abs() <= 0.05, "{a} is not the mean of {ratings:?}");
+                }
+                None => assert!(ratings.is_empty()),
+            }
+            assert!(sp["topRecommendations"].as_array().is_some_and(|r| r.len() <= 3));
+            if sp["parseSuccess"] == true {
+                parsed += 1;
+            } else {
+                unparsed += 1;
             }
         }
-        assert_eq!(s["parseSuccess"], !ratings.is_empty(), "{s}");
-        match s["averageScore"].as_f64() {
-            Some(a) => {
-                let mean = ratings.iter().sum::<f64>() / ratings.len() as f64;
-                assert!((a - mean).abs() <= 0.05, "{a} is not the mean of {ratings:?}");
+        count("specialist reports", ran.asked, parsed, unparsed);
+        if let Some(syn) = result["synthesis"].as_object() {
+            let answer = said(syn["integratedAssessment"].as_str().unwrap_or(""));
+            for row in syn["riskMatrix"].as_array().cloned().unwrap_or_default() {
+                if let Some(l) = row["level"].as_str() {
+                    assert!(["Critical", "High", "Medium", "Low"].contains(&l), "{row}");
+                    assert!(answer.contains(&l.to_lowercase()), "{l} is not stated");
+                }
             }
-            None => assert!(ratings.is_empty()),
-        }
-        assert!(s["topRecommendations"].as_array().is_some_and(|r| r.len() <= 3));
-        if s["parseSuccess"] == true {
-            parsed += 1;
-        } else {
-            unparsed += 1;
+            assert_eq!(ran.stored["answer"], syn["integratedAssessment"]);
         }
     }
-    count("specialist reports", parsed, unparsed);
-    if let Some(s) = result["synthesis"].as_object() {
-        show(
-            "synthesis",
-            s["integratedAssessment"].as_str().unwrap_or(""),
-            &json!({
-            "counts": s["counts"], "topRisk": s["topRisk"] }),
-        );
-        let answer = said(s["integratedAssessment"].as_str().unwrap_or(""));
-        for row in s["riskMatrix"].as_array().cloned().unwrap_or_default() {
-            if let Some(l) = row["level"].as_str() {
-                assert!(["Critical", "High", "Medium", "Low"].contains(&l), "{row}");
-                assert!(answer.contains(&l.to_lowercase()), "{l} is not stated");
-            }
-        }
-        assert_eq!(stored["answer"], s["integratedAssessment"]);
-    }
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn confidence_weighted_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "confidence_weighted", "question": "What is caffeine's half-life in adults?",
-                "modeConfig": { "models": [MODEL, CHAIR], "synthesisModel": CHAIR } }),
-    )
-    .await;
-    check_run("confidence_weighted", &stored, &events);
-    let result = &stored["result"];
-    let (mut parsed, mut unparsed) = (0, 0);
-    // The replies as the models wrote them, by index (from the streamed tokens).
-    let mut texts: std::collections::HashMap<String, String> = Default::default();
-    for e in events.iter().filter(|e| e["event"] == "token") {
-        let key = e["data"]["key"].as_str().unwrap_or("").to_string();
-        texts.entry(key).or_default().push_str(e["data"]["delta"].as_str().unwrap_or(""));
-    }
-    for a in result["answers"].as_array().cloned().unwrap_or_default() {
-        let c = a["confidence"].as_f64().unwrap_or(-1.0);
-        assert!((0.0..=1.0).contains(&c), "{a}");
-        let text = texts.get(&format!("answer:{}", a["index"])).cloned().unwrap_or_default();
-        show(
-            "confidence-weighted answer",
-            &text,
-            &json!({ "confidence": c, "parsed": a["parsedSuccessfully"], "reasoning": a["confidenceReasoning"] }),
-        );
-        if a["parsedSuccessfully"] == true {
-            parsed += 1;
-            // A stated confidence is written in the reply (when the tokens were seen).
-            if !text.is_empty() && a["clamped"] == false {
-                let s = said(&text);
-                assert!(states_number(&text, c), "{c} is not in: {s}");
+    let request = json!({ "mode": "confidence_weighted", "question": "What is caffeine's half-life in adults?",
+                          "modeConfig": { "models": [MODEL, CHAIR], "synthesisModel": CHAIR } });
+    for ran in both(&url, "confidence_weighted", request, &[]).await {
+        let result = &ran.stored["result"];
+        let (mut parsed, mut unparsed) = (0, 0);
+        // The replies as the models wrote them: the stored rows of the answers, in order.
+        // Each model's reply (the two members are different model names), as stored: rows are
+        // stored as replies arrive, not in the answers' order.
+        let texts: Vec<(String, String)> = ran
+            .stages
+            .iter()
+            .filter(|s| s["parsedData"].get("confidence").is_some())
+            .map(|s| {
+                let model = s["model"].as_str().expect("a stage row names its model");
+                (model.to_string(), s["content"].as_str().unwrap_or("").to_string())
+            })
+            .collect();
+        for a in result["answers"].as_array().cloned().unwrap_or_default() {
+            let c = a["confidence"].as_f64().unwrap_or(-1.0);
+            assert!((0.0..=1.0).contains(&c), "{a}");
+            let model = a["model"].as_str().expect("an answer names its model");
+            let text = texts
+                .iter()
+                .find(|(m, _)| m == model)
+                .map(|(_, t)| t.clone())
+                .unwrap_or_else(|| panic!("no stored reply of {model}"));
+            show(
+                "confidence-weighted answer",
+                &text,
+                &json!({ "confidence": c, "parsed": a["parsedSuccessfully"], "reasoning": a["confidenceReasoning"] }),
+            );
+            if a["parsedSuccessfully"] == true {
+                parsed += 1;
+                assert!(!text.is_empty(), "the answer's reply is stored: {a}");
+                // A stated confidence is written where it was read (a clamped one was stated
+                // out of range and brought into it, so it is not written as read).
+                if a["clamped"] != true {
+                    let from = read_from(&a);
+                    assert!(states_number_from(&text, from, c), "{c} is not stated in: {text}");
+                }
+            } else {
+                unparsed += 1;
+                assert_eq!(c, 0.5, "an unstated confidence is the default: {a}");
             }
-        } else {
-            unparsed += 1;
-            assert_eq!(c, 0.5, "an unstated confidence is the default: {a}");
+            assert!(!a["response"].as_str().unwrap_or("").trim().is_empty(), "{a}");
         }
-        assert!(!a["response"].as_str().unwrap_or("").trim().is_empty(), "{a}");
+        count("confidences", ran.asked, parsed, unparsed);
+        if let Some(w) = result["weights"]["weights"].as_array() {
+            let sum: f64 = w.iter().map(|x| x["normalizedWeight"].as_f64().unwrap_or(0.0)).sum();
+            assert!((sum - 1.0).abs() < 1e-9, "{w:?}");
+        }
+        if ran.stored["status"] == "completed" {
+            assert_eq!(ran.stored["answer"], result["synthesis"]["synthesis"]);
+        }
     }
-    count("confidences", parsed, unparsed);
-    if let Some(w) = result["weights"]["weights"].as_array() {
-        let sum: f64 = w.iter().map(|x| x["normalizedWeight"].as_f64().unwrap_or(0.0)).sum();
-        assert!((sum - 1.0).abs() < 1e-9, "{w:?}");
-    }
-    if stored["status"] == "completed" {
-        assert_eq!(stored["answer"], result["synthesis"]["synthesis"]);
-    }
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn tournament_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "tournament", "question": "Name one good habit for writing maintainable code, in two sentences.",
-                "modeConfig": { "contestantModels": [MODEL, MODEL, MODEL, MODEL], "judgeModel": CHAIR } }),
-    )
-    .await;
-    check_run("tournament", &stored, &events);
-    let result = &stored["result"];
-    let (mut read, mut unread) = (0, 0);
-    for round in result["rounds"].as_array().cloned().unwrap_or_default() {
-        for m in round["matches"].as_array().cloned().unwrap_or_default() {
-            show("tournament match", m["reasoning"].as_str().unwrap_or(""), &m);
+    let request = json!({ "mode": "tournament", "question": "Name one good habit for writing maintainable code, in two sentences.",
+                          "modeConfig": { "contestantModels": [MODEL, MODEL, MODEL, MODEL], "judgeModel": CHAIR } });
+    for ran in both(&url, "tournament", request, &[]).await {
+        let result = &ran.stored["result"];
+        let (mut read, mut unread) = (0, 0);
+        for row in ran
+            .stages
+            .iter()
+            .filter(|r| r["stageType"].as_str().is_some_and(|t| t.contains("_match_")))
+        {
+            let m = &row["parsedData"];
+            let text = row["content"].as_str().unwrap_or("");
+            show("tournament match", text, m);
             let (a, b, w) = (&m["shownAsA"], &m["shownAsB"], &m["winnerSeed"]);
             // The winner is one of the two shown, under the label it was shown as.
             let label = if w == a { "Response A" } else { "Response B" };
             assert!(w == a || w == b, "{m}");
             assert_eq!(m["winnerLabel"], label, "{m}");
             match m["decidedBy"].as_str() {
-                Some("judge" | "judge_retry") => read += 1,
-                Some("coin_flip" | "default_seed") => unread += 1,
+                Some("judge" | "judge_retry") => {
+                    read += 1;
+                    // The side stated is the one read: the JSON's `winner`, or the last
+                    // `WINNER:` line of the reply that decided.
+                    let stated = match read_from(m) {
+                        "json" => reply_json(text)["winner"] == label,
+                        _ => answer_text(text)
+                            .lines()
+                            .rev()
+                            .find(|l| l.to_lowercase().contains("winner"))
+                            .is_some_and(|l| {
+                                let letter = &label[label.len() - 1..];
+                                mentions(l).first().is_some_and(|(_, x)| x == label)
+                                    || l.trim_end().ends_with(letter)
+                            }),
+                    };
+                    assert!(stated, "{label} is not the side stated in: {text}");
+                }
+                Some("coin_flip" | "default_seed") => {
+                    unread += 1;
+                    assert!(m.get("readFrom").is_none(), "{m}");
+                }
                 other => panic!("decidedBy {other:?}: {m}"),
             }
         }
+        count("tournament matches judged", ran.asked, read, unread);
+        if ran.stored["status"] == "completed" {
+            assert_eq!(ran.stored["answer"], result["champion"]["response"]);
+            let seed = result["champion"]["seed"].as_u64().unwrap_or(0) as usize;
+            assert_eq!(
+                result["contestants"][seed.saturating_sub(1)]["response"],
+                ran.stored["answer"]
+            );
+        }
     }
-    count("tournament matches judged", read, unread);
-    if stored["status"] == "completed" {
-        assert_eq!(stored["answer"], result["champion"]["response"]);
-        let seed = result["champion"]["seed"].as_u64().unwrap_or(0) as usize;
-        assert_eq!(result["contestants"][seed.saturating_sub(1)]["response"], stored["answer"]);
-    }
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn brainstorm_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "brainstorm", "question": "How could a small library attract more teenagers?",
-                "modeConfig": { "models": [MODEL, MODEL, CHAIR], "curatorModel": CHAIR,
-                                "refinerModel": CHAIR, "minIdeasPerModel": 3, "maxClusters": 3 } }),
-    )
-    .await;
-    check_run("brainstorm", &stored, &events);
-    let result = &stored["result"];
-    let (mut read, mut unread) = (0, 0);
-    for m in result["ideas"]["models"].as_array().cloned().unwrap_or_default() {
-        show("brainstorm ideas", m["model"].as_str().unwrap_or(""), &m);
-        let n = m["ideaCount"].as_u64().unwrap_or(0);
-        assert!(n <= 10, "{m}");
-        for (k, idea) in m["ideas"].as_array().cloned().unwrap_or_default().iter().enumerate() {
-            assert_eq!(idea["id"], format!("model_{}_idea_{}", m["index"], k + 1));
-            assert!(!idea["title"].as_str().unwrap_or("").trim().is_empty(), "{idea}");
-        }
-        if n > 0 {
-            read += 1
-        } else {
-            unread += 1
-        }
-    }
-    count("brainstorm idea lists read", read, unread);
-    if let Some(c) = result["clustering"].as_object() {
-        show("brainstorm clusters", c["model"].as_str().unwrap_or(""), &result["clustering"]);
-        for cl in c["clusters"].as_array().cloned().unwrap_or_default() {
-            assert!(!cl["ideaIds"].as_array().unwrap().is_empty(), "{cl}");
-        }
-    }
-    let (mut valid, mut invalid) = (0, 0);
-    for s in result["scores"].as_array().cloned().unwrap_or_default() {
-        for x in s["scores"].as_array().cloned().unwrap_or_default() {
-            for d in ["novelty", "feasibility", "impact"] {
-                assert!((1..=5).contains(&x[d].as_u64().unwrap_or(0)), "{x}");
+    let request = json!({ "mode": "brainstorm", "question": "How could a small library attract more teenagers?",
+                          "modeConfig": { "models": [MODEL, MODEL, CHAIR], "curatorModel": CHAIR,
+                                          "refinerModel": CHAIR, "minIdeasPerModel": 3, "maxClusters": 3 } });
+    for ran in both(&url, "brainstorm", request, &["models produced ideas"]).await {
+        let result = &ran.stored["result"];
+        let (mut read, mut unread) = (0, 0);
+        let mut ids = std::collections::HashSet::new();
+        for m in result["ideas"]["models"].as_array().cloned().unwrap_or_default() {
+            show("brainstorm ideas", m["model"].as_str().unwrap_or(""), &m);
+            let n = m["ideaCount"].as_u64().unwrap_or(0);
+            assert!(n <= 10, "{m}");
+            let ideas = m["ideas"].as_array().cloned().unwrap_or_default();
+            assert_eq!(ideas.len() as u64, n, "{m}");
+            for (k, idea) in ideas.iter().enumerate() {
+                assert_eq!(idea["id"], format!("model_{}_idea_{}", m["index"], k + 1));
+                assert!(!idea["title"].as_str().unwrap_or("").trim().is_empty(), "{idea}");
+                ids.insert(idea["id"].as_str().unwrap_or("").to_string());
+            }
+            if n > 0 {
+                read += 1
+            } else {
+                unread += 1
             }
         }
-        if s["valid"] == true {
-            valid += 1
-        } else {
-            invalid += 1
+        count("brainstorm idea lists read", ran.asked, read, unread);
+        // Clusters hold only ideas of this run, each at most once.
+        if let Some(c) = result["clustering"].as_object() {
+            show("brainstorm clusters", c["model"].as_str().unwrap_or(""), &result["clustering"]);
+            let mut seen = std::collections::HashSet::new();
+            for cl in c["clusters"].as_array().cloned().unwrap_or_default() {
+                let members = cl["ideaIds"].as_array().cloned().unwrap_or_default();
+                assert!(!members.is_empty(), "{cl}");
+                for id in members {
+                    let id = id.as_str().unwrap_or("").to_string();
+                    assert!(ids.contains(&id), "{id} is no idea of this run: {cl}");
+                    assert!(seen.insert(id.clone()), "{id} is in two clusters");
+                }
+            }
+        }
+        let (mut valid, mut invalid) = (0, 0);
+        for s in result["scores"].as_array().cloned().unwrap_or_default() {
+            for x in s["scores"].as_array().cloned().unwrap_or_default() {
+                for d in ["novelty", "feasibility", "impact"] {
+                    assert!((1..=5).contains(&x[d].as_u64().unwrap_or(0)), "{x}");
+                }
+            }
+            if s["valid"] == true {
+                valid += 1
+            } else {
+                invalid += 1
+            }
+        }
+        count("brainstorm scorers read", ran.asked, valid, invalid);
+        if ran.stored["status"] == "completed" {
+            assert_eq!(ran.stored["answer"], result["refinement"]["proposal"]);
         }
     }
-    count("brainstorm scorers read", valid, invalid);
-    if stored["status"] == "completed" {
-        assert_eq!(stored["answer"], result["refinement"]["proposal"]);
-    }
-    app.stop().await;
 }
 
 #[actix_web::test]
 async fn decompose_against_the_real_model() {
     let Some(url) = real_model().await else { return };
-    let app = app_for(&url).await;
-    let (stored, events) = run(
-        &app,
-        json!({ "mode": "decompose", "question": "Plan a one-day team offsite: venue, agenda and budget.",
-                "modeConfig": { "plannerModel": CHAIR, "workerModels": [MODEL, MODEL],
-                                "assemblerModel": CHAIR, "maxTasks": 4 } }),
-    )
-    .await;
-    check_run("decompose", &stored, &events);
-    let result = &stored["result"];
-    let plan = &result["plan"];
-    let tasks = plan["tasks"].as_array().cloned().unwrap_or_default();
-    show("decompose plan", plan["firstReply"].as_str().unwrap_or(""), &json!(tasks));
-    count("decompose plans read", usize::from(!tasks.is_empty()), usize::from(tasks.is_empty()));
-    // Whatever the model wrote, the plan the server ran is a DAG within maxTasks, each task in
-    // exactly one wave after all its dependencies.
-    assert!(tasks.len() <= 4, "{plan}");
-    let waves: Vec<Vec<String>> =
-        serde_json::from_value(plan["executionWaves"].clone()).unwrap_or_default();
-    assert_eq!(waves.iter().map(Vec::len).sum::<usize>(), tasks.len(), "{plan}");
-    let wave_of = |id: &str| waves.iter().position(|w| w.iter().any(|x| x == id));
-    for t in &tasks {
-        for d in t["dependencies"].as_array().cloned().unwrap_or_default() {
-            assert!(wave_of(d.as_str().unwrap()) < wave_of(t["id"].as_str().unwrap()), "{t}");
+    let request = json!({ "mode": "decompose", "question": "Plan a one-day team offsite: venue, agenda and budget.",
+                          "modeConfig": { "plannerModel": CHAIR, "workerModels": [MODEL, MODEL],
+                                          "assemblerModel": CHAIR, "maxTasks": 4 } });
+    let failures = ["No task could be read from the planner's plan"];
+    for ran in both(&url, "decompose", request, &failures).await {
+        let result = &ran.stored["result"];
+        let plan = &result["plan"];
+        let tasks = plan["tasks"].as_array().cloned().unwrap_or_default();
+        show("decompose plan", plan["firstReply"].as_str().unwrap_or(""), &json!(tasks));
+        count(
+            "decompose plans read",
+            ran.asked,
+            usize::from(!tasks.is_empty()),
+            usize::from(tasks.is_empty()),
+        );
+        // Whatever the model wrote, the plan the server ran is a DAG within maxTasks, each task
+        // in exactly one wave after all its dependencies.
+        assert!(tasks.len() <= 4, "{plan}");
+        let waves: Vec<Vec<String>> =
+            serde_json::from_value(plan["executionWaves"].clone()).unwrap_or_default();
+        assert_eq!(waves.iter().map(Vec::len).sum::<usize>(), tasks.len(), "{plan}");
+        let wave_of = |id: &str| waves.iter().position(|w| w.iter().any(|x| x == id));
+        for t in &tasks {
+            let id = t["id"].as_str().expect("a task has an id");
+            assert!(wave_of(id).is_some(), "{id} is in no wave: {plan}");
+            for d in t["dependencies"].as_array().cloned().unwrap_or_default() {
+                let d = d.as_str().expect("a dependency is an id");
+                assert!(wave_of(d).is_some() && wave_of(d) < wave_of(id), "{t}");
+            }
+            assert!(["LOW", "MEDIUM", "HIGH"].contains(&t["complexity"].as_str().unwrap_or("")));
         }
-        assert!(["LOW", "MEDIUM", "HIGH"].contains(&t["complexity"].as_str().unwrap_or("")));
+        if ran.stored["status"] == "completed" {
+            assert!(!tasks.is_empty(), "a completed decompose ran a plan: {plan}");
+            assert_eq!(ran.stored["answer"], result["assembly"]["response"]);
+        }
     }
-    if stored["status"] == "completed" {
-        assert_eq!(stored["answer"], result["assembly"]["response"]);
-    }
-    app.stop().await;
 }
 
-/// `conclave eval` of the sample set's first questions on the real model: each member alone
-/// and their majority. Prints the table (run with `--nocapture`), whatever it shows; asserts
-/// only what holds for any model: every arm answered every question, grades add up, tokens
-/// were recorded, and every answer graded is a stored run.
+/// `conclave eval` of the sample set's first questions on the real model, its route asking
+/// for structured output as a user's would: each member alone and their majority. Prints the
+/// table (run with `--nocapture`), whatever it shows, with the unparsed share; asserts what
+/// holds for any model: every arm answered every question, grades add up, tokens were
+/// recorded, and the jury arm's figures are consistent and within its budget.
 #[actix_web::test]
 async fn eval_of_the_sample_set_on_the_real_model() {
     let Some(url) = real_model().await else { return };
@@ -964,19 +1361,19 @@ async fn eval_of_the_sample_set_on_the_real_model() {
     std::fs::write(
         &config,
         format!(
-            "[[routes]]\nprefix = \"local/\"\nbase_url = \"{url}\"\nmax_concurrent_calls = 3\nmax_tokens = 256\n"
+            "[[routes]]\nprefix = \"local/\"\nbase_url = \"{url}\"\nmax_concurrent_calls = 3\n\
+             max_tokens = 256\nstructured_output = \"json_schema\"\n"
         ),
     )
     .unwrap();
     let db = format!("sqlite://{}", dir.path().join("eval.db").display());
     let members = "local/smollm2-a,local/smollm2-b,local/smollm2-c";
-    let questions = "8";
     let eval = |extra: &[&str]| {
         crate::cli::conclave()
             .env("CONCLAVE_CONFIG", &config)
             .env("DATABASE_URL", &db)
             .args(["eval", "sample", "--members", members, "--arms", "single,majority"])
-            .args(["--limit", questions, "--concurrency", "3"])
+            .args(["--limit", "8", "--concurrency", "3"])
             .args(extra)
             .output()
             .unwrap()
@@ -984,20 +1381,37 @@ async fn eval_of_the_sample_set_on_the_real_model() {
     let out = eval(&["--json", "--quiet"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    for a in v["arms"].as_array().unwrap() {
-        assert_eq!(a["n"], 8, "{a}");
-        assert!(a["correct"].as_u64() <= a["n"].as_u64());
-        assert!(a["promptTokens"].as_i64().unwrap() > 0, "{a}");
+    let arms = v["arms"].as_array().expect("the eval lists its arms");
+    // Three single members and the majority.
+    assert_eq!(arms.len(), 4, "{v}");
+    let field = |a: &Value, f: &str| -> u64 {
+        a[f].as_u64().unwrap_or_else(|| panic!("arm {} has no count {f}: {a}", a["arm"]))
+    };
+    let (mut unparsed, mut graded) = (0, 0);
+    for a in arms {
+        let n = field(a, "n");
+        assert_eq!(n, 8, "{a}");
+        let (correct, unread) = (field(a, "correct"), field(a, "unparsed"));
+        // An unparsed answer is never counted correct.
+        assert!(correct + unread <= n, "grades add up to more than n: {a}");
+        assert!(field(a, "promptTokens") > 0 && field(a, "completionTokens") > 0, "{a}");
+        unparsed += unread;
+        graded += n;
     }
+    eprintln!(
+        "real model, eval of 8 sample questions with structured output on: {unparsed} of \
+         {graded} answers unparsed ({:.0}%)",
+        100.0 * unparsed as f64 / graded as f64
+    );
     // The table of the same eval: resumed by id, nothing is left to run.
-    let id = v["evalId"].as_str().unwrap();
+    let id = v["evalId"].as_str().expect("evalId");
     let table = crate::cli::conclave()
         .env("CONCLAVE_CONFIG", &config)
         .env("DATABASE_URL", &db)
         .args(["eval", "--resume", id, "--quiet"])
         .output()
         .unwrap();
-    assert!(table.status.success());
+    assert!(table.status.success(), "{}", String::from_utf8_lossy(&table.stderr));
     println!("conclave eval on the real model:\n{}", String::from_utf8_lossy(&table.stdout));
 
     // The jury arm on the real model, within a budget its jurors' calls must wait for: the
@@ -1016,14 +1430,20 @@ async fn eval_of_the_sample_set_on_the_real_model() {
     let store = conclave::store::Store::start(&db).unwrap();
     let runs = store.list_runs(1000).await.unwrap();
     let total: i64 = runs.iter().map(|r| r.prompt_tokens + r.completion_tokens).sum();
+    assert!(total > 0, "the jury eval made no call");
     assert!(total <= 12_000, "{total} tokens of a 12000-token budget");
-    if let Some(jury) = v["arms"].as_array().unwrap().iter().find(|a| a["arm"] == "jury") {
-        let j = &jury["jury"];
-        if jury["n"].as_u64() > Some(0) {
-            assert!(j["verdictsRight"].as_u64() <= j["judged"].as_u64(), "{jury}");
-            assert!(j["approvedCorrect"].as_u64() <= j["approved"].as_u64(), "{jury}");
-        }
-    }
+    let jury = v["arms"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["arm"] == "jury"))
+        .unwrap_or_else(|| panic!("the eval has a jury arm: {v}"));
+    let j = &jury["jury"];
+    let jf =
+        |f: &str| -> u64 { j[f].as_u64().unwrap_or_else(|| panic!("jury has no {f}: {jury}")) };
+    let n = field(jury, "n");
+    assert!(jf("judged") <= n, "{jury}");
+    assert!(jf("verdictsRight") <= jf("judged"), "{jury}");
+    assert!(jf("approved") <= jf("judged"), "{jury}");
+    assert!(jf("approvedCorrect") <= jf("approved"), "{jury}");
     println!(
         "jury arm on the real model ({total} of 12000 tokens): {}",
         serde_json::to_string_pretty(&v).unwrap()

@@ -1,7 +1,7 @@
 //! `sim/xss…` models: every mode completes and parses as usual, with hostile markup in the
 //! prose, in-process and through the sim-server.
 
-use conclave::providers::sim_text::{XSS_PAYLOAD, XSS_TITLE};
+use conclave::modes::sim_text::{XSS_PAYLOAD, XSS_TITLE};
 use serde_json::{json, Value};
 
 use crate::helpers::*;

@@ -173,3 +173,44 @@ export async function openOnPhone(browser, base, runId) {
   const overflow = await opened.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   return { ...opened, overflow };
 }
+
+// Words for people (words.test.mjs, structured_words.test.mjs).
+// What must never show, each with why.
+export const PROTOCOL = [
+  [/\b(stage[1-3]|round1)\b/, "a stage id"],
+  [/\b[a-z]+_(start|complete|detected|declared|reached)\b/, "an event name"],
+  [/\b[a-z]+(?:[A-Z][a-z0-9]+)+\b/, "a camelCase field name"],
+  [/\b(?:[A-Z]{3,}[ _])*[A-Z]{3,}:/, "a raw format label"],
+  [/\[object Object\]|\bundefined\b|\bNaN\b|\bnull\b/, "a programming value"],
+  [/WebSocket|\bwatcher\b|\bpayload\b/i, "a transport word"],
+];
+
+export function offending(text) {
+  const found = [];
+  for (const [re, what] of PROTOCOL) {
+    const all = [...text.matchAll(new RegExp(re.source, re.flags.includes("g") ? re.flags : re.flags + "g"))];
+    // Each with where it stands, so a failure says where to look.
+    const seen = [...new Set(all.map((m) => JSON.stringify(text.slice(Math.max(0, m.index - 30), m.index + m[0].length + 20))))];
+    if (all.length) found.push(`${what}: ${seen.slice(0, 4).join(" · ")}`);
+  }
+  return found;
+}
+
+/**
+ * The page's text as a person reads it, with every fold and "show more" opened: each visible
+ * text node as written (a label the style shows in capitals is not a format label).
+ */
+export async function everything(page) {
+  return page.evaluate(() => {
+    document.querySelectorAll("details").forEach((d) => { d.open = true; });
+    document.querySelectorAll(".clip").forEach((c) => c.classList.add("expanded"));
+    const out = [];
+    const walk = document.createTreeWalker(document.querySelector("main"), NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      const p = n.parentElement;
+      if (!n.textContent.trim() || !p || p.closest("script, style, datalist") || !p.checkVisibility()) continue;
+      out.push(n.textContent);
+    }
+    return out.join("\n");
+  });
+}

@@ -2,7 +2,7 @@
 // browser needed; the rendered result is checked in every mode's page by words.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { formatLabelledLines as format } from "../../static/js/ui.js";
+import { formatLabelledLines as format, structuredMarkdown } from "../../static/js/ui.js";
 
 const BADGE = "\u2063";
 
@@ -45,4 +45,20 @@ test("prose, code, short capitals and labels mid-sentence are left as written", 
 test("a heading label keeps what follows under it", () => {
   const out = format("FINAL RANKING:\n1. Response C\n2. Response A");
   assert.match(out, /\*\*Final ranking:\*\*\n\n1\. Response C\n2\. Response A$/);
+});
+
+test("a structured reply reads as its fields in plain words, lists numbered, choices as badges", () => {
+  const out = structuredMarkdown(
+    '{"reasoning": "C explains why", "ranking": ["Response C", "Response A"], "verdict": "REVISE", "ok": true}',
+  );
+  assert.match(out, /^\*\*Reasoning:\*\* C explains why$/m);
+  assert.match(out, /^\*\*Ranking:\*\*\n\n1\. Response C\n2\. Response A$/m);
+  assert.ok(out.includes(`**Verdict:** ${BADGE}badge:yellow:revise${BADGE}`), out);
+  assert.match(out, /^\*\*Ok:\*\* yes$/m);
+  assert.doesNotMatch(out, /[{}"]/, "no JSON punctuation reaches a person");
+  // Nested objects, in a fence.
+  const nested = structuredMarkdown('```json\n{"claims": [{"claimText": "Paris is in France", "type": "place"}]}\n```');
+  assert.match(nested, /Claim text:\*\* Paris is in France/);
+  // Anything else is not structured.
+  for (const text of ["plain", '{"broken', "[1, 2]", "Here: {\"a\": 1}"]) assert.equal(structuredMarkdown(text), null, text);
 });

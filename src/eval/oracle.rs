@@ -48,9 +48,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, OnceLock};
 
-use super::sim_text::{labeled_blocks, section, seed_of};
-use crate::eval::grade::{grade, normalise, number_text, stated_answer, Grade};
-use crate::eval::questions::{Kind, Question};
+use super::grade::{grade, normalise, number_text, stated_answer, Grade};
+use super::questions::{Kind, Question};
+use crate::modes::sim_text::{labeled_blocks, section, seed_of};
 use crate::modes::{
     chain, confidence_weighted as cw, decompose, peer_review, specialist_panel as panel,
     tournament, ChatMessage,
@@ -109,8 +109,16 @@ fn keys() -> std::sync::MutexGuard<'static, Keys> {
     KEYS.get_or_init(Mutex::default).lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Lets the sim provider ask the oracles first (see [`crate::providers::sim::answer_first`]):
+/// the eval sits above the providers, so it hands them its oracles rather than being
+/// imported by them. Called by the eval runner and the sim-server; idempotent.
+pub fn install() {
+    crate::providers::sim::answer_first(answer);
+}
+
 /// Registers the answer key of a prompt for the oracles of this process.
 pub fn register(prompt: &str, key: AnswerKey) {
+    install();
     let mut keys = keys();
     if keys.by_prompt.insert(prompt.to_string(), key).is_none() {
         let first = prompt.lines().next().unwrap_or("");
@@ -167,7 +175,7 @@ pub fn answer(model: &str, messages: &[ChatMessage]) -> Option<String> {
     let p = probability(model)?;
     let last =
         messages.iter().rev().find(|m| m.role == "user").map(|m| m.content.as_str()).unwrap_or("");
-    if last.starts_with(crate::eval::grade::JUDGE_OPENING) {
+    if last.starts_with(super::grade::JUDGE_OPENING) {
         return Some(judge(model, last, p));
     }
     if last.starts_with("Generate a brief title") {
@@ -882,7 +890,7 @@ mod tests {
             &mut jury,
             |c| {
                 answer(&c.model, &c.messages)
-                    .or_else(|| Some(super::super::sim_text::respond(&c.model, &c.messages, false)))
+                    .or_else(|| Some(crate::modes::sim_text::respond(&c.model, &c.messages, false)))
             },
             "Title",
         );

@@ -10,7 +10,7 @@
 //! that complete normally.
 
 use crate::modes::common::SplitMix64;
-use crate::modes::ChatMessage;
+use crate::modes::{ChatMessage, ReplySchema};
 
 /// A seed from several strings: FNV-1a, then a SplitMix64 step so that texts differing in
 /// one character give unrelated seeds (plain FNV keeps the high bits of similar texts close,
@@ -103,12 +103,26 @@ const RECOGNISERS: &[Recogniser] = &[
 
 /// The sim's reply to a chat.
 pub fn respond(model: &str, messages: &[ChatMessage], malformed: bool) -> String {
+    respond_to(model, messages, malformed, None)
+}
+
+/// The sim's reply to a chat whose reply may be asked for as `schema`'s JSON: a mode's own
+/// answer to a schema it knows (see `ModeSpec::sim`), else JSON drawn from the schema
+/// ([`json_reply`]). A malformed answer ignores the schema, as a server that only asks for
+/// JSON (and a model that ignores it) would.
+pub fn respond_to(
+    model: &str,
+    messages: &[ChatMessage],
+    malformed: bool,
+    schema: Option<&ReplySchema>,
+) -> String {
     let last =
         messages.iter().rev().find(|m| m.role == "user").map(|m| m.content.as_str()).unwrap_or("");
     let p = Prompt { model, messages, last, malformed, hostile: is_hostile(model) };
     if let Some(t) = title(&p) {
         return t;
     }
+    let schema = schema.filter(|_| !malformed);
     // A mode that answers its own prompts offline (see `ModeSpec::sim`).
     let ask = crate::modes::registry::SimAsk {
         model,
@@ -117,9 +131,29 @@ pub fn respond(model: &str, messages: &[ChatMessage], malformed: bool) -> String
         seed: seed_of(&[model, last, "mode"]),
         malformed,
         hostile: p.hostile,
+        schema,
     };
     let own = crate::modes::registry::MODES.iter().filter_map(|m| m.sim).find_map(|sim| sim(&ask));
-    own.or_else(|| RECOGNISERS.iter().find_map(|r| r(&p))).unwrap_or_else(|| answer(&p))
+    if let Some(own) = own {
+        return own;
+    }
+    if let Some(schema) = schema {
+        return json_reply(&p, schema);
+    }
+    RECOGNISERS.iter().find_map(|r| r(&p)).unwrap_or_else(|| answer(&p))
+}
+
+/// JSON that fits `schema`, drawn deterministically from the model and prompt: enums and
+/// numbers by chance, free text as a simulated note (with the hostile payload for a
+/// `sim/xss…` model).
+pub fn json_reply(p: &Prompt, schema: &ReplySchema) -> String {
+    let mut r = rng(p, &schema.name);
+    let model = p.model.to_string();
+    let hostile = p.hostile_inline();
+    let words = move |field: &str| {
+        format!("[simulated {field} from {model}] weighing what was asked.{hostile}")
+    };
+    crate::modes::schema::sample(&schema.schema, &mut r, &words).to_string()
 }
 
 fn rng(p: &Prompt, salt: &str) -> SplitMix64 {
@@ -414,31 +448,13 @@ fn delphi_classify(p: &Prompt) -> Option<String> {
         return Some("I am not sure how to classify this one.".into());
     }
     let q = between(p.last, "QUESTION:\n", "\n\nDetermine:").to_lowercase();
-    const NUMERIC: &[&str] = &[
-        "how many",
-        "how much",
-        "percentage",
-        "percent",
-        "estimate",
-        "number of",
-        "what year",
-        "when will",
-        "how long",
-        "how far",
-        "how big",
-        "probability",
-        "price",
-        "cost",
-    ];
-    if NUMERIC.iter().any(|w| q.contains(w)) {
+    if asks_for_quantity(&q) {
         return Some(format!(
             "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: The question asks for a quantity.{}",
             p.hostile_inline()
         ));
     }
-    let yes_no =
-        ["should", "is ", "will", "can ", "do ", "does", "are "].iter().any(|w| q.starts_with(w));
-    let options = if yes_no {
+    let options = if asks_yes_or_no(&q) {
         "Yes, Yes with conditions, No, It depends"
     } else {
         "The established option, The newer option, A hybrid approach, It depends on context"
@@ -614,6 +630,71 @@ const CLARITY_KEYS: [&str; 7] = [
     "biasDetection",
 ];
 
+/// Whether a Delphi question asks for a quantity (the sims classify it NUMERIC).
+pub(crate) fn asks_for_quantity(question: &str) -> bool {
+    const NUMERIC: &[&str] = &[
+        "how many",
+        "how much",
+        "percentage",
+        "percent",
+        "estimate",
+        "number of",
+        "what year",
+        "when will",
+        "how long",
+        "how far",
+        "how big",
+        "probability",
+        "price",
+        "cost",
+    ];
+    NUMERIC.iter().any(|w| question.contains(w))
+}
+
+/// Whether a (lower-cased) Delphi question is a yes-or-no one.
+pub(crate) fn asks_yes_or_no(question: &str) -> bool {
+    ["should", "is ", "will", "can ", "do ", "does", "are "].iter().any(|w| question.starts_with(w))
+}
+
+/// How a Clarity evaluator's persona leans on dimension `i` (the text and JSON sims alike).
+pub(crate) fn clarity_bias(who: &str, i: usize, contested: bool) -> f64 {
+    match (who, i) {
+        ("Skeptic", 2) if contested => -4.0,
+        ("Skeptic", 2 | 5) => -1.0,
+        ("Advocate", 4 | 6) => 1.0,
+        ("Generalist", 3) => -1.0,
+        _ => 0.0,
+    }
+}
+
+/// A Clarity persona's own issue: its dimension, the issue and the suggested fix.
+pub(crate) fn clarity_issue(who: &str) -> (&'static str, &'static str, &'static str) {
+    match who {
+        "Skeptic" => (
+            "evidenceQuality",
+            "Key claims are not supported by cited sources",
+            "Cite a credible source for each key claim",
+        ),
+        "Advocate" => (
+            "objectivity",
+            "The opposing position is presented in a weak form",
+            "State the strongest version of the opposing argument",
+        ),
+        _ => (
+            "accessibility",
+            "Technical terms are used without explanation",
+            "Define terms on first use",
+        ),
+    }
+}
+
+/// The issue every sim Clarity evaluator raises besides its own.
+pub(crate) const CLARITY_SHARED_ISSUE: (&str, &str, &str) = (
+    "firstPrinciplesCoherence",
+    "The conclusion does not follow clearly from the stated premises",
+    "Spell out the steps from premises to conclusion",
+);
+
 fn clarity_evaluate(p: &Prompt) -> Option<String> {
     let discussion = p.last.starts_with("CLARITY DISCUSSION");
     if !(p.last.starts_with("CLARITY EVALUATION") || discussion) {
@@ -635,13 +716,7 @@ fn clarity_evaluate(p: &Prompt) -> Option<String> {
     let mut r = rng(p, "clarity");
     let mut scores = Vec::new();
     for (i, k) in CLARITY_KEYS.iter().enumerate() {
-        let bias = match (who, i) {
-            ("Skeptic", 2) if contested => -4.0,
-            ("Skeptic", 2 | 5) => -1.0,
-            ("Advocate", 4 | 6) => 1.0,
-            ("Generalist", 3) => -1.0,
-            _ => 0.0,
-        };
+        let bias = clarity_bias(who, i, contested);
         let mut score: f64 = (level + bias + r.below(3) as f64 - 1.0).clamp(0.0, 10.0);
         if discussion {
             // Move toward the panel's middle: the others' scores are in the prompt.
@@ -662,28 +737,8 @@ fn clarity_evaluate(p: &Prompt) -> Option<String> {
         scores.push(format!("\"{k}\": {score}"));
     }
     let quote: String = brief.split_whitespace().take(8).collect::<Vec<_>>().join(" ");
-    let (dim, issue, fix) = match who {
-        "Skeptic" => (
-            "evidenceQuality",
-            "Key claims are not supported by cited sources",
-            "Cite a credible source for each key claim",
-        ),
-        "Advocate" => (
-            "objectivity",
-            "The opposing position is presented in a weak form",
-            "State the strongest version of the opposing argument",
-        ),
-        _ => (
-            "accessibility",
-            "Technical terms are used without explanation",
-            "Define terms on first use",
-        ),
-    };
-    let shared = (
-        "firstPrinciplesCoherence",
-        "The conclusion does not follow clearly from the stated premises",
-        "Spell out the steps from premises to conclusion",
-    );
+    let (dim, issue, fix) = clarity_issue(who);
+    let shared = CLARITY_SHARED_ISSUE;
     let justification = if discussion {
         ", \"justification\": \"I moved toward the panel where their reasons were convincing.\""
     } else {
