@@ -362,6 +362,10 @@ fn number_re() -> &'static Regex {
 
 /// A confidence from the rest of a `CONFIDENCE:` line: its first number with its suffix.
 pub fn read_confidence_value(rest: &str) -> Option<(f64, bool)> {
+    // An echoed placeholder (`<a number from 0.0 to 1.0>`) or a range (`0.6-0.8`) states none.
+    if crate::modes::reading::no_single_value(rest) {
+        return None;
+    }
     let c = number_re().captures(rest)?;
     let n: f64 = c[2].parse().ok()?;
     let n = if c.get(1).is_some() { -n } else { n };

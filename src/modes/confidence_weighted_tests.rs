@@ -279,6 +279,11 @@ fn confidences_are_read_with_their_scale_and_only_when_stated() {
     assert_eq!(conf("CONFIDENCE_REASONING: 0.9 because"), (0.5, false, false));
     assert_eq!(conf("Confidence reasoning: 0.9"), (0.5, false, false));
     assert_eq!(conf("CONFIDENCE: 3/0"), (0.5, false, false));
+    // The prompt's placeholder echoed back, or a range, states no one confidence.
+    assert_eq!(conf("CONFIDENCE: <a number from 0.0 to 1.0>"), (0.5, false, false));
+    assert_eq!(conf("CONFIDENCE: 0.6-0.8"), (0.5, false, false));
+    assert_eq!(conf("CONFIDENCE: 70% to 80%"), (0.5, false, false));
+    assert_eq!(conf("CONFIDENCE: 5-6 hours"), (0.5, false, false));
     assert_eq!(conf(""), (0.5, false, false));
     // The last confidence line counts.
     assert_eq!(conf("CONFIDENCE: 0.2\nlater\nCONFIDENCE: 0.9"), (0.9, true, false));

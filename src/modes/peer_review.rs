@@ -718,6 +718,9 @@ fn is_markdown_heading(raw: &str) -> bool {
 
 /// The first number of a text, rounded half up, when it lies in 1-5.
 pub fn score_of(text: &str) -> Option<u32> {
+    if crate::modes::reading::no_single_value(text) {
+        return None;
+    }
     static RE: OnceLock<Regex> = OnceLock::new();
     let m = re(&RE, r"-?\d+(?:[.,]\d+)?").find(text)?;
     let v: f64 = m.as_str().replace(',', ".").parse().ok()?;

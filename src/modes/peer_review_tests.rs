@@ -225,6 +225,12 @@ fn agreement_thresholds_are_the_specs() {
     assert_eq!(score_of("4/5"), Some(4));
     assert_eq!(score_of("0.5"), None);
     assert_eq!(score_of("five"), None);
+    // The template's placeholder echoed back, or a range, states no one score.
+    assert_eq!(score_of("<1-5>"), None);
+    assert_eq!(score_of("3-4"), None);
+    assert_eq!(score_of("**3 – 4**"), None);
+    assert_eq!(score_of("[score]"), None);
+    assert_eq!(score_of("4 - solid"), Some(4));
 }
 
 // ---- validation ----------------------------------------------------------------------------

@@ -347,6 +347,18 @@ pub fn json_field(text: &str, keys: &[&str]) -> Option<Value> {
     })
 }
 
+/// Whether a value as written states no single value: the prompt's placeholder echoed back
+/// (`<1-5>`, `<a number from 0.0 to 1.0>`, `[score]`) or a range (`3-4`, `0.6 to 0.8`,
+/// `5-6 hours`). A reader takes neither's first number as the value.
+pub fn no_single_value(text: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    re(
+        &RE,
+        r"(?i)^[\s*_`'\x22]*(?:<[^>]*>?|\[[^\]]*[a-z][^\]]*\]|\d+(?:[.,]\d+)?\s*%?\s*(?:[-–—]|to\b)\s*\d)",
+    )
+    .is_match(text)
+}
+
 /// A regex compiled once into `cell` (the patterns are the modes' own constants).
 pub fn re(
     cell: &'static std::sync::OnceLock<regex::Regex>,

@@ -793,9 +793,8 @@ pub fn tables(text: &str) -> Vec<Table> {
 /// A rating as stated: the first number of a text, rounded half up; None when there is no
 /// number or it is outside 1-5.
 pub fn rating_of(text: &str) -> Option<u8> {
-    // The prompt's own placeholder (`<1-5>`, `1-5`) echoed back is not a rating.
-    static PLACEHOLDER: OnceLock<Regex> = OnceLock::new();
-    if re(&PLACEHOLDER, r"^\W*1\s*[-–]\s*5\W*$").is_match(text.trim()) {
+    // The prompt's own placeholder (`<1-5>`, `1-5`) echoed back, or a range, is not a rating.
+    if crate::modes::reading::no_single_value(text) {
         return None;
     }
     static RE: OnceLock<Regex> = OnceLock::new();

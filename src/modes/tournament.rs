@@ -396,7 +396,29 @@ fn find_last_ci(hay: &str, needle: &str) -> Option<usize> {
     lower.rfind(&needle.to_ascii_lowercase())
 }
 
-/// A closing paragraph that names exactly one of `Response A`/`Response B`, without hedging.
+/// The sides a closing paragraph says are preferred, each in a phrase that ties the choice to
+/// the side: `Response A is better`, `Response B is the clear winner`, `Response A wins`,
+/// `I prefer Response B`, `I would pick Response A`. A side only described ("Response B is a
+/// good way to…", "Response B shows the best practices") or praised less than an unnamed one
+/// ("Response A is good, but the other one is better") is not chosen.
+fn preferred_sides(p: &str) -> Vec<Side> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(
+            r"(?i)\bresponse\s+([ab])\b[*_]*\s+(?:(?:is|was|seems|looks|appears|remains)\s+(?:(?:the|a|clearly|much|slightly|far|overall|somewhat|definitely)\s+){0,3}(?:clear\s+|overall\s+)?(?:winner|better|stronger|best|superior|preferable|preferred|more\s+(?:accurate|complete|helpful|useful|practical|thorough)|the\s+one\s+i\s+(?:prefer|choose|pick))\b|(?:wins|outperforms|edges\s+out|comes\s+out\s+ahead)\b)|\b(?:prefer|choose|chose|pick|picked|select|selected|favou?r|go\s+with|recommend)\s+(?:\w+\s+)?response\s+([ab])\b",
+        )
+        .unwrap_or_else(|_| unreachable!())
+    });
+    re.captures_iter(p)
+        .filter_map(|c| c.get(1).or(c.get(2)))
+        .map(|m| if m.as_str().eq_ignore_ascii_case("a") { Side::A } else { Side::B })
+        .collect()
+}
+
+/// A closing paragraph that names exactly one of `Response A`/`Response B` and says, of that
+/// side, that it is preferred (see [`preferred_sides`]), without hedging. Naming a side is not
+/// choosing it: a reply that describes Response B last (or was cut off while doing so) states
+/// no winner.
 fn last_paragraph_side(p: &str) -> Option<Side> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
@@ -411,10 +433,11 @@ fn last_paragraph_side(p: &str) -> Option<Side> {
             Some(_) => return None,
         }
     }
-    if found.is_some() && hedged(p) {
+    let side = found?;
+    if hedged(p) || !preferred_sides(p).contains(&side) {
         return None;
     }
-    found
+    Some(side)
 }
 
 // ---- the state machine ---------------------------------------------------------------------

@@ -348,6 +348,9 @@ fn verdicts_as_real_judges_write_them() {
     );
     // Closing paragraph, no WINNER line.
     assert_eq!(winner("A is long.\n\nOverall, Response A is stronger."), Some(Side::A));
+    assert_eq!(winner("Both help.\n\nI prefer Response B: it gives an example."), Some(Side::B));
+    assert_eq!(winner("Both help.\n\nResponse A is the clear winner here."), Some(Side::A));
+    assert_eq!(winner("Both help.\n\n**Response B** wins on clarity."), Some(Side::B));
     let v = parse_verdict(
         "Intro text.\nREASONING: A covers edge cases\nand is correct.\nWINNER: Response A",
     );
@@ -373,6 +376,13 @@ fn unreadable_verdicts_are_never_guessed() {
         "I cannot decide.",
         "Response A.\nWINNER: unclear",
         "<think>WINNER: Response A</think>",
+        // Naming one side last is not choosing it (a small model's reply, cut off at its cap).
+        "Response A is more important because it avoids code that is too complex.\n\n\
+         Response B is a good way to present good design because it demonstrates how good \
+         design can be implemented. When you write a code that is both maintainable and",
+        "The first one lists steps.\n\nResponse B explains the idea with an example.",
+        "Both are fine.\n\nResponse B describes the best practices for clean code.",
+        "Both are fine.\n\nResponse A is good, but the other one is better.",
     ] {
         assert_eq!(winner(text), None, "{text:?}");
     }

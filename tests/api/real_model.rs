@@ -267,7 +267,7 @@ fn read_from(item: &Value) -> &str {
 /// Where each label is mentioned in `text` (`Response C`, `Réponse C`…), in order.
 fn mentions(text: &str) -> Vec<(usize, String)> {
     let re = regex::Regex::new(
-        r"(?i)\b(?:response|r[ée]ponse|respuesta|resposta|risposta|antwort)[\s*_]+([a-z]{1,2})\b",
+        r"\b(?i:response|r[ée]ponse|respuesta|resposta|risposta|antwort)[\s*_]+([A-Z]{1,2})\b",
     )
     .expect("regex");
     re.captures_iter(text)
@@ -304,19 +304,48 @@ fn states_ranking(text: &str, from: &str, order: &[String]) -> bool {
 }
 
 /// A vote read is stated where the reader reads it: from JSON, the reply's `vote`; from
-/// text, the first label of the last line that speaks of a vote (`VOTE: Response B`, `I vote
-/// for Response B`), else the reply's last label.
+/// text, the last `VOTE:` line's label (spelled out or a bare letter), else the label on a
+/// line that speaks of choosing (`I vote for Response B`, `Final answer: B`).
 fn states_vote(text: &str, from: &str, label: &str) -> bool {
     if from == "json" {
         return reply_json(text)["vote"] == label;
     }
     let t = answer_text(text).into_owned();
-    let vote = regex::Regex::new(r"(?i)\b(?:vote|voto|stimme|votaci[oó]n)").expect("regex");
-    let line = t.lines().rev().find(|l| vote.is_match(l) && !mentions(l).is_empty());
-    match line {
-        Some(l) => mentions(l).first().is_some_and(|(_, m)| m == label),
-        None => mentions(&t).last().is_some_and(|(_, m)| m == label),
+    let letter = &label[label.len() - 1..];
+    // The last `VOTE:` line, with the label spelled out or as a bare letter.
+    let vote_line =
+        regex::Regex::new(r"(?i)\b(?:vote|voto|stimme|votaci[oó]n)\b[\s*_]*[:：]([^\n]*)")
+            .expect("regex");
+    if let Some(c) = vote_line.captures_iter(&t).last() {
+        let rest = c[1].trim().trim_start_matches(['*', '_', ' ']);
+        return mentions(rest).first().is_some_and(|(_, m)| m == label)
+            || rest.strip_prefix(letter).is_some_and(|r| !r.starts_with(char::is_alphanumeric));
     }
+    // Else a vote said in words: the label on a line that speaks of choosing.
+    let choosing = regex::Regex::new(
+        r"(?i)\b(?:vote|voting|choose|chose|choice|pick|select|answer|best|prefer|go with)",
+    )
+    .expect("regex");
+    t.lines().any(|l| {
+        choosing.is_match(l)
+            && (mentions(l).iter().any(|(_, m)| m == label)
+                || regex::Regex::new(&format!(r"\b{letter}\b")).expect("regex").is_match(l))
+    })
+}
+
+/// Whether a line that names `label` (a regex, matched ignoring case), or one of the two
+/// non-empty lines under it (a `### Verdict` heading with the word below), holds one of
+/// `words` (lower case).
+fn labelled(text: &str, label: &str, words: &[&str]) -> bool {
+    let t = said(text);
+    let label = regex::Regex::new(label).expect("regex");
+    let lines: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
+    (0..lines.len()).any(|i| {
+        label.is_match(lines[i])
+            && lines[i..(i + 3).min(lines.len())]
+                .iter()
+                .any(|l| words.iter().any(|w| l.contains(w)))
+    })
 }
 
 /// A verdict read is stated where the reader reads it: from JSON, the reply's `verdict`; from
@@ -333,10 +362,7 @@ fn states_verdict(text: &str, from: &str, verdict: &str) -> bool {
         "REJECT" => &["reject", "rechazar", "rejeter", "ablehnen", "rejeitar", "respingere"],
         _ => return false,
     };
-    let t = said(text);
-    let label =
-        regex::Regex::new(r"\b(?:verdict|veredicto|verdetto|urteil|veredito)\b").expect("regex");
-    t.lines().rev().find(|l| label.is_match(l)).is_some_and(|l| words.iter().any(|w| l.contains(w)))
+    labelled(text, r"(?:verdict|veredicto|verdetto|urteil|veredito)", words)
 }
 
 /// Every number written in `text` (its reasoning set aside), as written: digits with their
@@ -407,7 +433,10 @@ fn states_number_from(text: &str, from: &str, n: f64) -> bool {
 /// names the criterion (as a key or a value) and holds the score; from text, on a line that
 /// names the criterion.
 fn states_score_beside(text: &str, from: &str, criterion: &str, score: f64) -> bool {
-    states_score_beside_as(text, from, criterion, &|x| close(x, score))
+    // The readers round a half score written (`3.5`) to the nearest whole one.
+    states_score_beside_as(text, from, criterion, &|x| {
+        close(x, score) || close((x + 1e-9).round(), score)
+    })
 }
 
 /// As [`states_score_beside`], the number written being `read` as the score stored (Clarity
@@ -441,10 +470,14 @@ fn states_score_beside_as(
         }
         return holds(&reply_json(text), &name, read, &squash);
     }
-    answer_text(text)
-        .lines()
-        .filter(|l| squash(l).contains(&name))
-        .any(|l| states_number_as(l, read))
+    // On the line that names the criterion, or just under it (`1. **Accuracy**` then
+    // `- Score: 3`).
+    let answer = answer_text(text);
+    let lines: Vec<&str> = answer.lines().filter(|l| !l.trim().is_empty()).collect();
+    (0..lines.len()).any(|i| {
+        squash(lines[i]).contains(&name)
+            && lines[i..(i + 3).min(lines.len())].iter().any(|l| states_number_as(l, read))
+    })
 }
 
 /// With `CONCLAVE_REAL_MODEL_SHOW=1`, prints what the model wrote beside what was read from it,
@@ -661,11 +694,11 @@ async fn debate_against_the_real_model() {
                     assert!(matches!(d, "REVISE" | "STAND" | "MERGE"), "{d}");
                     let stated = match read_from(r) {
                         "json" => reply_json(text)["decision"] == d,
-                        _ => said(text)
-                            .lines()
-                            .rev()
-                            .find(|l| l.contains("decision"))
-                            .is_some_and(|l| l.contains(&d.to_lowercase())),
+                        _ => labelled(
+                            text,
+                            r"(?:decision|choice|decisi[oó]n|entscheidung)",
+                            &[&d.to_lowercase()],
+                        ),
                     };
                     assert!(stated, "decision {d} is not stated in: {text}");
                 }
@@ -1166,8 +1199,12 @@ async fn confidence_weighted_against_the_real_model() {
                 // A stated confidence is written where it was read (a clamped one was stated
                 // out of range and brought into it, so it is not written as read).
                 if a["clamped"] != true {
-                    let from = read_from(&a);
-                    assert!(states_number_from(&text, from, c), "{c} is not stated in: {text}");
+                    // Written as a fraction, a percentage or out of ten (`CONFIDENCE: 8`).
+                    let stated = match read_from(&a) {
+                        "json" => states_number_from(&text, "json", c),
+                        _ => states_number_as(&text, &|w| close(w, c) || close(w / 10.0, c)),
+                    };
+                    assert!(stated, "{c} is not stated in: {text}");
                 }
             } else {
                 unparsed += 1;
@@ -1210,19 +1247,39 @@ async fn tournament_against_the_real_model() {
             match m["decidedBy"].as_str() {
                 Some("judge" | "judge_retry") => {
                     read += 1;
-                    // The side stated is the one read: the JSON's `winner`, or the last
-                    // `WINNER:` line of the reply that decided.
+                    // The side stated is the one read: the JSON's `winner`, the last
+                    // `WINNER:` line of the reply that decided, or (with no such line) a
+                    // closing paragraph that names only that side and says it is preferred.
                     let stated = match read_from(m) {
                         "json" => reply_json(text)["winner"] == label,
-                        _ => answer_text(text)
-                            .lines()
-                            .rev()
-                            .find(|l| l.to_lowercase().contains("winner"))
-                            .is_some_and(|l| {
-                                let letter = &label[label.len() - 1..];
-                                mentions(l).first().is_some_and(|(_, x)| x == label)
-                                    || l.trim_end().ends_with(letter)
-                            }),
+                        _ => {
+                            let answer = answer_text(text);
+                            let letter = &label[label.len() - 1..];
+                            let winner_line =
+                                regex::Regex::new(r"(?i)winner[*_ ]*:([^\n]*)").expect("regex");
+                            match winner_line.captures_iter(&answer).last() {
+                                Some(c) => {
+                                    let rest = c[1].trim().trim_matches([
+                                        '*', '_', '`', '(', ')', '[', ']', '.', '!', ' ',
+                                    ]);
+                                    mentions(rest).first().is_some_and(|(_, x)| x == label)
+                                        || rest.eq_ignore_ascii_case(letter)
+                                }
+                                None => {
+                                    // The closing paragraph names only that side, in a
+                                    // phrase that prefers it.
+                                    let last = answer.trim().rsplit("\n\n").next().unwrap_or("");
+                                    let named = mentions(last);
+                                    let prefers = regex::Regex::new(&format!(
+                                        r"(?i)response\s+{letter}\b[*_]*\s+(?:is|was|seems|looks|appears|remains|wins|outperforms|edges|comes)\b|(?:prefer|choose|chose|pick|picked|select|selected|favou?r|go\s+with|recommend)\s+(?:\w+\s+)?response\s+{letter}\b"
+                                    ))
+                                    .expect("regex");
+                                    !named.is_empty()
+                                        && named.iter().all(|(_, x)| x == label)
+                                        && prefers.is_match(last)
+                                }
+                            }
+                        }
                     };
                     assert!(stated, "{label} is not the side stated in: {text}");
                 }
