@@ -356,6 +356,7 @@ impl Engine {
             last_seq: 0,
             calls: Vec::new(),
             outcome: None,
+            eval_id: detail.conversation.eval_id.clone(),
         };
         let how = HowRun { resume, place: None, guard: None, structured };
         self.run_actor(summary, log, mode, how).await.map_err(|e| e.to_string())
@@ -469,15 +470,27 @@ impl Engine {
         body: &Value,
         viewer: &Viewer,
     ) -> Result<StartedRun, EngineError> {
-        self.start_run_guarded(body, viewer, None).await
+        self.start_checked(body, viewer, None, None).await
     }
 
-    /// [`Engine::start_run`], each of the run's model calls asked of `guard` before it starts
-    /// (see [`spend`]).
-    pub async fn start_run_guarded(
+    /// [`Engine::start_run`] for eval `eval_id`: the run's conversation is marked as that
+    /// eval's (History and the dashboard leave it out), and each of its model calls is asked of
+    /// `guard` before it starts (see [`spend`]).
+    pub async fn start_eval_run(
         &self,
         body: &Value,
         viewer: &Viewer,
+        eval_id: &str,
+        guard: Option<Arc<dyn spend::SpendGuard>>,
+    ) -> Result<StartedRun, EngineError> {
+        self.start_checked(body, viewer, Some(eval_id.to_string()), guard).await
+    }
+
+    async fn start_checked(
+        &self,
+        body: &Value,
+        viewer: &Viewer,
+        eval_id: Option<String>,
         guard: Option<Arc<dyn spend::SpendGuard>>,
     ) -> Result<StartedRun, EngineError> {
         if self.draining.load(Ordering::SeqCst) {
@@ -496,7 +509,7 @@ impl Engine {
                 return Err(FieldError::new(&field_naming(body, model), message).into());
             }
         }
-        self.begin(req, requested_visibility, viewer, guard).await
+        self.begin(req, requested_visibility, viewer, eval_id, guard).await
     }
 
     /// Starts a validated request whose models route: in its conversation when it names one
@@ -507,6 +520,7 @@ impl Engine {
         req: modes::ValidRequest,
         requested_visibility: Option<Visibility>,
         viewer: &Viewer,
+        eval_id: Option<String>,
         guard: Option<Arc<dyn spend::SpendGuard>>,
     ) -> Result<StartedRun, EngineError> {
         let owner = viewer.name.clone();
@@ -620,6 +634,7 @@ impl Engine {
                     self.instance.to_string(),
                     created_at + self.settings.lease.as_millis() as i64,
                 )),
+                eval_id: eval_id.clone(),
             })
             .await?;
         let summary = RunSummary {
@@ -638,6 +653,7 @@ impl Engine {
             last_seq: 0,
             calls: Vec::new(),
             outcome: None,
+            eval_id,
         };
         let place = reserved.as_ref().map(limits::Reserved::place);
         let how = HowRun { resume: None, place, guard, structured };
@@ -832,10 +848,13 @@ impl Engine {
 
     /// The runs going on (and lately ended) that `viewer` may see, on every instance.
     pub async fn live_runs(&self, viewer: &Viewer) -> Result<Vec<RunSummary>, EngineError> {
-        self.hub
+        let live = self
+            .hub
             .send(hub::ListLive { viewer: viewer.clone() })
             .await
-            .map_err(|_| EngineError::Unavailable)
+            .map_err(|_| EngineError::Unavailable)?;
+        // A person's own runs: an eval's are followed on its page.
+        Ok(live.into_iter().filter(|r| r.eval_id.is_none()).collect())
     }
 
     /// How many runs this instance executes now.
@@ -861,6 +880,7 @@ impl Engine {
             None => Value::Null,
         };
         let conversation = self.store.get_conversation(&run.conversation_id).await?;
+        let eval_id = conversation.as_ref().and_then(|c| c.conversation.eval_id.clone());
         let (title, question, answer) = match &conversation {
             Some(crate::store::ConversationDetail { conversation: conv, messages, runs }) => {
                 let first = runs.first().is_some_and(|r| r.id == run.id);
@@ -892,6 +912,7 @@ impl Engine {
             title,
             outcome,
             result,
+            eval_id,
         })
     }
 }
@@ -910,6 +931,8 @@ pub struct RunDetail {
     pub visibility: Visibility,
     /// Whether the reader may cancel, review or follow it up.
     pub can_control: bool,
+    /// The eval that started it, if one did.
+    pub eval_id: Option<String>,
 }
 
 /// A conversation's completed turns as chat history (a turn whose run produced no answer is

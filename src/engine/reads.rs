@@ -4,7 +4,9 @@
 
 use super::{Engine, EngineError, Viewer};
 use crate::ids::{ConversationId, RunId};
-use crate::store::{ConversationDetail, ConversationListed, RecentRun, ReviewStatus, RunRecord};
+use crate::store::{
+    ConversationDetail, ConversationFilter, ConversationListed, RecentRun, ReviewStatus, RunRecord,
+};
 
 impl Engine {
     /// The most recent runs the caller may see, newest first.
@@ -16,15 +18,14 @@ impl Engine {
         Ok(self.store.list_recent(limit, viewer.visible_to()).await?)
     }
 
-    /// The conversations the caller may see, optionally only those whose title contains
-    /// `title_contains`.
+    /// The conversations the caller may see that `filter` holds, most recently updated first.
     pub async fn conversations(
         &self,
         limit: i64,
-        title_contains: Option<&str>,
+        filter: ConversationFilter,
         viewer: &Viewer,
     ) -> Result<Vec<ConversationListed>, EngineError> {
-        Ok(self.store.list_conversations(limit, title_contains, viewer.visible_to()).await?)
+        Ok(self.store.list_conversations(limit, filter, viewer.visible_to()).await?)
     }
 
     /// One conversation with its messages and runs, when the caller may see it.

@@ -77,7 +77,7 @@ impl Engine {
             }
         }
         let visibility = req.conversation_id.is_none().then_some(access.visibility);
-        self.begin(req, visibility, viewer, None).await
+        self.begin(req, visibility, viewer, None, None).await
     }
 }
 

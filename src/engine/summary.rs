@@ -34,6 +34,9 @@ pub struct RunSummary {
     /// Once it completed: its outcome in its mode's terms (the winner, the verdict…).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    /// The eval that started it, if one did (the dashboard lists a person's own runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_id: Option<String>,
 }
 
 /// One model call of a run, as the dashboard shows it.
@@ -133,6 +136,7 @@ impl RunSummary {
             last_seq: 0,
             calls: Vec::new(),
             outcome: None,
+            eval_id: None,
         }
     }
 }

@@ -49,6 +49,9 @@ pub fn run_view(d: &RunDetail) -> Value {
         o.insert("result".into(), d.result.clone());
         o.insert("visibility".into(), json!(d.visibility));
         o.insert("canControl".into(), json!(d.can_control));
+        if let Some(e) = &d.eval_id {
+            o.insert("evalId".into(), json!(e));
+        }
     }
     v
 }

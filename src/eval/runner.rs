@@ -873,7 +873,8 @@ async fn execute(
     let q = &questions[job.plan.question];
     let done = async {
         let viewer = Viewer::local();
-        let started = engine.start_run_guarded(&job.plan.body, &viewer, budget.guard()).await?;
+        let started =
+            engine.start_eval_run(&job.plan.body, &viewer, eval_id, budget.guard()).await?;
         let id = started.run_id;
         in_flight.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_string());
         let terminal = follow(engine, &id).await;
@@ -897,7 +898,7 @@ async fn execute(
         {
             if graded.answer.is_some() {
                 let Some((verdict, run)) =
-                    ask_judge(engine, judge, q, text, budget.clone()).await?
+                    ask_judge(engine, eval_id, judge, q, text, budget.clone()).await?
                 else {
                     return Ok(Finished::Cancelled);
                 };
@@ -971,6 +972,7 @@ fn jury_grade(given: &Given, result: &Value, completed: bool) -> super::grade::G
 /// when its run was cancelled.
 async fn ask_judge(
     engine: &Engine,
+    eval_id: &str,
     judge: &str,
     q: &Question,
     reply: &str,
@@ -978,7 +980,7 @@ async fn ask_judge(
 ) -> Result<Option<(Option<bool>, crate::engine::RunDetail)>, EvalError> {
     let viewer = Viewer::local();
     let body = solo_body(judge, &super::grade::judge_prompt(q, reply));
-    let started = engine.start_run_guarded(&body, &viewer, budget.guard()).await?;
+    let started = engine.start_eval_run(&body, &viewer, eval_id, budget.guard()).await?;
     if follow(engine, &started.run_id).await? == "cancelled" {
         return Ok(None);
     }

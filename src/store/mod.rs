@@ -95,6 +95,31 @@ pub struct ConversationRecord {
     pub visibility: Visibility,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The eval that started it (its runs are that eval's), else None: a person's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eval_id: Option<String>,
+}
+
+/// Which conversations a list holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConversationFilter {
+    /// Only those whose title contains this, ignoring case.
+    pub title_contains: Option<String>,
+    pub evals: EvalConversations,
+    /// Keyset paging: only those listed after this one, given as its `(updated_at, id)`.
+    pub after: Option<(i64, String)>,
+}
+
+/// Whether a list holds the conversations an eval started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum EvalConversations {
+    /// A person's own only (History's default).
+    #[default]
+    Hidden,
+    /// Everything.
+    Included,
+    /// Only this eval's.
+    Only(String),
 }
 
 /// A conversation in a list, with how its latest run went.
@@ -220,6 +245,8 @@ pub struct NewRun {
     pub created_at: i64,
     /// The process that executes the run and until when (ms since the epoch) its lease holds.
     pub lease: Option<(String, i64)>,
+    /// The eval a new conversation is started by (its runs are the eval's), else None.
+    pub eval_id: Option<String>,
 }
 
 /// One input a run's mode received, as journaled for crash recovery.
@@ -473,8 +500,8 @@ store_message!(
 store_message!(
     /// Conversations, newest first; with `title_contains`, those whose title contains it
     /// (ignoring case).
-    ListConversations { limit: i64, title_contains: Option<String>, visible_to: Option<String> } -> Vec<ConversationListed>,
-    |msg, conn| queries::list_conversations(conn, msg.limit, msg.title_contains.as_deref(), msg.visible_to.as_deref())
+    ListConversations { limit: i64, filter: ConversationFilter, visible_to: Option<String> } -> Vec<ConversationListed>,
+    |msg, conn| queries::list_conversations(conn, msg.limit, &msg.filter, msg.visible_to.as_deref())
 );
 
 mod evals;
@@ -644,11 +671,10 @@ impl Store {
     pub async fn list_conversations(
         &self,
         limit: i64,
-        title_contains: Option<&str>,
+        filter: ConversationFilter,
         visible_to: Option<&str>,
     ) -> Result<Vec<ConversationListed>, StoreError> {
-        let title_contains = title_contains.map(str::to_string);
         let visible_to = visible_to.map(str::to_string);
-        self.read(ListConversations { limit, title_contains, visible_to }).await?
+        self.read(ListConversations { limit, filter, visible_to }).await?
     }
 }

@@ -9,9 +9,9 @@ use super::db::AnyConnection;
 use super::schema::{conversations, deliberation_stages, messages, run_events, run_journal, runs};
 use super::types::{JsonText, Ms};
 use super::{
-    Commit, ConversationDetail, ConversationListed, ConversationRecord, JournalRecord, LastRun,
-    MessageRecord, NewRun, RecentRun, ReviewStatus, RunFinish, RunRecord, StageRecord, StoreError,
-    StoredEvent, RECENT_QUESTION_CHARS,
+    Commit, ConversationDetail, ConversationFilter, ConversationListed, ConversationRecord,
+    EvalConversations, JournalRecord, LastRun, MessageRecord, NewRun, RecentRun, ReviewStatus,
+    RunFinish, RunRecord, StageRecord, StoreError, StoredEvent, RECENT_QUESTION_CHARS,
 };
 use super::{RunStatus, Visibility};
 use crate::modes::StageRow;
@@ -52,6 +52,7 @@ struct ConversationRow {
     visibility: String,
     created_at: i64,
     updated_at: i64,
+    eval_id: Option<String>,
 }
 
 #[derive(Queryable, Selectable)]
@@ -124,6 +125,7 @@ struct NewConversation<'a> {
     visibility: &'a str,
     created_at: Ms,
     updated_at: Ms,
+    eval_id: Option<&'a str>,
 }
 
 #[derive(Insertable)]
@@ -215,6 +217,7 @@ impl From<ConversationRow> for ConversationRecord {
             visibility: Visibility::stored(&r.visibility),
             created_at: r.created_at,
             updated_at: r.updated_at,
+            eval_id: r.eval_id,
         }
     }
 }
@@ -293,6 +296,7 @@ pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreErr
                 visibility: run.visibility.as_str(),
                 created_at: Ms(run.created_at),
                 updated_at: Ms(run.created_at),
+                eval_id: run.eval_id.as_deref(),
             })
             .execute(conn)?;
         0
@@ -487,6 +491,10 @@ fn recent_runs(
                 .or(conversations::user_id.eq(name.to_string())),
         );
     }
+    // The dashboard's recent runs are a person's own: an eval's runs are listed under it.
+    if review.is_none() {
+        q = q.filter(conversations::eval_id.is_null());
+    }
     if let Some(status) = review {
         q = q.filter(runs::needs_human_review.eq(true));
         q = match status {
@@ -587,10 +595,24 @@ pub fn get_conversation(
 pub fn list_conversations(
     conn: &mut AnyConnection,
     limit: i64,
-    title_contains: Option<&str>,
+    filter: &ConversationFilter,
     visible_to: Option<&str>,
 ) -> Result<Vec<ConversationListed>, StoreError> {
     let mut q = conversations::table.into_boxed();
+    q = match &filter.evals {
+        EvalConversations::Hidden => q.filter(conversations::eval_id.is_null()),
+        EvalConversations::Included => q,
+        EvalConversations::Only(id) => q.filter(conversations::eval_id.eq(id.clone())),
+    };
+    // Keyset paging: the next page starts after the last one listed, in the list's order
+    // (most recently updated first, the id breaking ties).
+    if let Some((updated, id)) = &filter.after {
+        q =
+            q.filter(conversations::updated_at.lt(Ms(*updated)).or(
+                conversations::updated_at.eq(Ms(*updated)).and(conversations::id.lt(id.clone())),
+            ));
+    }
+    let title_contains = filter.title_contains.as_deref();
     if let Some(name) = visible_to {
         q = q.filter(
             conversations::visibility
@@ -604,7 +626,7 @@ pub fn list_conversations(
         );
     }
     let convs: Vec<ConversationRecord> = q
-        .order(conversations::updated_at.desc())
+        .order((conversations::updated_at.desc(), conversations::id.desc()))
         .limit(limit)
         .select(ConversationRow::as_select())
         .load(conn)?

@@ -14,6 +14,7 @@ diesel::table! {
         visibility -> Text,
         created_at -> Millis,
         updated_at -> Millis,
+        eval_id -> Nullable<Text>,
     }
 }
 

@@ -9,7 +9,9 @@ use super::error::{conversation_id, run_id, ApiError};
 use super::AppState;
 use crate::engine::views::{recent_view, run_view};
 use crate::modes::{self, ModeKind};
-use crate::store::{RecentRun, ReviewStatus, RunRecord};
+use crate::store::{
+    ConversationFilter, ConversationRecord, EvalConversations, RecentRun, ReviewStatus, RunRecord,
+};
 
 #[derive(Deserialize)]
 pub struct ListQuery {
@@ -94,13 +96,39 @@ pub struct ConversationQuery {
     limit: Option<i64>,
     /// Only conversations whose title contains this, ignoring case.
     q: Option<String>,
+    /// The page after the one that answered this cursor (its `next`).
+    after: Option<String>,
+    /// `include`: also the conversations evals started (hidden by default).
+    evals: Option<String>,
+    /// Only the conversations this eval started.
+    eval: Option<String>,
+}
+
+/// A list cursor: the last conversation listed, as `UPDATED_AT:ID`.
+fn cursor_of(c: &ConversationRecord) -> String {
+    format!("{}:{}", c.updated_at, c.id)
+}
+
+fn parse_cursor(text: &str) -> Result<(i64, String), ApiError> {
+    let bad = || ApiError::BadRequest {
+        field: Some("after".into()),
+        message: "after: not a cursor this server gave (use the list's `next`)".into(),
+    };
+    let (at, id) = text.split_once(':').ok_or_else(bad)?;
+    let at: i64 = at.parse().map_err(|_| bad())?;
+    if id.is_empty() || id.len() > 64 {
+        return Err(bad());
+    }
+    Ok((at, id.to_string()))
 }
 
 /// The longest title search accepted.
 const MAX_QUERY_CHARS: usize = 200;
 
-/// `GET /api/conversations?q=TEXT&limit=N`: conversations, most recently updated first,
-/// optionally only those whose title contains `q` (`%` and `_` are plain characters).
+/// `GET /api/conversations?q=TEXT&limit=N&after=CURSOR&evals=include&eval=ID`: conversations,
+/// most recently updated first, optionally only those whose title contains `q` (`%` and `_`
+/// are plain characters). Those an eval started are left out unless `evals=include`, or
+/// `eval` names the eval. `next` is the cursor of the page after this one, null on the last.
 pub async fn list_conversations(
     state: web::Data<AppState>,
     caller: Caller,
@@ -114,8 +142,25 @@ pub async fn list_conversations(
             message: format!("q: at most {MAX_QUERY_CHARS} characters"),
         });
     }
-    let list = state.engine.conversations(limit, text, &caller.viewer()).await?;
-    Ok(HttpResponse::Ok().json(json!({ "conversations": list })))
+    let evals = match (q.eval.as_deref().filter(|e| !e.is_empty()), q.evals.as_deref()) {
+        (Some(id), _) => EvalConversations::Only(id.to_string()),
+        (None, Some("include")) => EvalConversations::Included,
+        (None, None | Some("" | "hide")) => EvalConversations::Hidden,
+        (None, Some(_)) => {
+            return Err(ApiError::BadRequest {
+                field: Some("evals".into()),
+                message: "evals: must be \"include\" or \"hide\"".into(),
+            })
+        }
+    };
+    let after = q.after.as_deref().filter(|a| !a.is_empty()).map(parse_cursor).transpose()?;
+    let filter = ConversationFilter { title_contains: text.map(str::to_string), evals, after };
+    // One more than asked for tells whether a next page exists.
+    let mut list = state.engine.conversations(limit + 1, filter, &caller.viewer()).await?;
+    let more = list.len() as i64 > limit;
+    list.truncate(limit as usize);
+    let next = list.last().filter(|_| more).map(|c| cursor_of(&c.conversation));
+    Ok(HttpResponse::Ok().json(json!({ "conversations": list, "next": next })))
 }
 
 pub async fn get_conversation(

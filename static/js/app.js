@@ -62,7 +62,8 @@ async function loadModels() {
 // ---- routing ----------------------------------------------------------------------------------
 
 function parseRoute() {
-  const h = location.hash.replace(/^#\/?/, "");
+  // `#/history?q=…`: the path, then the query (which a path part never holds).
+  const h = location.hash.replace(/^#\/?/, "").split("?")[0];
   const parts = h.split("/").map(decodeURIComponent);
   switch (parts[0]) {
     case "": return { view: "dashboard" };
@@ -72,7 +73,10 @@ function parseRoute() {
       return { view: "new", mode: parts[1] || (allModes()[0] || {}).id };
     case "run": return { view: "run", id: parts[1] };
     case "c": return { view: "conversation", id: parts[1] };
-    case "history": return { view: "history", q: new URLSearchParams(location.hash.split("?")[1] || "").get("q") || "" };
+    case "history": {
+      const params = new URLSearchParams(location.hash.split("?")[1] || "");
+      return { view: "history", q: params.get("q") || "", evals: params.get("evals") || "", evalId: params.get("eval") || "" };
+    }
     case "reviews": return { view: "reviews" };
     case "evals": return { view: "evals" };
     case "eval": return { view: "eval", id: parts[1] };
@@ -399,34 +403,67 @@ async function conversationView({ id, focusRun, known }) {
 
 // ---- history ------------------------------------------------------------------------------------
 
-async function historyView({ q }) {
+async function historyView({ q, evals, evalId }) {
   const input = el("input", { type: "search", id: "history-search", placeholder: "Search conversations by title", value: q, "aria-label": "Search conversations by title" });
+  // An eval's runs are listed under the eval; a person's own work is what History shows first.
+  const withEvals = el("input", { type: "checkbox", id: "history-evals", checked: evals === "include" });
   const list = el("div", { class: "list", role: "list", id: "history-list", "aria-live": "polite" });
-  main.append(el("h1", null, "History"), el("div", { class: "toolbar" }, input), list);
+  const more = el("button", { type: "button", class: "secondary", id: "history-more", hidden: true }, "Load more");
+  // `?eval=ID`: the runs of one eval (its page links here), in place of the filter.
+  main.append(...[el("h1", null, evalId ? "Runs of an eval" : "History"),
+    evalId ? el("p", { class: "muted" }, "Every run this eval started, newest first. ", el("a", { href: `#/eval/${encodeURIComponent(evalId)}` }, "Back to the eval")) : null,
+    el("div", { class: "toolbar" }, input, evalId ? null : el("label", { class: "check" }, withEvals, " Include runs from evals")),
+    list, el("div", { class: "list-more" }, more)].filter(Boolean));
   let seq = 0;
-  async function load() {
+  let next = null;
+  function row(c) {
+    return el("div", { class: "run-row", role: "listitem", dataset: { conversation: c.id } },
+      el("div", { class: "mode-cell" }, ui.modeBadge(c.mode)),
+      el("div", { class: "q" }, el("a", { href: `#/c/${encodeURIComponent(c.id)}` }, c.title || "(untitled)"),
+        c.lastRun && c.lastRun.outcome ? el("div", { class: "outcome-line", title: c.lastRun.outcome }, c.lastRun.outcome) : null),
+      el("div", { class: "meta" }, c.evalId ? el("a", { class: "eval-mark", href: `#/eval/${encodeURIComponent(c.evalId)}` }, "eval") : null,
+        c.lastRun && c.lastRun.status !== "completed" ? ui.statusBadge(c.lastRun.status) : null,
+        el("span", null, `updated ${ui.fmtTime(c.updatedAt)}`)));
+  }
+  // `append`: the next page, after what is listed; else the list from its start.
+  async function load(append) {
     const mine = ++seq;
     const query = input.value.trim();
+    const params = new URLSearchParams({ limit: "50" });
+    if (query) params.set("q", query);
+    if (evalId) params.set("eval", evalId);
+    else if (withEvals.checked) params.set("evals", "include");
+    if (append && next) params.set("after", next);
+    more.disabled = true;
     try {
-      const body = await fetchJson(`/api/conversations?limit=200${query ? "&q=" + encodeURIComponent(query) : ""}`);
+      const body = await fetchJson(`/api/conversations?${params}`);
       if (mine !== seq) return;
       const items = body.conversations || [];
-      list.replaceChildren(...(items.length ? items.map((c) => el("div", { class: "run-row", role: "listitem", dataset: { conversation: c.id } },
-        el("div", { class: "mode-cell" }, ui.modeBadge(c.mode)),
-        el("div", { class: "q" }, el("a", { href: `#/c/${encodeURIComponent(c.id)}` }, c.title || "(untitled)"),
-          c.lastRun && c.lastRun.outcome ? el("div", { class: "outcome-line", title: c.lastRun.outcome }, c.lastRun.outcome) : null),
-        el("div", { class: "meta" }, c.lastRun && c.lastRun.status !== "completed" ? ui.statusBadge(c.lastRun.status) : null,
-          el("span", null, `updated ${ui.fmtTime(c.updatedAt)}`)))) : [el("div", { class: "empty" }, query ? `No conversation title matches “${query}”.` : "No conversations yet.")]));
+      next = body.next || null;
+      if (append) list.append(...items.map(row));
+      else list.replaceChildren(...(items.length ? items.map(row) : [el("div", { class: "empty" }, query ? `No conversation title matches “${query}”.` : "No conversations yet.")]));
+      more.hidden = !next;
     } catch (e) {
       list.replaceChildren(el("p", { class: "error", role: "alert" }, e.message));
+    } finally {
+      more.disabled = false;
     }
+  }
+  function remember() {
+    const params = new URLSearchParams();
+    if (input.value.trim()) params.set("q", input.value.trim());
+    if (evalId) params.set("eval", evalId);
+    else if (withEvals.checked) params.set("evals", "include");
+    history.replaceState(null, "", `#/history${params.toString() ? "?" + params : ""}`);
   }
   let timer = null;
   input.addEventListener("input", () => {
     clearTimeout(timer);
-    timer = setTimeout(() => { history.replaceState(null, "", `#/history${input.value.trim() ? "?q=" + encodeURIComponent(input.value.trim()) : ""}`); load(); }, 250);
+    timer = setTimeout(() => { remember(); load(false); }, 250);
   });
-  await load();
+  withEvals.addEventListener("change", () => { remember(); load(false); });
+  more.addEventListener("click", () => load(true));
+  await load(false);
   return { destroy() { clearTimeout(timer); } };
 }
 

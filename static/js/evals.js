@@ -161,7 +161,8 @@ export async function evalView(main, id) {
   const e = report.eval;
   main.append(el("h1", null, `Eval of ${e.setName}`),
     el("p", { class: "muted" }, `${e.questions} questions · members ${(e.members || []).join(", ")} · `, ui.badge(e.status, e.status === "completed" ? "green" : "yellow"),
-      report.stopped ? ` stopped early: ${report.stopped}` : ""),
+      report.stopped ? ` stopped early: ${report.stopped}` : "", " · ",
+      el("a", { href: `#/history?eval=${encodeURIComponent(id)}`, id: "eval-runs-link" }, "every run of this eval")),
     el("section", { class: "panel" }, el("h2", null, "Arms"), figuresTable(report), ...juryNotes(report),
       el("p", { class: "muted" }, report.bestSingle ? `Δ: paired difference to the best single member (${report.bestSingle}) on the same questions, 95% bootstrap interval, exact McNemar p.` : "No single member was run: there is no baseline.")),
     el("section", { class: "panel" }, el("h2", null, "Accuracy against cost"), accuracyChart(report)),

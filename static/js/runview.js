@@ -280,7 +280,9 @@ export class RunView {
     this.head = el("div", { class: "run-head" },
       this.questionEl,
       el("div", { class: "facts" }, this.statusEl, this.partialEl, this.progressEl, this.elapsedEl, this.callsEl, this.usageEl,
-        el("a", { href: `#/run/${encodeURIComponent(this.runId)}`, class: "muted permalink" }, "link")),
+        el("a", { href: `#/run/${encodeURIComponent(this.runId)}`, class: "muted permalink", title: "This run's address, for your team (they sign in to open it)" }, "Permalink"),
+        // A run an eval started says so, and leads back to the eval.
+        d.evalId ? el("a", { href: `#/eval/${encodeURIComponent(d.evalId)}`, class: "eval-mark", title: "This run answered one question of an eval" }, "Part of an eval") : null),
       el("span", { class: "spacer" }), this.cancelBtn, this.rerunBtn, this.confirmEl);
     addShareTools(this.head, d);
     // While the run is live, a thin bar stays in view under the page's top bar as the reader

@@ -444,3 +444,88 @@ async fn the_eval_api_lists_evals_and_reports_one_to_signed_in_callers_only() {
     assert_eq!(anonymous.status(), 401);
     app.stop().await;
 }
+
+/// The conversations `path` lists, following `next` page by page: their ids in order.
+async fn all_pages(app: &crate::helpers::TestApp, path: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut after: Option<String> = None;
+    for _ in 0..50 {
+        let url = match &after {
+            Some(c) => format!("{path}&after={}", urlencode(c)),
+            None => path.to_string(),
+        };
+        let (status, page) = app.get(&url).await;
+        assert_eq!(status, 200, "{page}");
+        for c in page["conversations"].as_array().unwrap() {
+            ids.push(c["id"].as_str().unwrap().to_string());
+        }
+        match page["next"].as_str() {
+            Some(n) => after = Some(n.to_string()),
+            None => return ids,
+        }
+    }
+    panic!("more than 50 pages");
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[actix_web::test]
+async fn an_evals_runs_stay_out_of_history_and_the_dashboard_and_say_whose_they_are() {
+    let app = crate::helpers::spawn_app().await;
+    // A person's own run, then an eval of 5 questions (5 runs) on the same database.
+    let mine = app.start(crate::helpers::council_request("What is a person's own question?")).await;
+    let mine = mine["runId"].as_str().unwrap().to_string();
+    app.wait_done(&mine).await;
+    let out = eval(
+        &app.database_url,
+        &["--members", "sim/oracle-1", "--arms", "single", "--limit", "5", "--json", "-q"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let eval_id = json_of(&out)["evalId"].as_str().unwrap().to_string();
+
+    // History: the person's own conversation only, and nothing more to load.
+    let (status, own) = app.get("/api/conversations?limit=50").await;
+    assert_eq!(status, 200, "{own}");
+    let own_ids: Vec<&str> =
+        own["conversations"].as_array().unwrap().iter().filter_map(|c| c["id"].as_str()).collect();
+    assert_eq!(own_ids.len(), 1, "{own}");
+    assert!(own["next"].is_null(), "{own}");
+    // The dashboard: the person's run only.
+    let (_, dash) = app.get("/api/deliberations").await;
+    let recent: Vec<&str> =
+        dash["recent"].as_array().unwrap().iter().filter_map(|r| r["id"].as_str()).collect();
+    assert_eq!(recent, [mine.as_str()], "{dash}");
+
+    // Asked for: the eval's conversations, alone or with everything else.
+    let of_eval = all_pages(&app, &format!("/api/conversations?eval={eval_id}&limit=2")).await;
+    assert_eq!(of_eval.len(), 5, "{of_eval:?}");
+    let everything = all_pages(&app, "/api/conversations?evals=include&limit=500").await;
+    assert_eq!(everything.len(), 6);
+    // Paged two at a time, the same list in the same order: nothing skipped or listed twice.
+    assert_eq!(all_pages(&app, "/api/conversations?evals=include&limit=2").await, everything);
+
+    // An eval's run, opened, says whose it is; the person's does not.
+    let (_, conv) = app.get(&format!("/api/conversations/{}", of_eval[0])).await;
+    let run = conv["runs"][0]["id"].as_str().unwrap();
+    let (_, detail) = app.get(&format!("/api/deliberations/{run}")).await;
+    assert_eq!(detail["evalId"], eval_id.as_str(), "{detail}");
+    let (_, detail) = app.get(&format!("/api/deliberations/{mine}")).await;
+    assert!(detail.get("evalId").is_none(), "{detail}");
+
+    // A cursor or filter the server did not give is the client's mistake, named.
+    for (query, field) in
+        [("after=nonsense", "after"), ("after=12:", "after"), ("evals=maybe", "evals")]
+    {
+        let (status, body) = app.get(&format!("/api/conversations?{query}")).await;
+        assert_eq!(status, 400, "{query}: {body}");
+        assert!(body.to_string().contains(field), "{query}: {body}");
+    }
+    app.stop().await;
+}

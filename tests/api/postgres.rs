@@ -460,6 +460,7 @@ fn new_run(id: &str, created_at: i64, lease: Option<(&str, i64)>) -> NewRun {
         visibility: conclave::store::Visibility::Team,
         created_at,
         lease: lease.map(|(owner, until)| (owner.to_string(), until)),
+        eval_id: None,
     }
 }
 

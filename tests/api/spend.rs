@@ -69,7 +69,7 @@ async fn run(guard: Arc<Recorder>, body: serde_json::Value) -> conclave::engine:
     let engine = app.engine.clone();
     let viewer = Viewer::local();
     let g: Arc<dyn SpendGuard> = guard;
-    let started = engine.start_run_guarded(&body, &viewer, Some(g)).await.unwrap();
+    let started = engine.start_eval_run(&body, &viewer, "an-eval", Some(g)).await.unwrap();
     follow(&engine, &started.run_id).await.unwrap();
     engine.result(&started.run_id, &viewer).await.unwrap()
 }

@@ -8,7 +8,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIN, openPage, waitRunReady, screenshot, skip, useServer, api } from "./harness.mjs";
+import { BIN, openPage, waitRunReady, screenshot, skip, useServer, api, startRest } from "./harness.mjs";
 
 const dir = mkdtempSync(join(tmpdir(), "conclave-eval-page-"));
 const DATABASE_URL = `sqlite://${join(dir, "e.db")}`;
@@ -95,5 +95,68 @@ test("two evals of the same set are laid side by side, arm by arm", { skip }, as
     }
   }
   await screenshot(page, "eval-compare");
+  assert.deepEqual(errors, []);
+});
+
+test("History and the dashboard list a person's own runs after an eval; the eval's are one tick away", { skip }, async () => {
+  // Two evals: more than a page of History (50) between them, whatever ran before.
+  runEval(["--arms", "single", "--seed", "3"]);
+  const printed = runEval(["--arms", "single,majority"]);
+  const own = await startRest(base, { mode: "council", question: "Which bridge should the town repair first?" });
+  const { page, errors } = await openPage(browser, base, `/#/run/${own.runId}`, { viewport: { width: 1400, height: 900 } });
+  await waitRunReady(page, own.runId);
+
+  // The dashboard's recent runs are the person's: no eval run among them.
+  await page.goto(`${base}/#/`);
+  await page.waitForSelector(`#recent-runs [data-run="${own.runId}"]`);
+  // (This file's server ran only evals before this run.)
+  assert.equal(await page.locator("#recent-runs .run-row").count(), 1, await page.textContent("#recent-runs"));
+
+  // History: the person's own conversation, no eval's, nothing more to load.
+  await page.goto(`${base}/#/history`);
+  await page.waitForSelector("#history-list .run-row");
+  const ownRows = await page.$$("#history-list .run-row");
+  const ownText = await page.textContent("#history-list");
+  assert.ok(!(await page.textContent("main")).includes("null"), "no programming value on the page");
+  assert.ok(ownText.toLowerCase().includes("bridge"), ownText);
+  assert.equal(await page.locator("#history-list .eval-mark").count(), 0, "no eval conversation listed by default");
+  assert.equal(await page.isVisible("#history-more"), false);
+
+  // With the eval's runs: a first page of 50, then more on "Load more", each marked.
+  await page.check("#history-evals");
+  await page.waitForFunction(() => document.querySelectorAll("#history-list .eval-mark").length > 0);
+  await page.waitForSelector("#history-more:not([hidden])");
+  assert.equal(await page.locator("#history-list .run-row").count(), 50);
+  await screenshot(page, "history-with-evals");
+  await page.click("#history-more");
+  await page.waitForFunction(() => document.querySelectorAll("#history-list .run-row").length > 50);
+  const ids = await page.$$eval("#history-list .run-row", (rows) => rows.map((r) => r.dataset.conversation));
+  assert.equal(new Set(ids).size, ids.length, "a page after the first lists nothing twice");
+  assert.ok(page.url().includes("evals=include"), "the filter is kept in the address");
+
+  // An eval's run, opened, says it is one and leads to its eval.
+  await page.click("#history-list .run-row:has(.eval-mark) .q a");
+  await page.waitForSelector("article.run .eval-mark");
+  const href = await page.getAttribute("article.run .eval-mark", "href");
+  assert.ok(href.startsWith("#/eval/"), href);
+  assert.equal(await page.textContent("article.run .permalink"), "Permalink");
+
+  // The eval's page lists every run of that eval, and only those.
+  await page.goto(`${base}/#/eval/${printed.evalId}`);
+  await page.click("#eval-runs-link");
+  await page.waitForSelector("#history-list .run-row");
+  const rows = await page.locator("#history-list .run-row").count();
+  assert.equal(await page.locator("#history-list .run-row .eval-mark").count(), rows, "each listed run is the eval's");
+  assert.ok(!(await page.textContent("#history-list")).toLowerCase().includes("bridge"));
+
+  // On a phone, History with its filter fits the width.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${base}/#/history?evals=include`);
+  await page.waitForSelector("#history-list .eval-mark");
+  assert.ok(await page.isChecked("#history-evals"));
+  await screenshot(page, "history-with-evals-phone");
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 1, `History fits a phone's width: ${overflow}px over`);
+  assert.ok(ownRows.length >= 1 && printed.evalId);
   assert.deepEqual(errors, []);
 });
