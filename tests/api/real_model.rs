@@ -1228,6 +1228,7 @@ async fn tournament_against_the_real_model() {
     let Some(url) = real_model().await else { return };
     let request = json!({ "mode": "tournament", "question": "Name one good habit for writing maintainable code, in two sentences.",
                           "modeConfig": { "contestantModels": [MODEL, MODEL, MODEL, MODEL], "judgeModel": CHAIR } });
+    let winner_line = regex::Regex::new(r"(?i)winner[*_ ]*:([^\n]*)").expect("regex");
     for ran in both(&url, "tournament", request, &[]).await {
         let result = &ran.stored["result"];
         let (mut read, mut unread) = (0, 0);
@@ -1255,8 +1256,6 @@ async fn tournament_against_the_real_model() {
                         _ => {
                             let answer = answer_text(text);
                             let letter = &label[label.len() - 1..];
-                            let winner_line =
-                                regex::Regex::new(r"(?i)winner[*_ ]*:([^\n]*)").expect("regex");
                             match winner_line.captures_iter(&answer).last() {
                                 Some(c) => {
                                     let rest = c[1].trim().trim_matches([
