@@ -470,13 +470,19 @@ fn states_score_beside_as(
         }
         return holds(&reply_json(text), &name, read, &squash);
     }
-    // On the line that names the criterion, or just under it (`1. **Accuracy**` then
-    // `- Score: 3`).
+    // On the line that names the criterion, or on a score line just under it
+    // (`1. **Accuracy**` then `- Score: 3`), not another criterion's line.
     let answer = answer_text(text);
     let lines: Vec<&str> = answer.lines().filter(|l| !l.trim().is_empty()).collect();
+    let score_line =
+        regex::Regex::new(r"(?i)^[\s\-*_#>]*(?:score|rating|punteggio|puntuaci[oó]n|note)\b")
+            .expect("regex");
     (0..lines.len()).any(|i| {
         squash(lines[i]).contains(&name)
-            && lines[i..(i + 3).min(lines.len())].iter().any(|l| states_number_as(l, read))
+            && (states_number_as(lines[i], read)
+                || lines[i + 1..(i + 3).min(lines.len())]
+                    .iter()
+                    .any(|l| score_line.is_match(l) && states_number_as(l, read)))
     })
 }
 
@@ -508,10 +514,19 @@ fn the_stated_checks_fail_on_readings_the_text_does_not_state() {
     assert!(states_vote("Response A was long.\nVOTE: Response B", "text", "Response B"));
     assert!(!states_vote("Response A was long.\nVOTE: Response B", "text", "Response A"));
     assert!(!states_vote(r#"{"reasoning": "", "vote": "Response C"}"#, "json", "Response A"));
+    assert!(states_vote("Both fine.\nVOTE: B", "text", "Response B"));
+    assert!(!states_vote(
+        "VOTE: Response C\nThis vote says the response is complete.",
+        "text",
+        "Response A"
+    ));
+    assert!(states_vote("I vote for Response A.", "text", "Response A"));
+    assert!(!states_vote("Response A was long. Response B was short.", "text", "Response A"));
     // "I would not approve" is no APPROVE.
     assert!(states_verdict("Fine.\nVERDICT: APPROVE", "text", "APPROVE"));
     assert!(!states_verdict("I would not approve this.\nVERDICT: REJECT", "text", "APPROVE"));
     assert!(!states_verdict("I would not approve this.", "text", "APPROVE"));
+    assert!(states_verdict("### Verdict\n\nREVISE\n\nThis verdict is based on…", "text", "REVISE"));
     // Numbers as written: 34 is not in "1 3 4"; 34 million is 34e6.
     assert!(!states_number("1 3 4", 34.0));
     assert!(states_number("About 34 million people.", 34e6));
@@ -522,6 +537,9 @@ fn the_stated_checks_fail_on_readings_the_text_does_not_state() {
     let review = "Scalability: the design is weak here.\nReliability: 2\nScalability score: 4";
     assert!(states_score_beside(review, "text", "Scalability", 4.0));
     assert!(!states_score_beside(review, "text", "Reliability", 4.0));
+    assert!(states_score_beside("1. **Accuracy**\n - Score: 3", "text", "Accuracy", 3.0));
+    assert!(states_score_beside("Accuracy: 3.5", "text", "Accuracy", 4.0));
+    assert!(!states_score_beside("Accuracy: 3.4", "text", "Accuracy", 4.0));
     assert!(!states_score_beside(
         "Scalability is named, nothing else.",
         "text",
