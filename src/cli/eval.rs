@@ -218,13 +218,17 @@ pub async fn eval_command(config: Config, args: EvalArgs) -> i32 {
         let _ = write!(out, "{}", report.table());
     }
     if !quiet {
-        let _ = writeln!(
-            std::io::stderr(),
-            "eval {}: done in {:.1} s (every run stored; `conclave eval --resume {}` continues a stopped eval)",
-            report.eval_id,
-            started.elapsed().as_secs_f64(),
-            report.eval_id
-        );
+        let took = started.elapsed().as_secs_f64();
+        // Only a stopped eval has anything left to resume.
+        let line = match &report.stopped {
+            None => format!("eval {}: done in {took:.1} s (every run stored)", report.eval_id),
+            Some(why) => format!(
+                "eval {}: stopped after {took:.1} s ({why}); every run so far is stored, and \
+                 `conclave eval --resume {}` runs the rest",
+                report.eval_id, report.eval_id
+            ),
+        };
+        let _ = writeln!(std::io::stderr(), "{line}");
     }
     match &report.stopped {
         None => 0,

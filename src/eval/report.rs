@@ -439,16 +439,12 @@ impl Report {
                     }
                 },
                 |d| {
-                    let p = if d.mcnemar_p < 0.01 {
-                        "p<0.01".to_string()
-                    } else {
-                        format!("p={:.2}", d.mcnemar_p)
-                    };
                     format!(
-                        "{:+.1} pt [{:+.1}, {:+.1}] {p}",
-                        d.diff * 100.0,
-                        d.diff_low * 100.0,
-                        d.diff_high * 100.0,
+                        "{} pt [{}, {}] {}",
+                        points(d.diff),
+                        points(d.diff_low),
+                        points(d.diff_high),
+                        p_value(d.mcnemar_p)
                     )
                 },
             );
@@ -457,17 +453,18 @@ impl Report {
                 if a.n == 0 {
                     "—".into()
                 } else {
-                    format!("{:.0}%", 100.0 * k as f64 / a.n as f64)
+                    // Whole percents, half up, as the page prints them.
+                    format!("{}%", ((k as f64 / a.n as f64) * 100.0 + 0.5).floor())
                 }
             };
             rows.push(vec![
                 a.arm.clone(),
                 a.n.to_string(),
-                if a.n == 0 { "—".into() } else { format!("{:.1}%", a.accuracy * 100.0) },
+                if a.n == 0 { "—".into() } else { format!("{}%", percent(a.accuracy)) },
                 if a.n == 0 {
                     "—".into()
                 } else {
-                    format!("{:.1}–{:.1}%", a.ci_low * 100.0, a.ci_high * 100.0)
+                    format!("{}–{}%", percent(a.ci_low), percent(a.ci_high))
                 },
                 diff,
                 pct(a.unparsed),
@@ -534,25 +531,57 @@ impl JuryFigures {
             if n == 0 {
                 "—".to_string()
             } else {
-                format!("{:.1}%", 100.0 * k as f64 / n as f64)
+                format!("{}%", percent(k as f64 / n as f64))
             }
         };
         let mut s = format!(
             "the jurors judged {given}'s answers and approved {} of {}; {} of those were right \
-             ({}); a verdict was right {} of the time (95% {:.1}–{:.1}%)",
+             ({}); a verdict was right {} of the time (95% {}–{}%)",
             self.approved,
             self.judged,
             self.approved_correct,
             share(self.approved_correct, self.approved),
             share(self.verdicts_right, self.judged),
-            self.verdict_ci_low * 100.0,
-            self.verdict_ci_high * 100.0,
+            percent(self.verdict_ci_low),
+            percent(self.verdict_ci_high),
         );
         if self.no_verdict > 0 {
             s.push_str(&format!("; no verdict on {}", self.no_verdict));
         }
         s.push_str(". An answer it did not approve counts as none.");
         s
+    }
+}
+
+/// A fraction's percentage to one decimal (`0.7625` → `76.3`), rounded half up from the
+/// fraction times 1,000: the eval page (`static/js/evals.js`) rounds the same way, so the
+/// table and the page print the same figure.
+pub fn percent(x: f64) -> String {
+    format!("{:.1}", tenths(x))
+}
+
+/// `x` × 100 to the nearest tenth, half up (`Math.round(x * 1000) / 10` in the page).
+fn tenths(x: f64) -> f64 {
+    // `+ 0.0` makes a negative zero positive: no `-0.0` printed.
+    ((x * 1000.0) + 0.5).floor() / 10.0 + 0.0
+}
+
+/// A difference of two fractions in percentage points, signed (`+3.8`, `-1.3`, `0.0`).
+pub fn points(x: f64) -> String {
+    let v = tenths(x);
+    if v > 0.0 {
+        format!("+{v:.1}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// A McNemar p-value as the table and the page print it: `p<0.01`, else to two decimals.
+pub fn p_value(p: f64) -> String {
+    if p < 0.01 {
+        "p<0.01".to_string()
+    } else {
+        format!("p={:.2}", ((p * 100.0) + 0.5).floor() / 100.0)
     }
 }
 
@@ -593,6 +622,24 @@ mod tests {
             cost: None,
             latency_ms: 100 * (sample as i64 + 1),
         }
+    }
+
+    /// The table rounds as the page does (`Math.floor(x * 1000 + 0.5) / 10`): halves up, never
+    /// `-0.0`, p-values under 0.01 as `p<0.01`.
+    #[test]
+    fn figures_are_rounded_half_up_as_the_page_rounds_them() {
+        // 0.7625 × 1000 is 762.5: up, where `{:.1}` of 76.25 printed 76.2.
+        assert_eq!(percent(0.7625), "76.3");
+        assert_eq!(percent(61.0 / 80.0), "76.3");
+        assert_eq!(percent(1.0), "100.0");
+        assert_eq!(percent(0.0), "0.0");
+        assert_eq!(points(0.038), "+3.8");
+        assert_eq!(points(-0.0125), "-1.2");
+        assert_eq!(points(-0.00001), "0.0");
+        assert_eq!(points(0.0), "0.0");
+        assert_eq!(p_value(0.004), "p<0.01");
+        assert_eq!(p_value(0.125), "p=0.13");
+        assert_eq!(p_value(1.0), "p=1.00");
     }
 
     #[test]

@@ -8,7 +8,13 @@ import { chart, color } from "./charts.js";
 
 const { el } = ui;
 
-const pct = (x) => `${(x * 100).toFixed(1)}%`;
+// Figures rounded as the CLI's table rounds them (src/eval/report.rs: `percent`, `points`,
+// `p_value`): half up from the fraction times 1,000, so both print the same number.
+const tenths = (x) => Math.floor(x * 1000 + 0.5) / 10 + 0;
+const pct = (x) => `${tenths(x).toFixed(1)}%`;
+const wholePct = (x) => `${Math.floor(x * 100 + 0.5)}%`;
+const points = (x) => { const v = tenths(x); return `${v > 0 ? "+" : ""}${v.toFixed(1)}`; };
+const pValue = (p) => (p < 0.01 ? "p<0.01" : `p=${(Math.floor(p * 100 + 0.5) / 100).toFixed(2)}`);
 
 /** #/evals */
 export async function evalsView(main) {
@@ -20,7 +26,7 @@ export async function evalsView(main) {
   const evals = body.evals || [];
   list.replaceChildren(...(evals.length ? evals.map((e) => el("div", { class: "run-row", role: "listitem", dataset: { eval: e.id } },
     el("div", { class: "q" }, el("a", { href: `#/eval/${encodeURIComponent(e.id)}` }, `${e.setName} — ${e.questions} questions`),
-      el("div", { class: "outcome-line" }, `${(e.arms || []).join(", ")} · members ${(e.members || []).join(", ")}`)),
+      el("div", { class: "outcome-line eval-arms" }, `${(e.arms || []).join(", ")} · members ${(e.members || []).join(", ")}`)),
     el("div", { class: "meta" }, ui.badge(e.status, e.status === "completed" ? "green" : e.status === "stopped" ? "yellow" : "gray"), el("span", null, ui.fmtTime(e.createdAt))))) :
     [el("div", { class: "empty" }, "No evals yet.")]));
   return null;
@@ -33,9 +39,9 @@ function figuresTable(report) {
   const rows = report.arms.map((a) => {
     const d = diffs[a.arm];
     const base = report.bestSingle && a.arm === `single:${report.bestSingle}`;
-    const diff = d && d.n ? `${(d.diff * 100).toFixed(1)} pt [${(d.diffLow * 100).toFixed(1)}, ${(d.diffHigh * 100).toFixed(1)}], p=${d.mcnemarP.toFixed(2)}` : base ? "baseline" : "—";
+    const diff = d && d.n ? `${points(d.diff)} pt [${points(d.diffLow)}, ${points(d.diffHigh)}] ${pValue(d.mcnemarP)}` : base ? "baseline" : "—";
     const cells = [a.arm, a.n, a.n ? pct(a.accuracy) : "—", a.n ? `${pct(a.ciLow)}–${pct(a.ciHigh)}` : "—", diff,
-      a.n ? pct(a.unparsed / a.n) : "—", a.promptTokens + a.completionTokens, a.cost == null ? "—" : `$${a.cost.toFixed(4)}`,
+      a.n ? wholePct(a.unparsed / a.n) : "—", a.promptTokens + a.completionTokens, a.cost == null ? "—" : `$${a.cost.toFixed(4)}`,
       `${a.latencyP50Ms} ms`, `${a.latencyP95Ms} ms`];
     return el("tr", { dataset: { arm: a.arm } }, cells.map((c, i) => el(i === 0 ? "th" : "td", { class: num.has(i) ? "num" : null, scope: i === 0 ? "row" : null }, String(c))));
   });
@@ -143,8 +149,7 @@ async function compare(report, otherId, holder) {
   const cell = (a) => a ? `${pct(a.accuracy)} (${pct(a.ciLow)}–${pct(a.ciHigh)}, n=${a.n})` : "—";
   const diff = (a, b) => {
     if (!a || !b) return "—";
-    const d = (a.accuracy - b.accuracy) * 100;
-    return `${d > 0 ? "+" : ""}${d.toFixed(1)} pt`;
+    return `${points(a.accuracy - b.accuracy)} pt`;
   };
   const when = (r) => ui.fmtTime(r.eval.createdAt);
   holder.replaceChildren(el("div", { class: "table-scroll" }, el("table", { class: "data", id: "eval-compare-table" },

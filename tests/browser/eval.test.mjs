@@ -24,6 +24,13 @@ function runEval(extra = ["--arms", "single,majority,council,jury"]) {
   return JSON.parse(out.toString());
 }
 
+/** The CLI's table of a finished eval. */
+function cliTable(evalId) {
+  const env = { ...process.env, DATABASE_URL, CONCLAVE_SIM_LATENCY_MS: "0", OPENROUTER_API_KEY: "" };
+  delete env.CONCLAVE_CONFIG;
+  return execFileSync(BIN, ["eval", "--resume", evalId, "--quiet"], { env }).toString();
+}
+
 test("an eval's page shows its table, chart and disagreements, each linking to its runs", { skip }, async () => {
   const printed = runEval();
   const res = await api(`${base}/api/evals/${printed.evalId}`);
@@ -33,12 +40,27 @@ test("an eval's page shows its table, chart and disagreements, each linking to i
 
   const { page, errors } = await openPage(browser, base, "/#/evals", { viewport: { width: 1400, height: 900 } });
   await page.waitForSelector(`[data-eval="${printed.evalId}"] a`);
+  // The list names every arm and member in full, nothing cut off.
+  const line = page.locator(`[data-eval="${printed.evalId}"] .eval-arms`);
+  const listed = await line.textContent();
+  for (const a of printed.arms) assert.ok(listed.includes(a.arm.replace(/^single:.*/, "single")), `${a.arm} in ${listed}`);
+  assert.ok(listed.includes("sim/oracle-0.5-c"), listed);
+  assert.ok(await line.evaluate((n) => n.scrollWidth <= n.clientWidth + 1), `the arms line is not cut off: ${listed}`);
   await page.click(`[data-eval="${printed.evalId}"] a`);
   await page.waitForSelector("#eval-table");
+  // The page prints the figures the CLI's table prints, rounded alike (the table again from
+  // `--resume`, which runs nothing more of a finished eval).
+  const table = cliTable(printed.evalId);
   for (const a of printed.arms) {
     const row = await page.textContent(`#eval-table tr[data-arm="${a.arm}"]`);
-    assert.ok(row.includes(`${(a.accuracy * 100).toFixed(1)}%`), `${a.arm}: ${row}`);
-    assert.ok(row.includes(`${(a.ciLow * 100).toFixed(1)}%–${(a.ciHigh * 100).toFixed(1)}%`), row);
+    const line = table.split("\n").find((l) => l.startsWith(`${a.arm} `));
+    assert.ok(line, `${a.arm} in the CLI's table:\n${table}`);
+    const [, , accuracy, ci, delta, unparsed] = line.trim().split(/\s{2,}/);
+    assert.ok(row.includes(accuracy), `${a.arm}: the CLI's ${accuracy} on the page: ${row}`);
+    const [lo, hi] = ci.replace("%", "").split("–");
+    assert.ok(row.includes(`${lo}%–${hi}%`), `${a.arm}: the CLI's ${ci} on the page: ${row}`);
+    if (delta.includes(" pt ")) assert.ok(row.includes(delta), `${a.arm}: the CLI's ${delta} on the page: ${row}`);
+    assert.ok(row.includes(unparsed), `${a.arm}: the CLI's ${unparsed} unparsed on the page: ${row}`);
   }
   // The jury arm's own figures, in words, under the table.
   const jury = printed.arms.find((a) => a.arm === "jury").jury;
@@ -81,14 +103,16 @@ test("two evals of the same set are laid side by side, arm by arm", { skip }, as
   await page.waitForSelector(`[data-other="${first.evalId}"] button`);
   await page.click(`[data-other="${first.evalId}"] button`);
   await page.waitForSelector("#eval-compare-table");
-  const pct = (x) => `${(x * 100).toFixed(1)}%`;
+  // Rounded half up from the fraction times 1,000, as the page and the CLI's table round.
+  const tenths = (x) => Math.floor(x * 1000 + 0.5) / 10 + 0;
+  const pct = (x) => `${tenths(x).toFixed(1)}%`;
   for (const a of second.arms) {
     const row = await page.textContent(`#eval-compare-table tr[data-arm="${a.arm}"]`);
     assert.ok(row.includes(pct(a.accuracy)), `${a.arm}: ${row}`);
     const b = first.arms.find((x) => x.arm === a.arm);
     if (b) {
       assert.ok(row.includes(pct(b.accuracy)), `${a.arm} of the other eval: ${row}`);
-      const d = (a.accuracy - b.accuracy) * 100;
+      const d = tenths(a.accuracy - b.accuracy);
       assert.ok(row.includes(`${d > 0 ? "+" : ""}${d.toFixed(1)} pt`), row);
     } else {
       assert.ok(row.includes("—"), `an arm only this eval ran: ${row}`);
