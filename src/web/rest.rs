@@ -225,19 +225,36 @@ pub async fn modes_list(state: web::Data<AppState>, _caller: Caller) -> HttpResp
     HttpResponse::Ok().json(json!({ "modes": list }))
 }
 
+/// The settings validation fills in for a mode's request that leaves them out: its example
+/// (which names no models), less every setting the example need not give. An example may set
+/// `rounds: 1` to run fast; a form must not show that as the default.
+fn default_config(mode: ModeKind, defaults: &modes::Defaults) -> Option<Value> {
+    let mut probe = (mode.spec().example)();
+    let keys: Vec<String> =
+        probe["modeConfig"].as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+    for key in keys {
+        let mut without = probe.clone();
+        if let Some(o) = without["modeConfig"].as_object_mut() {
+            o.remove(&key);
+        }
+        if modes::validate(&without, defaults).is_ok() {
+            probe = without;
+        }
+    }
+    let mut req = modes::validate(&probe, defaults).ok()?;
+    if let Some(o) = req.config.as_object_mut() {
+        o.remove("content");
+    }
+    Some(req.config)
+}
+
 /// `GET /api/models`: the default panel of each mode and whether real providers are set up.
 pub async fn models(state: web::Data<AppState>, _caller: Caller) -> HttpResponse {
     let defaults = state.engine.defaults();
     let mut per_mode = serde_json::Map::new();
     for mode in ModeKind::all() {
-        // The defaults are what validation fills in for the mode's example, which names no
-        // models.
-        let probe = (mode.spec().example)();
-        if let Ok(mut req) = modes::validate(&probe, defaults) {
-            if let Some(o) = req.config.as_object_mut() {
-                o.remove("content");
-            }
-            per_mode.insert(mode.as_str().to_string(), req.config);
+        if let Some(config) = default_config(mode, defaults) {
+            per_mode.insert(mode.as_str().to_string(), config);
         }
     }
     HttpResponse::Ok().json(json!({

@@ -117,8 +117,10 @@ function fieldOf(key, s, base) {
   if (type === "string" && Array.isArray(s.enum)) return { ...base, kind: "select", options: [["", base.blank || "Default"], ...s.enum.filter((v) => v !== null).map((v) => [v, enumLabel(v)])] };
   if (type === "string") return { ...base, kind: (s.maxLength || 0) > 1000 ? "textarea" : "text", rows: 6 };
   if ((type === "integer" || type === "number") && /Ms$/.test(key)) {
-    // Shown in seconds: so is what its description says (unless it quotes figures in ms).
-    const hint = base.hint && !/\d/.test(base.hint) ? base.hint.replace(/\bmilliseconds\b/g, "seconds") : base.hint;
+    // Shown in seconds: so is what its description says, its figures too (`(default 600 000)`
+    // milliseconds is `(default 600)` seconds).
+    const hint = base.hint && base.hint.replace(/\bmilliseconds\b/g, "seconds")
+      .replace(/\d{1,3}(?:[ \u00a0\u202f,]\d{3})+|\d+/g, (n) => String(Number(n.replace(/[^\d]/g, "")) / SEC));
     return { ...base, hint, kind: "seconds", label: `${words(key.replace(/Ms$/, ""))} (seconds)`, min: (s.minimum ?? 0) / SEC, max: (s.maximum ?? Infinity) / SEC };
   }
   if (type === "integer" || type === "number") return { ...base, kind: "number", min: s.minimum, max: s.maximum, step: type === "integer" ? 1 : "any" };
@@ -480,7 +482,7 @@ export function buildForm(info, models, submit) {
     // (a text is left empty, so that leaving it sends nothing).
     const own = getPath(defaults, f.path.replace(/^modeConfig\./, ""));
     const dflt = ["text", "textarea", "lines", "check"].includes(f.kind) ? undefined
-      : f.kind === "select" ? own : (f.from ? getPath(defaults, f.from) : undefined) ?? (f.kind === "seconds" ? own : undefined);
+      : f.kind === "select" ? own : (f.from ? getPath(defaults, f.from) : undefined) ?? (f.kind === "seconds" || f.kind === "number" ? own : undefined);
     const field = makeField(f, id, dflt, () => clearError(f.path));
     getters[f.path] = field.get;
     fieldEls[f.path] = field;
