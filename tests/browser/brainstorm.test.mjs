@@ -51,6 +51,16 @@ test("a brainstorm from the form shows ideas, scored clusters, the ranking and t
     assert.ok(box.includes(`#${rank.rank}`), box);
     if (rank.averageScore != null) assert.ok(box.includes(`Average${fmt(rank.averageNovelty)}${fmt(rank.averageFeasibility)}${fmt(rank.averageImpact)}${fmt(rank.averageScore)}`), box);
   }
+  // The clusters stand in rank order, the first the one the proposal develops.
+  const ranks = await page.$$eval(".bs-cluster:not(.bs-unclustered) .bs-cluster-head .bs-rank", (n) => n.map((x) => Number(x.textContent.replace("#", ""))));
+  assert.deepEqual(ranks, [...ranks].sort((a, b) => a - b), `clusters in rank order: ${ranks}`);
+  assert.equal(ranks.length, clusters.length);
+  // A model's card names its anonymous label once (as its role), not after each idea.
+  for (const m of r.ideas.models.filter((x) => x.ideaCount > 0)) {
+    const card = page.locator(".model-card:has(.bs-ideas)").filter({ hasText: m.ideas[0].title }).first();
+    assert.equal(await card.count(), 1, `${m.model}: a card of ideas`);
+    assert.equal(await card.locator(".bs-source").count(), 0, `${m.model}'s card repeats no label`);
+  }
   // The ideas left out of every cluster are listed under their own heading.
   if (r.clustering.unclusteredIds.length) {
     const left = await page.textContent(".bs-unclustered");

@@ -43,12 +43,14 @@ export function createView(ctx) {
   const promiseBadge = (c) => ui.badge(`promise: ${(c.promise || "MEDIUM").toLowerCase()}${c.promiseStated === false ? " (not stated)" : ""}`, PROMISE_COLORS[c.promise] || "gray");
   const clusterName = (c) => (c && c.name) || `Cluster ${c ? clusters.indexOf(c) + 1 : ""}`;
 
-  function ideaItem(id) {
+  /** An idea; `withSource`: followed by whose it is (in a cluster, where ideas of several
+   * models meet; a model's own card names it once, as its role). */
+  function ideaItem(id, withSource = true) {
     const i = ideas.get(id);
     if (!i) return el("li", { class: "muted" }, "An idea that was not kept");
     return el("li", { class: "bs-idea" },
-      el("span", { class: "bs-idea-title" }, i.title), " ",
-      el("span", { class: "bs-source" }, i.sourceLabel),
+      el("span", { class: "bs-idea-title" }, i.title), withSource ? " " : null,
+      withSource ? el("span", { class: "bs-source" }, i.sourceLabel) : null,
       i.description ? ui.markdown(i.description, "bs-idea-desc") : null);
   }
 
@@ -64,8 +66,17 @@ export function createView(ctx) {
     return table(["Scorer", "Novelty", "Feasib.", "Impact", "Total /15"], rows, { num: [1, 2, 3, 4] });
   }
 
+  /** The clusters in rank order once ranked (those not ranked after, in the curator's). */
+  function inRankOrder() {
+    const rankOf = (c) => {
+      const r = ranking && (ranking.rankedClusters || []).find((x) => x.id === c.id);
+      return r && Number.isFinite(r.rank) ? r.rank : Infinity;
+    };
+    return clusters.map((c, i) => [c, i]).sort(([a, i], [b, j]) => rankOf(a) - rankOf(b) || i - j).map(([c]) => c);
+  }
+
   function renderClusters() {
-    const boxes = clusters.map((c) => {
+    const boxes = inRankOrder().map((c) => {
       const r = ranking && (ranking.rankedClusters || []).find((x) => x.id === c.id);
       return el("article", { class: "bs-cluster panel", id: anchor(c.id), tabindex: "-1" },
         el("div", { class: "bs-cluster-head" },
@@ -132,7 +143,7 @@ export function createView(ctx) {
             card.setState("ok", { ms: d.responseTimeMs });
             card.addBadge(ui.badge(ui.plural(d.ideaCount || 0, "idea"), d.ideaCount ? "blue" : "gray"));
             const body = d.ideaCount
-              ? el("ol", { class: "bs-ideas" }, (d.ideas || []).map((i) => ideaItem(i.id)))
+              ? el("ol", { class: "bs-ideas" }, (d.ideas || []).map((i) => ideaItem(i.id, false)))
               : el("p", { class: "callout" }, `No ideas could be read from this reply: it ${d.unparsed || "gave no readable answer"}.`);
             card.setBody(body);
           }
