@@ -78,6 +78,12 @@ test("a decomposition from the form draws its graph, runs it wave by wave and sh
   await waitRunReady(fresh.page, id);
   assert.equal(await runText(fresh.page, id), live, "the reopened run reads the same as the live one");
   await assertGraph(fresh.page, plan);
+  // The window narrowed to a phone's width: the graph reflows, no sideways scroll.
+  await fresh.page.setViewportSize({ width: 390, height: 844 });
+  await fresh.page.waitForTimeout(300);
+  const narrowed = await fresh.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(narrowed <= 1, `no sideways scroll after narrowing the window (${narrowed}px)`);
+  await assertGraph(fresh.page, plan);
   const phone = await openOnPhone(browser, base, id);
   assert.ok(phone.overflow <= 1, `no sideways scroll on a phone (${phone.overflow}px)`);
   await assertGraph(phone.page, plan);

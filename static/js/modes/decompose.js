@@ -50,8 +50,12 @@ export function createView(ctx) {
   if (watcher) watcher.observe(graph);
 
   function drawEdges() {
-    const box = graph.getBoundingClientRect();
+    // The arrows' own box is shrunk before the graph is measured: sized for a wider window, it
+    // would hold the graph (and the page) that wide after the window narrows.
+    edges.setAttribute("width", "0");
+    edges.setAttribute("height", "0");
     edges.replaceChildren();
+    const box = graph.getBoundingClientRect();
     if (!box.width) return;
     edges.setAttribute("width", String(graph.scrollWidth));
     edges.setAttribute("height", String(graph.scrollHeight));
