@@ -124,6 +124,16 @@ impl Engine {
                 review.remove("note");
             }
         }
+        // Who stopped a cancelled run is a user's name: a share link says only that it stopped.
+        let unnamed = |v: &mut serde_json::Value, key: &str| {
+            if v[key].as_str().is_some_and(|m| m.starts_with("cancelled by ")) {
+                v[key] = "cancelled".into();
+            }
+        };
+        unnamed(&mut export.view, "error");
+        for e in &mut export.events {
+            unnamed(&mut e.data, "message");
+        }
         if share.hide_models {
             anonymise(&mut export);
         }

@@ -1013,8 +1013,12 @@ pub fn fallback_report(claims: &[Claim], consensus: &[Consensus], counts: &Count
         ));
     }
     s.push_str(&format!(
-        "\n{} verified, {} disputed, {} unverifiable of {} claims.",
-        counts.verified, counts.disputed, counts.unverifiable, counts.total
+        "\n{} verified, {} disputed, {} unverifiable of {} {}.",
+        counts.verified,
+        counts.disputed,
+        counts.unverifiable,
+        counts.total,
+        if counts.total == 1 { "claim" } else { "claims" }
     ));
     s
 }
@@ -1608,8 +1612,9 @@ fn outcome(result: &Value) -> Option<String> {
             short(r["report"].as_str().unwrap_or(""), 60)
         ));
     }
+    let noun = if c["total"] == 1 { "claim" } else { "claims" };
     Some(format!(
-        "{score}: {} verified, {} disputed, {} unverifiable of {} claims",
+        "{score}: {} verified, {} disputed, {} unverifiable of {} {noun}",
         c["verified"], c["disputed"], c["unverifiable"], c["total"]
     ))
 }

@@ -217,12 +217,16 @@ pub async fn modes_list(state: web::Data<AppState>, _caller: Caller) -> HttpResp
                 "topLevel": spec.top_level,
                 "configSchema": modes::registry::config_schema(kind),
                 "example": (spec.example)(),
-                // Whether the page has a view of its own for it (else the generic one).
-                "view": super::assets::has_file(&format!("js/modes/{}.js", spec.id)),
+                "view": has_view(kind),
             })
         })
         .collect();
     HttpResponse::Ok().json(json!({ "modes": list }))
+}
+
+/// Whether the page has a view of its own for a mode (else it shows the generic one).
+pub fn has_view(kind: ModeKind) -> bool {
+    super::assets::has_file(&format!("js/modes/{}.js", kind.spec().id))
 }
 
 /// The settings validation fills in for a mode's request that leaves them out: its example

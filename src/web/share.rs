@@ -217,17 +217,25 @@ pub async fn page(state: web::Data<AppState>, token: web::Path<String>) -> HttpR
     }
 }
 
-/// `GET /s/{token}/json`: the shared run (as its JSON export, with the Markdown beside it).
+/// `GET /s/{token}/json`: the shared run as its JSON export with its events (model names
+/// hidden in all of it when the link says so), the Markdown beside it, and what the page needs
+/// of its mode to show it with the mode's own view (`modeInfo`: id, label, description,
+/// whether it has a view of its own).
 pub async fn page_json(
     state: web::Data<AppState>,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let s = shared(&state, &token).await?;
-    let mut doc = s.export.to_json(false);
+    let mut doc = s.export.to_json(true);
     doc["markdown"] = json!(s.export.to_markdown());
     doc["hideModels"] = json!(s.hide_models);
     let mode = s.export.view["mode"].as_str().and_then(crate::modes::ModeKind::parse);
     doc["modeLabel"] = json!(mode.map(|m| m.spec().label));
+    doc["modeInfo"] = json!(mode.map(|m| {
+        let spec = m.spec();
+        json!({ "id": spec.id, "label": spec.label, "description": spec.description,
+                "multiTurn": spec.multi_turn, "view": super::rest::has_view(m) })
+    }));
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
         .insert_header(("Referrer-Policy", "no-referrer"))

@@ -23,6 +23,13 @@ export function loadModes() {
   return loading;
 }
 
+/** Takes the modes from elsewhere (a shared run's page, which may not ask the API for them). */
+export function registerModes(list) {
+  modes = list;
+  loading = Promise.resolve(list);
+  for (const m of list) MODE_LABELS[m.id] = m.label;
+}
+
 /** The mode with this id, or undefined (call `loadModes` first). */
 export function modeInfo(id) {
   return (modes || []).find((m) => m.id === id);

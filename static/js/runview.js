@@ -237,9 +237,15 @@ export class RunView {
    * `detail`: the run as `GET /api/deliberations/{id}` returns it (mode, question, status...),
    * or at least `{id, mode, question}` for a run this page just started.
    */
-  constructor({ conn, detail, onEnded, onFollowUpDone }) {
+  /**
+   * `readOnly`: a shared run's public page: no cancel, run again, share, export or permalink,
+   * and `loadDetail()` gives the stored run (the signed-in API is not asked).
+   */
+  constructor({ conn, detail, onEnded, onFollowUpDone, readOnly = false, loadDetail = null }) {
     this.conn = conn;
     this.detail = detail;
+    this.readOnly = readOnly;
+    this.loadDetail = loadDetail || (() => fetchJson(`/api/deliberations/${encodeURIComponent(this.runId)}`));
     this.runId = detail.id;
     this.mode = detail.mode;
     this.onEnded = onEnded;
@@ -280,11 +286,12 @@ export class RunView {
     this.head = el("div", { class: "run-head" },
       this.questionEl,
       el("div", { class: "facts" }, this.statusEl, this.partialEl, this.progressEl, this.elapsedEl, this.callsEl, this.usageEl,
-        el("a", { href: `#/run/${encodeURIComponent(this.runId)}`, class: "muted permalink", title: "This run's address, for your team (they sign in to open it)" }, "Permalink"),
+        this.readOnly ? null : el("a", { href: `#/run/${encodeURIComponent(this.runId)}`, class: "muted permalink", title: "This run's address, for your team (they sign in to open it)" }, "Permalink"),
         // A run an eval started says so, and leads back to the eval.
-        d.evalId ? el("a", { href: `#/eval/${encodeURIComponent(d.evalId)}`, class: "eval-mark", title: "This run answered one question of an eval" }, "Part of an eval") : null),
-      el("span", { class: "spacer" }), this.cancelBtn, this.rerunBtn, this.confirmEl);
-    addShareTools(this.head, d);
+        d.evalId && !this.readOnly ? el("a", { href: `#/eval/${encodeURIComponent(d.evalId)}`, class: "eval-mark", title: "This run answered one question of an eval" }, "Part of an eval") : null),
+      // A read-only page (a share link) has nothing to control.
+      ...(this.readOnly ? [] : [el("span", { class: "spacer" }), this.cancelBtn, this.rerunBtn, this.confirmEl]));
+    if (!this.readOnly) addShareTools(this.head, d);
     // While the run is live, a thin bar stays in view under the page's top bar as the reader
     // scrolls through the stages: where the run is, how long it has taken, and Cancel.
     this.liveStage = el("span", { class: "live-stage" }, "Starting");
@@ -292,7 +299,7 @@ export class RunView {
     this.liveCancel = el("button", { type: "button", class: "danger small live-cancel", hidden: true }, "Cancel");
     this.liveCancel.addEventListener("click", () => this.askCancel(true, this.liveBar));
     this.liveBar = el("div", { class: "run-live-bar", role: "group", "aria-label": "Run progress" },
-      el("span", { class: "live-dot", "aria-hidden": "true" }), this.liveStage, this.liveElapsed, this.liveCancel);
+      el("span", { class: "live-dot", "aria-hidden": "true" }), this.liveStage, this.liveElapsed, this.readOnly ? null : this.liveCancel);
     this.endNote = el("div", { hidden: true });
     // The answer comes first: under the header, one card with the run's outcome in its mode's
     // terms and the answer (the mode's primary block); the stages follow, with a compact step
@@ -462,7 +469,7 @@ export class RunView {
     this.renderFacts();
     ui.announce(`Run ${status}`);
     try {
-      const detail = await fetchJson(`/api/deliberations/${encodeURIComponent(this.runId)}`);
+      const detail = await this.loadDetail();
       this.detail = { ...this.detail, ...detail };
       if (detail.status && detail.status !== "running" && detail.status !== this.status) {
         this.status = detail.status;
@@ -575,7 +582,7 @@ export class RunView {
    * it (a follow-up goes back into its conversation, where only its owner or an admin may ask).
    */
   mayRunAgain() {
-    if (!["cancelled", "failed", "interrupted"].includes(this.status)) return false;
+    if (this.readOnly || !["cancelled", "failed", "interrupted"].includes(this.status)) return false;
     const followUp = !!(this.detail.request && this.detail.request.conversationId);
     return !(followUp && this.detail.canControl === false);
   }

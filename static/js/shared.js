@@ -1,12 +1,28 @@
 // The public page of a share link (`/s/<token>`): reads the one run the link grants from
-// `/s/<token>/json` and shows its Markdown export (question, answer, models, every stage),
-// rendered through marked and DOMPurify like all model text. No sign-in, no controls.
+// `/s/<token>/json` (the run, its stored events, model names hidden when the link says so) and
+// shows it as the team sees it: the same run view and the same mode view as the signed-in
+// page, replayed from the events, read-only (no cancel, no run again, no share, no export of
+// the signed-in API). No sign-in.
 
-import { el, markdown, modeBadge, statusBadge, MODE_LABELS } from "./ui.js";
+import { el, modeBadge, statusBadge } from "./ui.js";
+import { registerModes } from "./registry.js";
+import { RunView } from "./runview.js";
 
 const main = document.getElementById("main");
 const token = location.pathname.split("/")[2] || "";
 const base = `/s/${encodeURIComponent(token)}`;
+
+/** A connection that only replays the stored events of the one shared run. */
+function replayOnly(events) {
+  return {
+    feed: () => ({
+      subscribe(fn) {
+        for (const ev of events) fn({ type: "event", run: "", seq: ev.seq, event: ev.event, data: ev.data });
+        return () => {};
+      },
+    }),
+  };
+}
 
 async function load() {
   const res = await fetch(`${base}/json`);
@@ -16,8 +32,7 @@ async function load() {
   }
   const doc = await res.json();
   const run = doc.run;
-  // The mode's label comes with the run: the signed-in API that lists modes is not for this page.
-  if (doc.modeLabel) MODE_LABELS[run.mode] = doc.modeLabel;
+  if (doc.modeInfo) registerModes([doc.modeInfo]);
   document.title = `${run.title || run.question || "Shared deliberation"} · Conclave`;
   const head = el("div", { class: "shared-head" }, modeBadge(run.mode), statusBadge(run.status),
     doc.hideModels ? el("span", { class: "badge gray" }, "model names hidden") : "",
@@ -26,7 +41,11 @@ async function load() {
   const note = el("p", { class: "muted shared-note" }, run.status === "running"
     ? "This run is still going: reload the page to see how far it has got."
     : "A read-only copy of one deliberation, shared by its owner.");
-  main.replaceChildren(head, note, markdown(doc.markdown, "shared-doc"));
+  const view = new RunView({ conn: replayOnly(doc.events || []), detail: { ...run, canControl: false }, readOnly: true, loadDetail: async () => run });
+  main.replaceChildren(head, note, view.el);
+  await view.mount();
+  // A run still going when the page was read stops here: the page does not follow it live.
+  if (run.status === "running") view.renderFacts();
   main.removeAttribute("aria-busy");
 }
 

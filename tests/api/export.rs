@@ -461,3 +461,59 @@ async fn the_cli_exports_what_the_api_does() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no run or conversation"));
     app.stop().await;
 }
+
+/// A share link's JSON carries what its page shows the run with: the stored events (model
+/// names hidden in them when the link says so) and the mode's label and view, and never the
+/// name of the person who stopped the run.
+#[actix_web::test]
+async fn a_shared_run_carries_its_events_and_names_nobody() {
+    let app = crate::helpers::spawn_with(crate::helpers::Options {
+        sim_latency_ms: 400,
+        ..Default::default()
+    })
+    .await;
+    let alice = client_with(&app.user("alice", false).await);
+    let started: Value = alice
+        .post(format!("{}/api/deliberations", app.base))
+        .json(&council_request("Why do cats purr?"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = started["runId"].as_str().unwrap().to_string();
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let r =
+        alice.post(format!("{}/api/deliberations/{run}/cancel", app.base)).send().await.unwrap();
+    assert_eq!(r.status(), 202);
+    let detail = app.wait_done(&run).await;
+    assert_eq!(detail["status"], "cancelled");
+    assert!(detail["error"].as_str().unwrap_or("").contains("alice"), "{detail}");
+    let shares = format!("{}/api/deliberations/{run}/shares", app.base);
+    let anonymous = reqwest::Client::new();
+    for hide in [false, true] {
+        let made: Value = alice
+            .post(&shares)
+            .json(&json!({ "hideModels": hide }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let token = made["token"].as_str().unwrap();
+        let (status, _, text) = get_text(&anonymous, format!("{}/s/{token}/json", app.base)).await;
+        assert_eq!(status, 200, "{text}");
+        assert!(!text.contains("alice"), "the share names who stopped the run: {text}");
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        let events = doc["events"].as_array().unwrap();
+        assert!(events.iter().any(|e| e["event"] == "call_start"), "{text}");
+        assert_eq!(events.last().unwrap()["event"], "cancelled");
+        assert_eq!(doc["modeInfo"]["id"], "council");
+        assert_eq!(doc["modeInfo"]["label"], "Council");
+        assert_eq!(doc["modeInfo"]["view"], true);
+        assert_eq!(text.contains("sim/"), !hide, "model names hidden: {hide}");
+    }
+    app.stop().await;
+}

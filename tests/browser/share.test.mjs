@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { skip, openPage, startRest, waitRunReady, screenshot, useServer, api } from "./harness.mjs";
+import { skip, openPage, startRest, waitRunReady, screenshot, useServer, api, offending } from "./harness.mjs";
 
 let server, browser;
 useServer({ latencyMs: 50, users: ["bob"] }, (env) => ({ server, browser } = env));
@@ -52,7 +52,7 @@ test("a run exports as Markdown and shares read-only with model names hidden", {
     p.on("console", (m) => { if (m.type() === "error") pageErrors.push(m.text()); });
     const res = await p.goto(url);
     assert.equal(res.status(), 200);
-    await p.waitForSelector(".shared-doc h1");
+    await p.waitForSelector(`article.run[data-ready="true"]`);
     const text = await p.innerText("main");
     assert.match(text, /Why do cats purr\?/);
     for (const w of answerWords) assert.ok(text.includes(w), `the shared page shows the answer's "${w}"`);
@@ -78,6 +78,61 @@ test("a run exports as Markdown and shares read-only with model names hidden", {
   await page.click("dialog.share-dialog .share-close");
   assert.deepEqual(errors, []);
   await context.close();
+});
+
+/** A share link of `runId` made over the API (`hideModels` as given): its address. */
+async function shareLink(runId, hideModels = false) {
+  const res = await api(`${server.base}/api/deliberations/${runId}/shares`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ hideModels }) });
+  assert.equal(res.status, 201, await res.clone().text());
+  return `${server.base}${(await res.json()).path}`;
+}
+
+test("a shared run reads as the team sees it, mode by mode, with nothing to control", { skip }, async () => {
+  const requests = [
+    { mode: "fact_check", question: "Check this paragraph.", modeConfig: { content: "The Eiffel Tower was finished in 1889 and is 330 metres tall. Paris is the capital of France." } },
+    { mode: "tournament", question: "Name one good habit for writing maintainable code." },
+    { mode: "vote", question: "Which is the better first language, Python or JavaScript?" },
+  ];
+  for (const request of requests) {
+    const run = await startRest(server.base, request);
+    const { page, errors, context } = await openPage(browser, server.base, `/#/run/${run.runId}`, { viewport: { width: 1400, height: 900 } });
+    await waitRunReady(page, run.runId);
+    const seen = (q) => q.$eval(`article.run`, (n) => ({
+      answer: n.querySelector(".run-answer").innerText,
+      stages: n.querySelector(".mode-root").innerText,
+      steps: n.querySelector(".run-steps").innerText,
+    }));
+    // The team's page of the finished run, opened afresh (as a teammate would open it later).
+    await page.reload();
+    await waitRunReady(page, run.runId);
+    const team = await seen(page);
+    const url = await shareLink(run.runId);
+    for (const [name, viewport] of [[`shared-${request.mode}`, { width: 1400, height: 900 }], [`shared-${request.mode}-phone`, { width: 390, height: 844 }]]) {
+      const anon = await browser.newContext({ viewport });
+      const p = await anon.newPage();
+      const pageErrors = [];
+      p.on("pageerror", (e) => pageErrors.push(String(e)));
+      p.on("console", (m) => { if (m.type() === "error") pageErrors.push(m.text()); });
+      assert.equal((await p.goto(url)).status(), 200);
+      await p.waitForSelector(`article.run[data-ready="true"]`);
+      const shared = await seen(p);
+      // At the same width the two read the same; on a phone the cards sit behind tabs.
+      if (viewport.width === 1400) assert.deepEqual(shared, team, `${request.mode}: the shared page shows what the team's page shows`);
+      else assert.equal(shared.answer, team.answer, `${request.mode}: the shared page's answer on a phone`);
+      const words = await p.innerText("main");
+      assert.deepEqual(offending(words), [], `${request.mode}: no protocol word on the shared page`);
+      for (const control of ["button.danger", "button.rerun:not([hidden])", ".share-open", ".export-menu", ".permalink", "textarea"]) {
+        assert.equal(await p.$(control), null, `${request.mode}: no ${control} on the shared page`);
+      }
+      const overflow = await p.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      assert.ok(overflow <= 1, `${name}: no sideways scroll (${overflow}px)`);
+      await screenshot(p, name);
+      assert.deepEqual(pageErrors, []);
+      await anon.close();
+    }
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
 });
 
 test("someone who may read a run but not control it gets Export and no Share", { skip }, async () => {

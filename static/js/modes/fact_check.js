@@ -6,6 +6,7 @@
 const VERDICT_COLORS = { VERIFIED: "green", DISPUTED: "red", UNVERIFIABLE: "gray" };
 const VERDICT_WORDS = { VERIFIED: "Verified", DISPUTED: "Disputed", UNVERIFIABLE: "Unverifiable" };
 const TYPE_WORDS = { STATISTIC: "statistic", DATE: "date", ATTRIBUTION: "attribution", TECHNICAL: "technical", COMPARISON: "comparison", CAUSAL: "cause" };
+const TYPE_NOUNS = { STATISTIC: ["statistic"], DATE: ["date"], ATTRIBUTION: ["attribution"], TECHNICAL: ["technical claim"], COMPARISON: ["comparison"], CAUSAL: ["causal claim"] };
 const CONF_WORDS = { HIGH: "high", MEDIUM: "medium", LOW: "low" };
 
 function band(score) {
@@ -126,7 +127,9 @@ export function createView(ctx) {
             if (d.fallbackFrom) card.addBadge(ui.badge(`backup for ${d.fallbackFrom}`, "yellow"));
             card.setText(claims.length ? ui.plural(claims.length, "claim") + " found." : "No claims found.");
           }
-          const types = Object.entries(d.typeBreakdown || {}).map(([t, n]) => ui.badge(`${TYPE_WORDS[t] || "untyped"}: ${n}`, "gray"));
+          // "2 statistics", not "STATISTIC: 2" (a badge is set in capitals: a colon would read as
+          // the extractor's format).
+          const types = Object.entries(d.typeBreakdown || {}).map(([t, n]) => ui.badge(ui.plural(n, ...(TYPE_NOUNS[t] || ["untyped claim"])), "gray"));
           extract.lead.replaceChildren(el("div", { class: "fc-types" }, ...types,
             d.truncated ? ui.badge("the content was cut to fit", "yellow") : null));
           extract.body.replaceChildren(el("ol", { class: "fc-extracted" }, claims.map((c) => {
