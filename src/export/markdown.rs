@@ -83,6 +83,14 @@ pub fn run_markdown(run: &RunExport, level: usize) -> String {
         None => out.push_str(&format!("{} Answer\n\n_No answer was produced._\n\n", h(2))),
     }
 
+    // The result in the mode's own terms (a verdict table, a bracket, a tally); the stages then
+    // give what each model wrote, without their data listed key by key.
+    let report = kind.and_then(|k| k.spec().report).map(|r| r(&v["result"]));
+    if let Some(r) = report.as_deref().filter(|r| !r.trim().is_empty()) {
+        out.push_str(&format!("{} Result\n\n{}\n", h(2), r.trim_end()));
+        out.push('\n');
+    }
+
     let usage = usage_per_model(run);
     if !usage.is_empty() {
         out.push_str(&format!("{} Models\n\n", h(2)));
@@ -106,11 +114,15 @@ pub fn run_markdown(run: &RunExport, level: usize) -> String {
         let mut current: Option<&str> = None;
         for s in &run.stages {
             let r = &s.row;
+            let text = stage_row(r, kind, level + 3, report.is_none());
+            if text.is_empty() {
+                continue;
+            }
             if current != Some(r.stage_type.as_str()) {
                 current = Some(r.stage_type.as_str());
                 out.push_str(&format!("{} {}\n\n", h(3), stage_words(&r.stage_type)));
             }
-            out.push_str(&stage_row(r, kind, level + 3));
+            out.push_str(&text);
         }
     }
     out.trim_end().to_string() + "\n"
@@ -147,7 +159,14 @@ pub fn conversation_markdown(c: &ConversationExport) -> String {
 }
 
 /// One stage row: a model's reply under its role and model, or the data the mode computed.
-fn stage_row(r: &crate::modes::StageRow, kind: Option<ModeKind>, level: usize) -> String {
+/// `with_data`: the data read from a reply, and a data row, are listed (a mode with no report
+/// of its own); else only what the models wrote is given.
+fn stage_row(
+    r: &crate::modes::StageRow,
+    kind: Option<ModeKind>,
+    level: usize,
+    with_data: bool,
+) -> String {
     let h = "#".repeat(level.min(6));
     let mut out = String::new();
     let role = r.role.as_deref().map(|id| role_label(kind, id));
@@ -167,12 +186,14 @@ fn stage_row(r: &crate::modes::StageRow, kind: Option<ModeKind>, level: usize) -
                 out.push('\n');
             }
             out.push('\n');
-            if let Some(p) = r.parsed_data.as_ref().and_then(|p| unsaid(p, r)) {
+            if let Some(p) = r.parsed_data.as_ref().and_then(|p| unsaid(p, r)).filter(|_| with_data)
+            {
                 out.push_str("**Read from it:**\n\n");
                 out.push_str(&data_list(&p, 0));
                 out.push('\n');
             }
         }
+        None if !with_data => return String::new(),
         None => {
             if let Some(role) = role {
                 out.push_str(&format!("_{role}_\n\n"));

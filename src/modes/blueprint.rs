@@ -246,6 +246,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     load_result,
     outcome,
     // No models and no settings but the material: `GET /api/models` reads the defaults off it.
+    report: None,
     example: || {
         json!({ "mode": "blueprint", "question": "Design doc for our collaborative editor",
                 "modeConfig": { "content": "A web editor where several people edit one document at once. Needs offline edits, presence cursors, comments and a history of versions. Team of four, six months." } })

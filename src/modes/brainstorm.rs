@@ -196,6 +196,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(Brainstorm::new(config, ctx)?)),
     load_result,
     outcome,
+    report: None,
     example: || {
         json!({ "mode": "brainstorm", "question": "How could a small city library attract more teenagers?",
                 "modeConfig": { "models": ["sim/alpha", "sim/beta", "sim/gamma"],

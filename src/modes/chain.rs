@@ -298,6 +298,7 @@ pub static SPEC: ModeSpec = ModeSpec {
             short(text, 100)
         ))
     },
+    report: None,
     example: || {
         json!({ "mode": "chain", "question": "Write a short guide to backing up a home server.",
                 "modeConfig": { "steps": [

@@ -275,6 +275,7 @@ pub static SPEC: ModeSpec = ModeSpec {
         }
         Some(line)
     },
+    report: None,
     example: || {
         json!({ "mode": "clarity", "modeConfig": { "content": "Brief: a mobile app for reporting potholes with a photo; the city fixes them within 14 days." } })
     },

@@ -177,6 +177,7 @@ pub static SPEC: ModeSpec = ModeSpec {
         let text = r.pointer("/synthesis/synthesis").and_then(Value::as_str)?;
         Some(short(text, 160))
     },
+    report: None,
     example: || {
         json!({ "mode": "confidence_weighted", "question": "What is caffeine's half-life in adults?",
                 "modeConfig": { "models": ["sim/alpha", "sim/beta", "sim/gamma"],

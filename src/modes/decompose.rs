@@ -203,6 +203,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(Decompose::new(config, ctx)?)),
     load_result,
     outcome,
+    report: None,
     example: || {
         json!({ "mode": "decompose",
                 "question": "Plan the launch of a small online bakery: market, menu, pricing, website and a first-month budget.",

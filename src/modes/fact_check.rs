@@ -241,6 +241,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(FactCheck::new(config, ctx)?)),
     load_result,
     outcome,
+    report: Some(report),
     example: || {
         json!({ "mode": "fact_check", "question": "Fact-check this paragraph.",
                 "modeConfig": { "content": "The Eiffel Tower was completed in 1889 for the World's Fair. It is 330 metres tall and was the tallest man-made structure in the world until 1930.",
@@ -1777,3 +1778,105 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
 #[cfg(test)]
 #[path = "fact_check_tests.rs"]
 mod tests;
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// A verdict in words.
+fn verdict_word(v: &str) -> &str {
+    match v {
+        "VERIFIED" => "verified",
+        "DISPUTED" => "disputed",
+        "UNVERIFIABLE" => "unverifiable",
+        other => other,
+    }
+}
+
+/// The result as the export's report: the score, a table of the claims with their consensus,
+/// and each checker's verdicts in a line.
+pub fn report(result: &Value) -> String {
+    use super::report::{count, table};
+    let mut out = String::new();
+    if let Some(score) = result["report"]["reliabilityScore"].as_i64() {
+        out.push_str(&format!("**Reliability:** {score}/100\n\n"));
+    }
+    let claims = result["claims"].as_array().cloned().unwrap_or_default();
+    let consensus = result["consensus"].as_array().cloned().unwrap_or_default();
+    if claims.is_empty() {
+        out.push_str("No checkable claims were found.\n");
+        return out;
+    }
+    let rows: Vec<Vec<String>> = claims
+        .iter()
+        .map(|c| {
+            let k = consensus.iter().find(|k| k["claimId"] == c["id"]);
+            let verdict = k.and_then(|k| k["verdict"].as_str()).map_or("not checked", verdict_word);
+            let how = k.map_or(String::new(), |k| {
+                let votes = &k["votes"];
+                let split: Vec<String> = ["VERIFIED", "DISPUTED", "UNVERIFIABLE"]
+                    .iter()
+                    .filter_map(|v| {
+                        votes[*v]
+                            .as_u64()
+                            .filter(|n| *n > 0)
+                            .map(|n| format!("{n} {}", verdict_word(v)))
+                    })
+                    .collect();
+                if k["split"] == true {
+                    format!(" (split: {})", split.join(", "))
+                } else {
+                    String::new()
+                }
+            });
+            vec![
+                c["number"].to_string(),
+                c["text"].as_str().unwrap_or("").to_string(),
+                format!("{verdict}{how}"),
+                k.and_then(|k| k["agreementRate"].as_u64())
+                    .map_or("—".into(), |a| format!("{a}%")),
+                k.and_then(|k| k["consensusConfidence"].as_str())
+                    .map_or("—".into(), str::to_lowercase),
+                k.and_then(|k| k["correction"].as_str()).unwrap_or("—").to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["#", "claim", "verdict", "agreement", "confidence", "correction"],
+        &rows,
+        &[0, 3],
+    ));
+    let c = &result["counts"];
+    let total = c["total"].as_u64().unwrap_or(claims.len() as u64);
+    out.push_str(&format!(
+        "\n{} verified, {} disputed, {} unverifiable of {}.\n",
+        c["verified"].as_u64().unwrap_or(0),
+        c["disputed"].as_u64().unwrap_or(0),
+        c["unverifiable"].as_u64().unwrap_or(0),
+        count(total, "claim", "claims")
+    ));
+    let checks = result["checks"].as_array().cloned().unwrap_or_default();
+    if !checks.is_empty() {
+        out.push_str("\n**The checkers:**\n\n");
+        for ch in &checks {
+            let model = ch["model"].as_str().unwrap_or("a checker");
+            let line = if ch["failed"] == true {
+                "its call failed".to_string()
+            } else if ch["parseSuccess"] == false {
+                "no verdict could be read from its reply".to_string()
+            } else {
+                let s = &ch["summary"];
+                let mut l = format!(
+                    "{} verified, {} disputed, {} unverifiable",
+                    s["verified"].as_u64().unwrap_or(0),
+                    s["disputed"].as_u64().unwrap_or(0),
+                    s["unverifiable"].as_u64().unwrap_or(0)
+                );
+                if let Some(n) = s["unaddressed"].as_u64().filter(|n| *n > 0) {
+                    l.push_str(&format!(", {} not addressed", count(n, "claim", "claims")));
+                }
+                l
+            };
+            out.push_str(&format!("- {model}: {line}\n"));
+        }
+    }
+    out
+}

@@ -193,6 +193,7 @@ pub static SPEC: ModeSpec = ModeSpec {
             None => verdict.to_string(),
         })
     },
+    report: None,
     example: || {
         json!({ "mode": "jury", "question": "Evaluate this API documentation",
                 "modeConfig": { "content": "## GET /api/users\nReturns users. Accepts limit and offset." } })

@@ -26,6 +26,7 @@ pub mod ranking;
 pub mod reading;
 pub mod red_team;
 pub mod registry;
+pub mod report;
 pub mod request;
 /// Reply schemas: the JSON a machine-read call may be answered in.
 pub mod schema;

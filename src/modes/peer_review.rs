@@ -435,6 +435,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(PeerReview::new(config, ctx)?)),
     load_result,
     outcome,
+    report: None,
     example: || {
         json!({ "mode": "peer_review", "question": "Review the architecture of our upload service.",
                 "modeConfig": { "content": "Uploads go from the browser to one API server, which writes them to a local disk and records them in a single PostgreSQL instance. A nightly cron job copies the disk to S3.",

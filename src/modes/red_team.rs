@@ -192,6 +192,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(RedTeam::new(config, ctx)?)),
     load_result,
     outcome,
+    report: None,
     example: || {
         json!({ "mode": "red_team", "question": "Review this login handler for security flaws.",
                 "modeConfig": { "content": "fn login(user: &str, pass: &str) -> bool {\n    let q = format!(\"SELECT * FROM users WHERE name='{user}' AND pass='{pass}'\");\n    db::query(&q).is_some()\n}", "rounds": 1 } })

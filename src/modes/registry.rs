@@ -91,6 +91,10 @@ pub struct ModeSpec {
     /// The one-line outcome of a result (the winner, verdict, score, estimate or the answer's
     /// first words): what lists and dashboards show. None while there is none.
     pub outcome: fn(&Value) -> Option<String>,
+    /// The result in the mode's own terms, as Markdown for the export (a verdict table, a
+    /// bracket, a tally): no headings, only bold lead lines, lists and tables, and never a
+    /// key-by-key dump. None: the export lists each stage's data instead.
+    pub report: Option<fn(&Value) -> String>,
     /// A small valid request, for documentation, the CLI's help and tests.
     pub example: fn() -> Value,
     /// How the offline sim models answer this mode's prompts (in its format, and now and then

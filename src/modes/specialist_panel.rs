@@ -581,6 +581,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(SpecialistPanel::new(config, ctx)?)),
     load_result,
     outcome,
+    report: None,
     example: || {
         json!({ "mode": "specialist_panel", "question": "Assess our plan to move the web shop to Kubernetes.",
                 "modeConfig": {

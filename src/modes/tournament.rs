@@ -138,6 +138,7 @@ pub static SPEC: ModeSpec = ModeSpec {
             short(text, 80)
         ))
     },
+    report: Some(report),
     example: || {
         json!({ "mode": "tournament", "question": "What is the best way to learn a new programming language?",
                 "modeConfig": { "contestantModels": ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon", "sim/zeta"],
@@ -1019,3 +1020,70 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
 #[cfg(test)]
 #[path = "tournament_tests.rs"]
 mod tests;
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// The result as the export's report: the champion, then the bracket round by round (each
+/// match, who won and what decided it).
+pub fn report(result: &Value) -> String {
+    use super::report::{count, table};
+    let seed = |n: &Value, model: &Value| match model.as_str() {
+        Some(m) => format!("seed {n} ({m})"),
+        None => format!("seed {n}"),
+    };
+    let model_of = |n: &Value| {
+        result["contestants"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["seed"] == *n))
+            .map_or(Value::Null, |c| c["model"].clone())
+    };
+    let mut out = String::new();
+    let champ = &result["champion"];
+    if !champ.is_null() {
+        out.push_str(&format!(
+            "**Champion:** {}, {} won\n\n",
+            seed(&champ["seed"], &champ["model"]),
+            count(champ["matchesWon"].as_u64().unwrap_or(0), "match", "matches")
+        ));
+    }
+    let byes: Vec<String> = result["bracket"]["byes"]
+        .as_array()
+        .map(|b| b.iter().map(|s| seed(s, &model_of(s))).collect())
+        .unwrap_or_default();
+    if !byes.is_empty() {
+        out.push_str(&format!("Through to round 2 without a match: {}.\n\n", byes.join(", ")));
+    }
+    for r in result["rounds"].as_array().cloned().unwrap_or_default() {
+        out.push_str(&format!("**Round {}**\n\n", r["round"]));
+        let rows: Vec<Vec<String>> = r["matches"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|m| {
+                let decided = match m["decidedBy"].as_str() {
+                    Some("judge") => "the judge",
+                    Some("judge_retry") => "the judge, asked again",
+                    Some("coin_flip") => "a coin flip (the judge's verdict could not be read)",
+                    Some("default_seed") => "the better seed (the judge's call failed)",
+                    _ => "—",
+                };
+                vec![
+                    m["matchIndex"].to_string(),
+                    seed(&m["shownAsA"], &model_of(&m["shownAsA"])),
+                    seed(&m["shownAsB"], &model_of(&m["shownAsB"])),
+                    seed(&m["winnerSeed"], &m["winnerModel"]),
+                    decided.to_string(),
+                    m["reasoning"].as_str().unwrap_or("").to_string(),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &["match", "shown as Response A", "shown as Response B", "winner", "decided by", "why"],
+            &rows,
+            &[0],
+        ));
+        out.push('\n');
+    }
+    out
+}

@@ -133,6 +133,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(Vote::new(config, ctx)?)),
     load_result,
     outcome: super::registry::winner_outcome,
+    report: Some(report),
     example: || json!({ "mode": "vote", "question": "Which database should a team of five use?" }),
     sim: None,
 };
@@ -498,3 +499,11 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 #[cfg(test)]
 #[path = "vote_tests.rs"]
 mod tests;
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// The result as the export's report: the tally (each answer, whose it was, its votes), the
+/// winner and how it was decided, and each voter's vote.
+pub fn report(result: &Value) -> String {
+    super::voting::tally_report(&result["voteRound"], &result["winner"], &result["tiebreaker"])
+}

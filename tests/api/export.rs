@@ -101,6 +101,46 @@ async fn check_exports(app: &TestApp, run_id: &str) {
         let stage = row["stageType"].as_str().unwrap();
         assert!(!md.contains(&format!("### {stage}\n")), "{mode}: stage id {stage} shown as is");
     }
+    // A mode with a report of its own gives its result in its own terms (a verdict table, a
+    // bracket, a tally), and no key-by-key dump of what was read.
+    let has_report = conclave::modes::ModeKind::parse(mode).unwrap().spec().report.is_some();
+    if has_report {
+        let result =
+            md.split("## Result\n").nth(1).unwrap_or_else(|| panic!("{mode}: no result: {md}"));
+        let result = result.split("\n## ").next().unwrap();
+        assert!(result.contains("|---"), "{mode}: the result as a table: {result}");
+        match mode {
+            "fact_check" => {
+                for c in api["result"]["claims"].as_array().unwrap() {
+                    let text = c["text"].as_str().unwrap();
+                    assert!(result.contains(text), "{mode}: claim {text} in the table: {result}");
+                }
+                assert!(
+                    result.contains("| verified")
+                        || result.contains("| disputed")
+                        || result.contains("| unverifiable"),
+                    "{result}"
+                );
+            }
+            "vote" => {
+                let w = &api["result"]["winner"];
+                assert!(
+                    result.contains(&format!("**Winner:** {}", w["winnerLabel"].as_str().unwrap())),
+                    "{result}"
+                );
+                assert!(result.contains(&format!("{} (winner)", w["voteCount"])), "{result}");
+            }
+            "tournament" => {
+                let c = &api["result"]["champion"];
+                assert!(result.contains(&format!("**Champion:** seed {}", c["seed"])), "{result}");
+                assert!(result.contains("**Round 1**"), "{result}");
+            }
+            _ => {}
+        }
+        for dump in ["Read from it", "Parse success", "Read from:", "Id: claim_", "Checker index"] {
+            assert!(!md.contains(dump), "{mode}: {dump:?} in the Markdown");
+        }
+    }
     for line in prose_lines(&md) {
         let t = line.trim_start_matches(['>', ' ', '-']);
         assert!(
