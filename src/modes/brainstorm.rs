@@ -844,8 +844,10 @@ pub fn clusters_schema<S: AsRef<str>>(ids: &[S], k: usize) -> Arc<ReplySchema> {
         (
             "ideas",
             schema::described(
-                schema::distinct(schema::one_of(ids), per_cluster.0, per_cluster.1),
-                "the ids of its ideas",
+                // Not `uniqueItems`: a grammar cannot hold a model to it, and an id named twice
+                // in one cluster still places the idea there (read once). CI's model wrote one.
+                schema::list(schema::one_of(ids), per_cluster.0, per_cluster.1),
+                "the ids of its ideas, each once",
             ),
         ),
         ("promise", schema::described(schema::one_of(&PROMISES), "how promising it is")),
