@@ -106,6 +106,7 @@ impl Application {
             unauthenticated: crate::web::limits::Unauthenticated::new(
                 config.max_unauthenticated_per_address,
             ),
+            evals: Default::default(),
         });
         let server = HttpServer::new(move || {
             App::new()

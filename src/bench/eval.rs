@@ -56,7 +56,7 @@ pub async fn eval_bench(mut config: Config, questions: usize) -> Result<EvalFigu
         judge: None,
     };
     let started = Instant::now();
-    let report = run_eval(&engine, &opts, None, std::future::pending(), &mut |_| {})
+    let report = run_eval(&engine, &opts, None, std::future::pending::<String>(), &mut |_| {})
         .await
         .map_err(|e| e.to_string())?;
     let elapsed = started.elapsed();

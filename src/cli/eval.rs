@@ -101,13 +101,7 @@ fn read_set(name: &str, limit: Option<usize>) -> Result<String, String> {
             .map_err(|e| format!("cannot read {name}: {e}"))?
     };
     Ok(match limit {
-        // Whole questions: counted as parse_set counts them.
-        Some(n) => text
-            .lines()
-            .filter(|l| !l.trim().is_empty() && !l.trim().starts_with("//"))
-            .take(n)
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Some(n) => crate::eval::questions::first_questions(&text, n),
         None => text,
     })
 }
@@ -196,6 +190,7 @@ pub async fn eval_command(config: Config, args: EvalArgs) -> i32 {
     };
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
+        "stopped by Ctrl-C".to_string()
     };
     let report = match run_eval(&engine, &opts, resume.as_ref(), stop, &mut on_progress).await {
         Ok(r) => r,

@@ -71,6 +71,16 @@ pub const MAX_OPTIONS: usize = 26;
 
 /// Reads a question set. Blank lines and lines starting with `//` are skipped; every other
 /// line is one question.
+/// The first `n` questions of a set's text (whole questions, counted as [`parse_set`] counts
+/// them: blank lines and `//` comments are none).
+pub fn first_questions(text: &str, n: usize) -> String {
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim().starts_with("//"))
+        .take(n)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 pub fn parse_set(text: &str) -> Result<Vec<Question>, SetError> {
     let mut out: Vec<Question> = Vec::new();
     for (i, raw) in text.lines().enumerate() {

@@ -80,6 +80,8 @@ pub enum EvalError {
 /// How far an eval is, for its progress line.
 #[derive(Debug, Clone)]
 pub struct Progress {
+    /// The eval's id (known once it is stored: the first report comes before any run).
+    pub eval_id: String,
     pub done: usize,
     pub total: usize,
     /// Per arm run so far: (arm, correct, answered).
@@ -162,14 +164,15 @@ pub fn options_of(record: &EvalRecord) -> Result<EvalOptions, EvalError> {
     })
 }
 
-/// Runs (or resumes) an eval until it is done, its budget is reached or `stop` resolves, and
-/// answers its report. `resume`: the eval to continue; else the newest unfinished eval of the
-/// same set and settings, else a new one.
+/// Runs (or resumes) an eval until it is done, its budget is reached or `stop` resolves (to
+/// the reason it is stopped, `stopped by Ctrl-C`), and answers its report. `resume`: the eval
+/// to continue; else the newest unfinished eval of the same set and settings, else a new one.
+/// `progress` hears first when the eval is stored (nothing run yet), then after each run.
 pub async fn run_eval(
     engine: &Engine,
     opts: &EvalOptions,
     resume: Option<&EvalRecord>,
-    stop: impl Future<Output = ()>,
+    stop: impl Future<Output = String>,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Report, EvalError> {
     // The oracles answer (and judge) before the modes' sims in this process.
@@ -523,7 +526,7 @@ impl<'a> Driver<'a> {
     async fn run(
         &mut self,
         jobs: Vec<Planned>,
-        stop: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+        stop: &mut std::pin::Pin<&mut impl Future<Output = String>>,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Option<String>, EvalError> {
         let defaults = self.engine.defaults().clone();
@@ -547,6 +550,9 @@ impl<'a> Driver<'a> {
             pending.push_back(Job { plan, providers: routes, reserve: (0, 0.0) });
         }
         let total = self.done + pending.len() + self.total_later;
+        // Where it starts (a resumed eval's recorded runs, or none), before anything runs.
+        let arms = self.tally.iter().map(|(a, (c, n))| (a.clone(), *c, *n)).collect();
+        progress(&Progress { eval_id: self.eval_id.to_string(), done: self.done, total, arms });
         let limit = self.opts.concurrency.max(1);
         let mut per_provider: HashMap<String, usize> = HashMap::new();
         let mut arms_in_flight: HashMap<String, usize> = HashMap::new();
@@ -632,7 +638,12 @@ impl<'a> Driver<'a> {
                                 self.engine.store().add_eval_runs(std::mem::take(&mut buffer)).await?;
                             }
                             let arms = self.tally.iter().map(|(a, (c, n))| (a.clone(), *c, *n)).collect();
-                            progress(&Progress { done: self.done, total, arms });
+                            progress(&Progress {
+                                eval_id: self.eval_id.to_string(),
+                                done: self.done,
+                                total,
+                                arms,
+                            });
                         }
                         // Not recorded (a resume runs it again); what it used is counted by the
                         // budget. A call the budget refused stops the eval.
@@ -645,8 +656,8 @@ impl<'a> Driver<'a> {
                         }
                     }
                 }
-                _ = stop.as_mut(), if stopped.is_none() => {
-                    stopped = Some("stopped by Ctrl-C".into());
+                why = stop.as_mut(), if stopped.is_none() => {
+                    stopped = Some(why);
                     self.cancel_all("the eval was stopped").await;
                 }
             }

@@ -40,6 +40,8 @@ pub struct AppState {
     pub clock: crate::engine::limits::Clock,
     /// The sockets not yet signed in, per client address.
     pub unauthenticated: std::sync::Arc<limits::Unauthenticated>,
+    /// The evals started from the page that this server runs now.
+    pub evals: std::sync::Arc<evals::EvalJobs>,
 }
 
 /// A body that could not be read as JSON: too large (413), not sent as JSON (415), or
@@ -116,7 +118,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/conversations/{id}", web::get().to(rest::get_conversation))
             .route("/conversations/{id}/export", web::get().to(share::export_conversation))
             .route("/evals", web::get().to(evals::list))
+            .route("/evals", web::post().to(evals::start))
             .route("/evals/{id}", web::get().to(evals::get))
+            .route("/evals/{id}/cancel", web::post().to(evals::cancel))
             .route("/models", web::get().to(rest::models))
             .route("/modes", web::get().to(rest::modes_list))
             .route("/reviews", web::get().to(rest::list_reviews))

@@ -16,12 +16,78 @@ const wholePct = (x) => `${Math.floor(x * 100 + 0.5)}%`;
 const points = (x) => { const v = tenths(x); return `${v > 0 ? "+" : ""}${v.toFixed(1)}`; };
 const pValue = (p) => (p < 0.01 ? "p<0.01" : `p=${(Math.floor(p * 100 + 0.5) / 100).toFixed(2)}`);
 
+/** The arms the form offers, with what each means. */
+const ARMS = [
+  ["single", "each member alone"],
+  ["majority", "the members' plurality answer"],
+  ["self-consistency", "the best member asked five times"],
+  ["council", "Council mode"],
+  ["vote", "Vote mode"],
+  ["jury", "a jury on the best member's answer"],
+];
+
+/** The form that starts an eval in the server (admins): a set, members, arms, a budget. */
+async function newEvalForm() {
+  const models = await fetchJson("/api/models").catch(() => ({}));
+  const members = models.offline ? ["sim/oracle-0.8-a", "sim/oracle-0.5-b", "sim/oracle-0.5-c"]
+    : ((models.modes || {}).council || {}).councilModels || [];
+  const set = el("select", { id: "eval-set" }, el("option", { value: "sample" }, "The sample set (arithmetic with known answers)"),
+    el("option", { value: "upload" }, "A JSON-lines file of my own…"));
+  const file = el("input", { id: "eval-file", type: "file", accept: ".jsonl,.json,.txt,application/json", hidden: true, "aria-label": "The question set's file" });
+  set.addEventListener("change", () => { file.hidden = set.value !== "upload"; });
+  const limit = el("input", { id: "eval-limit", type: "number", min: 1, step: 1, value: 16, inputmode: "numeric" });
+  const who = el("input", { id: "eval-members", type: "text", value: members.join(", "), autocomplete: "off" });
+  const arms = ARMS.map(([name, what]) => el("label", { class: "check" },
+    el("input", { type: "checkbox", id: `eval-arm-${name}`, value: name, checked: ["single", "majority", "council"].includes(name) }), ` ${name} `, el("span", { class: "muted" }, `(${what})`)));
+  const budget = el("input", { id: "eval-budget", type: "number", min: 1, step: 1000, placeholder: "no limit", inputmode: "numeric" });
+  const error = el("div", { class: "error", role: "alert", id: "eval-error" });
+  const start = el("button", { type: "submit", id: "eval-start" }, "Start eval");
+  const field = (label, control, hint) => el("div", { class: "field" }, el("label", { for: control.id }, label), control, hint ? el("div", { class: "hint" }, hint) : null);
+  const form = el("form", { class: "form-card", id: "eval-form", "aria-label": "Start an eval" },
+    el("h2", null, "Start an eval"),
+    field("Question set", set), file,
+    field("Questions", limit, "Only the first ones of the set; empty for all of it."),
+    field("Members", who, "Model ids, separated by commas."),
+    el("fieldset", { class: "field" }, el("legend", null, "Arms"), ...arms),
+    field("Budget (tokens)", budget, "The eval stops before its runs would use more; empty for no limit."),
+    error, start);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    error.textContent = "";
+    start.disabled = true;
+    try {
+      const body = { set: "sample", members: who.value.split(",").map((m) => m.trim()).filter(Boolean),
+        arms: ARMS.map(([n]) => n).filter((n) => form.querySelector(`#eval-arm-${n}`).checked) };
+      if (!body.members.length) throw new Error("Members: name at least one model.");
+      if (!body.arms.length) throw new Error("Arms: choose at least one.");
+      if (set.value === "upload") {
+        const f = file.files && file.files[0];
+        if (!f) throw new Error("Choose the set's file first.");
+        body.set = f.name;
+        body.questions = await f.text();
+      }
+      if (limit.value.trim()) body.limit = Number(limit.value);
+      if (budget.value.trim()) body.budgetTokens = Number(budget.value);
+      const reply = await fetchJson("/api/evals", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      location.hash = `#/eval/${encodeURIComponent(reply.evalId)}`;
+    } catch (e) {
+      error.textContent = e.message;
+      start.disabled = false;
+    }
+  });
+  return form;
+}
+
 /** #/evals */
 export async function evalsView(main) {
   const list = el("div", { class: "list", role: "list", id: "eval-list" });
+  const me = window.conclave && window.conclave.me;
   main.append(el("h1", null, "Evals"),
-    el("p", { class: "muted" }, "Is the panel worth it? Evals run a graded question set through single models, their majority and modes. Start one from the terminal: ",
-      el("code", null, "conclave eval sample --members a,b,c")), list);
+    el("p", { class: "muted" }, "Is the panel worth it? Evals run a graded question set through single models, their majority and modes. ",
+      me && me.isAdmin ? "Start one here, or from the terminal: " : "An admin starts one here; anyone can from the terminal: ",
+      el("code", null, "conclave eval sample --members a,b,c")));
+  if (me && me.isAdmin) main.append(await newEvalForm());
+  main.append(list);
   const body = await fetchJson("/api/evals");
   const evals = body.evals || [];
   list.replaceChildren(...(evals.length ? evals.map((e) => el("div", { class: "run-row", role: "listitem", dataset: { eval: e.id } },
@@ -42,7 +108,7 @@ function figuresTable(report) {
     const diff = d && d.n ? `${points(d.diff)} pt [${points(d.diffLow)}, ${points(d.diffHigh)}] ${pValue(d.mcnemarP)}` : base ? "baseline" : "—";
     const cells = [a.arm, a.n, a.n ? pct(a.accuracy) : "—", a.n ? `${pct(a.ciLow)}–${pct(a.ciHigh)}` : "—", diff,
       a.n ? wholePct(a.unparsed / a.n) : "—", a.promptTokens + a.completionTokens, a.cost == null ? "—" : `$${a.cost.toFixed(4)}`,
-      `${a.latencyP50Ms} ms`, `${a.latencyP95Ms} ms`];
+      a.n ? `${a.latencyP50Ms} ms` : "—", a.n ? `${a.latencyP95Ms} ms` : "—"];
     return el("tr", { dataset: { arm: a.arm } }, cells.map((c, i) => el(i === 0 ? "th" : "td", { class: num.has(i) ? "num" : null, scope: i === 0 ? "row" : null }, String(c))));
   });
   return el("div", { class: "table-scroll" }, el("table", { class: "data", id: "eval-table" },
@@ -160,9 +226,38 @@ async function compare(report, otherId, holder) {
   el("p", { class: "muted" }, "The two evals asked the same questions with their own runs: where the intervals overlap, the difference may be chance."));
 }
 
-/** #/eval/ID */
+/** How far a running eval is, with Stop while it can be stopped. */
+function progressSection(report, id) {
+  const p = report.progress || { done: 0, total: 0 };
+  const note = el("span", { id: "eval-progress-text" }, p.total ? `${p.done} of ${p.total} runs done` : "starting…");
+  const stop = el("button", { type: "button", class: "danger small", id: "eval-stop", hidden: !p.stoppable }, "Stop eval");
+  stop.addEventListener("click", async () => {
+    stop.disabled = true;
+    try {
+      await fetchJson(`/api/evals/${encodeURIComponent(id)}/cancel`, { method: "POST" });
+      note.textContent = "Stopping: the runs in flight are cancelled, what is done is kept…";
+    } catch (e) { note.textContent = e.message; stop.disabled = false; }
+  });
+  return el("section", { class: "panel eval-running", "aria-live": "polite" },
+    el("progress", { id: "eval-progress", max: p.total || 1, value: p.done }), " ", note, " ", stop);
+}
+
+/** #/eval/ID: while the eval runs, its figures so far and its progress, read again each second. */
 export async function evalView(main, id) {
-  const report = await fetchJson(`/api/evals/${encodeURIComponent(id)}`);
+  let timer = null;
+  let gone = false;
+  async function draw() {
+    const report = await fetchJson(`/api/evals/${encodeURIComponent(id)}`);
+    if (gone) return;
+    main.replaceChildren();
+    render(main, report, id);
+    if (report.eval.status === "running") timer = setTimeout(() => draw().catch(() => {}), 1000);
+  }
+  await draw();
+  return { destroy() { gone = true; clearTimeout(timer); } };
+}
+
+function render(main, report, id) {
   const e = report.eval;
   main.append(el("h1", null, `Eval of ${e.setName}`),
     el("p", { class: "muted" }, `${e.questions} questions · members ${(e.members || []).join(", ")} · `, ui.badge(e.status, e.status === "completed" ? "green" : "yellow"),
@@ -173,5 +268,5 @@ export async function evalView(main, id) {
     el("section", { class: "panel" }, el("h2", null, "Accuracy against cost"), accuracyChart(report)),
     el("section", { class: "panel" }, ...disagreementTable(report)),
     ...[sameSetSection(report)].filter(Boolean));
-  return null;
+  if (e.status === "running") main.querySelector("h1").after(progressSection(report, id));
 }

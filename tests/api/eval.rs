@@ -529,3 +529,86 @@ async fn an_evals_runs_stay_out_of_history_and_the_dashboard_and_say_whose_they_
     }
     app.stop().await;
 }
+
+/// Polls an eval's report until it is no longer running.
+async fn eval_done(app: &crate::helpers::TestApp, id: &str) -> Value {
+    for _ in 0..600 {
+        let (status, v) = app.get(&format!("/api/evals/{id}")).await;
+        assert_eq!(status, 200, "{v}");
+        if v["eval"]["status"] != "running" {
+            return v;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("eval {id} did not end");
+}
+
+#[actix_web::test]
+async fn an_admin_starts_follows_and_stops_an_eval_over_the_api() {
+    let app = crate::helpers::spawn_with(crate::helpers::Options {
+        sim_latency_ms: 20,
+        ..Default::default()
+    })
+    .await;
+    // Refused by field, nothing stored.
+    for (body, field) in [
+        (serde_json::json!({ "set": "sample", "members": [] }), "members"),
+        (
+            serde_json::json!({ "set": "sample", "members": ["sim/alpha"], "arms": ["nonsense"] }),
+            "arms",
+        ),
+        (serde_json::json!({ "set": "mine.jsonl", "members": ["sim/alpha"] }), "questions"),
+        (
+            serde_json::json!({ "set": "mine.jsonl", "questions": "not json", "members": ["sim/alpha"] }),
+            "questions",
+        ),
+        (serde_json::json!({ "set": "sample", "limit": 0, "members": ["sim/alpha"] }), "limit"),
+    ] {
+        let (status, v) = app.post("/api/evals", &body).await;
+        assert_eq!(status, 400, "{body}: {v}");
+        assert_eq!(v["field"], field, "{body}: {v}");
+    }
+    assert_eq!(app.get("/api/evals").await.1["evals"], serde_json::json!([]));
+    // Not an admin: refused.
+    let bob = crate::helpers::client_with(&app.user("bob", false).await);
+    let r = bob
+        .post(format!("{}/api/evals", app.base))
+        .json(&serde_json::json!({ "set": "sample", "members": ["sim/oracle-1"] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+
+    // Started: 202 with its id; its page follows it to the end; the figures are the oracles'.
+    let body = serde_json::json!({ "set": "sample", "limit": 6, "members": ["sim/oracle-1", "sim/oracle-0"],
+                                   "arms": ["single"] });
+    let (status, v) = app.post("/api/evals", &body).await;
+    assert_eq!(status, 202, "{v}");
+    let id = v["evalId"].as_str().unwrap().to_string();
+    let report = eval_done(&app, &id).await;
+    assert_eq!(report["eval"]["status"], "completed", "{report}");
+    assert!(report["progress"].is_null());
+    assert_eq!(arm(&report, "single:sim/oracle-1")["correct"], 6);
+    assert_eq!(arm(&report, "single:sim/oracle-0")["correct"], 0);
+    assert_eq!(app.post(&format!("/api/evals/{id}/cancel"), &serde_json::json!({})).await.0, 409);
+
+    // A longer one, stopped from the page: it ends stopped, saying who stopped it.
+    let body = serde_json::json!({ "set": "sample", "members": ["sim/oracle-0.5-a", "sim/oracle-0.5-b"],
+                                   "arms": ["single", "council"] });
+    let (status, v) = app.post("/api/evals", &body).await;
+    assert_eq!(status, 202, "{v}");
+    let id = v["evalId"].as_str().unwrap().to_string();
+    let (_, running) = app.get(&format!("/api/evals/{id}")).await;
+    assert_eq!(running["eval"]["status"], "running", "{running}");
+    assert!(running["progress"]["total"].as_u64().unwrap() > 0, "{running}");
+    let (status, v) = app.post(&format!("/api/evals/{id}/cancel"), &serde_json::json!({})).await;
+    assert_eq!(status, 202, "{v}");
+    let report = eval_done(&app, &id).await;
+    assert_eq!(report["eval"]["status"], "stopped", "{report}");
+    assert!(
+        report["eval"]["note"].as_str().unwrap().contains("stopped from the page by"),
+        "{report}"
+    );
+    assert_eq!(app.post("/api/evals/no-such/cancel", &serde_json::json!({})).await.0, 404);
+    app.stop().await;
+}
