@@ -280,7 +280,12 @@ mod tests {
 
     #[test]
     fn the_progress_line_gives_a_running_estimate() {
-        let p = Progress { done: 10, total: 40, arms: vec![("majority".into(), 7, 10)] };
+        let p = Progress {
+            eval_id: "e".into(),
+            done: 10,
+            total: 40,
+            arms: vec![("majority".into(), 7, 10)],
+        };
         let line = progress_line(&p, 5.0);
         assert!(line.starts_with("[10/40] 25%") && line.contains("majority 70% (n=10)"), "{line}");
         assert!(line.contains("15 s left"), "{line}");

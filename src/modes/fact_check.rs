@@ -1624,8 +1624,22 @@ fn outcome(result: &Value) -> Option<String> {
 
 /// The sentences of a text that state a number (the sim's "checkable claims").
 fn sim_claims(content: &str) -> Vec<String> {
-    content
-        .split_inclusive(['.', '!', '?'])
+    // A sentence ends at `.`, `!` or `?` followed by a space or the end: the point of `2.1` is
+    // no sentence's end.
+    let mut sentences: Vec<&str> = Vec::new();
+    let mut start = 0;
+    let bytes = content.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        if matches!(b, b'.' | b'!' | b'?')
+            && bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace())
+        {
+            sentences.push(&content[start..=i]);
+            start = i + 1;
+        }
+    }
+    sentences.push(&content[start..]);
+    sentences
+        .into_iter()
         .map(str::trim)
         .filter(|s| s.chars().any(|c| c.is_ascii_digit()) && s.len() > 12 && !s.contains('<'))
         .map(|s| s.replace('\n', " "))

@@ -773,3 +773,13 @@ fn the_sim_answers_its_schemas_with_claims_from_the_content() {
     })
     .is_none());
 }
+
+/// The offline sim's claims are the content's sentences that state a number; a decimal point
+/// ends no sentence.
+#[test]
+fn the_sims_claims_are_whole_sentences() {
+    let claims = super::sim_claims(
+        "The tower is 330 metres tall. Paris has 2.1 million people. No number here.",
+    );
+    assert_eq!(claims, ["The tower is 330 metres tall.", "Paris has 2.1 million people."]);
+}

@@ -397,6 +397,65 @@ pub fn first_alphabetically(labels: &[String]) -> Option<String> {
     labels.iter().min_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b))).cloned()
 }
 
+/// A vote round as the export's report: a table of the answers (label, whose, votes, the
+/// winner marked), the winner and how a tie was broken, and each voter's vote.
+pub fn tally_report(round: &Value, winner: &Value, tiebreaker: &Value) -> String {
+    use super::report::{count, table};
+    let mut out = String::new();
+    let labels = round["labelToModel"].as_object().cloned().unwrap_or_default();
+    let tallies = &round["tallies"];
+    let won = winner["winnerLabel"].as_str();
+    let mut rows: Vec<(u64, Vec<String>)> = labels
+        .iter()
+        .map(|(label, model)| {
+            let n = tallies[label.as_str()].as_u64().unwrap_or(0);
+            let mark = if Some(label.as_str()) == won { " (winner)" } else { "" };
+            (n, vec![label.clone(), model.as_str().unwrap_or("").to_string(), format!("{n}{mark}")])
+        })
+        .collect();
+    // Most votes first; the labels' order breaks ties.
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1[0].cmp(&b.1[0])));
+    if !rows.is_empty() {
+        let rows: Vec<Vec<String>> = rows.into_iter().map(|(_, r)| r).collect();
+        out.push_str(&table(&["answer", "model", "votes"], &rows, &[2]));
+        out.push('\n');
+    }
+    match won {
+        Some(label) => {
+            out.push_str(&format!(
+                "**Winner:** {label} ({}), {} of {}",
+                winner["winnerModel"].as_str().unwrap_or("?"),
+                winner["voteCount"].as_u64().unwrap_or(0),
+                count(winner["totalVotes"].as_u64().unwrap_or(0), "vote", "votes")
+            ));
+            if winner["tiebroken"] == true {
+                let by = match tiebreaker["model"].as_str() {
+                    Some(m) => format!("the chairman ({m})"),
+                    None => "the labels' order".to_string(),
+                };
+                out.push_str(&format!("; the tie was broken by {by}"));
+            }
+            out.push_str(".\n");
+        }
+        None => out.push_str("**No winner:** no valid vote named an answer.\n"),
+    }
+    let votes = round["votes"].as_array().cloned().unwrap_or_default();
+    if !votes.is_empty() {
+        out.push_str("\n**The votes:**\n\n");
+        for v in &votes {
+            let model = v["model"].as_str().unwrap_or("a voter");
+            match v["votedFor"].as_str() {
+                Some(l) => out.push_str(&format!("- {model} voted for {l}\n")),
+                None => out.push_str(&format!("- {model}: no readable vote\n")),
+            }
+        }
+    }
+    if let Some(n) = round["invalidVoteCount"].as_u64().filter(|n| *n > 0) {
+        out.push_str(&format!("\n{} did not count.\n", count(n, "vote", "votes")));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -572,63 +631,4 @@ mod tests {
             }
         }
     }
-}
-
-/// A vote round as the export's report: a table of the answers (label, whose, votes, the
-/// winner marked), the winner and how a tie was broken, and each voter's vote.
-pub fn tally_report(round: &Value, winner: &Value, tiebreaker: &Value) -> String {
-    use super::report::{count, table};
-    let mut out = String::new();
-    let labels = round["labelToModel"].as_object().cloned().unwrap_or_default();
-    let tallies = &round["tallies"];
-    let won = winner["winnerLabel"].as_str();
-    let mut rows: Vec<(u64, Vec<String>)> = labels
-        .iter()
-        .map(|(label, model)| {
-            let n = tallies[label.as_str()].as_u64().unwrap_or(0);
-            let mark = if Some(label.as_str()) == won { " (winner)" } else { "" };
-            (n, vec![label.clone(), model.as_str().unwrap_or("").to_string(), format!("{n}{mark}")])
-        })
-        .collect();
-    // Most votes first; the labels' order breaks ties.
-    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1[0].cmp(&b.1[0])));
-    if !rows.is_empty() {
-        let rows: Vec<Vec<String>> = rows.into_iter().map(|(_, r)| r).collect();
-        out.push_str(&table(&["answer", "model", "votes"], &rows, &[2]));
-        out.push('\n');
-    }
-    match won {
-        Some(label) => {
-            out.push_str(&format!(
-                "**Winner:** {label} ({}), {} of {}",
-                winner["winnerModel"].as_str().unwrap_or("?"),
-                winner["voteCount"].as_u64().unwrap_or(0),
-                count(winner["totalVotes"].as_u64().unwrap_or(0), "vote", "votes")
-            ));
-            if winner["tiebroken"] == true {
-                let by = match tiebreaker["model"].as_str() {
-                    Some(m) => format!("the chairman ({m})"),
-                    None => "the labels' order".to_string(),
-                };
-                out.push_str(&format!("; the tie was broken by {by}"));
-            }
-            out.push_str(".\n");
-        }
-        None => out.push_str("**No winner:** no valid vote named an answer.\n"),
-    }
-    let votes = round["votes"].as_array().cloned().unwrap_or_default();
-    if !votes.is_empty() {
-        out.push_str("\n**The votes:**\n\n");
-        for v in &votes {
-            let model = v["model"].as_str().unwrap_or("a voter");
-            match v["votedFor"].as_str() {
-                Some(l) => out.push_str(&format!("- {model} voted for {l}\n")),
-                None => out.push_str(&format!("- {model}: no readable vote\n")),
-            }
-        }
-    }
-    if let Some(n) = round["invalidVoteCount"].as_u64().filter(|n| *n > 0) {
-        out.push_str(&format!("\n{} did not count.\n", count(n, "vote", "votes")));
-    }
-    out
 }
