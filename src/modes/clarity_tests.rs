@@ -1215,3 +1215,99 @@ proptest! {
         }
     }
 }
+
+/// What no report may show: raw values, JSON, stored keys, headings.
+fn assert_reads_well(md: &str) {
+    for bad in [
+        "null",
+        "NaN",
+        "undefined",
+        "{\"",
+        "evidenceQuality",
+        "needsHumanReview",
+        "post_discussion",
+        "parseSuccess",
+    ] {
+        assert!(!md.contains(bad), "{bad:?} in the report: {md}");
+    }
+    assert!(!md.lines().any(|l| l.starts_with('#')), "a heading in the report: {md}");
+}
+
+#[test]
+fn the_report_gives_the_scorecards_the_arbiters_ruling_and_the_review_flag() {
+    let mut c = clarity("auto");
+    let calls = stage_calls(&c.start());
+    let mut all = Vec::new();
+    let mut low = [7.0; 7];
+    low[2] = 2.0;
+    let skeptic = card(low, &issue("evidenceQuality", "No sources for the key claim", "high"));
+    let e = feed(
+        &mut c,
+        vec![
+            ok(&calls[0], &skeptic),
+            ok(
+                &calls[1],
+                &card([7.0; 7], &issue("evidenceQuality", "The key claim has no sources", "low")),
+            ),
+            ok(&calls[2], &card([8.0; 7], "")),
+        ],
+    );
+    let disc = stage_calls(&e);
+    all.extend(e);
+    let e = feed(
+        &mut c,
+        vec![
+            ok(&disc[0], &skeptic),
+            ok(&disc[1], "I will keep my view."),
+            ok(&disc[2], &card([7.0; 7], "")),
+        ],
+    );
+    let arb = stage_calls(&e);
+    all.extend(e);
+    all.extend(
+        c.on_reply(ok(&arb[0], "{\"scores\": {\"evidenceQuality\": 5}, \"reasoning\": \"r\"}")),
+    );
+    let result = load_result(&rows(&all));
+    let md = report(&result);
+    assert!(md.contains("|---"), "{md}");
+    let total = result["score"]["score"].as_f64().unwrap();
+    assert!(
+        md.contains(&format!(
+            "**Clarity score:** {total}/10, the evaluators' scores with the Arbiter's"
+        )),
+        "{md}"
+    );
+    assert!(md.contains("**Flagged for human review:** Evaluators still disagreed"), "{md}");
+    assert!(md.contains("| dimension | weight | Skeptic (s) | Advocate (a) | Generalist (g) | Arbiter | final |"), "{md}");
+    assert!(md.contains("| Evidence Quality | 15% | 2 | 7 | 7 (was 8) | 5 | 5.2 |"), "{md}");
+    assert!(md.contains("| Accessibility | 15% | 7 | 7 | 7 (was 8) | — | 7 |"), "{md}");
+    assert!(md.contains("- Advocate (a): its revised scorecard could not be read"), "{md}");
+    assert!(md.contains("**Arbiter** (arb): ruled Evidence Quality 5."), "{md}");
+    assert!(
+        md.contains("1. Evidence Quality (high priority, raised by Skeptic and Advocate): No sources for the key claim; suggested fix: fix it"),
+        "{md}"
+    );
+    assert_reads_well(&md);
+
+    // Close scores: the median, not flagged.
+    let mut c = clarity("auto");
+    let calls = stage_calls(&c.start());
+    let e = feed(
+        &mut c,
+        vec![
+            ok(&calls[0], &card([7.0; 7], "")),
+            ok(&calls[1], &card([7.5; 7], "")),
+            ok(&calls[2], &card([8.0; 7], "")),
+        ],
+    );
+    let md = report(&load_result(&rows(&e)));
+    assert!(md.contains("**Clarity score:** 7.5/10, the median of the evaluators' scores"), "{md}");
+    assert!(md.contains("**Not flagged for review:**"), "{md}");
+    assert!(md.contains("| overall | 100% | 7 | 7.5 | 8 | 7.5 |"), "{md}");
+    assert_reads_well(&md);
+
+    // A run that stopped early, or nothing at all: no panic, nothing made up.
+    assert!(report(&json!({})).is_empty());
+    let early = json!({ "brief": null, "evaluations": [], "discussion": [], "arbiter": null, "score": null });
+    assert!(report(&early).is_empty());
+}

@@ -656,3 +656,56 @@ fn the_sim_answers_the_schema_in_json_and_the_text_prompt_in_text() {
     };
     assert!(sim_answer(&ask).is_none());
 }
+
+/// What no report may show: raw values, JSON, stored keys, protocol words, headings.
+fn assert_reads_well(md: &str) {
+    for bad in
+        ["null", "NaN", "undefined", "{\"", "CONFIDENCE:", "parsedSuccessfully", "weightPercent"]
+    {
+        assert!(!md.contains(bad), "{bad:?} in the report: {md}");
+    }
+    assert!(!md.lines().any(|l| l.starts_with('#')), "a heading in the report: {md}");
+}
+
+#[test]
+fn the_report_gives_each_answers_confidence_and_weight() {
+    let mut m = cw(&["a", "b", "c"], None);
+    let all = drive(&mut m, |c| {
+        match c.key.as_str() {
+        "answer:0" => Some(reply(0.99)),
+        "answer:1" => Some(reply(0.6)),
+        "answer:2" => Some("RESPONSE: Six hours.".into()),
+        "synthesis" => Some(
+            "SYNTHESIS:\nAbout five hours.\n\nCONFIDENCE CALIBRATION NOTES:\n## Notes\n- a: sure and right"
+                .into(),
+        ),
+        _ => None,
+    }
+    });
+    let result = load_result(&rows(&all));
+    let md = report(&result);
+    let w = |i: usize| result["weights"]["weights"][i]["weightPercent"].as_f64().unwrap();
+    assert!(md.contains("|---"), "{md}");
+    assert!(md.contains("| model | confidence | weight | confidence stated |"), "{md}");
+    assert!(md.contains(&format!("| a | 99% (unusually high) | {}% | yes |", w(0))), "{md}");
+    assert!(md.contains(&format!("| b | 60% | {}% | yes |", w(1))), "{md}");
+    assert!(md.contains(&format!("| c | not stated | {}% | no |", w(2))), "{md}");
+    assert!(md.contains(&format!("the heaviest answer is a's, at {}%", w(0))), "{md}");
+    assert!(md.contains("weighed at the default of 50%"), "{md}");
+    assert!(md.contains("**Synthesis** written by synth, favouring the heavier answers."), "{md}");
+    assert!(md.contains("> Notes\n> - a: sure and right\n"), "{md}");
+    assert_reads_well(&md);
+
+    // One answer stands alone.
+    let mut m = cw(&["a", "b"], None);
+    let all = drive(&mut m, |c| (c.key == "answer:1").then(|| reply(0.7)));
+    let md = report(&load_result(&rows(&all)));
+    assert!(md.contains("| b | 70% | 100% | yes |"), "{md}");
+    assert!(md.contains("**Synthesis:** only b answered"), "{md}");
+    assert_reads_well(&md);
+
+    // A run that stopped early, or nothing at all: no panic, nothing made up.
+    assert!(report(&json!({})).is_empty());
+    let early = json!({ "answers": [], "weights": null, "synthesis": null });
+    assert!(report(&early).is_empty());
+}

@@ -165,7 +165,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(Council::new(config, ctx)?)),
     load_result,
     outcome: |r| r.pointer("/stage3/response").and_then(Value::as_str).map(|t| short(t, 160)),
-    report: None,
+    report: Some(report),
     example: || json!({ "mode": "council", "question": "Monolith or microservices for a team of five?" }),
     sim: None,
 };
@@ -755,3 +755,102 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 #[cfg(test)]
 #[path = "council_tests.rs"]
 mod tests;
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// An average place in words: at most two decimals (`1`, `1.5`, `2.33`).
+fn average_words(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The result as the export's report: the aggregate ranking as a table (rank, answer, whose,
+/// average place), each member's ranking in a line, and who wrote the synthesis.
+pub fn report(result: &Value) -> String {
+    use super::report::{count, table};
+    let mut out = String::new();
+    let meta = &result["stage2Metadata"];
+    let labels = meta["labelToModel"].as_object().cloned().unwrap_or_default();
+    let whose = |label: &str| match labels.get(label).and_then(Value::as_str) {
+        Some(m) if !m.is_empty() => format!("{label} ({m})"),
+        _ => label.to_string(),
+    };
+    let aggregate = meta["aggregateRankings"].as_array().cloned().unwrap_or_default();
+    let stage2 = result["stage2"].as_array().cloned().unwrap_or_default();
+    if !aggregate.is_empty() {
+        let counted = meta["rankingsCounted"].as_u64().unwrap_or(0);
+        out.push_str(&format!(
+            "**Aggregate ranking** (the average place each answer was given, over {}):\n\n",
+            count(counted, "ranking", "rankings")
+        ));
+        // Equal averages share a rank.
+        let (mut rank, mut last) = (0, None);
+        let rows: Vec<Vec<String>> = aggregate
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let avg = a["averageRank"].as_f64();
+                if avg.is_none() || avg != last {
+                    rank = i + 1;
+                    last = avg;
+                }
+                vec![
+                    rank.to_string(),
+                    a["label"].as_str().unwrap_or("").to_string(),
+                    a["model"].as_str().unwrap_or("").to_string(),
+                    avg.map_or(String::new(), average_words),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["rank", "answer", "model", "average place"], &rows, &[0, 3]));
+        if let Some(n) = meta["partialRankings"].as_u64().filter(|n| *n > 0) {
+            out.push_str(&format!(
+                "\n{} named only some of the answers; the answers left out share the places left.\n",
+                count(n, "ranking", "rankings")
+            ));
+        }
+        out.push('\n');
+    } else if !stage2.is_empty() {
+        out.push_str("**No aggregate ranking:** no member's ranking could be read.\n\n");
+    }
+    if !stage2.is_empty() {
+        out.push_str("**Each member's ranking**, best first:\n\n");
+        for r in &stage2 {
+            let model = r["model"].as_str().filter(|m| !m.is_empty()).unwrap_or("a member");
+            let mut places: Vec<Vec<String>> =
+                serde_json::from_value(r["places"].clone()).unwrap_or_default();
+            if places.is_empty() {
+                let order: Vec<String> =
+                    serde_json::from_value(r["parsedRanking"].clone()).unwrap_or_default();
+                places = order.into_iter().map(|l| vec![l]).collect();
+            }
+            if places.is_empty() {
+                let why = serde_json::from_value::<Unparsed>(r["unparsed"].clone())
+                    .map_or(String::new(), |u| format!("; it {}", u.describe()));
+                out.push_str(&format!("- {model}: no ranking could be read{why}\n"));
+                continue;
+            }
+            let said: Vec<String> = places
+                .iter()
+                .map(|p| {
+                    let tied: Vec<String> = p.iter().map(|l| whose(l)).collect();
+                    if tied.len() > 1 {
+                        format!("{} (tied)", tied.join(" and "))
+                    } else {
+                        tied.join("")
+                    }
+                })
+                .collect();
+            let partial = if r["partial"] == true { " (names only some answers)" } else { "" };
+            out.push_str(&format!("- {model}: {}{partial}\n", said.join(", then ")));
+        }
+        out.push('\n');
+    }
+    if let Some(chair) = result["stage3"]["model"].as_str().filter(|m| !m.is_empty()) {
+        let standing_in = result["stage3"]["fallbackFrom"]
+            .as_str()
+            .map_or(String::new(), |f| format!(", the backup standing in for {f}"));
+        out.push_str(&format!("**Synthesis** written by the chairman, {chair}{standing_in}.\n"));
+    }
+    out
+}

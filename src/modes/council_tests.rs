@@ -674,3 +674,47 @@ fn a_stated_tie_is_stored_as_a_tie_and_shares_its_places() {
         assert_eq!((rank("Response A"), rank("Response C"), rank("Response B")), (1.5, 1.5, 3.0));
     }
 }
+
+/// What no report may show: raw values, JSON, stored keys, headings.
+fn assert_reads_well(md: &str) {
+    for bad in ["null", "NaN", "undefined", "{\"", "parsedRanking", "labelToModel", "averageRank"] {
+        assert!(!md.contains(bad), "{bad:?} in the report: {md}");
+    }
+    assert!(!md.lines().any(|l| l.starts_with('#')), "a heading in the report: {md}");
+}
+
+#[test]
+fn the_report_gives_the_aggregate_ranking_and_each_members_ranking() {
+    let mut c = council(&["m1", "m2", "m3"], vec![], false);
+    let mut all = c.start();
+    let s1 = calls(&all);
+    let e1 = feed(&mut c, s1.iter().map(|s| ok(s, &format!("answer {}", s.key))).collect());
+    let s2 = calls(&e1);
+    all.extend(e1);
+    let e2 = feed(
+        &mut c,
+        vec![
+            ok(&s2[0], &ranking(&["Response B", "Response A", "Response C"])),
+            ok(&s2[1], &ranking(&["Response B", "Response C", "Response A"])),
+            ok(&s2[2], "They are all fine."),
+        ],
+    );
+    let s3 = calls(&e2);
+    all.extend(e2);
+    all.extend(feed(&mut c, vec![ok(&s3[0], "the synthesis")]));
+    let result = load_result(&rows(&all));
+    let md = report(&result);
+    assert!(md.contains("|---"), "{md}");
+    let b = result["stage2Metadata"]["labelToModel"]["Response B"].as_str().unwrap();
+    assert!(md.contains(&format!("| 1 | Response B | {b} | 1 |")), "{md}");
+    assert!(md.contains("over 2 rankings"), "{md}");
+    assert!(md.contains(&format!("- m1: Response B ({b}), then Response A")), "{md}");
+    assert!(md.contains("- m3: no ranking could be read; it gave no readable answer"), "{md}");
+    assert!(md.contains("written by the chairman, chair"), "{md}");
+    assert_reads_well(&md);
+    // A run that stopped early, or nothing at all: no panic, nothing made up.
+    for partial in [json!({}), json!({ "stage2": [], "stage2Metadata": null, "stage3": null })] {
+        let md = report(&partial);
+        assert!(md.is_empty(), "{md}");
+    }
+}

@@ -111,7 +111,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(Debate::new(config, ctx)?)),
     load_result,
     outcome: super::registry::winner_outcome,
-    report: None,
+    report: Some(report),
     example: || json!({ "mode": "debate", "question": "Should companies adopt a 4-day work week?" }),
     sim: Some(sim_answer),
 };
@@ -913,3 +913,80 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 #[cfg(test)]
 #[path = "debate_tests.rs"]
 mod tests;
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// The result as the export's report: each debater's decision after reading the others (a
+/// table, with the length of its answer before and after), then the vote on the revised
+/// answers (Vote's tally: each answer, whose, its votes, the winner and how a tie was broken,
+/// each vote) and what the winner's debater had done.
+pub fn report(result: &Value) -> String {
+    use super::report::table;
+    let mut out = String::new();
+    let revisions = result["revisions"].as_array().cloned().unwrap_or_default();
+    if !revisions.is_empty() {
+        let s = &result["revisionSummary"];
+        let n = |k: &str| s[k].as_u64().unwrap_or(0);
+        let mut parts = vec![
+            format!("{} revised", n("revised")),
+            format!("{} stood by their answer", n("stood")),
+            format!("{} merged", n("merged")),
+        ];
+        if n("parseFailed") > 0 {
+            parts.push(format!("{} without a readable decision", n("parseFailed")));
+        }
+        out.push_str(&format!(
+            "**Revisions** after reading the others' answers: {}.\n\n",
+            parts.join(", ")
+        ));
+        let rows: Vec<Vec<String>> = revisions
+            .iter()
+            .map(|r| {
+                let decision = match r["decision"].as_str() {
+                    Some("REVISE") => "revised".to_string(),
+                    Some("STAND") => "stood by its answer".to_string(),
+                    Some("MERGE") => "merged".to_string(),
+                    Some(other) => other.to_lowercase(),
+                    None => match serde_json::from_value::<Unparsed>(r["unparsed"].clone()) {
+                        Ok(u) => format!("unread (it {})", u.describe()),
+                        Err(_) => "no revision (its call failed; its first answer stands)".into(),
+                    },
+                };
+                let words = |k: &str| r[k].as_u64().map_or(String::new(), |n| n.to_string());
+                vec![
+                    r["model"].as_str().unwrap_or("").to_string(),
+                    decision,
+                    words("originalWordCount"),
+                    words("revisedWordCount"),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &["debater", "decision", "words before", "words after"],
+            &rows,
+            &[2, 3],
+        ));
+        out.push('\n');
+    }
+    let votes = &result["votes"];
+    if votes.is_object() {
+        let mut round = votes.clone();
+        round["labelToModel"] = votes["revisedLabelToModel"].clone();
+        if !round["labelToModel"].is_object() {
+            round["labelToModel"] = result["revisedLabelMap"].clone();
+        }
+        let winner = &result["winner"];
+        out.push_str("**The vote on the revised answers:**\n\n");
+        out.push_str(&super::voting::tally_report(&round, winner, &Value::Null));
+        let done = match winner["winnerDecision"].as_str() {
+            Some("REVISE") => Some("revised its first answer after reading the others"),
+            Some("STAND") => Some("stood by its first answer"),
+            Some("MERGE") => Some("merged the others' points into its answer"),
+            _ => None,
+        };
+        if let (Some(model), Some(done)) = (winner["winnerModel"].as_str(), done) {
+            out.push_str(&format!("\nThe winner, {model}, had {done}.\n"));
+        }
+    }
+    out
+}

@@ -780,3 +780,59 @@ proptest! {
         prop_assert_eq!(p.unparsed, None);
     }
 }
+
+/// What no report may show: raw values, JSON, stored keys, protocol words, headings.
+fn assert_reads_well(md: &str) {
+    for bad in
+        ["null", "NaN", "undefined", "{\"", "VOTE:", "DECISION", "labelToModel", "winnerLabel"]
+    {
+        assert!(!md.contains(bad), "{bad:?} in the report: {md}");
+    }
+    assert!(!md.lines().any(|l| l.starts_with('#')), "a heading in the report: {md}");
+}
+
+#[test]
+fn the_report_gives_each_decision_the_vote_and_the_winner() {
+    let mut d = debate(&["m1", "m2", "m3"]);
+    let mut all = d.start();
+    let r1 = stage_calls(&all);
+    let e1 = feed(&mut d, r1.iter().map(|s| ok(s, &format!("original of {}", s.model))).collect());
+    let revs = stage_calls(&e1);
+    all.extend(e1);
+    let e2 = feed(
+        &mut d,
+        vec![
+            ok(&revs[0], &revision_text("REVISE", "revised m1 with more words")),
+            ok(&revs[1], &revision_text("STAND", "original of m2")),
+            err(&revs[2]),
+        ],
+    );
+    let votes = stage_calls(&e2);
+    all.extend(e2);
+    let l1 = revised_label(&all, "m1");
+    let e3 = feed(
+        &mut d,
+        vec![
+            ok(&votes[0], &format!("VOTE: {l1}")),
+            ok(&votes[1], &format!("VOTE: {l1}")),
+            ok(&votes[2], "I abstain."),
+        ],
+    );
+    all.extend(e3);
+    let result = load_result(&rows(&all));
+    let md = report(&result);
+    assert!(md.contains("|---"), "{md}");
+    assert!(md.contains("1 revised, 1 stood by their answer, 0 merged"), "{md}");
+    assert!(md.contains("| m1 | revised | 3 | 5 |"), "{md}");
+    assert!(md.contains("| m2 | stood by its answer | 3 | 3 |"), "{md}");
+    assert!(md.contains("| m3 | no revision (its call failed; its first answer stands) |"), "{md}");
+    assert!(md.contains(&format!("| {l1} | m1 | 2 (winner) |")), "{md}");
+    assert!(md.contains(&format!("**Winner:** {l1} (m1), 2 of 2 votes.")), "{md}");
+    assert!(md.contains("- m3: no readable vote"), "{md}");
+    assert!(md.contains("The winner, m1, had revised its first answer"), "{md}");
+    assert_reads_well(&md);
+    // A run that stopped early, or nothing at all: no panic, nothing made up.
+    assert!(report(&json!({})).is_empty());
+    let early = json!({ "round1": [], "revisions": [], "revisionSummary": null, "votes": null, "winner": null });
+    assert!(report(&early).is_empty());
+}

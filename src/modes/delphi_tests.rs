@@ -1306,3 +1306,107 @@ fn the_sim_answers_its_schemas_and_converges() {
     })
     .is_none());
 }
+
+/// What no report may show: raw values, JSON, stored keys, protocol words, headings.
+fn assert_reads_well(md: &str) {
+    for bad in [
+        "null",
+        "NaN",
+        "undefined",
+        "Infinity",
+        "{\"",
+        "ESTIMATE:",
+        "CONFIDENCE:",
+        "previousEstimate",
+        "confidenceDefaulted",
+        "HIGH",
+        "MEDIUM",
+    ] {
+        assert!(!md.contains(bad), "{bad:?} in the report: {md}");
+    }
+    assert!(!md.lines().any(|l| l.starts_with('#')), "a heading in the report: {md}");
+}
+
+#[test]
+fn the_report_gives_each_rounds_estimates_and_where_they_converged() {
+    let mut d = delphi(json!({}));
+    let mut all = d.start();
+    let classify = stage_calls(&all);
+    let e = d.on_reply(ok(&classify[0], "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: quantity"));
+    let r1 = stage_calls(&e);
+    all.extend(e);
+    let e = feed(
+        &mut d,
+        vec![
+            ok(&r1[0], &est("1000", "LOW")),
+            ok(&r1[1], &est("1500", "LOW")),
+            ok(&r1[2], &est("2500", "LOW")),
+            ok(&r1[3], "I decline to give a number."),
+        ],
+    );
+    let r2 = stage_calls(&e);
+    all.extend(e);
+    let e = feed(
+        &mut d,
+        vec![
+            ok(&r2[0], &est("2000", "HIGH")),
+            ok(&r2[1], &est("2000", "HIGH")),
+            ok(&r2[2], &est("2000", "HIGH")),
+            ok(&r2[3], "ESTIMATE: 2000\nREASONING: the median"),
+        ],
+    );
+    let synth = stage_calls(&e);
+    all.extend(e);
+    all.extend(d.on_reply(ok(&synth[0], "## Delphi Consensus Report\n...")));
+    let result = load_result(&rows(&all));
+    let md = report(&result);
+    assert!(md.contains("|---"), "{md}");
+    assert!(md.contains("**Consensus:** 2,000, converged in round 2"), "{md}");
+    assert!(md.contains("**Question** read as numeric."), "{md}");
+    assert!(md.contains("**Round 1**\n\n| panelist | estimate | confidence | note |"), "{md}");
+    assert!(md.contains("| p1 | 1,000 | low | — |"), "{md}");
+    assert!(md.contains("| p4 | unread |"), "{md}");
+    assert!(md.contains("declined to answer"), "{md}");
+    assert!(md.contains("| p1 | 2,000 | high | changed from 1,000 |"), "{md}");
+    assert!(md.contains("| p4 | 2,000 | not stated |"), "{md}");
+    assert!(md.contains("range 1,000 to 2,500"), "{md}");
+    assert!(md.contains(": not converged.") && md.contains(": converged."), "{md}");
+    assert!(md.contains("**Report** written by the facilitator, fac."), "{md}");
+    assert_reads_well(&md);
+    // A run that stopped early, or nothing at all: no panic, nothing made up.
+    assert!(report(&json!({})).is_empty());
+    let early = json!({ "classification": null, "rounds": [], "converged": false,
+                        "convergenceRound": null, "finalValue": null, "report": null });
+    assert!(report(&early).is_empty());
+}
+
+#[test]
+fn the_report_of_a_qualitative_run_gives_the_answers_and_the_agreement() {
+    let mut d = delphi(json!({ "options": ["Go", "Rust", "Python"] }));
+    let mut all = d.start();
+    let r1 = stage_calls(&all);
+    let e = feed(
+        &mut d,
+        vec![
+            ok(&r1[0], "ANSWER: 1"),
+            ok(&r1[1], "ANSWER: rust"),
+            ok(&r1[2], "ANSWER: Go"),
+            ok(&r1[3], "ANSWER: Python"),
+        ],
+    );
+    let r2 = stage_calls(&e);
+    all.extend(e);
+    let e = feed(&mut d, r2.iter().map(|s| ok(s, "ANSWER: Go\nCONFIDENCE: HIGH")).collect());
+    let s = stage_calls(&e);
+    all.extend(e);
+    // The facilitator fails: the rounds stand, and so does their consensus.
+    all.extend(d.on_reply(err(&s[0])));
+    let md = report(&load_result(&rows(&all)));
+    assert!(md.contains("**Consensus:** Go, converged in round 2"), "{md}");
+    assert!(md.contains("| panelist | answer | confidence | note |"), "{md}");
+    assert!(md.contains("| p2 | Rust | not stated | — |"), "{md}");
+    assert!(md.contains("Agreement 50% (Go 50%, Python 25%, Rust 25%): not converged."), "{md}");
+    assert!(md.contains("Agreement 100% (Go 100%): converged."), "{md}");
+    assert!(!md.contains("**Report**"), "{md}");
+    assert_reads_well(&md);
+}

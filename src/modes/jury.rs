@@ -193,7 +193,7 @@ pub static SPEC: ModeSpec = ModeSpec {
             None => verdict.to_string(),
         })
     },
-    report: None,
+    report: Some(report),
     example: || {
         json!({ "mode": "jury", "question": "Evaluate this API documentation",
                 "modeConfig": { "content": "## GET /api/users\nReturns users. Accepts limit and offset." } })
@@ -1461,3 +1461,154 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 #[cfg(test)]
 #[path = "jury_tests.rs"]
 mod tests;
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// A stored verdict (`APPROVE`) as a word (`approve`).
+fn verdict_in_words(v: &Value) -> Option<String> {
+    v.as_str().filter(|s| !s.is_empty()).map(str::to_lowercase)
+}
+
+/// A one-decimal figure (`7.6`, `8.0`).
+fn one_decimal(v: &Value) -> Option<String> {
+    v.as_f64().filter(|x| x.is_finite()).map(|x| format!("{x:.1}"))
+}
+
+/// The result as the export's report: the panel's verdict and how it was reached, a table of
+/// the jurors (their score per dimension, average and verdict, with the panel's averages and
+/// ranges), the jurors whose assessment could not be read, and the foreman's report (strengths,
+/// weaknesses, recommendations, dissent).
+pub fn report(result: &Value) -> String {
+    use super::report::{count, table};
+    let mut out = String::new();
+    let summary = &result["jurorSummary"];
+    let foreman = &result["foreman"];
+    let verdict = verdict_in_words(&foreman["finalVerdict"])
+        .or_else(|| verdict_in_words(&summary["majorityVerdict"]));
+    if summary.is_object() {
+        let t = &summary["voteTally"];
+        let tally = format!(
+            "{} approve, {} revise, {} reject",
+            t["approve"].as_u64().unwrap_or(0),
+            t["revise"].as_u64().unwrap_or(0),
+            t["reject"].as_u64().unwrap_or(0)
+        );
+        match (verdict.as_deref(), summary["verdictSource"].as_str()) {
+            (Some(v), Some("scores")) => out.push_str(&format!(
+                "**Verdict:** {v}, inferred from the average score (no juror's verdict could be read).\n"
+            )),
+            (Some(v), _) => out.push_str(&format!("**Verdict:** {v} (the jurors' votes: {tally}).\n")),
+            (None, _) => out.push_str(
+                "**No verdict:** neither the jurors' verdicts nor their scores could be read.\n",
+            ),
+        }
+        if let Some(avg) = one_decimal(&summary["overallAverage"]) {
+            out.push_str(&format!("\n**Overall average:** {avg}/10\n"));
+        }
+        out.push('\n');
+    }
+    let jurors = result["jurors"].as_array().cloned().unwrap_or_default();
+    if !jurors.is_empty() {
+        let dims: Vec<String> = DIMENSIONS.iter().map(|d| d.to_lowercase()).collect();
+        let mut head = vec!["juror"];
+        head.extend(dims.iter().map(String::as_str));
+        head.extend(["average", "verdict"]);
+        let mut rows: Vec<Vec<String>> = jurors
+            .iter()
+            .map(|j| {
+                let mut row = vec![j["model"].as_str().unwrap_or("").to_string()];
+                for d in &dims {
+                    let score = &j["scores"][d];
+                    row.push(score.as_i64().map_or("unread".into(), |s| s.to_string()));
+                }
+                row.push(one_decimal(&j["average"]).unwrap_or_default());
+                row.push(verdict_in_words(&j["verdict"]).unwrap_or("unread".into()));
+                row
+            })
+            .collect();
+        if summary.is_object() {
+            let mut avg = vec!["panel average".to_string()];
+            let mut range = vec!["range".to_string()];
+            for key in &dims {
+                avg.push(one_decimal(&summary["dimensionAverages"][key]).unwrap_or_default());
+                let r = &summary["dimensionRanges"][key];
+                range.push(match (r["min"].as_i64(), r["max"].as_i64()) {
+                    (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
+                    (Some(lo), Some(hi)) => format!("{lo}–{hi}"),
+                    _ => String::new(),
+                });
+            }
+            avg.push(one_decimal(&summary["overallAverage"]).unwrap_or_default());
+            avg.push(verdict.clone().unwrap_or_default());
+            range.extend([String::new(), String::new()]);
+            rows.push(avg);
+            rows.push(range);
+        }
+        out.push_str(&table(&head, &rows, &[1, 2, 3, 4, 5, 6]));
+        let unread: Vec<String> = jurors
+            .iter()
+            .filter(|j| j["parseSuccess"] != true || j["verdict"].is_null())
+            .map(|j| {
+                let model = j["model"].as_str().unwrap_or("a juror");
+                let what = match (j["parseSuccess"] == true, j["verdict"].is_null()) {
+                    (false, true) => "neither scores nor a verdict could be read",
+                    (false, false) => "no scores could be read",
+                    _ => "no verdict could be read",
+                };
+                let why = serde_json::from_value::<Unparsed>(j["unparsed"].clone())
+                    .map_or(String::new(), |u| format!("; it {}", u.describe()));
+                format!("- {model}: {what}{why}\n")
+            })
+            .collect();
+        if !unread.is_empty() {
+            out.push_str("\n**Could not be read in full:**\n\n");
+            out.push_str(&unread.concat());
+        }
+        if let (Some(asked), Some(done)) =
+            (summary["jurorCount"].as_u64(), summary["successfulJurors"].as_u64())
+        {
+            if done < asked {
+                out.push_str(&format!(
+                    "\n{} of {} answered.\n",
+                    done,
+                    count(asked, "juror", "jurors")
+                ));
+            }
+        }
+        out.push('\n');
+    }
+    if let Some(model) = foreman["model"].as_str().filter(|m| !m.is_empty()) {
+        let standing_in = foreman["fallbackFrom"]
+            .as_str()
+            .map_or(String::new(), |f| format!(", the backup standing in for {f}"));
+        let said = match verdict_in_words(&foreman["finalVerdict"]) {
+            Some(v) => format!(": final verdict {v}"),
+            None => String::new(),
+        };
+        out.push_str(&format!("**Foreman's report** by {model}{standing_in}{said}.\n"));
+        for (key, lead) in [
+            ("keyStrengths", "Key strengths"),
+            ("keyWeaknesses", "Key weaknesses"),
+            ("recommendations", "Recommendations"),
+            ("dissentingOpinions", "Dissenting opinions"),
+        ] {
+            let items: Vec<String> = foreman[key]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+                        .filter(|t| !t.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !items.is_empty() {
+                out.push_str(&format!("\n{lead}:\n\n"));
+                for i in items {
+                    out.push_str(&format!("- {i}\n"));
+                }
+            }
+        }
+    }
+    out
+}

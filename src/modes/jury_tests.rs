@@ -1014,3 +1014,55 @@ fn the_foremans_prompt_fits_a_small_context_by_cutting_what_it_quotes() {
         assert!(prompt.contains(kept), "{kept}");
     }
 }
+
+/// What no report may show: raw values, JSON, stored keys, protocol words, headings.
+fn assert_reads_well(md: &str) {
+    for bad in ["null", "NaN", "undefined", "{\"", "parseSuccess", "majorityVerdict", "APPROVE"] {
+        assert!(!md.contains(bad), "{bad:?} in the report: {md}");
+    }
+    assert!(!md.lines().any(|l| l.starts_with('#')), "a heading in the report: {md}");
+}
+
+#[test]
+fn the_report_gives_the_verdict_the_jurors_scores_and_the_foremans_findings() {
+    let mut j = jury(false);
+    let mut all = j.start();
+    let jurors = stage_calls(&all);
+    let e = feed(
+        &mut j,
+        vec![ok(&jurors[0], CARD), ok(&jurors[1], CARD), ok(&jurors[2], "It is fine, I suppose.")],
+    );
+    let foreman = stage_calls(&e);
+    all.extend(e);
+    let text = "## Jury Verdict Report\n### Key Strengths (Consensus)\n- Clear\n\
+                ### Key Weaknesses (Consensus)\n- No errors documented\n### Dissenting Opinions\n- Juror 3 gave no scores.";
+    all.extend(j.on_reply(ok(&foreman[0], text)));
+    let result = load_result(&rows(&all));
+    let md = report(&result);
+    assert!(md.contains("|---"), "{md}");
+    assert!(
+        md.contains("**Verdict:** approve (the jurors' votes: 2 approve, 0 revise, 0 reject)"),
+        "{md}"
+    );
+    assert!(md.contains("**Overall average:** 7.6/10"), "{md}");
+    assert!(md.contains("| juror | accuracy | completeness | clarity | relevance | actionability | average | verdict |"), "{md}");
+    assert!(md.contains("| j1 | 8 | 7 | 9 | 8 | 6 | 7.6 | approve |"), "{md}");
+    assert!(
+        md.contains("| j3 | unread | unread | unread | unread | unread | — | unread |"),
+        "{md}"
+    );
+    assert!(md.contains("| panel average | 8.0 | 7.0 | 9.0 | 8.0 | 6.0 | 7.6 | approve |"), "{md}");
+    assert!(
+        md.contains("- j3: neither scores nor a verdict could be read; it gave no readable answer"),
+        "{md}"
+    );
+    assert!(md.contains("**Foreman's report** by f: final verdict approve."), "{md}");
+    assert!(md.contains("Key strengths:\n\n- Clear\n"), "{md}");
+    assert!(md.contains("Dissenting opinions:\n\n- Juror 3 gave no scores.\n"), "{md}");
+    assert_reads_well(&md);
+    // A run that stopped early, or nothing at all: no panic, nothing made up.
+    assert!(report(&json!({})).is_empty());
+    let early =
+        json!({ "jurors": [], "jurorSummary": null, "foreman": null, "majorityVerdict": null });
+    assert!(report(&early).is_empty());
+}
