@@ -246,7 +246,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     load_result,
     outcome,
     // No models and no settings but the material: `GET /api/models` reads the defaults off it.
-    report: None,
+    report: Some(report),
     example: || {
         json!({ "mode": "blueprint", "question": "Design doc for our collaborative editor",
                 "modeConfig": { "content": "A web editor where several people edit one document at once. Needs offline edits, presence cursors, comments and a history of versions. Team of four, six months." } })
@@ -1779,3 +1779,148 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
 #[cfg(test)]
 #[path = "blueprint_tests.rs"]
 mod tests;
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// The result as the export's report: the document (its title, type and who outlined and
+/// assembled it), the outline's sections as a table (length, author, words, topics covered,
+/// written or failed), the key topics a section left out, the TODOs the document still holds
+/// and what the outline did not state.
+pub fn report(result: &Value) -> String {
+    use super::report::{count, table};
+    let mut out = String::new();
+    let o = &result["outline"];
+    let planned = o["sections"].as_array().cloned().unwrap_or_default();
+    let kind = o["documentTypeLabel"].as_str().map(str::to_string).or_else(|| {
+        serde_json::from_value::<DocumentType>(result["documentType"].clone())
+            .ok()
+            .map(|k| k.label().to_string())
+    });
+    if o.is_object() {
+        let title = match o["documentTitle"].as_str() {
+            Some(t) if o["documentTitleDefaulted"] != true => t.to_string(),
+            _ => "no title stated".to_string(),
+        };
+        let mut line = format!("**Document:** {title}");
+        if let Some(k) = &kind {
+            line.push_str(&format!(" ({k})"));
+        }
+        if let Some(m) = o["model"].as_str() {
+            line.push_str(&format!(", outlined by {m}"));
+            if let Some(f) = o["fallbackFrom"].as_str() {
+                line.push_str(&format!(" in place of {f}"));
+            }
+        }
+        line.push_str(&format!("; {}.", count(planned.len() as u64, "section", "sections")));
+        out.push_str(&format!("{line}\n\n"));
+    } else if let Some(k) = &kind {
+        out.push_str(&format!("**Document:** {k}; no outline was written.\n\n"));
+    }
+    let a = &result["assembly"];
+    if a.is_object() {
+        let words = a["wordCount"].as_u64().map(|w| count(w, "word", "words"));
+        if a["fallback"] == "concatenated" {
+            out.push_str(
+                "**Not assembled:** the assembler failed, so the document is the sections as \
+                 written, in order.\n\n",
+            );
+        } else if let Some(m) = a["model"].as_str() {
+            let mut line = format!("**Assembled by:** {m}");
+            if let Some(f) = a["fallbackFrom"].as_str() {
+                line.push_str(&format!(" (in place of {f})"));
+            }
+            if let Some(w) = &words {
+                line.push_str(&format!(", {w}"));
+            }
+            if a["condensed"] == true {
+                line.push_str(
+                    "; the sections were too long to give whole and went to it condensed",
+                );
+            }
+            out.push_str(&format!("{line}.\n\n"));
+        }
+    }
+    let written = result["sections"].as_array().cloned().unwrap_or_default();
+    let failed = result["failedSections"].as_array().cloned().unwrap_or_default();
+    let of = |list: &[Value], n: u64| {
+        list.iter().find(|s| s["sectionNumber"].as_u64() == Some(n)).cloned()
+    };
+    let mut left_out = Vec::new();
+    let rows: Vec<Vec<String>> = planned
+        .iter()
+        .enumerate()
+        .map(|(i, sec)| {
+            let n = sec["number"].as_u64().unwrap_or(i as u64 + 1);
+            let title = sec["title"].as_str().unwrap_or("").to_string();
+            let length = sec["length"].as_str().unwrap_or("").to_lowercase();
+            let length = match (sec["lengthDefaulted"] == true, sec["targetWords"].as_str()) {
+                (true, _) => format!("not stated ({length} used)"),
+                (false, Some(w)) => format!("{length} ({w} words)"),
+                (false, None) => length,
+            };
+            let (w, f) = (of(&written, n), of(&failed, n));
+            let author = w
+                .as_ref()
+                .or(f.as_ref())
+                .and_then(|x| x["model"].as_str())
+                .or(sec["assignedModel"].as_str())
+                .unwrap_or("")
+                .to_string();
+            let (words, topics, state) = match (&w, &f) {
+                (Some(w), _) => {
+                    let covered = w["keyTopicsCovered"].as_array().map_or(0, Vec::len);
+                    let missing: Vec<&str> = w["keyTopicsMissing"]
+                        .as_array()
+                        .map(|m| m.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    if !missing.is_empty() {
+                        left_out.push(format!("- section {n} ({title}): {}", missing.join("; ")));
+                    }
+                    (
+                        w["wordCount"].as_u64().map_or(String::new(), |c| c.to_string()),
+                        format!("{covered} of {}", covered + missing.len()),
+                        "written".to_string(),
+                    )
+                }
+                (None, Some(f)) => (
+                    String::new(),
+                    String::new(),
+                    match f["error"].as_str() {
+                        Some(e) => format!("failed ({e})"),
+                        None => "failed".into(),
+                    },
+                ),
+                (None, None) => (String::new(), String::new(), "not written".into()),
+            };
+            vec![n.to_string(), title, length, author, words, topics, state]
+        })
+        .collect();
+    if !rows.is_empty() {
+        out.push_str(&table(
+            &["#", "section", "length", "author", "words", "key topics covered", "state"],
+            &rows,
+            &[0, 4],
+        ));
+        out.push('\n');
+    }
+    if !left_out.is_empty() {
+        out.push_str(&format!("**Key topics a section left out:**\n\n{}\n\n", left_out.join("\n")));
+    }
+    let todos: Vec<&str> = a["todoMarkers"]
+        .as_array()
+        .map(|t| t.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if !todos.is_empty() {
+        let list: Vec<String> = todos.iter().map(|t| format!("- {t}")).collect();
+        out.push_str(&format!("**Still to do in the document:**\n\n{}\n\n", list.join("\n")));
+    }
+    let warnings: Vec<&str> = o["warnings"]
+        .as_array()
+        .map(|w| w.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if !warnings.is_empty() {
+        let list: Vec<String> = warnings.iter().map(|w| format!("- {w}")).collect();
+        out.push_str(&format!("**About the outline:**\n\n{}\n", list.join("\n")));
+    }
+    out
+}

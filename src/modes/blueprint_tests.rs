@@ -972,3 +972,114 @@ fn the_sim_architect_answers_its_schema_in_json_and_no_other() {
     };
     assert_eq!(sim_answer(&ask), None);
 }
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// The result's own keys in camelCase, at any depth.
+fn camel_keys(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                if k.starts_with(|c: char| c.is_ascii_lowercase())
+                    && k.chars().any(|c| c.is_ascii_uppercase())
+                {
+                    out.push(k.clone());
+                }
+                camel_keys(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| camel_keys(x, out)),
+        _ => {}
+    }
+}
+
+/// What a reader never sees in a report: JSON, missing values, protocol words, type keys,
+/// the result's keys.
+fn assert_readable(report: &str, result: &Value) {
+    for bad in ["null", "NaN", "undefined", "{\"", "technical_design_document", "section_", "TODO"]
+    {
+        assert!(!report.contains(bad), "{bad:?} in the report:\n{report}");
+    }
+    let mut keys = Vec::new();
+    camel_keys(result, &mut keys);
+    for k in keys {
+        assert!(!report.contains(&k), "the key {k:?} in the report:\n{report}");
+    }
+    assert!(!report.contains("\n#"), "no headings:\n{report}");
+}
+
+#[test]
+fn the_report_tables_the_outlines_sections_and_who_wrote_each() {
+    let mut m = blueprint(config(&["a", "b", "a"]));
+    let all = drive(&mut m, answer_all);
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("|---"), "{r}");
+    assert!(
+        r.contains(
+            "**Document:** Collaborative Editor Design (Technical Design Document), outlined by \
+             arch; 4 sections."
+        ),
+        "{r}"
+    );
+    assert!(r.contains("**Assembled by:** asm, 9 words."), "{r}");
+    assert!(
+        r.contains("| 1 | Context and Goals | short (200-500 words) | a | 14 | 2 of 2 | written |"),
+        "{r}"
+    );
+    assert!(
+        r.contains("| 2 | Sync Engine | long (1000-2000 words) | b | 14 | 1 of 2 | written |"),
+        "{r}"
+    );
+    assert!(
+        r.contains("**Key topics a section left out:**\n\n- section 2 (Sync Engine): CRDT choice"),
+        "{r}"
+    );
+    assert!(r.contains("- The outline has only 4 sections"), "{r}");
+    assert!(r.contains("| 2 | Sync Engine | long (1000-2000 words) | b |"), "{r}");
+    assert!(r.contains("| 4 | History | short (200-500 words) | a |"), "round-robin: {r}");
+    assert!(r.contains("**Still to do in the document:**\n\n- budget figures"), "{r}");
+
+    // Failed and empty sections: named with their author and why.
+    let mut m = blueprint(config(&["a", "bad"]));
+    let all = drive(&mut m, |c| match c.model.as_str() {
+        "bad" if c.key == "section:2" => None,
+        "bad" => Some("<think>nothing</think>  ".into()),
+        _ => answer_all(c),
+    });
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(
+        r.contains("| 2 | Sync Engine | long (1000-2000 words) | bad | — | — | failed (down) |"),
+        "{r}"
+    );
+    assert!(
+        r.contains("| 4 | History | short (200-500 words) | bad | — | — | failed (empty reply) |"),
+        "{r}"
+    );
+}
+
+#[test]
+fn an_empty_or_partial_result_reports_what_there_is() {
+    assert_eq!(report(&json!({})), "");
+    // The architect failed: the document type, and no outline.
+    let mut m = blueprint(config(&["a"]));
+    let all = drive(&mut m, |_| None);
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert_eq!(r, "**Document:** Technical Design Document; no outline was written.\n\n");
+    // Every author failed: the outline's sections, each failed; nothing assembled.
+    let mut m = blueprint(config(&["bad"]));
+    let all = drive(&mut m, |c| (c.key == "outline").then(|| OUTLINE.to_string()));
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("|---") && r.contains("failed (down)") && !r.contains("Assembled"), "{r}");
+    let partial = json!({ "outline": { "sections": [{ "title": "Intro" }] } });
+    let r = report(&partial);
+    assert_readable(&r, &partial);
+    assert!(r.contains("| 1 | Intro | — | — | — | — | not written |"), "{r}");
+}

@@ -1444,3 +1444,117 @@ fn the_curators_prompt_of_many_long_ideas_fits_a_small_context_by_cutting_the_id
         assert!(prompt.contains(kept), "{kept}");
     }
 }
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// The result's own keys in camelCase, at any depth.
+fn camel_keys(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                if k.starts_with(|c: char| c.is_ascii_lowercase())
+                    && k.chars().any(|c| c.is_ascii_uppercase())
+                {
+                    out.push(k.clone());
+                }
+                camel_keys(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| camel_keys(x, out)),
+        _ => {}
+    }
+}
+
+/// What a reader never sees in a report: JSON, missing values, idea and cluster ids, protocol
+/// words, the result's keys.
+fn assert_readable(report: &str, result: &Value) {
+    for bad in ["null", "NaN", "undefined", "{\"", "cluster_", "_idea_", "HIGH", "LOW", "single_"] {
+        assert!(!report.contains(bad), "{bad:?} in the report:\n{report}");
+    }
+    let mut keys = Vec::new();
+    camel_keys(result, &mut keys);
+    for k in keys {
+        assert!(!report.contains(&k), "the key {k:?} in the report:\n{report}");
+    }
+    assert!(!report.contains("\n#"), "no headings:\n{report}");
+}
+
+#[test]
+fn the_report_tables_the_clusters_in_rank_order_and_the_ideas_left_out() {
+    let mut m = mode(&["m0", "m1", "m2"]);
+    let all = drive(&mut m, good);
+    let result = load_result(&stored(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("|---"), "{r}");
+    assert!(r.contains("**Ideas:** 12 ideas from 3 models: Model "), "{r}");
+    assert!(r.contains("(m0) 4"), "{r}");
+    assert!(
+        r.contains(
+            "**The clusters, in rank order**, ranked by the panel's scores (from 3 scorers):"
+        ),
+        "{r}"
+    );
+    assert!(r.contains("| 1 | People | 3 | low | 5 | 4 | 5 | 14 | total |"), "{r}");
+    assert!(r.contains("| 2 | Tech | 2 | high | 3 | 3 | 3 | 9 | total |"), "{r}");
+    assert!(r.contains("| 3 | Money | 2 | medium | 2 | 2 | 2 | 6 | — |"), "{r}");
+    assert!(r.contains("**Ideas left out of every cluster** (5):"), "{r}");
+    assert!(r.contains("- m0 idea 4 (Model "), "{r}");
+    assert!(r.contains("**Proposal:** written by ref from the cluster “People”."), "{r}");
+
+    // Few valid scorers: ranked by promise, the unreadable scorer named.
+    let mut m = mode(&["m0", "m1", "m2"]);
+    let all = drive(&mut m, |c| match (c.role.as_str(), c.model.as_str()) {
+        ("scorer", "m1") => None,
+        ("scorer", "m2") => Some("| Cluster | Novelty |\n| 1 | 5 |".into()),
+        _ => good(c),
+    });
+    let result = load_result(&stored(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("ranked by the curator's promise (fewer than two"), "{r}");
+    assert!(r.contains("| 1 | Tech | 2 | high |"), "{r}");
+    assert!(r.contains("- m2: no score could be read (it gave no readable answer)"), "{r}");
+}
+
+#[test]
+fn an_empty_or_partial_result_reports_what_there_is() {
+    assert_eq!(report(&json!({})), "");
+    // The curator failed: no clusters, the proposal from all the ideas.
+    let mut m = mode(&["m0", "m1", "m2"]);
+    let all = drive(&mut m, |c| if c.role == "curator" { None } else { good(c) });
+    let result = load_result(&stored(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("**Clustering:** The curator (cur) and its backup (spare2) failed"), "{r}");
+    assert!(r.contains("from all the ideas (no cluster could be read)"), "{r}");
+    assert!(!r.contains("left out"), "{r}");
+    // Too few ideas: the run failed after the ideation.
+    let mut m = mode(&["m0", "m1", "m2"]);
+    let all = drive(&mut m, |c| match c.model.as_str() {
+        "m0" => Some(ideas_of("m0")),
+        "m1" => None,
+        _ => Some("I can't help brainstorm this.".into()),
+    });
+    let result = load_result(&stored(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("**About the ideas:**") && r.contains("declined to answer"), "{r}");
+    // One cluster, not scored.
+    let mut m = mode(&["m0", "m1", "m2"]);
+    let all = drive(&mut m, |c| {
+        if c.role == "curator" {
+            Some("CLUSTER 1: Only\nIdeas: model_0_idea_1, model_1_idea_1".into())
+        } else {
+            good(c)
+        }
+    });
+    let result = load_result(&stored(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("there was one cluster, so none was scored"), "{r}");
+    assert!(
+        r.contains("| 1 | Only | 2 | not stated (medium used) | not scored | not scored |"),
+        "{r}"
+    );
+}

@@ -298,7 +298,7 @@ pub static SPEC: ModeSpec = ModeSpec {
             short(text, 100)
         ))
     },
-    report: None,
+    report: Some(report),
     example: || {
         json!({ "mode": "chain", "question": "Write a short guide to backing up a home server.",
                 "modeConfig": { "steps": [
@@ -793,3 +793,112 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
 #[cfg(test)]
 #[path = "chain_tests.rs"]
 mod tests;
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// What a step was asked to do: its mandate and what that asks for (a custom mandate in its
+/// own words).
+fn asked_to(step: &Value) -> String {
+    let mandate: Option<Mandate> = serde_json::from_value(step["mandate"].clone()).ok();
+    let name = step["mandateDisplay"]
+        .as_str()
+        .map(str::to_string)
+        .or_else(|| mandate.map(|m| m.display().to_string()))
+        .unwrap_or_default();
+    let focus = match (step["customMandate"].as_str(), mandate) {
+        (Some(c), _) => c.to_string(),
+        (None, Some(m)) if m != Mandate::Custom => m.focus().to_string(),
+        _ => String::new(),
+    };
+    match (name.is_empty(), focus.is_empty()) {
+        (false, false) => format!("{name}: {focus}"),
+        (false, true) => name,
+        _ => focus,
+    }
+}
+
+/// The result as the export's report: the final version's step, then each step as a table
+/// row (its model, what it was asked to do, its length, done or skipped and why), the steps
+/// never run, and the editors' notes.
+pub fn report(result: &Value) -> String {
+    use super::report::{count, table};
+    let mut out = String::new();
+    let steps = result["steps"].as_array().cloned().unwrap_or_default();
+    let total = result["totalSteps"].as_u64().filter(|n| *n > 0).unwrap_or(steps.len() as u64);
+    let done = steps.iter().filter(|s| s["skipped"] == false).count() as u64;
+    if let Some(k) = result["finalStep"].as_u64() {
+        let last = steps.iter().find(|s| s["step"].as_u64() == Some(k));
+        let by = last
+            .map(|s| {
+                let parts: Vec<&str> =
+                    [&s["mandateDisplay"], &s["model"]].iter().filter_map(|v| v.as_str()).collect();
+                if parts.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", parts.join(", "))
+                }
+            })
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "**Final version:** step {k} of {total}{by}; {done} of {} completed.\n\n",
+            count(total, "step", "steps")
+        ));
+    } else if !steps.is_empty() || total > 0 {
+        out.push_str("**No step completed.**\n\n");
+    }
+    if steps.is_empty() {
+        return out;
+    }
+    let rows: Vec<Vec<String>> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let skipped = s["skipped"] == true;
+            let words = match (skipped, s["wordCount"].as_u64()) {
+                (true, _) | (_, None) => String::new(),
+                (false, Some(w)) => match (s["basedOnStep"].as_u64(), s["wordCountDelta"].as_i64())
+                {
+                    (Some(_), Some(d)) => format!("{w} ({d:+})"),
+                    _ => w.to_string(),
+                },
+            };
+            let state = if skipped {
+                match s["skipReason"].as_str() {
+                    Some("global timeout") => "skipped: the run's time limit passed first".into(),
+                    Some(why) => format!("skipped: its call failed ({why})"),
+                    None => "skipped".into(),
+                }
+            } else {
+                "done".to_string()
+            };
+            vec![
+                s["step"].as_u64().unwrap_or(i as u64 + 1).to_string(),
+                s["model"].as_str().unwrap_or("").to_string(),
+                asked_to(s),
+                words,
+                state,
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["step", "model", "asked to", "words", "result"], &rows, &[0, 3]));
+    let missing = total.saturating_sub(steps.len() as u64);
+    if missing > 0 {
+        out.push_str(&format!("\n{} of the {total} never ran.\n", count(missing, "step", "steps")));
+    }
+    let notes: Vec<String> = steps
+        .iter()
+        .flat_map(|s| {
+            let k = s["step"].as_u64().unwrap_or(0);
+            s["editorNotes"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(move |n| n.as_str().map(|n| format!("- step {k}: {n}")))
+        })
+        .collect();
+    if !notes.is_empty() {
+        out.push_str(&format!("\n**Editor's notes:**\n\n{}\n", notes.join("\n")));
+    }
+    out
+}

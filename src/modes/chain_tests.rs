@@ -352,3 +352,105 @@ fn the_sim_drafts_and_improves_and_sometimes_adds_meta_commentary() {
     };
     assert_eq!(sim_answer(&other), None);
 }
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// The result's own keys in camelCase, at any depth.
+fn camel_keys(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                if k.starts_with(|c: char| c.is_ascii_lowercase())
+                    && k.chars().any(|c| c.is_ascii_uppercase())
+                {
+                    out.push(k.clone());
+                }
+                camel_keys(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| camel_keys(x, out)),
+        _ => {}
+    }
+}
+
+/// What a reader never sees in a report: JSON, missing values, mandate keys, the result's
+/// keys.
+fn assert_readable(report: &str, result: &Value) {
+    for bad in ["null", "NaN", "undefined", "{\"", "structure_depth", "polish_format", "step:"] {
+        assert!(!report.contains(bad), "{bad:?} in the report:\n{report}");
+    }
+    let mut keys = Vec::new();
+    camel_keys(result, &mut keys);
+    for k in keys {
+        assert!(!report.contains(&k), "the key {k:?} in the report:\n{report}");
+    }
+    assert!(!report.contains("\n#"), "no headings:\n{report}");
+}
+
+#[test]
+fn the_report_tables_each_step_what_it_was_asked_and_how_it_ended() {
+    let mut m = chain(&["draft", "structure_depth", "security_review", "polish_format"]);
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "step:2" => None,
+        "step:3" => Some(format!("[Editor's Note: cut the intro.] {}", words(5, "v3"))),
+        k => Some(words(if k == "step:1" { 10 } else { 12 }, "w")),
+    });
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("|---"), "{r}");
+    assert!(
+        r.contains("**Final version:** step 4 of 4 (Polish & Format, m4); 3 of 4 steps completed."),
+        "{r}"
+    );
+    assert!(r.contains("| 1 | m1 | Draft: cover every aspect of the request | 10 | done |"), "{r}");
+    assert!(r.contains("| 2 | m2 | Structure & Depth: reorder for flow"), "{r}");
+    assert!(r.contains("| — | skipped: its call failed (down) |"), "{r}");
+    assert!(r.contains("| 3 | m3 | Security Review: point out risky patterns"), "{r}");
+    assert!(r.contains("| 10 (+0) | done |"), "the note's words count too: {r}");
+    assert!(r.contains("| 12 (+2) | done |"), "{r}");
+    assert!(r.contains("**Editor's notes:**\n\n- step 3: cut the intro."), "{r}");
+
+    // The time limit: the steps left are skipped, said so.
+    let mut m = chain(&["draft", "structure_depth", "polish_format"]);
+    let start = m.start();
+    m.on_timer("global");
+    let out = m.on_reply(ok(&stage_calls(&start)[0], "a draft"));
+    let mut all = start;
+    all.extend(out);
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("skipped: the run's time limit passed first"), "{r}");
+    assert!(r.contains("1 of 3 steps completed"), "{r}");
+}
+
+#[test]
+fn an_empty_or_partial_result_reports_what_there_is() {
+    assert_eq!(report(&json!({})), "");
+    // A failed draft: no step completed, the plan says how long the chain was.
+    let mut m = chain(&["draft", "polish_format"]);
+    let all = drive(&mut m, |_| None);
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert_eq!(r, "**No step completed.**\n\n");
+    // A cancelled run: the steps that ran, and those that never did.
+    let mut m = chain(&["draft", "structure_depth", "polish_format"]);
+    let start = m.start();
+    let out = m.on_reply(ok(&stage_calls(&start)[0], "a draft"));
+    let mut all = start;
+    all.extend(out);
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(
+        r.contains("**Final version:** step 1 of 3 (Draft, m1); 1 of 3 steps completed."),
+        "{r}"
+    );
+    assert!(r.contains("2 steps of the 3 never ran."), "{r}");
+    let partial = json!({ "steps": [{ "step": 2, "skipped": true }], "finalStep": null });
+    let r = report(&partial);
+    assert_readable(&r, &partial);
+    assert!(r.contains("**No step completed.**") && r.contains("| 2 |"), "{r}");
+}

@@ -1398,3 +1398,106 @@ fn the_sim_planner_answers_its_schema_in_json_and_no_other() {
         assert_eq!(sim_answer(&ask), None);
     }
 }
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// The result's own keys in camelCase, at any depth.
+fn camel_keys(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                if k.starts_with(|c: char| c.is_ascii_lowercase())
+                    && k.chars().any(|c| c.is_ascii_uppercase())
+                {
+                    out.push(k.clone());
+                }
+                camel_keys(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| camel_keys(x, out)),
+        _ => {}
+    }
+}
+
+/// What a reader never sees in a report: JSON, missing values, task ids, protocol words, the
+/// result's keys.
+fn assert_readable(report: &str, result: &Value) {
+    for bad in ["null", "NaN", "undefined", "{\"", "task_", "TASK", "HIGH", "completed"] {
+        assert!(!report.contains(bad), "{bad:?} in the report:\n{report}");
+    }
+    let mut keys = Vec::new();
+    camel_keys(result, &mut keys);
+    for k in keys {
+        assert!(!report.contains(&k), "the key {k:?} in the report:\n{report}");
+    }
+    assert!(!report.contains("\n#"), "no headings:\n{report}");
+}
+
+#[test]
+fn the_report_tables_the_sub_tasks_and_gives_the_critical_path() {
+    let plan = PLAN.replace("Dependencies: task_3", "Dependencies: task_3, task_7");
+    let mut m = decompose(config(&["a", "dead"]));
+    let all = drive(&mut m, |c| match c.key.as_str() {
+        "plan" => Some(plan.clone()),
+        "task:task_2" => None,
+        _ => answer_all(c),
+    });
+    let result = load_result(&stored(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("|---"), "{r}");
+    assert!(
+        r.contains("**Plan:** 4 sub-tasks in 3 waves, at most 2 at once; planned by plan."),
+        "{r}"
+    );
+    assert!(r.contains("**Assembled by:** asm."), "{r}");
+    assert!(r.contains("| 1 | Market research | — | 1 | a | medium | done (3 words) |"), "{r}");
+    assert!(r.contains("| 2 | Menu | — | 1 | dead | low | failed (down) |"), "{r}");
+    assert!(r.contains("| 3 | Pricing | 1, 2 | 2 | a | high | done (3 words) |"), "{r}");
+    assert!(r.contains("| 4 | Budget | 3 | 3 |"), "{r}");
+    assert!(
+        r.contains(
+            "**Critical path** (3 sub-tasks): Market research (1) → Pricing (3) → Budget (4)."
+        ),
+        "{r}"
+    );
+    assert!(r.contains("- task 4 depended on task 7, which is not in the plan: removed."), "{r}");
+
+    // The time limit: the waves not started are skipped, and said why.
+    let mut m = decompose(config(&["a", "b"]));
+    let start = m.start();
+    let out = m.on_reply(ok(&stage_calls(&start)[0], PLAN));
+    let wave1 = stage_calls(&out);
+    m.on_timer("global");
+    let mut all = start;
+    all.extend(out);
+    all.extend(m.on_reply(ok(&wave1[0], "Market.")));
+    let last = m.on_reply(ok(&wave1[1], "Menu."));
+    let asm = stage_calls(&last).into_iter().find(|c| c.key == "assembly").unwrap();
+    all.extend(last);
+    all.extend(m.on_reply(ok(&asm, "Answer with gaps.")));
+    let result = load_result(&stored(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(
+        r.contains("| 3 | Pricing | 1, 2 | 2 | a | high | skipped: the run's time limit (600 s) passed before its wave |"),
+        "{r}"
+    );
+}
+
+#[test]
+fn an_empty_or_partial_result_reports_what_there_is() {
+    assert_eq!(report(&json!({})), "");
+    // No output at all: the plan and every task failed, nothing assembled.
+    let mut m = decompose(config(&["a"]));
+    let all = drive(&mut m, |c| if c.key.starts_with("task:") { None } else { answer_all(c) });
+    let result = load_result(&stored(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("|---") && r.contains("failed (down)") && !r.contains("Assembled"), "{r}");
+    // A plan as far as it was read: a task with no title, no outcome yet.
+    let partial = json!({ "plan": { "tasks": [{ "id": "task_2", "title": "task_2" }] } });
+    let r = report(&partial);
+    assert_readable(&r, &partial);
+    assert!(r.contains("| 2 | task 2 | — | — | — | — | not run |"), "{r}");
+}

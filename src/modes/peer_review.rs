@@ -435,7 +435,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(PeerReview::new(config, ctx)?)),
     load_result,
     outcome,
-    report: None,
+    report: Some(report),
     example: || {
         json!({ "mode": "peer_review", "question": "Review the architecture of our upload service.",
                 "modeConfig": { "content": "Uploads go from the browser to one API server, which writes them to a local disk and records them in a single PostgreSQL instance. A nightly cron job copies the disk to S3.",
@@ -1796,3 +1796,189 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
 #[cfg(test)]
 #[path = "peer_review_tests.rs"]
 mod tests;
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// A score or an average as a reader reads it: `4`, `3.5`.
+fn figure(v: &Value) -> Option<String> {
+    let f = v.as_f64()?;
+    Some(if f.fract() == 0.0 { format!("{f:.0}") } else { format!("{f}") })
+}
+
+/// An action item's text without the severity tag it opens with and the effort it closes
+/// with (both have their own columns).
+fn action_text(item: &Value) -> String {
+    static TAG: OnceLock<Regex> = OnceLock::new();
+    static EFFORT: OnceLock<Regex> = OnceLock::new();
+    let text = item["text"].as_str().unwrap_or("");
+    let text = if item["severity"].is_string() {
+        re(&TAG, r"^(?:\*\*|__)?\[[^\]\n]{1,40}\](?:\*\*|__)?\s*").replace(text, "").into_owned()
+    } else {
+        text.to_string()
+    };
+    if item["effort"].is_string() {
+        let effort = re(
+            &EFFORT,
+            r"(?i)\s*(?:[—–-]\s*)?\(?\s*effort\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(?:low|medium|high)\b\s*\)?\s*$",
+        );
+        effort.replace(&text, "").trim().to_string()
+    } else {
+        text.trim().to_string()
+    }
+}
+
+/// The result as the export's report: the consensus, the reviewers' scores per criterion as a
+/// table (with each criterion's average and agreement, and each reviewer's weighted overall),
+/// the reviewers whose scores could not be read or who failed, the findings by severity, and
+/// the consolidator's action items as a table.
+pub fn report(result: &Value) -> String {
+    use super::report::{count, table};
+    let mut out = String::new();
+    let stats = &result["statistics"];
+    if let Some(c) = figure(&stats["consensusOverall"]) {
+        let rubric = result["rubric"]["name"].as_str().map_or(String::new(), |n| format!(" {n}"));
+        let mut line = format!("**Consensus:** {c} of 5 overall, weighted by the{rubric} rubric");
+        if let Some(sd) = stats["meanStdDev"].as_f64() {
+            line.push_str(&format!(
+                "; {} agreement between the reviewers (mean standard deviation {sd:.2})",
+                agreement(sd).to_lowercase()
+            ));
+        }
+        out.push_str(&format!("{line}.\n\n"));
+    }
+    let reviews = result["reviews"].as_array().cloned().unwrap_or_default();
+    let consensus = stats["consensusScores"].as_array().cloned().unwrap_or_default();
+    // The criteria: the rubric's, else those the reviews scored.
+    let mut criteria: Vec<(String, Value)> = result["rubric"]["criteria"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(|c| Some((c["name"].as_str()?.to_string(), c["weight"].clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    if criteria.is_empty() {
+        if let Some(first) = reviews.first() {
+            criteria = first["scores"]
+                .as_array()
+                .map(|s| {
+                    s.iter()
+                        .filter_map(|s| {
+                            Some((s["criterion"].as_str()?.to_string(), s["weight"].clone()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
+    }
+    let who = |r: &Value| {
+        let n = r["reviewerIndex"].as_u64().map_or(String::new(), |n| format!(" {n}"));
+        match r["model"].as_str() {
+            Some(m) => format!("reviewer{n} ({m})"),
+            None => format!("reviewer{n}"),
+        }
+    };
+    if !reviews.is_empty() && !criteria.is_empty() {
+        let mut head: Vec<String> = vec!["criterion".into(), "weight".into()];
+        head.extend(reviews.iter().map(who));
+        head.extend(["average".to_string(), "agreement".to_string()]);
+        let mut rows: Vec<Vec<String>> = criteria
+            .iter()
+            .map(|(name, weight)| {
+                let mut row = vec![name.clone(), figure(weight).unwrap_or_default()];
+                for r in &reviews {
+                    let s = r["scores"]
+                        .as_array()
+                        .and_then(|s| s.iter().find(|s| s["criterion"] == name.as_str()));
+                    row.push(
+                        s.and_then(|s| figure(&s["score"])).unwrap_or_else(|| "unread".into()),
+                    );
+                }
+                let k = consensus.iter().find(|k| k["criterion"] == name.as_str());
+                row.push(k.and_then(|k| figure(&k["average"])).unwrap_or_default());
+                let agreement = match k.and_then(|k| k["agreement"].as_str()) {
+                    Some(a) if k.is_some_and(|k| k["disputed"] == true) => {
+                        format!("{}, disputed", a.to_lowercase())
+                    }
+                    Some(a) => a.to_lowercase(),
+                    None => String::new(),
+                };
+                row.push(agreement);
+                row
+            })
+            .collect();
+        let mut overall = vec!["overall (weighted)".to_string(), String::new()];
+        overall.extend(
+            reviews.iter().map(|r| figure(&r["overallScore"]).unwrap_or_else(|| "unread".into())),
+        );
+        overall.push(figure(&stats["consensusOverall"]).unwrap_or_default());
+        overall.push(String::new());
+        rows.push(overall);
+        let head: Vec<&str> = head.iter().map(String::as_str).collect();
+        let right: Vec<usize> = (1..head.len() - 1).collect();
+        out.push_str("**The reviewers' scores** (1 to 5):\n\n");
+        out.push_str(&table(&head, &rows, &right));
+        out.push('\n');
+    }
+    let mut notes: Vec<String> = reviews
+        .iter()
+        .filter(|r| r["parseSuccess"] == false)
+        .map(|r| format!("- {}: no score could be read from the review", who(r)))
+        .collect();
+    for f in result["failedReviewers"].as_array().cloned().unwrap_or_default() {
+        let why = f["error"].as_str().map_or(String::new(), |e| format!(" ({e})"));
+        notes.push(format!("- {}: the call failed{why}", who(&f)));
+    }
+    if !notes.is_empty() {
+        out.push_str(&format!("{}\n\n", notes.join("\n")));
+    }
+    let totals = &stats["findingTotals"];
+    if let Some(n) = totals["total"].as_u64() {
+        let parts: Vec<String> = SEVERITIES
+            .iter()
+            .filter_map(|s| {
+                let n = totals[*s].as_u64().filter(|n| *n > 0)?;
+                Some(match *s {
+                    "SUGGESTION" => count(n, "suggestion", "suggestions"),
+                    other => format!("{n} {}", other.to_lowercase()),
+                })
+            })
+            .collect();
+        let split =
+            if parts.is_empty() { String::new() } else { format!(": {}", parts.join(", ")) };
+        out.push_str(&format!(
+            "**Findings:** {} in all the reviews{split}.\n\n",
+            count(n, "finding", "findings")
+        ));
+    }
+    let c = &result["consolidation"];
+    if c.is_object() {
+        let items = c["actionItems"].as_array().cloned().unwrap_or_default();
+        let by = match (c["model"].as_str(), c["fallbackFrom"].as_str()) {
+            (Some(m), Some(f)) => format!(" (by {m}, in place of {f})"),
+            (Some(m), None) => format!(" (by {m})"),
+            _ => String::new(),
+        };
+        if items.is_empty() {
+            out.push_str(&format!(
+                "**Action items{by}:** none could be read from the consolidated report.\n"
+            ));
+        } else {
+            let rows: Vec<Vec<String>> = items
+                .iter()
+                .enumerate()
+                .map(|(i, it)| {
+                    vec![
+                        (i + 1).to_string(),
+                        it["severity"].as_str().map_or("not stated".into(), str::to_lowercase),
+                        action_text(it),
+                        it["effort"].as_str().map_or("not stated".into(), str::to_lowercase),
+                    ]
+                })
+                .collect();
+            out.push_str(&format!("**Action items{by}:**\n\n"));
+            out.push_str(&table(&["#", "severity", "action", "effort"], &rows, &[0]));
+        }
+    }
+    out
+}

@@ -826,3 +826,112 @@ fn the_sim_answers_its_review_schema_in_json_and_no_other() {
     let other = ReplySchema::new("council_ranking", schema::reasoned([]));
     assert_eq!(ask(1, false, &other), None);
 }
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// The result's own keys in camelCase, at any depth.
+fn camel_keys(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                if k.starts_with(|c: char| c.is_ascii_lowercase())
+                    && k.chars().any(|c| c.is_ascii_uppercase())
+                {
+                    out.push(k.clone());
+                }
+                camel_keys(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| camel_keys(x, out)),
+        _ => {}
+    }
+}
+
+/// What a reader never sees in a report: JSON, missing values, protocol words, the result's
+/// keys.
+fn assert_readable(report: &str, result: &Value) {
+    for bad in ["null", "NaN", "undefined", "{\"", "CRITICAL", "MAJOR", "Effort: Medium"] {
+        assert!(!report.contains(bad), "{bad:?} in the report:\n{report}");
+    }
+    let mut keys = Vec::new();
+    camel_keys(result, &mut keys);
+    for k in keys {
+        assert!(!report.contains(&k), "the key {k:?} in the report:\n{report}");
+    }
+    assert!(!report.contains("\n#"), "no headings:\n{report}");
+}
+
+/// A run of three reviewers (the second's review unreadable) and its consolidation.
+fn reviewed_run() -> Vec<Effect> {
+    let mut m = mode(&["a", "b", "a"]);
+    let start = m.start();
+    let calls = stage_calls(&start);
+    let mut all = start.clone();
+    all.extend(m.on_reply(ok(&calls[2], REVIEW)));
+    all.extend(
+        m.on_reply(ok(&calls[0], "| Security | 5 | 5 | ok |\n| Scalability | 4 | 5 | ok |")),
+    );
+    let out = m.on_reply(ok(&calls[1], "I will not score this."));
+    let con = stage_calls(&out);
+    all.extend(out);
+    all.extend(m.on_reply(ok(&con[0], REPORT)));
+    all
+}
+
+#[test]
+fn the_report_tables_the_scores_per_criterion_and_the_action_items() {
+    let all = reviewed_run();
+    let mut stored = rows(&all);
+    stored.sort_by_key(|r| r.stage_order);
+    let result = load_result(&stored);
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("|---"), "{r}");
+    assert!(
+        r.contains(
+            "| criterion | weight | reviewer 1 (a) | reviewer 2 (b) | reviewer 3 (a) | average | agreement |"
+        ),
+        "{r}"
+    );
+    assert!(r.contains("| Scalability | 5 | 4 | unread | 2 | 3 | medium |"), "{r}");
+    assert!(r.contains("| Security | 5 | 5 | unread | 4 | 4.5 | medium |"), "{r}");
+    assert!(r.contains("| Reliability | 4 | unread | unread | unread | — | — |"), "{r}");
+    assert!(r.contains("| overall (weighted) | — | 4.5 | unread |"), "{r}");
+    assert!(r.contains("- reviewer 2 (b): no score could be read from the review"), "{r}");
+    assert!(r.contains("**Consensus:** 4 of 5 overall"), "{r}");
+    assert!(
+        r.contains("medium agreement between the reviewers (mean standard deviation 0.75)"),
+        "{r}"
+    );
+    assert!(r.contains("weighted by the Architecture Review rubric"), "{r}");
+    assert!(r.contains("**Findings:** 3 findings in all the reviews: 1 critical,"), "{r}");
+    assert!(r.contains("**Action items (by con):**"), "{r}");
+    assert!(r.contains("| 1 | critical | Add a replica | medium |"), "{r}");
+    assert!(r.contains("| 2 | major | Test restores | low |"), "{r}");
+    assert!(r.contains("| 3 | not stated | Write a diagram | not stated |"), "{r}");
+    assert!(
+        r.contains("| 4 | not stated | [note] Tidy up — Effort: enormous | not stated |"),
+        "what was not read stays as written: {r}"
+    );
+}
+
+#[test]
+fn an_empty_or_partial_result_reports_what_there_is() {
+    assert_eq!(report(&json!({})), "");
+    // Too few reviews: the one review and the failed reviewers, no statistics.
+    let mut m = mode(&["a", "b", "c"]);
+    let calls = stage_calls(&m.start());
+    let mut all = m.on_reply(err(&calls[0]));
+    all.extend(m.on_reply(ok(&calls[1], REVIEW)));
+    all.extend(m.on_reply(ok(&calls[2], "")));
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("|---") && r.contains("reviewer 2 (b)"), "{r}");
+    assert!(r.contains("- reviewer 1 (a): the call failed (down)"), "{r}");
+    assert!(!r.contains("Consensus") && !r.contains("Action items"), "{r}");
+    let partial = json!({ "reviews": [], "statistics": null, "consolidation": {} });
+    let r = report(&partial);
+    assert_readable(&r, &partial);
+    assert!(r.contains("none could be read"), "{r}");
+}

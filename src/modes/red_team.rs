@@ -192,7 +192,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(RedTeam::new(config, ctx)?)),
     load_result,
     outcome,
-    report: None,
+    report: Some(report),
     example: || {
         json!({ "mode": "red_team", "question": "Review this login handler for security flaws.",
                 "modeConfig": { "content": "fn login(user: &str, pass: &str) -> bool {\n    let q = format!(\"SELECT * FROM users WHERE name='{user}' AND pass='{pass}'\");\n    db::query(&q).is_some()\n}", "rounds": 1 } })
@@ -1799,3 +1799,156 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
 #[cfg(test)]
 #[path = "red_team_tests.rs"]
 mod tests;
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// A severity as a reader reads it: `critical`, or `not stated (medium used)` when the attacker
+/// stated none.
+fn severity_words(f: &Value) -> String {
+    let s = f["severity"].as_str().unwrap_or("").to_lowercase();
+    if f["severityDefaulted"] == true {
+        format!("not stated ({s} used)")
+    } else if s.is_empty() {
+        "not stated".into()
+    } else {
+        s
+    }
+}
+
+/// `2 critical, 1 high` from severity counts (the levels with none left out).
+fn by_severity(counts: &Value) -> String {
+    SEVERITIES
+        .iter()
+        .filter_map(|s| {
+            counts[*s].as_u64().filter(|n| *n > 0).map(|n| format!("{n} {}", s.to_lowercase()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The defender's verdict on one finding and what it said: `accepted` with the revision,
+/// `rebutted` with the reasoning.
+fn defense_words(response: Option<&Value>, defended: bool) -> (String, String) {
+    let Some(r) = response else {
+        let v = if defended { "not answered" } else { "no defense" };
+        return (v.into(), String::new());
+    };
+    let text = |k: &str| r[k].as_str().unwrap_or("").to_string();
+    match r["verdict"].as_str() {
+        Some("ACCEPT") => ("accepted".into(), text("revision")),
+        Some("REBUT") if r["verdictDefaulted"] == true => {
+            ("rebutted (no verdict stated)".into(), text("reasoning"))
+        }
+        Some("REBUT") => ("rebutted".into(), text("reasoning")),
+        _ => ("not answered".into(), String::new()),
+    }
+}
+
+/// The result as the export's report: who hardened the content and how confidently, why the
+/// rounds ended early, each round's findings as a table (severity, finding, where, the
+/// defender's verdict and answer), and the totals.
+pub fn report(result: &Value) -> String {
+    use super::report::{count, table};
+    let mut out = String::new();
+    let s = &result["synthesis"];
+    if s.is_object() {
+        let confidence =
+            s["hardeningConfidence"].as_str().map_or("not stated".into(), str::to_lowercase);
+        match s["model"].as_str() {
+            Some(m) => out.push_str(&format!(
+                "**Hardened output:** by {m}; hardening confidence {confidence}.\n\n"
+            )),
+            None => out.push_str(&format!("**Hardening confidence:** {confidence}.\n\n")),
+        }
+        let stop = match s["stopReason"].as_str() {
+            Some("no flaws") => Some("the attacker found no flaws"),
+            Some("attacker failed") => Some("the attacker's call failed"),
+            Some("global timeout") => Some("the run's time limit passed"),
+            _ => None,
+        };
+        if let Some(why) = stop {
+            out.push_str(&format!("**The rounds ended early:** {why}.\n\n"));
+        }
+    }
+    let rounds = result["rounds"].as_array().cloned().unwrap_or_default();
+    for (i, r) in rounds.iter().enumerate() {
+        let number = r["round"].as_u64().unwrap_or(i as u64 + 1);
+        let (a, d) = (&r["attack"], &r["defense"]);
+        let mut lead = format!("**Round {number}**");
+        let who: Vec<String> = [("attacker", &a["model"]), ("defender", &d["model"])]
+            .iter()
+            .filter_map(|(role, m)| m.as_str().map(|m| format!("{role} {m}")))
+            .collect();
+        if !who.is_empty() {
+            lead.push_str(&format!(" ({})", who.join(", ")));
+        }
+        out.push_str(&format!("{lead}\n\n"));
+        let findings = a["findings"].as_array().cloned().unwrap_or_default();
+        if a["failed"] == true {
+            out.push_str("The attacker's call failed.\n\n");
+            continue;
+        }
+        if findings.is_empty() {
+            out.push_str(if a["noFlaws"] == true {
+                "The attacker found no flaws.\n\n"
+            } else {
+                "No finding could be read from the attacker's report.\n\n"
+            });
+            continue;
+        }
+        let responses = d["responses"].as_array().cloned().unwrap_or_default();
+        let rows: Vec<Vec<String>> = findings
+            .iter()
+            .enumerate()
+            .map(|(k, f)| {
+                let n = f["number"].as_u64().unwrap_or(k as u64 + 1);
+                let resp = responses.iter().find(|x| x["finding"].as_u64() == Some(n));
+                let (verdict, answer) = defense_words(resp, d.is_object());
+                vec![
+                    n.to_string(),
+                    severity_words(f),
+                    f["title"].as_str().unwrap_or("").to_string(),
+                    f["location"].as_str().unwrap_or("").to_string(),
+                    verdict,
+                    answer,
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &["#", "severity", "finding", "where", "defense", "the defender's answer"],
+            &rows,
+            &[0],
+        ));
+        out.push('\n');
+        let mut notes = Vec::new();
+        if let Some(risk) = a["overallRisk"].as_str() {
+            notes.push(format!("Overall risk as the attacker put it: {}.", risk.to_lowercase()));
+        }
+        if d["failed"] == true {
+            notes.push("The defender's call failed: the findings went unanswered.".into());
+        } else if d.is_object() && d["revisedContentFound"] == false {
+            notes.push(
+                "The defender gave no revised content: the content went on as it was.".into(),
+            );
+        } else if d.is_object() {
+            notes.push("The defender revised the content.".into());
+        }
+        if !notes.is_empty() {
+            out.push_str(&format!("{}\n\n", notes.join(" ")));
+        }
+    }
+    let t = &result["totals"];
+    if let Some(n) = t["findings"].as_u64().filter(|n| *n > 0) {
+        let severities = by_severity(&t["bySeverity"]);
+        let severities =
+            if severities.is_empty() { String::new() } else { format!(" ({severities})") };
+        out.push_str(&format!(
+            "**Totals:** {}{severities}: {} accepted, {} rebutted, {} not answered.\n",
+            count(n, "finding", "findings"),
+            t["accepted"].as_u64().unwrap_or(0),
+            t["rebutted"].as_u64().unwrap_or(0),
+            t["unaddressed"].as_u64().unwrap_or(0),
+        ));
+    }
+    out
+}

@@ -972,3 +972,113 @@ fn the_sim_answers_its_schemas_in_json_and_no_other() {
     };
     assert_eq!(sim_answer(&ask), None);
 }
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// The result's own keys in camelCase, at any depth.
+fn camel_keys(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                if k.starts_with(|c: char| c.is_ascii_lowercase())
+                    && k.chars().any(|c| c.is_ascii_uppercase())
+                {
+                    out.push(k.clone());
+                }
+                camel_keys(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| camel_keys(x, out)),
+        _ => {}
+    }
+}
+
+/// What a reader never sees in a report: JSON, missing values, protocol words, the result's
+/// keys.
+fn assert_readable(report: &str, result: &Value) {
+    for bad in ["null", "NaN", "undefined", "{\"", "FINDING", "SEVERITY", "ACCEPT", "REBUT"] {
+        assert!(!report.contains(bad), "{bad:?} in the report:\n{report}");
+    }
+    let mut keys = Vec::new();
+    camel_keys(result, &mut keys);
+    for k in keys {
+        assert!(!report.contains(&k), "the key {k:?} in the report:\n{report}");
+    }
+    assert!(!report.contains("\n#"), "no headings:\n{report}");
+}
+
+#[test]
+fn the_report_tables_each_rounds_findings_with_the_defense_and_the_totals() {
+    let mut m = mode(2);
+    let all = drive(&mut m, scripted);
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("|---"), "{r}");
+    assert!(r.contains("**Hardened output:** by syn; hardening confidence high."), "{r}");
+    assert!(r.contains("**Round 1** (attacker att, defender gen)"), "{r}");
+    assert!(r.contains("**Round 2**"), "{r}");
+    assert!(
+        r.contains(
+            "| 1 | critical | SQL injection | Section 1, `login` | accepted | Use a prepared statement. |"
+        ),
+        "{r}"
+    );
+    assert!(
+        r.contains("| 2 | high | Plain-text passwords | Section 1 | rebutted | Hashing happens upstream. |"),
+        "{r}"
+    );
+    assert!(r.contains("Overall risk as the attacker put it: high."), "{r}");
+    assert!(
+        r.contains(
+            "**Totals:** 4 findings (2 critical, 2 high): 2 accepted, 2 rebutted, 0 not answered."
+        ),
+        "{r}"
+    );
+    assert!(!r.contains("ended early"), "{r}");
+
+    // No flaws in round 1: said, and why the rounds ended.
+    let mut m = mode(3);
+    let all = drive(&mut m, |c| {
+        Some(if c.stage.starts_with("attack") { "FINDINGS: NONE".into() } else { scripted(c)? })
+    });
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("The attacker found no flaws."), "{r}");
+    assert!(r.contains("**The rounds ended early:** the attacker found no flaws."), "{r}");
+
+    // A failed defense, a severity not stated: unanswered, and said to be unread.
+    let mut m = mode(1);
+    let attack = "FINDING 1: Open redirect\nLocation: /next\n";
+    let all = drive(&mut m, |c| match c.stage.as_str() {
+        s if s.starts_with("attack") => Some(attack.into()),
+        s if s.starts_with("defend") => None,
+        _ => scripted(c),
+    });
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(
+        r.contains("| 1 | not stated (medium used) | Open redirect | /next | not answered | — |"),
+        "{r}"
+    );
+    assert!(r.contains("The defender's call failed"), "{r}");
+}
+
+#[test]
+fn an_empty_or_partial_result_reports_what_there_is() {
+    assert_eq!(report(&json!({})), "");
+    let partial = json!({ "rounds": [{ "attack": { "findings": [] } }], "totals": {},
+                          "synthesis": null });
+    let r = report(&partial);
+    assert_readable(&r, &partial);
+    assert!(r.contains("**Round 1**") && r.contains("No finding could be read"), "{r}");
+    // A run stopped before its synthesis: the rounds as far as they went.
+    let mut m = mode(2);
+    let all = drive(&mut m, |c| if c.stage == "synthesis" { None } else { scripted(c) });
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("|---") && !r.contains("Hardened output"), "{r}");
+}

@@ -581,7 +581,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(SpecialistPanel::new(config, ctx)?)),
     load_result,
     outcome,
-    report: None,
+    report: Some(report),
     example: || {
         json!({ "mode": "specialist_panel", "question": "Assess our plan to move the web shop to Kubernetes.",
                 "modeConfig": {
@@ -1823,3 +1823,125 @@ fn sim_answer(ask: &SimAsk) -> Option<String> {
 #[cfg(test)]
 #[path = "specialist_panel_tests.rs"]
 mod tests;
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// A rating or an average as a reader reads it: `4`, `3.3`.
+fn figure(v: &Value) -> Option<String> {
+    let f = v.as_f64()?;
+    Some(if f.fract() == 0.0 { format!("{f:.0}") } else { format!("{f:.1}") })
+}
+
+/// The result as the export's report: the top risk, the specialists' ratings as a table
+/// (specialist × criterion, a rating not read said to be unread), each one's average, the
+/// specialists who did not report, the synthesis's risk matrix as a table and what else it
+/// holds.
+pub fn report(result: &Value) -> String {
+    use super::report::{count, table};
+    let mut out = String::new();
+    let s = &result["synthesis"];
+    if let Some(t) = s.get("topRisk").filter(|t| t.is_object()) {
+        let level = t["level"].as_str().map_or("not stated".into(), str::to_lowercase);
+        let mut line = format!("**Top risk:** {level}");
+        for part in [&t["domain"], &t["concern"]] {
+            if let Some(p) = part.as_str().filter(|p| !p.trim().is_empty()) {
+                line.push_str(&format!(", {}", p.trim()));
+            }
+        }
+        out.push_str(&format!("{line}.\n\n"));
+    }
+    let specialists = result["specialists"].as_array().cloned().unwrap_or_default();
+    let name = |sp: &Value| {
+        let title = sp["roleTitle"].as_str().unwrap_or("A specialist");
+        match sp["model"].as_str() {
+            Some(m) => format!("{title} ({m})"),
+            None => title.to_string(),
+        }
+    };
+    let rows: Vec<Vec<String>> = specialists
+        .iter()
+        .flat_map(|sp| {
+            let who = name(sp);
+            sp["criteriaScores"].as_array().cloned().unwrap_or_default().into_iter().map(move |c| {
+                vec![
+                    who.clone(),
+                    c["criterion"].as_str().unwrap_or("").to_string(),
+                    figure(&c["score"]).unwrap_or_else(|| "unread".into()),
+                    c["notes"].as_str().unwrap_or("").to_string(),
+                ]
+            })
+        })
+        .collect();
+    if !rows.is_empty() {
+        out.push_str("**The specialists' ratings** (1 to 5):\n\n");
+        out.push_str(&table(&["specialist", "criterion", "rating", "notes"], &rows, &[2]));
+        out.push('\n');
+    }
+    if !specialists.is_empty() {
+        out.push_str("**Average ratings:**\n\n");
+        for sp in &specialists {
+            let scores = sp["criteriaScores"].as_array().cloned().unwrap_or_default();
+            let read = scores.iter().filter(|c| c["score"].is_number()).count() as u64;
+            let line = match figure(&sp["averageScore"]) {
+                Some(a) if read < scores.len() as u64 => format!(
+                    "{a} of 5, over the {} read ({} unread)",
+                    count(read, "rating", "ratings"),
+                    scores.len() as u64 - read
+                ),
+                Some(a) => format!("{a} of 5"),
+                None => "no rating could be read from the report".into(),
+            };
+            out.push_str(&format!("- {}: {line}\n", name(sp)));
+        }
+        out.push('\n');
+    }
+    let failed = result["failedSpecialists"].as_array().cloned().unwrap_or_default();
+    if !failed.is_empty() {
+        out.push_str("**Did not report:**\n\n");
+        for f in &failed {
+            let why = f["error"].as_str().map_or(String::new(), |e| format!(" ({e})"));
+            out.push_str(&format!("- {}: the call failed{why}\n", name(f)));
+        }
+        out.push('\n');
+    }
+    let matrix = s["riskMatrix"].as_array().cloned().unwrap_or_default();
+    if !matrix.is_empty() {
+        let rows: Vec<Vec<String>> = matrix
+            .iter()
+            .map(|r| {
+                let sources: Vec<&str> = r["sources"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                vec![
+                    r["domain"].as_str().unwrap_or("").to_string(),
+                    r["level"].as_str().map_or("not stated".into(), str::to_lowercase),
+                    r["concern"].as_str().unwrap_or("").to_string(),
+                    r["action"].as_str().unwrap_or("").to_string(),
+                    sources.join(", "),
+                ]
+            })
+            .collect();
+        out.push_str("**Risk matrix:**\n\n");
+        out.push_str(&table(&["area", "level", "concern", "action", "raised by"], &rows, &[]));
+        out.push('\n');
+    } else if s.is_object() {
+        out.push_str("**Risk matrix:** none could be read from the synthesis.\n\n");
+    }
+    if s.is_object() {
+        let c = &s["counts"];
+        let n = |k: &str, one: &str, many: &str| count(c[k].as_u64().unwrap_or(0), one, many);
+        let by = match (s["model"].as_str(), s["fallbackFrom"].as_str()) {
+            (Some(m), Some(f)) => format!(" by {m} (in place of {f})"),
+            (Some(m), None) => format!(" by {m}"),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "**Synthesis**{by}: {}, {} and {}.\n",
+            n("convergentFindings", "convergent finding", "convergent findings"),
+            n("divergentFindings", "divergent finding", "divergent findings"),
+            n("unifiedRecommendations", "recommendation", "recommendations"),
+        ));
+    }
+    out
+}

@@ -899,3 +899,101 @@ fn the_sim_answers_its_report_schema_in_json_and_no_other() {
     };
     assert_eq!(sim_answer(&ask), None);
 }
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// The result's own keys in camelCase, at any depth.
+fn camel_keys(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                if k.starts_with(|c: char| c.is_ascii_lowercase())
+                    && k.chars().any(|c| c.is_ascii_uppercase())
+                {
+                    out.push(k.clone());
+                }
+                camel_keys(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| camel_keys(x, out)),
+        _ => {}
+    }
+}
+
+/// What a reader never sees in a report: JSON, missing values, role keys, the result's keys.
+fn assert_readable(report: &str, result: &Value) {
+    for bad in ["null", "NaN", "undefined", "{\"", "security_expert", "cost_analyst", "HIGH"] {
+        assert!(!report.contains(bad), "{bad:?} in the report:\n{report}");
+    }
+    let mut keys = Vec::new();
+    camel_keys(result, &mut keys);
+    for k in keys {
+        assert!(!report.contains(&k), "the key {k:?} in the report:\n{report}");
+    }
+    assert!(!report.contains("\n#"), "no headings:\n{report}");
+}
+
+#[test]
+fn the_report_tables_the_ratings_and_the_risk_matrix() {
+    let mut m = panel(&THREE);
+    let all = drive(&mut m, |c| if c.key == "specialist:2" { None } else { scripted(c) });
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("|---"), "{r}");
+    assert!(r.contains("**Top risk:** high, Security, Secrets."), "{r}");
+    assert!(
+        r.contains(
+            "| Security Expert (m0) | Authentication & Authorization | 4 | SSO everywhere |"
+        ),
+        "{r}"
+    );
+    assert!(r.contains("| Security Expert (m0) | Input Validation | 4 |"), "3.5 half up: {r}");
+    assert!(
+        r.contains("| Security Expert (m0) | Attack Surface | unread | (the model's own scale) |"),
+        "{r}"
+    );
+    assert!(
+        r.contains("- Security Expert (m0): 3.3 of 5, over the 3 ratings read (2 unread)"),
+        "{r}"
+    );
+    assert!(
+        r.contains("- Scalability Architect (m1): no rating could be read from the report"),
+        "the security report rates none of the architect's criteria: {r}"
+    );
+    assert!(
+        r.contains("**Did not report:**\n\n- Cost Analyst (m2): the call failed (down)"),
+        "{r}"
+    );
+    assert!(
+        r.contains("| Security | high | Secrets | Vault | Security Expert, DevOps Engineer |"),
+        "{r}"
+    );
+    assert!(r.contains("| Ops | not stated | Paging | Rota | DevOps Engineer |"), "{r}");
+    assert!(
+        r.contains(
+            "**Synthesis** by syn: 2 convergent findings, 2 divergent findings and 2 recommendations."
+        ),
+        "{r}"
+    );
+}
+
+#[test]
+fn an_empty_or_partial_result_reports_what_there_is() {
+    assert_eq!(report(&json!({})), "");
+    // A cancelled run: the reports that arrived, no synthesis.
+    let mut m = panel(&THREE);
+    let start = m.start();
+    let calls = stage_calls(&start);
+    let mut all = start.clone();
+    all.extend(m.on_reply(ok(&calls[0], REPORT)));
+    let result = load_result(&rows(&all));
+    let r = report(&result);
+    assert_readable(&r, &result);
+    assert!(r.contains("|---") && !r.contains("Synthesis") && !r.contains("Top risk"), "{r}");
+    // A synthesis with no matrix in format.
+    let partial = json!({ "specialists": [], "synthesis": { "riskMatrix": [], "topRisk": null } });
+    let r = report(&partial);
+    assert_readable(&r, &partial);
+    assert!(r.contains("none could be read") && r.contains("0 convergent findings"), "{r}");
+}
