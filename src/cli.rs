@@ -118,7 +118,27 @@ fn who(data: &Value, roles: &[ModeRole]) -> String {
 
 /// One line of progress for an event, or None for events not worth a line. `roles`: the run's
 /// mode's roles, whose labels name who is at work.
-pub fn progress_line(event: &str, data: &Value, roles: &[ModeRole]) -> Option<String> {
+/// A stage's words: the mode's own label for its events' stem (`ModeSpec::stages`), else the
+/// stem spelled out; None for a stage the mode says nothing of.
+fn stage_label(stages: &[(&str, &str)], stem: &str) -> Option<String> {
+    match stages.iter().find(|(s, _)| *s == stem) {
+        Some((_, "")) => None,
+        Some((_, label)) => Some((*label).to_string()),
+        None => Some(stage_words(stem)),
+    }
+}
+
+/// The model a stage event names, if any (a checker's, a reviewer's, a section's writer).
+fn named_model(data: &Value) -> Option<&str> {
+    data.get("model").or_else(|| data.pointer("/data/model")).and_then(Value::as_str)
+}
+
+pub fn progress_line(
+    event: &str,
+    data: &Value,
+    roles: &[ModeRole],
+    stages: &[(&str, &str)],
+) -> Option<String> {
     let s = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     match event {
         "token" => None,
@@ -171,8 +191,8 @@ pub fn progress_line(event: &str, data: &Value, roles: &[ModeRole]) -> Option<St
             let d = &data["data"];
             let t = &d["voteTally"];
             Some(format!(
-                "■ deliberation — majority {} (approve {}, revise {}, reject {})",
-                d["majorityVerdict"].as_str().unwrap_or("no verdict"),
+                "■ the jurors' deliberation — most said {} (approve {}, revise {}, reject {})",
+                d["majorityVerdict"].as_str().map_or("no verdict".to_string(), str::to_lowercase),
                 t["approve"],
                 t["revise"],
                 t["reject"]
@@ -323,10 +343,13 @@ pub fn progress_line(event: &str, data: &Value, roles: &[ModeRole]) -> Option<St
         // said the mode's name already.
         e if e.ends_with("_start") && data.get("mode").is_some_and(Value::is_string) => None,
         e if e.ends_with("_start") => {
-            Some(format!("▶ {}", stage_words(e.trim_end_matches("_start"))))
+            Some(format!("▶ {}", stage_label(stages, e.trim_end_matches("_start"))?))
         }
         e if e.ends_with("_complete") => {
-            let mut line = format!("■ {}", stage_words(e.trim_end_matches("_complete")));
+            let mut line = format!("■ {}", stage_label(stages, e.trim_end_matches("_complete"))?);
+            if let Some(m) = named_model(data) {
+                line.push_str(&format!(" · {m}"));
+            }
             if let Some(agg) = data.pointer("/metadata/aggregateRankings").and_then(Value::as_array)
             {
                 let ranks: Vec<String> = agg
@@ -417,6 +440,7 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
     let watcher = engine.watcher_id();
     engine.watch(&started.run_id, 0, watcher, tx.clone(), &Viewer::local()).await?;
     let roles = ModeKind::parse(&args.mode).map_or(&[][..], |m| m.spec().roles);
+    let stages = ModeKind::parse(&args.mode).map_or(&[][..], |m| m.spec().stages);
     let mut terminal = String::new();
     let mut last_seq = 0;
     loop {
@@ -436,7 +460,7 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
                     last_seq = f.seq;
                     if !args.quiet {
                         let env: Value = serde_json::from_str(&f.json).unwrap_or(Value::Null);
-                        if let Some(line) = progress_line(&f.event, &env["data"], roles) {
+                        if let Some(line) = progress_line(&f.event, &env["data"], roles, stages) {
                             let _ = writeln!(err, "{line}");
                         }
                     }
@@ -738,15 +762,31 @@ mod tests {
             "call_complete",
             &json!({"stage": "stage2", "role": "council", "model": "sim/beta", "ok": false, "error": {"message": "HTTP 503"}}),
             council,
+            &[],
         )
         .unwrap();
         assert_eq!(line, "  ✗ Council members · sim/beta: HTTP 503");
         // A role the mode does not list: the stage, in words.
-        let line =
-            progress_line("call_start", &json!({"stage": "stage3", "model": "m"}), &[]).unwrap();
+        let line = progress_line("call_start", &json!({"stage": "stage3", "model": "m"}), &[], &[])
+            .unwrap();
         assert_eq!(line, "  … synthesis · m");
-        assert_eq!(progress_line("stage2_start", &json!({}), council).unwrap(), "▶ peer ranking");
-        assert_eq!(progress_line("token", &json!({}), council), None);
+        assert_eq!(
+            progress_line("stage2_start", &json!({}), council, &[]).unwrap(),
+            "▶ peer ranking"
+        );
+        assert_eq!(progress_line("token", &json!({}), council, &[]), None);
+        // A stage in the mode's own words, with the model an item's end names.
+        let fc = ModeKind::parse("fact_check").unwrap().spec();
+        let line =
+            progress_line("checker_complete", &json!({"model": "sim/beta"}), fc.roles, fc.stages);
+        assert_eq!(line.unwrap(), "■ a checker's verdicts · sim/beta");
+        assert_eq!(
+            progress_line("extract_start", &json!({}), fc.roles, fc.stages).unwrap(),
+            "▶ reading the claims"
+        );
+        // A stage the mode says nothing of prints nothing.
+        let delphi = ModeKind::parse("delphi").unwrap().spec();
+        assert_eq!(progress_line("delphi_start", &json!({}), delphi.roles, delphi.stages), None);
     }
 
     #[test]
@@ -780,6 +820,7 @@ mod tests {
         let line = progress_line(
             "disagreement_detected",
             &json!({"data": {"maxSpread": 4, "disagreeingDimensions": ["logicalFlow", "clarity"]}}),
+            &[],
             &[],
         )
         .unwrap();

@@ -246,6 +246,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     load_result,
     outcome,
     // No models and no settings but the material: `GET /api/models` reads the defaults off it.
+    stages: &[("outline", "the outline"), ("expansion", "writing the sections"), ("section", "a section written"), ("all_sections", "every section written"), ("assembly", "assembling the document")],
     report: Some(report),
     example: || {
         json!({ "mode": "blueprint", "question": "Design doc for our collaborative editor",

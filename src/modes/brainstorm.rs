@@ -196,6 +196,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(Brainstorm::new(config, ctx)?)),
     load_result,
     outcome,
+    stages: &[("ideation", "listing ideas"), ("all_ideation", "every idea list in"), ("clustering", "grouping the ideas"), ("scoring", "scoring the clusters"), ("scorer", "a scorer's ratings"), ("all_scoring", "every score in"), ("refinement", "writing the proposal")],
     report: Some(report),
     example: || {
         json!({ "mode": "brainstorm", "question": "How could a small city library attract more teenagers?",

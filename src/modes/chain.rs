@@ -298,6 +298,7 @@ pub static SPEC: ModeSpec = ModeSpec {
             short(text, 100)
         ))
     },
+    stages: &[("chain_step", "a step of the chain"), ("chain", "the chain")],
     report: Some(report),
     example: || {
         json!({ "mode": "chain", "question": "Write a short guide to backing up a home server.",

@@ -275,6 +275,7 @@ pub static SPEC: ModeSpec = ModeSpec {
         }
         Some(line)
     },
+    stages: &[("discussion", "the evaluators' discussion"), ("arbiter", "the arbiter's ruling")],
     report: Some(report),
     example: || {
         json!({ "mode": "clarity", "modeConfig": { "content": "Brief: a mobile app for reporting potholes with a photo; the city fixes them within 14 days." } })

@@ -177,6 +177,7 @@ pub static SPEC: ModeSpec = ModeSpec {
         let text = r.pointer("/synthesis/synthesis").and_then(Value::as_str)?;
         Some(short(text, 160))
     },
+    stages: &[("answers", "the answers"), ("answer", "an answer with its confidence"), ("all_answers", "every answer in"), ("synthesis", "the weighted synthesis")],
     report: Some(report),
     example: || {
         json!({ "mode": "confidence_weighted", "question": "What is caffeine's half-life in adults?",

@@ -165,6 +165,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(Council::new(config, ctx)?)),
     load_result,
     outcome: |r| r.pointer("/stage3/response").and_then(Value::as_str).map(|t| short(t, 160)),
+    stages: &[],
     report: Some(report),
     example: || json!({ "mode": "council", "question": "Monolith or microservices for a team of five?" }),
     sim: None,

@@ -111,6 +111,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(Debate::new(config, ctx)?)),
     load_result,
     outcome: super::registry::winner_outcome,
+    stages: &[("revision", "the revisions"), ("vote", "the vote")],
     report: Some(report),
     example: || json!({ "mode": "debate", "question": "Should companies adopt a 4-day work week?" }),
     sim: Some(sim_answer),

@@ -203,6 +203,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(Decompose::new(config, ctx)?)),
     load_result,
     outcome,
+    stages: &[("plan", "the plan"), ("assignment", "workers assigned"), ("wave", "a wave of sub-tasks"), ("task", "a sub-task"), ("assembly", "assembling the answer")],
     report: Some(report),
     example: || {
         json!({ "mode": "decompose",

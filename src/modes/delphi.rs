@@ -274,6 +274,7 @@ pub static SPEC: ModeSpec = ModeSpec {
             None => format!("{value} (no convergence)"),
         })
     },
+    stages: &[("delphi", "")],
     report: Some(report),
     example: || {
         json!({ "mode": "delphi", "question": "How many software engineers will be employed globally by 2030?" })

@@ -82,6 +82,7 @@ pub static SPEC: ModeSpec = ModeSpec {
         let p = r.get("picked").filter(|p| !p.is_null())?;
         Some(format!("{} said: {}", p["model"].as_str()?, short(p["response"].as_str()?, 120)))
     },
+    stages: &[],
     report: None,
     example: || json!({ "mode": "echo", "question": "Say hello." }),
     sim: None,

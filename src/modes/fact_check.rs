@@ -241,6 +241,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(FactCheck::new(config, ctx)?)),
     load_result,
     outcome,
+    stages: &[("extract", "reading the claims"), ("verify", "checking the claims"), ("checker", "a checker's verdicts"), ("all_checkers", "every check in"), ("report", "the report")],
     report: Some(report),
     example: || {
         json!({ "mode": "fact_check", "question": "Fact-check this paragraph.",

@@ -193,6 +193,7 @@ pub static SPEC: ModeSpec = ModeSpec {
             None => verdict.to_string(),
         })
     },
+    stages: &[("present", "presenting the content"), ("deliberation", "the jurors' deliberation"), ("verdict", "the foreman's verdict")],
     report: Some(report),
     example: || {
         json!({ "mode": "jury", "question": "Evaluate this API documentation",

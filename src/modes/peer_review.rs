@@ -435,6 +435,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(PeerReview::new(config, ctx)?)),
     load_result,
     outcome,
+    stages: &[("reviewers", "the reviews"), ("reviewer", "a review"), ("all_reviewers", "every review in"), ("consolidation", "consolidating the reviews")],
     report: Some(report),
     example: || {
         json!({ "mode": "peer_review", "question": "Review the architecture of our upload service.",

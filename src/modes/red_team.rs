@@ -192,6 +192,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(RedTeam::new(config, ctx)?)),
     load_result,
     outcome,
+    stages: &[("generate", "laying out the material"), ("attack", "the attack"), ("defend", "the defence"), ("synthesize", "the hardened output")],
     report: Some(report),
     example: || {
         json!({ "mode": "red_team", "question": "Review this login handler for security flaws.",

@@ -91,6 +91,11 @@ pub struct ModeSpec {
     /// The one-line outcome of a result (the winner, verdict, score, estimate or the answer's
     /// first words): what lists and dashboards show. None while there is none.
     pub outcome: fn(&Value) -> Option<String>,
+    /// Its stages' words for a person, by the stem of their events (`checker` for
+    /// `checker_complete` → "a checker's verdicts"): what the CLI prints as a stage starts and
+    /// ends. A stem not listed is spelled out from its id; an empty label prints nothing (a
+    /// mode's own start, which the run's first line has named).
+    pub stages: &'static [(&'static str, &'static str)],
     /// The result in the mode's own terms, as Markdown for the export (a verdict table, a
     /// bracket, a tally): no headings, only bold lead lines, lists and tables, and never a
     /// key-by-key dump. None: the export lists each stage's data instead.

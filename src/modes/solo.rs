@@ -87,6 +87,7 @@ pub static SPEC: ModeSpec = ModeSpec {
         let a = r.get("answer").filter(|a| !a.is_null())?;
         Some(short(a["response"].as_str()?, 120))
     },
+    stages: &[("answer", "the answer")],
     report: None,
     example: || json!({ "mode": "solo", "question": "What is 17 × 23?" }),
     sim: None,

@@ -581,6 +581,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(SpecialistPanel::new(config, ctx)?)),
     load_result,
     outcome,
+    stages: &[("specialist", "a specialist's report"), ("all_specialists", "every specialist has reported"), ("synthesis", "the synthesis")],
     report: Some(report),
     example: || {
         json!({ "mode": "specialist_panel", "question": "Assess our plan to move the web shop to Kubernetes.",

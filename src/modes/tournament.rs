@@ -138,6 +138,7 @@ pub static SPEC: ModeSpec = ModeSpec {
             short(text, 80)
         ))
     },
+    stages: &[("collect", "the contestants' answers")],
     report: Some(report),
     example: || {
         json!({ "mode": "tournament", "question": "What is the best way to learn a new programming language?",

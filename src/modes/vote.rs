@@ -133,6 +133,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(Vote::new(config, ctx)?)),
     load_result,
     outcome: super::registry::winner_outcome,
+    stages: &[("vote_round", "the vote")],
     report: Some(report),
     example: || json!({ "mode": "vote", "question": "Which database should a team of five use?" }),
     sim: None,

@@ -206,7 +206,7 @@ fn run_vote_jury_and_debate_from_the_terminal() {
     assert!(progress.contains("winner:"), "{progress}");
     let (report, progress) =
         run(&["jury", "Evaluate these docs", "--content-file", "doc.md", "--foreman", "sim/delta"]);
-    assert!(progress.contains("juror sim/alpha") && progress.contains("majority"), "{progress}");
+    assert!(progress.contains("juror sim/alpha") && progress.contains("most said"), "{progress}");
     assert!(report.contains("Jury Verdict Report"), "{report}");
     let (json, _) = run(&["debate", "Tabs or spaces?", "--json", "-q"]);
     let v: Value = serde_json::from_str(&json).unwrap();
