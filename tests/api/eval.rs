@@ -358,8 +358,13 @@ fn ctrl_c_stops_the_eval_and_prints_what_is_done() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    // The first progress line: some runs are done.
-    let first = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with('[')).unwrap();
+    // The first progress line with some runs done (the eval's first line, `[0/80]`, says it
+    // has started).
+    let first = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with('[') && !l.starts_with("[0/"))
+        .unwrap();
     assert!(first.contains("/80]"), "{first}");
     let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(killed.success());

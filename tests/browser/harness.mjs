@@ -148,7 +148,7 @@ export async function runText(page, runId) {
 }
 
 /** The shots the README shows, refreshed by `CONCLAVE_README_SHOTS=docs/screenshots node --test …`. */
-const README_SHOTS = new Set(["dashboard-live", "council-live", "jury-finished"]);
+const README_SHOTS = new Set(["dashboard-live", "council-live", "jury-finished", "shared-fact_check", "eval-running"]);
 
 export async function screenshot(page, name) {
   mkdirSync(ARTIFACTS, { recursive: true });
