@@ -584,6 +584,17 @@ async fn an_admin_starts_follows_and_stops_an_eval_over_the_api() {
         .unwrap();
     assert_eq!(r.status(), 403);
 
+    // An uploaded set of its own: its questions, under its name.
+    let mine = "{\"id\": \"q1\", \"question\": \"What is 2 + 2?\", \"answer\": \"4\", \"kind\": \"number\"}\n\
+                {\"id\": \"q2\", \"question\": \"What is 3 + 3?\", \"answer\": \"6\", \"kind\": \"number\"}";
+    let body = serde_json::json!({ "set": "mine.jsonl", "questions": mine, "members": ["sim/oracle-1"], "arms": ["single"] });
+    let (status, v) = app.post("/api/evals", &body).await;
+    assert_eq!(status, 202, "{v}");
+    let report = eval_done(&app, v["evalId"].as_str().unwrap()).await;
+    assert_eq!(report["eval"]["setName"], "mine.jsonl");
+    assert_eq!(report["eval"]["questions"], 2);
+    assert_eq!(arm(&report, "single:sim/oracle-1")["correct"], 2, "{report}");
+
     // Started: 202 with its id; its page follows it to the end; the figures are the oracles'.
     let body = serde_json::json!({ "set": "sample", "limit": 6, "members": ["sim/oracle-1", "sim/oracle-0"],
                                    "arms": ["single"] });

@@ -43,6 +43,21 @@ test("an eval started from the page runs live to its table, and another is stopp
   assert.equal(stored.eval.questions, 8);
   await screenshot(page, "eval-started-from-page");
 
+  // A set of one's own, uploaded as a JSON-lines file.
+  await page.goto(`${base}/#/evals`);
+  await page.waitForSelector("#eval-form");
+  await page.selectOption("#eval-set", "upload");
+  await page.setInputFiles("#eval-file", { name: "mine.jsonl", mimeType: "application/json",
+    buffer: Buffer.from('{"id": "q1", "question": "What is 2 + 2?", "answer": "4", "kind": "number"}\n{"id": "q2", "question": "What is 3 + 3?", "answer": "6", "kind": "number"}\n') });
+  await page.fill("#eval-members", "sim/oracle-1");
+  for (const box of await page.$$("#eval-form input[type=checkbox]")) {
+    if ((await box.getAttribute("value")) === "single") await box.check(); else await box.uncheck();
+  }
+  await page.click("#eval-start");
+  await page.waitForURL(/#\/eval\/.+/);
+  await page.waitForFunction(() => document.querySelector("h1") && document.querySelector("h1").textContent.includes("mine.jsonl") && !document.querySelector("#eval-progress"), null, { timeout: 30000 });
+  assert.ok((await page.textContent("main")).includes("2 questions"));
+
   // A longer one, stopped from its page.
   const long = await fillAndStart(page, { limit: 40, members: "sim/oracle-0.5-a, sim/oracle-0.5-b, sim/oracle-0.5-c", arms: ["single", "council", "vote"] });
   await page.waitForSelector("#eval-stop:not([hidden])");
