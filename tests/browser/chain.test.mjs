@@ -111,12 +111,13 @@ test("a custom chain built in the form's steps editor runs those steps", { skip 
   // Empty: the default chain, and the editor says so.
   assert.deepEqual(await rows(page), []);
   assert.match(await status(page), /default is used/);
-  // Up to the schema's six steps; the first three start as the server's suggestion (its example).
+  // Up to the schema's six steps; the first four start as the server's default chain (what runs
+  // when the list is left empty: GET /api/models).
   for (let i = 0; i < 6; i++) await addStep(page);
   const six = await rows(page);
   assert.equal(six.length, 6);
-  assert.deepEqual(six.map((r) => [r.title, r.model, r.mandate]), [["Step 1", "sim/alpha", "draft"], ["Step 2", "sim/beta", "security_review"],
-    ["Step 3", "sim/gamma", "polish_format"], ["Step 4", "", ""], ["Step 5", "", ""], ["Step 6", "", ""]]);
+  assert.deepEqual(six.map((r) => [r.title, r.model, r.mandate]), [["Step 1", "sim/alpha", "draft"], ["Step 2", "sim/beta", "structure_depth"],
+    ["Step 3", "sim/gamma", "accuracy_completeness"], ["Step 4", "sim/delta", "polish_format"], ["Step 5", "", ""], ["Step 6", "", ""]]);
   assert.equal(await page.isDisabled('[data-field="modeConfig.steps"] .list-add'), true, "no seventh step");
   assert.match(await status(page), /most/);
   assert.equal(await page.isDisabled('button[aria-label="Move step 1 up"]'), true);
@@ -204,6 +205,6 @@ test("a server refusal of one step's field is shown on that step's row", { skip 
   await waitRunReady(page, id);
   const d = await detail(id);
   assert.equal(d.status, "completed");
-  assert.deepEqual(d.request.config.steps.map((s) => s.mandate), ["draft", "custom", "polish_format"]);
+  assert.deepEqual(d.request.config.steps.map((s) => s.mandate), ["draft", "custom", "accuracy_completeness"]);
   assert.deepEqual(errors, []);
 });
