@@ -223,12 +223,29 @@ async function dashboardView() {
     }
   }
 
+  // A row is drawn again only when what it shows changed: every other run's progress would
+  // otherwise redraw it, and a click landing on it as it is replaced would be lost.
+  const drawn = new Map(); // run id -> {sig, node}
+  function rowOf(r) {
+    const sig = JSON.stringify(r);
+    const had = drawn.get(r.id);
+    if (had && had.sig === sig) return had.node;
+    const node = runRow(r, { onCancel: cancel });
+    drawn.set(r.id, { sig, node });
+    return node;
+  }
+
   function render() {
     const all = [...runs.values()].sort((a, b) => b.createdAt - a.createdAt);
     const live = all.filter((r) => r.status === "running");
     const recent = all.filter((r) => r.status !== "running").slice(0, 50);
-    liveList.replaceChildren(...(live.length ? live.map((r) => runRow(r, { onCancel: cancel })) : [el("div", { class: "empty" }, "Nothing is running. ", el("a", { href: "#/new" }, "Start a deliberation"), ".")]));
-    recentList.replaceChildren(...(recent.length ? recent.map((r) => runRow(r, { onCancel: cancel })) : [el("div", { class: "empty" }, "No deliberations yet.")]));
+    const keep = (list, nodes) => {
+      // Unchanged rows in the same order: nothing to do.
+      if (nodes.length === list.children.length && nodes.every((n, i) => list.children[i] === n)) return;
+      list.replaceChildren(...nodes);
+    };
+    keep(liveList, live.length ? live.map(rowOf) : [el("div", { class: "empty" }, "Nothing is running. ", el("a", { href: "#/new" }, "Start a deliberation"), ".")]);
+    keep(recentList, recent.length ? recent.map(rowOf) : [el("div", { class: "empty" }, "No deliberations yet.")]);
   }
 
   let refreshTimer = null;
