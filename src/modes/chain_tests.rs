@@ -355,36 +355,14 @@ fn the_sim_drafts_and_improves_and_sometimes_adds_meta_commentary() {
 
 // ---- the export's report -------------------------------------------------------------------
 
-/// The result's own keys in camelCase, at any depth.
-fn camel_keys(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Object(o) => {
-            for (k, x) in o {
-                if k.starts_with(|c: char| c.is_ascii_lowercase())
-                    && k.chars().any(|c| c.is_ascii_uppercase())
-                {
-                    out.push(k.clone());
-                }
-                camel_keys(x, out);
-            }
-        }
-        Value::Array(a) => a.iter().for_each(|x| camel_keys(x, out)),
-        _ => {}
-    }
-}
-
 /// What a reader never sees in a report: JSON, missing values, mandate keys, the result's
 /// keys.
 fn assert_readable(report: &str, result: &Value) {
-    for bad in ["null", "NaN", "undefined", "{\"", "structure_depth", "polish_format", "step:"] {
-        assert!(!report.contains(bad), "{bad:?} in the report:\n{report}");
-    }
-    let mut keys = Vec::new();
-    camel_keys(result, &mut keys);
-    for k in keys {
-        assert!(!report.contains(&k), "the key {k:?} in the report:\n{report}");
-    }
-    assert!(!report.contains("\n#"), "no headings:\n{report}");
+    crate::modes::testkit::assert_report_readable(
+        report,
+        result,
+        &["structure_depth", "polish_format", "step:"],
+    );
 }
 
 #[test]

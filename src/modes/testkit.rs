@@ -121,3 +121,35 @@ pub fn drive<M: Mode + ?Sized>(
     }
     all
 }
+
+/// The result's own keys in camelCase, at any depth.
+fn camel_keys(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(o) => {
+            for (k, x) in o {
+                if k.starts_with(|c: char| c.is_ascii_lowercase())
+                    && k.chars().any(|c| c.is_ascii_uppercase())
+                {
+                    out.push(k.clone());
+                }
+                camel_keys(x, out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| camel_keys(x, out)),
+        _ => {}
+    }
+}
+
+/// What a reader never sees in a mode's export report: JSON, missing values, the result's
+/// keys, headings, and the mode's own protocol words and ids (`also`).
+pub fn assert_report_readable(report: &str, result: &serde_json::Value, also: &[&str]) {
+    for bad in ["null", "NaN", "undefined", "{\""].iter().chain(also) {
+        assert!(!report.contains(bad), "{bad:?} in the report:\n{report}");
+    }
+    let mut keys = Vec::new();
+    camel_keys(result, &mut keys);
+    for k in keys {
+        assert!(!report.contains(&k), "the key {k:?} in the report:\n{report}");
+    }
+    assert!(!report.contains("\n#"), "no headings:\n{report}");
+}
