@@ -129,12 +129,26 @@ fn field_error(field: &str, message: impl std::fmt::Display) -> ApiError {
     ApiError::BadRequest { field: Some(field.into()), message: format!("{field}: {message}") }
 }
 
+/// A CLI flag's name as the body's field: `budget-tokens` → `budgetTokens`.
+fn camel(flag: &str) -> String {
+    let mut parts = flag.split('-');
+    let first = parts.next().unwrap_or("").to_string();
+    parts.fold(first, |mut out, p| {
+        let mut c = p.chars();
+        if let Some(h) = c.next() {
+            out.extend(h.to_uppercase());
+            out.push_str(c.as_str());
+        }
+        out
+    })
+}
+
 /// An eval's own refusal, named by the field of the body that caused it (the runner names the
 /// CLI's flag: `--members: …`).
 fn refused(e: EvalError) -> ApiError {
     match e {
         EvalError::Usage(m) => match m.strip_prefix("--").and_then(|r| r.split_once(": ")) {
-            Some((flag, rest)) => field_error(&flag.replace("-t", "T"), rest),
+            Some((flag, rest)) => field_error(&camel(flag), rest),
             None => ApiError::bad_request(m),
         },
         EvalError::Set(e) => field_error("questions", e),
