@@ -19,7 +19,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use serde_json::{json, Value};
 
-use super::events::{is_transient, EventFrame, ProgressMark};
+use super::events::{is_transient, EventFrame, ProgressMark, Terminal};
 use super::hub::{CancelRun, Hub, Publish, RunEnded};
 use super::model_call::{
     CallDelta, CallFinished, CallNote, CallNoted, CallOwner, CallRetrying, ModelCall, StopCall,
@@ -610,14 +610,12 @@ impl Deliberation {
             return;
         }
         self.stop_calls();
-        let (event, data) = match status {
-            RunStatus::Completed => ("complete", json!({})),
-            RunStatus::Cancelled => {
-                ("cancelled", json!({ "message": error.clone().unwrap_or_default() }))
-            }
-            _ => ("error", json!({ "message": error.clone().unwrap_or_default() })),
+        let terminal = Terminal::of_status(status);
+        let data = match terminal {
+            Terminal::Complete => json!({}),
+            _ => json!({ "message": error.clone().unwrap_or_default() }),
         };
-        self.publish(vec![(event.to_string(), data)]);
+        self.publish(vec![(terminal.event().to_string(), data)]);
         self.batch.finish = Some(self.finish_record(status, error, answer, store::now_ms()));
         self.commit(ctx);
     }

@@ -127,6 +127,15 @@ impl Terminal {
         }
     }
 
+    /// How a run that ended with `status` ended (a run still going ended in error).
+    pub fn of_status(status: crate::store::RunStatus) -> Terminal {
+        match status {
+            crate::store::RunStatus::Completed => Terminal::Complete,
+            crate::store::RunStatus::Cancelled => Terminal::Cancelled,
+            _ => Terminal::Error,
+        }
+    }
+
     /// The terminal event `event` names, if it names one.
     pub fn of(event: &str) -> Option<Terminal> {
         Terminal::ALL.into_iter().find(|t| t.event() == event)

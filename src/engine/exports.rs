@@ -24,7 +24,7 @@ impl Engine {
         let detail = self.result(id, viewer).await?;
         let stages = self.store.get_stages(&detail.run.message_id).await?;
         let events = self.store.events_for_export(id.as_str()).await?;
-        Ok(RunExport::new(&detail, stages, events))
+        Ok(RunExport::new(super::views::run_view(&detail), stages, events))
     }
 
     /// A conversation the caller may see, with every run of it in order.

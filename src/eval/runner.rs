@@ -36,7 +36,7 @@ use super::grade::{grade, Grade};
 use super::oracle::{self, AnswerKey};
 use super::questions::{parse_set, prompt, Kind, Question, SetError};
 use super::report::{answers_by_arm, best_single, report, Report};
-use crate::engine::events::{after, watcher_channel, Frame};
+use crate::engine::events::{after, watcher_channel, Frame, Terminal};
 use crate::engine::spend::{Admit, CallSize, SpendGuard, Used};
 use crate::engine::{Engine, EngineError, Viewer};
 use crate::ids::{EvalId, RunId};
@@ -890,7 +890,7 @@ async fn execute(
         in_flight.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_string());
         let terminal = follow(engine, &id).await;
         in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(id.as_str());
-        if terminal? == "cancelled" {
+        if terminal? == Terminal::Cancelled {
             return Ok(Finished::Cancelled);
         }
         let detail = engine.result(&id, &viewer).await?;
@@ -992,7 +992,7 @@ async fn ask_judge(
     let viewer = Viewer::local();
     let body = solo_body(judge, &super::grade::judge_prompt(q, reply));
     let started = engine.start_eval_run(&body, &viewer, eval_id, budget.guard()).await?;
-    if follow(engine, &started.run_id).await? == "cancelled" {
+    if follow(engine, &started.run_id).await? == Terminal::Cancelled {
         return Ok(None);
     }
     let detail = engine.result(&started.run_id, &viewer).await?;
@@ -1000,8 +1000,8 @@ async fn ask_judge(
     Ok(Some((verdict, detail)))
 }
 
-/// Waits for a run's terminal event and answers it (`complete`, `error`, `cancelled`).
-pub async fn follow(engine: &Engine, id: &RunId) -> Result<String, EngineError> {
+/// Waits for a run's terminal event and answers how it ended.
+pub async fn follow(engine: &Engine, id: &RunId) -> Result<Terminal, EngineError> {
     let (tx, mut rx) = watcher_channel();
     let watcher = engine.watcher_id();
     let viewer = Viewer::local();
@@ -1020,18 +1020,13 @@ pub async fn follow(engine: &Engine, id: &RunId) -> Result<String, EngineError> 
             last_seq = f.seq;
             if f.is_terminal() {
                 engine.unwatch(id, watcher);
-                return Ok(f.event.clone());
+                return Ok(Terminal::of(&f.event).unwrap_or(Terminal::Error));
             }
         }
     }
     // The channel closed without a terminal event: read how the run ended.
     let detail = engine.result(id, &viewer).await?;
-    Ok(match detail.run.status {
-        crate::store::RunStatus::Completed => "complete",
-        crate::store::RunStatus::Cancelled => "cancelled",
-        _ => "error",
-    }
-    .to_string())
+    Ok(Terminal::of_status(detail.run.status))
 }
 
 #[cfg(test)]

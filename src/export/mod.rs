@@ -14,7 +14,6 @@ pub use markdown::{conversation_markdown, run_markdown};
 
 use serde_json::{json, Value};
 
-use crate::engine::RunDetail;
 use crate::store::{ConversationRecord, StageRecord, StoredEvent};
 
 /// The `format` of a run's JSON export (a conversation's is [`CONVERSATION_FORMAT`]).
@@ -36,8 +35,9 @@ pub struct RunExport {
 }
 
 impl RunExport {
-    pub fn new(detail: &RunDetail, stages: Vec<StageRecord>, events: Vec<StoredEvent>) -> Self {
-        RunExport { view: crate::engine::views::run_view(detail), stages, events }
+    /// `view` is the run record as the API gives it (the engine's `run_view`).
+    pub fn new(view: Value, stages: Vec<StageRecord>, events: Vec<StoredEvent>) -> Self {
+        RunExport { view, stages, events }
     }
 
     /// The JSON document: the run as the API gives it, its stage rows and (with
