@@ -19,6 +19,8 @@ pub mod delphi;
 #[cfg(feature = "demo-mode")]
 pub mod demo;
 pub mod fact_check;
+#[cfg(test)]
+mod golden;
 pub mod jury;
 pub mod numbers;
 pub mod peer_review;
