@@ -26,6 +26,7 @@ pub mod numbers;
 pub mod peer_review;
 pub mod ranking;
 pub mod reading;
+pub mod runner;
 pub mod red_team;
 pub mod registry;
 pub mod report;
