@@ -2,7 +2,8 @@
 //!
 //! - every `--flag` on a line that invokes `conclave` (in a code block, or in one code span) is
 //!   a flag of that command, as the built binary's `--help` lists it (`conclave run MODE --help`
-//!   per mode);
+//!   per mode), and a code span that is a flag alone (`--json`, `--budget N`) names a flag of
+//!   the command its page is about (a mode's page: that mode's; any other page: any command's);
 //! - every ```` ```toml ```` block is a configuration file the server accepts, read by its own
 //!   parser (`deny_unknown_fields`) and checked as at start; each commented-out `# key = value`
 //!   line is tried uncommented too;
@@ -241,6 +242,25 @@ impl Flags {
     }
 }
 
+impl Flags {
+    /// The flags a page's lone flag spans (`--json`, `--max-rounds`) may name: a mode's page,
+    /// its mode's; the evals and benchmarks pages, `eval`'s and `bench`'s; any other page, any
+    /// command's.
+    fn scope(&self, page: &str) -> (String, BTreeSet<String>) {
+        if let Some(mode) = page.strip_prefix("docs/modes/").and_then(|p| p.strip_suffix(".md")) {
+            return (format!("conclave run {mode}"), self.of(&["run", mode]));
+        }
+        match page {
+            "docs/evals.md" => ("conclave eval".into(), self.of(&["eval"])),
+            "docs/benchmarks.md" => ("conclave bench".into(), self.of(&["bench"])),
+            _ => (
+                "any conclave command".into(),
+                self.by_command.values().flatten().cloned().collect(),
+            ),
+        }
+    }
+}
+
 /// The invocations of `conclave` in a command line: what follows `conclave`,
 /// `target/…/conclave` or `cargo run … --`, up to the end or a `|`, `;`, `&&` or `#` comment.
 fn invocations(line: &str) -> Vec<String> {
@@ -288,6 +308,8 @@ fn command_lines(body: &str, first: usize) -> Vec<(usize, String)> {
 fn check_flags(page: &Page, flags: &Flags, errors: &mut Vec<String>) -> usize {
     let mut checked = 0;
     let flag = Regex::new(r"(?:^|[\s\[(])(--[a-z][a-z0-9-]*)").unwrap();
+    let lone = Regex::new(r"^(--[a-z][a-z0-9-]*)(?:$|[ =])").unwrap();
+    let (command, scope) = flags.scope(&page.path);
     let mut lines = Vec::new();
     for part in parts(&page.text) {
         match part {
@@ -296,7 +318,21 @@ fn check_flags(page: &Page, flags: &Flags, errors: &mut Vec<String>) -> usize {
                     lines.extend(command_lines(&body, line));
                 }
             }
-            Part::Prose { line, text } => lines.extend(code_spans(&text, line)),
+            Part::Prose { line, text } => {
+                for (n, span) in code_spans(&text, line) {
+                    // A flag on its own (`--json`, `--budget N`): one of the page's command.
+                    if let Some(c) = lone.captures(&span) {
+                        checked += 1;
+                        if !scope.contains(&c[1]) {
+                            errors.push(format!(
+                                "{}:{n}: `{span}`: {} is not a flag of {command}",
+                                page.path, &c[1]
+                            ));
+                        }
+                    }
+                    lines.push((n, span));
+                }
+            }
         }
     }
     for (n, line) in lines {
@@ -623,7 +659,7 @@ fn the_checks_catch_a_wrong_flag_key_event_and_link() {
     let page = Page {
         path: "docs/modes/council.md".into(),
         text: [
-            "Run `conclave run council \"q\" --models a,b --chairmen x`.",
+            "Run `conclave run council \"q\" --models a,b --chairmen x`, or set `--foreman`.",
             "",
             "```sh",
             "conclave eval sample \\",
@@ -650,9 +686,16 @@ fn the_checks_catch_a_wrong_flag_key_event_and_link() {
     check_events(&page, &emitted, &mut errors);
     check_links(&page, &mut errors);
     let found = errors.join("\n");
-    for wrong in ["--chairmen", "--budgett", "latency", "`council_start`", "nowhere.md", "#no-such"]
-    {
+    for wrong in [
+        "--chairmen",
+        "--foreman",
+        "--budgett",
+        "latency",
+        "`council_start`",
+        "nowhere.md",
+        "#no-such",
+    ] {
         assert!(found.contains(wrong), "{wrong} not reported; reported:\n{found}");
     }
-    assert_eq!(errors.len(), 6, "{found}");
+    assert_eq!(errors.len(), 7, "{found}");
 }
