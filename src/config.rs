@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::modes::defaults::{ModelDefaults, OneOrMany};
 use crate::modes::Fallbacks;
 use crate::providers::openai::{OpenAiCompatible, TokenField};
 use crate::providers::sim::{SimConfig, SimModelConfig, SimProvider};
@@ -144,6 +145,11 @@ pub struct FileConfig {
     /// `facilitator`, `arbiter`).
     #[serde(default)]
     pub fallback: Fallbacks,
+    /// `[defaults]`: a role's models when a request names none, by the role's id
+    /// (`"jury.juror" = ["a", "b"]`, `"jury.foreman" = "c"`), over the built-in table
+    /// ([`crate::modes::defaults::TABLE`]).
+    #[serde(default)]
+    pub defaults: BTreeMap<String, OneOrMany>,
     /// Redis for several instances on one database (`REDIS_URL` wins): run events, the
     /// dashboard and cancels cross instances over its pub/sub. Unset: a single instance.
     pub redis_url: Option<String>,
@@ -199,6 +205,8 @@ pub struct Config {
     pub clock: crate::engine::limits::Clock,
     /// Backup models for the single-model roles.
     pub fallback: Fallbacks,
+    /// Default models by role (`[defaults]`, checked).
+    pub default_models: ModelDefaults,
     /// See [`FileConfig::lease_ms`]; heartbeats go out every third of it.
     pub lease: Duration,
     /// See [`FileConfig::redis_url`]; `None` runs a single instance with no Redis at all.
@@ -234,6 +242,7 @@ impl Config {
             user_limits: crate::engine::limits::UserLimits::default(),
             clock: crate::engine::limits::Clock::default(),
             fallback: Fallbacks::default(),
+            default_models: ModelDefaults::default(),
             lease: Duration::from_secs(10),
             redis_url: None,
             redis_prefix: DEFAULT_REDIS_PREFIX.into(),
@@ -401,11 +410,15 @@ impl Config {
             c.redis_prefix = prefix;
         }
         c.fallback = file.fallback;
-        for (role, model) in c.fallback.configured() {
+        c.default_models =
+            ModelDefaults::from_config(file.defaults).map_err(ConfigError::Invalid)?;
+        let backups =
+            c.fallback.configured().into_iter().map(|(k, m)| (format!("fallback.{k}"), m));
+        for (key, model) in backups.chain(c.default_models.configured()) {
             if !c.serves(model) {
                 return Err(ConfigError::Invalid(format!(
-                    "fallback.{role}: no provider serves model {model:?} (use a sim model, a \
-                     routed prefix, or set OPENROUTER_API_KEY)"
+                    "{key}: no provider serves model {model:?} (use a sim model, a routed \
+                     prefix, or set OPENROUTER_API_KEY)"
                 )));
             }
         }

@@ -15,6 +15,7 @@ pub mod confidence_weighted;
 pub mod council;
 pub mod debate;
 pub mod decompose;
+pub mod defaults;
 pub mod delphi;
 #[cfg(feature = "demo-mode")]
 pub mod demo;
@@ -26,11 +27,11 @@ pub mod numbers;
 pub mod peer_review;
 pub mod ranking;
 pub mod reading;
-pub mod runner;
 pub mod red_team;
 pub mod registry;
 pub mod report;
 pub mod request;
+pub mod runner;
 /// Reply schemas: the JSON a machine-read call may be answered in.
 pub mod schema;
 pub mod sim_text;
