@@ -1,0 +1,437 @@
+//! The blueprint's state machine: the outline, every section in parallel, then the assembly.
+
+use super::*;
+
+const OUTLINE_ORDER: i32 = 0;
+/// After section 20, the most a run writes.
+const ASSEMBLY_ORDER: i32 = 99;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Outlining,
+    Expanding,
+    Assembling,
+    Done,
+}
+
+pub struct Blueprint {
+    config: BlueprintConfig,
+    ctx: RunContext,
+    phase: Phase,
+    material: String,
+    title_text: String,
+    sections: Vec<Section>,
+    written: Vec<SectionResult>,
+    failed: Vec<FailedSection>,
+    condensed: bool,
+    /// The outline's reply schema (built once for the run).
+    outline: Arc<ReplySchema>,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+pub(super) fn stage_order(stage: &str) -> i32 {
+    match stage {
+        "outline" => OUTLINE_ORDER,
+        "assembly" => ASSEMBLY_ORDER,
+        s => s.strip_prefix("section_").and_then(|n| n.parse().ok()).unwrap_or(0),
+    }
+}
+
+/// `outline_complete`'s data: what was read, with each section's author; the same in the result.
+fn outline_data(
+    model: &str,
+    kind: DocumentType,
+    reading: &OutlineReading,
+    sections: &[Section],
+    ms: u64,
+    read_from: Option<ReadFrom>,
+) -> Value {
+    let list: Vec<Value> = sections
+        .iter()
+        .map(|s| {
+            json!({ "number": s.number, "reportedNumber": s.reported_number, "title": s.title,
+                    "titleDefaulted": s.title_defaulted, "description": s.description,
+                    "keyTopics": s.key_topics, "length": s.length,
+                    "lengthDefaulted": s.length_defaulted, "targetWords": s.length.words(),
+                    "sourceCoverage": s.source_coverage, "assignedModel": s.assigned_model })
+        })
+        .collect();
+    let mut data = json!({
+        "model": model, "documentTitle": reading.document_title,
+        "documentTitleDefaulted": reading.document_title_defaulted,
+        "documentType": kind, "documentTypeLabel": kind.label(), "sections": list,
+        "estimatedLength": reading.estimated_length, "totalSectionsStated": reading.total_sections_stated,
+        "keyThemes": reading.key_themes, "truncatedFrom": reading.truncated_from,
+        "warnings": outline_warnings(reading), "responseTimeMs": ms,
+    });
+    // Only an outline with enough sections to go on was read.
+    if let Some(from) = read_from {
+        data["readFrom"] = json!(from);
+    }
+    data
+}
+
+impl Blueprint {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: BlueprintConfig = stored_config("blueprint", config)?;
+        if !(1..=MAX_AUTHORS).contains(&config.author_models.len()) {
+            return Err("the stored blueprint configuration has no 1 to 6 authors".into());
+        }
+        let material = config.content.clone().unwrap_or_else(|| ctx.question.clone());
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        Ok(Blueprint {
+            config,
+            ctx,
+            phase: Phase::Outlining,
+            material,
+            title_text: String::new(),
+            sections: Vec::new(),
+            written: Vec::new(),
+            failed: Vec::new(),
+            condensed: false,
+            outline: outline_schema(),
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn kind(&self) -> DocumentType {
+        self.config.document_type
+    }
+
+    fn on_outline(&mut self, routed: Routed) -> Vec<Effect> {
+        let reply = &routed.reply;
+        let text = match &reply.result {
+            Ok(t) => t.clone(),
+            Err(e) => {
+                self.phase = Phase::Done;
+                return self.title.fail(role_failed("architect", &routed, e));
+            }
+        };
+        let (reading, read_from) = read_outline_reply(&text, &self.outline);
+        let authors = &self.config.author_models;
+        let mut sections = reading.sections.clone();
+        for (i, s) in sections.iter_mut().enumerate() {
+            s.assigned_model = authors[i % authors.len()].clone();
+        }
+        let mut data = outline_data(
+            &reply.model,
+            self.kind(),
+            &reading,
+            &sections,
+            reply.response_time_ms,
+            read_from,
+        );
+        if let Some(from) = &routed.fallback_from {
+            data["fallbackFrom"] = json!(from);
+        }
+        if sections.len() < MIN_SECTIONS {
+            // Too little could be read to go on: what the architect wrote is shown instead.
+            data["rawReply"] = json!(answer_text(&text).trim());
+        }
+        // The material is in the setup row (stored at the start), not here.
+        let stored = data.clone();
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "outline".into(),
+                stage_order: OUTLINE_ORDER,
+                model: Some(reply.model.clone()),
+                role: Some("architect".into()),
+                content: text,
+                parsed_data: Some(stored),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }),
+            Effect::emit("outline_complete", json!({ "data": data })),
+        ];
+        if sections.len() < MIN_SECTIONS {
+            self.phase = Phase::Done;
+            out.extend(self.title.fail(format!(
+                "The architect's outline ({}) has {} section{} that could be read; at least {MIN_SECTIONS} are needed.",
+                reply.model,
+                sections.len(),
+                if sections.len() == 1 { "" } else { "s" }
+            )));
+            return out;
+        }
+        self.title_text = reading.document_title.clone();
+        self.sections = sections;
+        self.phase = Phase::Expanding;
+        let outline = render_outline(&self.title_text, &self.sections);
+        out.push(Effect::emit("expansion_start", json!({ "totalSections": self.sections.len() })));
+        // Every section at once: the engine queues them under the provider's concurrency cap.
+        for s in &self.sections {
+            let prompt = section_prompt(self.kind(), &self.title_text, &outline, s, &self.material);
+            let call = CallSpec::new(
+                format!("section:{}", s.number),
+                &s.assigned_model,
+                vec![ChatMessage::user(prompt)],
+                &format!("section_{}", s.number),
+                "author",
+                self.config.timeout_ms,
+            );
+            out.push(Effect::Call(call.quoting([material(&self.material)])));
+        }
+        out
+    }
+
+    fn on_section(&mut self, n: usize, reply: CallReply) -> Vec<Effect> {
+        let Some(sec) = self.sections.get(n - 1).cloned() else { return Vec::new() };
+        if self.written.iter().any(|w| w.section_number == n)
+            || self.failed.iter().any(|f| f.section_number == n)
+        {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        match &reply.result {
+            Ok(t) => {
+                let content = answer_text(t).trim().to_string();
+                let (covered, missing) = topic_coverage(&content, &sec.key_topics);
+                let s = SectionResult {
+                    section_number: n,
+                    section_title: sec.title.clone(),
+                    model: reply.model.clone(),
+                    word_count: word_count(&content),
+                    content,
+                    key_topics_covered: covered,
+                    key_topics_missing: missing,
+                    response_time_ms: Some(reply.response_time_ms as i64),
+                };
+                out.push(section_row(&s));
+                out.push(Effect::emit("section_complete", json!({ "data": s })));
+                self.written.push(s);
+            }
+            Err(e) => {
+                let f = FailedSection {
+                    section_number: n,
+                    section_title: sec.title.clone(),
+                    model: reply.model.clone(),
+                    error: e.message.clone(),
+                };
+                out.push(Effect::emit("section_failed", json!({ "data": f })));
+                self.failed.push(f);
+            }
+        }
+        if self.written.len() + self.failed.len() == self.sections.len() {
+            out.extend(self.all_written());
+        }
+        out
+    }
+
+    fn all_written(&mut self) -> Vec<Effect> {
+        self.written.sort_by_key(|s| s.section_number);
+        self.failed.sort_by_key(|s| s.section_number);
+        let mut out = vec![Effect::emit(
+            "all_sections_complete",
+            json!({ "data": sections_summary(&self.written, &self.failed) }),
+        )];
+        if self.written.is_empty() {
+            self.phase = Phase::Done;
+            out.extend(self.title.fail(format!(
+                "Every author failed: none of the {} sections was written.",
+                self.sections.len()
+            )));
+            return out;
+        }
+        self.phase = Phase::Assembling;
+        let total: usize = self.written.iter().map(|s| s.content.chars().count()).sum();
+        self.condensed = total > CONDENSE_ABOVE_CHARS;
+        let written: Vec<Written> = self
+            .written
+            .iter()
+            .map(|s| {
+                let sec = &self.sections[s.section_number - 1];
+                let text = if self.condensed {
+                    format!(
+                        "{} […]\nKey topics: {}",
+                        first_words(&s.content, CONDENSED_WORDS),
+                        sec.key_topics.join("; ")
+                    )
+                } else {
+                    s.content.clone()
+                };
+                Written {
+                    number: s.section_number,
+                    title: s.section_title.clone(),
+                    model: s.model.clone(),
+                    text,
+                }
+            })
+            .collect();
+        let missing: Vec<&Section> =
+            self.failed.iter().filter_map(|f| self.sections.get(f.section_number - 1)).collect();
+        let prompt = assembly_prompt(
+            self.kind(),
+            &self.title_text,
+            &render_outline(&self.title_text, &self.sections),
+            &self.material,
+            &written,
+            &missing,
+            self.condensed,
+        );
+        // The sections, then the material, named for fitting a small context.
+        let quoted: Vec<(String, String)> = written
+            .iter()
+            .map(|w| (format!("Section {}: {}", w.number, w.title), w.text.clone()))
+            .chain([material(&self.material)])
+            .collect();
+        let spec = CallSpec::new(
+            "assembly",
+            &self.config.assembler_model,
+            vec![ChatMessage::user(prompt)],
+            "assembly",
+            "assembler",
+            self.config.timeout_ms,
+        )
+        .quoting(quoted);
+        let backup = self.config.chairman_fallback_model.clone();
+        out.push(Effect::emit(
+            "assembly_start",
+            json!({ "model": self.config.assembler_model, "condensed": self.condensed,
+                    "missingSections": self.failed.iter().map(|f| f.section_number).collect::<Vec<_>>() }),
+        ));
+        out.push(self.calls.solo(spec, ASSEMBLY_ORDER, backup.as_deref()));
+        out
+    }
+
+    fn on_assembly(&mut self, routed: Routed) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let reply = &routed.reply;
+        let (document, fallback, model, ms) = match &reply.result {
+            Ok(t) => (
+                answer_text(t).trim().to_string(),
+                None,
+                Some(reply.model.clone()),
+                Some(reply.response_time_ms as i64),
+            ),
+            Err(_) => (
+                concatenated(&self.title_text, &self.sections, &self.written),
+                Some("concatenated"),
+                None,
+                None,
+            ),
+        };
+        let mut data = json!({
+            "model": model, "document": document, "wordCount": word_count(&document),
+            "todoMarkers": todo_markers(&document), "condensed": self.condensed,
+            "fallback": fallback, "responseTimeMs": ms,
+        });
+        if let (Some(from), None) = (&routed.fallback_from, fallback) {
+            data["fallbackFrom"] = json!(from);
+        }
+        self.calls.answered(
+            Answered {
+                stage: "assembly",
+                order: ASSEMBLY_ORDER,
+                role: "assembler",
+                model,
+                event: "assembly_complete",
+                data,
+                text_key: "document",
+                answer: document,
+                response_time_ms: ms,
+            },
+            &mut self.title,
+        )
+    }
+}
+
+/// The source material as quoted material of a prompt (see [`CallSpec::quoting`]).
+fn material(text: &str) -> (String, String) {
+    ("the source material".to_string(), text.to_string())
+}
+
+fn section_row(s: &SectionResult) -> Effect {
+    let mut parsed = json!(s);
+    if let Some(o) = parsed.as_object_mut() {
+        for k in ["model", "content", "responseTimeMs"] {
+            o.remove(k);
+        }
+    }
+    Effect::Store(StageRow {
+        stage_type: format!("section_{}", s.section_number),
+        stage_order: s.section_number as i32,
+        model: Some(s.model.clone()),
+        role: Some("author".into()),
+        content: s.content.clone(),
+        parsed_data: Some(parsed),
+        response_time_ms: s.response_time_ms,
+    })
+}
+
+/// `all_sections_complete`'s data.
+fn sections_summary(written: &[SectionResult], failed: &[FailedSection]) -> Value {
+    json!({ "sections": written, "failedSections": failed,
+            "totalSucceeded": written.len(), "totalFailed": failed.len() })
+}
+
+impl Mode for Blueprint {
+    fn start(&mut self) -> Vec<Effect> {
+        let kind = self.kind();
+        let mut out = vec![
+            Effect::emit(
+                "blueprint_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
+                        "mode": "blueprint", "documentType": kind, "documentTypeLabel": kind.label(),
+                        "architectModel": self.config.architect_model,
+                        "authorModels": self.config.author_models,
+                        "assemblerModel": self.config.assembler_model,
+                        "materialSource": if self.config.content.is_some() { "content" } else { "question" } }),
+            ),
+            // The document type and the material, so a run whose architect fails still has
+            // them when it is reloaded.
+            Effect::Store(StageRow {
+                stage_type: SETUP.into(),
+                stage_order: OUTLINE_ORDER,
+                model: None,
+                role: None,
+                content: self.material.clone(),
+                parsed_data: Some(json!({ "documentType": kind,
+                    "source": if self.config.content.is_some() { "content" } else { "question" } })),
+                response_time_ms: None,
+            }),
+            Effect::emit("outline_start", json!({ "model": self.config.architect_model })),
+        ];
+        // Asked for the outline's JSON when the architect's route takes it (the backup takes
+        // the same prompt: it is asked as the architect is).
+        let asking =
+            Asking::new(self.outline.clone(), |json| outline_prompt_as(kind, &self.material, json));
+        let spec = asking
+            .call(
+                &self.ctx,
+                "outline",
+                &self.config.architect_model,
+                "outline",
+                "architect",
+                self.config.timeout_ms,
+            )
+            .quoting([material(&self.material)]);
+        let backup = self.config.facilitator_fallback_model.clone();
+        out.push(self.calls.solo(spec, OUTLINE_ORDER, backup.as_deref()));
+        let model = self.config.architect_model.clone();
+        out.extend(self.title.call(
+            &model,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
+        let Some(routed) = routed else { return out };
+        let key = routed.reply.key.clone();
+        let section = key.strip_prefix("section:").and_then(|n| n.parse::<usize>().ok());
+        out.extend(match (self.phase, section) {
+            (Phase::Outlining, _) if key == "outline" => self.on_outline(routed),
+            (Phase::Expanding, Some(n)) => self.on_section(n, routed.reply),
+            (Phase::Assembling, _) if key == "assembly" => self.on_assembly(routed),
+            _ => Vec::new(),
+        });
+        self.calls.track(&out, stage_order);
+        out
+    }
+}

@@ -1,0 +1,267 @@
+//! Blueprint mode (specs/09-blueprint.md): the architect outlines a long-form document (a
+//! title and 6-12 sections, each with a description, key topics, a target length and the part
+//! of the material it draws on); every section is then written at once, section i by author
+//! `i mod n`, each author seeing the whole outline but writing only its own; the assembler
+//! turns the sections into one document, with `[TODO: …]` where something is missing.
+//!
+//! The outline, each section and the assembly are stored the moment they complete, so a
+//! cancelled or interrupted run keeps (and a resumed one replays) every finished step. The
+//! outline is read only where it states its fields: a section's missing description or source
+//! coverage is `null`, a length it does not name is Medium with `lengthDefaulted`, a missing
+//! title is "Untitled Document" with `documentTitleDefaulted`; nothing is guessed. An
+//! architect whose route takes structured output is asked for the outline as JSON
+//! (`blueprint_outline`), read from it when it fits the schema and else from its text; the
+//! outline's data says which (`readFrom`).
+
+mod machine;
+mod prompts;
+mod read;
+mod result;
+mod sim;
+#[cfg(test)]
+mod tests;
+
+pub use machine::*;
+pub use prompts::*;
+pub use read::*;
+pub use result::*;
+use sim::*;
+
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
+
+use regex::Regex;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{
+    empty_is_failure, mark_from_rows, role_failed, title_prompt, word_count, Answered, Calls,
+    Routed, SplitMix64, TitleTracker, CALL_FAILED, TITLE_KEY,
+};
+use super::reading::answer_text;
+use super::reading::{bare, between, re, unbold};
+use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
+use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
+use super::schema::{self, Asking, ReadFrom, ReplySchema};
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
+    RunContext, StageRow, ValidRequest,
+};
+
+/// Council's default models: the architect and assembler are the first, the authors all three.
+const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
+const SEED_DEFAULTS: [&str; 3] =
+    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
+/// The row of the document type and the material, stored at the start (content: the material).
+const SETUP: &str = "blueprint_setup";
+pub const MAX_SECTIONS: usize = 20;
+/// Fewer sections than this and the run fails (the outline is kept).
+pub const MIN_SECTIONS: usize = 3;
+/// Above this many characters of sections together, each goes to the assembler condensed.
+pub const CONDENSE_ABOVE_CHARS: usize = 400_000;
+/// A condensed section: its first this many words (and its key topics).
+pub const CONDENSED_WORDS: usize = 200;
+pub const MAX_AUTHORS: usize = 6;
+
+/// The kind of document to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DocumentType {
+    #[default]
+    ArchitectureBlueprint,
+    TechnicalDesignDocument,
+    ImplementationRoadmap,
+    CostAnalysisReport,
+    SecurityAssessment,
+    Custom,
+}
+
+impl DocumentType {
+    pub fn label(self) -> &'static str {
+        self.info().0
+    }
+
+    /// What the architect and the authors are told a document of this type covers.
+    pub fn guidance(self) -> &'static str {
+        self.info().1
+    }
+
+    fn info(self) -> (&'static str, &'static str) {
+        match self {
+            DocumentType::ArchitectureBlueprint => (
+                "Architecture Blueprint",
+                "the system's context and goals, its components and their responsibilities, data flows, interfaces, deployment, quality attributes (scalability, reliability, security) and the decisions taken with their trade-offs",
+            ),
+            DocumentType::TechnicalDesignDocument => (
+                "Technical Design Document",
+                "the problem and requirements, the proposed design in detail, data models and APIs, alternatives considered, testing, rollout and open questions",
+            ),
+            DocumentType::ImplementationRoadmap => (
+                "Implementation Roadmap",
+                "phases and milestones, their deliverables and dependencies, the team and resources, timelines, risks and how progress is measured",
+            ),
+            DocumentType::CostAnalysisReport => (
+                "Cost Analysis Report",
+                "the cost drivers, one-off and running costs, the options compared, the return on investment, the total cost of ownership and the assumptions behind every figure",
+            ),
+            DocumentType::SecurityAssessment => (
+                "Security Assessment",
+                "the scope and assets, the threat model, the findings with their severity, the controls in place, the recommendations and the residual risk",
+            ),
+            DocumentType::Custom => (
+                "Custom Document",
+                "whatever the material calls for, organised so that a reader new to the subject can follow it",
+            ),
+        }
+    }
+}
+
+/// Blueprint's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BlueprintRequest {
+    /// The source material the document is written from (notes, a specification, a
+    /// transcript). Without it the question itself is the material.
+    pub content: Option<Text<MAX_CONTENT_CHARS>>,
+    /// architecture_blueprint (default), technical_design_document, implementation_roadmap,
+    /// cost_analysis_report, security_assessment or custom (generic guidance).
+    #[schemars(with = "DocumentType")]
+    pub document_type: Option<DocumentType>,
+    /// Outlines the document: its title and 6-12 sections.
+    pub architect_model: Option<ModelId>,
+    /// Write the sections, all at once: section 1 goes to the first, section 2 to the second…
+    /// and round again (1 to 6; a model listed twice takes two turns).
+    #[schemars(length(min = 1, max = 6))]
+    pub author_models: Option<Vec<ModelId>>,
+    /// Assembles the sections into one document (default: the architect).
+    pub assembler_model: Option<ModelId>,
+    /// Per-call timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 600000))]
+    pub timeout_ms: Option<i64>,
+}
+
+/// The stored configuration of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BlueprintConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    pub document_type: DocumentType,
+    pub architect_model: String,
+    pub author_models: Vec<String>,
+    pub assembler_model: String,
+    pub timeout_ms: u64,
+    /// The server's backup for the architect (`[fallback] facilitator`), when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facilitator_fallback_model: Option<String>,
+    /// The server's backup for the assembler (`[fallback] chairman`), when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chairman_fallback_model: Option<String>,
+}
+
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg: BlueprintRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let content = match &cfg.content {
+        None => None,
+        Some(c) => Some(
+            c.trimmed()
+                .ok_or_else(|| FieldError::new("modeConfig.content", "must not be empty"))?,
+        ),
+    };
+    let panel = if defaults.offline { SIM_DEFAULTS } else { SEED_DEFAULTS };
+    let architect_model =
+        request::model(cfg.architect_model.as_ref(), "modeConfig.architectModel")?
+            .unwrap_or_else(|| panel[0].to_string());
+    let author_models = request::models(
+        cfg.author_models.as_deref(),
+        "modeConfig.authorModels",
+        1..=MAX_AUTHORS,
+        Some("at least one author model is required"),
+        Some("at most 6 author models are allowed"),
+    )?
+    .unwrap_or_else(|| request::ids(&panel));
+    let assembler_model =
+        request::model(cfg.assembler_model.as_ref(), "modeConfig.assemblerModel")?
+            .unwrap_or_else(|| architect_model.clone());
+    let timeout_ms =
+        request::timeout(cfg.timeout_ms, "modeConfig.timeoutMs", 10_000..=600_000, 300_000)?;
+    let models = request::distinct(&[&author_models], &[&architect_model, &assembler_model]);
+    let config = BlueprintConfig {
+        content,
+        document_type: cfg.document_type.unwrap_or_default(),
+        facilitator_fallback_model: Fallbacks::for_role(
+            &defaults.fallback.facilitator,
+            &architect_model,
+        ),
+        chairman_fallback_model: Fallbacks::for_role(&defaults.fallback.chairman, &assembler_model),
+        architect_model,
+        author_models,
+        assembler_model,
+        timeout_ms,
+    };
+    Ok(ValidRequest {
+        mode: SPEC.kind(),
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models,
+    })
+}
+
+/// Blueprint in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "blueprint",
+    label: "Blueprint",
+    description: "An architect outlines a long document in 6-12 sections, authors write the sections in parallel, and an assembler turns them into one coherent document.",
+    multi_turn: false,
+    question: Question { label: "What document to write", required: Some("Question is required") },
+    roles: &[
+        Role {
+            id: "author",
+            label: "Authors (one section each, in turn)",
+            field: Some("authorModels"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_DEFAULTS,
+            default: &SEED_DEFAULTS,
+        },
+        // The assembler, which writes the result, comes before the architect: `conclave run`'s
+        // `--chairman` names the first single-model role with a backup.
+        Role {
+            id: "assembler",
+            label: "Assembler (default: the architect)",
+            field: Some("assemblerModel"),
+            panel: false,
+            fallback: Some("chairman"),
+            sim_default: &[],
+            default: &[],
+        },
+        Role {
+            id: "architect",
+            label: "Architect (the outline)",
+            field: Some("architectModel"),
+            panel: false,
+            fallback: Some("facilitator"),
+            sim_default: &[SIM_DEFAULTS[0]],
+            default: &[SEED_DEFAULTS[0]],
+        },
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<BlueprintRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Blueprint::new(config, ctx)?)),
+    load_result,
+    outcome,
+    // No models and no settings but the material: `GET /api/models` reads the defaults off it.
+    stages: &[("outline", "the outline"), ("expansion", "writing the sections"), ("section", "a section written"), ("all_sections", "every section written"), ("assembly", "assembling the document")],
+    report: Some(report),
+    example: || {
+        json!({ "mode": "blueprint", "question": "Design doc for our collaborative editor",
+                "modeConfig": { "content": "A web editor where several people edit one document at once. Needs offline edits, presence cursors, comments and a history of versions. Team of four, six months." } })
+    },
+    sim: Some(sim_answer),
+};

@@ -1,0 +1,286 @@
+//! The chain's state machine: one step at a time, each stored as it completes or is skipped.
+
+use super::*;
+
+const GLOBAL_TIMER: &str = "global";
+
+pub struct Chain {
+    config: ChainConfig,
+    ctx: RunContext,
+    /// The step in flight (1-based); 0 before the start and after the end.
+    current: usize,
+    steps: Vec<StepResult>,
+    deadline_passed: bool,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+pub(super) fn stage_order(stage: &str) -> i32 {
+    stage.strip_prefix("chain_step_").and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+impl Chain {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: ChainConfig = stored_config("chain", config)?;
+        if !(2..=6).contains(&config.steps.len()) {
+            return Err("the stored chain configuration has no 2 to 6 steps".into());
+        }
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        Ok(Chain {
+            config,
+            ctx,
+            current: 0,
+            steps: Vec::new(),
+            deadline_passed: false,
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn total(&self) -> usize {
+        self.config.steps.len()
+    }
+
+    /// The last completed step.
+    fn latest(&self) -> Option<&StepResult> {
+        self.steps.iter().rev().find(|s| !s.skipped)
+    }
+
+    /// The steps skipped since the last completed one.
+    fn skipped_since(&self) -> Vec<&StepResult> {
+        let from = self.latest().map_or(0, |l| l.step);
+        self.steps.iter().filter(|s| s.skipped && s.step > from).collect()
+    }
+
+    fn role(k: usize) -> &'static str {
+        if k == 1 {
+            "drafter"
+        } else {
+            "improver"
+        }
+    }
+
+    fn step_row(&self, s: &StepResult) -> Effect {
+        let mut parsed = json!(s);
+        if let Some(o) = parsed.as_object_mut() {
+            for k in ["model", "content", "responseTimeMs"] {
+                o.remove(k);
+            }
+        }
+        Effect::Store(StageRow {
+            stage_type: format!("chain_step_{}", s.step),
+            stage_order: s.step as i32,
+            model: Some(s.model.clone()),
+            role: Some(Self::role(s.step).into()),
+            content: s.content.clone(),
+            parsed_data: Some(parsed),
+            response_time_ms: s.response_time_ms,
+        })
+    }
+
+    /// Step `k` starts (or, past the deadline, it and every later one are skipped).
+    fn run_step(&mut self, k: usize) -> Vec<Effect> {
+        if k > self.total() {
+            return self.complete();
+        }
+        if self.deadline_passed {
+            let mut out = Vec::new();
+            for j in k..=self.total() {
+                out.extend(self.skip(j, "global timeout", None));
+            }
+            out.extend(self.complete());
+            return out;
+        }
+        let step = self.config.steps[k - 1].clone();
+        let latest = self.latest().cloned();
+        let skipped: Vec<Skipped> = self
+            .skipped_since()
+            .iter()
+            .map(|s| {
+                let c = &self.config.steps[s.step - 1];
+                Skipped {
+                    step: s.step,
+                    mandate: s.mandate_display.clone(),
+                    focus: c.focus().into(),
+                }
+            })
+            .collect();
+        let prompt = match &latest {
+            None => draft_prompt(&self.ctx.question, self.total(), &step),
+            Some(l) => improve_prompt(
+                &self.ctx.question,
+                k,
+                self.total(),
+                &step,
+                &l.content,
+                l.step,
+                &skipped,
+            ),
+        };
+        self.current = k;
+        let mut out = vec![Effect::emit(
+            "chain_step_start",
+            json!({ "step": k, "model": step.model, "mandate": step.mandate,
+                    "basedOnStep": latest.as_ref().map(|l| l.step),
+                    "skippedBefore": skipped.iter().map(|s| s.step).collect::<Vec<_>>() }),
+        )];
+        out.push(Effect::Call(CallSpec::new(
+            format!("step:{k}"),
+            &step.model,
+            vec![ChatMessage::user(prompt)],
+            &format!("chain_step_{k}"),
+            Self::role(k),
+            self.config.timeout_ms,
+        )));
+        out
+    }
+
+    /// Step `k` as done with `text` (None: skipped for `reason`), on the latest version.
+    fn result(&self, k: usize, text: Option<String>, reason: &str, ms: Option<i64>) -> StepResult {
+        let step = &self.config.steps[k - 1];
+        let previous = self.latest().map_or(0, |l| l.word_count);
+        let words = text.as_deref().map_or(0, word_count);
+        StepResult {
+            step: k,
+            model: step.model.clone(),
+            mandate: step.mandate,
+            mandate_display: step.mandate.display().into(),
+            custom_mandate: step.custom_mandate.clone(),
+            based_on_step: self.latest().map(|l| l.step),
+            editor_notes: text.as_deref().map(editor_notes).unwrap_or_default(),
+            word_count: words,
+            previous_word_count: previous,
+            word_count_delta: if text.is_some() { words as i64 - previous as i64 } else { 0 },
+            skipped: text.is_none(),
+            skip_reason: text.is_none().then(|| reason.to_string()),
+            content: text.unwrap_or_default(),
+            response_time_ms: ms,
+            total_steps: self.total(),
+        }
+    }
+
+    fn skip(&mut self, k: usize, reason: &str, ms: Option<i64>) -> Vec<Effect> {
+        let s = self.result(k, None, reason, ms);
+        let step = self.config.steps[k - 1].clone();
+        let out = vec![
+            self.step_row(&s),
+            Effect::emit(
+                "chain_step_skipped",
+                json!({ "step": k, "data": { "model": step.model, "mandate": step.mandate, "reason": reason } }),
+            ),
+        ];
+        self.steps.push(s);
+        out
+    }
+
+    fn on_step(&mut self, k: usize, reply: CallReply) -> Vec<Effect> {
+        let text = match &reply.result {
+            Ok(t) => answer_text(t).trim().to_string(),
+            Err(e) if k == 1 => {
+                self.current = 0;
+                return self.title.fail(format!(
+                    "The first step ({}) failed: {}; there is nothing to improve.",
+                    reply.model, e.message
+                ));
+            }
+            Err(e) => {
+                let mut out = self.skip(k, &e.message, Some(reply.response_time_ms as i64));
+                out.extend(self.run_step(k + 1));
+                return out;
+            }
+        };
+        let mut s = self.result(k, Some(text), "", Some(reply.response_time_ms as i64));
+        // The member's name in events, as every mode gives it.
+        s.model = reply.model.clone();
+        let mut out = vec![
+            self.step_row(&s),
+            Effect::emit("chain_step_complete", json!({ "step": k, "data": complete_data(&s) })),
+        ];
+        self.steps.push(s);
+        out.extend(self.run_step(k + 1));
+        out
+    }
+
+    fn complete(&mut self) -> Vec<Effect> {
+        self.current = 0;
+        let Some(last) = self.latest().cloned() else {
+            return self.title.fail("No step completed.".into());
+        };
+        let mut event = json!({ "data": summary(&self.steps, &last) });
+        self.calls.mark(&mut event);
+        let mut out = vec![Effect::emit("chain_complete", event)];
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: last.content });
+        out
+    }
+}
+
+/// `chain_step_complete`'s data.
+fn complete_data(s: &StepResult) -> Value {
+    json!({ "model": s.model, "mandate": s.mandate, "mandateDisplay": s.mandate_display,
+            "content": s.content, "wordCount": s.word_count,
+            "previousWordCount": s.previous_word_count, "wordCountDelta": s.word_count_delta,
+            "editorNotes": s.editor_notes, "responseTimeMs": s.response_time_ms })
+}
+
+impl Mode for Chain {
+    fn start(&mut self) -> Vec<Effect> {
+        let steps: Vec<Value> = self
+            .config
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| json!({ "step": i + 1, "model": s.model, "mandate": s.mandate, "mandateDisplay": s.mandate.display() }))
+            .collect();
+        let mut out = vec![
+            Effect::emit(
+                "chain_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
+                        "mode": "chain", "totalSteps": self.total(), "steps": steps }),
+            ),
+            // The plan, so a run that stops before any step is stored still says how long
+            // its chain was.
+            Effect::Store(StageRow {
+                stage_type: PLAN.into(),
+                stage_order: 0,
+                model: None,
+                role: None,
+                content: String::new(),
+                parsed_data: Some(json!({ "totalSteps": self.total() })),
+                response_time_ms: None,
+            }),
+            Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
+        ];
+        out.extend(self.run_step(1));
+        let model = self.config.steps[0].model.clone();
+        out.extend(self.title.call(
+            &model,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
+        let Some(routed) = routed else { return out };
+        let k = self.current;
+        if k > 0 && routed.reply.key == format!("step:{k}") {
+            out.extend(self.on_step(k, routed.reply));
+        }
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    /// The global cap: the step in flight finishes, the remaining ones are skipped.
+    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
+        if key == GLOBAL_TIMER {
+            self.deadline_passed = true;
+        }
+        Vec::new()
+    }
+}

@@ -1,0 +1,321 @@
+//! The peer review's state machine: every reviewer in parallel, the server's statistics, then
+//! the consolidation.
+
+use super::*;
+
+const REVIEW_ORDER: i32 = 1;
+const STATS_ORDER: i32 = 2;
+const CONSOLIDATION_ORDER: i32 = 3;
+
+pub(super) fn review_of(
+    index: usize,
+    model: &str,
+    raw: &str,
+    rubric: &Rubric,
+    schema: &ReplySchema,
+    ms: i64,
+) -> Review {
+    let reading = read_review_reply(raw, rubric, schema);
+    Review {
+        reviewer_index: index,
+        model: model.to_string(),
+        review_text: answer_text(raw).trim().to_string(),
+        overall_score: overall(&reading.scores).map(|o| round_to(o, 1)),
+        scores: reading.scores,
+        findings: reading.findings,
+        strengths: reading.strengths,
+        parse_success: reading.parse_success,
+        read_from: reading.read_from,
+        response_time_ms: ms,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Reviewing,
+    Consolidating,
+    Done,
+}
+
+pub struct PeerReview {
+    config: PeerReviewConfig,
+    ctx: RunContext,
+    phase: Phase,
+    batch: Batch,
+    reviews: Vec<Review>,
+    failed_reviewers: Vec<FailedReviewer>,
+    statistics: Value,
+    /// The review's reply schema (the run's rubric), shared by every reviewer.
+    review_schema: Arc<ReplySchema>,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+pub(super) fn stage_order(stage: &str) -> i32 {
+    match stage {
+        "review" => REVIEW_ORDER,
+        "consolidation" => CONSOLIDATION_ORDER,
+        _ => 0,
+    }
+}
+
+impl PeerReview {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: PeerReviewConfig = stored_config("peer_review", config)?;
+        if !(2..=6).contains(&config.reviewer_models.len()) {
+            return Err("the stored peer_review configuration has no 2 to 6 reviewers".into());
+        }
+        if config.rubric.criteria.is_empty() {
+            return Err("the stored peer_review configuration has an empty rubric".into());
+        }
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let batch = Batch::new("review", config.reviewer_models.len());
+        let review_schema = review_schema(&config.rubric);
+        Ok(PeerReview {
+            review_schema,
+            config,
+            ctx,
+            phase: Phase::Reviewing,
+            batch,
+            reviews: Vec::new(),
+            failed_reviewers: Vec::new(),
+            statistics: Value::Null,
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn work(&self) -> &str {
+        work(self.config.content.as_deref(), &self.ctx.question)
+    }
+
+    /// One reviewer's reply, stored and announced on arrival.
+    fn on_review(&mut self, reply: &CallReply) -> Vec<Effect> {
+        let Some(i) = reply.key.strip_prefix("review:").and_then(|n| n.parse::<usize>().ok())
+        else {
+            return Vec::new();
+        };
+        let index = i + 1;
+        let ms = reply.response_time_ms as i64;
+        let model = self.config.reviewer_models.get(i).cloned().unwrap_or_default();
+        match &reply.result {
+            Ok(text) => {
+                let review = review_of(
+                    index,
+                    &reply.model,
+                    text,
+                    &self.config.rubric,
+                    &self.review_schema,
+                    ms,
+                );
+                let mut parsed = json!(review);
+                if let Some(o) = parsed.as_object_mut() {
+                    o.remove("reviewText");
+                }
+                let out = vec![
+                    Effect::Store(StageRow {
+                        stage_type: format!("review_{index}"),
+                        stage_order: REVIEW_ORDER,
+                        model: Some(reply.model.clone()),
+                        role: Some("reviewer".into()),
+                        content: text.clone(),
+                        parsed_data: Some(parsed),
+                        response_time_ms: Some(ms),
+                    }),
+                    Effect::emit("reviewer_complete", json!({ "data": review })),
+                ];
+                self.reviews.push(review);
+                out
+            }
+            Err(e) => {
+                let failed =
+                    FailedReviewer { reviewer_index: index, model, error: e.message.clone() };
+                let mut data = json!(failed);
+                data["failed"] = json!(true);
+                self.failed_reviewers.push(failed);
+                vec![Effect::Store(StageRow {
+                    stage_type: format!("review_{index}"),
+                    stage_order: REVIEW_ORDER,
+                    model: Some(reply.model.clone()),
+                    role: Some("reviewer".into()),
+                    content: e.message.clone(),
+                    parsed_data: Some(data),
+                    response_time_ms: Some(ms),
+                })]
+            }
+        }
+    }
+
+    fn all_reviewed(&mut self) -> Vec<Effect> {
+        self.reviews.sort_by_key(|r| r.reviewer_index);
+        self.failed_reviewers.sort_by_key(|r| r.reviewer_index);
+        if self.reviews.len() < 2 {
+            self.phase = Phase::Done;
+            return self.title.fail(format!(
+                "Only {} of {} reviews arrived; a peer review needs at least 2. The reviews that \
+                 arrived are kept.",
+                self.reviews.len(),
+                self.config.reviewer_models.len()
+            ));
+        }
+        self.statistics = statistics(&self.reviews, &self.config.rubric);
+        let stats_row =
+            json!({ "statistics": self.statistics, "failedReviewers": self.failed_reviewers });
+        let prompt = consolidation_prompt(
+            &self.ctx.question,
+            self.work(),
+            &self.config.rubric,
+            &self.reviews,
+            &self.statistics,
+        );
+        let material =
+            std::iter::once(("the work under review".to_string(), self.work().to_string()))
+                .chain(
+                    self.reviews.iter().map(|r| {
+                        (format!("Reviewer {}'s review", r.reviewer_index), quoted_review(r))
+                    }),
+                )
+                .collect::<Vec<_>>();
+        let spec = CallSpec::new(
+            CONSOLIDATION_KEY,
+            &self.config.consolidator_model,
+            vec![ChatMessage::user(prompt)],
+            "consolidation",
+            "consolidator",
+            self.config.timeout_ms,
+        )
+        .quoting(material);
+        self.phase = Phase::Consolidating;
+        let backup = self.config.foreman_fallback_model.clone();
+        vec![
+            Effect::Store(StageRow::computed("review_stats", STATS_ORDER, stats_row)),
+            Effect::emit(
+                "all_reviewers_complete",
+                json!({ "data": { "reviews": self.reviews, "failedReviewers": self.failed_reviewers,
+                                  "statistics": self.statistics } }),
+            ),
+            Effect::emit("consolidation_start", json!({})),
+            self.calls.solo(spec, CONSOLIDATION_ORDER, backup.as_deref()),
+        ]
+    }
+
+    fn on_consolidation(&mut self, routed: Routed) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let text = match &routed.reply.result {
+            Ok(t) => t.clone(),
+            Err(e) => {
+                return self.title.fail(format!(
+                    "{}; the reviews and statistics are kept.",
+                    role_failed("consolidator", &routed, e)
+                ))
+            }
+        };
+        let reply = &routed.reply;
+        let report = answer_text(&text).trim().to_string();
+        let mut data = json!({
+            "model": reply.model, "consolidatedReport": report,
+            "actionItems": read_action_items(&text), "responseTimeMs": reply.response_time_ms,
+        });
+        if let Some(from) = &routed.fallback_from {
+            data["fallbackFrom"] = json!(from);
+        }
+        let mut stored = data.clone();
+        if let Some(o) = stored.as_object_mut() {
+            o.remove("consolidatedReport");
+        }
+        let mut event = json!({ "data": data });
+        self.calls.mark(&mut event);
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "consolidation".into(),
+                stage_order: CONSOLIDATION_ORDER,
+                model: Some(reply.model.clone()),
+                role: Some("consolidator".into()),
+                content: report.clone(),
+                parsed_data: Some(stored),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }),
+            Effect::emit("consolidation_complete", event),
+        ];
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: report });
+        out
+    }
+}
+
+impl Mode for PeerReview {
+    fn start(&mut self) -> Vec<Effect> {
+        let mut out = vec![
+            Effect::emit(
+                "review_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
+                        "mode": "peer_review", "reviewType": self.config.review_type.key(),
+                        "rubric": self.config.rubric }),
+            ),
+            Effect::Store(StageRow {
+                stage_type: SETUP.into(),
+                stage_order: 0,
+                model: None,
+                role: None,
+                content: self.work().to_string(),
+                parsed_data: Some(json!({ "reviewType": self.config.review_type.key(),
+                                          "rubric": self.config.rubric,
+                                          "source": if self.config.content.is_some() { "content" } else { "question" } })),
+                response_time_ms: None,
+            }),
+            Effect::emit(
+                "reviewers_start",
+                json!({ "totalReviewers": self.config.reviewer_models.len() }),
+            ),
+        ];
+        let asking = Asking::new(self.review_schema.clone(), |json| {
+            review_prompt_as(&self.ctx.question, self.work(), &self.config.rubric, json)
+        });
+        for (i, model) in self.config.reviewer_models.iter().enumerate() {
+            let call = asking
+                .call(
+                    &self.ctx,
+                    self.batch.key(i),
+                    model,
+                    "review",
+                    "reviewer",
+                    self.config.timeout_ms,
+                )
+                .quoting([("the work under review".to_string(), self.work().to_string())]);
+            out.push(Effect::Call(call));
+        }
+        let model = self.config.consolidator_model.clone();
+        out.extend(self.title.call(
+            &model,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
+        let Some(routed) = routed else { return out };
+        match self.phase {
+            Phase::Reviewing
+                if routed.reply.key.starts_with("review:")
+                    && self.batch.accept(routed.reply.clone()) =>
+            {
+                out.extend(self.on_review(&routed.reply));
+                if self.batch.complete() {
+                    out.extend(self.all_reviewed());
+                }
+            }
+            Phase::Consolidating if routed.reply.key == CONSOLIDATION_KEY => {
+                out.extend(self.on_consolidation(routed));
+            }
+            _ => {}
+        }
+        self.calls.track(&out, stage_order);
+        out
+    }
+}

@@ -1,0 +1,372 @@
+//! What a peer review stores and reads back: the reviews, the server's statistics, the result,
+//! its outcome and the export's report.
+
+use super::*;
+
+pub(super) fn round_to(v: f64, places: i32) -> f64 {
+    let f = 10f64.powi(places);
+    ((v * f) + 1e-9).round() / f
+}
+
+/// A reviewer's overall score: Σ score·weight / Σ weight over its stated scores.
+pub fn overall(scores: &[Score]) -> Option<f64> {
+    let (mut num, mut den) = (0.0, 0.0);
+    for s in scores {
+        if let Some(v) = s.score {
+            num += f64::from(v) * f64::from(s.weight);
+            den += f64::from(s.weight);
+        }
+    }
+    (den > 0.0).then(|| num / den)
+}
+
+/// Agreement from a standard deviation (two decimals).
+pub fn agreement(sd: f64) -> &'static str {
+    if sd < 0.5 {
+        "High"
+    } else if sd <= 1.5 {
+        "Medium"
+    } else {
+        "Low"
+    }
+}
+
+/// The server's statistics over the reviews (models never do this arithmetic).
+pub fn statistics(reviews: &[Review], rubric: &Rubric) -> Value {
+    let mut consensus = Vec::new();
+    let (mut wsum, mut wmean) = (0.0, 0.0);
+    let mut sds = Vec::new();
+    for c in &rubric.criteria {
+        let scored: Vec<(usize, u32)> = reviews
+            .iter()
+            .filter_map(|r| {
+                r.scores
+                    .iter()
+                    .find(|s| s.criterion == c.name)
+                    .and_then(|s| s.score)
+                    .map(|v| (r.reviewer_index, v))
+            })
+            .collect();
+        let n = scored.len() as f64;
+        let mean = (!scored.is_empty())
+            .then(|| scored.iter().map(|(_, v)| f64::from(*v)).sum::<f64>() / n);
+        let sd = mean.filter(|_| scored.len() >= 2).map(|m| {
+            let var = scored.iter().map(|(_, v)| (f64::from(*v) - m).powi(2)).sum::<f64>() / n;
+            round_to(var.sqrt(), 2)
+        });
+        if let Some(m) = mean {
+            wsum += f64::from(c.weight);
+            wmean += m * f64::from(c.weight);
+        }
+        if let Some(sd) = sd {
+            sds.push(sd);
+        }
+        consensus.push(json!({
+            "criterion": c.name, "weight": c.weight,
+            "scores": scored.iter().map(|(i, v)| json!({ "reviewerIndex": i, "score": v })).collect::<Vec<_>>(),
+            "average": mean.map(|m| round_to(m, 1)), "stddev": sd,
+            "agreement": sd.map(agreement), "disputed": sd.is_some_and(|sd| sd > 1.5),
+        }));
+    }
+    let overalls: Vec<(usize, &str, Option<f64>)> =
+        reviews.iter().map(|r| (r.reviewer_index, r.model.as_str(), overall(&r.scores))).collect();
+    let stated: Vec<f64> = overalls.iter().filter_map(|o| o.2).collect();
+    let mut totals = serde_json::Map::new();
+    for s in SEVERITIES {
+        let n = reviews.iter().flat_map(|r| &r.findings).filter(|f| f.severity == s).count();
+        totals.insert(s.into(), json!(n));
+    }
+    totals.insert("total".into(), json!(reviews.iter().map(|r| r.findings.len()).sum::<usize>()));
+    json!({
+        "consensusScores": consensus,
+        "reviewerOverallScores": overalls.iter().map(|(i, m, o)| json!({
+            "reviewerIndex": i, "model": m, "overallScore": o.map(|o| round_to(o, 1)) })).collect::<Vec<_>>(),
+        "consensusOverall": (wsum > 0.0).then(|| round_to(wmean / wsum, 1)),
+        "averageOverallScore": (!stated.is_empty()).then(|| round_to(stated.iter().sum::<f64>() / stated.len() as f64, 1)),
+        "meanStdDev": (!sds.is_empty()).then(|| round_to(sds.iter().sum::<f64>() / sds.len() as f64, 2)),
+        "findingTotals": totals,
+    })
+}
+
+/// One completed review, as `reviewer_complete` gives it and the result lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Review {
+    /// 1-based, in the order of `reviewerModels`.
+    pub reviewer_index: usize,
+    pub model: String,
+    pub review_text: String,
+    pub scores: Vec<Score>,
+    pub overall_score: Option<f64>,
+    pub findings: Vec<Finding>,
+    pub strengths: Vec<String>,
+    pub parse_success: bool,
+    /// Where the scores were read from (the review's JSON or its text), when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
+    pub response_time_ms: i64,
+}
+
+/// A reviewer whose call failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedReviewer {
+    pub reviewer_index: usize,
+    pub model: String,
+    pub error: String,
+}
+
+// ---- the stored result ---------------------------------------------------------------------
+
+/// `{work, reviewType, rubric, reviews, failedReviewers, statistics, consolidation, partial,
+/// failedModels}` from the stored rows, as the events gave them (the work, review type and
+/// rubric from the `review_setup` row stored at the start).
+pub fn load_result(rows: &[StageRow]) -> Value {
+    let mut reviews: Vec<Review> = Vec::new();
+    let mut failed: Vec<FailedReviewer> = Vec::new();
+    for r in rows.iter().filter(|r| {
+        r.stage_type.strip_prefix("review_").is_some_and(|n| n.parse::<usize>().is_ok())
+    }) {
+        let Some(mut data) = r.parsed_data.clone() else { continue };
+        if data["failed"] == true {
+            if let Ok(f) = serde_json::from_value::<FailedReviewer>(strip(data, &["failed"])) {
+                failed.push(f);
+            }
+            continue;
+        }
+        data["reviewText"] = json!(answer_text(&r.content).trim());
+        if let Ok(review) = serde_json::from_value::<Review>(data) {
+            reviews.push(review);
+        }
+    }
+    reviews.sort_by_key(|r| r.reviewer_index);
+    failed.sort_by_key(|r| r.reviewer_index);
+    let stats = rows.iter().find(|r| r.stage_type == "review_stats");
+    let statistics = stats.and_then(|s| s.parsed_data.as_ref()).map(|p| p["statistics"].clone());
+    let consolidation = rows.iter().find(|r| r.stage_type == "consolidation").map(|r| {
+        let mut d = r.parsed_data.clone().unwrap_or(json!({}));
+        d["consolidatedReport"] = json!(r.content);
+        d
+    });
+    let setup = rows.iter().find(|r| r.stage_type == SETUP);
+    let setup_data = setup.and_then(|r| r.parsed_data.clone());
+    let mut result = json!({
+        "work": setup.map(|r| r.content.clone()),
+        "reviewType": setup_data.as_ref().map(|s| s["reviewType"].clone()),
+        "rubric": setup_data.as_ref().map(|s| s["rubric"].clone()),
+        "reviews": reviews, "failedReviewers": failed,
+        "statistics": statistics, "consolidation": consolidation,
+    });
+    mark_from_rows(&mut result, rows);
+    result
+}
+
+fn strip(mut v: Value, keys: &[&str]) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        for k in keys {
+            o.remove(*k);
+        }
+    }
+    v
+}
+
+pub(super) fn outcome(result: &Value) -> Option<String> {
+    let c = result.get("consolidation").filter(|c| !c.is_null())?;
+    let s = &result["statistics"];
+    let score = match &s["consensusOverall"] {
+        Value::Null => "no consensus score".to_string(),
+        v => format!("consensus {v}/5"),
+    };
+    Some(format!(
+        "{} reviews, {score}, {} action items: {}",
+        result["reviews"].as_array().map_or(0, Vec::len),
+        c["actionItems"].as_array().map_or(0, Vec::len),
+        short(c["consolidatedReport"].as_str().unwrap_or(""), 60)
+    ))
+}
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// A score or an average as a reader reads it: `4`, `3.5`.
+fn figure(v: &Value) -> Option<String> {
+    let f = v.as_f64()?;
+    Some(if f.fract() == 0.0 { format!("{f:.0}") } else { format!("{f}") })
+}
+
+/// An action item's text without the severity tag it opens with and the effort it closes
+/// with (both have their own columns).
+fn action_text(item: &Value) -> String {
+    static TAG: OnceLock<Regex> = OnceLock::new();
+    static EFFORT: OnceLock<Regex> = OnceLock::new();
+    let text = item["text"].as_str().unwrap_or("");
+    let text = if item["severity"].is_string() {
+        re(&TAG, r"^(?:\*\*|__)?\[[^\]\n]{1,40}\](?:\*\*|__)?\s*").replace(text, "").into_owned()
+    } else {
+        text.to_string()
+    };
+    if item["effort"].is_string() {
+        let effort = re(
+            &EFFORT,
+            r"(?i)\s*(?:[—–-]\s*)?\(?\s*effort\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(?:low|medium|high)\b\s*\)?\s*$",
+        );
+        effort.replace(&text, "").trim().to_string()
+    } else {
+        text.trim().to_string()
+    }
+}
+
+/// The result as the export's report: the consensus, the reviewers' scores per criterion as a
+/// table (with each criterion's average and agreement, and each reviewer's weighted overall),
+/// the reviewers whose scores could not be read or who failed, the findings by severity, and
+/// the consolidator's action items as a table.
+pub fn report(result: &Value) -> String {
+    use crate::modes::report::{count, table};
+    let mut out = String::new();
+    let stats = &result["statistics"];
+    if let Some(c) = figure(&stats["consensusOverall"]) {
+        let rubric = result["rubric"]["name"].as_str().map_or(String::new(), |n| format!(" {n}"));
+        let mut line = format!("**Consensus:** {c} of 5 overall, weighted by the{rubric} rubric");
+        if let Some(sd) = stats["meanStdDev"].as_f64() {
+            line.push_str(&format!(
+                "; {} agreement between the reviewers (mean standard deviation {sd:.2})",
+                agreement(sd).to_lowercase()
+            ));
+        }
+        out.push_str(&format!("{line}.\n\n"));
+    }
+    let reviews = result["reviews"].as_array().cloned().unwrap_or_default();
+    let consensus = stats["consensusScores"].as_array().cloned().unwrap_or_default();
+    // The criteria: the rubric's, else those the reviews scored.
+    let mut criteria: Vec<(String, Value)> = result["rubric"]["criteria"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(|c| Some((c["name"].as_str()?.to_string(), c["weight"].clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    if criteria.is_empty() {
+        if let Some(first) = reviews.first() {
+            criteria = first["scores"]
+                .as_array()
+                .map(|s| {
+                    s.iter()
+                        .filter_map(|s| {
+                            Some((s["criterion"].as_str()?.to_string(), s["weight"].clone()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
+    }
+    let who = |r: &Value| {
+        let n = r["reviewerIndex"].as_u64().map_or(String::new(), |n| format!(" {n}"));
+        match r["model"].as_str() {
+            Some(m) => format!("reviewer{n} ({m})"),
+            None => format!("reviewer{n}"),
+        }
+    };
+    if !reviews.is_empty() && !criteria.is_empty() {
+        let mut head: Vec<String> = vec!["criterion".into(), "weight".into()];
+        head.extend(reviews.iter().map(who));
+        head.extend(["average".to_string(), "agreement".to_string()]);
+        let mut rows: Vec<Vec<String>> = criteria
+            .iter()
+            .map(|(name, weight)| {
+                let mut row = vec![name.clone(), figure(weight).unwrap_or_default()];
+                for r in &reviews {
+                    let s = r["scores"]
+                        .as_array()
+                        .and_then(|s| s.iter().find(|s| s["criterion"] == name.as_str()));
+                    row.push(
+                        s.and_then(|s| figure(&s["score"])).unwrap_or_else(|| "unread".into()),
+                    );
+                }
+                let k = consensus.iter().find(|k| k["criterion"] == name.as_str());
+                row.push(k.and_then(|k| figure(&k["average"])).unwrap_or_default());
+                let agreement = match k.and_then(|k| k["agreement"].as_str()) {
+                    Some(a) if k.is_some_and(|k| k["disputed"] == true) => {
+                        format!("{}, disputed", a.to_lowercase())
+                    }
+                    Some(a) => a.to_lowercase(),
+                    None => String::new(),
+                };
+                row.push(agreement);
+                row
+            })
+            .collect();
+        let mut overall = vec!["overall (weighted)".to_string(), String::new()];
+        overall.extend(
+            reviews.iter().map(|r| figure(&r["overallScore"]).unwrap_or_else(|| "unread".into())),
+        );
+        overall.push(figure(&stats["consensusOverall"]).unwrap_or_default());
+        overall.push(String::new());
+        rows.push(overall);
+        let head: Vec<&str> = head.iter().map(String::as_str).collect();
+        let right: Vec<usize> = (1..head.len() - 1).collect();
+        out.push_str("**The reviewers' scores** (1 to 5):\n\n");
+        out.push_str(&table(&head, &rows, &right));
+        out.push('\n');
+    }
+    let mut notes: Vec<String> = reviews
+        .iter()
+        .filter(|r| r["parseSuccess"] == false)
+        .map(|r| format!("- {}: no score could be read from the review", who(r)))
+        .collect();
+    for f in result["failedReviewers"].as_array().cloned().unwrap_or_default() {
+        let why = f["error"].as_str().map_or(String::new(), |e| format!(" ({e})"));
+        notes.push(format!("- {}: the call failed{why}", who(&f)));
+    }
+    if !notes.is_empty() {
+        out.push_str(&format!("{}\n\n", notes.join("\n")));
+    }
+    let totals = &stats["findingTotals"];
+    if let Some(n) = totals["total"].as_u64() {
+        let parts: Vec<String> = SEVERITIES
+            .iter()
+            .filter_map(|s| {
+                let n = totals[*s].as_u64().filter(|n| *n > 0)?;
+                Some(match *s {
+                    "SUGGESTION" => count(n, "suggestion", "suggestions"),
+                    other => format!("{n} {}", other.to_lowercase()),
+                })
+            })
+            .collect();
+        let split =
+            if parts.is_empty() { String::new() } else { format!(": {}", parts.join(", ")) };
+        out.push_str(&format!(
+            "**Findings:** {} in all the reviews{split}.\n\n",
+            count(n, "finding", "findings")
+        ));
+    }
+    let c = &result["consolidation"];
+    if c.is_object() {
+        let items = c["actionItems"].as_array().cloned().unwrap_or_default();
+        let by = match (c["model"].as_str(), c["fallbackFrom"].as_str()) {
+            (Some(m), Some(f)) => format!(" (by {m}, in place of {f})"),
+            (Some(m), None) => format!(" (by {m})"),
+            _ => String::new(),
+        };
+        if items.is_empty() {
+            out.push_str(&format!(
+                "**Action items{by}:** none could be read from the consolidated report.\n"
+            ));
+        } else {
+            let rows: Vec<Vec<String>> = items
+                .iter()
+                .enumerate()
+                .map(|(i, it)| {
+                    vec![
+                        (i + 1).to_string(),
+                        it["severity"].as_str().map_or("not stated".into(), str::to_lowercase),
+                        action_text(it),
+                        it["effort"].as_str().map_or("not stated".into(), str::to_lowercase),
+                    ]
+                })
+                .collect();
+            out.push_str(&format!("**Action items{by}:**\n\n"));
+            out.push_str(&table(&["#", "severity", "action", "effort"], &rows, &[0]));
+        }
+    }
+    out
+}

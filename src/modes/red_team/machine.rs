@@ -1,0 +1,437 @@
+//! The red-team state machine: generate, then attack and defend round by round, then synthesize.
+
+use super::*;
+
+const GLOBAL_TIMER: &str = "global";
+const SYNTHESIS_ORDER: i32 = 99;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Generating,
+    Attacking(u32),
+    Defending(u32),
+    Synthesizing,
+    Done,
+}
+
+pub struct RedTeam {
+    config: RedTeamConfig,
+    ctx: RunContext,
+    material: Material,
+    phase: Phase,
+    structured: String,
+    current: String,
+    rounds: Vec<Round>,
+    stop_reason: Option<&'static str>,
+    deadline_passed: bool,
+    /// The attack's reply schema (the same every round).
+    attack_schema: Arc<ReplySchema>,
+    /// The defense's reply schema of the round being defended (it counts that round's
+    /// findings).
+    defense_schema: Option<Arc<ReplySchema>>,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+pub(super) fn stage_order(stage: &str) -> i32 {
+    let n = |p: &str| stage.strip_prefix(p).and_then(|n| n.parse::<i32>().ok());
+    match (n("attack_round_"), n("defend_round_")) {
+        (Some(r), _) => 2 * r - 1,
+        (_, Some(r)) => 2 * r,
+        _ if stage == "synthesis" => SYNTHESIS_ORDER,
+        _ => 0,
+    }
+}
+
+impl RedTeam {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: RedTeamConfig = stored_config("red_team", config)?;
+        let material = material(config.content.as_deref(), &ctx.question, config.max_input_length);
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        Ok(RedTeam {
+            config,
+            ctx,
+            material,
+            phase: Phase::Generating,
+            structured: String::new(),
+            current: String::new(),
+            rounds: Vec::new(),
+            stop_reason: None,
+            deadline_passed: false,
+            attack_schema: attack_schema(),
+            defense_schema: None,
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> CallSpec {
+        CallSpec::new(
+            key,
+            model,
+            vec![ChatMessage::user(prompt)],
+            stage,
+            role,
+            self.config.timeout_ms,
+        )
+    }
+
+    fn on_generate(&mut self, reply: CallReply) -> Vec<Effect> {
+        let text = reply.result.as_ref().ok().map(|t| answer_text(t).trim().to_string());
+        let fallback = text.is_none();
+        self.structured = text.unwrap_or_else(|| self.material.text.clone());
+        self.current = self.structured.clone();
+        let data = json!({ "model": reply.model, "structuredContent": self.structured,
+                           "fallback": fallback, "responseTimeMs": reply.response_time_ms });
+        let mut parsed = data.clone();
+        parsed["structuredContent"] = Value::Null;
+        parsed["material"] = json!(self.material);
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "generate".into(),
+                stage_order: 0,
+                model: Some(reply.model.clone()),
+                role: Some("generator".into()),
+                content: self.structured.clone(),
+                parsed_data: Some(parsed),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }),
+            Effect::emit("generate_complete", json!({ "data": data })),
+        ];
+        out.extend(self.next_round(1));
+        out
+    }
+
+    /// Round `r` starts, unless the rounds are over or the time is up.
+    fn next_round(&mut self, r: u32) -> Vec<Effect> {
+        if r > self.config.rounds {
+            return self.synthesize();
+        }
+        if self.deadline_passed {
+            self.stop_reason = Some("global timeout");
+            return self.synthesize();
+        }
+        let previous = self.rounds.last().map(|p| previous_round_text(&p.findings, &p.responses));
+        let asking = Asking::new(self.attack_schema.clone(), |json| {
+            attack_prompt_as(&self.ctx.question, r, &self.current, previous.as_deref(), json)
+        });
+        self.phase = Phase::Attacking(r);
+        let call = asking
+            .call(
+                &self.ctx,
+                format!("attack:{r}"),
+                &self.config.attacker_model,
+                &format!("attack_round_{r}"),
+                "attacker",
+                self.config.timeout_ms,
+            )
+            .quoting([
+                ("the content".to_string(), self.current.clone()),
+                ("the previous round".to_string(), previous.unwrap_or_default()),
+            ]);
+        vec![Effect::emit("attack_start", json!({ "round": r })), Effect::Call(call)]
+    }
+
+    fn on_attack(&mut self, r: u32, reply: CallReply) -> Vec<Effect> {
+        let failed = reply.result.is_err();
+        let raw = reply.result.clone().unwrap_or_default();
+        let (reading, read_from) = if failed {
+            let nothing = AttackReading {
+                findings: vec![],
+                reported_summary: None,
+                overall_risk: None,
+                no_flaws: false,
+                parse_success: false,
+            };
+            (nothing, None)
+        } else {
+            read_attack_reply(&raw, &self.attack_schema)
+        };
+        let mut data = json!({
+            "model": reply.model, "findings": reading.findings,
+            "severityCounts": severity_counts(reading.findings.iter().map(|f| f.severity.as_str())),
+            "reportedSummary": reading.reported_summary, "overallRisk": reading.overall_risk,
+            "noFlaws": reading.no_flaws, "parseSuccess": reading.parse_success, "failed": failed,
+            "responseTimeMs": reply.response_time_ms,
+        });
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
+        }
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: format!("attack_round_{r}"),
+                stage_order: (2 * r - 1) as i32,
+                model: Some(reply.model.clone()),
+                role: Some("attacker".into()),
+                content: raw.clone(),
+                parsed_data: Some(data.clone()),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }),
+            Effect::emit("attack_complete", json!({ "round": r, "data": data })),
+        ];
+        self.rounds.push(Round {
+            round: r,
+            findings: reading.findings.clone(),
+            attack: data,
+            defense: None,
+            responses: unaddressed(&reading.findings),
+        });
+        if failed {
+            self.stop_reason = Some("attacker failed");
+            out.extend(self.synthesize());
+            return out;
+        }
+        if reading.no_flaws {
+            self.stop_reason = Some("no flaws");
+            out.extend(self.synthesize());
+            return out;
+        }
+        if self.deadline_passed {
+            self.stop_reason = Some("global timeout");
+            out.extend(self.synthesize());
+            return out;
+        }
+        // The raw report goes to the defender only when its findings were not read one by
+        // one; a JSON reply reads as fields.
+        let report = readable(&raw).into_owned();
+        let schema = defense_schema(reading.findings.len(), self.current.chars().count());
+        let asking = Asking::new(schema, |json| {
+            defend_prompt_as(&self.ctx.question, &self.current, &reading.findings, &report, json)
+        });
+        self.phase = Phase::Defending(r);
+        let raw_quoted = if reading.findings.is_empty() { report.clone() } else { String::new() };
+        let call = asking
+            .call(
+                &self.ctx,
+                format!("defend:{r}"),
+                &self.config.generator_model,
+                &format!("defend_round_{r}"),
+                "generator",
+                self.config.timeout_ms,
+            )
+            .quoting([
+                ("the content".to_string(), self.current.clone()),
+                ("the attacker's report".to_string(), raw_quoted),
+            ]);
+        self.defense_schema = Some(asking.schema);
+        out.push(Effect::emit("defend_start", json!({ "round": r })));
+        out.push(Effect::Call(call));
+        out
+    }
+
+    fn on_defend(&mut self, r: u32, reply: CallReply) -> Vec<Effect> {
+        let findings = self.rounds.last().map(|x| x.findings.clone()).unwrap_or_default();
+        let failed = reply.result.is_err();
+        let raw = reply.result.clone().unwrap_or_default();
+        let schema = self
+            .defense_schema
+            .take()
+            .unwrap_or_else(|| defense_schema(findings.len(), self.current.chars().count()));
+        let (reading, read_from) = if failed {
+            (DefenseReading { responses: unaddressed(&findings), revised_content: None }, None)
+        } else {
+            read_defense_reply(&raw, &findings, &schema)
+        };
+        let found = reading.revised_content.is_some();
+        if let Some(revised) = &reading.revised_content {
+            self.current = revised.clone();
+        }
+        let mut data = defense_data(
+            &reply.model,
+            &reading.responses,
+            &self.current,
+            found,
+            failed,
+            reply.response_time_ms,
+        );
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
+        }
+        let mut parsed = data.clone();
+        if let Some(o) = parsed.as_object_mut() {
+            o.remove("revisedContent");
+            o.insert("revisedContentLength".into(), json!(self.current.chars().count()));
+        }
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: format!("defend_round_{r}"),
+                stage_order: (2 * r) as i32,
+                model: Some(reply.model.clone()),
+                role: Some("generator".into()),
+                content: raw,
+                parsed_data: Some(parsed),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }),
+            Effect::emit("defend_complete", json!({ "round": r, "data": data })),
+        ];
+        if let Some(last) = self.rounds.last_mut() {
+            last.defense = Some(data);
+            last.responses = reading.responses;
+        }
+        out.extend(self.next_round(r + 1));
+        out
+    }
+
+    fn synthesize(&mut self) -> Vec<Effect> {
+        self.phase = Phase::Synthesizing;
+        let history: String = self
+            .rounds
+            .iter()
+            .map(|r| {
+                format!("Round {}:\n{}", r.round, previous_round_text(&r.findings, &r.responses))
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let audit = audit_table(&self.rounds);
+        let prompt = synthesize_prompt(
+            &self.ctx.question,
+            &self.structured,
+            &self.current,
+            if history.is_empty() { "(no rounds)" } else { &history },
+            &audit,
+        );
+        let spec = self
+            .call(
+                "synthesis".into(),
+                &self.config.synthesizer_model.clone(),
+                prompt,
+                "synthesis",
+                "synthesizer",
+            )
+            .quoting([
+                ("the structured original".to_string(), self.structured.clone()),
+                ("the final revision".to_string(), self.current.clone()),
+                ("the rounds' findings and responses".to_string(), history),
+            ]);
+        let backup = self.config.chairman_fallback_model.clone();
+        vec![
+            Effect::emit("synthesize_start", json!({})),
+            self.calls.solo(spec, SYNTHESIS_ORDER, backup.as_deref()),
+        ]
+    }
+
+    fn on_synthesis(&mut self, routed: Routed) -> Vec<Effect> {
+        let text = match &routed.reply.result {
+            Ok(t) => t.clone(),
+            Err(e) => {
+                self.phase = Phase::Done;
+                return self.title.fail(role_failed("synthesizer", &routed, e));
+            }
+        };
+        let reply = &routed.reply;
+        let reading = read_synthesis(&text);
+        let mut data = json!({
+            "model": reply.model, "hardenedOutput": reading.hardened_output,
+            "auditSummary": reading.audit_summary, "hardeningConfidence": reading.hardening_confidence,
+            "totals": totals(&self.rounds), "stopReason": self.stop_reason,
+            "responseTimeMs": reply.response_time_ms,
+        });
+        if let Some(from) = &routed.fallback_from {
+            data["fallbackFrom"] = json!(from);
+        }
+        let mut event = json!({ "data": data });
+        self.calls.mark(&mut event);
+        self.phase = Phase::Done;
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "synthesis".into(),
+                stage_order: SYNTHESIS_ORDER,
+                model: Some(reply.model.clone()),
+                role: Some("synthesizer".into()),
+                content: text.clone(),
+                parsed_data: Some(data),
+                response_time_ms: Some(reply.response_time_ms as i64),
+            }),
+            Effect::emit("synthesize_complete", event),
+        ];
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: text });
+        out
+    }
+}
+
+fn defense_data(
+    model: &str,
+    responses: &[Response],
+    revised: &str,
+    found: bool,
+    failed: bool,
+    ms: u64,
+) -> Value {
+    let count = |v: &str| responses.iter().filter(|r| r.verdict == v).count();
+    json!({
+        "model": model, "responses": responses, "accepted": count("ACCEPT"),
+        "rebutted": count("REBUT"), "unaddressed": count("UNADDRESSED"),
+        "revisedContent": revised, "revisedContentFound": found, "failed": failed,
+        "responseTimeMs": ms,
+    })
+}
+
+fn audit_table(rounds: &[Round]) -> String {
+    let mut s = String::new();
+    for r in rounds {
+        for resp in &r.responses {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                resp.title, resp.severity, resp.verdict, r.round
+            ));
+        }
+    }
+    if s.is_empty() {
+        s.push_str("(no findings)\n");
+    }
+    s
+}
+
+impl Mode for RedTeam {
+    fn start(&mut self) -> Vec<Effect> {
+        let mut out = vec![
+            Effect::emit(
+                "redteam_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
+                        "mode": "red_team", "totalRounds": self.config.rounds }),
+            ),
+            Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
+            Effect::emit("generate_start", json!({})),
+        ];
+        let prompt = generate_prompt(&self.ctx.question, &self.material);
+        let model = self.config.generator_model.clone();
+        let spec = self
+            .call("generate".into(), &model, prompt, "generate", "generator")
+            .quoting([("the material".to_string(), self.material.text.clone())]);
+        out.push(Effect::Call(spec));
+        out.extend(self.title.call(
+            &model,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
+        let Some(routed) = routed else { return out };
+        let key = routed.reply.key.clone();
+        out.extend(match self.phase {
+            Phase::Generating if key == "generate" => self.on_generate(routed.reply),
+            Phase::Attacking(r) if key == format!("attack:{r}") => self.on_attack(r, routed.reply),
+            Phase::Defending(r) if key == format!("defend:{r}") => self.on_defend(r, routed.reply),
+            Phase::Synthesizing if key == "synthesis" => self.on_synthesis(routed),
+            _ => Vec::new(),
+        });
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    /// The global cap: the call in flight finishes, then the synthesis.
+    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
+        if key == GLOBAL_TIMER {
+            self.deadline_passed = true;
+        }
+        Vec::new()
+    }
+}

@@ -1,0 +1,309 @@
+//! The panel's state machine: every specialist in parallel, then the synthesis.
+
+use super::*;
+
+const PANEL_ORDER: i32 = 0;
+const SPECIALIST_ORDER: i32 = 1;
+const SYNTHESIS_ORDER: i32 = 2;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Outcome {
+    Reported(Box<SpecialistReport>),
+    Failed(FailedSpecialist),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Analysing,
+    Synthesizing,
+    Done,
+}
+
+pub struct SpecialistPanel {
+    config: PanelConfig,
+    ctx: RunContext,
+    material: Material,
+    outcomes: Vec<Option<Outcome>>,
+    /// Each specialist's report schema (its role's criteria), by specialist.
+    schemas: Vec<Arc<ReplySchema>>,
+    phase: Phase,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+pub(super) fn stage_order(stage: &str) -> i32 {
+    if stage.starts_with(SPECIALIST_PREFIX) {
+        SPECIALIST_ORDER
+    } else if stage == SYNTHESIS_KEY {
+        SYNTHESIS_ORDER
+    } else {
+        PANEL_ORDER
+    }
+}
+
+/// The roles as `panel_start` and the panel row give them.
+fn roles_of(specialists: &[SpecialistConfig]) -> Vec<Value> {
+    specialists
+        .iter()
+        .map(|s| {
+            json!({ "roleKey": s.role_key, "roleTitle": s.title, "model": s.model,
+                         "criteria": s.criteria })
+        })
+        .collect()
+}
+
+impl SpecialistPanel {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: PanelConfig = stored_config("specialist_panel", config)?;
+        if !(2..=6).contains(&config.specialists.len()) {
+            return Err(
+                "the stored specialist_panel configuration has no 2 to 6 specialists".into()
+            );
+        }
+        let material = material(config.content.as_deref(), &ctx.question);
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let n = config.specialists.len();
+        let schemas = config.specialists.iter().map(|s| report_schema(&s.criteria)).collect();
+        Ok(SpecialistPanel {
+            config,
+            ctx,
+            material,
+            outcomes: vec![None; n],
+            schemas,
+            phase: Phase::Analysing,
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn reports(&self) -> Vec<&SpecialistReport> {
+        self.outcomes
+            .iter()
+            .filter_map(|o| match o {
+                Some(Outcome::Reported(r)) => Some(r.as_ref()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn failures(&self) -> Vec<&FailedSpecialist> {
+        self.outcomes
+            .iter()
+            .filter_map(|o| match o {
+                Some(Outcome::Failed(f)) => Some(f),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn on_specialist(&mut self, i: usize, reply: CallReply) -> Vec<Effect> {
+        let s = self.config.specialists[i].clone();
+        let mut out = Vec::new();
+        let outcome = match &reply.result {
+            Ok(text) => {
+                let report = answer_text(text).trim().to_string();
+                let reading = read_report_reply(&report, &s.criteria, &self.schemas[i]);
+                let r = SpecialistReport {
+                    index: i,
+                    role_key: s.role_key.clone(),
+                    role_title: s.title.clone(),
+                    model: reply.model.clone(),
+                    report,
+                    criteria_scores: reading.criteria_scores,
+                    average_score: reading.average_score,
+                    key_findings: reading.key_findings,
+                    top_recommendations: reading.top_recommendations,
+                    parse_success: reading.parse_success,
+                    read_from: reading.read_from,
+                    response_time_ms: reply.response_time_ms as i64,
+                };
+                let mut parsed = json!(r);
+                if let Some(o) = parsed.as_object_mut() {
+                    o.remove("report");
+                }
+                out.push(Effect::Store(StageRow {
+                    stage_type: format!("{SPECIALIST_PREFIX}{}", s.role_key),
+                    stage_order: SPECIALIST_ORDER,
+                    model: Some(r.model.clone()),
+                    role: Some(s.role_key.clone()),
+                    content: r.report.clone(),
+                    parsed_data: Some(parsed),
+                    response_time_ms: Some(r.response_time_ms),
+                }));
+                out.push(Effect::emit("specialist_complete", json!({ "data": r })));
+                Outcome::Reported(Box::new(r))
+            }
+            Err(e) => Outcome::Failed(FailedSpecialist {
+                role_key: s.role_key.clone(),
+                role_title: s.title.clone(),
+                model: reply.model.clone(),
+                error: e.message.clone(),
+            }),
+        };
+        self.outcomes[i] = Some(outcome);
+        if self.outcomes.iter().all(Option::is_some) {
+            out.extend(self.all_complete());
+        }
+        out
+    }
+
+    /// Every specialist has answered or failed: the synthesis starts, or the run fails.
+    fn all_complete(&mut self) -> Vec<Effect> {
+        let reports = self.reports();
+        let failures = self.failures();
+        let mut out = vec![Effect::emit(
+            "all_specialists_complete",
+            json!({ "data": { "specialists": reports, "failedSpecialists": failures,
+                              "totalSucceeded": reports.len(), "totalFailed": failures.len() } }),
+        )];
+        let (succeeded, total) = (reports.len(), self.outcomes.len());
+        if succeeded < 2 {
+            self.phase = Phase::Done;
+            out.extend(self.title.fail(format!(
+                "Only {succeeded} of {total} specialists reported; a synthesis needs at least 2."
+            )));
+            return out;
+        }
+        // A JSON report reads as its fields.
+        let texts: Vec<String> = reports.iter().map(|r| readable(&r.report).into_owned()).collect();
+        let reports_in: Vec<ReportIn> = reports
+            .iter()
+            .zip(&texts)
+            .map(|(r, text)| ReportIn { title: &r.role_title, model: &r.model, report: text })
+            .collect();
+        let missing: Vec<ReportIn> = failures
+            .iter()
+            .map(|f| ReportIn { title: &f.role_title, model: &f.model, report: "" })
+            .collect();
+        let prompt = synthesis_prompt(&self.ctx.question, &self.material, &reports_in, &missing);
+        let material = std::iter::once(("the material".to_string(), self.material.text.clone()))
+            .chain(
+                reports
+                    .iter()
+                    .zip(&texts)
+                    .map(|(r, text)| (format!("the {}'s report", r.role_title), text.clone())),
+            )
+            .collect::<Vec<_>>();
+        let spec = CallSpec::new(
+            SYNTHESIS_KEY,
+            &self.config.synthesizer_model,
+            vec![ChatMessage::user(prompt)],
+            SYNTHESIS_KEY,
+            "synthesizer",
+            self.config.timeout_ms,
+        )
+        .quoting(material);
+        self.phase = Phase::Synthesizing;
+        let backup = self.config.chairman_fallback_model.clone();
+        out.push(Effect::emit("synthesis_start", json!({})));
+        out.push(self.calls.solo(spec, SYNTHESIS_ORDER, backup.as_deref()));
+        out
+    }
+
+    fn on_synthesis(&mut self, routed: Routed) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let text = match &routed.reply.result {
+            Ok(t) => answer_text(t).trim().to_string(),
+            Err(e) => return self.title.fail(role_failed("synthesizer", &routed, e)),
+        };
+        let reply = &routed.reply;
+        let reading = read_synthesis(&text);
+        let mut data = json!({
+            "model": reply.model, "sections": reading.sections, "counts": reading.counts,
+            "riskMatrix": reading.risk_matrix, "topRisk": reading.top_risk,
+            "responseTimeMs": reply.response_time_ms,
+        });
+        if let Some(from) = &routed.fallback_from {
+            data["fallbackFrom"] = json!(from);
+        }
+        let row = Effect::Store(StageRow {
+            stage_type: SYNTHESIS_KEY.into(),
+            stage_order: SYNTHESIS_ORDER,
+            model: Some(reply.model.clone()),
+            role: Some("synthesizer".into()),
+            content: text.clone(),
+            parsed_data: Some(data.clone()),
+            response_time_ms: Some(reply.response_time_ms as i64),
+        });
+        data["integratedAssessment"] = json!(text);
+        let mut event = json!({ "data": data });
+        self.calls.mark(&mut event);
+        let mut out = vec![row, Effect::emit("synthesis_complete", event)];
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: text });
+        out
+    }
+}
+
+impl Mode for SpecialistPanel {
+    fn start(&mut self) -> Vec<Effect> {
+        let roles = roles_of(&self.config.specialists);
+        let mut out = vec![
+            Effect::emit(
+                "panel_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
+                        "mode": "specialist_panel", "roles": roles }),
+            ),
+            Effect::Store(StageRow::computed(
+                PANEL_STAGE,
+                PANEL_ORDER,
+                json!({ "material": self.material, "roles": roles,
+                        "synthesizerModel": self.config.synthesizer_model }),
+            )),
+            Effect::emit(
+                "specialist_start",
+                json!({ "totalSpecialists": self.config.specialists.len() }),
+            ),
+        ];
+        let user = specialist_user(&self.ctx.question, &self.material);
+        for (i, s) in self.config.specialists.iter().enumerate() {
+            // The system message states the reply's format: the sections, or the report's
+            // JSON for a model whose route takes structured output.
+            let schema = &self.schemas[i];
+            let (text, json) = (specialist_system(s), specialist_system_as(s, Some(schema)));
+            let system = self.ctx.structured.pick(&s.model, &text, &json);
+            let call = CallSpec::new(
+                format!("specialist:{i}"),
+                &s.model,
+                vec![ChatMessage::system(system.as_str()), ChatMessage::user(user.clone())],
+                &format!("{SPECIALIST_PREFIX}{}", s.role_key),
+                "specialist",
+                self.config.timeout_ms,
+            )
+            .with_schema(schema)
+            .quoting([("the material".to_string(), self.material.text.clone())]);
+            out.push(Effect::Call(call));
+        }
+        let model = self.config.synthesizer_model.clone();
+        out.extend(self.title.call(
+            &model,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
+        let Some(routed) = routed else { return out };
+        let key = routed.reply.key.clone();
+        let index = key.strip_prefix("specialist:").and_then(|n| n.parse::<usize>().ok());
+        match (self.phase, index) {
+            (Phase::Analysing, Some(i))
+                if i < self.outcomes.len() && self.outcomes[i].is_none() =>
+            {
+                out.extend(self.on_specialist(i, routed.reply));
+            }
+            (Phase::Synthesizing, None) if key == SYNTHESIS_KEY => {
+                out.extend(self.on_synthesis(routed));
+            }
+            _ => {}
+        }
+        self.calls.track(&out, stage_order);
+        out
+    }
+}
