@@ -59,7 +59,7 @@ pub struct Prompt<'a> {
 
 impl Prompt<'_> {
     /// The payload as a paragraph of its own, for a hostile model; else nothing.
-    fn hostile_paragraph(&self) -> String {
+    pub(crate) fn hostile_paragraph(&self) -> String {
         if self.hostile {
             format!("{XSS_PAYLOAD}\n\n")
         } else {
@@ -68,7 +68,7 @@ impl Prompt<'_> {
     }
 
     /// The payload to append to a line of prose, for a hostile model; else nothing.
-    fn hostile_inline(&self) -> String {
+    pub(crate) fn hostile_inline(&self) -> String {
         if self.hostile {
             format!(" {XSS_PAYLOAD}")
         } else {
@@ -93,10 +93,10 @@ const RECOGNISERS: &[Recogniser] = &[
     vote,
     ranking,
     synthesis,
-    delphi_classify,
-    delphi_numeric,
-    delphi_qualitative,
-    delphi_report,
+    super::delphi::delphi_classify,
+    super::delphi::delphi_numeric,
+    super::delphi::delphi_qualitative,
+    super::delphi::delphi_report,
     clarity_evaluate,
     clarity_arbitrate,
 ];
@@ -269,7 +269,7 @@ fn ranking(p: &Prompt) -> Option<String> {
 }
 
 /// The text between two markers of a prompt.
-fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+pub(crate) fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
     section(text, start, end).map_or("", str::trim)
 }
 
@@ -435,182 +435,6 @@ fn vote(p: &Prompt) -> Option<String> {
     ))
 }
 
-/// A few models hold their ground in Delphi rounds: panels keep an outlier.
-fn stubborn(model: &str) -> bool {
-    seed_of(&[model, "stubborn"]).is_multiple_of(4)
-}
-
-fn delphi_classify(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with("Classify the following question for a Delphi estimation exercise.") {
-        return None;
-    }
-    if p.malformed {
-        return Some("I am not sure how to classify this one.".into());
-    }
-    let q = between(p.last, "QUESTION:\n", "\n\nDetermine:").to_lowercase();
-    if asks_for_quantity(&q) {
-        return Some(format!(
-            "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: The question asks for a quantity.{}",
-            p.hostile_inline()
-        ));
-    }
-    let options = if asks_yes_or_no(&q) {
-        "Yes, Yes with conditions, No, It depends"
-    } else {
-        "The established option, The newer option, A hybrid approach, It depends on context"
-    };
-    Some(format!(
-        "TYPE: QUALITATIVE\nOPTIONS: {options}\nREASONING: The question asks for a choice.{}",
-        p.hostile_inline()
-    ))
-}
-
-/// A number in this model's habitual style, so panels exercise the estimate parser.
-fn styled(model: &str, v: f64) -> String {
-    match seed_of(&[model, "style"]) % 4 {
-        0 => crate::modes::delphi::fmt_num(v.round()),
-        1 if v.abs() >= 1e6 => format!("{:.1} million", v / 1e6),
-        1 if v.abs() >= 1e3 => format!("{:.1} thousand", v / 1e3),
-        2 => format!("{v:.3e}"),
-        _ => format!("~{}", v.round()),
-    }
-}
-
-fn level(model: &str, round: usize) -> &'static str {
-    ["LOW", "MEDIUM", "HIGH"][((seed_of(&[model, "confidence"]) % 2) as usize + round).min(2)]
-}
-
-fn delphi_numeric(p: &Prompt) -> Option<String> {
-    let first = p.last.starts_with("You are participating in a Delphi estimation exercise.");
-    let later = p.last.starts_with("DELPHI ROUND") && p.last.contains("YOUR PREVIOUS ESTIMATE:");
-    if !(first || later) {
-        return None;
-    }
-    if p.malformed {
-        return Some("ESTIMATE: hard to say\nREASONING: Too uncertain to put a number on.".into());
-    }
-    let parse = |line: &str| {
-        crate::modes::delphi::parse_estimate(&format!("ESTIMATE: {}", between(p.last, line, "\n")))
-            .map(|(v, _)| v)
-    };
-    let (value, round, why) = if first {
-        let q = between(p.last, "QUESTION:\n", "\n\nProvide:");
-        let s = seed_of(&[q]);
-        let base = 10f64.powi(1 + (s % 7) as i32) * (1 + (s >> 8) % 9) as f64;
-        // Each model's own bias; stubborn ones sit far out.
-        let bias = 0.6 + (seed_of(&[p.model, q]) % 100) as f64 / 100.0;
-        let factor = if stubborn(p.model) { bias * 2.5 } else { bias };
-        (
-            base * factor,
-            0,
-            "Based on the available indicators and typical growth rates.".to_string(),
-        )
-    } else {
-        let prev = parse("YOUR PREVIOUS ESTIMATE: ");
-        let median = parse("- Median: ");
-        let round = between(p.last, "DELPHI ROUND ", " ").parse::<usize>().unwrap_or(2);
-        match (prev, median) {
-            (Some(prev), Some(median)) => {
-                let pull = if stubborn(p.model) { 0.05 } else { 0.65 };
-                let why = if stubborn(p.model) {
-                    "I maintain my estimate; the aggregate does not change my reasoning."
-                } else {
-                    "I moved toward the median, which reflects the panel's information."
-                };
-                (prev + (median - prev) * pull, round, why.to_string())
-            }
-            (None, Some(median)) => (median, round, "I adopt the panel's median.".to_string()),
-            _ => (1.0, round, "No aggregate to go on.".to_string()),
-        }
-    };
-    Some(format!(
-        "[simulated estimate from {}]\nESTIMATE: {}\nCONFIDENCE: {}\nREASONING: {why}{}",
-        p.model,
-        styled(p.model, value),
-        level(p.model, round),
-        p.hostile_inline()
-    ))
-}
-
-fn delphi_qualitative(p: &Prompt) -> Option<String> {
-    let first = p.last.starts_with("You are participating in a Delphi consensus exercise.");
-    let later = p.last.starts_with("DELPHI ROUND") && p.last.contains("YOUR PREVIOUS ANSWER:");
-    if !(first || later) {
-        return None;
-    }
-    if p.malformed {
-        return Some("I would rather not choose.".into());
-    }
-    let round = between(p.last, "DELPHI ROUND ", " ").parse::<usize>().unwrap_or(1);
-    let answer = if first {
-        let options: Vec<&str> = p
-            .last
-            .lines()
-            .skip_while(|l| !l.starts_with("Choose from these options:"))
-            .skip(1)
-            .take_while(|l| !l.trim().is_empty())
-            .filter_map(|l| l.split_once(". ").map(|(_, o)| o))
-            .collect();
-        if options.is_empty() {
-            ["A careful, incremental approach", "A bold change", "Wait and see"]
-                [(seed_of(&[p.model, p.last]) % 3) as usize]
-                .to_string()
-        } else {
-            let pick = options
-                .iter()
-                .enumerate()
-                .max_by_key(|(_, o)| seed_of(&[p.model, p.last, o]))
-                .map_or(0, |(i, _)| i);
-            // Some models answer with the option's number, others with its text.
-            if seed_of(&[p.model, "style"]).is_multiple_of(2) {
-                format!("{}", pick + 1)
-            } else {
-                options[pick].to_string()
-            }
-        }
-    } else {
-        let prev = between(p.last, "YOUR PREVIOUS ANSWER: ", "\n").to_string();
-        let top = between(p.last, "- Distribution:\n", "\n")
-            .trim()
-            .split(": ")
-            .next()
-            .unwrap_or("")
-            .to_string();
-        if stubborn(p.model) || top.is_empty() {
-            prev
-        } else {
-            top
-        }
-    };
-    Some(format!(
-        "[simulated answer from {}]\nANSWER: {answer}\nCONFIDENCE: {}\nREASONING: Weighing the trade-offs and the panel's view.{}",
-        p.model,
-        level(p.model, round),
-        p.hostile_inline()
-    ))
-}
-
-fn delphi_report(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with("You are the facilitator for a Delphi exercise") {
-        return None;
-    }
-    let status = between(p.last, "CONVERGENCE STATUS: ", "\n");
-    let value = p
-        .last
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("FINAL CONSENSUS VALUE: ")
-                .or_else(|| l.strip_prefix("FINAL MAJORITY ANSWER: "))
-        })
-        .unwrap_or("?");
-    let question = between(p.last, "QUESTION: ", "\n");
-    Some(format!(
-        "[simulated report from {}]\n\n## Delphi Consensus Report\n\n### Question\n{question}\n\n### Final Consensus\n{value} ({status}).\n\n### Convergence Analysis\n{}Opinions moved toward the centre after the first round.\n\n### Confidence Trajectory\nConfidence rose as the estimates converged.\n\n### Outlier Analysis\nOne participant held a distant position throughout.\n\n### Reliability Assessment\nModerate: a small simulated panel.",
-        p.model,
-        p.hostile_paragraph()
-    ))
-}
-
 /// The persona a Clarity call speaks as, from its system prompt.
 fn persona(p: &Prompt) -> &'static str {
     let system = p.messages.iter().find(|m| m.role == "system").map_or("", |m| m.content.as_str());
@@ -629,32 +453,6 @@ const CLARITY_KEYS: [&str; 7] = [
     "factualAccuracy",
     "biasDetection",
 ];
-
-/// Whether a Delphi question asks for a quantity (the sims classify it NUMERIC).
-pub(crate) fn asks_for_quantity(question: &str) -> bool {
-    const NUMERIC: &[&str] = &[
-        "how many",
-        "how much",
-        "percentage",
-        "percent",
-        "estimate",
-        "number of",
-        "what year",
-        "when will",
-        "how long",
-        "how far",
-        "how big",
-        "probability",
-        "price",
-        "cost",
-    ];
-    NUMERIC.iter().any(|w| question.contains(w))
-}
-
-/// Whether a (lower-cased) Delphi question is a yes-or-no one.
-pub(crate) fn asks_yes_or_no(question: &str) -> bool {
-    ["should", "is ", "will", "can ", "do ", "does", "are "].iter().any(|w| question.starts_with(w))
-}
 
 /// How a Clarity evaluator's persona leans on dimension `i` (the text and JSON sims alike).
 pub(crate) fn clarity_bias(who: &str, i: usize, contested: bool) -> f64 {
