@@ -77,7 +77,7 @@ impl Prompt<'_> {
     }
 
     /// Like [`Prompt::hostile_inline`], escaped for the inside of a JSON string.
-    fn hostile_json(&self) -> String {
+    pub(crate) fn hostile_json(&self) -> String {
         let quoted = serde_json::Value::from(self.hostile_inline()).to_string();
         quoted[1..quoted.len() - 1].to_string()
     }
@@ -97,8 +97,8 @@ const RECOGNISERS: &[Recogniser] = &[
     super::delphi::delphi_numeric,
     super::delphi::delphi_qualitative,
     super::delphi::delphi_report,
-    clarity_evaluate,
-    clarity_arbitrate,
+    super::clarity::clarity_evaluate,
+    super::clarity::clarity_arbitrate,
 ];
 
 /// The sim's reply to a chat.
@@ -156,7 +156,7 @@ pub fn json_reply(p: &Prompt, schema: &ReplySchema) -> String {
     crate::modes::schema::sample(&schema.schema, &mut r, &words).to_string()
 }
 
-fn rng(p: &Prompt, salt: &str) -> SplitMix64 {
+pub(crate) fn rng(p: &Prompt, salt: &str) -> SplitMix64 {
     SplitMix64::new(seed_of(&[p.model, p.last, salt]))
 }
 
@@ -432,153 +432,6 @@ fn vote(p: &Prompt) -> Option<String> {
         "[simulated vote from {}]\n\n{}{choice}: {why}\n\nVOTE: {choice}",
         p.model,
         p.hostile_paragraph()
-    ))
-}
-
-/// The persona a Clarity call speaks as, from its system prompt.
-fn persona(p: &Prompt) -> &'static str {
-    let system = p.messages.iter().find(|m| m.role == "system").map_or("", |m| m.content.as_str());
-    ["Skeptic", "Advocate", "Generalist", "Arbiter"]
-        .into_iter()
-        .find(|n| system.starts_with(&format!("You are the {n}")))
-        .unwrap_or("Generalist")
-}
-
-const CLARITY_KEYS: [&str; 7] = [
-    "firstPrinciplesCoherence",
-    "internalConsistency",
-    "evidenceQuality",
-    "accessibility",
-    "objectivity",
-    "factualAccuracy",
-    "biasDetection",
-];
-
-/// How a Clarity evaluator's persona leans on dimension `i` (the text and JSON sims alike).
-pub(crate) fn clarity_bias(who: &str, i: usize, contested: bool) -> f64 {
-    match (who, i) {
-        ("Skeptic", 2) if contested => -4.0,
-        ("Skeptic", 2 | 5) => -1.0,
-        ("Advocate", 4 | 6) => 1.0,
-        ("Generalist", 3) => -1.0,
-        _ => 0.0,
-    }
-}
-
-/// A Clarity persona's own issue: its dimension, the issue and the suggested fix.
-pub(crate) fn clarity_issue(who: &str) -> (&'static str, &'static str, &'static str) {
-    match who {
-        "Skeptic" => (
-            "evidenceQuality",
-            "Key claims are not supported by cited sources",
-            "Cite a credible source for each key claim",
-        ),
-        "Advocate" => (
-            "objectivity",
-            "The opposing position is presented in a weak form",
-            "State the strongest version of the opposing argument",
-        ),
-        _ => (
-            "accessibility",
-            "Technical terms are used without explanation",
-            "Define terms on first use",
-        ),
-    }
-}
-
-/// The issue every sim Clarity evaluator raises besides its own.
-pub(crate) const CLARITY_SHARED_ISSUE: (&str, &str, &str) = (
-    "firstPrinciplesCoherence",
-    "The conclusion does not follow clearly from the stated premises",
-    "Spell out the steps from premises to conclusion",
-);
-
-fn clarity_evaluate(p: &Prompt) -> Option<String> {
-    let discussion = p.last.starts_with("CLARITY DISCUSSION");
-    if !(p.last.starts_with("CLARITY EVALUATION") || discussion) {
-        return None;
-    }
-    if p.malformed {
-        return Some("This brief is interesting; I have mixed feelings about it overall.".into());
-    }
-    let who = persona(p);
-    let brief = between(p.last, "BRIEF:\n", "\nDIMENSIONS:");
-    let brief = if brief.is_empty() {
-        between(p.last, "BRIEF:\n", "\nSCORES BY EVALUATOR:")
-    } else {
-        brief
-    };
-    let level = 5.0 + (seed_of(&[brief]) % 4) as f64; // 5..8: the brief's quality
-                                                      // For about half the briefs the Skeptic finds the evidence far weaker than the others do.
-    let contested = seed_of(&[brief, "contested"]).is_multiple_of(2);
-    let mut r = rng(p, "clarity");
-    let mut scores = Vec::new();
-    for (i, k) in CLARITY_KEYS.iter().enumerate() {
-        let bias = clarity_bias(who, i, contested);
-        let mut score: f64 = (level + bias + r.below(3) as f64 - 1.0).clamp(0.0, 10.0);
-        if discussion {
-            // Move toward the panel's middle: the others' scores are in the prompt.
-            let line = p.last.lines().find(|l| l.contains(&format!("({k}):"))).unwrap_or("");
-            let mut others: Vec<f64> = line
-                .split(": ")
-                .nth(1)
-                .unwrap_or("")
-                .split(", ")
-                .filter_map(|x| x.split(' ').nth(1)?.parse().ok())
-                .collect();
-            others.sort_by(f64::total_cmp);
-            if let Some(mid) = others.get(others.len() / 2) {
-                let pull = if who == "Skeptic" { 0.3 } else { 0.6 };
-                score = (score + (mid - score) * pull).round();
-            }
-        }
-        scores.push(format!("\"{k}\": {score}"));
-    }
-    let quote: String = brief.split_whitespace().take(8).collect::<Vec<_>>().join(" ");
-    let (dim, issue, fix) = clarity_issue(who);
-    let shared = CLARITY_SHARED_ISSUE;
-    let justification = if discussion {
-        ", \"justification\": \"I moved toward the panel where their reasons were convincing.\""
-    } else {
-        ""
-    };
-    Some(format!(
-        "[simulated {who} scorecard from {model}]\n{prose}{{\"scores\": {{{scores}}}, \"critique\": \"As the {who} I find the brief {level_word}.{hostile}\", \"issues\": [{{\"dimension\": \"{dim}\", \"issue\": \"{issue}\", \"suggestedFix\": \"{fix}{hostile}\", \"quote\": \"{quote}\", \"severity\": \"high\"}}, {{\"dimension\": \"{}\", \"issue\": \"{}\", \"suggestedFix\": \"{}\", \"quote\": \"{quote}\", \"severity\": \"medium\"}}]{justification}}}",
-        shared.0,
-        shared.1,
-        shared.2,
-        model = p.model,
-        scores = scores.join(", "),
-        level_word = if level >= 7.0 { "solid" } else { "uneven" },
-        prose = p.hostile_paragraph(),
-        hostile = p.hostile_json(),
-    ))
-}
-
-fn clarity_arbitrate(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with("CLARITY ARBITRATION") {
-        return None;
-    }
-    let disputed = between(p.last, "DISPUTED DIMENSIONS: ", "\n");
-    let mut scores = Vec::new();
-    for k in CLARITY_KEYS.iter().filter(|k| disputed.contains(&format!("`{k}`"))) {
-        let line = p.last.lines().find(|l| l.contains(&format!("({k}):"))).unwrap_or("");
-        let mut v: Vec<f64> = line
-            .split(": ")
-            .nth(1)
-            .unwrap_or("")
-            .split(", ")
-            .filter_map(|x| x.split(' ').nth(1)?.parse().ok())
-            .collect();
-        v.sort_by(f64::total_cmp);
-        let mid = v.get(v.len() / 2).copied().unwrap_or(5.0);
-        scores.push(format!("\"{k}\": {mid}"));
-    }
-    Some(format!(
-        "[simulated arbitration from {}]\n{{\"scores\": {{{}}}, \"reasoning\": \"Weighing the evaluators' positions against the brief itself.{}\"}}",
-        p.model,
-        scores.join(", "),
-        p.hostile_json()
     ))
 }
 
