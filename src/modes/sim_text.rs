@@ -59,7 +59,7 @@ pub struct Prompt<'a> {
 
 impl Prompt<'_> {
     /// The payload as a paragraph of its own, for a hostile model; else nothing.
-    fn hostile_paragraph(&self) -> String {
+    pub(crate) fn hostile_paragraph(&self) -> String {
         if self.hostile {
             format!("{XSS_PAYLOAD}\n\n")
         } else {
@@ -68,7 +68,7 @@ impl Prompt<'_> {
     }
 
     /// The payload to append to a line of prose, for a hostile model; else nothing.
-    fn hostile_inline(&self) -> String {
+    pub(crate) fn hostile_inline(&self) -> String {
         if self.hostile {
             format!(" {XSS_PAYLOAD}")
         } else {
@@ -77,7 +77,7 @@ impl Prompt<'_> {
     }
 
     /// Like [`Prompt::hostile_inline`], escaped for the inside of a JSON string.
-    fn hostile_json(&self) -> String {
+    pub(crate) fn hostile_json(&self) -> String {
         let quoted = serde_json::Value::from(self.hostile_inline()).to_string();
         quoted[1..quoted.len() - 1].to_string()
     }
@@ -93,12 +93,12 @@ const RECOGNISERS: &[Recogniser] = &[
     vote,
     ranking,
     synthesis,
-    delphi_classify,
-    delphi_numeric,
-    delphi_qualitative,
-    delphi_report,
-    clarity_evaluate,
-    clarity_arbitrate,
+    super::delphi::delphi_classify,
+    super::delphi::delphi_numeric,
+    super::delphi::delphi_qualitative,
+    super::delphi::delphi_report,
+    super::clarity::clarity_evaluate,
+    super::clarity::clarity_arbitrate,
 ];
 
 /// The sim's reply to a chat.
@@ -156,7 +156,7 @@ pub fn json_reply(p: &Prompt, schema: &ReplySchema) -> String {
     crate::modes::schema::sample(&schema.schema, &mut r, &words).to_string()
 }
 
-fn rng(p: &Prompt, salt: &str) -> SplitMix64 {
+pub(crate) fn rng(p: &Prompt, salt: &str) -> SplitMix64 {
     SplitMix64::new(seed_of(&[p.model, p.last, salt]))
 }
 
@@ -269,7 +269,7 @@ fn ranking(p: &Prompt) -> Option<String> {
 }
 
 /// The text between two markers of a prompt.
-fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+pub(crate) fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
     section(text, start, end).map_or("", str::trim)
 }
 
@@ -432,355 +432,6 @@ fn vote(p: &Prompt) -> Option<String> {
         "[simulated vote from {}]\n\n{}{choice}: {why}\n\nVOTE: {choice}",
         p.model,
         p.hostile_paragraph()
-    ))
-}
-
-/// A few models hold their ground in Delphi rounds: panels keep an outlier.
-fn stubborn(model: &str) -> bool {
-    seed_of(&[model, "stubborn"]).is_multiple_of(4)
-}
-
-fn delphi_classify(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with("Classify the following question for a Delphi estimation exercise.") {
-        return None;
-    }
-    if p.malformed {
-        return Some("I am not sure how to classify this one.".into());
-    }
-    let q = between(p.last, "QUESTION:\n", "\n\nDetermine:").to_lowercase();
-    if asks_for_quantity(&q) {
-        return Some(format!(
-            "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: The question asks for a quantity.{}",
-            p.hostile_inline()
-        ));
-    }
-    let options = if asks_yes_or_no(&q) {
-        "Yes, Yes with conditions, No, It depends"
-    } else {
-        "The established option, The newer option, A hybrid approach, It depends on context"
-    };
-    Some(format!(
-        "TYPE: QUALITATIVE\nOPTIONS: {options}\nREASONING: The question asks for a choice.{}",
-        p.hostile_inline()
-    ))
-}
-
-/// A number in this model's habitual style, so panels exercise the estimate parser.
-fn styled(model: &str, v: f64) -> String {
-    match seed_of(&[model, "style"]) % 4 {
-        0 => crate::modes::delphi::fmt_num(v.round()),
-        1 if v.abs() >= 1e6 => format!("{:.1} million", v / 1e6),
-        1 if v.abs() >= 1e3 => format!("{:.1} thousand", v / 1e3),
-        2 => format!("{v:.3e}"),
-        _ => format!("~{}", v.round()),
-    }
-}
-
-fn level(model: &str, round: usize) -> &'static str {
-    ["LOW", "MEDIUM", "HIGH"][((seed_of(&[model, "confidence"]) % 2) as usize + round).min(2)]
-}
-
-fn delphi_numeric(p: &Prompt) -> Option<String> {
-    let first = p.last.starts_with("You are participating in a Delphi estimation exercise.");
-    let later = p.last.starts_with("DELPHI ROUND") && p.last.contains("YOUR PREVIOUS ESTIMATE:");
-    if !(first || later) {
-        return None;
-    }
-    if p.malformed {
-        return Some("ESTIMATE: hard to say\nREASONING: Too uncertain to put a number on.".into());
-    }
-    let parse = |line: &str| {
-        crate::modes::delphi::parse_estimate(&format!("ESTIMATE: {}", between(p.last, line, "\n")))
-            .map(|(v, _)| v)
-    };
-    let (value, round, why) = if first {
-        let q = between(p.last, "QUESTION:\n", "\n\nProvide:");
-        let s = seed_of(&[q]);
-        let base = 10f64.powi(1 + (s % 7) as i32) * (1 + (s >> 8) % 9) as f64;
-        // Each model's own bias; stubborn ones sit far out.
-        let bias = 0.6 + (seed_of(&[p.model, q]) % 100) as f64 / 100.0;
-        let factor = if stubborn(p.model) { bias * 2.5 } else { bias };
-        (
-            base * factor,
-            0,
-            "Based on the available indicators and typical growth rates.".to_string(),
-        )
-    } else {
-        let prev = parse("YOUR PREVIOUS ESTIMATE: ");
-        let median = parse("- Median: ");
-        let round = between(p.last, "DELPHI ROUND ", " ").parse::<usize>().unwrap_or(2);
-        match (prev, median) {
-            (Some(prev), Some(median)) => {
-                let pull = if stubborn(p.model) { 0.05 } else { 0.65 };
-                let why = if stubborn(p.model) {
-                    "I maintain my estimate; the aggregate does not change my reasoning."
-                } else {
-                    "I moved toward the median, which reflects the panel's information."
-                };
-                (prev + (median - prev) * pull, round, why.to_string())
-            }
-            (None, Some(median)) => (median, round, "I adopt the panel's median.".to_string()),
-            _ => (1.0, round, "No aggregate to go on.".to_string()),
-        }
-    };
-    Some(format!(
-        "[simulated estimate from {}]\nESTIMATE: {}\nCONFIDENCE: {}\nREASONING: {why}{}",
-        p.model,
-        styled(p.model, value),
-        level(p.model, round),
-        p.hostile_inline()
-    ))
-}
-
-fn delphi_qualitative(p: &Prompt) -> Option<String> {
-    let first = p.last.starts_with("You are participating in a Delphi consensus exercise.");
-    let later = p.last.starts_with("DELPHI ROUND") && p.last.contains("YOUR PREVIOUS ANSWER:");
-    if !(first || later) {
-        return None;
-    }
-    if p.malformed {
-        return Some("I would rather not choose.".into());
-    }
-    let round = between(p.last, "DELPHI ROUND ", " ").parse::<usize>().unwrap_or(1);
-    let answer = if first {
-        let options: Vec<&str> = p
-            .last
-            .lines()
-            .skip_while(|l| !l.starts_with("Choose from these options:"))
-            .skip(1)
-            .take_while(|l| !l.trim().is_empty())
-            .filter_map(|l| l.split_once(". ").map(|(_, o)| o))
-            .collect();
-        if options.is_empty() {
-            ["A careful, incremental approach", "A bold change", "Wait and see"]
-                [(seed_of(&[p.model, p.last]) % 3) as usize]
-                .to_string()
-        } else {
-            let pick = options
-                .iter()
-                .enumerate()
-                .max_by_key(|(_, o)| seed_of(&[p.model, p.last, o]))
-                .map_or(0, |(i, _)| i);
-            // Some models answer with the option's number, others with its text.
-            if seed_of(&[p.model, "style"]).is_multiple_of(2) {
-                format!("{}", pick + 1)
-            } else {
-                options[pick].to_string()
-            }
-        }
-    } else {
-        let prev = between(p.last, "YOUR PREVIOUS ANSWER: ", "\n").to_string();
-        let top = between(p.last, "- Distribution:\n", "\n")
-            .trim()
-            .split(": ")
-            .next()
-            .unwrap_or("")
-            .to_string();
-        if stubborn(p.model) || top.is_empty() {
-            prev
-        } else {
-            top
-        }
-    };
-    Some(format!(
-        "[simulated answer from {}]\nANSWER: {answer}\nCONFIDENCE: {}\nREASONING: Weighing the trade-offs and the panel's view.{}",
-        p.model,
-        level(p.model, round),
-        p.hostile_inline()
-    ))
-}
-
-fn delphi_report(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with("You are the facilitator for a Delphi exercise") {
-        return None;
-    }
-    let status = between(p.last, "CONVERGENCE STATUS: ", "\n");
-    let value = p
-        .last
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("FINAL CONSENSUS VALUE: ")
-                .or_else(|| l.strip_prefix("FINAL MAJORITY ANSWER: "))
-        })
-        .unwrap_or("?");
-    let question = between(p.last, "QUESTION: ", "\n");
-    Some(format!(
-        "[simulated report from {}]\n\n## Delphi Consensus Report\n\n### Question\n{question}\n\n### Final Consensus\n{value} ({status}).\n\n### Convergence Analysis\n{}Opinions moved toward the centre after the first round.\n\n### Confidence Trajectory\nConfidence rose as the estimates converged.\n\n### Outlier Analysis\nOne participant held a distant position throughout.\n\n### Reliability Assessment\nModerate: a small simulated panel.",
-        p.model,
-        p.hostile_paragraph()
-    ))
-}
-
-/// The persona a Clarity call speaks as, from its system prompt.
-fn persona(p: &Prompt) -> &'static str {
-    let system = p.messages.iter().find(|m| m.role == "system").map_or("", |m| m.content.as_str());
-    ["Skeptic", "Advocate", "Generalist", "Arbiter"]
-        .into_iter()
-        .find(|n| system.starts_with(&format!("You are the {n}")))
-        .unwrap_or("Generalist")
-}
-
-const CLARITY_KEYS: [&str; 7] = [
-    "firstPrinciplesCoherence",
-    "internalConsistency",
-    "evidenceQuality",
-    "accessibility",
-    "objectivity",
-    "factualAccuracy",
-    "biasDetection",
-];
-
-/// Whether a Delphi question asks for a quantity (the sims classify it NUMERIC).
-pub(crate) fn asks_for_quantity(question: &str) -> bool {
-    const NUMERIC: &[&str] = &[
-        "how many",
-        "how much",
-        "percentage",
-        "percent",
-        "estimate",
-        "number of",
-        "what year",
-        "when will",
-        "how long",
-        "how far",
-        "how big",
-        "probability",
-        "price",
-        "cost",
-    ];
-    NUMERIC.iter().any(|w| question.contains(w))
-}
-
-/// Whether a (lower-cased) Delphi question is a yes-or-no one.
-pub(crate) fn asks_yes_or_no(question: &str) -> bool {
-    ["should", "is ", "will", "can ", "do ", "does", "are "].iter().any(|w| question.starts_with(w))
-}
-
-/// How a Clarity evaluator's persona leans on dimension `i` (the text and JSON sims alike).
-pub(crate) fn clarity_bias(who: &str, i: usize, contested: bool) -> f64 {
-    match (who, i) {
-        ("Skeptic", 2) if contested => -4.0,
-        ("Skeptic", 2 | 5) => -1.0,
-        ("Advocate", 4 | 6) => 1.0,
-        ("Generalist", 3) => -1.0,
-        _ => 0.0,
-    }
-}
-
-/// A Clarity persona's own issue: its dimension, the issue and the suggested fix.
-pub(crate) fn clarity_issue(who: &str) -> (&'static str, &'static str, &'static str) {
-    match who {
-        "Skeptic" => (
-            "evidenceQuality",
-            "Key claims are not supported by cited sources",
-            "Cite a credible source for each key claim",
-        ),
-        "Advocate" => (
-            "objectivity",
-            "The opposing position is presented in a weak form",
-            "State the strongest version of the opposing argument",
-        ),
-        _ => (
-            "accessibility",
-            "Technical terms are used without explanation",
-            "Define terms on first use",
-        ),
-    }
-}
-
-/// The issue every sim Clarity evaluator raises besides its own.
-pub(crate) const CLARITY_SHARED_ISSUE: (&str, &str, &str) = (
-    "firstPrinciplesCoherence",
-    "The conclusion does not follow clearly from the stated premises",
-    "Spell out the steps from premises to conclusion",
-);
-
-fn clarity_evaluate(p: &Prompt) -> Option<String> {
-    let discussion = p.last.starts_with("CLARITY DISCUSSION");
-    if !(p.last.starts_with("CLARITY EVALUATION") || discussion) {
-        return None;
-    }
-    if p.malformed {
-        return Some("This brief is interesting; I have mixed feelings about it overall.".into());
-    }
-    let who = persona(p);
-    let brief = between(p.last, "BRIEF:\n", "\nDIMENSIONS:");
-    let brief = if brief.is_empty() {
-        between(p.last, "BRIEF:\n", "\nSCORES BY EVALUATOR:")
-    } else {
-        brief
-    };
-    let level = 5.0 + (seed_of(&[brief]) % 4) as f64; // 5..8: the brief's quality
-                                                      // For about half the briefs the Skeptic finds the evidence far weaker than the others do.
-    let contested = seed_of(&[brief, "contested"]).is_multiple_of(2);
-    let mut r = rng(p, "clarity");
-    let mut scores = Vec::new();
-    for (i, k) in CLARITY_KEYS.iter().enumerate() {
-        let bias = clarity_bias(who, i, contested);
-        let mut score: f64 = (level + bias + r.below(3) as f64 - 1.0).clamp(0.0, 10.0);
-        if discussion {
-            // Move toward the panel's middle: the others' scores are in the prompt.
-            let line = p.last.lines().find(|l| l.contains(&format!("({k}):"))).unwrap_or("");
-            let mut others: Vec<f64> = line
-                .split(": ")
-                .nth(1)
-                .unwrap_or("")
-                .split(", ")
-                .filter_map(|x| x.split(' ').nth(1)?.parse().ok())
-                .collect();
-            others.sort_by(f64::total_cmp);
-            if let Some(mid) = others.get(others.len() / 2) {
-                let pull = if who == "Skeptic" { 0.3 } else { 0.6 };
-                score = (score + (mid - score) * pull).round();
-            }
-        }
-        scores.push(format!("\"{k}\": {score}"));
-    }
-    let quote: String = brief.split_whitespace().take(8).collect::<Vec<_>>().join(" ");
-    let (dim, issue, fix) = clarity_issue(who);
-    let shared = CLARITY_SHARED_ISSUE;
-    let justification = if discussion {
-        ", \"justification\": \"I moved toward the panel where their reasons were convincing.\""
-    } else {
-        ""
-    };
-    Some(format!(
-        "[simulated {who} scorecard from {model}]\n{prose}{{\"scores\": {{{scores}}}, \"critique\": \"As the {who} I find the brief {level_word}.{hostile}\", \"issues\": [{{\"dimension\": \"{dim}\", \"issue\": \"{issue}\", \"suggestedFix\": \"{fix}{hostile}\", \"quote\": \"{quote}\", \"severity\": \"high\"}}, {{\"dimension\": \"{}\", \"issue\": \"{}\", \"suggestedFix\": \"{}\", \"quote\": \"{quote}\", \"severity\": \"medium\"}}]{justification}}}",
-        shared.0,
-        shared.1,
-        shared.2,
-        model = p.model,
-        scores = scores.join(", "),
-        level_word = if level >= 7.0 { "solid" } else { "uneven" },
-        prose = p.hostile_paragraph(),
-        hostile = p.hostile_json(),
-    ))
-}
-
-fn clarity_arbitrate(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with("CLARITY ARBITRATION") {
-        return None;
-    }
-    let disputed = between(p.last, "DISPUTED DIMENSIONS: ", "\n");
-    let mut scores = Vec::new();
-    for k in CLARITY_KEYS.iter().filter(|k| disputed.contains(&format!("`{k}`"))) {
-        let line = p.last.lines().find(|l| l.contains(&format!("({k}):"))).unwrap_or("");
-        let mut v: Vec<f64> = line
-            .split(": ")
-            .nth(1)
-            .unwrap_or("")
-            .split(", ")
-            .filter_map(|x| x.split(' ').nth(1)?.parse().ok())
-            .collect();
-        v.sort_by(f64::total_cmp);
-        let mid = v.get(v.len() / 2).copied().unwrap_or(5.0);
-        scores.push(format!("\"{k}\": {mid}"));
-    }
-    Some(format!(
-        "[simulated arbitration from {}]\n{{\"scores\": {{{}}}, \"reasoning\": \"Weighing the evaluators' positions against the brief itself.{}\"}}",
-        p.model,
-        scores.join(", "),
-        p.hostile_json()
     ))
 }
 

@@ -4,13 +4,16 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::*;
+use crate::modes::reading::Unparsed;
+use crate::modes::schema::{self, ReadFrom, ReplySchema};
 use crate::modes::testkit::{
     ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
 };
 use crate::modes::validate;
+use crate::modes::{CallSpec, Defaults, Effect, Fallbacks, Mode, StageRow};
 
 #[test]
 fn estimates_are_read_in_every_shape_models_write() {
@@ -81,7 +84,7 @@ impl Case {
 }
 
 fn corpus() -> Vec<Case> {
-    let src = include_str!("corpus/delphi.txt");
+    let src = include_str!("../corpus/delphi.txt");
     src.split("\n=== ")
         .skip(1)
         .map(|chunk| {

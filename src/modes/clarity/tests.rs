@@ -1,14 +1,19 @@
 //! Clarity: parsing scorecards, the PRD's disagreement and scoring rules, the critique, and
 //! the state machine down each path (median, post-discussion, arbiter).
 
+use std::collections::BTreeMap;
+
 use proptest::prelude::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::*;
+use crate::modes::reading::Unparsed;
+use crate::modes::schema::{self, ReadFrom, ReplySchema};
 use crate::modes::testkit::{
     ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
 };
 use crate::modes::validate;
+use crate::modes::{CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, Mode};
 
 fn card(scores: [f64; 7], issues: &str) -> String {
     let s: Vec<String> =
@@ -647,15 +652,15 @@ fn real_replies_parse_as_a_careful_reader_reads_them() {
     let none = [None; 7];
     let no = Some(Unparsed::NoAnswer);
     let cases = [
-        ("smollm2-01", include_str!("corpus/clarity/smollm2-01.txt"), none, no),
-        ("smollm2-02", include_str!("corpus/clarity/smollm2-02.txt"), none, no),
-        ("smollm2-03", include_str!("corpus/clarity/smollm2-03.txt"), none, no),
-        ("smollm2-04", include_str!("corpus/clarity/smollm2-04.txt"), none, no),
-        ("smollm2-05", include_str!("corpus/clarity/smollm2-05.txt"), none, no),
-        ("smollm2-06", include_str!("corpus/clarity/smollm2-06.txt"), none, no),
-        ("smollm2-07", include_str!("corpus/clarity/smollm2-07.txt"), none, no),
-        ("smollm2-08", include_str!("corpus/clarity/smollm2-08.txt"), none, no),
-        ("smollm2-09", include_str!("corpus/clarity/smollm2-09.txt"), none, no),
+        ("smollm2-01", include_str!("../corpus/clarity/smollm2-01.txt"), none, no),
+        ("smollm2-02", include_str!("../corpus/clarity/smollm2-02.txt"), none, no),
+        ("smollm2-03", include_str!("../corpus/clarity/smollm2-03.txt"), none, no),
+        ("smollm2-04", include_str!("../corpus/clarity/smollm2-04.txt"), none, no),
+        ("smollm2-05", include_str!("../corpus/clarity/smollm2-05.txt"), none, no),
+        ("smollm2-06", include_str!("../corpus/clarity/smollm2-06.txt"), none, no),
+        ("smollm2-07", include_str!("../corpus/clarity/smollm2-07.txt"), none, no),
+        ("smollm2-08", include_str!("../corpus/clarity/smollm2-08.txt"), none, no),
+        ("smollm2-09", include_str!("../corpus/clarity/smollm2-09.txt"), none, no),
     ];
     check_corpus(&cases);
 }

@@ -1,0 +1,294 @@
+//! Delphi mode (seed 05): the facilitator classifies the question (NUMERIC or QUALITATIVE);
+//! panelists answer independently, then in later rounds see only aggregate statistics and
+//! their own previous answer, until the estimates converge or the rounds run out; the
+//! facilitator writes the report. Every statistic is computed here, never by a model.
+//!
+//! Decisions where the seed is silent: `options` without `questionType` means a qualitative
+//! question with those options (no classification call); a qualitative question with no
+//! options takes free-form answers, grouped case-insensitively; a panelist whose round-1 answer
+//! could not be read stays on the panel (with no previous answer) while one whose call failed
+//! is dropped; a round-2+ answer that cannot be read counts as a failure (previous answer
+//! carried forward); the numeric final value is the last round's mean (the seed's example);
+//! the facilitator may not sit on the panel; the 600 s global cap is `globalTimeoutMs`. A
+//! facilitator call (classification or report) that fails is repeated once on the configured
+//! backup (`[fallback] facilitator`), which may sit on the panel (it never answers as a
+//! panelist); the classification or report it writes says `fallbackFrom`.
+//!
+//! Structured replies: a model whose route takes structured output is asked for the
+//! classification and its estimates as JSON (`delphi_classify`, `delphi_estimate`,
+//! `delphi_answer`; see the section below) with the seed's instructions otherwise unchanged;
+//! the report is text a person reads. The classification and each round's estimate say where
+//! they were read from (`readFrom`); an estimate carried forward says nothing, as it was not
+//! read this round.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::registry::{schema_of, ModeSpec, Question, Role};
+use super::request::{ModelId, Text, MAX_SHORT_CHARS};
+use super::{request, Defaults, Fallbacks, FieldError, ValidRequest};
+
+mod machine;
+mod prompts;
+mod read;
+mod read_answers;
+mod read_json;
+mod result;
+mod sim;
+mod stats;
+
+pub use machine::*;
+pub use prompts::*;
+pub use read::*;
+pub use read_answers::*;
+pub use read_json::*;
+pub use result::*;
+pub(crate) use sim::*;
+pub use stats::*;
+
+#[cfg(test)]
+mod tests;
+
+const SIM_PANEL: [&str; 4] = ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"];
+const SIM_FACILITATOR: &str = "sim/delta";
+const SEED_PANEL: [&str; 4] =
+    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro", "perplexity/sonar-pro"];
+const SEED_FACILITATOR: &str = "anthropic/claude-sonnet-4";
+/// Rounds need at least this many valid estimates.
+pub const MIN_ESTIMATES: usize = 3;
+const GLOBAL_TIMER: &str = "global";
+
+/// Whether a question asks for a number or for one of some choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum QuestionType {
+    Numeric,
+    Qualitative,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DelphiConfig {
+    pub panelist_models: Vec<String>,
+    pub facilitator_model: String,
+    pub max_rounds: u32,
+    pub numeric_convergence_threshold: f64,
+    pub qualitative_convergence_threshold: f64,
+    pub question_type: Option<QuestionType>,
+    pub options: Option<Vec<String>>,
+    pub timeout_ms: u64,
+    pub global_timeout_ms: u64,
+    /// The server's backup facilitator (`[fallback] facilitator`), when one is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facilitator_fallback_model: Option<String>,
+}
+
+/// The `stage_order` of a Delphi stage's calls (`classify`, `round_N`, `synthesis`).
+fn stage_order(stage: &str) -> i32 {
+    match stage.strip_prefix("round_").and_then(|n| n.parse::<i32>().ok()) {
+        Some(n) => 2 * n - 1,
+        None if stage == "classify" => 0,
+        None => 99,
+    }
+}
+
+/// A number within `min..=max`, or `default` when absent.
+fn number_in(
+    n: Option<f64>,
+    field: &str,
+    min: f64,
+    max: f64,
+    default: f64,
+) -> Result<f64, FieldError> {
+    match n {
+        None => Ok(default),
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        Some(_) => Err(FieldError::new(field, format!("must be a number from {min} to {max}"))),
+    }
+}
+
+/// Delphi's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DelphiRequest {
+    /// The panel: 3 to 7 models that estimate anonymously, round after round.
+    #[schemars(length(min = 3, max = 7))]
+    pub panelist_models: Option<Vec<ModelId>>,
+    /// Classifies the question and writes the report; must not be a panelist.
+    pub facilitator_model: Option<ModelId>,
+    /// The most rounds (2 to 5; default 5).
+    #[schemars(range(min = 2, max = 5))]
+    pub max_rounds: Option<i64>,
+    /// Numeric questions converge when the spread (coefficient of variation) falls to this
+    /// (0.01 to 1; default 0.15).
+    #[schemars(range(min = 0.01, max = 1.0))]
+    pub numeric_convergence_threshold: Option<f64>,
+    /// Qualitative questions converge when this share of the panel agrees, in % (50 to 100;
+    /// default 75).
+    #[schemars(range(min = 50.0, max = 100.0))]
+    pub qualitative_convergence_threshold: Option<f64>,
+    /// Skip the classification: `numeric` or `qualitative`.
+    pub question_type: Option<QuestionType>,
+    /// The choices of a qualitative question (2 to 10).
+    #[schemars(length(min = 2, max = 10))]
+    pub options: Option<Vec<Text<MAX_SHORT_CHARS>>>,
+    /// Per-round timeout in milliseconds.
+    #[schemars(range(min = 30000, max = 180000))]
+    pub timeout_ms: Option<i64>,
+    /// The whole run's time limit in milliseconds (default 600 000).
+    #[schemars(range(min = 10000, max = 3600000))]
+    pub global_timeout_ms: Option<i64>,
+}
+
+/// `{question, mode:"delphi", modeConfig?: {panelistModels (3-7), facilitatorModel, maxRounds
+/// (2-5), numericConvergenceThreshold (0.01-1), qualitativeConvergenceThreshold (50-100),
+/// questionType, options (2-10), timeoutMs (30 000-180 000), globalTimeoutMs}}`.
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg: DelphiRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let panelist_models = request::models(
+        cfg.panelist_models.as_deref(),
+        "modeConfig.panelistModels",
+        3..=7,
+        Some("Delphi mode requires at least 3 panelist models"),
+        Some("Maximum 7 panelist models allowed"),
+    )?
+    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_PANEL } else { &SEED_PANEL }));
+    let facilitator_model =
+        request::model(cfg.facilitator_model.as_ref(), "modeConfig.facilitatorModel")?
+            .unwrap_or_else(|| {
+                (if defaults.offline { SIM_FACILITATOR } else { SEED_FACILITATOR }).to_string()
+            });
+    if panelist_models.contains(&facilitator_model) {
+        return Err(FieldError::new(
+            "modeConfig.facilitatorModel",
+            "The facilitator must not be one of the panelists",
+        ));
+    }
+    let max_rounds = match cfg.max_rounds {
+        None => 5,
+        Some(n @ 2..=5) => n as u32,
+        Some(_) => {
+            return Err(FieldError::new(
+                "modeConfig.maxRounds",
+                "must be a whole number from 2 to 5",
+            ))
+        }
+    };
+    let numeric_convergence_threshold = number_in(
+        cfg.numeric_convergence_threshold,
+        "modeConfig.numericConvergenceThreshold",
+        0.01,
+        1.0,
+        0.15,
+    )?;
+    let qualitative_convergence_threshold = number_in(
+        cfg.qualitative_convergence_threshold,
+        "modeConfig.qualitativeConvergenceThreshold",
+        50.0,
+        100.0,
+        75.0,
+    )?;
+    let question_type = cfg.question_type;
+    let options: Option<Vec<ModelId>> =
+        cfg.options.map(|o| o.into_iter().map(|t| ModelId(t.0)).collect());
+    let options = match request::models(
+        options.as_deref(),
+        "modeConfig.options",
+        2..=10,
+        Some("at least 2 options are required"),
+        Some("at most 10 options are allowed"),
+    )? {
+        // The seed: a numeric override ignores options.
+        Some(_) if question_type == Some(QuestionType::Numeric) => None,
+        other => other,
+    };
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
+        "modeConfig.timeoutMs",
+        30_000..=180_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let global_timeout_ms = request::timeout(
+        cfg.global_timeout_ms,
+        "modeConfig.globalTimeoutMs",
+        10_000..=3_600_000,
+        600_000,
+    )?;
+    let models = request::distinct(&[&panelist_models], &[&facilitator_model]);
+    let facilitator_fallback_model =
+        Fallbacks::for_role(&defaults.fallback.facilitator, &facilitator_model);
+    let config = DelphiConfig {
+        panelist_models,
+        facilitator_model,
+        max_rounds,
+        numeric_convergence_threshold,
+        qualitative_convergence_threshold,
+        question_type,
+        options,
+        timeout_ms,
+        global_timeout_ms,
+        facilitator_fallback_model,
+    };
+    Ok(ValidRequest {
+        mode: SPEC.kind(),
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models,
+    })
+}
+
+/// Delphi in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "delphi",
+    label: "Delphi",
+    description: "Anonymous estimation rounds on aggregate statistics until the panel converges; the facilitator reports.",
+    multi_turn: false,
+    question: Question { label: "Question to estimate", required: Some("Question is required") },
+    roles: &[
+        Role {
+            id: "panelist",
+            label: "Panelists",
+            field: Some("panelistModels"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_PANEL,
+            default: &SEED_PANEL,
+        },
+        Role {
+            id: "facilitator",
+            label: "Facilitator",
+            field: Some("facilitatorModel"),
+            panel: false,
+            fallback: Some("facilitator"),
+            sim_default: &[SIM_FACILITATOR],
+            default: &[SEED_FACILITATOR],
+        },
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<DelphiRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Delphi::new(config, ctx)?)),
+    load_result,
+    outcome: |r| {
+        let value = match &r["finalValue"] {
+            Value::Number(n) => fmt_num(n.as_f64()?),
+            Value::String(s) => s.clone(),
+            _ => return None,
+        };
+        Some(match r["convergenceRound"].as_u64() {
+            Some(round) => format!("{value} (converged in round {round})"),
+            None => format!("{value} (no convergence)"),
+        })
+    },
+    stages: &[("delphi", "")],
+    report: Some(report),
+    example: || {
+        json!({ "mode": "delphi", "question": "How many software engineers will be employed globally by 2030?" })
+    },
+    sim: Some(sim_answer),
+};

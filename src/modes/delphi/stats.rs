@@ -1,0 +1,336 @@
+//! The statistics of a round (numeric and qualitative), computed here and never by a model, and
+//! the estimates, classification and rounds they are computed from.
+
+use super::*;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::modes::reading::Unparsed;
+use crate::modes::schema::ReadFrom;
+
+// ---- statistics -----------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfidenceCounts {
+    pub low: usize,
+    pub medium: usize,
+    pub high: usize,
+}
+
+fn count_confidence(estimates: &[&Estimate]) -> ConfidenceCounts {
+    let n = |c: Confidence| estimates.iter().filter(|e| e.confidence == c).count();
+    ConfidenceCounts {
+        low: n(Confidence::Low),
+        medium: n(Confidence::Medium),
+        high: n(Confidence::High),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NumericStats {
+    pub mean: f64,
+    pub median: f64,
+    pub std_dev: f64,
+    pub min: f64,
+    pub max: f64,
+    /// stdDev / |mean|; infinite when the mean is 0 (JSON: null, with `highVariance`).
+    #[serde(serialize_with = "finite_or_null", deserialize_with = "null_is_infinite")]
+    pub cv: f64,
+    pub high_variance: bool,
+    pub confidence_counts: ConfidenceCounts,
+}
+
+fn finite_or_null<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.is_finite() {
+        s.serialize_f64(*v)
+    } else {
+        s.serialize_none()
+    }
+}
+
+fn null_is_infinite<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+}
+
+/// The seed's numeric statistics: population standard deviation, CV = stdDev/|mean|.
+pub fn numeric_stats(values: &[f64], confidence: ConfidenceCounts) -> NumericStats {
+    let n = values.len().max(1) as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = match sorted.len() {
+        0 => 0.0,
+        l if l % 2 == 0 => (sorted[l / 2 - 1] + sorted[l / 2]) / 2.0,
+        l => sorted[l / 2],
+    };
+    let std_dev = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let cv = if mean != 0.0 { std_dev / mean.abs() } else { f64::INFINITY };
+    NumericStats {
+        mean,
+        median,
+        std_dev,
+        min: sorted.first().copied().unwrap_or(0.0),
+        max: sorted.last().copied().unwrap_or(0.0),
+        cv,
+        high_variance: cv > 2.0,
+        confidence_counts: confidence,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Share {
+    pub answer: String,
+    pub count: usize,
+    pub percentage: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QualitativeStats {
+    /// Most common first (ties by answer).
+    pub distribution: Vec<Share>,
+    pub agreement_percentage: f64,
+    pub mode: String,
+    pub confidence_counts: ConfidenceCounts,
+}
+
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+/// The seed's qualitative statistics; answers are grouped case-insensitively.
+pub fn qualitative_stats(answers: &[String], confidence: ConfidenceCounts) -> QualitativeStats {
+    let mut groups: BTreeMap<String, (String, usize)> = BTreeMap::new();
+    for a in answers {
+        groups.entry(a.to_lowercase()).or_insert_with(|| (a.clone(), 0)).1 += 1;
+    }
+    let total = answers.len().max(1) as f64;
+    let mut distribution: Vec<Share> = groups
+        .into_values()
+        .map(|(answer, count)| Share {
+            answer,
+            count,
+            percentage: round1(count as f64 * 100.0 / total),
+        })
+        .collect();
+    distribution.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.answer.cmp(&b.answer)));
+    QualitativeStats {
+        agreement_percentage: distribution.first().map_or(0.0, |d| d.percentage),
+        mode: distribution.first().map(|d| d.answer.clone()).unwrap_or_default(),
+        distribution,
+        confidence_counts: confidence,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Stats {
+    Numeric(NumericStats),
+    Qualitative(QualitativeStats),
+}
+
+impl Stats {
+    pub(super) fn confidence_counts(&self) -> ConfidenceCounts {
+        match self {
+            Stats::Numeric(s) => s.confidence_counts,
+            Stats::Qualitative(s) => s.confidence_counts,
+        }
+    }
+
+    /// The convergence rule with the run's thresholds.
+    pub fn converged(&self, cfg: &DelphiConfig) -> bool {
+        match self {
+            Stats::Numeric(s) => s.cv < cfg.numeric_convergence_threshold,
+            Stats::Qualitative(s) => {
+                s.agreement_percentage >= cfg.qualitative_convergence_threshold
+            }
+        }
+    }
+
+    pub(super) fn summary(&self, round: u32) -> String {
+        match self {
+            Stats::Numeric(s) => format!(
+                "Round {round} Statistics: Mean={} Median={} StdDev={} CV={} Range={}-{}",
+                fmt_num(s.mean),
+                fmt_num(s.median),
+                fmt_num(s.std_dev),
+                fmt_num(s.cv),
+                fmt_num(s.min),
+                fmt_num(s.max)
+            ),
+            Stats::Qualitative(s) => {
+                let d: Vec<String> = s
+                    .distribution
+                    .iter()
+                    .map(|d| format!("{} {}%", d.answer, fmt_num(d.percentage)))
+                    .collect();
+                format!(
+                    "Round {round} Statistics: {}. Agreement: {}%.",
+                    d.join(", "),
+                    fmt_num(s.agreement_percentage)
+                )
+            }
+        }
+    }
+}
+
+// ---- estimates and rounds -------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EstimateValue {
+    Number(f64),
+    Answer(String),
+    /// The answer could not be read.
+    Unreadable,
+}
+
+impl EstimateValue {
+    pub(super) fn as_number(&self) -> Option<f64> {
+        if let EstimateValue::Number(v) = self {
+            Some(*v)
+        } else {
+            None
+        }
+    }
+    pub(super) fn as_answer(&self) -> Option<&str> {
+        if let EstimateValue::Answer(a) = self {
+            Some(a)
+        } else {
+            None
+        }
+    }
+}
+
+/// One panelist's answer in one round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    /// 1-based position in the configured panel: stable across rounds.
+    pub participant: usize,
+    pub model: String,
+    pub value: EstimateValue,
+    pub confidence: Confidence,
+    pub reasoning: String,
+    pub previous: Option<EstimateValue>,
+    pub changed: bool,
+    /// Carried forward from the previous round (the call failed or was unreadable).
+    pub carried: bool,
+    /// Why this round's reply gave no answer, when it came but could not be read (its value
+    /// is then unreadable, or carried forward from the previous round).
+    pub unparsed: Option<Unparsed>,
+    /// The reply named its confidence; when it did not, `confidence` is the default MEDIUM.
+    pub confidence_stated: bool,
+    pub response_time_ms: i64,
+    pub text: String,
+}
+
+impl Estimate {
+    pub(super) fn valid(&self) -> bool {
+        !matches!(self.value, EstimateValue::Unreadable)
+    }
+
+    /// The seed's `DelphiEstimate` (with model name: for the stored result); `read_from` is
+    /// where this round's reply was read from, when it was.
+    pub(super) fn full(&self, kind: QuestionType, read_from: Option<ReadFrom>) -> Value {
+        let mut v = json!({
+            "participantIndex": self.participant, "model": self.model,
+            "confidence": self.confidence, "reasoning": self.reasoning,
+            "changed": self.changed, "carriedForward": self.carried,
+            "responseTimeMs": self.response_time_ms,
+        });
+        self.mark(&mut v, read_from);
+        let prev = self.previous.as_ref().filter(|p| !matches!(p, EstimateValue::Unreadable));
+        match kind {
+            QuestionType::Numeric => {
+                v["estimate"] = json!(self.value.as_number());
+                v["previousEstimate"] = json!(prev.and_then(EstimateValue::as_number));
+            }
+            QuestionType::Qualitative => {
+                v["answer"] = json!(self.value.as_answer());
+                v["previousAnswer"] = json!(prev.and_then(|p| p.as_answer()));
+            }
+        }
+        v
+    }
+
+    /// The seed's anonymous `DelphiEstimateSummary` for live events.
+    pub(super) fn summary(&self, kind: QuestionType, read_from: Option<ReadFrom>) -> Value {
+        let mut v = json!({ "participantIndex": self.participant, "confidence": self.confidence, "changed": self.changed });
+        match kind {
+            QuestionType::Numeric => v["estimate"] = json!(self.value.as_number()),
+            QuestionType::Qualitative => v["answer"] = json!(self.value.as_answer()),
+        }
+        self.mark(&mut v, read_from);
+        v
+    }
+
+    /// `unparsed` (why the reply gave no answer), `confidenceDefaulted` and `readFrom`, when
+    /// they apply.
+    fn mark(&self, v: &mut Value, read_from: Option<ReadFrom>) {
+        if let Some(why) = self.unparsed {
+            v["unparsed"] = json!(why);
+        }
+        if !self.confidence_stated {
+            v["confidenceDefaulted"] = json!(true);
+        }
+        if let Some(from) = read_from {
+            v["readFrom"] = json!(from);
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Classification {
+    #[serde(rename = "type")]
+    pub kind: QuestionType,
+    pub options: Option<Vec<String>>,
+    pub reasoning: String,
+    /// The facilitator the backup stood in for, when the backup classified the question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+    /// Why the facilitator's reply could not be read, when the fallback type was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<Unparsed>,
+    /// Where the facilitator's classification was read from (its JSON or its text), when it
+    /// was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundRecord {
+    pub round: u32,
+    pub estimates: Vec<Estimate>,
+    pub stats: Stats,
+    pub converged: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum FinalValue {
+    Number(f64),
+    Answer(String),
+}
+
+pub(super) fn stats_of(kind: QuestionType, estimates: &[Estimate]) -> Stats {
+    let valid: Vec<&Estimate> = estimates.iter().filter(|e| e.valid()).collect();
+    let conf = count_confidence(&valid);
+    match kind {
+        QuestionType::Numeric => Stats::Numeric(numeric_stats(
+            &valid.iter().filter_map(|e| e.value.as_number()).collect::<Vec<_>>(),
+            conf,
+        )),
+        QuestionType::Qualitative => Stats::Qualitative(qualitative_stats(
+            &valid
+                .iter()
+                .filter_map(|e| e.value.as_answer().map(str::to_string))
+                .collect::<Vec<_>>(),
+            conf,
+        )),
+    }
+}
