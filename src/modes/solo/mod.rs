@@ -166,45 +166,4 @@ impl Mode for Solo {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::modes::testkit::{ctx, err, ok};
-
-    fn call(effects: &[Effect]) -> CallSpec {
-        effects
-            .iter()
-            .find_map(|e| match e {
-                Effect::Call(c) => Some(c.clone()),
-                _ => None,
-            })
-            .unwrap()
-    }
-
-    #[test]
-    fn one_model_answers_the_question_as_asked() {
-        let config = json!({ "model": "m", "timeoutMs": 1000 });
-        let mut m = Solo::new(&config, ctx("What is 2+2?", vec![], true)).unwrap();
-        let c = call(&m.start());
-        assert_eq!(c.model, "m");
-        assert_eq!(
-            c.messages.last().unwrap().content,
-            "What is 2+2?",
-            "no wrapping of the question"
-        );
-        let end = m.on_reply(ok(&c, "Final answer: 4"));
-        assert!(end
-            .iter()
-            .any(|e| matches!(e, Effect::Finish { answer } if answer == "Final answer: 4")));
-        let rows: Vec<StageRow> = end
-            .into_iter()
-            .filter_map(|e| match e {
-                Effect::Store(r) => Some(r),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(load_result(&rows)["answer"]["response"], "Final answer: 4");
-        let mut m = Solo::new(&config, ctx("q", vec![], true)).unwrap();
-        let c = call(&m.start());
-        assert!(m.on_reply(err(&c)).iter().any(|e| matches!(e, Effect::Fail { .. })));
-    }
-}
+mod tests;

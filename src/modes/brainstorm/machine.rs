@@ -1,0 +1,744 @@
+//! Brainstorm's state machine: the ranking (the server's arithmetic), then ideation, clustering,
+//! scoring and refinement.
+
+use super::*;
+
+/// One cluster in the ranking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ranked {
+    pub rank: usize,
+    pub id: String,
+    pub name: String,
+    pub promise: String,
+    /// Averages over the valid scores of the cluster, two decimals; null when unscored.
+    pub average_novelty: Option<f64>,
+    pub average_feasibility: Option<f64>,
+    pub average_impact: Option<f64>,
+    /// Average total (3-15).
+    pub average_score: Option<f64>,
+    pub score_count: usize,
+    /// What put it above the next cluster down (`averageScore`, `averageImpact`,
+    /// `averageFeasibility`, `promise`, `clusterNumber`, `scored`); null for the last.
+    pub decided_by: Option<String>,
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+fn promise_rank(p: &str) -> u8 {
+    match p {
+        "HIGH" => 0,
+        "MEDIUM" => 1,
+        _ => 2,
+    }
+}
+
+/// The ranking of `clusters` from the valid scorers' `scores`: by scores with 2 valid scorers
+/// or more, else by promise (see the spec's "Computation"). Answers the list and the method.
+pub fn rank(clusters: &[Cluster], scores: &[Vec<ClusterScore>]) -> (Vec<Ranked>, &'static str) {
+    let by_scores = scores.len() >= 2;
+    let mut list: Vec<Ranked> = clusters
+        .iter()
+        .map(|c| {
+            let mine: Vec<&ClusterScore> =
+                scores.iter().flatten().filter(|s| s.cluster_id == c.id).collect();
+            let n = mine.len();
+            let avg = |f: fn(&ClusterScore) -> u8| {
+                (n > 0)
+                    .then(|| round2(mine.iter().map(|s| f64::from(f(s))).sum::<f64>() / n as f64))
+            };
+            Ranked {
+                rank: 0,
+                id: c.id.clone(),
+                name: c.name.clone(),
+                promise: c.promise.clone(),
+                average_novelty: avg(|s| s.novelty),
+                average_feasibility: avg(|s| s.feasibility),
+                average_impact: avg(|s| s.impact),
+                average_score: avg(|s| s.total),
+                score_count: n,
+                decided_by: None,
+            }
+        })
+        .collect();
+    let number = |r: &Ranked| {
+        r.id.strip_prefix("cluster_").and_then(|n| n.parse::<usize>().ok()).unwrap_or(0)
+    };
+    // Keys in order, each smaller = better; the name says what it compares.
+    let keys = |r: &Ranked| -> Vec<(&'static str, i64)> {
+        let neg = |v: Option<f64>| -((v.unwrap_or(0.0) * 100.0).round() as i64);
+        let mut k = Vec::new();
+        if by_scores {
+            k.push(("scored", i64::from(r.score_count == 0)));
+            k.push(("averageScore", neg(r.average_score)));
+            k.push(("averageImpact", neg(r.average_impact)));
+            k.push(("averageFeasibility", neg(r.average_feasibility)));
+        }
+        k.push(("promise", i64::from(promise_rank(&r.promise))));
+        k.push(("clusterNumber", number(r) as i64));
+        k
+    };
+    list.sort_by(|a, b| {
+        let (ka, kb) = (keys(a), keys(b));
+        ka.iter().map(|x| x.1).cmp(kb.iter().map(|x| x.1))
+    });
+    for i in 0..list.len() {
+        list[i].rank = i + 1;
+        if let Some(next) = list.get(i + 1) {
+            let (ka, kb) = (keys(&list[i]), keys(next));
+            list[i].decided_by =
+                ka.iter().zip(&kb).find(|(a, b)| a.1 != b.1).map(|(a, _)| a.0.to_string());
+        }
+    }
+    (list, if by_scores { "scores" } else { "promise" })
+}
+
+/// K: the most clusters asked for.
+pub fn cluster_limit(max_clusters: usize, ideas: usize) -> usize {
+    if ideas >= 10 {
+        max_clusters
+    } else {
+        3.max(max_clusters.min(ideas / 2))
+    }
+}
+
+pub(super) fn find<'a>(ideas: &'a [Idea], id: &str) -> Option<&'a Idea> {
+    ideas.iter().find(|i| i.id == id)
+}
+
+/// Ideas grouped by source label, labels in order.
+pub(super) fn by_label(ideas: &[Idea]) -> Vec<(String, Vec<&Idea>)> {
+    let mut out: Vec<(String, Vec<&Idea>)> = Vec::new();
+    let mut sorted: Vec<&Idea> = ideas.iter().collect();
+    sorted.sort_by(|a, b| {
+        (a.source_label.len(), &a.source_label).cmp(&(b.source_label.len(), &b.source_label))
+    });
+    for i in sorted {
+        match out.last_mut() {
+            Some((l, g)) if *l == i.source_label => g.push(i),
+            _ => out.push((i.source_label.clone(), vec![i])),
+        }
+    }
+    out
+}
+
+/// `Model A`, `Model B`… for label position `k`.
+pub fn source_label(k: usize) -> String {
+    label(k).replacen("Response", "Model", 1)
+}
+
+/// The answer when the refiner and its backup failed: the winning cluster (or every idea)
+/// with a note.
+pub fn fallback_answer(cluster: Option<&Cluster>, ideas: &[Idea]) -> String {
+    let mut s = String::from(
+        "The refiner could not be reached, so this is the brainstorm's best material as it \
+         stands, without a written proposal.\n\n",
+    );
+    match cluster {
+        Some(c) => {
+            s.push_str(&format!("## {}\n\n", c.display_name()));
+            if let Some(t) = &c.theme {
+                s.push_str(&format!("{t}\n\n"));
+            }
+            let members: Vec<&Idea> = c.idea_ids.iter().filter_map(|id| find(ideas, id)).collect();
+            s.push_str(&idea_lines(&members));
+        }
+        None => {
+            for (label, group) in by_label(ideas) {
+                s.push_str(&format!("### Ideas from {label}\n\n{}\n", idea_lines(&group)));
+            }
+        }
+    }
+    s.trim_end().to_string()
+}
+
+// ---- the state machine ---------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Ideating,
+    Clustering,
+    Scoring,
+    Refining,
+    Done,
+}
+
+pub struct Brainstorm {
+    config: BrainstormConfig,
+    ctx: RunContext,
+    phase: Phase,
+    /// Label position of each model (by request position).
+    labels: Vec<String>,
+    ideation: Batch,
+    /// `ideation_complete` data by model position.
+    ideated: Vec<Option<Value>>,
+    ideas: Vec<Idea>,
+    clusters: Vec<Cluster>,
+    scoring: Batch,
+    /// `scorer_complete` data by model position.
+    scored: Vec<Option<Value>>,
+    valid_scores: Vec<(usize, Vec<ClusterScore>)>,
+    ranked: Vec<Ranked>,
+    deadline_passed: bool,
+    /// The ideation's reply schema (the same for every ideator).
+    ideas_schema: Arc<ReplySchema>,
+    /// The clustering's reply schema, over the ideas of this run (built when they are in).
+    clusters_schema: Option<Arc<ReplySchema>>,
+    /// The scorers' reply schema, over the clusters kept (built when they are read).
+    scores_schema: Option<Arc<ReplySchema>>,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+pub(super) fn stage_order(stage: &str) -> i32 {
+    match stage {
+        "ideation" => IDEATION_ORDER,
+        "clustering" => CLUSTERING_ORDER,
+        "scoring" => SCORING_ORDER,
+        "refinement" => REFINEMENT_ORDER,
+        _ => 0,
+    }
+}
+
+/// The ideation summary (`all_ideation_complete`'s data) from each model's `ideation_complete`
+/// data and the failed ideation calls: the same live and from the stored rows.
+pub fn ideation_summary(ideated: &[Value], failed: &[FailedModel]) -> Value {
+    let mut warnings: Vec<String> = Vec::new();
+    let mut total = 0;
+    let mut producing = 0;
+    for d in ideated {
+        let n = d["ideaCount"].as_u64().unwrap_or(0) as usize;
+        total += n;
+        let who = format!(
+            "{} ({})",
+            d["sourceLabel"].as_str().unwrap_or("?"),
+            d["model"].as_str().unwrap_or("?")
+        );
+        if n > 0 {
+            producing += 1;
+        }
+        if n == 0 {
+            let why = d["unparsed"].as_str().unwrap_or("gave no readable answer");
+            warnings.push(format!("{who} listed no ideas in the expected format ({why})."));
+        } else if let Some(min) = d["ideasAsked"].as_u64().filter(|m| (n as u64) < *m) {
+            warnings.push(format!("{who} listed {n} ideas, fewer than the {min} asked for."));
+        }
+        let dropped = d["dropped"].as_u64().unwrap_or(0);
+        if dropped > 0 {
+            warnings.push(format!(
+                "{who} listed more than {MAX_IDEAS} ideas; the last {dropped} were left out."
+            ));
+        }
+    }
+    for f in failed.iter().filter(|f| f.stage == "ideation") {
+        warnings.push(format!("{} failed: {}", f.model, f.error.message));
+    }
+    json!({ "totalIdeas": total, "modelCount": producing, "warnings": warnings })
+}
+
+impl Brainstorm {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: BrainstormConfig = stored_config("brainstorm", config)?;
+        let n = config.models.len();
+        if !(2..=6).contains(&n) {
+            return Err("the stored brainstorm configuration has no 2 to 6 models".into());
+        }
+        if !(3..=10).contains(&config.min_ideas_per_model)
+            || !(3..=8).contains(&config.max_clusters)
+        {
+            return Err("the stored brainstorm configuration has its limits out of range".into());
+        }
+        let map = create_label_map(n, ctx.seed);
+        let mut labels = vec![String::new(); n];
+        for (k, &i) in map.iter().enumerate() {
+            labels[i] = source_label(k);
+        }
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        Ok(Brainstorm {
+            ideas_schema: ideas_schema(config.min_ideas_per_model),
+            ideation: Batch::new("ideate", n),
+            scoring: Batch::new("score", n),
+            ideated: vec![None; n],
+            scored: vec![None; n],
+            config,
+            ctx,
+            phase: Phase::Ideating,
+            labels,
+            ideas: Vec::new(),
+            clusters: Vec::new(),
+            valid_scores: Vec::new(),
+            ranked: Vec::new(),
+            deadline_passed: false,
+            clusters_schema: None,
+            scores_schema: None,
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn call(&self, key: &str, model: &str, prompt: String, stage: &str, role: &str) -> CallSpec {
+        CallSpec::new(
+            key,
+            model,
+            vec![ChatMessage::user(prompt)],
+            stage,
+            role,
+            self.config.timeout_ms,
+        )
+    }
+
+    fn index_of(key: &str) -> Option<usize> {
+        key.rsplit_once(':').and_then(|(_, n)| n.parse().ok())
+    }
+
+    fn on_ideation(&mut self, reply: &CallReply) -> Vec<Effect> {
+        let Some(i) = Self::index_of(&reply.key).filter(|i| *i < self.ideated.len()) else {
+            return Vec::new();
+        };
+        let Ok(text) = &reply.result else { return Vec::new() };
+        let (list, read_from) = read_ideas_reply(text, &self.ideas_schema);
+        let ms = reply.response_time_ms as i64;
+        let label = self.labels[i].clone();
+        let ideas: Vec<Idea> = list
+            .ideas
+            .iter()
+            .enumerate()
+            .map(|(k, (title, description))| Idea {
+                id: format!("model_{i}_idea_{}", k + 1),
+                title: title.clone(),
+                description: description.clone(),
+                model: reply.model.clone(),
+                source_label: label.clone(),
+            })
+            .collect();
+        let mut data = json!({
+            "index": i, "model": reply.model, "sourceLabel": label, "ideas": ideas,
+            "ideaCount": ideas.len(), "ideasAsked": self.config.min_ideas_per_model,
+            "responseTimeMs": ms,
+        });
+        if list.dropped > 0 {
+            data["dropped"] = json!(list.dropped);
+        }
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
+        }
+        if ideas.is_empty() {
+            data["unparsed"] = json!(Unparsed::of(text).describe());
+        }
+        self.ideated[i] = Some(data.clone());
+        vec![
+            Effect::Store(StageRow {
+                stage_type: format!("ideation_{i}"),
+                stage_order: IDEATION_ORDER,
+                model: Some(reply.model.clone()),
+                role: Some("ideator".into()),
+                content: answer_text(text).trim().to_string(),
+                parsed_data: Some(data.clone()),
+                response_time_ms: Some(ms),
+            }),
+            Effect::emit("ideation_complete", json!({ "data": data })),
+        ]
+    }
+
+    fn all_ideated(&mut self) -> Vec<Effect> {
+        let datas: Vec<Value> = self.ideated.iter().flatten().cloned().collect();
+        // Ideas in label order (Model A's first), so the curator's list says nothing of the
+        // request order.
+        let mut ideas: Vec<Idea> = Vec::new();
+        for d in &datas {
+            if let Ok(list) = serde_json::from_value::<Vec<Idea>>(d["ideas"].clone()) {
+                ideas.extend(list);
+            }
+        }
+        self.ideas = ideas;
+        let summary = ideation_summary(&datas, &self.calls.failed());
+        let producing = summary["modelCount"].as_u64().unwrap_or(0);
+        let mut out = vec![Effect::emit("all_ideation_complete", json!({ "data": summary }))];
+        if producing < 2 {
+            self.phase = Phase::Done;
+            out.extend(self.title.fail(format!(
+                "Only {producing} of {} models produced ideas; a brainstorm needs at least 2.",
+                self.config.models.len()
+            )));
+            return out;
+        }
+        if self.deadline_passed {
+            out.extend(self.clustered(
+                None,
+                Vec::new(),
+                Some("The time limit passed before the ideas could be clustered."),
+                None,
+            ));
+            return out;
+        }
+        let k = cluster_limit(self.config.max_clusters, self.ideas.len());
+        let listed: Vec<&Idea> = by_label(&self.ideas).into_iter().flat_map(|(_, g)| g).collect();
+        let ids: Vec<&str> = listed.iter().map(|i| i.id.as_str()).collect();
+        let asking = Asking::new(clusters_schema(&ids, k), |json| {
+            cluster_prompt_as(&self.ctx.question, &listed, producing as usize, k, json)
+        });
+        let spec = asking
+            .call(
+                &self.ctx,
+                "cluster",
+                &self.config.curator_model,
+                "clustering",
+                "curator",
+                self.config.timeout_ms,
+            )
+            .quoting([("the ideas".to_string(), ideas_text(&listed))]);
+        self.clusters_schema = Some(asking.schema);
+        self.phase = Phase::Clustering;
+        let backup = self.config.facilitator_fallback_model.clone();
+        out.push(Effect::emit(
+            "clustering_start",
+            json!({ "data": { "maxClusters": k, "totalIdeas": self.ideas.len() } }),
+        ));
+        out.push(self.calls.solo(spec, CLUSTERING_ORDER, backup.as_deref()));
+        out
+    }
+
+    fn on_clustering(&mut self, routed: Routed) -> Vec<Effect> {
+        let reply = &routed.reply;
+        let ms = Some(reply.response_time_ms as i64);
+        match &reply.result {
+            Err(e) => {
+                let note = match &routed.fallback_from {
+                    Some(p) => format!("The curator ({p}) and its backup ({}) failed: {}; the refiner works from all the ideas.", reply.model, e.message),
+                    None => format!("The curator ({}) failed: {}; the refiner works from all the ideas.", reply.model, e.message),
+                };
+                self.clustered(None, Vec::new(), Some(&note), None)
+            }
+            Ok(text) => {
+                let k = cluster_limit(self.config.max_clusters, self.ideas.len());
+                let schema = self.clusters_schema.clone().unwrap_or_else(|| {
+                    let ids: Vec<&str> = self.ideas.iter().map(|i| i.id.as_str()).collect();
+                    clusters_schema(&ids, k)
+                });
+                let (c, read_from) = read_clusters_reply(text, &self.ideas, k, &schema);
+                let note = c.clusters.is_empty().then_some(
+                    "No cluster could be read from the curator's reply; the refiner works from all the ideas.",
+                );
+                self.clustered(
+                    Some((
+                        reply.model.clone(),
+                        answer_text(text).trim().to_string(),
+                        ms,
+                        routed.fallback_from.clone(),
+                    )),
+                    c.clusters,
+                    note,
+                    read_from,
+                )
+            }
+        }
+    }
+
+    /// The clustering is settled (read, failed or skipped): stored, sent, and the next stage.
+    fn clustered(
+        &mut self,
+        reply: Option<(String, String, Option<i64>, Option<String>)>,
+        clusters: Vec<Cluster>,
+        note: Option<&str>,
+        read_from: Option<ReadFrom>,
+    ) -> Vec<Effect> {
+        let fallback = clusters.is_empty();
+        let placed: Vec<&String> = clusters.iter().flat_map(|c| &c.idea_ids).collect();
+        let unclustered: Vec<String> =
+            self.ideas.iter().map(|i| i.id.clone()).filter(|id| !placed.contains(&id)).collect();
+        let (model, content, ms, from) = match reply {
+            Some((m, c, ms, from)) => (Some(m), c, ms, from),
+            None => (None, String::new(), None, None),
+        };
+        let mut data = json!({
+            "model": model, "clusters": clusters, "unclusteredIds": unclustered,
+            "fallback": fallback, "responseTimeMs": ms,
+        });
+        if let Some(from) = from {
+            data["fallbackFrom"] = json!(from);
+        }
+        if let Some(n) = note {
+            data["note"] = json!(n);
+        }
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
+        }
+        self.clusters = clusters;
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "clustering".into(),
+                stage_order: CLUSTERING_ORDER,
+                model: model.clone(),
+                role: Some("curator".into()),
+                content,
+                parsed_data: Some(data.clone()),
+                response_time_ms: ms,
+            }),
+            Effect::emit("clustering_complete", json!({ "data": data })),
+        ];
+        if fallback {
+            out.extend(self.refine());
+            return out;
+        }
+        if self.clusters.len() == 1 {
+            out.extend(self.ranking(Some("single_cluster")));
+            return out;
+        }
+        if self.deadline_passed {
+            out.extend(self.ranking(Some("timeout")));
+            return out;
+        }
+        self.phase = Phase::Scoring;
+        out.push(Effect::emit(
+            "scoring_start",
+            json!({ "data": { "clusterCount": self.clusters.len() } }),
+        ));
+        let asking = Asking::new(scores_schema(self.clusters.len()), |json| {
+            score_prompt_as(&self.ctx.question, &self.clusters, &self.ideas, json)
+        });
+        let listed = clusters_text(&self.clusters, &self.ideas);
+        for (i, model) in self.config.models.iter().enumerate() {
+            let call = asking.call(
+                &self.ctx,
+                self.scoring.key(i),
+                model,
+                "scoring",
+                "scorer",
+                self.config.timeout_ms,
+            );
+            out.push(Effect::Call(call.quoting([("the clusters".to_string(), listed.clone())])));
+        }
+        self.scores_schema = Some(asking.schema);
+        out
+    }
+
+    fn on_score(&mut self, reply: &CallReply) -> Vec<Effect> {
+        let Some(i) = Self::index_of(&reply.key).filter(|i| *i < self.scored.len()) else {
+            return Vec::new();
+        };
+        let Ok(text) = &reply.result else { return Vec::new() };
+        let schema =
+            self.scores_schema.clone().unwrap_or_else(|| scores_schema(self.clusters.len()));
+        let (scores, read_from) = read_scores_reply(text, &self.clusters, &schema);
+        let valid = !scores.is_empty();
+        let ms = reply.response_time_ms as i64;
+        let mut data = json!({
+            "index": i, "model": reply.model, "scores": scores, "valid": valid, "responseTimeMs": ms,
+        });
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
+        }
+        if !valid {
+            data["unparsed"] = json!(Unparsed::of(text).describe());
+        }
+        if valid {
+            self.valid_scores.push((i, scores));
+        }
+        self.scored[i] = Some(data.clone());
+        vec![
+            Effect::Store(StageRow {
+                stage_type: format!("scoring_{i}"),
+                stage_order: SCORING_ORDER,
+                model: Some(reply.model.clone()),
+                role: Some("scorer".into()),
+                content: answer_text(text).trim().to_string(),
+                parsed_data: Some(data.clone()),
+                response_time_ms: Some(ms),
+            }),
+            Effect::emit("scorer_complete", json!({ "data": data })),
+        ]
+    }
+
+    /// The server's ranking (stored and sent), then the refinement. `skipped`: why no scores
+    /// were asked for.
+    fn ranking(&mut self, skipped: Option<&str>) -> Vec<Effect> {
+        self.valid_scores.sort_by_key(|(i, _)| *i);
+        let scores: Vec<Vec<ClusterScore>> =
+            self.valid_scores.iter().map(|(_, s)| s.clone()).collect();
+        let (ranked, method) = rank(&self.clusters, &scores);
+        self.ranked = ranked;
+        let mut data = json!({
+            "rankedClusters": self.ranked, "rankingMethod": method, "validScorers": scores.len(),
+        });
+        if let Some(s) = skipped {
+            data["scoringSkipped"] = json!(s);
+        }
+        let mut out = vec![
+            Effect::Store(StageRow::computed("ranking", RANKING_ORDER, data.clone())),
+            Effect::emit("all_scoring_complete", json!({ "data": data })),
+        ];
+        out.extend(self.refine());
+        out
+    }
+
+    fn winner(&self) -> Option<&Cluster> {
+        let top = self.ranked.first()?;
+        self.clusters.iter().find(|c| c.id == top.id)
+    }
+
+    fn refine(&mut self) -> Vec<Effect> {
+        self.phase = Phase::Refining;
+        let (prompt, cluster, quoted) = match self.winner() {
+            Some(c) => {
+                let members: Vec<&Idea> =
+                    c.idea_ids.iter().filter_map(|id| find(&self.ideas, id)).collect();
+                let mut v = json!(c);
+                v["ideas"] = json!(members);
+                v["ranking"] = json!(self.ranked.first());
+                let prompt = refine_prompt(&self.ctx.question, c, &self.ideas, self.ranked.first());
+                (prompt, v, ("the cluster's ideas".to_string(), idea_lines(&members)))
+            }
+            None => (
+                refine_all_prompt(&self.ctx.question, &self.ideas),
+                Value::Null,
+                ("the ideas".to_string(), grouped_ideas(&self.ideas)),
+            ),
+        };
+        let spec = self
+            .call("refine", &self.config.refiner_model.clone(), prompt, "refinement", "refiner")
+            .quoting([quoted]);
+        let backup = self.config.chairman_fallback_model.clone();
+        vec![
+            Effect::emit(
+                "refinement_start",
+                json!({ "data": { "cluster": cluster, "allIdeas": cluster.is_null() } }),
+            ),
+            self.calls.solo(spec, REFINEMENT_ORDER, backup.as_deref()),
+        ]
+    }
+
+    fn on_refinement(&mut self, routed: Routed) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let reply = &routed.reply;
+        let winner = self.winner().cloned();
+        let (model, proposal, fallback, ms, from) = match &reply.result {
+            Ok(text) => (
+                Some(reply.model.clone()),
+                answer_text(text).trim().to_string(),
+                false,
+                Some(reply.response_time_ms as i64),
+                routed.fallback_from.clone(),
+            ),
+            Err(_) => (None, fallback_answer(winner.as_ref(), &self.ideas), true, None, None),
+        };
+        let mut data = json!({
+            "model": model, "proposal": proposal, "fallback": fallback, "responseTimeMs": ms,
+            "clusterId": winner.as_ref().map(|c| c.id.clone()),
+            "clusterName": winner.as_ref().map(|c| c.name.clone()),
+        });
+        if let Some(from) = from {
+            data["fallbackFrom"] = json!(from);
+        }
+        let mut stored = data.clone();
+        if let Some(o) = stored.as_object_mut() {
+            o.remove("proposal");
+        }
+        let mut event = json!({ "data": data });
+        self.calls.mark(&mut event);
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "refinement".into(),
+                stage_order: REFINEMENT_ORDER,
+                model,
+                role: Some("refiner".into()),
+                content: proposal.clone(),
+                parsed_data: Some(stored),
+                response_time_ms: ms,
+            }),
+            Effect::emit("refinement_complete", event),
+        ];
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: proposal });
+        out
+    }
+}
+
+impl Mode for Brainstorm {
+    fn start(&mut self) -> Vec<Effect> {
+        let labels: Vec<Value> = self
+            .config
+            .models
+            .iter()
+            .zip(&self.labels)
+            .map(|(m, l)| json!({ "model": m, "sourceLabel": l }))
+            .collect();
+        let mut out = vec![
+            Effect::emit(
+                "brainstorm_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
+                        "mode": "brainstorm",
+                        "config": { "models": self.config.models, "curatorModel": self.config.curator_model,
+                                    "refinerModel": self.config.refiner_model,
+                                    "minIdeasPerModel": self.config.min_ideas_per_model,
+                                    "maxClusters": self.config.max_clusters, "labels": labels } }),
+            ),
+            Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
+            Effect::emit("ideation_start", json!({})),
+        ];
+        let min = self.config.min_ideas_per_model;
+        let asking = Asking::new(self.ideas_schema.clone(), |json| {
+            ideate_prompt_as(&self.ctx.question, min, json)
+        });
+        for (i, model) in self.config.models.iter().enumerate() {
+            out.push(Effect::Call(asking.call(
+                &self.ctx,
+                self.ideation.key(i),
+                model,
+                "ideation",
+                "ideator",
+                self.config.timeout_ms,
+            )));
+        }
+        let title_model = self.config.curator_model.clone();
+        out.extend(self.title.call(
+            &title_model,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
+        let Some(routed) = routed else { return out };
+        let key = routed.reply.key.clone();
+        match self.phase {
+            Phase::Ideating
+                if key.starts_with("ideate:") && self.ideation.accept(routed.reply.clone()) =>
+            {
+                out.extend(self.on_ideation(&routed.reply));
+                if self.ideation.complete() {
+                    out.extend(self.all_ideated());
+                }
+            }
+            Phase::Clustering if key == "cluster" => out.extend(self.on_clustering(routed)),
+            Phase::Scoring
+                if key.starts_with("score:") && self.scoring.accept(routed.reply.clone()) =>
+            {
+                out.extend(self.on_score(&routed.reply));
+                if self.scoring.complete() {
+                    out.extend(self.ranking(None));
+                }
+            }
+            Phase::Refining if key == "refine" => out.extend(self.on_refinement(routed)),
+            _ => {}
+        }
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    /// The global cap: the stage in flight finishes; the later stages before the refinement
+    /// are skipped.
+    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
+        if key == GLOBAL_TIMER {
+            self.deadline_passed = true;
+        }
+        Vec::new()
+    }
+}

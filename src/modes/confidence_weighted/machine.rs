@@ -1,0 +1,362 @@
+//! Confidence-Weighted's state machine: the softmax weights of the stated confidences, the
+//! answers, the weights row and the synthesis (with its backup).
+
+use super::*;
+
+/// One answer's weight (`weights_calculated`'s entries).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Weight {
+    pub index: usize,
+    pub model: String,
+    pub raw_confidence: f64,
+    pub normalized_weight: f64,
+    pub weight_percent: f64,
+    pub is_outlier: bool,
+}
+
+/// Softmax weights of `(index, model, confidence)` at temperature `t`, heaviest first (ties by
+/// index).
+pub fn weights(answers: &[(usize, String, f64)], t: f64) -> Vec<Weight> {
+    let max = answers.iter().map(|a| a.2).fold(f64::NEG_INFINITY, f64::max);
+    let exps: Vec<f64> = answers.iter().map(|a| ((a.2 - max) / t).exp()).collect();
+    let sum: f64 = exps.iter().sum();
+    let mut out: Vec<Weight> = answers
+        .iter()
+        .zip(&exps)
+        .map(|((index, model, c), e)| {
+            let w = e / sum;
+            Weight {
+                index: *index,
+                model: model.clone(),
+                raw_confidence: *c,
+                normalized_weight: w,
+                weight_percent: (w * 10_000.0).round() / 100.0,
+                is_outlier: *c > OUTLIER_HIGH || *c < OUTLIER_LOW,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.normalized_weight.total_cmp(&a.normalized_weight).then(a.index.cmp(&b.index))
+    });
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Answering,
+    Synthesising,
+    Done,
+}
+
+pub struct ConfidenceWeighted {
+    config: ConfidenceWeightedConfig,
+    ctx: RunContext,
+    names: Vec<String>,
+    phase: Phase,
+    /// Answers by index, as they arrive (None: not yet, or failed).
+    answers: Vec<Option<AnswerData>>,
+    pending: usize,
+    failed_count: usize,
+    weights: Vec<Weight>,
+    /// The answer's reply schema, built once for the run.
+    answer_schema: Arc<ReplySchema>,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+pub(super) fn stage_order(stage: &str) -> i32 {
+    match stage {
+        "answer" => 0,
+        "weights" => 1,
+        _ => 2,
+    }
+}
+
+/// A reply whose answer (or synthesis) is empty once its markers (or its JSON) are read, as a
+/// failed call.
+fn no_content_is_failure(mut reply: CallReply, synthesis: bool, schema: &ReplySchema) -> CallReply {
+    if let Ok(t) = &reply.result {
+        let empty = if synthesis {
+            parse_synthesis(&answer_text(t)).0.is_empty()
+        } else {
+            read_answer_reply(0, "", t, 0, schema).response.is_empty()
+        };
+        if empty {
+            let what =
+                if synthesis { "no synthesis in the reply" } else { "no answer in the reply" };
+            reply.result = Err(CallError::new(CallErrorKind::Malformed, None, what));
+        }
+    }
+    reply
+}
+
+impl ConfidenceWeighted {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: ConfidenceWeightedConfig = stored_config("confidence_weighted", config)?;
+        if !(MIN_MODELS..=MAX_MODELS).contains(&config.models.len()) {
+            return Err("the stored confidence_weighted configuration has no 2 to 6 models".into());
+        }
+        if !(config.temperature.is_finite() && TEMPERATURE_RANGE.contains(&config.temperature)) {
+            return Err("the stored confidence_weighted temperature is out of range".into());
+        }
+        let n = config.models.len();
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        Ok(ConfidenceWeighted {
+            names: member_names(&config.models),
+            config,
+            ctx,
+            phase: Phase::Answering,
+            answers: vec![None; n],
+            pending: n,
+            failed_count: 0,
+            weights: Vec::new(),
+            answer_schema: answer_schema(),
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn fail(&mut self, message: String) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        self.title.fail(message)
+    }
+
+    fn on_answer(&mut self, reply: CallReply) -> Vec<Effect> {
+        let Some(i) = reply.key.strip_prefix("answer:").and_then(|n| n.parse::<usize>().ok())
+        else {
+            return Vec::new();
+        };
+        if i >= self.answers.len() || self.answers[i].is_some() {
+            return Vec::new();
+        }
+        self.pending = self.pending.saturating_sub(1);
+        let mut out = Vec::new();
+        match &reply.result {
+            Ok(text) => {
+                let ms = reply.response_time_ms as i64;
+                let a = read_answer_reply(i, &self.names[i], text, ms, &self.answer_schema);
+                let mut parsed = json!(a);
+                if let Some(o) = parsed.as_object_mut() {
+                    o.remove("response");
+                }
+                out.push(Effect::Store(StageRow {
+                    stage_type: format!("answer_{i}"),
+                    stage_order: 0,
+                    model: Some(a.model.clone()),
+                    role: Some("respondent".into()),
+                    content: text.clone(),
+                    parsed_data: Some(parsed),
+                    response_time_ms: Some(a.response_time_ms),
+                }));
+                out.push(Effect::emit("answer_complete", json!({ "data": a })));
+                self.answers[i] = Some(a);
+            }
+            Err(_) => self.failed_count += 1,
+        }
+        if self.pending == 0 {
+            out.extend(self.after_answers());
+        }
+        out
+    }
+
+    fn after_answers(&mut self) -> Vec<Effect> {
+        let answered: Vec<AnswerData> = self.answers.iter().flatten().cloned().collect();
+        let mut out = vec![Effect::emit(
+            "all_answers_complete",
+            json!({ "data": { "count": answered.len(), "failedCount": self.failed_count } }),
+        )];
+        if answered.is_empty() {
+            out.extend(self.fail("No model answered.".into()));
+            return out;
+        }
+        let input: Vec<(usize, String, f64)> =
+            answered.iter().map(|a| (a.index, a.model.clone(), a.confidence)).collect();
+        self.weights = weights(&input, self.config.temperature);
+        let data = weights_data(&self.weights, self.config.temperature);
+        out.push(Effect::Store(StageRow::computed("weights", 1, data.clone())));
+        out.push(Effect::emit("weights_calculated", json!({ "data": data })));
+        out.push(Effect::emit("synthesis_start", json!({})));
+        if answered.len() == 1 {
+            let a = &answered[0];
+            let s = SynthesisData {
+                model: None,
+                synthesis: a.response.clone(),
+                calibration_notes: String::new(),
+                highest_weight: extreme(&self.weights, true),
+                lowest_weight: extreme(&self.weights, false),
+                single_answer: true,
+                response_time_ms: None,
+                fallback_from: None,
+            };
+            out.extend(self.finish(s));
+            return out;
+        }
+        let shown: Vec<Weighted> = self
+            .weights
+            .iter()
+            .filter_map(|w| {
+                let a = answered.iter().find(|a| a.index == w.index)?;
+                Some(Weighted { model: &a.model, response: &a.response, weight: w })
+            })
+            .collect();
+        let prompt = synthesis_prompt(&self.ctx.question, &shown, self.config.temperature);
+        // The answers as the prompt quotes them: cut first when it would not fit its model.
+        let material: Vec<(String, String)> = shown
+            .iter()
+            .map(|a| (format!("{}'s answer", a.model), readable(a.response).into_owned()))
+            .collect();
+        let spec = CallSpec::new(
+            "synthesis",
+            &self.config.synthesis_model,
+            with_history(&self.ctx.history, HISTORY_TURNS, &prompt),
+            "synthesis",
+            "synthesizer",
+            self.config.timeout_ms,
+        )
+        .quoting(material);
+        let backup = self.config.synthesis_fallback_model.clone();
+        out.push(self.calls.solo(spec, 2, backup.as_deref()));
+        self.phase = Phase::Synthesising;
+        out
+    }
+
+    fn on_synthesis(&mut self, routed: Routed) -> Vec<Effect> {
+        let text = match &routed.reply.result {
+            Ok(t) => t.clone(),
+            Err(e) => {
+                let m = role_failed("synthesizer", &routed, e);
+                return self.fail(m);
+            }
+        };
+        let (synthesis, notes) = parse_synthesis(&answer_text(&text));
+        let s = SynthesisData {
+            model: Some(routed.reply.model.clone()),
+            synthesis,
+            calibration_notes: notes,
+            highest_weight: extreme(&self.weights, true),
+            lowest_weight: extreme(&self.weights, false),
+            single_answer: false,
+            response_time_ms: Some(routed.reply.response_time_ms as i64),
+            fallback_from: routed.fallback_from,
+        };
+        self.finish(s)
+    }
+
+    fn finish(&mut self, s: SynthesisData) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let mut event = json!({ "data": s });
+        self.calls.mark(&mut event);
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "synthesis".into(),
+                stage_order: 2,
+                model: s.model.clone(),
+                role: Some("synthesizer".into()),
+                content: s.synthesis.clone(),
+                parsed_data: Some(synthesis_parsed(&s)),
+                response_time_ms: s.response_time_ms,
+            }),
+            Effect::emit("synthesis_complete", event),
+        ];
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: s.synthesis });
+        out
+    }
+}
+
+/// `synthesis_complete`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SynthesisData {
+    /// The model that wrote it; null when a single answer stands as the synthesis.
+    pub model: Option<String>,
+    pub synthesis: String,
+    pub calibration_notes: String,
+    pub highest_weight: Option<Weight>,
+    pub lowest_weight: Option<Weight>,
+    pub single_answer: bool,
+    pub response_time_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// The heaviest (or lightest) weight: first (or last) in weight order.
+fn extreme(weights: &[Weight], highest: bool) -> Option<Weight> {
+    if highest { weights.first() } else { weights.last() }.cloned()
+}
+
+fn synthesis_parsed(s: &SynthesisData) -> Value {
+    let mut v = json!({ "calibrationNotes": s.calibration_notes, "highestWeight": s.highest_weight,
+                        "lowestWeight": s.lowest_weight, "singleAnswer": s.single_answer });
+    if let Some(f) = &s.fallback_from {
+        v["fallbackFrom"] = json!(f);
+    }
+    v
+}
+
+/// `weights_calculated`'s data (and the `weights` row).
+fn weights_data(weights: &[Weight], temperature: f64) -> Value {
+    json!({ "weights": weights, "temperature": temperature,
+            "outlierCount": weights.iter().filter(|w| w.is_outlier).count() })
+}
+
+impl Mode for ConfidenceWeighted {
+    fn start(&mut self) -> Vec<Effect> {
+        let mut out = vec![
+            Effect::emit(
+                "confidence_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
+                        "mode": "confidence_weighted",
+                        "config": { "models": self.config.models, "synthesisModel": self.config.synthesis_model,
+                                    "temperature": self.config.temperature } }),
+            ),
+            Effect::emit("answers_start", json!({})),
+        ];
+        let schema = &self.answer_schema;
+        let text =
+            with_history(&self.ctx.history, HISTORY_TURNS, &answer_prompt(&self.ctx.question));
+        let json = with_history(
+            &self.ctx.history,
+            HISTORY_TURNS,
+            &answer_prompt_as(&self.ctx.question, Some(schema)),
+        );
+        for (i, model) in self.config.models.iter().enumerate() {
+            let messages = self.ctx.structured.pick(model, &text, &json).clone();
+            let call = CallSpec::new(
+                format!("answer:{i}"),
+                model,
+                messages,
+                "answer",
+                "respondent",
+                self.config.timeout_ms,
+            );
+            out.push(Effect::Call(call.with_schema(schema)));
+        }
+        let model = self.config.synthesis_model.clone();
+        out.extend(self.title.call(
+            &model,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let synthesis = reply.key.starts_with("synthesis");
+        let reply = no_content_is_failure(empty_is_failure(reply), synthesis, &self.answer_schema);
+        let (mut out, routed) = self.calls.route(reply);
+        let Some(routed) = routed else { return out };
+        out.extend(match self.phase {
+            Phase::Answering => self.on_answer(routed.reply),
+            Phase::Synthesising if routed.reply.key == "synthesis" => self.on_synthesis(routed),
+            _ => Vec::new(),
+        });
+        self.calls.track(&out, stage_order);
+        out
+    }
+}

@@ -1,0 +1,737 @@
+//! Decompose's state machine: the plan (with its re-asks), the waves of tasks and the assembly.
+
+use super::*;
+
+/// How a task ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Completed,
+    Failed,
+    Skipped,
+}
+
+/// A task as carried out: `task_complete`'s data, and an entry of the result's waves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub task_id: String,
+    pub title: String,
+    pub model: String,
+    pub status: Status,
+    /// "" when it failed or was skipped.
+    pub output: String,
+    pub word_count: usize,
+    pub response_time_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Planning,
+    /// The planner was asked once more (the reason is kept in `reasked`).
+    Replanning,
+    Running,
+    Assembling,
+    Done,
+}
+
+/// Why the planner was asked again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reask {
+    Format,
+    Cycle,
+}
+
+impl Reask {
+    fn name(self) -> &'static str {
+        match self {
+            Reask::Format => "format",
+            Reask::Cycle => "cycle",
+        }
+    }
+}
+
+/// The planner's first answer, kept while it is asked again.
+#[derive(Debug, Clone)]
+struct FirstPlan {
+    reply: String,
+    reading: PlanReading,
+    /// Where its tasks were read from (None: none could be read).
+    read_from: Option<ReadFrom>,
+    model: String,
+    response_time_ms: u64,
+    fallback_from: Option<String>,
+    reason: Reask,
+}
+
+pub struct Decompose {
+    config: DecomposeConfig,
+    ctx: RunContext,
+    phase: Phase,
+    first: Option<FirstPlan>,
+    schedule: Option<Schedule>,
+    assignments: Vec<Assignment>,
+    /// The wave running (1-based; 0 before the first).
+    wave: usize,
+    /// Every task that ended, in the order it ended.
+    outcomes: Vec<Outcome>,
+    deadline_passed: bool,
+    /// The plan's reply schema (built once for the run, from its `maxTasks`).
+    plan: Arc<ReplySchema>,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+impl Decompose {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: DecomposeConfig = stored_config("decompose", config)?;
+        if !(1..=MAX_WORKERS).contains(&config.worker_models.len()) {
+            return Err("the stored decompose configuration has no 1 to 5 workers".into());
+        }
+        if !(MIN_TASKS..=MAX_TASKS).contains(&config.max_tasks) {
+            return Err("the stored decompose configuration has no maxTasks from 3 to 8".into());
+        }
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let plan = plan_schema(config.max_tasks);
+        Ok(Decompose {
+            plan,
+            config,
+            ctx,
+            phase: Phase::Planning,
+            first: None,
+            schedule: None,
+            assignments: Vec::new(),
+            wave: 0,
+            outcomes: Vec::new(),
+            deadline_passed: false,
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    /// A call of this run; every prompt quotes the question, named for fitting a small context.
+    fn call(&self, key: &str, model: &str, messages: Vec<ChatMessage>, stage: &str) -> CallSpec {
+        let role = match stage {
+            "plan" => "planner",
+            "assembly" => "assembler",
+            _ => "worker",
+        };
+        CallSpec::new(key, model, messages, stage, role, self.config.timeout_ms)
+            .quoting([self.question()])
+    }
+
+    /// The question as quoted material of a prompt (see [`CallSpec::quoting`]).
+    fn question(&self) -> (String, String) {
+        ("the question".to_string(), self.ctx.question.clone())
+    }
+
+    fn fail(&mut self, message: String) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        self.title.fail(message)
+    }
+
+    /// The plan's schema when the planner is asked for its JSON (its route takes structured
+    /// output). A backup, and the planner asked again, are asked as the planner was.
+    fn plan_json(&self) -> Option<&ReplySchema> {
+        self.ctx.structured.json(&self.config.planner_model).then_some(self.plan.as_ref())
+    }
+
+    /// The planner's reply (or its backup's).
+    fn on_plan(&mut self, routed: Routed) -> Vec<Effect> {
+        let reply = &routed.reply;
+        let text = match &reply.result {
+            Ok(t) => t.clone(),
+            Err(e) => return self.fail(role_failed("planner", &routed, e)),
+        };
+        let (reading, read_from) = read_plan_reply(&text, self.config.max_tasks, &self.plan);
+        let reason = if reading.tasks.is_empty() {
+            Some(Reask::Format)
+        } else if !unschedulable(&reading.tasks).is_empty() {
+            Some(Reask::Cycle)
+        } else {
+            None
+        };
+        let Some(reason) = reason else {
+            return self.accept(PlanUse {
+                reply: text,
+                reading,
+                read_from,
+                model: reply.model.clone(),
+                response_time_ms: reply.response_time_ms,
+                fallback_from: routed.fallback_from.clone(),
+                first: None,
+                set_aside: None,
+            });
+        };
+        let json = self.plan_json();
+        let max = self.config.max_tasks;
+        let ask = match reason {
+            Reask::Format => reminder_prompt_as(max, json),
+            Reask::Cycle => cycle_prompt_as(&unschedulable(&reading.tasks), max, json),
+        };
+        let first_plan = answer_text(&text).trim().to_string();
+        let messages = vec![
+            ChatMessage::user(plan_prompt_as(&self.ctx.question, max, json)),
+            ChatMessage::assistant(first_plan.clone()),
+            ChatMessage::user(ask),
+        ];
+        // Asked of the model that answered (the backup, when it stood in).
+        let spec = self
+            .call(REPLAN_KEY, &reply.model, messages, "plan")
+            .with_schema(&self.plan)
+            .quoting([("the first plan".to_string(), first_plan)]);
+        self.first = Some(FirstPlan {
+            reply: text,
+            reading,
+            read_from,
+            model: reply.model.clone(),
+            response_time_ms: reply.response_time_ms,
+            fallback_from: routed.fallback_from.clone(),
+            reason,
+        });
+        self.phase = Phase::Replanning;
+        vec![
+            Effect::emit(
+                "plan_start",
+                json!({ "data": { "model": reply.model, "again": reason.name() } }),
+            ),
+            Effect::Call(spec),
+        ]
+    }
+
+    /// The planner's second answer: it replaces the first when it parses (and, asked about a
+    /// cycle, is acyclic); otherwise the first is used, its cycle repaired, or the run fails
+    /// when no task could be read from either.
+    fn on_replan(&mut self, reply: CallReply) -> Vec<Effect> {
+        let Some(first) = self.first.clone() else { return Vec::new() };
+        let second = match &reply.result {
+            Ok(t) => {
+                let (reading, from) = read_plan_reply(t, self.config.max_tasks, &self.plan);
+                Some((t.clone(), reading, from))
+            }
+            Err(_) => None,
+        };
+        let usable = second.as_ref().filter(|(_, r, _)| {
+            !r.tasks.is_empty()
+                && (first.reason == Reask::Format || unschedulable(&r.tasks).is_empty())
+        });
+        if let Some((text, reading, read_from)) = usable.cloned() {
+            return self.accept(PlanUse {
+                reply: text,
+                reading,
+                read_from,
+                model: reply.model.clone(),
+                response_time_ms: reply.response_time_ms,
+                fallback_from: first.fallback_from.clone(),
+                first: Some(first),
+                set_aside: None,
+            });
+        }
+        if first.reason == Reask::Cycle {
+            return self.accept(PlanUse {
+                reply: first.reply.clone(),
+                reading: first.reading.clone(),
+                read_from: first.read_from,
+                model: first.model.clone(),
+                response_time_ms: first.response_time_ms,
+                fallback_from: first.fallback_from.clone(),
+                first: Some(first),
+                set_aside: second.map(|(t, _, from)| (t, from)),
+            });
+        }
+        // Nothing readable twice: the plan row keeps what the planner wrote, then the run fails.
+        let (text, reading) =
+            second.map(|(t, r, _)| (t, r)).unwrap_or((first.reply.clone(), PlanReading::default()));
+        let mut out = self.store_plan(
+            &PlanUse {
+                reply: text,
+                reading,
+                read_from: None,
+                model: reply.model.clone(),
+                response_time_ms: reply.response_time_ms,
+                fallback_from: first.fallback_from.clone(),
+                first: Some(first.clone()),
+                set_aside: None,
+            },
+            None,
+        );
+        out.extend(self.fail(format!(
+            "No task could be read from the planner's plan ({}), even after a reminder of the \
+             format.",
+            first.model
+        )));
+        out
+    }
+
+    /// The `plan` row and `plan_complete` (and `assignment_complete` when there is a schedule).
+    fn store_plan(&mut self, plan: &PlanUse, schedule: Option<&Schedule>) -> Vec<Effect> {
+        let empty = Schedule {
+            tasks: Vec::new(),
+            waves: Vec::new(),
+            critical_path: Vec::new(),
+            max_parallelism: 0,
+            dropped: Vec::new(),
+        };
+        let s = schedule.unwrap_or(&empty);
+        let mut warnings = plan.reading.warnings.clone();
+        if !s.dropped.is_empty() {
+            warnings.push(format!(
+                "The dependencies formed a cycle: {} dependenc{} on later tasks dropped.",
+                s.dropped.len(),
+                if s.dropped.len() == 1 { "y" } else { "ies" }
+            ));
+        }
+        let replanned = plan.first.as_ref().is_some_and(|f| f.reply != plan.reply);
+        let mut data = json!({
+            "model": plan.model, "tasks": s.tasks, "executionWaves": s.waves,
+            "criticalPath": s.critical_path, "maxParallelism": s.max_parallelism,
+            "warnings": warnings, "replanned": replanned,
+            "reasked": plan.first.as_ref().map(|f| f.reason.name()),
+            "droppedDependencies": s.dropped,
+            "responseTimeMs": plan.response_time_ms,
+        });
+        if let Some(from) = &plan.fallback_from {
+            data["fallbackFrom"] = json!(from);
+        }
+        // Only a plan with a task to run was read.
+        if let Some(from) = plan.read_from {
+            data["readFrom"] = json!(from);
+        }
+        let mut stored = data.clone();
+        stored["assignments"] = json!(self.assignments);
+        if let Some(f) = &plan.first {
+            stored["firstReply"] = json!(f.reply);
+            if let (true, Some(from)) = (replanned, f.read_from) {
+                stored["firstReadFrom"] = json!(from);
+            }
+        }
+        // The plan asked for again and set aside (the first plan kept): kept too, and how it
+        // was read.
+        if let Some((text, from)) = &plan.set_aside {
+            stored["setAsideReply"] = json!(text);
+            if let Some(from) = from {
+                stored["setAsideReadFrom"] = json!(from);
+            }
+        }
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "plan".into(),
+                stage_order: PLAN_ORDER,
+                model: Some(plan.model.clone()),
+                role: Some("planner".into()),
+                content: plan.reply.clone(),
+                parsed_data: Some(stored),
+                response_time_ms: Some(plan.response_time_ms as i64),
+            }),
+            Effect::emit("plan_complete", json!({ "data": data })),
+        ];
+        if schedule.is_some() {
+            out.push(Effect::emit(
+                "assignment_complete",
+                json!({ "data": { "assignments": self.assignments } }),
+            ));
+        }
+        out
+    }
+
+    /// Runs a plan: scheduled (a cycle repaired), stored, and its first wave started.
+    fn accept(&mut self, plan: PlanUse) -> Vec<Effect> {
+        let Some(schedule) = schedule(&plan.reading.tasks, true) else { return Vec::new() };
+        let tasks = schedule.tasks.clone();
+        let index: Vec<Vec<usize>> = schedule
+            .waves
+            .iter()
+            .map(|w| w.iter().filter_map(|id| tasks.iter().position(|t| &t.id == id)).collect())
+            .collect();
+        self.assignments = assign(&tasks, &index, &self.config.worker_models);
+        let mut out = self.store_plan(&plan, Some(&schedule));
+        self.schedule = Some(schedule);
+        self.phase = Phase::Running;
+        out.extend(self.next_wave());
+        out
+    }
+
+    fn task(&self, id: &str) -> Option<&Task> {
+        self.schedule.as_ref()?.tasks.iter().find(|t| t.id == id)
+    }
+
+    fn assignment(&self, id: &str) -> Option<&Assignment> {
+        self.assignments.iter().find(|a| a.task_id == id)
+    }
+
+    fn wave_ids(&self, wave: usize) -> Vec<String> {
+        self.schedule
+            .as_ref()
+            .and_then(|s| s.waves.get(wave.wrapping_sub(1)).cloned())
+            .unwrap_or_default()
+    }
+
+    fn wave_count(&self) -> usize {
+        self.schedule.as_ref().map_or(0, |s| s.waves.len())
+    }
+
+    /// The next wave, or the skipped rest and the assembly once the time limit has passed or
+    /// every wave has run.
+    fn next_wave(&mut self) -> Vec<Effect> {
+        if self.deadline_passed {
+            let mut out = self.skip_rest();
+            out.extend(self.assemble());
+            return out;
+        }
+        if self.wave >= self.wave_count() {
+            return self.assemble();
+        }
+        self.wave += 1;
+        let ids = self.wave_ids(self.wave);
+        let listed: Vec<Value> = ids
+            .iter()
+            .map(|id| {
+                json!({ "taskId": id, "title": self.task(id).map(|t| t.title.clone()),
+                        "model": self.assignment(id).map(|a| a.model.clone()) })
+            })
+            .collect();
+        let mut out = vec![Effect::emit(
+            "wave_start",
+            json!({ "wave": self.wave, "data": { "tasks": listed } }),
+        )];
+        for id in ids {
+            let (Some(task), Some(a)) = (self.task(&id), self.assignment(&id)) else { continue };
+            let given: Vec<Given> = task
+                .dependencies
+                .iter()
+                .map(|d| Given {
+                    id: d.clone(),
+                    title: self.task(d).map_or_else(|| d.clone(), |t| t.title.clone()),
+                    output: self
+                        .outcomes
+                        .iter()
+                        .find(|o| &o.task_id == d && o.status == Status::Completed)
+                        .map(|o| o.output.clone()),
+                })
+                .collect();
+            let prompt = task_prompt(&self.ctx.question, task, &given);
+            // The dependencies' outputs, named for fitting a small context.
+            let quoted: Vec<(String, String)> = given
+                .iter()
+                .filter_map(|g| Some((format!("the output of {}", g.id), g.output.clone()?)))
+                .collect();
+            let call =
+                self.call(&format!("task:{id}"), &a.model, vec![ChatMessage::user(prompt)], &id);
+            out.push(Effect::Call(call.quoting(quoted)));
+        }
+        out
+    }
+
+    fn on_task(&mut self, id: &str, reply: CallReply) -> Vec<Effect> {
+        let in_wave = self.wave_ids(self.wave).iter().any(|w| w == id);
+        if !in_wave || self.outcomes.iter().any(|o| o.task_id == id) {
+            return Vec::new();
+        }
+        let title = self.task(id).map_or_else(|| id.to_string(), |t| t.title.clone());
+        let ms = Some(reply.response_time_ms as i64);
+        let outcome = match &reply.result {
+            Ok(t) => {
+                let output = answer_text(t).trim().to_string();
+                Outcome {
+                    task_id: id.to_string(),
+                    title,
+                    model: reply.model.clone(),
+                    status: Status::Completed,
+                    word_count: word_count(&output),
+                    output,
+                    response_time_ms: ms,
+                    error: None,
+                }
+            }
+            Err(e) => Outcome {
+                task_id: id.to_string(),
+                title,
+                model: reply.model.clone(),
+                status: Status::Failed,
+                output: String::new(),
+                word_count: 0,
+                response_time_ms: ms,
+                error: Some(e.message.clone()),
+            },
+        };
+        let mut out = vec![
+            task_row(&outcome, self.wave),
+            Effect::emit("task_complete", json!({ "wave": self.wave, "data": outcome })),
+        ];
+        self.outcomes.push(outcome);
+        let ids = self.wave_ids(self.wave);
+        let ended: Vec<&Outcome> =
+            self.outcomes.iter().filter(|o| ids.contains(&o.task_id)).collect();
+        if ended.len() == ids.len() {
+            let completed = ended.iter().filter(|o| o.status == Status::Completed).count();
+            out.push(Effect::emit(
+                "wave_complete",
+                json!({ "wave": self.wave,
+                        "data": { "completed": completed, "failed": ended.len() - completed } }),
+            ));
+            out.extend(self.next_wave());
+        }
+        out
+    }
+
+    /// Every task of the waves not started, stored as skipped (the time limit passed).
+    fn skip_rest(&mut self) -> Vec<Effect> {
+        let mut out = Vec::new();
+        for w in self.wave + 1..=self.wave_count() {
+            for id in self.wave_ids(w) {
+                let o = Outcome {
+                    task_id: id.clone(),
+                    title: self.task(&id).map_or_else(|| id.clone(), |t| t.title.clone()),
+                    model: self.assignment(&id).map(|a| a.model.clone()).unwrap_or_default(),
+                    status: Status::Skipped,
+                    output: String::new(),
+                    word_count: 0,
+                    response_time_ms: None,
+                    error: Some(format!(
+                        "the run's time limit ({} s) passed before its wave",
+                        self.config.global_timeout_ms / 1000
+                    )),
+                };
+                out.push(task_row(&o, w));
+                self.outcomes.push(o);
+            }
+        }
+        self.wave = self.wave_count();
+        out
+    }
+
+    /// The outcomes in schedule order (wave by wave, plan order within a wave).
+    fn in_schedule_order(&self) -> Vec<&Outcome> {
+        let Some(s) = &self.schedule else { return Vec::new() };
+        s.waves
+            .iter()
+            .flatten()
+            .filter_map(|id| self.outcomes.iter().find(|o| &o.task_id == id))
+            .collect()
+    }
+
+    fn assemble(&mut self) -> Vec<Effect> {
+        let ordered: Vec<Outcome> = self.in_schedule_order().into_iter().cloned().collect();
+        let produced: Vec<Produced> = ordered
+            .iter()
+            .filter(|o| o.status == Status::Completed)
+            .map(|o| Produced {
+                id: o.task_id.clone(),
+                title: o.title.clone(),
+                model: o.model.clone(),
+                output: o.output.clone(),
+            })
+            .collect();
+        if produced.is_empty() {
+            let n = self.schedule.as_ref().map_or(0, |s| s.tasks.len());
+            return self.fail(format!(
+                "No task produced an output ({n} planned: each failed or was skipped); the plan \
+                 is kept."
+            ));
+        }
+        let missing: Vec<Missing> = ordered
+            .iter()
+            .filter(|o| o.status != Status::Completed)
+            .map(|o| Missing {
+                id: o.task_id.clone(),
+                title: o.title.clone(),
+                reason: match o.status {
+                    Status::Skipped => "skipped: the run's time limit passed first".into(),
+                    _ => format!("failed ({})", o.error.as_deref().unwrap_or("no output")),
+                },
+            })
+            .collect();
+        let tasks = self.schedule.as_ref().map(|s| s.tasks.clone()).unwrap_or_default();
+        let prompt = assembly_prompt(&self.ctx.question, &tasks, &produced, &missing);
+        let quoted: Vec<(String, String)> = produced
+            .iter()
+            .map(|p| (format!("the output of {}", p.id), p.output.clone()))
+            .collect();
+        let spec = self
+            .call(
+                "assembly",
+                &self.config.assembler_model.clone(),
+                vec![ChatMessage::user(prompt)],
+                "assembly",
+            )
+            .quoting(quoted);
+        self.phase = Phase::Assembling;
+        let skipped: Vec<&str> = ordered
+            .iter()
+            .filter(|o| o.status == Status::Skipped)
+            .map(|o| o.task_id.as_str())
+            .collect();
+        let backup = self.config.chairman_fallback_model.clone();
+        vec![
+            Effect::emit(
+                "assembly_start",
+                json!({ "data": { "model": self.config.assembler_model, "skipped": skipped } }),
+            ),
+            self.calls.solo(spec, ASSEMBLY_ORDER, backup.as_deref()),
+        ]
+    }
+
+    fn on_assembly(&mut self, routed: Routed) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        let reply = &routed.reply;
+        let (response, fallback, model, ms) = match &reply.result {
+            Ok(t) => (
+                answer_text(t).trim().to_string(),
+                None,
+                Some(reply.model.clone()),
+                Some(reply.response_time_ms as i64),
+            ),
+            Err(_) => {
+                let ordered: Vec<&Outcome> = self.in_schedule_order();
+                (concatenated(&ordered), Some("concatenated"), None, None)
+            }
+        };
+        let mut data = json!({ "model": model, "response": response, "fallback": fallback,
+                               "responseTimeMs": ms });
+        if let (Some(from), None) = (&routed.fallback_from, fallback) {
+            data["fallbackFrom"] = json!(from);
+        }
+        self.calls.answered(
+            Answered {
+                stage: "assembly",
+                order: ASSEMBLY_ORDER,
+                role: "assembler",
+                model,
+                event: "assembly_complete",
+                data,
+                text_key: "response",
+                answer: response,
+                response_time_ms: ms,
+            },
+            &mut self.title,
+        )
+    }
+
+    /// A call's stage → the stage order of its rows: the plan 0, a task its wave, the
+    /// assembly 99.
+    fn order_of(&self) -> impl Fn(&str) -> i32 {
+        let waves: Vec<(String, i32)> =
+            self.assignments.iter().map(|a| (a.task_id.clone(), a.wave as i32)).collect();
+        move |stage: &str| match stage {
+            "plan" => PLAN_ORDER,
+            "assembly" => ASSEMBLY_ORDER,
+            s => waves.iter().find(|(id, _)| id == s).map_or(PLAN_ORDER, |(_, w)| *w),
+        }
+    }
+}
+
+/// The plan a run goes on with (or stores before it fails).
+struct PlanUse {
+    reply: String,
+    reading: PlanReading,
+    /// Where its tasks were read from (None: none could be read).
+    read_from: Option<ReadFrom>,
+    model: String,
+    response_time_ms: u64,
+    fallback_from: Option<String>,
+    first: Option<FirstPlan>,
+    /// The reply asked for again, when it was set aside for the first (it still had a cycle,
+    /// or could not be read): its text and where it was read from.
+    set_aside: Option<(String, Option<ReadFrom>)>,
+}
+
+/// A task's row: its id as the stage type, its wave as the stage order.
+fn task_row(o: &Outcome, wave: usize) -> Effect {
+    let mut parsed = json!({ "taskId": o.task_id, "title": o.title, "wave": wave,
+                             "status": o.status, "wordCount": o.word_count });
+    if let Some(e) = &o.error {
+        parsed["error"] = json!(e);
+    }
+    Effect::Store(StageRow {
+        stage_type: o.task_id.clone(),
+        stage_order: wave as i32,
+        model: Some(o.model.clone()).filter(|m| !m.is_empty()),
+        role: Some("worker".into()),
+        content: o.output.clone(),
+        parsed_data: Some(parsed),
+        response_time_ms: o.response_time_ms,
+    })
+}
+
+/// The answer when the assembler and its backup failed: the outputs in schedule order, each
+/// under `## <id>: <title>`, separated by `---`.
+pub fn concatenated(ordered: &[&Outcome]) -> String {
+    ordered
+        .iter()
+        .filter(|o| o.status == Status::Completed)
+        .map(|o| format!("## {}: {}\n\n{}", o.task_id, o.title, o.output))
+        .collect::<Vec<_>>()
+        .join("\n\n---\n\n")
+}
+
+impl Mode for Decompose {
+    fn start(&mut self) -> Vec<Effect> {
+        let c = &self.config;
+        let mut out = vec![
+            Effect::emit(
+                "decompose_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
+                        "mode": "decompose",
+                        "config": { "plannerModel": c.planner_model, "workerModels": c.worker_models,
+                                    "assemblerModel": c.assembler_model, "maxTasks": c.max_tasks,
+                                    "timeoutMs": c.timeout_ms, "globalTimeoutMs": c.global_timeout_ms } }),
+            ),
+            Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: c.global_timeout_ms },
+            Effect::emit("plan_start", json!({ "data": { "model": c.planner_model } })),
+        ];
+        // Asked for the plan's JSON when the planner's route takes it (the backup takes the
+        // same prompt: it is asked as the planner is).
+        let (q, max) = (&self.ctx.question, self.config.max_tasks);
+        let asking = Asking::new(self.plan.clone(), |json| plan_prompt_as(q, max, json));
+        let spec = asking
+            .call(
+                &self.ctx,
+                "plan",
+                &self.config.planner_model,
+                "plan",
+                "planner",
+                self.config.timeout_ms,
+            )
+            .quoting([self.question()]);
+        let backup = self.config.facilitator_fallback_model.clone();
+        out.push(self.calls.solo(spec, PLAN_ORDER, backup.as_deref()));
+        let model = self.config.planner_model.clone();
+        out.extend(self.title.call(
+            &model,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
+        let Some(routed) = routed else { return out };
+        let key = routed.reply.key.clone();
+        let task = key.strip_prefix("task:").map(str::to_string);
+        out.extend(match (self.phase, task) {
+            (Phase::Planning, _) if key == "plan" => self.on_plan(routed),
+            (Phase::Replanning, _) if key == REPLAN_KEY => self.on_replan(routed.reply),
+            (Phase::Running, Some(id)) => self.on_task(&id, routed.reply),
+            (Phase::Assembling, _) if key == "assembly" => self.on_assembly(routed),
+            _ => Vec::new(),
+        });
+        let order = self.order_of();
+        self.calls.track(&out, order);
+        out
+    }
+
+    /// The global cap: the wave (or call) in flight finishes, later tasks are skipped and the
+    /// assembly follows.
+    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
+        if key == GLOBAL_TIMER {
+            self.deadline_passed = true;
+        }
+        Vec::new()
+    }
+}

@@ -1,0 +1,488 @@
+//! Reading the replies: the claims and each checker's verifications, from their text or their
+//! JSON (`fact_check_claims`, `fact_check_verifications`), and the reply score.
+
+use super::*;
+
+/// A numbered heading `<word> 3:` (also `#3`, `claim_3`, `Claim 3`, then `:`, `.` or a dash):
+/// the number and the rest of the line.
+pub(super) fn numbered(word: &str, line: &str) -> Option<(u64, String)> {
+    static CLAIM: OnceLock<Regex> = OnceLock::new();
+    static VERIFY: OnceLock<Regex> = OnceLock::new();
+    let pattern = |w: &str| {
+        format!(
+            r"(?i)^{w}\s*(?:\*\*|__)?\s*(?:#\s*|claim[_\s]*)?(\d{{1,6}})\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(.*))?$"
+        )
+    };
+    let r = match word {
+        "claim" => re(&CLAIM, &pattern("claim")),
+        _ => re(&VERIFY, &pattern("verification")),
+    };
+    let c = r.captures(line)?;
+    Some((c[1].parse().ok()?, unmark(c.get(2).map_or("", |m| m.as_str()))))
+}
+
+/// A `Name: value` field line among `names`: the lower-case name and the value.
+fn field<'a>(line: &'a str, names: &str) -> Option<(String, &'a str)> {
+    static CLAIM: OnceLock<Regex> = OnceLock::new();
+    static CHECK: OnceLock<Regex> = OnceLock::new();
+    static SUMMARY: OnceLock<Regex> = OnceLock::new();
+    let cell = match names {
+        "context|type" => &CLAIM,
+        "extraction summary" => &SUMMARY,
+        _ => &CHECK,
+    };
+    let r = re(cell, &format!(r"(?i)^({names})\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?"));
+    let c = r.captures(line)?;
+    Some((c.get(1)?.as_str().to_lowercase(), &line[c.get(0)?.end()..]))
+}
+
+/// One checkable claim, renumbered `claim_1`… in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Claim {
+    pub id: String,
+    pub number: usize,
+    pub text: String,
+    pub context: Option<String>,
+    /// One of [`TYPES`]; null when the type is missing or unknown.
+    #[serde(rename = "type")]
+    pub claim_type: Option<String>,
+}
+
+/// The extractor's reply as read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extraction {
+    pub claims: Vec<Claim>,
+    /// `CLAIMS: NONE` was stated (and no claim listed).
+    pub none_stated: bool,
+}
+
+impl Extraction {
+    /// Claims were listed, or none were said to exist: the reply followed the format.
+    pub fn parse_success(&self) -> bool {
+        !self.claims.is_empty() || self.none_stated
+    }
+}
+
+/// The type a value names exactly; None otherwise.
+pub fn type_of(value: &str) -> Option<String> {
+    let v = unmark(value).trim_end_matches(['.', ',', ';']).trim().to_uppercase();
+    TYPES.contains(&v.as_str()).then_some(v)
+}
+
+/// Reads the extractor's claims (its answer part only).
+pub fn read_claims(reply: &str) -> Extraction {
+    static NONE: OnceLock<Regex> = OnceLock::new();
+    let none_re = re(&NONE, r"(?i)^claims\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*none\b");
+    let text = answer_text(reply);
+    struct Block {
+        text: String,
+        context: Option<String>,
+        claim_type: Option<Option<String>>,
+    }
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut open = false;
+    let mut none_stated = false;
+    for raw in text.lines() {
+        let line = bare(raw);
+        if none_re.is_match(line) {
+            none_stated = true;
+            open = false;
+            continue;
+        }
+        if let Some((_, rest)) = numbered("claim", line) {
+            blocks.push(Block { text: rest, context: None, claim_type: None });
+            open = true;
+            continue;
+        }
+        if field(line, "extraction summary").is_some() {
+            open = false;
+            continue;
+        }
+        let Some(b) = blocks.last_mut().filter(|_| open) else { continue };
+        if let Some((name, value)) = field(line, "context|type") {
+            if name == "context" && b.context.is_none() {
+                let v = unmark(value);
+                b.context = Some(v).filter(|v| !v.is_empty());
+            } else if name == "type" && b.claim_type.is_none() {
+                b.claim_type = Some(type_of(value));
+            }
+            continue;
+        }
+        // A heading with its claim on the next line.
+        if b.text.is_empty() && !line.trim().is_empty() {
+            b.text = unmark(line);
+        }
+    }
+    let claims = numbered_claims(
+        blocks.into_iter().map(|b| (b.text, b.context, b.claim_type.flatten())).collect(),
+    );
+    let none_stated = none_stated && claims.is_empty();
+    Extraction { claims, none_stated }
+}
+
+/// Claims by type (`UNTYPED` for a null type), in [`TYPES`] order.
+pub fn type_breakdown(claims: &[Claim]) -> Value {
+    let mut m = serde_json::Map::new();
+    for t in TYPES.iter().copied().chain(["UNTYPED"]) {
+        let n = claims.iter().filter(|c| c.claim_type.as_deref().unwrap_or("UNTYPED") == t).count();
+        if n > 0 {
+            m.insert(t.into(), json!(n));
+        }
+    }
+    Value::Object(m)
+}
+
+/// The one verdict a text states; None when it states none, several, or a negated one
+/// (`not verified`, `unverified`).
+pub fn verdict_of(text: &str) -> Option<&'static str> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let r = re(&RE, r"(?i)\b(not\s+|un)?(verified|disputed|unverifiable)\b");
+    let mut found: Option<&'static str> = None;
+    for c in r.captures_iter(text) {
+        if c.get(1).is_some() {
+            return None;
+        }
+        let v = VERDICTS.into_iter().find(|v| v.eq_ignore_ascii_case(&c[2]))?;
+        match found {
+            Some(f) if f != v => return None,
+            _ => found = Some(v),
+        }
+    }
+    found
+}
+
+/// The one confidence a value states (`HIGH`, `medium.`); None otherwise.
+pub fn confidence_of(value: &str) -> Option<&'static str> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let r = re(&RE, r"(?i)\b(high|medium|low)\b");
+    let found: Vec<String> = r.find_iter(value).map(|m| m.as_str().to_uppercase()).collect();
+    let first = found.first()?;
+    if found.iter().any(|f| f != first) {
+        return None;
+    }
+    CONFIDENCES.into_iter().find(|c| c == first)
+}
+
+/// One checker's judgement of one claim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    pub claim_id: String,
+    pub verdict: String,
+    pub evidence: Option<String>,
+    /// Only on a DISPUTED verdict; null when `N/A`, `none`, `-` or empty.
+    pub correction: Option<String>,
+    pub confidence: String,
+    /// False when the reply stated no confidence (LOW is used).
+    pub confidence_stated: bool,
+    /// False when the checker did not address the claim (UNVERIFIABLE, LOW).
+    pub addressed: bool,
+}
+
+/// A checker's reply as read against the claims.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckReading {
+    pub verifications: Vec<Verification>,
+    pub parse_success: bool,
+}
+
+fn no_correction(v: &str) -> bool {
+    let t = v.trim().trim_end_matches('.').trim().to_lowercase();
+    matches!(t.as_str(), "" | "n/a" | "na" | "none" | "-" | "—" | "–")
+}
+
+/// A claim the checker did not address: UNVERIFIABLE, LOW, `addressed: false`.
+fn unaddressed(c: &Claim) -> Verification {
+    Verification {
+        claim_id: c.id.clone(),
+        verdict: "UNVERIFIABLE".into(),
+        evidence: None,
+        correction: None,
+        confidence: "LOW".into(),
+        confidence_stated: false,
+        addressed: false,
+    }
+}
+
+/// Reads a checker's verifications (its answer part only), one per claim in claim order.
+pub fn read_check(reply: &str, claims: &[Claim]) -> CheckReading {
+    struct Block {
+        number: usize,
+        heading_verdict: Option<&'static str>,
+        fields: Vec<(String, String)>,
+    }
+    let text = answer_text(reply);
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut open = false;
+    let mut spanning: Option<usize> = None;
+    for raw in text.lines() {
+        let line = bare(raw);
+        if let Some((n, rest)) = numbered("verification", line) {
+            let n = usize::try_from(n).unwrap_or(0);
+            open = (1..=claims.len()).contains(&n) && !blocks.iter().any(|b| b.number == n);
+            spanning = None;
+            if open {
+                blocks.push(Block {
+                    number: n,
+                    heading_verdict: verdict_of(&rest),
+                    fields: vec![],
+                });
+            }
+            continue;
+        }
+        if numbered("claim", line).is_some() {
+            (open, spanning) = (false, None);
+            continue;
+        }
+        let Some(b) = blocks.last_mut().filter(|_| open) else { continue };
+        if let Some((name, value)) = field(line, "verdict|evidence|correction|confidence") {
+            spanning = None;
+            if !b.fields.iter().any(|(n, _)| *n == name) {
+                if name == "evidence" || name == "correction" {
+                    spanning = Some(b.fields.len());
+                }
+                b.fields.push((name, unmark(value)));
+            }
+            continue;
+        }
+        if raw.trim_start().starts_with('#') {
+            (open, spanning) = (false, None);
+            continue;
+        }
+        if let Some(v) = spanning.and_then(|i| b.fields.get_mut(i)) {
+            if !raw.trim().is_empty() {
+                if !v.1.is_empty() {
+                    v.1.push('\n');
+                }
+                v.1.push_str(raw.trim());
+            }
+        }
+    }
+    let mut addressed_any = false;
+    let verifications = claims
+        .iter()
+        .map(|c| {
+            let block = blocks.iter().find(|b| b.number == c.number);
+            let get = |name: &str| {
+                block.and_then(|b| {
+                    b.fields.iter().find(|(n, _)| n == name).map(|(_, v)| v.trim().to_string())
+                })
+            };
+            let verdict = block.and_then(|b| {
+                b.heading_verdict.or_else(|| get("verdict").and_then(|v| verdict_of(&v)))
+            });
+            let Some(verdict) = verdict else { return unaddressed(c) };
+            addressed_any = true;
+            let confidence = get("confidence").as_deref().and_then(confidence_of);
+            Verification {
+                claim_id: c.id.clone(),
+                verdict: verdict.into(),
+                evidence: get("evidence").filter(|e| !e.is_empty()),
+                correction: get("correction")
+                    .filter(|v| verdict == "DISPUTED" && !no_correction(v)),
+                confidence: confidence.unwrap_or("LOW").into(),
+                confidence_stated: confidence.is_some(),
+                addressed: true,
+            }
+        })
+        .collect();
+    CheckReading { verifications, parse_success: addressed_any }
+}
+
+/// The reliability score the report states: the first number after `Reliability Score` on the
+/// last line naming it (rounded, clamped to 0-100); None when that line states none, or only
+/// the template's range (`<0-100>`).
+pub fn read_score(reply: &str) -> Option<u32> {
+    static NAME: OnceLock<Regex> = OnceLock::new();
+    static NUM: OnceLock<Regex> = OnceLock::new();
+    let name = re(&NAME, r"(?i)reliability\s+score");
+    let num = re(&NUM, r"^[^0-9]*?(-?\d+(?:\.\d+)?)\s*(-\s*\d)?");
+    let text = answer_text(reply);
+    let line = text.lines().rev().find(|l| name.is_match(l))?;
+    let at = name.find_iter(line).next()?.end();
+    let c = num.captures(&line[at..])?;
+    if c.get(2).is_some() {
+        return None;
+    }
+    let v: f64 = c[1].parse().ok()?;
+    Some(v.round().clamp(0.0, 100.0) as u32)
+}
+
+// ---- structured replies ----------------------------------------------------------------------
+//
+// A model whose route takes structured output is asked for JSON instead of the text blocks:
+// the extractor for `fact_check_claims` (each claim with its sentence and its type), a checker
+// for `fact_check_verifications` (one judgement per claim, by its number, its evidence before
+// its verdict so the model weighs before it commits). A reply is read from its JSON when that
+// fits the schema and states what the text would have to (a claim with words, a judgement of
+// a claim of this run); else by the text readers above. The JSON is held to the text's rules:
+// a repeated claim keeps its first wording, a claim judged twice keeps its first judgement, a
+// correction stands only on a DISPUTED verdict.
+
+/// The extraction's schema name.
+pub const CLAIMS_SCHEMA: &str = "fact_check_claims";
+/// A check's schema name.
+pub const VERIFICATIONS_SCHEMA: &str = "fact_check_verifications";
+/// The most claims a JSON extraction may list.
+pub const MAX_CLAIMS: usize = 30;
+/// The longest claim, as worded in the content.
+pub const CLAIM_MAX_CHARS: usize = 300;
+/// The longest context sentence and the longest evidence.
+pub const CONTEXT_MAX_CHARS: usize = 500;
+/// The longest correction.
+pub const CORRECTION_MAX_CHARS: usize = 300;
+
+/// The extraction's schema: the reasoning, then the claims (none when there is none).
+pub fn claims_schema() -> Arc<ReplySchema> {
+    let claim = schema::object([
+        (
+            "claim",
+            schema::described(schema::text(CLAIM_MAX_CHARS), "the claim as worded in the content"),
+        ),
+        ("context", schema::described(schema::text(CONTEXT_MAX_CHARS), "the sentence it is in")),
+        ("type", schema::described(schema::one_of(&TYPES), "what kind of claim it is")),
+    ]);
+    ReplySchema::new(
+        CLAIMS_SCHEMA,
+        schema::reasoned([(
+            "claims",
+            schema::described(
+                schema::list(claim, 0, MAX_CLAIMS),
+                "every checkable claim in the content, in order (an empty list when there is \
+                 none)",
+            ),
+        )]),
+    )
+}
+
+/// A check's schema for `n` claims: the reasoning, then one judgement per claim.
+pub fn verifications_schema(n: usize) -> Arc<ReplySchema> {
+    let n = n.max(1);
+    let judgement = schema::object([
+        (
+            "claim",
+            schema::described(schema::integer(1, n as i64), "the number of the claim judged"),
+        ),
+        (
+            "evidence",
+            schema::described(
+                schema::text(CONTEXT_MAX_CHARS),
+                "what you know that supports or contradicts it",
+            ),
+        ),
+        ("verdict", schema::described(schema::one_of(&VERDICTS), "your verdict on the claim")),
+        (
+            "correction",
+            schema::described(
+                schema::text(CORRECTION_MAX_CHARS),
+                "the correct statement if DISPUTED, else \"N/A\"",
+            ),
+        ),
+        ("confidence", schema::described(schema::one_of(&CONFIDENCES), "your confidence")),
+    ]);
+    ReplySchema::new(
+        VERIFICATIONS_SCHEMA,
+        schema::reasoned([(
+            "verifications",
+            schema::described(
+                schema::list(judgement, n, n),
+                "one judgement per claim, in the order of the claims",
+            ),
+        )]),
+    )
+}
+
+/// Claims as stated (text, context, type), each kept once (ignoring case and spacing) and
+/// numbered in order.
+fn numbered_claims(stated: Vec<(String, Option<String>, Option<String>)>) -> Vec<Claim> {
+    let mut claims: Vec<Claim> = Vec::new();
+    for (text, context, claim_type) in stated {
+        let t = text.trim().trim_matches('"').trim().to_string();
+        if t.is_empty() || claims.iter().any(|c| norm(&c.text) == norm(&t)) {
+            continue;
+        }
+        let n = claims.len() + 1;
+        claims.push(Claim { id: format!("claim_{n}"), number: n, text: t, context, claim_type });
+    }
+    claims
+}
+
+/// The extractor's reply read from its JSON when it fits `schema` and lists claims (or says
+/// there are none with an empty list), else by its text ([`read_claims`]); with where it was
+/// read from when it followed a format.
+pub fn read_claims_reply(reply: &str, schema: &ReplySchema) -> (Extraction, Option<ReadFrom>) {
+    let from_json = schema.read(reply).and_then(|v| {
+        let items = v.get("claims")?.as_array()?;
+        let stated = items
+            .iter()
+            .map(|c| {
+                let field = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
+                let context = Some(field("context").trim().to_string()).filter(|c| !c.is_empty());
+                (field("claim").to_string(), context, type_of(field("type")))
+            })
+            .collect();
+        let e = Extraction { claims: numbered_claims(stated), none_stated: items.is_empty() };
+        e.parse_success().then_some(e)
+    });
+    match from_json {
+        Some(e) => (e, Some(ReadFrom::Json)),
+        None => {
+            let e = read_claims(reply);
+            let from = e.parse_success().then_some(ReadFrom::Text);
+            (e, from)
+        }
+    }
+}
+
+/// A checker's reply read from its JSON when it fits `schema`, else by its text
+/// ([`read_check`]); with where it was read from when it was usable.
+pub fn read_check_reply(
+    reply: &str,
+    claims: &[Claim],
+    schema: &ReplySchema,
+) -> (CheckReading, Option<ReadFrom>) {
+    let from_json = schema.read(reply).and_then(|v| {
+        let items = v.get("verifications")?.as_array()?;
+        let verifications: Vec<Verification> = claims
+            .iter()
+            .map(|c| {
+                // A claim judged twice keeps its first judgement, as in text.
+                let item = items
+                    .iter()
+                    .find(|i| i.get("claim").and_then(Value::as_u64) == Some(c.number as u64));
+                let field = |k: &str| {
+                    item.and_then(|i| i.get(k))
+                        .and_then(Value::as_str)
+                        .map(|s| s.trim().to_string())
+                };
+                let verdict = field("verdict").and_then(|v| VERDICTS.into_iter().find(|x| *x == v));
+                let confidence =
+                    field("confidence").and_then(|v| CONFIDENCES.into_iter().find(|x| *x == v));
+                match (verdict, confidence) {
+                    (Some(verdict), Some(confidence)) => Verification {
+                        claim_id: c.id.clone(),
+                        verdict: verdict.into(),
+                        evidence: field("evidence").filter(|e| !e.is_empty()),
+                        correction: field("correction")
+                            .filter(|v| verdict == "DISPUTED" && !no_correction(v)),
+                        confidence: confidence.into(),
+                        confidence_stated: true,
+                        addressed: true,
+                    },
+                    _ => unaddressed(c),
+                }
+            })
+            .collect();
+        let parse_success = verifications.iter().any(|v| v.addressed);
+        parse_success.then_some(CheckReading { verifications, parse_success })
+    });
+    match from_json {
+        Some(r) => (r, Some(ReadFrom::Json)),
+        None => {
+            let r = read_check(reply, claims);
+            let from = r.parse_success.then_some(ReadFrom::Text);
+            (r, from)
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! Tournament's state machine: the bracket (pure functions of the seeds and the run id), the
+//! contestants' answers, the matches round by round and the champion.
+
+use super::*;
+
+/// One pairing of a round: `seed_b` None is a bye.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pairing {
+    pub match_index: usize,
+    pub seed_a: usize,
+    pub seed_b: Option<usize>,
+}
+
+/// The number of rounds for `n` seeds: ⌈log2 n⌉.
+pub fn total_rounds(n: usize) -> usize {
+    let mut p = 1;
+    let mut r = 0;
+    while p < n {
+        p *= 2;
+        r += 1;
+    }
+    r
+}
+
+/// Round 1 for seeds 1..=n: adjacent pairs of the first seeds, then a bye for each of the last
+/// P − n seeds (in seed order). Match indices are 1-based, byes after the matches.
+pub fn first_round(n: usize) -> Vec<Pairing> {
+    let p = 1usize << total_rounds(n);
+    let playing = n - (p - n);
+    let mut out = Vec::new();
+    for i in (0..playing).step_by(2) {
+        out.push(Pairing { match_index: out.len() + 1, seed_a: i + 1, seed_b: Some(i + 2) });
+    }
+    for s in playing + 1..=n {
+        out.push(Pairing { match_index: out.len() + 1, seed_a: s, seed_b: None });
+    }
+    out
+}
+
+/// A later round: the field (winners in match order, then round 1's byes) paired adjacently.
+pub fn next_round(field: &[usize]) -> Vec<Pairing> {
+    field
+        .chunks(2)
+        .enumerate()
+        .map(|(i, c)| Pairing { match_index: i + 1, seed_a: c[0], seed_b: c.get(1).copied() })
+        .collect()
+}
+
+/// A match's draws: whether the better seed is shown as Response A, and whether the coin flip
+/// (used only if the judge cannot be read) goes to the better seed.
+pub fn match_draws(run_seed: u64, round: usize, match_index: usize) -> (bool, bool) {
+    let mut rng = SplitMix64::new(run_seed ^ ((round as u64) << 8 | match_index as u64));
+    let better_first = rng.next_u64() & 1 == 0;
+    let better_wins_flip = rng.next_u64() & 1 == 0;
+    (better_first, better_wins_flip)
+}
+
+// ---- the state machine ---------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Contestant {
+    pub seed: usize,
+    pub model: String,
+    pub response: String,
+    pub response_time_ms: Option<i64>,
+}
+
+/// A match in flight.
+#[derive(Debug, Clone)]
+struct Live {
+    match_index: usize,
+    shown_a: usize,
+    shown_b: usize,
+    better_wins_flip: bool,
+    first_reply: Option<String>,
+    done: bool,
+}
+
+pub struct Tournament {
+    config: TournamentConfig,
+    ctx: RunContext,
+    /// Replies of the collect stage by request position.
+    answers: Vec<Option<CallReply>>,
+    contestants: Vec<Contestant>,
+    byes: Vec<usize>,
+    rounds_total: usize,
+    round: usize,
+    live: Vec<Live>,
+    /// Decided matches by round (the `matchup_complete` data plus `round`, `matchIndex`).
+    decided: Vec<Vec<Value>>,
+    /// Decided by a failed judge call, in the current round.
+    call_failures: usize,
+    ended: bool,
+    /// The judgement's reply schema (one for every match and re-ask of the run).
+    judgement: Arc<ReplySchema>,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+fn stage_order(stage: &str) -> i32 {
+    match stage.strip_prefix("round_").and_then(|n| n.parse::<i32>().ok()) {
+        Some(r) => r + 1,
+        None => 0,
+    }
+}
+
+impl Tournament {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: TournamentConfig = stored_config("tournament", config)?;
+        if !(2..=8).contains(&config.contestant_models.len()) {
+            return Err("the stored tournament configuration has no 2 to 8 contestants".into());
+        }
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let n = config.contestant_models.len();
+        Ok(Tournament {
+            config,
+            ctx,
+            answers: vec![None; n],
+            contestants: Vec::new(),
+            byes: Vec::new(),
+            rounds_total: 0,
+            round: 0,
+            live: Vec::new(),
+            decided: Vec::new(),
+            call_failures: 0,
+            ended: false,
+            judgement: judgement_schema(),
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn contestant(&self, seed: usize) -> &Contestant {
+        &self.contestants[seed - 1]
+    }
+
+    fn on_answer(&mut self, i: usize, reply: CallReply) -> Vec<Effect> {
+        if i >= self.answers.len() || self.answers[i].is_some() {
+            return Vec::new();
+        }
+        self.answers[i] = Some(reply);
+        if self.answers.iter().any(Option::is_none) {
+            return Vec::new();
+        }
+        self.seed()
+    }
+
+    /// Every contestant has answered (or failed): seeds, rows and round 1.
+    fn seed(&mut self) -> Vec<Effect> {
+        let mut out = Vec::new();
+        for (i, r) in self.answers.iter().enumerate() {
+            let Some(r) = r else { continue };
+            let Ok(text) = &r.result else { continue };
+            let c = Contestant {
+                seed: self.contestants.len() + 1,
+                model: self.config.contestant_models[i].clone(),
+                response: answer_text(text).trim().to_string(),
+                response_time_ms: Some(r.response_time_ms as i64),
+            };
+            out.push(Effect::Store(StageRow {
+                stage_type: "collect".into(),
+                stage_order: 0,
+                model: Some(c.model.clone()),
+                role: Some("contestant".into()),
+                content: c.response.clone(),
+                parsed_data: Some(json!({ "seed": c.seed, "contestant": i + 1 })),
+                response_time_ms: c.response_time_ms,
+            }));
+            self.contestants.push(c);
+        }
+        out.push(Effect::emit("collect_complete", json!({ "data": self.contestants })));
+        let n = self.contestants.len();
+        if n < 2 {
+            self.ended = true;
+            out.extend(self.title.fail(format!(
+                "Only {n} of {} contestants answered; a tournament needs at least 2.",
+                self.answers.len()
+            )));
+            return out;
+        }
+        self.rounds_total = total_rounds(n);
+        let first = first_round(n);
+        self.byes = first.iter().filter(|p| p.seed_b.is_none()).map(|p| p.seed_a).collect();
+        let bracket = json!({
+            "totalRounds": self.rounds_total,
+            "contestants": self.contestants.iter().map(|c| json!({ "seed": c.seed, "model": c.model })).collect::<Vec<_>>(),
+            "byes": self.byes,
+            "matchups": first.iter().map(|p| json!({ "matchIndex": p.match_index, "seedA": p.seed_a, "seedB": p.seed_b })).collect::<Vec<_>>(),
+        });
+        out.push(Effect::Store(StageRow::computed("bracket_seed", 1, bracket.clone())));
+        out.push(Effect::emit("bracket_seeded", json!({ "data": bracket })));
+        for p in first.iter().filter(|p| p.seed_b.is_none()) {
+            out.push(Effect::Store(StageRow {
+                stage_type: format!("round_1_match_{}", p.match_index),
+                stage_order: 2,
+                model: None,
+                role: None,
+                content: String::new(),
+                parsed_data: Some(json!({ "isBye": true, "seed": p.seed_a, "round": 1, "matchIndex": p.match_index })),
+                response_time_ms: None,
+            }));
+        }
+        let played: Vec<Pairing> = first.into_iter().filter(|p| p.seed_b.is_some()).collect();
+        out.extend(self.start_round(1, &played));
+        out
+    }
+
+    fn start_round(&mut self, round: usize, pairings: &[Pairing]) -> Vec<Effect> {
+        self.round = round;
+        self.call_failures = 0;
+        self.decided.push(Vec::new());
+        self.live = pairings
+            .iter()
+            .map(|p| {
+                let (a, b) = (p.seed_a, p.seed_b.unwrap_or(p.seed_a));
+                let (better, worse) = (a.min(b), a.max(b));
+                let (better_first, better_wins_flip) =
+                    match_draws(self.ctx.seed, round, p.match_index);
+                let (shown_a, shown_b) =
+                    if better_first { (better, worse) } else { (worse, better) };
+                Live {
+                    match_index: p.match_index,
+                    shown_a,
+                    shown_b,
+                    better_wins_flip,
+                    first_reply: None,
+                    done: false,
+                }
+            })
+            .collect();
+        let matchups: Vec<Value> = self
+            .live
+            .iter()
+            .map(|m| json!({ "matchIndex": m.match_index, "shownAsA": m.shown_a, "shownAsB": m.shown_b }))
+            .collect();
+        let mut out = vec![Effect::emit(
+            "round_start",
+            json!({ "round": round, "data": { "matchups": matchups } }),
+        )];
+        for m in self.live.clone() {
+            out.push(self.judge_call(&m, false));
+        }
+        out
+    }
+
+    fn judge_call(&self, m: &Live, strict: bool) -> Effect {
+        let a = &self.contestant(m.shown_a).response;
+        let b = &self.contestant(m.shown_b).response;
+        let q = &self.ctx.question;
+        let asking = Asking::new(self.judgement.clone(), |json| {
+            if strict {
+                strict_prompt_as(q, a, b, json)
+            } else {
+                judge_prompt_as(q, a, b, json)
+            }
+        });
+        let key = if strict {
+            format!("r{}m{}:retry", self.round, m.match_index)
+        } else {
+            format!("r{}m{}", self.round, m.match_index)
+        };
+        let call = asking.call(
+            &self.ctx,
+            key,
+            &self.config.judge_model,
+            &format!("round_{}", self.round),
+            "judge",
+            self.config.timeout_ms,
+        );
+        Effect::Call(call.quoting([
+            (Side::A.label().to_string(), a.clone()),
+            (Side::B.label().to_string(), b.clone()),
+        ]))
+    }
+
+    fn on_judge(&mut self, idx: usize, strict: bool, reply: CallReply) -> Vec<Effect> {
+        let m = self.live[idx].clone();
+        if m.done || (strict != m.first_reply.is_some()) {
+            return Vec::new();
+        }
+        let better = m.shown_a.min(m.shown_b);
+        let ms = reply.response_time_ms as i64;
+        let mut read_from = None;
+        let (winner, reasoning, decided_by, content) = match &reply.result {
+            Err(e) => {
+                self.call_failures += 1;
+                (
+                    better,
+                    format!("The judge's call failed ({}); the better seed advances.", e.message),
+                    "default_seed",
+                    e.message.clone(),
+                )
+            }
+            Ok(text) => {
+                let (v, from) = read_verdict_reply(text, &self.judgement);
+                match (v.winner, strict) {
+                    (Some(side), _) => {
+                        read_from = from;
+                        let seed = if side == Side::A { m.shown_a } else { m.shown_b };
+                        (
+                            seed,
+                            v.reasoning,
+                            if strict { "judge_retry" } else { "judge" },
+                            text.clone(),
+                        )
+                    }
+                    (None, false) => {
+                        self.live[idx].first_reply = Some(text.clone());
+                        return vec![self.judge_call(&self.live[idx].clone(), true)];
+                    }
+                    (None, true) => {
+                        let worse = m.shown_a.max(m.shown_b);
+                        let seed = if m.better_wins_flip { better } else { worse };
+                        (
+                            seed,
+                            "The judge's verdict could not be read, even when asked again; a coin flip decided.".into(),
+                            "coin_flip",
+                            text.clone(),
+                        )
+                    }
+                }
+            }
+        };
+        self.live[idx].done = true;
+        let loser = if winner == m.shown_a { m.shown_b } else { m.shown_a };
+        let label = if winner == m.shown_a { "Response A" } else { "Response B" };
+        let mut data = json!({
+            "shownAsA": m.shown_a, "shownAsB": m.shown_b, "winnerLabel": label,
+            "winnerSeed": winner, "winnerModel": self.contestant(winner).model,
+            "loserSeed": loser, "loserModel": self.contestant(loser).model,
+            "reasoning": reasoning, "decidedBy": decided_by, "responseTimeMs": ms,
+        });
+        // Only a judge's reply that stated a side was read (a coin flip or a failed call
+        // decided the others).
+        if let Some(from) = read_from {
+            data["readFrom"] = json!(from);
+        }
+        let mut parsed = data.clone();
+        parsed["round"] = json!(self.round);
+        parsed["matchIndex"] = json!(m.match_index);
+        if let Some(f) = &m.first_reply {
+            parsed["firstReply"] = json!(f);
+        }
+        let mut stored = parsed.clone();
+        if let Some(o) = stored.as_object_mut() {
+            o.remove("firstReply");
+        }
+        self.decided[self.round - 1].push(stored);
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: format!("round_{}_match_{}", self.round, m.match_index),
+                stage_order: self.round as i32 + 1,
+                model: Some(reply.model.clone()),
+                role: Some("judge".into()),
+                content,
+                parsed_data: Some(parsed),
+                response_time_ms: Some(ms),
+            }),
+            Effect::emit(
+                "matchup_complete",
+                json!({ "round": self.round, "matchIndex": m.match_index, "data": data }),
+            ),
+        ];
+        if self.live.iter().all(|l| l.done) {
+            out.extend(self.end_round());
+        }
+        out
+    }
+
+    fn end_round(&mut self) -> Vec<Effect> {
+        let round = self.round;
+        let mut matches = self.decided[round - 1].clone();
+        matches.sort_by_key(|m| m["matchIndex"].as_u64());
+        let winners: Vec<usize> =
+            matches.iter().filter_map(|m| m["winnerSeed"].as_u64()).map(|s| s as usize).collect();
+        let eliminated: Vec<usize> =
+            matches.iter().filter_map(|m| m["loserSeed"].as_u64()).map(|s| s as usize).collect();
+        let mut out = vec![Effect::emit(
+            "round_complete",
+            json!({ "round": round, "data": { "winners": winners, "eliminated": eliminated } }),
+        )];
+        if self.call_failures == self.live.len() {
+            self.ended = true;
+            out.extend(self.title.fail(format!(
+                "The judge ({}) failed every match of round {round}; the bracket so far is kept.",
+                self.config.judge_model
+            )));
+            return out;
+        }
+        let mut field = winners;
+        if round == 1 {
+            field.extend(self.byes.iter().copied());
+        }
+        if field.len() == 1 {
+            out.extend(self.declare(field[0]));
+            return out;
+        }
+        let next = next_round(&field);
+        out.extend(self.start_round(round + 1, &next));
+        out
+    }
+
+    fn declare(&mut self, seed: usize) -> Vec<Effect> {
+        self.ended = true;
+        let c = self.contestant(seed).clone();
+        let all: Vec<Value> = self.decided.iter().flatten().cloned().collect();
+        let data = champion(&c, &all, &self.byes, self.rounds_total, &self.contestants);
+        let mut event = json!({ "data": data });
+        self.calls.mark(&mut event);
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "winner".into(),
+                stage_order: 99,
+                model: Some(c.model.clone()),
+                role: Some("contestant".into()),
+                content: c.response.clone(),
+                parsed_data: Some(data),
+                response_time_ms: c.response_time_ms,
+            }),
+            Effect::emit("winner_declared", event),
+        ];
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: c.response });
+        out
+    }
+}
+
+/// `winner_declared`'s data for the champion `c`, from every decided match.
+fn champion(
+    c: &Contestant,
+    matches: &[Value],
+    byes: &[usize],
+    total: usize,
+    contestants: &[Contestant],
+) -> Value {
+    let mut path: Vec<Value> = Vec::new();
+    if byes.contains(&c.seed) {
+        path.push(
+            json!({ "round": 1, "opponentSeed": null, "opponentModel": null, "result": "bye" }),
+        );
+    }
+    let mut won: Vec<&Value> =
+        matches.iter().filter(|m| m["winnerSeed"].as_u64() == Some(c.seed as u64)).collect();
+    won.sort_by_key(|m| m["round"].as_u64());
+    for m in &won {
+        let opp = m["loserSeed"].as_u64().unwrap_or(0) as usize;
+        let model = contestants.get(opp.wrapping_sub(1)).map(|o| o.model.clone());
+        path.push(json!({ "round": m["round"], "opponentSeed": opp, "opponentModel": model, "result": "won" }));
+    }
+    json!({ "seed": c.seed, "model": c.model, "response": c.response, "bracketPath": path,
+            "matchesWon": won.len(), "totalRounds": total })
+}
+
+impl Mode for Tournament {
+    fn start(&mut self) -> Vec<Effect> {
+        let mut out = vec![
+            Effect::emit(
+                "tournament_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
+                        "mode": "tournament",
+                        "config": { "contestantModels": self.config.contestant_models,
+                                    "judgeModel": self.config.judge_model } }),
+            ),
+            Effect::emit("collect_start", json!({})),
+        ];
+        for (i, m) in self.config.contestant_models.iter().enumerate() {
+            out.push(Effect::Call(CallSpec::new(
+                format!("answer:{i}"),
+                m,
+                vec![ChatMessage::user(self.ctx.question.clone())],
+                "collect",
+                "contestant",
+                self.config.timeout_ms,
+            )));
+        }
+        let judge = self.config.judge_model.clone();
+        out.extend(self.title.call(
+            &judge,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        if self.ended {
+            return Vec::new();
+        }
+        let reply = if reply.key.starts_with("answer:") { empty_is_failure(reply) } else { reply };
+        let (mut out, routed) = self.calls.route(reply);
+        let Some(routed) = routed else { return out };
+        let key = routed.reply.key.clone();
+        if let Some(i) = key.strip_prefix("answer:").and_then(|i| i.parse().ok()) {
+            out.extend(self.on_answer(i, routed.reply));
+        } else if let Some(rest) = key.strip_prefix(&format!("r{}m", self.round)) {
+            let (m, strict) = match rest.strip_suffix(":retry") {
+                Some(m) => (m, true),
+                None => (rest, false),
+            };
+            if let Some(idx) = m
+                .parse::<usize>()
+                .ok()
+                .and_then(|mi| self.live.iter().position(|l| l.match_index == mi))
+            {
+                out.extend(self.on_judge(idx, strict, routed.reply));
+            }
+        }
+        self.calls.track(&out, stage_order);
+        out
+    }
+}

@@ -1,0 +1,164 @@
+//! Tournament mode (specs/11-tournament.md): every contestant answers; the answering ones, in
+//! request order, are seeds 1..n of a single-elimination bracket; a judge picks the better of
+//! two anonymous answers in each match (a round's matches in parallel, rounds in sequence); the
+//! champion's own answer is the answer.
+//!
+//! The bracket and every match's presentation order and coin flip are pure functions of the
+//! seeds and the run id, so a resumed run draws them the same. Each match is stored the moment
+//! it is decided, so a cancelled or interrupted run keeps every finished match.
+
+use std::sync::{Arc, OnceLock};
+
+use regex::Regex;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{
+    empty_is_failure, mark_from_rows, title_prompt, Calls, SplitMix64, TitleTracker, TITLE_KEY,
+};
+use super::reading::answer_text;
+use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
+use super::request::ModelId;
+use super::schema::{self, Asking, ReadFrom, ReplySchema};
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
+};
+
+mod machine;
+mod prompts;
+mod read;
+mod result;
+mod sim;
+
+pub use machine::*;
+pub use prompts::*;
+pub use read::*;
+pub use result::*;
+use sim::*;
+
+const SIM_CONTESTANTS: [&str; 4] = ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"];
+const SEED_CONTESTANTS: [&str; 4] =
+    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro", "perplexity/sonar-pro"];
+const SIM_JUDGE: &str = "sim/delta";
+const SEED_JUDGE: &str = "anthropic/claude-sonnet-4";
+
+/// Tournament's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TournamentRequest {
+    /// The contestants, 4 to 8, in seed order (a model listed twice is two contestants).
+    #[schemars(length(min = 4, max = 8))]
+    pub contestant_models: Option<Vec<ModelId>>,
+    /// Judges every match; must not be a contestant.
+    pub judge_model: Option<ModelId>,
+    /// Per-call timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 300000))]
+    pub timeout_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TournamentConfig {
+    pub contestant_models: Vec<String>,
+    pub judge_model: String,
+    pub timeout_ms: u64,
+}
+
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg: TournamentRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let contestant_models = request::models(
+        cfg.contestant_models.as_deref(),
+        "modeConfig.contestantModels",
+        4..=8,
+        Some("A tournament needs at least 4 contestants"),
+        Some("A tournament has at most 8 contestants"),
+    )?
+    .unwrap_or_else(|| {
+        request::ids(if defaults.offline { &SIM_CONTESTANTS } else { &SEED_CONTESTANTS })
+    });
+    let judge_model = request::model(cfg.judge_model.as_ref(), "modeConfig.judgeModel")?
+        .unwrap_or_else(|| (if defaults.offline { SIM_JUDGE } else { SEED_JUDGE }).to_string());
+    if contestant_models.contains(&judge_model) {
+        return Err(FieldError::new(
+            "modeConfig.judgeModel",
+            format!("the judge ({judge_model}) must not be a contestant"),
+        ));
+    }
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
+        "modeConfig.timeoutMs",
+        10_000..=300_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let models = request::distinct(&[&contestant_models], &[&judge_model]);
+    let config = TournamentConfig { contestant_models, judge_model, timeout_ms };
+    Ok(ValidRequest {
+        mode: SPEC.kind(),
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models,
+    })
+}
+
+/// Tournament in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "tournament",
+    label: "Tournament",
+    description: "4-8 models answer; a judge compares them two at a time in a single-elimination bracket; the champion's own answer is the answer.",
+    multi_turn: false,
+    question: Question { label: "Question", required: Some("Question is required") },
+    roles: &[
+        Role {
+            id: "contestant",
+            label: "Contestants",
+            field: Some("contestantModels"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_CONTESTANTS,
+            default: &SEED_CONTESTANTS,
+        },
+        Role {
+            id: "judge",
+            label: "Judge",
+            field: Some("judgeModel"),
+            panel: false,
+            fallback: None,
+            sim_default: &[SIM_JUDGE],
+            default: &[SEED_JUDGE],
+        },
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<TournamentRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Tournament::new(config, ctx)?)),
+    load_result,
+    outcome: |r| {
+        let c = r.get("champion").filter(|c| !c.is_null())?;
+        let text = c.get("response").and_then(Value::as_str)?;
+        Some(format!(
+            "Seed {} ({}) won {} of {} rounds: {}",
+            c["seed"],
+            c["model"].as_str().unwrap_or(""),
+            c["matchesWon"],
+            c["totalRounds"],
+            short(text, 80)
+        ))
+    },
+    stages: &[("collect", "the contestants' answers")],
+    report: Some(report),
+    example: || {
+        json!({ "mode": "tournament", "question": "What is the best way to learn a new programming language?",
+                "modeConfig": { "contestantModels": ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon", "sim/zeta"],
+                                "judgeModel": "sim/delta" } })
+    },
+    sim: Some(sim_answer),
+};
+
+#[cfg(test)]
+mod tests;
