@@ -59,7 +59,7 @@ pub struct Prompt<'a> {
 
 impl Prompt<'_> {
     /// The payload as a paragraph of its own, for a hostile model; else nothing.
-    fn hostile_paragraph(&self) -> String {
+    pub(crate) fn hostile_paragraph(&self) -> String {
         if self.hostile {
             format!("{XSS_PAYLOAD}\n\n")
         } else {
@@ -91,8 +91,8 @@ const RECOGNISERS: &[Recogniser] = &[
     foreman,
     revision,
     vote,
-    ranking,
-    synthesis,
+    super::council::sim::ranking,
+    super::council::sim::synthesis,
     delphi_classify,
     delphi_numeric,
     delphi_qualitative,
@@ -156,11 +156,11 @@ pub fn json_reply(p: &Prompt, schema: &ReplySchema) -> String {
     crate::modes::schema::sample(&schema.schema, &mut r, &words).to_string()
 }
 
-fn rng(p: &Prompt, salt: &str) -> SplitMix64 {
+pub(crate) fn rng(p: &Prompt, salt: &str) -> SplitMix64 {
     SplitMix64::new(seed_of(&[p.model, p.last, salt]))
 }
 
-fn pick<'a>(r: &mut SplitMix64, items: &[&'a str]) -> &'a str {
+pub(crate) fn pick<'a>(r: &mut SplitMix64, items: &[&'a str]) -> &'a str {
     items[r.below(items.len())]
 }
 
@@ -226,46 +226,6 @@ pub(crate) fn labeled_blocks(prompt: &str) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-fn ranking(p: &Prompt) -> Option<String> {
-    if !(p.last.contains("FINAL RANKING:") && p.last.contains("--- Response ")) {
-        return None;
-    }
-    let blocks = labeled_blocks(p.last);
-    if p.malformed {
-        return Some(format!(
-            "[simulated evaluation from {}] Honestly, every answer here has merit and I would not \
-             want to put one above another.",
-            p.model
-        ));
-    }
-    // Each model scores an answer by its own taste: a hash of (model, answer text). Different
-    // models therefore disagree, and the same model is consistent.
-    let mut scored: Vec<(u64, &String)> =
-        blocks.iter().map(|(l, text)| (seed_of(&[p.model, text.trim()]), l)).collect();
-    scored.sort();
-    let mut r = rng(p, "ranking");
-    let mut s = format!("[simulated evaluation from {}]\n\n{}", p.model, p.hostile_paragraph());
-    for (l, text) in &blocks {
-        let words = text.split_whitespace().count();
-        let verdict = pick(
-            &mut r,
-            &[
-                "is clear and well organised",
-                "covers the main points but misses a caveat",
-                "is accurate though somewhat terse",
-                "is thorough, if a little long",
-                "makes a strong argument with good examples",
-            ],
-        );
-        s.push_str(&format!("{l} ({words} words) {verdict}.\n"));
-    }
-    s.push_str("\nFINAL RANKING:\n");
-    for (i, (_, l)) in scored.iter().enumerate() {
-        s.push_str(&format!("{}. {l}\n", i + 1));
-    }
-    Some(s)
 }
 
 /// The text between two markers of a prompt.
@@ -781,46 +741,6 @@ fn clarity_arbitrate(p: &Prompt) -> Option<String> {
         p.model,
         scores.join(", "),
         p.hostile_json()
-    ))
-}
-
-fn synthesis(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with("You are a chairman synthesizing") {
-        return None;
-    }
-    let question = p
-        .last
-        .lines()
-        .find_map(|l| l.strip_prefix("Original Question: "))
-        .unwrap_or("the question");
-    let stage1 = p.last.split("STAGE 2").next().unwrap_or("");
-    let models: Vec<&str> = stage1
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("--- ").and_then(|s| s.strip_suffix(" ---")))
-        .collect();
-    if p.malformed {
-        return Some(format!("[simulated synthesis by {}] …", p.model));
-    }
-    let mut r = rng(p, "synthesis");
-    let opener = pick(
-        &mut r,
-        &[
-            "The council broadly agrees",
-            "Taken together, the answers converge",
-            "Across the panel there is a clear core of agreement",
-        ],
-    );
-    Some(format!(
-        "[simulated synthesis by {chair}]\n\n{opener} on \"{question}\".\n\n{hostile}\
-         Drawing on the answers of {models}, the strongest points are the ones several members \
-         made independently, and the peer rankings favoured the answers that explained their \
-         reasoning. Where the members disagreed, the disagreement is about emphasis rather \
-         than facts.\n\nIn short: weigh the trade-offs for your own situation; the panel's \
-         consensus is a starting point, not a verdict. (This text is simulated: no real model \
-         was asked.)",
-        chair = p.model,
-        models = if models.is_empty() { "the council".to_string() } else { models.join(", ") },
-        hostile = p.hostile_paragraph(),
     ))
 }
 
