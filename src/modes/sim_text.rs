@@ -68,7 +68,7 @@ impl Prompt<'_> {
     }
 
     /// The payload to append to a line of prose, for a hostile model; else nothing.
-    fn hostile_inline(&self) -> String {
+    pub(crate) fn hostile_inline(&self) -> String {
         if self.hostile {
             format!(" {XSS_PAYLOAD}")
         } else {
@@ -89,7 +89,7 @@ type Recogniser = fn(&Prompt) -> Option<String>;
 const RECOGNISERS: &[Recogniser] = &[
     super::jury::sim::juror,
     super::jury::sim::foreman,
-    revision,
+    super::debate::sim::revision,
     super::vote::sim::vote,
     super::council::sim::ranking,
     super::council::sim::synthesis,
@@ -237,42 +237,6 @@ pub(crate) fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
 pub(crate) fn section<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
     let rest = text.split_once(start)?.1;
     Some(rest.split_once(end).map_or(rest, |(inner, _)| inner))
-}
-
-fn revision(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with("You previously answered a question.") {
-        return None;
-    }
-    let own = between(p.last, "YOUR ORIGINAL RESPONSE:\n", "\n\nOTHER RESPONSES:");
-    let labels: Vec<String> = labeled_blocks(p.last).into_iter().map(|(l, _)| l).collect();
-    let other = labels.first().cloned().unwrap_or_else(|| "another response".into());
-    if p.malformed {
-        return Some(format!(
-            "[simulated revision from {}] I have read the others.\n\n{own}",
-            p.model
-        ));
-    }
-    // Each model leans one way, nudged by the prompt: debates show a mix.
-    let lean = (seed_of(&[p.model, "lean"]) % 3) as usize;
-    let nudge = (seed_of(&[p.model, p.last]) % 4) as usize;
-    let decision = ["REVISE", "STAND", "MERGE"][if nudge == 0 { (lean + 1) % 3 } else { lean }];
-    let (reason, body) = match decision {
-        "STAND" => ("My original answer already covers the points the others raise.".to_string(), own.to_string()),
-        "MERGE" => (
-            format!("Each response has strengths; combining {} gives the most complete answer.", labels.join(", ")),
-            format!("{own}\n\nMerged in from the other responses: their examples and caveats, which round out the answer."),
-        ),
-        _ => (
-            format!("{other} made a point my answer missed."),
-            format!("{own}\n\nRevised after reading {other}: one more consideration is how the choice holds up over time."),
-        ),
-    };
-    Some(format!(
-        "[simulated revision from {}]\n\nDECISION: {decision}\nREASONING: {reason}{}\n\nREVISED RESPONSE:\n{}{body}",
-        p.model,
-        p.hostile_inline(),
-        p.hostile_paragraph()
-    ))
 }
 
 /// A few models hold their ground in Delphi rounds: panels keep an outlier.
