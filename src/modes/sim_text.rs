@@ -87,12 +87,12 @@ type Recogniser = fn(&Prompt) -> Option<String>;
 
 /// Tried in order; the first that recognises its prompt answers.
 const RECOGNISERS: &[Recogniser] = &[
-    juror,
-    foreman,
-    revision,
-    vote,
-    ranking,
-    synthesis,
+    super::jury::sim::juror,
+    super::jury::sim::foreman,
+    super::debate::sim::revision,
+    super::vote::sim::vote,
+    super::council::sim::ranking,
+    super::council::sim::synthesis,
     super::delphi::delphi_classify,
     super::delphi::delphi_numeric,
     super::delphi::delphi_qualitative,
@@ -160,7 +160,7 @@ pub(crate) fn rng(p: &Prompt, salt: &str) -> SplitMix64 {
     SplitMix64::new(seed_of(&[p.model, p.last, salt]))
 }
 
-fn pick<'a>(r: &mut SplitMix64, items: &[&'a str]) -> &'a str {
+pub(crate) fn pick<'a>(r: &mut SplitMix64, items: &[&'a str]) -> &'a str {
     items[r.below(items.len())]
 }
 
@@ -228,46 +228,6 @@ pub(crate) fn labeled_blocks(prompt: &str) -> Vec<(String, String)> {
     out
 }
 
-fn ranking(p: &Prompt) -> Option<String> {
-    if !(p.last.contains("FINAL RANKING:") && p.last.contains("--- Response ")) {
-        return None;
-    }
-    let blocks = labeled_blocks(p.last);
-    if p.malformed {
-        return Some(format!(
-            "[simulated evaluation from {}] Honestly, every answer here has merit and I would not \
-             want to put one above another.",
-            p.model
-        ));
-    }
-    // Each model scores an answer by its own taste: a hash of (model, answer text). Different
-    // models therefore disagree, and the same model is consistent.
-    let mut scored: Vec<(u64, &String)> =
-        blocks.iter().map(|(l, text)| (seed_of(&[p.model, text.trim()]), l)).collect();
-    scored.sort();
-    let mut r = rng(p, "ranking");
-    let mut s = format!("[simulated evaluation from {}]\n\n{}", p.model, p.hostile_paragraph());
-    for (l, text) in &blocks {
-        let words = text.split_whitespace().count();
-        let verdict = pick(
-            &mut r,
-            &[
-                "is clear and well organised",
-                "covers the main points but misses a caveat",
-                "is accurate though somewhat terse",
-                "is thorough, if a little long",
-                "makes a strong argument with good examples",
-            ],
-        );
-        s.push_str(&format!("{l} ({words} words) {verdict}.\n"));
-    }
-    s.push_str("\nFINAL RANKING:\n");
-    for (i, (_, l)) in scored.iter().enumerate() {
-        s.push_str(&format!("{}. {l}\n", i + 1));
-    }
-    Some(s)
-}
-
 /// The text between two markers of a prompt.
 pub(crate) fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
     section(text, start, end).map_or("", str::trim)
@@ -277,202 +237,6 @@ pub(crate) fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
 pub(crate) fn section<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
     let rest = text.split_once(start)?.1;
     Some(rest.split_once(end).map_or(rest, |(inner, _)| inner))
-}
-
-/// A model's leniency as a juror: -2 (strict) to +2 (generous).
-fn leniency(model: &str) -> i64 {
-    (seed_of(&[model, "leniency"]) % 5) as i64 - 2
-}
-
-fn juror(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with(crate::modes::jury::JUROR_HEAD) {
-        return None;
-    }
-    if p.malformed {
-        return Some(format!(
-            "[simulated assessment from {}] The content reads well overall, though parts of it left me unsure.",
-            p.model
-        ));
-    }
-    let content = between(p.last, "CONTENT UNDER EVALUATION:\n", "\n\nScore each dimension");
-    // The content sets the level (every juror sees the same), the model its leniency.
-    let quality = 3 + (seed_of(&[content]) % 6) as i64;
-    let mut r = rng(p, "juror");
-    let mut s =
-        format!("[simulated assessment from {}]\n\n## Juror Assessment\n\n### Scores\n\n", p.model);
-    s.push_str("| Dimension | Score | Justification |\n|-----------|:-----:|---------------|\n");
-    let mut total = 0;
-    for dim in ["Accuracy", "Completeness", "Clarity", "Relevance", "Actionability"] {
-        let score = (quality + leniency(p.model) + r.below(3) as i64 - 1).clamp(1, 10);
-        total += score;
-        let why = pick(
-            &mut r,
-            &[
-                "Mostly solid, with a gap or two.",
-                "Clear strengths, but room to improve.",
-                "Does what it sets out to do.",
-                "Some claims need support.",
-            ],
-        );
-        s.push_str(&format!("| {dim} | {score} | {why} |\n"));
-    }
-    let avg = total as f64 / 5.0;
-    let verdict = if avg >= 7.0 {
-        "APPROVE"
-    } else if avg >= 4.0 {
-        "REVISE"
-    } else {
-        "REJECT"
-    };
-    s.push_str(&format!("| **Average** | {avg:.1} | |\n\n### Deliberation Notes\n"));
-    s.push_str("The content addresses its task and is organised sensibly. Its main weakness is a lack of concrete examples and error handling; its main strength is clarity.\n\n");
-    s.push_str(&p.hostile_paragraph());
-    s.push_str(&format!("### Verdict\nVERDICT: {verdict}\n\n### Recommendations\n"));
-    if verdict == "APPROVE" {
-        s.push_str("None required.\n");
-    } else {
-        s.push_str(
-            "1. Add concrete examples.\n2. Document error cases.\n3. Tighten the structure.\n",
-        );
-    }
-    Some(s)
-}
-
-fn foreman(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with("You are the foreman of a jury") {
-        return None;
-    }
-    let majority = between(p.last, "- Majority Verdict: ", "\n");
-    let count = |v: &str| between(p.last, &format!("- {v}: "), "\n").parse::<usize>().unwrap_or(0);
-    let counts = [count("APPROVE"), count("REVISE"), count("REJECT")];
-    let unanimous = counts.iter().filter(|c| **c > 0).count() <= 1;
-    let mut s = format!(
-        "[simulated report from {}]\n\n## Jury Verdict Report\n\n### Final Verdict: {majority}\nThe jury reached {majority} by majority.\n\n{}",
-        p.model,
-        p.hostile_paragraph()
-    );
-    s.push_str("### Dimension Analysis\n\n(Scores are aggregated by Conclave from the jurors' scorecards.)\n\n");
-    s.push_str("### Key Strengths (Consensus)\n- Clear, well-organised structure\n- Addresses the task directly\n\n");
-    s.push_str("### Key Weaknesses (Consensus)\n- Too few concrete examples\n- Error cases are not covered\n\n");
-    if majority != "APPROVE" {
-        s.push_str(
-            "### Improvement Recommendations\n1. Add worked examples\n2. Document error cases\n\n",
-        );
-    }
-    s.push_str("### Dissenting Opinions\n");
-    if unanimous {
-        s.push_str("The jury was unanimous.\n");
-    } else {
-        s.push_str(
-            "- A minority of jurors reached a different verdict, weighing the gaps differently.\n",
-        );
-    }
-    Some(s)
-}
-
-fn revision(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with("You previously answered a question.") {
-        return None;
-    }
-    let own = between(p.last, "YOUR ORIGINAL RESPONSE:\n", "\n\nOTHER RESPONSES:");
-    let labels: Vec<String> = labeled_blocks(p.last).into_iter().map(|(l, _)| l).collect();
-    let other = labels.first().cloned().unwrap_or_else(|| "another response".into());
-    if p.malformed {
-        return Some(format!(
-            "[simulated revision from {}] I have read the others.\n\n{own}",
-            p.model
-        ));
-    }
-    // Each model leans one way, nudged by the prompt: debates show a mix.
-    let lean = (seed_of(&[p.model, "lean"]) % 3) as usize;
-    let nudge = (seed_of(&[p.model, p.last]) % 4) as usize;
-    let decision = ["REVISE", "STAND", "MERGE"][if nudge == 0 { (lean + 1) % 3 } else { lean }];
-    let (reason, body) = match decision {
-        "STAND" => ("My original answer already covers the points the others raise.".to_string(), own.to_string()),
-        "MERGE" => (
-            format!("Each response has strengths; combining {} gives the most complete answer.", labels.join(", ")),
-            format!("{own}\n\nMerged in from the other responses: their examples and caveats, which round out the answer."),
-        ),
-        _ => (
-            format!("{other} made a point my answer missed."),
-            format!("{own}\n\nRevised after reading {other}: one more consideration is how the choice holds up over time."),
-        ),
-    };
-    Some(format!(
-        "[simulated revision from {}]\n\nDECISION: {decision}\nREASONING: {reason}{}\n\nREVISED RESPONSE:\n{}{body}",
-        p.model,
-        p.hostile_inline(),
-        p.hostile_paragraph()
-    ))
-}
-
-fn vote(p: &Prompt) -> Option<String> {
-    let tiebreak = p.last.starts_with("You are the chairman of a panel whose vote ended in a tie");
-    if !(p.last.starts_with("After a round of deliberation") || tiebreak) {
-        return None;
-    }
-    if p.malformed {
-        return Some(format!(
-            "[simulated vote from {}] They are all reasonable; I cannot pick one.",
-            p.model
-        ));
-    }
-    let blocks = labeled_blocks(p.last);
-    let choice = blocks
-        .iter()
-        .max_by_key(|(_, text)| seed_of(&[p.model, text.trim()]))
-        .map(|(l, _)| l.clone())
-        .unwrap_or_else(|| "Response A".into());
-    let why = if tiebreak {
-        "Of the tied responses, this one is the most practical."
-    } else {
-        "It is the most complete and practical answer."
-    };
-    Some(format!(
-        "[simulated vote from {}]\n\n{}{choice}: {why}\n\nVOTE: {choice}",
-        p.model,
-        p.hostile_paragraph()
-    ))
-}
-
-fn synthesis(p: &Prompt) -> Option<String> {
-    if !p.last.starts_with("You are a chairman synthesizing") {
-        return None;
-    }
-    let question = p
-        .last
-        .lines()
-        .find_map(|l| l.strip_prefix("Original Question: "))
-        .unwrap_or("the question");
-    let stage1 = p.last.split("STAGE 2").next().unwrap_or("");
-    let models: Vec<&str> = stage1
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("--- ").and_then(|s| s.strip_suffix(" ---")))
-        .collect();
-    if p.malformed {
-        return Some(format!("[simulated synthesis by {}] …", p.model));
-    }
-    let mut r = rng(p, "synthesis");
-    let opener = pick(
-        &mut r,
-        &[
-            "The council broadly agrees",
-            "Taken together, the answers converge",
-            "Across the panel there is a clear core of agreement",
-        ],
-    );
-    Some(format!(
-        "[simulated synthesis by {chair}]\n\n{opener} on \"{question}\".\n\n{hostile}\
-         Drawing on the answers of {models}, the strongest points are the ones several members \
-         made independently, and the peer rankings favoured the answers that explained their \
-         reasoning. Where the members disagreed, the disagreement is about emphasis rather \
-         than facts.\n\nIn short: weigh the trade-offs for your own situation; the panel's \
-         consensus is a starting point, not a verdict. (This text is simulated: no real model \
-         was asked.)",
-        chair = p.model,
-        models = if models.is_empty() { "the council".to_string() } else { models.join(", ") },
-        hostile = p.hostile_paragraph(),
-    ))
 }
 
 fn answer(p: &Prompt) -> String {

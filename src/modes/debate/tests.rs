@@ -382,14 +382,14 @@ fn check_corpus(cases: &[(&str, &str, Want)]) {
 fn real_replies_parse_as_a_careful_reader_reads_them() {
     let none: Want = (None, None, None, Some(Unparsed::NoAnswer));
     let cases = [
-        ("smollm2-01", include_str!("corpus/debate/smollm2-01.txt"), none),
-        ("smollm2-02", include_str!("corpus/debate/smollm2-02.txt"), none),
-        ("smollm2-03", include_str!("corpus/debate/smollm2-03.txt"), none),
-        ("smollm2-04", include_str!("corpus/debate/smollm2-04.txt"), none),
-        ("smollm2-05", include_str!("corpus/debate/smollm2-05.txt"), none),
-        ("smollm2-06", include_str!("corpus/debate/smollm2-06.txt"), none),
-        ("smollm2-07", include_str!("corpus/debate/smollm2-07.txt"), none),
-        ("smollm2-08", include_str!("corpus/debate/smollm2-08.txt"), none),
+        ("smollm2-01", include_str!("../corpus/debate/smollm2-01.txt"), none),
+        ("smollm2-02", include_str!("../corpus/debate/smollm2-02.txt"), none),
+        ("smollm2-03", include_str!("../corpus/debate/smollm2-03.txt"), none),
+        ("smollm2-04", include_str!("../corpus/debate/smollm2-04.txt"), none),
+        ("smollm2-05", include_str!("../corpus/debate/smollm2-05.txt"), none),
+        ("smollm2-06", include_str!("../corpus/debate/smollm2-06.txt"), none),
+        ("smollm2-07", include_str!("../corpus/debate/smollm2-07.txt"), none),
+        ("smollm2-08", include_str!("../corpus/debate/smollm2-08.txt"), none),
     ];
     check_corpus(&cases);
 }

@@ -455,52 +455,52 @@ fn real_replies_parse_as_a_careful_reader_reads_them() {
         // A letter to "Your Honor" about a panel of experts.
         (
             "smollm2-01",
-            include_str!("corpus/jury/smollm2-01.txt"),
+            include_str!("../corpus/jury/smollm2-01.txt"),
             expect(NO_SCORES, None, Some(NoAnswer)),
         ),
         // The template echoed three times: `[1-10]` is no score, `### Verdict` has no word.
         (
             "smollm2-02",
-            include_str!("corpus/jury/smollm2-02.txt"),
+            include_str!("../corpus/jury/smollm2-02.txt"),
             expect(NO_SCORES, None, Some(NoAnswer)),
         ),
         (
             "smollm2-03",
-            include_str!("corpus/jury/smollm2-03.txt"),
+            include_str!("../corpus/jury/smollm2-03.txt"),
             expect(NO_SCORES, None, Some(NoAnswer)),
         ),
         // `Accuracy: 1`, then `Accuracy: 0.99` to the end: the last stated value is off the
         // scale, so the dimension is null (and the reply unparsed).
         (
             "smollm2-04",
-            include_str!("corpus/jury/smollm2-04.txt"),
+            include_str!("../corpus/jury/smollm2-04.txt"),
             expect(NO_SCORES, None, Some(NoAnswer)),
         ),
         (
             "smollm2-05",
-            include_str!("corpus/jury/smollm2-05.txt"),
+            include_str!("../corpus/jury/smollm2-05.txt"),
             expect(NO_SCORES, None, Some(NoAnswer)),
         ),
         (
             "smollm2-06",
-            include_str!("corpus/jury/smollm2-06.txt"),
+            include_str!("../corpus/jury/smollm2-06.txt"),
             expect(NO_SCORES, None, Some(NoAnswer)),
         ),
         (
             "smollm2-07",
-            include_str!("corpus/jury/smollm2-07.txt"),
+            include_str!("../corpus/jury/smollm2-07.txt"),
             expect(NO_SCORES, None, Some(NoAnswer)),
         ),
         // `| Verdict | [Verdienst] |`: a labelled cell, but no verdict word in it.
         (
             "smollm2-08",
-            include_str!("corpus/jury/smollm2-08.txt"),
+            include_str!("../corpus/jury/smollm2-08.txt"),
             expect(NO_SCORES, None, Some(NoAnswer)),
         ),
         // "The content is fundamentally flawed" is the prompt's gloss of REJECT, not a verdict.
         (
             "smollm2-09",
-            include_str!("corpus/jury/smollm2-09.txt"),
+            include_str!("../corpus/jury/smollm2-09.txt"),
             expect(NO_SCORES, None, Some(NoAnswer)),
         ),
     ];

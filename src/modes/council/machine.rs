@@ -1,0 +1,291 @@
+//! Council's state machine: the answers, the rankings and the chairman's synthesis.
+
+use super::*;
+
+/// The `stage_order` of a council stage.
+fn stage_order(stage: &str) -> i32 {
+    match stage {
+        "stage1" => 1,
+        "stage2" => 2,
+        _ => 3,
+    }
+}
+
+// ---- the state machine ----------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Answering,
+    Ranking,
+    Synthesising,
+    Done,
+}
+
+pub struct Council {
+    config: CouncilConfig,
+    ctx: RunContext,
+    phase: Phase,
+    /// Replies of the current stage, by member index.
+    batch: Batch,
+    stage1: Vec<Stage1Response>,
+    label_to_model: BTreeMap<String, String>,
+    stage2: Vec<Stage2Response>,
+    /// The ranking's reply schema, once the labels are known.
+    ranking_schema: Option<Arc<ReplySchema>>,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+impl Council {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: CouncilConfig = stored_config("council", config)?;
+        let members = config.council_models.len();
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        Ok(Council {
+            config,
+            ctx,
+            phase: Phase::Answering,
+            batch: Batch::new("stage1", members),
+            stage1: Vec::new(),
+            label_to_model: BTreeMap::new(),
+            stage2: Vec::new(),
+            ranking_schema: None,
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn call(
+        &self,
+        key: String,
+        model: &str,
+        prompt_messages: Vec<crate::modes::ChatMessage>,
+        stage: &str,
+        role: &str,
+    ) -> Effect {
+        Effect::Call(CallSpec::new(
+            key,
+            model,
+            prompt_messages,
+            stage,
+            role,
+            self.config.timeout_ms,
+        ))
+    }
+
+    fn fail(&mut self, message: String) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        self.title.fail(message)
+    }
+
+    fn on_stage1(&mut self, reply: CallReply) -> Vec<Effect> {
+        if !self.batch.accept(reply) || !self.batch.complete() {
+            return Vec::new();
+        }
+        self.stage1 = named(self.batch.take(), &self.config.council_models)
+            .iter()
+            .filter_map(answer_of)
+            .collect();
+        match self.stage1.len() {
+            0 => return self.fail("All council models failed to respond.".into()),
+            1 => {
+                return self.fail(
+                    "Only 1 council model answered; at least 2 responses are required for ranking."
+                        .into(),
+                )
+            }
+            _ => {}
+        }
+        let mut out: Vec<Effect> = self
+            .stage1
+            .iter()
+            .map(|r| {
+                Effect::Store(StageRow {
+                    stage_type: "stage1".into(),
+                    stage_order: 1,
+                    model: Some(r.model.clone()),
+                    role: Some("council".into()),
+                    content: r.response.clone(),
+                    parsed_data: None,
+                    response_time_ms: Some(r.response_time_ms),
+                })
+            })
+            .collect();
+        out.push(Effect::emit("stage1_complete", json!({ "data": self.stage1 })));
+
+        // Stage 2: anonymise with a per-run shuffle and ask every member to rank.
+        let order = create_label_map(self.stage1.len(), self.ctx.seed);
+        let mut labeled = Vec::with_capacity(order.len());
+        for (k, &idx) in order.iter().enumerate() {
+            let l = label(k);
+            let answer = &self.stage1[idx];
+            self.label_to_model.insert(l.clone(), answer.model.clone());
+            out.push(Effect::Store(StageRow {
+                stage_type: "label_map".into(),
+                stage_order: 2,
+                model: Some(answer.model.clone()),
+                role: None,
+                content: l.clone(),
+                parsed_data: Some(json!({ "label": l })),
+                response_time_ms: None,
+            }));
+            // Rankers read the answer, not the reasoning behind it.
+            labeled.push((l, answer_text(&answer.response).into_owned()));
+        }
+        out.push(Effect::emit("stage2_start", json!({})));
+        let labels: Vec<String> = labeled.iter().map(|(l, _)| l.clone()).collect();
+        let asking = Asking::new(ranking::ranking_schema("council_ranking", &labels), |json| {
+            ranking_prompt_as(&self.ctx.question, &labeled, json)
+        });
+        self.batch = Batch::new("stage2", self.config.council_models.len());
+        for (i, model) in self.config.council_models.iter().enumerate() {
+            let key = self.batch.key(i);
+            let call =
+                asking.call(&self.ctx, key, model, "stage2", "council", self.config.timeout_ms);
+            out.push(Effect::Call(call.quoting(labeled.clone())));
+        }
+        self.ranking_schema = Some(asking.schema);
+        self.phase = Phase::Ranking;
+        out
+    }
+
+    fn on_stage2(&mut self, reply: CallReply) -> Vec<Effect> {
+        if !self.batch.accept(reply) || !self.batch.complete() {
+            return Vec::new();
+        }
+        let labels: Vec<String> = self.label_to_model.keys().cloned().collect();
+        let schema = self
+            .ranking_schema
+            .clone()
+            .unwrap_or_else(|| ranking::ranking_schema("council_ranking", &labels));
+        self.stage2 = named(self.batch.take(), &self.config.council_models)
+            .into_iter()
+            .filter_map(|r| {
+                r.result.ok().map(|text| {
+                    stage2_response(r.model, text, &labels, &schema, r.response_time_ms)
+                })
+            })
+            .collect();
+        let mut out: Vec<Effect> = self
+            .stage2
+            .iter()
+            .map(|r| {
+                Effect::Store(StageRow {
+                    stage_type: "stage2".into(),
+                    stage_order: 2,
+                    model: Some(r.model.clone()),
+                    role: Some("council".into()),
+                    content: r.ranking.clone(),
+                    parsed_data: Some(stage2_parsed(r)),
+                    response_time_ms: Some(r.response_time_ms),
+                })
+            })
+            .collect();
+        out.push(Effect::emit(
+            "stage2_complete",
+            stage2_complete(&self.stage2, &self.label_to_model),
+        ));
+
+        out.push(Effect::emit("stage3_start", json!({})));
+        let prompt = synthesis_prompt(&self.ctx.question, &self.stage1, &self.stage2);
+        let messages = with_history(&self.ctx.history, HISTORY_TURNS, &prompt);
+        let chairman = self.config.chairman_model.clone();
+        let material =
+            self.stage1
+                .iter()
+                .map(|r| (format!("{}'s answer", r.model), answer_text(&r.response).into_owned()))
+                .chain(self.stage2.iter().map(|r| {
+                    (format!("{}'s ranking", r.model), readable(&r.ranking).into_owned())
+                }));
+        let spec = CallSpec::new(
+            "stage3",
+            &chairman,
+            messages,
+            "stage3",
+            "chairman",
+            self.config.timeout_ms,
+        )
+        .quoting(material);
+        let backup = self.config.chairman_fallback_model.clone();
+        out.push(self.calls.solo(spec, 3, backup.as_deref()));
+        out.extend(self.title.call(
+            &chairman,
+            title_prompt(&self.ctx.question),
+            self.config.timeout_ms,
+        ));
+        self.phase = Phase::Synthesising;
+        out
+    }
+
+    fn on_stage3(&mut self, routed: Routed) -> Vec<Effect> {
+        let text = match &routed.reply.result {
+            Ok(text) => text.clone(),
+            Err(e) => return self.fail(role_failed("chairman", &routed, e)),
+        };
+        let reply = routed.reply;
+        let synthesis = Stage3Response {
+            model: reply.model,
+            response: text.clone(),
+            response_time_ms: reply.response_time_ms as i64,
+            fallback_from: routed.fallback_from,
+        };
+        let mut done = json!({ "data": synthesis });
+        self.calls.mark(&mut done);
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "stage3".into(),
+                stage_order: 3,
+                model: Some(synthesis.model.clone()),
+                role: Some("chairman".into()),
+                content: synthesis.response.clone(),
+                parsed_data: synthesis
+                    .fallback_from
+                    .as_ref()
+                    .map(|from| json!({ "fallbackFrom": from })),
+                response_time_ms: Some(synthesis.response_time_ms),
+            }),
+            Effect::emit("stage3_complete", done),
+        ];
+        self.phase = Phase::Done;
+        out.extend(self.title.on_answer());
+        out.push(Effect::Finish { answer: text });
+        out
+    }
+}
+
+impl Mode for Council {
+    fn start(&mut self) -> Vec<Effect> {
+        let mut out = vec![Effect::emit(
+            "stage1_start",
+            json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id }),
+        )];
+        let messages = with_history(&self.ctx.history, HISTORY_TURNS, &self.ctx.question);
+        for (i, model) in self.config.council_models.iter().enumerate() {
+            out.push(self.call(
+                format!("stage1:{i}"),
+                model,
+                messages.clone(),
+                "stage1",
+                "council",
+            ));
+        }
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let (mut out, routed) = self.calls.route(reply);
+        let Some(routed) = routed else { return out };
+        out.extend(match self.phase {
+            Phase::Answering => self.on_stage1(routed.reply),
+            Phase::Ranking => self.on_stage2(routed.reply),
+            Phase::Synthesising if routed.reply.key == "stage3" => self.on_stage3(routed),
+            _ => Vec::new(),
+        });
+        self.calls.track(&out, stage_order);
+        out
+    }
+}

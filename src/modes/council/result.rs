@@ -1,0 +1,245 @@
+//! What Council stores and reads back: the stage payloads, the result from the stored rows
+//! and the export's report.
+
+use super::*;
+
+// ---- payloads (one definition for live events and stored results) --------------------------
+
+/// A stage-1 answer (`{model, response, responseTimeMs}`), shared with the other modes.
+pub type Stage1Response = crate::modes::common::Answer;
+
+/// An evaluator's ranking: its text, and what it states.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stage2Response {
+    pub model: String,
+    pub ranking: String,
+    /// The labels in the stated order (tied ones in the order written); empty when the
+    /// evaluator stated no ranking.
+    pub parsed_ranking: Vec<String>,
+    /// The stated places, best first; a place holds the labels tied in it.
+    #[serde(default)]
+    pub places: Vec<Vec<String>>,
+    /// The ranking names only some of the labels (the others share the places left).
+    #[serde(default)]
+    pub partial: bool,
+    /// Why no ranking was read, when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<Unparsed>,
+    /// Where the ranking was read from (its JSON or its text), when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
+    pub response_time_ms: i64,
+}
+
+impl Stage2Response {
+    /// The evaluator's places (rows stored before places were recorded hold only the order).
+    pub(super) fn places(&self) -> Vec<Vec<String>> {
+        if self.places.is_empty() {
+            self.parsed_ranking.iter().map(|l| vec![l.clone()]).collect()
+        } else {
+            self.places.clone()
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AggregateRanking {
+    pub model: String,
+    pub label: String,
+    pub average_rank: f64,
+    /// Rankings counted for this label (every parsed ranking places every label).
+    pub rankings_count: usize,
+    /// Of those, the rankings that named it; the rest placed it by the partial rule.
+    pub named_count: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stage2Metadata {
+    pub label_to_model: BTreeMap<String, String>,
+    pub aggregate_rankings: Vec<AggregateRanking>,
+    /// Evaluators whose ranking was read and counted.
+    pub rankings_counted: usize,
+    /// Of those, the ones that named only some labels.
+    pub partial_rankings: usize,
+    /// Evaluators that answered but stated no ranking (left out of the aggregate).
+    pub unparsed_rankings: usize,
+}
+
+/// The synthesis (`{model, response, responseTimeMs, fallbackFrom?}`): `model` is the one that
+/// wrote it, and `fallbackFrom` the chairman it stood in for when the backup wrote it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stage3Response {
+    pub model: String,
+    pub response: String,
+    pub response_time_ms: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// A field of a row's parsed data, when it is there and reads as `T`.
+fn parsed_field<T: serde::de::DeserializeOwned>(row: &StageRow, key: &str) -> Option<T> {
+    let v = row.parsed_data.as_ref()?.get(key)?;
+    serde_json::from_value(v.clone()).ok()
+}
+
+/// Rebuilds the seed's `CouncilResult` (without `title`, which lives on the conversation)
+/// from stored rows, with the same payload shapes as the live events.
+pub fn load_result(rows: &[StageRow]) -> Value {
+    fn of<'a>(rows: &'a [StageRow], t: &'a str) -> impl Iterator<Item = &'a StageRow> + 'a {
+        rows.iter().filter(move |r| r.stage_type == t)
+    }
+    let stage1: Vec<Stage1Response> = of(rows, "stage1")
+        .map(|r| Stage1Response {
+            model: r.model.clone().unwrap_or_default(),
+            response: r.content.clone(),
+            response_time_ms: r.response_time_ms.unwrap_or(0),
+        })
+        .collect();
+    let label_to_model: BTreeMap<String, String> = of(rows, "label_map")
+        .map(|r| {
+            let l = r
+                .parsed_data
+                .as_ref()
+                .and_then(|d| d.get("label"))
+                .and_then(Value::as_str)
+                .unwrap_or(&r.content)
+                .to_string();
+            (l, r.model.clone().unwrap_or_default())
+        })
+        .collect();
+    let stage2: Vec<Stage2Response> = of(rows, "stage2")
+        .map(|r| Stage2Response {
+            model: r.model.clone().unwrap_or_default(),
+            ranking: r.content.clone(),
+            parsed_ranking: parsed_field(r, "parsedRanking").unwrap_or_default(),
+            places: parsed_field(r, "places").unwrap_or_default(),
+            partial: parsed_field(r, "partial").unwrap_or_default(),
+            unparsed: parsed_field(r, "unparsed"),
+            read_from: parsed_field(r, "readFrom"),
+            response_time_ms: r.response_time_ms.unwrap_or(0),
+        })
+        .collect();
+    let stage3 = of(rows, "stage3").next().map(|r| Stage3Response {
+        model: r.model.clone().unwrap_or_default(),
+        response: r.content.clone(),
+        response_time_ms: r.response_time_ms.unwrap_or(0),
+        fallback_from: r
+            .parsed_data
+            .as_ref()
+            .and_then(|d| d.get("fallbackFrom"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    });
+    let meta = if label_to_model.is_empty() {
+        Value::Null
+    } else {
+        stage2_complete(&stage2, &label_to_model)["metadata"].clone()
+    };
+    let mut result =
+        json!({ "stage1": stage1, "stage2": stage2, "stage2Metadata": meta, "stage3": stage3 });
+    mark_from_rows(&mut result, rows);
+    result
+}
+
+// ---- the export's report -------------------------------------------------------------------
+
+/// An average place in words: at most two decimals (`1`, `1.5`, `2.33`).
+fn average_words(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The result as the export's report: the aggregate ranking as a table (rank, answer, whose,
+/// average place), each member's ranking in a line, and who wrote the synthesis.
+pub fn report(result: &Value) -> String {
+    use crate::modes::report::{count, table};
+    let mut out = String::new();
+    let meta = &result["stage2Metadata"];
+    let labels = meta["labelToModel"].as_object().cloned().unwrap_or_default();
+    let whose = |label: &str| match labels.get(label).and_then(Value::as_str) {
+        Some(m) if !m.is_empty() => format!("{label} ({m})"),
+        _ => label.to_string(),
+    };
+    let aggregate = meta["aggregateRankings"].as_array().cloned().unwrap_or_default();
+    let stage2 = result["stage2"].as_array().cloned().unwrap_or_default();
+    if !aggregate.is_empty() {
+        let counted = meta["rankingsCounted"].as_u64().unwrap_or(0);
+        out.push_str(&format!(
+            "**Aggregate ranking** (the average place each answer was given, over {}):\n\n",
+            count(counted, "ranking", "rankings")
+        ));
+        // Equal averages share a rank.
+        let (mut rank, mut last) = (0, None);
+        let rows: Vec<Vec<String>> = aggregate
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let avg = a["averageRank"].as_f64();
+                if avg.is_none() || avg != last {
+                    rank = i + 1;
+                    last = avg;
+                }
+                vec![
+                    rank.to_string(),
+                    a["label"].as_str().unwrap_or("").to_string(),
+                    a["model"].as_str().unwrap_or("").to_string(),
+                    avg.map_or(String::new(), average_words),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["rank", "answer", "model", "average place"], &rows, &[0, 3]));
+        if let Some(n) = meta["partialRankings"].as_u64().filter(|n| *n > 0) {
+            out.push_str(&format!(
+                "\n{} named only some of the answers; the answers left out share the places left.\n",
+                count(n, "ranking", "rankings")
+            ));
+        }
+        out.push('\n');
+    } else if !stage2.is_empty() {
+        out.push_str("**No aggregate ranking:** no member's ranking could be read.\n\n");
+    }
+    if !stage2.is_empty() {
+        out.push_str("**Each member's ranking**, best first:\n\n");
+        for r in &stage2 {
+            let model = r["model"].as_str().filter(|m| !m.is_empty()).unwrap_or("a member");
+            let mut places: Vec<Vec<String>> =
+                serde_json::from_value(r["places"].clone()).unwrap_or_default();
+            if places.is_empty() {
+                let order: Vec<String> =
+                    serde_json::from_value(r["parsedRanking"].clone()).unwrap_or_default();
+                places = order.into_iter().map(|l| vec![l]).collect();
+            }
+            if places.is_empty() {
+                let why = serde_json::from_value::<Unparsed>(r["unparsed"].clone())
+                    .map_or(String::new(), |u| format!("; it {}", u.describe()));
+                out.push_str(&format!("- {model}: no ranking could be read{why}\n"));
+                continue;
+            }
+            let said: Vec<String> = places
+                .iter()
+                .map(|p| {
+                    let tied: Vec<String> = p.iter().map(|l| whose(l)).collect();
+                    if tied.len() > 1 {
+                        format!("{} (tied)", tied.join(" and "))
+                    } else {
+                        tied.join("")
+                    }
+                })
+                .collect();
+            let partial = if r["partial"] == true { " (names only some answers)" } else { "" };
+            out.push_str(&format!("- {model}: {}{partial}\n", said.join(", then ")));
+        }
+        out.push('\n');
+    }
+    if let Some(chair) = result["stage3"]["model"].as_str().filter(|m| !m.is_empty()) {
+        let standing_in = result["stage3"]["fallbackFrom"]
+            .as_str()
+            .map_or(String::new(), |f| format!(", the backup standing in for {f}"));
+        out.push_str(&format!("**Synthesis** written by the chairman, {chair}{standing_in}.\n"));
+    }
+    out
+}

@@ -1,0 +1,133 @@
+//! Debate mode (seed 04): answer; each model sees the others' answers (anonymised) and may
+//! REVISE, STAND or MERGE; everyone votes on the revised answers under a new label map; the
+//! plurality winner's revised answer is the result, ties going to the first label
+//! alphabetically (no chairman: peers only).
+
+mod machine;
+mod prompts;
+mod read;
+mod result;
+pub(crate) mod sim;
+
+pub use machine::*;
+pub use prompts::*;
+pub use read::*;
+pub use result::*;
+use sim::sim_answer;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use regex::Regex;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{
+    answer_of, create_label_map, label, mark_from_rows, member_names, named, title_prompt,
+    word_count, Answer, Batch, Calls, TitleTracker, TITLE_KEY,
+};
+use super::reading::{answer_text, between, json_values, split_reasoning, Unparsed};
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
+use super::request::ModelId;
+use super::schema::{self, Asking, ReadFrom, ReplySchema};
+use super::stated::{last_stated, Labels};
+use super::voting::{
+    ballot_rows, ballots_from_rows, cast, first_alphabetically, round, vote_prompt_as, vote_schema,
+};
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
+};
+
+const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
+const SEED_DEFAULTS: [&str; 3] =
+    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
+/// Mixed into the run seed so the vote's label map is a fresh shuffle.
+const VOTE_SALT: u64 = 0x5eed_0fd0_be7e;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DebateConfig {
+    pub models: Vec<String>,
+    pub timeout_ms: u64,
+}
+
+/// Debate's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DebateRequest {
+    /// The debaters: 3 to 6 models that answer, revise after reading the others, and vote.
+    #[schemars(length(min = 3, max = 6))]
+    pub models: Option<Vec<ModelId>>,
+    /// Per-stage timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 600000))]
+    pub timeout_ms: Option<i64>,
+}
+
+/// `{question, modeConfig?: {models (3-6), timeoutMs}}`; follow-ups are refused by the engine
+/// (Debate is not multi-turn).
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg: DebateRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let models = request::models(
+        cfg.models.as_deref(),
+        "modeConfig.models",
+        3..=6,
+        Some("Debate mode requires at least 3 models"),
+        Some("Maximum 6 models allowed"),
+    )?
+    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS }));
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
+        "modeConfig.timeoutMs",
+        10_000..=600_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let all = request::distinct(&[&models], &[]);
+    let config = DebateConfig { models, timeout_ms };
+    Ok(ValidRequest {
+        mode: SPEC.kind(),
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models: all,
+    })
+}
+
+/// Debate in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "debate",
+    label: "Debate",
+    description: "Every model answers, revises after reading the others anonymously, then votes on the revised answers.",
+    multi_turn: false,
+    question: Question { label: "Question", required: Some("Question is required") },
+    roles: &[
+        Role {
+            id: "respondent",
+            label: "Debaters",
+            field: Some("models"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_DEFAULTS,
+            default: &SEED_DEFAULTS,
+        },
+        Role::internal("debater", "Revisions"),
+        Role::internal("voter", "Votes"),
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<DebateRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Debate::new(config, ctx)?)),
+    load_result,
+    outcome: super::registry::winner_outcome,
+    stages: &[("revision", "the revisions"), ("vote", "the vote")],
+    report: Some(report),
+    example: || json!({ "mode": "debate", "question": "Should companies adopt a 4-day work week?" }),
+    sim: Some(sim_answer),
+};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,248 @@
+//! Jury's state machine: the jurors' deliberation, then the foreman's verdict.
+
+use super::*;
+
+/// The `stage_order` of a jury stage's calls.
+fn stage_order(stage: &str) -> i32 {
+    if stage == "deliberation" {
+        2
+    } else {
+        4
+    }
+}
+
+// ---- the state machine ----------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Deliberating,
+    Verdict,
+    Done,
+}
+
+pub struct Jury {
+    config: JuryConfig,
+    ctx: RunContext,
+    phase: Phase,
+    batch: Batch,
+    /// Successful assessments, in the order they arrived (as published).
+    jurors: Vec<JurorAssessment>,
+    summary: Option<JurorSummary>,
+    /// The jurors' reply schema, built once for the run.
+    juror_schema: Arc<ReplySchema>,
+    title: TitleTracker,
+    calls: Calls,
+}
+
+impl Jury {
+    pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
+        let config: JuryConfig = stored_config("jury", config)?;
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let n = config.juror_models.len();
+        Ok(Jury {
+            config,
+            ctx,
+            phase: Phase::Deliberating,
+            batch: Batch::new("juror", n),
+            jurors: Vec::new(),
+            summary: None,
+            juror_schema: juror_schema(),
+            title,
+            calls: Calls::default(),
+        })
+    }
+
+    fn fail(&mut self, message: String) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        self.title.fail(message)
+    }
+
+    /// One juror finished: publish its assessment now, not with the batch.
+    fn on_juror(&mut self, reply: CallReply) -> Vec<Effect> {
+        let mut out = Vec::new();
+        if let Ok(text) = &reply.result {
+            // Jurors of one model are told apart (`m #2`); the key says which juror this is.
+            let index = reply.key.rsplit(':').next().and_then(|n| n.parse::<usize>().ok());
+            let names = member_names(&self.config.juror_models);
+            let name = index.and_then(|i| names.get(i)).unwrap_or(&reply.model);
+            let a = assess_reply(name, text, reply.response_time_ms as i64, &self.juror_schema);
+            let mut parsed = json!({
+                "scores": a.scores, "average": a.average, "verdict": a.verdict,
+                "recommendations": a.recommendations, "parseSuccess": a.parse_success,
+                "unparsed": a.unparsed,
+            });
+            if let Some(from) = a.read_from {
+                parsed["readFrom"] = json!(from);
+            }
+            out.push(Effect::Store(StageRow {
+                stage_type: "deliberation".into(),
+                stage_order: 2,
+                model: Some(a.model.clone()),
+                role: Some("juror".into()),
+                content: a.assessment_text.clone(),
+                parsed_data: Some(parsed),
+                response_time_ms: Some(a.response_time_ms),
+            }));
+            out.push(Effect::emit("juror_complete", json!({ "data": a })));
+            self.jurors.push(a);
+        }
+        if !self.batch.accept(reply) || !self.batch.complete() {
+            return out;
+        }
+        self.batch.take();
+        match self.jurors.len() {
+            0 => {
+                out.extend(self.fail("All juror evaluations failed.".into()));
+                return out;
+            }
+            1 => {
+                out.extend(
+                    self.fail("Only 1 juror evaluation succeeded; at least 2 are required.".into()),
+                );
+                return out;
+            }
+            _ => {}
+        }
+        let summary = summarize(self.config.juror_models.len(), &self.jurors);
+        out.push(Effect::Store(StageRow::computed("juror_summary", 3, json!(summary))));
+        out.push(Effect::emit("all_jurors_complete", json!({ "data": summary })));
+        out.push(Effect::emit("verdict_start", json!({})));
+        let prompt = foreman_prompt(
+            &self.config.content,
+            self.config.original_question.as_deref(),
+            &self.jurors,
+            &summary.vote_tally,
+            summary.majority_verdict,
+        );
+        let material = foreman_material(
+            &self.config.content,
+            self.config.original_question.as_deref(),
+            &self.jurors,
+        );
+        let foreman = self.config.foreman_model.clone();
+        // The report is text a person reads: no schema.
+        let spec = CallSpec::new(
+            "verdict",
+            &foreman,
+            vec![ChatMessage::user(prompt)],
+            "verdict",
+            "foreman",
+            self.config.timeout_ms,
+        )
+        .quoting(material);
+        let backup = self.config.foreman_fallback_model.clone();
+        out.push(self.calls.solo(spec, 4, backup.as_deref()));
+        out.extend(self.title.call(
+            &foreman,
+            title_prompt(&self.config.content),
+            self.config.timeout_ms,
+        ));
+        self.summary = Some(summary);
+        self.phase = Phase::Verdict;
+        out
+    }
+
+    fn on_verdict(&mut self, routed: Routed) -> Vec<Effect> {
+        let text = match &routed.reply.result {
+            Ok(t) => t.clone(),
+            Err(e) => return self.fail(role_failed("foreman", &routed, e)),
+        };
+        let Some(summary) = self.summary.clone() else {
+            return self.fail("internal error: no juror summary".into());
+        };
+        let reply = routed.reply;
+        let mut report =
+            foreman_report(&reply.model, &text, reply.response_time_ms as i64, &summary);
+        report.fallback_from = routed.fallback_from;
+        let mut parsed = json!(report);
+        if let Some(o) = parsed.as_object_mut() {
+            o.remove("reportText");
+        }
+        let mut out = vec![
+            Effect::Store(StageRow {
+                stage_type: "verdict".into(),
+                stage_order: 4,
+                model: Some(report.model.clone()),
+                role: Some("foreman".into()),
+                content: text.clone(),
+                parsed_data: Some(parsed),
+                response_time_ms: Some(report.response_time_ms),
+            }),
+            Effect::emit("verdict_complete", {
+                let mut done = json!({ "data": report });
+                self.calls.mark(&mut done);
+                done
+            }),
+        ];
+        self.phase = Phase::Done;
+        out.extend(self.title.on_answer());
+        // The conversation keeps the report without its reasoning (the row keeps it all).
+        let answer = answer_text(&text);
+        let answer = if answer.trim().is_empty() { text.clone() } else { answer.into_owned() };
+        out.push(Effect::Finish { answer });
+        out
+    }
+}
+
+impl Mode for Jury {
+    fn start(&mut self) -> Vec<Effect> {
+        let presentation = match &self.config.original_question {
+            Some(q) => json!({ "content": self.config.content, "originalQuestion": q }),
+            None => json!({ "content": self.config.content }),
+        };
+        let mut out = vec![
+            Effect::emit(
+                "jury_start",
+                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id, "mode": "jury" }),
+            ),
+            Effect::emit("present_start", json!({})),
+            Effect::Store(StageRow {
+                stage_type: "present".into(),
+                stage_order: 1,
+                model: None,
+                role: None,
+                content: self.config.content.clone(),
+                parsed_data: Some(json!({ "originalQuestion": self.config.original_question })),
+                response_time_ms: None,
+            }),
+            Effect::emit("present_complete", json!({ "data": presentation })),
+            Effect::emit("deliberation_start", json!({})),
+        ];
+        let (content, question) = (&self.config.content, self.config.original_question.as_deref());
+        let asking = Asking::new(self.juror_schema.clone(), |json| {
+            evaluation_prompt_as(content, question, json)
+        });
+        let mut material = vec![("the content under review".to_string(), content.clone())];
+        if let Some(q) = question {
+            material.push(("the original question".to_string(), q.to_string()));
+        }
+        for (i, model) in self.config.juror_models.iter().enumerate() {
+            let call = asking.call(
+                &self.ctx,
+                self.batch.key(i),
+                model,
+                "deliberation",
+                "juror",
+                self.config.timeout_ms,
+            );
+            out.push(Effect::Call(call.quoting(material.clone())));
+        }
+        self.calls.track(&out, stage_order);
+        out
+    }
+
+    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
+        if reply.key == TITLE_KEY {
+            return self.title.on_reply(&reply);
+        }
+        let (mut out, routed) = self.calls.route(reply);
+        let Some(routed) = routed else { return out };
+        out.extend(match self.phase {
+            Phase::Deliberating => self.on_juror(routed.reply),
+            Phase::Verdict if routed.reply.key == "verdict" => self.on_verdict(routed),
+            _ => Vec::new(),
+        });
+        self.calls.track(&out, stage_order);
+        out
+    }
+}

@@ -1,0 +1,209 @@
+//! Jury mode (seed 03): jurors score existing content on five dimensions and give a verdict,
+//! each `juror_complete` published as that juror finishes; scores, ranges and the majority
+//! verdict (with the seed's conservative tie rules) are computed here, in Rust; the foreman
+//! writes the report around them.
+//!
+//! Decisions where the seed is silent: a juror is `parseSuccess` when at least one dimension
+//! parsed (an out-of-range score nulls only its own dimension); when no verdict parses and no
+//! score either, the majority verdict defaults to REVISE (the conservative middle) and the
+//! summary says so; the dimension analysis's consensus is "Strong agreement" for a spread of
+//! at most 2 points, "Mixed" for 3-4 and "Disagreement" beyond; the final verdict is the
+//! majority verdict computed here (the foreman is told it and writes the report); a failing
+//! foreman is replaced once by the configured backup (`[fallback] foreman`), and the report
+//! then says `fallbackFrom`.
+
+mod machine;
+mod prompts;
+mod read;
+mod result;
+pub(crate) mod sim;
+
+pub use machine::*;
+pub use prompts::*;
+pub use read::*;
+pub use result::*;
+use sim::sim_answer;
+
+use std::sync::{Arc, OnceLock};
+
+use regex::Regex;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{
+    mark_from_rows, member_names, role_failed, Batch, Calls, Routed, SplitMix64, TitleTracker,
+    TITLE_KEY,
+};
+use super::reading::{
+    answer_text, between, json_field, json_values, readable, split_reasoning, Unparsed,
+};
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
+use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_TEXT_CHARS};
+use super::schema::{self, Asking, ReadFrom, ReplySchema};
+use super::stated::{last_stated, Labels};
+
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
+    RunContext, StageRow, ValidRequest,
+};
+
+const SIM_JURORS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
+const SIM_FOREMAN: &str = "sim/delta";
+const SEED_JURORS: [&str; 3] = ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
+const SEED_FOREMAN: &str = "perplexity/sonar-pro";
+
+/// The five dimensions, as the prompts name them.
+pub const DIMENSIONS: [&str; 5] =
+    ["Accuracy", "Completeness", "Clarity", "Relevance", "Actionability"];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct JuryConfig {
+    pub content: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_question: Option<String>,
+    pub juror_models: Vec<String>,
+    pub foreman_model: String,
+    pub timeout_ms: u64,
+    /// The server's backup foreman (`[fallback] foreman`), when one is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreman_fallback_model: Option<String>,
+}
+
+/// Jury's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct JuryRequest {
+    /// The content the jurors evaluate (required).
+    pub content: Option<Text<MAX_CONTENT_CHARS>>,
+    /// The question the content answers, when there is one.
+    pub original_question: Option<Text<MAX_TEXT_CHARS>>,
+    /// The jurors: 3 to 6 models.
+    #[schemars(length(min = 3, max = 6))]
+    pub juror_models: Option<Vec<ModelId>>,
+    /// Writes the verdict report; must not be a juror.
+    pub foreman_model: Option<ModelId>,
+    /// Per-stage timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 300000))]
+    pub timeout_ms: Option<i64>,
+}
+
+/// `{question, mode:"jury", modeConfig: {content, originalQuestion?, jurorModels (3-6),
+/// foremanModel (not a juror), timeoutMs (10 000-300 000)}}`.
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Content to evaluate is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg: JuryRequest = request::typed(&request::mode_config(body, true)?, "modeConfig")?;
+    let content =
+        cfg.content.as_ref().filter(|c| !c.0.trim().is_empty()).map(|c| c.0.clone()).ok_or_else(
+            || FieldError::new("modeConfig.content", "Content to evaluate is required"),
+        )?;
+    let original_question =
+        match &cfg.original_question {
+            None => None,
+            Some(q) => Some(q.trimmed().ok_or_else(|| {
+                FieldError::new("modeConfig.originalQuestion", "must not be empty")
+            })?),
+        };
+    let juror_models = request::models(
+        cfg.juror_models.as_deref(),
+        "modeConfig.jurorModels",
+        3..=6,
+        Some("Jury mode requires at least 3 juror models"),
+        Some("Maximum 6 juror models allowed"),
+    )?
+    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_JURORS } else { &SEED_JURORS }));
+    let foreman_model = match &cfg.foreman_model {
+        None => (if defaults.offline { SIM_FOREMAN } else { SEED_FOREMAN }).to_string(),
+        Some(m) if m.0.trim().is_empty() => {
+            return Err(FieldError::new("modeConfig.foremanModel", "Foreman model is required"))
+        }
+        Some(m) => m.0.trim().to_string(),
+    };
+    if juror_models.contains(&foreman_model) {
+        return Err(FieldError::new(
+            "modeConfig.foremanModel",
+            "Foreman model must not be one of the juror models",
+        ));
+    }
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
+        "modeConfig.timeoutMs",
+        10_000..=300_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let models = request::distinct(&[&juror_models], &[&foreman_model]);
+    let foreman_fallback_model = Fallbacks::for_role(&defaults.fallback.foreman, &foreman_model);
+    let config = JuryConfig {
+        content,
+        original_question,
+        juror_models,
+        foreman_model,
+        timeout_ms,
+        foreman_fallback_model,
+    };
+    Ok(ValidRequest {
+        mode: SPEC.kind(),
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models,
+    })
+}
+
+/// Jury in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "jury",
+    label: "Jury",
+    description: "Jurors score existing content on five dimensions and give a verdict; the foreman writes the verdict report.",
+    multi_turn: false,
+    question: Question { label: "What to evaluate", required: Some("Content to evaluate is required") },
+    roles: &[
+        Role {
+            id: "juror",
+            label: "Jurors",
+            field: Some("jurorModels"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_JURORS,
+            default: &SEED_JURORS,
+        },
+        Role {
+            id: "foreman",
+            label: "Foreman",
+            field: Some("foremanModel"),
+            panel: false,
+            fallback: Some("foreman"),
+            sim_default: &[SIM_FOREMAN],
+            default: &[SEED_FOREMAN],
+        },
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<JuryRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Jury::new(config, ctx)?)),
+    load_result,
+    outcome: |r| {
+        let s = r.get("jurorSummary").filter(|s| !s.is_null())?;
+        let verdict = r["foreman"]["finalVerdict"]
+            .as_str()
+            .or_else(|| s["majorityVerdict"].as_str())
+            .unwrap_or("no verdict");
+        Some(match s["overallAverage"].as_f64() {
+            Some(avg) => format!("{verdict} · average {avg:.1}/10"),
+            None => verdict.to_string(),
+        })
+    },
+    stages: &[("present", "presenting the content"), ("deliberation", "the jurors' deliberation"), ("verdict", "the foreman's verdict")],
+    report: Some(report),
+    example: || {
+        json!({ "mode": "jury", "question": "Evaluate this API documentation",
+                "modeConfig": { "content": "## GET /api/users\nReturns users. Accepts limit and offset." } })
+    },
+    sim: Some(sim_answer),
+};
+
+#[cfg(test)]
+mod tests;

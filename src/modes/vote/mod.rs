@@ -1,0 +1,141 @@
+//! Vote mode (specs/02-vote.md): answer, vote anonymously for the single best answer, the
+//! plurality winner's original answer is the result; the chairman breaks ties, and the first
+//! tied label alphabetically wins if the chairman cannot. A chairman whose tiebreak call fails
+//! is replaced once by the configured backup (`[fallback] chairman`) before that rule applies.
+
+mod machine;
+mod result;
+pub(crate) mod sim;
+
+pub use machine::*;
+pub use result::*;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::common::{
+    answer_of, create_label_map, label, mark_from_rows, named, title_prompt, with_history, Answer,
+    Batch, Calls, Routed, TitleTracker, TITLE_KEY,
+};
+use super::reading::answer_text;
+use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
+use super::request::ModelId;
+use super::schema::{Asking, ReplySchema};
+use super::voting::{
+    ballot_rows, ballots_from_rows, cast, first_alphabetically, read_vote_reply, round, tally,
+    tiebreaker_prompt_as, vote_prompt_as, vote_schema, Ballot, Tally,
+};
+use super::{
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
+    RunContext, StageRow, ValidRequest,
+};
+
+pub const HISTORY_TURNS: usize = 10;
+const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
+const SEED_DEFAULTS: [&str; 3] =
+    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VoteConfig {
+    pub models: Vec<String>,
+    pub chairman_model: String,
+    pub timeout_ms: u64,
+    /// The server's backup chairman for the tiebreak (`[fallback] chairman`), when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chairman_fallback_model: Option<String>,
+}
+
+/// Vote's `modeConfig`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VoteRequest {
+    /// The models that answer and then vote: 3 to 7 (the same model twice is two voters).
+    #[schemars(length(min = 3, max = 7))]
+    pub models: Option<Vec<ModelId>>,
+    /// Breaks a tie among the tied answers (default: the first model; it may also vote).
+    pub chairman_model: Option<ModelId>,
+    /// Per-stage timeout in milliseconds.
+    #[schemars(range(min = 10000, max = 600000))]
+    pub timeout_ms: Option<i64>,
+}
+
+/// `{question, conversationId?, modeConfig?: {models (3-7), chairmanModel, timeoutMs}}`.
+fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
+    let question = request::question(body, "Question is required")?;
+    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
+    let cfg: VoteRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let models = request::models(
+        cfg.models.as_deref(),
+        "modeConfig.models",
+        3..=7,
+        Some("Vote mode requires at least 3 models"),
+        Some("Maximum 7 models allowed"),
+    )?
+    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS }));
+    let chairman_model = request::model(cfg.chairman_model.as_ref(), "modeConfig.chairmanModel")?
+        .unwrap_or_else(|| models[0].clone());
+    let timeout_ms = request::timeout(
+        cfg.timeout_ms,
+        "modeConfig.timeoutMs",
+        10_000..=600_000,
+        defaults.stage_timeout_ms,
+    )?;
+    let all = request::distinct(&[&models], &[&chairman_model]);
+    let chairman_fallback_model = Fallbacks::for_role(&defaults.fallback.chairman, &chairman_model);
+    let config = VoteConfig { models, chairman_model, timeout_ms, chairman_fallback_model };
+    Ok(ValidRequest {
+        mode: SPEC.kind(),
+        question,
+        conversation_id,
+        config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        models: all,
+    })
+}
+
+/// Vote in the registry.
+pub static SPEC: ModeSpec = ModeSpec {
+    id: "vote",
+    label: "Vote",
+    description: "Every model answers, then votes for the best anonymised answer; the plurality wins and the chairman breaks ties.",
+    multi_turn: true,
+    question: Question { label: "Question", required: Some("Question is required") },
+    roles: &[
+        Role {
+            id: "voter",
+            label: "Voters",
+            field: Some("models"),
+            panel: true,
+            fallback: None,
+            sim_default: &SIM_DEFAULTS,
+            default: &SEED_DEFAULTS,
+        },
+        Role {
+            id: "chairman",
+            label: "Chairman (tiebreak)",
+            field: Some("chairmanModel"),
+            panel: false,
+            fallback: Some("chairman"),
+            sim_default: &[],
+            default: &[],
+        },
+        Role::internal("title", "Title"),
+    ],
+    top_level: &[],
+    schema: schema_of::<VoteRequest>,
+    validate,
+    build: |config, ctx| Ok(Box::new(Vote::new(config, ctx)?)),
+    load_result,
+    outcome: super::registry::winner_outcome,
+    stages: &[("vote_round", "the vote")],
+    report: Some(report),
+    example: || json!({ "mode": "vote", "question": "Which database should a team of five use?" }),
+    sim: None,
+};
+
+#[cfg(test)]
+mod tests;
