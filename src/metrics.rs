@@ -1,4 +1,5 @@
-//! Process-wide counters for `GET /metrics`, and their Prometheus text exposition.
+//! Process-wide counters for `GET /metrics`, exposed in the Prometheus text format by the
+//! `prometheus-client` crate.
 //!
 //! What is counted here happens far from the web layer (in ModelCall actors, the Hub, each
 //! WebSocket session), so the registry is one `static`, like the registries of the Prometheus
@@ -7,18 +8,33 @@
 //! status) are read at scrape time and passed to [`Registry::render`].
 //!
 //! The hot paths stay lock-free: a token dropped, a lagging watcher or a socket opening is one
-//! atomic add. A finished model call takes one short lock to find its model's entry (a call
-//! lasts from tens of milliseconds to minutes, so the lock is never contended in practice).
+//! atomic add on a metric handle kept here (a clone of the one the crate's registry encodes). A
+//! finished model call takes one short lock to find its model's handles and the histogram's own
+//! (a call lasts from tens of milliseconds to minutes, so neither is contended in practice).
 //!
 //! Labels carry no secrets, user names, run ids or question text: only model ids, error kinds,
 //! HTTP statuses and the fixed names below. Model ids come from requests, so at most
 //! [`MAX_MODEL_LABELS`] distinct ones get their own label; the rest are counted as
 //! [`OTHER_MODEL`]. This module does no I/O.
+//!
+//! The exposition is the crate's Prometheus text format (version 0.0.4), not its OpenMetrics
+//! one: OpenMetrics names a counter's family without its `_total`, so the gauge
+//! `conclave_websocket_connections` and the counter `conclave_websocket_connections_total`
+//! would be one family twice, which OpenMetrics forbids. In the Prometheus format a counter's
+//! family is its sample's name, so every name is what it was. The crate appends `_total` to a
+//! counter's name itself: counters are registered without it.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
+
+use prometheus_client::encoding::{prometheus_text, EncodeLabelSet, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Metric, Registry as Families};
 
 use crate::modes::{CallErrorKind, CallReply};
 use crate::store::RunCount;
@@ -35,10 +51,10 @@ pub const MAX_MODEL_LABELS: usize = 200;
 /// The model label of every model beyond the first [`MAX_MODEL_LABELS`].
 pub const OTHER_MODEL: &str = "other";
 
-/// The `Content-Type` of the text exposition format.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// The `Content-Type` of what [`Registry::render`] writes: the Prometheus text format 0.0.4.
+pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
-static REGISTRY: Registry = Registry::new();
+static REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::new);
 
 /// The process's registry.
 pub fn global() -> &'static Registry {
@@ -54,37 +70,92 @@ pub enum Feed {
     Dashboard,
 }
 
-/// Everything counted for one model label.
-#[derive(Default)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelLabel {
+    model: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    model: String,
+    kind: &'static str,
+    /// The HTTP status of an `http` error; empty for the other kinds.
+    status: Option<u16>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    model: String,
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModeLabel {
+    mode: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FeedLabel {
+    feed: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RunLabels {
+    mode: String,
+    status: String,
+}
+
+/// The sum of the costs providers reported (an `f64` in an `AtomicU64`'s bits).
+type Cost = Counter<f64, AtomicU64>;
+
+/// A metric whose `# HELP` and `# TYPE` are written before its first sample too, as they
+/// always were here (the crate leaves an empty [`Family`] out of the output).
+#[derive(Debug)]
+struct Declared(Box<dyn Metric>);
+
+impl EncodeMetric for Declared {
+    fn encode(&self, encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        self.0.metric_type()
+    }
+}
+
+/// One model label's handles on the families' metrics, made when the label is first used.
 struct ModelStats {
-    /// Calls per latency bucket (not cumulative; the last slot is over the largest bound).
-    buckets: [AtomicU64; DURATION_BUCKETS.len() + 1],
-    duration_ms_sum: AtomicU64,
-    calls: AtomicU64,
-    retries: AtomicU64,
-    prompt_tokens: AtomicU64,
-    completion_tokens: AtomicU64,
-    /// The bits of an `f64`: the sum of the costs providers reported.
-    cost_bits: AtomicU64,
-    cost_seen: AtomicBool,
-    /// Failed calls by error kind and HTTP status (failures are rare: a lock is fine).
-    errors: Mutex<BTreeMap<(&'static str, Option<u16>), u64>>,
+    label: ModelLabel,
+    duration: Histogram,
+    retries: Counter,
+    prompt_tokens: Counter,
+    completion_tokens: Counter,
+    /// Made on the first cost reported, so a model without one has no cost sample.
+    cost: OnceLock<Cost>,
 }
 
 /// Counters of this process (see the module documentation).
 pub struct Registry {
+    /// What [`Registry::render`] encodes: clones of the metrics below, in the output's order.
+    families: Families,
     models: Mutex<BTreeMap<String, Arc<ModelStats>>>,
-    ws_open: AtomicI64,
-    ws_total: AtomicU64,
-    events_dropped: AtomicU64,
+    durations: Family<ModelLabel, Histogram, fn() -> Histogram>,
+    /// Failed calls by error kind and HTTP status (failures are rare: the family's lock is fine).
+    errors: Family<ErrorLabels, Counter>,
+    retries: Family<ModelLabel, Counter>,
+    tokens: Family<TokenLabels, Counter>,
+    cost: Family<ModelLabel, Cost>,
+    /// Runs started by this process, by mode (six modes: the family's lock is fine).
+    runs_started: Family<ModeLabel, Counter>,
+    runs_resumed: Counter,
+    commit_failures: Counter,
+    ws_open: Gauge,
+    ws_total: Counter,
+    events_dropped: Counter,
     /// Client messages a WebSocket dropped for coming too fast.
-    ws_messages_dropped: AtomicU64,
-    lagged_run: AtomicU64,
-    lagged_dashboard: AtomicU64,
-    /// Runs started by this process, by mode (six modes: a lock is fine).
-    runs_started: Mutex<BTreeMap<&'static str, u64>>,
-    runs_resumed: AtomicU64,
-    commit_failures: AtomicU64,
+    ws_messages_dropped: Counter,
+    lagged_run: Counter,
+    lagged_dashboard: Counter,
 }
 
 impl Default for Registry {
@@ -96,12 +167,12 @@ impl Default for Registry {
 /// Counts one open WebSocket connection for as long as it lives.
 #[must_use = "the connection counts as open until this is dropped"]
 pub struct WsConnection {
-    registry: &'static Registry,
+    open: Gauge,
 }
 
 impl Drop for WsConnection {
     fn drop(&mut self) {
-        self.registry.ws_open.fetch_sub(1, Ordering::Relaxed);
+        self.open.dec();
     }
 }
 
@@ -118,38 +189,120 @@ fn kind_label(kind: CallErrorKind) -> &'static str {
 
 impl Registry {
     /// An empty registry (the process has [`global`]; tests make their own).
-    pub const fn new() -> Self {
-        Registry {
+    pub fn new() -> Self {
+        let histogram: fn() -> Histogram = || Histogram::new(DURATION_BUCKETS);
+        let lagged: Family<FeedLabel, Counter> = Family::default();
+        let mut r = Registry {
+            families: Families::default(),
             models: Mutex::new(BTreeMap::new()),
-            ws_open: AtomicI64::new(0),
-            ws_total: AtomicU64::new(0),
-            events_dropped: AtomicU64::new(0),
-            ws_messages_dropped: AtomicU64::new(0),
-            lagged_run: AtomicU64::new(0),
-            lagged_dashboard: AtomicU64::new(0),
-            runs_started: Mutex::new(BTreeMap::new()),
-            runs_resumed: AtomicU64::new(0),
-            commit_failures: AtomicU64::new(0),
+            durations: Family::new_with_constructor(histogram),
+            errors: Family::default(),
+            retries: Family::default(),
+            tokens: Family::default(),
+            cost: Family::default(),
+            runs_started: Family::default(),
+            runs_resumed: Counter::default(),
+            commit_failures: Counter::default(),
+            ws_open: Gauge::default(),
+            ws_total: Counter::default(),
+            events_dropped: Counter::default(),
+            ws_messages_dropped: Counter::default(),
+            lagged_run: lagged.get_or_create_owned(&FeedLabel { feed: "run" }),
+            lagged_dashboard: lagged.get_or_create_owned(&FeedLabel { feed: "dashboard" }),
+        };
+        // Names and help texts as the exposition always had them: the crate adds `_total` to
+        // a counter's name, and the full stop to each help text. The gauge of open WebSocket
+        // connections and the counter of those opened share a stem, which the Prometheus text
+        // format allows (`conclave_websocket_connections` and `..._total` are two families).
+        let families: [(&str, &str, Box<dyn Metric>); 13] = [
+            (
+                "conclave_runs_started",
+                "Runs started by this process, by mode",
+                Box::new(r.runs_started.clone()),
+            ),
+            (
+                "conclave_runs_resumed",
+                "Runs left by a dead process that this one resumed",
+                Box::new(r.runs_resumed.clone()),
+            ),
+            (
+                "conclave_store_commit_failures",
+                "Writes of a run's step the database refused (retried)",
+                Box::new(r.commit_failures.clone()),
+            ),
+            (
+                "conclave_model_call_duration_seconds",
+                "Model calls by how long they took, retries included",
+                Box::new(r.durations.clone()),
+            ),
+            (
+                "conclave_model_call_errors",
+                "Model calls that failed, by kind (and status for http)",
+                Box::new(r.errors.clone()),
+            ),
+            (
+                "conclave_model_call_retries",
+                "Failed attempts of model calls that were tried again",
+                Box::new(r.retries.clone()),
+            ),
+            (
+                "conclave_tokens",
+                "Tokens the providers reported for model calls",
+                Box::new(r.tokens.clone()),
+            ),
+            (
+                "conclave_cost",
+                "Cost the providers reported for model calls (OpenRouter: USD)",
+                Box::new(r.cost.clone()),
+            ),
+            (
+                "conclave_websocket_connections",
+                "WebSocket connections open now",
+                Box::new(r.ws_open.clone()),
+            ),
+            (
+                "conclave_websocket_connections",
+                "WebSocket connections opened",
+                Box::new(r.ws_total.clone()),
+            ),
+            (
+                "conclave_events_dropped",
+                "Token events not sent to watchers whose buffer was full",
+                Box::new(r.events_dropped.clone()),
+            ),
+            (
+                "conclave_websocket_messages_dropped",
+                "Client messages dropped for coming faster than the rate limit",
+                Box::new(r.ws_messages_dropped.clone()),
+            ),
+            (
+                "conclave_watchers_lagged",
+                "Watchers unsubscribed for a full buffer and told to resume",
+                Box::new(lagged),
+            ),
+        ];
+        for (name, help, metric) in families {
+            r.families.register(name, help, Declared(metric));
         }
+        r
     }
 
     /// A run was started here.
     pub fn run_started(&self, mode: &'static str) {
-        let mut started = self.runs_started.lock().unwrap_or_else(PoisonError::into_inner);
-        *started.entry(mode).or_default() += 1;
+        self.runs_started.get_or_create(&ModeLabel { mode }).inc();
     }
 
     /// A run left by a dead process was resumed here.
     pub fn run_resumed(&self) {
-        self.runs_resumed.fetch_add(1, Ordering::Relaxed);
+        self.runs_resumed.inc();
     }
 
     /// The database refused a run's step (it is tried again).
     pub fn commit_failed(&self) {
-        self.commit_failures.fetch_add(1, Ordering::Relaxed);
+        self.commit_failures.inc();
     }
 
-    /// The entry of `model`'s label, made on first use while fewer than
+    /// The handles of `model`'s label, made on first use while fewer than
     /// [`MAX_MODEL_LABELS`] exist.
     fn model(&self, model: &str) -> Arc<ModelStats> {
         let mut models = self.models.lock().unwrap_or_else(PoisonError::into_inner);
@@ -158,7 +311,22 @@ impl Registry {
         }
         let own = models.len() - usize::from(models.contains_key(OTHER_MODEL));
         let label = if own < MAX_MODEL_LABELS { model } else { OTHER_MODEL };
-        models.entry(label.to_string()).or_default().clone()
+        models.entry(label.to_string()).or_insert_with(|| Arc::new(self.stats(label))).clone()
+    }
+
+    /// A new label's samples: its histogram, retries and tokens start at zero.
+    fn stats(&self, model: &str) -> ModelStats {
+        let label = ModelLabel { model: model.to_string() };
+        let tokens =
+            |kind| self.tokens.get_or_create_owned(&TokenLabels { model: model.into(), kind });
+        ModelStats {
+            duration: self.durations.get_or_create_owned(&label),
+            retries: self.retries.get_or_create_owned(&label),
+            prompt_tokens: tokens("prompt"),
+            completion_tokens: tokens("completion"),
+            cost: OnceLock::new(),
+            label,
+        }
     }
 
     /// A model call ended, successfully or not (a cancelled run's calls are dropped before
@@ -166,228 +334,100 @@ impl Registry {
     /// reply reported.
     pub fn call_finished(&self, reply: &CallReply) {
         let stats = self.model(&reply.model);
-        let seconds = reply.response_time_ms as f64 / 1000.0;
-        let bucket =
-            DURATION_BUCKETS.iter().position(|&b| seconds <= b).unwrap_or(DURATION_BUCKETS.len());
-        stats.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        stats.duration_ms_sum.fetch_add(reply.response_time_ms, Ordering::Relaxed);
-        stats.calls.fetch_add(1, Ordering::Relaxed);
+        stats.duration.observe(reply.response_time_ms as f64 / 1000.0);
         if let Err(e) = &reply.result {
             let status = if e.kind == CallErrorKind::Http { e.status } else { None };
-            let mut errors = stats.errors.lock().unwrap_or_else(PoisonError::into_inner);
-            *errors.entry((kind_label(e.kind), status)).or_default() += 1;
+            let model = stats.label.model.clone();
+            self.errors
+                .get_or_create(&ErrorLabels { model, kind: kind_label(e.kind), status })
+                .inc();
         }
         if let Some(usage) = &reply.usage {
-            stats.prompt_tokens.fetch_add(usage.prompt_tokens, Ordering::Relaxed);
-            stats.completion_tokens.fetch_add(usage.completion_tokens, Ordering::Relaxed);
+            stats.prompt_tokens.inc_by(usage.prompt_tokens);
+            stats.completion_tokens.inc_by(usage.completion_tokens);
             if let Some(cost) = usage.cost.filter(|c| c.is_finite() && *c >= 0.0) {
-                stats.cost_seen.store(true, Ordering::Relaxed);
-                // No atomic f64 add: swap in the new sum unless another call got there first.
-                let _ = stats.cost_bits.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
-                    Some((f64::from_bits(b) + cost).to_bits())
-                });
+                let counter =
+                    stats.cost.get_or_init(|| self.cost.get_or_create_owned(&stats.label));
+                counter.inc_by(cost);
             }
         }
     }
 
     /// An attempt of a call to `model` failed and is retried.
     pub fn call_retried(&self, model: &str) {
-        self.model(model).retries.fetch_add(1, Ordering::Relaxed);
+        self.model(model).retries.inc();
     }
 
     /// A WebSocket connection opened; it counts as open until the answer is dropped.
-    pub fn ws_opened(&'static self) -> WsConnection {
-        self.ws_open.fetch_add(1, Ordering::Relaxed);
-        self.ws_total.fetch_add(1, Ordering::Relaxed);
-        WsConnection { registry: self }
+    pub fn ws_opened(&self) -> WsConnection {
+        self.ws_open.inc();
+        self.ws_total.inc();
+        WsConnection { open: self.ws_open.clone() }
     }
 
     /// `n` token events were not sent to a watcher whose buffer was full.
     pub fn tokens_dropped(&self, n: usize) {
-        self.events_dropped.fetch_add(n as u64, Ordering::Relaxed);
+        self.events_dropped.inc_by(n as u64);
     }
 
     /// A WebSocket client's message was dropped for coming too fast (see `web::limits::Flood`).
     pub fn ws_message_dropped(&self) {
-        self.ws_messages_dropped.fetch_add(1, Ordering::Relaxed);
+        self.ws_messages_dropped.inc();
     }
 
     /// A watcher whose buffer was full was unsubscribed and told to resume.
     pub fn watcher_lagged(&self, feed: Feed) {
-        let counter = match feed {
+        match feed {
             Feed::Run => &self.lagged_run,
             Feed::Dashboard => &self.lagged_dashboard,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        }
+        .inc();
     }
 
     /// Token events dropped so far.
     pub fn events_dropped(&self) -> u64 {
-        self.events_dropped.load(Ordering::Relaxed)
+        self.events_dropped.get()
     }
 
     /// Watchers of `feed` told to resume so far.
     pub fn watchers_lagged(&self, feed: Feed) -> u64 {
         match feed {
-            Feed::Run => self.lagged_run.load(Ordering::Relaxed),
-            Feed::Dashboard => self.lagged_dashboard.load(Ordering::Relaxed),
+            Feed::Run => self.lagged_run.get(),
+            Feed::Dashboard => self.lagged_dashboard.get(),
         }
     }
 
     /// The text exposition of every metric, with `runs` (read from the database) as the
     /// `conclave_runs` gauge.
     pub fn render(&self, runs: &[RunCount]) -> String {
-        let models: Vec<(String, Arc<ModelStats>)> = self
-            .models
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|(m, s)| (m.clone(), s.clone()))
-            .collect();
-        let mut out = Exposition::default();
-
-        out.family("conclave_runs", "gauge", "Runs in the database, by mode and status.");
+        let gauge: Family<RunLabels, Gauge> = Family::default();
         for r in runs {
-            out.sample("conclave_runs", &[("mode", &r.mode), ("status", &r.status)], r.count);
+            gauge
+                .get_or_create(&RunLabels { mode: r.mode.clone(), status: r.status.clone() })
+                .set(r.count);
         }
-
-        let name = "conclave_runs_started_total";
-        out.family(name, "counter", "Runs started by this process, by mode.");
-        let started = self.runs_started.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        for (mode, n) in started {
-            out.sample(name, &[("mode", mode)], n);
-        }
-        let name = "conclave_runs_resumed_total";
-        out.family(name, "counter", "Runs left by a dead process that this one resumed.");
-        out.sample(name, &[], self.runs_resumed.load(Ordering::Relaxed));
-        let name = "conclave_store_commit_failures_total";
-        out.family(name, "counter", "Writes of a run's step the database refused (retried).");
-        out.sample(name, &[], self.commit_failures.load(Ordering::Relaxed));
-
-        let name = "conclave_model_call_duration_seconds";
-        out.family(name, "histogram", "Model calls by how long they took, retries included.");
-        for (model, s) in &models {
-            let mut cumulative = 0;
-            for (i, bound) in DURATION_BUCKETS.iter().enumerate() {
-                cumulative += s.buckets[i].load(Ordering::Relaxed);
-                let le = bound.to_string();
-                out.sample(&format!("{name}_bucket"), &[("model", model), ("le", &le)], cumulative);
-            }
-            cumulative += s.buckets[DURATION_BUCKETS.len()].load(Ordering::Relaxed);
-            out.sample(&format!("{name}_bucket"), &[("model", model), ("le", "+Inf")], cumulative);
-            let sum = s.duration_ms_sum.load(Ordering::Relaxed) as f64 / 1000.0;
-            out.sample(&format!("{name}_sum"), &[("model", model)], sum);
-            out.sample(&format!("{name}_count"), &[("model", model)], cumulative);
-        }
-
-        let name = "conclave_model_call_errors_total";
-        out.family(name, "counter", "Model calls that failed, by kind (and status for http).");
-        for (model, s) in &models {
-            let errors = s.errors.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            for ((kind, status), n) in errors {
-                let status = status.map(|s| s.to_string()).unwrap_or_default();
-                out.sample(name, &[("model", model), ("kind", kind), ("status", &status)], n);
-            }
-        }
-
-        let name = "conclave_model_call_retries_total";
-        out.family(name, "counter", "Failed attempts of model calls that were tried again.");
-        for (model, s) in &models {
-            out.sample(name, &[("model", model)], s.retries.load(Ordering::Relaxed));
-        }
-
-        let name = "conclave_tokens_total";
-        out.family(name, "counter", "Tokens the providers reported for model calls.");
-        for (model, s) in &models {
-            let prompt = s.prompt_tokens.load(Ordering::Relaxed);
-            let completion = s.completion_tokens.load(Ordering::Relaxed);
-            out.sample(name, &[("model", model), ("kind", "prompt")], prompt);
-            out.sample(name, &[("model", model), ("kind", "completion")], completion);
-        }
-
-        let name = "conclave_cost_total";
-        out.family(
-            name,
-            "counter",
-            "Cost the providers reported for model calls (OpenRouter: USD).",
+        let mut scraped = Families::default();
+        scraped.register(
+            "conclave_runs",
+            "Runs in the database, by mode and status",
+            Declared(Box::new(gauge)),
         );
-        for (model, s) in models.iter().filter(|(_, s)| s.cost_seen.load(Ordering::Relaxed)) {
-            let cost = f64::from_bits(s.cost_bits.load(Ordering::Relaxed));
-            out.sample(name, &[("model", model)], cost);
+        let mut text = String::new();
+        // The database's figures first, then this process's, as one exposition. The encoders
+        // fail only when their writer does, and a String never does.
+        let written = prometheus_text::encode(&mut text, &scraped)
+            .and_then(|()| prometheus_text::encode(&mut text, &self.families));
+        if written.is_err() {
+            log::error!("the metrics' text could not be written; /metrics answers what was");
         }
-
-        let name = "conclave_websocket_connections";
-        out.family(name, "gauge", "WebSocket connections open now.");
-        out.sample(name, &[], self.ws_open.load(Ordering::Relaxed));
-        let name = "conclave_websocket_connections_total";
-        out.family(name, "counter", "WebSocket connections opened.");
-        out.sample(name, &[], self.ws_total.load(Ordering::Relaxed));
-
-        let name = "conclave_events_dropped_total";
-        out.family(name, "counter", "Token events not sent to watchers whose buffer was full.");
-        out.sample(name, &[], self.events_dropped());
-        let name = "conclave_websocket_messages_dropped_total";
-        out.family(
-            name,
-            "counter",
-            "Client messages dropped for coming faster than the rate limit.",
-        );
-        out.sample(name, &[], self.ws_messages_dropped.load(Ordering::Relaxed));
-        let name = "conclave_watchers_lagged_total";
-        out.family(name, "counter", "Watchers unsubscribed for a full buffer and told to resume.");
-        out.sample(name, &[("feed", "run")], self.watchers_lagged(Feed::Run));
-        out.sample(name, &[("feed", "dashboard")], self.watchers_lagged(Feed::Dashboard));
-        out.text
+        text
     }
-}
-
-/// Writes the text format: `# HELP` and `# TYPE` per family, then `name{labels} value` lines.
-#[derive(Default)]
-struct Exposition {
-    text: String,
-}
-
-impl Exposition {
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(self.text, "# HELP {name} {help}\n# TYPE {name} {kind}");
-    }
-
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
-        self.text.push_str(name);
-        if !labels.is_empty() {
-            self.text.push('{');
-            for (i, (label, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.text.push(',');
-                }
-                let _ = write!(self.text, "{label}=\"{}\"", escape_label(v));
-            }
-            self.text.push('}');
-        }
-        let _ = writeln!(self.text, " {value}");
-    }
-}
-
-/// A label value as the text format wants it: backslash, double quote and line feed escaped.
-fn escape_label(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::modes::{CallError, Usage};
-
-    static LOCAL: Registry = Registry::new();
 
     fn reply(model: &str, ms: u64, result: Result<String, CallError>) -> CallReply {
         let usage = result.is_ok().then_some(Usage {
@@ -481,15 +521,16 @@ mod tests {
 
     #[test]
     fn the_connection_gauge_follows_the_guards() {
+        let r = Registry::new();
         let text = |r: &Registry| r.render(&[]);
-        let a = LOCAL.ws_opened();
-        let b = LOCAL.ws_opened();
-        assert_eq!(value(&text(&LOCAL), "conclave_websocket_connections"), Some(2.0));
+        let a = r.ws_opened();
+        let b = r.ws_opened();
+        assert_eq!(value(&text(&r), "conclave_websocket_connections"), Some(2.0));
         drop(a);
-        assert_eq!(value(&text(&LOCAL), "conclave_websocket_connections"), Some(1.0));
+        assert_eq!(value(&text(&r), "conclave_websocket_connections"), Some(1.0));
         drop(b);
-        assert_eq!(value(&text(&LOCAL), "conclave_websocket_connections"), Some(0.0));
-        assert_eq!(value(&text(&LOCAL), "conclave_websocket_connections_total"), Some(2.0));
+        assert_eq!(value(&text(&r), "conclave_websocket_connections"), Some(0.0));
+        assert_eq!(value(&text(&r), "conclave_websocket_connections_total"), Some(2.0));
     }
 
     #[test]

@@ -40,7 +40,8 @@ fn parse(text: &str) -> Scrape {
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# HELP ") {
             let (name, doc) = rest.split_once(' ').expect("HELP has a text");
-            assert!(!doc.is_empty() && help.insert(name.to_string()), "HELP twice: {line}");
+            assert!(doc.ends_with('.') && !doc.ends_with(".."), "one full stop: {line}");
+            assert!(help.insert(name.to_string()), "HELP twice: {line}");
             continue;
         }
         if let Some(rest) = line.strip_prefix("# TYPE ") {
@@ -83,6 +84,88 @@ fn parse(text: &str) -> Scrape {
         }
     }
     Scrape { samples, text: text.to_string() }
+}
+
+/// Every family and its type, as the exposition has always named them.
+const FAMILIES: [(&str, &str); 14] = [
+    ("conclave_runs", "gauge"),
+    ("conclave_runs_started_total", "counter"),
+    ("conclave_runs_resumed_total", "counter"),
+    ("conclave_store_commit_failures_total", "counter"),
+    ("conclave_model_call_duration_seconds", "histogram"),
+    ("conclave_model_call_errors_total", "counter"),
+    ("conclave_model_call_retries_total", "counter"),
+    ("conclave_tokens_total", "counter"),
+    ("conclave_cost_total", "counter"),
+    ("conclave_websocket_connections", "gauge"),
+    ("conclave_websocket_connections_total", "counter"),
+    ("conclave_events_dropped_total", "counter"),
+    ("conclave_websocket_messages_dropped_total", "counter"),
+    ("conclave_watchers_lagged_total", "counter"),
+];
+
+/// Each family declared in `text` (its `# TYPE` line) and its type.
+fn declared(text: &str) -> HashMap<String, String> {
+    let types = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")?.split_once(' '));
+    types.map(|(name, kind)| (name.to_string(), kind.to_string())).collect()
+}
+
+/// The sample names of a scrape (its series without their labels).
+fn sample_names(s: &Scrape) -> HashSet<&str> {
+    s.samples.keys().map(|series| series.split('{').next().unwrap()).collect()
+}
+
+#[test]
+fn every_family_keeps_its_name_and_type_and_the_whole_output_parses() {
+    use conclave::metrics::{Feed, Registry};
+    use conclave::modes::{CallError, CallErrorKind, CallReply, Usage};
+    use conclave::store::RunCount;
+
+    let want: HashMap<String, String> =
+        FAMILIES.iter().map(|(f, k)| (f.to_string(), k.to_string())).collect();
+    // Before anything is counted, every family is declared; a registry of its own, as the
+    // process's is moved by the tests running beside this one.
+    let fresh = parse(&Registry::new().render(&[]));
+    assert_eq!(declared(&fresh.text), want, "{}", fresh.text);
+    let names = sample_names(&fresh);
+    assert!(!names.contains("conclave_cost_total") && !names.contains("conclave_runs"));
+
+    let r = Registry::new();
+    r.run_started("council");
+    r.run_resumed();
+    r.commit_failed();
+    let call = |result, usage| CallReply {
+        key: "k".into(),
+        model: "m/a".into(),
+        response_time_ms: 300,
+        result,
+        usage,
+    };
+    let usage = Usage { prompt_tokens: 3, completion_tokens: 2, cost: Some(0.5) };
+    r.call_finished(&call(Ok("answer".into()), Some(usage)));
+    let http = CallError::new(CallErrorKind::Http, Some(429), "slow down");
+    r.call_finished(&call(Err(http), None));
+    r.call_retried("m/a");
+    let _open = r.ws_opened();
+    r.tokens_dropped(1);
+    r.ws_message_dropped();
+    r.watcher_lagged(Feed::Run);
+    let runs = [RunCount { mode: "vote".into(), status: "running".into(), count: 2 }];
+    let s = parse(&r.render(&runs));
+    assert_eq!(declared(&s.text), want);
+    let histogram = "conclave_model_call_duration_seconds";
+    let mut samples: HashSet<String> = FAMILIES
+        .iter()
+        .filter(|(_, kind)| *kind != "histogram")
+        .map(|(name, _)| name.to_string())
+        .collect();
+    samples.extend(["_bucket", "_sum", "_count"].map(|suffix| format!("{histogram}{suffix}")));
+    let names: HashSet<String> = sample_names(&s).into_iter().map(String::from).collect();
+    assert_eq!(names, samples, "{}", s.text);
+    assert_eq!(s.get("conclave_runs{mode=\"vote\",status=\"running\"}"), 2.0);
+    assert_eq!(s.get("conclave_cost_total{model=\"m/a\"}"), 0.5);
+    assert_eq!(s.get("conclave_websocket_connections"), 1.0);
+    assert_eq!(s.get("conclave_websocket_connections_total"), 1.0);
 }
 
 async fn scrape_with(client: &reqwest::Client, base: &str) -> Scrape {
@@ -177,19 +260,8 @@ async fn a_council_counts_every_call_of_each_model_its_tokens_and_the_run() {
         "{}",
         after.text
     );
-    for family in [
-        "conclave_runs gauge",
-        "conclave_model_call_duration_seconds histogram",
-        "conclave_model_call_errors_total counter",
-        "conclave_model_call_retries_total counter",
-        "conclave_tokens_total counter",
-        "conclave_cost_total counter",
-        "conclave_websocket_connections gauge",
-        "conclave_websocket_connections_total counter",
-        "conclave_events_dropped_total counter",
-        "conclave_watchers_lagged_total counter",
-    ] {
-        assert!(after.text.contains(&format!("# TYPE {family}\n")), "{family}");
+    for (family, kind) in FAMILIES {
+        assert!(after.text.contains(&format!("# TYPE {family} {kind}\n")), "{family}");
     }
     // Nothing about who asked what.
     for secret in [run_id, "What do metrics measure", "tester", &app.token] {
