@@ -3,7 +3,8 @@
 //! Each mode's example request is validated with offline defaults (and a backup for every
 //! role that takes one), built, and driven to its end by the sim's own answers in four ways:
 //! every reply in text, every reply as the schema's JSON, every reply out of format, and with
-//! `sim/beta` failing every call. What the mode did is written down effect by effect (each
+//! `sim/beta` failing every call. First the stored configuration validation made of it (the
+//! backups included), then what the mode did is written down effect by effect (each
 //! call's prompt, schema and timeout, each event with its data, each stored row, the title, the
 //! answer or failure) and then what the stored rows give back: the result, its outcome line and
 //! its export report. The recordings live in `tests/golden/modes/`; a run that differs from its
@@ -35,7 +36,7 @@ const VARIANTS: [(Variant, &str); 4] = [
 ];
 
 fn defaults() -> Defaults {
-    let backup = Some("sim/delta".to_string());
+    let backup = Some("sim/omega".to_string());
     Defaults {
         offline: true,
         stage_timeout_ms: 120_000,
@@ -74,6 +75,7 @@ fn record(kind: ModeKind) -> String {
     let req = super::validate(&example, &defaults())
         .unwrap_or_else(|e| panic!("{}'s example: {e}", spec.id));
     let mut out = String::new();
+    writeln!(out, "{}", json!({"config": req.config, "models": req.models})).unwrap();
     for (variant, name) in VARIANTS {
         let mut run = ctx(&req.question, vec![], true);
         if variant == Variant::Json {
