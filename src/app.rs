@@ -58,6 +58,7 @@ pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppErro
             offline: config.offline(),
             stage_timeout_ms: config.stage_timeout_ms,
             fallback: config.fallback.clone(),
+            default_models: config.default_models.clone(),
         },
         token_flush: config.token_flush,
         retention: config.retention,

@@ -817,6 +817,7 @@ mod tests {
                 offline: true,
                 stage_timeout_ms: 60_000,
                 fallback: Fallbacks::default(),
+                ..Default::default()
             };
             let req = modes::validate(&body, &defaults).unwrap();
             let mut mode =

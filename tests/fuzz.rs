@@ -308,7 +308,12 @@ fn mutated_body() -> impl Strategy<Value = Value> {
 }
 
 fn defaults() -> Defaults {
-    Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() }
+    Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Default::default(),
+        ..Default::default()
+    }
 }
 
 // ---- invariants, shared by the properties and the corpus ------------------------------------

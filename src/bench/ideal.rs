@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::BenchError;
 use crate::config::DEFAULT_STAGE_TIMEOUT_MS;
 use crate::modes::{
-    self, CallError, CallErrorKind, CallReply, Defaults, Effect, Fallbacks, RunContext, Structured,
+    self, CallError, CallErrorKind, CallReply, Defaults, Effect, RunContext, Structured,
 };
 use crate::providers::{BoxFuture, ChatRequest, ChatResponse, Provider, StructuredOutput};
 
@@ -49,7 +49,7 @@ pub async fn measure(
     let defaults = Defaults {
         offline: true,
         stage_timeout_ms: DEFAULT_STAGE_TIMEOUT_MS,
-        fallback: Fallbacks::default(),
+        ..Defaults::default()
     };
     let req = modes::validate(request, &defaults)
         .map_err(|e| BenchError::Run(format!("the benchmark's request is invalid: {e}")))?;

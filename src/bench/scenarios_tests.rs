@@ -7,6 +7,7 @@ fn every_mode_request_is_valid_and_every_model_gets_a_latency() {
         offline: true,
         stage_timeout_ms: 120_000,
         fallback: Default::default(),
+        ..Default::default()
     };
     assert_eq!(cases.len(), crate::modes::ModeKind::all().len());
     for c in &cases {

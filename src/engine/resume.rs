@@ -173,6 +173,7 @@ mod tests {
             offline: true,
             stage_timeout_ms: 60_000,
             fallback: Default::default(),
+            ..Default::default()
         };
         let body = json!({
             "question": ctx().question,

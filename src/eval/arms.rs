@@ -193,6 +193,7 @@ mod tests {
             offline: true,
             stage_timeout_ms: 120_000,
             fallback: Default::default(),
+            ..Default::default()
         };
         crate::modes::validate(&b, &defaults).unwrap();
         // A foreman among the jurors is refused by the mode, by its field.
@@ -211,6 +212,7 @@ mod tests {
             offline: true,
             stage_timeout_ms: 120_000,
             fallback: Default::default(),
+            ..Default::default()
         };
         for kind in ModeKind::all() {
             let b = mode_body(kind, &members(), "sim/a", None, "What is 2 + 2?");

@@ -155,6 +155,12 @@ impl ModelDefaults {
             .collect()
     }
 
+    /// The configured override of `mode`'s single-model `role`, if any: for a role whose
+    /// built-in default is another role's model (Brainstorm's curator: the first ideator).
+    pub fn overridden(&self, mode: &str, role: &str) -> Option<String> {
+        self.overrides.get(&format!("{mode}.{role}")).and_then(|ms| ms.first().cloned())
+    }
+
     /// The default models of `mode`'s `role`: the configured override, else the table's sim
     /// models `offline` and its real ones otherwise; empty for a role without an entry.
     pub fn models(&self, mode: &str, role: &str, offline: bool) -> Vec<String> {
@@ -180,55 +186,71 @@ impl ModelDefaults {
 /// into the mode's stored configuration (`chairmanFallbackModel`, `foremanFallbackModel`, …).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Fallbacks {
-    /// By key: an older name (`chairman`) or a role's id (`brainstorm.curator`).
-    by_key: BTreeMap<String, String>,
+    /// The older names, each shared by the roles whose [`Role::fallback`] names it.
+    pub chairman: Option<String>,
+    pub foreman: Option<String>,
+    pub facilitator: Option<String>,
+    pub arbiter: Option<String>,
+    /// By a role's own id (`brainstorm.curator`): wins over the older name.
+    pub roles: BTreeMap<String, String>,
 }
 
 impl Fallbacks {
     /// Checks `[fallback]`: each key an older name or the id of a role that takes a backup.
     pub fn from_config(entries: BTreeMap<String, String>) -> Result<Self, String> {
-        for key in entries.keys() {
-            let known = BACKUP_ALIASES.contains(&key.as_str())
-                || role(key).is_some_and(|(_, r)| r.fallback.is_some());
-            if !known {
-                let roles: Vec<String> = super::registry::MODES
-                    .iter()
-                    .flat_map(|m| {
-                        m.roles
-                            .iter()
-                            .filter(|r| r.fallback.is_some())
-                            .map(|r| format!("{}.{}", m.id, r.id))
-                    })
-                    .collect();
-                return Err(format!(
-                    "fallback.{key}: no role takes a backup by that name; use {} or a role's id ({})",
-                    BACKUP_ALIASES.join(", "),
-                    roles.join(", ")
-                ));
+        let mut f = Fallbacks::default();
+        for (key, model) in entries {
+            match key.as_str() {
+                "chairman" => f.chairman = Some(model),
+                "foreman" => f.foreman = Some(model),
+                "facilitator" => f.facilitator = Some(model),
+                "arbiter" => f.arbiter = Some(model),
+                _ if role(&key).is_some_and(|(_, r)| r.fallback.is_some()) => {
+                    f.roles.insert(key, model);
+                }
+                _ => {
+                    let roles: Vec<String> = super::registry::MODES
+                        .iter()
+                        .flat_map(|m| {
+                            let with_backup = m.roles.iter().filter(|r| r.fallback.is_some());
+                            with_backup.map(|r| format!("{}.{}", m.id, r.id))
+                        })
+                        .collect();
+                    return Err(format!(
+                        "fallback.{key}: no role takes a backup by that name; use {} or a \
+                         role's id ({})",
+                        BACKUP_ALIASES.join(", "),
+                        roles.join(", ")
+                    ));
+                }
             }
         }
-        Ok(Fallbacks { by_key: entries })
+        Ok(f)
     }
 
-    /// Backups by older name (tests and callers that predate role ids).
-    pub fn aliases<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        Fallbacks {
-            by_key: entries.into_iter().map(|(k, m)| (k.to_string(), m.to_string())).collect(),
+    fn alias(&self, name: &str) -> Option<&str> {
+        match name {
+            "chairman" => self.chairman.as_deref(),
+            "foreman" => self.foreman.as_deref(),
+            "facilitator" => self.facilitator.as_deref(),
+            "arbiter" => self.arbiter.as_deref(),
+            _ => None,
         }
     }
 
     /// Every configured backup as (key, model), for checks at start-up.
     pub fn configured(&self) -> Vec<(&str, &str)> {
-        self.by_key.iter().map(|(k, m)| (k.as_str(), m.as_str())).collect()
+        let aliases = BACKUP_ALIASES.iter().filter_map(|k| self.alias(k).map(|m| (*k, m)));
+        aliases.chain(self.roles.iter().map(|(k, m)| (k.as_str(), m.as_str()))).collect()
     }
 
     /// The backup configured for `mode`'s `role`: by its own id, else by its older name.
     pub fn of(&self, mode: &str, role: &str) -> Option<&str> {
-        if let Some(m) = self.by_key.get(&format!("{mode}.{role}")) {
+        if let Some(m) = self.roles.get(&format!("{mode}.{role}")) {
             return Some(m);
         }
-        let alias = ModeKind::parse(mode)?.spec().roles.iter().find(|r| r.id == role)?.fallback?;
-        self.by_key.get(alias).map(String::as_str)
+        let kind = ModeKind::parse(mode)?;
+        self.alias(kind.spec().roles.iter().find(|r| r.id == role)?.fallback?)
     }
 
     /// The backup a run may use for `mode`'s `role` whose model is `primary`: none when it is

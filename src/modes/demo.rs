@@ -17,8 +17,6 @@ use super::{
     StageRow, ValidRequest,
 };
 
-const SIM_DEFAULTS: [&str; 2] = ["sim/alpha", "sim/beta"];
-
 /// Echo's `modeConfig`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -42,7 +40,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let question = request::question(body, "Question is required")?;
     let cfg: EchoRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
     let models = request::models(cfg.models.as_deref(), "modeConfig.models", 2..=4, None, None)?
-        .unwrap_or_else(|| request::ids(&SIM_DEFAULTS));
+        .unwrap_or_else(|| defaults.models(SPEC.id, "answerer"));
     let config = EchoConfig {
         models: models.clone(),
         shout: cfg.shout.unwrap_or(false),
@@ -70,8 +68,6 @@ pub static SPEC: ModeSpec = ModeSpec {
         field: Some("models"),
         panel: true,
         fallback: None,
-        sim_default: &SIM_DEFAULTS,
-        default: &SIM_DEFAULTS,
     }],
     top_level: &[],
     schema: schema_of::<EchoRequest>,

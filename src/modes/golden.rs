@@ -45,7 +45,9 @@ fn defaults() -> Defaults {
             foreman: backup.clone(),
             facilitator: backup.clone(),
             arbiter: backup,
+            ..Default::default()
         },
+        ..Default::default()
     }
 }
 

@@ -354,7 +354,7 @@ impl FieldError {
 }
 
 /// What validation needs to know about the server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Defaults {
     /// True when no real provider key is configured: default models are sim models.
     pub offline: bool,
@@ -362,52 +362,35 @@ pub struct Defaults {
     pub stage_timeout_ms: u64,
     /// Backup models for the single-model roles (the configuration's `[fallback]`).
     pub fallback: Fallbacks,
+    /// The configuration's `[defaults]` over the built-in table ([`defaults::TABLE`]).
+    pub default_models: defaults::ModelDefaults,
 }
 
-/// Backup models for the roles a single model fills (`[fallback]` in the configuration file).
-/// When such a role's call fails after the engine's retries, the mode calls the backup once
-/// with the same prompt before it takes its usual failure path (see
-/// [`common::Calls::solo`]). Server configuration only: requests cannot set them. Validation
-/// copies the one a run may use into the mode's stored configuration
-/// (`chairmanFallbackModel`, `foremanFallbackModel`, `facilitatorFallbackModel`,
-/// `arbiterFallbackModel`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Fallbacks {
-    /// Council's chairman (the synthesis) and Vote's chairman (the tiebreak).
-    pub chairman: Option<String>,
-    /// Jury's foreman.
-    pub foreman: Option<String>,
-    /// Delphi's facilitator (the classification and the report).
-    pub facilitator: Option<String>,
-    /// Clarity's Arbiter.
-    pub arbiter: Option<String>,
-}
-
-impl Fallbacks {
-    /// Every configured backup as (key, model), for checks at start-up.
-    pub fn configured(&self) -> Vec<(&'static str, &str)> {
-        [
-            ("chairman", &self.chairman),
-            ("foreman", &self.foreman),
-            ("facilitator", &self.facilitator),
-            ("arbiter", &self.arbiter),
-        ]
-        .into_iter()
-        .filter_map(|(k, m)| m.as_deref().map(|m| (k, m)))
-        .collect()
+impl Defaults {
+    /// The models of `mode`'s `role` when a request names none.
+    pub fn models(&self, mode: &str, role: &str) -> Vec<String> {
+        self.default_models.models(mode, role, self.offline)
     }
 
-    /// The backup a run may use for a role whose model is `primary`: none when it is the
-    /// primary itself (the engine has already retried that model).
-    pub fn for_role(backup: &Option<String>, primary: &str) -> Option<String> {
-        backup
-            .as_deref()
-            .map(str::trim)
-            .filter(|b| !b.is_empty() && *b != primary)
-            .map(str::to_string)
+    /// The model of `mode`'s single-model `role` when a request names none.
+    pub fn model(&self, mode: &str, role: &str) -> String {
+        self.models(mode, role).into_iter().next().unwrap_or_default()
+    }
+
+    /// The model of `mode`'s `role` when a request names none and its built-in default is
+    /// another role's model (`derived`), unless `[defaults]` names one.
+    pub fn model_or(&self, mode: &str, role: &str, derived: &str) -> String {
+        self.default_models.overridden(mode, role).unwrap_or_else(|| derived.to_string())
+    }
+
+    /// The backup a run may use for `mode`'s `role` whose model is `primary` (see
+    /// [`Fallbacks::for_role`]).
+    pub fn backup(&self, mode: &str, role: &str, primary: &str) -> Option<String> {
+        self.fallback.for_role(mode, role, primary)
     }
 }
+
+pub use defaults::Fallbacks;
 
 /// A request that passed its mode's validation, with defaults filled in.
 #[derive(Debug, Clone, PartialEq, Serialize)]

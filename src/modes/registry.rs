@@ -28,26 +28,17 @@ pub struct Role {
     pub field: Option<&'static str>,
     /// Several models (a panel), or one.
     pub panel: bool,
-    /// The `[fallback]` key of the backup model that stands in when its call fails.
+    /// The older `[fallback]` name of the backup model that stands in when its call fails
+    /// (a backup may also be named by the role's own id, `mode.role`; see
+    /// [`super::defaults`]). Its default models are in [`super::defaults::TABLE`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<&'static str>,
-    /// Its models when the request names none: offline (the sim) and with a real provider.
-    pub sim_default: &'static [&'static str],
-    pub default: &'static [&'static str],
 }
 
 impl Role {
     /// A role whose models the server picks (`title`), or that shares another role's models.
     pub const fn internal(id: &'static str, label: &'static str) -> Role {
-        Role {
-            id,
-            label,
-            field: None,
-            panel: false,
-            fallback: None,
-            sim_default: &[],
-            default: &[],
-        }
+        Role { id, label, field: None, panel: false, fallback: None }
     }
 }
 
@@ -322,8 +313,12 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), MODES.len());
-        let defaults =
-            Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() };
+        let defaults = Defaults {
+            offline: true,
+            stage_timeout_ms: 120_000,
+            fallback: Default::default(),
+            ..Default::default()
+        };
         for kind in ModeKind::all() {
             let spec = kind.spec();
             let example = (spec.example)();

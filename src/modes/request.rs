@@ -584,6 +584,7 @@ mod tests {
             offline: true,
             stage_timeout_ms: 120_000,
             fallback: Default::default(),
+            ..Default::default()
         };
         for mode in ModeKind::all() {
             let schema = super::super::registry::config_schema(mode);

@@ -188,7 +188,7 @@ pub async fn get_conversation(
 /// label and description, whether it takes follow-ups, its question, its roles with their
 /// default models on this server, the JSON Schema of its `modeConfig` and an example request.
 pub async fn modes_list(state: web::Data<AppState>, _caller: Caller) -> HttpResponse {
-    let offline = state.engine.defaults().offline;
+    let defaults = state.engine.defaults();
     let list: Vec<Value> = ModeKind::all()
         .into_iter()
         .map(|kind| {
@@ -198,11 +198,8 @@ pub async fn modes_list(state: web::Data<AppState>, _caller: Caller) -> HttpResp
                 .iter()
                 .map(|r| {
                     let mut v = json!(r);
-                    let defaults = if offline { r.sim_default } else { r.default };
                     if let Some(o) = v.as_object_mut() {
-                        o.remove("simDefault");
-                        o.remove("default");
-                        o.insert("defaultModels".into(), json!(defaults));
+                        o.insert("defaultModels".into(), json!(defaults.models(spec.id, r.id)));
                     }
                     v
                 })

@@ -45,14 +45,10 @@ use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role,
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
 };
 
-/// Council's default models: the architect and assembler are the first, the authors all three.
-const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
-const SEED_DEFAULTS: [&str; 3] =
-    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
 /// The row of the document type and the material, stored at the start (content: the material).
 const SETUP: &str = "blueprint_setup";
 pub const MAX_SECTIONS: usize = 20;
@@ -171,10 +167,9 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
                 .ok_or_else(|| FieldError::new("modeConfig.content", "must not be empty"))?,
         ),
     };
-    let panel = if defaults.offline { SIM_DEFAULTS } else { SEED_DEFAULTS };
     let architect_model =
         request::model(cfg.architect_model.as_ref(), "modeConfig.architectModel")?
-            .unwrap_or_else(|| panel[0].to_string());
+            .unwrap_or_else(|| defaults.model(SPEC.id, "architect"));
     let author_models = request::models(
         cfg.author_models.as_deref(),
         "modeConfig.authorModels",
@@ -182,7 +177,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         Some("at least one author model is required"),
         Some("at most 6 author models are allowed"),
     )?
-    .unwrap_or_else(|| request::ids(&panel));
+    .unwrap_or_else(|| defaults.models(SPEC.id, "author"));
     let assembler_model =
         request::model(cfg.assembler_model.as_ref(), "modeConfig.assemblerModel")?
             .unwrap_or_else(|| architect_model.clone());
@@ -192,11 +187,8 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let config = BlueprintConfig {
         content,
         document_type: cfg.document_type.unwrap_or_default(),
-        facilitator_fallback_model: Fallbacks::for_role(
-            &defaults.fallback.facilitator,
-            &architect_model,
-        ),
-        chairman_fallback_model: Fallbacks::for_role(&defaults.fallback.chairman, &assembler_model),
+        facilitator_fallback_model: defaults.backup(SPEC.id, "architect", &architect_model),
+        chairman_fallback_model: defaults.backup(SPEC.id, "assembler", &assembler_model),
         architect_model,
         author_models,
         assembler_model,
@@ -225,8 +217,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("authorModels"),
             panel: true,
             fallback: None,
-            sim_default: &SIM_DEFAULTS,
-            default: &SEED_DEFAULTS,
         },
         // The assembler, which writes the result, comes before the architect: `conclave run`'s
         // `--chairman` names the first single-model role with a backup.
@@ -236,8 +226,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("assemblerModel"),
             panel: false,
             fallback: Some("chairman"),
-            sim_default: &[],
-            default: &[],
         },
         Role {
             id: "architect",
@@ -245,8 +233,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("architectModel"),
             panel: false,
             fallback: Some("facilitator"),
-            sim_default: &[SIM_DEFAULTS[0]],
-            default: &[SEED_DEFAULTS[0]],
         },
         Role::internal("title", "Title"),
     ],

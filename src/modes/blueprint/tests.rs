@@ -504,7 +504,12 @@ fn todo_markers_are_collected_where_written() {
 
 #[test]
 fn requests_are_checked_field_by_field() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() };
+    let d = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Default::default(),
+        ..Default::default()
+    };
     let bad = |cfg: Value| {
         validate(&json!({ "mode": "blueprint", "question": "q", "modeConfig": cfg }), &d)
             .unwrap_err()

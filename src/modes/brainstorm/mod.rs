@@ -34,8 +34,8 @@ use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk
 use super::request::ModelId;
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
 };
 
 mod machine;
@@ -50,8 +50,6 @@ pub use read::*;
 pub use result::*;
 use sim::*;
 
-const SIM_MODELS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
-const SEED_MODELS: [&str; 3] = ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
 const GLOBAL_TIMER: &str = "global";
 const IDEATION_ORDER: i32 = 0;
 const CLUSTERING_ORDER: i32 = 10;
@@ -118,11 +116,11 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         Some("A brainstorm needs at least 3 models"),
         Some("A brainstorm has at most 6 models"),
     )?
-    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_MODELS } else { &SEED_MODELS }));
+    .unwrap_or_else(|| defaults.models(SPEC.id, "ideator"));
     let curator_model = request::model(cfg.curator_model.as_ref(), "modeConfig.curatorModel")?
-        .unwrap_or_else(|| models[0].clone());
+        .unwrap_or_else(|| defaults.model_or(SPEC.id, "curator", &models[0]));
     let refiner_model = request::model(cfg.refiner_model.as_ref(), "modeConfig.refinerModel")?
-        .unwrap_or_else(|| models[0].clone());
+        .unwrap_or_else(|| defaults.model_or(SPEC.id, "refiner", &models[0]));
     let min_ideas =
         request::whole(cfg.min_ideas_per_model, "modeConfig.minIdeasPerModel", 3..=10, 5)?;
     let max_clusters = request::whole(cfg.max_clusters, "modeConfig.maxClusters", 3..=8, 6)?;
@@ -140,11 +138,8 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     )?;
     let all = request::distinct(&[&models], &[&curator_model, &refiner_model]);
     let config = BrainstormConfig {
-        facilitator_fallback_model: Fallbacks::for_role(
-            &defaults.fallback.facilitator,
-            &curator_model,
-        ),
-        chairman_fallback_model: Fallbacks::for_role(&defaults.fallback.chairman, &refiner_model),
+        facilitator_fallback_model: defaults.backup(SPEC.id, "curator", &curator_model),
+        chairman_fallback_model: defaults.backup(SPEC.id, "refiner", &refiner_model),
         models,
         curator_model,
         refiner_model,
@@ -176,8 +171,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("models"),
             panel: true,
             fallback: None,
-            sim_default: &SIM_MODELS,
-            default: &SEED_MODELS,
         },
         // The refiner before the curator: `conclave run`'s `--chairman` names the first
         // single-model role with a backup, and the refiner is the one that writes the result.
@@ -187,8 +180,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("refinerModel"),
             panel: false,
             fallback: Some("chairman"),
-            sim_default: &[SIM_MODELS[0]],
-            default: &[SEED_MODELS[0]],
         },
         Role {
             id: "curator",
@@ -196,8 +187,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("curatorModel"),
             panel: false,
             fallback: Some("facilitator"),
-            sim_default: &[SIM_MODELS[0]],
-            default: &[SEED_MODELS[0]],
         },
         Role::internal("scorer", "Scorers (the brainstormers)"),
         Role::internal("title", "Title"),

@@ -1,6 +1,7 @@
 //! Brainstorm driven with fake replies, and its parsers on recorded-style and adversarial
 //! outputs.
 
+use crate::modes::Fallbacks;
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -275,7 +276,12 @@ proptest! {
 // ---- validation ----------------------------------------------------------------------------
 
 fn defaults() -> Defaults {
-    Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() }
+    Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Default::default(),
+        ..Default::default()
+    }
 }
 
 fn field_of(cfg: Value) -> String {
@@ -305,7 +311,7 @@ fn every_rule_is_a_400_naming_its_field_and_defaults_fill_in() {
     let body = json!({ "mode": "brainstorm", "question": " " });
     assert_eq!(validate(&body, &defaults()).unwrap_err().field, "question");
     let ok = validate(&json!({ "mode": "brainstorm", "question": "q" }), &defaults()).unwrap();
-    assert_eq!(ok.config["models"], json!(SIM_MODELS));
+    assert_eq!(ok.config["models"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
     assert_eq!(ok.config["curatorModel"], "sim/alpha");
     assert_eq!(ok.config["refinerModel"], "sim/alpha");
     assert_eq!(ok.config["minIdeasPerModel"], 5);

@@ -42,13 +42,6 @@ use super::{
 
 /// The row of the chain's plan, stored at the start.
 const PLAN: &str = "chain_plan";
-const SIM_MODELS: [&str; 4] = ["sim/alpha", "sim/beta", "sim/gamma", "sim/delta"];
-const SEED_MODELS: [&str; 4] = [
-    "anthropic/claude-opus-4-6",
-    "openai/o3",
-    "google/gemini-2.5-pro",
-    "anthropic/claude-sonnet-4",
-];
 const MAX_CUSTOM_MANDATE: usize = 2000;
 
 /// A step's mandate, from the library.
@@ -179,12 +172,13 @@ pub struct ChainConfig {
     pub global_timeout_ms: u64,
 }
 
-fn default_steps(offline: bool) -> Vec<StepConfig> {
-    let models = if offline { SIM_MODELS } else { SEED_MODELS };
+fn default_steps(defaults: &Defaults) -> Vec<StepConfig> {
+    let mut models = defaults.models(SPEC.id, "drafter");
+    models.extend(defaults.models(SPEC.id, "improver"));
     [Mandate::Draft, Mandate::StructureDepth, Mandate::AccuracyCompleteness, Mandate::PolishFormat]
         .into_iter()
         .zip(models)
-        .map(|(mandate, model)| StepConfig { model: model.into(), mandate, custom_mandate: None })
+        .map(|(mandate, model)| StepConfig { model, mandate, custom_mandate: None })
         .collect()
 }
 
@@ -193,7 +187,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
     let cfg: ChainRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
     let steps = match &cfg.steps {
-        None => default_steps(defaults.offline),
+        None => default_steps(defaults),
         Some(list) => {
             if !(2..=6).contains(&list.len()) {
                 return Err(FieldError::new("modeConfig.steps", "A chain has 2 to 6 steps"));
@@ -282,8 +276,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: None,
             panel: false,
             fallback: None,
-            sim_default: &["sim/alpha"],
-            default: &["anthropic/claude-opus-4-6"],
         },
         Role {
             id: "improver",
@@ -291,8 +283,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: None,
             panel: true,
             fallback: None,
-            sim_default: &["sim/beta", "sim/gamma", "sim/delta"],
-            default: &["openai/o3", "google/gemini-2.5-pro", "anthropic/claude-sonnet-4"],
         },
         Role::internal("title", "Title"),
     ],

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 
 use super::registry::{schema_of, ModeSpec, Question, Role};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_SHORT_CHARS, MAX_TEXT_CHARS};
-use super::{request, Defaults, Fallbacks, FieldError, ValidRequest};
+use super::{request, Defaults, FieldError, ValidRequest};
 
 mod machine;
 mod prompts;
@@ -97,7 +97,6 @@ pub const PERSONAS: [Persona; 3] = [
 pub const ARBITER_PROMPT: &str = "You are the Arbiter of a panel that scores policy briefs. Three evaluators disagree on some dimensions even after discussing them. You read the brief yourself, weigh their positions and give a definitive score for each disputed dimension, with detailed reasoning.";
 
 const SIM_DEFAULT: &str = "sim/haiku";
-const SEED_DEFAULT: &str = "anthropic/claude-haiku-4-5";
 
 /// When the evaluators discuss their scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -193,7 +192,6 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
             t.trimmed().ok_or_else(|| FieldError::new("modeConfig.title", "must not be empty"))?,
         ),
     };
-    let default = if defaults.offline { SIM_DEFAULT } else { SEED_DEFAULT };
     let given = cfg.models.unwrap_or_default();
     let mut models = BTreeMap::new();
     for (role, id) in [
@@ -203,7 +201,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         ("arbiter", &given.arbiter),
     ] {
         let m = request::model(id.as_ref(), &format!("modeConfig.models.{role}"))?;
-        models.insert(role.to_string(), m.unwrap_or_else(|| default.to_string()));
+        models.insert(role.to_string(), m.unwrap_or_else(|| defaults.model(SPEC.id, role)));
     }
     let discussion = cfg.discussion.unwrap_or(Discussion::Auto);
     let timeout_ms = request::timeout(
@@ -213,9 +211,8 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         defaults.stage_timeout_ms,
     )?;
     let all = request::distinct(&[], &models.values().map(String::as_str).collect::<Vec<_>>());
-    let arbiter_fallback_model = models
-        .get("arbiter")
-        .and_then(|arbiter| Fallbacks::for_role(&defaults.fallback.arbiter, arbiter));
+    let arbiter_fallback_model =
+        models.get("arbiter").and_then(|arbiter| defaults.backup(SPEC.id, "arbiter", arbiter));
     let config = ClarityConfig { content, context, title, models, discussion, timeout_ms };
     let mut config = serde_json::to_value(&config).unwrap_or(Value::Null);
     if let (Some(backup), Some(o)) = (arbiter_fallback_model, config.as_object_mut()) {
@@ -238,8 +235,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("models.skeptic"),
             panel: false,
             fallback: None,
-            sim_default: &[SIM_DEFAULT],
-            default: &[SEED_DEFAULT],
         },
         Role {
             id: "advocate",
@@ -247,8 +242,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("models.advocate"),
             panel: false,
             fallback: None,
-            sim_default: &[SIM_DEFAULT],
-            default: &[SEED_DEFAULT],
         },
         Role {
             id: "generalist",
@@ -256,8 +249,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("models.generalist"),
             panel: false,
             fallback: None,
-            sim_default: &[SIM_DEFAULT],
-            default: &[SEED_DEFAULT],
         },
         Role {
             id: "arbiter",
@@ -265,8 +256,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("models.arbiter"),
             panel: false,
             fallback: Some("arbiter"),
-            sim_default: &[SIM_DEFAULT],
-            default: &[SEED_DEFAULT],
         },
         Role::internal("title", "Title"),
     ],

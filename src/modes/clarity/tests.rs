@@ -577,7 +577,12 @@ fn a_failing_backup_arbiter_still_scores_and_flags() {
 
 #[test]
 fn validation() {
-    let d = Defaults { offline: true, stage_timeout_ms: 60_000, fallback: Fallbacks::default() };
+    let d = Defaults {
+        offline: true,
+        stage_timeout_ms: 60_000,
+        fallback: Fallbacks::default(),
+        ..Default::default()
+    };
     let v =
         validate(&json!({ "mode": "clarity", "modeConfig": { "content": "brief" } }), &d).unwrap();
     assert_eq!(v.question, "Score this brief");

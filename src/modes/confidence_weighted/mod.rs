@@ -36,8 +36,8 @@ use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role,
 use super::request::ModelId;
 use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
-    request, CallError, CallErrorKind, CallReply, CallSpec, Defaults, Effect, Fallbacks,
-    FieldError, Mode, RunContext, StageRow, ValidRequest,
+    request, CallError, CallErrorKind, CallReply, CallSpec, Defaults, Effect, FieldError, Mode,
+    RunContext, StageRow, ValidRequest,
 };
 
 mod machine;
@@ -64,10 +64,6 @@ pub const OUTLIER_HIGH: f64 = 0.95;
 pub const OUTLIER_LOW: f64 = 0.1;
 /// The confidence of a reply that states none.
 pub const DEFAULT_CONFIDENCE: f64 = 0.5;
-
-const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
-const SEED_DEFAULTS: [&str; 3] =
-    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
 
 /// Confidence-Weighted's `modeConfig`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -113,10 +109,10 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         Some("Confidence-Weighted needs at least 2 models"),
         Some("Confidence-Weighted takes at most 6 models"),
     )?
-    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS }));
+    .unwrap_or_else(|| defaults.models(SPEC.id, "respondent"));
     let synthesis_model =
         request::model(cfg.synthesis_model.as_ref(), "modeConfig.synthesisModel")?
-            .unwrap_or_else(|| models[0].clone());
+            .unwrap_or_else(|| defaults.model_or(SPEC.id, "synthesizer", &models[0]));
     let temperature = match cfg.temperature {
         None => DEFAULT_TEMPERATURE,
         Some(t) if t.is_finite() && TEMPERATURE_RANGE.contains(&t) => t,
@@ -133,8 +129,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         TIMEOUT_RANGE_MS,
         defaults.stage_timeout_ms,
     )?;
-    let synthesis_fallback_model =
-        Fallbacks::for_role(&defaults.fallback.chairman, &synthesis_model);
+    let synthesis_fallback_model = defaults.backup(SPEC.id, "synthesizer", &synthesis_model);
     let all = request::distinct(&[&models], &[&synthesis_model]);
     let config = ConfidenceWeightedConfig {
         models,
@@ -166,8 +161,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("models"),
             panel: true,
             fallback: None,
-            sim_default: &SIM_DEFAULTS,
-            default: &SEED_DEFAULTS,
         },
         Role {
             id: "synthesizer",
@@ -175,8 +168,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("synthesisModel"),
             panel: false,
             fallback: Some("chairman"),
-            sim_default: &["sim/alpha"],
-            default: &["anthropic/claude-opus-4-6"],
         },
         Role::internal("title", "Title"),
     ],

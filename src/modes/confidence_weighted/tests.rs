@@ -50,7 +50,12 @@ fn drive(m: &mut ConfidenceWeighted, answer: impl Fn(&CallSpec) -> Option<String
 }
 
 fn defaults() -> Defaults {
-    Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() }
+    Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Default::default(),
+        ..Default::default()
+    }
 }
 
 #[test]

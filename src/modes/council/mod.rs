@@ -41,8 +41,8 @@ use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role}
 use super::request::ModelId;
 use super::schema::{Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, Defaults, Effect, Fallbacks, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, CallReply, CallSpec, Defaults, Effect, FieldError, Mode, RunContext, StageRow,
+    ValidRequest,
 };
 
 /// History a follow-up carries (the seed: "truncated to the last 10 turns").
@@ -50,12 +50,6 @@ pub const HISTORY_TURNS: usize = 10;
 pub const MIN_MODELS: usize = 2;
 pub const MAX_MODELS: usize = 6;
 pub const TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 10_000..=600_000;
-
-const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
-const SIM_CHAIRMAN: &str = "sim/alpha";
-const SEED_DEFAULTS: [&str; 3] =
-    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
-const SEED_CHAIRMAN: &str = "anthropic/claude-opus-4-6";
 
 /// The normalised configuration stored with a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,11 +111,9 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         None,
         None,
     )?
-    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS }));
+    .unwrap_or_else(|| defaults.models(SPEC.id, "council"));
     let chairman_model = request::model(cfg.chairman_model.as_ref(), &name("chairmanModel"))?
-        .unwrap_or_else(|| {
-            (if defaults.offline { SIM_CHAIRMAN } else { SEED_CHAIRMAN }).to_string()
-        });
+        .unwrap_or_else(|| defaults.model(SPEC.id, "chairman"));
     let timeout_ms = request::timeout(
         cfg.timeout_ms,
         &name("timeoutMs"),
@@ -129,7 +121,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         defaults.stage_timeout_ms,
     )?;
     let models = request::distinct(&[&council_models], &[&chairman_model]);
-    let chairman_fallback_model = Fallbacks::for_role(&defaults.fallback.chairman, &chairman_model);
+    let chairman_fallback_model = defaults.backup(SPEC.id, "chairman", &chairman_model);
     let config =
         CouncilConfig { council_models, chairman_model, timeout_ms, chairman_fallback_model };
     Ok(ValidRequest {
@@ -156,8 +148,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("councilModels"),
             panel: true,
             fallback: None,
-            sim_default: &SIM_DEFAULTS,
-            default: &SEED_DEFAULTS,
         },
         Role {
             id: "chairman",
@@ -165,8 +155,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("chairmanModel"),
             panel: false,
             fallback: Some("chairman"),
-            sim_default: &[SIM_CHAIRMAN],
-            default: &[SEED_CHAIRMAN],
         },
         Role::internal("title", "Title"),
     ],

@@ -1,5 +1,6 @@
 //! Council mode on recorded and adversarial model outputs, and driven as a state machine.
 
+use crate::modes::Fallbacks;
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -520,8 +521,12 @@ fn a_failed_member_marks_the_run_partial_live_and_from_rows() {
 
 #[test]
 fn the_backup_chairman_comes_from_the_server_configuration() {
-    let mut d =
-        Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
+    let mut d = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Fallbacks::default(),
+        ..Default::default()
+    };
     let plain = validate(&json!({ "question": "q" }), &d).unwrap();
     assert!(plain.config.get("chairmanFallbackModel").is_none());
     d.fallback.chairman = Some("sim/beta".into());
@@ -538,13 +543,22 @@ fn the_backup_chairman_comes_from_the_server_configuration() {
 
 #[test]
 fn validation_follows_the_schema() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
+    let d = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Fallbacks::default(),
+        ..Default::default()
+    };
     let v = validate(&json!({ "question": " Why? " }), &d).unwrap();
     assert_eq!(v.question, "Why?");
     assert_eq!(v.config["councilModels"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
     assert_eq!(v.models, vec!["sim/alpha", "sim/beta", "sim/gamma"]);
-    let online =
-        Defaults { offline: false, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
+    let online = Defaults {
+        offline: false,
+        stage_timeout_ms: 120_000,
+        fallback: Fallbacks::default(),
+        ..Default::default()
+    };
     assert_eq!(
         validate(&json!({ "question": "q" }), &online).unwrap().config["chairmanModel"],
         "anthropic/claude-opus-4-6"

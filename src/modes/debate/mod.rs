@@ -40,9 +40,6 @@ use super::{
     StageRow, ValidRequest,
 };
 
-const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
-const SEED_DEFAULTS: [&str; 3] =
-    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
 /// Mixed into the run seed so the vote's label map is a fresh shuffle.
 const VOTE_SALT: u64 = 0x5eed_0fd0_be7e;
 
@@ -78,7 +75,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         Some("Debate mode requires at least 3 models"),
         Some("Maximum 6 models allowed"),
     )?
-    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS }));
+    .unwrap_or_else(|| defaults.models(SPEC.id, "respondent"));
     let timeout_ms = request::timeout(
         cfg.timeout_ms,
         "modeConfig.timeoutMs",
@@ -110,8 +107,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("models"),
             panel: true,
             fallback: None,
-            sim_default: &SIM_DEFAULTS,
-            default: &SEED_DEFAULTS,
         },
         Role::internal("debater", "Revisions"),
         Role::internal("voter", "Votes"),

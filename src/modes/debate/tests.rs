@@ -302,7 +302,12 @@ fn two_answers_are_enough_and_one_is_not() {
 
 #[test]
 fn validation_follows_the_seed() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
+    let d = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Fallbacks::default(),
+        ..Default::default()
+    };
     assert!(validate(&json!({ "question": "q", "mode": "debate" }), &d).is_ok());
     let field = |b: Value| validate(&b, &d).unwrap_err().field;
     assert_eq!(

@@ -34,8 +34,8 @@ use super::request::ModelId;
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::stated::{last_stated, Labels};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
 };
 
 mod machine;
@@ -52,11 +52,6 @@ pub use result::*;
 pub use schedule::*;
 use sim::*;
 
-/// Council's default models: the planner (and so the assembler) is the first, the workers all
-/// three.
-const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
-const SEED_DEFAULTS: [&str; 3] =
-    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
 const GLOBAL_TIMER: &str = "global";
 const PLAN_ORDER: i32 = 0;
 /// After every wave (there are at most [`MAX_TASKS`]).
@@ -114,9 +109,8 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let question = request::question(body, "Question is required")?;
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
     let cfg: DecomposeRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let panel = if defaults.offline { SIM_DEFAULTS } else { SEED_DEFAULTS };
     let planner_model = request::model(cfg.planner_model.as_ref(), "modeConfig.plannerModel")?
-        .unwrap_or_else(|| panel[0].to_string());
+        .unwrap_or_else(|| defaults.model(SPEC.id, "planner"));
     let worker_models = request::models(
         cfg.worker_models.as_deref(),
         "modeConfig.workerModels",
@@ -124,7 +118,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         Some("at least one worker model is required"),
         Some("at most 5 worker models are allowed"),
     )?
-    .unwrap_or_else(|| request::ids(&panel));
+    .unwrap_or_else(|| defaults.models(SPEC.id, "worker"));
     let assembler_model =
         request::model(cfg.assembler_model.as_ref(), "modeConfig.assemblerModel")?
             .unwrap_or_else(|| planner_model.clone());
@@ -148,11 +142,8 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     )?;
     let models = request::distinct(&[&worker_models], &[&planner_model, &assembler_model]);
     let config = DecomposeConfig {
-        facilitator_fallback_model: Fallbacks::for_role(
-            &defaults.fallback.facilitator,
-            &planner_model,
-        ),
-        chairman_fallback_model: Fallbacks::for_role(&defaults.fallback.chairman, &assembler_model),
+        facilitator_fallback_model: defaults.backup(SPEC.id, "planner", &planner_model),
+        chairman_fallback_model: defaults.backup(SPEC.id, "assembler", &assembler_model),
         planner_model,
         worker_models,
         assembler_model,
@@ -186,8 +177,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("workerModels"),
             panel: true,
             fallback: None,
-            sim_default: &SIM_DEFAULTS,
-            default: &SEED_DEFAULTS,
         },
         // The assembler, which writes the result, comes before the planner: `conclave run`'s
         // `--chairman` names the first single-model role with a backup.
@@ -197,8 +186,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("assemblerModel"),
             panel: false,
             fallback: Some("chairman"),
-            sim_default: &[],
-            default: &[],
         },
         Role {
             id: "planner",
@@ -206,8 +193,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("plannerModel"),
             panel: false,
             fallback: Some("facilitator"),
-            sim_default: &[SIM_DEFAULTS[0]],
-            default: &[SEED_DEFAULTS[0]],
         },
         Role::internal("title", "Title"),
     ],

@@ -859,7 +859,12 @@ fn late_and_unknown_replies_change_nothing() {
 
 #[test]
 fn requests_are_checked_field_by_field() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() };
+    let d = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Default::default(),
+        ..Default::default()
+    };
     let body = |cfg: Value| json!({ "mode": "decompose", "question": "q", "modeConfig": cfg });
     let ok = validate(&body(json!({})), &d).unwrap();
     assert_eq!(

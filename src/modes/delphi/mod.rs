@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 
 use super::registry::{schema_of, ModeSpec, Question, Role};
 use super::request::{ModelId, Text, MAX_SHORT_CHARS};
-use super::{request, Defaults, Fallbacks, FieldError, ValidRequest};
+use super::{request, Defaults, FieldError, ValidRequest};
 
 mod machine;
 mod prompts;
@@ -50,11 +50,6 @@ pub use stats::*;
 #[cfg(test)]
 mod tests;
 
-const SIM_PANEL: [&str; 4] = ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"];
-const SIM_FACILITATOR: &str = "sim/delta";
-const SEED_PANEL: [&str; 4] =
-    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro", "perplexity/sonar-pro"];
-const SEED_FACILITATOR: &str = "anthropic/claude-sonnet-4";
 /// Rounds need at least this many valid estimates.
 pub const MIN_ESTIMATES: usize = 3;
 const GLOBAL_TIMER: &str = "global";
@@ -155,12 +150,10 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         Some("Delphi mode requires at least 3 panelist models"),
         Some("Maximum 7 panelist models allowed"),
     )?
-    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_PANEL } else { &SEED_PANEL }));
+    .unwrap_or_else(|| defaults.models(SPEC.id, "panelist"));
     let facilitator_model =
         request::model(cfg.facilitator_model.as_ref(), "modeConfig.facilitatorModel")?
-            .unwrap_or_else(|| {
-                (if defaults.offline { SIM_FACILITATOR } else { SEED_FACILITATOR }).to_string()
-            });
+            .unwrap_or_else(|| defaults.model(SPEC.id, "facilitator"));
     if panelist_models.contains(&facilitator_model) {
         return Err(FieldError::new(
             "modeConfig.facilitatorModel",
@@ -218,8 +211,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         600_000,
     )?;
     let models = request::distinct(&[&panelist_models], &[&facilitator_model]);
-    let facilitator_fallback_model =
-        Fallbacks::for_role(&defaults.fallback.facilitator, &facilitator_model);
+    let facilitator_fallback_model = defaults.backup(SPEC.id, "facilitator", &facilitator_model);
     let config = DelphiConfig {
         panelist_models,
         facilitator_model,
@@ -255,8 +247,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("panelistModels"),
             panel: true,
             fallback: None,
-            sim_default: &SIM_PANEL,
-            default: &SEED_PANEL,
         },
         Role {
             id: "facilitator",
@@ -264,8 +254,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("facilitatorModel"),
             panel: false,
             fallback: Some("facilitator"),
-            sim_default: &[SIM_FACILITATOR],
-            default: &[SEED_FACILITATOR],
         },
         Role::internal("title", "Title"),
     ],

@@ -653,8 +653,12 @@ fn classification_falls_back_and_overrides_follow_the_conflict_rules() {
     let e = d.on_reply(ok(&c[0], "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: x"));
     assert_eq!(emitted(&e, "classify_complete").unwrap()["data"]["type"], "qualitative");
     // Validation: a numeric override drops options; the facilitator may not sit on the panel.
-    let defaults =
-        Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
+    let defaults = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Fallbacks::default(),
+        ..Default::default()
+    };
     let v = validate(&json!({ "question": "q", "mode": "delphi", "modeConfig": { "questionType": "numeric", "options": ["a", "b"] } }), &defaults).unwrap();
     assert_eq!(v.config["options"], json!(null));
     let field = |cfg: Value| {
@@ -829,6 +833,7 @@ fn the_backup_facilitator_comes_from_the_server_configuration() {
         offline: true,
         stage_timeout_ms: 120_000,
         fallback: Fallbacks { facilitator: Some("sim/zeta".into()), ..Fallbacks::default() },
+        ..Default::default()
     };
     let v = validate(&json!({ "question": "q", "mode": "delphi" }), &defaults).unwrap();
     assert_eq!(v.config["facilitatorFallbackModel"], "sim/zeta");
@@ -1238,7 +1243,7 @@ fn the_sim_answers_its_schemas_and_converges() {
     assert_eq!((cl.kind, from), (QuestionType::Numeric, ReadFrom::Json));
     let e = estimate_schema(1);
     let p1 = round1_numeric_prompt_as(q, Some(&e));
-    let first: Vec<f64> = SIM_PANEL
+    let first: Vec<f64> = ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"]
         .iter()
         .map(|m| {
             let r = read_panelist(&ask(m, &p1, &e), QuestionType::Numeric, &[], &e);
@@ -1249,7 +1254,7 @@ fn the_sim_answers_its_schemas_and_converges() {
     // Round 2: each moves toward the median (a stubborn one barely).
     let stats = numeric_stats(&first, ConfidenceCounts::default());
     let e2 = estimate_schema(2);
-    for (m, before) in SIM_PANEL.iter().zip(&first) {
+    for (m, before) in ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"].iter().zip(&first) {
         let prev = Estimate {
             participant: 1,
             model: m.to_string(),

@@ -31,8 +31,8 @@ use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role,
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
 };
 
 mod machine;
@@ -47,9 +47,6 @@ pub use read::*;
 pub use result::*;
 use sim::*;
 
-const SIM_CHECKERS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
-const SEED_CHECKERS: [&str; 3] =
-    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
 const GLOBAL_TIMER: &str = "global";
 const GENERATE_ORDER: i32 = 0;
 const EXTRACT_ORDER: i32 = 1;
@@ -123,15 +120,14 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
                 .ok_or_else(|| FieldError::new("modeConfig.content", "must not be empty"))?,
         ),
     };
-    let first = || (if defaults.offline { SIM_CHECKERS[0] } else { SEED_CHECKERS[0] }).to_string();
     let generator_model =
         request::model(cfg.generator_model.as_ref(), "modeConfig.generatorModel")?
-            .unwrap_or_else(first);
+            .unwrap_or_else(|| defaults.model(SPEC.id, "generator"));
     let extractor_model =
         request::model(cfg.extractor_model.as_ref(), "modeConfig.extractorModel")?
-            .unwrap_or_else(first);
+            .unwrap_or_else(|| defaults.model(SPEC.id, "extractor"));
     let reporter_model = request::model(cfg.reporter_model.as_ref(), "modeConfig.reporterModel")?
-        .unwrap_or_else(first);
+        .unwrap_or_else(|| defaults.model(SPEC.id, "reporter"));
     let checker_models = request::models(
         cfg.checker_models.as_deref(),
         "modeConfig.checkerModels",
@@ -139,7 +135,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         Some("A fact-check needs at least 1 checker"),
         Some("A fact-check has at most 4 checkers"),
     )?
-    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_CHECKERS } else { &SEED_CHECKERS }));
+    .unwrap_or_else(|| defaults.models(SPEC.id, "checker"));
     for (i, m) in checker_models.iter().enumerate() {
         if let Some(j) = checker_models[..i].iter().position(|x| x == m) {
             return Err(FieldError::new(
@@ -177,11 +173,8 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let models = request::distinct(&[&checker_models], &singles);
     let config = FactCheckConfig {
         content,
-        facilitator_fallback_model: Fallbacks::for_role(
-            &defaults.fallback.facilitator,
-            &extractor_model,
-        ),
-        chairman_fallback_model: Fallbacks::for_role(&defaults.fallback.chairman, &reporter_model),
+        facilitator_fallback_model: defaults.backup(SPEC.id, "extractor", &extractor_model),
+        chairman_fallback_model: defaults.backup(SPEC.id, "reporter", &reporter_model),
         generator_model,
         extractor_model,
         checker_models,
@@ -213,8 +206,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("checkerModels"),
             panel: true,
             fallback: None,
-            sim_default: &SIM_CHECKERS,
-            default: &SEED_CHECKERS,
         },
         Role {
             id: "generator",
@@ -222,8 +213,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("generatorModel"),
             panel: false,
             fallback: None,
-            sim_default: &[SIM_CHECKERS[0]],
-            default: &[SEED_CHECKERS[0]],
         },
         // The reporter before the extractor: `conclave run`'s `--chairman` names the first
         // single-model role with a backup, and the reporter is the one that writes the result.
@@ -233,8 +222,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("reporterModel"),
             panel: false,
             fallback: Some("chairman"),
-            sim_default: &[SIM_CHECKERS[0]],
-            default: &[SEED_CHECKERS[0]],
         },
         Role {
             id: "extractor",
@@ -242,8 +229,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("extractorModel"),
             panel: false,
             fallback: Some("facilitator"),
-            sim_default: &[SIM_CHECKERS[0]],
-            default: &[SEED_CHECKERS[0]],
         },
         Role::internal("title", "Title"),
     ],

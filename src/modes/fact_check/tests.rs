@@ -220,7 +220,12 @@ proptest! {
 // ---- validation ----------------------------------------------------------------------------
 
 fn defaults() -> Defaults {
-    Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() }
+    Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Default::default(),
+        ..Default::default()
+    }
 }
 
 fn field_of(cfg: Value) -> String {
@@ -246,7 +251,7 @@ fn every_rule_is_a_400_naming_its_field() {
     assert_eq!(field_of(json!({ "extractorModel": " " })), "modeConfig.extractorModel");
     assert_eq!(field_of(json!({ "bogus": 1 })), "modeConfig.bogus");
     let ok = validate(&json!({ "mode": "fact_check", "question": "q" }), &defaults()).unwrap();
-    assert_eq!(ok.config["checkerModels"], json!(SIM_CHECKERS));
+    assert_eq!(ok.config["checkerModels"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
     assert_eq!(ok.config["maxContentLength"], 20000);
     assert_eq!(ok.config["globalTimeoutMs"], 600000);
 }

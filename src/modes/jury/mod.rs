@@ -44,14 +44,9 @@ use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::stated::{last_stated, Labels};
 
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
 };
-
-const SIM_JURORS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
-const SIM_FOREMAN: &str = "sim/delta";
-const SEED_JURORS: [&str; 3] = ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
-const SEED_FOREMAN: &str = "perplexity/sonar-pro";
 
 /// The five dimensions, as the prompts name them.
 pub const DIMENSIONS: [&str; 5] =
@@ -113,9 +108,9 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         Some("Jury mode requires at least 3 juror models"),
         Some("Maximum 6 juror models allowed"),
     )?
-    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_JURORS } else { &SEED_JURORS }));
+    .unwrap_or_else(|| defaults.models(SPEC.id, "juror"));
     let foreman_model = match &cfg.foreman_model {
-        None => (if defaults.offline { SIM_FOREMAN } else { SEED_FOREMAN }).to_string(),
+        None => defaults.model(SPEC.id, "foreman"),
         Some(m) if m.0.trim().is_empty() => {
             return Err(FieldError::new("modeConfig.foremanModel", "Foreman model is required"))
         }
@@ -134,7 +129,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         defaults.stage_timeout_ms,
     )?;
     let models = request::distinct(&[&juror_models], &[&foreman_model]);
-    let foreman_fallback_model = Fallbacks::for_role(&defaults.fallback.foreman, &foreman_model);
+    let foreman_fallback_model = defaults.backup(SPEC.id, "foreman", &foreman_model);
     let config = JuryConfig {
         content,
         original_question,
@@ -166,8 +161,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("jurorModels"),
             panel: true,
             fallback: None,
-            sim_default: &SIM_JURORS,
-            default: &SEED_JURORS,
         },
         Role {
             id: "foreman",
@@ -175,8 +168,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("foremanModel"),
             panel: false,
             fallback: Some("foreman"),
-            sim_default: &[SIM_FOREMAN],
-            default: &[SEED_FOREMAN],
         },
         Role::internal("title", "Title"),
     ],

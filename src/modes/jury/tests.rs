@@ -1,6 +1,7 @@
 //! Jury mode: score and verdict parsers on the shapes real models write, the conservative
 //! majority rules, and the state machine through the seed's edge cases.
 
+use crate::modes::Fallbacks;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -349,7 +350,12 @@ fn fewer_than_two_jurors_or_a_failing_foreman_is_an_error() {
 
 #[test]
 fn validation_follows_the_seed() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
+    let d = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Fallbacks::default(),
+        ..Default::default()
+    };
     let body = |cfg: Value| json!({ "question": "Evaluate", "mode": "jury", "modeConfig": cfg });
     let ok = validate(&body(json!({ "content": "x" })), &d).unwrap();
     assert_eq!(ok.config["foremanModel"], "sim/delta");
@@ -393,7 +399,12 @@ fn validation_follows_the_seed() {
 
 #[test]
 fn long_content_is_passed_in_full_and_a_missing_question_is_left_out() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
+    let d = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Fallbacks::default(),
+        ..Default::default()
+    };
     let long = "word ".repeat(4_000);
     let v = validate(
         &json!({ "question": "q", "mode": "jury", "modeConfig": { "content": long } }),

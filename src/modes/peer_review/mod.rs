@@ -40,13 +40,10 @@ use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role,
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_SHORT_CHARS};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
 };
 
-const SIM_REVIEWERS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
-const SEED_REVIEWERS: [&str; 3] =
-    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
 const MAX_CRITERION_NAME: usize = 100;
 const MAX_RUBRIC_TEXT: usize = 2000;
 const CONSOLIDATION_KEY: &str = "consolidation";
@@ -383,17 +380,14 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         Some("A peer review needs at least 2 reviewers"),
         Some("A peer review has at most 6 reviewers"),
     )?
-    .unwrap_or_else(|| {
-        request::ids(if defaults.offline { &SIM_REVIEWERS } else { &SEED_REVIEWERS })
-    });
+    .unwrap_or_else(|| defaults.models(SPEC.id, "reviewer"));
     let consolidator_model =
         request::model(cfg.consolidator_model.as_ref(), "modeConfig.consolidatorModel")?
             .unwrap_or_else(|| reviewer_models[0].clone());
     let timeout_ms =
         request::timeout(cfg.timeout_ms, "modeConfig.timeoutMs", 10_000..=600_000, 150_000)?;
     let models = request::distinct(&[&reviewer_models], &[&consolidator_model]);
-    let foreman_fallback_model =
-        Fallbacks::for_role(&defaults.fallback.foreman, &consolidator_model);
+    let foreman_fallback_model = defaults.backup(SPEC.id, "consolidator", &consolidator_model);
     let config = PeerReviewConfig {
         content,
         review_type,
@@ -426,8 +420,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("reviewerModels"),
             panel: true,
             fallback: None,
-            sim_default: &SIM_REVIEWERS,
-            default: &SEED_REVIEWERS,
         },
         Role {
             id: "consolidator",
@@ -435,8 +427,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("consolidatorModel"),
             panel: false,
             fallback: Some("foreman"),
-            sim_default: &[],
-            default: &[],
         },
         Role::internal("title", "Title"),
     ],

@@ -236,7 +236,12 @@ fn agreement_thresholds_are_the_specs() {
 // ---- validation ----------------------------------------------------------------------------
 
 fn check(cfg: Value) -> Result<ValidRequest, FieldError> {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() };
+    let d = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Default::default(),
+        ..Default::default()
+    };
     validate(&json!({ "mode": "peer_review", "question": "q", "modeConfig": cfg }), &d)
 }
 

@@ -40,14 +40,10 @@ use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role,
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
 };
 
-const SIM_GENERATOR: &str = "sim/alpha";
-const SIM_ATTACKER: &str = "sim/beta";
-const SEED_GENERATOR: &str = "anthropic/claude-opus-4-6";
-const SEED_ATTACKER: &str = "openai/o3";
 /// Red Team's `modeConfig`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -106,13 +102,10 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         ),
     };
     let generator_model =
-        request::model(cfg.generator_model.as_ref(), "modeConfig.generatorModel")?.unwrap_or_else(
-            || (if defaults.offline { SIM_GENERATOR } else { SEED_GENERATOR }).to_string(),
-        );
+        request::model(cfg.generator_model.as_ref(), "modeConfig.generatorModel")?
+            .unwrap_or_else(|| defaults.model(SPEC.id, "generator"));
     let attacker_model = request::model(cfg.attacker_model.as_ref(), "modeConfig.attackerModel")?
-        .unwrap_or_else(|| {
-            (if defaults.offline { SIM_ATTACKER } else { SEED_ATTACKER }).to_string()
-        });
+        .unwrap_or_else(|| defaults.model(SPEC.id, "attacker"));
     if attacker_model == generator_model {
         return Err(FieldError::new(
             "modeConfig.attackerModel",
@@ -138,8 +131,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         600_000,
     )?;
     let models = request::distinct(&[], &[&generator_model, &attacker_model, &synthesizer_model]);
-    let chairman_fallback_model =
-        Fallbacks::for_role(&defaults.fallback.chairman, &synthesizer_model);
+    let chairman_fallback_model = defaults.backup(SPEC.id, "synthesizer", &synthesizer_model);
     let config = RedTeamConfig {
         content,
         generator_model,
@@ -174,8 +166,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("generatorModel"),
             panel: false,
             fallback: None,
-            sim_default: &[SIM_GENERATOR],
-            default: &[SEED_GENERATOR],
         },
         Role {
             id: "attacker",
@@ -183,8 +173,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("attackerModel"),
             panel: false,
             fallback: None,
-            sim_default: &[SIM_ATTACKER],
-            default: &[SEED_ATTACKER],
         },
         Role {
             id: "synthesizer",
@@ -192,8 +180,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("synthesizerModel"),
             panel: false,
             fallback: Some("chairman"),
-            sim_default: &[],
-            default: &[],
         },
         Role::internal("title", "Title"),
     ],

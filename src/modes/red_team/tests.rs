@@ -425,8 +425,12 @@ fn the_global_timeout_lets_the_call_in_flight_finish_then_synthesizes() {
 
 #[test]
 fn requests_are_checked_field_by_field() {
-    let defaults =
-        Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() };
+    let defaults = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Default::default(),
+        ..Default::default()
+    };
     let bad = |cfg: Value| {
         validate(&json!({ "mode": "red_team", "question": "q", "modeConfig": cfg }), &defaults)
             .unwrap_err()

@@ -16,8 +16,6 @@ use super::{
     StageRow, ValidRequest,
 };
 
-const SIM_DEFAULT: [&str; 1] = ["sim/alpha"];
-const SEED_DEFAULT: [&str; 1] = ["anthropic/claude-opus-4-6"];
 /// The stage (and stored row) of the one answer.
 const STAGE: &str = "answer";
 
@@ -43,9 +41,8 @@ pub struct SoloConfig {
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let question = request::question(body, "Question is required")?;
     let cfg: SoloRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let model = request::model(cfg.model.as_ref(), "modeConfig.model")?.unwrap_or_else(|| {
-        (if defaults.offline { SIM_DEFAULT[0] } else { SEED_DEFAULT[0] }).to_string()
-    });
+    let model = request::model(cfg.model.as_ref(), "modeConfig.model")?
+        .unwrap_or_else(|| defaults.model(SPEC.id, "answerer"));
     let timeout_ms = request::timeout(
         cfg.timeout_ms,
         "modeConfig.timeoutMs",
@@ -75,8 +72,6 @@ pub static SPEC: ModeSpec = ModeSpec {
         field: Some("model"),
         panel: false,
         fallback: None,
-        sim_default: &SIM_DEFAULT,
-        default: &SEED_DEFAULT,
     }],
     top_level: &[],
     schema: schema_of::<SoloRequest>,

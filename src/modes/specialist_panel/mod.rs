@@ -41,14 +41,10 @@ use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role,
 use super::request::{ModelId, Text, MAX_SHORT_CHARS};
 use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
 };
 
-/// Council's default models: the default panel's three specialists, the first also
-/// synthesizing.
-const SIM_MODELS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
-const SEED_MODELS: [&str; 3] = ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
 const DEFAULT_ROLES: [RoleId; 3] =
     [RoleId::SecurityExpert, RoleId::ScalabilityArchitect, RoleId::CostAnalyst];
 /// The longest material (`modeConfig.content`), in characters.
@@ -453,12 +449,12 @@ fn custom_role(
     })
 }
 
-fn default_panel(offline: bool) -> Vec<SpecialistConfig> {
-    let models = if offline { SIM_MODELS } else { SEED_MODELS };
+fn default_panel(defaults: &Defaults) -> Vec<SpecialistConfig> {
+    let models = defaults.models(SPEC.id, "specialist");
     DEFAULT_ROLES
         .iter()
         .zip(models)
-        .filter_map(|(id, m)| id.library().map(|r| library_role(r, m.to_string())))
+        .filter_map(|(id, m)| id.library().map(|r| library_role(r, m)))
         .collect()
 }
 
@@ -475,7 +471,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         ),
     };
     let specialists = match &cfg.specialists {
-        None => default_panel(defaults.offline),
+        None => default_panel(defaults),
         Some(list) => {
             if !(2..=6).contains(&list.len()) {
                 return Err(FieldError::new(
@@ -539,8 +535,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         DEFAULT_TIMEOUT_MS,
     )?;
     let models: Vec<String> = specialists.iter().map(|s| s.model.clone()).collect();
-    let chairman_fallback_model =
-        Fallbacks::for_role(&defaults.fallback.chairman, &synthesizer_model);
+    let chairman_fallback_model = defaults.backup(SPEC.id, "synthesizer", &synthesizer_model);
     let models = request::distinct(&[&models], &[&synthesizer_model]);
     let config = PanelConfig {
         content,
@@ -572,8 +567,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: None,
             panel: true,
             fallback: None,
-            sim_default: &SIM_MODELS,
-            default: &SEED_MODELS,
         },
         Role {
             id: "synthesizer",
@@ -581,8 +574,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("synthesizerModel"),
             panel: false,
             fallback: Some("chairman"),
-            sim_default: &[],
-            default: &[],
         },
         Role::internal("title", "Title"),
     ],

@@ -442,7 +442,12 @@ fn a_cancelled_run_keeps_the_reports_that_arrived() {
 
 #[test]
 fn requests_are_checked_field_by_field() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() };
+    let d = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Default::default(),
+        ..Default::default()
+    };
     let bad = |cfg: Value| {
         validate(&json!({ "mode": "specialist_panel", "question": "q", "modeConfig": cfg }), &d)
             .unwrap_err()

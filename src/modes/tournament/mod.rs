@@ -38,12 +38,6 @@ pub use read::*;
 pub use result::*;
 use sim::*;
 
-const SIM_CONTESTANTS: [&str; 4] = ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"];
-const SEED_CONTESTANTS: [&str; 4] =
-    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro", "perplexity/sonar-pro"];
-const SIM_JUDGE: &str = "sim/delta";
-const SEED_JUDGE: &str = "anthropic/claude-sonnet-4";
-
 /// Tournament's `modeConfig`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -77,11 +71,9 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         Some("A tournament needs at least 4 contestants"),
         Some("A tournament has at most 8 contestants"),
     )?
-    .unwrap_or_else(|| {
-        request::ids(if defaults.offline { &SIM_CONTESTANTS } else { &SEED_CONTESTANTS })
-    });
+    .unwrap_or_else(|| defaults.models(SPEC.id, "contestant"));
     let judge_model = request::model(cfg.judge_model.as_ref(), "modeConfig.judgeModel")?
-        .unwrap_or_else(|| (if defaults.offline { SIM_JUDGE } else { SEED_JUDGE }).to_string());
+        .unwrap_or_else(|| defaults.model(SPEC.id, "judge"));
     if contestant_models.contains(&judge_model) {
         return Err(FieldError::new(
             "modeConfig.judgeModel",
@@ -119,8 +111,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("contestantModels"),
             panel: true,
             fallback: None,
-            sim_default: &SIM_CONTESTANTS,
-            default: &SEED_CONTESTANTS,
         },
         Role {
             id: "judge",
@@ -128,8 +118,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("judgeModel"),
             panel: false,
             fallback: None,
-            sim_default: &[SIM_JUDGE],
-            default: &[SEED_JUDGE],
         },
         Role::internal("title", "Title"),
     ],

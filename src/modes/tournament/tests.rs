@@ -288,7 +288,12 @@ fn a_cancelled_run_keeps_its_finished_matches() {
 
 #[test]
 fn validation_names_each_field() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Default::default() };
+    let d = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Default::default(),
+        ..Default::default()
+    };
     let v = |cfg: Value| {
         validate(&json!({ "mode": "tournament", "question": "q", "modeConfig": cfg }), &d)
     };

@@ -30,14 +30,11 @@ use super::voting::{
     tiebreaker_prompt_as, vote_prompt_as, vote_schema, Ballot, Tally,
 };
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, Fallbacks, FieldError, Mode,
-    RunContext, StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
+    StageRow, ValidRequest,
 };
 
 pub const HISTORY_TURNS: usize = 10;
-const SIM_DEFAULTS: [&str; 3] = ["sim/alpha", "sim/beta", "sim/gamma"];
-const SEED_DEFAULTS: [&str; 3] =
-    ["anthropic/claude-opus-4-6", "openai/o3", "google/gemini-2.5-pro"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -76,7 +73,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         Some("Vote mode requires at least 3 models"),
         Some("Maximum 7 models allowed"),
     )?
-    .unwrap_or_else(|| request::ids(if defaults.offline { &SIM_DEFAULTS } else { &SEED_DEFAULTS }));
+    .unwrap_or_else(|| defaults.models(SPEC.id, "voter"));
     let chairman_model = request::model(cfg.chairman_model.as_ref(), "modeConfig.chairmanModel")?
         .unwrap_or_else(|| models[0].clone());
     let timeout_ms = request::timeout(
@@ -86,7 +83,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         defaults.stage_timeout_ms,
     )?;
     let all = request::distinct(&[&models], &[&chairman_model]);
-    let chairman_fallback_model = Fallbacks::for_role(&defaults.fallback.chairman, &chairman_model);
+    let chairman_fallback_model = defaults.backup(SPEC.id, "chairman", &chairman_model);
     let config = VoteConfig { models, chairman_model, timeout_ms, chairman_fallback_model };
     Ok(ValidRequest {
         mode: SPEC.kind(),
@@ -111,8 +108,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("models"),
             panel: true,
             fallback: None,
-            sim_default: &SIM_DEFAULTS,
-            default: &SEED_DEFAULTS,
         },
         Role {
             id: "chairman",
@@ -120,8 +115,6 @@ pub static SPEC: ModeSpec = ModeSpec {
             field: Some("chairmanModel"),
             panel: false,
             fallback: Some("chairman"),
-            sim_default: &[],
-            default: &[],
         },
         Role::internal("title", "Title"),
     ],

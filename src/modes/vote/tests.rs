@@ -1,5 +1,6 @@
 //! Vote mode driven with fake replies: every row of the spec's edge cases.
 
+use crate::modes::Fallbacks;
 use serde_json::json;
 
 use super::*;
@@ -295,7 +296,12 @@ fn duplicate_models_are_separate_participants() {
 
 #[test]
 fn validation_follows_the_spec() {
-    let d = Defaults { offline: true, stage_timeout_ms: 120_000, fallback: Fallbacks::default() };
+    let d = Defaults {
+        offline: true,
+        stage_timeout_ms: 120_000,
+        fallback: Fallbacks::default(),
+        ..Default::default()
+    };
     let ok = validate(&json!({ "question": "q", "mode": "vote" }), &d).unwrap();
     assert_eq!(ok.config["models"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
     let field = |b: Value| validate(&b, &d).unwrap_err().field;
