@@ -9,11 +9,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::modes::common::{Batch, Calls, Routed, TitleTracker, TITLE_KEY};
+use crate::modes::common::{Batch, Routed};
 use crate::modes::reading::Unparsed;
 use crate::modes::registry::stored_config;
+use crate::modes::runner::{Kit, Staged};
 use crate::modes::schema::ReplySchema;
-use crate::modes::{CallReply, CallSpec, ChatMessage, Effect, Mode, RunContext, StageRow};
+use crate::modes::{CallReply, CallSpec, ChatMessage, Effect, RunContext, StageRow};
 
 // ---- disagreement, final score, critique ----------------------------------------------------
 
@@ -237,8 +238,7 @@ pub struct Clarity {
     current: Vec<Verdict>,
     first_disagreement: Option<Disagreement>,
     discussion_ran: bool,
-    title: TitleTracker,
-    calls: Calls,
+    kit: Kit,
     /// The backup Arbiter, when the server configures one.
     pub(super) arbiter_fallback: Option<String>,
     /// The reply schemas of the two scoring rounds, built once for the run, and the Arbiter's,
@@ -253,9 +253,9 @@ impl Clarity {
         let arbiter_fallback =
             config.get(ARBITER_FALLBACK_KEY).and_then(Value::as_str).map(str::to_string);
         let config: ClarityConfig = stored_config("clarity", config)?;
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         Ok(Clarity {
             config,
+            kit: Kit::new(&ctx),
             ctx,
             phase: Phase::Evaluating,
             batch: Batch::new("evaluate", 3),
@@ -263,8 +263,6 @@ impl Clarity {
             current: Vec::new(),
             first_disagreement: None,
             discussion_ran: false,
-            title,
-            calls: Calls::default(),
             arbiter_fallback,
             evaluation_schema: evaluation_schema(),
             discussion_schema: discussion_schema(),
@@ -314,7 +312,7 @@ impl Clarity {
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
         self.phase = Phase::Done;
-        self.title.fail(message)
+        self.kit.title.fail(message)
     }
 
     fn verdict_row(stage_type: &str, order: i32, v: &Verdict, text: &str) -> Effect {
@@ -474,7 +472,7 @@ impl Clarity {
                 "arbiter_start",
                 json!({ "data": { "disputedDimensions": disputed, "model": self.model("arbiter") } }),
             ),
-            self.calls.solo(spec, 4, backup.as_deref()),
+            self.kit.calls.solo(spec, 4, backup.as_deref()),
         ]
     }
 
@@ -590,7 +588,7 @@ impl Clarity {
             Effect::Store(StageRow::computed("score", 5, result.clone())),
             Effect::emit("score_complete", {
                 let mut done = json!({ "data": result });
-                self.calls.mark(&mut done);
+                self.kit.calls.mark(&mut done);
                 done
             }),
         ];
@@ -598,7 +596,7 @@ impl Clarity {
             out.push(Effect::FlagForReview { reason: r });
         }
         self.phase = Phase::Done;
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer });
         out
     }
@@ -609,8 +607,18 @@ impl Clarity {
     }
 }
 
-impl Mode for Clarity {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for Clarity {
+    const EMPTY_IS_FAILURE: bool = false;
+
+    fn stage_order(stage: &str) -> i32 {
+        stage_order(stage)
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
             Effect::emit(
                 "clarity_start",
@@ -640,22 +648,16 @@ impl Mode for Clarity {
             out.push(Effect::Call(call));
         }
         let model = self.model("generalist");
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &model,
             title_prompt(&self.config.content),
             self.config.timeout_ms,
         ));
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(reply);
-        let Some(routed) = routed else { return out };
-        out.extend(match self.phase {
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
+        match self.phase {
             Phase::Evaluating => self.on_evaluation(routed.reply),
             Phase::Discussing => {
                 if self.batch.accept(routed.reply) && self.batch.complete() {
@@ -666,8 +668,6 @@ impl Mode for Clarity {
             }
             Phase::Arbitrating if routed.reply.key == "arbiter" => self.on_arbiter(routed),
             _ => Vec::new(),
-        });
-        self.calls.track(&out, stage_order);
-        out
+        }
     }
 }

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::modes::common::{title_prompt, Batch, Calls, Routed, TitleTracker, TITLE_KEY};
+use crate::modes::common::{title_prompt, Batch, Routed};
 use crate::modes::reading::Unparsed;
 use crate::modes::registry::stored_config;
+use crate::modes::runner::{Kit, Staged, GLOBAL_TIMER};
 use crate::modes::schema::{ReadFrom, ReplySchema};
-use crate::modes::{CallReply, CallSpec, ChatMessage, Effect, Mode, RunContext, StageRow};
+use crate::modes::{CallReply, CallSpec, ChatMessage, Effect, RunContext, StageRow};
 
 // ---- the state machine ----------------------------------------------------------------------
 
@@ -36,20 +37,16 @@ pub struct Delphi {
     /// are made.
     classify_schema: Option<Arc<ReplySchema>>,
     round_schema: Option<Arc<ReplySchema>>,
-    deadline_passed: bool,
-    title: TitleTracker,
-    calls: Calls,
+    kit: Kit,
 }
 
 impl Delphi {
     pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let config: DelphiConfig = stored_config("delphi", config)?;
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
         let panel =
             config.panelist_models.iter().enumerate().map(|(i, m)| (i + 1, m.clone())).collect();
         Ok(Delphi {
             config,
-            ctx,
             phase: Phase::Classifying,
             batch: Batch::new("classify", 1),
             classification: None,
@@ -57,9 +54,8 @@ impl Delphi {
             rounds: Vec::new(),
             classify_schema: None,
             round_schema: None,
-            deadline_passed: false,
-            title,
-            calls: Calls::default(),
+            kit: Kit::new(&ctx),
+            ctx,
         })
     }
 
@@ -78,7 +74,7 @@ impl Delphi {
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
         self.phase = Phase::Done;
-        self.title.fail(message)
+        self.kit.title.fail(message)
     }
 
     fn kind(&self) -> QuestionType {
@@ -290,8 +286,8 @@ impl Delphi {
                 "convergence_reached",
                 json!({ "round": round, "stats": stats }),
             ));
-        } else if round >= self.config.max_rounds || self.deadline_passed {
-            let reason = if self.deadline_passed { "time limit" } else { "max rounds" };
+        } else if round >= self.config.max_rounds || self.kit.deadline_passed {
+            let reason = if self.kit.deadline_passed { "time limit" } else { "max rounds" };
             out.push(Effect::emit(
                 "max_rounds_reached",
                 json!({ "round": round, "stats": stats, "reason": reason }),
@@ -330,9 +326,9 @@ impl Delphi {
         let backup = self.config.facilitator_fallback_model.clone();
         let mut out = vec![
             Effect::emit("synthesis_start", json!({})),
-            self.calls.solo(spec, 99, backup.as_deref()),
+            self.kit.calls.solo(spec, 99, backup.as_deref()),
         ];
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &facilitator,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
@@ -372,7 +368,7 @@ impl Delphi {
             parsed["fallbackFrom"] = json!(from);
         }
         let mut done = json!({ "data": report });
-        self.calls.mark(&mut done);
+        self.kit.calls.mark(&mut done);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "synthesis".into(),
@@ -386,7 +382,7 @@ impl Delphi {
             Effect::emit("synthesis_complete", done),
         ];
         self.phase = Phase::Done;
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: text });
         out
     }
@@ -433,8 +429,18 @@ impl Delphi {
     }
 }
 
-impl Mode for Delphi {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for Delphi {
+    const EMPTY_IS_FAILURE: bool = false;
+
+    fn stage_order(stage: &str) -> i32 {
+        stage_order(stage)
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let cfg = self.config.clone();
         // Options alone imply a qualitative question.
         let known = match (cfg.question_type, &cfg.options) {
@@ -447,6 +453,7 @@ impl Mode for Delphi {
                 "delphi_start",
                 json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id, "questionType": known }),
             ),
+            // The global cap: the current round finishes, then the synthesis.
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: cfg.global_timeout_ms },
         ];
         if let Some(kind) = known {
@@ -468,7 +475,6 @@ impl Mode for Delphi {
                 response_time_ms: None,
             };
             out.extend(self.classified(c, row));
-            self.calls.track(&out, stage_order);
             return out;
         }
         // The backup takes the same prompt: it is asked as the facilitator is.
@@ -485,17 +491,12 @@ impl Mode for Delphi {
         )
         .with_schema(&schema);
         self.classify_schema = Some(schema);
-        out.push(self.calls.solo(spec, 0, cfg.facilitator_fallback_model.as_deref()));
+        out.push(self.kit.calls.solo(spec, 0, cfg.facilitator_fallback_model.as_deref()));
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(reply);
-        let Some(routed) = routed else { return out };
-        out.extend(match self.phase {
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
+        match self.phase {
             Phase::Classifying => {
                 if self.batch.accept(routed.reply.clone()) {
                     self.batch.take();
@@ -513,16 +514,6 @@ impl Mode for Delphi {
             }
             Phase::Synthesising if routed.reply.key == "synthesis" => self.on_synthesis(routed),
             _ => Vec::new(),
-        });
-        self.calls.track(&out, stage_order);
-        out
-    }
-
-    /// The global cap: the current round finishes, then the synthesis.
-    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
-        if key == GLOBAL_TIMER {
-            self.deadline_passed = true;
         }
-        Vec::new()
     }
 }

@@ -52,7 +52,6 @@ mod tests;
 
 /// Rounds need at least this many valid estimates.
 pub const MIN_ESTIMATES: usize = 3;
-const GLOBAL_TIMER: &str = "global";
 
 /// Whether a question asks for a number or for one of some choices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
