@@ -1,6 +1,7 @@
 //! The blueprint's state machine: the outline, every section in parallel, then the assembly.
 
 use super::*;
+use crate::modes::runner::{Kit, Staged};
 
 const OUTLINE_ORDER: i32 = 0;
 /// After section 20, the most a run writes.
@@ -26,16 +27,7 @@ pub struct Blueprint {
     condensed: bool,
     /// The outline's reply schema (built once for the run).
     outline: Arc<ReplySchema>,
-    title: TitleTracker,
-    calls: Calls,
-}
-
-pub(super) fn stage_order(stage: &str) -> i32 {
-    match stage {
-        "outline" => OUTLINE_ORDER,
-        "assembly" => ASSEMBLY_ORDER,
-        s => s.strip_prefix("section_").and_then(|n| n.parse().ok()).unwrap_or(0),
-    }
+    kit: Kit,
 }
 
 /// `outline_complete`'s data: what was read, with each section's author; the same in the result.
@@ -79,7 +71,7 @@ impl Blueprint {
             return Err("the stored blueprint configuration has no 1 to 6 authors".into());
         }
         let material = config.content.clone().unwrap_or_else(|| ctx.question.clone());
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         Ok(Blueprint {
             config,
             ctx,
@@ -91,8 +83,7 @@ impl Blueprint {
             failed: Vec::new(),
             condensed: false,
             outline: outline_schema(),
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
@@ -106,7 +97,7 @@ impl Blueprint {
             Ok(t) => t.clone(),
             Err(e) => {
                 self.phase = Phase::Done;
-                return self.title.fail(role_failed("architect", &routed, e));
+                return self.kit.title.fail(role_failed("architect", &routed, e));
             }
         };
         let (reading, read_from) = read_outline_reply(&text, &self.outline);
@@ -146,7 +137,7 @@ impl Blueprint {
         ];
         if sections.len() < MIN_SECTIONS {
             self.phase = Phase::Done;
-            out.extend(self.title.fail(format!(
+            out.extend(self.kit.title.fail(format!(
                 "The architect's outline ({}) has {} section{} that could be read; at least {MIN_SECTIONS} are needed.",
                 reply.model,
                 sections.len(),
@@ -227,7 +218,7 @@ impl Blueprint {
         )];
         if self.written.is_empty() {
             self.phase = Phase::Done;
-            out.extend(self.title.fail(format!(
+            out.extend(self.kit.title.fail(format!(
                 "Every author failed: none of the {} sections was written.",
                 self.sections.len()
             )));
@@ -290,7 +281,7 @@ impl Blueprint {
             json!({ "model": self.config.assembler_model, "condensed": self.condensed,
                     "missingSections": self.failed.iter().map(|f| f.section_number).collect::<Vec<_>>() }),
         ));
-        out.push(self.calls.solo(spec, ASSEMBLY_ORDER, backup.as_deref()));
+        out.push(self.kit.calls.solo(spec, ASSEMBLY_ORDER, backup.as_deref()));
         out
     }
 
@@ -319,7 +310,7 @@ impl Blueprint {
         if let (Some(from), None) = (&routed.fallback_from, fallback) {
             data["fallbackFrom"] = json!(from);
         }
-        self.calls.answered(
+        self.kit.calls.answered(
             Answered {
                 stage: "assembly",
                 order: ASSEMBLY_ORDER,
@@ -331,7 +322,7 @@ impl Blueprint {
                 answer: document,
                 response_time_ms: ms,
             },
-            &mut self.title,
+            &mut self.kit.title,
         )
     }
 }
@@ -365,8 +356,20 @@ fn sections_summary(written: &[SectionResult], failed: &[FailedSection]) -> Valu
             "totalSucceeded": written.len(), "totalFailed": failed.len() })
 }
 
-impl Mode for Blueprint {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for Blueprint {
+    fn stage_order(stage: &str) -> i32 {
+        match stage {
+            "outline" => OUTLINE_ORDER,
+            "assembly" => ASSEMBLY_ORDER,
+            s => s.strip_prefix("section_").and_then(|n| n.parse().ok()).unwrap_or(0),
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let kind = self.kind();
         let mut out = vec![
             Effect::emit(
@@ -407,9 +410,9 @@ impl Mode for Blueprint {
             )
             .quoting([material(&self.material)]);
         let backup = self.config.facilitator_fallback_model.clone();
-        out.push(self.calls.solo(spec, OUTLINE_ORDER, backup.as_deref()));
+        out.push(self.kit.calls.solo(spec, OUTLINE_ORDER, backup.as_deref()));
         let model = self.config.architect_model.clone();
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &model,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
@@ -417,21 +420,14 @@ impl Mode for Blueprint {
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
-        let Some(routed) = routed else { return out };
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
         let key = routed.reply.key.clone();
         let section = key.strip_prefix("section:").and_then(|n| n.parse::<usize>().ok());
-        out.extend(match (self.phase, section) {
+        match (self.phase, section) {
             (Phase::Outlining, _) if key == "outline" => self.on_outline(routed),
             (Phase::Expanding, Some(n)) => self.on_section(n, routed.reply),
             (Phase::Assembling, _) if key == "assembly" => self.on_assembly(routed),
             _ => Vec::new(),
-        });
-        self.calls.track(&out, stage_order);
-        out
+        }
     }
 }

@@ -36,8 +36,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    empty_is_failure, mark_from_rows, role_failed, title_prompt, word_count, Answered, Calls,
-    Routed, SplitMix64, TitleTracker, CALL_FAILED, TITLE_KEY,
+    mark_from_rows, role_failed, title_prompt, word_count, Answered, Routed, SplitMix64,
+    CALL_FAILED,
 };
 use super::reading::answer_text;
 use super::reading::{bare, between, re, unbold};
@@ -45,8 +45,8 @@ use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role,
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
+    ValidRequest,
 };
 
 /// The row of the document type and the material, stored at the start (content: the material).

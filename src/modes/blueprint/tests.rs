@@ -9,7 +9,7 @@ use super::*;
 use crate::modes::testkit::{
     calls, ctx, emitted, err, events, failed, finished, ok, rows, stage_calls,
 };
-use crate::modes::{validate, Defaults};
+use crate::modes::{validate, Defaults, Mode};
 
 const OUTLINE: &str = "\
 DOCUMENT TITLE: Collaborative Editor Design

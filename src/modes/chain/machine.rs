@@ -1,8 +1,8 @@
 //! The chain's state machine: one step at a time, each stored as it completes or is skipped.
 
 use super::*;
-
-const GLOBAL_TIMER: &str = "global";
+use crate::modes::common::Routed;
+use crate::modes::runner::{Kit, Staged, GLOBAL_TIMER};
 
 pub struct Chain {
     config: ChainConfig,
@@ -10,13 +10,7 @@ pub struct Chain {
     /// The step in flight (1-based); 0 before the start and after the end.
     current: usize,
     steps: Vec<StepResult>,
-    deadline_passed: bool,
-    title: TitleTracker,
-    calls: Calls,
-}
-
-pub(super) fn stage_order(stage: &str) -> i32 {
-    stage.strip_prefix("chain_step_").and_then(|n| n.parse().ok()).unwrap_or(0)
+    kit: Kit,
 }
 
 impl Chain {
@@ -25,16 +19,8 @@ impl Chain {
         if !(2..=6).contains(&config.steps.len()) {
             return Err("the stored chain configuration has no 2 to 6 steps".into());
         }
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
-        Ok(Chain {
-            config,
-            ctx,
-            current: 0,
-            steps: Vec::new(),
-            deadline_passed: false,
-            title,
-            calls: Calls::default(),
-        })
+        let kit = Kit::new(&ctx);
+        Ok(Chain { config, ctx, current: 0, steps: Vec::new(), kit })
     }
 
     fn total(&self) -> usize {
@@ -83,7 +69,7 @@ impl Chain {
         if k > self.total() {
             return self.complete();
         }
-        if self.deadline_passed {
+        if self.kit.deadline_passed {
             let mut out = Vec::new();
             for j in k..=self.total() {
                 out.extend(self.skip(j, "global timeout", None));
@@ -178,7 +164,7 @@ impl Chain {
             Ok(t) => answer_text(t).trim().to_string(),
             Err(e) if k == 1 => {
                 self.current = 0;
-                return self.title.fail(format!(
+                return self.kit.title.fail(format!(
                     "The first step ({}) failed: {}; there is nothing to improve.",
                     reply.model, e.message
                 ));
@@ -204,12 +190,12 @@ impl Chain {
     fn complete(&mut self) -> Vec<Effect> {
         self.current = 0;
         let Some(last) = self.latest().cloned() else {
-            return self.title.fail("No step completed.".into());
+            return self.kit.title.fail("No step completed.".into());
         };
         let mut event = json!({ "data": summary(&self.steps, &last) });
-        self.calls.mark(&mut event);
+        self.kit.calls.mark(&mut event);
         let mut out = vec![Effect::emit("chain_complete", event)];
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: last.content });
         out
     }
@@ -223,8 +209,16 @@ fn complete_data(s: &StepResult) -> Value {
             "editorNotes": s.editor_notes, "responseTimeMs": s.response_time_ms })
 }
 
-impl Mode for Chain {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for Chain {
+    fn stage_order(stage: &str) -> i32 {
+        stage.strip_prefix("chain_step_").and_then(|n| n.parse().ok()).unwrap_or(0)
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let steps: Vec<Value> = self
             .config
             .steps
@@ -253,33 +247,18 @@ impl Mode for Chain {
         ];
         out.extend(self.run_step(1));
         let model = self.config.steps[0].model.clone();
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &model,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
         ));
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
-        let Some(routed) = routed else { return out };
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
         let k = self.current;
         if k > 0 && routed.reply.key == format!("step:{k}") {
-            out.extend(self.on_step(k, routed.reply));
-        }
-        self.calls.track(&out, stage_order);
-        out
-    }
-
-    /// The global cap: the step in flight finishes, the remaining ones are skipped.
-    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
-        if key == GLOBAL_TIMER {
-            self.deadline_passed = true;
+            return self.on_step(k, routed.reply);
         }
         Vec::new()
     }

@@ -28,16 +28,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{
-    empty_is_failure, mark_from_rows, title_prompt, word_count, Calls, SplitMix64, TitleTracker,
-    TITLE_KEY,
-};
+use super::common::{mark_from_rows, title_prompt, word_count, SplitMix64};
 use super::reading::answer_text;
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
+    ValidRequest,
 };
 
 /// The row of the chain's plan, stored at the start.

@@ -2,6 +2,7 @@
 //! the consolidation.
 
 use super::*;
+use crate::modes::runner::{Kit, Staged};
 
 const REVIEW_ORDER: i32 = 1;
 const STATS_ORDER: i32 = 2;
@@ -47,16 +48,7 @@ pub struct PeerReview {
     statistics: Value,
     /// The review's reply schema (the run's rubric), shared by every reviewer.
     review_schema: Arc<ReplySchema>,
-    title: TitleTracker,
-    calls: Calls,
-}
-
-pub(super) fn stage_order(stage: &str) -> i32 {
-    match stage {
-        "review" => REVIEW_ORDER,
-        "consolidation" => CONSOLIDATION_ORDER,
-        _ => 0,
-    }
+    kit: Kit,
 }
 
 impl PeerReview {
@@ -68,7 +60,7 @@ impl PeerReview {
         if config.rubric.criteria.is_empty() {
             return Err("the stored peer_review configuration has an empty rubric".into());
         }
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         let batch = Batch::new("review", config.reviewer_models.len());
         let review_schema = review_schema(&config.rubric);
         Ok(PeerReview {
@@ -80,8 +72,7 @@ impl PeerReview {
             reviews: Vec::new(),
             failed_reviewers: Vec::new(),
             statistics: Value::Null,
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
@@ -151,7 +142,7 @@ impl PeerReview {
         self.failed_reviewers.sort_by_key(|r| r.reviewer_index);
         if self.reviews.len() < 2 {
             self.phase = Phase::Done;
-            return self.title.fail(format!(
+            return self.kit.title.fail(format!(
                 "Only {} of {} reviews arrived; a peer review needs at least 2. The reviews that \
                  arrived are kept.",
                 self.reviews.len(),
@@ -195,7 +186,7 @@ impl PeerReview {
                                   "statistics": self.statistics } }),
             ),
             Effect::emit("consolidation_start", json!({})),
-            self.calls.solo(spec, CONSOLIDATION_ORDER, backup.as_deref()),
+            self.kit.calls.solo(spec, CONSOLIDATION_ORDER, backup.as_deref()),
         ]
     }
 
@@ -204,7 +195,7 @@ impl PeerReview {
         let text = match &routed.reply.result {
             Ok(t) => t.clone(),
             Err(e) => {
-                return self.title.fail(format!(
+                return self.kit.title.fail(format!(
                     "{}; the reviews and statistics are kept.",
                     role_failed("consolidator", &routed, e)
                 ))
@@ -224,7 +215,7 @@ impl PeerReview {
             o.remove("consolidatedReport");
         }
         let mut event = json!({ "data": data });
-        self.calls.mark(&mut event);
+        self.kit.calls.mark(&mut event);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "consolidation".into(),
@@ -237,14 +228,26 @@ impl PeerReview {
             }),
             Effect::emit("consolidation_complete", event),
         ];
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: report });
         out
     }
 }
 
-impl Mode for PeerReview {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for PeerReview {
+    fn stage_order(stage: &str) -> i32 {
+        match stage {
+            "review" => REVIEW_ORDER,
+            "consolidation" => CONSOLIDATION_ORDER,
+            _ => 0,
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
             Effect::emit(
                 "review_start",
@@ -285,37 +288,30 @@ impl Mode for PeerReview {
             out.push(Effect::Call(call));
         }
         let model = self.config.consolidator_model.clone();
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &model,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
         ));
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
-        let Some(routed) = routed else { return out };
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
         match self.phase {
             Phase::Reviewing
                 if routed.reply.key.starts_with("review:")
                     && self.batch.accept(routed.reply.clone()) =>
             {
-                out.extend(self.on_review(&routed.reply));
+                let mut out = self.on_review(&routed.reply);
                 if self.batch.complete() {
                     out.extend(self.all_reviewed());
                 }
+                out
             }
             Phase::Consolidating if routed.reply.key == CONSOLIDATION_KEY => {
-                out.extend(self.on_consolidation(routed));
+                self.on_consolidation(routed)
             }
-            _ => {}
+            _ => Vec::new(),
         }
-        self.calls.track(&out, stage_order);
-        out
     }
 }

@@ -30,18 +30,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{
-    empty_is_failure, mark_from_rows, role_failed, title_prompt, Batch, Calls, Routed, SplitMix64,
-    TitleTracker, TITLE_KEY,
-};
+use super::common::{mark_from_rows, role_failed, title_prompt, Batch, Routed, SplitMix64};
 use super::reading::{answer_text, readable};
 use super::reading::{bare, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_SHORT_CHARS};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
+    ValidRequest,
 };
 
 const MAX_CRITERION_NAME: usize = 100;

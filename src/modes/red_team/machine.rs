@@ -1,8 +1,8 @@
 //! The red-team state machine: generate, then attack and defend round by round, then synthesize.
 
 use super::*;
+use crate::modes::runner::{Kit, Staged, GLOBAL_TIMER};
 
-const GLOBAL_TIMER: &str = "global";
 const SYNTHESIS_ORDER: i32 = 99;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -23,31 +23,19 @@ pub struct RedTeam {
     current: String,
     rounds: Vec<Round>,
     stop_reason: Option<&'static str>,
-    deadline_passed: bool,
     /// The attack's reply schema (the same every round).
     attack_schema: Arc<ReplySchema>,
     /// The defense's reply schema of the round being defended (it counts that round's
     /// findings).
     defense_schema: Option<Arc<ReplySchema>>,
-    title: TitleTracker,
-    calls: Calls,
-}
-
-pub(super) fn stage_order(stage: &str) -> i32 {
-    let n = |p: &str| stage.strip_prefix(p).and_then(|n| n.parse::<i32>().ok());
-    match (n("attack_round_"), n("defend_round_")) {
-        (Some(r), _) => 2 * r - 1,
-        (_, Some(r)) => 2 * r,
-        _ if stage == "synthesis" => SYNTHESIS_ORDER,
-        _ => 0,
-    }
+    kit: Kit,
 }
 
 impl RedTeam {
     pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let config: RedTeamConfig = stored_config("red_team", config)?;
         let material = material(config.content.as_deref(), &ctx.question, config.max_input_length);
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         Ok(RedTeam {
             config,
             ctx,
@@ -57,11 +45,9 @@ impl RedTeam {
             current: String::new(),
             rounds: Vec::new(),
             stop_reason: None,
-            deadline_passed: false,
             attack_schema: attack_schema(),
             defense_schema: None,
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
@@ -107,7 +93,7 @@ impl RedTeam {
         if r > self.config.rounds {
             return self.synthesize();
         }
-        if self.deadline_passed {
+        if self.kit.deadline_passed {
             self.stop_reason = Some("global timeout");
             return self.synthesize();
         }
@@ -186,7 +172,7 @@ impl RedTeam {
             out.extend(self.synthesize());
             return out;
         }
-        if self.deadline_passed {
+        if self.kit.deadline_passed {
             self.stop_reason = Some("global timeout");
             out.extend(self.synthesize());
             return out;
@@ -306,7 +292,7 @@ impl RedTeam {
         let backup = self.config.chairman_fallback_model.clone();
         vec![
             Effect::emit("synthesize_start", json!({})),
-            self.calls.solo(spec, SYNTHESIS_ORDER, backup.as_deref()),
+            self.kit.calls.solo(spec, SYNTHESIS_ORDER, backup.as_deref()),
         ]
     }
 
@@ -315,7 +301,7 @@ impl RedTeam {
             Ok(t) => t.clone(),
             Err(e) => {
                 self.phase = Phase::Done;
-                return self.title.fail(role_failed("synthesizer", &routed, e));
+                return self.kit.title.fail(role_failed("synthesizer", &routed, e));
             }
         };
         let reply = &routed.reply;
@@ -330,7 +316,7 @@ impl RedTeam {
             data["fallbackFrom"] = json!(from);
         }
         let mut event = json!({ "data": data });
-        self.calls.mark(&mut event);
+        self.kit.calls.mark(&mut event);
         self.phase = Phase::Done;
         let mut out = vec![
             Effect::Store(StageRow {
@@ -344,7 +330,7 @@ impl RedTeam {
             }),
             Effect::emit("synthesize_complete", event),
         ];
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: text });
         out
     }
@@ -383,8 +369,22 @@ fn audit_table(rounds: &[Round]) -> String {
     s
 }
 
-impl Mode for RedTeam {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for RedTeam {
+    fn stage_order(stage: &str) -> i32 {
+        let n = |p: &str| stage.strip_prefix(p).and_then(|n| n.parse::<i32>().ok());
+        match (n("attack_round_"), n("defend_round_")) {
+            (Some(r), _) => 2 * r - 1,
+            (_, Some(r)) => 2 * r,
+            _ if stage == "synthesis" => SYNTHESIS_ORDER,
+            _ => 0,
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
             Effect::emit(
                 "redteam_start",
@@ -400,38 +400,22 @@ impl Mode for RedTeam {
             .call("generate".into(), &model, prompt, "generate", "generator")
             .quoting([("the material".to_string(), self.material.text.clone())]);
         out.push(Effect::Call(spec));
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &model,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
         ));
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
-        let Some(routed) = routed else { return out };
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
         let key = routed.reply.key.clone();
-        out.extend(match self.phase {
+        match self.phase {
             Phase::Generating if key == "generate" => self.on_generate(routed.reply),
             Phase::Attacking(r) if key == format!("attack:{r}") => self.on_attack(r, routed.reply),
             Phase::Defending(r) if key == format!("defend:{r}") => self.on_defend(r, routed.reply),
             Phase::Synthesizing if key == "synthesis" => self.on_synthesis(routed),
             _ => Vec::new(),
-        });
-        self.calls.track(&out, stage_order);
-        out
-    }
-
-    /// The global cap: the call in flight finishes, then the synthesis.
-    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
-        if key == GLOBAL_TIMER {
-            self.deadline_passed = true;
         }
-        Vec::new()
     }
 }

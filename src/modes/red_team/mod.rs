@@ -30,18 +30,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{
-    empty_is_failure, mark_from_rows, role_failed, title_prompt, Calls, Routed, SplitMix64,
-    TitleTracker, TITLE_KEY,
-};
+use super::common::{mark_from_rows, role_failed, title_prompt, Routed, SplitMix64};
 use super::reading::{answer_text, readable};
 use super::reading::{bare, re, unbold};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
+    ValidRequest,
 };
 
 /// Red Team's `modeConfig`.

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
-use crate::modes::validate;
+use crate::modes::{validate, Mode};
 
 fn config(rounds: u32) -> Value {
     json!({ "generatorModel": "gen", "attackerModel": "att", "synthesizerModel": "syn",

@@ -1,6 +1,7 @@
 //! The panel's state machine: every specialist in parallel, then the synthesis.
 
 use super::*;
+use crate::modes::runner::{Kit, Staged};
 
 const PANEL_ORDER: i32 = 0;
 const SPECIALIST_ORDER: i32 = 1;
@@ -27,18 +28,7 @@ pub struct SpecialistPanel {
     /// Each specialist's report schema (its role's criteria), by specialist.
     schemas: Vec<Arc<ReplySchema>>,
     phase: Phase,
-    title: TitleTracker,
-    calls: Calls,
-}
-
-pub(super) fn stage_order(stage: &str) -> i32 {
-    if stage.starts_with(SPECIALIST_PREFIX) {
-        SPECIALIST_ORDER
-    } else if stage == SYNTHESIS_KEY {
-        SYNTHESIS_ORDER
-    } else {
-        PANEL_ORDER
-    }
+    kit: Kit,
 }
 
 /// The roles as `panel_start` and the panel row give them.
@@ -61,7 +51,7 @@ impl SpecialistPanel {
             );
         }
         let material = material(config.content.as_deref(), &ctx.question);
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         let n = config.specialists.len();
         let schemas = config.specialists.iter().map(|s| report_schema(&s.criteria)).collect();
         Ok(SpecialistPanel {
@@ -71,8 +61,7 @@ impl SpecialistPanel {
             outcomes: vec![None; n],
             schemas,
             phase: Phase::Analysing,
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
@@ -159,7 +148,7 @@ impl SpecialistPanel {
         let (succeeded, total) = (reports.len(), self.outcomes.len());
         if succeeded < 2 {
             self.phase = Phase::Done;
-            out.extend(self.title.fail(format!(
+            out.extend(self.kit.title.fail(format!(
                 "Only {succeeded} of {total} specialists reported; a synthesis needs at least 2."
             )));
             return out;
@@ -196,7 +185,7 @@ impl SpecialistPanel {
         self.phase = Phase::Synthesizing;
         let backup = self.config.chairman_fallback_model.clone();
         out.push(Effect::emit("synthesis_start", json!({})));
-        out.push(self.calls.solo(spec, SYNTHESIS_ORDER, backup.as_deref()));
+        out.push(self.kit.calls.solo(spec, SYNTHESIS_ORDER, backup.as_deref()));
         out
     }
 
@@ -204,7 +193,7 @@ impl SpecialistPanel {
         self.phase = Phase::Done;
         let text = match &routed.reply.result {
             Ok(t) => answer_text(t).trim().to_string(),
-            Err(e) => return self.title.fail(role_failed("synthesizer", &routed, e)),
+            Err(e) => return self.kit.title.fail(role_failed("synthesizer", &routed, e)),
         };
         let reply = &routed.reply;
         let reading = read_synthesis(&text);
@@ -227,16 +216,30 @@ impl SpecialistPanel {
         });
         data["integratedAssessment"] = json!(text);
         let mut event = json!({ "data": data });
-        self.calls.mark(&mut event);
+        self.kit.calls.mark(&mut event);
         let mut out = vec![row, Effect::emit("synthesis_complete", event)];
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: text });
         out
     }
 }
 
-impl Mode for SpecialistPanel {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for SpecialistPanel {
+    fn stage_order(stage: &str) -> i32 {
+        if stage.starts_with(SPECIALIST_PREFIX) {
+            SPECIALIST_ORDER
+        } else if stage == SYNTHESIS_KEY {
+            SYNTHESIS_ORDER
+        } else {
+            PANEL_ORDER
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let roles = roles_of(&self.config.specialists);
         let mut out = vec![
             Effect::emit(
@@ -275,35 +278,25 @@ impl Mode for SpecialistPanel {
             out.push(Effect::Call(call));
         }
         let model = self.config.synthesizer_model.clone();
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &model,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
         ));
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
-        let Some(routed) = routed else { return out };
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
         let key = routed.reply.key.clone();
         let index = key.strip_prefix("specialist:").and_then(|n| n.parse::<usize>().ok());
         match (self.phase, index) {
             (Phase::Analysing, Some(i))
                 if i < self.outcomes.len() && self.outcomes[i].is_none() =>
             {
-                out.extend(self.on_specialist(i, routed.reply));
+                self.on_specialist(i, routed.reply)
             }
-            (Phase::Synthesizing, None) if key == SYNTHESIS_KEY => {
-                out.extend(self.on_synthesis(routed));
-            }
-            _ => {}
+            (Phase::Synthesizing, None) if key == SYNTHESIS_KEY => self.on_synthesis(routed),
+            _ => Vec::new(),
         }
-        self.calls.track(&out, stage_order);
-        out
     }
 }

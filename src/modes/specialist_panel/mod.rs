@@ -31,18 +31,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{
-    empty_is_failure, mark_from_rows, role_failed, title_prompt, Calls, Routed, SplitMix64,
-    TitleTracker, CALL_FAILED, TITLE_KEY,
-};
+use super::common::{mark_from_rows, role_failed, title_prompt, Routed, SplitMix64, CALL_FAILED};
 use super::reading::re;
 use super::reading::{answer_text, readable};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_SHORT_CHARS};
 use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
+    ValidRequest,
 };
 
 const DEFAULT_ROLES: [RoleId; 3] =

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
-use crate::modes::validate;
+use crate::modes::{validate, Mode};
 
 fn crit(names: &[&str]) -> Vec<String> {
     names.iter().map(|s| s.to_string()).collect()
