@@ -181,25 +181,13 @@ pub struct Brainstorm {
     scored: Vec<Option<Value>>,
     valid_scores: Vec<(usize, Vec<ClusterScore>)>,
     ranked: Vec<Ranked>,
-    deadline_passed: bool,
     /// The ideation's reply schema (the same for every ideator).
     ideas_schema: Arc<ReplySchema>,
     /// The clustering's reply schema, over the ideas of this run (built when they are in).
     clusters_schema: Option<Arc<ReplySchema>>,
     /// The scorers' reply schema, over the clusters kept (built when they are read).
     scores_schema: Option<Arc<ReplySchema>>,
-    title: TitleTracker,
-    calls: Calls,
-}
-
-pub(super) fn stage_order(stage: &str) -> i32 {
-    match stage {
-        "ideation" => IDEATION_ORDER,
-        "clustering" => CLUSTERING_ORDER,
-        "scoring" => SCORING_ORDER,
-        "refinement" => REFINEMENT_ORDER,
-        _ => 0,
-    }
+    kit: Kit,
 }
 
 /// The ideation summary (`all_ideation_complete`'s data) from each model's `ideation_complete`
@@ -255,7 +243,7 @@ impl Brainstorm {
         for (k, &i) in map.iter().enumerate() {
             labels[i] = source_label(k);
         }
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         Ok(Brainstorm {
             ideas_schema: ideas_schema(config.min_ideas_per_model),
             ideation: Batch::new("ideate", n),
@@ -270,11 +258,9 @@ impl Brainstorm {
             clusters: Vec::new(),
             valid_scores: Vec::new(),
             ranked: Vec::new(),
-            deadline_passed: false,
             clusters_schema: None,
             scores_schema: None,
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
@@ -353,18 +339,18 @@ impl Brainstorm {
             }
         }
         self.ideas = ideas;
-        let summary = ideation_summary(&datas, &self.calls.failed());
+        let summary = ideation_summary(&datas, &self.kit.calls.failed());
         let producing = summary["modelCount"].as_u64().unwrap_or(0);
         let mut out = vec![Effect::emit("all_ideation_complete", json!({ "data": summary }))];
         if producing < 2 {
             self.phase = Phase::Done;
-            out.extend(self.title.fail(format!(
+            out.extend(self.kit.title.fail(format!(
                 "Only {producing} of {} models produced ideas; a brainstorm needs at least 2.",
                 self.config.models.len()
             )));
             return out;
         }
-        if self.deadline_passed {
+        if self.kit.deadline_passed {
             out.extend(self.clustered(
                 None,
                 Vec::new(),
@@ -396,7 +382,7 @@ impl Brainstorm {
             "clustering_start",
             json!({ "data": { "maxClusters": k, "totalIdeas": self.ideas.len() } }),
         ));
-        out.push(self.calls.solo(spec, CLUSTERING_ORDER, backup.as_deref()));
+        out.push(self.kit.calls.solo(spec, CLUSTERING_ORDER, backup.as_deref()));
         out
     }
 
@@ -486,7 +472,7 @@ impl Brainstorm {
             out.extend(self.ranking(Some("single_cluster")));
             return out;
         }
-        if self.deadline_passed {
+        if self.kit.deadline_passed {
             out.extend(self.ranking(Some("timeout")));
             return out;
         }
@@ -605,7 +591,7 @@ impl Brainstorm {
                 "refinement_start",
                 json!({ "data": { "cluster": cluster, "allIdeas": cluster.is_null() } }),
             ),
-            self.calls.solo(spec, REFINEMENT_ORDER, backup.as_deref()),
+            self.kit.calls.solo(spec, REFINEMENT_ORDER, backup.as_deref()),
         ]
     }
 
@@ -636,7 +622,7 @@ impl Brainstorm {
             o.remove("proposal");
         }
         let mut event = json!({ "data": data });
-        self.calls.mark(&mut event);
+        self.kit.calls.mark(&mut event);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "refinement".into(),
@@ -649,14 +635,28 @@ impl Brainstorm {
             }),
             Effect::emit("refinement_complete", event),
         ];
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: proposal });
         out
     }
 }
 
-impl Mode for Brainstorm {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for Brainstorm {
+    fn stage_order(stage: &str) -> i32 {
+        match stage {
+            "ideation" => IDEATION_ORDER,
+            "clustering" => CLUSTERING_ORDER,
+            "scoring" => SCORING_ORDER,
+            "refinement" => REFINEMENT_ORDER,
+            _ => 0,
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let labels: Vec<Value> = self
             .config
             .models
@@ -692,21 +692,16 @@ impl Mode for Brainstorm {
             )));
         }
         let title_model = self.config.curator_model.clone();
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &title_model,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
         ));
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
-        let Some(routed) = routed else { return out };
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
+        let mut out = Vec::new();
         let key = routed.reply.key.clone();
         match self.phase {
             Phase::Ideating
@@ -729,16 +724,6 @@ impl Mode for Brainstorm {
             Phase::Refining if key == "refine" => out.extend(self.on_refinement(routed)),
             _ => {}
         }
-        self.calls.track(&out, stage_order);
         out
-    }
-
-    /// The global cap: the stage in flight finishes; the later stages before the refinement
-    /// are skipped.
-    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
-        if key == GLOBAL_TIMER {
-            self.deadline_passed = true;
-        }
-        Vec::new()
     }
 }

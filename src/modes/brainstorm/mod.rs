@@ -26,16 +26,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    create_label_map, empty_is_failure, failed_from_rows, label, mark_from_rows, title_prompt,
-    Batch, Calls, FailedModel, Routed, SplitMix64, TitleTracker, TITLE_KEY,
+    create_label_map, failed_from_rows, label, mark_from_rows, title_prompt, Batch, FailedModel,
+    Routed, SplitMix64,
 };
 use super::reading::{answer_text, bare, between, re, unmark, Unparsed};
 use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
+use super::runner::{Kit, Staged, GLOBAL_TIMER};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
+    ValidRequest,
 };
 
 mod machine;
@@ -50,7 +51,6 @@ pub use read::*;
 pub use result::*;
 use sim::*;
 
-const GLOBAL_TIMER: &str = "global";
 const IDEATION_ORDER: i32 = 0;
 const CLUSTERING_ORDER: i32 = 10;
 const SCORING_ORDER: i32 = 20;

@@ -10,6 +10,7 @@ use crate::modes::testkit::{
     calls, ctx, emitted, err, events, failed, finished, ok, rows, stage_calls,
 };
 use crate::modes::validate;
+use crate::modes::Mode;
 
 fn config(models: &[&str]) -> Value {
     json!({ "models": models, "curatorModel": "cur", "refinerModel": "ref",

@@ -61,16 +61,7 @@ pub struct ConfidenceWeighted {
     weights: Vec<Weight>,
     /// The answer's reply schema, built once for the run.
     answer_schema: Arc<ReplySchema>,
-    title: TitleTracker,
-    calls: Calls,
-}
-
-pub(super) fn stage_order(stage: &str) -> i32 {
-    match stage {
-        "answer" => 0,
-        "weights" => 1,
-        _ => 2,
-    }
+    kit: Kit,
 }
 
 /// A reply whose answer (or synthesis) is empty once its markers (or its JSON) are read, as a
@@ -101,7 +92,7 @@ impl ConfidenceWeighted {
             return Err("the stored confidence_weighted temperature is out of range".into());
         }
         let n = config.models.len();
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         Ok(ConfidenceWeighted {
             names: member_names(&config.models),
             config,
@@ -112,14 +103,13 @@ impl ConfidenceWeighted {
             failed_count: 0,
             weights: Vec::new(),
             answer_schema: answer_schema(),
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
         self.phase = Phase::Done;
-        self.title.fail(message)
+        self.kit.title.fail(message)
     }
 
     fn on_answer(&mut self, reply: CallReply) -> Vec<Effect> {
@@ -216,7 +206,7 @@ impl ConfidenceWeighted {
         )
         .quoting(material);
         let backup = self.config.synthesis_fallback_model.clone();
-        out.push(self.calls.solo(spec, 2, backup.as_deref()));
+        out.push(self.kit.calls.solo(spec, 2, backup.as_deref()));
         self.phase = Phase::Synthesising;
         out
     }
@@ -246,7 +236,7 @@ impl ConfidenceWeighted {
     fn finish(&mut self, s: SynthesisData) -> Vec<Effect> {
         self.phase = Phase::Done;
         let mut event = json!({ "data": s });
-        self.calls.mark(&mut event);
+        self.kit.calls.mark(&mut event);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "synthesis".into(),
@@ -259,7 +249,7 @@ impl ConfidenceWeighted {
             }),
             Effect::emit("synthesis_complete", event),
         ];
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: s.synthesis });
         out
     }
@@ -301,8 +291,20 @@ fn weights_data(weights: &[Weight], temperature: f64) -> Value {
             "outlierCount": weights.iter().filter(|w| w.is_outlier).count() })
 }
 
-impl Mode for ConfidenceWeighted {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for ConfidenceWeighted {
+    fn stage_order(stage: &str) -> i32 {
+        match stage {
+            "answer" => 0,
+            "weights" => 1,
+            _ => 2,
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
             Effect::emit(
                 "confidence_start",
@@ -334,29 +336,24 @@ impl Mode for ConfidenceWeighted {
             out.push(Effect::Call(call.with_schema(schema)));
         }
         let model = self.config.synthesis_model.clone();
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &model,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
         ));
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
+    fn screen(&mut self, reply: CallReply) -> CallReply {
         let synthesis = reply.key.starts_with("synthesis");
-        let reply = no_content_is_failure(empty_is_failure(reply), synthesis, &self.answer_schema);
-        let (mut out, routed) = self.calls.route(reply);
-        let Some(routed) = routed else { return out };
-        out.extend(match self.phase {
+        no_content_is_failure(empty_is_failure(reply), synthesis, &self.answer_schema)
+    }
+
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
+        match self.phase {
             Phase::Answering => self.on_answer(routed.reply),
             Phase::Synthesising if routed.reply.key == "synthesis" => self.on_synthesis(routed),
             _ => Vec::new(),
-        });
-        self.calls.track(&out, stage_order);
-        out
+        }
     }
 }

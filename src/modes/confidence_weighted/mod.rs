@@ -28,15 +28,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    empty_is_failure, mark_from_rows, member_names, role_failed, title_prompt, with_history, Calls,
-    Routed, SplitMix64, TitleTracker, TITLE_KEY,
+    empty_is_failure, mark_from_rows, member_names, role_failed, title_prompt, with_history,
+    Routed, SplitMix64,
 };
 use super::reading::{answer_text, readable};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
+use super::runner::{Kit, Staged};
 use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
-    request, CallError, CallErrorKind, CallReply, CallSpec, Defaults, Effect, FieldError, Mode,
+    request, CallError, CallErrorKind, CallReply, CallSpec, Defaults, Effect, FieldError,
     RunContext, StageRow, ValidRequest,
 };
 

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::Mode;
 use crate::modes::{validate, ChatMessage, Defaults};
 
 fn config(models: &[&str], backup: Option<&str>) -> Value {

@@ -77,11 +77,9 @@ pub struct Decompose {
     wave: usize,
     /// Every task that ended, in the order it ended.
     outcomes: Vec<Outcome>,
-    deadline_passed: bool,
     /// The plan's reply schema (built once for the run, from its `maxTasks`).
     plan: Arc<ReplySchema>,
-    title: TitleTracker,
-    calls: Calls,
+    kit: Kit,
 }
 
 impl Decompose {
@@ -93,7 +91,7 @@ impl Decompose {
         if !(MIN_TASKS..=MAX_TASKS).contains(&config.max_tasks) {
             return Err("the stored decompose configuration has no maxTasks from 3 to 8".into());
         }
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         let plan = plan_schema(config.max_tasks);
         Ok(Decompose {
             plan,
@@ -105,9 +103,7 @@ impl Decompose {
             assignments: Vec::new(),
             wave: 0,
             outcomes: Vec::new(),
-            deadline_passed: false,
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
@@ -129,7 +125,7 @@ impl Decompose {
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
         self.phase = Phase::Done;
-        self.title.fail(message)
+        self.kit.title.fail(message)
     }
 
     /// The plan's schema when the planner is asked for its JSON (its route takes structured
@@ -375,7 +371,7 @@ impl Decompose {
     /// The next wave, or the skipped rest and the assembly once the time limit has passed or
     /// every wave has run.
     fn next_wave(&mut self) -> Vec<Effect> {
-        if self.deadline_passed {
+        if self.kit.deadline_passed {
             let mut out = self.skip_rest();
             out.extend(self.assemble());
             return out;
@@ -398,6 +394,7 @@ impl Decompose {
         )];
         for id in ids {
             let (Some(task), Some(a)) = (self.task(&id), self.assignment(&id)) else { continue };
+            let order = a.wave as i32;
             let given: Vec<Given> = task
                 .dependencies
                 .iter()
@@ -419,7 +416,8 @@ impl Decompose {
                 .collect();
             let call =
                 self.call(&format!("task:{id}"), &a.model, vec![ChatMessage::user(prompt)], &id);
-            out.push(Effect::Call(call.quoting(quoted)));
+            // Registered with its wave as the stage order (a task is its own stage).
+            out.push(self.kit.calls.solo(call.quoting(quoted), order, None));
         }
         out
     }
@@ -569,7 +567,7 @@ impl Decompose {
                 "assembly_start",
                 json!({ "data": { "model": self.config.assembler_model, "skipped": skipped } }),
             ),
-            self.calls.solo(spec, ASSEMBLY_ORDER, backup.as_deref()),
+            self.kit.calls.solo(spec, ASSEMBLY_ORDER, backup.as_deref()),
         ]
     }
 
@@ -593,7 +591,7 @@ impl Decompose {
         if let (Some(from), None) = (&routed.fallback_from, fallback) {
             data["fallbackFrom"] = json!(from);
         }
-        self.calls.answered(
+        self.kit.calls.answered(
             Answered {
                 stage: "assembly",
                 order: ASSEMBLY_ORDER,
@@ -605,20 +603,8 @@ impl Decompose {
                 answer: response,
                 response_time_ms: ms,
             },
-            &mut self.title,
+            &mut self.kit.title,
         )
-    }
-
-    /// A call's stage → the stage order of its rows: the plan 0, a task its wave, the
-    /// assembly 99.
-    fn order_of(&self) -> impl Fn(&str) -> i32 {
-        let waves: Vec<(String, i32)> =
-            self.assignments.iter().map(|a| (a.task_id.clone(), a.wave as i32)).collect();
-        move |stage: &str| match stage {
-            "plan" => PLAN_ORDER,
-            "assembly" => ASSEMBLY_ORDER,
-            s => waves.iter().find(|(id, _)| id == s).map_or(PLAN_ORDER, |(_, w)| *w),
-        }
     }
 }
 
@@ -666,8 +652,21 @@ pub fn concatenated(ordered: &[&Outcome]) -> String {
         .join("\n\n---\n\n")
 }
 
-impl Mode for Decompose {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for Decompose {
+    /// A call's stage → the stage order of its rows: the plan 0, the assembly 99 (a task's
+    /// call is registered with its wave when it starts).
+    fn stage_order(stage: &str) -> i32 {
+        match stage {
+            "assembly" => ASSEMBLY_ORDER,
+            _ => PLAN_ORDER,
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let c = &self.config;
         let mut out = vec![
             Effect::emit(
@@ -696,9 +695,9 @@ impl Mode for Decompose {
             )
             .quoting([self.question()]);
         let backup = self.config.facilitator_fallback_model.clone();
-        out.push(self.calls.solo(spec, PLAN_ORDER, backup.as_deref()));
+        out.push(self.kit.calls.solo(spec, PLAN_ORDER, backup.as_deref()));
         let model = self.config.planner_model.clone();
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &model,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
@@ -706,32 +705,15 @@ impl Mode for Decompose {
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
-        let Some(routed) = routed else { return out };
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
         let key = routed.reply.key.clone();
         let task = key.strip_prefix("task:").map(str::to_string);
-        out.extend(match (self.phase, task) {
+        match (self.phase, task) {
             (Phase::Planning, _) if key == "plan" => self.on_plan(routed),
             (Phase::Replanning, _) if key == REPLAN_KEY => self.on_replan(routed.reply),
             (Phase::Running, Some(id)) => self.on_task(&id, routed.reply),
             (Phase::Assembling, _) if key == "assembly" => self.on_assembly(routed),
             _ => Vec::new(),
-        });
-        let order = self.order_of();
-        self.calls.track(&out, order);
-        out
-    }
-
-    /// The global cap: the wave (or call) in flight finishes, later tasks are skipped and the
-    /// assembly follows.
-    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
-        if key == GLOBAL_TIMER {
-            self.deadline_passed = true;
         }
-        Vec::new()
     }
 }

@@ -25,17 +25,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    empty_is_failure, mark_from_rows, role_failed, title_prompt, word_count, Answered, Calls,
-    Routed, SplitMix64, TitleTracker, TITLE_KEY,
+    mark_from_rows, role_failed, title_prompt, word_count, Answered, Routed, SplitMix64,
 };
 use super::reading::{answer_text, bare, json_values, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
+use super::runner::{Kit, Staged, GLOBAL_TIMER};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::stated::{last_stated, Labels};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
+    ValidRequest,
 };
 
 mod machine;
@@ -52,7 +52,6 @@ pub use result::*;
 pub use schedule::*;
 use sim::*;
 
-const GLOBAL_TIMER: &str = "global";
 const PLAN_ORDER: i32 = 0;
 /// After every wave (there are at most [`MAX_TASKS`]).
 const ASSEMBLY_ORDER: i32 = 99;

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{self, ctx, emitted, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::Mode;
 use crate::modes::{validate, Defaults};
 
 const PLAN: &str = "\

@@ -211,19 +211,7 @@ pub struct FactCheck {
     /// The extraction's and the checks' reply schemas, built when their calls are made.
     claims_schema: Option<Arc<ReplySchema>>,
     verify_schema: Option<Arc<ReplySchema>>,
-    deadline_passed: bool,
-    title: TitleTracker,
-    calls: Calls,
-}
-
-pub(super) fn stage_order(stage: &str) -> i32 {
-    match stage {
-        "generate" => GENERATE_ORDER,
-        "extract" => EXTRACT_ORDER,
-        "verify" => VERIFY_ORDER,
-        "report" => REPORT_ORDER,
-        _ => 0,
-    }
+    kit: Kit,
 }
 
 /// Content cut to `max` characters: the text and whether it was cut.
@@ -241,7 +229,7 @@ impl FactCheck {
         if !(1..=4).contains(&config.checker_models.len()) {
             return Err("the stored fact_check configuration has no 1 to 4 checkers".into());
         }
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         let batch = Batch::new("verify", config.checker_models.len());
         Ok(FactCheck {
             config,
@@ -256,9 +244,7 @@ impl FactCheck {
             counts: Counts::default(),
             claims_schema: None,
             verify_schema: None,
-            deadline_passed: false,
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
@@ -283,7 +269,7 @@ impl FactCheck {
 
     fn deadline_fail(&mut self, stage: &str) -> Vec<Effect> {
         self.phase = Phase::Done;
-        self.title.fail(format!(
+        self.kit.title.fail(format!(
             "The fact-check's time limit ({} s) passed during the {stage}; the stages that \
              finished are kept.",
             self.config.global_timeout_ms / 1000
@@ -313,7 +299,7 @@ impl FactCheck {
         let backup = self.config.facilitator_fallback_model.clone();
         vec![
             Effect::emit("extract_start", json!({})),
-            self.calls.solo(spec, EXTRACT_ORDER, backup.as_deref()),
+            self.kit.calls.solo(spec, EXTRACT_ORDER, backup.as_deref()),
         ]
     }
 
@@ -322,7 +308,7 @@ impl FactCheck {
             Ok(t) => answer_text(t).trim().to_string(),
             Err(e) => {
                 self.phase = Phase::Done;
-                return self.title.fail(format!(
+                return self.kit.title.fail(format!(
                     "The generator ({}) failed: {}; with no content there is nothing to check.",
                     reply.model, e.message
                 ));
@@ -342,7 +328,7 @@ impl FactCheck {
             }),
             Effect::emit("generate_complete", json!({ "data": data })),
         ];
-        if self.deadline_passed {
+        if self.kit.deadline_passed {
             out.extend(self.deadline_fail("generation"));
             return out;
         }
@@ -356,7 +342,7 @@ impl FactCheck {
             Ok(t) => t.clone(),
             Err(e) => {
                 self.phase = Phase::Done;
-                return self.title.fail(format!(
+                return self.kit.title.fail(format!(
                     "{}; no claims could be listed.",
                     role_failed("extractor", &routed, e)
                 ));
@@ -403,7 +389,7 @@ impl FactCheck {
             out.extend(self.finish_report(None, note.to_string(), None, false, None, None));
             return out;
         }
-        if self.deadline_passed {
+        if self.kit.deadline_passed {
             out.extend(self.deadline_fail("extraction"));
             return out;
         }
@@ -489,7 +475,7 @@ impl FactCheck {
         let usable = self.checks.iter().filter(|c| c.parse_success).count();
         if usable == 0 {
             self.phase = Phase::Done;
-            return self.title.fail(format!(
+            return self.kit.title.fail(format!(
                 "None of the {} checkers gave a usable check (each failed or addressed no \
                  claim); the {} claims are kept.",
                 self.checks.len(),
@@ -516,7 +502,7 @@ impl FactCheck {
             Effect::Store(StageRow::computed("consensus", CONSENSUS_ORDER, data.clone())),
             Effect::emit("all_checkers_complete", json!({ "data": data })),
             Effect::emit("report_start", json!({})),
-            self.calls.solo(spec, REPORT_ORDER, backup.as_deref()),
+            self.kit.calls.solo(spec, REPORT_ORDER, backup.as_deref()),
         ]
     }
 
@@ -572,7 +558,7 @@ impl FactCheck {
             o.remove("report");
         }
         let mut event = json!({ "data": data });
-        self.calls.mark(&mut event);
+        self.kit.calls.mark(&mut event);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "report".into(),
@@ -585,14 +571,28 @@ impl FactCheck {
             }),
             Effect::emit("report_complete", event),
         ];
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: report });
         out
     }
 }
 
-impl Mode for FactCheck {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for FactCheck {
+    fn stage_order(stage: &str) -> i32 {
+        match stage {
+            "generate" => GENERATE_ORDER,
+            "extract" => EXTRACT_ORDER,
+            "verify" => VERIFY_ORDER,
+            "report" => REPORT_ORDER,
+            _ => 0,
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let mut config = json!({
             "contentSource": self.source(), "extractorModel": self.config.extractor_model,
             "checkerModels": self.config.checker_models, "reporterModel": self.config.reporter_model,
@@ -635,21 +635,16 @@ impl Mode for FactCheck {
                 model
             }
         };
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &title_model,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
         ));
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(empty_is_failure(reply));
-        let Some(routed) = routed else { return out };
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
+        let mut out = Vec::new();
         let key = routed.reply.key.clone();
         match self.phase {
             Phase::Generating if key == "generate" => out.extend(self.on_generate(routed.reply)),
@@ -665,16 +660,6 @@ impl Mode for FactCheck {
             Phase::Reporting if key == "report" => out.extend(self.on_report(routed)),
             _ => {}
         }
-        self.calls.track(&out, stage_order);
         out
-    }
-
-    /// The global cap: the stage in flight finishes; the report follows if the checks are
-    /// done, else the run fails.
-    fn on_timer(&mut self, key: &str) -> Vec<Effect> {
-        if key == GLOBAL_TIMER {
-            self.deadline_passed = true;
-        }
-        Vec::new()
     }
 }

@@ -21,18 +21,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{
-    empty_is_failure, mark_from_rows, role_failed, title_prompt, Batch, Calls, Routed, SplitMix64,
-    TitleTracker, TITLE_KEY,
-};
+use super::common::{mark_from_rows, role_failed, title_prompt, Batch, Routed, SplitMix64};
 use super::reading::answer_text;
 use super::reading::{bare, between, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
+use super::runner::{Kit, Staged, GLOBAL_TIMER};
 use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
+    ValidRequest,
 };
 
 mod machine;
@@ -47,7 +45,6 @@ pub use read::*;
 pub use result::*;
 use sim::*;
 
-const GLOBAL_TIMER: &str = "global";
 const GENERATE_ORDER: i32 = 0;
 const EXTRACT_ORDER: i32 = 1;
 const VERIFY_ORDER: i32 = 10;

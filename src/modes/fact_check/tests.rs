@@ -7,6 +7,7 @@ use serde_json::json;
 use super::*;
 use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
 use crate::modes::validate;
+use crate::modes::Mode;
 
 fn config(content: Option<&str>, checkers: &[&str]) -> Value {
     let mut c = json!({ "generatorModel": "gen", "extractorModel": "ext", "checkerModels": checkers,

@@ -94,15 +94,7 @@ pub struct Tournament {
     ended: bool,
     /// The judgement's reply schema (one for every match and re-ask of the run).
     judgement: Arc<ReplySchema>,
-    title: TitleTracker,
-    calls: Calls,
-}
-
-fn stage_order(stage: &str) -> i32 {
-    match stage.strip_prefix("round_").and_then(|n| n.parse::<i32>().ok()) {
-        Some(r) => r + 1,
-        None => 0,
-    }
+    kit: Kit,
 }
 
 impl Tournament {
@@ -111,7 +103,7 @@ impl Tournament {
         if !(2..=8).contains(&config.contestant_models.len()) {
             return Err("the stored tournament configuration has no 2 to 8 contestants".into());
         }
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         let n = config.contestant_models.len();
         Ok(Tournament {
             config,
@@ -126,8 +118,7 @@ impl Tournament {
             call_failures: 0,
             ended: false,
             judgement: judgement_schema(),
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
@@ -173,7 +164,7 @@ impl Tournament {
         let n = self.contestants.len();
         if n < 2 {
             self.ended = true;
-            out.extend(self.title.fail(format!(
+            out.extend(self.kit.title.fail(format!(
                 "Only {n} of {} contestants answered; a tournament needs at least 2.",
                 self.answers.len()
             )));
@@ -382,7 +373,7 @@ impl Tournament {
         )];
         if self.call_failures == self.live.len() {
             self.ended = true;
-            out.extend(self.title.fail(format!(
+            out.extend(self.kit.title.fail(format!(
                 "The judge ({}) failed every match of round {round}; the bracket so far is kept.",
                 self.config.judge_model
             )));
@@ -407,7 +398,7 @@ impl Tournament {
         let all: Vec<Value> = self.decided.iter().flatten().cloned().collect();
         let data = champion(&c, &all, &self.byes, self.rounds_total, &self.contestants);
         let mut event = json!({ "data": data });
-        self.calls.mark(&mut event);
+        self.kit.calls.mark(&mut event);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "winner".into(),
@@ -420,7 +411,7 @@ impl Tournament {
             }),
             Effect::emit("winner_declared", event),
         ];
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: c.response });
         out
     }
@@ -452,8 +443,19 @@ fn champion(
             "matchesWon": won.len(), "totalRounds": total })
 }
 
-impl Mode for Tournament {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for Tournament {
+    fn stage_order(stage: &str) -> i32 {
+        match stage.strip_prefix("round_").and_then(|n| n.parse::<i32>().ok()) {
+            Some(r) => r + 1,
+            None => 0,
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
             Effect::emit(
                 "tournament_start",
@@ -475,25 +477,29 @@ impl Mode for Tournament {
             )));
         }
         let judge = self.config.judge_model.clone();
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &judge,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
         ));
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
+    /// Only a contestant's empty answer is a failed call (a judge's is read as no verdict).
+    fn screen(&mut self, reply: CallReply) -> CallReply {
+        if reply.key.starts_with("answer:") {
+            empty_is_failure(reply)
+        } else {
+            reply
         }
+    }
+
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
+        // Every call has answered once the run has ended (a call answers once).
         if self.ended {
             return Vec::new();
         }
-        let reply = if reply.key.starts_with("answer:") { empty_is_failure(reply) } else { reply };
-        let (mut out, routed) = self.calls.route(reply);
-        let Some(routed) = routed else { return out };
+        let mut out = Vec::new();
         let key = routed.reply.key.clone();
         if let Some(i) = key.strip_prefix("answer:").and_then(|i| i.parse().ok()) {
             out.extend(self.on_answer(i, routed.reply));
@@ -510,7 +516,6 @@ impl Mode for Tournament {
                 out.extend(self.on_judge(idx, strict, routed.reply));
             }
         }
-        self.calls.track(&out, stage_order);
         out
     }
 }
