@@ -1,15 +1,7 @@
 //! Council's state machine: the answers, the rankings and the chairman's synthesis.
 
 use super::*;
-
-/// The `stage_order` of a council stage.
-fn stage_order(stage: &str) -> i32 {
-    match stage {
-        "stage1" => 1,
-        "stage2" => 2,
-        _ => 3,
-    }
-}
+use crate::modes::runner::{Kit, Staged};
 
 // ---- the state machine ----------------------------------------------------------------------
 
@@ -32,15 +24,14 @@ pub struct Council {
     stage2: Vec<Stage2Response>,
     /// The ranking's reply schema, once the labels are known.
     ranking_schema: Option<Arc<ReplySchema>>,
-    title: TitleTracker,
-    calls: Calls,
+    kit: Kit,
 }
 
 impl Council {
     pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let config: CouncilConfig = stored_config("council", config)?;
         let members = config.council_models.len();
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         Ok(Council {
             config,
             ctx,
@@ -50,8 +41,7 @@ impl Council {
             label_to_model: BTreeMap::new(),
             stage2: Vec::new(),
             ranking_schema: None,
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
@@ -75,7 +65,7 @@ impl Council {
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
         self.phase = Phase::Done;
-        self.title.fail(message)
+        self.kit.title.fail(message)
     }
 
     fn on_stage1(&mut self, reply: CallReply) -> Vec<Effect> {
@@ -207,8 +197,8 @@ impl Council {
         )
         .quoting(material);
         let backup = self.config.chairman_fallback_model.clone();
-        out.push(self.calls.solo(spec, 3, backup.as_deref()));
-        out.extend(self.title.call(
+        out.push(self.kit.calls.solo(spec, 3, backup.as_deref()));
+        out.extend(self.kit.title.call(
             &chairman,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
@@ -230,7 +220,7 @@ impl Council {
             fallback_from: routed.fallback_from,
         };
         let mut done = json!({ "data": synthesis });
-        self.calls.mark(&mut done);
+        self.kit.calls.mark(&mut done);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "stage3".into(),
@@ -247,14 +237,28 @@ impl Council {
             Effect::emit("stage3_complete", done),
         ];
         self.phase = Phase::Done;
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: text });
         out
     }
 }
 
-impl Mode for Council {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for Council {
+    const EMPTY_IS_FAILURE: bool = false;
+
+    fn stage_order(stage: &str) -> i32 {
+        match stage {
+            "stage1" => 1,
+            "stage2" => 2,
+            _ => 3,
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![Effect::emit(
             "stage1_start",
             json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id }),
@@ -269,23 +273,15 @@ impl Mode for Council {
                 "council",
             ));
         }
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(reply);
-        let Some(routed) = routed else { return out };
-        out.extend(match self.phase {
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
+        match self.phase {
             Phase::Answering => self.on_stage1(routed.reply),
             Phase::Ranking => self.on_stage2(routed.reply),
             Phase::Synthesising if routed.reply.key == "stage3" => self.on_stage3(routed),
             _ => Vec::new(),
-        });
-        self.calls.track(&out, stage_order);
-        out
+        }
     }
 }

@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 
 use super::common::{
     answer_of, create_label_map, label, mark_from_rows, named, role_failed, title_prompt,
-    with_history, Batch, Calls, Routed, TitleTracker, TITLE_KEY,
+    with_history, Batch, Routed,
 };
 use super::ranking;
 use super::reading::{answer_text, readable, Unparsed};
@@ -41,8 +41,7 @@ use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role}
 use super::request::ModelId;
 use super::schema::{Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, Defaults, Effect, FieldError, Mode, RunContext, StageRow,
-    ValidRequest,
+    request, CallReply, CallSpec, Defaults, Effect, FieldError, RunContext, StageRow, ValidRequest,
 };
 
 /// History a follow-up carries (the seed: "truncated to the last 10 turns").

@@ -8,6 +8,7 @@ use super::*;
 use crate::modes::common::seed_from_run_id;
 use crate::modes::testkit::{self, calls, emitted, err, events, feed, ok, rows};
 use crate::modes::validate;
+use crate::modes::Mode;
 use crate::modes::{CallSpec, ChatMessage};
 
 fn labels(n: usize) -> Vec<String> {

@@ -2,6 +2,7 @@
 //! answers.
 
 use super::*;
+use crate::modes::runner::{Kit, Staged};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
@@ -22,17 +23,7 @@ pub struct Debate {
     revised_labels: BTreeMap<String, usize>,
     /// The debaters' revision schema, built once for the run.
     revision_schema: Arc<ReplySchema>,
-    title: TitleTracker,
-    calls: Calls,
-}
-
-/// The `stage_order` of a debate stage's calls.
-fn stage_order(stage: &str) -> i32 {
-    match stage {
-        "round1" => 1,
-        "revision" => 2,
-        _ => 5,
-    }
+    kit: Kit,
 }
 
 fn map_models(
@@ -45,7 +36,7 @@ fn map_models(
 impl Debate {
     pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let config: DebateConfig = stored_config("debate", config)?;
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         let n = config.models.len();
         Ok(Debate {
             config,
@@ -57,8 +48,7 @@ impl Debate {
             revisions: Vec::new(),
             revised_labels: BTreeMap::new(),
             revision_schema: revision_schema(),
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
@@ -82,7 +72,7 @@ impl Debate {
 
     fn fail(&mut self, message: &str) -> Vec<Effect> {
         self.phase = Phase::Done;
-        self.title.fail(message.to_string())
+        self.kit.title.fail(message.to_string())
     }
 
     fn on_round1(&mut self) -> Vec<Effect> {
@@ -206,7 +196,7 @@ impl Debate {
             out.push(Effect::Call(call.quoting(labeled.clone())));
         }
         let first = self.model_of(&self.round1[0].model).to_string();
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &first,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
@@ -276,17 +266,31 @@ impl Debate {
             response_time_ms: None,
         }));
         let mut declared = json!({ "data": winner });
-        self.calls.mark(&mut declared);
+        self.kit.calls.mark(&mut declared);
         out.push(Effect::emit("winner_declared", declared));
         self.phase = Phase::Done;
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: winner.winner_response });
         out
     }
 }
 
-impl Mode for Debate {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for Debate {
+    const EMPTY_IS_FAILURE: bool = false;
+
+    fn stage_order(stage: &str) -> i32 {
+        match stage {
+            "round1" => 1,
+            "revision" => 2,
+            _ => 5,
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
             Effect::emit(
                 "debate_start",
@@ -303,26 +307,18 @@ impl Mode for Debate {
                 "respondent",
             ));
         }
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(reply);
-        let Some(routed) = routed else { return out };
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
         if self.phase == Phase::Done || !self.batch.accept(routed.reply) || !self.batch.complete() {
-            return out;
+            return Vec::new();
         }
-        out.extend(match self.phase {
+        match self.phase {
             Phase::Answering => self.on_round1(),
             Phase::Revising => self.on_revisions(),
             Phase::Voting => self.on_votes(),
             Phase::Done => Vec::new(),
-        });
-        self.calls.track(&out, stage_order);
-        out
+        }
     }
 }

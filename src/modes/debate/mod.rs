@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 use super::common::{
     answer_of, create_label_map, label, mark_from_rows, member_names, named, title_prompt,
-    word_count, Answer, Batch, Calls, TitleTracker, TITLE_KEY,
+    word_count, Answer, Batch, Routed,
 };
 use super::reading::{answer_text, between, json_values, split_reasoning, Unparsed};
 use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
@@ -36,8 +36,8 @@ use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, round, vote_prompt_as, vote_schema,
 };
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
+    ValidRequest,
 };
 
 /// Mixed into the run seed so the vote's label map is a fresh shuffle.

@@ -10,6 +10,7 @@ use crate::modes::testkit::{
 };
 use crate::modes::validate;
 use crate::modes::Fallbacks;
+use crate::modes::Mode;
 
 #[test]
 fn reads_a_well_formed_revision() {

@@ -1,15 +1,7 @@
 //! Jury's state machine: the jurors' deliberation, then the foreman's verdict.
 
 use super::*;
-
-/// The `stage_order` of a jury stage's calls.
-fn stage_order(stage: &str) -> i32 {
-    if stage == "deliberation" {
-        2
-    } else {
-        4
-    }
-}
+use crate::modes::runner::{Kit, Staged};
 
 // ---- the state machine ----------------------------------------------------------------------
 
@@ -30,14 +22,13 @@ pub struct Jury {
     summary: Option<JurorSummary>,
     /// The jurors' reply schema, built once for the run.
     juror_schema: Arc<ReplySchema>,
-    title: TitleTracker,
-    calls: Calls,
+    kit: Kit,
 }
 
 impl Jury {
     pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let config: JuryConfig = stored_config("jury", config)?;
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         let n = config.juror_models.len();
         Ok(Jury {
             config,
@@ -47,14 +38,13 @@ impl Jury {
             jurors: Vec::new(),
             summary: None,
             juror_schema: juror_schema(),
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
         self.phase = Phase::Done;
-        self.title.fail(message)
+        self.kit.title.fail(message)
     }
 
     /// One juror finished: publish its assessment now, not with the batch.
@@ -131,8 +121,8 @@ impl Jury {
         )
         .quoting(material);
         let backup = self.config.foreman_fallback_model.clone();
-        out.push(self.calls.solo(spec, 4, backup.as_deref()));
-        out.extend(self.title.call(
+        out.push(self.kit.calls.solo(spec, 4, backup.as_deref()));
+        out.extend(self.kit.title.call(
             &foreman,
             title_prompt(&self.config.content),
             self.config.timeout_ms,
@@ -170,12 +160,12 @@ impl Jury {
             }),
             Effect::emit("verdict_complete", {
                 let mut done = json!({ "data": report });
-                self.calls.mark(&mut done);
+                self.kit.calls.mark(&mut done);
                 done
             }),
         ];
         self.phase = Phase::Done;
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         // The conversation keeps the report without its reasoning (the row keeps it all).
         let answer = answer_text(&text);
         let answer = if answer.trim().is_empty() { text.clone() } else { answer.into_owned() };
@@ -184,8 +174,22 @@ impl Jury {
     }
 }
 
-impl Mode for Jury {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for Jury {
+    const EMPTY_IS_FAILURE: bool = false;
+
+    fn stage_order(stage: &str) -> i32 {
+        if stage == "deliberation" {
+            2
+        } else {
+            4
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let presentation = match &self.config.original_question {
             Some(q) => json!({ "content": self.config.content, "originalQuestion": q }),
             None => json!({ "content": self.config.content }),
@@ -227,22 +231,14 @@ impl Mode for Jury {
             );
             out.push(Effect::Call(call.quoting(material.clone())));
         }
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(reply);
-        let Some(routed) = routed else { return out };
-        out.extend(match self.phase {
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
+        match self.phase {
             Phase::Deliberating => self.on_juror(routed.reply),
             Phase::Verdict if routed.reply.key == "verdict" => self.on_verdict(routed),
             _ => Vec::new(),
-        });
-        self.calls.track(&out, stage_order);
-        out
+        }
     }
 }

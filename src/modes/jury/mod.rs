@@ -31,10 +31,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{
-    mark_from_rows, member_names, role_failed, Batch, Calls, Routed, SplitMix64, TitleTracker,
-    TITLE_KEY,
-};
+use super::common::{mark_from_rows, member_names, role_failed, Batch, Routed, SplitMix64};
 use super::reading::{
     answer_text, between, json_field, json_values, readable, split_reasoning, Unparsed,
 };
@@ -44,8 +41,8 @@ use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::stated::{last_stated, Labels};
 
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
+    ValidRequest,
 };
 
 /// The five dimensions, as the prompts name them.

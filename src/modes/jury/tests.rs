@@ -10,6 +10,7 @@ use crate::modes::testkit::{
     ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
 };
 use crate::modes::validate;
+use crate::modes::Mode;
 
 fn scores(a: i64, b: i64, c: i64, d: i64, e: i64) -> DimensionScores {
     Dims {

@@ -1,15 +1,7 @@
 //! Vote's state machine: the answers, the anonymous vote and the chairman's tiebreak.
 
 use super::*;
-
-/// The `stage_order` of a vote stage's calls.
-fn stage_order(stage: &str) -> i32 {
-    match stage {
-        "stage1" => 1,
-        "vote" => 2,
-        _ => 4,
-    }
-}
+use crate::modes::runner::{Kit, Staged};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
@@ -32,14 +24,13 @@ pub struct Vote {
     /// The vote's and the tiebreak's reply schemas, once their labels are known.
     ballot_schema: Option<Arc<ReplySchema>>,
     tiebreak_schema: Option<Arc<ReplySchema>>,
-    title: TitleTracker,
-    calls: Calls,
+    kit: Kit,
 }
 
 impl Vote {
     pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let config: VoteConfig = stored_config("vote", config)?;
-        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        let kit = Kit::new(&ctx);
         let n = config.models.len();
         Ok(Vote {
             config,
@@ -52,8 +43,7 @@ impl Vote {
             tally: None,
             ballot_schema: None,
             tiebreak_schema: None,
-            title,
-            calls: Calls::default(),
+            kit,
         })
     }
 
@@ -70,7 +60,7 @@ impl Vote {
 
     fn fail(&mut self, message: &str) -> Vec<Effect> {
         self.phase = Phase::Done;
-        self.title.fail(message.to_string())
+        self.kit.title.fail(message.to_string())
     }
 
     fn label_to_model(&self) -> BTreeMap<String, String> {
@@ -126,7 +116,7 @@ impl Vote {
             out.push(Effect::Call(call.quoting(labeled.clone())));
         }
         self.ballot_schema = Some(asking.schema);
-        out.extend(self.title.call(
+        out.extend(self.kit.title.call(
             &self.config.chairman_model,
             title_prompt(&self.ctx.question),
             self.config.timeout_ms,
@@ -177,7 +167,7 @@ impl Vote {
             .quoting(tied.clone());
             self.tiebreak_schema = Some(schema);
             let backup = self.config.chairman_fallback_model.clone();
-            out.push(self.calls.solo(spec, 4, backup.as_deref()));
+            out.push(self.kit.calls.solo(spec, 4, backup.as_deref()));
             self.tally = Some(t);
             self.phase = Phase::Tiebreak;
             return out;
@@ -256,7 +246,7 @@ impl Vote {
         }
         let answer = w.response.clone();
         let mut declared = json!({ "data": result });
-        self.calls.mark(&mut declared);
+        self.kit.calls.mark(&mut declared);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "vote_winner".into(),
@@ -270,14 +260,28 @@ impl Vote {
             Effect::emit("winner_declared", declared),
         ];
         self.phase = Phase::Done;
-        out.extend(self.title.on_answer());
+        out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer });
         out
     }
 }
 
-impl Mode for Vote {
-    fn start(&mut self) -> Vec<Effect> {
+impl Staged for Vote {
+    const EMPTY_IS_FAILURE: bool = false;
+
+    fn stage_order(stage: &str) -> i32 {
+        match stage {
+            "stage1" => 1,
+            "vote" => 2,
+            _ => 4,
+        }
+    }
+
+    fn kit(&mut self) -> &mut Kit {
+        &mut self.kit
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
             Effect::emit(
                 "vote_start",
@@ -289,17 +293,11 @@ impl Mode for Vote {
         for (i, model) in self.config.models.iter().enumerate() {
             out.push(self.call(self.batch.key(i), model, messages.clone(), "stage1", "voter"));
         }
-        self.calls.track(&out, stage_order);
         out
     }
 
-    fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        if reply.key == TITLE_KEY {
-            return self.title.on_reply(&reply);
-        }
-        let (mut out, routed) = self.calls.route(reply);
-        let Some(routed) = routed else { return out };
-        out.extend(match self.phase {
+    fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
+        match self.phase {
             Phase::Tiebreak if routed.reply.key == "tiebreaker" => self.on_tiebreak(routed),
             Phase::Answering | Phase::Voting => {
                 if !self.batch.accept(routed.reply) || !self.batch.complete() {
@@ -311,8 +309,6 @@ impl Mode for Vote {
                 }
             }
             _ => Vec::new(),
-        });
-        self.calls.track(&out, stage_order);
-        out
+        }
     }
 }

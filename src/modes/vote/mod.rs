@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use super::common::{
     answer_of, create_label_map, label, mark_from_rows, named, title_prompt, with_history, Answer,
-    Batch, Calls, Routed, TitleTracker, TITLE_KEY,
+    Batch, Routed,
 };
 use super::reading::answer_text;
 use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
@@ -30,8 +30,8 @@ use super::voting::{
     tiebreaker_prompt_as, vote_prompt_as, vote_schema, Ballot, Tally,
 };
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
+    ValidRequest,
 };
 
 pub const HISTORY_TURNS: usize = 10;

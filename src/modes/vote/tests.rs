@@ -8,6 +8,7 @@ use crate::modes::testkit::{
     ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
 };
 use crate::modes::validate;
+use crate::modes::Mode;
 
 fn vote_mode(models: &[&str], new_conversation: bool) -> Vote {
     let config = json!({ "models": models, "chairmanModel": "chair", "timeoutMs": 120000 });
