@@ -536,7 +536,7 @@ fn output_caps(table: &BTreeMap<String, i64>) -> Result<OutputCaps, ConfigError>
     Ok(caps)
 }
 
-/// Only plain-TCP and Unix-socket Redis: the build has no TLS for Redis (see the README).
+/// Redis over TCP (`redis://`), TLS (`rediss://`, over rustls) or a Unix socket.
 fn check_redis_url(url: String) -> Result<String, ConfigError> {
     let url = url.trim().to_string();
     if ["redis://", "rediss://", "redis+unix://", "unix://"].iter().any(|s| url.starts_with(s)) {
@@ -563,6 +563,7 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modes;
 
     #[test]
     fn flags_win_over_the_file_and_the_file_over_defaults() {
@@ -641,6 +642,45 @@ mod tests {
         assert!(
             Config::from_parts(file, &Overrides::default(), Some("k".into()), None, None).is_ok()
         );
+    }
+
+    #[test]
+    fn default_models_and_backups_by_role_id_are_read_checked_and_used() {
+        let file: FileConfig = toml::from_str(
+            "[defaults]\n\"council.council\" = [\"sim/x\", \"sim/y\"]\n\"council.chairman\" = \"sim/z\"\n\
+             [fallback]\nchairman = \"sim/old\"\n\"brainstorm.curator\" = \"sim/cur\"",
+        )
+        .unwrap();
+        let c = Config::from_parts(file, &Overrides::default(), None, None, None).unwrap();
+        let d = modes::Defaults {
+            offline: true,
+            stage_timeout_ms: 60_000,
+            fallback: c.fallback.clone(),
+            default_models: c.default_models.clone(),
+        };
+        let council = modes::validate(&serde_json::json!({ "question": "q" }), &d).unwrap();
+        assert_eq!(council.config["councilModels"], serde_json::json!(["sim/x", "sim/y"]));
+        assert_eq!(council.config["chairmanModel"], "sim/z");
+        assert_eq!(council.config["chairmanFallbackModel"], "sim/old");
+        let body = serde_json::json!({ "mode": "brainstorm", "question": "q" });
+        let brainstorm = modes::validate(&body, &d).unwrap();
+        // The curator's backup by its own id, the refiner's by the older name.
+        assert_eq!(brainstorm.config["facilitatorFallbackModel"], "sim/cur");
+        assert_eq!(brainstorm.config["chairmanFallbackModel"], "sim/old");
+        for (text, says) in [
+            ("[defaults]\n\"council.judge\" = \"sim/x\"", "defaults.council.judge:"),
+            ("[defaults]\n\"council.chairman\" = [\"sim/a\", \"sim/b\"]", "one model"),
+            ("[defaults]\n\"council.chairman\" = \"openai/o3\"", "no provider serves"),
+            ("[fallback]\n\"council.council\" = \"sim/x\"", "fallback.council.council:"),
+        ] {
+            let err = match toml::from_str::<FileConfig>(text) {
+                Err(e) => e.to_string(),
+                Ok(file) => Config::from_parts(file, &Overrides::default(), None, None, None)
+                    .unwrap_err()
+                    .to_string(),
+            };
+            assert!(err.contains(says), "{text}: {err}");
+        }
     }
 
     #[test]

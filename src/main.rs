@@ -76,8 +76,8 @@ enum Command {
         #[command(subcommand)]
         action: UserAction,
     },
-    /// Print benchmark figures: the five scenarios of "Speed, measured" against a real server
-    /// and sim-server started as child processes (README "Benchmarks"), or `clarity`.
+    /// Print benchmark figures: the five scenarios (docs/benchmarks.md) against a real server
+    /// and sim-server started as child processes, or `clarity`.
     Bench {
         /// Scenarios, by number or name: 1 overhead, 2 concurrent, 3 throughput, 4 watchers,
         /// 5 modes (default: all five). `clarity` alone runs Clarity panels in-process instead;

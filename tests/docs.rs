@@ -423,7 +423,8 @@ fn check_config(page: &Page, errors: &mut Vec<String>) -> usize {
 
 /// The event names the code emits: string literals of `src/` (test files left out) where an
 /// event is made: `emit("…"`, `event: "…"`, `("…".to_string(), data)` or `json!`, a match arm
-/// `=> ("…", json!…)`, or an arm of `let event = match … };` that is the name alone.
+/// `=> ("…", json!…)`, an arm of `let event = match … };` that is the name alone, or how a run
+/// ends (`Terminal::Complete => "complete"`).
 fn emitted_events() -> BTreeSet<String> {
     let name = r#""([a-z][a-z0-9]*(?:_[a-z0-9]+)*)""#;
     let patterns = [
@@ -431,6 +432,7 @@ fn emitted_events() -> BTreeSet<String> {
         format!(r"\bevent:\s*{name}"),
         format!(r"\(\s*{name}\.to_string\(\),\s*(?:json!|data\b)"),
         format!(r"=>\s*\{{?\s*\(\s*{name},\s*json!"),
+        format!(r"Terminal::[A-Z][a-z]+\s*=>\s*{name}"),
     ]
     .map(|p| Regex::new(&p).unwrap());
     let event_match = Regex::new(r"let event = match[\s\S]*?\n\s*\};").unwrap();

@@ -267,7 +267,7 @@ pub fn normalise(s: &str) -> String {
 pub const JUDGE_OPENING: &str =
     "You are grading an answer to a question against a reference answer.";
 
-/// The prompt a judge model is asked for a `judge` question (documented in the README).
+/// The prompt a judge model is asked for a `judge` question (documented in docs/evals.md).
 pub fn judge_prompt(q: &Question, reply: &str) -> String {
     let answer = split_reasoning(reply).answer.into_owned();
     format!(
