@@ -1,4 +1,5 @@
-//! Pure deliberation logic: one file per mode plus shared helpers.
+//! Pure deliberation logic: one folder per mode plus shared helpers ([`runner`] runs what every
+//! mode repeats).
 //!
 //! A mode is a state machine with no I/O, no clock and no global randomness. The engine tells
 //! it which model replies arrived; it answers with [`Effect`]s: model calls to start, events to

@@ -2,8 +2,9 @@
 //! one. The engine, the store, the web layer, the CLI, the sim and the benchmark ask the
 //! registry; none of them names a mode.
 //!
-//! Adding a mode: write its file in `src/modes/` with a `pub static SPEC: ModeSpec`, add one
-//! line to [`MODES`], and (optionally) a view in `static/js/modes/`. Its request schema, form,
+//! Adding a mode: write its folder in `src/modes/` with a `pub static SPEC: ModeSpec`, add one
+//! line to [`MODES`] and its roles' default models to [`super::defaults::TABLE`], and
+//! (optionally) a view in `static/js/modes/`. Its request schema, form,
 //! CLI flags and a generic view follow from the spec.
 
 use std::fmt;
