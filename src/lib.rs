@@ -12,6 +12,7 @@
 //! - [`export`]: a run or a conversation as Markdown and JSON, model names hidden on request.
 //! - [`metrics`]: process-wide counters and their Prometheus text for `GET /metrics`.
 //! - [`secrets`]: the key type that never prints; URL passwords and key echoes redacted.
+//! - [`logging`]: the log, every line with Conclave tokens redacted.
 //! - [`eval`]: `conclave eval`: graded question sets through panels and single models.
 //! - [`bench`]: `conclave bench`: drives a real server and sim-server and prints figures.
 
@@ -25,6 +26,7 @@ pub mod engine;
 pub mod eval;
 pub mod export;
 pub mod ids;
+pub mod logging;
 pub mod metrics;
 pub mod modes;
 pub mod providers;
