@@ -39,8 +39,9 @@ fn call_roles() -> Vec<(&'static str, Vec<&'static str>)> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read the configuration file {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    /// Unreadable, or larger than [`crate::files::MAX_CONFIG_BYTES`].
+    #[error(transparent)]
+    Read(#[from] crate::files::FileError),
     #[error("the configuration file {path} is not valid: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("configuration: {0}")]
@@ -538,8 +539,8 @@ fn check_redis_url(url: String) -> Result<String, ConfigError> {
 }
 
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    let text =
+        crate::files::read_text("the configuration file", path, crate::files::MAX_CONFIG_BYTES)?;
     // The message quotes the line at fault, which may be `database_url` with its password.
     // It may also quote a key (`api_key = "sk-…"`), in its own words or the line's.
     toml::from_str(&text).map_err(|e| ConfigError::Parse {
