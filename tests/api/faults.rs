@@ -2363,9 +2363,11 @@ async fn seed_long_run(app: &TestApp, n: i64) -> String {
 
 /// A watcher that stops reading while two runs of every mode go on, behind the replay of a long
 /// log that fills its socket (its TCP receive buffer is a few KiB; the server's send buffer
-/// takes what it can, the rest waits in the server): it is not closed for it, holds up no run,
-/// and when it reads again it gets every stored event of each run once and in order, to the
-/// end (only tokens may be missing: they are never stored).
+/// takes what it can, the rest waits in the server): the runs' events then fill its channel,
+/// and the server drops it from their watchers (`conclave_watchers_lagged_total`) instead of
+/// waiting for it or holding more for it. It is not closed for it, holds up no run, and when
+/// it reads again each run's events come from where it stopped, from the store: every stored
+/// event once and in order, to the end (only tokens may be missing: they are never stored).
 async fn a_watcher_that_stops_reading_catches_up_on_every_mode(app: &TestApp) {
     use futures_util::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -2389,6 +2391,8 @@ async fn a_watcher_that_stops_reading_catches_up_on_every_mode(app: &TestApp) {
     }
     // Last (its watches are read while it can still write), the long log: its replay fills the
     // socket, and the runs' events pile up behind it.
+    let lagged = "conclave_watchers_lagged_total{feed=\"run\"}";
+    let lagged_before = counter(&metrics(app).await, lagged);
     to_server.send(watch(&runs[0])).await.unwrap();
     // It reads nothing until every run has ended, but it is not silent: a client that says
     // nothing for long is closed, not lagging.
@@ -2402,6 +2406,8 @@ async fn a_watcher_that_stops_reading_catches_up_on_every_mode(app: &TestApp) {
         assert_eq!(app.wait_done(run).await["status"], "completed", "{run}");
     }
     alive.abort();
+    let lagged_after = counter(&metrics(app).await, lagged);
+    assert!(lagged_after > lagged_before, "the slow watcher's buffer never filled");
     let mut seen: HashMap<String, Vec<(i64, String)>> = HashMap::new();
     let mut ended = 0;
     while ended < runs.len() {
@@ -2435,9 +2441,10 @@ async fn a_watcher_that_stops_reading_catches_up_on_every_mode(app: &TestApp) {
     ws.close().await;
 }
 
-/// Answers that take 400 ms stream tokens for it (a message every 20 ms per call).
+/// Answers that take 1.5 s: the runs go on (and stream tokens) long after the long log's replay
+/// has filled the socket, so their events pile up in the watcher's channel.
 fn slow_watcher_options() -> Options {
-    Options { sim_latency_ms: 400, ..Options::default() }
+    Options { sim_latency_ms: 1500, ..Options::default() }
 }
 
 #[actix_web::test]
