@@ -111,6 +111,9 @@ impl Application {
         });
         let server = HttpServer::new(move || {
             App::new()
+                // No response is sniffed into a type it does not declare (an export's model
+                // text read as HTML).
+                .wrap(middleware::DefaultHeaders::new().add(("X-Content-Type-Options", "nosniff")))
                 .wrap(access_log())
                 .wrap(middleware::Compress::default())
                 .app_data(state.clone())

@@ -9,7 +9,6 @@ pub mod eval;
 
 use crate::engine::Viewer;
 use std::io::Write;
-use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
@@ -29,8 +28,9 @@ pub enum CliError {
     Engine(#[from] EngineError),
     #[error("{0}")]
     Usage(String),
-    #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    /// A file named on the command line: unreadable, or past its bound.
+    #[error(transparent)]
+    Read(#[from] crate::files::FileError),
 }
 
 /// The start body for a mode from command-line arguments: `--config-json`, then the flags over
@@ -48,12 +48,10 @@ pub fn request_body(args: &RunArgs) -> Result<Value, CliError> {
         },
     };
     merge(&mut cfg, &args.config);
-    for (field, path) in &args.files {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| CliError::Read { path: path.clone(), source })?;
-        cfg.insert(field.clone(), json!(text));
-    }
     let schema = crate::modes::registry::config_schema(mode);
+    for (field, path) in &args.files {
+        cfg.insert(field.clone(), json!(read_field_file(schema, field, path)?));
+    }
     let takes_content = schema.pointer("/properties/content").is_some();
     let mut question = args.question.clone();
     if takes_content && !cfg.contains_key("content") {
@@ -82,6 +80,29 @@ pub fn request_body(args: &RunArgs) -> Result<Value, CliError> {
         body.insert("modeConfig".into(), Value::Object(cfg));
     }
     Ok(Value::Object(body))
+}
+
+/// The text of a `--FIELD-file`: at most the characters the field takes (its schema's
+/// `maxLength`, else [`MAX_CONTENT_CHARS`](crate::modes::request::MAX_CONTENT_CHARS)), read
+/// no further than four bytes for each of them.
+fn read_field_file(
+    schema: &Value,
+    field: &str,
+    path: &std::path::Path,
+) -> Result<String, CliError> {
+    let max_chars = schema
+        .pointer(&format!("/properties/{field}/maxLength"))
+        .and_then(Value::as_u64)
+        .unwrap_or(crate::modes::request::MAX_CONTENT_CHARS as u64);
+    let what = format!("--{}-file", crate::run_flags::kebab(field));
+    let text = crate::files::read_text(&what, path, max_chars * 4)?;
+    if text.chars().count() as u64 > max_chars {
+        let limit = format!("at most {max_chars} characters");
+        return Err(
+            crate::files::FileError::TooLarge { what, path: path.to_path_buf(), limit }.into()
+        );
+    }
+    Ok(text)
 }
 
 /// `over`'s fields into `base`, objects field by field.
@@ -726,6 +747,19 @@ mod tests {
             body(&["jury", "--content-file", "/nonexistent/x"]),
             Err(CliError::Read { .. })
         ));
+        // Up to the characters the field takes (multi-byte ones too), and not one more.
+        let file = std::env::temp_dir().join(format!("conclave-cli-max-{}", std::process::id()));
+        std::fs::write(&file, "é".repeat(crate::modes::request::MAX_CONTENT_CHARS)).unwrap();
+        let fits = body(&["jury", "--content-file", file.to_str().unwrap()]);
+        std::fs::write(&file, "é".repeat(crate::modes::request::MAX_CONTENT_CHARS + 1)).unwrap();
+        let over = body(&["jury", "--content-file", file.to_str().unwrap()]);
+        let _ = std::fs::remove_file(&file);
+        assert_eq!(
+            fits.unwrap()["modeConfig"]["content"].as_str().unwrap().chars().count(),
+            200_000
+        );
+        let over = over.unwrap_err().to_string();
+        assert!(over.ends_with("is too large: at most 200000 characters"), "{over}");
         assert!(
             matches!(body(&["vote"]), Err(CliError::Usage(m)) if m.contains("question is required"))
         );

@@ -15,7 +15,7 @@ use crate::modes::Fallbacks;
 use crate::providers::openai::{OpenAiCompatible, TokenField};
 use crate::providers::sim::{SimConfig, SimModelConfig, SimProvider};
 use crate::providers::{OutputCaps, Provider, Providers, Route, StructuredOutput};
-use crate::secrets::{redact_urls, Secret};
+use crate::secrets::{redact_config_text, Secret};
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://conclave.db";
@@ -40,8 +40,9 @@ fn call_roles() -> Vec<(&'static str, Vec<&'static str>)> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read the configuration file {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    /// Unreadable, or larger than [`crate::files::MAX_CONFIG_BYTES`].
+    #[error(transparent)]
+    Read(#[from] crate::files::FileError),
     #[error("the configuration file {path} is not valid: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("configuration: {0}")]
@@ -551,12 +552,13 @@ fn check_redis_url(url: String) -> Result<String, ConfigError> {
 }
 
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    let text =
+        crate::files::read_text("the configuration file", path, crate::files::MAX_CONFIG_BYTES)?;
     // The message quotes the line at fault, which may be `database_url` with its password.
+    // It may also quote a key (`api_key = "sk-…"`), in its own words or the line's.
     toml::from_str(&text).map_err(|e| ConfigError::Parse {
         path: path.to_path_buf(),
-        message: redact_urls(&e.to_string()),
+        message: redact_config_text(&e.to_string(), &text),
     })
 }
 

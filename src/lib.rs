@@ -10,8 +10,10 @@
 //! - [`app`]: wiring: builds the server (or, for the CLI, the engine alone).
 //! - [`cli`]: the terminal client's `run` and `export` commands.
 //! - [`export`]: a run or a conversation as Markdown and JSON, model names hidden on request.
+//! - [`files`]: the files the command line reads, each with a bound.
 //! - [`metrics`]: process-wide counters and their Prometheus text for `GET /metrics`.
 //! - [`secrets`]: the key type that never prints; URL passwords and key echoes redacted.
+//! - [`logging`]: the log, every line with Conclave tokens redacted.
 //! - [`eval`]: `conclave eval`: graded question sets through panels and single models.
 //! - [`bench`]: `conclave bench`: drives a real server and sim-server and prints figures.
 
@@ -24,7 +26,9 @@ pub mod config;
 pub mod engine;
 pub mod eval;
 pub mod export;
+pub mod files;
 pub mod ids;
+pub mod logging;
 pub mod metrics;
 pub mod modes;
 pub mod providers;

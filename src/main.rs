@@ -126,7 +126,7 @@ fn main() -> ExitCode {
         Some(Command::Bench { .. }) => "error,conclave::bench=info",
         _ => "info",
     };
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
+    conclave::logging::init(level);
     let bind = match &cli.command {
         Some(Command::Serve { bind }) => bind.clone(),
         _ => std::env::var("CONCLAVE_BIND").ok(),

@@ -73,7 +73,7 @@ enum Kind {
     Json,
 }
 
-fn kebab(key: &str) -> String {
+pub(crate) fn kebab(key: &str) -> String {
     let mut out = String::new();
     for c in key.chars() {
         if c.is_ascii_uppercase() {

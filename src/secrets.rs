@@ -117,16 +117,103 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
+/// The shortest piece of a password redacted on its own (see [`redact_url_in`]).
+pub const PASSWORD_PIECE: usize = 3;
+
 /// `text` (an error's message) with the URL and every password it holds redacted, wherever
-/// they appear: for messages worded by a library that may repeat what it was given.
+/// they appear: for messages worded by a library that may repeat what it was given. A library
+/// that misreads a malformed URL (`postgres://u:Pw@@888@h/db`) quotes pieces of it, so each
+/// piece of a password between its punctuation (`@`, `:`, `/`…) of [`PASSWORD_PIECE`] or more
+/// characters goes too.
 pub fn redact_url_in(text: &str, url: &str) -> String {
     let mut out = text.replace(url, &redact_url(url));
     for range in password_ranges(url) {
         let password = &url[range];
+        // The whole first, then its pieces, longest first (one may hold another).
+        let mut pieces: Vec<&str> = password
+            .split(|c: char| !c.is_alphanumeric() && !"-_.~%".contains(c))
+            .filter(|p| p.chars().count() >= PASSWORD_PIECE)
+            .collect();
+        pieces.sort_by_key(|p| std::cmp::Reverse(p.len()));
         // A very short password would also hit ordinary words; it is out of the URL anyway.
-        if password.len() >= 4 {
-            out = out.replace(password, REDACTED);
+        if password.len() >= PASSWORD_PIECE {
+            pieces.insert(0, password);
         }
+        for piece in pieces {
+            out = out.replace(piece, REDACTED);
+        }
+    }
+    out
+}
+
+/// `text` with everything shaped like a Conclave token (`cnv_…` API and session tokens,
+/// `shr_…` share tokens, the underscore percent-encoded too) cut to its prefix: for whatever
+/// the server logs of a request (a path, an id it was given, an error quoting either).
+pub fn redact_tokens(text: &str) -> std::borrow::Cow<'_, str> {
+    static TOKEN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = TOKEN.get_or_init(|| {
+        regex::Regex::new(r"(?i)(cnv|shr)(?:_|%5f)[0-9a-z]+").unwrap_or_else(|_| unreachable!())
+    });
+    re.replace_all(text, |c: &regex::Captures| format!("{}_{REDACTED}", &c[1]))
+}
+
+/// Words of a configuration key that say its value is a secret (`api_key`, `password`,
+/// `token`, a misspelt `api_kye`); `max_tokens` and the like are counts, not secrets.
+const SECRET_KEY_WORDS: &[&str] =
+    &["key", "kye", "pass", "password", "passwd", "pwd", "secret", "token", "auth", "credential"];
+
+/// The values of `source` (a configuration file's text, which may not parse) given to keys
+/// that name a secret, as written: quoted or bare, an unclosed quote running to the line's end.
+fn secret_values(source: &str) -> Vec<&str> {
+    static ASSIGN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = ASSIGN.get_or_init(|| {
+        regex::Regex::new(
+            r#"([A-Za-z0-9_\-]+)["']?\s*=[ 	]*([^
+]*)"#,
+        )
+        .unwrap_or_else(|_| unreachable!())
+    });
+    let mut found = Vec::new();
+    for c in re.captures_iter(source) {
+        let key = c[1].to_ascii_lowercase();
+        if !key.split(['_', '-']).any(|w| SECRET_KEY_WORDS.contains(&w)) {
+            continue;
+        }
+        let Some(value) = c.get(2) else { continue };
+        let value = value.as_str().trim();
+        let quoted = value.chars().next().filter(|q| *q == '"' || *q == '\'');
+        let value = match quoted {
+            Some(q) => {
+                let inner = value.trim_start_matches(q);
+                inner.find(q).map_or(inner, |end| &inner[..end])
+            }
+            None => value.split([',', '}', ']', '#', ' ', '\t']).next().unwrap_or(""),
+        };
+        if !value.is_empty() {
+            found.push(value);
+        }
+    }
+    found
+}
+
+/// A message about a configuration file (a parse error quoting the line at fault) with no
+/// secret left in it: URL passwords, Conclave tokens, and every value `source` gives a key that
+/// names a secret (`api_key = "sk-…"`), wherever the message quotes it.
+pub fn redact_config_text(message: &str, source: &str) -> String {
+    static KEY_SHAPED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    // Keys in their providers' shapes, wherever they were put (`latency_ms = "sk-…"`).
+    let key_shaped = KEY_SHAPED.get_or_init(|| {
+        regex::Regex::new(
+            r"\b(?:(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}|(?:hf|gh[pousr])_[A-Za-z0-9]{16,}|AKIA[0-9A-Z]{16})",
+        )
+        .unwrap_or_else(|_| unreachable!())
+    });
+    let out = redact_tokens(&redact_urls(message)).into_owned();
+    let mut out = key_shaped.replace_all(&out, REDACTED).into_owned();
+    let mut values = secret_values(source);
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    for value in values {
+        out = out.replace(value, REDACTED);
     }
     out
 }
@@ -269,6 +356,60 @@ mod tests {
             "1 | database_url = \"postgres://app:[redacted]@h/db\nx redis_url='rediss://:[redacted]@r:6380/0'"
         );
         assert_eq!(redact_urls("no url here: a://"), "no url here: a://");
+    }
+
+    #[test]
+    fn a_malformed_url_loses_every_piece_of_its_password() {
+        // libpq reads the host from after the first '@' and quotes the rest.
+        let url = "postgres://postgres:Pw@@888@127.0.0.1/test";
+        let message = "invalid connection: socket \"@888@127.0.0.1/test\" not found";
+        let redacted = redact_url_in(message, url);
+        assert_eq!(redacted, "invalid connection: socket \"@[redacted]@127.0.0.1/test\" not found");
+        let url = "postgres://app:Long:S3cret@word@h/db";
+        let redacted = redact_url_in("at S3cret@word@h and Long:S3", url);
+        assert!(!redacted.contains("S3cret") && !redacted.contains("Long"), "{redacted}");
+        assert!(!redacted.contains("word"), "{redacted}");
+    }
+
+    #[test]
+    fn conclave_tokens_are_cut_to_their_prefix() {
+        let token = "cnv_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        let cases = [
+            (
+                format!("GET /nonexist%3Ftoken={token} HTTP/1.1"),
+                "GET /nonexist%3Ftoken=cnv_[redacted] HTTP/1.1",
+            ),
+            (format!("GET /login;token={token}"), "GET /login;token=cnv_[redacted]"),
+            (
+                format!("NotFound(\"run {token} not found\")"),
+                "NotFound(\"run cnv_[redacted] not found\")",
+            ),
+            ("/s/SHR_abc/json".to_string(), "/s/SHR_[redacted]/json"),
+            ("/x/cnv%5Fabc1".to_string(), "/x/cnv_[redacted]"),
+            ("/api/deliberations/run_123".to_string(), "/api/deliberations/run_123"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(redact_tokens(&text), expected);
+        }
+    }
+
+    #[test]
+    fn a_configuration_error_quotes_no_secret() {
+        let source = "[[routes]]\nprefix = \"a/\"\napi_key = \"sk-live-abcdef\" oops\n\
+                      api_kye = 'sk-typo-123456'\ntoken=bare-secret-999, x\n\
+                      max_tokens = 5000\ndatabase_url = \"postgres://u:Pw9x@h/db\"\n\
+                      password = \"unclosed-pass";
+        let message = "line 3 | api_key = \"sk-live-abcdef\" oops\n line 4 | api_kye = \
+                       'sk-typo-123456'\nbare-secret-999 unclosed-pass postgres://u:Pw9x@h/db \
+                       cnv_0123abcd max_tokens = 5000";
+        let redacted = redact_config_text(message, source);
+        let misplaced = redact_config_text("invalid type: string \"sk-or-v1-abcdef12\"", "");
+        assert_eq!(misplaced, "invalid type: string \"[redacted]\"");
+        for secret in ["sk-live", "sk-typo", "bare-secret", "unclosed-pass", "Pw9x", "0123abcd"] {
+            assert!(!redacted.contains(secret), "{secret}: {redacted}");
+        }
+        assert!(redacted.contains("api_key = \"[redacted]\" oops"), "{redacted}");
+        assert!(redacted.contains("max_tokens = 5000"), "counts are no secret: {redacted}");
     }
 
     #[test]

@@ -27,8 +27,8 @@ pub struct EvalArgs {
     /// debate…), comma-separated.
     #[arg(long, default_value = DEFAULT_ARMS)]
     pub arms: String,
-    /// Self-consistency: answers sampled from the best member per question.
-    #[arg(long, default_value_t = 5)]
+    /// Self-consistency: answers sampled from the best member per question (at least 1).
+    #[arg(long, default_value_t = 5, value_parser = at_least_one())]
     pub samples: usize,
     /// Seeds the sim oracles and the bootstrap intervals.
     #[arg(long, default_value_t = 0)]
@@ -39,7 +39,7 @@ pub struct EvalArgs {
     pub budget: Option<String>,
     /// Runs in flight at once per provider route (the configured route that serves a model:
     /// `sim/`, `local/`, or the default provider).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = at_least_one())]
     pub concurrency: usize,
     /// A mode arm's own settings: `MODE=JSON` (its modeConfig fields), repeatable.
     #[arg(long = "arm-config", value_name = "MODE=JSON")]
@@ -48,8 +48,8 @@ pub struct EvalArgs {
     /// a member, also the jury arm's foreman (who writes its report and casts no vote).
     #[arg(long)]
     pub judge: Option<String>,
-    /// Only the first N questions of the set.
-    #[arg(long)]
+    /// Only the first N questions of the set (the rest of the file is not read).
+    #[arg(long, value_parser = at_least_one())]
     pub limit: Option<usize>,
     /// Continue an eval that was stopped (its set and settings are stored with it).
     #[arg(long, value_name = "EVAL_ID")]
@@ -93,17 +93,45 @@ fn arm_settings(list: &[String]) -> Result<BTreeMap<String, Map<String, Value>>,
     Ok(out)
 }
 
+/// A count flag's parser: a whole number of at least 1 (clap names the flag when refusing 0).
+fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+}
+
+/// The question set's text: the sample, or the file read line by line (each line, the number
+/// of questions and the whole bounded, see [`crate::eval::questions`]), up to the `limit`th
+/// question. Its lines keep their numbers, so an error names the file's line.
 fn read_set(name: &str, limit: Option<usize>) -> Result<String, String> {
-    let text = if name == "sample" {
-        crate::eval::SAMPLE.to_string()
-    } else {
-        std::fs::read_to_string(PathBuf::from(name))
-            .map_err(|e| format!("cannot read {name}: {e}"))?
-    };
-    Ok(match limit {
-        Some(n) => crate::eval::questions::first_questions(&text, n),
-        None => text,
-    })
+    use crate::eval::questions::{is_question, MAX_LINE_BYTES, MAX_QUESTIONS, MAX_SET_FILE_BYTES};
+    if name == "sample" {
+        let text = crate::eval::SAMPLE;
+        return Ok(limit.map_or_else(
+            || text.to_string(),
+            |n| crate::eval::questions::first_questions(text, n),
+        ));
+    }
+    let mut text = String::new();
+    let mut questions = 0;
+    let path = PathBuf::from(name);
+    crate::files::read_lines(
+        "the question set",
+        &path,
+        MAX_LINE_BYTES,
+        MAX_SET_FILE_BYTES,
+        |_, line| {
+            if is_question(line) {
+                questions += 1;
+                if questions > MAX_QUESTIONS {
+                    return Err(format!("more than {MAX_QUESTIONS} questions"));
+                }
+            }
+            text.push_str(line);
+            text.push('\n');
+            Ok(limit.is_none_or(|n| questions < n))
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(text)
 }
 
 /// Runs `conclave eval`; answers the exit code: 0 done, 1 a failure, 2 a usage error, 130
@@ -177,7 +205,7 @@ pub async fn eval_command(config: Config, args: EvalArgs) -> i32 {
     };
     opts.budget_tokens = budget_tokens;
     opts.budget_cost = budget_cost;
-    opts.concurrency = args.concurrency.max(1);
+    opts.concurrency = args.concurrency;
     let started = std::time::Instant::now();
     let mut last_line = std::time::Instant::now() - std::time::Duration::from_secs(1);
     let quiet = args.quiet;

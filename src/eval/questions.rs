@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::modes::request::MAX_QUESTION_CHARS;
+
 /// How an answer is graded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -68,30 +70,53 @@ fn line_error(line: usize, message: impl Into<String>) -> SetError {
 
 /// The most letters a choice question may have.
 pub const MAX_OPTIONS: usize = 26;
+/// The most questions a set may hold (an eval runs each through every arm).
+pub const MAX_QUESTIONS: usize = 10_000;
+/// The longest line of a question set file (a question, its options and answer in JSON).
+pub const MAX_LINE_BYTES: u64 = 256 * 1024;
+/// The largest question set file read.
+pub const MAX_SET_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Whether a line of a set is a question (blank lines and `//` comments are not).
+pub fn is_question(line: &str) -> bool {
+    let t = line.trim();
+    !t.is_empty() && !t.starts_with("//")
+}
 
 /// Reads a question set. Blank lines and lines starting with `//` are skipped; every other
 /// line is one question.
 /// The first `n` questions of a set's text (whole questions, counted as [`parse_set`] counts
 /// them: blank lines and `//` comments are none).
 pub fn first_questions(text: &str, n: usize) -> String {
-    text.lines()
-        .filter(|l| !l.trim().is_empty() && !l.trim().starts_with("//"))
-        .take(n)
-        .collect::<Vec<_>>()
-        .join("\n")
+    text.lines().filter(|l| is_question(l)).take(n).collect::<Vec<_>>().join("\n")
 }
 
 pub fn parse_set(text: &str) -> Result<Vec<Question>, SetError> {
     let mut out: Vec<Question> = Vec::new();
+    let mut ids = std::collections::HashSet::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let raw = raw.trim();
-        if raw.is_empty() || raw.starts_with("//") {
+        if !is_question(raw) {
             continue;
         }
+        if out.len() == MAX_QUESTIONS {
+            return Err(line_error(line, format!("more than {MAX_QUESTIONS} questions")));
+        }
         let q = parse_line(raw).map_err(|m| line_error(line, m))?;
-        if out.iter().any(|o| o.id == q.id) {
+        if !ids.insert(q.id.clone()) {
             return Err(line_error(line, format!("id {:?} is used twice", q.id)));
+        }
+        let asked = prompt(&q).chars().count();
+        if asked > MAX_QUESTION_CHARS {
+            return Err(line_error(
+                line,
+                format!(
+                    "question {:?} is {asked} characters with its options and instructions; \
+                     at most {MAX_QUESTION_CHARS}",
+                    q.id
+                ),
+            ));
         }
         out.push(q);
     }

@@ -9,6 +9,7 @@
 
 use serde_json::Value;
 
+use super::inert::inert_html;
 use super::{ConversationExport, RunExport};
 use crate::modes::reading::split_reasoning;
 use crate::modes::ModeKind;
@@ -125,7 +126,8 @@ pub fn run_markdown(run: &RunExport, level: usize) -> String {
             out.push_str(&text);
         }
     }
-    out.trim_end().to_string() + "\n"
+    // Model text and the mode's report may hold HTML: it is written as text.
+    inert_html(out.trim_end()) + "\n"
 }
 
 /// A conversation: its title, then each run in order.
@@ -155,7 +157,8 @@ pub fn conversation_markdown(c: &ConversationExport) -> String {
         out.push_str(&md);
         out.push('\n');
     }
-    out.trim_end().to_string() + "\n"
+    // Each run's part is inert already; the title is the conversation's own.
+    inert_html(out.trim_end()) + "\n"
 }
 
 /// One stage row: a model's reply under its role and model, or the data the mode computed.

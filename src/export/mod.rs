@@ -7,6 +7,7 @@
 //! shapes them. [`anonymise`] hides model names for a share link that asks it.
 
 mod anonymise;
+mod inert;
 pub mod markdown;
 
 pub use anonymise::{anonymise, model_ids};

@@ -3,7 +3,7 @@
 
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
-use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
+use diesel::r2d2::{CustomizeConnection, Pool};
 use diesel::sqlite::SqliteConnection;
 use diesel::Connection;
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
@@ -28,7 +28,75 @@ pub enum AnyConnection {
     Sqlite(SqliteConnection),
 }
 
-pub type DbPool = Pool<ConnectionManager<AnyConnection>>;
+/// How long a request waits for a pooled connection before it is told the database is
+/// unavailable (503): a database that refuses or does not answer is known in seconds, not in
+/// r2d2's default half-minute.
+pub const POOL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// Makes the pool's connections with the backend the URL names, so a failure says what libpq
+/// or SQLite said (`Connection refused`), not diesel's "Invalid connection url for
+/// multiconnection" (its multi-connection tries every backend and keeps none of their errors).
+pub struct Manager {
+    backend: Backend,
+}
+
+impl diesel::r2d2::ManageConnection for Manager {
+    type Connection = AnyConnection;
+    type Error = diesel::r2d2::Error;
+
+    fn connect(&self) -> Result<AnyConnection, Self::Error> {
+        match &self.backend {
+            Backend::Postgres(url) => PgConnection::establish(url).map(AnyConnection::Postgresql),
+            Backend::Sqlite(path) => SqliteConnection::establish(path).map(AnyConnection::Sqlite),
+        }
+        .map_err(diesel::r2d2::Error::ConnectionError)
+    }
+
+    fn is_valid(&self, conn: &mut AnyConnection) -> Result<(), Self::Error> {
+        diesel::r2d2::R2D2Connection::ping(conn).map_err(diesel::r2d2::Error::QueryError)
+    }
+
+    fn has_broken(&self, conn: &mut AnyConnection) -> bool {
+        std::thread::panicking() || diesel::r2d2::R2D2Connection::is_broken(conn)
+    }
+}
+
+/// Logs the pool's failures to connect with the URL's password redacted (r2d2's own handler
+/// logs them as they are, and libpq may quote pieces of a malformed URL).
+struct LogRedacted {
+    url: String,
+}
+
+impl std::fmt::Debug for LogRedacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LogRedacted({})", redact_url(&self.url))
+    }
+}
+
+impl diesel::r2d2::HandleError<diesel::r2d2::Error> for LogRedacted {
+    fn handle_error(&self, error: diesel::r2d2::Error) {
+        log::error!(
+            "cannot connect to the database: {}",
+            redact_url_in(&error.to_string(), &self.url)
+        );
+    }
+}
+
+/// The connection pool. A connection it cannot give (within [`POOL_TIMEOUT`]) is refused
+/// with the cause, the URL's password redacted.
+#[derive(Clone)]
+pub struct DbPool {
+    pool: Pool<Manager>,
+    url: std::sync::Arc<str>,
+}
+
+pub type PooledConnection = diesel::r2d2::PooledConnection<Manager>;
+
+impl DbPool {
+    pub fn get(&self) -> Result<PooledConnection, StoreError> {
+        self.pool.get().map_err(|e| StoreError::Pool(redact_url_in(&e.to_string(), &self.url)))
+    }
+}
 
 /// The database a URL names. Not `Debug`: a PostgreSQL URL may hold a password.
 #[derive(Clone, PartialEq, Eq)]
@@ -95,7 +163,7 @@ pub fn connect(url: &str, pool_size: u32) -> Result<DbPool, StoreError> {
     let backend = Backend::from_url(url)?;
     match &backend {
         Backend::Postgres(u) => {
-            // libpq's messages name the host, not the password; redacted all the same.
+            // libpq's messages name the host, and may quote pieces of a malformed URL.
             let failed = |e: &dyn std::fmt::Display| redact_url_in(&e.to_string(), u);
             let mut c = PgConnection::establish(u).map_err(|e| {
                 StoreError::Connect(format!("PostgreSQL at {}: {}", redact_url(u), failed(&e)))
@@ -111,11 +179,16 @@ pub fn connect(url: &str, pool_size: u32) -> Result<DbPool, StoreError> {
                 .map_err(|e| StoreError::Migration(e.to_string()))?;
         }
     }
-    let manager = ConnectionManager::<AnyConnection>::new(backend.conn_string());
-    let mut builder = Pool::builder().max_size(pool_size);
+    let url = backend.conn_string().to_string();
+    let mut builder = Pool::builder()
+        .max_size(pool_size)
+        .connection_timeout(POOL_TIMEOUT)
+        .error_handler(Box::new(LogRedacted { url: url.clone() }));
     if backend.is_sqlite() {
         builder = builder.connection_customizer(Box::new(SqlitePragmas));
     }
-    let url = backend.conn_string();
-    builder.build(manager).map_err(|e| StoreError::Connect(redact_url_in(&e.to_string(), url)))
+    let pool = builder
+        .build(Manager { backend })
+        .map_err(|e| StoreError::Connect(redact_url_in(&e.to_string(), &url)))?;
+    Ok(DbPool { pool, url: url.into() })
 }

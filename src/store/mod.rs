@@ -30,8 +30,9 @@ pub enum StoreError {
     Migration(String),
     #[error("database query failed: {0}")]
     Query(#[from] diesel::result::Error),
+    /// No pooled connection to be had: the cause, the URL's password redacted.
     #[error("database pool: {0}")]
-    Pool(#[from] diesel::r2d2::PoolError),
+    Pool(String),
     #[error("not found: {0}")]
     NotFound(String),
     #[error("{0}")]
@@ -333,13 +334,8 @@ impl Actor for StoreActor {
 }
 
 impl StoreActor {
-    fn conn(
-        &self,
-    ) -> Result<
-        diesel::r2d2::PooledConnection<diesel::r2d2::ConnectionManager<db::AnyConnection>>,
-        StoreError,
-    > {
-        Ok(self.pool.get()?)
+    fn conn(&self) -> Result<db::PooledConnection, StoreError> {
+        self.pool.get()
     }
 
     /// Runs `f` in one transaction on a pooled connection.

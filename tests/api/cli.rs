@@ -460,3 +460,58 @@ fn every_mode_run_from_the_terminal_says_its_progress_and_outcome_in_words() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Runs `conclave ARGS` in `dir` on `db`, killed (and the test failed) if it is still running
+/// after 20 s: a file read without a bound never ends on `/dev/zero`.
+pub(crate) fn bounded(dir: &std::path::Path, db: &str, args: &[&str]) -> (Option<i32>, String) {
+    let mut child = conclave()
+        .current_dir(dir)
+        .args(args)
+        .env("DATABASE_URL", db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} still running after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    (out.status.code(), stderr)
+}
+
+/// Every file the command line reads has a bound, and one past it is refused at once, by name:
+/// a `--content-file` (the characters its field takes), the configuration file.
+#[test]
+fn every_file_the_cli_reads_is_refused_past_its_bound_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    let over = dir.path().join("over.md");
+    std::fs::write(&over, "é".repeat(200_001)).unwrap();
+    let over = over.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["run", "jury", "q", "--content-file", "/dev/zero"],
+            "--content-file /dev/zero is too large",
+        ),
+        (&["run", "jury", "q", "--content-file", over], "at most 200000 characters"),
+        (&["run", "clarity", "--content-file", "/dev/zero"], "--content-file /dev/zero"),
+        (
+            &["--config", "/dev/zero", "run", "jury", "q"],
+            "the configuration file /dev/zero is too large",
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, stderr) = bounded(dir.path(), &db, args);
+        assert!(code.is_some_and(|c| c != 0), "{args:?}: {code:?} {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: the error alone: {stderr}");
+    }
+}

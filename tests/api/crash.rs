@@ -13,7 +13,7 @@ use crate::cli::add_user;
 use crate::helpers::{ServerProcess, Ws};
 
 /// One run of each mode, with panels of sim models.
-fn requests() -> Vec<Value> {
+pub(crate) fn requests() -> Vec<Value> {
     let panel = json!(["sim/alpha", "sim/beta", "sim/gamma"]);
     vec![
         json!({ "mode": "council", "question": "Is a crash a reason to lose work?",

@@ -375,3 +375,101 @@ fn lapsed(app: &TestApp) -> &'static str {
         "1000"
     }
 }
+
+/// A TCP proxy to PostgreSQL that the test can take away (threads of its own, so a server
+/// started while the test's runtime waits still reaches it): until [`PgProxy::close`], the
+/// server's database is reached through it; after, its port is closed and every connection
+/// through it cut, as when PostgreSQL stops.
+struct PgProxy {
+    port: u16,
+    closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    streams: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+/// The `host:port` of a PostgreSQL URL.
+fn authority(url: &str) -> &str {
+    url.split('@').nth(1).and_then(|r| r.split('/').next()).expect("a host")
+}
+
+impl PgProxy {
+    fn to(url: &str) -> PgProxy {
+        use std::sync::atomic::Ordering;
+        let upstream = authority(url).to_string();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let proxy = PgProxy { port, closed: Default::default(), streams: Default::default() };
+        let (closed, streams) = (proxy.closed.clone(), proxy.streams.clone());
+        std::thread::spawn(move || {
+            while !closed.load(Ordering::SeqCst) {
+                let Ok((client, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                let Ok(server) = std::net::TcpStream::connect(&upstream) else { continue };
+                client.set_nonblocking(false).unwrap();
+                let mut held = streams.lock().unwrap();
+                for (mut from, mut to) in
+                    [(client.try_clone().unwrap(), server.try_clone().unwrap()), (server, client)]
+                {
+                    held.extend([from.try_clone().unwrap(), to.try_clone().unwrap()]);
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        proxy
+    }
+
+    /// `url` reached through the proxy.
+    fn url(&self, url: &str) -> String {
+        url.replacen(authority(url), &format!("127.0.0.1:{}", self.port), 1)
+    }
+
+    fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        for stream in self.streams.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+        // The listener goes with its thread's next turn.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// PostgreSQL stops answering (its port closed): a request that needs it is answered 503 in
+/// seconds, not after r2d2's default half-minute, and the log says what happened (the refused
+/// connection), not "Invalid connection url for multiconnection".
+#[actix_web::test]
+async fn an_unreachable_postgresql_is_answered_503_in_seconds_and_logged_as_it_is() {
+    let Some(url) = crate::postgres::fresh_database() else { return };
+    conclave::providers::openai::install_crypto();
+    let proxy = PgProxy::to(&url);
+    let through = proxy.url(&url);
+    let dir = tempfile::tempdir().unwrap();
+    let token = crate::cli::add_user(&through, "ops", true);
+    let server = ServerProcess::start(dir.path(), &through, "pg");
+    let http = client_with(&token);
+    let get = |path: &str| {
+        let req = http.get(format!("{}{path}", server.url));
+        async move {
+            let started = std::time::Instant::now();
+            let status = req.send().await.unwrap().status().as_u16();
+            (status, started.elapsed())
+        }
+    };
+    assert_eq!(get("/api/me").await.0, 200);
+    assert_eq!(get("/healthz").await.0, 200);
+    proxy.close();
+    for path in ["/api/me", "/healthz", "/api/conversations"] {
+        let (status, took) = get(path).await;
+        assert_eq!(status, 503, "{path}");
+        assert!(took < Duration::from_secs(8), "{path} took {took:?}");
+    }
+    drop(server);
+    let log = std::fs::read_to_string(dir.path().join("pg.log")).unwrap();
+    assert!(log.contains("Connection refused"), "the cause is logged:\n{log}");
+    assert!(!log.contains("multiconnection"), "{log}");
+    crate::postgres::drop_database(&url);
+}

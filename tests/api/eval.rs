@@ -628,3 +628,58 @@ async fn an_admin_starts_follows_and_stops_an_eval_over_the_api() {
     assert_eq!(app.post("/api/evals/no-such/cancel", &serde_json::json!({})).await.0, 404);
     app.stop().await;
 }
+
+/// A question set is read line by line with a bound on each line, the number of questions and
+/// the whole: an endless or oversized line is refused at once with its line number, too many
+/// questions with the line past the limit, and counts of zero are refused by flag.
+#[test]
+fn a_question_set_is_read_with_bounds_and_its_errors_name_the_line() {
+    let (dir, url) = db();
+    let set = |name: &str, text: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let line = |id: usize| {
+        format!(
+            r#"{{"id": "q{id}", "question": "1 + {id}?", "answer": "{}", "kind": "number"}}"#,
+            id + 1
+        )
+    };
+    let huge = set(
+        "huge.jsonl",
+        format!("{}\n\n{{\"id\": \"big\", \"question\": \"{}\"}}\n", line(1), "x".repeat(300_000)),
+    );
+    let long = set(
+        "long.jsonl",
+        format!(
+            "// a comment\n{}\n{{\"id\": \"long\", \"question\": \"{}\", \"answer\": \"1\", \"kind\": \"number\"}}\n",
+            line(1),
+            "y".repeat(30_000)
+        ),
+    );
+    let many = set("many.jsonl", (0..10_001).map(line).collect::<Vec<_>>().join("\n"));
+    let members = ["--members", "sim/oracle-1"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["eval", "/dev/zero"], "the question set /dev/zero, line 1: longer than 256 KiB"),
+        (vec!["eval", &huge], "huge.jsonl, line 3: longer than 256 KiB"),
+        (vec!["eval", &long], "line 3: question \"long\" is"),
+        (vec!["eval", &many], "many.jsonl, line 10001: more than 10000 questions"),
+        (vec!["eval", "sample", "--samples", "0"], "--samples"),
+        (vec!["eval", "sample", "--concurrency", "0"], "--concurrency"),
+        (vec!["eval", "sample", "--limit", "0"], "--limit"),
+    ];
+    for (mut args, expected) in cases {
+        args.extend(members);
+        let (code, stderr) = crate::cli::bounded(dir.path(), &url, &args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    // `--limit` reads no further than its last question: a bad line after it is never seen.
+    let tail = set("tail.jsonl", format!("{}\n{}\nnot json\n", line(1), line(2)));
+    let args = ["eval", &tail, "--limit", "2", "--arms", "single", "--json", "--quiet"];
+    let mut args = args.to_vec();
+    args.extend(members);
+    let (code, stderr) = crate::cli::bounded(dir.path(), &url, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+}

@@ -2302,3 +2302,164 @@ async fn every_mode_keeps_its_rows_under_injected_faults() {
         app.stop().await;
     }
 }
+
+/// An ended run written straight to the store with `n` events of about 1 KiB: a log whose
+/// replay alone is more than a socket's send buffer holds (Linux grows one up to 4 MiB).
+async fn seed_long_run(app: &TestApp, n: i64) -> String {
+    use conclave::store::{Commit, NewRun, RunFinish, RunStatus, StoredEvent, Visibility};
+    let store = app.engine.store();
+    let id = uuid::Uuid::new_v4().to_string();
+    let now = conclave::store::now_ms();
+    let question = "A long log?".to_string();
+    let run = NewRun {
+        run_id: id.clone(),
+        conversation_id: format!("c-{id}"),
+        new_conversation: true,
+        user_message_id: format!("u-{id}"),
+        message_id: format!("m-{id}"),
+        mode: "council".into(),
+        question: question.clone(),
+        request: json!({ "mode": "council", "question": question }),
+        owner: None,
+        visibility: Visibility::Team,
+        created_at: now,
+        lease: None,
+        eval_id: None,
+    };
+    store.create_run(run).await.unwrap();
+    let filler = "x".repeat(1000);
+    let mut events: Vec<StoredEvent> = (1..n)
+        .map(|seq| StoredEvent {
+            seq,
+            event: "call_start".into(),
+            data: json!({ "type": "call_start", "data": { "note": filler } }),
+        })
+        .collect();
+    let end = json!({ "type": "complete", "data": {} });
+    events.push(StoredEvent { seq: n, event: "complete".into(), data: end });
+    let finish = RunFinish {
+        run_id: id.clone(),
+        message_id: format!("m-{id}"),
+        status: RunStatus::Completed,
+        error: None,
+        answer: Some("done".into()),
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        cost: None,
+        finished_at: now,
+        outcome: None,
+    };
+    let commit = Commit {
+        run_id: id.clone(),
+        message_id: format!("m-{id}"),
+        conversation_id: format!("c-{id}"),
+        events,
+        finish: Some(finish),
+        ..Commit::default()
+    };
+    store.commit(std::sync::Arc::new(commit)).await.unwrap();
+    id
+}
+
+/// A watcher that stops reading while two runs of every mode go on, behind the replay of a long
+/// log that fills its socket (its TCP receive buffer is a few KiB; the server's send buffer
+/// takes what it can, the rest waits in the server): the runs' events then fill its channel,
+/// and the server drops it from their watchers (`conclave_watchers_lagged_total`) instead of
+/// waiting for it or holding more for it. It is not closed for it, holds up no run, and when
+/// it reads again each run's events come from where it stopped, from the store: every stored
+/// event once and in order, to the end (only tokens may be missing: they are never stored).
+async fn a_watcher_that_stops_reading_catches_up_on_every_mode(app: &TestApp) {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message;
+    let mut runs = vec![seed_long_run(app, 8000).await];
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(2048).unwrap();
+    let port = app.base.rsplit(':').next().unwrap().parse::<u16>().unwrap();
+    let stream = socket.connect(([127, 0, 0, 1], port).into()).await.unwrap();
+    let mut req = app.ws_url.as_str().into_client_request().unwrap();
+    req.headers_mut().insert("Authorization", format!("Bearer {}", app.token).parse().unwrap());
+    let (slow, _) = tokio_tungstenite::client_async(req, stream).await.unwrap();
+    let (mut to_server, mut slow) = slow.split();
+    let watch =
+        |run: &str| Message::text(json!({ "type": "watch", "run": run, "since": 0 }).to_string());
+    for body in crate::crash::requests().into_iter().chain(crate::crash::requests()) {
+        let started = app.start(body).await;
+        let run = started["runId"].as_str().unwrap().to_string();
+        to_server.send(watch(&run)).await.unwrap();
+        runs.push(run);
+    }
+    // Last (its watches are read while it can still write), the long log: its replay fills the
+    // socket, and the runs' events pile up behind it.
+    let lagged = "conclave_watchers_lagged_total{feed=\"run\"}";
+    let lagged_before = counter(&metrics(app).await, lagged);
+    to_server.send(watch(&runs[0])).await.unwrap();
+    // It reads nothing until every run has ended, but it is not silent: a client that says
+    // nothing for long is closed, not lagging.
+    let alive = actix_web::rt::spawn(async move {
+        loop {
+            let _ = to_server.send(Message::Pong(Default::default())).await;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    for run in &runs[1..] {
+        assert_eq!(app.wait_done(run).await["status"], "completed", "{run}");
+    }
+    alive.abort();
+    let lagged_after = counter(&metrics(app).await, lagged);
+    assert!(lagged_after > lagged_before, "the slow watcher's buffer never filled");
+    let mut seen: HashMap<String, Vec<(i64, String)>> = HashMap::new();
+    let mut ended = 0;
+    while ended < runs.len() {
+        let msg = tokio::time::timeout(Duration::from_secs(30), slow.next()).await;
+        let msg = msg.expect("the rest of the events within 30 s").unwrap().unwrap();
+        let Message::Text(text) = msg else { continue };
+        let v: Value = serde_json::from_str(text.as_str()).unwrap();
+        if v["type"] != "event" || v["event"] == "token" {
+            continue;
+        }
+        let events = seen.entry(v["run"].as_str().unwrap().to_string()).or_default();
+        let seq = v["seq"].as_i64().unwrap();
+        assert!(events.last().is_none_or(|(last, _)| seq > *last), "seq {seq} again: {v}");
+        events.push((seq, v["event"].as_str().unwrap().to_string()));
+        let end = matches!(v["event"].as_str(), Some("complete" | "error" | "cancelled"));
+        ended += usize::from(end);
+    }
+    // What it got is what the store holds, as a fresh watcher replays it.
+    let mut ws = app.ws().await;
+    for run in &runs {
+        ws.send(json!({ "type": "watch", "run": run, "since": 0 })).await;
+        let stored: Vec<(i64, String)> = ws
+            .events_until_end(run)
+            .await
+            .iter()
+            .filter(|e| e["event"] != "token")
+            .map(|e| (e["seq"].as_i64().unwrap(), e["event"].as_str().unwrap().to_string()))
+            .collect();
+        assert_eq!(seen.get(run), Some(&stored), "{run}");
+    }
+    ws.close().await;
+}
+
+/// Answers that take 1.5 s: the runs go on (and stream tokens) long after the long log's replay
+/// has filled the socket, so their events pile up in the watcher's channel.
+fn slow_watcher_options() -> Options {
+    Options { sim_latency_ms: 1500, ..Options::default() }
+}
+
+#[actix_web::test]
+async fn a_watcher_that_stops_reading_catches_up_on_every_mode_on_sqlite() {
+    let app = spawn_with(Options { sqlite_only: true, ..slow_watcher_options() }).await;
+    a_watcher_that_stops_reading_catches_up_on_every_mode(&app).await;
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn a_watcher_that_stops_reading_catches_up_on_every_mode_on_postgresql() {
+    let Some(url) = crate::postgres::fresh_database() else { return };
+    let app =
+        spawn_with(Options { database_url: Some(url.clone()), ..slow_watcher_options() }).await;
+    a_watcher_that_stops_reading_catches_up_on_every_mode(&app).await;
+    app.stop().await;
+    crate::postgres::drop_database(&url);
+}

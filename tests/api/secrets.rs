@@ -371,3 +371,98 @@ fn database_and_redis_passwords_are_printed_nowhere() {
     }
     crate::postgres::drop_database(&db);
 }
+
+/// A configuration file that does not parse is refused with its line quoted, but no secret in
+/// it: not a route's key (in its place, or under a misspelt name), nor a URL's password.
+#[test]
+fn a_configuration_error_quotes_no_key_or_password() {
+    const KEY: &str = "sk-test-SECRET-cfg-4711";
+    const PASSWORD: &str = "S3cret-cfg-Pw";
+    let dir = tempfile::tempdir().unwrap();
+    let route = "[[routes]]\nprefix = \"x/\"\nbase_url = \"http://127.0.0.1:1/v1\"\n";
+    let files = [
+        format!("{route}api_key = \"{KEY}\" oops\n"),
+        format!("{route}api_key = {KEY}\n"),
+        format!("{route}api_kye = \"{KEY}\"\n"),
+        format!("database_url = \"postgres://app:{PASSWORD}@db/x\" oops\n"),
+        format!("bind = \"127.0.0.1:0\"\n[sim]\nlatency_ms = \"{KEY}\"\n"),
+    ];
+    for (i, text) in files.iter().enumerate() {
+        let path = dir.path().join(format!("bad{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let out = conclave()
+            .args(["serve", "--bind", "127.0.0.1:0", "--config", path.to_str().unwrap()])
+            .env("DATABASE_URL", "sqlite://:memory:")
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{text}: {said}");
+        assert!(said.contains("is not valid") && said.contains("line"), "{text}: {said}");
+        for secret in ["SECRET", PASSWORD] {
+            assert!(!said.contains(secret), "{text}: {said}");
+        }
+    }
+}
+
+/// Whatever shape a token takes in a request's path (an encoded query, a matrix parameter, an
+/// id), the log (at `trace`, actix's own lines included) has it cut to its prefix.
+#[actix_web::test]
+async fn a_token_in_a_path_reaches_no_log_line() {
+    conclave::providers::openai::install_crypto();
+    let dir = tempfile::tempdir().unwrap();
+    let (server, base, _) = serve_fresh(dir.path()).await;
+    // A working API token: what a path must never give away.
+    let db = format!("sqlite://{}", dir.path().join("fresh.db").display());
+    let token = crate::cli::add_user(&db, "ops", true);
+    let share = format!("shr_{}", &token[4..]);
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build();
+    let http = http.unwrap();
+    let paths = [
+        format!("/nonexist%3Ftoken={token}"),
+        format!("/login;token={token}"),
+        format!("/api/deliberations/{token}"),
+        format!("/api/deliberations/{token}/events"),
+        format!("/api/deliberations/{token}/stream"),
+        format!("/api/conversations/{token}"),
+        format!("/s/{share}"),
+        format!("/x/cnv%5F{}", &token[4..]),
+    ];
+    for path in &paths {
+        http.get(format!("{base}{path}")).send().await.unwrap();
+    }
+    // Signed in, so the ids are looked up (and refused as not found).
+    let signed_in = crate::helpers::client_with(&token);
+    for path in &paths[2..6] {
+        signed_in.get(format!("{base}{path}")).send().await.unwrap();
+    }
+    let log = stop_and_read_log(server, dir.path()).await;
+    assert!(log.contains("GET /api/deliberations/cnv_[redacted] HTTP/1.1 404"), "{log}");
+    assert!(log.contains("GET /login;token=cnv_[redacted] HTTP/1.1"), "{log}");
+    // actix's debug line of the error it answered.
+    assert!(log.contains("NotFound(\"run cnv_[redacted] not found\")"), "{log}");
+    assert!(!log.contains(&token[4..]), "the token is in the log:\n{log}");
+    assert!(!log.contains(&token[4..20]), "a piece of the token is in the log:\n{log}");
+}
+
+/// libpq misreads a URL whose password holds `@` and quotes what it took for the host: no
+/// piece of the password is printed.
+#[test]
+fn a_malformed_database_url_prints_no_piece_of_its_password() {
+    for url in [
+        "postgres://postgres:Pw@@888@127.0.0.1:1/test",
+        "postgres://postgres:Pw9@x@y:z777@127.0.0.1/test",
+    ] {
+        let password = url["postgres://postgres:".len()..url.rfind('@').unwrap()].to_string();
+        for args in [&["migrate"][..], &["serve", "--bind", "127.0.0.1:0"]] {
+            let said = printed(args, url, None, &[], "");
+            assert!(said.contains("conclave: "), "{args:?}: {said}");
+            for piece in password.split(['@', ':']).filter(|p| p.len() >= 3) {
+                assert!(!said.contains(piece), "{url} {args:?}: {piece:?} in {said}");
+            }
+        }
+    }
+}

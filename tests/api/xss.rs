@@ -10,9 +10,35 @@ const SCRIPT: &str = "<script>window.__xss=1</script>";
 
 async fn run(app: &TestApp, request: Value) -> Value {
     let started = app.start(request).await;
-    let run = app.wait_done(started["runId"].as_str().unwrap()).await;
+    let id = started["runId"].as_str().unwrap();
+    let run = app.wait_done(id).await;
     assert_eq!(run["status"], "completed", "{run}");
+    check_exports(app, id, &run["mode"]).await;
     run
+}
+
+/// The hostile markup of a run's models is in its exports as text: the Markdown holds no tag
+/// and no link that runs script, and no export may be sniffed into another type.
+async fn check_exports(app: &TestApp, id: &str, mode: &Value) {
+    let base = format!("{}/api/deliberations/{id}/export", app.base);
+    for format in ["md", "json"] {
+        let resp = app.http.get(format!("{base}?format={format}")).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let nosniff = resp.headers().get("x-content-type-options").map(|v| v.to_str().unwrap());
+        assert_eq!(nosniff, Some("nosniff"), "{format}");
+        let text = resp.text().await.unwrap();
+        if format == "json" {
+            continue;
+        }
+        assert!(
+            text.contains("&lt;script>window.__xss=1&lt;/script>"),
+            "{mode}: the payload is there"
+        );
+        let lower = text.to_lowercase();
+        for live in ["<script", "<img", "<iframe", "<svg", "<div", "<a ", "](javascript:"] {
+            assert!(!lower.contains(live), "{mode}: {live} in the Markdown export:\n{text}");
+        }
+    }
 }
 
 fn has_payload(v: &Value) -> bool {
