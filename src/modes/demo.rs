@@ -82,6 +82,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: None,
     example: || json!({ "mode": "echo", "question": "Say hello." }),
     sim: None,
+    result_schema: None,
 };
 
 /// The longest answer (the first of equals).

@@ -273,6 +273,17 @@ impl Effect {
     pub fn emit(event: &str, data: Value) -> Self {
         Effect::Emit { event: event.to_string(), data }
     }
+
+    /// An event whose payload is a typed struct (its fields in order are the JSON's keys).
+    pub fn event<T: Serialize + ?Sized>(event: &str, data: &T) -> Self {
+        Effect::Emit { event: event.to_string(), data: to_json(data) }
+    }
+}
+
+/// A typed payload, result or parsed row data as the JSON events and rows carry. Only a map
+/// with keys that are not strings could fail to convert, and no payload has one.
+pub fn to_json<T: Serialize + ?Sized>(data: &T) -> Value {
+    serde_json::to_value(data).unwrap_or(Value::Null)
 }
 
 /// Everything a mode knows about the run it drives. Built by the engine.

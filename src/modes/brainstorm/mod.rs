@@ -205,6 +205,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "curatorModel": "sim/delta", "refinerModel": "sim/delta" } })
     },
     sim: Some(sim_answer),
+    result_schema: None,
 };
 
 #[cfg(test)]

@@ -308,4 +308,5 @@ pub static SPEC: ModeSpec = ModeSpec {
                     { "model": "sim/gamma", "mandate": "polish_format" } ] } })
     },
     sim: Some(sim_answer),
+    result_schema: None,
 };

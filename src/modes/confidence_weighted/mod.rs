@@ -189,6 +189,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "synthesisModel": "sim/alpha", "temperature": 1.0 } })
     },
     sim: Some(sim_answer),
+    result_schema: None,
 };
 
 #[cfg(test)]

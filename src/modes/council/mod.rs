@@ -167,6 +167,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: Some(report),
     example: || json!({ "mode": "council", "question": "Monolith or microservices for a team of five?" }),
     sim: None,
+    result_schema: None,
 };
 
 #[cfg(test)]

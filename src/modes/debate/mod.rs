@@ -122,6 +122,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: Some(report),
     example: || json!({ "mode": "debate", "question": "Should companies adopt a 4-day work week?" }),
     sim: Some(sim_answer),
+    result_schema: None,
 };
 
 #[cfg(test)]

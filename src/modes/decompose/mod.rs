@@ -209,6 +209,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                 "modeConfig": { "maxTasks": 6 } })
     },
     sim: Some(sim_answer),
+    result_schema: None,
 };
 
 #[cfg(test)]

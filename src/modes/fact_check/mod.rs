@@ -243,6 +243,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "checkerModels": ["sim/alpha", "sim/beta", "sim/gamma"] } })
     },
     sim: Some(sim_answer),
+    result_schema: None,
 };
 
 #[cfg(test)]

@@ -191,6 +191,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                 "modeConfig": { "content": "## GET /api/users\nReturns users. Accepts limit and offset." } })
     },
     sim: Some(sim_answer),
+    result_schema: None,
 };
 
 #[cfg(test)]

@@ -442,4 +442,5 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "reviewerModels": ["sim/alpha", "sim/beta"] } })
     },
     sim: Some(sim_answer),
+    result_schema: None,
 };

@@ -86,6 +86,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: None,
     example: || json!({ "mode": "solo", "question": "What is 17 × 23?" }),
     sim: None,
+    result_schema: None,
 };
 
 fn load_result(rows: &[StageRow]) -> Value {

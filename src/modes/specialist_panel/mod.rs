@@ -597,6 +597,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                     "synthesizerModel": "sim/alpha" } })
     },
     sim: Some(sim_answer),
+    result_schema: None,
 };
 
 // ---- the material --------------------------------------------------------------------------

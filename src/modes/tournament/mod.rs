@@ -145,6 +145,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "judgeModel": "sim/delta" } })
     },
     sim: Some(sim_answer),
+    result_schema: None,
 };
 
 #[cfg(test)]

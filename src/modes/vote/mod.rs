@@ -128,6 +128,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: Some(report),
     example: || json!({ "mode": "vote", "question": "Which database should a team of five use?" }),
     sim: None,
+    result_schema: None,
 };
 
 #[cfg(test)]
