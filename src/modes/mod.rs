@@ -437,5 +437,7 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
     };
     // Unknown keys, wrong types and over-long texts, named, before the mode looks.
     request::check_fields(obj, mode)?;
-    (mode.spec().validate)(body, defaults)
+    let valid = (mode.spec().validate)(body, defaults)?;
+    request::check_ranges(obj, mode)?;
+    Ok(valid)
 }

@@ -110,14 +110,268 @@ pub fn body_schema(mode: ModeKind) -> Value {
     body
 }
 
-/// Refuses unknown keys, values of the wrong type and texts over their limits, naming the
-/// field (`councilModelz`, `modeConfig.contnet`, `modeConfig.models.judge`). What a body may
-/// hold comes from the mode's schema ([`body_schema`]); the mode's own `validate` then checks
-/// ranges, required fields and rules between fields.
+/// Refuses unknown keys, values of the wrong type, texts over their limits and values not in
+/// their enumeration, naming the field (`councilModelz`, `modeConfig.contnet`,
+/// `modeConfig.models.judge`). The rules are the mode's schema ([`body_schema`]), checked by
+/// a JSON Schema validator (the `jsonschema` crate) compiled once per mode; this only words
+/// its first finding for a person. A `null` anywhere in an object means "absent". The mode's
+/// own `validate` then checks required fields, ranges in its own words and rules between
+/// fields, and [`check_ranges`] last holds every number and list to its schema's bounds.
 pub fn check_fields(body: &Map<String, Value>, mode: ModeKind) -> Result<(), FieldError> {
-    let schema = body_schema(mode);
-    let place = format!("{} requests accept", mode.as_str());
-    check_object(body, &schema, "", &place)
+    if let Some(e) = unbounded(body, "") {
+        return Err(e);
+    }
+    first_finding(body, mode, |kind| !is_range(kind))
+}
+
+/// The schema's bounds (`minimum`, `maximum`, `minItems`, `maxItems`) on a request its mode
+/// has accepted: a bound the mode's own checks do not word is still held.
+pub fn check_ranges(body: &Map<String, Value>, mode: ModeKind) -> Result<(), FieldError> {
+    first_finding(body, mode, is_range)
+}
+
+fn is_range(kind: &jsonschema::error::ValidationErrorKind) -> bool {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    matches!(
+        kind,
+        Kind::Minimum { .. }
+            | Kind::Maximum { .. }
+            | Kind::MinItems { .. }
+            | Kind::MaxItems { .. }
+            | Kind::MinLength { .. }
+    ) && !matches!(kind, Kind::MaxItems { limit } if *limit == MAX_LIST_ITEMS as u64)
+}
+
+/// The first finding of the validator that `wanted` picks, in words.
+fn first_finding(
+    body: &Map<String, Value>,
+    mode: ModeKind,
+    wanted: impl Fn(&jsonschema::error::ValidationErrorKind) -> bool,
+) -> Result<(), FieldError> {
+    let (schema, validator) = compiled(mode);
+    let instance = without_nulls(body);
+    let finding = validator.iter_errors(&instance).find(|e| wanted(e.kind()));
+    finding.map_or(Ok(()), |error| Err(worded(&error, schema, &instance, mode)))
+}
+
+/// The mode's body schema, with every list bounded, and its validator: made once.
+fn compiled(mode: ModeKind) -> &'static (Value, jsonschema::Validator) {
+    type Compiled = Vec<(&'static str, (Value, jsonschema::Validator))>;
+    static ALL: std::sync::OnceLock<Compiled> = std::sync::OnceLock::new();
+    let all = ALL.get_or_init(|| {
+        ModeKind::all()
+            .into_iter()
+            .map(|m| {
+                let mut schema = body_schema(m);
+                bound_lists(&mut schema);
+                // The schemas are the server's own, made by schemars: one that does not
+                // compile is a bug the first request of any mode (and the tests) shows.
+                let validator = jsonschema::draft202012::new(&schema)
+                    .unwrap_or_else(|e| panic!("{} schema: {e}", m.as_str()));
+                (m.as_str(), (schema, validator))
+            })
+            .collect()
+    });
+    // Every registered mode was compiled above; the first stands in for none.
+    all.iter().find(|(id, _)| *id == mode.as_str()).map_or(&all[0].1, |(_, c)| c)
+}
+
+/// The schema as checked: every list that sets no `maxItems` takes at most
+/// [`MAX_LIST_ITEMS`] (modes allow far fewer; this bounds the work before they look), and a
+/// nullable field (`anyOf: [T, {type: null}]`) is read as `T`, since no `null` reaches the
+/// validator ([`without_nulls`]) and `T`'s own findings are the ones to tell.
+fn bound_lists(schema: &mut Value) {
+    match schema {
+        Value::Object(o) => {
+            // What is required, and in what words, the mode's own `validate` says.
+            if o.get("required").is_some_and(Value::is_array) {
+                o.remove("required");
+            }
+            let branch = o.get("anyOf").and_then(Value::as_array).and_then(|branches| {
+                let real: Vec<&Value> = branches
+                    .iter()
+                    .filter(|b| b.get("type") != Some(&Value::from("null")))
+                    .collect();
+                (branches.len() == 2 && real.len() == 1).then(|| real[0].clone())
+            });
+            if let (Some(Value::Object(inner)), true) = (branch, o.contains_key("anyOf")) {
+                o.remove("anyOf");
+                for (k, v) in inner {
+                    o.entry(k).or_insert(v);
+                }
+            }
+            let is_array = match o.get("type") {
+                Some(Value::String(t)) => t == "array",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
+                _ => false,
+            };
+            if is_array && !o.contains_key("maxItems") {
+                o.insert("maxItems".into(), Value::from(MAX_LIST_ITEMS));
+            }
+            o.values_mut().for_each(bound_lists);
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_lists),
+        _ => {}
+    }
+}
+
+/// The body with every object's `null` fields left out ("absent"); a `null` list item stays,
+/// to be refused.
+fn without_nulls(body: &Map<String, Value>) -> Value {
+    fn strip(v: &Value) -> Value {
+        match v {
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k.clone(), strip(v)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(strip).collect()),
+            other => other.clone(),
+        }
+    }
+    Value::Object(
+        body.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), strip(v))).collect(),
+    )
+}
+
+/// What no request may hold, found before any schema is read: a text with a NUL character
+/// (PostgreSQL cannot store them) or a list of more than [`MAX_LIST_ITEMS`] items.
+fn unbounded(map: &Map<String, Value>, prefix: &str) -> Option<FieldError> {
+    fn within(v: &Value, name: &str, item: Option<usize>) -> Option<FieldError> {
+        let what = item.map(|i| format!("item {i} ")).unwrap_or_default();
+        match v {
+            Value::String(s) if s.contains('\0') => {
+                Some(FieldError::new(name, format!("{what}must not contain NUL characters")))
+            }
+            Value::Array(items) if items.len() > MAX_LIST_ITEMS => {
+                Some(FieldError::new(name, format!("at most {MAX_LIST_ITEMS} items are allowed")))
+            }
+            Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| match v {
+                Value::Object(m) => unbounded(m, &format!("{name}.")),
+                _ => within(v, name, Some(i)),
+            }),
+            Value::Object(m) => unbounded(m, &format!("{name}.")),
+            _ => None,
+        }
+    }
+    map.iter().find_map(|(k, v)| within(v, &format!("{prefix}{k}"), None))
+}
+
+/// A field's dotted name and, for a list item, its place, from a JSON Pointer
+/// (`/modeConfig/models/2` is item 2 of `modeConfig.models`).
+fn field_of(pointer: &str, instance: &Value) -> (String, Option<usize>) {
+    let mut name = String::new();
+    let mut item = None;
+    let mut at = instance;
+    for raw in pointer.split('/').skip(1) {
+        let key = raw.replace("~1", "/").replace("~0", "~");
+        // A field of a list's item is named without its place (`specialists.roleId`).
+        item = None;
+        match at {
+            Value::Array(items) => {
+                let i: usize = key.parse().unwrap_or(0);
+                item = Some(i);
+                at = items.get(i).unwrap_or(&Value::Null);
+            }
+            _ => {
+                at = at.get(&key).unwrap_or(&Value::Null);
+                if !name.is_empty() {
+                    name.push('.');
+                }
+                name.push_str(&key);
+            }
+        }
+    }
+    (name, item)
+}
+
+/// The validator's finding in the words clients have always had, naming the field.
+fn worded(
+    error: &jsonschema::ValidationError,
+    schema: &Value,
+    instance: &Value,
+    mode: ModeKind,
+) -> FieldError {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let (name, item) = field_of(error.instance_path().as_str(), instance);
+    let what = item.map(|i| format!("item {i} ")).unwrap_or_default();
+    // The schema object the failing keyword sits in (its siblings give the whole range).
+    let keyword_path = error.schema_path().as_str();
+    let holder = keyword_path.rsplit_once('/').map_or("", |(p, _)| p);
+    let rules = schema.pointer(holder).unwrap_or(&Value::Null);
+    let message = match error.kind() {
+        Kind::AdditionalProperties { unexpected } => {
+            let key = unexpected.first().map(String::as_str).unwrap_or_default();
+            let place = match name.as_str() {
+                "" => format!("{} requests accept", mode.as_str()),
+                n => format!("`{n}` accepts"),
+            };
+            let prefix = if name.is_empty() { String::new() } else { format!("{name}.") };
+            return unknown(key, &properties(rules), &prefix, &place);
+        }
+        Kind::MaxLength { limit } => {
+            let got = instance_at(instance, error).as_str().map_or(0, |s| s.chars().count());
+            format!("{what}is too long: at most {limit} characters (got {got})")
+        }
+        Kind::Type { .. } => {
+            let value = instance_at(instance, error);
+            if value.is_null() {
+                format!("{what}must not be null")
+            } else {
+                format!("{what}{}", expected(&types_of(rules).0))
+            }
+        }
+        Kind::Enum { options } => {
+            let list: Vec<&str> = options
+                .as_array()
+                .map_or(Vec::new(), |o| o.iter().filter_map(Value::as_str).collect());
+            format!("{what}must be one of: {}", list.join(", "))
+        }
+        Kind::MinItems { limit } => list_size(rules, true, *limit),
+        Kind::MaxItems { limit } => list_size(rules, false, *limit),
+        Kind::Minimum { .. } | Kind::Maximum { .. } => range(rules, &name),
+        Kind::MinLength { .. } => format!("{what}must not be empty"),
+        _ => format!("{what}{error}"),
+    };
+    FieldError { field: name, message }
+}
+
+/// The value a finding is about.
+fn instance_at<'v>(instance: &'v Value, error: &jsonschema::ValidationError) -> &'v Value {
+    instance.pointer(error.instance_path().as_str()).unwrap_or(&Value::Null)
+}
+
+/// A list of the wrong size: the mode's own words when its schema has them (`x-too-few`,
+/// `x-too-many`), else "at least 3 models are required".
+fn list_size(rules: &Value, least: bool, limit: u64) -> String {
+    let own = if least { "x-too-few" } else { "x-too-many" };
+    if let Some(words) = rules.get(own).and_then(Value::as_str) {
+        return words.to_string();
+    }
+    let models = rules.pointer("/items/format") == Some(&Value::from("model-id"));
+    let noun = match (models, limit == 1) {
+        (true, true) => "model is",
+        (true, false) => "models are",
+        (false, true) => "item is",
+        (false, false) => "items are",
+    };
+    match least {
+        true => format!("at least {limit} {noun} required"),
+        false => format!("at most {limit} {noun} allowed"),
+    }
+}
+
+/// A number out of its range, with the whole range: a `…Ms` field in milliseconds.
+fn range(rules: &Value, name: &str) -> String {
+    let bound = |k: &str| rules.get(k).map(|v| v.to_string()).unwrap_or_else(|| "?".into());
+    let (min, max) = (bound("minimum"), bound("maximum"));
+    let whole = types_of(rules).0.contains(&"integer");
+    match (name.ends_with("Ms"), whole) {
+        (true, _) => format!("must be a whole number of milliseconds from {min} to {max}"),
+        (false, true) => format!("must be a whole number from {min} to {max}"),
+        (false, false) => format!("must be a number from {min} to {max}"),
+    }
 }
 
 /// The keys an object schema accepts, with their schemas.
@@ -143,22 +397,6 @@ fn types_of(schema: &Value) -> (Vec<&str>, &Value) {
         _ => Vec::new(),
     };
     (types.into_iter().filter(|t| *t != "null").collect(), schema)
-}
-
-fn check_object(
-    map: &Map<String, Value>,
-    schema: &Value,
-    prefix: &str,
-    place: &str,
-) -> Result<(), FieldError> {
-    let allowed = properties(schema);
-    for (key, value) in map {
-        let Some((_, field)) = allowed.iter().find(|(k, _)| *k == key) else {
-            return Err(unknown(key, &allowed, prefix, place));
-        };
-        check_value(value, field, &format!("{prefix}{key}"), None)?;
-    }
-    Ok(())
 }
 
 fn unknown(key: &str, allowed: &[(&str, &Value)], prefix: &str, place: &str) -> FieldError {
@@ -206,62 +444,6 @@ fn similar(a: &str, b: &str) -> bool {
     prev[b.len()] <= 2
 }
 
-/// A value against its schema: its type, a text's length, a list's size and items, an
-/// object's fields, an enumeration's values. `item` names a list item in messages.
-fn check_value(
-    value: &Value,
-    schema: &Value,
-    name: &str,
-    item: Option<usize>,
-) -> Result<(), FieldError> {
-    if value.is_null() {
-        return Ok(());
-    }
-    let what = item.map(|i| format!("item {i} ")).unwrap_or_default();
-    let (types, schema) = types_of(schema);
-    let is = |t: &str| types.contains(&t);
-    match value {
-        Value::String(s) if is("string") => {
-            let max =
-                schema.get("maxLength").and_then(Value::as_u64).map_or(usize::MAX, |m| m as usize);
-            check_text(s, max, name, item)?;
-            if let Some(options) = schema.get("enum").and_then(Value::as_array) {
-                if !options.iter().any(|o| o == value) {
-                    let list: Vec<&str> = options.iter().filter_map(Value::as_str).collect();
-                    return Err(FieldError::new(
-                        name,
-                        format!("{what}must be one of: {}", list.join(", ")),
-                    ));
-                }
-            }
-            Ok(())
-        }
-        Value::Number(n) if is("integer") && (n.is_i64() || n.is_u64()) => Ok(()),
-        Value::Number(_) if is("number") => Ok(()),
-        Value::Bool(_) if is("boolean") => Ok(()),
-        Value::Array(items) if is("array") => {
-            if items.len() > MAX_LIST_ITEMS {
-                return Err(FieldError::new(
-                    name,
-                    format!("at most {MAX_LIST_ITEMS} items are allowed"),
-                ));
-            }
-            let each = schema.get("items").unwrap_or(&Value::Null);
-            for (i, v) in items.iter().enumerate() {
-                if v.is_null() {
-                    return Err(FieldError::new(name, format!("item {i} must not be null")));
-                }
-                check_value(v, each, name, Some(i))?;
-            }
-            Ok(())
-        }
-        Value::Object(m) if is("object") => {
-            check_object(m, schema, &format!("{name}."), &format!("`{name}` accepts"))
-        }
-        _ => Err(FieldError::new(name, format!("{what}{}", expected(&types)))),
-    }
-}
-
 /// What a value of the wrong type should have been, in words.
 fn expected(types: &[&str]) -> &'static str {
     match types.first().copied() {
@@ -273,25 +455,6 @@ fn expected(types: &[&str]) -> &'static str {
         Some("object") => "must be an object",
         _ => "has the wrong type",
     }
-}
-
-/// A text within its limit, without NUL characters (PostgreSQL cannot store them).
-fn check_text(s: &str, max: usize, name: &str, item: Option<usize>) -> Result<(), FieldError> {
-    let what = match item {
-        Some(i) => format!("item {i} "),
-        None => String::new(),
-    };
-    // Bytes bound characters from above: count only when the bytes could be over.
-    if s.len() > max && s.chars().count() > max {
-        return Err(FieldError::new(
-            name,
-            format!("{what}is too long: at most {max} characters (got {})", s.chars().count()),
-        ));
-    }
-    if s.contains('\0') {
-        return Err(FieldError::new(name, format!("{what}must not contain NUL characters")));
-    }
-    Ok(())
 }
 
 /// `question`: a non-empty string (`message` is the mode's wording for a missing one).
@@ -542,6 +705,68 @@ mod tests {
         )
         .is_ok());
         assert!(check(json!({"question": "q", "councilModels": null, "modeConfig": null, "visibility": "private"})).is_ok());
+    }
+
+    #[test]
+    fn the_schemas_bounds_are_held_and_worded() {
+        let ranges = |body: Value| {
+            let obj = body.as_object().unwrap().clone();
+            let mode = obj.get("mode").and_then(Value::as_str).and_then(ModeKind::parse);
+            check_ranges(&obj, mode.unwrap_or_else(ModeKind::default_mode)).unwrap_err()
+        };
+        let e = ranges(json!({"question": "q", "timeoutMs": 5}));
+        assert_eq!(e.field, "timeoutMs");
+        assert_eq!(e.message, "must be a whole number of milliseconds from 10000 to 600000");
+        let e = ranges(json!({"mode": "delphi", "modeConfig": {"maxRounds": 9}}));
+        assert_eq!(
+            (e.field.as_str(), e.message.as_str()),
+            ("modeConfig.maxRounds", "must be a whole number from 2 to 5")
+        );
+        let e = ranges(json!({"question": "q", "councilModels": vec!["a"; 7]}));
+        assert_eq!(
+            (e.field.as_str(), e.message.as_str()),
+            ("councilModels", "at most 6 models are allowed")
+        );
+        // Within bounds: nothing to say.
+        let ok = json!({"question": "q", "timeoutMs": 10_000, "councilModels": ["a", "b"]});
+        assert!(check_ranges(ok.as_object().unwrap(), ModeKind::default_mode()).is_ok());
+    }
+
+    #[test]
+    fn every_number_beyond_its_schemas_bound_is_refused_on_its_field() {
+        // For each mode, each number in its settings set one past its maximum (or below its
+        // minimum) is refused by the whole validation, naming that field: a bound written in
+        // the schema is one the server holds.
+        let defaults = super::super::Defaults {
+            offline: true,
+            stage_timeout_ms: 120_000,
+            ..Default::default()
+        };
+        let mut checked = 0;
+        for mode in ModeKind::all() {
+            let schema = super::super::registry::config_schema(mode);
+            for (key, field) in properties(schema) {
+                let (types, field) = types_of(field);
+                let whole = types.contains(&"integer");
+                if !whole && !types.contains(&"number") {
+                    continue;
+                }
+                let past = match (field.get("maximum"), field.get("minimum")) {
+                    (Some(max), _) if whole => json!(max.as_i64().unwrap() + 1),
+                    (Some(max), _) => json!(max.as_f64().unwrap() + 0.5),
+                    (None, Some(min)) if whole => json!(min.as_i64().unwrap() - 1),
+                    (None, Some(min)) => json!(min.as_f64().unwrap() - 0.5),
+                    (None, None) => continue,
+                };
+                let mut body = (mode.spec().example)();
+                body["modeConfig"][key] = past.clone();
+                let e = super::super::validate(&body, &defaults)
+                    .expect_err(&format!("{mode}: {key} = {past} was accepted"));
+                assert_eq!(e.field, format!("modeConfig.{key}"), "{mode}: {key} = {past}: {e}");
+                checked += 1;
+            }
+        }
+        assert!(checked >= 20, "only {checked} bounded numbers found");
     }
 
     #[test]
