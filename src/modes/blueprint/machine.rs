@@ -38,30 +38,26 @@ fn outline_data(
     sections: &[Section],
     ms: u64,
     read_from: Option<ReadFrom>,
-) -> Value {
-    let list: Vec<Value> = sections
-        .iter()
-        .map(|s| {
-            json!({ "number": s.number, "reportedNumber": s.reported_number, "title": s.title,
-                    "titleDefaulted": s.title_defaulted, "description": s.description,
-                    "keyTopics": s.key_topics, "length": s.length,
-                    "lengthDefaulted": s.length_defaulted, "targetWords": s.length.words(),
-                    "sourceCoverage": s.source_coverage, "assignedModel": s.assigned_model })
-        })
-        .collect();
-    let mut data = json!({
-        "model": model, "documentTitle": reading.document_title,
-        "documentTitleDefaulted": reading.document_title_defaulted,
-        "documentType": kind, "documentTypeLabel": kind.label(), "sections": list,
-        "estimatedLength": reading.estimated_length, "totalSectionsStated": reading.total_sections_stated,
-        "keyThemes": reading.key_themes, "truncatedFrom": reading.truncated_from,
-        "warnings": outline_warnings(reading), "responseTimeMs": ms,
-    });
-    // Only an outline with enough sections to go on was read.
-    if let Some(from) = read_from {
-        data["readFrom"] = json!(from);
+) -> Outline {
+    Outline {
+        model: model.to_string(),
+        document_title: reading.document_title.clone(),
+        document_title_defaulted: reading.document_title_defaulted,
+        document_type: kind,
+        document_type_label: kind.label().to_string(),
+        sections: sections.iter().map(OutlineSection::of).collect(),
+        estimated_length: reading.estimated_length.clone(),
+        total_sections_stated: reading.total_sections_stated,
+        key_themes: reading.key_themes.clone(),
+        truncated_from: reading.truncated_from,
+        warnings: outline_warnings(reading),
+        response_time_ms: ms,
+        // Only an outline with enough sections to go on was read.
+        read_from,
+        fallback_from: None,
+        raw_reply: None,
+        material: None,
     }
-    data
 }
 
 impl Blueprint {
@@ -114,15 +110,12 @@ impl Blueprint {
             reply.response_time_ms,
             read_from,
         );
-        if let Some(from) = &routed.fallback_from {
-            data["fallbackFrom"] = json!(from);
-        }
+        data.fallback_from = routed.fallback_from.clone();
         if sections.len() < MIN_SECTIONS {
             // Too little could be read to go on: what the architect wrote is shown instead.
-            data["rawReply"] = json!(answer_text(&text).trim());
+            data.raw_reply = Some(answer_text(&text).trim().to_string());
         }
         // The material is in the setup row (stored at the start), not here.
-        let stored = data.clone();
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "outline".into(),
@@ -130,10 +123,10 @@ impl Blueprint {
                 model: Some(reply.model.clone()),
                 role: Some("architect".into()),
                 content: text,
-                parsed_data: Some(stored),
+                parsed_data: Some(to_json(&data)),
                 response_time_ms: Some(reply.response_time_ms as i64),
             }),
-            Effect::emit("outline_complete", json!({ "data": data })),
+            Effect::event("outline_complete", &Data { data: &data }),
         ];
         if sections.len() < MIN_SECTIONS {
             self.phase = Phase::Done;
@@ -149,7 +142,10 @@ impl Blueprint {
         self.sections = sections;
         self.phase = Phase::Expanding;
         let outline = render_outline(&self.title_text, &self.sections);
-        out.push(Effect::emit("expansion_start", json!({ "totalSections": self.sections.len() })));
+        out.push(Effect::event(
+            "expansion_start",
+            &ExpansionStart { total_sections: self.sections.len() },
+        ));
         // Every section at once: the engine queues them under the provider's concurrency cap.
         for s in &self.sections {
             let prompt = section_prompt(self.kind(), &self.title_text, &outline, s, &self.material);
@@ -189,7 +185,7 @@ impl Blueprint {
                     response_time_ms: Some(reply.response_time_ms as i64),
                 };
                 out.push(section_row(&s));
-                out.push(Effect::emit("section_complete", json!({ "data": s })));
+                out.push(Effect::event("section_complete", &Data { data: &s }));
                 self.written.push(s);
             }
             Err(e) => {
@@ -199,7 +195,7 @@ impl Blueprint {
                     model: reply.model.clone(),
                     error: e.message.clone(),
                 };
-                out.push(Effect::emit("section_failed", json!({ "data": f })));
+                out.push(Effect::event("section_failed", &Data { data: &f }));
                 self.failed.push(f);
             }
         }
@@ -212,9 +208,9 @@ impl Blueprint {
     fn all_written(&mut self) -> Vec<Effect> {
         self.written.sort_by_key(|s| s.section_number);
         self.failed.sort_by_key(|s| s.section_number);
-        let mut out = vec![Effect::emit(
+        let mut out = vec![Effect::event(
             "all_sections_complete",
-            json!({ "data": sections_summary(&self.written, &self.failed) }),
+            &Data { data: Sections::of(&self.written, &self.failed) },
         )];
         if self.written.is_empty() {
             self.phase = Phase::Done;
@@ -276,10 +272,13 @@ impl Blueprint {
         )
         .quoting(quoted);
         let backup = self.config.chairman_fallback_model.clone();
-        out.push(Effect::emit(
+        out.push(Effect::event(
             "assembly_start",
-            json!({ "model": self.config.assembler_model, "condensed": self.condensed,
-                    "missingSections": self.failed.iter().map(|f| f.section_number).collect::<Vec<_>>() }),
+            &AssemblyStart {
+                model: &self.config.assembler_model,
+                condensed: self.condensed,
+                missing_sections: self.failed.iter().map(|f| f.section_number).collect(),
+            },
         ));
         out.push(self.kit.calls.solo(spec, ASSEMBLY_ORDER, backup.as_deref()));
         out
@@ -297,19 +296,21 @@ impl Blueprint {
             ),
             Err(_) => (
                 concatenated(&self.title_text, &self.sections, &self.written),
-                Some("concatenated"),
+                Some(Fallback::Concatenated),
                 None,
                 None,
             ),
         };
-        let mut data = json!({
-            "model": model, "document": document, "wordCount": word_count(&document),
-            "todoMarkers": todo_markers(&document), "condensed": self.condensed,
-            "fallback": fallback, "responseTimeMs": ms,
+        let data = to_json(&Assembly {
+            model: model.clone(),
+            document: document.clone(),
+            word_count: word_count(&document),
+            todo_markers: todo_markers(&document),
+            condensed: self.condensed,
+            fallback,
+            response_time_ms: ms,
+            fallback_from: routed.fallback_from.clone().filter(|_| fallback.is_none()),
         });
-        if let (Some(from), None) = (&routed.fallback_from, fallback) {
-            data["fallbackFrom"] = json!(from);
-        }
         self.kit.calls.answered(
             Answered {
                 stage: "assembly",
@@ -333,12 +334,13 @@ fn material(text: &str) -> (String, String) {
 }
 
 fn section_row(s: &SectionResult) -> Effect {
-    let mut parsed = json!(s);
-    if let Some(o) = parsed.as_object_mut() {
-        for k in ["model", "content", "responseTimeMs"] {
-            o.remove(k);
-        }
-    }
+    let parsed = to_json(&SectionRow {
+        section_number: s.section_number,
+        section_title: s.section_title.clone(),
+        key_topics_covered: s.key_topics_covered.clone(),
+        key_topics_missing: s.key_topics_missing.clone(),
+        word_count: s.word_count,
+    });
     Effect::Store(StageRow {
         stage_type: format!("section_{}", s.section_number),
         stage_order: s.section_number as i32,
@@ -348,12 +350,6 @@ fn section_row(s: &SectionResult) -> Effect {
         parsed_data: Some(parsed),
         response_time_ms: s.response_time_ms,
     })
-}
-
-/// `all_sections_complete`'s data.
-fn sections_summary(written: &[SectionResult], failed: &[FailedSection]) -> Value {
-    json!({ "sections": written, "failedSections": failed,
-            "totalSucceeded": written.len(), "totalFailed": failed.len() })
 }
 
 impl Staged for Blueprint {
@@ -371,15 +367,21 @@ impl Staged for Blueprint {
 
     fn begin(&mut self) -> Vec<Effect> {
         let kind = self.kind();
+        let source = if self.config.content.is_some() { Source::Content } else { Source::Question };
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "blueprint_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
-                        "mode": "blueprint", "documentType": kind, "documentTypeLabel": kind.label(),
-                        "architectModel": self.config.architect_model,
-                        "authorModels": self.config.author_models,
-                        "assemblerModel": self.config.assembler_model,
-                        "materialSource": if self.config.content.is_some() { "content" } else { "question" } }),
+                &Start {
+                    conversation_id: &self.ctx.conversation_id,
+                    message_id: &self.ctx.message_id,
+                    mode: "blueprint",
+                    document_type: kind,
+                    document_type_label: kind.label(),
+                    architect_model: &self.config.architect_model,
+                    author_models: &self.config.author_models,
+                    assembler_model: &self.config.assembler_model,
+                    material_source: source,
+                },
             ),
             // The document type and the material, so a run whose architect fails still has
             // them when it is reloaded.
@@ -389,11 +391,10 @@ impl Staged for Blueprint {
                 model: None,
                 role: None,
                 content: self.material.clone(),
-                parsed_data: Some(json!({ "documentType": kind,
-                    "source": if self.config.content.is_some() { "content" } else { "question" } })),
+                parsed_data: Some(to_json(&SetupRow { document_type: kind, source: Some(source) })),
                 response_time_ms: None,
             }),
-            Effect::emit("outline_start", json!({ "model": self.config.architect_model })),
+            Effect::event("outline_start", &ModelStart { model: &self.config.architect_model }),
         ];
         // Asked for the outline's JSON when the architect's route takes it (the backup takes
         // the same prompt: it is asked as the architect is).

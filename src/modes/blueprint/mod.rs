@@ -36,8 +36,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    mark_from_rows, role_failed, title_prompt, word_count, Answered, Routed, SplitMix64,
-    CALL_FAILED,
+    role_failed, title_prompt, word_count, Answered, Routed, SplitMix64, CALL_FAILED,
 };
 use super::reading::answer_text;
 use super::reading::{bare, between, re, unbold};
@@ -45,8 +44,8 @@ use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role,
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
+    StageRow, ValidRequest,
 };
 
 /// The row of the document type and the material, stored at the start (content: the material).
@@ -250,5 +249,5 @@ pub static SPEC: ModeSpec = ModeSpec {
                 "modeConfig": { "content": "A web editor where several people edit one document at once. Needs offline edits, presence cursors, comments and a history of versions. Team of four, six months." } })
     },
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<BlueprintResult<'static>>),
 };

@@ -4,7 +4,7 @@
 use super::*;
 
 /// A section's target length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Length {
     Short,
     Medium,

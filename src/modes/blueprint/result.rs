@@ -2,29 +2,291 @@
 //! export's report.
 
 use super::*;
+use crate::modes::common::{failed_from_rows, FailedModel};
+
+// ---- payloads (one definition for live events and stored results) --------------------------
+
+/// An event whose payload is `{data}`.
+#[derive(Debug, Serialize)]
+pub struct Data<T> {
+    pub data: T,
+}
+
+/// Where the material came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// The request's `content`.
+    Content,
+    /// The question itself.
+    Question,
+}
+
+/// `blueprint_start`: the run, its document type and models.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Start<'a> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+    pub mode: &'static str,
+    pub document_type: DocumentType,
+    pub document_type_label: &'static str,
+    pub architect_model: &'a str,
+    pub author_models: &'a [String],
+    pub assembler_model: &'a str,
+    pub material_source: Source,
+}
+
+/// The setup row's parsed data (its content is the material).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetupRow {
+    pub document_type: DocumentType,
+    pub source: Option<Source>,
+}
+
+/// An event naming a model (`outline_start`).
+#[derive(Debug, Serialize)]
+pub struct ModelStart<'a> {
+    pub model: &'a str,
+}
+
+/// A section of the outline as read, with its author.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OutlineSection {
+    /// Its number, 1..n in order of appearance.
+    pub number: usize,
+    /// The number the architect gave it.
+    pub reported_number: u64,
+    /// The heading's title; `Section <n>` when the heading gave none (`titleDefaulted`).
+    pub title: String,
+    pub title_defaulted: bool,
+    pub description: Option<String>,
+    pub key_topics: Vec<String>,
+    pub length: Length,
+    /// The outline named no single length: Medium was used.
+    pub length_defaulted: bool,
+    /// The length in words (`500-1000`).
+    pub target_words: String,
+    /// What of the material it draws on.
+    pub source_coverage: Option<String>,
+    /// The author that writes it (round-robin over the authors).
+    pub assigned_model: String,
+}
+
+impl OutlineSection {
+    pub(super) fn of(s: &Section) -> Self {
+        OutlineSection {
+            number: s.number,
+            reported_number: s.reported_number,
+            title: s.title.clone(),
+            title_defaulted: s.title_defaulted,
+            description: s.description.clone(),
+            key_topics: s.key_topics.clone(),
+            length: s.length,
+            length_defaulted: s.length_defaulted,
+            target_words: s.length.words().to_string(),
+            source_coverage: s.source_coverage.clone(),
+            assigned_model: s.assigned_model.clone(),
+        }
+    }
+}
+
+/// The material as the result gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Material {
+    pub source: Option<Source>,
+    /// Its length in characters.
+    pub characters: usize,
+    pub text: String,
+}
+
+/// The outline: `outline_complete`'s data, the `outline` row and the result's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Outline {
+    /// The architect.
+    pub model: String,
+    pub document_title: String,
+    /// The outline gave no title: one was made from the material.
+    pub document_title_defaulted: bool,
+    pub document_type: DocumentType,
+    pub document_type_label: String,
+    pub sections: Vec<OutlineSection>,
+    /// `Estimated total length:` as stated.
+    pub estimated_length: Option<String>,
+    /// `Total sections:` as stated.
+    pub total_sections_stated: Option<u64>,
+    pub key_themes: Vec<String>,
+    /// How many sections the outline had, when more than the most a run writes.
+    pub truncated_from: Option<usize>,
+    /// What was repaired or assumed in the outline, for a person.
+    pub warnings: Vec<String>,
+    /// How long the architect's call took, in milliseconds.
+    pub response_time_ms: u64,
+    /// Where the outline was read from (its JSON or its text), when enough was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub read_from: Option<ReadFrom>,
+    /// The architect the backup stood in for, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+    /// What the architect wrote, when too few sections could be read to go on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_reply: Option<String>,
+    /// Runs stored before the setup row kept the material here.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub material: Option<Material>,
+}
+
+/// `expansion_start`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpansionStart {
+    pub total_sections: usize,
+}
 
 /// A section as written, as stored and as the result lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SectionResult {
     pub section_number: usize,
     pub section_title: String,
+    /// Its author.
     pub model: String,
     pub content: String,
     pub word_count: usize,
+    /// The outline's key topics it names.
     pub key_topics_covered: Vec<String>,
+    /// The outline's key topics it does not name.
     pub key_topics_missing: Vec<String>,
+    /// How long its call took, in milliseconds.
     pub response_time_ms: Option<i64>,
 }
 
+/// A section's row (its author, text and time are the row's own), in the order its rows have
+/// always had.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SectionRow {
+    pub section_number: usize,
+    pub section_title: String,
+    pub key_topics_covered: Vec<String>,
+    pub key_topics_missing: Vec<String>,
+    pub word_count: usize,
+}
+
 /// A section whose author failed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FailedSection {
     pub section_number: usize,
     pub section_title: String,
     pub model: String,
+    /// Why its call failed.
     pub error: String,
+}
+
+/// The sections written and failed (`all_sections_complete`'s data, and in the result).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Sections<'a> {
+    /// The sections written, in order.
+    pub sections: &'a [SectionResult],
+    /// The sections whose author failed, in order.
+    pub failed_sections: &'a [FailedSection],
+    pub total_succeeded: usize,
+    pub total_failed: usize,
+}
+
+impl<'a> Sections<'a> {
+    pub fn of(written: &'a [SectionResult], failed: &'a [FailedSection]) -> Self {
+        Sections {
+            sections: written,
+            failed_sections: failed,
+            total_succeeded: written.len(),
+            total_failed: failed.len(),
+        }
+    }
+}
+
+/// `assembly_start`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssemblyStart<'a> {
+    pub model: &'a str,
+    pub condensed: bool,
+    pub missing_sections: Vec<usize>,
+}
+
+/// What stood in for the assembly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Fallback {
+    /// The assembler failed: the document is the sections in order under their headings.
+    Concatenated,
+}
+
+/// The assembly: `assembly_complete`'s data (its row keeps the same without `document`, its
+/// content) and the result's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Assembly {
+    /// The model that wrote it; null when the sections were concatenated.
+    pub model: Option<String>,
+    /// The document: the run's answer.
+    #[serde(default)]
+    pub document: String,
+    pub word_count: usize,
+    /// The `[TODO: …]` markers in the document.
+    pub todo_markers: Vec<String>,
+    /// The sections went to the assembler condensed (they were too long together).
+    pub condensed: bool,
+    /// Set when the assembler failed and the sections were concatenated.
+    pub fallback: Option<Fallback>,
+    /// How long the assembler's call took, in milliseconds.
+    pub response_time_ms: Option<i64>,
+    /// The assembler the backup stood in for, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// The result's assembly: its row's (serde_json's `remove` put the last key in the
+/// document's place), with the document at the end.
+fn document_last<S: serde::Serializer>(a: &Option<Assembly>, s: S) -> Result<S::Ok, S::Error> {
+    let mut v = to_json(a);
+    if let Some(document) = v.as_object_mut().and_then(|o| o.remove("document")) {
+        v["document"] = document;
+    }
+    v.serialize(s)
+}
+
+/// A blueprint run's result, rebuilt from its stored rows.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintResult<'a> {
+    /// The source material; null before it was stored.
+    pub material: Option<Material>,
+    pub document_type: Option<DocumentType>,
+    /// The outline; null before it was stored.
+    pub outline: Option<Outline>,
+    #[serde(flatten)]
+    pub sections: Sections<'a>,
+    /// The assembled document; null before it was written.
+    #[serde(serialize_with = "document_last")]
+    pub assembly: Option<Assembly>,
+    /// Some author's, the architect's or the assembler's call failed.
+    pub partial: bool,
+    /// The calls that failed.
+    #[schemars(with = "Vec<Value>")]
+    pub failed_models: Vec<FailedModel>,
+}
+
+/// A row's parsed data as `T`, when it is there and reads so.
+fn parsed<T: serde::de::DeserializeOwned>(r: &StageRow) -> Option<T> {
+    serde_json::from_value(r.parsed_data.clone()?).ok()
 }
 
 /// The answer when the assembler and its backup failed: the title, then every section in
@@ -63,27 +325,23 @@ fn strip_heading(text: &str, n: usize) -> String {
 /// failedModels}` from the stored rows, as the events gave them.
 pub fn load_result(rows: &[StageRow]) -> Value {
     let row = |t: &str| rows.iter().find(|r| r.stage_type == t);
-    let outline = row("outline").and_then(|o| o.parsed_data.clone());
-    let planned: Vec<(usize, String)> = outline
-        .as_ref()
-        .and_then(|o| o["sections"].as_array())
-        .map(|list| {
-            list.iter()
-                .filter_map(|s| {
-                    Some((s["number"].as_u64()? as usize, s["title"].as_str()?.to_string()))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut outline: Option<Outline> = row("outline").and_then(parsed);
+    let planned: &[OutlineSection] = outline.as_ref().map_or(&[], |o| &o.sections);
     let mut written: Vec<SectionResult> = rows
         .iter()
         .filter(|r| r.stage_type.starts_with("section_"))
         .filter_map(|r| {
-            let mut v = r.parsed_data.clone()?;
-            v["model"] = json!(r.model);
-            v["content"] = json!(r.content);
-            v["responseTimeMs"] = json!(r.response_time_ms);
-            serde_json::from_value(v).ok()
+            let s: SectionRow = parsed(r)?;
+            Some(SectionResult {
+                section_number: s.section_number,
+                section_title: s.section_title,
+                model: r.model.clone()?,
+                content: r.content.clone(),
+                word_count: s.word_count,
+                key_topics_covered: s.key_topics_covered,
+                key_topics_missing: s.key_topics_missing,
+                response_time_ms: r.response_time_ms,
+            })
         })
         .collect();
     written.sort_by_key(|s| s.section_number);
@@ -91,10 +349,9 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         .iter()
         .filter(|r| r.stage_type == CALL_FAILED)
         .filter_map(|r| {
-            let f: crate::modes::common::FailedModel =
-                serde_json::from_value(r.parsed_data.clone()?).ok()?;
+            let f: FailedModel = parsed(r)?;
             let n: usize = f.stage.strip_prefix("section_")?.parse().ok()?;
-            let title = planned.iter().find(|(k, _)| *k == n).map(|(_, t)| t.clone())?;
+            let title = planned.iter().find(|s| s.number == n).map(|s| s.title.clone())?;
             Some(FailedSection {
                 section_number: n,
                 section_title: title,
@@ -104,40 +361,34 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         })
         .collect();
     failed.sort_by_key(|s| s.section_number);
-    let assembly = row("assembly").map(|a| {
-        let mut d = a.parsed_data.clone().unwrap_or(json!({}));
-        d["document"] = json!(a.content);
-        d
+    let assembly = row("assembly").and_then(|a| {
+        let d: Assembly = parsed(a)?;
+        Some(Assembly { document: a.content.clone(), ..d })
     });
     let setup = row(SETUP);
-    let kind = setup
-        .and_then(|s| s.parsed_data.as_ref())
-        .or(outline.as_ref())
-        .map(|o| o["documentType"].clone())
-        .unwrap_or(Value::Null);
-    let mut outline = outline;
+    let setup_data: Option<SetupRow> = setup.and_then(parsed);
+    let kind =
+        setup_data.as_ref().map(|s| s.document_type).or(outline.as_ref().map(|o| o.document_type));
     // Runs stored before the setup row kept the material in the outline's row.
-    let old_material =
-        outline.as_mut().and_then(|o| o.as_object_mut()).and_then(|o| o.remove("material"));
+    let old_material = outline.as_mut().and_then(|o| o.material.take());
     let material = match setup {
-        Some(s) => json!({
-            "source": s.parsed_data.as_ref().map_or(Value::Null, |d| d["source"].clone()),
-            "characters": s.content.chars().count(), "text": s.content,
+        Some(s) => Some(Material {
+            source: setup_data.and_then(|d| d.source),
+            characters: s.content.chars().count(),
+            text: s.content.clone(),
         }),
-        None => old_material.unwrap_or(Value::Null),
+        None => old_material,
     };
-    let mut result = json!({
-        "material": material,
-        "documentType": kind,
-        "outline": outline,
-        "sections": written,
-        "failedSections": failed,
-        "totalSucceeded": written.len(),
-        "totalFailed": failed.len(),
-        "assembly": assembly,
-    });
-    mark_from_rows(&mut result, rows);
-    result
+    let failed_models = failed_from_rows(rows);
+    to_json(&BlueprintResult {
+        material,
+        document_type: kind,
+        outline,
+        sections: Sections::of(&written, &failed),
+        assembly,
+        partial: !failed_models.is_empty(),
+        failed_models,
+    })
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {

@@ -49,14 +49,20 @@ fn sim_outline_json(ask: &SimAsk) -> String {
     let cut = |s: &str, n: usize| -> String { s.chars().take(n).collect() };
     let material = between(ask.prompt, MATERIAL_START, MATERIAL_END);
     let n = 6 + rng.below(3);
-    let sections: Vec<Value> = SIM_PARTS
+    let sections: Vec<SimSection> = SIM_PARTS
         .iter()
         .take(n)
         .enumerate()
-        .map(|(i, (title, desc, topics))| {
-            json!({ "title": title, "description": desc, "keyTopics": topics,
-                    "length": LENGTHS[rng.below(3)],
-                    "sourceCoverage": if i == 0 { "the whole material" } else { "the parts of the material on this subject" } })
+        .map(|(i, (title, desc, topics))| SimSection {
+            title,
+            description: desc,
+            key_topics: topics,
+            length: LENGTHS[rng.below(3)],
+            source_coverage: if i == 0 {
+                "the whole material"
+            } else {
+                "the parts of the material on this subject"
+            },
         })
         .collect();
     let reasoning = format!(
@@ -65,14 +71,36 @@ fn sim_outline_json(ask: &SimAsk) -> String {
         ask.hostile_paragraph(),
         ask.model
     );
-    json!({
-        "reasoning": cut(&reasoning, schema::REASONING_MAX_CHARS),
-        "documentTitle": cut(&first_words(material, 6), TITLE_MAX_CHARS),
-        "sections": sections,
-        "estimatedTotalLength": format!("{} words", n * 600),
-        "keyThemes": ["clarity", "reliability", "delivery"],
+    to_json(&SimOutline {
+        reasoning: cut(&reasoning, schema::REASONING_MAX_CHARS),
+        document_title: cut(&first_words(material, 6), TITLE_MAX_CHARS),
+        sections,
+        estimated_total_length: format!("{} words", n * 600),
+        key_themes: ["clarity", "reliability", "delivery"],
     })
     .to_string()
+}
+
+/// A section of the sim's outline JSON.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SimSection<'a> {
+    title: &'a str,
+    description: &'a str,
+    key_topics: &'a [&'a str; 3],
+    length: &'static str,
+    source_coverage: &'static str,
+}
+
+/// The sim's outline JSON.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SimOutline<'a> {
+    reasoning: String,
+    document_title: String,
+    sections: Vec<SimSection<'a>>,
+    estimated_total_length: String,
+    key_themes: [&'static str; 3],
 }
 
 pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {

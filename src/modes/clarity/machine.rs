@@ -7,24 +7,30 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::modes::common::{Batch, Routed};
 use crate::modes::reading::Unparsed;
 use crate::modes::registry::stored_config;
 use crate::modes::runner::{Kit, Staged};
 use crate::modes::schema::ReplySchema;
-use crate::modes::{CallReply, CallSpec, ChatMessage, Effect, RunContext, StageRow};
+use crate::modes::{to_json, CallReply, CallSpec, ChatMessage, Effect, RunContext, StageRow};
 
 // ---- disagreement, final score, critique ----------------------------------------------------
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// How far the evaluators' scores were apart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Disagreement {
+    /// Some dimension's (or the overall) spread is above 2.
     pub has_disagreement: bool,
+    /// The dimensions whose spread is above 2 (the Arbiter's disputed dimensions).
     pub disagreeing_dimensions: Vec<String>,
+    /// The largest spread, over the dimensions and the overall score.
     pub max_spread: f64,
+    /// The spread of the weighted overall scores.
     pub overall_spread: f64,
+    /// The spread (highest minus lowest score) by dimension key.
     pub spreads: BTreeMap<String, f64>,
     /// role -> dimension -> score.
     pub evaluator_positions: BTreeMap<String, BTreeMap<String, Option<f64>>>,
@@ -97,13 +103,16 @@ pub fn final_scores(verdicts: &[Verdict], arbiter: &BTreeMap<String, f64>) -> [O
     })
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One of the top issues of the consolidated critique.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CritiqueItem {
+    /// The dimension's key.
     pub dimension: String,
     pub issue: String,
     pub suggested_fix: String,
     pub quote: String,
+    /// `high`, `medium` or `low`, by how many raised it and how severe they said it was.
     pub priority: String,
     /// The personas that raised it.
     pub flagged_by: Vec<String>,
@@ -322,7 +331,7 @@ impl Clarity {
             model: Some(v.model.clone()),
             role: Some(v.role.clone()),
             content: text.to_string(),
-            parsed_data: Some(json!(v)),
+            parsed_data: Some(to_json(v)),
             response_time_ms: Some(v.response_time_ms),
         })
     }
@@ -336,7 +345,7 @@ impl Clarity {
             PERSONAS.get(index).and_then(|p| read_verdict_reply(p.role, &reply, &schema))
         {
             out.push(Self::verdict_row("evaluation", 1, &v, reply.result.as_deref().unwrap_or("")));
-            out.push(Effect::emit("evaluator_complete", json!({ "data": v })));
+            out.push(Effect::event("evaluator_complete", &Data { data: &v }));
         }
         if !self.batch.accept(reply) || !self.batch.complete() {
             return out;
@@ -354,9 +363,9 @@ impl Clarity {
         }
         self.current = self.initial.clone();
         let d = detect_disagreement(&self.initial);
-        out.push(Effect::Store(StageRow::computed("disagreement", 2, json!(d))));
+        out.push(Effect::Store(StageRow::computed("disagreement", 2, to_json(&d))));
         if d.has_disagreement {
-            out.push(Effect::emit("disagreement_detected", json!({ "data": d })));
+            out.push(Effect::event("disagreement_detected", &Data { data: &d }));
         }
         let discuss = match self.config.discussion {
             Discussion::Always => true,
@@ -368,9 +377,9 @@ impl Clarity {
             self.discussion_ran = true;
             self.phase = Phase::Discussing;
             self.batch = Batch::new("discuss", self.current.len());
-            out.push(Effect::emit(
+            out.push(Effect::event(
                 "discussion_start",
-                json!({ "data": { "maxSpread": d.max_spread } }),
+                &Data { data: DiscussionStart { max_spread: d.max_spread } },
             ));
             let schema = self.discussion_schema.clone();
             let quoted = vec![("the critiques".to_string(), critiques(&self.current))];
@@ -394,7 +403,8 @@ impl Clarity {
         let replies = self.batch.take();
         let mut out = Vec::new();
         let mut changes = Vec::new();
-        for (i, before) in self.current.clone().iter().enumerate() {
+        let evaluators = self.current.clone();
+        for (i, before) in evaluators.iter().enumerate() {
             let reply = replies.get(i);
             let read =
                 reply.and_then(|r| read_verdict_reply(&before.role, r, &self.discussion_schema));
@@ -407,25 +417,57 @@ impl Clarity {
                         }
                     }
                     v.overall = weighted(&v.scores);
-                    let changed: Vec<&str> =
-                        DIMENSIONS.iter().enumerate().filter(|(k, _)| v.scores[*k] != before.scores[*k]).map(|(_, d)| d.key).collect();
-                    changes.push(json!({ "role": v.role, "changedDimensions": changed, "justification": v.justification }));
-                    out.push(Self::verdict_row("discussion", 3, &v, replies[i].result.as_deref().unwrap_or("")));
+                    let changed: Vec<&str> = DIMENSIONS
+                        .iter()
+                        .enumerate()
+                        .filter(|(k, _)| v.scores[*k] != before.scores[*k])
+                        .map(|(_, d)| d.key)
+                        .collect();
+                    changes.push(Change {
+                        role: &before.role,
+                        changed_dimensions: changed,
+                        justification: v.justification.clone(),
+                        failed: None,
+                        unparsed: None,
+                    });
+                    out.push(Self::verdict_row(
+                        "discussion",
+                        3,
+                        &v,
+                        replies[i].result.as_deref().unwrap_or(""),
+                    ));
                     self.current[i] = v;
                 }
                 // A reply that could not be read is kept (its raw text and why), and the
                 // evaluator keeps its first verdict.
                 Some(v) => {
-                    changes.push(json!({ "role": before.role, "changedDimensions": [], "justification": null, "failed": true, "unparsed": v.unparsed }));
-                    out.push(Self::verdict_row("discussion", 3, &v, replies[i].result.as_deref().unwrap_or("")));
+                    changes.push(Change {
+                        role: &before.role,
+                        changed_dimensions: Vec::new(),
+                        justification: None,
+                        failed: Some(true),
+                        unparsed: Some(v.unparsed),
+                    });
+                    out.push(Self::verdict_row(
+                        "discussion",
+                        3,
+                        &v,
+                        replies[i].result.as_deref().unwrap_or(""),
+                    ));
                 }
-                None => changes.push(json!({ "role": before.role, "changedDimensions": [], "justification": null, "failed": true })),
+                None => changes.push(Change {
+                    role: &before.role,
+                    changed_dimensions: Vec::new(),
+                    justification: None,
+                    failed: Some(true),
+                    unparsed: None,
+                }),
             }
         }
         let d = detect_disagreement(&self.current);
-        out.push(Effect::emit(
+        out.push(Effect::event(
             "discussion_complete",
-            json!({ "data": { "verdicts": self.current, "changes": changes, "disagreement": d } }),
+            &Data { data: DiscussionDone { verdicts: &self.current, changes, disagreement: &d } },
         ));
         out.extend(self.after_discussion(d));
         out
@@ -468,9 +510,14 @@ impl Clarity {
         self.ruling_schema = Some(schema);
         let backup = self.arbiter_fallback.clone();
         vec![
-            Effect::emit(
+            Effect::event(
                 "arbiter_start",
-                json!({ "data": { "disputedDimensions": disputed, "model": self.model("arbiter") } }),
+                &Data {
+                    data: ArbiterStart {
+                        disputed_dimensions: &disputed,
+                        model: self.model("arbiter"),
+                    },
+                },
             ),
             self.kit.calls.solo(spec, 4, backup.as_deref()),
         ]
@@ -490,21 +537,21 @@ impl Clarity {
             .map(|text| read_ruling(text, disputed, &schema))
             .unwrap_or_default();
         let arbiter = ruling.scores;
-        let mut data = json!({ "model": reply.model, "scores": arbiter, "reasoning": ruling.reasoning,
-                           "responseTimeMs": reply.response_time_ms,
-                           "error": reply.result.as_ref().err().map(|e| e.message.clone()) });
-        if let Some(from) = ruling.read_from {
-            data["readFrom"] = json!(from);
-        }
-        // An Arbiter that answered without a readable score for a disputed dimension: why.
-        data["unparsed"] = match &reply.result {
-            Ok(text) if arbiter.is_empty() => json!(Unparsed::of(text)),
-            _ => Value::Null,
+        let data = ArbiterRuling {
+            model: reply.model.clone(),
+            scores: arbiter.clone(),
+            reasoning: ruling.reasoning,
+            response_time_ms: reply.response_time_ms,
+            error: reply.result.as_ref().err().map(|e| e.message.clone()),
+            read_from: ruling.read_from,
+            // An Arbiter that answered without a readable score for a disputed dimension: why.
+            unparsed: match &reply.result {
+                Ok(text) if arbiter.is_empty() => Some(Unparsed::of(text)),
+                _ => None,
+            },
+            // Only a backup that answered stands in for the Arbiter.
+            fallback_from: fallback_from.filter(|_| reply.result.is_ok()),
         };
-        // Only a backup that answered stands in for the Arbiter.
-        if let Some(from) = fallback_from.filter(|_| reply.result.is_ok()) {
-            data["fallbackFrom"] = json!(from);
-        }
         if let Ok(text) = &reply.result {
             out.push(Effect::Store(StageRow {
                 stage_type: "arbiter".into(),
@@ -512,11 +559,11 @@ impl Clarity {
                 model: Some(reply.model.clone()),
                 role: Some("arbiter".into()),
                 content: text.clone(),
-                parsed_data: Some(data.clone()),
+                parsed_data: Some(to_json(&data)),
                 response_time_ms: Some(reply.response_time_ms as i64),
             }));
         }
-        out.push(Effect::emit("arbiter_complete", json!({ "data": data })));
+        out.push(Effect::event("arbiter_complete", &Data { data: &data }));
         out.extend(self.score(&arbiter, Some(review_reason(&d)), &d));
         out
     }
@@ -529,33 +576,31 @@ impl Clarity {
     ) -> Vec<Effect> {
         let scores = final_scores(&self.current, arbiter);
         let method = if review.is_some() && !arbiter.is_empty() {
-            "arbiter"
+            Method::Arbiter
         } else if self.discussion_ran {
-            "post_discussion"
+            Method::PostDiscussion
         } else {
-            "median"
+            Method::Median
         };
         let overall = weighted(&scores).unwrap_or(0.0);
-        let breakdown: Vec<Value> = DIMENSIONS
+        let breakdown: Vec<DimensionScore> = DIMENSIONS
             .iter()
             .enumerate()
-            .map(|(i, d)| {
-                let by: BTreeMap<&str, Option<f64>> =
-                    self.current.iter().map(|v| (v.role.as_str(), v.scores[i])).collect();
-                json!({ "dimension": d.key, "name": d.name, "weight": d.weight, "score": scores[i],
-                        "evaluatorScores": by, "arbiterScore": arbiter.get(d.key) })
+            .map(|(i, d)| DimensionScore {
+                dimension: d.key.to_string(),
+                name: d.name.to_string(),
+                weight: d.weight,
+                score: scores[i],
+                evaluator_scores: self
+                    .current
+                    .iter()
+                    .map(|v| (v.role.clone(), v.scores[i]))
+                    .collect(),
+                arbiter_score: arbiter.get(d.key).copied(),
             })
             .collect();
         let critique = consolidate(&self.current, &scores);
-        let result = json!({
-            "score": overall, "method": method, "breakdown": breakdown, "critique": critique,
-            "needsHumanReview": review.is_some(), "reviewReason": review,
-            "discussionRan": self.discussion_ran,
-            "initialDisagreement": self.first_disagreement_initial(), "finalDisagreement": last,
-            "verdicts": self.current,
-        });
-        let mut answer =
-            format!("Clarity score: {overall:.1}/10 (method: {})\n\n", method.replace('_', "-"));
+        let mut answer = format!("Clarity score: {overall:.1}/10 (method: {})\n\n", method.words());
         for (i, d) in DIMENSIONS.iter().enumerate() {
             answer.push_str(&format!(
                 "- {} ({:.0}%): {}\n",
@@ -584,10 +629,22 @@ impl Clarity {
         if let Some(r) = &review {
             answer.push_str(&format!("\nFlagged for human review: {r}\n"));
         }
+        let result = Score {
+            score: overall,
+            method,
+            breakdown,
+            critique,
+            needs_human_review: review.is_some(),
+            review_reason: review.clone(),
+            discussion_ran: self.discussion_ran,
+            initial_disagreement: self.first_disagreement_initial(),
+            final_disagreement: last.clone(),
+            verdicts: self.current.clone(),
+        };
         let mut out = vec![
-            Effect::Store(StageRow::computed("score", 5, result.clone())),
+            Effect::Store(StageRow::computed("score", 5, to_json(&result))),
             Effect::emit("score_complete", {
-                let mut done = json!({ "data": result });
+                let mut done = to_json(&Data { data: &result });
                 self.kit.calls.mark(&mut done);
                 done
             }),
@@ -620,10 +677,14 @@ impl Staged for Clarity {
 
     fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "clarity_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id, "mode": "clarity",
-                        "models": self.config.models }),
+                &Start {
+                    conversation_id: &self.ctx.conversation_id,
+                    message_id: &self.ctx.message_id,
+                    mode: "clarity",
+                    models: &self.config.models,
+                },
             ),
             Effect::Store(StageRow {
                 stage_type: "brief".into(),
@@ -631,9 +692,10 @@ impl Staged for Clarity {
                 model: None,
                 role: None,
                 content: self.config.content.clone(),
-                parsed_data: Some(
-                    json!({ "title": self.config.title, "context": self.config.context }),
-                ),
+                parsed_data: Some(to_json(&BriefRow {
+                    title: self.config.title.clone(),
+                    context: self.config.context.clone(),
+                })),
                 response_time_ms: None,
             }),
         ];

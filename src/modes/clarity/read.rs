@@ -217,7 +217,7 @@ pub fn parse_scores(text: &str) -> ([Option<f64>; 7], Option<Value>) {
 }
 
 /// One issue an evaluator raised.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Issue {
     pub dimension: String,
@@ -252,12 +252,15 @@ pub(super) fn issues_of(obj: Option<&Value>) -> Vec<Issue> {
 }
 
 /// An evaluator's scorecard.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Verdict {
+    /// The evaluator's persona (`skeptic`, `advocate`, `generalist`).
     pub role: String,
     pub model: String,
+    /// Its score (0-10) by dimension key; null for a dimension it did not score.
     #[serde(with = "score_map")]
+    #[schemars(with = "BTreeMap<String, Option<f64>>")]
     pub scores: [Option<f64>; 7],
     pub overall: Option<f64>,
     pub critique: String,
@@ -268,9 +271,11 @@ pub struct Verdict {
     /// Why the scorecard could not be read (fewer than four scores): `refused`,
     /// `reasoning_only` or `no_answer`. Null when it was.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub unparsed: Option<Unparsed>,
     /// Where the scorecard was read from (the reply's JSON or its text), when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
 }
 

@@ -1,34 +1,224 @@
-//! What a Clarity run stores and reads back: `load_result` and the export's report.
+//! What a Clarity run stores and reads back: the payloads of its events and rows,
+//! `load_result` and the export's report.
 
 use super::*;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::modes::common::mark_from_rows;
+use crate::modes::common::{failed_from_rows, FailedModel};
 use crate::modes::reading::Unparsed;
-use crate::modes::StageRow;
+use crate::modes::schema::ReadFrom;
+use crate::modes::{to_json, StageRow};
+
+// ---- payloads (one definition for live events and stored results) --------------------------
+
+/// An event whose payload is `{data}`.
+#[derive(Debug, Serialize)]
+pub struct Data<T> {
+    pub data: T,
+}
+
+/// `clarity_start`: the run and the model of each persona.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Start<'a> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+    pub mode: &'static str,
+    pub models: &'a BTreeMap<String, String>,
+}
+
+/// The `brief` row's parsed data (its content is the brief).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BriefRow {
+    pub title: Option<String>,
+    pub context: Option<String>,
+}
+
+/// The brief scored.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Brief {
+    pub content: String,
+    pub title: Option<String>,
+    pub context: Option<String>,
+}
+
+/// `discussion_start`'s data.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscussionStart {
+    pub max_spread: f64,
+}
+
+/// What an evaluator changed in the discussion (`discussion_complete`'s `changes`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Change<'a> {
+    pub role: &'a str,
+    pub changed_dimensions: Vec<&'static str>,
+    pub justification: Option<String>,
+    /// Its revision could not be read (it keeps its first verdict).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<bool>,
+    /// Why, when it answered (null when that is not known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<Option<Unparsed>>,
+}
+
+/// `discussion_complete`'s data.
+#[derive(Debug, Serialize)]
+pub struct DiscussionDone<'a> {
+    pub verdicts: &'a [Verdict],
+    pub changes: Vec<Change<'a>>,
+    pub disagreement: &'a Disagreement,
+}
+
+/// `arbiter_start`'s data.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArbiterStart<'a> {
+    pub disputed_dimensions: &'a [String],
+    pub model: String,
+}
+
+/// The Arbiter's ruling (`arbiter_complete`'s data and the `arbiter` row).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArbiterRuling {
+    /// The model that ruled.
+    pub model: String,
+    /// Its score (0-10) by disputed dimension it scored.
+    pub scores: BTreeMap<String, f64>,
+    pub reasoning: Option<String>,
+    /// How long its call took, in milliseconds.
+    pub response_time_ms: u64,
+    /// Why its call failed, when it did.
+    pub error: Option<String>,
+    /// Where its scores were read from (its JSON or its text), when any were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub read_from: Option<ReadFrom>,
+    /// Why no score could be read from its answer, when none was.
+    #[schemars(with = "Option<String>")]
+    pub unparsed: Option<Unparsed>,
+    /// The Arbiter the backup stood in for, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// How the final score was reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// The median of the evaluators' scores on each dimension, weighted.
+    Median,
+    /// The same after the evaluators' discussion.
+    PostDiscussion,
+    /// The evaluators' scores with the Arbiter's counted 1.5 times on the disputed dimensions.
+    Arbiter,
+}
+
+impl Method {
+    /// Its name in the answer (`post-discussion`).
+    pub fn words(self) -> &'static str {
+        match self {
+            Method::Median => "median",
+            Method::PostDiscussion => "post-discussion",
+            Method::Arbiter => "arbiter",
+        }
+    }
+}
+
+/// A dimension's final score and how it was reached.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DimensionScore {
+    /// The dimension's key (`evidenceQuality`).
+    pub dimension: String,
+    /// Its name (`Evidence Quality`).
+    pub name: String,
+    /// Its weight in the overall score (the weights add up to 1).
+    pub weight: f64,
+    /// Its final score (0-10); null when no evaluator scored it.
+    pub score: Option<f64>,
+    /// Each evaluator's (current) score by persona.
+    pub evaluator_scores: BTreeMap<String, Option<f64>>,
+    /// The Arbiter's score, when it ruled on this dimension.
+    pub arbiter_score: Option<f64>,
+}
+
+/// The score (`score_complete`'s data and the `score` row).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Score {
+    /// The weighted overall score, 0-10.
+    pub score: f64,
+    pub method: Method,
+    /// Every dimension's final score.
+    pub breakdown: Vec<DimensionScore>,
+    /// The top issues (at most 5), most agreed and most severe first.
+    pub critique: Vec<CritiqueItem>,
+    /// The evaluators still disagreed after discussion: the run is flagged for a person.
+    pub needs_human_review: bool,
+    /// Why it is flagged, when it is.
+    pub review_reason: Option<String>,
+    pub discussion_ran: bool,
+    /// The disagreement before any discussion.
+    pub initial_disagreement: Disagreement,
+    /// The disagreement the score was reached from.
+    pub final_disagreement: Disagreement,
+    /// The evaluators' verdicts as they stood at the end.
+    pub verdicts: Vec<Verdict>,
+}
+
+/// A Clarity run's result, rebuilt from its stored rows.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClarityResult {
+    /// The brief scored; null before it was stored.
+    pub brief: Option<Brief>,
+    /// Every evaluator's first verdict (readable or not).
+    pub evaluations: Vec<Verdict>,
+    /// How far the readable first verdicts were apart; null before they were all in.
+    pub initial_disagreement: Option<Disagreement>,
+    /// Every evaluator's revision in the discussion, when one ran.
+    pub discussion: Vec<Verdict>,
+    /// The Arbiter's ruling, when it was called and answered.
+    pub arbiter: Option<ArbiterRuling>,
+    /// The score; null before it was reached.
+    pub score: Option<Score>,
+    /// Some evaluator's or the Arbiter's call failed.
+    pub partial: bool,
+    /// The calls that failed.
+    #[schemars(with = "Vec<Value>")]
+    pub failed_models: Vec<FailedModel>,
+}
+
+/// A row's parsed data as `T`, when it is there and reads so.
+fn parsed<T: serde::de::DeserializeOwned>(r: &StageRow) -> Option<T> {
+    serde_json::from_value(r.parsed_data.clone()?).ok()
+}
 
 /// The clarity result from stored rows: the brief, every evaluator's verdict before and after
 /// discussion, the Arbiter, and the score with its method.
 pub fn load_result(rows: &[StageRow]) -> Value {
     let of = |t: &'static str| rows.iter().filter(move |r| r.stage_type == t);
-    let pd = |r: &StageRow| r.parsed_data.clone().unwrap_or(Value::Null);
-    let brief = of("brief").next().map(
-        |r| json!({ "content": r.content, "title": pd(r)["title"], "context": pd(r)["context"] }),
-    );
-    let evaluations: Vec<Value> = of("evaluation").map(pd).collect();
-    let discussion: Vec<Value> = of("discussion").map(pd).collect();
-    let score = of("score").next().map(pd);
-    let mut result = json!({
-        "brief": brief,
-        "evaluations": evaluations,
-        "initialDisagreement": of("disagreement").next().map(pd),
-        "discussion": discussion,
-        "arbiter": of("arbiter").next().map(pd),
-        "score": score,
+    let brief = of("brief").next().map(|r| {
+        let b: BriefRow = parsed(r).unwrap_or_default();
+        Brief { content: r.content.clone(), title: b.title, context: b.context }
     });
-    mark_from_rows(&mut result, rows);
-    result
+    let failed_models = failed_from_rows(rows);
+    to_json(&ClarityResult {
+        brief,
+        evaluations: of("evaluation").filter_map(parsed).collect(),
+        initial_disagreement: of("disagreement").next().and_then(parsed),
+        discussion: of("discussion").filter_map(parsed).collect(),
+        arbiter: of("arbiter").next().and_then(parsed),
+        score: of("score").next().and_then(parsed),
+        partial: !failed_models.is_empty(),
+        failed_models,
+    })
 }
 
 // ---- the export's report -------------------------------------------------------------------

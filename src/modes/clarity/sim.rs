@@ -3,13 +3,14 @@
 
 use super::*;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::modes::common::SplitMix64;
 use crate::modes::reading::between;
 use crate::modes::registry::SimAsk;
 use crate::modes::schema::{self, ReplySchema};
 use crate::modes::sim_text::{self, rng, seed_of, Prompt};
+use crate::modes::to_json;
 
 // ---- the sim ----------------------------------------------------------------------------------
 
@@ -77,27 +78,50 @@ fn sim_scorecard(ask: &SimAsk, discussion: bool) -> Value {
                 score = (score + (mid - score) * pull).round();
             }
         }
-        scores.insert(d.key.to_string(), json!(score));
+        scores.insert(d.key.to_string(), Value::from(score));
     }
     let quote =
         cut(brief.split_whitespace().take(8).collect::<Vec<_>>().join(" "), SENTENCE_MAX_CHARS);
     let (dim, issue, fix) = clarity_issue(who);
     let (shared_dim, shared_issue, shared_fix) = CLARITY_SHARED_ISSUE;
     let level_word = if level >= 7.0 { "solid" } else { "uneven" };
-    let mut reply = json!({
-        "reasoning": cut(format!("[simulated {who} scorecard from {}] {}Weighing the brief against each dimension's guideline.", ask.model, ask.hostile_paragraph()), schema::REASONING_MAX_CHARS),
-        "scores": scores,
-        "critique": cut(format!("As the {who} I find the brief {level_word}. {}", ask.hostile_paragraph()).trim_end().to_string(), PARAGRAPH_MAX_CHARS),
-        "issues": [
-            { "dimension": dim, "issue": issue, "suggestedFix": fix, "quote": quote, "severity": "high" },
-            { "dimension": shared_dim, "issue": shared_issue, "suggestedFix": shared_fix, "quote": quote, "severity": "medium" },
+    let item = |dimension: &str, issue: &str, fix: &str, severity: &str| Issue {
+        dimension: dimension.to_string(),
+        issue: issue.to_string(),
+        suggested_fix: fix.to_string(),
+        quote: quote.clone(),
+        severity: severity.to_string(),
+    };
+    to_json(&SimScorecard {
+        reasoning: cut(format!("[simulated {who} scorecard from {}] {}Weighing the brief against each dimension's guideline.", ask.model, ask.hostile_paragraph()), schema::REASONING_MAX_CHARS),
+        scores,
+        critique: cut(format!("As the {who} I find the brief {level_word}. {}", ask.hostile_paragraph()).trim_end().to_string(), PARAGRAPH_MAX_CHARS),
+        issues: vec![
+            item(dim, issue, fix, "high"),
+            item(shared_dim, shared_issue, shared_fix, "medium"),
         ],
-    });
-    if discussion {
-        reply["justification"] =
-            json!("I moved toward the panel where their reasons were convincing.");
-    }
-    reply
+        justification: discussion
+            .then_some("I moved toward the panel where their reasons were convincing."),
+    })
+}
+
+/// An evaluator's sim scorecard as JSON (its scores in the dimensions' order).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SimScorecard {
+    reasoning: String,
+    scores: serde_json::Map<String, Value>,
+    critique: String,
+    issues: Vec<Issue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    justification: Option<&'static str>,
+}
+
+/// The sim Arbiter's ruling as JSON (its scores in the schema's order).
+#[derive(Serialize)]
+struct SimRuling {
+    reasoning: String,
+    scores: serde_json::Map<String, Value>,
 }
 
 /// The sim Arbiter's ruling: the panel's median on each dimension its schema asks for (the
@@ -109,12 +133,12 @@ fn sim_ruling(ask: &SimAsk, schema: &ReplySchema) -> Value {
         .flatten()
         .map(|(k, _)| {
             let v = panel_scores(ask.prompt, k);
-            (k.clone(), json!(v.get(v.len() / 2).copied().unwrap_or(5.0)))
+            (k.clone(), Value::from(v.get(v.len() / 2).copied().unwrap_or(5.0)))
         })
         .collect();
-    json!({
-        "reasoning": cut(format!("[simulated arbitration from {}] {}Weighing the evaluators' positions against the brief itself.", ask.model, ask.hostile_paragraph()), schema::REASONING_MAX_CHARS),
-        "scores": scores,
+    to_json(&SimRuling {
+        reasoning: cut(format!("[simulated arbitration from {}] {}Weighing the evaluators' positions against the brief itself.", ask.model, ask.hostile_paragraph()), schema::REASONING_MAX_CHARS),
+        scores,
     })
 }
 

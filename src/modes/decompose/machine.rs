@@ -2,31 +2,6 @@
 
 use super::*;
 
-/// How a task ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Completed,
-    Failed,
-    Skipped,
-}
-
-/// A task as carried out: `task_complete`'s data, and an entry of the result's waves.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Outcome {
-    pub task_id: String,
-    pub title: String,
-    pub model: String,
-    pub status: Status,
-    /// "" when it failed or was skipped.
-    pub output: String,
-    pub word_count: usize,
-    pub response_time_ms: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Planning,
@@ -35,22 +10,6 @@ enum Phase {
     Running,
     Assembling,
     Done,
-}
-
-/// Why the planner was asked again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reask {
-    Format,
-    Cycle,
-}
-
-impl Reask {
-    fn name(self) -> &'static str {
-        match self {
-            Reask::Format => "format",
-            Reask::Cycle => "cycle",
-        }
-    }
 }
 
 /// The planner's first answer, kept while it is asked again.
@@ -189,9 +148,9 @@ impl Decompose {
         });
         self.phase = Phase::Replanning;
         vec![
-            Effect::emit(
+            Effect::event(
                 "plan_start",
-                json!({ "data": { "model": reply.model, "again": reason.name() } }),
+                &Data { data: PlanStart { model: &reply.model, again: Some(reason) } },
             ),
             Effect::Call(spec),
         ]
@@ -280,37 +239,31 @@ impl Decompose {
             ));
         }
         let replanned = plan.first.as_ref().is_some_and(|f| f.reply != plan.reply);
-        let mut data = json!({
-            "model": plan.model, "tasks": s.tasks, "executionWaves": s.waves,
-            "criticalPath": s.critical_path, "maxParallelism": s.max_parallelism,
-            "warnings": warnings, "replanned": replanned,
-            "reasked": plan.first.as_ref().map(|f| f.reason.name()),
-            "droppedDependencies": s.dropped,
-            "responseTimeMs": plan.response_time_ms,
-        });
-        if let Some(from) = &plan.fallback_from {
-            data["fallbackFrom"] = json!(from);
-        }
-        // Only a plan with a task to run was read.
-        if let Some(from) = plan.read_from {
-            data["readFrom"] = json!(from);
-        }
-        let mut stored = data.clone();
-        stored["assignments"] = json!(self.assignments);
-        if let Some(f) = &plan.first {
-            stored["firstReply"] = json!(f.reply);
-            if let (true, Some(from)) = (replanned, f.read_from) {
-                stored["firstReadFrom"] = json!(from);
-            }
-        }
-        // The plan asked for again and set aside (the first plan kept): kept too, and how it
-        // was read.
-        if let Some((text, from)) = &plan.set_aside {
-            stored["setAsideReply"] = json!(text);
-            if let Some(from) = from {
-                stored["setAsideReadFrom"] = json!(from);
-            }
-        }
+        let data = PlanData {
+            model: plan.model.clone(),
+            tasks: s.tasks.clone(),
+            execution_waves: s.waves.clone(),
+            critical_path: s.critical_path.clone(),
+            max_parallelism: s.max_parallelism,
+            warnings,
+            replanned,
+            reasked: plan.first.as_ref().map(|f| f.reason),
+            dropped_dependencies: s.dropped.clone(),
+            response_time_ms: plan.response_time_ms,
+            fallback_from: plan.fallback_from.clone(),
+            // Only a plan with a task to run was read.
+            read_from: plan.read_from,
+        };
+        let stored = Plan {
+            data,
+            assignments: self.assignments.clone(),
+            first_reply: plan.first.as_ref().map(|f| f.reply.clone()),
+            first_read_from: plan.first.as_ref().and_then(|f| f.read_from).filter(|_| replanned),
+            // The plan asked for again and set aside (the first plan kept): kept too, and how
+            // it was read.
+            set_aside_reply: plan.set_aside.as_ref().map(|(text, _)| text.clone()),
+            set_aside_read_from: plan.set_aside.as_ref().and_then(|(_, from)| *from),
+        };
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "plan".into(),
@@ -318,15 +271,15 @@ impl Decompose {
                 model: Some(plan.model.clone()),
                 role: Some("planner".into()),
                 content: plan.reply.clone(),
-                parsed_data: Some(stored),
+                parsed_data: Some(to_json(&stored)),
                 response_time_ms: Some(plan.response_time_ms as i64),
             }),
-            Effect::emit("plan_complete", json!({ "data": data })),
+            Effect::event("plan_complete", &Data { data: &stored.data }),
         ];
         if schedule.is_some() {
-            out.push(Effect::emit(
+            out.push(Effect::event(
                 "assignment_complete",
-                json!({ "data": { "assignments": self.assignments } }),
+                &Data { data: Assignments { assignments: &self.assignments } },
             ));
         }
         out
@@ -381,16 +334,17 @@ impl Decompose {
         }
         self.wave += 1;
         let ids = self.wave_ids(self.wave);
-        let listed: Vec<Value> = ids
+        let tasks = ids
             .iter()
-            .map(|id| {
-                json!({ "taskId": id, "title": self.task(id).map(|t| t.title.clone()),
-                        "model": self.assignment(id).map(|a| a.model.clone()) })
+            .map(|id| Listed {
+                task_id: id,
+                title: self.task(id).map(|t| t.title.clone()),
+                model: self.assignment(id).map(|a| a.model.clone()),
             })
             .collect();
-        let mut out = vec![Effect::emit(
+        let mut out = vec![Effect::event(
             "wave_start",
-            json!({ "wave": self.wave, "data": { "tasks": listed } }),
+            &WaveEvent { wave: self.wave, data: WaveTasks { tasks } },
         )];
         for id in ids {
             let (Some(task), Some(a)) = (self.task(&id), self.assignment(&id)) else { continue };
@@ -456,7 +410,7 @@ impl Decompose {
         };
         let mut out = vec![
             task_row(&outcome, self.wave),
-            Effect::emit("task_complete", json!({ "wave": self.wave, "data": outcome })),
+            Effect::event("task_complete", &WaveEvent { wave: self.wave, data: &outcome }),
         ];
         self.outcomes.push(outcome);
         let ids = self.wave_ids(self.wave);
@@ -464,11 +418,8 @@ impl Decompose {
             self.outcomes.iter().filter(|o| ids.contains(&o.task_id)).collect();
         if ended.len() == ids.len() {
             let completed = ended.iter().filter(|o| o.status == Status::Completed).count();
-            out.push(Effect::emit(
-                "wave_complete",
-                json!({ "wave": self.wave,
-                        "data": { "completed": completed, "failed": ended.len() - completed } }),
-            ));
+            let data = WaveDone { completed, failed: ended.len() - completed };
+            out.push(Effect::event("wave_complete", &WaveEvent { wave: self.wave, data }));
             out.extend(self.next_wave());
         }
         out
@@ -563,9 +514,9 @@ impl Decompose {
             .collect();
         let backup = self.config.chairman_fallback_model.clone();
         vec![
-            Effect::emit(
+            Effect::event(
                 "assembly_start",
-                json!({ "data": { "model": self.config.assembler_model, "skipped": skipped } }),
+                &Data { data: AssemblyStart { model: &self.config.assembler_model, skipped } },
             ),
             self.kit.calls.solo(spec, ASSEMBLY_ORDER, backup.as_deref()),
         ]
@@ -583,14 +534,16 @@ impl Decompose {
             ),
             Err(_) => {
                 let ordered: Vec<&Outcome> = self.in_schedule_order();
-                (concatenated(&ordered), Some("concatenated"), None, None)
+                (concatenated(&ordered), Some(Fallback::Concatenated), None, None)
             }
         };
-        let mut data = json!({ "model": model, "response": response, "fallback": fallback,
-                               "responseTimeMs": ms });
-        if let (Some(from), None) = (&routed.fallback_from, fallback) {
-            data["fallbackFrom"] = json!(from);
-        }
+        let data = to_json(&Assembly {
+            model: model.clone(),
+            response: response.clone(),
+            fallback,
+            response_time_ms: ms,
+            fallback_from: routed.fallback_from.clone().filter(|_| fallback.is_none()),
+        });
         self.kit.calls.answered(
             Answered {
                 stage: "assembly",
@@ -625,18 +578,21 @@ struct PlanUse {
 
 /// A task's row: its id as the stage type, its wave as the stage order.
 fn task_row(o: &Outcome, wave: usize) -> Effect {
-    let mut parsed = json!({ "taskId": o.task_id, "title": o.title, "wave": wave,
-                             "status": o.status, "wordCount": o.word_count });
-    if let Some(e) = &o.error {
-        parsed["error"] = json!(e);
-    }
+    let parsed = TaskRow {
+        task_id: o.task_id.clone(),
+        title: o.title.clone(),
+        wave,
+        status: o.status,
+        word_count: o.word_count,
+        error: o.error.clone(),
+    };
     Effect::Store(StageRow {
         stage_type: o.task_id.clone(),
         stage_order: wave as i32,
         model: Some(o.model.clone()).filter(|m| !m.is_empty()),
         role: Some("worker".into()),
         content: o.output.clone(),
-        parsed_data: Some(parsed),
+        parsed_data: Some(to_json(&parsed)),
         response_time_ms: o.response_time_ms,
     })
 }
@@ -669,16 +625,27 @@ impl Staged for Decompose {
     fn begin(&mut self) -> Vec<Effect> {
         let c = &self.config;
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "decompose_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
-                        "mode": "decompose",
-                        "config": { "plannerModel": c.planner_model, "workerModels": c.worker_models,
-                                    "assemblerModel": c.assembler_model, "maxTasks": c.max_tasks,
-                                    "timeoutMs": c.timeout_ms, "globalTimeoutMs": c.global_timeout_ms } }),
+                &Start {
+                    conversation_id: &self.ctx.conversation_id,
+                    message_id: &self.ctx.message_id,
+                    mode: "decompose",
+                    config: StartConfig {
+                        planner_model: &c.planner_model,
+                        worker_models: &c.worker_models,
+                        assembler_model: &c.assembler_model,
+                        max_tasks: c.max_tasks,
+                        timeout_ms: c.timeout_ms,
+                        global_timeout_ms: c.global_timeout_ms,
+                    },
+                },
             ),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: c.global_timeout_ms },
-            Effect::emit("plan_start", json!({ "data": { "model": c.planner_model } })),
+            Effect::event(
+                "plan_start",
+                &Data { data: PlanStart { model: &c.planner_model, again: None } },
+            ),
         ];
         // Asked for the plan's JSON when the planner's route takes it (the backup takes the
         // same prompt: it is asked as the planner is).

@@ -24,9 +24,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{
-    mark_from_rows, role_failed, title_prompt, word_count, Answered, Routed, SplitMix64,
-};
+use super::common::{role_failed, title_prompt, word_count, Answered, Routed, SplitMix64};
 use super::reading::{answer_text, bare, json_values, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
@@ -34,8 +32,8 @@ use super::runner::{Kit, Staged, GLOBAL_TIMER};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::stated::{last_stated, Labels};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
+    StageRow, ValidRequest,
 };
 
 mod machine;
@@ -209,7 +207,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                 "modeConfig": { "maxTasks": 6 } })
     },
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<DecomposeResult<'static>>),
 };
 
 #[cfg(test)]

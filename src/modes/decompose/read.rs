@@ -4,7 +4,7 @@
 use super::*;
 
 /// How much work a task is, as the planner states it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Complexity {
     Low,
@@ -32,7 +32,7 @@ impl Complexity {
 }
 
 /// One sub-task of a plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     /// `task_<n>`, as the planner numbered it.

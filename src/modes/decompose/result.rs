@@ -1,72 +1,364 @@
-//! What a Decompose run stores and reads back: the result from the stored rows, its outcome and
-//! the export's report.
+//! What a Decompose run stores and reads back: the payloads of its events and rows, the result
+//! from the stored rows, its outcome and the export's report.
 
 use super::*;
+use crate::modes::common::{failed_from_rows, FailedModel};
+
+// ---- payloads (one definition for live events and stored results) --------------------------
+
+/// An event whose payload is `{data}`.
+#[derive(Debug, Serialize)]
+pub struct Data<T> {
+    pub data: T,
+}
+
+/// An event of a wave (`wave_start`, `task_complete`, `wave_complete`).
+#[derive(Debug, Serialize)]
+pub struct WaveEvent<T> {
+    pub wave: usize,
+    pub data: T,
+}
+
+/// `decompose_start`: the run and its configuration.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Start<'a> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+    pub mode: &'static str,
+    pub config: StartConfig<'a>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartConfig<'a> {
+    pub planner_model: &'a str,
+    pub worker_models: &'a [String],
+    pub assembler_model: &'a str,
+    pub max_tasks: usize,
+    pub timeout_ms: u64,
+    pub global_timeout_ms: u64,
+}
+
+/// Why the planner was asked again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Reask {
+    /// No task could be read from its first plan.
+    Format,
+    /// The dependencies of its first plan formed a cycle.
+    Cycle,
+}
+
+/// `plan_start`'s data: the planner, and why it is asked again when it is.
+#[derive(Debug, Serialize)]
+pub struct PlanStart<'a> {
+    pub model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub again: Option<Reask>,
+}
+
+/// The plan as run: `plan_complete`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanData {
+    /// The model that wrote the plan.
+    pub model: String,
+    /// The sub-tasks in plan order (with the dependencies a cycle repair dropped left out).
+    pub tasks: Vec<Task>,
+    /// The task ids of each wave, in order: a wave's tasks run at once.
+    pub execution_waves: Vec<Vec<String>>,
+    /// The longest chain of dependent tasks, first to last.
+    pub critical_path: Vec<String>,
+    /// The most tasks of one wave.
+    pub max_parallelism: usize,
+    /// What was repaired or assumed in the plan, for a person.
+    pub warnings: Vec<String>,
+    /// The planner was asked again and its second plan was run.
+    pub replanned: bool,
+    /// Why the planner was asked again; null when it was not.
+    pub reasked: Option<Reask>,
+    /// The dependencies the cycle repair dropped.
+    pub dropped_dependencies: Vec<Dropped>,
+    /// How long the planner's call took, in milliseconds.
+    pub response_time_ms: u64,
+    /// The planner the backup stood in for, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+    /// Where the tasks were read from (its JSON or its text), when any were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub read_from: Option<ReadFrom>,
+}
+
+/// The `plan` row's parsed data, and the result's plan (without the assignments, which the
+/// result gives on their own).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    #[serde(flatten)]
+    pub data: PlanData,
+    /// Only in the stored row.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub assignments: Vec<Assignment>,
+    /// The planner's first reply, when it was asked again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_reply: Option<String>,
+    /// Where the first plan's tasks were read from, when the second plan replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub first_read_from: Option<ReadFrom>,
+    /// The second plan, when it was set aside for the first (it still had a cycle, or could
+    /// not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_aside_reply: Option<String>,
+    /// Where the set-aside plan's tasks were read from, when any were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub set_aside_read_from: Option<ReadFrom>,
+}
+
+/// `assignment_complete`'s data.
+#[derive(Debug, Serialize)]
+pub struct Assignments<'a> {
+    pub assignments: &'a [Assignment],
+}
+
+/// A task of `wave_start`: its title and worker.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Listed<'a> {
+    pub task_id: &'a str,
+    pub title: Option<String>,
+    pub model: Option<String>,
+}
+
+/// `wave_start`'s data.
+#[derive(Debug, Serialize)]
+pub struct WaveTasks<'a> {
+    pub tasks: Vec<Listed<'a>>,
+}
+
+/// `wave_complete`'s data.
+#[derive(Debug, Serialize)]
+pub struct WaveDone {
+    pub completed: usize,
+    pub failed: usize,
+}
+
+/// How a task ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Completed,
+    Failed,
+    /// Not run: the run's time limit passed before its wave.
+    Skipped,
+}
+
+/// A task as carried out: `task_complete`'s data, and an entry of the result's waves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// Its id (`task_3`).
+    pub task_id: String,
+    pub title: String,
+    /// Its worker.
+    pub model: String,
+    pub status: Status,
+    /// Its output; "" when it failed or was skipped.
+    pub output: String,
+    pub word_count: usize,
+    /// How long its call took, in milliseconds; null when it was skipped.
+    pub response_time_ms: Option<i64>,
+    /// Why it failed or was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A task row's parsed data.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRow {
+    pub task_id: String,
+    pub title: String,
+    pub wave: usize,
+    pub status: Status,
+    #[serde(default)]
+    pub word_count: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `assembly_start`'s data.
+#[derive(Debug, Serialize)]
+pub struct AssemblyStart<'a> {
+    pub model: &'a str,
+    pub skipped: Vec<&'a str>,
+}
+
+/// What stood in for the assembly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Fallback {
+    /// The assembler failed: the answer is the sub-tasks' outputs in order.
+    Concatenated,
+}
+
+/// The assembly: `assembly_complete`'s data (its row keeps the same without `response`, its
+/// content) and the result's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Assembly {
+    /// The model that wrote it; null when the outputs were concatenated.
+    pub model: Option<String>,
+    /// The answer.
+    #[serde(default)]
+    pub response: String,
+    /// Set when the assembler failed and the outputs were concatenated.
+    pub fallback: Option<Fallback>,
+    /// How long the assembler's call took, in milliseconds.
+    pub response_time_ms: Option<i64>,
+    /// The assembler the backup stood in for, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// `v` with `key` moved to the end, as a row that dropped it (serde_json's `remove` puts the
+/// last key in its place) and the result that added it back have always ordered them.
+fn key_last(mut v: Value, key: &str) -> Value {
+    if let Some(x) = v.as_object_mut().and_then(|o| o.remove(key)) {
+        v[key] = x;
+    }
+    v
+}
+
+/// The result's plan: its row's, less the assignments (which the result gives on their own).
+fn plan_of_row<S: serde::Serializer>(plan: &Option<Plan>, s: S) -> Result<S::Ok, S::Error> {
+    let mut v = to_json(plan);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("assignments");
+    }
+    v.serialize(s)
+}
+
+/// The result's assembly: its row's, with the answer at the end.
+fn answer_last<S: serde::Serializer>(a: &Option<Assembly>, s: S) -> Result<S::Ok, S::Error> {
+    key_last(to_json(a), "response").serialize(s)
+}
+
+/// A wave's tasks as carried out.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Wave<'a> {
+    /// The wave's number, from 1.
+    pub wave: usize,
+    pub tasks: Vec<&'a Outcome>,
+}
+
+/// Counts over the plan and its tasks.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    /// Sub-tasks planned.
+    pub tasks: usize,
+    /// Waves planned.
+    pub waves: usize,
+    /// The most tasks of one wave.
+    pub max_parallelism: usize,
+    /// The critical path's length, in tasks.
+    pub critical_path: usize,
+    pub completed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+}
+
+/// A Decompose run's result, rebuilt from its stored rows.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DecomposeResult<'a> {
+    /// The plan as run; null before one was stored.
+    #[serde(serialize_with = "plan_of_row")]
+    pub plan: Option<Plan>,
+    /// Who carries out which task (round-robin over the workers, wave by wave).
+    pub assignments: Vec<Assignment>,
+    /// The waves that ran, each with its tasks as carried out.
+    pub waves: Vec<Wave<'a>>,
+    /// The assembled answer; null before it was written.
+    #[serde(serialize_with = "answer_last")]
+    pub assembly: Option<Assembly>,
+    /// Counts over the plan; null without a plan.
+    pub stats: Option<Stats>,
+    /// Some worker's, the planner's or the assembler's call failed.
+    pub partial: bool,
+    /// The calls that failed.
+    #[schemars(with = "Vec<Value>")]
+    pub failed_models: Vec<FailedModel>,
+}
+
+/// A row's parsed data as `T`, when it is there and reads so.
+fn parsed<T: serde::de::DeserializeOwned>(r: &StageRow) -> Option<T> {
+    serde_json::from_value(r.parsed_data.clone()?).ok()
+}
 
 /// `{plan, assignments, waves, assembly, stats, partial, failedModels}` from the stored rows,
 /// as the events gave them.
 pub fn load_result(rows: &[StageRow]) -> Value {
     let row = |t: &str| rows.iter().find(|r| r.stage_type == t);
-    let mut plan = row("plan").and_then(|r| r.parsed_data.clone());
-    let assignments = plan
-        .as_mut()
-        .and_then(Value::as_object_mut)
-        .and_then(|o| o.remove("assignments"))
-        .unwrap_or(json!([]));
+    let plan: Option<Plan> = row("plan").and_then(parsed);
+    let assignments = plan.as_ref().map(|p| p.assignments.clone()).unwrap_or_default();
     let is_task = |t: &str| t.strip_prefix("task_").is_some_and(|n| n.parse::<u64>().is_ok());
     let outcomes: Vec<Outcome> = rows
         .iter()
         .filter(|r| is_task(&r.stage_type))
         .filter_map(|r| {
-            let d = r.parsed_data.as_ref()?;
+            let d: TaskRow = serde_json::from_value(r.parsed_data.clone()?).ok()?;
             Some(Outcome {
                 task_id: r.stage_type.clone(),
-                title: d["title"].as_str()?.to_string(),
+                title: d.title,
                 model: r.model.clone().unwrap_or_default(),
-                status: serde_json::from_value(d["status"].clone()).ok()?,
+                status: d.status,
                 output: r.content.clone(),
-                word_count: d["wordCount"].as_u64().unwrap_or(0) as usize,
+                word_count: d.word_count,
                 response_time_ms: r.response_time_ms,
-                error: d["error"].as_str().map(str::to_string),
+                error: d.error,
             })
         })
         .collect();
-    let planned: Vec<Vec<String>> = plan
-        .as_ref()
-        .and_then(|p| serde_json::from_value(p["executionWaves"].clone()).ok())
-        .unwrap_or_default();
-    let waves: Vec<Value> = planned
+    let planned: &[Vec<String>] = plan.as_ref().map_or(&[], |p| &p.data.execution_waves);
+    let waves: Vec<Wave> = planned
         .iter()
         .enumerate()
         .filter_map(|(i, ids)| {
             let tasks: Vec<&Outcome> =
                 ids.iter().filter_map(|id| outcomes.iter().find(|o| &o.task_id == id)).collect();
-            (!tasks.is_empty()).then(|| json!({ "wave": i + 1, "tasks": tasks }))
+            (!tasks.is_empty()).then_some(Wave { wave: i + 1, tasks })
         })
         .collect();
     let count = |s: Status| outcomes.iter().filter(|o| o.status == s).count();
-    let stats = plan.as_ref().map(|p| {
-        json!({
-            "tasks": p["tasks"].as_array().map_or(0, Vec::len),
-            "waves": planned.len(),
-            "maxParallelism": p["maxParallelism"],
-            "criticalPath": p["criticalPath"].as_array().map_or(0, Vec::len),
-            "completed": count(Status::Completed),
-            "failed": count(Status::Failed),
-            "skipped": count(Status::Skipped),
-        })
+    let stats = plan.as_ref().map(|p| Stats {
+        tasks: p.data.tasks.len(),
+        waves: planned.len(),
+        max_parallelism: p.data.max_parallelism,
+        critical_path: p.data.critical_path.len(),
+        completed: count(Status::Completed),
+        failed: count(Status::Failed),
+        skipped: count(Status::Skipped),
     });
-    let assembly = row("assembly").map(|a| {
-        let mut d = a.parsed_data.clone().unwrap_or(json!({}));
-        d["response"] = json!(a.content);
-        d
+    let assembly = row("assembly").and_then(|a| {
+        let d: Assembly = parsed(a)?;
+        Some(Assembly { response: a.content.clone(), ..d })
     });
-    let mut result = json!({
-        "plan": plan, "assignments": assignments, "waves": waves, "assembly": assembly,
-        "stats": stats,
-    });
-    mark_from_rows(&mut result, rows);
-    result
+    let failed_models = failed_from_rows(rows);
+    to_json(&DecomposeResult {
+        plan,
+        assignments,
+        waves,
+        assembly,
+        stats,
+        partial: !failed_models.is_empty(),
+        failed_models,
+    })
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {

@@ -36,7 +36,7 @@ pub fn waves_of(tasks: &[Task]) -> (Vec<Vec<usize>>, Vec<usize>) {
 }
 
 /// One dependency the cycle repair dropped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Dropped {
     pub task_id: String,
@@ -104,7 +104,7 @@ pub fn critical_path(tasks: &[Task], waves: &[Vec<usize>]) -> Vec<usize> {
 
 /// Who carries out which task: round-robin over the workers through the waves in order, plan
 /// order within a wave, the counter carrying across waves.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Assignment {
     pub task_id: String,

@@ -57,7 +57,7 @@ fn sim_plan(n: usize, cyclic: bool, messy: bool, who: &str) -> String {
 /// complexities and expertise as its text plan (`cyclic`: task_2 waits for task_3, which
 /// waits for task_2).
 fn sim_plan_json(n: usize, cyclic: bool, ask: &SimAsk) -> String {
-    let tasks: Vec<Value> = SIM_TASKS
+    let tasks: Vec<SimTask> = SIM_TASKS
         .iter()
         .take(n)
         .enumerate()
@@ -67,9 +67,14 @@ fn sim_plan_json(n: usize, cyclic: bool, ask: &SimAsk) -> String {
                 deps.push(3);
             }
             let deps: Vec<String> = deps.iter().map(|d| format!("task_{d}")).collect();
-            json!({ "id": format!("task_{}", i + 1), "title": title,
-                    "description": format!("{desc} Keep it self-contained."),
-                    "dependencies": deps, "complexity": cx, "expertise": ex })
+            SimTask {
+                id: format!("task_{}", i + 1),
+                title,
+                description: format!("{desc} Keep it self-contained."),
+                dependencies: deps,
+                complexity: cx,
+                expertise: ex,
+            }
         })
         .collect();
     let reasoning: String = format!(
@@ -80,7 +85,25 @@ fn sim_plan_json(n: usize, cyclic: bool, ask: &SimAsk) -> String {
     .chars()
     .take(schema::REASONING_MAX_CHARS)
     .collect();
-    json!({ "reasoning": reasoning, "tasks": tasks }).to_string()
+    to_json(&SimPlan { reasoning, tasks }).to_string()
+}
+
+/// A task of the sim's plan JSON (its complexity as the text plan writes it).
+#[derive(Serialize)]
+struct SimTask {
+    id: String,
+    title: &'static str,
+    description: String,
+    dependencies: Vec<String>,
+    complexity: &'static str,
+    expertise: &'static str,
+}
+
+/// The sim's plan JSON.
+#[derive(Serialize)]
+struct SimPlan {
+    reasoning: String,
+    tasks: Vec<SimTask>,
 }
 
 pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {

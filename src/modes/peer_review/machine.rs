@@ -45,7 +45,6 @@ pub struct PeerReview {
     batch: Batch,
     reviews: Vec<Review>,
     failed_reviewers: Vec<FailedReviewer>,
-    statistics: Value,
     /// The review's reply schema (the run's rubric), shared by every reviewer.
     review_schema: Arc<ReplySchema>,
     kit: Kit,
@@ -71,7 +70,6 @@ impl PeerReview {
             batch,
             reviews: Vec::new(),
             failed_reviewers: Vec::new(),
-            statistics: Value::Null,
             kit,
         })
     }
@@ -99,10 +97,8 @@ impl PeerReview {
                     &self.review_schema,
                     ms,
                 );
-                let mut parsed = json!(review);
-                if let Some(o) = parsed.as_object_mut() {
-                    o.remove("reviewText");
-                }
+                // The row keeps the review's text as its content.
+                let parsed = without(to_json(&review), "reviewText");
                 let out = vec![
                     Effect::Store(StageRow {
                         stage_type: format!("review_{index}"),
@@ -113,7 +109,7 @@ impl PeerReview {
                         parsed_data: Some(parsed),
                         response_time_ms: Some(ms),
                     }),
-                    Effect::emit("reviewer_complete", json!({ "data": review })),
+                    Effect::event("reviewer_complete", &Data { data: &review }),
                 ];
                 self.reviews.push(review);
                 out
@@ -121,8 +117,7 @@ impl PeerReview {
             Err(e) => {
                 let failed =
                     FailedReviewer { reviewer_index: index, model, error: e.message.clone() };
-                let mut data = json!(failed);
-                data["failed"] = json!(true);
+                let data = to_json(&FailedRow { reviewer: &failed, failed: true });
                 self.failed_reviewers.push(failed);
                 vec![Effect::Store(StageRow {
                     stage_type: format!("review_{index}"),
@@ -149,15 +144,17 @@ impl PeerReview {
                 self.config.reviewer_models.len()
             ));
         }
-        self.statistics = statistics(&self.reviews, &self.config.rubric);
-        let stats_row =
-            json!({ "statistics": self.statistics, "failedReviewers": self.failed_reviewers });
+        let stats = statistics(&self.reviews, &self.config.rubric);
+        let stats_row = to_json(&StatsRow {
+            statistics: &stats,
+            failed_reviewers: self.failed_reviewers.clone(),
+        });
         let prompt = consolidation_prompt(
             &self.ctx.question,
             self.work(),
             &self.config.rubric,
             &self.reviews,
-            &self.statistics,
+            &to_json(&stats),
         );
         let material =
             std::iter::once(("the work under review".to_string(), self.work().to_string()))
@@ -180,12 +177,17 @@ impl PeerReview {
         let backup = self.config.foreman_fallback_model.clone();
         vec![
             Effect::Store(StageRow::computed("review_stats", STATS_ORDER, stats_row)),
-            Effect::emit(
+            Effect::event(
                 "all_reviewers_complete",
-                json!({ "data": { "reviews": self.reviews, "failedReviewers": self.failed_reviewers,
-                                  "statistics": self.statistics } }),
+                &Data {
+                    data: AllReviewed {
+                        reviews: &self.reviews,
+                        failed_reviewers: &self.failed_reviewers,
+                        statistics: &stats,
+                    },
+                },
             ),
-            Effect::emit("consolidation_start", json!({})),
+            Effect::event("consolidation_start", &serde_json::Map::new()),
             self.kit.calls.solo(spec, CONSOLIDATION_ORDER, backup.as_deref()),
         ]
     }
@@ -203,18 +205,16 @@ impl PeerReview {
         };
         let reply = &routed.reply;
         let report = answer_text(&text).trim().to_string();
-        let mut data = json!({
-            "model": reply.model, "consolidatedReport": report,
-            "actionItems": read_action_items(&text), "responseTimeMs": reply.response_time_ms,
-        });
-        if let Some(from) = &routed.fallback_from {
-            data["fallbackFrom"] = json!(from);
-        }
-        let mut stored = data.clone();
-        if let Some(o) = stored.as_object_mut() {
-            o.remove("consolidatedReport");
-        }
-        let mut event = json!({ "data": data });
+        let data = Consolidation {
+            model: reply.model.clone(),
+            consolidated_report: report.clone(),
+            action_items: read_action_items(&text),
+            response_time_ms: reply.response_time_ms,
+            fallback_from: routed.fallback_from.clone(),
+        };
+        // The row keeps the report as its content.
+        let stored = without(to_json(&data), "consolidatedReport");
+        let mut event = to_json(&Data { data });
         self.kit.calls.mark(&mut event);
         let mut out = vec![
             Effect::Store(StageRow {
@@ -249,11 +249,15 @@ impl Staged for PeerReview {
 
     fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "review_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
-                        "mode": "peer_review", "reviewType": self.config.review_type.key(),
-                        "rubric": self.config.rubric }),
+                &Start {
+                    conversation_id: &self.ctx.conversation_id,
+                    message_id: &self.ctx.message_id,
+                    mode: "peer_review",
+                    review_type: self.config.review_type.key(),
+                    rubric: &self.config.rubric,
+                },
             ),
             Effect::Store(StageRow {
                 stage_type: SETUP.into(),
@@ -261,14 +265,17 @@ impl Staged for PeerReview {
                 model: None,
                 role: None,
                 content: self.work().to_string(),
-                parsed_data: Some(json!({ "reviewType": self.config.review_type.key(),
-                                          "rubric": self.config.rubric,
-                                          "source": if self.config.content.is_some() { "content" } else { "question" } })),
+                parsed_data: Some(to_json(&Setup {
+                    review_type: self.config.review_type.key().to_string(),
+                    rubric: self.config.rubric.clone(),
+                    source: if self.config.content.is_some() { "content" } else { "question" }
+                        .to_string(),
+                })),
                 response_time_ms: None,
             }),
-            Effect::emit(
+            Effect::event(
                 "reviewers_start",
-                json!({ "totalReviewers": self.config.reviewer_models.len() }),
+                &ReviewersStart { total_reviewers: self.config.reviewer_models.len() },
             ),
         ];
         let asking = Asking::new(self.review_schema.clone(), |json| {

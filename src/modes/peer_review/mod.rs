@@ -30,15 +30,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{mark_from_rows, role_failed, title_prompt, Batch, Routed, SplitMix64};
+use super::common::{role_failed, title_prompt, Batch, Routed, SplitMix64};
 use super::reading::{answer_text, readable};
 use super::reading::{bare, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_SHORT_CHARS};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
+    StageRow, ValidRequest,
 };
 
 const MAX_CRITERION_NAME: usize = 100;
@@ -247,7 +247,7 @@ pub struct PeerReviewRequest {
 }
 
 /// One rubric criterion.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Criterion {
     pub name: String,
@@ -256,7 +256,7 @@ pub struct Criterion {
 }
 
 /// A rubric, built in or custom.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Rubric {
     pub name: String,
@@ -442,5 +442,5 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "reviewerModels": ["sim/alpha", "sim/beta"] } })
     },
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<PeerReviewResult>),
 };

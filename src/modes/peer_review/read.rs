@@ -74,7 +74,7 @@ pub fn review_schema(rubric: &Rubric) -> Arc<ReplySchema> {
 pub const SEVERITIES: [&str; 4] = ["CRITICAL", "MAJOR", "MINOR", "SUGGESTION"];
 
 /// One criterion's score as a review states it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Score {
     pub criterion: String,
@@ -85,7 +85,7 @@ pub struct Score {
 }
 
 /// One finding of a review, renumbered 1..k in review order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
     pub number: usize,
@@ -446,7 +446,7 @@ pub fn read_review_reply(reply: &str, rubric: &Rubric, schema: &ReplySchema) -> 
 }
 
 /// One prioritised action item of the consolidated report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ActionItem {
     /// The first bracketed tag's severity; null when it names none.
     pub severity: Option<String>,

@@ -2,6 +2,7 @@
 //! its outcome and the export's report.
 
 use super::*;
+use crate::modes::common::{failed_from_rows, FailedModel};
 
 pub(super) fn round_to(v: f64, places: i32) -> f64 {
     let f = 10f64.powi(places);
@@ -31,8 +32,77 @@ pub fn agreement(sd: f64) -> &'static str {
     }
 }
 
+/// A reviewer's score for a criterion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewerScore {
+    pub reviewer_index: usize,
+    /// 1-5.
+    pub score: u32,
+}
+
+/// The reviewers' agreement on a criterion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsensusScore {
+    pub criterion: String,
+    /// Its weight in the rubric, 1-5.
+    pub weight: u32,
+    /// The reviewers that scored it.
+    pub scores: Vec<ReviewerScore>,
+    /// The mean score (one decimal); null when no reviewer scored it.
+    pub average: Option<f64>,
+    /// The standard deviation (two decimals); null when fewer than two scored it.
+    pub stddev: Option<f64>,
+    /// `High` (below 0.5), `Medium` (to 1.5) or `Low`; null without a standard deviation.
+    pub agreement: Option<String>,
+    /// The standard deviation is above 1.5.
+    pub disputed: bool,
+}
+
+/// A reviewer's weighted overall score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewerOverall {
+    pub reviewer_index: usize,
+    pub model: String,
+    /// Σ score·weight / Σ weight over its stated scores (one decimal); null when it stated none.
+    pub overall_score: Option<f64>,
+}
+
+/// The findings of every review by severity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub struct FindingTotals {
+    pub critical: usize,
+    pub major: usize,
+    pub minor: usize,
+    pub suggestion: usize,
+    /// Every finding.
+    #[serde(rename = "total")]
+    pub total: usize,
+}
+
 /// The server's statistics over the reviews (models never do this arithmetic).
-pub fn statistics(reviews: &[Review], rubric: &Rubric) -> Value {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Statistics {
+    /// Each rubric criterion, in rubric order.
+    pub consensus_scores: Vec<ConsensusScore>,
+    /// Each review's overall score.
+    pub reviewer_overall_scores: Vec<ReviewerOverall>,
+    /// The criteria's mean scores weighted by the rubric (one decimal, out of 5); null when no
+    /// criterion was scored.
+    pub consensus_overall: Option<f64>,
+    /// The mean of the reviewers' overall scores (one decimal).
+    pub average_overall_score: Option<f64>,
+    /// The mean of the criteria's standard deviations (two decimals).
+    pub mean_std_dev: Option<f64>,
+    pub finding_totals: FindingTotals,
+}
+
+/// The server's statistics over the reviews (models never do this arithmetic).
+pub fn statistics(reviews: &[Review], rubric: &Rubric) -> Statistics {
     let mut consensus = Vec::new();
     let (mut wsum, mut wmean) = (0.0, 0.0);
     let mut sds = Vec::new();
@@ -61,62 +131,214 @@ pub fn statistics(reviews: &[Review], rubric: &Rubric) -> Value {
         if let Some(sd) = sd {
             sds.push(sd);
         }
-        consensus.push(json!({
-            "criterion": c.name, "weight": c.weight,
-            "scores": scored.iter().map(|(i, v)| json!({ "reviewerIndex": i, "score": v })).collect::<Vec<_>>(),
-            "average": mean.map(|m| round_to(m, 1)), "stddev": sd,
-            "agreement": sd.map(agreement), "disputed": sd.is_some_and(|sd| sd > 1.5),
-        }));
+        consensus.push(ConsensusScore {
+            criterion: c.name.clone(),
+            weight: c.weight,
+            scores: scored
+                .iter()
+                .map(|&(reviewer_index, score)| ReviewerScore { reviewer_index, score })
+                .collect(),
+            average: mean.map(|m| round_to(m, 1)),
+            stddev: sd,
+            agreement: sd.map(|sd| agreement(sd).to_string()),
+            disputed: sd.is_some_and(|sd| sd > 1.5),
+        });
     }
-    let overalls: Vec<(usize, &str, Option<f64>)> =
-        reviews.iter().map(|r| (r.reviewer_index, r.model.as_str(), overall(&r.scores))).collect();
-    let stated: Vec<f64> = overalls.iter().filter_map(|o| o.2).collect();
-    let mut totals = serde_json::Map::new();
-    for s in SEVERITIES {
-        let n = reviews.iter().flat_map(|r| &r.findings).filter(|f| f.severity == s).count();
-        totals.insert(s.into(), json!(n));
+    let overalls: Vec<ReviewerOverall> = reviews
+        .iter()
+        .map(|r| ReviewerOverall {
+            reviewer_index: r.reviewer_index,
+            model: r.model.clone(),
+            overall_score: overall(&r.scores).map(|o| round_to(o, 1)),
+        })
+        .collect();
+    let stated: Vec<f64> = reviews.iter().filter_map(|r| overall(&r.scores)).collect();
+    let severe =
+        |s: &str| reviews.iter().flat_map(|r| &r.findings).filter(|f| f.severity == s).count();
+    let [critical, major, minor, suggestion] = SEVERITIES.map(severe);
+    Statistics {
+        consensus_scores: consensus,
+        reviewer_overall_scores: overalls,
+        consensus_overall: (wsum > 0.0).then(|| round_to(wmean / wsum, 1)),
+        average_overall_score: (!stated.is_empty())
+            .then(|| round_to(stated.iter().sum::<f64>() / stated.len() as f64, 1)),
+        mean_std_dev: (!sds.is_empty())
+            .then(|| round_to(sds.iter().sum::<f64>() / sds.len() as f64, 2)),
+        finding_totals: FindingTotals {
+            critical,
+            major,
+            minor,
+            suggestion,
+            total: reviews.iter().map(|r| r.findings.len()).sum(),
+        },
     }
-    totals.insert("total".into(), json!(reviews.iter().map(|r| r.findings.len()).sum::<usize>()));
-    json!({
-        "consensusScores": consensus,
-        "reviewerOverallScores": overalls.iter().map(|(i, m, o)| json!({
-            "reviewerIndex": i, "model": m, "overallScore": o.map(|o| round_to(o, 1)) })).collect::<Vec<_>>(),
-        "consensusOverall": (wsum > 0.0).then(|| round_to(wmean / wsum, 1)),
-        "averageOverallScore": (!stated.is_empty()).then(|| round_to(stated.iter().sum::<f64>() / stated.len() as f64, 1)),
-        "meanStdDev": (!sds.is_empty()).then(|| round_to(sds.iter().sum::<f64>() / sds.len() as f64, 2)),
-        "findingTotals": totals,
-    })
 }
-
-/// One completed review, as `reviewer_complete` gives it and the result lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One completed review, as `reviewer_complete` gives it and the result lists it (its row
+/// keeps the same without `reviewText`, which is its content).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Review {
     /// 1-based, in the order of `reviewerModels`.
     pub reviewer_index: usize,
     pub model: String,
+    /// The review as written (its reasoning trace left out).
     pub review_text: String,
+    /// One per rubric criterion, in rubric order.
     pub scores: Vec<Score>,
+    /// Its weighted overall score (one decimal, out of 5); null when it stated no score.
     pub overall_score: Option<f64>,
     pub findings: Vec<Finding>,
     pub strengths: Vec<String>,
+    /// Its scores could be read.
     pub parse_success: bool,
     /// Where the scores were read from (the review's JSON or its text), when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
+    /// How long its call took, in milliseconds.
     pub response_time_ms: i64,
 }
 
 /// A reviewer whose call failed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FailedReviewer {
     pub reviewer_index: usize,
     pub model: String,
+    /// Why its call failed.
     pub error: String,
 }
 
+// ---- payloads (one definition for live events and stored results) --------------------------
+
+/// An event whose payload is `{data}`.
+#[derive(Debug, Serialize)]
+pub struct Data<T> {
+    pub data: T,
+}
+
+/// `review_start`: the run, its review type and rubric.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Start<'a> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+    pub mode: &'static str,
+    pub review_type: &'static str,
+    pub rubric: &'a Rubric,
+}
+
+/// The `review_setup` row's parsed data (its content is the work under review).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Setup {
+    pub review_type: String,
+    pub rubric: Rubric,
+    /// Where the work came from: `content` or `question`.
+    pub source: String,
+}
+
+/// `reviewers_start`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewersStart {
+    pub total_reviewers: usize,
+}
+
+/// A failed reviewer's row.
+#[derive(Debug, Serialize)]
+pub struct FailedRow<'a> {
+    #[serde(flatten)]
+    pub reviewer: &'a FailedReviewer,
+    pub failed: bool,
+}
+
+/// The `review_stats` row's parsed data.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatsRow<T> {
+    pub statistics: T,
+    pub failed_reviewers: Vec<FailedReviewer>,
+}
+
+/// `all_reviewers_complete`'s data.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AllReviewed<'a> {
+    pub reviews: &'a [Review],
+    pub failed_reviewers: &'a [FailedReviewer],
+    pub statistics: &'a Statistics,
+}
+
+/// The consolidation: `consolidation_complete`'s data (its row keeps the same without
+/// `consolidatedReport`, its content) and the result's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Consolidation {
+    /// The consolidator.
+    pub model: String,
+    /// The consolidated report: the run's answer.
+    #[serde(default)]
+    pub consolidated_report: String,
+    /// The prioritised action items of the report.
+    pub action_items: Vec<ActionItem>,
+    /// How long its call took, in milliseconds.
+    pub response_time_ms: u64,
+    /// The consolidator the backup stood in for, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// `v` without `key`, as serde_json's `remove` leaves it (the last key in its place): the
+/// order stored rows have always had.
+pub(super) fn without(mut v: Value, key: &str) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.remove(key);
+    }
+    v
+}
+
+/// The result's consolidation: its row's, with the report at the end.
+fn report_last<S: serde::Serializer>(c: &Option<Consolidation>, s: S) -> Result<S::Ok, S::Error> {
+    let mut v = to_json(c);
+    if let Some(report) = v.as_object_mut().and_then(|o| o.remove("consolidatedReport")) {
+        v["consolidatedReport"] = report;
+    }
+    v.serialize(s)
+}
+
 // ---- the stored result ---------------------------------------------------------------------
+
+/// A peer review's result, rebuilt from its stored rows.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PeerReviewResult {
+    /// The work under review.
+    pub work: Option<String>,
+    /// The review type (`architecture_review`, ..., `custom`).
+    pub review_type: Option<String>,
+    /// The rubric the reviews were scored against.
+    pub rubric: Option<Rubric>,
+    /// The reviews that arrived, by reviewer index.
+    pub reviews: Vec<Review>,
+    /// The reviewers whose call failed.
+    pub failed_reviewers: Vec<FailedReviewer>,
+    /// The server's statistics; null before every reviewer had answered.
+    pub statistics: Option<Statistics>,
+    /// The consolidation; null before it was written.
+    #[serde(serialize_with = "report_last")]
+    pub consolidation: Option<Consolidation>,
+    /// Some reviewer's or the consolidator's call failed.
+    pub partial: bool,
+    /// The calls that failed.
+    #[schemars(with = "Vec<Value>")]
+    pub failed_models: Vec<FailedModel>,
+}
+
+/// A row's parsed data as `T`, when it is there and reads so.
+fn parsed<T: serde::de::DeserializeOwned>(r: &StageRow) -> Option<T> {
+    serde_json::from_value(r.parsed_data.clone()?).ok()
+}
 
 /// `{work, reviewType, rubric, reviews, failedReviewers, statistics, consolidation, partial,
 /// failedModels}` from the stored rows, as the events gave them (the work, review type and
@@ -129,12 +351,12 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     }) {
         let Some(mut data) = r.parsed_data.clone() else { continue };
         if data["failed"] == true {
-            if let Ok(f) = serde_json::from_value::<FailedReviewer>(strip(data, &["failed"])) {
+            if let Ok(f) = serde_json::from_value::<FailedReviewer>(data) {
                 failed.push(f);
             }
             continue;
         }
-        data["reviewText"] = json!(answer_text(&r.content).trim());
+        data["reviewText"] = Value::from(answer_text(&r.content).trim());
         if let Ok(review) = serde_json::from_value::<Review>(data) {
             reviews.push(review);
         }
@@ -142,32 +364,25 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     reviews.sort_by_key(|r| r.reviewer_index);
     failed.sort_by_key(|r| r.reviewer_index);
     let stats = rows.iter().find(|r| r.stage_type == "review_stats");
-    let statistics = stats.and_then(|s| s.parsed_data.as_ref()).map(|p| p["statistics"].clone());
-    let consolidation = rows.iter().find(|r| r.stage_type == "consolidation").map(|r| {
-        let mut d = r.parsed_data.clone().unwrap_or(json!({}));
-        d["consolidatedReport"] = json!(r.content);
-        d
+    let statistics = stats.and_then(parsed).map(|s: StatsRow<Statistics>| s.statistics);
+    let consolidation = rows.iter().find(|r| r.stage_type == "consolidation").and_then(|r| {
+        let c: Consolidation = parsed(r)?;
+        Some(Consolidation { consolidated_report: r.content.clone(), ..c })
     });
     let setup = rows.iter().find(|r| r.stage_type == SETUP);
-    let setup_data = setup.and_then(|r| r.parsed_data.clone());
-    let mut result = json!({
-        "work": setup.map(|r| r.content.clone()),
-        "reviewType": setup_data.as_ref().map(|s| s["reviewType"].clone()),
-        "rubric": setup_data.as_ref().map(|s| s["rubric"].clone()),
-        "reviews": reviews, "failedReviewers": failed,
-        "statistics": statistics, "consolidation": consolidation,
-    });
-    mark_from_rows(&mut result, rows);
-    result
-}
-
-fn strip(mut v: Value, keys: &[&str]) -> Value {
-    if let Some(o) = v.as_object_mut() {
-        for k in keys {
-            o.remove(*k);
-        }
-    }
-    v
+    let setup_data: Option<Setup> = setup.and_then(parsed);
+    let failed_models = failed_from_rows(rows);
+    to_json(&PeerReviewResult {
+        work: setup.map(|r| r.content.clone()),
+        review_type: setup_data.as_ref().map(|s| s.review_type.clone()),
+        rubric: setup_data.map(|s| s.rubric),
+        reviews,
+        failed_reviewers: failed,
+        statistics,
+        consolidation,
+        partial: !failed_models.is_empty(),
+        failed_models,
+    })
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {

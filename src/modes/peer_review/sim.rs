@@ -75,23 +75,28 @@ fn sim_review_json(ask: &SimAsk, schema: &ReplySchema) -> Option<String> {
         .iter()
         .map(|name| {
             let score = (3 + lean + rng.below(3) as i64 - 1).clamp(1, 5);
-            let s = json!({ "score": score,
-                            "justification": format!("The work is judged on {name}.") });
-            (name.clone(), s)
+            let s = SimScore { score, justification: format!("The work is judged on {name}.") };
+            (name.clone(), to_json(&s))
         })
         .collect();
     let mut picks: Vec<usize> = (0..SIM_FINDINGS.len()).collect();
     rng.shuffle(&mut picks);
     let location = if carried(p).is_empty() { "the request" } else { "the described design" };
-    let findings: Vec<Value> = picks
+    let findings: Vec<SimFinding> = picks
         .iter()
         .take(3 + rng.below(2))
         .map(|&k| {
             let (title, severity, what, fix) = SIM_FINDINGS[k];
             let category = &criteria[rng.below(criteria.len())];
-            json!({ "title": title, "category": category, "severity": severity,
-                    "location": location, "description": format!("In this work {what}."),
-                    "impact": "Outages or lost data when it goes wrong.", "recommendation": fix })
+            SimFinding {
+                title,
+                category: category.clone(),
+                severity,
+                location,
+                description: format!("In this work {what}."),
+                impact: "Outages or lost data when it goes wrong.",
+                recommendation: fix,
+            }
         })
         .collect();
     let summary: String = format!(
@@ -102,14 +107,46 @@ fn sim_review_json(ask: &SimAsk, schema: &ReplySchema) -> Option<String> {
     .chars()
     .take(SUMMARY_CHARS)
     .collect();
-    let reply = json!({
-        "reasoning": format!("[simulated review from {}] Each criterion was weighed against the work.", ask.model),
-        "scores": scores,
-        "findings": findings,
-        "strengths": ["The scope is clear.", "The parts are simple.", "The costs are low."],
-        "summary": summary,
-    });
-    Some(reply.to_string())
+    let reply = SimReview {
+        reasoning: format!(
+            "[simulated review from {}] Each criterion was weighed against the work.",
+            ask.model
+        ),
+        scores,
+        findings,
+        strengths: ["The scope is clear.", "The parts are simple.", "The costs are low."],
+        summary,
+    };
+    Some(to_json(&reply).to_string())
+}
+
+/// A criterion's score in the sim's review JSON.
+#[derive(Serialize)]
+struct SimScore {
+    score: i64,
+    justification: String,
+}
+
+/// A finding of the sim's review JSON.
+#[derive(Serialize)]
+struct SimFinding {
+    title: &'static str,
+    category: String,
+    severity: &'static str,
+    location: &'static str,
+    description: String,
+    impact: &'static str,
+    recommendation: &'static str,
+}
+
+/// The sim's review JSON (its scores in the schema's order of the criteria).
+#[derive(Serialize)]
+struct SimReview {
+    reasoning: String,
+    scores: serde_json::Map<String, Value>,
+    findings: Vec<SimFinding>,
+    strengths: [&'static str; 3],
+    summary: String,
 }
 
 /// A finding's title in a consolidation prompt: a text review's `FINDING <n>: <title>`

@@ -186,7 +186,7 @@ fn review(index: usize, scores: &[Option<u32>]) -> Review {
 fn statistics_are_the_servers_arithmetic() {
     let a = review(1, &[Some(2), Some(4), Some(3), Some(5), None, Some(1)]);
     let b = review(2, &[Some(4), Some(4), Some(5), Some(1), None, None]);
-    let s = statistics(&[a, b], &rubric());
+    let s = to_json(&statistics(&[a, b], &rubric()));
     let c = &s["consensusScores"];
     assert_eq!(c[0]["average"], 3.0);
     assert_eq!(c[0]["stddev"], 1.0);
@@ -498,7 +498,7 @@ fn sim_reviews_and_reports_are_in_the_modes_format() {
     let schema = review_schema(&rb);
     let review =
         review_of(1, "sim/alpha", &sim(&prompt, "sim/alpha", false, false), &rb, &schema, 1);
-    let stats = statistics(&[review.clone(), review.clone()], &rb);
+    let stats = to_json(&statistics(&[review.clone(), review.clone()], &rb));
     let cp = consolidation_prompt("q", "the work", &rb, &[review.clone(), review], &stats);
     let items = read_action_items(&sim(&cp, "sim/beta", false, false));
     assert!(!items.is_empty() && items.iter().all(|i| i.severity.is_some() && i.effort.is_some()));
@@ -556,7 +556,7 @@ proptest! {
     #[test]
     fn statistics_stay_in_bounds(all in proptest::collection::vec(proptest::collection::vec(proptest::option::of(1u32..=5), 6), 2..6)) {
         let reviews: Vec<Review> = all.iter().enumerate().map(|(i, s)| review(i + 1, s)).collect();
-        let s = statistics(&reviews, &rubric());
+        let s = to_json(&statistics(&reviews, &rubric()));
         for c in s["consensusScores"].as_array().unwrap() {
             if let Some(a) = c["average"].as_f64() { prop_assert!((1.0..=5.0).contains(&a)); }
             if let Some(sd) = c["stddev"].as_f64() {
@@ -824,7 +824,7 @@ fn the_sim_answers_its_review_schema_in_json_and_no_other() {
         reviews.push(review_of(reviews.len() + 1, "sim/alpha", &reply, &rb, &s, 1));
     }
     // The sim consolidator finds the JSON reviews' findings as they read.
-    let stats = statistics(&reviews, &rb);
+    let stats = to_json(&statistics(&reviews, &rb));
     let cp = consolidation_prompt("q", "the work", &rb, &reviews, &stats);
     let items = read_action_items(&sim(&cp, "sim/beta", false, false));
     assert!(!items.is_empty() && items.iter().all(|i| i.severity.is_some()));

@@ -57,15 +57,6 @@ pub fn match_draws(run_seed: u64, round: usize, match_index: usize) -> (bool, bo
 
 // ---- the state machine ---------------------------------------------------------------------
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Contestant {
-    pub seed: usize,
-    pub model: String,
-    pub response: String,
-    pub response_time_ms: Option<i64>,
-}
-
 /// A match in flight.
 #[derive(Debug, Clone)]
 struct Live {
@@ -88,7 +79,7 @@ pub struct Tournament {
     round: usize,
     live: Vec<Live>,
     /// Decided matches by round (the `matchup_complete` data plus `round`, `matchIndex`).
-    decided: Vec<Vec<Value>>,
+    decided: Vec<Vec<Match>>,
     /// Decided by a failed judge call, in the current round.
     call_failures: usize,
     ended: bool,
@@ -155,12 +146,12 @@ impl Tournament {
                 model: Some(c.model.clone()),
                 role: Some("contestant".into()),
                 content: c.response.clone(),
-                parsed_data: Some(json!({ "seed": c.seed, "contestant": i + 1 })),
+                parsed_data: Some(to_json(&Seeding { seed: c.seed, contestant: i + 1 })),
                 response_time_ms: c.response_time_ms,
             }));
             self.contestants.push(c);
         }
-        out.push(Effect::emit("collect_complete", json!({ "data": self.contestants })));
+        out.push(Effect::event("collect_complete", &Data { data: &self.contestants }));
         let n = self.contestants.len();
         if n < 2 {
             self.ended = true;
@@ -173,14 +164,21 @@ impl Tournament {
         self.rounds_total = total_rounds(n);
         let first = first_round(n);
         self.byes = first.iter().filter(|p| p.seed_b.is_none()).map(|p| p.seed_a).collect();
-        let bracket = json!({
-            "totalRounds": self.rounds_total,
-            "contestants": self.contestants.iter().map(|c| json!({ "seed": c.seed, "model": c.model })).collect::<Vec<_>>(),
-            "byes": self.byes,
-            "matchups": first.iter().map(|p| json!({ "matchIndex": p.match_index, "seedA": p.seed_a, "seedB": p.seed_b })).collect::<Vec<_>>(),
-        });
-        out.push(Effect::Store(StageRow::computed("bracket_seed", 1, bracket.clone())));
-        out.push(Effect::emit("bracket_seeded", json!({ "data": bracket })));
+        let bracket = Bracket {
+            total_rounds: self.rounds_total,
+            contestants: self
+                .contestants
+                .iter()
+                .map(|c| Seeded { seed: c.seed, model: c.model.clone() })
+                .collect(),
+            byes: self.byes.clone(),
+            matchups: first
+                .iter()
+                .map(|p| Matchup { match_index: p.match_index, seed_a: p.seed_a, seed_b: p.seed_b })
+                .collect(),
+        };
+        out.push(Effect::Store(StageRow::computed("bracket_seed", 1, to_json(&bracket))));
+        out.push(Effect::event("bracket_seeded", &Data { data: &bracket }));
         for p in first.iter().filter(|p| p.seed_b.is_none()) {
             out.push(Effect::Store(StageRow {
                 stage_type: format!("round_1_match_{}", p.match_index),
@@ -188,7 +186,12 @@ impl Tournament {
                 model: None,
                 role: None,
                 content: String::new(),
-                parsed_data: Some(json!({ "isBye": true, "seed": p.seed_a, "round": 1, "matchIndex": p.match_index })),
+                parsed_data: Some(to_json(&ByeRow {
+                    is_bye: true,
+                    seed: p.seed_a,
+                    round: 1,
+                    match_index: p.match_index,
+                })),
                 response_time_ms: None,
             }));
         }
@@ -220,15 +223,17 @@ impl Tournament {
                 }
             })
             .collect();
-        let matchups: Vec<Value> = self
+        let matchups = self
             .live
             .iter()
-            .map(|m| json!({ "matchIndex": m.match_index, "shownAsA": m.shown_a, "shownAsB": m.shown_b }))
+            .map(|m| Shown {
+                match_index: m.match_index,
+                shown_as_a: m.shown_a,
+                shown_as_b: m.shown_b,
+            })
             .collect();
-        let mut out = vec![Effect::emit(
-            "round_start",
-            json!({ "round": round, "data": { "matchups": matchups } }),
-        )];
+        let mut out =
+            vec![Effect::event("round_start", &RoundEvent { round, data: Matchups { matchups } })];
         for m in self.live.clone() {
             out.push(self.judge_call(&m, false));
         }
@@ -279,7 +284,7 @@ impl Tournament {
                 (
                     better,
                     format!("The judge's call failed ({}); the better seed advances.", e.message),
-                    "default_seed",
+                    DecidedBy::DefaultSeed,
                     e.message.clone(),
                 )
             }
@@ -292,7 +297,7 @@ impl Tournament {
                         (
                             seed,
                             v.reasoning,
-                            if strict { "judge_retry" } else { "judge" },
+                            if strict { DecidedBy::JudgeRetry } else { DecidedBy::Judge },
                             text.clone(),
                         )
                     }
@@ -306,7 +311,7 @@ impl Tournament {
                         (
                             seed,
                             "The judge's verdict could not be read, even when asked again; a coin flip decided.".into(),
-                            "coin_flip",
+                            DecidedBy::CoinFlip,
                             text.clone(),
                         )
                     }
@@ -316,28 +321,28 @@ impl Tournament {
         self.live[idx].done = true;
         let loser = if winner == m.shown_a { m.shown_b } else { m.shown_a };
         let label = if winner == m.shown_a { "Response A" } else { "Response B" };
-        let mut data = json!({
-            "shownAsA": m.shown_a, "shownAsB": m.shown_b, "winnerLabel": label,
-            "winnerSeed": winner, "winnerModel": self.contestant(winner).model,
-            "loserSeed": loser, "loserModel": self.contestant(loser).model,
-            "reasoning": reasoning, "decidedBy": decided_by, "responseTimeMs": ms,
-        });
-        // Only a judge's reply that stated a side was read (a coin flip or a failed call
-        // decided the others).
-        if let Some(from) = read_from {
-            data["readFrom"] = json!(from);
-        }
-        let mut parsed = data.clone();
-        parsed["round"] = json!(self.round);
-        parsed["matchIndex"] = json!(m.match_index);
-        if let Some(f) = &m.first_reply {
-            parsed["firstReply"] = json!(f);
-        }
-        let mut stored = parsed.clone();
-        if let Some(o) = stored.as_object_mut() {
-            o.remove("firstReply");
-        }
-        self.decided[self.round - 1].push(stored);
+        let outcome = MatchOutcome {
+            shown_as_a: m.shown_a,
+            shown_as_b: m.shown_b,
+            winner_label: label.to_string(),
+            winner_seed: winner,
+            winner_model: self.contestant(winner).model.clone(),
+            loser_seed: loser,
+            loser_model: self.contestant(loser).model.clone(),
+            reasoning,
+            decided_by,
+            response_time_ms: ms,
+            // Only a judge's reply that stated a side was read (a coin flip or a failed call
+            // decided the others).
+            read_from,
+        };
+        let parsed = Match {
+            outcome,
+            round: self.round,
+            match_index: m.match_index,
+            first_reply: m.first_reply.clone(),
+        };
+        self.decided[self.round - 1].push(Match { first_reply: None, ..parsed.clone() });
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: format!("round_{}_match_{}", self.round, m.match_index),
@@ -345,12 +350,16 @@ impl Tournament {
                 model: Some(reply.model.clone()),
                 role: Some("judge".into()),
                 content,
-                parsed_data: Some(parsed),
+                parsed_data: Some(to_json(&parsed)),
                 response_time_ms: Some(ms),
             }),
-            Effect::emit(
+            Effect::event(
                 "matchup_complete",
-                json!({ "round": self.round, "matchIndex": m.match_index, "data": data }),
+                &MatchEvent {
+                    round: self.round,
+                    match_index: m.match_index,
+                    data: &parsed.outcome,
+                },
             ),
         ];
         if self.live.iter().all(|l| l.done) {
@@ -362,14 +371,12 @@ impl Tournament {
     fn end_round(&mut self) -> Vec<Effect> {
         let round = self.round;
         let mut matches = self.decided[round - 1].clone();
-        matches.sort_by_key(|m| m["matchIndex"].as_u64());
-        let winners: Vec<usize> =
-            matches.iter().filter_map(|m| m["winnerSeed"].as_u64()).map(|s| s as usize).collect();
-        let eliminated: Vec<usize> =
-            matches.iter().filter_map(|m| m["loserSeed"].as_u64()).map(|s| s as usize).collect();
-        let mut out = vec![Effect::emit(
+        matches.sort_by_key(|m| m.match_index);
+        let winners: Vec<usize> = matches.iter().map(|m| m.outcome.winner_seed).collect();
+        let eliminated: Vec<usize> = matches.iter().map(|m| m.outcome.loser_seed).collect();
+        let mut out = vec![Effect::event(
             "round_complete",
-            json!({ "round": round, "data": { "winners": winners, "eliminated": eliminated } }),
+            &RoundEvent { round, data: RoundDone { winners: winners.clone(), eliminated } },
         )];
         if self.call_failures == self.live.len() {
             self.ended = true;
@@ -395,9 +402,9 @@ impl Tournament {
     fn declare(&mut self, seed: usize) -> Vec<Effect> {
         self.ended = true;
         let c = self.contestant(seed).clone();
-        let all: Vec<Value> = self.decided.iter().flatten().cloned().collect();
+        let all: Vec<Match> = self.decided.iter().flatten().cloned().collect();
         let data = champion(&c, &all, &self.byes, self.rounds_total, &self.contestants);
-        let mut event = json!({ "data": data });
+        let mut event = to_json(&Data { data: &data });
         self.kit.calls.mark(&mut event);
         let mut out = vec![
             Effect::Store(StageRow {
@@ -406,7 +413,7 @@ impl Tournament {
                 model: Some(c.model.clone()),
                 role: Some("contestant".into()),
                 content: c.response.clone(),
-                parsed_data: Some(data),
+                parsed_data: Some(to_json(&data)),
                 response_time_ms: c.response_time_ms,
             }),
             Effect::emit("winner_declared", event),
@@ -420,27 +427,40 @@ impl Tournament {
 /// `winner_declared`'s data for the champion `c`, from every decided match.
 fn champion(
     c: &Contestant,
-    matches: &[Value],
+    matches: &[Match],
     byes: &[usize],
     total: usize,
     contestants: &[Contestant],
-) -> Value {
-    let mut path: Vec<Value> = Vec::new();
+) -> Champion {
+    let mut path: Vec<PathStep> = Vec::new();
     if byes.contains(&c.seed) {
-        path.push(
-            json!({ "round": 1, "opponentSeed": null, "opponentModel": null, "result": "bye" }),
-        );
+        path.push(PathStep {
+            round: 1,
+            opponent_seed: None,
+            opponent_model: None,
+            result: PathResult::Bye,
+        });
     }
-    let mut won: Vec<&Value> =
-        matches.iter().filter(|m| m["winnerSeed"].as_u64() == Some(c.seed as u64)).collect();
-    won.sort_by_key(|m| m["round"].as_u64());
+    let mut won: Vec<&Match> = matches.iter().filter(|m| m.outcome.winner_seed == c.seed).collect();
+    won.sort_by_key(|m| m.round);
     for m in &won {
-        let opp = m["loserSeed"].as_u64().unwrap_or(0) as usize;
+        let opp = m.outcome.loser_seed;
         let model = contestants.get(opp.wrapping_sub(1)).map(|o| o.model.clone());
-        path.push(json!({ "round": m["round"], "opponentSeed": opp, "opponentModel": model, "result": "won" }));
+        path.push(PathStep {
+            round: m.round,
+            opponent_seed: Some(opp),
+            opponent_model: model,
+            result: PathResult::Won,
+        });
     }
-    json!({ "seed": c.seed, "model": c.model, "response": c.response, "bracketPath": path,
-            "matchesWon": won.len(), "totalRounds": total })
+    Champion {
+        seed: c.seed,
+        model: c.model.clone(),
+        response: c.response.clone(),
+        bracket_path: path,
+        matches_won: won.len(),
+        total_rounds: total,
+    }
 }
 
 impl Staged for Tournament {
@@ -457,14 +477,19 @@ impl Staged for Tournament {
 
     fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "tournament_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
-                        "mode": "tournament",
-                        "config": { "contestantModels": self.config.contestant_models,
-                                    "judgeModel": self.config.judge_model } }),
+                &Start {
+                    conversation_id: &self.ctx.conversation_id,
+                    message_id: &self.ctx.message_id,
+                    mode: "tournament",
+                    config: StartConfig {
+                        contestant_models: &self.config.contestant_models,
+                        judge_model: &self.config.judge_model,
+                    },
+                },
             ),
-            Effect::emit("collect_start", json!({})),
+            Effect::event("collect_start", &serde_json::Map::new()),
         ];
         for (i, m) in self.config.contestant_models.iter().enumerate() {
             out.push(Effect::Call(CallSpec::new(

@@ -14,15 +14,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{empty_is_failure, mark_from_rows, title_prompt, Routed, SplitMix64};
+use super::common::{empty_is_failure, title_prompt, Routed, SplitMix64};
 use super::reading::answer_text;
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
 use super::runner::{Kit, Staged};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
+    StageRow, ValidRequest,
 };
 
 mod machine;
@@ -145,7 +145,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "judgeModel": "sim/delta" } })
     },
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<TournamentResult>),
 };
 
 #[cfg(test)]

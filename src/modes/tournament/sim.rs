@@ -2,6 +2,13 @@
 
 use super::*;
 
+/// The judgement's JSON, as the sim writes it.
+#[derive(Serialize)]
+struct Judgement {
+    reasoning: String,
+    winner: String,
+}
+
 pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
     let p = ask.prompt;
     if !p.starts_with(JUDGE_HEAD) {
@@ -22,9 +29,8 @@ pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
             .chars()
             .take(schema::REASONING_MAX_CHARS)
             .collect();
-            return Some(
-                json!({ "reasoning": reasoning, "winner": format!("Response {side}") }).to_string(),
-            );
+            let judgement = Judgement { reasoning, winner: format!("Response {side}") };
+            return Some(to_json(&judgement).to_string());
         }
         Some(_) => return None,
         None => {}
