@@ -4,31 +4,50 @@
 use super::*;
 
 /// A claim's consensus over the usable checkers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Consensus {
+    /// The claim's id (`claim_1`…).
     pub claim_id: String,
+    /// VERIFIED, DISPUTED or UNVERIFIABLE: the most given verdict (ties by the tie rule).
     pub verdict: String,
+    /// The share of usable checkers that gave the verdict, in percent (0 to 100).
     pub agreement_rate: u32,
+    /// HIGH, MEDIUM or LOW: the confidence most stated by the checkers that gave the verdict
+    /// (LOW when a tie rule decided).
     pub consensus_confidence: String,
     /// The tie rule that decided, when the checkers tied (`verified=disputed→DISPUTED`…).
     pub tie_rule: Option<String>,
     /// The checkers did not all give the same verdict.
     pub split: bool,
+    /// The correction most given by the checkers that disputed it, on a DISPUTED verdict.
     pub correction: Option<String>,
     /// How many usable checkers gave each verdict.
-    pub votes: Value,
+    pub votes: Votes,
 }
 
-/// The verdict counts over the claims' consensus.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Counts {
+/// How many usable checkers gave each verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub struct Votes {
     pub verified: usize,
     pub disputed: usize,
     pub unverifiable: usize,
+}
+
+/// The verdict counts over the claims' consensus.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    /// Claims whose consensus is VERIFIED.
+    pub verified: usize,
+    /// Claims whose consensus is DISPUTED.
+    pub disputed: usize,
+    /// Claims whose consensus is UNVERIFIABLE.
+    pub unverifiable: usize,
     /// Claims the checkers did not agree on (whatever the consensus).
     pub split: usize,
+    /// Every claim.
     pub total: usize,
 }
 
@@ -93,7 +112,7 @@ pub fn consensus_of(claim_id: &str, votes: &[&Verification]) -> Consensus {
         tie_rule: tie_rule.map(str::to_string),
         split: [nv, nd, nu].iter().filter(|n| **n > 0).count() > 1,
         correction,
-        votes: json!({ "VERIFIED": nv, "DISPUTED": nd, "UNVERIFIABLE": nu }),
+        votes: Votes { verified: nv, disputed: nd, unverifiable: nu },
     }
 }
 
@@ -159,32 +178,52 @@ pub fn fallback_report(claims: &[Claim], consensus: &[Consensus], counts: &Count
 // ---- the state machine ---------------------------------------------------------------------
 
 /// One checker's completed check, as `checker_complete` gives it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Check {
     /// 0-based, in the order of `checkerModels`.
     pub checker_index: usize,
+    /// The checker's model.
     pub model: String,
+    /// One per claim, in claim order.
     pub verifications: Vec<Verification>,
-    /// Verdicts as stated (unaddressed claims count UNVERIFIABLE).
-    pub summary: Value,
+    /// Verdicts as stated (unaddressed claims count UNVERIFIABLE); null when the call failed.
+    pub summary: Option<CheckSummary>,
+    /// The check addressed at least one claim (only such checks count in the consensus).
     pub parse_success: bool,
     pub response_time_ms: i64,
     /// The call failed (after the engine's retries): no verifications.
     #[serde(default)]
     pub failed: bool,
+    /// Why the call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Where the verifications were read from (its JSON or its text), when the check was
     /// usable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
 }
 
-fn summary_of(vs: &[Verification]) -> Value {
+/// A check's verdicts as stated.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckSummary {
+    pub verified: usize,
+    pub disputed: usize,
+    pub unverifiable: usize,
+    /// Claims the checker did not address (counted UNVERIFIABLE).
+    pub unaddressed: usize,
+}
+
+fn summary_of(vs: &[Verification]) -> CheckSummary {
     let n = |v: &str| vs.iter().filter(|x| x.verdict == v).count();
-    json!({ "verified": n("VERIFIED"), "disputed": n("DISPUTED"), "unverifiable": n("UNVERIFIABLE"),
-            "unaddressed": vs.iter().filter(|x| !x.addressed).count() })
+    CheckSummary {
+        verified: n("VERIFIED"),
+        disputed: n("DISPUTED"),
+        unverifiable: n("UNVERIFIABLE"),
+        unaddressed: vs.iter().filter(|x| !x.addressed).count(),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -315,7 +354,11 @@ impl FactCheck {
             }
         };
         let ms = reply.response_time_ms as i64;
-        let data = json!({ "model": reply.model, "content": text, "responseTimeMs": ms });
+        let data = GenerateEvent {
+            model: reply.model.clone(),
+            content: text.clone(),
+            response_time_ms: ms,
+        };
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "generate".into(),
@@ -323,10 +366,13 @@ impl FactCheck {
                 model: Some(reply.model.clone()),
                 role: Some("generator".into()),
                 content: text.clone(),
-                parsed_data: Some(json!({ "model": reply.model, "responseTimeMs": ms })),
+                parsed_data: Some(to_json(&Generated {
+                    model: reply.model.clone(),
+                    response_time_ms: ms,
+                })),
                 response_time_ms: Some(ms),
             }),
-            Effect::emit("generate_complete", json!({ "data": data })),
+            Effect::event("generate_complete", &Data { data }),
         ];
         if self.kit.deadline_passed {
             out.extend(self.deadline_fail("generation"));
@@ -352,20 +398,23 @@ impl FactCheck {
         let (reading, read_from) = read_claims_reply(&text, &schema);
         self.claims = reading.claims.clone();
         let ms = reply.response_time_ms as i64;
-        let mut data = json!({
-            "model": reply.model, "claims": self.claims, "typeBreakdown": type_breakdown(&self.claims),
-            "truncated": self.truncated, "parseSuccess": reading.parse_success(),
-            "responseTimeMs": ms,
-        });
-        if let Some(from) = &routed.fallback_from {
-            data["fallbackFrom"] = json!(from);
-        }
-        if let Some(from) = read_from {
-            data["readFrom"] = json!(from);
-        }
-        let mut stored = data.clone();
-        stored["content"] = json!(self.content);
-        stored["contentSource"] = json!(self.source());
+        let data = Extracted {
+            model: reply.model.clone(),
+            claims: self.claims.clone(),
+            type_breakdown: type_breakdown(&self.claims),
+            truncated: self.truncated,
+            parse_success: reading.parse_success(),
+            response_time_ms: ms,
+            fallback_from: routed.fallback_from.clone(),
+            read_from,
+            content: None,
+            content_source: None,
+        };
+        let stored = Extracted {
+            content: Some(self.content.clone()),
+            content_source: Some(self.source().to_string()),
+            ..data.clone()
+        };
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "extract".into(),
@@ -373,10 +422,10 @@ impl FactCheck {
                 model: Some(reply.model.clone()),
                 role: Some("extractor".into()),
                 content: answer_text(&text).trim().to_string(),
-                parsed_data: Some(stored),
+                parsed_data: Some(to_json(&stored)),
                 response_time_ms: Some(ms),
             }),
-            Effect::emit("extract_complete", json!({ "data": data })),
+            Effect::event("extract_complete", &Data { data }),
         ];
         if self.claims.is_empty() {
             let note = if reading.none_stated {
@@ -394,11 +443,11 @@ impl FactCheck {
             return out;
         }
         self.phase = Phase::Verifying;
-        out.push(Effect::emit(
-            "verify_start",
-            json!({ "data": { "checkerCount": self.config.checker_models.len(),
-                              "claimCount": self.claims.len() } }),
-        ));
+        let data = VerifyStart {
+            checker_count: self.config.checker_models.len(),
+            claim_count: self.claims.len(),
+        };
+        out.push(Effect::event("verify_start", &Data { data }));
         let schema = verifications_schema(self.claims.len());
         let text = verify_prompt(&self.content, &self.claims);
         let json = verify_prompt_as(&self.content, &self.claims, Some(&schema));
@@ -429,7 +478,7 @@ impl FactCheck {
                 let check = Check {
                     checker_index: i,
                     model: reply.model.clone(),
-                    summary: summary_of(&r.verifications),
+                    summary: Some(summary_of(&r.verifications)),
                     verifications: r.verifications,
                     parse_success: r.parse_success,
                     response_time_ms: ms,
@@ -444,7 +493,7 @@ impl FactCheck {
                     checker_index: i,
                     model,
                     verifications: Vec::new(),
-                    summary: Value::Null,
+                    summary: None,
                     parse_success: false,
                     response_time_ms: ms,
                     failed: true,
@@ -461,10 +510,10 @@ impl FactCheck {
                 model: Some(reply.model.clone()),
                 role: Some("checker".into()),
                 content,
-                parsed_data: Some(json!(check)),
+                parsed_data: Some(to_json(&check)),
                 response_time_ms: Some(ms),
             }),
-            Effect::emit("checker_complete", json!({ "data": check })),
+            Effect::event("checker_complete", &Data { data: &check }),
         ];
         self.checks.push(check);
         out
@@ -485,8 +534,11 @@ impl FactCheck {
         let (consensus, counts) = consensus(&self.claims, &self.checks);
         self.consensus = consensus;
         self.counts = counts;
-        let data = json!({ "consensus": self.consensus, "counts": self.counts,
-                           "usableCheckers": usable });
+        let data = ConsensusData {
+            consensus: self.consensus.clone(),
+            counts: self.counts.clone(),
+            usable_checkers: usable,
+        };
         let prompt =
             report_prompt(&self.content, &self.claims, &self.consensus, &self.checks, &self.counts);
         let verdicts = consensus_text(&self.claims, &self.consensus, &self.checks);
@@ -499,8 +551,8 @@ impl FactCheck {
         self.phase = Phase::Reporting;
         let backup = self.config.chairman_fallback_model.clone();
         vec![
-            Effect::Store(StageRow::computed("consensus", CONSENSUS_ORDER, data.clone())),
-            Effect::emit("all_checkers_complete", json!({ "data": data })),
+            Effect::Store(StageRow::computed("consensus", CONSENSUS_ORDER, to_json(&data))),
+            Effect::event("all_checkers_complete", &Data { data }),
             Effect::emit("report_start", json!({})),
             self.kit.calls.solo(spec, REPORT_ORDER, backup.as_deref()),
         ]
@@ -536,29 +588,31 @@ impl FactCheck {
         fallback_from: Option<String>,
     ) -> Vec<Effect> {
         self.phase = Phase::Done;
-        let mut summary = json!({ "verified": self.counts.verified, "disputed": self.counts.disputed,
-                                  "unverifiable": self.counts.unverifiable });
-        if self.truncated {
-            summary["note"] = json!(format!(
+        let note = self.truncated.then(|| {
+            format!(
                 "The content was longer than {} characters and was cut; only the first {} were \
                  checked.",
                 self.config.max_content_length, self.config.max_content_length
-            ));
-        }
-        let mut data = json!({
-            "model": model, "report": report, "reliabilityScore": score, "summary": summary,
-            "fallback": fallback,
-            "responseTimeMs": response_time_ms,
+            )
         });
-        if let Some(from) = &fallback_from {
-            data["fallbackFrom"] = json!(from);
-        }
-        let mut stored = data.clone();
-        if let Some(o) = stored.as_object_mut() {
-            o.remove("report");
-        }
-        let mut event = json!({ "data": data });
-        self.kit.calls.mark(&mut event);
+        let summary = ReportSummary {
+            verified: self.counts.verified,
+            disputed: self.counts.disputed,
+            unverifiable: self.counts.unverifiable,
+            note,
+        };
+        let data = Report {
+            model: model.clone(),
+            report: Some(report.clone()),
+            reliability_score: score,
+            summary,
+            fallback,
+            response_time_ms,
+            fallback_from,
+        };
+        let failed_models = self.kit.calls.failed();
+        let stored = data.row();
+        let event = ReportEvent { data, partial: !failed_models.is_empty(), failed_models };
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "report".into(),
@@ -569,7 +623,7 @@ impl FactCheck {
                 parsed_data: Some(stored),
                 response_time_ms,
             }),
-            Effect::emit("report_complete", event),
+            Effect::event("report_complete", &event),
         ];
         out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: report });
@@ -593,26 +647,33 @@ impl Staged for FactCheck {
     }
 
     fn begin(&mut self) -> Vec<Effect> {
-        let mut config = json!({
-            "contentSource": self.source(), "extractorModel": self.config.extractor_model,
-            "checkerModels": self.config.checker_models, "reporterModel": self.config.reporter_model,
-            "maxContentLength": self.config.max_content_length,
-        });
-        if self.config.content.is_none() {
-            config["generatorModel"] = json!(self.config.generator_model);
-            if self.config.checker_models.contains(&self.config.generator_model) {
-                config["biasWarning"] = json!(format!(
-                    "{} wrote the content and also checks it; its checks may favour its own \
-                     answer.",
-                    self.config.generator_model
-                ));
-            }
-        }
+        let generated = self.config.content.is_none();
+        let generator = &self.config.generator_model;
+        let config = StartConfig {
+            content_source: self.source(),
+            extractor_model: self.config.extractor_model.clone(),
+            checker_models: self.config.checker_models.clone(),
+            reporter_model: self.config.reporter_model.clone(),
+            max_content_length: self.config.max_content_length,
+            generator_model: generated.then(|| generator.clone()),
+            bias_warning: (generated && self.config.checker_models.contains(generator)).then(
+                || {
+                    format!(
+                    "{generator} wrote the content and also checks it; its checks may favour its \
+                     own answer."
+                )
+                },
+            ),
+        };
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "factcheck_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
-                        "mode": "fact_check", "config": config }),
+                &FactCheckStart {
+                    conversation_id: self.ctx.conversation_id.clone(),
+                    message_id: self.ctx.message_id.clone(),
+                    mode: "fact_check",
+                    config,
+                },
             ),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
         ];

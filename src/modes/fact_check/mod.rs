@@ -21,7 +21,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{mark_from_rows, role_failed, title_prompt, Batch, Routed, SplitMix64};
+use super::common::{
+    failed_from_rows, role_failed, title_prompt, Batch, FailedModel, Routed, SplitMix64,
+};
 use super::reading::answer_text;
 use super::reading::{bare, between, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
@@ -29,8 +31,8 @@ use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::runner::{Kit, Staged, GLOBAL_TIMER};
 use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
+    StageRow, ValidRequest,
 };
 
 mod machine;
@@ -243,7 +245,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "checkerModels": ["sim/alpha", "sim/beta", "sim/gamma"] } })
     },
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<FactCheckResult>),
 };
 
 #[cfg(test)]

@@ -37,12 +37,16 @@ fn field<'a>(line: &'a str, names: &str) -> Option<(String, &'a str)> {
 }
 
 /// One checkable claim, renumbered `claim_1`… in order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Claim {
+    /// `claim_1`, `claim_2`…
     pub id: String,
+    /// Its number, from 1.
     pub number: usize,
+    /// The claim as the extractor stated it.
     pub text: String,
+    /// The sentence it comes from, if the extractor gave it.
     pub context: Option<String>,
     /// One of [`TYPES`]; null when the type is missing or unknown.
     #[serde(rename = "type")]
@@ -122,15 +126,20 @@ pub fn read_claims(reply: &str) -> Extraction {
 }
 
 /// Claims by type (`UNTYPED` for a null type), in [`TYPES`] order.
-pub fn type_breakdown(claims: &[Claim]) -> Value {
-    let mut m = serde_json::Map::new();
-    for t in TYPES.iter().copied().chain(["UNTYPED"]) {
+pub fn type_breakdown(claims: &[Claim]) -> TypeBreakdown {
+    let n = |t: &str| {
         let n = claims.iter().filter(|c| c.claim_type.as_deref().unwrap_or("UNTYPED") == t).count();
-        if n > 0 {
-            m.insert(t.into(), json!(n));
-        }
+        (n > 0).then_some(n)
+    };
+    TypeBreakdown {
+        statistic: n("STATISTIC"),
+        date: n("DATE"),
+        attribution: n("ATTRIBUTION"),
+        technical: n("TECHNICAL"),
+        comparison: n("COMPARISON"),
+        causal: n("CAUSAL"),
+        untyped: n("UNTYPED"),
     }
-    Value::Object(m)
 }
 
 /// The one verdict a text states; None when it states none, several, or a negated one
@@ -165,14 +174,18 @@ pub fn confidence_of(value: &str) -> Option<&'static str> {
 }
 
 /// One checker's judgement of one claim.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Verification {
+    /// The claim's id.
     pub claim_id: String,
+    /// VERIFIED, DISPUTED or UNVERIFIABLE.
     pub verdict: String,
+    /// The checker's evidence, as it gave it.
     pub evidence: Option<String>,
     /// Only on a DISPUTED verdict; null when `N/A`, `none`, `-` or empty.
     pub correction: Option<String>,
+    /// HIGH, MEDIUM or LOW.
     pub confidence: String,
     /// False when the reply stated no confidence (LOW is used).
     pub confidence_stated: bool,

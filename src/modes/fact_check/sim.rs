@@ -28,6 +28,39 @@ pub(super) fn sim_claims(content: &str) -> Vec<String> {
         .collect()
 }
 
+/// A claim of the sim extractor's JSON reply.
+#[derive(Serialize)]
+struct SimClaim {
+    claim: String,
+    context: String,
+    #[serde(rename = "type")]
+    claim_type: &'static str,
+}
+
+/// The sim extractor's JSON reply.
+#[derive(Serialize)]
+struct SimClaims {
+    reasoning: String,
+    claims: Vec<SimClaim>,
+}
+
+/// A verification of the sim checker's JSON reply.
+#[derive(Serialize)]
+struct SimVerification {
+    claim: u64,
+    evidence: String,
+    verdict: &'static str,
+    correction: &'static str,
+    confidence: &'static str,
+}
+
+/// The sim checker's JSON reply.
+#[derive(Serialize)]
+struct SimVerifications {
+    reasoning: String,
+    verifications: Vec<SimVerification>,
+}
+
 /// The sim's JSON for this mode's schemas: the claims are the content's sentences that state
 /// a number (as in text), and every listed claim is judged.
 fn sim_json(ask: &SimAsk, schema: &ReplySchema) -> Option<String> {
@@ -46,20 +79,22 @@ fn sim_json(ask: &SimAsk, schema: &ReplySchema) -> Option<String> {
     let reply = match schema.name.as_str() {
         CLAIMS_SCHEMA if p.starts_with(EXTRACT_HEAD) => {
             let found = sim_claims(between(p, CONTENT_START, CONTENT_END));
-            let claims: Vec<Value> = found
+            let claims: Vec<SimClaim> = found
                 .iter()
                 .take(MAX_CLAIMS)
-                .map(|c| {
-                    json!({ "claim": cut(c, CLAIM_MAX_CHARS), "context": cut(c, CONTEXT_MAX_CHARS),
-                            "type": TYPES[rng.below(3)] })
+                .map(|c| SimClaim {
+                    claim: cut(c, CLAIM_MAX_CHARS),
+                    context: cut(c, CONTEXT_MAX_CHARS),
+                    claim_type: TYPES[rng.below(3)],
                 })
                 .collect();
-            json!({ "reasoning": reasoning("The sentences that state a figure or a date can be checked."),
-                    "claims": claims })
+            let reasoning =
+                reasoning("The sentences that state a figure or a date can be checked.");
+            to_json(&SimClaims { reasoning, claims })
         }
         VERIFICATIONS_SCHEMA if p.starts_with(VERIFY_HEAD) => {
             let listed = between(p, CLAIMS_START, CLAIMS_END);
-            let judged: Vec<Value> = listed
+            let verifications: Vec<SimVerification> = listed
                 .lines()
                 .filter_map(|l| numbered("claim", l).map(|(n, _)| n))
                 .map(|n| {
@@ -68,14 +103,19 @@ fn sim_json(ask: &SimAsk, schema: &ReplySchema) -> Option<String> {
                         6..=7 => ("DISPUTED", "The figure is stated differently in the sources."),
                         _ => ("UNVERIFIABLE", "N/A"),
                     };
-                    json!({ "claim": n,
-                            "evidence": format!("Simulated evidence for claim {n}; no source was consulted."),
-                            "verdict": verdict, "correction": correction,
-                            "confidence": CONFIDENCES[rng.below(3)] })
+                    SimVerification {
+                        claim: n,
+                        evidence: format!(
+                            "Simulated evidence for claim {n}; no source was consulted."
+                        ),
+                        verdict,
+                        correction,
+                        confidence: CONFIDENCES[rng.below(3)],
+                    }
                 })
                 .collect();
-            json!({ "reasoning": reasoning("Each claim weighed against what is commonly recorded."),
-                    "verifications": judged })
+            let reasoning = reasoning("Each claim weighed against what is commonly recorded.");
+            to_json(&SimVerifications { reasoning, verifications })
         }
         _ => return None,
     };

@@ -76,7 +76,10 @@ fn claims_are_read_where_stated_deduplicated_and_renumbered() {
         ["claim_1", "claim_2", "claim_3", "claim_4"]
     );
     assert!(e.parse_success());
-    assert_eq!(type_breakdown(&e.claims), json!({ "DATE": 1, "STATISTIC": 1, "UNTYPED": 2 }));
+    assert_eq!(
+        to_json(&type_breakdown(&e.claims)),
+        json!({ "DATE": 1, "STATISTIC": 1, "UNTYPED": 2 })
+    );
 }
 
 #[test]
@@ -204,7 +207,7 @@ proptest! {
             prop_assert_eq!(c.number, i + 1);
             prop_assert!(!c.text.is_empty());
         }
-        let check = Check { checker_index: 0, model: "m".into(), summary: Value::Null,
+        let check = Check { checker_index: 0, model: "m".into(), summary: None,
             verifications: r.verifications.clone(), parse_success: true, response_time_ms: 1,
             failed: false, error: None, read_from: None };
         let (list, counts) = consensus(&cs, &[check]);

@@ -67,11 +67,18 @@ impl RedTeam {
         let fallback = text.is_none();
         self.structured = text.unwrap_or_else(|| self.material.text.clone());
         self.current = self.structured.clone();
-        let data = json!({ "model": reply.model, "structuredContent": self.structured,
-                           "fallback": fallback, "responseTimeMs": reply.response_time_ms });
-        let mut parsed = data.clone();
-        parsed["structuredContent"] = Value::Null;
-        parsed["material"] = json!(self.material);
+        let data = Generated {
+            model: reply.model.clone(),
+            structured_content: Some(self.structured.clone()),
+            fallback,
+            response_time_ms: reply.response_time_ms,
+            material: None,
+        };
+        let parsed = Generated {
+            structured_content: None,
+            material: Some(self.material.clone()),
+            ..data.clone()
+        };
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "generate".into(),
@@ -79,10 +86,10 @@ impl RedTeam {
                 model: Some(reply.model.clone()),
                 role: Some("generator".into()),
                 content: self.structured.clone(),
-                parsed_data: Some(parsed),
+                parsed_data: Some(to_json(&parsed)),
                 response_time_ms: Some(reply.response_time_ms as i64),
             }),
-            Effect::emit("generate_complete", json!({ "data": data })),
+            Effect::event("generate_complete", &Data { data }),
         ];
         out.extend(self.next_round(1));
         out
@@ -115,7 +122,7 @@ impl RedTeam {
                 ("the content".to_string(), self.current.clone()),
                 ("the previous round".to_string(), previous.unwrap_or_default()),
             ]);
-        vec![Effect::emit("attack_start", json!({ "round": r })), Effect::Call(call)]
+        vec![Effect::event("attack_start", &RoundStart { round: r }), Effect::Call(call)]
     }
 
     fn on_attack(&mut self, r: u32, reply: CallReply) -> Vec<Effect> {
@@ -133,16 +140,18 @@ impl RedTeam {
         } else {
             read_attack_reply(&raw, &self.attack_schema)
         };
-        let mut data = json!({
-            "model": reply.model, "findings": reading.findings,
-            "severityCounts": severity_counts(reading.findings.iter().map(|f| f.severity.as_str())),
-            "reportedSummary": reading.reported_summary, "overallRisk": reading.overall_risk,
-            "noFlaws": reading.no_flaws, "parseSuccess": reading.parse_success, "failed": failed,
-            "responseTimeMs": reply.response_time_ms,
-        });
-        if let Some(from) = read_from {
-            data["readFrom"] = json!(from);
-        }
+        let data = Attack {
+            model: reply.model.clone(),
+            findings: reading.findings.clone(),
+            severity_counts: severity_counts(reading.findings.iter().map(|f| f.severity.as_str())),
+            reported_summary: reading.reported_summary.clone(),
+            overall_risk: reading.overall_risk.clone(),
+            no_flaws: reading.no_flaws,
+            parse_success: reading.parse_success,
+            failed,
+            response_time_ms: reply.response_time_ms,
+            read_from,
+        };
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: format!("attack_round_{r}"),
@@ -150,16 +159,14 @@ impl RedTeam {
                 model: Some(reply.model.clone()),
                 role: Some("attacker".into()),
                 content: raw.clone(),
-                parsed_data: Some(data.clone()),
+                parsed_data: Some(to_json(&data)),
                 response_time_ms: Some(reply.response_time_ms as i64),
             }),
-            Effect::emit("attack_complete", json!({ "round": r, "data": data })),
+            Effect::event("attack_complete", &RoundData { round: r, data }),
         ];
         self.rounds.push(Round {
             round: r,
             findings: reading.findings.clone(),
-            attack: data,
-            defense: None,
             responses: unaddressed(&reading.findings),
         });
         if failed {
@@ -200,7 +207,7 @@ impl RedTeam {
                 ("the attacker's report".to_string(), raw_quoted),
             ]);
         self.defense_schema = Some(asking.schema);
-        out.push(Effect::emit("defend_start", json!({ "round": r })));
+        out.push(Effect::event("defend_start", &RoundStart { round: r }));
         out.push(Effect::Call(call));
         out
     }
@@ -222,22 +229,19 @@ impl RedTeam {
         if let Some(revised) = &reading.revised_content {
             self.current = revised.clone();
         }
-        let mut data = defense_data(
-            &reply.model,
-            &reading.responses,
-            &self.current,
-            found,
+        let count = |v: &str| reading.responses.iter().filter(|r| r.verdict == v).count();
+        let data = Defense {
+            model: reply.model.clone(),
+            responses: reading.responses.clone(),
+            accepted: count("ACCEPT"),
+            rebutted: count("REBUT"),
+            unaddressed: count("UNADDRESSED"),
+            revised_content: Some(self.current.clone()),
+            revised_content_found: found,
             failed,
-            reply.response_time_ms,
-        );
-        if let Some(from) = read_from {
-            data["readFrom"] = json!(from);
-        }
-        let mut parsed = data.clone();
-        if let Some(o) = parsed.as_object_mut() {
-            o.remove("revisedContent");
-            o.insert("revisedContentLength".into(), json!(self.current.chars().count()));
-        }
+            response_time_ms: reply.response_time_ms,
+            read_from,
+        };
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: format!("defend_round_{r}"),
@@ -245,13 +249,12 @@ impl RedTeam {
                 model: Some(reply.model.clone()),
                 role: Some("generator".into()),
                 content: raw,
-                parsed_data: Some(parsed),
+                parsed_data: Some(data.row(self.current.chars().count())),
                 response_time_ms: Some(reply.response_time_ms as i64),
             }),
-            Effect::emit("defend_complete", json!({ "round": r, "data": data })),
+            Effect::event("defend_complete", &RoundData { round: r, data }),
         ];
         if let Some(last) = self.rounds.last_mut() {
-            last.defense = Some(data);
             last.responses = reading.responses;
         }
         out.extend(self.next_round(r + 1));
@@ -306,17 +309,22 @@ impl RedTeam {
         };
         let reply = &routed.reply;
         let reading = read_synthesis(&text);
-        let mut data = json!({
-            "model": reply.model, "hardenedOutput": reading.hardened_output,
-            "auditSummary": reading.audit_summary, "hardeningConfidence": reading.hardening_confidence,
-            "totals": totals(&self.rounds), "stopReason": self.stop_reason,
-            "responseTimeMs": reply.response_time_ms,
-        });
-        if let Some(from) = &routed.fallback_from {
-            data["fallbackFrom"] = json!(from);
-        }
-        let mut event = json!({ "data": data });
-        self.kit.calls.mark(&mut event);
+        let data = Synthesis {
+            model: reply.model.clone(),
+            hardened_output: reading.hardened_output,
+            audit_summary: reading.audit_summary,
+            hardening_confidence: reading.hardening_confidence,
+            totals: totals(&self.rounds),
+            stop_reason: self.stop_reason.map(str::to_string),
+            response_time_ms: reply.response_time_ms,
+            fallback_from: routed.fallback_from.clone(),
+        };
+        let failed_models = self.kit.calls.failed();
+        let event = SynthesisEvent {
+            data: data.clone(),
+            partial: !failed_models.is_empty(),
+            failed_models,
+        };
         self.phase = Phase::Done;
         let mut out = vec![
             Effect::Store(StageRow {
@@ -325,32 +333,15 @@ impl RedTeam {
                 model: Some(reply.model.clone()),
                 role: Some("synthesizer".into()),
                 content: text.clone(),
-                parsed_data: Some(data),
+                parsed_data: Some(to_json(&data)),
                 response_time_ms: Some(reply.response_time_ms as i64),
             }),
-            Effect::emit("synthesize_complete", event),
+            Effect::event("synthesize_complete", &event),
         ];
         out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: text });
         out
     }
-}
-
-fn defense_data(
-    model: &str,
-    responses: &[Response],
-    revised: &str,
-    found: bool,
-    failed: bool,
-    ms: u64,
-) -> Value {
-    let count = |v: &str| responses.iter().filter(|r| r.verdict == v).count();
-    json!({
-        "model": model, "responses": responses, "accepted": count("ACCEPT"),
-        "rebutted": count("REBUT"), "unaddressed": count("UNADDRESSED"),
-        "revisedContent": revised, "revisedContentFound": found, "failed": failed,
-        "responseTimeMs": ms,
-    })
 }
 
 fn audit_table(rounds: &[Round]) -> String {
@@ -386,10 +377,14 @@ impl Staged for RedTeam {
 
     fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "redteam_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
-                        "mode": "red_team", "totalRounds": self.config.rounds }),
+                &RedTeamStart {
+                    conversation_id: self.ctx.conversation_id.clone(),
+                    message_id: self.ctx.message_id.clone(),
+                    mode: "red_team",
+                    total_rounds: self.config.rounds,
+                },
             ),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
             Effect::emit("generate_start", json!({})),

@@ -30,15 +30,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{mark_from_rows, role_failed, title_prompt, Routed, SplitMix64};
+use super::common::{failed_from_rows, role_failed, title_prompt, FailedModel, Routed, SplitMix64};
 use super::reading::{answer_text, readable};
 use super::reading::{bare, re, unbold};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
+    StageRow, ValidRequest,
 };
 
 /// Red Team's `modeConfig`.
@@ -193,19 +193,22 @@ pub static SPEC: ModeSpec = ModeSpec {
                 "modeConfig": { "content": "fn login(user: &str, pass: &str) -> bool {\n    let q = format!(\"SELECT * FROM users WHERE name='{user}' AND pass='{pass}'\");\n    db::query(&q).is_some()\n}", "rounds": 1 } })
     },
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<RedTeamResult>),
 };
 
 // ---- the material --------------------------------------------------------------------------
 
 /// What the run red-teams: `content`, else the question, cut to `maxInputLength` characters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Material {
     /// `content` or `question`.
     pub source: String,
+    /// The material, as cut.
     pub text: String,
+    /// Its length in characters before it was cut.
     pub original_length: usize,
+    /// It was cut to `maxInputLength` characters.
     pub truncated: bool,
     /// Said to the generator when the material was cut.
     #[serde(skip_serializing_if = "Option::is_none")]

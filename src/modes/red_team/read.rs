@@ -6,17 +6,23 @@ use super::*;
 pub const SEVERITIES: [&str; 4] = ["CRITICAL", "HIGH", "MEDIUM", "LOW"];
 
 /// One finding of an attack report, renumbered 1..k in report order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
+    /// The finding's number in the round (1..k, in report order).
     pub number: usize,
     /// The number the attacker gave it.
     pub reported_number: u64,
     pub title: String,
+    /// CRITICAL, HIGH, MEDIUM or LOW.
     pub severity: String,
+    /// The attacker stated no severity and MEDIUM was used.
     pub severity_defaulted: bool,
+    /// Where in the content the weakness is, as the attacker put it.
     pub location: Option<String>,
+    /// What the weakness is.
     pub vulnerability: Option<String>,
+    /// How an attacker could use it.
     pub exploit_scenario: Option<String>,
 }
 
@@ -188,17 +194,18 @@ pub fn read_attack(reply: &str) -> AttackReading {
 }
 
 /// Counts of findings by severity (every level present, in order of severity).
-pub fn severity_counts<'a>(severities: impl Iterator<Item = &'a str>) -> Value {
-    let mut counts = serde_json::Map::new();
-    for s in SEVERITIES {
-        counts.insert(s.into(), json!(0));
-    }
+pub fn severity_counts<'a>(severities: impl Iterator<Item = &'a str>) -> SeverityCounts {
+    let mut counts = SeverityCounts::default();
     for s in severities {
-        if let Some(n) = counts.get_mut(s) {
-            *n = json!(n.as_u64().unwrap_or(0) + 1);
+        match s {
+            "CRITICAL" => counts.critical += 1,
+            "HIGH" => counts.high += 1,
+            "MEDIUM" => counts.medium += 1,
+            "LOW" => counts.low += 1,
+            _ => {}
         }
     }
-    Value::Object(counts)
+    counts
 }
 
 // ---- structured replies --------------------------------------------------------------------
@@ -419,17 +426,22 @@ pub fn read_defense_reply(
 }
 
 /// The defender's answer to one finding.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Response {
     /// The finding's number (1..k).
     pub finding: usize,
+    /// The finding's title.
     pub title: String,
+    /// The finding's severity.
     pub severity: String,
     /// ACCEPT, REBUT or UNADDRESSED (no response matched the finding).
     pub verdict: String,
+    /// The response stated no verdict and REBUT was used.
     pub verdict_defaulted: bool,
+    /// Why the defender accepted or rebutted it.
     pub reasoning: Option<String>,
+    /// The change made for an accepted finding.
     pub revision: Option<String>,
 }
 

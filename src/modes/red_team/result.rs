@@ -3,13 +3,200 @@
 
 use super::*;
 
-/// One round as it went out live (`attack_complete`'s and `defend_complete`'s data).
+// ---- payloads (one definition for live events and stored results) --------------------------
+
+/// An event's payload under `data` (`generate_complete`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Data<T> {
+    pub data: T,
+}
+
+/// `attack_start`'s and `defend_start`'s payload.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RoundStart {
+    pub round: u32,
+}
+
+/// `attack_complete`'s and `defend_complete`'s payload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundData<T> {
+    pub round: u32,
+    pub data: T,
+}
+
+/// The run's first event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RedTeamStart {
+    pub conversation_id: String,
+    pub message_id: String,
+    pub mode: &'static str,
+    pub total_rounds: u32,
+}
+
+/// How many of something there are at each severity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub struct SeverityCounts {
+    pub critical: usize,
+    pub high: usize,
+    pub medium: usize,
+    pub low: usize,
+}
+
+/// The material laid out by the generator (`generate_complete`'s data, and the stored row's
+/// parsed data, which holds the material instead of the text).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Generated {
+    /// The generator's model.
+    pub model: String,
+    /// The content the rounds attack: the generator's structured version of the material, or
+    /// the material itself when the generator failed.
+    pub structured_content: Option<String>,
+    /// The generator failed and the material went on as it was.
+    pub fallback: bool,
+    pub response_time_ms: u64,
+    /// In the stored row only (the result gives it at its top).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub material: Option<Material>,
+}
+
+/// An attack (`attack_complete`'s data and the stored row's parsed data).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Attack {
+    /// The attacker's model.
+    pub model: String,
+    /// The findings read from the attacker's report, numbered 1..k.
+    pub findings: Vec<Finding>,
+    /// The findings at each severity.
+    pub severity_counts: SeverityCounts,
+    /// The summary the attacker wrote, if any.
+    pub reported_summary: Option<String>,
+    /// The overall risk as the attacker put it, if it did.
+    pub overall_risk: Option<String>,
+    /// The attacker said it found no flaws (the rounds end).
+    pub no_flaws: bool,
+    /// The report could be read.
+    pub parse_success: bool,
+    /// The attacker's call failed (the rounds end).
+    pub failed: bool,
+    pub response_time_ms: u64,
+    /// Whether the report was read from its JSON or its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub read_from: Option<ReadFrom>,
+}
+
+/// A defense (`defend_complete`'s data, with the revised content; the stored row gives its
+/// length instead, see [`Defense::row`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Defense {
+    /// The defender's (the generator's) model.
+    pub model: String,
+    /// One response per finding, in finding order.
+    pub responses: Vec<Response>,
+    /// Findings accepted (and revised for).
+    pub accepted: usize,
+    /// Findings rebutted.
+    pub rebutted: usize,
+    /// Findings the defense did not answer.
+    pub unaddressed: usize,
+    /// The content after this round (in the live event; the stored row gives its length
+    /// instead, and the result gives it last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub revised_content: Option<String>,
+    /// The defender gave a revised content (else the content went on as it was).
+    pub revised_content_found: bool,
+    /// The defender's call failed.
+    pub failed: bool,
+    pub response_time_ms: u64,
+    /// Whether the defense was read from its JSON or its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub read_from: Option<ReadFrom>,
+}
+
+impl Defense {
+    /// The keys in the order stored rows (and results rebuilt from them) have always had:
+    /// `revisedContent` taken out of the live data by `Map::remove`, which under
+    /// `preserve_order` moves the last key (`readFrom`, else `responseTimeMs`) into its place.
+    fn swapped(&self) -> serde_json::Map<String, Value> {
+        let live = Defense { revised_content: Some(String::new()), ..self.clone() };
+        let mut keys = match to_json(&live) {
+            Value::Object(o) => o,
+            _ => serde_json::Map::new(),
+        };
+        keys.remove("revisedContent");
+        keys
+    }
+
+    /// The stored row's parsed data: the revised content's length in place of the text.
+    pub(super) fn row(&self, revised_content_length: usize) -> Value {
+        let mut keys = self.swapped();
+        keys.insert("revisedContentLength".into(), revised_content_length.into());
+        Value::Object(keys)
+    }
+}
+
+/// Totals over every round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    /// Findings over every round.
+    pub findings: usize,
+    /// Those findings at each severity.
+    pub by_severity: SeverityCounts,
+    /// Findings the defender accepted.
+    pub accepted: usize,
+    /// Findings the defender rebutted.
+    pub rebutted: usize,
+    /// Findings no defense answered.
+    pub unaddressed: usize,
+    /// The accepted findings at each severity.
+    pub accepted_by_severity: SeverityCounts,
+}
+
+/// The hardened output (`synthesize_complete`'s data and the stored row's parsed data).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Synthesis {
+    /// The model that wrote it.
+    pub model: String,
+    /// The hardened content.
+    pub hardened_output: String,
+    /// The synthesizer's summary of the audit, if it wrote one.
+    pub audit_summary: Option<String>,
+    /// How confident the synthesizer is in the hardening, as it put it.
+    pub hardening_confidence: Option<String>,
+    /// Totals over every round.
+    pub totals: Totals,
+    /// Why the rounds ended early: `no flaws`, `attacker failed` or `global timeout`.
+    pub stop_reason: Option<String>,
+    pub response_time_ms: u64,
+    /// The synthesizer the backup stood in for, when the backup wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// `synthesize_complete`'s payload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SynthesisEvent {
+    pub data: Synthesis,
+    pub partial: bool,
+    pub failed_models: Vec<FailedModel>,
+}
+
+/// One round's findings and the responses to them (every finding unaddressed until the
+/// defense answers).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Round {
     pub(super) round: u32,
     pub(super) findings: Vec<Finding>,
-    pub(super) attack: Value,
-    pub(super) defense: Option<Value>,
     pub(super) responses: Vec<Response>,
 }
 
@@ -19,50 +206,108 @@ pub(super) fn unaddressed(findings: &[Finding]) -> Vec<Response> {
 }
 
 /// Totals over every round: findings, by severity, verdicts, accepted by severity.
-pub(super) fn totals(rounds: &[Round]) -> Value {
+pub(super) fn totals(rounds: &[Round]) -> Totals {
     let all: Vec<&Response> = rounds.iter().flat_map(|r| r.responses.iter()).collect();
     let count = |v: &str| all.iter().filter(|r| r.verdict == v).count();
-    json!({
-        "findings": all.len(),
-        "bySeverity": severity_counts(all.iter().map(|r| r.severity.as_str())),
-        "accepted": count("ACCEPT"), "rebutted": count("REBUT"), "unaddressed": count("UNADDRESSED"),
-        "acceptedBySeverity": severity_counts(
-            all.iter().filter(|r| r.verdict == "ACCEPT").map(|r| r.severity.as_str())),
-    })
+    Totals {
+        findings: all.len(),
+        by_severity: severity_counts(all.iter().map(|r| r.severity.as_str())),
+        accepted: count("ACCEPT"),
+        rebutted: count("REBUT"),
+        unaddressed: count("UNADDRESSED"),
+        accepted_by_severity: severity_counts(
+            all.iter().filter(|r| r.verdict == "ACCEPT").map(|r| r.severity.as_str()),
+        ),
+    }
 }
 
 // ---- the stored result ---------------------------------------------------------------------
+
+/// A round of the result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ResultRound {
+    /// The round's number, from 1.
+    pub round: u32,
+    /// The attack.
+    pub attack: Attack,
+    /// The defense; null when the rounds ended before it.
+    pub defense: Option<ResultDefense>,
+}
+
+/// A defense in the result: as it went out live (in its stored row's order), with the content
+/// as revised so far last.
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultDefense {
+    #[serde(flatten)]
+    pub defense: Defense,
+    /// The content after this round: the defender's revision, else the content carried on.
+    pub revised_content: String,
+}
+
+impl Serialize for ResultDefense {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut keys = self.defense.swapped();
+        keys.insert("revisedContent".into(), self.revised_content.clone().into());
+        keys.serialize(s)
+    }
+}
+
+/// A red-team run's result: the material, its structured version, each round's attack and
+/// defense, the totals and the hardened output.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RedTeamResult {
+    /// What the run red-teamed (null before the generator answered).
+    pub material: Option<Material>,
+    /// The generator's structured version of the material.
+    pub generate: Option<Generated>,
+    /// Each round, in order.
+    pub rounds: Vec<ResultRound>,
+    /// Totals over every round.
+    pub totals: Totals,
+    /// The hardened output; null when the synthesis is missing.
+    pub synthesis: Option<Synthesis>,
+    /// True when some model call failed, even one a backup then replaced.
+    pub partial: bool,
+    /// The failed model calls, in stored order.
+    #[schemars(with = "Vec<Value>")]
+    pub failed_models: Vec<FailedModel>,
+}
+
+/// A row's parsed data read as `T`.
+fn parsed<T: serde::de::DeserializeOwned>(row: &StageRow) -> Option<T> {
+    serde_json::from_value(row.parsed_data.clone()?).ok()
+}
 
 /// `{material, generate, rounds: [{round, attack, defense}], totals, synthesis, partial,
 /// failedModels}` from the stored rows, as the events gave them.
 pub fn load_result(rows: &[StageRow]) -> Value {
     let row = |t: &str| rows.iter().find(|r| r.stage_type == t);
     let gen = row("generate");
-    let material = gen.and_then(|g| g.parsed_data.as_ref()).map(|p| p["material"].clone());
-    let generate = gen.map(|g| {
-        let mut d = g.parsed_data.clone().unwrap_or(json!({}));
-        if let Some(o) = d.as_object_mut() {
-            o.remove("material");
-        }
-        d["structuredContent"] = json!(g.content);
-        d
+    let stored: Option<Generated> = gen.and_then(parsed);
+    let material = stored.as_ref().and_then(|g| g.material.clone());
+    let generate = gen.zip(stored).map(|(g, d)| Generated {
+        structured_content: Some(g.content.clone()),
+        material: None,
+        ..d
     });
     let mut current = gen.map(|g| g.content.clone()).unwrap_or_default();
     let mut rounds: Vec<Round> = Vec::new();
+    let mut list: Vec<ResultRound> = Vec::new();
     for r in 1..=3u32 {
-        let Some(a) = row(&format!("attack_round_{r}")) else { break };
-        let attack = a.parsed_data.clone().unwrap_or(Value::Null);
-        let findings: Vec<Finding> =
-            serde_json::from_value(attack["findings"].clone()).unwrap_or_default();
-        let mut round =
-            Round { round: r, responses: unaddressed(&findings), findings, attack, defense: None };
-        if let Some(d) = row(&format!("defend_round_{r}")) {
-            let mut data = d.parsed_data.clone().unwrap_or(json!({}));
-            let responses: Vec<Response> =
-                serde_json::from_value(data["responses"].clone()).unwrap_or_default();
+        let Some(attack) = row(&format!("attack_round_{r}")).and_then(parsed::<Attack>) else {
+            break;
+        };
+        let findings = attack.findings.clone();
+        let mut round = Round { round: r, responses: unaddressed(&findings), findings };
+        let mut defense = None;
+        if let Some((d, data)) =
+            row(&format!("defend_round_{r}")).and_then(|d| Some((d, parsed::<Defense>(d)?)))
+        {
             // The revised text is the reply's own (read again, by the schema it was read by),
             // else the content carried forward.
-            if data["revisedContentFound"] == true {
+            if data.revised_content_found {
                 let schema = defense_schema(round.findings.len(), current.chars().count());
                 if let Some(t) =
                     read_defense_reply(&d.content, &round.findings, &schema).0.revised_content
@@ -70,26 +315,22 @@ pub fn load_result(rows: &[StageRow]) -> Value {
                     current = t;
                 }
             }
-            if let Some(o) = data.as_object_mut() {
-                o.remove("revisedContentLength");
-            }
-            data["revisedContent"] = json!(current);
-            round.responses = responses;
-            round.defense = Some(data);
+            round.responses = data.responses.clone();
+            defense = Some(ResultDefense { defense: data, revised_content: current.clone() });
         }
+        list.push(ResultRound { round: r, attack, defense });
         rounds.push(round);
     }
-    let synthesis = row("synthesis").map(|s| s.parsed_data.clone().unwrap_or(Value::Null));
-    let list: Vec<Value> = rounds
-        .iter()
-        .map(|r| json!({ "round": r.round, "attack": r.attack, "defense": r.defense }))
-        .collect();
-    let mut result = json!({
-        "material": material, "generate": generate, "rounds": list,
-        "totals": totals(&rounds), "synthesis": synthesis,
-    });
-    mark_from_rows(&mut result, rows);
-    result
+    let failed_models = failed_from_rows(rows);
+    to_json(&RedTeamResult {
+        material,
+        generate,
+        rounds: list,
+        totals: totals(&rounds),
+        synthesis: row("synthesis").and_then(parsed),
+        partial: !failed_models.is_empty(),
+        failed_models,
+    })
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {

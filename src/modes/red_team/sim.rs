@@ -47,6 +47,47 @@ pub(super) fn fit(schema: &ReplySchema, field: &str, text: &str) -> String {
     text.chars().take(max.min(usize::MAX as u64) as usize).collect()
 }
 
+/// A sim attacker's finding, as the attack schema asks for it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SimFinding {
+    title: &'static str,
+    severity: &'static str,
+    location: String,
+    vulnerability: String,
+    exploit_scenario: String,
+}
+
+/// The sim attacker's JSON reply.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SimAttack {
+    reasoning: String,
+    findings: Vec<SimFinding>,
+    overall_risk: &'static str,
+}
+
+/// A sim defender's response to one finding.
+#[derive(Serialize)]
+struct SimResponse {
+    finding: u64,
+    verdict: &'static str,
+    reasoning: &'static str,
+    revision: String,
+}
+
+/// The sim defender's JSON reply: the schema's fields in order, responses only where the
+/// schema asks for them.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SimDefense {
+    reasoning: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    responses: Option<Vec<SimResponse>>,
+    summary: String,
+    revised_content: String,
+}
+
 /// The sim attacker's findings as JSON: the same draws as its text report.
 fn sim_attack_json(ask: &SimAsk, schema: &ReplySchema) -> String {
     let mut rng = SplitMix64::new(ask.seed);
@@ -56,34 +97,37 @@ fn sim_attack_json(ask: &SimAsk, schema: &ReplySchema) -> String {
     if n > 0 {
         rng.shuffle(&mut picks);
     }
-    let findings: Vec<Value> = picks
+    let findings: Vec<SimFinding> = picks
         .iter()
         .take(n)
         .map(|&k| {
             let (title, severity, vuln, exploit) = SIM_FLAWS[k];
-            json!({ "title": title, "severity": severity,
-                    "location": format!("Section {}", 1 + rng.below(2)),
-                    "vulnerability": format!("The {vuln}."),
-                    "exploitScenario": format!("An attacker could {exploit}.") })
+            SimFinding {
+                title,
+                severity,
+                location: format!("Section {}", 1 + rng.below(2)),
+                vulnerability: format!("The {vuln}."),
+                exploit_scenario: format!("An attacker could {exploit}."),
+            }
         })
         .collect();
-    let critical = findings.iter().any(|f| f["severity"] == "CRITICAL");
+    let critical = findings.iter().any(|f| f.severity == "CRITICAL");
     let reasoning = format!(
         "{}[simulated attack from {}] Each section was read for untrusted input, secrets and \
          missing limits.",
         ask.hostile_paragraph(),
         ask.model
     );
-    json!({
-        "reasoning": fit(schema, schema::REASONING, &reasoning),
-        "findings": findings,
-        "overallRisk": match (n, critical) {
+    let reply = SimAttack {
+        reasoning: fit(schema, schema::REASONING, &reasoning),
+        findings,
+        overall_risk: match (n, critical) {
             (0, _) => "Low: nothing found",
             (_, true) => "High, fix before release",
             _ => "Moderate",
         },
-    })
-    .to_string()
+    };
+    to_json(&reply).to_string()
 }
 
 /// The sim defender's answer as JSON: each finding the prompt lists accepted (two times in
@@ -94,7 +138,7 @@ fn sim_defense_json(ask: &SimAsk, schema: &ReplySchema) -> String {
     let titles: Vec<(u64, String)> = p.lines().filter_map(|l| finding_heading(bare(l))).collect();
     let k = schema.schema["properties"]["responses"]["maxItems"].as_u64().unwrap_or(0);
     let mut fixes = Vec::new();
-    let responses: Vec<Value> = (1..=k)
+    let responses: Vec<SimResponse> = (1..=k)
         .map(|n| {
             let title = titles
                 .iter()
@@ -103,11 +147,19 @@ fn sim_defense_json(ask: &SimAsk, schema: &ReplySchema) -> String {
             if rng.below(3) > 0 {
                 let revision = format!("Guard against: {title}.");
                 fixes.push(title);
-                json!({ "finding": n, "verdict": "ACCEPT", "reasoning": "The finding is valid.",
-                        "revision": revision })
+                SimResponse {
+                    finding: n,
+                    verdict: "ACCEPT",
+                    reasoning: "The finding is valid.",
+                    revision,
+                }
             } else {
-                json!({ "finding": n, "verdict": "REBUT",
-                        "reasoning": "The section already handles this case.", "revision": "" })
+                SimResponse {
+                    finding: n,
+                    verdict: "REBUT",
+                    reasoning: "The section already handles this case.",
+                    revision: String::new(),
+                }
             }
         })
         .collect();
@@ -120,15 +172,13 @@ fn sim_defense_json(ask: &SimAsk, schema: &ReplySchema) -> String {
         ask.hostile_paragraph(),
         ask.model
     );
-    // The schema's fields in order; responses only where the schema asks for them.
-    let mut reply = serde_json::Map::new();
-    reply.insert(schema::REASONING.into(), json!(fit(schema, schema::REASONING, &reasoning)));
-    if schema.schema["properties"].get("responses").is_some() {
-        reply.insert("responses".into(), json!(responses));
-    }
-    reply.insert("summary".into(), json!(format!("Accepted {} of {k} findings.", fixes.len())));
-    reply.insert("revisedContent".into(), json!(fit(schema, "revisedContent", revised.trim())));
-    Value::Object(reply).to_string()
+    let reply = SimDefense {
+        reasoning: fit(schema, schema::REASONING, &reasoning),
+        responses: schema.schema["properties"].get("responses").is_some().then_some(responses),
+        summary: format!("Accepted {} of {k} findings.", fixes.len()),
+        revised_content: fit(schema, "revisedContent", revised.trim()),
+    };
+    to_json(&reply).to_string()
 }
 
 pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {

@@ -56,7 +56,7 @@ fn an_attack_report_is_read_by_its_findings_blocks() {
     assert_eq!(a.overall_risk.as_deref(), Some("High"));
     assert!(a.reported_summary.as_deref().unwrap().contains("Critical: 1"));
     assert_eq!(
-        severity_counts(a.findings.iter().map(|f| f.severity.as_str())),
+        to_json(&severity_counts(a.findings.iter().map(|f| f.severity.as_str()))),
         json!({"CRITICAL": 1, "HIGH": 1, "MEDIUM": 0, "LOW": 0})
     );
 }
