@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::modes::common::Routed;
+use crate::modes::confidence_weighted::Marked;
 use crate::modes::runner::{Kit, Staged, GLOBAL_TIMER};
 
 pub struct Chain {
@@ -47,19 +48,13 @@ impl Chain {
     }
 
     fn step_row(&self, s: &StepResult) -> Effect {
-        let mut parsed = json!(s);
-        if let Some(o) = parsed.as_object_mut() {
-            for k in ["model", "content", "responseTimeMs"] {
-                o.remove(k);
-            }
-        }
         Effect::Store(StageRow {
             stage_type: format!("chain_step_{}", s.step),
             stage_order: s.step as i32,
             model: Some(s.model.clone()),
             role: Some(Self::role(s.step).into()),
             content: s.content.clone(),
-            parsed_data: Some(parsed),
+            parsed_data: Some(to_json(&StepRowData::of(s))),
             response_time_ms: s.response_time_ms,
         })
     }
@@ -104,11 +99,15 @@ impl Chain {
             ),
         };
         self.current = k;
-        let mut out = vec![Effect::emit(
+        let mut out = vec![Effect::event(
             "chain_step_start",
-            json!({ "step": k, "model": step.model, "mandate": step.mandate,
-                    "basedOnStep": latest.as_ref().map(|l| l.step),
-                    "skippedBefore": skipped.iter().map(|s| s.step).collect::<Vec<_>>() }),
+            &StepStart {
+                step: k,
+                model: step.model.clone(),
+                mandate: step.mandate,
+                based_on_step: latest.as_ref().map(|l| l.step),
+                skipped_before: skipped.iter().map(|s| s.step).collect(),
+            },
         )];
         out.push(Effect::Call(CallSpec::new(
             format!("step:{k}"),
@@ -150,9 +149,16 @@ impl Chain {
         let step = self.config.steps[k - 1].clone();
         let out = vec![
             self.step_row(&s),
-            Effect::emit(
+            Effect::event(
                 "chain_step_skipped",
-                json!({ "step": k, "data": { "model": step.model, "mandate": step.mandate, "reason": reason } }),
+                &StepEvent {
+                    step: k,
+                    data: StepSkipped {
+                        model: step.model,
+                        mandate: step.mandate,
+                        reason: reason.into(),
+                    },
+                },
             ),
         ];
         self.steps.push(s);
@@ -180,7 +186,7 @@ impl Chain {
         s.model = reply.model.clone();
         let mut out = vec![
             self.step_row(&s),
-            Effect::emit("chain_step_complete", json!({ "step": k, "data": complete_data(&s) })),
+            Effect::event("chain_step_complete", &StepEvent { step: k, data: Completed::of(&s) }),
         ];
         self.steps.push(s);
         out.extend(self.run_step(k + 1));
@@ -192,21 +198,12 @@ impl Chain {
         let Some(last) = self.latest().cloned() else {
             return self.kit.title.fail("No step completed.".into());
         };
-        let mut event = json!({ "data": summary(&self.steps, &last) });
-        self.kit.calls.mark(&mut event);
-        let mut out = vec![Effect::emit("chain_complete", event)];
+        let event = Marked::new(summary(&self.steps), self.kit.calls.failed());
+        let mut out = vec![Effect::event("chain_complete", &event)];
         out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: last.content });
         out
     }
-}
-
-/// `chain_step_complete`'s data.
-fn complete_data(s: &StepResult) -> Value {
-    json!({ "model": s.model, "mandate": s.mandate, "mandateDisplay": s.mandate_display,
-            "content": s.content, "wordCount": s.word_count,
-            "previousWordCount": s.previous_word_count, "wordCountDelta": s.word_count_delta,
-            "editorNotes": s.editor_notes, "responseTimeMs": s.response_time_ms })
 }
 
 impl Staged for Chain {
@@ -219,18 +216,28 @@ impl Staged for Chain {
     }
 
     fn begin(&mut self) -> Vec<Effect> {
-        let steps: Vec<Value> = self
+        let steps: Vec<PlannedStep> = self
             .config
             .steps
             .iter()
             .enumerate()
-            .map(|(i, s)| json!({ "step": i + 1, "model": s.model, "mandate": s.mandate, "mandateDisplay": s.mandate.display() }))
+            .map(|(i, s)| PlannedStep {
+                step: i + 1,
+                model: s.model.clone(),
+                mandate: s.mandate,
+                mandate_display: s.mandate.display().into(),
+            })
             .collect();
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "chain_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
-                        "mode": "chain", "totalSteps": self.total(), "steps": steps }),
+                &ChainStart {
+                    conversation_id: self.ctx.conversation_id.clone(),
+                    message_id: self.ctx.message_id.clone(),
+                    mode: "chain",
+                    total_steps: self.total(),
+                    steps,
+                },
             ),
             // The plan, so a run that stops before any step is stored still says how long
             // its chain was.
@@ -240,7 +247,7 @@ impl Staged for Chain {
                 model: None,
                 role: None,
                 content: String::new(),
-                parsed_data: Some(json!({ "totalSteps": self.total() })),
+                parsed_data: Some(to_json(&PlanData { total_steps: self.total() })),
                 response_time_ms: None,
             }),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },

@@ -28,13 +28,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{mark_from_rows, title_prompt, word_count, SplitMix64};
+use super::common::{title_prompt, word_count, SplitMix64};
 use super::reading::answer_text;
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
+    StageRow, ValidRequest,
 };
 
 /// The row of the chain's plan, stored at the start.
@@ -308,5 +308,5 @@ pub static SPEC: ModeSpec = ModeSpec {
                     { "model": "sim/gamma", "mandate": "polish_format" } ] } })
     },
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<ChainResult>),
 };

@@ -1,52 +1,295 @@
 //! What a chain stores and reads back: the step rows, the result, and the export's report.
 
 use super::*;
+use crate::modes::confidence_weighted::Failures;
 
-/// A completed or skipped step, as stored and as the result lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// ---- payloads (one definition for live events and stored results) --------------------------
+
+/// A completed or skipped step, as the result lists it (and as the run keeps it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepResult {
+    /// The step's number, from 1.
     pub step: usize,
+    /// The model that wrote (or was to write) this step's version.
     pub model: String,
+    /// What the step was asked to do.
+    pub mandate: Mandate,
+    /// The mandate's name for a person (`Security review`).
+    pub mandate_display: String,
+    /// A custom mandate in its own words, when the step had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_mandate: Option<String>,
+    /// The completed step whose version this one improved; null for the first completed step.
+    pub based_on_step: Option<usize>,
+    /// The step's full version (empty when skipped).
+    pub content: String,
+    /// Words in this version (the server's count; 0 when skipped).
+    pub word_count: usize,
+    /// Words in the version it improved (0 for a first draft).
+    pub previous_word_count: usize,
+    /// `wordCount` minus `previousWordCount` (0 when skipped).
+    pub word_count_delta: i64,
+    /// The `[Editor's Note: …]` spans of the reply, their words only.
+    pub editor_notes: Vec<String>,
+    /// How long the step's call took, in milliseconds; null when it never answered.
+    pub response_time_ms: Option<i64>,
+    /// True when the step was skipped (its call failed, or the run's time limit passed).
+    pub skipped: bool,
+    /// Why it was skipped (`global timeout`, or the call's error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_reason: Option<String>,
+    /// The steps in the chain (kept in the stored row, not in the result's list).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub total_steps: usize,
+}
+
+/// A step's stored row data: the step without what the row holds itself (its model, content
+/// and response time). Its keys keep the order the rows have always had ([`Serialize`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepRowData {
+    pub step: usize,
     pub mandate: Mandate,
     pub mandate_display: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_mandate: Option<String>,
     pub based_on_step: Option<usize>,
-    pub content: String,
     pub word_count: usize,
     pub previous_word_count: usize,
     pub word_count_delta: i64,
     pub editor_notes: Vec<String>,
-    pub response_time_ms: Option<i64>,
     pub skipped: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
     pub total_steps: usize,
 }
 
-/// `chain_complete`'s data: the final version and the progression.
-pub(super) fn summary(steps: &[StepResult], last: &StepResult) -> Value {
-    let done: Vec<&StepResult> = steps.iter().filter(|s| !s.skipped).collect();
-    json!({
-        "finalStep": last.step, "finalContent": last.content, "completedSteps": done.len(),
-        "skippedSteps": steps.iter().filter(|s| s.skipped).map(|s| s.step).collect::<Vec<_>>(),
-        "wordCountProgression": done.iter().map(|s| json!({ "step": s.step, "wordCount": s.word_count })).collect::<Vec<_>>(),
-    })
+/// The stored order: the step's keys as they were once left after taking its model, content
+/// and time out of the whole step (each taken key's place went to the last key).
+impl Serialize for StepRowData {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("step", &self.step)?;
+        m.serialize_entry("totalSteps", &self.total_steps)?;
+        m.serialize_entry("mandate", &self.mandate)?;
+        m.serialize_entry("mandateDisplay", &self.mandate_display)?;
+        if let Some(c) = &self.custom_mandate {
+            m.serialize_entry("customMandate", c)?;
+        }
+        m.serialize_entry("basedOnStep", &self.based_on_step)?;
+        match &self.skip_reason {
+            Some(why) => m.serialize_entry("skipReason", why)?,
+            None => m.serialize_entry("skipped", &self.skipped)?,
+        }
+        m.serialize_entry("wordCount", &self.word_count)?;
+        m.serialize_entry("previousWordCount", &self.previous_word_count)?;
+        m.serialize_entry("wordCountDelta", &self.word_count_delta)?;
+        m.serialize_entry("editorNotes", &self.editor_notes)?;
+        if self.skip_reason.is_some() {
+            m.serialize_entry("skipped", &self.skipped)?;
+        }
+        m.end()
+    }
 }
 
-/// `{steps, finalStep, finalContent, totalSteps, completedSteps, skippedSteps,
-/// wordCountProgression, partial, failedModels}` from the stored rows.
+impl StepRowData {
+    pub(super) fn of(s: &StepResult) -> Self {
+        StepRowData {
+            step: s.step,
+            mandate: s.mandate,
+            mandate_display: s.mandate_display.clone(),
+            custom_mandate: s.custom_mandate.clone(),
+            based_on_step: s.based_on_step,
+            word_count: s.word_count,
+            previous_word_count: s.previous_word_count,
+            word_count_delta: s.word_count_delta,
+            editor_notes: s.editor_notes.clone(),
+            skipped: s.skipped,
+            skip_reason: s.skip_reason.clone(),
+            total_steps: s.total_steps,
+        }
+    }
+
+    /// The step again, with what its row holds.
+    fn into_step(self, row: &StageRow) -> StepResult {
+        StepResult {
+            step: self.step,
+            model: row.model.clone().unwrap_or_default(),
+            mandate: self.mandate,
+            mandate_display: self.mandate_display,
+            custom_mandate: self.custom_mandate,
+            based_on_step: self.based_on_step,
+            content: row.content.clone(),
+            word_count: self.word_count,
+            previous_word_count: self.previous_word_count,
+            word_count_delta: self.word_count_delta,
+            editor_notes: self.editor_notes,
+            response_time_ms: row.response_time_ms,
+            skipped: self.skipped,
+            skip_reason: self.skip_reason,
+            total_steps: self.total_steps,
+        }
+    }
+}
+
+/// The plan row's data (`chain_plan`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanData {
+    pub total_steps: usize,
+}
+
+/// A step of the plan, as `chain_start` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedStep {
+    pub step: usize,
+    pub model: String,
+    pub mandate: Mandate,
+    pub mandate_display: String,
+}
+
+/// `chain_start`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainStart {
+    pub conversation_id: String,
+    pub message_id: String,
+    pub mode: &'static str,
+    pub total_steps: usize,
+    pub steps: Vec<PlannedStep>,
+}
+
+/// `chain_step_start`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepStart {
+    pub step: usize,
+    pub model: String,
+    pub mandate: Mandate,
+    pub based_on_step: Option<usize>,
+    pub skipped_before: Vec<usize>,
+}
+
+/// `chain_step_skipped`'s and `chain_step_complete`'s data: the step and what it did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepEvent<T> {
+    pub step: usize,
+    pub data: T,
+}
+
+/// What `chain_step_skipped` says of the step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepSkipped {
+    pub model: String,
+    pub mandate: Mandate,
+    pub reason: String,
+}
+
+/// What `chain_step_complete` says of the step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Completed {
+    pub model: String,
+    pub mandate: Mandate,
+    pub mandate_display: String,
+    pub content: String,
+    pub word_count: usize,
+    pub previous_word_count: usize,
+    pub word_count_delta: i64,
+    pub editor_notes: Vec<String>,
+    pub response_time_ms: Option<i64>,
+}
+
+impl Completed {
+    pub(super) fn of(s: &StepResult) -> Self {
+        Completed {
+            model: s.model.clone(),
+            mandate: s.mandate,
+            mandate_display: s.mandate_display.clone(),
+            content: s.content.clone(),
+            word_count: s.word_count,
+            previous_word_count: s.previous_word_count,
+            word_count_delta: s.word_count_delta,
+            editor_notes: s.editor_notes.clone(),
+            response_time_ms: s.response_time_ms,
+        }
+    }
+}
+
+/// A completed step's length.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepWords {
+    /// The step's number.
+    pub step: usize,
+    /// Words in its version.
+    pub word_count: usize,
+}
+
+/// `chain_complete`'s data (and the head of the result): the final version and the progression.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainSummary {
+    /// The last completed step, whose version is the answer; null when none completed.
+    pub final_step: Option<usize>,
+    /// That step's version; null when no step completed.
+    pub final_content: Option<String>,
+    /// How many steps completed.
+    pub completed_steps: usize,
+    /// The numbers of the skipped steps.
+    pub skipped_steps: Vec<usize>,
+    /// Each completed step's length, in order.
+    pub word_count_progression: Vec<StepWords>,
+}
+
+/// The chain's result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainResult {
+    #[serde(flatten)]
+    pub summary: ChainSummary,
+    /// Every step that completed or was skipped, in order (steps never run are absent).
+    pub steps: Vec<StepResult>,
+    /// The steps the chain was planned with.
+    pub total_steps: usize,
+    /// Whether some call failed, and which (`partial`, `failedModels`).
+    #[serde(flatten)]
+    pub failures: Failures,
+}
+
+/// The summary of `steps`: the last completed one's version, when there is one.
+pub(super) fn summary(steps: &[StepResult]) -> ChainSummary {
+    let done: Vec<&StepResult> = steps.iter().filter(|s| !s.skipped).collect();
+    let last = done.last();
+    ChainSummary {
+        final_step: last.map(|l| l.step),
+        final_content: last.map(|l| l.content.clone()),
+        completed_steps: done.len(),
+        // A result with no completed step has always listed none skipped either.
+        skipped_steps: match last {
+            Some(_) => steps.iter().filter(|s| s.skipped).map(|s| s.step).collect(),
+            None => Vec::new(),
+        },
+        word_count_progression: done
+            .iter()
+            .map(|s| StepWords { step: s.step, word_count: s.word_count })
+            .collect(),
+    }
+}
+
+/// `{finalStep, finalContent, completedSteps, skippedSteps, wordCountProgression, steps,
+/// totalSteps, partial, failedModels}` from the stored rows.
 pub fn load_result(rows: &[StageRow]) -> Value {
     let mut steps: Vec<StepResult> = rows
         .iter()
         .filter(|r| r.stage_type.starts_with("chain_step_"))
         .filter_map(|r| {
-            let mut v = r.parsed_data.clone()?;
-            v["model"] = json!(r.model);
-            v["content"] = json!(r.content);
-            v["responseTimeMs"] = json!(r.response_time_ms);
-            serde_json::from_value(v).ok()
+            let data: StepRowData = serde_json::from_value(r.parsed_data.clone()?).ok()?;
+            Some(data.into_step(r))
         })
         .collect();
     steps.sort_by_key(|s| s.step);
@@ -54,29 +297,15 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     let planned = rows
         .iter()
         .find(|r| r.stage_type == PLAN)
-        .and_then(|r| r.parsed_data.as_ref()?.get("totalSteps")?.as_u64())
-        .map(|n| n as usize);
+        .and_then(|r| serde_json::from_value::<PlanData>(r.parsed_data.clone()?).ok())
+        .map(|p| p.total_steps);
     let total = planned.or(steps.first().map(|s| s.total_steps)).unwrap_or(0);
-    let last = steps.iter().rev().find(|s| !s.skipped).cloned();
-    let mut result = match &last {
-        Some(l) => summary(&steps, l),
-        None => json!({ "finalStep": null, "finalContent": null, "completedSteps": 0,
-                        "skippedSteps": [], "wordCountProgression": [] }),
-    };
-    let list: Vec<Value> = steps
-        .iter()
-        .map(|s| {
-            let mut v = json!(s);
-            if let Some(o) = v.as_object_mut() {
-                o.remove("totalSteps");
-            }
-            v
-        })
-        .collect();
-    result["steps"] = json!(list);
-    result["totalSteps"] = json!(total);
-    mark_from_rows(&mut result, rows);
-    result
+    to_json(&ChainResult {
+        summary: summary(&steps),
+        steps,
+        total_steps: total,
+        failures: Failures::of(rows),
+    })
 }
 
 // ---- the export's report -------------------------------------------------------------------

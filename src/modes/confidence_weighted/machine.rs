@@ -3,18 +3,6 @@
 
 use super::*;
 
-/// One answer's weight (`weights_calculated`'s entries).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Weight {
-    pub index: usize,
-    pub model: String,
-    pub raw_confidence: f64,
-    pub normalized_weight: f64,
-    pub weight_percent: f64,
-    pub is_outlier: bool,
-}
-
 /// Softmax weights of `(index, model, confidence)` at temperature `t`, heaviest first (ties by
 /// index).
 pub fn weights(answers: &[(usize, String, f64)], t: f64) -> Vec<Weight> {
@@ -126,20 +114,16 @@ impl ConfidenceWeighted {
             Ok(text) => {
                 let ms = reply.response_time_ms as i64;
                 let a = read_answer_reply(i, &self.names[i], text, ms, &self.answer_schema);
-                let mut parsed = json!(a);
-                if let Some(o) = parsed.as_object_mut() {
-                    o.remove("response");
-                }
                 out.push(Effect::Store(StageRow {
                     stage_type: format!("answer_{i}"),
                     stage_order: 0,
                     model: Some(a.model.clone()),
                     role: Some("respondent".into()),
                     content: text.clone(),
-                    parsed_data: Some(parsed),
+                    parsed_data: Some(to_json(&AnswerRow::of(&a))),
                     response_time_ms: Some(a.response_time_ms),
                 }));
-                out.push(Effect::emit("answer_complete", json!({ "data": a })));
+                out.push(Effect::event("answer_complete", &Data { data: &a }));
                 self.answers[i] = Some(a);
             }
             Err(_) => self.failed_count += 1,
@@ -152,10 +136,8 @@ impl ConfidenceWeighted {
 
     fn after_answers(&mut self) -> Vec<Effect> {
         let answered: Vec<AnswerData> = self.answers.iter().flatten().cloned().collect();
-        let mut out = vec![Effect::emit(
-            "all_answers_complete",
-            json!({ "data": { "count": answered.len(), "failedCount": self.failed_count } }),
-        )];
+        let count = AnswersCount { count: answered.len(), failed_count: self.failed_count };
+        let mut out = vec![Effect::event("all_answers_complete", &Data { data: count })];
         if answered.is_empty() {
             out.extend(self.fail("No model answered.".into()));
             return out;
@@ -163,10 +145,10 @@ impl ConfidenceWeighted {
         let input: Vec<(usize, String, f64)> =
             answered.iter().map(|a| (a.index, a.model.clone(), a.confidence)).collect();
         self.weights = weights(&input, self.config.temperature);
-        let data = weights_data(&self.weights, self.config.temperature);
-        out.push(Effect::Store(StageRow::computed("weights", 1, data.clone())));
-        out.push(Effect::emit("weights_calculated", json!({ "data": data })));
-        out.push(Effect::emit("synthesis_start", json!({})));
+        let data = WeightsData::of(&self.weights, self.config.temperature);
+        out.push(Effect::Store(StageRow::computed("weights", 1, to_json(&data))));
+        out.push(Effect::event("weights_calculated", &Data { data }));
+        out.push(Effect::event("synthesis_start", &Empty {}));
         if answered.len() == 1 {
             let a = &answered[0];
             let s = SynthesisData {
@@ -235,8 +217,7 @@ impl ConfidenceWeighted {
 
     fn finish(&mut self, s: SynthesisData) -> Vec<Effect> {
         self.phase = Phase::Done;
-        let mut event = json!({ "data": s });
-        self.kit.calls.mark(&mut event);
+        let event = Marked::new(&s, self.kit.calls.failed());
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "synthesis".into(),
@@ -244,10 +225,10 @@ impl ConfidenceWeighted {
                 model: s.model.clone(),
                 role: Some("synthesizer".into()),
                 content: s.synthesis.clone(),
-                parsed_data: Some(synthesis_parsed(&s)),
+                parsed_data: Some(to_json(&SynthesisRow::of(&s))),
                 response_time_ms: s.response_time_ms,
             }),
-            Effect::emit("synthesis_complete", event),
+            Effect::event("synthesis_complete", &event),
         ];
         out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: s.synthesis });
@@ -255,40 +236,9 @@ impl ConfidenceWeighted {
     }
 }
 
-/// `synthesis_complete`'s data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SynthesisData {
-    /// The model that wrote it; null when a single answer stands as the synthesis.
-    pub model: Option<String>,
-    pub synthesis: String,
-    pub calibration_notes: String,
-    pub highest_weight: Option<Weight>,
-    pub lowest_weight: Option<Weight>,
-    pub single_answer: bool,
-    pub response_time_ms: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fallback_from: Option<String>,
-}
-
 /// The heaviest (or lightest) weight: first (or last) in weight order.
 fn extreme(weights: &[Weight], highest: bool) -> Option<Weight> {
     if highest { weights.first() } else { weights.last() }.cloned()
-}
-
-fn synthesis_parsed(s: &SynthesisData) -> Value {
-    let mut v = json!({ "calibrationNotes": s.calibration_notes, "highestWeight": s.highest_weight,
-                        "lowestWeight": s.lowest_weight, "singleAnswer": s.single_answer });
-    if let Some(f) = &s.fallback_from {
-        v["fallbackFrom"] = json!(f);
-    }
-    v
-}
-
-/// `weights_calculated`'s data (and the `weights` row).
-fn weights_data(weights: &[Weight], temperature: f64) -> Value {
-    json!({ "weights": weights, "temperature": temperature,
-            "outlierCount": weights.iter().filter(|w| w.is_outlier).count() })
 }
 
 impl Staged for ConfidenceWeighted {
@@ -306,14 +256,20 @@ impl Staged for ConfidenceWeighted {
 
     fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "confidence_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
-                        "mode": "confidence_weighted",
-                        "config": { "models": self.config.models, "synthesisModel": self.config.synthesis_model,
-                                    "temperature": self.config.temperature } }),
+                &ConfidenceStart {
+                    conversation_id: &self.ctx.conversation_id,
+                    message_id: &self.ctx.message_id,
+                    mode: "confidence_weighted",
+                    config: StartConfig {
+                        models: &self.config.models,
+                        synthesis_model: &self.config.synthesis_model,
+                        temperature: self.config.temperature,
+                    },
+                },
             ),
-            Effect::emit("answers_start", json!({})),
+            Effect::event("answers_start", &Empty {}),
         ];
         let schema = &self.answer_schema;
         let text =

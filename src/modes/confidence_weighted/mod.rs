@@ -28,8 +28,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    empty_is_failure, mark_from_rows, member_names, role_failed, title_prompt, with_history,
-    Routed, SplitMix64,
+    empty_is_failure, failed_from_rows, member_names, role_failed, title_prompt, with_history,
+    FailedModel, Routed, SplitMix64,
 };
 use super::reading::{answer_text, readable};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
@@ -37,7 +37,7 @@ use super::request::ModelId;
 use super::runner::{Kit, Staged};
 use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
-    request, CallError, CallErrorKind, CallReply, CallSpec, Defaults, Effect, FieldError,
+    request, to_json, CallError, CallErrorKind, CallReply, CallSpec, Defaults, Effect, FieldError,
     RunContext, StageRow, ValidRequest,
 };
 
@@ -189,7 +189,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "synthesisModel": "sim/alpha", "temperature": 1.0 } })
     },
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<ConfidenceWeightedResult>),
 };
 
 #[cfg(test)]

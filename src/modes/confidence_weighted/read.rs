@@ -232,20 +232,30 @@ pub fn parse_synthesis(text: &str) -> (String, String) {
     (synth.trim().to_string(), notes)
 }
 
-/// `answer_complete`'s data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `answer_complete`'s data, and an answer of the result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AnswerData {
+    /// The answer's place in the request's model list (from 0).
     pub index: usize,
+    /// The model that answered.
     pub model: String,
+    /// The answer's text (its confidence lines read off).
+    #[serde(default)]
     pub response: String,
+    /// The confidence it stated, 0 to 1 (the default when it stated none).
     pub confidence: f64,
+    /// What it said of its confidence.
     pub confidence_reasoning: String,
+    /// A confidence was stated and read.
     pub parsed_successfully: bool,
+    /// The stated confidence was outside the scale and held to it.
     pub clamped: bool,
+    /// How long the call took, in milliseconds.
     pub response_time_ms: i64,
-    /// Where the confidence was read from (its JSON or its text), when one was stated.
+    /// Where the confidence was read from (`json` or `text`), when one was stated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
 }
 

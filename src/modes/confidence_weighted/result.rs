@@ -3,6 +3,242 @@
 
 use super::*;
 
+// ---- payloads (one definition for live events and stored results) --------------------------
+
+/// One answer's weight (`weights_calculated`'s entries).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Weight {
+    /// The answer's place in the request's model list (from 0).
+    pub index: usize,
+    /// The model that wrote the answer.
+    pub model: String,
+    /// The confidence it stated (0 to 1; the default when it stated none).
+    pub raw_confidence: f64,
+    /// Its softmax weight (the weights sum to 1).
+    pub normalized_weight: f64,
+    /// The weight as a percentage, rounded to two decimals.
+    pub weight_percent: f64,
+    /// The stated confidence is unusually high or low.
+    pub is_outlier: bool,
+}
+
+/// `synthesis_complete`'s data, and the result's `synthesis`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SynthesisData {
+    /// The model that wrote it; null when a single answer stands as the synthesis.
+    pub model: Option<String>,
+    /// The synthesis: the run's answer.
+    pub synthesis: String,
+    /// The synthesizer's notes on how well each model's confidence seems calibrated.
+    pub calibration_notes: String,
+    /// The heaviest answer's weight.
+    pub highest_weight: Option<Weight>,
+    /// The lightest answer's weight.
+    pub lowest_weight: Option<Weight>,
+    /// Only one model answered, and its answer stands as the synthesis.
+    pub single_answer: bool,
+    /// How long the synthesis call took, in milliseconds; null for a single answer.
+    pub response_time_ms: Option<i64>,
+    /// The synthesis model the backup stood in for, when the backup wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// The synthesis row's data: the synthesis without what the row holds itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SynthesisRow {
+    #[serde(default)]
+    pub calibration_notes: String,
+    #[serde(default)]
+    pub highest_weight: Option<Weight>,
+    #[serde(default)]
+    pub lowest_weight: Option<Weight>,
+    #[serde(default)]
+    pub single_answer: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+impl SynthesisRow {
+    pub(super) fn of(s: &SynthesisData) -> Self {
+        SynthesisRow {
+            calibration_notes: s.calibration_notes.clone(),
+            highest_weight: s.highest_weight.clone(),
+            lowest_weight: s.lowest_weight.clone(),
+            single_answer: s.single_answer,
+            fallback_from: s.fallback_from.clone(),
+        }
+    }
+}
+
+/// An answer's row data: the answer without its text (the row's content, read again). Its
+/// keys keep the order the rows have always had ([`Serialize`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerRow<'a> {
+    pub index: usize,
+    pub model: &'a str,
+    pub confidence: f64,
+    pub confidence_reasoning: &'a str,
+    pub parsed_successfully: bool,
+    pub clamped: bool,
+    pub response_time_ms: i64,
+    pub read_from: Option<ReadFrom>,
+}
+
+/// The stored order: the answer's keys as they were once left after taking `response` out of
+/// the whole answer (its place went to the last key: `readFrom`, else `responseTimeMs`).
+impl Serialize for AnswerRow<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("index", &self.index)?;
+        m.serialize_entry("model", self.model)?;
+        match self.read_from {
+            Some(from) => m.serialize_entry("readFrom", &from)?,
+            None => m.serialize_entry("responseTimeMs", &self.response_time_ms)?,
+        }
+        m.serialize_entry("confidence", &self.confidence)?;
+        m.serialize_entry("confidenceReasoning", self.confidence_reasoning)?;
+        m.serialize_entry("parsedSuccessfully", &self.parsed_successfully)?;
+        m.serialize_entry("clamped", &self.clamped)?;
+        if self.read_from.is_some() {
+            m.serialize_entry("responseTimeMs", &self.response_time_ms)?;
+        }
+        m.end()
+    }
+}
+
+impl<'a> AnswerRow<'a> {
+    pub(super) fn of(a: &'a AnswerData) -> Self {
+        AnswerRow {
+            index: a.index,
+            model: &a.model,
+            confidence: a.confidence,
+            confidence_reasoning: &a.confidence_reasoning,
+            parsed_successfully: a.parsed_successfully,
+            clamped: a.clamped,
+            response_time_ms: a.response_time_ms,
+            read_from: a.read_from,
+        }
+    }
+}
+
+/// `weights_calculated`'s data (and the `weights` row), and the result's `weights`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WeightsData {
+    /// Every answer's weight, heaviest first (ties in request order).
+    pub weights: Vec<Weight>,
+    /// The softmax temperature the weights were made at.
+    pub temperature: f64,
+    /// How many answers stated an unusually high or low confidence.
+    pub outlier_count: usize,
+}
+
+impl WeightsData {
+    pub(super) fn of(weights: &[Weight], temperature: f64) -> Self {
+        WeightsData {
+            weights: weights.to_vec(),
+            temperature,
+            outlier_count: weights.iter().filter(|w| w.is_outlier).count(),
+        }
+    }
+}
+
+/// `all_answers_complete`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswersCount {
+    pub count: usize,
+    pub failed_count: usize,
+}
+
+// Shapes Chain and Jury use too; their home is `modes::common` (not this branch's to edit).
+
+/// A stage's start with nothing to say (`answers_start`, `synthesis_start`): `{}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Empty {}
+
+/// A payload under `data` (`answer_complete`, `weights_calculated`, `all_answers_complete`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Data<T> {
+    pub data: T,
+}
+
+/// Whether some call failed, and which: the last keys of a result and of its final event.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Failures {
+    /// True when some call failed (even one a backup then replaced).
+    pub partial: bool,
+    /// The calls that failed (`{model, role, stage, error: {kind, status, message}, fallbackTo?}`).
+    #[schemars(with = "Vec<Value>")]
+    pub failed_models: Vec<FailedModel>,
+}
+
+impl Failures {
+    pub fn new(failed_models: Vec<FailedModel>) -> Self {
+        Failures { partial: !failed_models.is_empty(), failed_models }
+    }
+
+    /// The failed calls of a run, from its stored rows.
+    pub fn of(rows: &[StageRow]) -> Self {
+        Failures::new(failed_from_rows(rows))
+    }
+}
+
+/// A final stage's event (`synthesis_complete`): its payload under `data`, then `partial` and
+/// `failedModels`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Marked<T> {
+    pub data: T,
+    #[serde(flatten)]
+    pub failures: Failures,
+}
+
+impl<T> Marked<T> {
+    pub fn new(data: T, failed_models: Vec<FailedModel>) -> Self {
+        Marked { data, failures: Failures::new(failed_models) }
+    }
+}
+
+/// The models of `confidence_start`'s config.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartConfig<'a> {
+    pub models: &'a [String],
+    pub synthesis_model: &'a str,
+    pub temperature: f64,
+}
+
+/// `confidence_start`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfidenceStart<'a> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+    pub mode: &'static str,
+    pub config: StartConfig<'a>,
+}
+
+/// Confidence-Weighted's result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfidenceWeightedResult {
+    /// The answers that came in, in request order.
+    pub answers: Vec<AnswerData>,
+    /// The weights made from the stated confidences; null when the run stopped before them.
+    pub weights: Option<WeightsData>,
+    /// The synthesis; null when the run stopped before it.
+    pub synthesis: Option<SynthesisData>,
+    /// Whether some call failed, and which (`partial`, `failedModels`).
+    #[serde(flatten)]
+    pub failures: Failures,
+}
+
 /// `{answers, weights, synthesis, partial, failedModels}` from the stored rows: the answers in
 /// request order, the weights and synthesis as their events carried them (null when the run
 /// stopped before them).
@@ -12,34 +248,32 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         .iter()
         .filter(|r| r.stage_type.starts_with("answer_"))
         .filter_map(|r| {
-            let mut v = r.parsed_data.clone()?;
+            let mut a: AnswerData = serde_json::from_value(r.parsed_data.clone()?).ok()?;
             // The answer is read again from the stored reply, as it was read live.
-            v["response"] = json!(read_answer_reply(0, "", &r.content, 0, &schema).response);
-            serde_json::from_value(v).ok()
+            a.response = read_answer_reply(0, "", &r.content, 0, &schema).response;
+            Some(a)
         })
         .collect();
     answers.sort_by_key(|a| a.index);
     let weights = rows
         .iter()
         .find(|r| r.stage_type == "weights")
-        .and_then(|r| r.parsed_data.clone())
-        .unwrap_or(Value::Null);
+        .and_then(|r| serde_json::from_value(r.parsed_data.clone()?).ok());
     let synthesis = rows.iter().find(|r| r.stage_type == "synthesis").map(|r| {
-        let p = r.parsed_data.clone().unwrap_or(Value::Null);
-        let mut v = json!({ "model": r.model, "synthesis": r.content,
-                            "calibrationNotes": p.get("calibrationNotes").cloned().unwrap_or(json!("")),
-                            "highestWeight": p.get("highestWeight").cloned().unwrap_or(Value::Null),
-                            "lowestWeight": p.get("lowestWeight").cloned().unwrap_or(Value::Null),
-                            "singleAnswer": p.get("singleAnswer").cloned().unwrap_or(json!(false)),
-                            "responseTimeMs": r.response_time_ms });
-        if let Some(f) = p.get("fallbackFrom") {
-            v["fallbackFrom"] = f.clone();
+        let p: SynthesisRow =
+            r.parsed_data.clone().and_then(|p| serde_json::from_value(p).ok()).unwrap_or_default();
+        SynthesisData {
+            model: r.model.clone(),
+            synthesis: r.content.clone(),
+            calibration_notes: p.calibration_notes,
+            highest_weight: p.highest_weight,
+            lowest_weight: p.lowest_weight,
+            single_answer: p.single_answer,
+            response_time_ms: r.response_time_ms,
+            fallback_from: p.fallback_from,
         }
-        v
     });
-    let mut result = json!({ "answers": answers, "weights": weights, "synthesis": synthesis });
-    mark_from_rows(&mut result, rows);
-    result
+    to_json(&ConfidenceWeightedResult { answers, weights, synthesis, failures: Failures::of(rows) })
 }
 
 // ---- the export's report -------------------------------------------------------------------

@@ -24,17 +24,17 @@ pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
         ask.hostile_paragraph()
     );
     if ask.schema.is_some() {
-        return Some(
-            json!({
-                "reasoning": format!("[simulated reasoning from {who}] The main point is well \
-                                      known; the caveat is less certain."),
-                "response": body.trim_end(),
-                "confidence": confidence as f64 / 100.0,
-                "confidence_reasoning": "I know the main point well; the caveat is where I am \
-                                         less sure.",
-            })
-            .to_string(),
-        );
+        let reply = SimReply {
+            reasoning: format!(
+                "[simulated reasoning from {who}] The main point is well known; the caveat is \
+                 less certain."
+            ),
+            response: body.trim_end(),
+            confidence: confidence as f64 / 100.0,
+            confidence_reasoning: "I know the main point well; the caveat is where I am less \
+                                   sure.",
+        };
+        return Some(to_json(&reply).to_string());
     }
     if ask.malformed {
         return Some(match rng.below(3) {
@@ -75,4 +75,13 @@ fn sim_synthesis(ask: &SimAsk) -> String {
         return format!("Here is the combined answer.\n\n{body}");
     }
     format!("SYNTHESIS:\n{body}\n\nCONFIDENCE CALIBRATION NOTES:\n{}", notes.join("\n"))
+}
+
+/// A structured answer as the sim writes it (`confidence_weighted_answer`'s fields).
+#[derive(Serialize)]
+struct SimReply<'a> {
+    reasoning: String,
+    response: &'a str,
+    confidence: f64,
+    confidence_reasoning: &'a str,
 }

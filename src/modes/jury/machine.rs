@@ -1,6 +1,7 @@
 //! Jury's state machine: the jurors' deliberation, then the foreman's verdict.
 
 use super::*;
+use crate::modes::confidence_weighted::{Data, Empty, Marked};
 use crate::modes::runner::{Kit, Staged};
 
 // ---- the state machine ----------------------------------------------------------------------
@@ -56,24 +57,16 @@ impl Jury {
             let names = member_names(&self.config.juror_models);
             let name = index.and_then(|i| names.get(i)).unwrap_or(&reply.model);
             let a = assess_reply(name, text, reply.response_time_ms as i64, &self.juror_schema);
-            let mut parsed = json!({
-                "scores": a.scores, "average": a.average, "verdict": a.verdict,
-                "recommendations": a.recommendations, "parseSuccess": a.parse_success,
-                "unparsed": a.unparsed,
-            });
-            if let Some(from) = a.read_from {
-                parsed["readFrom"] = json!(from);
-            }
             out.push(Effect::Store(StageRow {
                 stage_type: "deliberation".into(),
                 stage_order: 2,
                 model: Some(a.model.clone()),
                 role: Some("juror".into()),
                 content: a.assessment_text.clone(),
-                parsed_data: Some(parsed),
+                parsed_data: Some(to_json(&JurorRow::of(&a))),
                 response_time_ms: Some(a.response_time_ms),
             }));
-            out.push(Effect::emit("juror_complete", json!({ "data": a })));
+            out.push(Effect::event("juror_complete", &Data { data: &a }));
             self.jurors.push(a);
         }
         if !self.batch.accept(reply) || !self.batch.complete() {
@@ -94,9 +87,9 @@ impl Jury {
             _ => {}
         }
         let summary = summarize(self.config.juror_models.len(), &self.jurors);
-        out.push(Effect::Store(StageRow::computed("juror_summary", 3, json!(summary))));
-        out.push(Effect::emit("all_jurors_complete", json!({ "data": summary })));
-        out.push(Effect::emit("verdict_start", json!({})));
+        out.push(Effect::Store(StageRow::computed("juror_summary", 3, to_json(&summary))));
+        out.push(Effect::event("all_jurors_complete", &Data { data: &summary }));
+        out.push(Effect::event("verdict_start", &Empty {}));
         let prompt = foreman_prompt(
             &self.config.content,
             self.config.original_question.as_deref(),
@@ -144,10 +137,6 @@ impl Jury {
         let mut report =
             foreman_report(&reply.model, &text, reply.response_time_ms as i64, &summary);
         report.fallback_from = routed.fallback_from;
-        let mut parsed = json!(report);
-        if let Some(o) = parsed.as_object_mut() {
-            o.remove("reportText");
-        }
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "verdict".into(),
@@ -155,14 +144,10 @@ impl Jury {
                 model: Some(report.model.clone()),
                 role: Some("foreman".into()),
                 content: text.clone(),
-                parsed_data: Some(parsed),
+                parsed_data: Some(to_json(&ForemanRow(&report))),
                 response_time_ms: Some(report.response_time_ms),
             }),
-            Effect::emit("verdict_complete", {
-                let mut done = json!({ "data": report });
-                self.kit.calls.mark(&mut done);
-                done
-            }),
+            Effect::event("verdict_complete", &Marked::new(&report, self.kit.calls.failed())),
         ];
         self.phase = Phase::Done;
         out.extend(self.kit.title.on_answer());
@@ -190,27 +175,33 @@ impl Staged for Jury {
     }
 
     fn begin(&mut self) -> Vec<Effect> {
-        let presentation = match &self.config.original_question {
-            Some(q) => json!({ "content": self.config.content, "originalQuestion": q }),
-            None => json!({ "content": self.config.content }),
+        let presentation = Presentation {
+            content: self.config.content.clone(),
+            original_question: self.config.original_question.clone(),
         };
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "jury_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id, "mode": "jury" }),
+                &JuryStart {
+                    conversation_id: &self.ctx.conversation_id,
+                    message_id: &self.ctx.message_id,
+                    mode: "jury",
+                },
             ),
-            Effect::emit("present_start", json!({})),
+            Effect::event("present_start", &Empty {}),
             Effect::Store(StageRow {
                 stage_type: "present".into(),
                 stage_order: 1,
                 model: None,
                 role: None,
                 content: self.config.content.clone(),
-                parsed_data: Some(json!({ "originalQuestion": self.config.original_question })),
+                parsed_data: Some(to_json(&PresentRow {
+                    original_question: self.config.original_question.clone(),
+                })),
                 response_time_ms: None,
             }),
-            Effect::emit("present_complete", json!({ "data": presentation })),
-            Effect::emit("deliberation_start", json!({})),
+            Effect::event("present_complete", &Data { data: presentation }),
+            Effect::event("deliberation_start", &Empty {}),
         ];
         let (content, question) = (&self.config.content, self.config.original_question.as_deref());
         let asking = Asking::new(self.juror_schema.clone(), |json| {

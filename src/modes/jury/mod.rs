@@ -31,7 +31,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{mark_from_rows, member_names, role_failed, Batch, Routed, SplitMix64};
+use super::common::{member_names, role_failed, Batch, Routed, SplitMix64};
 use super::reading::{
     answer_text, between, json_field, json_values, readable, split_reasoning, Unparsed,
 };
@@ -41,8 +41,8 @@ use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::stated::{last_stated, Labels};
 
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
+    StageRow, ValidRequest,
 };
 
 /// The five dimensions, as the prompts name them.
@@ -191,7 +191,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                 "modeConfig": { "content": "## GET /api/users\nReturns users. Accepts limit and offset." } })
     },
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<JuryResult>),
 };
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use super::*;
 // ---- parsing --------------------------------------------------------------------------------
 
 /// A value per dimension (scores, averages or ranges), serialised with the seed's names.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Dims<T> {
     pub accuracy: T,
     pub completeness: T,
@@ -39,7 +39,8 @@ impl<T: Clone> Dims<T> {
 
 pub type DimensionScores = Dims<Option<i64>>;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The lowest and highest score the jurors gave a dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Range {
     pub min: i64,
     pub max: i64,
@@ -307,7 +308,8 @@ pub fn parse_scores(text: &str) -> DimensionScores {
     })
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A verdict on the content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Verdict {
     Approve,
@@ -430,25 +432,35 @@ pub fn average(scores: &DimensionScores) -> Option<f64> {
 
 // ---- payloads -------------------------------------------------------------------------------
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A juror's assessment (`juror_complete`'s data, and a juror of the result).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JurorAssessment {
+    /// The juror (`model #2` for a second juror of one model).
     pub model: String,
+    /// The juror's whole assessment.
     pub assessment_text: String,
+    /// The scores it gave, 1 to 10 (null where none could be read).
     pub scores: DimensionScores,
+    /// The average of its scores, when it gave any.
     pub average: Option<f64>,
+    /// Its verdict, when one could be read.
     pub verdict: Option<Verdict>,
+    /// Its recommendations.
     pub recommendations: Vec<String>,
+    /// How long its call took, in milliseconds.
     pub response_time_ms: i64,
+    /// Some of its scores could be read.
     pub parse_success: bool,
     /// Why the verdict or the scores (whichever is missing) could not be read: the juror
     /// `refused`, stopped in `reasoning_only`, or wrote `no_answer` in a readable form. Null
     /// when both were read.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub unparsed: Option<Unparsed>,
-    /// Where the scores and verdict were read from (the reply's JSON or its text), when any
-    /// was read.
+    /// Where the scores and verdict were read from (`json` or `text`), when any was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
 }
 

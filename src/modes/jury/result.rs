@@ -2,8 +2,10 @@
 //! foreman's report, the result from the stored rows and the export's report.
 
 use super::*;
+use crate::modes::confidence_weighted::Failures;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The jurors' verdicts, counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct VoteTally {
     pub approve: usize,
     pub revise: usize,
@@ -34,21 +36,28 @@ pub fn majority_verdict(verdicts: &[Option<Verdict>]) -> (Option<Verdict>, VoteT
     (Some(verdict), t)
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What the jurors said together (`all_jurors_complete`'s data and the `juror_summary` row).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JurorSummary {
     /// Jurors asked (including ones whose call failed).
     pub juror_count: usize,
+    /// Jurors that answered.
     pub successful_jurors: usize,
     /// None when no juror's verdict or scores could be read: the panel reached no verdict,
     /// and none is made up for it.
     pub majority_verdict: Option<Verdict>,
     /// `votes`, `scores` (no verdict parsed: inferred from the average) or `none`.
     pub verdict_source: String,
+    /// The verdicts, counted.
     pub vote_tally: VoteTally,
+    /// Each dimension's average score (one decimal), over the jurors whose scores were read.
     pub dimension_averages: Dims<Option<f64>>,
+    /// Each dimension's lowest and highest score.
     pub dimension_ranges: Dims<Option<Range>>,
+    /// The average of the dimension averages (one decimal).
     pub overall_average: Option<f64>,
+    /// What could not be read, in words.
     pub warnings: Vec<String>,
 }
 
@@ -97,27 +106,44 @@ pub fn summarize(juror_count: usize, jurors: &[JurorAssessment]) -> JurorSummary
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A dimension as the foreman's report weighs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DimensionAnalysisRow {
+    /// The dimension's name.
     pub dimension: String,
+    /// The jurors' average score.
     pub avg_score: f64,
+    /// The lowest score given.
     pub min_score: i64,
+    /// The highest score given.
     pub max_score: i64,
+    /// How far the jurors agreed (`Strong agreement`, `Mixed`, `Disagreement`).
     pub consensus: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The foreman's report (`verdict_complete`'s data, and the result's `foreman`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ForemanReport {
+    /// The model that wrote it.
     pub model: String,
+    /// The report's text.
+    #[serde(default)]
     pub report_text: String,
+    /// The panel's verdict (the jurors' majority); null when none was reached.
     pub final_verdict: Option<Verdict>,
+    /// Each scored dimension: average, range and agreement.
     pub dimension_analysis: Vec<DimensionAnalysisRow>,
+    /// The report's strengths section, an item a line.
     pub key_strengths: Vec<String>,
+    /// Its weaknesses section.
     pub key_weaknesses: Vec<String>,
+    /// Its recommendations section.
     pub recommendations: Vec<String>,
+    /// Its dissenting opinions.
     pub dissenting_opinions: Vec<String>,
+    /// How long the foreman's call took, in milliseconds.
     pub response_time_ms: i64,
     /// The foreman this report's model stood in for, when the backup wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -195,55 +221,180 @@ pub fn foreman_report(
     }
 }
 
+// ---- payloads (one definition for live events and stored results) --------------------------
+
+/// The report as the rows have always kept it: its keys in the order they were once left after
+/// taking `reportText` out of the whole report (its place went to the last key, `fallbackFrom`
+/// else `responseTimeMs`); the result's report then has its text last.
+fn foreman_in_stored_order<S: serde::Serializer>(
+    f: &ForemanReport,
+    with_text: bool,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(None)?;
+    m.serialize_entry("model", &f.model)?;
+    match &f.fallback_from {
+        Some(from) => m.serialize_entry("fallbackFrom", from)?,
+        None => m.serialize_entry("responseTimeMs", &f.response_time_ms)?,
+    }
+    m.serialize_entry("finalVerdict", &f.final_verdict)?;
+    m.serialize_entry("dimensionAnalysis", &f.dimension_analysis)?;
+    m.serialize_entry("keyStrengths", &f.key_strengths)?;
+    m.serialize_entry("keyWeaknesses", &f.key_weaknesses)?;
+    m.serialize_entry("recommendations", &f.recommendations)?;
+    m.serialize_entry("dissentingOpinions", &f.dissenting_opinions)?;
+    if f.fallback_from.is_some() {
+        m.serialize_entry("responseTimeMs", &f.response_time_ms)?;
+    }
+    if with_text {
+        m.serialize_entry("reportText", &f.report_text)?;
+    }
+    m.end()
+}
+
+/// The `verdict` row's data: the report without its text (the row's content).
+pub struct ForemanRow<'a>(pub &'a ForemanReport);
+
+impl Serialize for ForemanRow<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        foreman_in_stored_order(self.0, false, s)
+    }
+}
+
+fn foreman_as_stored<S: serde::Serializer>(
+    f: &Option<ForemanReport>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match f {
+        Some(f) => foreman_in_stored_order(f, true, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// A juror's `deliberation` row data: the assessment without the model, text and time the row
+/// holds itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct JurorRow {
+    pub scores: DimensionScores,
+    pub average: Option<f64>,
+    pub verdict: Option<Verdict>,
+    pub recommendations: Vec<String>,
+    pub parse_success: bool,
+    pub unparsed: Option<Unparsed>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
+}
+
+impl JurorRow {
+    pub(super) fn of(a: &JurorAssessment) -> Self {
+        JurorRow {
+            scores: a.scores.clone(),
+            average: a.average,
+            verdict: a.verdict,
+            recommendations: a.recommendations.clone(),
+            parse_success: a.parse_success,
+            unparsed: a.unparsed,
+            read_from: a.read_from,
+        }
+    }
+}
+
+/// The content under review (`present_complete`'s data, and the result's `presentation`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Presentation {
+    /// The content the jurors assessed.
+    pub content: String,
+    /// The question it answers, when the request gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_question: Option<String>,
+}
+
+/// The `present` row's data.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PresentRow {
+    #[serde(default)]
+    pub original_question: Option<String>,
+}
+
+/// `jury_start`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JuryStart<'a> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+    pub mode: &'static str,
+}
+
+/// Jury's result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JuryResult {
+    /// The content under review; null when the run stored none.
+    pub presentation: Option<Presentation>,
+    /// Each juror's assessment, in the order they came in.
+    pub jurors: Vec<JurorAssessment>,
+    /// What the jurors said together; null when the run stopped before.
+    pub juror_summary: Option<JurorSummary>,
+    /// The foreman's report; null when the run stopped before it.
+    #[serde(serialize_with = "foreman_as_stored")]
+    pub foreman: Option<ForemanReport>,
+    /// The jurors' majority verdict (as in `jurorSummary`); null when none was reached.
+    pub majority_verdict: Option<Verdict>,
+    /// The verdicts, counted (as in `jurorSummary`).
+    pub vote_tally: Option<VoteTally>,
+    /// Each dimension's average score (as in `jurorSummary`).
+    pub dimension_averages: Option<Dims<Option<f64>>>,
+    /// Whether some call failed, and which (`partial`, `failedModels`).
+    #[serde(flatten)]
+    pub failures: Failures,
+}
+
 /// `JuryResult` from stored rows.
 pub fn load_result(rows: &[StageRow]) -> Value {
     let of = |t: &'static str| rows.iter().filter(move |r| r.stage_type == t);
-    let presentation = of("present").next().map(|r| {
-        let q =
-            r.parsed_data.as_ref().and_then(|d| d.get("originalQuestion")).filter(|v| !v.is_null());
-        match q {
-            Some(q) => json!({ "content": r.content, "originalQuestion": q }),
-            None => json!({ "content": r.content }),
-        }
+    fn data<T: serde::de::DeserializeOwned>(r: &StageRow) -> Option<T> {
+        serde_json::from_value(r.parsed_data.clone()?).ok()
+    }
+    let presentation = of("present").next().map(|r| Presentation {
+        content: r.content.clone(),
+        original_question: data::<PresentRow>(r).unwrap_or_default().original_question,
     });
     let jurors: Vec<JurorAssessment> = of("deliberation")
         .map(|r| {
-            let pd = r.parsed_data.clone().unwrap_or(Value::Null);
+            let pd: JurorRow = data(r).unwrap_or_default();
             JurorAssessment {
                 model: r.model.clone().unwrap_or_default(),
                 assessment_text: r.content.clone(),
-                scores: serde_json::from_value(pd["scores"].clone()).unwrap_or_default(),
-                average: pd["average"].as_f64(),
-                verdict: serde_json::from_value(pd["verdict"].clone()).ok(),
-                recommendations: serde_json::from_value(pd["recommendations"].clone())
-                    .unwrap_or_default(),
+                scores: pd.scores,
+                average: pd.average,
+                verdict: pd.verdict,
+                recommendations: pd.recommendations,
                 response_time_ms: r.response_time_ms.unwrap_or(0),
-                parse_success: pd["parseSuccess"].as_bool().unwrap_or(false),
-                unparsed: serde_json::from_value(pd["unparsed"].clone()).unwrap_or(None),
-                read_from: serde_json::from_value(pd["readFrom"].clone()).unwrap_or(None),
+                parse_success: pd.parse_success,
+                unparsed: pd.unparsed,
+                read_from: pd.read_from,
             }
         })
         .collect();
-    let summary: Option<JurorSummary> = of("juror_summary")
-        .next()
-        .and_then(|r| r.parsed_data.clone())
-        .and_then(|v| serde_json::from_value(v).ok());
-    let foreman = of("verdict").next().map(|r| {
-        let mut f = r.parsed_data.clone().unwrap_or(json!({}));
-        f["reportText"] = json!(r.content);
-        f
+    let summary: Option<JurorSummary> = of("juror_summary").next().and_then(data);
+    let foreman = of("verdict").next().and_then(|r| {
+        let f: ForemanReport = data(r)?;
+        Some(ForemanReport { report_text: r.content.clone(), ..f })
     });
-    let mut result = json!({
-        "presentation": presentation,
-        "jurors": jurors,
-        "jurorSummary": summary,
-        "foreman": foreman,
-        "majorityVerdict": summary.as_ref().map(|s| s.majority_verdict),
-        "voteTally": summary.as_ref().map(|s| s.vote_tally),
-        "dimensionAverages": summary.as_ref().map(|s| s.dimension_averages.clone()),
-    });
-    mark_from_rows(&mut result, rows);
-    result
+    to_json(&JuryResult {
+        presentation,
+        jurors,
+        majority_verdict: summary.as_ref().and_then(|s| s.majority_verdict),
+        vote_tally: summary.as_ref().map(|s| s.vote_tally),
+        dimension_averages: summary.as_ref().map(|s| s.dimension_averages.clone()),
+        juror_summary: summary,
+        foreman,
+        failures: Failures::of(rows),
+    })
 }
 
 // ---- the export's report -------------------------------------------------------------------

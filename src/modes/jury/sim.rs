@@ -32,14 +32,23 @@ pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
     } else {
         &["Add concrete examples.", "Document error cases.", "Tighten the structure."]
     };
-    let reply = json!({
-        "reasoning": reasoning,
-        "scores": DIMENSION_KEYS.iter().zip(&scores).map(|(k, s)| (k.to_string(), json!(s))).collect::<serde_json::Map<_, _>>(),
-        "verdict": verdict.as_str(),
-        "recommendations": recommendations,
+    let reply = to_json(&SimScorecard {
+        reasoning,
+        scores: Dims::from_fn(|i| scores[i]),
+        verdict,
+        recommendations,
     });
     debug_assert!(schema.validate(&reply).is_ok());
     Some(reply.to_string())
+}
+
+/// A juror's scorecard as the sim writes it (the juror schema's fields).
+#[derive(Serialize)]
+struct SimScorecard<'a> {
+    reasoning: String,
+    scores: Dims<i64>,
+    verdict: Verdict,
+    recommendations: &'a [&'a str],
 }
 
 /// A model's leniency as a juror: -2 (strict) to +2 (generous).

@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role};
 use super::request::ModelId;
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode,
+    RunContext, StageRow, ValidRequest,
 };
 
 /// The stage (and stored row) of the one answer.
@@ -86,18 +86,45 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: None,
     example: || json!({ "mode": "solo", "question": "What is 17 × 23?" }),
     sim: None,
-    result_schema: None,
+    result_schema: Some(schema_of::<SoloResult>),
 };
 
+/// The one answer: `answer_complete`'s data and the result's `answer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SoloAnswer {
+    /// The model that answered (null only for a stored row without one).
+    pub model: Option<String>,
+    /// Its reply, the run's answer.
+    pub response: String,
+    /// How long the call took, in milliseconds.
+    pub response_time_ms: i64,
+}
+
+/// Solo's result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct SoloResult {
+    /// The answer; null when the run stored none (its call failed).
+    pub answer: Option<SoloAnswer>,
+}
+
+/// `answer_start`'s and `answer_complete`'s data: the event's own name, and the answer once
+/// there is one.
+#[derive(Debug, Clone, Serialize)]
+struct SoloEvent<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a SoloAnswer>,
+}
+
 fn load_result(rows: &[StageRow]) -> Value {
-    let answer = rows.iter().find(|r| r.stage_type == STAGE).map(|r| {
-        json!({
-            "model": r.model,
-            "response": r.content,
-            "responseTimeMs": r.response_time_ms.unwrap_or(0),
-        })
+    let answer = rows.iter().find(|r| r.stage_type == STAGE).map(|r| SoloAnswer {
+        model: r.model.clone(),
+        response: r.content.clone(),
+        response_time_ms: r.response_time_ms.unwrap_or(0),
     });
-    json!({ "answer": answer })
+    to_json(&SoloResult { answer })
 }
 
 pub struct Solo {
@@ -115,7 +142,7 @@ impl Solo {
 impl Mode for Solo {
     fn start(&mut self) -> Vec<Effect> {
         vec![
-            Effect::emit("answer_start", json!({ "type": "answer_start" })),
+            Effect::event("answer_start", &SoloEvent { kind: "answer_start", data: None }),
             Effect::Call(CallSpec::new(
                 STAGE,
                 &self.config.model,
@@ -135,8 +162,11 @@ impl Mode for Solo {
         match reply.result {
             Ok(text) => {
                 let ms = reply.response_time_ms as i64;
-                let answer =
-                    json!({ "model": reply.model, "response": text, "responseTimeMs": ms });
+                let answer = SoloAnswer {
+                    model: Some(reply.model.clone()),
+                    response: text.clone(),
+                    response_time_ms: ms,
+                };
                 vec![
                     Effect::Store(StageRow {
                         stage_type: STAGE.into(),
@@ -147,9 +177,9 @@ impl Mode for Solo {
                         parsed_data: None,
                         response_time_ms: Some(ms),
                     }),
-                    Effect::emit(
+                    Effect::event(
                         "answer_complete",
-                        json!({ "type": "answer_complete", "data": answer }),
+                        &SoloEvent { kind: "answer_complete", data: Some(&answer) },
                     ),
                     Effect::Finish { answer: text },
                 ]
