@@ -402,7 +402,7 @@ impl TitleTracker {
 }
 
 /// Stage-1 answers in a shape every mode shares (`Stage1Response` of the seeds).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
     pub model: String,
@@ -485,7 +485,7 @@ pub const BACKUP_SUFFIX: &str = ":backup";
 /// A panel member whose call failed after the engine's retries, or timed out: one entry of a
 /// result's `failedModels` (`{model, role, stage, error: {kind, status, message}, fallbackTo?}`).
 /// The title call is not a panel member and never appears here.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FailedModel {
     pub model: String,

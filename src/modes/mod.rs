@@ -174,7 +174,7 @@ impl Usage {
 }
 
 /// Why a model call failed, as classified by the provider layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CallErrorKind {
     Timeout,
@@ -188,7 +188,7 @@ pub enum CallErrorKind {
     Cancelled,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CallError {
     pub kind: CallErrorKind,

@@ -206,7 +206,7 @@ fn write_field(out: &mut String, name: &str, v: &Value, depth: usize) {
 }
 
 /// Why a reply gave no answer a parser could report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Unparsed {
     /// The model declined: it refused, abstained or said it cannot answer.

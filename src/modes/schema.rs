@@ -50,7 +50,9 @@ pub struct ReplySchema {
 }
 
 /// Whose reply was read, and how: stored in a stage's parsed data as `readFrom`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ReadFrom {
     /// The reply was JSON valid against the call's schema.

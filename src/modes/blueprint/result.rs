@@ -127,7 +127,6 @@ pub struct Outline {
     pub response_time_ms: u64,
     /// Where the outline was read from (its JSON or its text), when enough was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
     /// The architect the backup stood in for, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -280,7 +279,6 @@ pub struct BlueprintResult<'a> {
     /// Some author's, the architect's or the assembler's call failed.
     pub partial: bool,
     /// The calls that failed.
-    #[schemars(with = "Vec<Value>")]
     pub failed_models: Vec<FailedModel>,
 }
 

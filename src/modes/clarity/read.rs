@@ -271,11 +271,9 @@ pub struct Verdict {
     /// Why the scorecard could not be read (fewer than four scores): `refused`,
     /// `reasoning_only` or `no_answer`. Null when it was.
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub unparsed: Option<Unparsed>,
     /// Where the scorecard was read from (the reply's JSON or its text), when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
 }
 

@@ -97,10 +97,8 @@ pub struct ArbiterRuling {
     pub error: Option<String>,
     /// Where its scores were read from (its JSON or its text), when any were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
     /// Why no score could be read from its answer, when none was.
-    #[schemars(with = "Option<String>")]
     pub unparsed: Option<Unparsed>,
     /// The Arbiter the backup stood in for, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,7 +189,6 @@ pub struct ClarityResult {
     /// Some evaluator's or the Arbiter's call failed.
     pub partial: bool,
     /// The calls that failed.
-    #[schemars(with = "Vec<Value>")]
     pub failed_models: Vec<FailedModel>,
 }
 

@@ -255,7 +255,6 @@ pub struct AnswerData {
     pub response_time_ms: i64,
     /// Where the confidence was read from (`json` or `text`), when one was stated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
 }
 

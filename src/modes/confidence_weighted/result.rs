@@ -175,7 +175,6 @@ pub struct Failures {
     /// True when some call failed (even one a backup then replaced).
     pub partial: bool,
     /// The calls that failed (`{model, role, stage, error: {kind, status, message}, fallbackTo?}`).
-    #[schemars(with = "Vec<Value>")]
     pub failed_models: Vec<FailedModel>,
 }
 

@@ -87,7 +87,6 @@ pub struct PlanData {
     pub fallback_from: Option<String>,
     /// Where the tasks were read from (its JSON or its text), when any were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
 }
 
@@ -107,7 +106,6 @@ pub struct Plan {
     pub first_reply: Option<String>,
     /// Where the first plan's tasks were read from, when the second plan replaced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub first_read_from: Option<ReadFrom>,
     /// The second plan, when it was set aside for the first (it still had a cycle, or could
     /// not be read).
@@ -115,7 +113,6 @@ pub struct Plan {
     pub set_aside_reply: Option<String>,
     /// Where the set-aside plan's tasks were read from, when any were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub set_aside_read_from: Option<ReadFrom>,
 }
 
@@ -292,7 +289,6 @@ pub struct DecomposeResult<'a> {
     /// Some worker's, the planner's or the assembler's call failed.
     pub partial: bool,
     /// The calls that failed.
-    #[schemars(with = "Vec<Value>")]
     pub failed_models: Vec<FailedModel>,
 }
 

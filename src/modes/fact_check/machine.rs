@@ -201,7 +201,6 @@ pub struct Check {
     /// Where the verifications were read from (its JSON or its text), when the check was
     /// usable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
 }
 

@@ -107,7 +107,6 @@ pub struct Extracted {
     pub fallback_from: Option<String>,
     /// Whether the claims were read from the reply's JSON or its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
     /// In the stored row only (the result gives it at its top).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,7 +249,6 @@ pub struct FactCheckResult {
     /// True when some model call failed, even one a backup then replaced.
     pub partial: bool,
     /// The failed model calls, in stored order.
-    #[schemars(with = "Vec<Value>")]
     pub failed_models: Vec<FailedModel>,
 }
 

@@ -456,11 +456,9 @@ pub struct JurorAssessment {
     /// `refused`, stopped in `reasoning_only`, or wrote `no_answer` in a readable form. Null
     /// when both were read.
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub unparsed: Option<Unparsed>,
     /// Where the scores and verdict were read from (`json` or `text`), when any was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
 }
 

@@ -193,7 +193,6 @@ pub struct Review {
     pub parse_success: bool,
     /// Where the scores were read from (the review's JSON or its text), when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
     /// How long its call took, in milliseconds.
     pub response_time_ms: i64,
@@ -331,7 +330,6 @@ pub struct PeerReviewResult {
     /// Some reviewer's or the consolidator's call failed.
     pub partial: bool,
     /// The calls that failed.
-    #[schemars(with = "Vec<Value>")]
     pub failed_models: Vec<FailedModel>,
 }
 

@@ -85,7 +85,6 @@ pub struct Attack {
     pub response_time_ms: u64,
     /// Whether the report was read from its JSON or its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
 }
 
@@ -116,7 +115,6 @@ pub struct Defense {
     pub response_time_ms: u64,
     /// Whether the defense was read from its JSON or its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
 }
 
@@ -271,7 +269,6 @@ pub struct RedTeamResult {
     /// True when some model call failed, even one a backup then replaced.
     pub partial: bool,
     /// The failed model calls, in stored order.
-    #[schemars(with = "Vec<Value>")]
     pub failed_models: Vec<FailedModel>,
 }
 

@@ -148,7 +148,6 @@ pub struct MatchOutcome {
     pub response_time_ms: i64,
     /// Where the judge's verdict was read from (its JSON or its text), when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
     pub read_from: Option<ReadFrom>,
 }
 
@@ -240,7 +239,6 @@ pub struct TournamentResult {
     /// Some contestant's or the judge's call failed.
     pub partial: bool,
     /// The calls that failed.
-    #[schemars(with = "Vec<Value>")]
     pub failed_models: Vec<FailedModel>,
 }
 
