@@ -1,77 +1,13 @@
-// The "new deliberation" forms, with model pickers fed by `GET /api/models`. A mode with a
-// hand-written field list below gets it (labels and checks chosen for people); any other mode
-// gets a form made from its settings' JSON Schema (`GET /api/modes`), so a new mode has a form
-// the day it lands. Counts and roles (the foreman is not a juror, the facilitator is not a
-// panelist) are checked before sending; the server's own validation errors come back with the
-// field they name and are shown next to that field.
+// The "new deliberation" forms, with model pickers fed by `GET /api/models`. Every mode's form
+// is made from its settings' JSON Schema (`GET /api/modes`), so a new mode has a form the day it
+// lands, and what a form says to people (labels, help, placeholders, menus' words, the text
+// boxes' heights, which model may not also be another) is written once, beside the setting in
+// Rust (docs/protocol.md lists the keys). Counts and roles (the foreman is not a juror, the
+// facilitator is not a panelist) are checked before sending; the server's own validation errors
+// come back with the field they name and are shown next to that field.
 import { el } from "./ui.js";
 
 const SEC = 1000;
-
-/** Hand-written forms, by mode id (optional: see `schemaFields`). */
-export const FORMS = {
-  council: {
-    fields: [
-      { path: "question", kind: "textarea", label: "Question", required: true, rows: 3, placeholder: "Ask the council a question…" },
-      { path: "councilModels", kind: "models", label: "Council models", min: 2, max: 6, from: "councilModels" },
-      { path: "chairmanModel", kind: "model", label: "Chairman", from: "chairmanModel", hint: "May also sit on the council." },
-      { path: "timeoutMs", kind: "seconds", label: "Per-stage timeout (seconds)", min: 10, max: 600 },
-    ],
-  },
-  vote: {
-    fields: [
-      { path: "question", kind: "textarea", label: "Question", required: true, rows: 3 },
-      { path: "modeConfig.models", kind: "models", label: "Voting models", min: 3, max: 7, from: "models" },
-      { path: "modeConfig.chairmanModel", kind: "model", label: "Tie-breaking chairman", from: "chairmanModel", hint: "May also vote." },
-      { path: "modeConfig.timeoutMs", kind: "seconds", label: "Per-stage timeout (seconds)", min: 10, max: 600 },
-    ],
-  },
-  jury: {
-    fields: [
-      { path: "question", kind: "text", label: "What the jury should do", required: true, placeholder: "Evaluate this API documentation" },
-      { path: "modeConfig.originalQuestion", kind: "text", label: "Original question (optional)", hint: "The request the content answers, shown to the jurors." },
-      { path: "modeConfig.content", kind: "textarea", label: "Content to evaluate", required: true, rows: 8 },
-      { path: "modeConfig.jurorModels", kind: "models", label: "Jurors", min: 3, max: 6, from: "jurorModels" },
-      { path: "modeConfig.foremanModel", kind: "model", label: "Foreman", from: "foremanModel", notIn: "modeConfig.jurorModels", notInMessage: "The foreman cannot also be a juror" },
-      { path: "modeConfig.timeoutMs", kind: "seconds", label: "Per-stage timeout (seconds)", min: 10, max: 300 },
-    ],
-  },
-  debate: {
-    fields: [
-      { path: "question", kind: "textarea", label: "Question", required: true, rows: 3 },
-      { path: "modeConfig.models", kind: "models", label: "Debaters", min: 3, max: 6, from: "models" },
-      { path: "modeConfig.timeoutMs", kind: "seconds", label: "Per-stage timeout (seconds)", min: 10, max: 600 },
-    ],
-  },
-  delphi: {
-    fields: [
-      { path: "question", kind: "textarea", label: "Question", required: true, rows: 3, placeholder: "How many software engineers will be employed globally by 2030?" },
-      { path: "modeConfig.panelistModels", kind: "models", label: "Panelists", min: 3, max: 7, from: "panelistModels" },
-      { path: "modeConfig.facilitatorModel", kind: "model", label: "Facilitator", from: "facilitatorModel", notIn: "modeConfig.panelistModels", notInMessage: "The facilitator cannot also be a panelist" },
-      { path: "modeConfig.questionType", kind: "select", label: "Question type", options: [["", "Let the facilitator classify it"], ["numeric", "Numeric"], ["qualitative", "Qualitative"]] },
-      { path: "modeConfig.options", kind: "lines", label: "Answer options (qualitative, one per line, optional)", minItems: 2, maxItems: 10 },
-      { path: "modeConfig.maxRounds", kind: "number", label: "Maximum rounds", min: 2, max: 5, step: 1, from: "maxRounds" },
-      { path: "modeConfig.numericConvergenceThreshold", kind: "number", label: "Numeric convergence: CV below", min: 0.01, max: 1, step: 0.01, from: "numericConvergenceThreshold" },
-      { path: "modeConfig.qualitativeConvergenceThreshold", kind: "number", label: "Qualitative convergence: agreement % at least", min: 50, max: 100, step: 1, from: "qualitativeConvergenceThreshold" },
-      { path: "modeConfig.timeoutMs", kind: "seconds", label: "Per-round timeout (seconds)", min: 30, max: 180 },
-      { path: "modeConfig.globalTimeoutMs", kind: "seconds", label: "Whole-run time cap (seconds)", min: 10, max: 3600, from: "globalTimeoutMs" },
-    ],
-  },
-  clarity: {
-    fields: [
-      { path: "modeConfig.content", kind: "textarea", label: "Brief to score", required: true, rows: 8 },
-      { path: "modeConfig.title", kind: "text", label: "Title (optional)" },
-      { path: "modeConfig.context", kind: "text", label: "Context (optional)" },
-      { path: "question", kind: "text", label: "Instruction (optional)", placeholder: "Score this brief" },
-      { path: "modeConfig.models.skeptic", kind: "model", label: "Skeptic", from: "models.skeptic" },
-      { path: "modeConfig.models.advocate", kind: "model", label: "Advocate", from: "models.advocate" },
-      { path: "modeConfig.models.generalist", kind: "model", label: "Generalist", from: "models.generalist" },
-      { path: "modeConfig.models.arbiter", kind: "model", label: "Arbiter", from: "models.arbiter" },
-      { path: "modeConfig.discussion", kind: "select", label: "Discussion round", options: [["auto", "Auto: skip when everyone is within a point"], ["always", "Always"], ["never", "Never"]] },
-      { path: "modeConfig.timeoutMs", kind: "seconds", label: "Per-stage timeout (seconds)", min: 10, max: 300 },
-    ],
-  },
-};
 
 /** The types a schema allows, `null` left out. */
 function typesOf(schema) {
@@ -97,7 +33,9 @@ const enumLabel = (v) => words(String(v));
 
 /**
  * The field of one setting (`key`, schema `s`) with `base` (path, label, hint, from), or null
- * when the form has no control for it (objects are walked by the caller).
+ * when the form has no control for it (objects are walked by the caller). Besides the standard
+ * keywords it reads `x-rows` (a text box's height; 1 is one line), `x-step` (a number's step)
+ * and `x-enum-labels` (a menu's words by value; `""` is the choice of leaving it out).
  */
 function fieldOf(key, s, base) {
   const type = typesOf(s)[0];
@@ -107,51 +45,85 @@ function fieldOf(key, s, base) {
     // A list of objects: a row per item with a field per property (their own paths are keys).
     const req = new Set(items.required || []);
     const itemFields = Object.entries(items.properties)
-      .map(([k, p]) => fieldOf(k, p, { path: k, label: words(k), hint: p.description, required: req.has(k), from: k, blank: "Choose…" }))
+      .map(([k, p]) => fieldOf(k, p, { path: k, label: p.title || words(k), hint: p.description, required: req.has(k), from: k, blank: "Choose…" }))
       .filter((f) => f && f.kind !== "list");
     return { ...base, kind: "list", itemLabel: words(singular(key)).toLowerCase(), itemFields,
       minItems: s.minItems || 0, maxItems: s.maxItems ?? Infinity, mayBeEmpty: !base.required, emptyIsDefault: /\bdefault\b/i.test(s.description || "") };
   }
-  if (type === "array") return { ...base, kind: "lines", minItems: s.minItems || 0, maxItems: s.maxItems || 100 };
+  if (type === "array") return { ...base, kind: "lines", rows: s["x-rows"], minItems: s.minItems || 0, maxItems: s.maxItems || 100 };
   if (type === "string" && s.format === "model-id") return { ...base, kind: "model" };
-  if (type === "string" && Array.isArray(s.enum)) return { ...base, kind: "select", options: [["", base.blank || "Default"], ...s.enum.filter((v) => v !== null).map((v) => [v, enumLabel(v)])] };
-  if (type === "string") return { ...base, kind: (s.maxLength || 0) > 1000 ? "textarea" : "text", rows: 6 };
+  if (type === "string" && Array.isArray(s.enum)) {
+    // A menu: a first choice that sends nothing, unless the schema names the default (then
+    // that is chosen at first).
+    const named = s["x-enum-labels"] || {};
+    const blank = s.default === undefined ? [["", named[""] || base.blank || (base.required ? "Choose…" : "Default")]] : [];
+    const options = [...blank, ...s.enum.filter((v) => v !== null).map((v) => [v, named[v] || enumLabel(v)])];
+    return { ...base, kind: "select", options, preset: s.default };
+  }
+  if (type === "string") {
+    const rows = s["x-rows"] ?? ((s.maxLength || 0) > 1000 ? 6 : 1);
+    return { ...base, kind: rows > 1 ? "textarea" : "text", rows };
+  }
   if ((type === "integer" || type === "number") && /Ms$/.test(key)) {
     // Shown in seconds: so is what its description says, its figures too (`(default 600 000)`
     // milliseconds is `(default 600)` seconds).
     const hint = base.hint && base.hint.replace(/\bmilliseconds\b/g, "seconds")
       .replace(/\d{1,3}(?:[ \u00a0\u202f,]\d{3})+|\d+/g, (n) => String(Number(n.replace(/[^\d]/g, "")) / SEC));
-    return { ...base, hint, kind: "seconds", label: `${words(key.replace(/Ms$/, ""))} (seconds)`, min: (s.minimum ?? 0) / SEC, max: (s.maximum ?? Infinity) / SEC };
+    return { ...base, hint, kind: "seconds", label: `${s.title || words(key.replace(/Ms$/, ""))} (seconds)`, min: (s.minimum ?? 0) / SEC, max: (s.maximum ?? Infinity) / SEC };
   }
-  if (type === "integer" || type === "number") return { ...base, kind: "number", min: s.minimum, max: s.maximum, step: type === "integer" ? 1 : "any" };
+  if (type === "integer" || type === "number") return { ...base, kind: "number", min: s.minimum, max: s.maximum, step: s["x-step"] ?? (type === "integer" ? 1 : "any") };
   if (type === "boolean") return { ...base, kind: "check" };
   return null;
 }
 
+/** Whether a help text only says its label again ("Per-stage timeout in seconds." under
+ *  "Per-stage timeout (seconds)"): then it is not shown. */
+function repeats(hint, label) {
+  const ws = (t) => t.toLowerCase().match(/[\p{L}\d%]+/gu) || [];
+  const have = new Set(ws(label));
+  return ws(hint).every((w) => have.has(w) || ["a", "an", "the", "in", "of"].includes(w));
+}
+
 /**
  * A form's fields made from a mode's description (`GET /api/modes`): its question, then each
- * setting of its `modeConfig` schema in order, with the roles' labels for model fields. A list
- * of objects (Chain's steps, a rubric's criteria) is a list of rows, a field per property.
+ * setting of its `modeConfig` schema in order. A setting's label is its `title`, else its
+ * role's label, else its name in words; its help is its `description`; the settings the mode
+ * takes at the top level (`topLevel`: Council's) are sent there. The question is the mode's
+ * (`question`) with what the schema's `x-question` adds: `label`, `placeholder`, `rows` and
+ * `after` (the setting it follows, else it comes first). A setting's `x-not-in`
+ * (`{field, message}`) names a list of models it must not be one of. A list of objects
+ * (Chain's steps, a rubric's criteria) is a list of rows, a field per property.
  */
 export function schemaFields(info) {
-  const q = info.question || { label: "Question" };
-  const fields = [{ path: "question", kind: "textarea", label: q.label, required: !!q.required, rows: 3 }];
+  const config = info.configSchema || {};
+  const q = { label: "Question", ...(info.question || {}), ...(config["x-question"] || {}) };
+  const rows = q.rows ?? 3;
+  const question = { path: "question", kind: rows > 1 ? "textarea" : "text", label: q.label, required: !!q.required, rows, placeholder: q.placeholder };
+  const fields = [];
   const roleLabel = Object.fromEntries((info.roles || []).filter((r) => r.field).map((r) => [r.field, r.label]));
+  const atTop = new Set(info.topLevel || []);
+  const pathOf = (prefix, key) => (prefix === "modeConfig" && atTop.has(key) ? key : `${prefix}.${key}`);
   const walk = (schema, prefix, group) => {
+    const required = new Set(schema.required || []);
     for (const [key, s] of Object.entries(schema.properties || {})) {
-      const path = `${prefix}.${key}`;
-      const from = path.replace(/^modeConfig\./, "");
-      const base = { path, label: roleLabel[key] || words(key), hint: s.description, from, group };
+      const path = pathOf(prefix, key);
+      const from = `${prefix}.${key}`.replace(/^modeConfig\./, "");
+      const base = { path, label: s.title || roleLabel[from] || roleLabel[key] || words(key), hint: s.description, from, group, required: required.has(key) };
       // A nested object's fields are shown together under its name (a custom rubric's name,
       // description and criteria).
       if (typesOf(s)[0] === "object" && s.properties) walk(s, path, { path, label: base.label, hint: s.description });
       else {
         const f = fieldOf(key, s, base);
+        if (f && f.hint && repeats(f.hint, f.label)) delete f.hint;
+        const notIn = s["x-not-in"];
+        if (f && notIn) Object.assign(f, { notIn: pathOf(prefix, notIn.field), notInMessage: notIn.message });
         if (f) fields.push(f);
       }
+      if (prefix === "modeConfig" && key === q.after) fields.push(question);
     }
   };
-  walk(info.configSchema || {}, "modeConfig");
+  walk(config, "modeConfig");
+  if (!fields.includes(question)) fields.unshift(question);
   return fields;
 }
 
@@ -209,8 +181,7 @@ function modelPicker(id, suggestions, initial, onChange) {
  */
 export function buildForm(info, models, submit) {
   const mode = info.id;
-  const own = FORMS[mode] ? FORMS[mode].fields : schemaFields(info);
-  const spec = { fields: [...own, VISIBILITY] };
+  const spec = { fields: [...schemaFields(info), VISIBILITY] };
   const defaults = (models.modes && models.modes[mode]) || {};
   // Every model id the defaults name, however deep (Chain's steps are objects with a model).
   const modelIds = (v) => (typeof v === "string" ? (v.includes("/") && !/\s/.test(v) ? [v] : [])
@@ -482,7 +453,7 @@ export function buildForm(info, models, submit) {
     // (a text is left empty, so that leaving it sends nothing).
     const own = getPath(defaults, f.path.replace(/^modeConfig\./, ""));
     const dflt = ["text", "textarea", "lines", "check"].includes(f.kind) ? undefined
-      : f.kind === "select" ? own : (f.from ? getPath(defaults, f.from) : undefined) ?? (f.kind === "seconds" || f.kind === "number" ? own : undefined);
+      : f.kind === "select" ? own ?? f.preset : (f.from ? getPath(defaults, f.from) : undefined) ?? (f.kind === "seconds" || f.kind === "number" ? own : undefined);
     const field = makeField(f, id, dflt, () => clearError(f.path));
     getters[f.path] = field.get;
     fieldEls[f.path] = field;

@@ -148,21 +148,40 @@ pub struct ClarityModels {
 }
 
 /// Clarity's `modeConfig`.
+// Its `title`s and `x-` keys are for the page's form (docs/protocol.md, `GET /api/modes`);
+// `required` marks `content` there, and `validate` refuses a request without it.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(extend("x-question" = {
+    "label": "Instruction (optional)",
+    "placeholder": "Score this brief",
+    "rows": 1,
+    "after": "context"
+}))]
 pub struct ClarityRequest {
-    /// The brief to score (required).
+    /// Scored by the Skeptic, the Advocate and the Generalist on seven weighted dimensions.
+    #[schemars(title = "Brief to score", required, extend("x-rows" = 8))]
     pub content: Option<Text<MAX_CONTENT_CHARS>>,
-    /// The brief's title.
+    /// Shown to the evaluators above the brief.
+    #[schemars(title = "Title (optional)")]
     pub title: Option<Text<MAX_SHORT_CHARS>>,
     /// What the evaluators should know about the brief's setting.
+    #[schemars(title = "Context (optional)", extend("x-rows" = 1))]
     pub context: Option<Text<MAX_TEXT_CHARS>>,
     /// Each role's model (default: a fast model for all four).
     pub models: Option<ClarityModels>,
-    /// The discussion round: `auto` (when the evaluators disagree), `always` or `never`.
+    /// Whether the evaluators see each other's scores and may revise theirs.
+    #[schemars(title = "Discussion round", extend(
+        "default" = "auto",
+        "x-enum-labels" = {
+            "auto": "Auto: skip when everyone is within a point",
+            "always": "Always",
+            "never": "Never"
+        }
+    ))]
     pub discussion: Option<Discussion>,
     /// Per-stage timeout in milliseconds.
-    #[schemars(range(min = 10000, max = 300000))]
+    #[schemars(title = "Per-stage timeout", range(min = 10000, max = 300000))]
     pub timeout_ms: Option<i64>,
 }
 

@@ -63,17 +63,19 @@ pub struct CouncilConfig {
 }
 
 /// Council's settings: in `modeConfig`, or at the top level of the request (the seed's shape).
+// Its `title`s and `x-` keys are for the page's form (docs/protocol.md, `GET /api/modes`).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(extend("x-question" = {"placeholder": "Ask the council a question…"}))]
 pub struct CouncilRequest {
-    /// The council: 2 to 6 models that answer and rank each other's answers (the same model
-    /// twice is two members).
-    #[schemars(length(min = 2, max = 6))]
+    /// 2 to 6 models that answer and rank each other's answers (the same model twice is two
+    /// members).
+    #[schemars(title = "Council models", length(min = 2, max = 6))]
     pub council_models: Option<Vec<ModelId>>,
     /// Writes the synthesis; may also sit on the council.
     pub chairman_model: Option<ModelId>,
     /// Per-stage timeout in milliseconds.
-    #[schemars(range(min = 10000, max = 600000))]
+    #[schemars(title = "Per-stage timeout", range(min = 10000, max = 600000))]
     pub timeout_ms: Option<i64>,
 }
 

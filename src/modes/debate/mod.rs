@@ -54,11 +54,11 @@ pub struct DebateConfig {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DebateRequest {
-    /// The debaters: 3 to 6 models that answer, revise after reading the others, and vote.
+    /// 3 to 6 models that answer, revise after reading the others, and vote.
     #[schemars(length(min = 3, max = 6))]
     pub models: Option<Vec<ModelId>>,
     /// Per-stage timeout in milliseconds.
-    #[schemars(range(min = 10000, max = 600000))]
+    #[schemars(title = "Per-stage timeout", range(min = 10000, max = 600000))]
     pub timeout_ms: Option<i64>,
 }
 

@@ -103,35 +103,61 @@ fn number_in(
 }
 
 /// Delphi's `modeConfig`.
+// In its form's order; its `title`s and `x-` keys are for the page's form (docs/protocol.md,
+// `GET /api/modes`).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(extend("x-question" = {
+    "label": "Question",
+    "placeholder": "How many software engineers will be employed globally by 2030?"
+}))]
 pub struct DelphiRequest {
-    /// The panel: 3 to 7 models that estimate anonymously, round after round.
+    /// 3 to 7 models that estimate anonymously, round after round.
     #[schemars(length(min = 3, max = 7))]
     pub panelist_models: Option<Vec<ModelId>>,
     /// Classifies the question and writes the report; must not be a panelist.
+    #[schemars(extend("x-not-in" = {
+        "field": "panelistModels",
+        "message": "The facilitator cannot also be a panelist"
+    }))]
     pub facilitator_model: Option<ModelId>,
+    /// Whether the answer is a number or one of some options (default: the facilitator decides).
+    #[schemars(title = "Question type", extend("x-enum-labels" = {
+        "": "Let the facilitator classify it",
+        "numeric": "Numeric",
+        "qualitative": "Qualitative"
+    }))]
+    pub question_type: Option<QuestionType>,
+    /// The choices of a qualitative question (2 to 10).
+    #[schemars(
+        title = "Answer options (qualitative, one per line, optional)",
+        length(min = 2, max = 10)
+    )]
+    pub options: Option<Vec<Text<MAX_SHORT_CHARS>>>,
     /// The most rounds (2 to 5; default 5).
-    #[schemars(range(min = 2, max = 5))]
+    #[schemars(title = "Maximum rounds", range(min = 2, max = 5))]
     pub max_rounds: Option<i64>,
     /// Numeric questions converge when the spread (coefficient of variation) falls to this
     /// (0.01 to 1; default 0.15).
-    #[schemars(range(min = 0.01, max = 1.0))]
+    #[schemars(
+        title = "Numeric convergence: CV below",
+        range(min = 0.01, max = 1.0),
+        extend("x-step" = 0.01)
+    )]
     pub numeric_convergence_threshold: Option<f64>,
     /// Qualitative questions converge when this share of the panel agrees, in % (50 to 100;
     /// default 75).
-    #[schemars(range(min = 50.0, max = 100.0))]
+    #[schemars(
+        title = "Qualitative convergence: agreement % at least",
+        range(min = 50.0, max = 100.0),
+        extend("x-step" = 1)
+    )]
     pub qualitative_convergence_threshold: Option<f64>,
-    /// Skip the classification: `numeric` or `qualitative`.
-    pub question_type: Option<QuestionType>,
-    /// The choices of a qualitative question (2 to 10).
-    #[schemars(length(min = 2, max = 10))]
-    pub options: Option<Vec<Text<MAX_SHORT_CHARS>>>,
     /// Per-round timeout in milliseconds.
-    #[schemars(range(min = 30000, max = 180000))]
+    #[schemars(title = "Per-round timeout", range(min = 30000, max = 180000))]
     pub timeout_ms: Option<i64>,
     /// The whole run's time limit in milliseconds (default 600 000).
-    #[schemars(range(min = 10000, max = 3600000))]
+    #[schemars(title = "Whole-run time cap", range(min = 10000, max = 3600000))]
     pub global_timeout_ms: Option<i64>,
 }
 

@@ -64,20 +64,33 @@ pub struct JuryConfig {
 }
 
 /// Jury's `modeConfig`.
+// Its `title`s and `x-` keys are for the page's form (docs/protocol.md, `GET /api/modes`);
+// `required` marks `content` there, and `validate` refuses a request without it.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(extend("x-question" = {
+    "label": "What the jury should do",
+    "placeholder": "Evaluate this API documentation",
+    "rows": 1
+}))]
 pub struct JuryRequest {
-    /// The content the jurors evaluate (required).
-    pub content: Option<Text<MAX_CONTENT_CHARS>>,
-    /// The question the content answers, when there is one.
+    /// The request the content answers, shown to the jurors.
+    #[schemars(title = "Original question (optional)", extend("x-rows" = 1))]
     pub original_question: Option<Text<MAX_TEXT_CHARS>>,
-    /// The jurors: 3 to 6 models.
+    /// What the jurors score on accuracy, completeness, clarity, relevance and actionability.
+    #[schemars(title = "Content to evaluate", required, extend("x-rows" = 8))]
+    pub content: Option<Text<MAX_CONTENT_CHARS>>,
+    /// 3 to 6 models that each score the content and give a verdict.
     #[schemars(length(min = 3, max = 6))]
     pub juror_models: Option<Vec<ModelId>>,
     /// Writes the verdict report; must not be a juror.
+    #[schemars(extend("x-not-in" = {
+        "field": "jurorModels",
+        "message": "The foreman cannot also be a juror"
+    }))]
     pub foreman_model: Option<ModelId>,
     /// Per-stage timeout in milliseconds.
-    #[schemars(range(min = 10000, max = 300000))]
+    #[schemars(title = "Per-stage timeout", range(min = 10000, max = 300000))]
     pub timeout_ms: Option<i64>,
 }
 

@@ -48,16 +48,18 @@ pub struct VoteConfig {
 }
 
 /// Vote's `modeConfig`.
+// Its `title`s are for the page's form (docs/protocol.md, `GET /api/modes`).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VoteRequest {
-    /// The models that answer and then vote: 3 to 7 (the same model twice is two voters).
-    #[schemars(length(min = 3, max = 7))]
+    /// 3 to 7 models that answer and then vote (the same model twice is two voters).
+    #[schemars(title = "Voting models", length(min = 3, max = 7))]
     pub models: Option<Vec<ModelId>>,
-    /// Breaks a tie among the tied answers (default: the first model; it may also vote).
+    /// Breaks a tie among the tied answers (default: the first model); may also vote.
+    #[schemars(title = "Tie-breaking chairman")]
     pub chairman_model: Option<ModelId>,
     /// Per-stage timeout in milliseconds.
-    #[schemars(range(min = 10000, max = 600000))]
+    #[schemars(title = "Per-stage timeout", range(min = 10000, max = 600000))]
     pub timeout_ms: Option<i64>,
 }
 
