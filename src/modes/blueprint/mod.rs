@@ -121,6 +121,7 @@ pub struct BlueprintRequest {
     pub content: Option<Text<MAX_CONTENT_CHARS>>,
     /// architecture_blueprint (default), technical_design_document, implementation_roadmap,
     /// cost_analysis_report, security_assessment or custom (generic guidance).
+    #[serde(default)]
     #[schemars(with = "DocumentType")]
     pub document_type: Option<DocumentType>,
     /// Outlines the document: its title and 6-12 sections.

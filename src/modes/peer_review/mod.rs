@@ -231,6 +231,7 @@ pub struct PeerReviewRequest {
     pub content: Option<Text<MAX_CONTENT_CHARS>>,
     /// The rubric: architecture_review (default), code_review, design_spec_review,
     /// compliance_audit, business_plan_review, or custom with a customRubric.
+    #[serde(default)]
     #[schemars(with = "ReviewType")]
     pub review_type: Option<ReviewType>,
     /// The reviewers, 2 to 6 (a model listed twice reviews twice).
