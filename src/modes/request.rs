@@ -149,7 +149,7 @@ fn first_finding(
     wanted: impl Fn(&jsonschema::error::ValidationErrorKind) -> bool,
 ) -> Result<(), FieldError> {
     let (schema, validator) = compiled(mode);
-    let instance = without_nulls(body);
+    let instance = without_nulls(body, schema);
     let finding = validator.iter_errors(&instance).find(|e| wanted(e.kind()));
     finding.map_or(Ok(()), |error| Err(worded(&error, schema, &instance, mode)))
 }
@@ -215,24 +215,34 @@ fn bound_lists(schema: &mut Value) {
     }
 }
 
-/// The body with every object's `null` fields left out ("absent"); a `null` list item stays,
-/// to be refused.
-fn without_nulls(body: &Map<String, Value>) -> Value {
-    fn strip(v: &Value) -> Value {
+/// The body with the `null` fields its schema knows left out ("absent"); a `null` under a key
+/// the schema does not know stays, to be refused as unknown, and so does a `null` list item.
+fn without_nulls(body: &Map<String, Value>, schema: &Value) -> Value {
+    fn object(map: &Map<String, Value>, schema: &Value) -> Value {
+        let known = schema.get("properties");
+        Value::Object(
+            map.iter()
+                .filter_map(|(k, v)| {
+                    let field = known.and_then(|p| p.get(k));
+                    match (v, field) {
+                        (Value::Null, Some(_)) => None,
+                        _ => Some((k.clone(), strip(v, field.unwrap_or(&Value::Null)))),
+                    }
+                })
+                .collect(),
+        )
+    }
+    fn strip(v: &Value, schema: &Value) -> Value {
         match v {
-            Value::Object(o) => Value::Object(
-                o.iter()
-                    .filter(|(_, v)| !v.is_null())
-                    .map(|(k, v)| (k.clone(), strip(v)))
-                    .collect(),
-            ),
-            Value::Array(items) => Value::Array(items.iter().map(strip).collect()),
+            Value::Object(m) => object(m, schema),
+            Value::Array(items) => {
+                let each = schema.get("items").unwrap_or(&Value::Null);
+                Value::Array(items.iter().map(|v| strip(v, each)).collect())
+            }
             other => other.clone(),
         }
     }
-    Value::Object(
-        body.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), strip(v))).collect(),
-    )
+    object(body, schema)
 }
 
 /// What no request may hold, found before any schema is read: a text with a NUL character
@@ -705,6 +715,12 @@ mod tests {
         )
         .is_ok());
         assert!(check(json!({"question": "q", "councilModels": null, "modeConfig": null, "visibility": "private"})).is_ok());
+        // A null under a key no schema knows is still an unknown key.
+        assert_eq!(field(json!({"question": "q", "bogus": null})), "bogus");
+        assert_eq!(
+            field(json!({"mode": "jury", "modeConfig": {"contnet": null}})),
+            "modeConfig.contnet"
+        );
     }
 
     #[test]
