@@ -422,14 +422,14 @@ fn check_config(page: &Page, errors: &mut Vec<String>) -> usize {
 // Events
 
 /// The event names the code emits: string literals of `src/` (test files left out) where an
-/// event is made: `emit("…"`, `Effect::event("…"`, `event: "…"`, `("…".to_string(), data)` or `json!`, a match arm
+/// event is made: `emit("…"`, `Effect::event("…"`, `Effect::empty("…")`, `event: "…"`, `("…".to_string(), data)` or `json!`, a match arm
 /// `=> ("…", json!…)`, an arm of `let event = match … };` that is the name alone, or how a run
 /// ends (`Terminal::Complete => "complete"`).
 fn emitted_events() -> BTreeSet<String> {
     let name = r#""([a-z][a-z0-9]*(?:_[a-z0-9]+)*)""#;
     let patterns = [
         format!(r"emit\(\s*{name}"),
-        format!(r"\bevent\(\s*{name}"),
+        format!(r"\b(?:event|empty)\(\s*{name}"),
         format!(r"\bevent:\s*{name}"),
         format!(r"\(\s*{name}\.to_string\(\),\s*(?:json!|data\b)"),
         format!(r"=>\s*\{{?\s*\(\s*{name},\s*json!"),

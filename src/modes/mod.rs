@@ -25,6 +25,7 @@ pub mod fact_check;
 mod golden;
 pub mod jury;
 pub mod numbers;
+pub mod payload;
 pub mod peer_review;
 pub mod ranking;
 pub mod reading;
@@ -272,6 +273,11 @@ pub enum Effect {
 impl Effect {
     pub fn emit(event: &str, data: Value) -> Self {
         Effect::Emit { event: event.to_string(), data }
+    }
+
+    /// An event with nothing to say but that it happened (a stage's start): `{}`.
+    pub fn empty(event: &str) -> Self {
+        Effect::Emit { event: event.to_string(), data: Value::Object(Default::default()) }
     }
 
     /// An event whose payload is a typed struct (its fields in order are the JSON's keys).

@@ -675,7 +675,7 @@ impl Staged for Brainstorm {
                                     "maxClusters": self.config.max_clusters, "labels": labels } }),
             ),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
-            Effect::emit("ideation_start", json!({})),
+            Effect::empty("ideation_start"),
         ];
         let min = self.config.min_ideas_per_model;
         let asking = Asking::new(self.ideas_schema.clone(), |json| {

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::modes::common::Routed;
-use crate::modes::confidence_weighted::Marked;
+use crate::modes::payload::Marked;
 use crate::modes::runner::{Kit, Staged, GLOBAL_TIMER};
 
 pub struct Chain {

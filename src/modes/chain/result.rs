@@ -1,7 +1,7 @@
 //! What a chain stores and reads back: the step rows, the result, and the export's report.
 
 use super::*;
-use crate::modes::confidence_weighted::Failures;
+use crate::modes::payload::Failures;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 

@@ -12,11 +12,7 @@ use crate::modes::{to_json, StageRow};
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-/// An event whose payload is `{data}`.
-#[derive(Debug, Serialize)]
-pub struct Data<T> {
-    pub data: T,
-}
+pub use crate::modes::payload::Data;
 
 /// `clarity_start`: the run and the model of each persona.
 #[derive(Debug, Serialize)]

@@ -148,7 +148,7 @@ impl ConfidenceWeighted {
         let data = WeightsData::of(&self.weights, self.config.temperature);
         out.push(Effect::Store(StageRow::computed("weights", 1, to_json(&data))));
         out.push(Effect::event("weights_calculated", &Data { data }));
-        out.push(Effect::event("synthesis_start", &Empty {}));
+        out.push(Effect::empty("synthesis_start"));
         if answered.len() == 1 {
             let a = &answered[0];
             let s = SynthesisData {
@@ -269,7 +269,7 @@ impl Staged for ConfidenceWeighted {
                     },
                 },
             ),
-            Effect::event("answers_start", &Empty {}),
+            Effect::empty("answers_start"),
         ];
         let schema = &self.answer_schema;
         let text =

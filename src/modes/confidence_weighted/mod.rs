@@ -28,8 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    empty_is_failure, failed_from_rows, member_names, role_failed, title_prompt, with_history,
-    FailedModel, Routed, SplitMix64,
+    empty_is_failure, member_names, role_failed, title_prompt, with_history, Routed, SplitMix64,
 };
 use super::reading::{answer_text, readable};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};

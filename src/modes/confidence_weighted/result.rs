@@ -156,53 +156,7 @@ pub struct AnswersCount {
     pub failed_count: usize,
 }
 
-// Shapes Chain and Jury use too; their home is `modes::common` (not this branch's to edit).
-
-/// A stage's start with nothing to say (`answers_start`, `synthesis_start`): `{}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Empty {}
-
-/// A payload under `data` (`answer_complete`, `weights_calculated`, `all_answers_complete`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Data<T> {
-    pub data: T,
-}
-
-/// Whether some call failed, and which: the last keys of a result and of its final event.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Failures {
-    /// True when some call failed (even one a backup then replaced).
-    pub partial: bool,
-    /// The calls that failed (`{model, role, stage, error: {kind, status, message}, fallbackTo?}`).
-    pub failed_models: Vec<FailedModel>,
-}
-
-impl Failures {
-    pub fn new(failed_models: Vec<FailedModel>) -> Self {
-        Failures { partial: !failed_models.is_empty(), failed_models }
-    }
-
-    /// The failed calls of a run, from its stored rows.
-    pub fn of(rows: &[StageRow]) -> Self {
-        Failures::new(failed_from_rows(rows))
-    }
-}
-
-/// A final stage's event (`synthesis_complete`): its payload under `data`, then `partial` and
-/// `failedModels`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Marked<T> {
-    pub data: T,
-    #[serde(flatten)]
-    pub failures: Failures,
-}
-
-impl<T> Marked<T> {
-    pub fn new(data: T, failed_models: Vec<FailedModel>) -> Self {
-        Marked { data, failures: Failures::new(failed_models) }
-    }
-}
+pub use crate::modes::payload::{Data, Failures, Marked};
 
 /// The models of `confidence_start`'s config.
 #[derive(Debug, Clone, PartialEq, Serialize)]

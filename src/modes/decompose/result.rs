@@ -6,11 +6,7 @@ use crate::modes::common::{failed_from_rows, FailedModel};
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-/// An event whose payload is `{data}`.
-#[derive(Debug, Serialize)]
-pub struct Data<T> {
-    pub data: T,
-}
+pub use crate::modes::payload::Data;
 
 /// An event of a wave (`wave_start`, `task_complete`, `wave_complete`).
 #[derive(Debug, Serialize)]

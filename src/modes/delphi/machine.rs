@@ -325,7 +325,7 @@ impl Delphi {
         );
         let backup = self.config.facilitator_fallback_model.clone();
         let mut out = vec![
-            Effect::emit("synthesis_start", json!({})),
+            Effect::empty("synthesis_start"),
             self.kit.calls.solo(spec, 99, backup.as_deref()),
         ];
         out.extend(self.kit.title.call(

@@ -336,7 +336,7 @@ impl FactCheck {
         self.claims_schema = Some(schema);
         let backup = self.config.facilitator_fallback_model.clone();
         vec![
-            Effect::emit("extract_start", json!({})),
+            Effect::empty("extract_start"),
             self.kit.calls.solo(spec, EXTRACT_ORDER, backup.as_deref()),
         ]
     }
@@ -552,7 +552,7 @@ impl FactCheck {
         vec![
             Effect::Store(StageRow::computed("consensus", CONSENSUS_ORDER, to_json(&data))),
             Effect::event("all_checkers_complete", &Data { data }),
-            Effect::emit("report_start", json!({})),
+            Effect::empty("report_start"),
             self.kit.calls.solo(spec, REPORT_ORDER, backup.as_deref()),
         ]
     }
@@ -683,7 +683,7 @@ impl Staged for FactCheck {
                 self.config.extractor_model.clone()
             }
             None => {
-                out.push(Effect::emit("generate_start", json!({})));
+                out.push(Effect::empty("generate_start"));
                 let model = self.config.generator_model.clone();
                 out.push(Effect::Call(self.call(
                     "generate",

@@ -5,11 +5,7 @@ use super::*;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-/// An event's payload under `data`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Data<T> {
-    pub data: T,
-}
+pub use crate::modes::payload::Data;
 
 /// What the run checks with (`factcheck_start`'s `config`).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,7 +1,7 @@
 //! Jury's state machine: the jurors' deliberation, then the foreman's verdict.
 
 use super::*;
-use crate::modes::confidence_weighted::{Data, Empty, Marked};
+use crate::modes::payload::{Data, Marked};
 use crate::modes::runner::{Kit, Staged};
 
 // ---- the state machine ----------------------------------------------------------------------
@@ -89,7 +89,7 @@ impl Jury {
         let summary = summarize(self.config.juror_models.len(), &self.jurors);
         out.push(Effect::Store(StageRow::computed("juror_summary", 3, to_json(&summary))));
         out.push(Effect::event("all_jurors_complete", &Data { data: &summary }));
-        out.push(Effect::event("verdict_start", &Empty {}));
+        out.push(Effect::empty("verdict_start"));
         let prompt = foreman_prompt(
             &self.config.content,
             self.config.original_question.as_deref(),
@@ -188,7 +188,7 @@ impl Staged for Jury {
                     mode: "jury",
                 },
             ),
-            Effect::event("present_start", &Empty {}),
+            Effect::empty("present_start"),
             Effect::Store(StageRow {
                 stage_type: "present".into(),
                 stage_order: 1,
@@ -201,7 +201,7 @@ impl Staged for Jury {
                 response_time_ms: None,
             }),
             Effect::event("present_complete", &Data { data: presentation }),
-            Effect::event("deliberation_start", &Empty {}),
+            Effect::empty("deliberation_start"),
         ];
         let (content, question) = (&self.config.content, self.config.original_question.as_deref());
         let asking = Asking::new(self.juror_schema.clone(), |json| {

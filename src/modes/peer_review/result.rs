@@ -210,11 +210,7 @@ pub struct FailedReviewer {
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-/// An event whose payload is `{data}`.
-#[derive(Debug, Serialize)]
-pub struct Data<T> {
-    pub data: T,
-}
+pub use crate::modes::payload::Data;
 
 /// `review_start`: the run, its review type and rubric.
 #[derive(Debug, Serialize)]

@@ -294,7 +294,7 @@ impl RedTeam {
             ]);
         let backup = self.config.chairman_fallback_model.clone();
         vec![
-            Effect::emit("synthesize_start", json!({})),
+            Effect::empty("synthesize_start"),
             self.kit.calls.solo(spec, SYNTHESIS_ORDER, backup.as_deref()),
         ]
     }
@@ -387,7 +387,7 @@ impl Staged for RedTeam {
                 },
             ),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
-            Effect::emit("generate_start", json!({})),
+            Effect::empty("generate_start"),
         ];
         let prompt = generate_prompt(&self.ctx.question, &self.material);
         let model = self.config.generator_model.clone();

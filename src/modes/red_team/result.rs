@@ -5,11 +5,7 @@ use super::*;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-/// An event's payload under `data` (`generate_complete`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Data<T> {
-    pub data: T,
-}
+pub use crate::modes::payload::Data;
 
 /// `attack_start`'s and `defend_start`'s payload.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

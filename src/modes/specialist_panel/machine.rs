@@ -184,7 +184,7 @@ impl SpecialistPanel {
         .quoting(material);
         self.phase = Phase::Synthesizing;
         let backup = self.config.chairman_fallback_model.clone();
-        out.push(Effect::emit("synthesis_start", json!({})));
+        out.push(Effect::empty("synthesis_start"));
         out.push(self.kit.calls.solo(spec, SYNTHESIS_ORDER, backup.as_deref()));
         out
     }

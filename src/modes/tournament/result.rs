@@ -6,11 +6,7 @@ use crate::modes::common::{failed_from_rows, FailedModel};
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-/// An event whose payload is `{data}`.
-#[derive(Debug, Serialize)]
-pub struct Data<T> {
-    pub data: T,
-}
+pub use crate::modes::payload::Data;
 
 /// `tournament_start`: the run and its contestants and judge.
 #[derive(Debug, Serialize)]

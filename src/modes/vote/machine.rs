@@ -93,7 +93,7 @@ impl Vote {
         self.labels = order.iter().enumerate().map(|(k, &i)| (label(k), i)).collect();
         let map = self.label_to_model();
         out.push(Effect::Store(StageRow::computed("label_map", 0, json!(map))));
-        out.push(Effect::emit("vote_round_start", json!({})));
+        out.push(Effect::empty("vote_round_start"));
         let labeled: Vec<(String, String)> = self
             .labels
             .iter()

@@ -1,0 +1,50 @@
+//! The pieces of event payloads and results that many modes share: a `{data}` wrapper and
+//! the `partial`/`failedModels` pair that ends a result and its final event.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::common::{failed_from_rows, FailedModel};
+use super::StageRow;
+
+/// A payload under `data` (`answer_complete`, `generate_complete`, `task_complete`…).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Data<T> {
+    pub data: T,
+}
+
+/// Whether some call failed, and which: the last keys of a result and of its final event.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Failures {
+    /// True when some call failed (even one a backup then replaced).
+    pub partial: bool,
+    /// The calls that failed (`{model, role, stage, error: {kind, status, message}, fallbackTo?}`).
+    pub failed_models: Vec<FailedModel>,
+}
+
+impl Failures {
+    pub fn new(failed_models: Vec<FailedModel>) -> Self {
+        Failures { partial: !failed_models.is_empty(), failed_models }
+    }
+
+    /// The failed calls of a run, from its stored rows.
+    pub fn of(rows: &[StageRow]) -> Self {
+        Failures::new(failed_from_rows(rows))
+    }
+}
+
+/// A final stage's event (`synthesis_complete`, `verdict_complete`…): its payload under `data`, then `partial` and
+/// `failedModels`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Marked<T> {
+    pub data: T,
+    #[serde(flatten)]
+    pub failures: Failures,
+}
+
+impl<T> Marked<T> {
+    pub fn new(data: T, failed_models: Vec<FailedModel>) -> Self {
+        Marked { data, failures: Failures::new(failed_models) }
+    }
+}
