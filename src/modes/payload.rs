@@ -2,6 +2,7 @@
 //! the `partial`/`failedModels` pair that ends a result and its final event.
 
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::common::{failed_from_rows, FailedModel};
@@ -47,4 +48,10 @@ impl<T> Marked<T> {
     pub fn new(data: T, failed_models: Vec<FailedModel>) -> Self {
         Marked { data, failures: Failures::new(failed_models) }
     }
+}
+
+/// A stored row's parsed data read back as the payload type it was written from; None when the
+/// row has none or it does not read as `T`.
+pub fn parsed<T: DeserializeOwned>(row: &StageRow) -> Option<T> {
+    serde_json::from_value(row.parsed_data.clone()?).ok()
 }

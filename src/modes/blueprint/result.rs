@@ -6,6 +6,7 @@ use crate::modes::common::{failed_from_rows, FailedModel};
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
+use crate::modes::payload::parsed;
 pub use crate::modes::payload::Data;
 
 /// Where the material came from.
@@ -276,11 +277,6 @@ pub struct BlueprintResult<'a> {
     pub partial: bool,
     /// The calls that failed.
     pub failed_models: Vec<FailedModel>,
-}
-
-/// A row's parsed data as `T`, when it is there and reads so.
-fn parsed<T: serde::de::DeserializeOwned>(r: &StageRow) -> Option<T> {
-    serde_json::from_value(r.parsed_data.clone()?).ok()
 }
 
 /// The answer when the assembler and its backup failed: the title, then every section in

@@ -12,6 +12,7 @@ use crate::modes::{to_json, StageRow};
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
+use crate::modes::payload::parsed;
 pub use crate::modes::payload::Data;
 
 /// `clarity_start`: the run and the model of each persona.
@@ -186,11 +187,6 @@ pub struct ClarityResult {
     pub partial: bool,
     /// The calls that failed.
     pub failed_models: Vec<FailedModel>,
-}
-
-/// A row's parsed data as `T`, when it is there and reads so.
-fn parsed<T: serde::de::DeserializeOwned>(r: &StageRow) -> Option<T> {
-    serde_json::from_value(r.parsed_data.clone()?).ok()
 }
 
 /// The clarity result from stored rows: the brief, every evaluator's verdict before and after

@@ -6,6 +6,7 @@ use crate::modes::common::{failed_from_rows, FailedModel};
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
+use crate::modes::payload::parsed;
 pub use crate::modes::payload::Data;
 
 /// An event of a wave (`wave_start`, `task_complete`, `wave_complete`).
@@ -286,11 +287,6 @@ pub struct DecomposeResult<'a> {
     pub partial: bool,
     /// The calls that failed.
     pub failed_models: Vec<FailedModel>,
-}
-
-/// A row's parsed data as `T`, when it is there and reads so.
-fn parsed<T: serde::de::DeserializeOwned>(r: &StageRow) -> Option<T> {
-    serde_json::from_value(r.parsed_data.clone()?).ok()
 }
 
 /// `{plan, assignments, waves, assembly, stats, partial, failedModels}` from the stored rows,

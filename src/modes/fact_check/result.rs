@@ -5,6 +5,7 @@ use super::*;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
+use crate::modes::payload::parsed;
 pub use crate::modes::payload::Data;
 
 /// What the run checks with (`factcheck_start`'s `config`).
@@ -246,11 +247,6 @@ pub struct FactCheckResult {
     pub partial: bool,
     /// The failed model calls, in stored order.
     pub failed_models: Vec<FailedModel>,
-}
-
-/// A row's parsed data read as `T`.
-fn parsed<T: serde::de::DeserializeOwned>(row: &StageRow) -> Option<T> {
-    serde_json::from_value(row.parsed_data.clone()?).ok()
 }
 
 /// `{content, contentSource, generate, extract, claims, checks, consensus, counts,

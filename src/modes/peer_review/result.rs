@@ -210,6 +210,7 @@ pub struct FailedReviewer {
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
+use crate::modes::payload::parsed;
 pub use crate::modes::payload::Data;
 
 /// `review_start`: the run, its review type and rubric.
@@ -327,11 +328,6 @@ pub struct PeerReviewResult {
     pub partial: bool,
     /// The calls that failed.
     pub failed_models: Vec<FailedModel>,
-}
-
-/// A row's parsed data as `T`, when it is there and reads so.
-fn parsed<T: serde::de::DeserializeOwned>(r: &StageRow) -> Option<T> {
-    serde_json::from_value(r.parsed_data.clone()?).ok()
 }
 
 /// `{work, reviewType, rubric, reviews, failedReviewers, statistics, consolidation, partial,

@@ -6,6 +6,7 @@ use crate::modes::common::{failed_from_rows, FailedModel};
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
+use crate::modes::payload::parsed;
 pub use crate::modes::payload::Data;
 
 /// `tournament_start`: the run and its contestants and judge.
@@ -236,11 +237,6 @@ pub struct TournamentResult {
     pub partial: bool,
     /// The calls that failed.
     pub failed_models: Vec<FailedModel>,
-}
-
-/// A row's parsed data as `T`, when it is there and reads so.
-fn parsed<T: serde::de::DeserializeOwned>(r: &StageRow) -> Option<T> {
-    serde_json::from_value(r.parsed_data.clone()?).ok()
 }
 
 /// `{contestants, bracket, rounds: [{round, matches}], champion, partial, failedModels}` from
