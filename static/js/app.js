@@ -13,6 +13,7 @@ const { el, $ } = ui;
 
 const conn = new Connection();
 let models = null; // GET /api/models
+let loadingModels = null;
 let current = null; // the mounted view: {destroy()}
 const main = $("#main");
 
@@ -47,16 +48,19 @@ conn.onState((s) => {
   pill.title = s === "live" ? "Connected: updates arrive as they happen" : "The connection dropped; reconnecting and resuming where it left off";
 });
 
-async function loadModels() {
-  if (models) return models;
-  try {
-    models = await fetchJson("/api/models");
-  } catch (err) {
-    models = { modes: {}, simModels: [] };
-    console.warn("models", err);
-  }
-  $("#offline").hidden = !models.offline;
-  return models;
+/** GET /api/models, asked once: the boot and the first view share the one request. */
+function loadModels() {
+  loadingModels ||= fetchJson("/api/models")
+    .catch((err) => {
+      console.warn("models", err);
+      return { modes: {}, simModels: [] };
+    })
+    .then((m) => {
+      models = m;
+      $("#offline").hidden = !m.offline;
+      return m;
+    });
+  return loadingModels;
 }
 
 // ---- routing ----------------------------------------------------------------------------------
