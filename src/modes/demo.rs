@@ -39,7 +39,7 @@ pub struct EchoConfig {
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let question = request::question(body, "Question is required")?;
     let cfg: EchoRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let models = request::models(cfg.models.as_deref(), "modeConfig.models", 2..=4, None, None)?
+    let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
         .unwrap_or_else(|| defaults.models(SPEC.id, "answerer"));
     let config = EchoConfig {
         models: models.clone(),

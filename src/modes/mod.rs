@@ -441,9 +441,10 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
         })?,
         Some(_) => return Err(FieldError::new("mode", "must be a string")),
     };
-    // Unknown keys, wrong types and over-long texts, named, before the mode looks.
+    // Unknown keys, wrong types, over-long texts and numbers out of range, named, before
+    // the mode looks.
     request::check_fields(obj, mode)?;
     let valid = (mode.spec().validate)(body, defaults)?;
-    request::check_ranges(obj, mode)?;
+    request::check_lengths(obj, mode)?;
     Ok(valid)
 }

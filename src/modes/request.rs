@@ -3,9 +3,9 @@
 //!
 //! [`check_fields`] runs first, for every mode, against the JSON Schema derived from the
 //! mode's typed `modeConfig` (see [`super::registry`]): an unknown key, a value of the wrong
-//! type or a text over its limit is refused there with the field's dotted name. The mode's own
-//! `validate` then reads its typed request ([`typed`]) and checks ranges, required fields and
-//! rules between fields.
+//! type, a text over its limit or a number or list beyond its bounds is refused there with the
+//! field's dotted name. The mode's own `validate` then reads its typed request ([`typed`]) and
+//! checks required fields and rules between fields.
 
 use std::borrow::Cow;
 use std::ops::RangeInclusive;
@@ -110,48 +110,50 @@ pub fn body_schema(mode: ModeKind) -> Value {
     body
 }
 
-/// Refuses unknown keys, values of the wrong type, texts over their limits and values not in
-/// their enumeration, naming the field (`councilModelz`, `modeConfig.contnet`,
-/// `modeConfig.models.judge`). The rules are the mode's schema ([`body_schema`]), checked by
-/// a JSON Schema validator (the `jsonschema` crate) compiled once per mode; this only words
-/// its first finding for a person. A `null` anywhere in an object means "absent". The mode's
-/// own `validate` then checks required fields, ranges in its own words and rules between
-/// fields, and [`check_ranges`] last holds every number and list to its schema's bounds.
+/// Refuses unknown keys, values of the wrong type, texts over their limits, values not in
+/// their enumeration, and numbers and lists beyond their bounds, naming the field
+/// (`councilModelz`, `modeConfig.contnet`, `modeConfig.models.judge`). The rules are the
+/// mode's schema ([`body_schema`]): ranges are written once, as its schemars attributes, and
+/// a list's own words for too few or too many as its `x-too-few`/`x-too-many`. A JSON Schema
+/// validator (the `jsonschema` crate) compiled once per mode checks them; this only words its
+/// first finding for a person, the shape's before the bounds'. A `null` anywhere in an object
+/// means "absent". The mode's own `validate` then checks required fields and rules between
+/// fields, and [`check_lengths`] last refuses a text the schema says must not be empty.
 pub fn check_fields(body: &Map<String, Value>, mode: ModeKind) -> Result<(), FieldError> {
     if let Some(e) = unbounded(body, "") {
         return Err(e);
     }
-    first_finding(body, mode, |kind| !is_range(kind))
+    first_finding(body, mode, &[&|k| !is_range(k), &is_bound])
 }
 
-/// The schema's bounds (`minimum`, `maximum`, `minItems`, `maxItems`) on a request its mode
-/// has accepted: a bound the mode's own checks do not word is still held.
-pub fn check_ranges(body: &Map<String, Value>, mode: ModeKind) -> Result<(), FieldError> {
-    first_finding(body, mode, is_range)
+/// Texts the schema says must not be empty, after the mode has said so in its own words.
+pub fn check_lengths(body: &Map<String, Value>, mode: ModeKind) -> Result<(), FieldError> {
+    first_finding(body, mode, &[&|k| matches!(k, Kind::MinLength { .. })])
 }
 
-fn is_range(kind: &jsonschema::error::ValidationErrorKind) -> bool {
-    use jsonschema::error::ValidationErrorKind as Kind;
-    matches!(
-        kind,
-        Kind::Minimum { .. }
-            | Kind::Maximum { .. }
-            | Kind::MinItems { .. }
-            | Kind::MaxItems { .. }
-            | Kind::MinLength { .. }
-    ) && !matches!(kind, Kind::MaxItems { limit } if *limit == MAX_LIST_ITEMS as u64)
+use jsonschema::error::ValidationErrorKind as Kind;
+
+/// A number's range or a list's size (the page's list cap, [`MAX_LIST_ITEMS`], is the shape's).
+fn is_bound(kind: &Kind) -> bool {
+    matches!(kind, Kind::Minimum { .. } | Kind::Maximum { .. } | Kind::MinItems { .. })
+        || matches!(kind, Kind::MaxItems { limit } if *limit != MAX_LIST_ITEMS as u64)
 }
 
-/// The first finding of the validator that `wanted` picks, in words.
+fn is_range(kind: &Kind) -> bool {
+    is_bound(kind) || matches!(kind, Kind::MinLength { .. })
+}
+
+/// The validator's first finding, in words: of the first kind in `order` that has one.
 fn first_finding(
     body: &Map<String, Value>,
     mode: ModeKind,
-    wanted: impl Fn(&jsonschema::error::ValidationErrorKind) -> bool,
+    order: &[&dyn Fn(&Kind) -> bool],
 ) -> Result<(), FieldError> {
     let (schema, validator) = compiled(mode);
     let instance = without_nulls(body, schema);
-    let finding = validator.iter_errors(&instance).find(|e| wanted(e.kind()));
-    finding.map_or(Ok(()), |error| Err(worded(&error, schema, &instance, mode)))
+    let findings: Vec<jsonschema::ValidationError> = validator.iter_errors(&instance).collect();
+    let first = order.iter().find_map(|wanted| findings.iter().find(|e| wanted(e.kind())));
+    first.map_or(Ok(()), |error| Err(worded(error, schema, &instance, mode)))
 }
 
 /// The mode's body schema, with every list bounded, and its validator: made once.
@@ -258,7 +260,7 @@ fn unbounded(map: &Map<String, Value>, prefix: &str) -> Option<FieldError> {
                 Some(FieldError::new(name, format!("at most {MAX_LIST_ITEMS} items are allowed")))
             }
             Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| match v {
-                Value::Object(m) => unbounded(m, &format!("{name}.")),
+                Value::Object(m) => unbounded(m, &format!("{name}[{i}].")),
                 _ => within(v, name, Some(i)),
             }),
             Value::Object(m) => unbounded(m, &format!("{name}.")),
@@ -269,15 +271,14 @@ fn unbounded(map: &Map<String, Value>, prefix: &str) -> Option<FieldError> {
 }
 
 /// A field's dotted name and, for a list item, its place, from a JSON Pointer
-/// (`/modeConfig/models/2` is item 2 of `modeConfig.models`).
+/// (`/modeConfig/models/2` is item 2 of `modeConfig.models`; a field of a list's item is
+/// named with its place, `modeConfig.steps[1].mandate`).
 fn field_of(pointer: &str, instance: &Value) -> (String, Option<usize>) {
     let mut name = String::new();
     let mut item = None;
     let mut at = instance;
     for raw in pointer.split('/').skip(1) {
         let key = raw.replace("~1", "/").replace("~0", "~");
-        // A field of a list's item is named without its place (`specialists.roleId`).
-        item = None;
         match at {
             Value::Array(items) => {
                 let i: usize = key.parse().unwrap_or(0);
@@ -286,6 +287,9 @@ fn field_of(pointer: &str, instance: &Value) -> (String, Option<usize>) {
             }
             _ => {
                 at = at.get(&key).unwrap_or(&Value::Null);
+                if let Some(i) = item.take() {
+                    name.push_str(&format!("[{i}]"));
+                }
                 if !name.is_empty() {
                     name.push('.');
                 }
@@ -303,7 +307,6 @@ fn worded(
     instance: &Value,
     mode: ModeKind,
 ) -> FieldError {
-    use jsonschema::error::ValidationErrorKind as Kind;
     let (name, item) = field_of(error.instance_path().as_str(), instance);
     let what = item.map(|i| format!("item {i} ")).unwrap_or_default();
     // The schema object the failing keyword sits in (its siblings give the whole range).
@@ -487,6 +490,23 @@ pub fn typed<T: serde::de::DeserializeOwned>(
 ) -> Result<T, FieldError> {
     serde_json::from_value(Value::Object(cfg.clone()))
         .map_err(|e| FieldError::new(field, e.to_string()))
+}
+
+/// An optional list of model ids, trimmed (its size the schema has held): an empty id is
+/// refused, naming its place.
+pub fn panel(list: Option<&[ModelId]>, field: &str) -> Result<Option<Vec<String>>, FieldError> {
+    let Some(list) = list else { return Ok(None) };
+    let trimmed = list.iter().enumerate().map(|(i, item)| match item.0.trim() {
+        "" => Err(FieldError::new(field, format!("item {i} must be a non-empty model id"))),
+        s => Ok(s.to_string()),
+    });
+    trimmed.collect::<Result<Vec<_>, _>>().map(Some)
+}
+
+/// A whole number the schema has held to its range (a timeout in milliseconds, a count), or
+/// `default` when absent.
+pub fn given(n: Option<i64>, default: u64) -> u64 {
+    n.and_then(|n| u64::try_from(n).ok()).unwrap_or(default)
 }
 
 /// An optional list of model ids of a size in `range`, trimmed; `too_few`/`too_many` are the
@@ -728,7 +748,7 @@ mod tests {
         let ranges = |body: Value| {
             let obj = body.as_object().unwrap().clone();
             let mode = obj.get("mode").and_then(Value::as_str).and_then(ModeKind::parse);
-            check_ranges(&obj, mode.unwrap_or_else(ModeKind::default_mode)).unwrap_err()
+            check_fields(&obj, mode.unwrap_or_else(ModeKind::default_mode)).unwrap_err()
         };
         let e = ranges(json!({"question": "q", "timeoutMs": 5}));
         assert_eq!(e.field, "timeoutMs");
@@ -745,7 +765,7 @@ mod tests {
         );
         // Within bounds: nothing to say.
         let ok = json!({"question": "q", "timeoutMs": 10_000, "councilModels": ["a", "b"]});
-        assert!(check_ranges(ok.as_object().unwrap(), ModeKind::default_mode()).is_ok());
+        assert!(check_fields(ok.as_object().unwrap(), ModeKind::default_mode()).is_ok());
     }
 
     #[test]

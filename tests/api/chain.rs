@@ -88,7 +88,7 @@ async fn chain_requests_are_refused_by_field() {
         (json!({ "steps": [one] }), "modeConfig.steps"),
         (
             json!({ "steps": [one, { "model": "sim/beta", "mandate": "poetry" }] }),
-            "modeConfig.steps.mandate",
+            "modeConfig.steps[1].mandate",
         ),
         (
             json!({ "steps": [one, { "model": "sim/beta", "mandate": "custom" }] }),

@@ -136,7 +136,7 @@ async fn peer_review_requests_are_refused_by_field() {
         ),
         (
             rubric(vec![crit("One", json!(1)), crit("Two", json!(2)), crit("Three", json!(2.5))]),
-            "modeConfig.customRubric.criteria.weight",
+            "modeConfig.customRubric.criteria[2].weight",
         ),
         (json!({ "content": "" }), "modeConfig.content"),
         (json!({ "reviewerModel": ["a", "b"] }), "modeConfig.reviewerModel"),

@@ -143,7 +143,7 @@ async fn specialist_panel_requests_are_refused_by_field() {
         (json!({ "specialists": [sec, sec] }), "modeConfig.specialists[1].roleId".into()),
         (
             json!({ "specialists": [sec, { "roleId": "wizard", "model": "sim/beta" }] }),
-            "modeConfig.specialists.roleId".into(),
+            "modeConfig.specialists[1].roleId".into(),
         ),
         (
             json!({ "specialists": [sec, { "roleId": "cost_analyst" }] }),

@@ -128,7 +128,7 @@ pub struct BlueprintRequest {
     pub architect_model: Option<ModelId>,
     /// Write the sections, all at once: section 1 goes to the first, section 2 to the second…
     /// and round again (1 to 6; a model listed twice takes two turns).
-    #[schemars(length(min = 1, max = 6))]
+    #[schemars(length(min = 1, max = 6), extend("x-too-few" = "at least one author model is required", "x-too-many" = "at most 6 author models are allowed"))]
     pub author_models: Option<Vec<ModelId>>,
     /// Assembles the sections into one document (default: the architect).
     pub assembler_model: Option<ModelId>,
@@ -170,19 +170,12 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let architect_model =
         request::model(cfg.architect_model.as_ref(), "modeConfig.architectModel")?
             .unwrap_or_else(|| defaults.model(SPEC.id, "architect"));
-    let author_models = request::models(
-        cfg.author_models.as_deref(),
-        "modeConfig.authorModels",
-        1..=MAX_AUTHORS,
-        Some("at least one author model is required"),
-        Some("at most 6 author models are allowed"),
-    )?
-    .unwrap_or_else(|| defaults.models(SPEC.id, "author"));
+    let author_models = request::panel(cfg.author_models.as_deref(), "modeConfig.authorModels")?
+        .unwrap_or_else(|| defaults.models(SPEC.id, "author"));
     let assembler_model =
         request::model(cfg.assembler_model.as_ref(), "modeConfig.assemblerModel")?
             .unwrap_or_else(|| architect_model.clone());
-    let timeout_ms =
-        request::timeout(cfg.timeout_ms, "modeConfig.timeoutMs", 10_000..=600_000, 300_000)?;
+    let timeout_ms = request::given(cfg.timeout_ms, 300_000);
     let models = request::distinct(&[&author_models], &[&architect_model, &assembler_model]);
     let config = BlueprintConfig {
         content,

@@ -135,7 +135,7 @@ pub struct ChainRequest {
     /// The steps, in order: 2 to 6, each a model and a mandate (default: draft, structure &
     /// depth, accuracy & completeness, polish & format on four models). Each is an object
     /// `{model, mandate, customMandate?}`: leave this empty for the default chain.
-    #[schemars(length(min = 2, max = 6))]
+    #[schemars(length(min = 2, max = 6), extend("x-too-few" = "A chain has 2 to 6 steps", "x-too-many" = "A chain has 2 to 6 steps"))]
     pub steps: Option<Vec<StepRequest>>,
     /// Per-step timeout in milliseconds.
     #[schemars(range(min = 10000, max = 180000))]
@@ -186,9 +186,6 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let steps = match &cfg.steps {
         None => default_steps(defaults),
         Some(list) => {
-            if !(2..=6).contains(&list.len()) {
-                return Err(FieldError::new("modeConfig.steps", "A chain has 2 to 6 steps"));
-            }
             let mut steps = Vec::with_capacity(list.len());
             for (i, s) in list.iter().enumerate() {
                 let field = |f: &str| format!("modeConfig.steps[{i}].{f}");
@@ -224,18 +221,8 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
             steps
         }
     };
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        10_000..=180_000,
-        defaults.stage_timeout_ms,
-    )?;
-    let global_timeout_ms = request::timeout(
-        cfg.global_timeout_ms,
-        "modeConfig.globalTimeoutMs",
-        60_000..=1_800_000,
-        600_000,
-    )?;
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
+    let global_timeout_ms = request::given(cfg.global_timeout_ms, 600_000);
     let models: Vec<String> = steps.iter().map(|s| s.model.clone()).collect();
     let config = ChainConfig { steps, timeout_ms, global_timeout_ms };
     Ok(ValidRequest {

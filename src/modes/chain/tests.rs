@@ -302,7 +302,7 @@ fn requests_are_checked_field_by_field() {
         bad(json!({ "steps": [one, { "mandate": "draft" }] })).field,
         "modeConfig.steps[1].model"
     );
-    assert_eq!(bad(json!({ "steps": [one, { "model": "b", "mandate": "custom", "customMandate": "x".repeat(2001) }] })).field, "modeConfig.steps.customMandate");
+    assert_eq!(bad(json!({ "steps": [one, { "model": "b", "mandate": "custom", "customMandate": "x".repeat(2001) }] })).field, "modeConfig.steps[1].customMandate");
     assert_eq!(bad(json!({ "timeoutMs": 9999 })).field, "modeConfig.timeoutMs");
     assert_eq!(bad(json!({ "globalTimeoutMs": 1800001 })).field, "modeConfig.globalTimeoutMs");
     let v = validate(&json!({ "mode": "chain", "question": "q" }), &d).unwrap();

@@ -223,12 +223,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         models.insert(role.to_string(), m.unwrap_or_else(|| defaults.model(SPEC.id, role)));
     }
     let discussion = cfg.discussion.unwrap_or(Discussion::Auto);
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        10_000..=300_000,
-        defaults.stage_timeout_ms,
-    )?;
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let all = request::distinct(&[], &models.values().map(String::as_str).collect::<Vec<_>>());
     let arbiter_fallback_model =
         models.get("arbiter").and_then(|arbiter| defaults.backup(SPEC.id, "arbiter", arbiter));

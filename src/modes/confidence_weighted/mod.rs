@@ -58,7 +58,6 @@ pub const MIN_MODELS: usize = 2;
 pub const MAX_MODELS: usize = 6;
 pub const TEMPERATURE_RANGE: std::ops::RangeInclusive<f64> = 0.1..=5.0;
 pub const DEFAULT_TEMPERATURE: f64 = 1.0;
-pub const TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 10_000..=300_000;
 /// Confidences above this or below [`OUTLIER_LOW`] are flagged for extra scrutiny.
 pub const OUTLIER_HIGH: f64 = 0.95;
 pub const OUTLIER_LOW: f64 = 0.1;
@@ -71,7 +70,7 @@ pub const DEFAULT_CONFIDENCE: f64 = 0.5;
 pub struct ConfidenceWeightedRequest {
     /// The respondents: 2 to 6 models that each answer and rate their own confidence (a model
     /// listed twice answers twice and gets two weights).
-    #[schemars(length(min = 2, max = 6))]
+    #[schemars(length(min = 2, max = 6), extend("x-too-few" = "Confidence-Weighted needs at least 2 models", "x-too-many" = "Confidence-Weighted takes at most 6 models"))]
     pub models: Option<Vec<ModelId>>,
     /// Writes the weighted synthesis (default: the first model); it may also answer.
     pub synthesis_model: Option<ModelId>,
@@ -102,33 +101,13 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
     let cfg: ConfidenceWeightedRequest =
         request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let models = request::models(
-        cfg.models.as_deref(),
-        "modeConfig.models",
-        MIN_MODELS..=MAX_MODELS,
-        Some("Confidence-Weighted needs at least 2 models"),
-        Some("Confidence-Weighted takes at most 6 models"),
-    )?
-    .unwrap_or_else(|| defaults.models(SPEC.id, "respondent"));
+    let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
+        .unwrap_or_else(|| defaults.models(SPEC.id, "respondent"));
     let synthesis_model =
         request::model(cfg.synthesis_model.as_ref(), "modeConfig.synthesisModel")?
             .unwrap_or_else(|| defaults.model_or(SPEC.id, "synthesizer", &models[0]));
-    let temperature = match cfg.temperature {
-        None => DEFAULT_TEMPERATURE,
-        Some(t) if t.is_finite() && TEMPERATURE_RANGE.contains(&t) => t,
-        Some(_) => {
-            return Err(FieldError::new(
-                "modeConfig.temperature",
-                "must be a number from 0.1 to 5.0",
-            ))
-        }
-    };
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        TIMEOUT_RANGE_MS,
-        defaults.stage_timeout_ms,
-    )?;
+    let temperature = cfg.temperature.unwrap_or(DEFAULT_TEMPERATURE);
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let synthesis_fallback_model = defaults.backup(SPEC.id, "synthesizer", &synthesis_model);
     let all = request::distinct(&[&models], &[&synthesis_model]);
     let config = ConfidenceWeightedConfig {

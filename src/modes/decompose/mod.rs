@@ -68,7 +68,7 @@ pub struct DecomposeRequest {
     pub planner_model: Option<ModelId>,
     /// Carry out the sub-tasks, round-robin through the waves (1 to 5; a model listed twice
     /// takes two turns; default: Council's three).
-    #[schemars(length(min = 1, max = 5))]
+    #[schemars(length(min = 1, max = 5), extend("x-too-few" = "at least one worker model is required", "x-too-many" = "at most 5 worker models are allowed"))]
     pub worker_models: Option<Vec<ModelId>>,
     /// Assembles the outputs into one answer (default: the planner).
     pub assembler_model: Option<ModelId>,
@@ -108,35 +108,14 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let cfg: DecomposeRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
     let planner_model = request::model(cfg.planner_model.as_ref(), "modeConfig.plannerModel")?
         .unwrap_or_else(|| defaults.model(SPEC.id, "planner"));
-    let worker_models = request::models(
-        cfg.worker_models.as_deref(),
-        "modeConfig.workerModels",
-        1..=MAX_WORKERS,
-        Some("at least one worker model is required"),
-        Some("at most 5 worker models are allowed"),
-    )?
-    .unwrap_or_else(|| defaults.models(SPEC.id, "worker"));
+    let worker_models = request::panel(cfg.worker_models.as_deref(), "modeConfig.workerModels")?
+        .unwrap_or_else(|| defaults.models(SPEC.id, "worker"));
     let assembler_model =
         request::model(cfg.assembler_model.as_ref(), "modeConfig.assemblerModel")?
             .unwrap_or_else(|| planner_model.clone());
-    let max_tasks = request::whole(
-        cfg.max_tasks,
-        "modeConfig.maxTasks",
-        MIN_TASKS as i64..=MAX_TASKS as i64,
-        6,
-    )?;
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        10_000..=300_000,
-        defaults.stage_timeout_ms,
-    )?;
-    let global_timeout_ms = request::timeout(
-        cfg.global_timeout_ms,
-        "modeConfig.globalTimeoutMs",
-        60_000..=1_800_000,
-        600_000,
-    )?;
+    let max_tasks = cfg.max_tasks.unwrap_or(6);
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
+    let global_timeout_ms = request::given(cfg.global_timeout_ms, 600_000);
     let models = request::distinct(&[&worker_models], &[&planner_model, &assembler_model]);
     let config = DecomposeConfig {
         facilitator_fallback_model: defaults.backup(SPEC.id, "planner", &planner_model),

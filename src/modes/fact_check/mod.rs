@@ -66,7 +66,7 @@ pub struct FactCheckRequest {
     pub extractor_model: Option<ModelId>,
     /// The checkers, 1 to 4 distinct models; each judges every claim on its own (default:
     /// Council's three).
-    #[schemars(length(min = 1, max = 4))]
+    #[schemars(length(min = 1, max = 4), extend("x-too-few" = "A fact-check needs at least 1 checker", "x-too-many" = "A fact-check has at most 4 checkers"))]
     pub checker_models: Option<Vec<ModelId>>,
     /// Writes the reliability report (default: the first Council model).
     pub reporter_model: Option<ModelId>,
@@ -127,14 +127,8 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
             .unwrap_or_else(|| defaults.model(SPEC.id, "extractor"));
     let reporter_model = request::model(cfg.reporter_model.as_ref(), "modeConfig.reporterModel")?
         .unwrap_or_else(|| defaults.model(SPEC.id, "reporter"));
-    let checker_models = request::models(
-        cfg.checker_models.as_deref(),
-        "modeConfig.checkerModels",
-        1..=4,
-        Some("A fact-check needs at least 1 checker"),
-        Some("A fact-check has at most 4 checkers"),
-    )?
-    .unwrap_or_else(|| defaults.models(SPEC.id, "checker"));
+    let checker_models = request::panel(cfg.checker_models.as_deref(), "modeConfig.checkerModels")?
+        .unwrap_or_else(|| defaults.models(SPEC.id, "checker"));
     for (i, m) in checker_models.iter().enumerate() {
         if let Some(j) = checker_models[..i].iter().position(|x| x == m) {
             return Err(FieldError::new(
@@ -146,24 +140,9 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
             ));
         }
     }
-    let max_content_length = request::whole(
-        cfg.max_content_length,
-        "modeConfig.maxContentLength",
-        500..=50_000,
-        20_000,
-    )?;
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        10_000..=180_000,
-        defaults.stage_timeout_ms,
-    )?;
-    let global_timeout_ms = request::timeout(
-        cfg.global_timeout_ms,
-        "modeConfig.globalTimeoutMs",
-        60_000..=1_800_000,
-        600_000,
-    )?;
+    let max_content_length = cfg.max_content_length.unwrap_or(20_000);
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
+    let global_timeout_ms = request::given(cfg.global_timeout_ms, 600_000);
     let singles: Vec<&str> = if content.is_none() {
         vec![&generator_model, &extractor_model, &reporter_model]
     } else {

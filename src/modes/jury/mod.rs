@@ -81,7 +81,7 @@ pub struct JuryRequest {
     #[schemars(title = "Content to evaluate", required, extend("x-rows" = 8))]
     pub content: Option<Text<MAX_CONTENT_CHARS>>,
     /// 3 to 6 models that each score the content and give a verdict.
-    #[schemars(length(min = 3, max = 6))]
+    #[schemars(length(min = 3, max = 6), extend("x-too-few" = "Jury mode requires at least 3 juror models", "x-too-many" = "Maximum 6 juror models allowed"))]
     pub juror_models: Option<Vec<ModelId>>,
     /// Writes the verdict report; must not be a juror.
     #[schemars(extend("x-not-in" = {
@@ -111,14 +111,8 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
                 FieldError::new("modeConfig.originalQuestion", "must not be empty")
             })?),
         };
-    let juror_models = request::models(
-        cfg.juror_models.as_deref(),
-        "modeConfig.jurorModels",
-        3..=6,
-        Some("Jury mode requires at least 3 juror models"),
-        Some("Maximum 6 juror models allowed"),
-    )?
-    .unwrap_or_else(|| defaults.models(SPEC.id, "juror"));
+    let juror_models = request::panel(cfg.juror_models.as_deref(), "modeConfig.jurorModels")?
+        .unwrap_or_else(|| defaults.models(SPEC.id, "juror"));
     let foreman_model = match &cfg.foreman_model {
         None => defaults.model(SPEC.id, "foreman"),
         Some(m) if m.0.trim().is_empty() => {
@@ -132,12 +126,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
             "Foreman model must not be one of the juror models",
         ));
     }
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        10_000..=300_000,
-        defaults.stage_timeout_ms,
-    )?;
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let models = request::distinct(&[&juror_models], &[&foreman_model]);
     let foreman_fallback_model = defaults.backup(SPEC.id, "foreman", &foreman_model);
     let config = JuryConfig {

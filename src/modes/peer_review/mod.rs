@@ -219,7 +219,7 @@ pub struct RubricRequest {
     pub description: Option<Text<MAX_RUBRIC_TEXT>>,
     /// Custom rubric only: 3 to 10 criteria, each `{name, description, weight}` with a
     /// distinct name and a weight from 1 to 5.
-    #[schemars(length(min = 3, max = 10))]
+    #[schemars(length(min = 3, max = 10), extend("x-too-few" = "A rubric has 3 to 10 criteria", "x-too-many" = "A rubric has 3 to 10 criteria"))]
     pub criteria: Option<Vec<CriterionRequest>>,
 }
 
@@ -235,7 +235,7 @@ pub struct PeerReviewRequest {
     #[schemars(with = "ReviewType")]
     pub review_type: Option<ReviewType>,
     /// The reviewers, 2 to 6 (a model listed twice reviews twice).
-    #[schemars(length(min = 2, max = 6))]
+    #[schemars(length(min = 2, max = 6), extend("x-too-few" = "A peer review needs at least 2 reviewers", "x-too-many" = "A peer review has at most 6 reviewers"))]
     pub reviewer_models: Option<Vec<ModelId>>,
     /// Writes the consolidated report (default: the first reviewer).
     pub consolidator_model: Option<ModelId>,
@@ -333,10 +333,7 @@ fn custom_rubric(r: &RubricRequest) -> Result<Rubric, FieldError> {
         }
         let weight = match c.weight {
             None => return Err(FieldError::new(&field("weight"), "is required: 1 to 5")),
-            Some(w) if (1..=5).contains(&w) => w as u32,
-            Some(_) => {
-                return Err(FieldError::new(&field("weight"), "must be a whole number from 1 to 5"))
-            }
+            Some(w) => w as u32,
         };
         criteria.push(Criterion { name, weight, description: description.replace('\n', " ") });
     }
@@ -371,19 +368,13 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
             ))
         }
     };
-    let reviewer_models = request::models(
-        cfg.reviewer_models.as_deref(),
-        "modeConfig.reviewerModels",
-        2..=6,
-        Some("A peer review needs at least 2 reviewers"),
-        Some("A peer review has at most 6 reviewers"),
-    )?
-    .unwrap_or_else(|| defaults.models(SPEC.id, "reviewer"));
+    let reviewer_models =
+        request::panel(cfg.reviewer_models.as_deref(), "modeConfig.reviewerModels")?
+            .unwrap_or_else(|| defaults.models(SPEC.id, "reviewer"));
     let consolidator_model =
         request::model(cfg.consolidator_model.as_ref(), "modeConfig.consolidatorModel")?
             .unwrap_or_else(|| reviewer_models[0].clone());
-    let timeout_ms =
-        request::timeout(cfg.timeout_ms, "modeConfig.timeoutMs", 10_000..=600_000, 150_000)?;
+    let timeout_ms = request::given(cfg.timeout_ms, 150_000);
     let models = request::distinct(&[&reviewer_models], &[&consolidator_model]);
     let foreman_fallback_model = defaults.backup(SPEC.id, "consolidator", &consolidator_model);
     let config = PeerReviewConfig {

@@ -320,7 +320,7 @@ fn every_rule_is_a_400_on_its_field() {
         ),
         (
             json!({ "reviewType": "custom", "customRubric": { "name": "abc", "description": "ten chars or more", "criteria": [criteria(1)[0], criteria(2)[1], { "name": "Xy", "description": "long enough text", "weight": 2.5 }] } }),
-            "modeConfig.customRubric.criteria.weight",
+            "modeConfig.customRubric.criteria[2].weight",
         ),
         (
             json!({ "reviewType": "custom", "customRubric": { "name": "abc", "description": "ten chars or more", "criteria": [criteria(1)[0], criteria(2)[1], { "name": "X | y", "description": "long enough text", "weight": 2 }] } }),

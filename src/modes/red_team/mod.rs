@@ -112,21 +112,10 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let synthesizer_model =
         request::model(cfg.synthesizer_model.as_ref(), "modeConfig.synthesizerModel")?
             .unwrap_or_else(|| generator_model.clone());
-    let rounds = request::whole(cfg.rounds, "modeConfig.rounds", 1..=3, 2)?;
-    let max_input_length =
-        request::whole(cfg.max_input_length, "modeConfig.maxInputLength", 1000..=50_000, 25_000)?;
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        10_000..=180_000,
-        defaults.stage_timeout_ms,
-    )?;
-    let global_timeout_ms = request::timeout(
-        cfg.global_timeout_ms,
-        "modeConfig.globalTimeoutMs",
-        60_000..=1_800_000,
-        600_000,
-    )?;
+    let rounds = cfg.rounds.unwrap_or(2);
+    let max_input_length = cfg.max_input_length.unwrap_or(25_000);
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
+    let global_timeout_ms = request::given(cfg.global_timeout_ms, 600_000);
     let models = request::distinct(&[], &[&generator_model, &attacker_model, &synthesizer_model]);
     let chairman_fallback_model = defaults.backup(SPEC.id, "synthesizer", &synthesizer_model);
     let config = RedTeamConfig {

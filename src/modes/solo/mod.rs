@@ -43,12 +43,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let cfg: SoloRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
     let model = request::model(cfg.model.as_ref(), "modeConfig.model")?
         .unwrap_or_else(|| defaults.model(SPEC.id, "answerer"));
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        1_000..=3_600_000,
-        defaults.stage_timeout_ms,
-    )?;
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let config = SoloConfig { model: model.clone(), timeout_ms };
     Ok(ValidRequest {
         mode: SPEC.kind(),

@@ -481,7 +481,7 @@ fn requests_are_checked_field_by_field() {
         ),
         (
             json!({ "specialists": [sec, { "roleId": "poet", "model": "b" }] }),
-            "modeConfig.specialists.roleId".into(),
+            "modeConfig.specialists[1].roleId".into(),
         ),
         (json!({ "specialists": [sec, sec] }), "modeConfig.specialists[1].roleId".into()),
         (json!({ "specialists": [sec, { "roleId": "custom", "model": "c" }] }), f.into()),
@@ -505,7 +505,7 @@ fn requests_are_checked_field_by_field() {
         (with("criteria", json!(["Impact", "Comms", "im pact"])), format!("{f}.criteria")),
         (with("criteria", json!(["Impact", "Comms", "a|b"])), format!("{f}.criteria")),
         (with("criteria", json!(["Impact", "Comms", "two\nlines"])), format!("{f}.criteria")),
-        (with("colour", json!("red")), "modeConfig.specialists.customRole.colour".into()),
+        (with("colour", json!("red")), "modeConfig.specialists[1].customRole.colour".into()),
         (json!({ "timeoutMs": 9999 }), "modeConfig.timeoutMs".into()),
         (json!({ "timeoutMs": 600001 }), "modeConfig.timeoutMs".into()),
         (json!({ "content": "  " }), "modeConfig.content".into()),

@@ -42,7 +42,7 @@ use sim::*;
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TournamentRequest {
     /// The contestants, 4 to 8, in seed order (a model listed twice is two contestants).
-    #[schemars(length(min = 4, max = 8))]
+    #[schemars(length(min = 4, max = 8), extend("x-too-few" = "A tournament needs at least 4 contestants", "x-too-many" = "A tournament has at most 8 contestants"))]
     pub contestant_models: Option<Vec<ModelId>>,
     /// Judges every match; must not be a contestant.
     pub judge_model: Option<ModelId>,
@@ -63,14 +63,9 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let question = request::question(body, "Question is required")?;
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
     let cfg: TournamentRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let contestant_models = request::models(
-        cfg.contestant_models.as_deref(),
-        "modeConfig.contestantModels",
-        4..=8,
-        Some("A tournament needs at least 4 contestants"),
-        Some("A tournament has at most 8 contestants"),
-    )?
-    .unwrap_or_else(|| defaults.models(SPEC.id, "contestant"));
+    let contestant_models =
+        request::panel(cfg.contestant_models.as_deref(), "modeConfig.contestantModels")?
+            .unwrap_or_else(|| defaults.models(SPEC.id, "contestant"));
     let judge_model = request::model(cfg.judge_model.as_ref(), "modeConfig.judgeModel")?
         .unwrap_or_else(|| defaults.model(SPEC.id, "judge"));
     if contestant_models.contains(&judge_model) {
@@ -79,12 +74,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
             format!("the judge ({judge_model}) must not be a contestant"),
         ));
     }
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        10_000..=300_000,
-        defaults.stage_timeout_ms,
-    )?;
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let models = request::distinct(&[&contestant_models], &[&judge_model]);
     let config = TournamentConfig { contestant_models, judge_model, timeout_ms };
     Ok(ValidRequest {
