@@ -2,7 +2,8 @@
 //! export's report.
 
 use super::*;
-use crate::modes::common::{failed_from_rows, FailedModel};
+use crate::modes::common::FailedModel;
+use crate::modes::payload::Failures;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
@@ -273,10 +274,8 @@ pub struct BlueprintResult<'a> {
     /// The assembled document; null before it was written.
     #[serde(serialize_with = "document_last")]
     pub assembly: Option<Assembly>,
-    /// Some author's, the architect's or the assembler's call failed.
-    pub partial: bool,
-    /// The calls that failed.
-    pub failed_models: Vec<FailedModel>,
+    #[serde(flatten)]
+    pub failures: Failures,
 }
 
 /// The answer when the assembler and its backup failed: the title, then every section in
@@ -369,15 +368,13 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         }),
         None => old_material,
     };
-    let failed_models = failed_from_rows(rows);
     to_json(&BlueprintResult {
         material,
         document_type: kind,
         outline,
         sections: Sections::of(&written, &failed),
         assembly,
-        partial: !failed_models.is_empty(),
-        failed_models,
+        failures: Failures::of(rows),
     })
 }
 

@@ -2,10 +2,10 @@
 //! `load_result` and the export's report.
 
 use super::*;
+use crate::modes::payload::Failures;
 
 use serde_json::Value;
 
-use crate::modes::common::{failed_from_rows, FailedModel};
 use crate::modes::reading::Unparsed;
 use crate::modes::schema::ReadFrom;
 use crate::modes::{to_json, StageRow};
@@ -183,10 +183,8 @@ pub struct ClarityResult {
     pub arbiter: Option<ArbiterRuling>,
     /// The score; null before it was reached.
     pub score: Option<Score>,
-    /// Some evaluator's or the Arbiter's call failed.
-    pub partial: bool,
-    /// The calls that failed.
-    pub failed_models: Vec<FailedModel>,
+    #[serde(flatten)]
+    pub failures: Failures,
 }
 
 /// The clarity result from stored rows: the brief, every evaluator's verdict before and after
@@ -197,7 +195,6 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         let b: BriefRow = parsed(r).unwrap_or_default();
         Brief { content: r.content.clone(), title: b.title, context: b.context }
     });
-    let failed_models = failed_from_rows(rows);
     to_json(&ClarityResult {
         brief,
         evaluations: of("evaluation").filter_map(parsed).collect(),
@@ -205,8 +202,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         discussion: of("discussion").filter_map(parsed).collect(),
         arbiter: of("arbiter").next().and_then(parsed),
         score: of("score").next().and_then(parsed),
-        partial: !failed_models.is_empty(),
-        failed_models,
+        failures: Failures::of(rows),
     })
 }
 

@@ -2,7 +2,7 @@
 //! from the stored rows, its outcome and the export's report.
 
 use super::*;
-use crate::modes::common::{failed_from_rows, FailedModel};
+use crate::modes::payload::Failures;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
@@ -283,10 +283,8 @@ pub struct DecomposeResult<'a> {
     pub assembly: Option<Assembly>,
     /// Counts over the plan; null without a plan.
     pub stats: Option<Stats>,
-    /// Some worker's, the planner's or the assembler's call failed.
-    pub partial: bool,
-    /// The calls that failed.
-    pub failed_models: Vec<FailedModel>,
+    #[serde(flatten)]
+    pub failures: Failures,
 }
 
 /// `{plan, assignments, waves, assembly, stats, partial, failedModels}` from the stored rows,
@@ -337,15 +335,13 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         let d: Assembly = parsed(a)?;
         Some(Assembly { response: a.content.clone(), ..d })
     });
-    let failed_models = failed_from_rows(rows);
     to_json(&DecomposeResult {
         plan,
         assignments,
         waves,
         assembly,
         stats,
-        partial: !failed_models.is_empty(),
-        failed_models,
+        failures: Failures::of(rows),
     })
 }
 

@@ -2,6 +2,7 @@
 //! extract, verify and report.
 
 use super::*;
+use crate::modes::payload::Marked;
 
 /// A claim's consensus over the usable checkers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -609,9 +610,8 @@ impl FactCheck {
             response_time_ms,
             fallback_from,
         };
-        let failed_models = self.kit.calls.failed();
         let stored = data.row();
-        let event = ReportEvent { data, partial: !failed_models.is_empty(), failed_models };
+        let event = Marked::new(data, self.kit.calls.failed());
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "report".into(),

@@ -21,9 +21,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{
-    failed_from_rows, role_failed, title_prompt, Batch, FailedModel, Routed, SplitMix64,
-};
+use super::common::{role_failed, title_prompt, Batch, Routed, SplitMix64};
 use super::reading::answer_text;
 use super::reading::{bare, between, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};

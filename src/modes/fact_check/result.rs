@@ -2,6 +2,7 @@
 //! the export's report.
 
 use super::*;
+use crate::modes::payload::Failures;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
@@ -188,15 +189,6 @@ impl Report {
     }
 }
 
-/// `report_complete`'s payload.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReportEvent {
-    pub data: Report,
-    pub partial: bool,
-    pub failed_models: Vec<FailedModel>,
-}
-
 /// The report in the result: as stored, with its text last.
 #[derive(Debug, Clone, PartialEq, JsonSchema)]
 pub struct ReportResult {
@@ -243,10 +235,8 @@ pub struct FactCheckResult {
     pub usable_checkers: Option<usize>,
     /// The report.
     pub report: Option<ReportResult>,
-    /// True when some model call failed, even one a backup then replaced.
-    pub partial: bool,
-    /// The failed model calls, in stored order.
-    pub failed_models: Vec<FailedModel>,
+    #[serde(flatten)]
+    pub failures: Failures,
 }
 
 /// `{content, contentSource, generate, extract, claims, checks, consensus, counts,
@@ -283,7 +273,6 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     let consensus: Option<ConsensusData> = row("consensus").and_then(parsed);
     let report = row("report")
         .and_then(|r| Some(ReportResult { report: parsed(r)?, text: r.content.clone() }));
-    let failed_models = failed_from_rows(rows);
     to_json(&FactCheckResult {
         content,
         content_source: source,
@@ -295,8 +284,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         counts: consensus.as_ref().map(|c| c.counts.clone()),
         usable_checkers: consensus.as_ref().map(|c| c.usable_checkers),
         report,
-        partial: !failed_models.is_empty(),
-        failed_models,
+        failures: Failures::of(rows),
     })
 }
 

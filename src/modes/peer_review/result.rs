@@ -2,7 +2,7 @@
 //! its outcome and the export's report.
 
 use super::*;
-use crate::modes::common::{failed_from_rows, FailedModel};
+use crate::modes::payload::Failures;
 
 pub(super) fn round_to(v: f64, places: i32) -> f64 {
     let f = 10f64.powi(places);
@@ -324,10 +324,8 @@ pub struct PeerReviewResult {
     /// The consolidation; null before it was written.
     #[serde(serialize_with = "report_last")]
     pub consolidation: Option<Consolidation>,
-    /// Some reviewer's or the consolidator's call failed.
-    pub partial: bool,
-    /// The calls that failed.
-    pub failed_models: Vec<FailedModel>,
+    #[serde(flatten)]
+    pub failures: Failures,
 }
 
 /// `{work, reviewType, rubric, reviews, failedReviewers, statistics, consolidation, partial,
@@ -361,7 +359,6 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     });
     let setup = rows.iter().find(|r| r.stage_type == SETUP);
     let setup_data: Option<Setup> = setup.and_then(parsed);
-    let failed_models = failed_from_rows(rows);
     to_json(&PeerReviewResult {
         work: setup.map(|r| r.content.clone()),
         review_type: setup_data.as_ref().map(|s| s.review_type.clone()),
@@ -370,8 +367,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         failed_reviewers: failed,
         statistics,
         consolidation,
-        partial: !failed_models.is_empty(),
-        failed_models,
+        failures: Failures::of(rows),
     })
 }
 

@@ -1,6 +1,7 @@
 //! The red-team state machine: generate, then attack and defend round by round, then synthesize.
 
 use super::*;
+use crate::modes::payload::Marked;
 use crate::modes::runner::{Kit, Staged, GLOBAL_TIMER};
 
 const SYNTHESIS_ORDER: i32 = 99;
@@ -319,12 +320,7 @@ impl RedTeam {
             response_time_ms: reply.response_time_ms,
             fallback_from: routed.fallback_from.clone(),
         };
-        let failed_models = self.kit.calls.failed();
-        let event = SynthesisEvent {
-            data: data.clone(),
-            partial: !failed_models.is_empty(),
-            failed_models,
-        };
+        let event = Marked::new(data.clone(), self.kit.calls.failed());
         self.phase = Phase::Done;
         let mut out = vec![
             Effect::Store(StageRow {

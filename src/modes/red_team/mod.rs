@@ -30,7 +30,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{failed_from_rows, role_failed, title_prompt, FailedModel, Routed, SplitMix64};
+use super::common::{role_failed, title_prompt, Routed, SplitMix64};
 use super::reading::{answer_text, readable};
 use super::reading::{bare, re, unbold};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};

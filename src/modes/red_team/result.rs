@@ -2,6 +2,7 @@
 //! and the export's report.
 
 use super::*;
+use crate::modes::payload::Failures;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
@@ -177,15 +178,6 @@ pub struct Synthesis {
     pub fallback_from: Option<String>,
 }
 
-/// `synthesize_complete`'s payload.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SynthesisEvent {
-    pub data: Synthesis,
-    pub partial: bool,
-    pub failed_models: Vec<FailedModel>,
-}
-
 /// One round's findings and the responses to them (every finding unaddressed until the
 /// defense answers).
 #[derive(Debug, Clone, PartialEq)]
@@ -263,10 +255,8 @@ pub struct RedTeamResult {
     pub totals: Totals,
     /// The hardened output; null when the synthesis is missing.
     pub synthesis: Option<Synthesis>,
-    /// True when some model call failed, even one a backup then replaced.
-    pub partial: bool,
-    /// The failed model calls, in stored order.
-    pub failed_models: Vec<FailedModel>,
+    #[serde(flatten)]
+    pub failures: Failures,
 }
 
 /// `{material, generate, rounds: [{round, attack, defense}], totals, synthesis, partial,
@@ -310,15 +300,13 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         list.push(ResultRound { round: r, attack, defense });
         rounds.push(round);
     }
-    let failed_models = failed_from_rows(rows);
     to_json(&RedTeamResult {
         material,
         generate,
         rounds: list,
         totals: totals(&rounds),
         synthesis: row("synthesis").and_then(parsed),
-        partial: !failed_models.is_empty(),
-        failed_models,
+        failures: Failures::of(rows),
     })
 }
 

@@ -2,7 +2,7 @@
 //! from the stored rows and the export's report.
 
 use super::*;
-use crate::modes::common::{failed_from_rows, FailedModel};
+use crate::modes::payload::Failures;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
@@ -233,10 +233,8 @@ pub struct TournamentResult {
     pub rounds: Vec<Round>,
     /// The champion; null while (or when) no champion was declared.
     pub champion: Option<Champion>,
-    /// Some contestant's or the judge's call failed.
-    pub partial: bool,
-    /// The calls that failed.
-    pub failed_models: Vec<FailedModel>,
+    #[serde(flatten)]
+    pub failures: Failures,
 }
 
 /// `{contestants, bracket, rounds: [{round, matches}], champion, partial, failedModels}` from
@@ -273,14 +271,12 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         }
     }
     let champion = rows.iter().find(|r| r.stage_type == "winner").and_then(parsed);
-    let failed_models = failed_from_rows(rows);
     to_json(&TournamentResult {
         contestants,
         bracket,
         rounds,
         champion,
-        partial: !failed_models.is_empty(),
-        failed_models,
+        failures: Failures::of(rows),
     })
 }
 
