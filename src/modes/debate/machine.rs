@@ -2,6 +2,7 @@
 //! answers.
 
 use super::*;
+use crate::modes::payload::{Data, Marked};
 use crate::modes::runner::{Kit, Staged};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -86,7 +87,7 @@ impl Debate {
         let order = create_label_map(self.round1.len(), self.ctx.seed);
         self.round1_labels = order.iter().enumerate().map(|(k, &i)| (label(k), i)).collect();
         let map = map_models(&self.round1_labels, |i| self.round1[i].model.clone());
-        let mut out = vec![Effect::Store(StageRow::computed("round1_label_map", 0, json!(map)))];
+        let mut out = vec![Effect::Store(StageRow::computed("round1_label_map", 0, to_json(&map)))];
         out.extend(self.round1.iter().map(|a| {
             Effect::Store(StageRow {
                 stage_type: "initial_answer".into(),
@@ -94,12 +95,15 @@ impl Debate {
                 model: Some(a.model.clone()),
                 role: Some("respondent".into()),
                 content: a.response.clone(),
-                parsed_data: Some(json!({ "responseTimeMs": a.response_time_ms })),
+                parsed_data: Some(to_json(&AnswerRow { response_time_ms: a.response_time_ms })),
                 response_time_ms: Some(a.response_time_ms),
             })
         }));
-        out.push(Effect::emit("round1_complete", json!({ "data": self.round1 })));
-        out.push(Effect::emit("revision_start", json!({ "data": { "labelMap": map } })));
+        out.push(Effect::event("round1_complete", &Data { data: &self.round1 }));
+        out.push(Effect::event(
+            "revision_start",
+            &Data { data: RevisionStart { label_map: &map } },
+        ));
         // Each debater gets its own prompt: its answer, and everyone else's under their labels.
         self.batch = Batch::new("revision", self.round1.len());
         for (i, own) in self.round1.iter().enumerate() {
@@ -137,42 +141,31 @@ impl Debate {
         for (i, original) in self.round1.iter().enumerate() {
             let (rev, text) = revision_of(original, replies.get(i), &self.revision_schema);
             if let Some(text) = text {
-                let mut parsed = json!({
-                    "debater": i,
-                    "decision": rev.decision, "reasoning": rev.reasoning,
-                    "originalWordCount": rev.original_word_count,
-                    "revisedWordCount": rev.revised_word_count,
-                    "revisedResponse": rev.revised_response,
-                    "parseSuccess": rev.parse_success,
-                    "unparsed": rev.unparsed,
-                });
-                if let Some(from) = rev.read_from {
-                    parsed["readFrom"] = json!(from);
-                }
                 out.push(Effect::Store(StageRow {
                     stage_type: "revision".into(),
                     stage_order: 2,
                     model: Some(rev.model.clone()),
                     role: Some("debater".into()),
                     content: text,
-                    parsed_data: Some(parsed),
+                    parsed_data: Some(to_json(&RevisionRow::of(i, &rev))),
                     response_time_ms: Some(rev.response_time_ms),
                 }));
             }
             self.revisions.push(rev);
         }
         let summary = summarize(&self.revisions);
-        out.push(Effect::Store(StageRow::computed("revision_summary", 3, json!(summary))));
-        out.push(Effect::emit(
-            "revision_complete",
-            json!({ "data": { "revisions": self.revisions, "summary": summary } }),
-        ));
+        out.push(Effect::Store(StageRow::computed("revision_summary", 3, to_json(&summary))));
+        let done = RevisionsDone { revisions: &self.revisions, summary: &summary };
+        out.push(Effect::event("revision_complete", &Data { data: done }));
         // A fresh shuffle for the vote, so a letter seen during revision says nothing.
         let order = create_label_map(self.revisions.len(), self.ctx.seed ^ VOTE_SALT);
         self.revised_labels = order.iter().enumerate().map(|(k, &i)| (label(k), i)).collect();
         let map = map_models(&self.revised_labels, |i| self.revisions[i].model.clone());
-        out.push(Effect::Store(StageRow::computed("revised_label_map", 4, json!(map))));
-        out.push(Effect::emit("vote_start", json!({ "data": { "revisedLabelMap": map } })));
+        out.push(Effect::Store(StageRow::computed("revised_label_map", 4, to_json(&map))));
+        out.push(Effect::event(
+            "vote_start",
+            &Data { data: VoteStart { revised_label_map: &map } },
+        ));
         let labeled: Vec<(String, String)> = self
             .revised_labels
             .iter()
@@ -225,8 +218,8 @@ impl Debate {
         let mut out = ballot_rows(&ballots, "debate_vote", 5);
         let map = map_models(&self.revised_labels, |i| self.revisions[i].model.clone());
         let (result, t) = round(&ballots, "revisedLabelToModel", &map);
-        out.push(Effect::Store(StageRow::computed("debate_vote_tally", 6, json!(t))));
-        out.push(Effect::emit("vote_complete", json!({ "data": result })));
+        out.push(Effect::Store(StageRow::computed("debate_vote_tally", 6, to_json(&t))));
+        out.push(Effect::event("vote_complete", &Data { data: result }));
         if t.valid_vote_count == 0 {
             out.extend(self.fail("All votes failed to parse."));
             return out;
@@ -252,22 +245,17 @@ impl Debate {
             tiebroken,
             tiebreaker_method: tiebroken.then(|| "alphabetical".to_string()),
         };
-        let mut parsed = json!(winner);
-        if let Some(o) = parsed.as_object_mut() {
-            o.remove("winnerResponse");
-        }
         out.push(Effect::Store(StageRow {
             stage_type: "debate_winner".into(),
             stage_order: 7,
             model: Some(w.model.clone()),
             role: Some("winner".into()),
             content: w.revised_response.clone(),
-            parsed_data: Some(parsed),
+            parsed_data: Some(to_json(&WinnerRow(&winner))),
             response_time_ms: None,
         }));
-        let mut declared = json!({ "data": winner });
-        self.kit.calls.mark(&mut declared);
-        out.push(Effect::emit("winner_declared", declared));
+        let declared = Marked::new(&winner, self.kit.calls.failed());
+        out.push(Effect::event("winner_declared", &declared));
         self.phase = Phase::Done;
         out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: winner.winner_response });
@@ -292,11 +280,15 @@ impl Staged for Debate {
 
     fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "debate_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id, "mode": "debate" }),
+                &DebateStart {
+                    conversation_id: &self.ctx.conversation_id,
+                    message_id: &self.ctx.message_id,
+                    mode: "debate",
+                },
             ),
-            Effect::emit("round1_start", json!({})),
+            Effect::empty("round1_start"),
         ];
         for (i, model) in self.config.models.iter().enumerate() {
             out.push(self.call(

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, mark_from_rows, member_names, named, title_prompt,
-    word_count, Answer, Batch, Routed,
+    answer_of, create_label_map, label, member_names, named, title_prompt, word_count, Answer,
+    Batch, Routed,
 };
 use super::reading::{answer_text, between, json_values, split_reasoning, Unparsed};
 use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
@@ -36,8 +36,8 @@ use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, round, vote_prompt_as, vote_schema,
 };
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
+    StageRow, ValidRequest,
 };
 
 /// Mixed into the run seed so the vote's label map is a fresh shuffle.
@@ -122,7 +122,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: Some(report),
     example: || json!({ "mode": "debate", "question": "Should companies adopt a 4-day work week?" }),
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<DebateResult>),
 };
 
 #[cfg(test)]

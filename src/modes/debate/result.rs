@@ -2,18 +2,30 @@
 //! from the stored rows and the export's report.
 
 use super::*;
+use crate::modes::payload::{parsed, Failures};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A debater's decision after reading the others' answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RevisionResponse {
+    /// The debater (a member's name: `m #2` when a model sits on the panel twice).
     pub model: String,
+    /// `REVISE`, `STAND` or `MERGE`; null when none was read or the call failed.
     pub decision: Option<String>,
+    /// Why, in the debater's words; null when none was read.
     pub reasoning: Option<String>,
+    /// Its first answer.
     pub original_response: String,
+    /// Its answer after reading the others (its first answer, without reasoning, when no
+    /// revision was read).
     pub revised_response: String,
+    /// The first answer's length in words.
     pub original_word_count: usize,
+    /// The revised answer's length in words.
     pub revised_word_count: usize,
+    /// How long the revision call took, in milliseconds (0 when it failed).
     pub response_time_ms: i64,
+    /// True when a decision was read from the reply.
     pub parse_success: bool,
     /// Why no decision was read from the debater's reply: `refused`, `reasoning_only` or
     /// `no_answer`. Null when one was, or when the call failed (no reply to read).
@@ -30,13 +42,19 @@ pub(super) fn plain(response: &str) -> String {
     answer_text(response).into_owned()
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The decisions, counted.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RevisionSummary {
+    /// Debaters in the revision round.
     pub total_models: usize,
+    /// Debaters that revised their answer.
     pub revised: usize,
+    /// Debaters that stood by it.
     pub stood: usize,
+    /// Debaters that merged the others' points into it.
     pub merged: usize,
+    /// Debaters without a readable decision (or whose call failed).
     pub parse_failed: usize,
 }
 
@@ -51,29 +69,179 @@ pub fn summarize(revisions: &[RevisionResponse]) -> RevisionSummary {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The vote's winner (`winner_declared`'s data, and the result's `winner`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DebateWinnerResult {
+    /// The winning revised answer's label in the vote.
     pub winner_label: String,
+    /// Its debater.
     pub winner_model: String,
+    /// The winning revised answer: the run's answer.
+    #[serde(default)]
     pub winner_response: String,
+    /// What its debater had decided (`REVISE`, `STAND`, `MERGE`); null when unread.
     pub winner_decision: Option<String>,
+    /// Its votes.
     pub vote_count: usize,
+    /// The valid votes cast.
     pub total_votes: usize,
+    /// True when it won a tie.
     pub tiebroken: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// How the tie was broken (`alphabetical`), when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tiebreaker_method: Option<String>,
+}
+
+/// The winner as its row has always kept it: its keys in the order they were left after taking
+/// `winnerResponse` (the row's content) out of the whole winner (its place went to the last
+/// key); the result's winner then has its response last.
+fn winner_in_stored_order<S: serde::Serializer>(
+    w: &DebateWinnerResult,
+    with_response: bool,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(None)?;
+    m.serialize_entry("winnerLabel", &w.winner_label)?;
+    m.serialize_entry("winnerModel", &w.winner_model)?;
+    match &w.tiebreaker_method {
+        Some(method) => m.serialize_entry("tiebreakerMethod", method)?,
+        None => m.serialize_entry("tiebroken", &w.tiebroken)?,
+    }
+    m.serialize_entry("winnerDecision", &w.winner_decision)?;
+    m.serialize_entry("voteCount", &w.vote_count)?;
+    m.serialize_entry("totalVotes", &w.total_votes)?;
+    if w.tiebreaker_method.is_some() {
+        m.serialize_entry("tiebroken", &w.tiebroken)?;
+    }
+    if with_response {
+        m.serialize_entry("winnerResponse", &w.winner_response)?;
+    }
+    m.end()
+}
+
+/// The `debate_winner` row's data: the winner without its response (the row's content).
+pub struct WinnerRow<'a>(pub &'a DebateWinnerResult);
+
+impl Serialize for WinnerRow<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        winner_in_stored_order(self.0, false, s)
+    }
+}
+
+fn winner_as_stored<S: serde::Serializer>(
+    w: &Option<DebateWinnerResult>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match w {
+        Some(w) => winner_in_stored_order(w, true, s),
+        None => s.serialize_none(),
+    }
+}
+
+// ---- payloads (one definition for live events and stored results) --------------------------
+
+/// `debate_start`'s data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DebateStart<'a> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+    pub mode: &'static str,
+}
+
+/// An `initial_answer` row's data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerRow {
+    pub response_time_ms: i64,
+}
+
+/// `revision_start`'s data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionStart<'a> {
+    pub label_map: &'a BTreeMap<String, String>,
+}
+
+/// A `revision` row's data: the decision read, under its debater's index (duplicate models
+/// stay distinct).
+#[derive(Default, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RevisionRow {
+    pub debater: Option<usize>,
+    pub decision: Option<String>,
+    pub reasoning: Option<String>,
+    pub original_word_count: usize,
+    pub revised_word_count: usize,
+    pub revised_response: Option<String>,
+    pub parse_success: bool,
+    pub unparsed: Option<Unparsed>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
+}
+
+impl RevisionRow {
+    pub(super) fn of(debater: usize, rev: &RevisionResponse) -> Self {
+        RevisionRow {
+            debater: Some(debater),
+            decision: rev.decision.clone(),
+            reasoning: rev.reasoning.clone(),
+            original_word_count: rev.original_word_count,
+            revised_word_count: rev.revised_word_count,
+            revised_response: Some(rev.revised_response.clone()),
+            parse_success: rev.parse_success,
+            unparsed: rev.unparsed,
+            read_from: rev.read_from,
+        }
+    }
+}
+
+/// `revision_complete`'s data.
+#[derive(Serialize)]
+pub struct RevisionsDone<'a> {
+    pub revisions: &'a [RevisionResponse],
+    pub summary: &'a RevisionSummary,
+}
+
+/// `vote_start`'s data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteStart<'a> {
+    pub revised_label_map: &'a BTreeMap<String, String>,
+}
+
+/// Debate's result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DebateResult {
+    /// The first answers, in the panel's order (members whose call failed are not in it).
+    pub round1: Vec<Answer>,
+    /// The labels the debaters read the others' answers under, to their members.
+    pub round1_label_map: BTreeMap<String, String>,
+    /// Each debater's decision after reading the others (empty when the run stopped before).
+    pub revisions: Vec<RevisionResponse>,
+    /// The decisions, counted; null when there were no revisions.
+    pub revision_summary: Option<RevisionSummary>,
+    /// The labels the revised answers were voted on under, to their members.
+    pub revised_label_map: BTreeMap<String, String>,
+    /// The vote round (`votes`, `tallies`, `validVoteCount`, `invalidVoteCount`, `isTie`,
+    /// `tiedLabels`, `revisedLabelToModel`); null when the run stopped before it.
+    pub votes: Option<Value>,
+    /// The winner; null when no vote was counted.
+    #[serde(serialize_with = "winner_as_stored")]
+    pub winner: Option<DebateWinnerResult>,
+    /// Whether some call failed, and which (`partial`, `failedModels`).
+    #[serde(flatten)]
+    pub failures: Failures,
 }
 
 /// `DebateResult` from stored rows.
 pub fn load_result(rows: &[StageRow]) -> Value {
     let of = |t: &'static str| rows.iter().filter(move |r| r.stage_type == t);
     let map_of = |t: &'static str| -> BTreeMap<String, String> {
-        of(t)
-            .next()
-            .and_then(|r| r.parsed_data.clone())
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default()
+        of(t).next().and_then(parsed).unwrap_or_default()
     };
     let round1: Vec<Answer> = of("initial_answer")
         .map(|r| Answer {
@@ -83,7 +251,8 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         })
         .collect();
     let revised_map = map_of("revised_label_map");
-    let revision_rows: Vec<&StageRow> = of("revision").collect();
+    let revision_rows: Vec<(&StageRow, RevisionRow)> =
+        of("revision").filter_map(|r| Some((r, parsed(r)?))).collect();
     // Debaters whose revision call failed have no row: they keep their original answer.
     let revisions: Vec<RevisionResponse> = if of("revision_summary").next().is_none() {
         Vec::new()
@@ -92,26 +261,23 @@ pub fn load_result(rows: &[StageRow]) -> Value {
             .iter()
             .enumerate()
             .map(|(i, a)| {
-                // Rows carry the debater's index: duplicate models stay distinct.
-                let row = revision_rows.iter().find(|r| {
-                    r.parsed_data.as_ref().and_then(|d| d.get("debater")).and_then(Value::as_u64)
-                        == Some(i as u64)
-                });
-                let pd = row.and_then(|r| r.parsed_data.clone()).unwrap_or(Value::Null);
-                let s = |k: &str| pd.get(k).and_then(Value::as_str).map(str::to_string);
-                let revised = s("revisedResponse").unwrap_or_else(|| plain(&a.response));
+                let row = revision_rows.iter().find(|(_, d)| d.debater == Some(i));
+                let pd = row.map(|(_, d)| d);
+                let revised = pd
+                    .and_then(|d| d.revised_response.clone())
+                    .unwrap_or_else(|| plain(&a.response));
                 RevisionResponse {
                     model: a.model.clone(),
-                    decision: s("decision"),
-                    reasoning: s("reasoning"),
+                    decision: pd.and_then(|d| d.decision.clone()),
+                    reasoning: pd.and_then(|d| d.reasoning.clone()),
                     original_word_count: word_count(&a.response),
                     revised_word_count: word_count(&revised),
                     original_response: a.response.clone(),
                     revised_response: revised,
-                    response_time_ms: row.and_then(|r| r.response_time_ms).unwrap_or(0),
-                    parse_success: pd.get("parseSuccess").and_then(Value::as_bool).unwrap_or(false),
-                    unparsed: serde_json::from_value(pd["unparsed"].clone()).unwrap_or(None),
-                    read_from: serde_json::from_value(pd["readFrom"].clone()).unwrap_or(None),
+                    response_time_ms: row.and_then(|(r, _)| r.response_time_ms).unwrap_or(0),
+                    parse_success: pd.is_some_and(|d| d.parse_success),
+                    unparsed: pd.and_then(|d| d.unparsed),
+                    read_from: pd.and_then(|d| d.read_from),
                 }
             })
             .collect()
@@ -120,22 +286,20 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     let votes = of("debate_vote_tally")
         .next()
         .map(|_| round(&ballots, "revisedLabelToModel", &revised_map).0);
-    let winner = of("debate_winner").next().map(|r| {
-        let mut w = r.parsed_data.clone().unwrap_or(json!({}));
-        w["winnerResponse"] = json!(r.content);
-        w
+    let winner = of("debate_winner").next().and_then(|r| {
+        let w: DebateWinnerResult = parsed(r)?;
+        Some(DebateWinnerResult { winner_response: r.content.clone(), ..w })
     });
-    let mut result = json!({
-        "round1": round1,
-        "round1LabelMap": map_of("round1_label_map"),
-        "revisions": revisions,
-        "revisionSummary": (!revisions.is_empty()).then(|| summarize(&revisions)),
-        "revisedLabelMap": revised_map,
-        "votes": votes,
-        "winner": winner,
-    });
-    mark_from_rows(&mut result, rows);
-    result
+    to_json(&DebateResult {
+        round1,
+        round1_label_map: map_of("round1_label_map"),
+        revision_summary: (!revisions.is_empty()).then(|| summarize(&revisions)),
+        revisions,
+        revised_label_map: revised_map,
+        votes,
+        winner,
+        failures: Failures::of(rows),
+    })
 }
 
 // ---- the export's report -------------------------------------------------------------------

@@ -4,6 +4,14 @@
 use super::*;
 use crate::modes::sim_text::{self, labeled_blocks, seed_of, Prompt};
 
+/// A revision as the revision schema asks for it.
+#[derive(Serialize)]
+struct SimRevision {
+    reasoning: String,
+    decision: &'static str,
+    revised_response: String,
+}
+
 /// Debate's sim answer to its revision schema (None for any other prompt or schema): the text
 /// sim's revision in JSON. Each model leans to one decision, nudged by the prompt, so debates
 /// show a mix; a STAND repeats the original, a REVISE or MERGE adds to it.
@@ -28,11 +36,13 @@ pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
         ),
     };
     let hostile = ask.hostile_paragraph();
-    let reply = json!({
-        "reasoning": format!("[simulated revision from {}] {hostile}{reason}", ask.model)
-            .chars().take(schema::REASONING_MAX_CHARS).collect::<String>(),
-        "decision": decision,
-        "revised_response": body.chars().take(REVISED_RESPONSE_MAX_CHARS).collect::<String>(),
+    let reply = to_json(&SimRevision {
+        reasoning: format!("[simulated revision from {}] {hostile}{reason}", ask.model)
+            .chars()
+            .take(schema::REASONING_MAX_CHARS)
+            .collect(),
+        decision,
+        revised_response: body.chars().take(REVISED_RESPONSE_MAX_CHARS).collect(),
     });
     debug_assert!(schema.validate(&reply).is_ok());
     Some(reply.to_string())

@@ -1,6 +1,7 @@
 //! The panel's state machine: every specialist in parallel, then the synthesis.
 
 use super::*;
+use crate::modes::payload::{Data, Marked};
 use crate::modes::runner::{Kit, Staged};
 
 const PANEL_ORDER: i32 = 0;
@@ -32,12 +33,14 @@ pub struct SpecialistPanel {
 }
 
 /// The roles as `panel_start` and the panel row give them.
-fn roles_of(specialists: &[SpecialistConfig]) -> Vec<Value> {
+fn roles_of(specialists: &[SpecialistConfig]) -> Vec<PanelRole> {
     specialists
         .iter()
-        .map(|s| {
-            json!({ "roleKey": s.role_key, "roleTitle": s.title, "model": s.model,
-                         "criteria": s.criteria })
+        .map(|s| PanelRole {
+            role_key: s.role_key.clone(),
+            role_title: s.title.clone(),
+            model: s.model.clone(),
+            criteria: s.criteria.clone(),
         })
         .collect()
 }
@@ -106,20 +109,16 @@ impl SpecialistPanel {
                     read_from: reading.read_from,
                     response_time_ms: reply.response_time_ms as i64,
                 };
-                let mut parsed = json!(r);
-                if let Some(o) = parsed.as_object_mut() {
-                    o.remove("report");
-                }
                 out.push(Effect::Store(StageRow {
                     stage_type: format!("{SPECIALIST_PREFIX}{}", s.role_key),
                     stage_order: SPECIALIST_ORDER,
                     model: Some(r.model.clone()),
                     role: Some(s.role_key.clone()),
                     content: r.report.clone(),
-                    parsed_data: Some(parsed),
+                    parsed_data: Some(to_json(&SpecialistRow(&r))),
                     response_time_ms: Some(r.response_time_ms),
                 }));
-                out.push(Effect::emit("specialist_complete", json!({ "data": r })));
+                out.push(Effect::event("specialist_complete", &Data { data: &r }));
                 Outcome::Reported(Box::new(r))
             }
             Err(e) => Outcome::Failed(FailedSpecialist {
@@ -140,11 +139,13 @@ impl SpecialistPanel {
     fn all_complete(&mut self) -> Vec<Effect> {
         let reports = self.reports();
         let failures = self.failures();
-        let mut out = vec![Effect::emit(
-            "all_specialists_complete",
-            json!({ "data": { "specialists": reports, "failedSpecialists": failures,
-                              "totalSucceeded": reports.len(), "totalFailed": failures.len() } }),
-        )];
+        let done = AllSpecialistsDone {
+            specialists: &reports,
+            failed_specialists: &failures,
+            total_succeeded: reports.len(),
+            total_failed: failures.len(),
+        };
+        let mut out = vec![Effect::event("all_specialists_complete", &Data { data: done })];
         let (succeeded, total) = (reports.len(), self.outcomes.len());
         if succeeded < 2 {
             self.phase = Phase::Done;
@@ -197,27 +198,28 @@ impl SpecialistPanel {
         };
         let reply = &routed.reply;
         let reading = read_synthesis(&text);
-        let mut data = json!({
-            "model": reply.model, "sections": reading.sections, "counts": reading.counts,
-            "riskMatrix": reading.risk_matrix, "topRisk": reading.top_risk,
-            "responseTimeMs": reply.response_time_ms,
-        });
-        if let Some(from) = &routed.fallback_from {
-            data["fallbackFrom"] = json!(from);
-        }
+        let mut data = Synthesis {
+            model: reply.model.clone(),
+            sections: reading.sections,
+            counts: reading.counts,
+            risk_matrix: reading.risk_matrix,
+            top_risk: reading.top_risk,
+            response_time_ms: reply.response_time_ms as i64,
+            fallback_from: routed.fallback_from.clone(),
+            integrated_assessment: None,
+        };
         let row = Effect::Store(StageRow {
             stage_type: SYNTHESIS_KEY.into(),
             stage_order: SYNTHESIS_ORDER,
             model: Some(reply.model.clone()),
             role: Some("synthesizer".into()),
             content: text.clone(),
-            parsed_data: Some(data.clone()),
+            parsed_data: Some(to_json(&data)),
             response_time_ms: Some(reply.response_time_ms as i64),
         });
-        data["integratedAssessment"] = json!(text);
-        let mut event = json!({ "data": data });
-        self.kit.calls.mark(&mut event);
-        let mut out = vec![row, Effect::emit("synthesis_complete", event)];
+        data.integrated_assessment = Some(text.clone());
+        let event = Marked::new(&data, self.kit.calls.failed());
+        let mut out = vec![row, Effect::event("synthesis_complete", &event)];
         out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: text });
         out
@@ -242,20 +244,27 @@ impl Staged for SpecialistPanel {
     fn begin(&mut self) -> Vec<Effect> {
         let roles = roles_of(&self.config.specialists);
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "panel_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
-                        "mode": "specialist_panel", "roles": roles }),
+                &PanelStart {
+                    conversation_id: &self.ctx.conversation_id,
+                    message_id: &self.ctx.message_id,
+                    mode: "specialist_panel",
+                    roles: &roles,
+                },
             ),
             Effect::Store(StageRow::computed(
                 PANEL_STAGE,
                 PANEL_ORDER,
-                json!({ "material": self.material, "roles": roles,
-                        "synthesizerModel": self.config.synthesizer_model }),
+                to_json(&PanelRow {
+                    material: self.material.clone(),
+                    roles,
+                    synthesizer_model: self.config.synthesizer_model.clone(),
+                }),
             )),
-            Effect::emit(
+            Effect::event(
                 "specialist_start",
-                json!({ "totalSpecialists": self.config.specialists.len() }),
+                &SpecialistStart { total_specialists: self.config.specialists.len() },
             ),
         ];
         let user = specialist_user(&self.ctx.question, &self.material);

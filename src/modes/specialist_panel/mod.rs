@@ -31,15 +31,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{mark_from_rows, role_failed, title_prompt, Routed, SplitMix64, CALL_FAILED};
+use super::common::{role_failed, title_prompt, Routed, SplitMix64, CALL_FAILED};
 use super::reading::re;
 use super::reading::{answer_text, readable};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text, MAX_SHORT_CHARS};
 use super::schema::{self, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
+    StageRow, ValidRequest,
 };
 
 const DEFAULT_ROLES: [RoleId; 3] =
@@ -597,18 +597,20 @@ pub static SPEC: ModeSpec = ModeSpec {
                     "synthesizerModel": "sim/alpha" } })
     },
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<SpecialistPanelResult>),
 };
 
 // ---- the material --------------------------------------------------------------------------
 
 /// What the panel analyses: `content`, else the question.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Material {
     /// `content` or `question`.
     pub source: String,
+    /// Its text.
     pub text: String,
+    /// Its length in characters.
     pub length: usize,
 }
 

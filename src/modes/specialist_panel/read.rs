@@ -190,12 +190,14 @@ pub fn rating_of(text: &str) -> Option<u8> {
 }
 
 /// One criterion's rating as read from a report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CriterionScore {
+    /// The criterion, as the role states it.
     pub criterion: String,
     /// 1-5, or null when the report states none (or one outside 1-5).
     pub score: Option<u8>,
+    /// What the report says beside the rating; null when nothing.
     pub notes: Option<String>,
 }
 
@@ -396,14 +398,18 @@ pub fn read_report_reply(reply: &str, criteria: &[String], schema: &ReplySchema)
 }
 
 /// One row of the consolidated risk matrix.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RiskRow {
+    /// The area at risk.
     pub domain: String,
     /// Critical, High, Medium or Low: the most severe one the cell names; null when it names
     /// none.
     pub level: Option<String>,
+    /// The concern.
     pub concern: String,
+    /// The action the synthesis recommends.
     pub action: String,
+    /// The specialists who raised it.
     pub sources: Vec<String>,
 }
 
@@ -455,14 +461,45 @@ pub fn top_risk(rows: &[RiskRow]) -> Option<RiskRow> {
     LEVELS.iter().find_map(|l| rows.iter().find(|r| r.level.as_deref() == Some(l))).cloned()
 }
 
+/// A synthesis's sections, each one's text ("" when missing).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Sections<'a> {
+    /// What the specialists agree on.
+    pub convergent_findings: &'a str,
+    /// Where they differ (a table).
+    pub divergent_findings: &'a str,
+    /// The consolidated risk matrix (a table).
+    pub consolidated_risk_matrix: &'a str,
+    /// The unified recommendations.
+    pub unified_recommendations: &'a str,
+    /// The executive summary.
+    pub executive_summary: &'a str,
+}
+
+/// The items a synthesis's sections hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    /// Convergent findings (list items).
+    pub convergent_findings: usize,
+    /// Divergent findings (table body rows).
+    pub divergent_findings: usize,
+    /// Rows of the risk matrix.
+    pub risk_matrix: usize,
+    /// Unified recommendations (list items).
+    pub unified_recommendations: usize,
+}
+
 /// A synthesis as read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SynthesisReading {
-    /// Each section's text ("" when missing).
+    /// Each section's text ("" when missing): a [`Sections`], kept as JSON so that a reader
+    /// takes a section by its key.
     pub sections: Value,
     /// List items (table body rows for divergent findings and the risk matrix).
-    pub counts: Value,
+    pub counts: Counts,
     pub risk_matrix: Vec<RiskRow>,
     pub top_risk: Option<RiskRow>,
 }
@@ -476,14 +513,18 @@ pub fn read_synthesis(reply: &str) -> SynthesisReading {
     let body_rows = |t: &str| tables(t).iter().map(|t| t.rows.len()).sum::<usize>();
     let count = |t: &str| if t.is_empty() { 0 } else { list_items(t).len() };
     SynthesisReading {
-        sections: json!({
-            "convergentFindings": s[0], "divergentFindings": s[1],
-            "consolidatedRiskMatrix": s[2], "unifiedRecommendations": s[3],
-            "executiveSummary": s[4],
-        }),
-        counts: json!({
-            "convergentFindings": count(&s[0]), "divergentFindings": body_rows(&s[1]),
-            "riskMatrix": risk_matrix.len(), "unifiedRecommendations": count(&s[3]),
+        counts: Counts {
+            convergent_findings: count(&s[0]),
+            divergent_findings: body_rows(&s[1]),
+            risk_matrix: risk_matrix.len(),
+            unified_recommendations: count(&s[3]),
+        },
+        sections: to_json(&Sections {
+            convergent_findings: &s[0],
+            divergent_findings: &s[1],
+            consolidated_risk_matrix: &s[2],
+            unified_recommendations: &s[3],
+            executive_summary: &s[4],
         }),
         top_risk: top_risk(&risk_matrix),
         risk_matrix,

@@ -2,35 +2,175 @@
 //! export's report.
 
 use super::*;
+use crate::modes::common::FailedModel;
+use crate::modes::payload::{parsed, Failures};
 
 /// A finished report, as `specialist_complete` gives it (the stored row: less the report).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SpecialistReport {
+    /// The specialist's place on the panel (from 0).
     pub index: usize,
+    /// Its role's key (`security_expert`, `custom_<title>`…).
     pub role_key: String,
+    /// Its role's title.
     pub role_title: String,
+    /// The model that wrote the report.
     pub model: String,
+    /// The report's text.
+    #[serde(default)]
     pub report: String,
+    /// Each criterion's rating (1-5, null when unread) and notes.
     pub criteria_scores: Vec<CriterionScore>,
+    /// The mean of the ratings read, to one decimal; null when none was.
     pub average_score: Option<f64>,
+    /// The report's key findings.
     pub key_findings: Vec<String>,
+    /// Its first three recommendations.
     pub top_recommendations: Vec<String>,
+    /// At least one rating was read.
     pub parse_success: bool,
     /// Where the ratings were read from (the report's JSON or its text), when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_from: Option<ReadFrom>,
+    /// How long the call took, in milliseconds.
     pub response_time_ms: i64,
 }
 
+/// A specialist's row data: the report without its text (the row's content), its keys in the
+/// order they were once left after taking `report` out of the whole report (its place went to
+/// the last key, `responseTimeMs`).
+pub struct SpecialistRow<'a>(pub &'a SpecialistReport);
+
+impl Serialize for SpecialistRow<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let r = self.0;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("index", &r.index)?;
+        m.serialize_entry("roleKey", &r.role_key)?;
+        m.serialize_entry("roleTitle", &r.role_title)?;
+        m.serialize_entry("model", &r.model)?;
+        m.serialize_entry("responseTimeMs", &r.response_time_ms)?;
+        m.serialize_entry("criteriaScores", &r.criteria_scores)?;
+        m.serialize_entry("averageScore", &r.average_score)?;
+        m.serialize_entry("keyFindings", &r.key_findings)?;
+        m.serialize_entry("topRecommendations", &r.top_recommendations)?;
+        m.serialize_entry("parseSuccess", &r.parse_success)?;
+        if let Some(from) = &r.read_from {
+            m.serialize_entry("readFrom", from)?;
+        }
+        m.end()
+    }
+}
+
 /// A specialist whose call failed (or whose reply was empty).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FailedSpecialist {
+    /// Its role's key.
     pub role_key: String,
+    /// Its role's title.
     pub role_title: String,
+    /// The model that was asked.
     pub model: String,
+    /// Why the call failed.
     pub error: String,
+}
+
+/// A specialist's role as `panel_start` and the panel row give it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PanelRole {
+    /// The role's key (`security_expert`, `custom_<title>`…).
+    pub role_key: String,
+    /// The role's title.
+    pub role_title: String,
+    /// The model asked in it.
+    pub model: String,
+    /// The criteria it rates.
+    pub criteria: Vec<String>,
+}
+
+/// `panel_start`'s data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PanelStart<'a> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+    pub mode: &'static str,
+    pub roles: &'a [PanelRole],
+}
+
+/// The panel row's data.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PanelRow {
+    pub material: Material,
+    pub roles: Vec<PanelRole>,
+    pub synthesizer_model: String,
+}
+
+/// `specialist_start`'s data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpecialistStart {
+    pub total_specialists: usize,
+}
+
+/// `all_specialists_complete`'s data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AllSpecialistsDone<'a> {
+    pub specialists: &'a [&'a SpecialistReport],
+    pub failed_specialists: &'a [&'a FailedSpecialist],
+    pub total_succeeded: usize,
+    pub total_failed: usize,
+}
+
+/// The synthesis (its row's data; with its text, `synthesis_complete`'s data and the result's
+/// `synthesis`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Synthesis {
+    /// The model that wrote it.
+    pub model: String,
+    /// Each section's text ("" when missing).
+    #[schemars(with = "Sections<'static>")]
+    pub sections: Value,
+    /// The items each section holds.
+    pub counts: Counts,
+    /// The consolidated risk matrix, row by row.
+    pub risk_matrix: Vec<RiskRow>,
+    /// The first row at the most severe level present; null when no row states a level.
+    pub top_risk: Option<RiskRow>,
+    /// How long the call took, in milliseconds.
+    pub response_time_ms: i64,
+    /// The synthesizer this model stood in for, when the backup wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+    /// The synthesis's text (not in its row, whose content it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrated_assessment: Option<String>,
+}
+
+/// Specialist Panel's result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpecialistPanelResult {
+    /// What the panel analysed; null when the run stored none.
+    pub material: Option<Material>,
+    /// The panel's roles, in order.
+    pub roles: Vec<PanelRole>,
+    /// The reports, in the panel's order.
+    pub specialists: Vec<SpecialistReport>,
+    /// The specialists whose call failed, in the panel's order.
+    pub failed_specialists: Vec<FailedSpecialist>,
+    /// The synthesis; null when the run stopped before it.
+    pub synthesis: Option<Synthesis>,
+    /// Whether some call failed, and which (`partial`, `failedModels`).
+    #[serde(flatten)]
+    pub failures: Failures,
 }
 
 // ---- the stored result ---------------------------------------------------------------------
@@ -38,32 +178,28 @@ pub struct FailedSpecialist {
 /// `{material, roles, specialists, failedSpecialists, synthesis, partial, failedModels}` from
 /// the stored rows, as the events gave them.
 pub fn load_result(rows: &[StageRow]) -> Value {
-    let panel =
-        rows.iter().find(|r| r.stage_type == PANEL_STAGE).and_then(|r| r.parsed_data.as_ref());
-    let roles: Vec<Value> = panel.and_then(|p| p["roles"].as_array().cloned()).unwrap_or_default();
-    let index_of = |key: &str| roles.iter().position(|r| r["roleKey"] == key);
+    let panel: Option<PanelRow> =
+        rows.iter().find(|r| r.stage_type == PANEL_STAGE).and_then(parsed);
+    let (material, roles) = panel.map_or((None, Vec::new()), |p| (Some(p.material), p.roles));
+    let index_of = |key: &str| roles.iter().position(|r| r.role_key == key);
     let mut specialists: Vec<SpecialistReport> = rows
         .iter()
         .filter(|r| r.stage_type.starts_with(SPECIALIST_PREFIX))
-        .filter_map(|r| {
-            let mut v = r.parsed_data.clone()?;
-            v["report"] = json!(r.content);
-            serde_json::from_value(v).ok()
-        })
+        .filter_map(|r| Some(SpecialistReport { report: r.content.clone(), ..parsed(r)? }))
         .collect();
     specialists.sort_by_key(|s| s.index);
     let mut failed: Vec<(usize, FailedSpecialist)> = rows
         .iter()
         .filter(|r| r.stage_type == CALL_FAILED)
         .filter_map(|r| {
-            let stage = r.parsed_data.as_ref()?["stage"].as_str()?;
-            let key = stage.strip_prefix(SPECIALIST_PREFIX)?;
+            let failed: FailedModel = parsed(r)?;
+            let key = failed.stage.strip_prefix(SPECIALIST_PREFIX)?;
             let i = index_of(key)?;
             Some((
                 i,
                 FailedSpecialist {
                     role_key: key.into(),
-                    role_title: roles[i]["roleTitle"].as_str().unwrap_or(key).into(),
+                    role_title: roles[i].role_title.clone(),
                     model: r.model.clone().unwrap_or_default(),
                     error: r.content.clone(),
                 },
@@ -71,20 +207,17 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         })
         .collect();
     failed.sort_by_key(|(i, _)| *i);
-    let synthesis = rows.iter().find(|r| r.stage_type == SYNTHESIS_KEY).map(|s| {
-        let mut d = s.parsed_data.clone().unwrap_or(json!({}));
-        d["integratedAssessment"] = json!(s.content);
-        d
+    let synthesis = rows.iter().find(|r| r.stage_type == SYNTHESIS_KEY).and_then(|s| {
+        Some(Synthesis { integrated_assessment: Some(s.content.clone()), ..parsed(s)? })
     });
-    let mut result = json!({
-        "material": panel.map(|p| p["material"].clone()),
-        "roles": roles,
-        "specialists": specialists,
-        "failedSpecialists": failed.into_iter().map(|(_, f)| f).collect::<Vec<_>>(),
-        "synthesis": synthesis,
-    });
-    mark_from_rows(&mut result, rows);
-    result
+    to_json(&SpecialistPanelResult {
+        material,
+        roles,
+        specialists,
+        failed_specialists: failed.into_iter().map(|(_, f)| f).collect(),
+        synthesis,
+        failures: Failures::of(rows),
+    })
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {

@@ -117,6 +117,24 @@ fn sim_synthesis(ask: &SimAsk) -> String {
 
 /// The sim specialist's report as JSON that fits `schema`: the same draws as its text report,
 /// each criterion the schema names rated once.
+/// A criterion's rating in the report's JSON.
+#[derive(Serialize)]
+struct SimRating {
+    rating: usize,
+    notes: &'static str,
+}
+
+/// A report as its schema asks for it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SimReport {
+    reasoning: String,
+    key_findings: [String; 3],
+    ratings: serde_json::Map<String, Value>,
+    top_recommendations: [String; 3],
+    detailed_analysis: String,
+}
+
 fn sim_report_json(ask: &SimAsk, system: &str, schema: &ReplySchema) -> String {
     let mut rng = SplitMix64::new(ask.seed ^ crate::modes::common::seed_from_run_id(system));
     let who = ask.model;
@@ -133,7 +151,9 @@ fn sim_report_json(ask: &SimAsk, system: &str, schema: &ReplySchema) -> String {
     let ratings: serde_json::Map<String, Value> = criteria
         .iter()
         .zip(&scores)
-        .map(|(c, s)| (c.clone(), json!({ "rating": s, "notes": SIM_NOTES[s - 1] })))
+        .map(|(c, &rating)| {
+            (c.clone(), to_json(&SimRating { rating, notes: SIM_NOTES[rating - 1] }))
+        })
         .collect();
     let analysis: String = format!(
         "{}Seen as a {title}, the material is a reasonable start. (This text is simulated: no \
@@ -145,21 +165,25 @@ fn sim_report_json(ask: &SimAsk, system: &str, schema: &ReplySchema) -> String {
     .take(ANALYSIS_CHARS)
     .collect();
     let clip = |t: String| -> String { t.chars().take(ITEM_CHARS).collect() };
-    json!({
-        "reasoning": format!("[simulated report from {who} as {title}] Each criterion was weighed in turn.")
-            .chars().take(schema::REASONING_MAX_CHARS).collect::<String>(),
-        "keyFindings": [
+    to_json(&SimReport {
+        reasoning: format!(
+            "[simulated report from {who} as {title}] Each criterion was weighed in turn."
+        )
+        .chars()
+        .take(schema::REASONING_MAX_CHARS)
+        .collect(),
+        key_findings: [
             clip(format!("{weakest} is the weakest point from a {title}'s view.")),
-            "The material states its goal clearly, but not how success is measured.",
-            "Two assumptions are left unchecked and should be tested early.",
+            "The material states its goal clearly, but not how success is measured.".into(),
+            "Two assumptions are left unchecked and should be tested early.".into(),
         ],
-        "ratings": ratings,
-        "topRecommendations": [
+        ratings,
+        top_recommendations: [
             clip(format!("Address {weakest} before anything else.")),
-            "Write down the assumptions and test the riskiest one first.",
-            "Review the plan again once the first milestone is reached.",
+            "Write down the assumptions and test the riskiest one first.".into(),
+            "Review the plan again once the first milestone is reached.".into(),
         ],
-        "detailedAnalysis": analysis,
+        detailed_analysis: analysis,
     })
     .to_string()
 }

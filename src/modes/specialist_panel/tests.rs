@@ -128,7 +128,12 @@ fn a_synthesis_gives_its_sections_counts_and_risk_matrix() {
     assert_eq!(s.sections["executiveSummary"], "Go, after fixing secrets.");
     assert_eq!(
         s.counts,
-        json!({"convergentFindings": 2, "divergentFindings": 2, "riskMatrix": 4, "unifiedRecommendations": 2})
+        Counts {
+            convergent_findings: 2,
+            divergent_findings: 2,
+            risk_matrix: 4,
+            unified_recommendations: 2
+        }
     );
     assert_eq!(s.risk_matrix[1].level.as_deref(), Some("High"));
     assert_eq!(s.risk_matrix[1].sources, ["Security Expert", "DevOps Engineer"]);
@@ -139,7 +144,7 @@ fn a_synthesis_gives_its_sections_counts_and_risk_matrix() {
     // Nothing in format: every section empty, no risk.
     let s = read_synthesis("The panel agrees it is fine.");
     assert_eq!(s.sections["executiveSummary"], "");
-    assert_eq!(s.counts["convergentFindings"], 0);
+    assert_eq!(s.counts.convergent_findings, 0);
     assert!(s.risk_matrix.is_empty() && s.top_risk.is_none());
 }
 
