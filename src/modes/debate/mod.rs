@@ -55,7 +55,7 @@ pub struct DebateConfig {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DebateRequest {
     /// 3 to 6 models that answer, revise after reading the others, and vote.
-    #[schemars(length(min = 3, max = 6))]
+    #[schemars(length(min = 3, max = 6), extend("x-too-few" = "Debate mode requires at least 3 models", "x-too-many" = "Maximum 6 models allowed"))]
     pub models: Option<Vec<ModelId>>,
     /// Per-stage timeout in milliseconds.
     #[schemars(title = "Per-stage timeout", range(min = 10000, max = 600000))]
@@ -68,20 +68,9 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let question = request::question(body, "Question is required")?;
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
     let cfg: DebateRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let models = request::models(
-        cfg.models.as_deref(),
-        "modeConfig.models",
-        3..=6,
-        Some("Debate mode requires at least 3 models"),
-        Some("Maximum 6 models allowed"),
-    )?
-    .unwrap_or_else(|| defaults.models(SPEC.id, "respondent"));
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        10_000..=600_000,
-        defaults.stage_timeout_ms,
-    )?;
+    let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
+        .unwrap_or_else(|| defaults.models(SPEC.id, "respondent"));
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let all = request::distinct(&[&models], &[]);
     let config = DebateConfig { models, timeout_ms };
     Ok(ValidRequest {

@@ -273,11 +273,11 @@ pub struct CustomRoleRequest {
     #[schemars(length(min = 20))]
     pub description: Option<Text<MAX_DESCRIPTION>>,
     /// What it cares about most, in order: 3 to 6 distinct priorities.
-    #[schemars(length(min = 3, max = 6))]
+    #[schemars(length(min = 3, max = 6), extend("x-too-few" = "must have 3 to 6 items", "x-too-many" = "must have 3 to 6 items"))]
     pub priorities: Option<Vec<Text<MAX_PRIORITY>>>,
     /// What it rates 1-5: 3 to 8 distinct criteria (each at least 3 characters, on one line,
     /// without `|`).
-    #[schemars(length(min = 3, max = 8))]
+    #[schemars(length(min = 3, max = 8), extend("x-too-few" = "must have 3 to 8 items", "x-too-many" = "must have 3 to 8 items"))]
     pub criteria: Option<Vec<Text<MAX_CRITERION>>>,
 }
 
@@ -306,7 +306,7 @@ pub struct SpecialistPanelRequest {
     /// security expert, a scalability architect and a cost analyst on three models). Leave it
     /// empty for the default panel. A role of your own (role custom, with its customRole) is
     /// given through the API or the CLI.
-    #[schemars(length(min = 2, max = 6))]
+    #[schemars(length(min = 2, max = 6), extend("x-too-few" = "A panel has 2 to 6 specialists", "x-too-many" = "A panel has 2 to 6 specialists"))]
     pub specialists: Option<Vec<SpecialistRequest>>,
     /// Writes the integrated assessment (default: the first specialist's model).
     pub synthesizer_model: Option<ModelId>,
@@ -387,22 +387,15 @@ fn min_text<const N: usize>(
     Ok(t)
 }
 
-/// A list of a custom role: `range` items, each trimmed, at least 3 characters, distinct
+/// A list of a custom role (its size the schema holds): each item trimmed, at least 3 characters, distinct
 /// (ignoring case and spacing); `one_line`: no line breaks and no `|` (a criterion is a
 /// table cell in the reply).
 fn text_list<const N: usize>(
     value: Option<&Vec<Text<N>>>,
     field: &str,
-    range: std::ops::RangeInclusive<usize>,
     one_line: bool,
 ) -> Result<Vec<String>, FieldError> {
     let list = value.ok_or_else(|| FieldError::new(field, "is required"))?;
-    if !range.contains(&list.len()) {
-        return Err(FieldError::new(
-            field,
-            format!("must have {} to {} items", range.start(), range.end()),
-        ));
-    }
     let mut out: Vec<String> = Vec::with_capacity(list.len());
     for (i, item) in list.iter().enumerate() {
         let t = item.0.trim().to_string();
@@ -432,8 +425,8 @@ fn custom_role(
     let title = min_text(c.title.as_ref(), &f("title"), 3)?;
     let expertise_areas = min_text(c.expertise_areas.as_ref(), &f("expertiseAreas"), 10)?;
     let description = min_text(c.description.as_ref(), &f("description"), 20)?;
-    let priorities = text_list(c.priorities.as_ref(), &f("priorities"), 3..=6, false)?;
-    let criteria = text_list(c.criteria.as_ref(), &f("criteria"), 3..=8, true)?;
+    let priorities = text_list(c.priorities.as_ref(), &f("priorities"), false)?;
+    let criteria = text_list(c.criteria.as_ref(), &f("criteria"), true)?;
     Ok(SpecialistConfig {
         role_key: custom_key(&title),
         role_id: RoleId::Custom,
@@ -470,12 +463,6 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let specialists = match &cfg.specialists {
         None => default_panel(defaults),
         Some(list) => {
-            if !(2..=6).contains(&list.len()) {
-                return Err(FieldError::new(
-                    "modeConfig.specialists",
-                    "A panel has 2 to 6 specialists",
-                ));
-            }
             let mut panel: Vec<SpecialistConfig> = Vec::with_capacity(list.len());
             for (i, s) in list.iter().enumerate() {
                 let field = |f: &str| format!("modeConfig.specialists[{i}].{f}");
@@ -525,12 +512,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let synthesizer_model =
         request::model(cfg.synthesizer_model.as_ref(), "modeConfig.synthesizerModel")?
             .unwrap_or_else(|| specialists[0].model.clone());
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        10_000..=600_000,
-        DEFAULT_TIMEOUT_MS,
-    )?;
+    let timeout_ms = request::given(cfg.timeout_ms, DEFAULT_TIMEOUT_MS);
     let models: Vec<String> = specialists.iter().map(|s| s.model.clone()).collect();
     let chairman_fallback_model = defaults.backup(SPEC.id, "synthesizer", &synthesizer_model);
     let models = request::distinct(&[&models], &[&synthesizer_model]);
