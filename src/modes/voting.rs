@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::payload::parsed;
 use super::reading::{self, Unparsed};
 use super::schema::{self, ReadFrom, ReplySchema};
-use super::{CallReply, Effect, StageRow};
+use super::{to_json, CallReply, Effect, StageRow};
 
 /// The debate spec's vote-on-revised prompt, verbatim (Vote mode uses it too).
 pub fn vote_prompt(question: &str, labeled: &[(String, String)]) -> String {
@@ -290,11 +292,14 @@ pub fn tally(votes: &[Option<String>]) -> Tally {
 }
 
 /// One voter's ballot.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Ballot {
+    /// The voter.
     pub model: String,
+    /// Its reply.
     pub vote_text: String,
+    /// The label it voted for; null when no vote was read.
     pub voted_for: Option<String>,
     /// Why no vote was read, when none was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -302,7 +307,21 @@ pub struct Ballot {
     /// Where the vote was read from (its JSON or its text), when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_from: Option<ReadFrom>,
+    /// How long the call took, in milliseconds.
     pub response_time_ms: i64,
+}
+
+/// A vote's row data (a ballot's, and the chairman's tiebreak with `fallbackFrom`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct VoteRow {
+    pub voted_for: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<Unparsed>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
 }
 
 /// Ballots from a round's replies: voters whose call failed cast none; a reply whose vote
@@ -336,11 +355,12 @@ pub fn ballot_rows(ballots: &[Ballot], stage_type: &str, stage_order: i32) -> Ve
                 model: Some(b.model.clone()),
                 role: Some("voter".into()),
                 content: b.vote_text.clone(),
-                parsed_data: Some(match (b.unparsed, b.read_from) {
-                    (Some(why), _) => json!({ "votedFor": b.voted_for, "unparsed": why }),
-                    (None, Some(from)) => json!({ "votedFor": b.voted_for, "readFrom": from }),
-                    (None, None) => json!({ "votedFor": b.voted_for }),
-                }),
+                parsed_data: Some(to_json(&VoteRow {
+                    voted_for: b.voted_for.clone(),
+                    unparsed: b.unparsed,
+                    read_from: b.read_from.filter(|_| b.unparsed.is_none()),
+                    fallback_from: None,
+                })),
                 response_time_ms: Some(b.response_time_ms),
             })
         })
@@ -351,45 +371,64 @@ pub fn ballot_rows(ballots: &[Ballot], stage_type: &str, stage_order: i32) -> Ve
 pub fn ballots_from_rows(rows: &[StageRow], stage_type: &str) -> Vec<Ballot> {
     rows.iter()
         .filter(|r| r.stage_type == stage_type)
-        .map(|r| Ballot {
-            model: r.model.clone().unwrap_or_default(),
-            vote_text: r.content.clone(),
-            voted_for: r
-                .parsed_data
-                .as_ref()
-                .and_then(|d| d.get("votedFor"))
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            unparsed: r
-                .parsed_data
-                .as_ref()
-                .and_then(|d| d.get("unparsed"))
-                .and_then(|u| serde_json::from_value(u.clone()).ok()),
-            read_from: r
-                .parsed_data
-                .as_ref()
-                .and_then(|d| d.get("readFrom"))
-                .and_then(|u| serde_json::from_value(u.clone()).ok()),
-            response_time_ms: r.response_time_ms.unwrap_or(0),
+        .map(|r| {
+            let d: VoteRow = parsed(r).unwrap_or_default();
+            Ballot {
+                model: r.model.clone().unwrap_or_default(),
+                vote_text: r.content.clone(),
+                voted_for: d.voted_for,
+                unparsed: d.unparsed,
+                read_from: d.read_from,
+                response_time_ms: r.response_time_ms.unwrap_or(0),
+            }
         })
         .collect()
 }
 
-/// A round's result as the modes publish it: `{votes, tallies, <map_key>: labels→models,
-/// validVoteCount, invalidVoteCount, isTie, tiedLabels}` (Vote calls the map `labelToModel`,
-/// Debate `revisedLabelToModel`), with the tally it was built from.
+/// A round's result as the modes publish it: the ballots, their count, then the labels'
+/// models under the mode's name for them (`M`: Vote's `labelToModel`, Debate's
+/// `revisedLabelToModel`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Round<M> {
+    /// Each voter's ballot (voters whose call failed cast none).
+    pub votes: Vec<Ballot>,
+    /// Votes per label (labels with no vote are absent).
+    pub tallies: BTreeMap<String, usize>,
+    /// Ballots that named a label of the round.
+    pub valid_vote_count: usize,
+    /// Ballots that did not.
+    pub invalid_vote_count: usize,
+    /// More than one label has the most votes.
+    pub is_tie: bool,
+    /// The tied labels, alphabetical (empty unless tied).
+    pub tied_labels: Vec<String>,
+    /// Each label and the model whose answer it stands for.
+    #[serde(flatten)]
+    pub map: M,
+}
+
+impl<M> Round<M> {
+    /// The round of `ballots`, with the tally it was built from.
+    pub fn new(ballots: &[Ballot], map: M) -> (Self, Tally) {
+        let t = tally(&ballots.iter().map(|b| b.voted_for.clone()).collect::<Vec<_>>());
+        let round = Round {
+            votes: ballots.to_vec(),
+            tallies: t.tallies.clone(),
+            valid_vote_count: t.valid_vote_count,
+            invalid_vote_count: t.invalid_vote_count,
+            is_tie: t.is_tie,
+            tied_labels: t.tied_labels.clone(),
+            map,
+        };
+        (round, t)
+    }
+}
+
+/// A round's result as JSON, its map under `map_key`, with the tally it was built from.
 pub fn round(ballots: &[Ballot], map_key: &str, map: &BTreeMap<String, String>) -> (Value, Tally) {
-    let t = tally(&ballots.iter().map(|b| b.voted_for.clone()).collect::<Vec<_>>());
-    let mut v = json!({
-        "votes": ballots,
-        "tallies": t.tallies,
-        "validVoteCount": t.valid_vote_count,
-        "invalidVoteCount": t.invalid_vote_count,
-        "isTie": t.is_tie,
-        "tiedLabels": t.tied_labels,
-    });
-    v[map_key] = json!(map);
-    (v, t)
+    let (round, t) = Round::new(ballots, BTreeMap::from([(map_key, map)]));
+    (to_json(&round), t)
 }
 
 /// The first label alphabetically by label letter (`Response B` before `Response AA`).

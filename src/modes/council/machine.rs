@@ -1,6 +1,7 @@
 //! Council's state machine: the answers, the rankings and the chairman's synthesis.
 
 use super::*;
+use crate::modes::payload::{Data, Marked};
 use crate::modes::runner::{Kit, Staged};
 
 // ---- the state machine ----------------------------------------------------------------------
@@ -101,7 +102,7 @@ impl Council {
                 })
             })
             .collect();
-        out.push(Effect::emit("stage1_complete", json!({ "data": self.stage1 })));
+        out.push(Effect::event("stage1_complete", &Data { data: &self.stage1 }));
 
         // Stage 2: anonymise with a per-run shuffle and ask every member to rank.
         let order = create_label_map(self.stage1.len(), self.ctx.seed);
@@ -116,13 +117,13 @@ impl Council {
                 model: Some(answer.model.clone()),
                 role: None,
                 content: l.clone(),
-                parsed_data: Some(json!({ "label": l })),
+                parsed_data: Some(to_json(&LabelRow { label: l.clone() })),
                 response_time_ms: None,
             }));
             // Rankers read the answer, not the reasoning behind it.
             labeled.push((l, answer_text(&answer.response).into_owned()));
         }
-        out.push(Effect::emit("stage2_start", json!({})));
+        out.push(Effect::empty("stage2_start"));
         let labels: Vec<String> = labeled.iter().map(|(l, _)| l.clone()).collect();
         let asking = Asking::new(ranking::ranking_schema("council_ranking", &labels), |json| {
             ranking_prompt_as(&self.ctx.question, &labeled, json)
@@ -166,17 +167,18 @@ impl Council {
                     model: Some(r.model.clone()),
                     role: Some("council".into()),
                     content: r.ranking.clone(),
-                    parsed_data: Some(stage2_parsed(r)),
+                    parsed_data: Some(to_json(&Stage2Row::of(r))),
                     response_time_ms: Some(r.response_time_ms),
                 })
             })
             .collect();
-        out.push(Effect::emit(
+        let metadata = metadata(&self.stage2, &self.label_to_model);
+        out.push(Effect::event(
             "stage2_complete",
-            stage2_complete(&self.stage2, &self.label_to_model),
+            &Stage2Complete { data: &self.stage2, metadata },
         ));
 
-        out.push(Effect::emit("stage3_start", json!({})));
+        out.push(Effect::empty("stage3_start"));
         let prompt = synthesis_prompt(&self.ctx.question, &self.stage1, &self.stage2);
         let messages = with_history(&self.ctx.history, HISTORY_TURNS, &prompt);
         let chairman = self.config.chairman_model.clone();
@@ -219,8 +221,6 @@ impl Council {
             response_time_ms: reply.response_time_ms as i64,
             fallback_from: routed.fallback_from,
         };
-        let mut done = json!({ "data": synthesis });
-        self.kit.calls.mark(&mut done);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "stage3".into(),
@@ -230,11 +230,11 @@ impl Council {
                 content: synthesis.response.clone(),
                 parsed_data: synthesis
                     .fallback_from
-                    .as_ref()
-                    .map(|from| json!({ "fallbackFrom": from })),
+                    .clone()
+                    .map(|fallback_from| to_json(&FallbackRow { fallback_from })),
                 response_time_ms: Some(synthesis.response_time_ms),
             }),
-            Effect::emit("stage3_complete", done),
+            Effect::event("stage3_complete", &Marked::new(&synthesis, self.kit.calls.failed())),
         ];
         self.phase = Phase::Done;
         out.extend(self.kit.title.on_answer());
@@ -259,10 +259,11 @@ impl Staged for Council {
     }
 
     fn begin(&mut self) -> Vec<Effect> {
-        let mut out = vec![Effect::emit(
-            "stage1_start",
-            json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id }),
-        )];
+        let start = Stage1Start {
+            conversation_id: &self.ctx.conversation_id,
+            message_id: &self.ctx.message_id,
+        };
+        let mut out = vec![Effect::event("stage1_start", &start)];
         let messages = with_history(&self.ctx.history, HISTORY_TURNS, &self.ctx.question);
         for (i, model) in self.config.council_models.iter().enumerate() {
             out.push(self.call(

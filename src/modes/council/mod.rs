@@ -32,8 +32,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, mark_from_rows, named, role_failed, title_prompt,
-    with_history, Batch, Routed,
+    answer_of, create_label_map, label, named, role_failed, title_prompt, with_history, Batch,
+    Routed,
 };
 use super::ranking;
 use super::reading::{answer_text, readable, Unparsed};
@@ -41,7 +41,8 @@ use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role}
 use super::request::ModelId;
 use super::schema::{Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, Defaults, Effect, FieldError, RunContext, StageRow, ValidRequest,
+    request, to_json, CallReply, CallSpec, Defaults, Effect, FieldError, RunContext, StageRow,
+    ValidRequest,
 };
 
 /// History a follow-up carries (the seed: "truncated to the last 10 turns").
@@ -169,7 +170,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: Some(report),
     example: || json!({ "mode": "council", "question": "Monolith or microservices for a team of five?" }),
     sim: None,
-    result_schema: None,
+    result_schema: Some(schema_of::<CouncilResult>),
 };
 
 #[cfg(test)]

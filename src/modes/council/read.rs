@@ -29,7 +29,7 @@ pub fn aggregate_rankings(
         .collect()
 }
 
-fn metadata(
+pub(super) fn metadata(
     stage2: &[Stage2Response],
     label_to_model: &BTreeMap<String, String>,
 ) -> Stage2Metadata {
@@ -62,24 +62,4 @@ pub(super) fn stage2_response(
         ranking: text,
         response_time_ms: ms as i64,
     }
-}
-
-/// What a `stage2` row stores as parsed data (the seed's `parsedRanking`, and how it was read).
-pub(super) fn stage2_parsed(r: &Stage2Response) -> Value {
-    let mut v =
-        json!({ "parsedRanking": r.parsed_ranking, "places": r.places, "partial": r.partial });
-    if let Some(u) = r.unparsed {
-        v["unparsed"] = json!(u);
-    }
-    if let Some(from) = r.read_from {
-        v["readFrom"] = json!(from);
-    }
-    v
-}
-
-pub(super) fn stage2_complete(
-    stage2: &[Stage2Response],
-    label_to_model: &BTreeMap<String, String>,
-) -> Value {
-    json!({ "data": stage2, "metadata": metadata(stage2, label_to_model) })
 }

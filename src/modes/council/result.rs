@@ -2,6 +2,7 @@
 //! and the export's report.
 
 use super::*;
+use crate::modes::payload::{parsed, Failures};
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
@@ -9,10 +10,12 @@ use super::*;
 pub type Stage1Response = crate::modes::common::Answer;
 
 /// An evaluator's ranking: its text, and what it states.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stage2Response {
+    /// The evaluator.
     pub model: String,
+    /// Its reply.
     pub ranking: String,
     /// The labels in the stated order (tied ones in the order written); empty when the
     /// evaluator stated no ranking.
@@ -29,6 +32,7 @@ pub struct Stage2Response {
     /// Where the ranking was read from (its JSON or its text), when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_from: Option<ReadFrom>,
+    /// How long the call took, in milliseconds.
     pub response_time_ms: i64,
 }
 
@@ -43,11 +47,68 @@ impl Stage2Response {
     }
 }
 
+/// What a `stage2` row stores as parsed data (the seed's `parsedRanking`, and how it was read).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Stage2Row {
+    pub parsed_ranking: Vec<String>,
+    pub places: Vec<Vec<String>>,
+    pub partial: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<Unparsed>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
+}
+
+impl Stage2Row {
+    pub(super) fn of(r: &Stage2Response) -> Self {
+        Stage2Row {
+            parsed_ranking: r.parsed_ranking.clone(),
+            places: r.places.clone(),
+            partial: r.partial,
+            unparsed: r.unparsed,
+            read_from: r.read_from,
+        }
+    }
+}
+
+/// A `label_map` row's data (the row's model is the label's member).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelRow {
+    pub label: String,
+}
+
+/// A `stage3` row's data, when the backup wrote the synthesis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FallbackRow {
+    pub fallback_from: String,
+}
+
+/// `stage1_start`'s data.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+pub struct Stage1Start<'a> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+}
+
+/// `stage2_complete`'s data: the rankings and their aggregate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stage2Complete<'a> {
+    pub data: &'a [Stage2Response],
+    pub metadata: Stage2Metadata,
+}
+
+/// A label's place in the aggregate ranking.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct AggregateRanking {
+    /// The member whose answer the label stands for.
     pub model: String,
+    /// The answer's label (`Response A`…).
     pub label: String,
+    /// Its average place over the rankings counted (1 is best).
     pub average_rank: f64,
     /// Rankings counted for this label (every parsed ranking places every label).
     pub rankings_count: usize,
@@ -55,10 +116,13 @@ pub struct AggregateRanking {
     pub named_count: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// What the rankings say together.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stage2Metadata {
+    /// Each label and the member whose answer it stands for.
     pub label_to_model: BTreeMap<String, String>,
+    /// The labels by average place, best first.
     pub aggregate_rankings: Vec<AggregateRanking>,
     /// Evaluators whose ranking was read and counted.
     pub rankings_counted: usize,
@@ -70,79 +134,82 @@ pub struct Stage2Metadata {
 
 /// The synthesis (`{model, response, responseTimeMs, fallbackFrom?}`): `model` is the one that
 /// wrote it, and `fallbackFrom` the chairman it stood in for when the backup wrote it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stage3Response {
+    /// The model that wrote it.
     pub model: String,
+    /// The synthesis.
     pub response: String,
+    /// How long the call took, in milliseconds.
     pub response_time_ms: i64,
+    /// The chairman the backup stood in for, when the backup wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_from: Option<String>,
 }
 
-/// A field of a row's parsed data, when it is there and reads as `T`.
-fn parsed_field<T: serde::de::DeserializeOwned>(row: &StageRow, key: &str) -> Option<T> {
-    let v = row.parsed_data.as_ref()?.get(key)?;
-    serde_json::from_value(v.clone()).ok()
+/// Council's result (the seed's `CouncilResult`, without `title`, which lives on the
+/// conversation).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CouncilResult {
+    /// Each member's answer.
+    pub stage1: Vec<Stage1Response>,
+    /// Each member's ranking of the anonymised answers.
+    pub stage2: Vec<Stage2Response>,
+    /// The rankings together; null when the run stopped before the ranking.
+    pub stage2_metadata: Option<Stage2Metadata>,
+    /// The chairman's synthesis; null when the run stopped before it.
+    pub stage3: Option<Stage3Response>,
+    /// Whether some call failed, and which (`partial`, `failedModels`).
+    #[serde(flatten)]
+    pub failures: Failures,
 }
 
-/// Rebuilds the seed's `CouncilResult` (without `title`, which lives on the conversation)
-/// from stored rows, with the same payload shapes as the live events.
+/// Rebuilds the result from stored rows, with the same payload shapes as the live events.
 pub fn load_result(rows: &[StageRow]) -> Value {
-    fn of<'a>(rows: &'a [StageRow], t: &'a str) -> impl Iterator<Item = &'a StageRow> + 'a {
-        rows.iter().filter(move |r| r.stage_type == t)
-    }
-    let stage1: Vec<Stage1Response> = of(rows, "stage1")
+    let of = |t: &'static str| rows.iter().filter(move |r| r.stage_type == t);
+    let stage1: Vec<Stage1Response> = of("stage1")
         .map(|r| Stage1Response {
             model: r.model.clone().unwrap_or_default(),
             response: r.content.clone(),
             response_time_ms: r.response_time_ms.unwrap_or(0),
         })
         .collect();
-    let label_to_model: BTreeMap<String, String> = of(rows, "label_map")
+    let label_to_model: BTreeMap<String, String> = of("label_map")
         .map(|r| {
-            let l = r
-                .parsed_data
-                .as_ref()
-                .and_then(|d| d.get("label"))
-                .and_then(Value::as_str)
-                .unwrap_or(&r.content)
-                .to_string();
+            let l = parsed::<LabelRow>(r).map_or_else(|| r.content.clone(), |d| d.label);
             (l, r.model.clone().unwrap_or_default())
         })
         .collect();
-    let stage2: Vec<Stage2Response> = of(rows, "stage2")
-        .map(|r| Stage2Response {
-            model: r.model.clone().unwrap_or_default(),
-            ranking: r.content.clone(),
-            parsed_ranking: parsed_field(r, "parsedRanking").unwrap_or_default(),
-            places: parsed_field(r, "places").unwrap_or_default(),
-            partial: parsed_field(r, "partial").unwrap_or_default(),
-            unparsed: parsed_field(r, "unparsed"),
-            read_from: parsed_field(r, "readFrom"),
-            response_time_ms: r.response_time_ms.unwrap_or(0),
+    let stage2: Vec<Stage2Response> = of("stage2")
+        .map(|r| {
+            let d: Stage2Row = parsed(r).unwrap_or_default();
+            Stage2Response {
+                model: r.model.clone().unwrap_or_default(),
+                ranking: r.content.clone(),
+                parsed_ranking: d.parsed_ranking,
+                places: d.places,
+                partial: d.partial,
+                unparsed: d.unparsed,
+                read_from: d.read_from,
+                response_time_ms: r.response_time_ms.unwrap_or(0),
+            }
         })
         .collect();
-    let stage3 = of(rows, "stage3").next().map(|r| Stage3Response {
+    let stage3 = of("stage3").next().map(|r| Stage3Response {
         model: r.model.clone().unwrap_or_default(),
         response: r.content.clone(),
         response_time_ms: r.response_time_ms.unwrap_or(0),
-        fallback_from: r
-            .parsed_data
-            .as_ref()
-            .and_then(|d| d.get("fallbackFrom"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        fallback_from: parsed::<FallbackRow>(r).map(|d| d.fallback_from),
     });
-    let meta = if label_to_model.is_empty() {
-        Value::Null
-    } else {
-        stage2_complete(&stage2, &label_to_model)["metadata"].clone()
-    };
-    let mut result =
-        json!({ "stage1": stage1, "stage2": stage2, "stage2Metadata": meta, "stage3": stage3 });
-    mark_from_rows(&mut result, rows);
-    result
+    to_json(&CouncilResult {
+        stage2_metadata: (!label_to_model.is_empty()).then(|| metadata(&stage2, &label_to_model)),
+        stage1,
+        stage2,
+        stage3,
+        failures: Failures::of(rows),
+    })
 }
 
 // ---- the export's report -------------------------------------------------------------------

@@ -1,6 +1,7 @@
 //! Vote's state machine: the answers, the anonymous vote and the chairman's tiebreak.
 
 use super::*;
+use crate::modes::payload::{Data, Marked};
 use crate::modes::runner::{Kit, Staged};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -88,11 +89,11 @@ impl Vote {
                 })
             })
             .collect();
-        out.push(Effect::emit("stage1_complete", json!({ "data": self.answers })));
+        out.push(Effect::event("stage1_complete", &Data { data: &self.answers }));
         let order = create_label_map(self.answers.len(), self.ctx.seed);
         self.labels = order.iter().enumerate().map(|(k, &i)| (label(k), i)).collect();
         let map = self.label_to_model();
-        out.push(Effect::Store(StageRow::computed("label_map", 0, json!(map))));
+        out.push(Effect::Store(StageRow::computed("label_map", 0, to_json(&map))));
         out.push(Effect::empty("vote_round_start"));
         let labeled: Vec<(String, String)> = self
             .labels
@@ -131,9 +132,10 @@ impl Vote {
             self.ballot_schema.clone().unwrap_or_else(|| vote_schema("vote_ballot", &labels));
         self.ballots = cast(named(self.batch.take(), &self.config.models), &labels, &schema);
         let mut out = ballot_rows(&self.ballots, "vote", 2);
-        let (round, t) = round(&self.ballots, "labelToModel", &self.label_to_model());
-        out.push(Effect::Store(StageRow::computed("vote_tally", 3, json!(t))));
-        out.push(Effect::emit("vote_round_complete", json!({ "data": round })));
+        let (round, t) =
+            Round::new(&self.ballots, LabelToModel { label_to_model: self.label_to_model() });
+        out.push(Effect::Store(StageRow::computed("vote_tally", 3, to_json(&t))));
+        out.push(Effect::event("vote_round_complete", &Data { data: round }));
         if t.valid_vote_count == 0 {
             out.extend(
                 self.fail("All votes were invalid: no vote named a response of this round."),
@@ -149,7 +151,9 @@ impl Vote {
                     self.labels.get(l).map(|i| (l.clone(), answer(i)))
                 })
                 .collect();
-            out.push(Effect::emit("tiebreaker_start", json!({ "data": { "tiedLabels": t.tied_labels, "model": self.config.chairman_model } })));
+            let start =
+                TiebreakerStart { tied_labels: &t.tied_labels, model: &self.config.chairman_model };
+            out.push(Effect::event("tiebreaker_start", &Data { data: start }));
             let chairman = self.config.chairman_model.clone();
             let schema = vote_schema("vote_tiebreak", &t.tied_labels);
             // The backup takes the same prompt: it is asked as the chairman is.
@@ -189,22 +193,19 @@ impl Vote {
         let chosen = read.clone().and_then(|(r, _)| r.ok());
         let mut out = Vec::new();
         if let Ok(text) = &reply.result {
-            let mut parsed = json!({ "votedFor": chosen });
-            match &read {
-                Some((Err(why), _)) => parsed["unparsed"] = json!(why),
-                Some((Ok(_), Some(from))) => parsed["readFrom"] = json!(from),
-                _ => {}
-            }
-            if let Some(from) = &fallback_from {
-                parsed["fallbackFrom"] = json!(from);
-            }
+            let parsed = VoteRow {
+                voted_for: chosen.clone(),
+                unparsed: read.as_ref().and_then(|(r, _)| r.clone().err()),
+                read_from: read.as_ref().filter(|(r, _)| r.is_ok()).and_then(|(_, from)| *from),
+                fallback_from: fallback_from.clone(),
+            };
             out.push(Effect::Store(StageRow {
                 stage_type: "tiebreaker".into(),
                 stage_order: 4,
                 model: Some(reply.model.clone()),
                 role: Some("chairman".into()),
                 content: text.clone(),
-                parsed_data: Some(parsed),
+                parsed_data: Some(to_json(&parsed)),
                 response_time_ms: Some(reply.response_time_ms as i64),
             }));
         }
@@ -212,15 +213,16 @@ impl Vote {
             Some(l) => (l, "chairman"),
             None => (first_alphabetically(&tied).unwrap_or_default(), "alphabetical"),
         };
-        let mut data = json!({
-            "model": reply.model, "voteText": reply.result.as_ref().ok(),
-            "votedFor": chosen, "method": method, "winnerLabel": winner,
-            "error": reply.result.as_ref().err().map(|e| e.message.clone()),
-        });
-        if let Some(from) = &fallback_from {
-            data["fallbackFrom"] = json!(from);
-        }
-        out.push(Effect::emit("tiebreaker_complete", json!({ "data": data })));
+        let data = TiebreakerComplete {
+            model: &reply.model,
+            vote_text: reply.result.as_deref().ok(),
+            voted_for: chosen,
+            method,
+            winner_label: &winner,
+            error: reply.result.as_ref().err().map(|e| e.message.as_str()),
+            fallback_from,
+        };
+        out.push(Effect::event("tiebreaker_complete", &Data { data }));
         out.extend(self.declare(&winner, Some(method)));
         out
     }
@@ -240,13 +242,7 @@ impl Vote {
             tiebroken: method.is_some(),
             tiebreaker_method: method.map(str::to_string),
         };
-        let mut parsed = json!(result);
-        if let Some(o) = parsed.as_object_mut() {
-            o.remove("winnerResponse");
-        }
         let answer = w.response.clone();
-        let mut declared = json!({ "data": result });
-        self.kit.calls.mark(&mut declared);
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "vote_winner".into(),
@@ -254,10 +250,10 @@ impl Vote {
                 model: Some(w.model.clone()),
                 role: Some("winner".into()),
                 content: w.response.clone(),
-                parsed_data: Some(parsed),
+                parsed_data: Some(to_json(&WinnerRow(&result))),
                 response_time_ms: None,
             }),
-            Effect::emit("winner_declared", declared),
+            Effect::event("winner_declared", &Marked::new(&result, self.kit.calls.failed())),
         ];
         self.phase = Phase::Done;
         out.extend(self.kit.title.on_answer());
@@ -283,11 +279,15 @@ impl Staged for Vote {
 
     fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "vote_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id, "mode": "vote" }),
+                &VoteStart {
+                    conversation_id: &self.ctx.conversation_id,
+                    message_id: &self.ctx.message_id,
+                    mode: "vote",
+                },
             ),
-            Effect::emit("stage1_start", json!({})),
+            Effect::empty("stage1_start"),
         ];
         let messages = with_history(&self.ctx.history, HISTORY_TURNS, &self.ctx.question);
         for (i, model) in self.config.models.iter().enumerate() {

@@ -18,19 +18,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, mark_from_rows, named, title_prompt, with_history, Answer,
-    Batch, Routed,
+    answer_of, create_label_map, label, named, title_prompt, with_history, Answer, Batch, Routed,
 };
 use super::reading::answer_text;
 use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
 use super::request::ModelId;
 use super::schema::{Asking, ReplySchema};
 use super::voting::{
-    ballot_rows, ballots_from_rows, cast, first_alphabetically, read_vote_reply, round, tally,
-    tiebreaker_prompt_as, vote_prompt_as, vote_schema, Ballot, Tally,
+    ballot_rows, ballots_from_rows, cast, first_alphabetically, read_vote_reply, tally,
+    tiebreaker_prompt_as, vote_prompt_as, vote_schema, Ballot, Round, Tally, VoteRow,
 };
 use super::{
-    request, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
+    request, to_json, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
     ValidRequest,
 };
 
@@ -130,7 +129,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: Some(report),
     example: || json!({ "mode": "vote", "question": "Which database should a team of five use?" }),
     sim: None,
-    result_schema: None,
+    result_schema: Some(schema_of::<VoteResult>),
 };
 
 #[cfg(test)]

@@ -2,23 +2,151 @@
 //! and the export's report.
 
 use super::*;
+use crate::modes::payload::{parsed, Failures};
 
-/// `winner_declared`'s data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `vote_start`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteStart<'a> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+    pub mode: &'static str,
+}
+
+/// The labels' models in a vote round (`labelToModel`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelToModel {
+    /// Each label and the model whose answer it stands for.
+    pub label_to_model: BTreeMap<String, String>,
+}
+
+/// `tiebreaker_start`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TiebreakerStart<'a> {
+    pub tied_labels: &'a [String],
+    pub model: &'a str,
+}
+
+/// `tiebreaker_complete`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TiebreakerComplete<'a> {
+    pub model: &'a str,
+    pub vote_text: Option<&'a str>,
+    pub voted_for: Option<String>,
+    pub method: &'static str,
+    pub winner_label: &'a str,
+    pub error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// The chairman's tiebreak as the result keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Tiebreaker {
+    /// The model that broke the tie.
+    pub model: Option<String>,
+    /// Its reply.
+    pub vote_text: String,
+    /// The tied label it chose; null when none could be read.
+    pub voted_for: Option<String>,
+    /// The chairman the backup stood in for, when the backup answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// `winner_declared`'s data, and the result's `winner`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VoteWinnerResult {
+    /// The winning answer's label.
     pub winner_label: String,
+    /// The model that wrote it.
     pub winner_model: String,
+    /// The winning answer.
+    #[serde(default)]
     pub winner_response: String,
+    /// Its votes.
     pub vote_count: usize,
+    /// The valid votes of the round.
     pub total_votes: usize,
+    /// The vote was tied and the tie broken.
     pub tiebroken: bool,
     /// `chairman` or `alphabetical`, when tiebroken.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tiebreaker_method: Option<String>,
 }
 
-/// Vote's result from its stored rows: `{stage1, labelToModel, voteRound, tiebreaker, winner}`.
+/// The winner as its row has always kept it: its keys in the order left once `winnerResponse`
+/// (the row's content) was taken out of the event's data (its place went to the last key,
+/// `tiebreakerMethod` else `tiebroken`); the result's winner then has its response last.
+fn winner_in_stored_order<S: serde::Serializer>(
+    w: &VoteWinnerResult,
+    with_response: bool,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(None)?;
+    m.serialize_entry("winnerLabel", &w.winner_label)?;
+    m.serialize_entry("winnerModel", &w.winner_model)?;
+    match &w.tiebreaker_method {
+        Some(method) => m.serialize_entry("tiebreakerMethod", method)?,
+        None => m.serialize_entry("tiebroken", &w.tiebroken)?,
+    }
+    m.serialize_entry("voteCount", &w.vote_count)?;
+    m.serialize_entry("totalVotes", &w.total_votes)?;
+    if w.tiebreaker_method.is_some() {
+        m.serialize_entry("tiebroken", &w.tiebroken)?;
+    }
+    if with_response {
+        m.serialize_entry("winnerResponse", &w.winner_response)?;
+    }
+    m.end()
+}
+
+/// The `vote_winner` row's data: the winner without its response (the row's content).
+pub struct WinnerRow<'a>(pub &'a VoteWinnerResult);
+
+impl Serialize for WinnerRow<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        winner_in_stored_order(self.0, false, s)
+    }
+}
+
+fn winner_as_stored<S: serde::Serializer>(
+    w: &Option<VoteWinnerResult>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match w {
+        Some(w) => winner_in_stored_order(w, true, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// Vote's result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteResult {
+    /// Each model's answer.
+    pub stage1: Vec<Answer>,
+    /// Each label and the model whose answer it stands for.
+    pub label_to_model: BTreeMap<String, String>,
+    /// The vote; null when the run stopped before it.
+    pub vote_round: Option<Round<LabelToModel>>,
+    /// The chairman's tiebreak; null when the vote was not tied.
+    pub tiebreaker: Option<Tiebreaker>,
+    /// The winner; null when none was declared.
+    #[serde(serialize_with = "winner_as_stored")]
+    pub winner: Option<VoteWinnerResult>,
+    /// Whether some call failed, and which (`partial`, `failedModels`).
+    #[serde(flatten)]
+    pub failures: Failures,
+}
+
+/// Vote's result from its stored rows.
 pub fn load_result(rows: &[StageRow]) -> Value {
     let of = |t: &'static str| rows.iter().filter(move |r| r.stage_type == t);
     let stage1: Vec<Answer> = of("initial_answer")
@@ -28,31 +156,32 @@ pub fn load_result(rows: &[StageRow]) -> Value {
             response_time_ms: r.response_time_ms.unwrap_or(0),
         })
         .collect();
-    let label_to_model: BTreeMap<String, String> = of("label_map")
-        .next()
-        .and_then(|r| r.parsed_data.clone())
-        .and_then(|v| serde_json::from_value(v).ok())
-        .unwrap_or_default();
+    let label_to_model: BTreeMap<String, String> =
+        of("label_map").next().and_then(parsed).unwrap_or_default();
     let ballots = ballots_from_rows(rows, "vote");
     let vote_round = (!ballots.is_empty() || of("vote_tally").next().is_some())
-        .then(|| round(&ballots, "labelToModel", &label_to_model).0);
+        .then(|| Round::new(&ballots, LabelToModel { label_to_model: label_to_model.clone() }).0);
     let tiebreaker = of("tiebreaker").next().map(|r| {
-        let mut t = json!({ "model": r.model, "voteText": r.content,
-                "votedFor": r.parsed_data.as_ref().and_then(|d| d.get("votedFor")).cloned() });
-        if let Some(from) = r.parsed_data.as_ref().and_then(|d| d.get("fallbackFrom")) {
-            t["fallbackFrom"] = from.clone();
+        let d: VoteRow = parsed(r).unwrap_or_default();
+        Tiebreaker {
+            model: r.model.clone(),
+            vote_text: r.content.clone(),
+            voted_for: d.voted_for,
+            fallback_from: d.fallback_from,
         }
-        t
     });
-    let winner = of("vote_winner").next().map(|r| {
-        let mut w = r.parsed_data.clone().unwrap_or(json!({}));
-        w["winnerResponse"] = json!(r.content);
-        w
+    let winner = of("vote_winner").next().and_then(|r| {
+        let w: VoteWinnerResult = parsed(r)?;
+        Some(VoteWinnerResult { winner_response: r.content.clone(), ..w })
     });
-    let mut result = json!({ "stage1": stage1, "labelToModel": label_to_model,
-            "voteRound": vote_round, "tiebreaker": tiebreaker, "winner": winner });
-    mark_from_rows(&mut result, rows);
-    result
+    to_json(&VoteResult {
+        stage1,
+        label_to_model,
+        vote_round,
+        tiebreaker,
+        winner,
+        failures: Failures::of(rows),
+    })
 }
 
 // ---- the export's report -------------------------------------------------------------------
