@@ -49,7 +49,6 @@ use super::{
 pub const HISTORY_TURNS: usize = 10;
 pub const MIN_MODELS: usize = 2;
 pub const MAX_MODELS: usize = 6;
-pub const TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 10_000..=600_000;
 
 /// The normalised configuration stored with a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,22 +105,11 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     };
     let cfg: CouncilRequest = request::typed(&cfg, "modeConfig")?;
     let name = |k: &str| format!("{prefix}{k}");
-    let council_models = request::models(
-        cfg.council_models.as_deref(),
-        &name("councilModels"),
-        MIN_MODELS..=MAX_MODELS,
-        None,
-        None,
-    )?
-    .unwrap_or_else(|| defaults.models(SPEC.id, "council"));
+    let council_models = request::panel(cfg.council_models.as_deref(), &name("councilModels"))?
+        .unwrap_or_else(|| defaults.models(SPEC.id, "council"));
     let chairman_model = request::model(cfg.chairman_model.as_ref(), &name("chairmanModel"))?
         .unwrap_or_else(|| defaults.model(SPEC.id, "chairman"));
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        &name("timeoutMs"),
-        TIMEOUT_RANGE_MS,
-        defaults.stage_timeout_ms,
-    )?;
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let models = request::distinct(&[&council_models], &[&chairman_model]);
     let chairman_fallback_model = defaults.backup(SPEC.id, "chairman", &chairman_model);
     let config =

@@ -52,7 +52,7 @@ pub struct VoteConfig {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VoteRequest {
     /// 3 to 7 models that answer and then vote (the same model twice is two voters).
-    #[schemars(title = "Voting models", length(min = 3, max = 7))]
+    #[schemars(title = "Voting models", length(min = 3, max = 7), extend("x-too-few" = "Vote mode requires at least 3 models", "x-too-many" = "Maximum 7 models allowed"))]
     pub models: Option<Vec<ModelId>>,
     /// Breaks a tie among the tied answers (default: the first model); may also vote.
     #[schemars(title = "Tie-breaking chairman")]
@@ -67,22 +67,11 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let question = request::question(body, "Question is required")?;
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
     let cfg: VoteRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let models = request::models(
-        cfg.models.as_deref(),
-        "modeConfig.models",
-        3..=7,
-        Some("Vote mode requires at least 3 models"),
-        Some("Maximum 7 models allowed"),
-    )?
-    .unwrap_or_else(|| defaults.models(SPEC.id, "voter"));
+    let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
+        .unwrap_or_else(|| defaults.models(SPEC.id, "voter"));
     let chairman_model = request::model(cfg.chairman_model.as_ref(), "modeConfig.chairmanModel")?
         .unwrap_or_else(|| models[0].clone());
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        10_000..=600_000,
-        defaults.stage_timeout_ms,
-    )?;
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let all = request::distinct(&[&models], &[&chairman_model]);
     let chairman_fallback_model = defaults.backup(SPEC.id, "chairman", &chairman_model);
     let config = VoteConfig { models, chairman_model, timeout_ms, chairman_fallback_model };
