@@ -274,9 +274,9 @@ impl Delphi {
             })),
             response_time_ms: None,
         }));
-        let estimates_said =
+        let summaries =
             estimates.iter().zip(&read_from).map(|(e, from)| e.summary(kind, *from)).collect();
-        let data = RoundData { estimates: estimates_said, stats: &stats, converged };
+        let data = RoundData { estimates: summaries, stats: &stats, converged };
         out.push(Effect::event("round_complete", &RoundComplete { round, data }));
         self.rounds.push(RoundRecord { round, estimates, stats: stats.clone(), converged });
         let end = RoundsEnd { round, stats: &stats, reason: None };
