@@ -5,14 +5,15 @@ use super::*;
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::modes::common::{title_prompt, Batch, Routed};
+use crate::modes::payload::{Data, Marked};
 use crate::modes::reading::Unparsed;
 use crate::modes::registry::stored_config;
 use crate::modes::runner::{Kit, Staged, GLOBAL_TIMER};
 use crate::modes::schema::{ReadFrom, ReplySchema};
-use crate::modes::{CallReply, CallSpec, ChatMessage, Effect, RunContext, StageRow};
+use crate::modes::{to_json, CallReply, CallSpec, ChatMessage, Effect, RunContext, StageRow};
 
 // ---- the state machine ----------------------------------------------------------------------
 
@@ -87,7 +88,7 @@ impl Delphi {
 
     fn classified(&mut self, c: Classification, row: StageRow) -> Vec<Effect> {
         let mut out =
-            vec![Effect::Store(row), Effect::emit("classify_complete", json!({ "data": c }))];
+            vec![Effect::Store(row), Effect::event("classify_complete", &Data { data: &c })];
         self.classification = Some(c);
         out.extend(self.start_round(1));
         out
@@ -96,7 +97,7 @@ impl Delphi {
     fn start_round(&mut self, round: u32) -> Vec<Effect> {
         self.phase = Phase::Round(round);
         self.batch = Batch::new(&format!("round{round}"), self.panel.len());
-        let mut out = vec![Effect::emit("round_start", json!({ "round": round }))];
+        let mut out = vec![Effect::event("round_start", &RoundStart { round })];
         let kind = self.kind();
         let options = self.options();
         let previous = self.rounds.last().cloned();
@@ -237,9 +238,7 @@ impl Delphi {
         let valid = estimates.iter().filter(|e| e.valid()).count();
         let kind = self.kind();
         for (e, from) in estimates.iter().zip(&read_from) {
-            let mut pd = e.full(kind, *from);
-            pd["round"] = json!(round);
-            pd["type"] = json!(kind);
+            let pd = to_json(&EstimateRow { estimate: &e.full(kind, *from), round, kind });
             out.push(Effect::Store(StageRow {
                 stage_type: format!("round_{round}"),
                 stage_order: (2 * round - 1) as i32,
@@ -261,36 +260,33 @@ impl Delphi {
         }
         let stats = stats_of(kind, &estimates);
         let converged = stats.converged(&self.config);
-        let mut pd = json!(stats);
-        pd["round"] = json!(round);
-        pd["type"] = json!("stats");
-        pd["converged"] = json!(converged);
         out.push(Effect::Store(StageRow {
             stage_type: format!("round_{round}_stats"),
             stage_order: (2 * round) as i32,
             model: None,
             role: Some("stats".into()),
             content: stats.summary(round),
-            parsed_data: Some(pd),
+            parsed_data: Some(to_json(&StatsRow {
+                stats: stats.clone(),
+                round,
+                kind: "stats".into(),
+                converged,
+            })),
             response_time_ms: None,
         }));
-        let summaries: Vec<Value> =
+        let summaries =
             estimates.iter().zip(&read_from).map(|(e, from)| e.summary(kind, *from)).collect();
-        out.push(Effect::emit(
-            "round_complete",
-            json!({ "round": round, "data": { "estimates": summaries, "stats": stats, "converged": converged } }),
-        ));
+        let data = RoundData { estimates: summaries, stats: &stats, converged };
+        out.push(Effect::event("round_complete", &RoundComplete { round, data }));
         self.rounds.push(RoundRecord { round, estimates, stats: stats.clone(), converged });
+        let end = RoundsEnd { round, stats: &stats, reason: None };
         if converged {
-            out.push(Effect::emit(
-                "convergence_reached",
-                json!({ "round": round, "stats": stats }),
-            ));
+            out.push(Effect::event("convergence_reached", &end));
         } else if round >= self.config.max_rounds || self.kit.deadline_passed {
             let reason = if self.kit.deadline_passed { "time limit" } else { "max rounds" };
-            out.push(Effect::emit(
+            out.push(Effect::event(
                 "max_rounds_reached",
-                json!({ "round": round, "stats": stats, "reason": reason }),
+                &RoundsEnd { reason: Some(reason), ..end },
             ));
         } else {
             out.extend(self.start_round(round + 1));
@@ -353,22 +349,15 @@ impl Delphi {
         };
         let converged = self.rounds.last().is_some_and(|r| r.converged);
         let convergence_round = self.rounds.iter().find(|r| r.converged).map(|r| r.round);
-        let mut report = json!({
-            "facilitatorModel": reply.model, "report": text, "totalRounds": self.rounds.len(),
-            "converged": converged, "convergenceRound": convergence_round,
-            "immediateConsensus": convergence_round == Some(1),
-            "finalValue": self.final_value(), "responseTimeMs": reply.response_time_ms,
-        });
-        let mut parsed = json!({
-            "totalRounds": self.rounds.len(), "converged": converged,
-            "convergenceRound": convergence_round, "finalValue": self.final_value(),
-        });
-        if let Some(from) = &fallback_from {
-            report["fallbackFrom"] = json!(from);
-            parsed["fallbackFrom"] = json!(from);
-        }
-        let mut done = json!({ "data": report });
-        self.kit.calls.mark(&mut done);
+        let row = SynthesisRow {
+            total_rounds: self.rounds.len(),
+            converged,
+            convergence_round,
+            final_value: self.final_value(),
+            fallback_from,
+        };
+        let time = reply.response_time_ms as i64;
+        let report = DelphiReport::of(&reply.model, &text, time, row.clone());
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "synthesis".into(),
@@ -376,10 +365,10 @@ impl Delphi {
                 model: Some(reply.model.clone()),
                 role: Some("facilitator".into()),
                 content: text.clone(),
-                parsed_data: Some(parsed),
-                response_time_ms: Some(reply.response_time_ms as i64),
+                parsed_data: Some(to_json(&row)),
+                response_time_ms: Some(time),
             }),
-            Effect::emit("synthesis_complete", done),
+            Effect::event("synthesis_complete", &Marked::new(report, self.kit.calls.failed())),
         ];
         self.phase = Phase::Done;
         out.extend(self.kit.title.on_answer());
@@ -422,7 +411,7 @@ impl Delphi {
             model: Some(reply.model.clone()),
             role: Some("facilitator".into()),
             content: reply.result.clone().unwrap_or_default(),
-            parsed_data: Some(json!(c)),
+            parsed_data: Some(to_json(&c)),
             response_time_ms: Some(reply.response_time_ms as i64),
         };
         self.classified(c, row)
@@ -449,9 +438,13 @@ impl Staged for Delphi {
             _ => None,
         };
         let mut out = vec![
-            Effect::emit(
+            Effect::event(
                 "delphi_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id, "questionType": known }),
+                &DelphiStart {
+                    conversation_id: &self.ctx.conversation_id,
+                    message_id: &self.ctx.message_id,
+                    question_type: known,
+                },
             ),
             // The global cap: the current round finishes, then the synthesis.
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: cfg.global_timeout_ms },
@@ -471,7 +464,7 @@ impl Staged for Delphi {
                 model: None,
                 role: Some("facilitator".into()),
                 content: "Set by the request.".into(),
-                parsed_data: Some(json!(c)),
+                parsed_data: Some(to_json(&c)),
                 response_time_ms: None,
             };
             out.extend(self.classified(c, row));

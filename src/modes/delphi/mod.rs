@@ -304,5 +304,5 @@ pub static SPEC: ModeSpec = ModeSpec {
         json!({ "mode": "delphi", "question": "How many software engineers will be employed globally by 2030?" })
     },
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<DelphiResult>),
 };

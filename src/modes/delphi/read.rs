@@ -32,7 +32,7 @@ use crate::modes::reading;
 // Anything else, such as a number somewhere in prose, is not an answer: the reply is unparsed
 // and the reason ([`Unparsed`]) is stored with its text.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Confidence {
     Low,

@@ -5,7 +5,7 @@ use super::*;
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::modes::schema::{self, ReadFrom, ReplySchema};
 
@@ -37,7 +37,7 @@ pub const FREE_ANSWER_MAX_CHARS: usize = 120;
 /// [`schema::reasoned`] with the reasoning described as the seed asks for it in this prompt.
 fn reasoned_as<'a>(why: &str, fields: impl IntoIterator<Item = (&'a str, Value)>) -> Value {
     let mut v = schema::reasoned(fields);
-    v["properties"][schema::REASONING]["description"] = json!(why);
+    v["properties"][schema::REASONING]["description"] = why.into();
     v
 }
 

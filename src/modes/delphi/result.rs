@@ -2,77 +2,187 @@
 
 use super::*;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::modes::common::mark_from_rows;
+use crate::modes::payload::{parsed, Failures};
 use crate::modes::reading::Unparsed;
-use crate::modes::StageRow;
+use crate::modes::{to_json, StageRow};
+
+// ---- payloads (one definition for live events and stored results) --------------------------
+
+/// `delphi_start`'s data: the question's type when the request set it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DelphiStart<'a> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+    pub question_type: Option<QuestionType>,
+}
+
+/// `round_start`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundStart {
+    pub round: u32,
+}
+
+/// `round_complete`'s data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundComplete<'a> {
+    pub round: u32,
+    pub data: RoundData<'a>,
+}
+
+/// What `round_complete` says: the anonymous estimates, the statistics, the convergence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundData<'a> {
+    pub estimates: Vec<EstimateSummary>,
+    pub stats: &'a Stats,
+    pub converged: bool,
+}
+
+/// `convergence_reached`'s and `max_rounds_reached`'s data (the latter with its reason).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundsEnd<'a> {
+    pub round: u32,
+    pub stats: &'a Stats,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+}
+
+/// The facilitator's report (`synthesis_complete`'s data, and the result's `report`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DelphiReport {
+    /// The model that wrote it.
+    pub facilitator_model: String,
+    /// The report's text.
+    pub report: String,
+    /// How many rounds were held.
+    pub total_rounds: usize,
+    /// Whether the last round converged.
+    pub converged: bool,
+    /// The first round that converged; null when none did.
+    pub convergence_round: Option<u32>,
+    /// The first round converged.
+    pub immediate_consensus: bool,
+    /// The last round's mean (numeric) or most common answer (qualitative).
+    pub final_value: FinalValue,
+    /// How long the facilitator's call took, in milliseconds.
+    pub response_time_ms: i64,
+    /// The facilitator this report's model stood in for, when the backup wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// The `synthesis` row's data (the report is the row's content).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SynthesisRow {
+    pub total_rounds: usize,
+    pub converged: bool,
+    pub convergence_round: Option<u32>,
+    pub final_value: FinalValue,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+impl DelphiReport {
+    /// The report from its text, its model and time, and its row's data.
+    pub(super) fn of(model: &str, text: &str, response_time_ms: i64, row: SynthesisRow) -> Self {
+        DelphiReport {
+            facilitator_model: model.to_string(),
+            report: text.to_string(),
+            total_rounds: row.total_rounds,
+            converged: row.converged,
+            convergence_round: row.convergence_round,
+            immediate_consensus: row.convergence_round == Some(1),
+            final_value: row.final_value,
+            response_time_ms,
+            fallback_from: row.fallback_from,
+        }
+    }
+}
+
+/// A panelist's estimate in the result: as stored, with the reply's whole text.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ResultEstimate {
+    #[serde(flatten)]
+    pub estimate: StoredEstimate,
+    /// What the panelist wrote, kept whole beside what was read from it.
+    pub text: String,
+}
+
+/// A round in the result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RoundResult {
+    /// The round's number, from 1.
+    pub round_number: u32,
+    /// Each panelist's estimate, in panel order.
+    pub estimates: Vec<ResultEstimate>,
+    /// The round's statistics; null when too few estimates could be read for it to count.
+    pub stats: Option<Stats>,
+    /// Whether the round converged.
+    pub converged: bool,
+}
+
+/// Delphi's result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DelphiResult {
+    /// How the question was read; null when the run stopped before.
+    pub classification: Option<Classification>,
+    /// The rounds held.
+    pub rounds: Vec<RoundResult>,
+    /// Whether the last round converged.
+    pub converged: bool,
+    /// The first round that converged; null when none did.
+    pub convergence_round: Option<u32>,
+    /// The report's final value; null without a report.
+    pub final_value: Option<FinalValue>,
+    /// The facilitator's report; null when the run stopped before it.
+    pub report: Option<DelphiReport>,
+    /// Whether some call failed, and which (`partial`, `failedModels`).
+    #[serde(flatten)]
+    pub failures: Failures,
+}
 
 /// `DelphiResult` from stored rows; estimates carry model names (the run is over).
 pub fn load_result(rows: &[StageRow]) -> Value {
-    let classification: Option<Classification> = rows
-        .iter()
-        .find(|r| r.stage_type == "classify")
-        .and_then(|r| r.parsed_data.clone())
-        .and_then(|v| serde_json::from_value(v).ok());
+    let of = |t: String| rows.iter().filter(move |r| r.stage_type == t);
+    let classification = of("classify".into()).next().and_then(parsed::<Classification>);
     let mut rounds = Vec::new();
     for n in 1..=5u32 {
-        let stats = rows.iter().find(|r| r.stage_type == format!("round_{n}_stats"));
+        let stats = of(format!("round_{n}_stats")).next();
         // A round that failed (too few valid estimates) has no statistics, but what its
         // panelists wrote is stored and shown.
-        if stats.is_none() && !rows.iter().any(|r| r.stage_type == format!("round_{n}")) {
+        if stats.is_none() && of(format!("round_{n}")).next().is_none() {
             break;
         }
-        let pd = stats.and_then(|s| s.parsed_data.clone()).unwrap_or(Value::Null);
-        let converged = pd["converged"].as_bool().unwrap_or(false);
-        let mut st = pd.clone();
-        if let Some(o) = st.as_object_mut() {
-            for k in ["round", "type", "converged"] {
-                o.remove(k);
-            }
-        }
-        let estimates: Vec<Value> = rows
-            .iter()
-            .filter(|r| r.stage_type == format!("round_{n}"))
-            .filter_map(|r| {
-                let mut e = r.parsed_data.clone()?;
-                if let Some(o) = e.as_object_mut() {
-                    o.remove("round");
-                    o.remove("type");
-                    // What the panelist wrote, kept whole beside what was read from it.
-                    o.insert("text".into(), json!(r.content));
-                }
-                Some(e)
-            })
+        let stats = stats.and_then(parsed::<StatsRow>);
+        let estimates = of(format!("round_{n}"))
+            .filter_map(|r| Some(ResultEstimate { estimate: parsed(r)?, text: r.content.clone() }))
             .collect();
-        rounds.push(json!({ "roundNumber": n, "estimates": estimates, "stats": st, "converged": converged }));
-    }
-    let synthesis = rows.iter().find(|r| r.stage_type == "synthesis");
-    let report = synthesis.map(|r| {
-        let pd = r.parsed_data.clone().unwrap_or(Value::Null);
-        let mut report = json!({
-            "facilitatorModel": r.model, "report": r.content, "totalRounds": pd["totalRounds"],
-            "converged": pd["converged"], "convergenceRound": pd["convergenceRound"],
-            "immediateConsensus": pd["convergenceRound"] == json!(1),
-            "finalValue": pd["finalValue"], "responseTimeMs": r.response_time_ms,
+        rounds.push(RoundResult {
+            round_number: n,
+            estimates,
+            converged: stats.as_ref().is_some_and(|s| s.converged),
+            stats: stats.map(|s| s.stats),
         });
-        if let Some(from) = pd.get("fallbackFrom") {
-            report["fallbackFrom"] = from.clone();
-        }
-        report
+    }
+    let report = of("synthesis".into()).next().and_then(|r| {
+        let model = r.model.as_deref().unwrap_or_default();
+        Some(DelphiReport::of(model, &r.content, r.response_time_ms.unwrap_or(0), parsed(r)?))
     });
-    let convergence_round =
-        rounds.iter().find(|r| r["converged"] == true).map(|r| r["roundNumber"].clone());
-    let mut result = json!({
-        "classification": classification,
-        "rounds": rounds,
-        "converged": rounds.last().is_some_and(|r| r["converged"] == true),
-        "convergenceRound": convergence_round,
-        "finalValue": report.as_ref().map(|r| r["finalValue"].clone()),
-        "report": report,
-    });
-    mark_from_rows(&mut result, rows);
-    result
+    to_json(&DelphiResult {
+        classification,
+        converged: rounds.last().is_some_and(|r| r.converged),
+        convergence_round: rounds.iter().find(|r| r.converged).map(|r| r.round_number),
+        final_value: report.as_ref().map(|r| r.final_value.clone()),
+        rounds,
+        report,
+        failures: Failures::of(rows),
+    })
 }
 
 // ---- the export's report -------------------------------------------------------------------

@@ -3,11 +3,12 @@
 
 use super::*;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::modes::registry::SimAsk;
 use crate::modes::schema::{self, ReplySchema};
 use crate::modes::sim_text::{between, seed_of, Prompt};
+use crate::modes::to_json;
 
 // ---- sim answers ----------------------------------------------------------------------------
 //
@@ -57,11 +58,29 @@ fn sim_hostile(ask: &SimAsk) -> String {
     }
 }
 
+/// A sim classification in `delphi_classify`.
+#[derive(Serialize)]
+struct SimClassification<'a> {
+    reasoning: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    options: &'a [&'a str],
+}
+
+/// A sim estimate or answer in `delphi_estimate` or `delphi_answer`.
+#[derive(Serialize)]
+struct SimEstimate {
+    reasoning: String,
+    #[serde(flatten)]
+    said: Said,
+    confidence: &'static str,
+}
+
 fn sim_classify(prompt: &str, reasoning: &dyn Fn(&str) -> String) -> Value {
     let q = sim_between(prompt, "QUESTION:\n", "\n\nDetermine:").to_lowercase();
     if asks_for_quantity(&q) {
-        return json!({ "reasoning": reasoning("The question asks for a quantity."),
-                       "type": "NUMERIC", "options": [] });
+        let reasoning = reasoning("The question asks for a quantity.");
+        return to_json(&SimClassification { reasoning, kind: "NUMERIC", options: &[] });
     }
     let options: &[&str] = if asks_yes_or_no(&q) {
         &["Yes", "Yes with conditions", "No", "It depends"]
@@ -73,8 +92,8 @@ fn sim_classify(prompt: &str, reasoning: &dyn Fn(&str) -> String) -> Value {
             "It depends on context",
         ]
     };
-    json!({ "reasoning": reasoning("The question asks for a choice."),
-            "type": "QUALITATIVE", "options": options })
+    let reasoning = reasoning("The question asks for a choice.");
+    to_json(&SimClassification { reasoning, kind: "QUALITATIVE", options })
 }
 
 fn sim_estimate(ask: &SimAsk, reasoning: &dyn Fn(&str) -> String) -> Value {
@@ -110,8 +129,12 @@ fn sim_estimate(ask: &SimAsk, reasoning: &dyn Fn(&str) -> String) -> Value {
     };
     // In the question's unit, to two decimals, as a JSON number.
     let value = (value * 100.0).round() / 100.0;
-    json!({ "reasoning": reasoning(why), "estimate": value,
-            "confidence": sim_level(ask.model, round) })
+    let confidence = sim_level(ask.model, round);
+    to_json(&SimEstimate {
+        reasoning: reasoning(why),
+        said: Said::Estimate(Some(value)),
+        confidence,
+    })
 }
 
 fn sim_choice(ask: &SimAsk, schema: &ReplySchema, reasoning: &dyn Fn(&str) -> String) -> Value {
@@ -152,8 +175,9 @@ fn sim_choice(ask: &SimAsk, schema: &ReplySchema, reasoning: &dyn Fn(&str) -> St
     } else {
         allowed.first().map_or("Wait and see".to_string(), |o| o.to_string())
     };
-    json!({ "reasoning": reasoning("Weighing the trade-offs and the panel's view."),
-            "answer": answer, "confidence": sim_level(ask.model, round) })
+    let reasoning = reasoning("Weighing the trade-offs and the panel's view.");
+    let confidence = sim_level(ask.model, round);
+    to_json(&SimEstimate { reasoning, said: Said::Answer(Some(answer)), confidence })
 }
 
 // ---- the text sim's recognisers (tried in `sim_text::RECOGNISERS`) -------------------------

@@ -6,14 +6,14 @@ use super::*;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 
 use crate::modes::reading::Unparsed;
 use crate::modes::schema::ReadFrom;
 
 // ---- statistics -----------------------------------------------------------------------------
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// How many valid estimates gave each confidence.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ConfidenceCounts {
     pub low: usize,
     pub medium: usize,
@@ -29,18 +29,27 @@ fn count_confidence(estimates: &[&Estimate]) -> ConfidenceCounts {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A numeric round's statistics over its valid estimates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NumericStats {
+    /// The mean estimate.
     pub mean: f64,
+    /// The median estimate.
     pub median: f64,
+    /// The population standard deviation.
     pub std_dev: f64,
+    /// The lowest estimate.
     pub min: f64,
+    /// The highest estimate.
     pub max: f64,
     /// stdDev / |mean|; infinite when the mean is 0 (JSON: null, with `highVariance`).
     #[serde(serialize_with = "finite_or_null", deserialize_with = "null_is_infinite")]
+    #[schemars(with = "Option<f64>")]
     pub cv: f64,
+    /// The spread is over 2 (or the mean is 0).
     pub high_variance: bool,
+    /// How many estimates gave each confidence.
     pub confidence_counts: ConfidenceCounts,
 }
 
@@ -81,20 +90,28 @@ pub fn numeric_stats(values: &[f64], confidence: ConfidenceCounts) -> NumericSta
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// How many panelists gave an answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Share {
+    /// The answer (as its first panelist wrote it; answers are grouped case-insensitively).
     pub answer: String,
+    /// How many gave it.
     pub count: usize,
+    /// Their share of the valid answers, in percent (one decimal).
     pub percentage: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A qualitative round's statistics over its valid answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QualitativeStats {
     /// Most common first (ties by answer).
     pub distribution: Vec<Share>,
+    /// The most common answer's share, in percent.
     pub agreement_percentage: f64,
+    /// The most common answer.
     pub mode: String,
+    /// How many answers gave each confidence.
     pub confidence_counts: ConfidenceCounts,
 }
 
@@ -126,7 +143,8 @@ pub fn qualitative_stats(answers: &[String], confidence: ConfidenceCounts) -> Qu
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A round's statistics: numeric or qualitative.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Stats {
     Numeric(NumericStats),
@@ -233,62 +251,173 @@ impl Estimate {
         !matches!(self.value, EstimateValue::Unreadable)
     }
 
+    /// What this round's reply said (`estimate` or `answer`).
+    fn said(&self, kind: QuestionType) -> Said {
+        match kind {
+            QuestionType::Numeric => Said::Estimate(self.value.as_number()),
+            QuestionType::Qualitative => Said::Answer(self.value.as_answer().map(str::to_string)),
+        }
+    }
+
+    fn marks(&self, read_from: Option<ReadFrom>) -> ReadMarks {
+        ReadMarks {
+            unparsed: self.unparsed,
+            confidence_defaulted: !self.confidence_stated,
+            read_from,
+        }
+    }
+
     /// The seed's `DelphiEstimate` (with model name: for the stored result); `read_from` is
     /// where this round's reply was read from, when it was.
-    pub(super) fn full(&self, kind: QuestionType, read_from: Option<ReadFrom>) -> Value {
-        let mut v = json!({
-            "participantIndex": self.participant, "model": self.model,
-            "confidence": self.confidence, "reasoning": self.reasoning,
-            "changed": self.changed, "carriedForward": self.carried,
-            "responseTimeMs": self.response_time_ms,
-        });
-        self.mark(&mut v, read_from);
+    pub(super) fn full(&self, kind: QuestionType, read_from: Option<ReadFrom>) -> StoredEstimate {
         let prev = self.previous.as_ref().filter(|p| !matches!(p, EstimateValue::Unreadable));
-        match kind {
-            QuestionType::Numeric => {
-                v["estimate"] = json!(self.value.as_number());
-                v["previousEstimate"] = json!(prev.and_then(EstimateValue::as_number));
-            }
-            QuestionType::Qualitative => {
-                v["answer"] = json!(self.value.as_answer());
-                v["previousAnswer"] = json!(prev.and_then(|p| p.as_answer()));
-            }
+        StoredEstimate {
+            participant_index: self.participant,
+            model: self.model.clone(),
+            confidence: self.confidence,
+            reasoning: self.reasoning.clone(),
+            changed: self.changed,
+            carried_forward: self.carried,
+            response_time_ms: self.response_time_ms,
+            marks: self.marks(read_from),
+            said: self.said(kind),
+            before: match kind {
+                QuestionType::Numeric => {
+                    SaidBefore::Estimate(prev.and_then(EstimateValue::as_number))
+                }
+                QuestionType::Qualitative => {
+                    SaidBefore::Answer(prev.and_then(|p| p.as_answer()).map(str::to_string))
+                }
+            },
         }
-        v
     }
 
     /// The seed's anonymous `DelphiEstimateSummary` for live events.
-    pub(super) fn summary(&self, kind: QuestionType, read_from: Option<ReadFrom>) -> Value {
-        let mut v = json!({ "participantIndex": self.participant, "confidence": self.confidence, "changed": self.changed });
-        match kind {
-            QuestionType::Numeric => v["estimate"] = json!(self.value.as_number()),
-            QuestionType::Qualitative => v["answer"] = json!(self.value.as_answer()),
-        }
-        self.mark(&mut v, read_from);
-        v
-    }
-
-    /// `unparsed` (why the reply gave no answer), `confidenceDefaulted` and `readFrom`, when
-    /// they apply.
-    fn mark(&self, v: &mut Value, read_from: Option<ReadFrom>) {
-        if let Some(why) = self.unparsed {
-            v["unparsed"] = json!(why);
-        }
-        if !self.confidence_stated {
-            v["confidenceDefaulted"] = json!(true);
-        }
-        if let Some(from) = read_from {
-            v["readFrom"] = json!(from);
+    pub(super) fn summary(
+        &self,
+        kind: QuestionType,
+        read_from: Option<ReadFrom>,
+    ) -> EstimateSummary {
+        EstimateSummary {
+            participant_index: self.participant,
+            confidence: self.confidence,
+            changed: self.changed,
+            said: self.said(kind),
+            marks: self.marks(read_from),
         }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What a round's reply said: a number or an answer, null when it could not be read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub enum Said {
+    /// The estimate (a numeric question).
+    #[serde(rename = "estimate")]
+    Estimate(Option<f64>),
+    /// The answer (a qualitative question).
+    #[serde(rename = "answer")]
+    Answer(Option<String>),
+}
+
+/// What the panelist said the round before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub enum SaidBefore {
+    /// The previous round's estimate (a numeric question).
+    #[serde(rename = "previousEstimate")]
+    Estimate(Option<f64>),
+    /// The previous round's answer (a qualitative question).
+    #[serde(rename = "previousAnswer")]
+    Answer(Option<String>),
+}
+
+/// How an estimate was read: `unparsed` (why the reply gave no answer),
+/// `confidenceDefaulted` and `readFrom`, when they apply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Classification {
+pub struct ReadMarks {
+    /// Why this round's reply gave no answer, when it came but could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<Unparsed>,
+    /// The reply stated no confidence: MEDIUM is assumed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub confidence_defaulted: bool,
+    /// Where this round's reply was read from (its JSON or its text), when it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
+}
+
+/// A panelist's estimate as a round's row keeps it (without the round and type it adds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredEstimate {
+    /// The panelist's 1-based place in the configured panel (stable across rounds).
+    pub participant_index: usize,
+    /// The panelist's model.
+    pub model: String,
+    /// LOW, MEDIUM or HIGH.
+    pub confidence: Confidence,
+    /// The reasoning it gave.
+    pub reasoning: String,
+    /// The answer differs from the panelist's previous round's.
+    pub changed: bool,
+    /// The previous answer carried forward (this round's call failed or was unreadable).
+    pub carried_forward: bool,
+    /// How long its call took, in milliseconds.
+    pub response_time_ms: i64,
+    #[serde(flatten)]
+    pub marks: ReadMarks,
+    #[serde(flatten)]
+    pub said: Said,
+    #[serde(flatten)]
+    pub before: SaidBefore,
+}
+
+/// A round's row: the estimate, its round and the question's type.
+#[derive(Serialize)]
+pub struct EstimateRow<'a> {
+    #[serde(flatten)]
+    pub estimate: &'a StoredEstimate,
+    pub round: u32,
     #[serde(rename = "type")]
     pub kind: QuestionType,
+}
+
+/// An anonymous estimate in `round_complete`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EstimateSummary {
+    pub participant_index: usize,
+    pub confidence: Confidence,
+    pub changed: bool,
+    #[serde(flatten)]
+    pub said: Said,
+    #[serde(flatten)]
+    pub marks: ReadMarks,
+}
+
+/// A round's statistics row: the statistics, the round, `type: stats` and whether it converged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatsRow {
+    #[serde(flatten)]
+    pub stats: Stats,
+    pub round: u32,
+    /// `stats`.
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default)]
+    pub converged: bool,
+}
+
+/// How the question was read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Classification {
+    /// `numeric` or `qualitative`.
+    #[serde(rename = "type")]
+    pub kind: QuestionType,
+    /// The answers a qualitative question offers; null for a numeric one, or free-form answers.
     pub options: Option<Vec<String>>,
+    /// Why (the facilitator's words, or that the request set it).
     pub reasoning: String,
     /// The facilitator the backup stood in for, when the backup classified the question.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -310,7 +439,8 @@ pub struct RoundRecord {
     pub converged: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The final value: the last round's mean (numeric) or its most common answer (qualitative).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum FinalValue {
     Number(f64),
