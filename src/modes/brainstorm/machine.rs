@@ -4,19 +4,26 @@
 use super::*;
 
 /// One cluster in the ranking.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Ranked {
+    /// 1 for the best.
     pub rank: usize,
+    /// The cluster (`cluster_1`…).
     pub id: String,
+    /// Its name.
     pub name: String,
+    /// HIGH, MEDIUM or LOW, as the curator rated it.
     pub promise: String,
-    /// Averages over the valid scores of the cluster, two decimals; null when unscored.
+    /// Average novelty over the valid scores of the cluster, two decimals; null when unscored.
     pub average_novelty: Option<f64>,
+    /// Average feasibility, likewise.
     pub average_feasibility: Option<f64>,
+    /// Average impact, likewise.
     pub average_impact: Option<f64>,
-    /// Average total (3-15).
+    /// Average total (3-15), likewise.
     pub average_score: Option<f64>,
+    /// Valid scores it had.
     pub score_count: usize,
     /// What put it above the next cluster down (`averageScore`, `averageImpact`,
     /// `averageFeasibility`, `promise`, `clusterNumber`, `scored`); null for the last.
@@ -173,12 +180,10 @@ pub struct Brainstorm {
     labels: Vec<String>,
     ideation: Batch,
     /// `ideation_complete` data by model position.
-    ideated: Vec<Option<Value>>,
+    ideated: Vec<Option<Ideation>>,
     ideas: Vec<Idea>,
     clusters: Vec<Cluster>,
     scoring: Batch,
-    /// `scorer_complete` data by model position.
-    scored: Vec<Option<Value>>,
     valid_scores: Vec<(usize, Vec<ClusterScore>)>,
     ranked: Vec<Ranked>,
     /// The ideation's reply schema (the same for every ideator).
@@ -192,29 +197,19 @@ pub struct Brainstorm {
 
 /// The ideation summary (`all_ideation_complete`'s data) from each model's `ideation_complete`
 /// data and the failed ideation calls: the same live and from the stored rows.
-pub fn ideation_summary(ideated: &[Value], failed: &[FailedModel]) -> Value {
+pub fn ideation_summary(ideated: &[Ideation], failed: &[FailedModel]) -> IdeationSummary {
     let mut warnings: Vec<String> = Vec::new();
-    let mut total = 0;
-    let mut producing = 0;
     for d in ideated {
-        let n = d["ideaCount"].as_u64().unwrap_or(0) as usize;
-        total += n;
-        let who = format!(
-            "{} ({})",
-            d["sourceLabel"].as_str().unwrap_or("?"),
-            d["model"].as_str().unwrap_or("?")
-        );
-        if n > 0 {
-            producing += 1;
-        }
+        let n = d.idea_count;
+        let who = format!("{} ({})", d.source_label, d.model);
         if n == 0 {
-            let why = d["unparsed"].as_str().unwrap_or("gave no readable answer");
+            let why = d.unparsed.as_deref().unwrap_or("gave no readable answer");
             warnings.push(format!("{who} listed no ideas in the expected format ({why})."));
-        } else if let Some(min) = d["ideasAsked"].as_u64().filter(|m| (n as u64) < *m) {
+        } else if n < d.ideas_asked {
+            let min = d.ideas_asked;
             warnings.push(format!("{who} listed {n} ideas, fewer than the {min} asked for."));
         }
-        let dropped = d["dropped"].as_u64().unwrap_or(0);
-        if dropped > 0 {
+        if let Some(dropped) = d.dropped.filter(|d| *d > 0) {
             warnings.push(format!(
                 "{who} listed more than {MAX_IDEAS} ideas; the last {dropped} were left out."
             ));
@@ -223,7 +218,11 @@ pub fn ideation_summary(ideated: &[Value], failed: &[FailedModel]) -> Value {
     for f in failed.iter().filter(|f| f.stage == "ideation") {
         warnings.push(format!("{} failed: {}", f.model, f.error.message));
     }
-    json!({ "totalIdeas": total, "modelCount": producing, "warnings": warnings })
+    IdeationSummary {
+        total_ideas: ideated.iter().map(|d| d.idea_count).sum(),
+        model_count: ideated.iter().filter(|d| d.idea_count > 0).count(),
+        warnings,
+    }
 }
 
 impl Brainstorm {
@@ -249,7 +248,6 @@ impl Brainstorm {
             ideation: Batch::new("ideate", n),
             scoring: Batch::new("score", n),
             ideated: vec![None; n],
-            scored: vec![None; n],
             config,
             ctx,
             phase: Phase::Ideating,
@@ -299,49 +297,40 @@ impl Brainstorm {
                 source_label: label.clone(),
             })
             .collect();
-        let mut data = json!({
-            "index": i, "model": reply.model, "sourceLabel": label, "ideas": ideas,
-            "ideaCount": ideas.len(), "ideasAsked": self.config.min_ideas_per_model,
-            "responseTimeMs": ms,
-        });
-        if list.dropped > 0 {
-            data["dropped"] = json!(list.dropped);
-        }
-        if let Some(from) = read_from {
-            data["readFrom"] = json!(from);
-        }
-        if ideas.is_empty() {
-            data["unparsed"] = json!(Unparsed::of(text).describe());
-        }
-        self.ideated[i] = Some(data.clone());
-        vec![
+        let data = Ideation {
+            index: i,
+            model: reply.model.clone(),
+            source_label: label,
+            idea_count: ideas.len(),
+            ideas_asked: self.config.min_ideas_per_model,
+            response_time_ms: ms,
+            dropped: (list.dropped > 0).then_some(list.dropped),
+            read_from,
+            unparsed: ideas.is_empty().then(|| Unparsed::of(text).describe().into()),
+            ideas,
+        };
+        let out = vec![
             Effect::Store(StageRow {
                 stage_type: format!("ideation_{i}"),
                 stage_order: IDEATION_ORDER,
                 model: Some(reply.model.clone()),
                 role: Some("ideator".into()),
                 content: answer_text(text).trim().to_string(),
-                parsed_data: Some(data.clone()),
+                parsed_data: Some(to_json(&data)),
                 response_time_ms: Some(ms),
             }),
-            Effect::emit("ideation_complete", json!({ "data": data })),
-        ]
+            Effect::event("ideation_complete", &Data { data: &data }),
+        ];
+        self.ideated[i] = Some(data);
+        out
     }
 
     fn all_ideated(&mut self) -> Vec<Effect> {
-        let datas: Vec<Value> = self.ideated.iter().flatten().cloned().collect();
-        // Ideas in label order (Model A's first), so the curator's list says nothing of the
-        // request order.
-        let mut ideas: Vec<Idea> = Vec::new();
-        for d in &datas {
-            if let Ok(list) = serde_json::from_value::<Vec<Idea>>(d["ideas"].clone()) {
-                ideas.extend(list);
-            }
-        }
-        self.ideas = ideas;
+        let datas: Vec<Ideation> = self.ideated.iter().flatten().cloned().collect();
+        self.ideas = datas.iter().flat_map(|d| d.ideas.clone()).collect();
         let summary = ideation_summary(&datas, &self.kit.calls.failed());
-        let producing = summary["modelCount"].as_u64().unwrap_or(0);
-        let mut out = vec![Effect::emit("all_ideation_complete", json!({ "data": summary }))];
+        let producing = summary.model_count;
+        let mut out = vec![Effect::event("all_ideation_complete", &Data { data: summary })];
         if producing < 2 {
             self.phase = Phase::Done;
             out.extend(self.kit.title.fail(format!(
@@ -363,7 +352,7 @@ impl Brainstorm {
         let listed: Vec<&Idea> = by_label(&self.ideas).into_iter().flat_map(|(_, g)| g).collect();
         let ids: Vec<&str> = listed.iter().map(|i| i.id.as_str()).collect();
         let asking = Asking::new(clusters_schema(&ids, k), |json| {
-            cluster_prompt_as(&self.ctx.question, &listed, producing as usize, k, json)
+            cluster_prompt_as(&self.ctx.question, &listed, producing, k, json)
         });
         let spec = asking
             .call(
@@ -378,10 +367,8 @@ impl Brainstorm {
         self.clusters_schema = Some(asking.schema);
         self.phase = Phase::Clustering;
         let backup = self.config.facilitator_fallback_model.clone();
-        out.push(Effect::emit(
-            "clustering_start",
-            json!({ "data": { "maxClusters": k, "totalIdeas": self.ideas.len() } }),
-        ));
+        let data = ClusteringStart { max_clusters: k, total_ideas: self.ideas.len() };
+        out.push(Effect::event("clustering_start", &Data { data }));
         out.push(self.kit.calls.solo(spec, CLUSTERING_ORDER, backup.as_deref()));
         out
     }
@@ -438,32 +425,29 @@ impl Brainstorm {
             Some((m, c, ms, from)) => (Some(m), c, ms, from),
             None => (None, String::new(), None, None),
         };
-        let mut data = json!({
-            "model": model, "clusters": clusters, "unclusteredIds": unclustered,
-            "fallback": fallback, "responseTimeMs": ms,
-        });
-        if let Some(from) = from {
-            data["fallbackFrom"] = json!(from);
-        }
-        if let Some(n) = note {
-            data["note"] = json!(n);
-        }
-        if let Some(from) = read_from {
-            data["readFrom"] = json!(from);
-        }
-        self.clusters = clusters;
+        let data = ClusteringData {
+            model: model.clone(),
+            clusters,
+            unclustered_ids: unclustered,
+            fallback,
+            response_time_ms: ms,
+            fallback_from: from,
+            note: note.map(str::to_string),
+            read_from,
+        };
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "clustering".into(),
                 stage_order: CLUSTERING_ORDER,
-                model: model.clone(),
+                model,
                 role: Some("curator".into()),
                 content,
-                parsed_data: Some(data.clone()),
+                parsed_data: Some(to_json(&data)),
                 response_time_ms: ms,
             }),
-            Effect::emit("clustering_complete", json!({ "data": data })),
+            Effect::event("clustering_complete", &Data { data: &data }),
         ];
+        self.clusters = data.clusters;
         if fallback {
             out.extend(self.refine());
             return out;
@@ -477,10 +461,8 @@ impl Brainstorm {
             return out;
         }
         self.phase = Phase::Scoring;
-        out.push(Effect::emit(
-            "scoring_start",
-            json!({ "data": { "clusterCount": self.clusters.len() } }),
-        ));
+        let data = ScoringStart { cluster_count: self.clusters.len() };
+        out.push(Effect::event("scoring_start", &Data { data }));
         let asking = Asking::new(scores_schema(self.clusters.len()), |json| {
             score_prompt_as(&self.ctx.question, &self.clusters, &self.ideas, json)
         });
@@ -501,7 +483,7 @@ impl Brainstorm {
     }
 
     fn on_score(&mut self, reply: &CallReply) -> Vec<Effect> {
-        let Some(i) = Self::index_of(&reply.key).filter(|i| *i < self.scored.len()) else {
+        let Some(i) = Self::index_of(&reply.key).filter(|i| *i < self.config.models.len()) else {
             return Vec::new();
         };
         let Ok(text) = &reply.result else { return Vec::new() };
@@ -510,31 +492,31 @@ impl Brainstorm {
         let (scores, read_from) = read_scores_reply(text, &self.clusters, &schema);
         let valid = !scores.is_empty();
         let ms = reply.response_time_ms as i64;
-        let mut data = json!({
-            "index": i, "model": reply.model, "scores": scores, "valid": valid, "responseTimeMs": ms,
-        });
-        if let Some(from) = read_from {
-            data["readFrom"] = json!(from);
-        }
-        if !valid {
-            data["unparsed"] = json!(Unparsed::of(text).describe());
-        }
-        if valid {
-            self.valid_scores.push((i, scores));
-        }
-        self.scored[i] = Some(data.clone());
-        vec![
+        let data = Scoring {
+            index: i,
+            model: reply.model.clone(),
+            scores,
+            valid,
+            response_time_ms: ms,
+            read_from,
+            unparsed: (!valid).then(|| Unparsed::of(text).describe().into()),
+        };
+        let out = vec![
             Effect::Store(StageRow {
                 stage_type: format!("scoring_{i}"),
                 stage_order: SCORING_ORDER,
                 model: Some(reply.model.clone()),
                 role: Some("scorer".into()),
                 content: answer_text(text).trim().to_string(),
-                parsed_data: Some(data.clone()),
+                parsed_data: Some(to_json(&data)),
                 response_time_ms: Some(ms),
             }),
-            Effect::emit("scorer_complete", json!({ "data": data })),
-        ]
+            Effect::event("scorer_complete", &Data { data: &data }),
+        ];
+        if valid {
+            self.valid_scores.push((i, data.scores));
+        }
+        out
     }
 
     /// The server's ranking (stored and sent), then the refinement. `skipped`: why no scores
@@ -545,15 +527,15 @@ impl Brainstorm {
             self.valid_scores.iter().map(|(_, s)| s.clone()).collect();
         let (ranked, method) = rank(&self.clusters, &scores);
         self.ranked = ranked;
-        let mut data = json!({
-            "rankedClusters": self.ranked, "rankingMethod": method, "validScorers": scores.len(),
-        });
-        if let Some(s) = skipped {
-            data["scoringSkipped"] = json!(s);
-        }
+        let data = Ranking {
+            ranked_clusters: self.ranked.clone(),
+            ranking_method: method.into(),
+            valid_scorers: scores.len(),
+            scoring_skipped: skipped.map(str::to_string),
+        };
         let mut out = vec![
-            Effect::Store(StageRow::computed("ranking", RANKING_ORDER, data.clone())),
-            Effect::emit("all_scoring_complete", json!({ "data": data })),
+            Effect::Store(StageRow::computed("ranking", RANKING_ORDER, to_json(&data))),
+            Effect::event("all_scoring_complete", &Data { data }),
         ];
         out.extend(self.refine());
         out
@@ -568,17 +550,16 @@ impl Brainstorm {
         self.phase = Phase::Refining;
         let (prompt, cluster, quoted) = match self.winner() {
             Some(c) => {
-                let members: Vec<&Idea> =
+                let ideas: Vec<&Idea> =
                     c.idea_ids.iter().filter_map(|id| find(&self.ideas, id)).collect();
-                let mut v = json!(c);
-                v["ideas"] = json!(members);
-                v["ranking"] = json!(self.ranked.first());
-                let prompt = refine_prompt(&self.ctx.question, c, &self.ideas, self.ranked.first());
-                (prompt, v, ("the cluster's ideas".to_string(), idea_lines(&members)))
+                let ranking = self.ranked.first();
+                let prompt = refine_prompt(&self.ctx.question, c, &self.ideas, ranking);
+                let quoted = ("the cluster's ideas".to_string(), idea_lines(&ideas));
+                (prompt, Some(Winner { cluster: c, ideas, ranking }), quoted)
             }
             None => (
                 refine_all_prompt(&self.ctx.question, &self.ideas),
-                Value::Null,
+                None,
                 ("the ideas".to_string(), grouped_ideas(&self.ideas)),
             ),
         };
@@ -586,13 +567,9 @@ impl Brainstorm {
             .call("refine", &self.config.refiner_model.clone(), prompt, "refinement", "refiner")
             .quoting([quoted]);
         let backup = self.config.chairman_fallback_model.clone();
-        vec![
-            Effect::emit(
-                "refinement_start",
-                json!({ "data": { "cluster": cluster, "allIdeas": cluster.is_null() } }),
-            ),
-            self.kit.calls.solo(spec, REFINEMENT_ORDER, backup.as_deref()),
-        ]
+        let data = RefinementStart { all_ideas: cluster.is_none(), cluster };
+        let start = Effect::event("refinement_start", &Data { data });
+        vec![start, self.kit.calls.solo(spec, REFINEMENT_ORDER, backup.as_deref())]
     }
 
     fn on_refinement(&mut self, routed: Routed) -> Vec<Effect> {
@@ -609,20 +586,15 @@ impl Brainstorm {
             ),
             Err(_) => (None, fallback_answer(winner.as_ref(), &self.ideas), true, None, None),
         };
-        let mut data = json!({
-            "model": model, "proposal": proposal, "fallback": fallback, "responseTimeMs": ms,
-            "clusterId": winner.as_ref().map(|c| c.id.clone()),
-            "clusterName": winner.as_ref().map(|c| c.name.clone()),
-        });
-        if let Some(from) = from {
-            data["fallbackFrom"] = json!(from);
-        }
-        let mut stored = data.clone();
-        if let Some(o) = stored.as_object_mut() {
-            o.remove("proposal");
-        }
-        let mut event = json!({ "data": data });
-        self.kit.calls.mark(&mut event);
+        let data = Refinement {
+            model: model.clone(),
+            proposal: proposal.clone(),
+            fallback,
+            response_time_ms: ms,
+            cluster_id: winner.as_ref().map(|c| c.id.clone()),
+            cluster_name: winner.as_ref().map(|c| c.name.clone()),
+            fallback_from: from,
+        };
         let mut out = vec![
             Effect::Store(StageRow {
                 stage_type: "refinement".into(),
@@ -630,10 +602,10 @@ impl Brainstorm {
                 model,
                 role: Some("refiner".into()),
                 content: proposal.clone(),
-                parsed_data: Some(stored),
+                parsed_data: Some(to_json(&RefinementRow(&data))),
                 response_time_ms: ms,
             }),
-            Effect::emit("refinement_complete", event),
+            Effect::event("refinement_complete", &Marked::new(data, self.kit.calls.failed())),
         ];
         out.extend(self.kit.title.on_answer());
         out.push(Effect::Finish { answer: proposal });
@@ -657,23 +629,25 @@ impl Staged for Brainstorm {
     }
 
     fn begin(&mut self) -> Vec<Effect> {
-        let labels: Vec<Value> = self
-            .config
-            .models
-            .iter()
-            .zip(&self.labels)
-            .map(|(m, l)| json!({ "model": m, "sourceLabel": l }))
-            .collect();
+        let c = &self.config;
+        let labels = c.models.iter().zip(&self.labels);
+        let start = BrainstormStart {
+            conversation_id: &self.ctx.conversation_id,
+            message_id: &self.ctx.message_id,
+            mode: "brainstorm",
+            config: StartConfig {
+                models: &c.models,
+                curator_model: &c.curator_model,
+                refiner_model: &c.refiner_model,
+                min_ideas_per_model: c.min_ideas_per_model,
+                max_clusters: c.max_clusters,
+                labels: labels
+                    .map(|(model, source_label)| SourceLabel { model, source_label })
+                    .collect(),
+            },
+        };
         let mut out = vec![
-            Effect::emit(
-                "brainstorm_start",
-                json!({ "conversationId": self.ctx.conversation_id, "messageId": self.ctx.message_id,
-                        "mode": "brainstorm",
-                        "config": { "models": self.config.models, "curatorModel": self.config.curator_model,
-                                    "refinerModel": self.config.refiner_model,
-                                    "minIdeasPerModel": self.config.min_ideas_per_model,
-                                    "maxClusters": self.config.max_clusters, "labels": labels } }),
-            ),
+            Effect::event("brainstorm_start", &start),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
             Effect::empty("ideation_start"),
         ];

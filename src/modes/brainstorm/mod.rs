@@ -22,21 +22,22 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    create_label_map, failed_from_rows, label, mark_from_rows, title_prompt, Batch, FailedModel,
-    Routed, SplitMix64,
+    create_label_map, failed_from_rows, label, title_prompt, Batch, FailedModel, Routed, SplitMix64,
 };
+use super::payload::{parsed, Data, Failures, Marked};
 use super::reading::{answer_text, bare, between, re, unmark, Unparsed};
 use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
 use super::runner::{Kit, Staged, GLOBAL_TIMER};
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
+    StageRow, ValidRequest,
 };
 
 mod machine;
@@ -205,7 +206,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "curatorModel": "sim/delta", "refinerModel": "sim/delta" } })
     },
     sim: Some(sim_answer),
-    result_schema: None,
+    result_schema: Some(schema_of::<BrainstormResult>),
 };
 
 #[cfg(test)]

@@ -4,14 +4,18 @@
 use super::*;
 
 /// One idea, as parsed from a model's list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Idea {
     /// `model_<i>_idea_<k>`: i the model's position in `models`, k the order parsed.
     pub id: String,
+    /// The idea's title.
     pub title: String,
+    /// What it is, in a sentence or two.
     pub description: String,
+    /// The model that listed it.
     pub model: String,
+    /// That model's anonymous label (`Model A`…).
     pub source_label: String,
 }
 
@@ -113,18 +117,20 @@ pub fn promise_of(value: &str) -> Option<&'static str> {
 }
 
 /// One cluster as the curator formed it (after the rules of the spec's "Parsing").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Cluster {
     /// `cluster_1`…, renumbered in order kept.
     pub id: String,
     /// As written ("" when the heading named none).
     pub name: String,
+    /// What joins its ideas; null when not stated.
     pub theme: Option<String>,
     /// HIGH, MEDIUM or LOW; MEDIUM when not stated.
     pub promise: String,
     /// False when the curator stated no readable promise (MEDIUM is used).
     pub promise_stated: bool,
+    /// Its ideas' ids.
     pub idea_ids: Vec<String>,
 }
 
@@ -281,15 +287,20 @@ fn place(stated: Vec<StatedCluster>, known: &[&str], k: usize) -> Clustering {
 }
 
 /// One scorer's rating of one cluster (every dimension stated).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterScore {
+    /// The cluster scored.
     pub cluster_id: String,
+    /// How new the idea is, 1-5.
     pub novelty: u8,
+    /// How doable, 1-5.
     pub feasibility: u8,
+    /// How much it would change, 1-5.
     pub impact: u8,
     /// novelty + feasibility + impact (3-15).
     pub total: u8,
+    /// Why, in the scorer's words; null when not stated.
     pub justification: Option<String>,
 }
 

@@ -3,37 +3,294 @@
 
 use super::*;
 
-fn indexed(rows: &[StageRow], prefix: &str) -> Vec<Value> {
-    let mut list: Vec<Value> = rows
+// ---- payloads (one definition for live events, stored rows and the result) ------------------
+
+/// `brainstorm_start`'s data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrainstormStart<'a> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+    pub mode: &'static str,
+    pub config: StartConfig<'a>,
+}
+
+/// The configuration `brainstorm_start` tells.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartConfig<'a> {
+    pub models: &'a [String],
+    pub curator_model: &'a str,
+    pub refiner_model: &'a str,
+    pub min_ideas_per_model: usize,
+    pub max_clusters: usize,
+    pub labels: Vec<SourceLabel<'a>>,
+}
+
+/// A model and its anonymous label.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceLabel<'a> {
+    pub model: &'a str,
+    pub source_label: &'a str,
+}
+
+/// An ideator's list (`ideation_complete`'s data and its `ideation_<i>` row).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Ideation {
+    /// The ideator's position in the request's `models`.
+    pub index: usize,
+    /// The ideator.
+    pub model: String,
+    /// Its anonymous label (`Model A`, `Model B`…).
+    pub source_label: String,
+    /// The ideas read from its reply (at most 10).
+    pub ideas: Vec<Idea>,
+    /// How many ideas were read.
+    pub idea_count: usize,
+    /// The fewest ideas it was asked for.
+    pub ideas_asked: usize,
+    /// How long its call took, in milliseconds.
+    pub response_time_ms: i64,
+    /// Ideas past the tenth, left out; absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<usize>,
+    /// Whether the ideas were read from the reply's JSON or its text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
+    /// Why no idea could be read, in words; absent when some were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<String>,
+}
+
+/// The ideation in sum (`all_ideation_complete`'s data).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IdeationSummary {
+    /// Ideas listed, all ideators together.
+    pub total_ideas: usize,
+    /// Ideators that listed at least one idea.
+    pub model_count: usize,
+    /// What went wrong with the lists (too few, too many, none, a failed call), in words.
+    pub warnings: Vec<String>,
+}
+
+/// `clustering_start`'s data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusteringStart {
+    pub max_clusters: usize,
+    pub total_ideas: usize,
+}
+
+/// The clustering (`clustering_complete`'s data and the `clustering` row).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ClusteringData {
+    /// The curator (or its backup); null when none was asked or it failed.
+    pub model: Option<String>,
+    /// The clusters kept, in the curator's order.
+    pub clusters: Vec<Cluster>,
+    /// The ideas in no cluster.
+    pub unclustered_ids: Vec<String>,
+    /// True when no cluster could be had: the refiner works from all the ideas.
+    pub fallback: bool,
+    /// How long the curator's call took, in milliseconds; null without a reply.
+    pub response_time_ms: Option<i64>,
+    /// The curator its backup stood in for, when the backup answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+    /// Why there are no clusters, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Whether the clusters were read from the reply's JSON or its text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
+}
+
+/// `scoring_start`'s data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScoringStart {
+    pub cluster_count: usize,
+}
+
+/// A scorer's ratings (`scorer_complete`'s data and its `scoring_<i>` row).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Scoring {
+    /// The scorer's position in the request's `models`.
+    pub index: usize,
+    /// The scorer.
+    pub model: String,
+    /// Its scores, a cluster each; empty when none could be read.
+    pub scores: Vec<ClusterScore>,
+    /// True when its scores were read (and count in the ranking).
+    pub valid: bool,
+    /// How long its call took, in milliseconds.
+    pub response_time_ms: i64,
+    /// Whether the scores were read from the reply's JSON or its text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFrom>,
+    /// Why no score could be read, in words; absent when they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<String>,
+}
+
+/// The server's ranking (`all_scoring_complete`'s data and the `ranking` row).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Ranking {
+    /// The clusters, best first.
+    pub ranked_clusters: Vec<Ranked>,
+    /// `scores` (2 valid scorers or more) or `promise`.
+    pub ranking_method: String,
+    /// Scorers whose scores were read.
+    pub valid_scorers: usize,
+    /// Why no scores were asked for (`single_cluster`, `timeout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scoring_skipped: Option<String>,
+}
+
+/// `refinement_start`'s data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RefinementStart<'a> {
+    pub cluster: Option<Winner<'a>>,
+    pub all_ideas: bool,
+}
+
+/// The winning cluster as the refiner gets it: with its ideas and its ranking.
+#[derive(Serialize)]
+pub struct Winner<'a> {
+    #[serde(flatten)]
+    pub cluster: &'a Cluster,
+    pub ideas: Vec<&'a Idea>,
+    pub ranking: Option<&'a Ranked>,
+}
+
+/// The refinement (`refinement_complete`'s data; the `refinement` row keeps it without the
+/// proposal, which is the row's content).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Refinement {
+    /// The refiner (or its backup); null when both failed.
+    pub model: Option<String>,
+    /// The proposal: the answer.
+    pub proposal: String,
+    /// True when the refiner failed and the proposal is the best material as it stands.
+    pub fallback: bool,
+    /// How long the refiner's call took, in milliseconds; null when it failed.
+    pub response_time_ms: Option<i64>,
+    /// The cluster refined; null when the refiner worked from all the ideas.
+    pub cluster_id: Option<String>,
+    /// Its name.
+    pub cluster_name: Option<String>,
+    /// The refiner its backup stood in for, when the backup answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_from: Option<String>,
+}
+
+/// The refinement as the rows have always kept it: its keys in the order they were left after
+/// taking `proposal` out of the event's data (its place went to the last key, `fallbackFrom`
+/// else `clusterName`); the result's refinement then has its proposal last.
+fn refinement_in_stored_order<S: serde::Serializer>(
+    r: &Refinement,
+    with_proposal: bool,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(None)?;
+    m.serialize_entry("model", &r.model)?;
+    match &r.fallback_from {
+        Some(from) => m.serialize_entry("fallbackFrom", from)?,
+        None => m.serialize_entry("clusterName", &r.cluster_name)?,
+    }
+    m.serialize_entry("fallback", &r.fallback)?;
+    m.serialize_entry("responseTimeMs", &r.response_time_ms)?;
+    m.serialize_entry("clusterId", &r.cluster_id)?;
+    if r.fallback_from.is_some() {
+        m.serialize_entry("clusterName", &r.cluster_name)?;
+    }
+    if with_proposal {
+        m.serialize_entry("proposal", &r.proposal)?;
+    }
+    m.end()
+}
+
+/// The `refinement` row's data: the refinement without its proposal.
+pub struct RefinementRow<'a>(pub &'a Refinement);
+
+impl Serialize for RefinementRow<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        refinement_in_stored_order(self.0, false, s)
+    }
+}
+
+fn refinement_as_stored<S: serde::Serializer>(
+    r: &Option<Refinement>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match r {
+        Some(r) => refinement_in_stored_order(r, true, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// The ideation in the result: the summary, then every ideator's list.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Ideas {
+    #[serde(flatten)]
+    pub summary: IdeationSummary,
+    /// Each ideator's list, in request order.
+    pub models: Vec<Ideation>,
+}
+
+/// Brainstorm's result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrainstormResult {
+    /// The ideas listed, in sum and by ideator.
+    pub ideas: Ideas,
+    /// The clustering; null when the run stopped before it.
+    pub clustering: Option<ClusteringData>,
+    /// Each scorer's ratings, in request order.
+    pub scores: Vec<Scoring>,
+    /// The server's ranking of the clusters; null when there was none.
+    pub ranking: Option<Ranking>,
+    /// The refinement with its proposal; null when the run stopped before it.
+    #[serde(serialize_with = "refinement_as_stored")]
+    pub refinement: Option<Refinement>,
+    /// Whether some call failed, and which (`partial`, `failedModels`).
+    #[serde(flatten)]
+    pub failures: Failures,
+}
+
+/// The stored rows `<prefix><i>` read as `T`, by `index`.
+fn indexed<T: DeserializeOwned>(rows: &[StageRow], prefix: &str, index: fn(&T) -> usize) -> Vec<T> {
+    let mut list: Vec<T> = rows
         .iter()
         .filter(|r| r.stage_type.strip_prefix(prefix).is_some_and(|n| n.parse::<usize>().is_ok()))
-        .filter_map(|r| r.parsed_data.clone())
+        .filter_map(parsed)
         .collect();
-    list.sort_by_key(|d| d["index"].as_u64());
+    list.sort_by_key(index);
     list
 }
 
-/// `{ideas: {models, totalIdeas, modelCount, warnings}, clustering, scores, ranking,
-/// refinement, partial, failedModels}` from the stored rows, as the events gave them.
+/// `BrainstormResult` from the stored rows, as the events gave it.
 pub fn load_result(rows: &[StageRow]) -> Value {
     let row = |t: &str| rows.iter().find(|r| r.stage_type == t);
-    let ideated = indexed(rows, "ideation_");
-    let mut ideas = ideation_summary(&ideated, &failed_from_rows(rows));
-    ideas["models"] = json!(ideated);
-    let clustering = row("clustering").and_then(|r| r.parsed_data.clone());
-    let scores = indexed(rows, "scoring_");
-    let ranking = row("ranking").and_then(|r| r.parsed_data.clone());
-    let refinement = row("refinement").map(|r| {
-        let mut d = r.parsed_data.clone().unwrap_or(json!({}));
-        d["proposal"] = json!(r.content);
-        d
-    });
-    let mut result = json!({
-        "ideas": ideas, "clustering": clustering, "scores": scores, "ranking": ranking,
-        "refinement": refinement,
-    });
-    mark_from_rows(&mut result, rows);
-    result
+    let models: Vec<Ideation> = indexed(rows, "ideation_", |d| d.index);
+    to_json(&BrainstormResult {
+        ideas: Ideas { summary: ideation_summary(&models, &failed_from_rows(rows)), models },
+        clustering: row("clustering").and_then(parsed),
+        scores: indexed(rows, "scoring_", |d: &Scoring| d.index),
+        ranking: row("ranking").and_then(parsed),
+        refinement: row("refinement")
+            .and_then(|r| Some(Refinement { proposal: r.content.clone(), ..parsed(r)? })),
+        failures: Failures::of(rows),
+    })
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {

@@ -200,13 +200,44 @@ fn bounds(list: &Value) -> (usize, usize) {
     (min, list["maxItems"].as_u64().map_or(min, |m| m as usize).max(min))
 }
 
+/// A sim reply in JSON: its reasoning, then its list under `key`.
+fn reply_json<T: Serialize>(reasoning: &str, key: &str, list: &[T]) -> String {
+    let mut reply = serde_json::Map::new();
+    reply.insert("reasoning".into(), cut(reasoning, schema::REASONING_MAX_CHARS).into());
+    reply.insert(key.into(), to_json(list));
+    Value::Object(reply).to_string()
+}
+
+#[derive(Serialize)]
+struct SimIdea {
+    title: String,
+    description: String,
+}
+
+#[derive(Serialize)]
+struct SimCluster<'a> {
+    name: String,
+    theme: String,
+    ideas: &'a [&'a str],
+    promise: &'static str,
+}
+
+#[derive(Serialize)]
+struct SimScore {
+    cluster: usize,
+    justification: String,
+    novelty: usize,
+    feasibility: usize,
+    impact: usize,
+}
+
 /// The sim ideator's ideas as JSON: the same draws as its text list, as many as asked.
 fn sim_ideas_json(ask: &SimAsk, schema: &ReplySchema, rng: &mut SplitMix64) -> String {
     let mut order: Vec<usize> = (0..SIM_IDEAS.len()).collect();
     rng.shuffle(&mut order);
     let (min, max) = bounds(&schema.schema["properties"]["ideas"]);
     let n = (5 + rng.below(4)).clamp(min, max);
-    let ideas: Vec<Value> = order
+    let ideas: Vec<SimIdea> = order
         .iter()
         .take(n)
         .enumerate()
@@ -214,15 +245,17 @@ fn sim_ideas_json(ask: &SimAsk, schema: &ReplySchema, rng: &mut SplitMix64) -> S
             let (t, d) = SIM_IDEAS[i];
             let hostile =
                 if k == 0 { ask.hostile_paragraph().replace('\n', " ") } else { String::new() };
-            json!({ "title": cut(t, TITLE_CHARS),
-                    "description": cut(format!("{d} {hostile}").trim(), DESCRIPTION_CHARS) })
+            SimIdea {
+                title: cut(t, TITLE_CHARS),
+                description: cut(format!("{d} {hostile}").trim(), DESCRIPTION_CHARS),
+            }
         })
         .collect();
     let reasoning = format!(
         "[simulated ideas from {}] Ideas from several angles, bold and safe alike.",
         ask.model
     );
-    json!({ "reasoning": cut(&reasoning, schema::REASONING_MAX_CHARS), "ideas": ideas }).to_string()
+    reply_json(&reasoning, "ideas", &ideas)
 }
 
 /// The sim curator's clusters as JSON: the ideas of the schema's list grouped in order, as its
@@ -267,39 +300,46 @@ fn sim_clusters_json(ask: &SimAsk, schema: &ReplySchema, rng: &mut SplitMix64) -
             }
         }
     }
-    let clusters: Vec<Value> = groups
+    let clusters: Vec<SimCluster> = groups
         .iter()
         .enumerate()
         .map(|(n, g)| {
             let first = g.first().and_then(|id| title_of(id)).unwrap_or_else(|| "Ideas".into());
             let hostile =
                 if n == 0 { ask.hostile_paragraph().replace('\n', " ") } else { String::new() };
-            json!({ "name": cut(&format!("{first} and related ideas"), TITLE_CHARS),
-                    "theme": cut(&format!("{hostile}Ideas that build on {first}."), THEME_CHARS),
-                    "ideas": g, "promise": PROMISES[rng.below(3)] })
+            SimCluster {
+                name: cut(&format!("{first} and related ideas"), TITLE_CHARS),
+                theme: cut(&format!("{hostile}Ideas that build on {first}."), THEME_CHARS),
+                ideas: g,
+                promise: PROMISES[rng.below(3)],
+            }
         })
         .collect();
     let reasoning = format!("[simulated curation by {}] Grouped in order of the list.", ask.model);
-    json!({ "reasoning": cut(&reasoning, schema::REASONING_MAX_CHARS), "clusters": clusters })
-        .to_string()
+    reply_json(&reasoning, "clusters", &clusters)
 }
 
 /// The sim scorer's ratings as JSON: one per cluster, as its text rates them.
 fn sim_scores_json(ask: &SimAsk, schema: &ReplySchema, rng: &mut SplitMix64) -> String {
     let (k, _) = bounds(&schema.schema["properties"]["scores"]);
-    let scores: Vec<Value> = (1..=k)
+    let scores: Vec<SimScore> = (1..=k)
         .map(|c| {
             let hostile =
                 if c == 1 { ask.hostile_paragraph().replace('\n', " ") } else { String::new() };
-            json!({ "cluster": c,
-                    "justification": cut(&format!("{hostile}A simulated rating of cluster {c}."), JUSTIFICATION_CHARS),
-                    "novelty": 1 + rng.below(5), "feasibility": 1 + rng.below(5),
-                    "impact": 1 + rng.below(5) })
+            SimScore {
+                cluster: c,
+                justification: cut(
+                    &format!("{hostile}A simulated rating of cluster {c}."),
+                    JUSTIFICATION_CHARS,
+                ),
+                novelty: 1 + rng.below(5),
+                feasibility: 1 + rng.below(5),
+                impact: 1 + rng.below(5),
+            }
         })
         .collect();
     let reasoning = format!("[simulated scores from {}] Each cluster weighed.", ask.model);
-    json!({ "reasoning": cut(&reasoning, schema::REASONING_MAX_CHARS), "scores": scores })
-        .to_string()
+    reply_json(&reasoning, "scores", &scores)
 }
 
 pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
