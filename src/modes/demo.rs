@@ -10,11 +10,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::Answer;
+use super::payload::parsed;
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role};
 use super::request::ModelId;
 use super::{
-    request, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode, RunContext,
-    StageRow, ValidRequest,
+    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode,
+    RunContext, StageRow, ValidRequest,
 };
 
 /// Echo's `modeConfig`.
@@ -82,7 +83,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: None,
     example: || json!({ "mode": "echo", "question": "Say hello." }),
     sim: None,
-    result_schema: None,
+    result_schema: schema_of::<EchoResult<'static>>,
 };
 
 /// The longest answer (the first of equals).
@@ -93,10 +94,33 @@ fn pick(answers: &[Answer]) -> Option<&Answer> {
     })
 }
 
+/// Echo's result: every answer, and the one picked.
+#[derive(Serialize, JsonSchema)]
+struct EchoResult<'a> {
+    /// The answers, in the panel's order.
+    answers: &'a [Answer],
+    /// The longest answer; null when no model answered.
+    picked: Option<&'a Answer>,
+}
+
+/// An answer's stored row: its place in the panel.
+#[derive(Serialize, Deserialize)]
+struct Place {
+    index: usize,
+}
+
+/// `answers_start`'s and `answers_complete`'s payload: the event's name, then the answers.
+#[derive(Serialize)]
+struct Stage<'a> {
+    r#type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a [Answer]>,
+}
+
 fn load_result(rows: &[StageRow]) -> Value {
     // Rows are stored as replies arrive; the live event lists them in call order.
     let mut rows: Vec<&StageRow> = rows.iter().filter(|r| r.stage_type == "answers").collect();
-    rows.sort_by_key(|r| r.parsed_data.as_ref().and_then(|d| d["index"].as_u64()));
+    rows.sort_by_key(|r| parsed::<Place>(r).map(|p| p.index));
     let answers: Vec<Answer> = rows
         .iter()
         .map(|r| Answer {
@@ -105,7 +129,7 @@ fn load_result(rows: &[StageRow]) -> Value {
             response_time_ms: r.response_time_ms.unwrap_or(0),
         })
         .collect();
-    json!({ "answers": answers, "picked": pick(&answers) })
+    to_json(&EchoResult { answers: &answers, picked: pick(&answers) })
 }
 
 pub struct Echo {
@@ -130,7 +154,8 @@ impl Mode for Echo {
         } else {
             self.ctx.question.clone()
         };
-        let mut out = vec![Effect::emit("answers_start", json!({ "type": "answers_start" }))];
+        let mut out =
+            vec![Effect::event("answers_start", &Stage { r#type: "answers_start", data: None })];
         for (i, model) in self.config.models.iter().enumerate() {
             out.push(Effect::Call(CallSpec::new(
                 format!("answers:{i}"),
@@ -165,7 +190,7 @@ impl Mode for Echo {
                 model: Some(reply.model),
                 role: Some("answerer".into()),
                 content: text,
-                parsed_data: Some(json!({ "index": i })),
+                parsed_data: Some(to_json(&Place { index: i })),
                 response_time_ms: Some(reply.response_time_ms as i64),
             }));
             self.replies[i] = Some(answer);
@@ -175,10 +200,8 @@ impl Mode for Echo {
             return out;
         }
         let answers: Vec<Answer> = self.replies.iter().flatten().cloned().collect();
-        out.push(Effect::emit(
-            "answers_complete",
-            json!({ "type": "answers_complete", "data": answers }),
-        ));
+        let done = Stage { r#type: "answers_complete", data: Some(&answers) };
+        out.push(Effect::event("answers_complete", &done));
         match pick(&answers) {
             Some(best) => out.push(Effect::Finish { answer: best.response.clone() }),
             None => out.push(Effect::Fail { message: "Every model failed to answer".into() }),

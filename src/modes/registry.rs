@@ -81,8 +81,8 @@ pub struct ModeSpec {
     /// Rebuilds the result from stored stage rows (the same shapes as the live events).
     pub load_result: fn(&[StageRow]) -> Value,
     /// The JSON Schema of that result (see [`schema_of`]): `GET /api/modes` publishes it as
-    /// `resultSchema`, so a client knows the shape before a run ends. None: not yet typed.
-    pub result_schema: Option<fn() -> Value>,
+    /// `resultSchema`, so a client knows the shape before a run ends.
+    pub result_schema: fn() -> Value,
     /// The one-line outcome of a result (the winner, verdict, score, estimate or the answer's
     /// first words): what lists and dashboards show. None while there is none.
     pub outcome: fn(&Value) -> Option<String>,

@@ -8,7 +8,6 @@
 //! checks required fields and rules between fields.
 
 use std::borrow::Cow;
-use std::ops::RangeInclusive;
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
@@ -509,90 +508,12 @@ pub fn given(n: Option<i64>, default: u64) -> u64 {
     n.and_then(|n| u64::try_from(n).ok()).unwrap_or(default)
 }
 
-/// An optional list of model ids of a size in `range`, trimmed; `too_few`/`too_many` are the
-/// mode's messages (defaults when None).
-pub fn models(
-    list: Option<&[ModelId]>,
-    field: &str,
-    range: RangeInclusive<usize>,
-    too_few: Option<&str>,
-    too_many: Option<&str>,
-) -> Result<Option<Vec<String>>, FieldError> {
-    let Some(list) = list else { return Ok(None) };
-    let mut models = Vec::with_capacity(list.len());
-    for (i, item) in list.iter().enumerate() {
-        match item.0.trim() {
-            "" => {
-                return Err(FieldError::new(
-                    field,
-                    format!("item {i} must be a non-empty model id"),
-                ))
-            }
-            s => models.push(s.to_string()),
-        }
-    }
-    if models.len() < *range.start() {
-        let m = too_few
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("at least {} models are required", range.start()));
-        return Err(FieldError::new(field, m));
-    }
-    if models.len() > *range.end() {
-        let m = too_many
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("at most {} models are allowed", range.end()));
-        return Err(FieldError::new(field, m));
-    }
-    Ok(Some(models))
-}
-
 /// An optional model id: trimmed, and not empty when given.
 pub fn model(id: Option<&ModelId>, field: &str) -> Result<Option<String>, FieldError> {
     match id {
         None => Ok(None),
         Some(m) if !m.0.trim().is_empty() => Ok(Some(m.0.trim().to_string())),
         Some(_) => Err(FieldError::new(field, "must not be empty")),
-    }
-}
-
-/// An optional timeout in milliseconds within `range`; `default` when absent.
-pub fn timeout(
-    ms: Option<i64>,
-    field: &str,
-    range: RangeInclusive<u64>,
-    default: u64,
-) -> Result<u64, FieldError> {
-    match ms {
-        // The server's configured default is trusted; the range limits what clients ask for.
-        None => Ok(default),
-        Some(ms) => match u64::try_from(ms) {
-            Ok(ms) if range.contains(&ms) => Ok(ms),
-            _ => Err(FieldError::new(
-                field,
-                format!(
-                    "must be a whole number of milliseconds from {} to {}",
-                    range.start(),
-                    range.end()
-                ),
-            )),
-        },
-    }
-}
-
-/// An optional whole number within `range` (`rounds`, `maxInputLength`…), `default` when absent.
-pub fn whole(
-    n: Option<i64>,
-    field: &str,
-    range: RangeInclusive<i64>,
-    default: i64,
-) -> Result<i64, FieldError> {
-    match n {
-        None => Ok(default),
-        Some(n) if range.contains(&n) => Ok(n),
-        Some(_) => Err(FieldError::new(
-            field,
-            format!("must be a whole number from {} to {}", range.start(), range.end()),
-        )),
     }
 }
 

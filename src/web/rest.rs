@@ -213,7 +213,7 @@ pub async fn modes_list(state: web::Data<AppState>, _caller: Caller) -> HttpResp
                 "roles": roles,
                 "topLevel": spec.top_level,
                 "configSchema": modes::registry::config_schema(kind),
-                "resultSchema": spec.result_schema.map(|schema| schema()),
+                "resultSchema": (spec.result_schema)(),
                 "example": (spec.example)(),
                 "view": has_view(kind),
             })

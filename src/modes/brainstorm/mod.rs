@@ -66,7 +66,7 @@ pub const MAX_IDEAS: usize = 10;
 pub struct BrainstormRequest {
     /// The models that list ideas and then score the clusters, 3 to 6 (default: Council's
     /// three).
-    #[schemars(length(min = 3, max = 6))]
+    #[schemars(length(min = 3, max = 6), extend("x-too-few" = "A brainstorm needs at least 3 models", "x-too-many" = "A brainstorm has at most 6 models"))]
     pub models: Option<Vec<ModelId>>,
     /// Groups the ideas into clusters (default: the first model).
     pub curator_model: Option<ModelId>,
@@ -110,33 +110,16 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let question = request::question(body, "Question is required")?;
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
     let cfg: BrainstormRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let models = request::models(
-        cfg.models.as_deref(),
-        "modeConfig.models",
-        3..=6,
-        Some("A brainstorm needs at least 3 models"),
-        Some("A brainstorm has at most 6 models"),
-    )?
-    .unwrap_or_else(|| defaults.models(SPEC.id, "ideator"));
+    let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
+        .unwrap_or_else(|| defaults.models(SPEC.id, "ideator"));
     let curator_model = request::model(cfg.curator_model.as_ref(), "modeConfig.curatorModel")?
         .unwrap_or_else(|| defaults.model_or(SPEC.id, "curator", &models[0]));
     let refiner_model = request::model(cfg.refiner_model.as_ref(), "modeConfig.refinerModel")?
         .unwrap_or_else(|| defaults.model_or(SPEC.id, "refiner", &models[0]));
-    let min_ideas =
-        request::whole(cfg.min_ideas_per_model, "modeConfig.minIdeasPerModel", 3..=10, 5)?;
-    let max_clusters = request::whole(cfg.max_clusters, "modeConfig.maxClusters", 3..=8, 6)?;
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        10_000..=180_000,
-        defaults.stage_timeout_ms,
-    )?;
-    let global_timeout_ms = request::timeout(
-        cfg.global_timeout_ms,
-        "modeConfig.globalTimeoutMs",
-        60_000..=1_800_000,
-        600_000,
-    )?;
+    let min_ideas = cfg.min_ideas_per_model.unwrap_or(5);
+    let max_clusters = cfg.max_clusters.unwrap_or(6);
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
+    let global_timeout_ms = request::given(cfg.global_timeout_ms, 600_000);
     let all = request::distinct(&[&models], &[&curator_model, &refiner_model]);
     let config = BrainstormConfig {
         facilitator_fallback_model: defaults.backup(SPEC.id, "curator", &curator_model),
@@ -206,7 +189,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "curatorModel": "sim/delta", "refinerModel": "sim/delta" } })
     },
     sim: Some(sim_answer),
-    result_schema: Some(schema_of::<BrainstormResult>),
+    result_schema: schema_of::<BrainstormResult>,
 };
 
 #[cfg(test)]

@@ -295,5 +295,5 @@ pub static SPEC: ModeSpec = ModeSpec {
                     { "model": "sim/gamma", "mandate": "polish_format" } ] } })
     },
     sim: Some(sim_answer),
-    result_schema: Some(schema_of::<ChainResult>),
+    result_schema: schema_of::<ChainResult>,
 };

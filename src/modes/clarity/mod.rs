@@ -292,5 +292,5 @@ pub static SPEC: ModeSpec = ModeSpec {
         json!({ "mode": "clarity", "modeConfig": { "content": "Brief: a mobile app for reporting potholes with a photo; the city fixes them within 14 days." } })
     },
     sim: Some(sim_answer),
-    result_schema: Some(schema_of::<ClarityResult>),
+    result_schema: schema_of::<ClarityResult>,
 };

@@ -167,7 +167,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "synthesisModel": "sim/alpha", "temperature": 1.0 } })
     },
     sim: Some(sim_answer),
-    result_schema: Some(schema_of::<ConfidenceWeightedResult>),
+    result_schema: schema_of::<ConfidenceWeightedResult>,
 };
 
 #[cfg(test)]

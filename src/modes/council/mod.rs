@@ -158,7 +158,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: Some(report),
     example: || json!({ "mode": "council", "question": "Monolith or microservices for a team of five?" }),
     sim: None,
-    result_schema: Some(schema_of::<CouncilResult>),
+    result_schema: schema_of::<CouncilResult>,
 };
 
 #[cfg(test)]

@@ -111,7 +111,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: Some(report),
     example: || json!({ "mode": "debate", "question": "Should companies adopt a 4-day work week?" }),
     sim: Some(sim_answer),
-    result_schema: Some(schema_of::<DebateResult>),
+    result_schema: schema_of::<DebateResult>,
 };
 
 #[cfg(test)]

@@ -87,21 +87,6 @@ fn stage_order(stage: &str) -> i32 {
     }
 }
 
-/// A number within `min..=max`, or `default` when absent.
-fn number_in(
-    n: Option<f64>,
-    field: &str,
-    min: f64,
-    max: f64,
-    default: f64,
-) -> Result<f64, FieldError> {
-    match n {
-        None => Ok(default),
-        Some(n) if (min..=max).contains(&n) => Ok(n),
-        Some(_) => Err(FieldError::new(field, format!("must be a number from {min} to {max}"))),
-    }
-}
-
 /// Delphi's `modeConfig`.
 // In its form's order; its `title`s and `x-` keys are for the page's form (docs/protocol.md,
 // `GET /api/modes`).
@@ -113,7 +98,7 @@ fn number_in(
 }))]
 pub struct DelphiRequest {
     /// 3 to 7 models that estimate anonymously, round after round.
-    #[schemars(length(min = 3, max = 7))]
+    #[schemars(length(min = 3, max = 7), extend("x-too-few" = "Delphi mode requires at least 3 panelist models", "x-too-many" = "Maximum 7 panelist models allowed"))]
     pub panelist_models: Option<Vec<ModelId>>,
     /// Classifies the question and writes the report; must not be a panelist.
     #[schemars(extend("x-not-in" = {
@@ -131,7 +116,8 @@ pub struct DelphiRequest {
     /// The choices of a qualitative question (2 to 10).
     #[schemars(
         title = "Answer options (qualitative, one per line, optional)",
-        length(min = 2, max = 10)
+        length(min = 2, max = 10),
+        extend("x-too-few" = "at least 2 options are required", "x-too-many" = "at most 10 options are allowed")
     )]
     pub options: Option<Vec<Text<MAX_SHORT_CHARS>>>,
     /// The most rounds (2 to 5; default 5).
@@ -168,14 +154,9 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let question = request::question(body, "Question is required")?;
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
     let cfg: DelphiRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let panelist_models = request::models(
-        cfg.panelist_models.as_deref(),
-        "modeConfig.panelistModels",
-        3..=7,
-        Some("Delphi mode requires at least 3 panelist models"),
-        Some("Maximum 7 panelist models allowed"),
-    )?
-    .unwrap_or_else(|| defaults.models(SPEC.id, "panelist"));
+    let panelist_models =
+        request::panel(cfg.panelist_models.as_deref(), "modeConfig.panelistModels")?
+            .unwrap_or_else(|| defaults.models(SPEC.id, "panelist"));
     let facilitator_model =
         request::model(cfg.facilitator_model.as_ref(), "modeConfig.facilitatorModel")?
             .unwrap_or_else(|| defaults.model(SPEC.id, "facilitator"));
@@ -185,56 +166,19 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
             "The facilitator must not be one of the panelists",
         ));
     }
-    let max_rounds = match cfg.max_rounds {
-        None => 5,
-        Some(n @ 2..=5) => n as u32,
-        Some(_) => {
-            return Err(FieldError::new(
-                "modeConfig.maxRounds",
-                "must be a whole number from 2 to 5",
-            ))
-        }
-    };
-    let numeric_convergence_threshold = number_in(
-        cfg.numeric_convergence_threshold,
-        "modeConfig.numericConvergenceThreshold",
-        0.01,
-        1.0,
-        0.15,
-    )?;
-    let qualitative_convergence_threshold = number_in(
-        cfg.qualitative_convergence_threshold,
-        "modeConfig.qualitativeConvergenceThreshold",
-        50.0,
-        100.0,
-        75.0,
-    )?;
+    let max_rounds = request::given(cfg.max_rounds, 5) as u32;
+    let numeric_convergence_threshold = cfg.numeric_convergence_threshold.unwrap_or(0.15);
+    let qualitative_convergence_threshold = cfg.qualitative_convergence_threshold.unwrap_or(75.0);
     let question_type = cfg.question_type;
     let options: Option<Vec<ModelId>> =
         cfg.options.map(|o| o.into_iter().map(|t| ModelId(t.0)).collect());
-    let options = match request::models(
-        options.as_deref(),
-        "modeConfig.options",
-        2..=10,
-        Some("at least 2 options are required"),
-        Some("at most 10 options are allowed"),
-    )? {
+    let options = match request::panel(options.as_deref(), "modeConfig.options")? {
         // The seed: a numeric override ignores options.
         Some(_) if question_type == Some(QuestionType::Numeric) => None,
         other => other,
     };
-    let timeout_ms = request::timeout(
-        cfg.timeout_ms,
-        "modeConfig.timeoutMs",
-        30_000..=180_000,
-        defaults.stage_timeout_ms,
-    )?;
-    let global_timeout_ms = request::timeout(
-        cfg.global_timeout_ms,
-        "modeConfig.globalTimeoutMs",
-        10_000..=3_600_000,
-        600_000,
-    )?;
+    let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
+    let global_timeout_ms = request::given(cfg.global_timeout_ms, 600_000);
     let models = request::distinct(&[&panelist_models], &[&facilitator_model]);
     let facilitator_fallback_model = defaults.backup(SPEC.id, "facilitator", &facilitator_model);
     let config = DelphiConfig {
@@ -304,5 +248,5 @@ pub static SPEC: ModeSpec = ModeSpec {
         json!({ "mode": "delphi", "question": "How many software engineers will be employed globally by 2030?" })
     },
     sim: Some(sim_answer),
-    result_schema: Some(schema_of::<DelphiResult>),
+    result_schema: schema_of::<DelphiResult>,
 };

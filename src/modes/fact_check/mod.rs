@@ -222,7 +222,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "checkerModels": ["sim/alpha", "sim/beta", "sim/gamma"] } })
     },
     sim: Some(sim_answer),
-    result_schema: Some(schema_of::<FactCheckResult>),
+    result_schema: schema_of::<FactCheckResult>,
 };
 
 #[cfg(test)]

@@ -193,7 +193,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                 "modeConfig": { "content": "## GET /api/users\nReturns users. Accepts limit and offset." } })
     },
     sim: Some(sim_answer),
-    result_schema: Some(schema_of::<JuryResult>),
+    result_schema: schema_of::<JuryResult>,
 };
 
 #[cfg(test)]

@@ -434,5 +434,5 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "reviewerModels": ["sim/alpha", "sim/beta"] } })
     },
     sim: Some(sim_answer),
-    result_schema: Some(schema_of::<PeerReviewResult>),
+    result_schema: schema_of::<PeerReviewResult>,
 };

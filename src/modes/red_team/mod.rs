@@ -182,7 +182,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                 "modeConfig": { "content": "fn login(user: &str, pass: &str) -> bool {\n    let q = format!(\"SELECT * FROM users WHERE name='{user}' AND pass='{pass}'\");\n    db::query(&q).is_some()\n}", "rounds": 1 } })
     },
     sim: Some(sim_answer),
-    result_schema: Some(schema_of::<RedTeamResult>),
+    result_schema: schema_of::<RedTeamResult>,
 };
 
 // ---- the material --------------------------------------------------------------------------

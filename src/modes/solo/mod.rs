@@ -81,7 +81,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: None,
     example: || json!({ "mode": "solo", "question": "What is 17 × 23?" }),
     sim: None,
-    result_schema: Some(schema_of::<SoloResult>),
+    result_schema: schema_of::<SoloResult>,
 };
 
 /// The one answer: `answer_complete`'s data and the result's `answer`.

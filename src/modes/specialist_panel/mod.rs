@@ -579,7 +579,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                     "synthesizerModel": "sim/alpha" } })
     },
     sim: Some(sim_answer),
-    result_schema: Some(schema_of::<SpecialistPanelResult>),
+    result_schema: schema_of::<SpecialistPanelResult>,
 };
 
 // ---- the material --------------------------------------------------------------------------

@@ -135,7 +135,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                                 "judgeModel": "sim/delta" } })
     },
     sim: Some(sim_answer),
-    result_schema: Some(schema_of::<TournamentResult>),
+    result_schema: schema_of::<TournamentResult>,
 };
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use super::*;
 use crate::modes::payload::{Data, Marked};
 use crate::modes::runner::{Kit, Staged};
+use crate::modes::voting::WinnerRow;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {

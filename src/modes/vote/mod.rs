@@ -118,7 +118,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     report: Some(report),
     example: || json!({ "mode": "vote", "question": "Which database should a team of five use?" }),
     sim: None,
-    result_schema: Some(schema_of::<VoteResult>),
+    result_schema: schema_of::<VoteResult>,
 };
 
 #[cfg(test)]

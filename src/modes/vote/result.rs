@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::modes::payload::{parsed, Failures};
+use crate::modes::voting::{winner_as_stored, StoredWinner, WinnerKeys};
 
 /// `vote_start`'s data.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -80,49 +81,18 @@ pub struct VoteWinnerResult {
     pub tiebreaker_method: Option<String>,
 }
 
-/// The winner as its row has always kept it: its keys in the order left once `winnerResponse`
-/// (the row's content) was taken out of the event's data (its place went to the last key,
-/// `tiebreakerMethod` else `tiebroken`); the result's winner then has its response last.
-fn winner_in_stored_order<S: serde::Serializer>(
-    w: &VoteWinnerResult,
-    with_response: bool,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let mut m = s.serialize_map(None)?;
-    m.serialize_entry("winnerLabel", &w.winner_label)?;
-    m.serialize_entry("winnerModel", &w.winner_model)?;
-    match &w.tiebreaker_method {
-        Some(method) => m.serialize_entry("tiebreakerMethod", method)?,
-        None => m.serialize_entry("tiebroken", &w.tiebroken)?,
-    }
-    m.serialize_entry("voteCount", &w.vote_count)?;
-    m.serialize_entry("totalVotes", &w.total_votes)?;
-    if w.tiebreaker_method.is_some() {
-        m.serialize_entry("tiebroken", &w.tiebroken)?;
-    }
-    if with_response {
-        m.serialize_entry("winnerResponse", &w.winner_response)?;
-    }
-    m.end()
-}
-
-/// The `vote_winner` row's data: the winner without its response (the row's content).
-pub struct WinnerRow<'a>(pub &'a VoteWinnerResult);
-
-impl Serialize for WinnerRow<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        winner_in_stored_order(self.0, false, s)
-    }
-}
-
-fn winner_as_stored<S: serde::Serializer>(
-    w: &Option<VoteWinnerResult>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    match w {
-        Some(w) => winner_in_stored_order(w, true, s),
-        None => s.serialize_none(),
+impl StoredWinner for VoteWinnerResult {
+    fn keys(&self) -> WinnerKeys<'_> {
+        WinnerKeys {
+            label: &self.winner_label,
+            model: &self.winner_model,
+            response: &self.winner_response,
+            decision: None,
+            vote_count: self.vote_count,
+            total_votes: self.total_votes,
+            tiebroken: self.tiebroken,
+            method: self.tiebreaker_method.as_deref(),
+        }
     }
 }
 
