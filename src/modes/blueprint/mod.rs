@@ -119,11 +119,17 @@ pub struct BlueprintRequest {
     /// The source material the document is written from (notes, a specification, a
     /// transcript). Without it the question itself is the material.
     pub content: Option<Text<MAX_CONTENT_CHARS>>,
-    /// architecture_blueprint (default), technical_design_document, implementation_roadmap,
-    /// cost_analysis_report, security_assessment or custom (generic guidance).
+    /// The kind of document: it decides what the outline covers.
     #[serde(default)]
-    #[schemars(with = "DocumentType")]
-    pub document_type: Option<DocumentType>,
+    #[schemars(extend("x-enum-labels" = {
+        "architecture_blueprint": "Architecture blueprint",
+        "technical_design_document": "Technical design document",
+        "implementation_roadmap": "Implementation roadmap",
+        "cost_analysis_report": "Cost analysis report",
+        "security_assessment": "Security assessment",
+        "custom": "Other (generic guidance)"
+    }))]
+    pub document_type: DocumentType,
     /// Outlines the document: its title and 6-12 sections.
     pub architect_model: Option<ModelId>,
     /// Write the sections, all at once: section 1 goes to the first, section 2 to the second…
@@ -179,7 +185,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let models = request::distinct(&[&author_models], &[&architect_model, &assembler_model]);
     let config = BlueprintConfig {
         content,
-        document_type: cfg.document_type.unwrap_or_default(),
+        document_type: cfg.document_type,
         facilitator_fallback_model: defaults.backup(SPEC.id, "architect", &architect_model),
         chairman_fallback_model: defaults.backup(SPEC.id, "assembler", &assembler_model),
         architect_model,

@@ -48,9 +48,10 @@ const CONSOLIDATION_KEY: &str = "consolidation";
 const SETUP: &str = "review_setup";
 
 /// The rubric a review is scored against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReviewType {
+    #[default]
     ArchitectureReview,
     CodeReview,
     DesignSpecReview,
@@ -229,11 +230,17 @@ pub struct RubricRequest {
 pub struct PeerReviewRequest {
     /// The work to review (a design, code, a plan). Without it the question itself is the work.
     pub content: Option<Text<MAX_CONTENT_CHARS>>,
-    /// The rubric: architecture_review (default), code_review, design_spec_review,
-    /// compliance_audit, business_plan_review, or custom with a customRubric.
+    /// The rubric the reviews are scored against (custom: your own, as customRubric).
     #[serde(default)]
-    #[schemars(with = "ReviewType")]
-    pub review_type: Option<ReviewType>,
+    #[schemars(extend("x-enum-labels" = {
+        "architecture_review": "Architecture review",
+        "code_review": "Code review",
+        "design_spec_review": "Design specification review",
+        "compliance_audit": "Compliance audit",
+        "business_plan_review": "Business plan review",
+        "custom": "Custom rubric"
+    }))]
+    pub review_type: ReviewType,
     /// The reviewers, 2 to 6 (a model listed twice reviews twice).
     #[schemars(length(min = 2, max = 6), extend("x-too-few" = "A peer review needs at least 2 reviewers", "x-too-many" = "A peer review has at most 6 reviewers"))]
     pub reviewer_models: Option<Vec<ModelId>>,
@@ -351,7 +358,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
                 .ok_or_else(|| FieldError::new("modeConfig.content", "must not be empty"))?,
         ),
     };
-    let review_type = cfg.review_type.unwrap_or(ReviewType::ArchitectureReview);
+    let review_type = cfg.review_type;
     let rubric = match (review_type.rubric(), &cfg.custom_rubric) {
         (Some(r), None) => r,
         (None, Some(c)) => custom_rubric(c)?,
