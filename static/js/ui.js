@@ -313,6 +313,8 @@ export function fmtMs(ms) {
 
 export function fmtElapsed(ms) {
   if (ms === null || ms === undefined || ms < 0) return "";
+  // A short run in tenths: "0.4s", not "0s".
+  if (ms < 10000) return `${(Math.floor(ms / 100) / 10).toFixed(1)}s`;
   const s = Math.floor(ms / 1000);
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);
