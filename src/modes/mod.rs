@@ -443,8 +443,7 @@ pub fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, Field
     };
     // Unknown keys, wrong types, over-long texts and numbers out of range, named, before
     // the mode looks.
-    request::check_fields(obj, mode)?;
+    let empty_text = request::check_fields(obj, mode)?;
     let valid = (mode.spec().validate)(body, defaults)?;
-    request::check_lengths(obj, mode)?;
-    Ok(valid)
+    empty_text.map_or(Ok(valid), Err)
 }

@@ -117,42 +117,32 @@ pub fn body_schema(mode: ModeKind) -> Value {
 /// validator (the `jsonschema` crate) compiled once per mode checks them; this only words its
 /// first finding for a person, the shape's before the bounds'. A `null` anywhere in an object
 /// means "absent". The mode's own `validate` then checks required fields and rules between
-/// fields, and [`check_lengths`] last refuses a text the schema says must not be empty.
-pub fn check_fields(body: &Map<String, Value>, mode: ModeKind) -> Result<(), FieldError> {
+/// fields; a text the schema says must not be empty is returned as `Ok(Some(_))`, to be given
+/// only if the mode has not said so in its own words first. One validator pass does it all.
+pub fn check_fields(
+    body: &Map<String, Value>,
+    mode: ModeKind,
+) -> Result<Option<FieldError>, FieldError> {
+    use jsonschema::error::ValidationErrorKind as Kind;
     if let Some(e) = unbounded(body, "") {
         return Err(e);
     }
-    first_finding(body, mode, &[&|k| !is_range(k), &is_bound])
-}
-
-/// Texts the schema says must not be empty, after the mode has said so in its own words.
-pub fn check_lengths(body: &Map<String, Value>, mode: ModeKind) -> Result<(), FieldError> {
-    first_finding(body, mode, &[&|k| matches!(k, Kind::MinLength { .. })])
-}
-
-use jsonschema::error::ValidationErrorKind as Kind;
-
-/// A number's range or a list's size (the page's list cap, [`MAX_LIST_ITEMS`], is the shape's).
-fn is_bound(kind: &Kind) -> bool {
-    matches!(kind, Kind::Minimum { .. } | Kind::Maximum { .. } | Kind::MinItems { .. })
-        || matches!(kind, Kind::MaxItems { limit } if *limit != MAX_LIST_ITEMS as u64)
-}
-
-fn is_range(kind: &Kind) -> bool {
-    is_bound(kind) || matches!(kind, Kind::MinLength { .. })
-}
-
-/// The validator's first finding, in words: of the first kind in `order` that has one.
-fn first_finding(
-    body: &Map<String, Value>,
-    mode: ModeKind,
-    order: &[&dyn Fn(&Kind) -> bool],
-) -> Result<(), FieldError> {
     let (schema, validator) = compiled(mode);
     let instance = without_nulls(body, schema);
     let findings: Vec<jsonschema::ValidationError> = validator.iter_errors(&instance).collect();
-    let first = order.iter().find_map(|wanted| findings.iter().find(|e| wanted(e.kind())));
-    first.map_or(Ok(()), |error| Err(worded(error, schema, &instance, mode)))
+    // A number's range or a list's size (the page's list cap, [`MAX_LIST_ITEMS`], is the
+    // shape's).
+    let bound = |k: &Kind| {
+        matches!(k, Kind::Minimum { .. } | Kind::Maximum { .. } | Kind::MinItems { .. })
+            || matches!(k, Kind::MaxItems { limit } if *limit != MAX_LIST_ITEMS as u64)
+    };
+    let empty = |k: &Kind| matches!(k, Kind::MinLength { .. });
+    let find = |wanted: &dyn Fn(&Kind) -> bool| findings.iter().find(|e| wanted(e.kind()));
+    let word = |e: &jsonschema::ValidationError| worded(e, schema, &instance, mode);
+    if let Some(e) = find(&|k| !bound(k) && !empty(k)).or_else(|| find(&bound)) {
+        return Err(word(e));
+    }
+    Ok(find(&empty).map(word))
 }
 
 /// The mode's body schema, with every list bounded, and its validator: made once.
@@ -306,6 +296,7 @@ fn worded(
     instance: &Value,
     mode: ModeKind,
 ) -> FieldError {
+    use jsonschema::error::ValidationErrorKind as Kind;
     let (name, item) = field_of(error.instance_path().as_str(), instance);
     let what = item.map(|i| format!("item {i} ")).unwrap_or_default();
     // The schema object the failing keyword sits in (its siblings give the whole range).
@@ -563,7 +554,7 @@ mod tests {
     fn check(body: Value) -> Result<(), FieldError> {
         let obj = body.as_object().unwrap();
         let mode = obj.get("mode").and_then(Value::as_str).and_then(ModeKind::parse);
-        check_fields(obj, mode.unwrap_or_else(ModeKind::default_mode))
+        check_fields(obj, mode.unwrap_or_else(ModeKind::default_mode)).map(|_| ())
     }
 
     fn field(body: Value) -> String {

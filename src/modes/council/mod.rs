@@ -47,8 +47,6 @@ use super::{
 
 /// History a follow-up carries (the seed: "truncated to the last 10 turns").
 pub const HISTORY_TURNS: usize = 10;
-pub const MIN_MODELS: usize = 2;
-pub const MAX_MODELS: usize = 6;
 
 /// The normalised configuration stored with a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
