@@ -6,12 +6,30 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::common::{failed_from_rows, FailedModel};
-use super::StageRow;
+use super::{RunContext, StageRow};
 
 /// A payload under `data` (`answer_complete`, `generate_complete`, `task_complete`…).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Data<T> {
     pub data: T,
+}
+
+/// A run's first event: its conversation and message, its mode, then what the mode says as it
+/// starts (`T`'s fields, after these; none for `()`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStart<'a, T = ()> {
+    pub conversation_id: &'a str,
+    pub message_id: &'a str,
+    pub mode: &'static str,
+    #[serde(flatten)]
+    pub then: T,
+}
+
+impl<'a, T> RunStart<'a, T> {
+    pub fn new(ctx: &'a RunContext, mode: &'static str, then: T) -> Self {
+        RunStart { conversation_id: &ctx.conversation_id, message_id: &ctx.message_id, mode, then }
+    }
 }
 
 /// Whether some call failed, and which: the last keys of a result and of its final event.
@@ -53,5 +71,5 @@ impl<T> Marked<T> {
 /// A stored row's parsed data read back as the payload type it was written from; None when the
 /// row has none or it does not read as `T`.
 pub fn parsed<T: DeserializeOwned>(row: &StageRow) -> Option<T> {
-    serde_json::from_value(row.parsed_data.clone()?).ok()
+    T::deserialize(row.parsed_data.as_ref()?).ok()
 }

@@ -425,12 +425,6 @@ impl<M> Round<M> {
     }
 }
 
-/// A round's result as JSON, its map under `map_key`, with the tally it was built from.
-pub fn round(ballots: &[Ballot], map_key: &str, map: &BTreeMap<String, String>) -> (Value, Tally) {
-    let (round, t) = Round::new(ballots, BTreeMap::from([(map_key, map)]));
-    (to_json(&round), t)
-}
-
 /// The first label alphabetically by label letter (`Response B` before `Response AA`).
 pub fn first_alphabetically(labels: &[String]) -> Option<String> {
     labels.iter().min_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b))).cloned()

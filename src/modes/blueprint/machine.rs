@@ -1,6 +1,7 @@
 //! The blueprint's state machine: the outline, every section in parallel, then the assembly.
 
 use super::*;
+use crate::modes::payload::RunStart;
 use crate::modes::runner::{Kit, Staged};
 
 const OUTLINE_ORDER: i32 = 0;
@@ -371,17 +372,18 @@ impl Staged for Blueprint {
         let mut out = vec![
             Effect::event(
                 "blueprint_start",
-                &Start {
-                    conversation_id: &self.ctx.conversation_id,
-                    message_id: &self.ctx.message_id,
-                    mode: "blueprint",
-                    document_type: kind,
-                    document_type_label: kind.label(),
-                    architect_model: &self.config.architect_model,
-                    author_models: &self.config.author_models,
-                    assembler_model: &self.config.assembler_model,
-                    material_source: source,
-                },
+                &RunStart::new(
+                    &self.ctx,
+                    "blueprint",
+                    Start {
+                        document_type: kind,
+                        document_type_label: kind.label(),
+                        architect_model: &self.config.architect_model,
+                        author_models: &self.config.author_models,
+                        assembler_model: &self.config.assembler_model,
+                        material_source: source,
+                    },
+                ),
             ),
             // The document type and the material, so a run whose architect fails still has
             // them when it is reloaded.

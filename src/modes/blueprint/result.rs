@@ -24,9 +24,6 @@ pub enum Source {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Start<'a> {
-    pub conversation_id: &'a str,
-    pub message_id: &'a str,
-    pub mode: &'static str,
     pub document_type: DocumentType,
     pub document_type_label: &'static str,
     pub architect_model: &'a str,

@@ -2,6 +2,7 @@
 //! scoring and refinement.
 
 use super::*;
+use crate::modes::payload::RunStart;
 
 /// One cluster in the ranking.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -631,21 +632,22 @@ impl Staged for Brainstorm {
     fn begin(&mut self) -> Vec<Effect> {
         let c = &self.config;
         let labels = c.models.iter().zip(&self.labels);
-        let start = BrainstormStart {
-            conversation_id: &self.ctx.conversation_id,
-            message_id: &self.ctx.message_id,
-            mode: "brainstorm",
-            config: StartConfig {
-                models: &c.models,
-                curator_model: &c.curator_model,
-                refiner_model: &c.refiner_model,
-                min_ideas_per_model: c.min_ideas_per_model,
-                max_clusters: c.max_clusters,
-                labels: labels
-                    .map(|(model, source_label)| SourceLabel { model, source_label })
-                    .collect(),
+        let start = RunStart::new(
+            &self.ctx,
+            "brainstorm",
+            BrainstormStart {
+                config: StartConfig {
+                    models: &c.models,
+                    curator_model: &c.curator_model,
+                    refiner_model: &c.refiner_model,
+                    min_ideas_per_model: c.min_ideas_per_model,
+                    max_clusters: c.max_clusters,
+                    labels: labels
+                        .map(|(model, source_label)| SourceLabel { model, source_label })
+                        .collect(),
+                },
             },
-        };
+        );
         let mut out = vec![
             Effect::event("brainstorm_start", &start),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },

@@ -9,9 +9,6 @@ use super::*;
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BrainstormStart<'a> {
-    pub conversation_id: &'a str,
-    pub message_id: &'a str,
-    pub mode: &'static str,
     pub config: StartConfig<'a>,
 }
 
@@ -282,14 +279,15 @@ fn indexed<T: DeserializeOwned>(rows: &[StageRow], prefix: &str, index: fn(&T) -
 pub fn load_result(rows: &[StageRow]) -> Value {
     let row = |t: &str| rows.iter().find(|r| r.stage_type == t);
     let models: Vec<Ideation> = indexed(rows, "ideation_", |d| d.index);
+    let failed = failed_from_rows(rows);
     to_json(&BrainstormResult {
-        ideas: Ideas { summary: ideation_summary(&models, &failed_from_rows(rows)), models },
+        ideas: Ideas { summary: ideation_summary(&models, &failed), models },
         clustering: row("clustering").and_then(parsed),
         scores: indexed(rows, "scoring_", |d: &Scoring| d.index),
         ranking: row("ranking").and_then(parsed),
         refinement: row("refinement")
             .and_then(|r| Some(Refinement { proposal: r.content.clone(), ..parsed(r)? })),
-        failures: Failures::of(rows),
+        failures: Failures::new(failed),
     })
 }
 

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::modes::common::Routed;
-use crate::modes::payload::Marked;
+use crate::modes::payload::{Marked, RunStart};
 use crate::modes::runner::{Kit, Staged, GLOBAL_TIMER};
 
 pub struct Chain {
@@ -231,13 +231,7 @@ impl Staged for Chain {
         let mut out = vec![
             Effect::event(
                 "chain_start",
-                &ChainStart {
-                    conversation_id: self.ctx.conversation_id.clone(),
-                    message_id: self.ctx.message_id.clone(),
-                    mode: "chain",
-                    total_steps: self.total(),
-                    steps,
-                },
+                &RunStart::new(&self.ctx, "chain", ChainStart { total_steps: self.total(), steps }),
             ),
             // The plan, so a run that stops before any step is stored still says how long
             // its chain was.

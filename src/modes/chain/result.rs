@@ -156,9 +156,6 @@ pub struct PlannedStep {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChainStart {
-    pub conversation_id: String,
-    pub message_id: String,
-    pub mode: &'static str,
     pub total_steps: usize,
     pub steps: Vec<PlannedStep>,
 }

@@ -2,6 +2,7 @@
 //! disagreement, the final scores and the consolidated critique.
 
 use super::*;
+use crate::modes::payload::RunStart;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -679,12 +680,7 @@ impl Staged for Clarity {
         let mut out = vec![
             Effect::event(
                 "clarity_start",
-                &Start {
-                    conversation_id: &self.ctx.conversation_id,
-                    message_id: &self.ctx.message_id,
-                    mode: "clarity",
-                    models: &self.config.models,
-                },
+                &RunStart::new(&self.ctx, "clarity", Start { models: &self.config.models }),
             ),
             Effect::Store(StageRow {
                 stage_type: "brief".into(),

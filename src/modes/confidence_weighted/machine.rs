@@ -2,6 +2,7 @@
 //! answers, the weights row and the synthesis (with its backup).
 
 use super::*;
+use crate::modes::payload::RunStart;
 
 /// Softmax weights of `(index, model, confidence)` at temperature `t`, heaviest first (ties by
 /// index).
@@ -258,16 +259,17 @@ impl Staged for ConfidenceWeighted {
         let mut out = vec![
             Effect::event(
                 "confidence_start",
-                &ConfidenceStart {
-                    conversation_id: &self.ctx.conversation_id,
-                    message_id: &self.ctx.message_id,
-                    mode: "confidence_weighted",
-                    config: StartConfig {
-                        models: &self.config.models,
-                        synthesis_model: &self.config.synthesis_model,
-                        temperature: self.config.temperature,
+                &RunStart::new(
+                    &self.ctx,
+                    "confidence_weighted",
+                    ConfidenceStart {
+                        config: StartConfig {
+                            models: &self.config.models,
+                            synthesis_model: &self.config.synthesis_model,
+                            temperature: self.config.temperature,
+                        },
                     },
-                },
+                ),
             ),
             Effect::empty("answers_start"),
         ];

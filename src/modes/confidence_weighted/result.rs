@@ -171,9 +171,6 @@ pub struct StartConfig<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfidenceStart<'a> {
-    pub conversation_id: &'a str,
-    pub message_id: &'a str,
-    pub mode: &'static str,
     pub config: StartConfig<'a>,
 }
 

@@ -2,7 +2,7 @@
 //! answers.
 
 use super::*;
-use crate::modes::payload::{Data, Marked};
+use crate::modes::payload::{Data, Marked, RunStart};
 use crate::modes::runner::{Kit, Staged};
 use crate::modes::voting::WinnerRow;
 
@@ -218,7 +218,7 @@ impl Debate {
         let ballots = cast(voters, &labels, &vote_schema("debate_vote", &labels));
         let mut out = ballot_rows(&ballots, "debate_vote", 5);
         let map = map_models(&self.revised_labels, |i| self.revisions[i].model.clone());
-        let (result, t) = round(&ballots, "revisedLabelToModel", &map);
+        let (result, t) = Round::new(&ballots, RevisedLabelToModel { revised_label_to_model: map });
         out.push(Effect::Store(StageRow::computed("debate_vote_tally", 6, to_json(&t))));
         out.push(Effect::event("vote_complete", &Data { data: result }));
         if t.valid_vote_count == 0 {
@@ -281,14 +281,7 @@ impl Staged for Debate {
 
     fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
-            Effect::event(
-                "debate_start",
-                &DebateStart {
-                    conversation_id: &self.ctx.conversation_id,
-                    message_id: &self.ctx.message_id,
-                    mode: "debate",
-                },
-            ),
+            Effect::event("debate_start", &RunStart::new(&self.ctx, "debate", ())),
             Effect::empty("round1_start"),
         ];
         for (i, model) in self.config.models.iter().enumerate() {

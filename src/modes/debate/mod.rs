@@ -33,7 +33,7 @@ use super::request::ModelId;
 use super::schema::{self, Asking, ReadFrom, ReplySchema};
 use super::stated::{last_stated, Labels};
 use super::voting::{
-    ballot_rows, ballots_from_rows, cast, first_alphabetically, round, vote_prompt_as, vote_schema,
+    ballot_rows, ballots_from_rows, cast, first_alphabetically, vote_prompt_as, vote_schema, Round,
 };
 use super::{
     request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,

@@ -70,6 +70,14 @@ pub fn summarize(revisions: &[RevisionResponse]) -> RevisionSummary {
     }
 }
 
+/// A debate vote round's map: the revised answers' labels to their debaters.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisedLabelToModel {
+    /// Each label and the debater whose revised answer it stands for.
+    pub revised_label_to_model: BTreeMap<String, String>,
+}
+
 /// The vote's winner (`winner_declared`'s data, and the result's `winner`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -110,15 +118,6 @@ impl StoredWinner for DebateWinnerResult {
 }
 
 // ---- payloads (one definition for live events and stored results) --------------------------
-
-/// `debate_start`'s data.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DebateStart<'a> {
-    pub conversation_id: &'a str,
-    pub message_id: &'a str,
-    pub mode: &'static str,
-}
 
 /// An `initial_answer` row's data.
 #[derive(Serialize)]
@@ -197,7 +196,7 @@ pub struct DebateResult {
     pub revised_label_map: BTreeMap<String, String>,
     /// The vote round (`votes`, `tallies`, `validVoteCount`, `invalidVoteCount`, `isTie`,
     /// `tiedLabels`, `revisedLabelToModel`); null when the run stopped before it.
-    pub votes: Option<Value>,
+    pub votes: Option<Round<RevisedLabelToModel>>,
     /// The winner; null when no vote was counted.
     #[serde(serialize_with = "winner_as_stored")]
     pub winner: Option<DebateWinnerResult>,
@@ -252,9 +251,9 @@ pub fn load_result(rows: &[StageRow]) -> Value {
             .collect()
     };
     let ballots = ballots_from_rows(rows, "debate_vote");
-    let votes = of("debate_vote_tally")
-        .next()
-        .map(|_| round(&ballots, "revisedLabelToModel", &revised_map).0);
+    let votes = of("debate_vote_tally").next().map(|_| {
+        Round::new(&ballots, RevisedLabelToModel { revised_label_to_model: revised_map.clone() }).0
+    });
     let winner = of("debate_winner").next().and_then(|r| {
         let w: DebateWinnerResult = parsed(r)?;
         Some(DebateWinnerResult { winner_response: r.content.clone(), ..w })

@@ -1,6 +1,7 @@
 //! Decompose's state machine: the plan (with its re-asks), the waves of tasks and the assembly.
 
 use super::*;
+use crate::modes::payload::RunStart;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -627,19 +628,20 @@ impl Staged for Decompose {
         let mut out = vec![
             Effect::event(
                 "decompose_start",
-                &Start {
-                    conversation_id: &self.ctx.conversation_id,
-                    message_id: &self.ctx.message_id,
-                    mode: "decompose",
-                    config: StartConfig {
-                        planner_model: &c.planner_model,
-                        worker_models: &c.worker_models,
-                        assembler_model: &c.assembler_model,
-                        max_tasks: c.max_tasks,
-                        timeout_ms: c.timeout_ms,
-                        global_timeout_ms: c.global_timeout_ms,
+                &RunStart::new(
+                    &self.ctx,
+                    "decompose",
+                    Start {
+                        config: StartConfig {
+                            planner_model: &c.planner_model,
+                            worker_models: &c.worker_models,
+                            assembler_model: &c.assembler_model,
+                            max_tasks: c.max_tasks,
+                            timeout_ms: c.timeout_ms,
+                            global_timeout_ms: c.global_timeout_ms,
+                        },
                     },
-                },
+                ),
             ),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: c.global_timeout_ms },
             Effect::event(

@@ -20,9 +20,6 @@ pub struct WaveEvent<T> {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Start<'a> {
-    pub conversation_id: &'a str,
-    pub message_id: &'a str,
-    pub mode: &'static str,
     pub config: StartConfig<'a>,
 }
 

@@ -2,7 +2,7 @@
 //! extract, verify and report.
 
 use super::*;
-use crate::modes::payload::Marked;
+use crate::modes::payload::{Marked, RunStart};
 
 /// A claim's consensus over the usable checkers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -667,12 +667,7 @@ impl Staged for FactCheck {
         let mut out = vec![
             Effect::event(
                 "factcheck_start",
-                &FactCheckStart {
-                    conversation_id: self.ctx.conversation_id.clone(),
-                    message_id: self.ctx.message_id.clone(),
-                    mode: "fact_check",
-                    config,
-                },
+                &RunStart::new(&self.ctx, "fact_check", FactCheckStart { config }),
             ),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
         ];

@@ -30,9 +30,6 @@ pub struct StartConfig {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FactCheckStart {
-    pub conversation_id: String,
-    pub message_id: String,
-    pub mode: &'static str,
     pub config: StartConfig,
 }
 

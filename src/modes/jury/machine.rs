@@ -1,7 +1,7 @@
 //! Jury's state machine: the jurors' deliberation, then the foreman's verdict.
 
 use super::*;
-use crate::modes::payload::{Data, Marked};
+use crate::modes::payload::{Data, Marked, RunStart};
 use crate::modes::runner::{Kit, Staged};
 
 // ---- the state machine ----------------------------------------------------------------------
@@ -180,14 +180,7 @@ impl Staged for Jury {
             original_question: self.config.original_question.clone(),
         };
         let mut out = vec![
-            Effect::event(
-                "jury_start",
-                &JuryStart {
-                    conversation_id: &self.ctx.conversation_id,
-                    message_id: &self.ctx.message_id,
-                    mode: "jury",
-                },
-            ),
+            Effect::event("jury_start", &RunStart::new(&self.ctx, "jury", ())),
             Effect::empty("present_start"),
             Effect::Store(StageRow {
                 stage_type: "present".into(),

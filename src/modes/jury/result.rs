@@ -320,15 +320,6 @@ pub struct PresentRow {
     pub original_question: Option<String>,
 }
 
-/// `jury_start`'s data.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct JuryStart<'a> {
-    pub conversation_id: &'a str,
-    pub message_id: &'a str,
-    pub mode: &'static str,
-}
-
 /// Jury's result.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -2,6 +2,7 @@
 //! the consolidation.
 
 use super::*;
+use crate::modes::payload::RunStart;
 use crate::modes::runner::{Kit, Staged};
 
 const REVIEW_ORDER: i32 = 1;
@@ -251,13 +252,14 @@ impl Staged for PeerReview {
         let mut out = vec![
             Effect::event(
                 "review_start",
-                &Start {
-                    conversation_id: &self.ctx.conversation_id,
-                    message_id: &self.ctx.message_id,
-                    mode: "peer_review",
-                    review_type: self.config.review_type.key(),
-                    rubric: &self.config.rubric,
-                },
+                &RunStart::new(
+                    &self.ctx,
+                    "peer_review",
+                    Start {
+                        review_type: self.config.review_type.key(),
+                        rubric: &self.config.rubric,
+                    },
+                ),
             ),
             Effect::Store(StageRow {
                 stage_type: SETUP.into(),

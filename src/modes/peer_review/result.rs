@@ -217,9 +217,6 @@ pub use crate::modes::payload::Data;
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Start<'a> {
-    pub conversation_id: &'a str,
-    pub message_id: &'a str,
-    pub mode: &'static str,
     pub review_type: &'static str,
     pub rubric: &'a Rubric,
 }

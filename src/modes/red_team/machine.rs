@@ -1,7 +1,7 @@
 //! The red-team state machine: generate, then attack and defend round by round, then synthesize.
 
 use super::*;
-use crate::modes::payload::Marked;
+use crate::modes::payload::{Marked, RunStart};
 use crate::modes::runner::{Kit, Staged, GLOBAL_TIMER};
 
 const SYNTHESIS_ORDER: i32 = 99;
@@ -375,12 +375,11 @@ impl Staged for RedTeam {
         let mut out = vec![
             Effect::event(
                 "redteam_start",
-                &RedTeamStart {
-                    conversation_id: self.ctx.conversation_id.clone(),
-                    message_id: self.ctx.message_id.clone(),
-                    mode: "red_team",
-                    total_rounds: self.config.rounds,
-                },
+                &RunStart::new(
+                    &self.ctx,
+                    "red_team",
+                    RedTeamStart { total_rounds: self.config.rounds },
+                ),
             ),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
             Effect::empty("generate_start"),

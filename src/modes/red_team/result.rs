@@ -26,9 +26,6 @@ pub struct RoundData<T> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RedTeamStart {
-    pub conversation_id: String,
-    pub message_id: String,
-    pub mode: &'static str,
     pub total_rounds: u32,
 }
 

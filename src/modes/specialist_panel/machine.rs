@@ -1,7 +1,7 @@
 //! The panel's state machine: every specialist in parallel, then the synthesis.
 
 use super::*;
-use crate::modes::payload::{Data, Marked};
+use crate::modes::payload::{Data, Marked, RunStart};
 use crate::modes::runner::{Kit, Staged};
 
 const PANEL_ORDER: i32 = 0;
@@ -246,12 +246,7 @@ impl Staged for SpecialistPanel {
         let mut out = vec![
             Effect::event(
                 "panel_start",
-                &PanelStart {
-                    conversation_id: &self.ctx.conversation_id,
-                    message_id: &self.ctx.message_id,
-                    mode: "specialist_panel",
-                    roles: &roles,
-                },
+                &RunStart::new(&self.ctx, "specialist_panel", PanelStart { roles: &roles }),
             ),
             Effect::Store(StageRow::computed(
                 PANEL_STAGE,

@@ -96,9 +96,6 @@ pub struct PanelRole {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PanelStart<'a> {
-    pub conversation_id: &'a str,
-    pub message_id: &'a str,
-    pub mode: &'static str,
     pub roles: &'a [PanelRole],
 }
 

@@ -2,6 +2,7 @@
 //! contestants' answers, the matches round by round and the champion.
 
 use super::*;
+use crate::modes::payload::RunStart;
 
 /// One pairing of a round: `seed_b` None is a bye.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -479,15 +480,16 @@ impl Staged for Tournament {
         let mut out = vec![
             Effect::event(
                 "tournament_start",
-                &Start {
-                    conversation_id: &self.ctx.conversation_id,
-                    message_id: &self.ctx.message_id,
-                    mode: "tournament",
-                    config: StartConfig {
-                        contestant_models: &self.config.contestant_models,
-                        judge_model: &self.config.judge_model,
+                &RunStart::new(
+                    &self.ctx,
+                    "tournament",
+                    Start {
+                        config: StartConfig {
+                            contestant_models: &self.config.contestant_models,
+                            judge_model: &self.config.judge_model,
+                        },
                     },
-                },
+                ),
             ),
             Effect::event("collect_start", &serde_json::Map::new()),
         ];

@@ -13,9 +13,6 @@ pub use crate::modes::payload::Data;
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Start<'a> {
-    pub conversation_id: &'a str,
-    pub message_id: &'a str,
-    pub mode: &'static str,
     pub config: StartConfig<'a>,
 }
 

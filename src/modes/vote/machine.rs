@@ -1,7 +1,7 @@
 //! Vote's state machine: the answers, the anonymous vote and the chairman's tiebreak.
 
 use super::*;
-use crate::modes::payload::{Data, Marked};
+use crate::modes::payload::{Data, Marked, RunStart};
 use crate::modes::runner::{Kit, Staged};
 use crate::modes::voting::WinnerRow;
 
@@ -280,14 +280,7 @@ impl Staged for Vote {
 
     fn begin(&mut self) -> Vec<Effect> {
         let mut out = vec![
-            Effect::event(
-                "vote_start",
-                &VoteStart {
-                    conversation_id: &self.ctx.conversation_id,
-                    message_id: &self.ctx.message_id,
-                    mode: "vote",
-                },
-            ),
+            Effect::event("vote_start", &RunStart::new(&self.ctx, "vote", ())),
             Effect::empty("stage1_start"),
         ];
         let messages = with_history(&self.ctx.history, HISTORY_TURNS, &self.ctx.question);

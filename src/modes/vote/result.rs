@@ -5,15 +5,6 @@ use super::*;
 use crate::modes::payload::{parsed, Failures};
 use crate::modes::voting::{winner_as_stored, StoredWinner, WinnerKeys};
 
-/// `vote_start`'s data.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct VoteStart<'a> {
-    pub conversation_id: &'a str,
-    pub message_id: &'a str,
-    pub mode: &'static str,
-}
-
 /// The labels' models in a vote round (`labelToModel`).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
