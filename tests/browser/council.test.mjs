@@ -19,7 +19,9 @@ test("a council runs live, a second person joins from the dashboard, reopens ide
   // The page says the models are simulated once it has read /api/models, which may answer
   // after the socket is live: wait for it rather than look at one instant.
   await page.waitForSelector("#offline", { state: "visible", timeout: 10000 });
-  // The form starts with the server's default panel.
+  // The form is drawn once both /api/modes and /api/models have answered, which may be after
+  // the notice shows: wait for its panel too. It starts with the server's default panel.
+  await page.waitForSelector('[data-field="councilModels"] .chip', { timeout: 10000 });
   assert.deepEqual(await page.$$eval('[data-field="councilModels"] .chip', (c) => c.map((x) => x.firstChild.textContent)), ["sim/alpha", "sim/beta", "sim/gamma"]);
   await page.fill("#f-council-question", "What are the trade-offs between microservices and monoliths?");
   await page.click("button.start");
