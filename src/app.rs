@@ -69,6 +69,7 @@ pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppErro
         lease: config.lease,
         recover: role == Role::Server,
         bus,
+        attachments: config.attachments,
     };
     let engine = Engine::launch(store, config.providers(), settings);
     if role == Role::Server {

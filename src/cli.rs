@@ -418,6 +418,33 @@ fn plural(n: u64) -> &'static str {
 
 /// Runs a deliberation in-process. Returns the process exit code: 0 completed, 1 failed,
 /// 130 cancelled.
+/// Reads and stores the `--attach` files (`-`: standard input), each bounded by the file
+/// limit as it is read; their ids, in order. A refused file is named with the reason.
+async fn attach(
+    engine: &crate::engine::Engine,
+    paths: &[std::path::PathBuf],
+) -> Result<Vec<String>, CliError> {
+    let limit = engine.attachment_limits().file_bytes;
+    let mut files = Vec::with_capacity(paths.len());
+    for path in paths {
+        let bytes = crate::files::read_bytes("--attach", path, limit)?;
+        let name = if path.as_os_str() == "-" {
+            "stdin.txt".to_string()
+        } else {
+            path.file_name()
+                .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+        };
+        files.push(crate::engine::Upload { name, declared: None, bytes: bytes.into() });
+    }
+    match engine.upload(files, &Viewer::local()).await {
+        Ok(stored) => Ok(stored.into_iter().map(|a| a.id).collect()),
+        Err(crate::engine::EngineError::Invalid(e)) => {
+            Err(CliError::Usage(format!("--attach: {}", e.message)))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Where a run is stored, for a person: a SQLite file by its full path (a relative default
 /// lands in the current folder, so a run from another folder has a database of its own and
 /// never shows in a server started elsewhere), any other URL without its password.
@@ -431,8 +458,12 @@ fn database_shown(url: &str) -> String {
 }
 
 pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
-    let body = request_body(&args)?;
+    let mut body = request_body(&args)?;
     let engine = start_engine(&config, Role::Cli).await?;
+    if !args.attach.is_empty() {
+        let ids = attach(&engine, &args.attach).await?;
+        body["attachments"] = json!(ids);
+    }
     let started = match engine.start_run(&body, &Viewer::local()).await {
         Ok(s) => s,
         Err(e) => {
@@ -685,8 +716,8 @@ pub fn bench_command(config: Config, args: crate::bench::BenchArgs) -> i32 {
             Some(_) => {}
             None => {
                 eprintln!(
-                    "conclave: unknown scenario {s:?}: use 1-5 (overhead, concurrent, \
-                     throughput, watchers, modes), clarity or eval"
+                    "conclave: unknown scenario {s:?}: use 1-6 (overhead, concurrent, \
+                     throughput, watchers, modes, attachments), clarity or eval"
                 );
                 return 2;
             }

@@ -84,6 +84,10 @@ pub struct RouteConfig {
     /// server says (llama.cpp's `/props`, Ollama's `/api/show`), else prompts are not fitted.
     #[serde(default)]
     pub context_tokens: Option<i64>,
+    /// This route's models see images: a run's attached images are sent to them (default
+    /// false: a run that attaches an image to one of its models is refused before any call).
+    #[serde(default)]
+    pub vision: bool,
 }
 
 fn yes() -> bool {
@@ -161,6 +165,21 @@ pub struct FileConfig {
     /// (`"council.chairman" = 4000`).
     #[serde(default)]
     pub max_tokens: BTreeMap<String, i64>,
+    /// `[attachments]`: size limits of attached files.
+    #[serde(default)]
+    pub attachments: AttachmentsSection,
+}
+
+/// The `[attachments]` section: every field optional (see [`crate::attachments::Limits`]).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentsSection {
+    /// The largest file, in MB (default 10).
+    pub max_file_mb: Option<f64>,
+    /// All of a run's files together, in MB (default 25).
+    pub max_run_mb: Option<f64>,
+    /// The most pages a PDF may have (default 200).
+    pub max_pdf_pages: Option<u32>,
 }
 
 /// Values given on the command line or in the environment (they win over the file).
@@ -215,6 +234,8 @@ pub struct Config {
     pub redis_prefix: String,
     /// Every call's output cap, by mode and role.
     pub max_tokens: OutputCaps,
+    /// Size limits of attached files.
+    pub attachments: crate::attachments::Limits,
 }
 
 impl Config {
@@ -248,6 +269,7 @@ impl Config {
             redis_url: None,
             redis_prefix: DEFAULT_REDIS_PREFIX.into(),
             max_tokens: OutputCaps::default(),
+            attachments: crate::attachments::Limits::default(),
         }
     }
 
@@ -313,6 +335,7 @@ impl Config {
                 "max_concurrent_calls must be between 1 and 10000".into(),
             ));
         }
+        c.attachments = attachment_limits(&file.attachments)?;
         c.sim_max_concurrent_calls = file.sim.max_concurrent_calls;
         c.sim_structured_output = file.sim.structured_output;
         if let Some(n) = file.sim.context_tokens {
@@ -465,6 +488,7 @@ impl Config {
                     max_tokens: r.max_tokens.and_then(|n| u32::try_from(n).ok()),
                     structured_output: r.structured_output,
                     context_tokens: r.context_tokens.and_then(|n| u32::try_from(n).ok()),
+                    vision: r.vision,
                 }
             })
             .collect();
@@ -472,6 +496,8 @@ impl Config {
             routes.push(Route {
                 max_concurrent_calls: self.sim_max_concurrent_calls,
                 structured_output: self.sim_structured_output,
+                // The sim models take images (and say how many they were shown).
+                vision: true,
                 ..Route::new("sim/", Arc::new(SimProvider::new(self.sim.clone())))
             });
         }
@@ -483,6 +509,42 @@ impl Config {
             .cap_fallback(Some(self.openrouter_max_concurrent_calls))
             .with_caps(self.max_tokens.clone())
     }
+}
+
+/// The `[attachments]` limits, checked: a file from 1 KB to 1 GB, a run at least one file.
+fn attachment_limits(
+    section: &AttachmentsSection,
+) -> Result<crate::attachments::Limits, ConfigError> {
+    let mut limits = crate::attachments::Limits::default();
+    let bytes = |what: &str, mb: f64| {
+        if (0.001..=1024.0).contains(&mb) {
+            Ok((mb * crate::attachments::MB as f64) as u64)
+        } else {
+            Err(ConfigError::Invalid(format!(
+                "[attachments] {what} must be between 0.001 and 1024"
+            )))
+        }
+    };
+    if let Some(mb) = section.max_file_mb {
+        limits.file_bytes = bytes("max_file_mb", mb)?;
+    }
+    if let Some(mb) = section.max_run_mb {
+        limits.run_bytes = bytes("max_run_mb", mb)?;
+    }
+    if limits.run_bytes < limits.file_bytes {
+        return Err(ConfigError::Invalid(
+            "[attachments] max_run_mb must be at least max_file_mb".into(),
+        ));
+    }
+    if let Some(pages) = section.max_pdf_pages {
+        if !(1..=100_000).contains(&pages) {
+            return Err(ConfigError::Invalid(
+                "[attachments] max_pdf_pages must be between 1 and 100000".into(),
+            ));
+        }
+        limits.pdf_pages = pages;
+    }
+    Ok(limits)
 }
 
 /// A context size from the file, checked: 256 to 100 million tokens.

@@ -54,6 +54,22 @@ pub fn read_text(what: &str, path: &Path, max_bytes: u64) -> Result<String, File
     })
 }
 
+/// The bytes of `path` (`-`: standard input), refused once they pass `max_bytes`.
+pub fn read_bytes(what: &str, path: &Path, max_bytes: u64) -> Result<Vec<u8>, FileError> {
+    let mut bytes = Vec::new();
+    let read = if path.as_os_str() == "-" {
+        std::io::stdin().lock().take(max_bytes + 1).read_to_end(&mut bytes)
+    } else {
+        open(what, path)?.take(max_bytes + 1).read_to_end(&mut bytes)
+    };
+    read.map_err(|source| read_error(what, path, source))?;
+    if bytes.len() as u64 > max_bytes {
+        let limit = format!("at most {}", crate::attachments::limit_words(max_bytes));
+        return Err(FileError::TooLarge { what: what.into(), path: path.to_path_buf(), limit });
+    }
+    Ok(bytes)
+}
+
 /// Reads `path` line by line, each line bounded by `max_line` bytes and the whole by
 /// `max_bytes`, giving `each` the line's number (from 1) and text (without its line break);
 /// `each` answers false to stop reading there. Only one line is held at a time.

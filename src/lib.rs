@@ -10,6 +10,7 @@
 //! - [`app`]: wiring: builds the server (or, for the CLI, the engine alone).
 //! - [`cli`]: the terminal client's `run` and `export` commands.
 //! - [`export`]: a run or a conversation as Markdown and JSON, model names hidden on request.
+//! - [`attachments`]: files given to a run: read into text (or an image), checked, put into prompts.
 //! - [`files`]: the files the command line reads, each with a bound.
 //! - [`metrics`]: process-wide counters and their Prometheus text for `GET /metrics`.
 //! - [`secrets`]: the key type that never prints; URL passwords and key echoes redacted.
@@ -20,6 +21,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod app;
+pub mod attachments;
 pub mod bench;
 pub mod cli;
 pub mod config;

@@ -34,6 +34,8 @@ pub struct RunArgs {
     /// `--config-json`.
     pub config_json: Option<String>,
     pub conversation: Option<String>,
+    /// `--attach`: files given to the run, in order (`-`: standard input).
+    pub attach: Vec<PathBuf>,
     pub json: bool,
     /// Print the answer's reasoning trace too.
     pub show_reasoning: bool,
@@ -153,7 +155,7 @@ fn flags(mode: ModeKind) -> Vec<Flag> {
         .find(|r| !r.panel && r.fallback.is_some() && r.field.is_some())
         .and_then(|r| r.field);
     let mut taken: Vec<String> =
-        ["config-json", "conversation", "json", "show-reasoning", "quiet", "help"]
+        ["config-json", "conversation", "attach", "json", "show-reasoning", "quiet", "help"]
             .iter()
             .map(|s| s.to_string())
             .collect();
@@ -301,6 +303,17 @@ fn mode_command(mode: ModeKind) -> Command {
         }
     }
     cmd.arg(
+        Arg::new("attach")
+            .long("attach")
+            .value_name("FILE")
+            .action(ArgAction::Append)
+            .value_parser(clap::value_parser!(PathBuf))
+            .help(
+                "Give the panel a file (text, Markdown, code, CSV, JSON, PDF, PNG, JPEG, WebP); \
+                 repeat for more, `-` reads standard input",
+            ),
+    )
+    .arg(
         Arg::new("json")
             .long("json")
             .action(ArgAction::SetTrue)
@@ -349,6 +362,7 @@ fn read(mode: ModeKind, m: &ArgMatches) -> RunArgs {
         json: m.get_flag("json"),
         show_reasoning: m.get_flag("show-reasoning"),
         quiet: m.get_flag("quiet"),
+        attach: m.get_many::<PathBuf>("attach").map(|p| p.cloned().collect()).unwrap_or_default(),
         ..Default::default()
     };
     for flag in flags(mode) {

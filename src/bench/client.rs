@@ -186,6 +186,33 @@ impl Rest {
         Ok(v)
     }
 
+    /// Uploads one file as `POST /api/attachments` (multipart/form-data); answers the reply.
+    pub async fn upload(&self, name: &str, bytes: Vec<u8>) -> Result<Value, BenchError> {
+        let boundary = "conclave-bench-boundary";
+        let mut body = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\
+             Content-Type: text/plain\r\n\r\n"
+        )
+        .into_bytes();
+        body.extend_from_slice(&bytes);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let resp = self
+            .http
+            .post(format!("{}/api/attachments", self.base))
+            .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| BenchError::Http(format!("upload {name}: {e}")))?;
+        let status = resp.status();
+        let v: Value =
+            resp.json().await.map_err(|e| BenchError::Http(format!("upload {name}: {e}")))?;
+        if !status.is_success() {
+            return Err(BenchError::Http(format!("upload {name}: {status} {v}")));
+        }
+        Ok(v)
+    }
+
     pub async fn post(&self, path: &str, body: &Value) -> Result<Value, BenchError> {
         let resp = self
             .http

@@ -75,15 +75,18 @@ pub enum Scenario {
     Watchers,
     /// 5. Each mode once with realistic latencies.
     Modes,
+    /// 6. A run's start with a 10 MB text file attached, against one without.
+    Attachments,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 5] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::Overhead,
         Scenario::Concurrent,
         Scenario::Throughput,
         Scenario::Watchers,
         Scenario::Modes,
+        Scenario::Attachments,
     ];
 
     pub fn number(self) -> u8 {
@@ -93,6 +96,7 @@ impl Scenario {
             Scenario::Throughput => 3,
             Scenario::Watchers => 4,
             Scenario::Modes => 5,
+            Scenario::Attachments => 6,
         }
     }
 
@@ -103,10 +107,11 @@ impl Scenario {
             Scenario::Throughput => "throughput",
             Scenario::Watchers => "watchers",
             Scenario::Modes => "modes",
+            Scenario::Attachments => "attachments",
         }
     }
 
-    /// `1`..`5` or the scenario's name.
+    /// `1`..`6` or the scenario's name.
     pub fn parse(s: &str) -> Option<Scenario> {
         Scenario::ALL.into_iter().find(|sc| sc.name() == s || sc.number().to_string() == s)
     }
@@ -131,6 +136,8 @@ pub struct Sizes {
     pub watchers: usize,
     /// Scenario 5: the median latency of a frontier model; a fast model's is half of it.
     pub mode_latency_median: Duration,
+    /// Scenario 6: runs started with the file and without it, alternately (each).
+    pub attachment_runs: usize,
     /// Every scenario: the server's sim route asks for machine-read replies as JSON, and the
     /// ideal sends the same schemas (the JSON path measured against its own ideal).
     pub structured: bool,
@@ -147,6 +154,7 @@ impl Sizes {
             throughput_levels: &[16, 32, 64, 128, 256, 512],
             watchers: 10_000,
             mode_latency_median: Duration::from_millis(3000),
+            attachment_runs: 20,
             structured: false,
         }
     }
@@ -162,6 +170,7 @@ impl Sizes {
             throughput_levels: &[8, 32],
             watchers: 500,
             mode_latency_median: Duration::from_millis(300),
+            attachment_runs: 5,
             structured: false,
         }
     }

@@ -20,6 +20,7 @@ use super::ideal;
 use super::report::{fmt_ms, ms, percentile, Draws, Report};
 use super::{BenchError, Scenario, Sizes};
 
+mod attachments;
 mod measure;
 use measure::*;
 
@@ -46,6 +47,7 @@ pub async fn run(scenario: Scenario, sizes: Sizes) -> Result<Report, BenchError>
         Scenario::Throughput => throughput(sizes).await,
         Scenario::Watchers => watchers(sizes).await,
         Scenario::Modes => modes(sizes).await,
+        Scenario::Attachments => attachments::start_with_a_file(sizes).await,
     };
     Ok(result.unwrap_or_else(|e| {
         let mut r = Report::scenario(scenario.number(), scenario.name());

@@ -27,6 +27,7 @@ use super::model_call::{
 use super::resume::{self, Replayed};
 use super::retry::RetryPolicy;
 use super::spend::{Admit, CallSize, SpendGuard, Used};
+use crate::attachments::Given;
 use crate::modes::registry::ModeKind;
 use crate::modes::{
     CallError, CallErrorKind, CallReply, CallSpec, Effect, Mode, StageRow, Structured, Usage,
@@ -82,6 +83,8 @@ pub struct DeliberationSetup {
     /// The models its mode asks for JSON ([`crate::modes::RunContext::structured`]),
     /// journaled with its start so a resumed run asks as it asked before.
     pub structured: Structured,
+    /// The files the run was given: each call's prompt is preceded by them.
+    pub given: Given,
 }
 
 /// A run picked up from its journal (see [`super::resume`]).
@@ -127,6 +130,7 @@ pub struct Deliberation {
     /// Calls the guard told to wait for room, in the order the mode asked for them.
     waiting: VecDeque<CallSpec>,
     structured: Structured,
+    given: Given,
 }
 
 impl Deliberation {
@@ -160,6 +164,7 @@ impl Deliberation {
             guard: setup.guard,
             waiting: VecDeque::new(),
             structured: setup.structured,
+            given: setup.given,
         }
     }
 
@@ -509,8 +514,10 @@ impl Deliberation {
             noted: ctx.address().recipient(),
         };
         let max_tokens = self.providers.max_tokens(&self.mode_name, &spec.role, &spec.model);
-        let call =
-            ModelCall::new(spec.clone(), max_tokens, self.providers.clone(), self.retry, owner);
+        // The run's files go into what is sent, not into what the run keeps of the call.
+        let mut sent = spec.clone();
+        self.given.prepare(&mut sent);
+        let call = ModelCall::new(sent, max_tokens, self.providers.clone(), self.retry, owner);
         let addr = call.start();
         self.in_flight.insert(spec.key.clone(), (addr, spec));
     }

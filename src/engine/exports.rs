@@ -24,7 +24,17 @@ impl Engine {
         let detail = self.result(id, viewer).await?;
         let stages = self.store.get_stages(&detail.run.message_id).await?;
         let events = self.store.events_for_export(id.as_str()).await?;
-        Ok(RunExport::new(super::views::run_view(&detail), stages, events))
+        let mut view = super::views::run_view(&detail);
+        if !detail.attachments.is_empty() {
+            // The export carries what the models read of each file.
+            let files = self.store.run_attachments(id.as_str()).await?;
+            if let Some(list) = view.get_mut("attachments").and_then(|l| l.as_array_mut()) {
+                for (item, file) in list.iter_mut().zip(&files) {
+                    item["text"] = serde_json::Value::String(file.text.to_string());
+                }
+            }
+        }
+        Ok(RunExport::new(view, stages, events))
     }
 
     /// A conversation the caller may see, with every run of it in order.
@@ -122,6 +132,14 @@ impl Engine {
             o.remove("visibility");
             if let Some(review) = o.get_mut("review").and_then(|r| r.as_object_mut()) {
                 review.remove("note");
+            }
+            // A file's upload id is its owner's handle on it, not the reader's.
+            for file in
+                o.get_mut("attachments").and_then(|l| l.as_array_mut()).into_iter().flatten()
+            {
+                if let Some(f) = file.as_object_mut() {
+                    f.remove("id");
+                }
             }
         }
         // Who stopped a cancelled run is a user's name: a share link says only that it stopped.

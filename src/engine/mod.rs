@@ -7,6 +7,7 @@
 //! other instances execute.
 
 pub mod access;
+mod attachments;
 pub mod bus;
 pub mod deliberation;
 pub mod events;
@@ -32,6 +33,7 @@ use actix::prelude::*;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::attachments::Given;
 use crate::ids::{ConversationId, RunId};
 use crate::modes::{self, ChatMessage, Defaults, FieldError, ModeKind, RunContext};
 use crate::providers::Providers;
@@ -39,6 +41,7 @@ use crate::store::{
     self, MessageRecord, NewRun, RunRecord, RunStatus, Store, StoreError, Visibility,
 };
 pub use access::Viewer;
+pub use attachments::Upload;
 use deliberation::{Deliberation, DeliberationSetup, Resumed};
 use events::{EventFrame, Frame, FrameSender};
 pub use exports::{SharedRun, MAX_ACTIVE_SHARES};
@@ -104,9 +107,19 @@ pub struct EngineSettings {
     pub recover: bool,
     /// Exchange with other instances over Redis (None: a single instance, no Redis at all).
     pub bus: Option<bus::BusSettings>,
+    /// Size limits of attached files.
+    pub attachments: crate::attachments::Limits,
 }
 
-/// Cloneable handle to the engine's actors.
+/// What a start brings besides its request: the eval it belongs to and its budget, and the
+/// files it is given.
+#[derive(Default)]
+struct Started {
+    eval_id: Option<String>,
+    guard: Option<Arc<dyn spend::SpendGuard>>,
+    given: Given,
+}
+
 /// How a run's actor is started, besides its mode: where it resumes from, the place its
 /// owner's limits reserved, its spending guard, and the models it asks for JSON.
 struct HowRun {
@@ -114,8 +127,10 @@ struct HowRun {
     place: Option<Arc<limits::Place>>,
     guard: Option<Arc<dyn spend::SpendGuard>>,
     structured: modes::Structured,
+    given: Given,
 }
 
+/// Cloneable handle to the engine's actors.
 #[derive(Clone)]
 pub struct Engine {
     hub: Addr<Hub>,
@@ -201,7 +216,7 @@ impl Engine {
         mode: Box<dyn modes::Mode>,
         how: HowRun,
     ) -> Result<(), EngineError> {
-        let HowRun { resume, place, guard, structured } = how;
+        let HowRun { resume, place, guard, structured, given } = how;
         // Register with the Hub before the actor runs, so a watch sent right after this call
         // returns finds the run.
         let actor_ctx = Context::<Deliberation>::new();
@@ -228,6 +243,7 @@ impl Engine {
             resume,
             guard,
             structured,
+            given,
         }));
         Ok(())
     }
@@ -301,7 +317,31 @@ impl Engine {
         if self.draining.load(Ordering::SeqCst) {
             return Err(EngineError::Unavailable);
         }
+        let given = self.given(body, viewer).await?;
+        let with_material;
+        let body = match attachments::with_material(body, &given) {
+            Some(changed) => {
+                with_material = changed;
+                &with_material
+            }
+            None => body,
+        };
         let req = modes::validate(body, &self.settings.defaults)?;
+        if given.has_images() {
+            if let Some(model) = req.models.iter().find(|m| !self.providers.vision(m)) {
+                let image = given.files().iter().find(|f| f.image.is_some());
+                let name = image.map_or("an image", |f| f.info.name.as_str());
+                return Err(FieldError::new(
+                    &field_naming(body, model),
+                    format!(
+                        "{name} is an image, and {model}'s route does not take images (a route \
+                         needs `vision = true`); leave the image out or choose a model that sees \
+                         images"
+                    ),
+                )
+                .into());
+            }
+        }
         let requested_visibility = match body.get("visibility") {
             None | Some(Value::Null) => None,
             Some(Value::String(v)) if Visibility::parse(v).is_some() => Visibility::parse(v),
@@ -314,7 +354,7 @@ impl Engine {
                 return Err(FieldError::new(&field_naming(body, model), message).into());
             }
         }
-        self.begin(req, requested_visibility, viewer, eval_id, guard).await
+        self.begin(req, requested_visibility, viewer, Started { eval_id, guard, given }).await
     }
 
     /// Starts a validated request whose models route: in its conversation when it names one
@@ -325,10 +365,11 @@ impl Engine {
         req: modes::ValidRequest,
         requested_visibility: Option<Visibility>,
         viewer: &Viewer,
-        eval_id: Option<String>,
-        guard: Option<Arc<dyn spend::SpendGuard>>,
+        started: Started,
     ) -> Result<StartedRun, EngineError> {
+        let Started { eval_id, guard, mut given } = started;
         let owner = viewer.name.clone();
+        let mut earlier_runs: Vec<String> = Vec::new();
         let (conversation_id, new_conversation, history, visibility) = match &req.conversation_id {
             None => (
                 ConversationId::generate().into_string(),
@@ -392,9 +433,19 @@ impl Engine {
                     )
                     .into());
                 }
+                earlier_runs = detail.runs.iter().map(|r| r.id.clone()).collect();
                 (conv.id, false, history_of(&detail.messages), conv.visibility)
             }
         };
+        // A follow-up's models read the files the conversation was given before, as they read
+        // its earlier turns (each once, the earliest first).
+        let mut inherited = Vec::new();
+        for run in &earlier_runs {
+            inherited.extend(self.store.run_attachments(run).await?);
+        }
+        if !inherited.is_empty() {
+            given = given.after(inherited);
+        }
         let run_id = RunId::generate().into_string();
         let message_id = uuid::Uuid::now_v7().to_string();
         let created_at = store::now_ms();
@@ -440,6 +491,7 @@ impl Engine {
                     created_at + self.settings.lease.as_millis() as i64,
                 )),
                 eval_id: eval_id.clone(),
+                attachments: given.files().iter().map(|f| f.info.id.clone()).collect(),
             })
             .await?;
         let summary = RunSummary {
@@ -461,7 +513,7 @@ impl Engine {
             eval_id,
         };
         let place = reserved.as_ref().map(limits::Reserved::place);
-        let how = HowRun { resume: None, place, guard, structured };
+        let how = HowRun { resume: None, place, guard, structured, given };
         self.run_actor(summary, Vec::new(), mode, how).await?;
         crate::metrics::global().run_started(req.mode.as_str());
         Ok(StartedRun {
@@ -708,8 +760,10 @@ impl Engine {
         let outcome = mode
             .filter(|_| run.status == RunStatus::Completed)
             .and_then(|kind| (kind.spec().outcome)(&result));
+        let attachments = self.store.run_attachment_infos(run_id).await?;
         Ok(RunDetail {
             can_control: viewer.can_control(access.owner.as_deref()),
+            attachments,
             visibility: access.visibility,
             run,
             question,
@@ -738,6 +792,8 @@ pub struct RunDetail {
     pub can_control: bool,
     /// The eval that started it, if one did.
     pub eval_id: Option<String>,
+    /// The files it was given, in order (no text, no bytes).
+    pub attachments: Vec<crate::store::AttachmentInfo>,
 }
 
 /// A conversation's completed turns as chat history (a turn whose run produced no answer is

@@ -2,6 +2,7 @@
 //! process died (their stored steps replayed, the calls that were in flight asked again).
 
 use super::*;
+use crate::attachments::Given;
 
 impl Engine {
     /// Renews this process's leases and (as the server) takes over runs whose lease ran out.
@@ -170,7 +171,9 @@ impl Engine {
             outcome: None,
             eval_id: detail.conversation.eval_id.clone(),
         };
-        let how = HowRun { resume, place: None, guard: None, structured };
+        // Its files, as it was given them (they are linked to the run, never copied into it).
+        let given = Given::new(self.store.run_attachments(run_id).await.map_err(err)?);
+        let how = HowRun { resume, place: None, guard: None, structured, given };
         self.run_actor(summary, log, mode, how).await.map_err(|e| e.to_string())
     }
 

@@ -10,6 +10,7 @@
 use serde_json::Value;
 
 use super::{Engine, EngineError, StartedRun, Viewer};
+use crate::attachments::Given;
 use crate::ids::RunId;
 use crate::modes::{self, ModeKind};
 use crate::store::{RunRecord, RunStatus};
@@ -77,7 +78,9 @@ impl Engine {
             }
         }
         let visibility = req.conversation_id.is_none().then_some(access.visibility);
-        self.begin(req, visibility, viewer, None, None).await
+        // The same files, as the run was given them.
+        let given = Given::new(self.store.run_attachments(&run.id).await?);
+        self.begin(req, visibility, viewer, super::Started { given, ..Default::default() }).await
     }
 }
 

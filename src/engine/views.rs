@@ -52,6 +52,8 @@ pub fn run_view(d: &RunDetail) -> Value {
         if let Some(e) = &d.eval_id {
             o.insert("evalId".into(), json!(e));
         }
+        // The files it was given (names, types, sizes); their text is read one at a time.
+        o.insert("attachments".into(), json!(d.attachments));
     }
     v
 }

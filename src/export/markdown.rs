@@ -56,6 +56,16 @@ pub fn run_markdown(run: &RunExport, level: usize) -> String {
     if !models.is_empty() {
         facts.push(format!("**Models:** {}", models.join(" · ")));
     }
+    let files: Vec<String> = v["attachments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["name"].as_str())
+        .map(|name| format!("`{}`", one_line(name).replace('`', "'")))
+        .collect();
+    if !files.is_empty() {
+        facts.push(format!("**Attached files:** {}", files.join(", ")));
+    }
     let u = &v["usage"];
     let cost = match u["cost"].as_f64() {
         Some(c) => format!("${c:.4}"),

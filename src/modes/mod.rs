@@ -61,17 +61,33 @@ pub struct ChatMessage {
     /// `system`, `user` or `assistant`.
     pub role: String,
     pub content: String,
+    /// Images shown with the text (the user's attached images, to a model whose route has
+    /// `vision`): sent as image parts after the text. Never journaled or stored: a resumed run
+    /// adds them again from its attachments.
+    #[serde(skip)]
+    pub images: Vec<Image>,
+}
+
+/// An image in a [`ChatMessage`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    /// `image/png`, `image/jpeg` or `image/webp`.
+    pub media_type: String,
+    pub bytes: Arc<[u8]>,
 }
 
 impl ChatMessage {
+    fn new(role: &str, content: impl Into<String>) -> Self {
+        Self { role: role.into(), content: content.into(), images: Vec::new() }
+    }
     pub fn user(content: impl Into<String>) -> Self {
-        Self { role: "user".into(), content: content.into() }
+        Self::new("user", content)
     }
     pub fn assistant(content: impl Into<String>) -> Self {
-        Self { role: "assistant".into(), content: content.into() }
+        Self::new("assistant", content)
     }
     pub fn system(content: impl Into<String>) -> Self {
-        Self { role: "system".into(), content: content.into() }
+        Self::new("system", content)
     }
 }
 

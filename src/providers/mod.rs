@@ -201,6 +201,8 @@ pub struct Route {
     /// The context of this route's models in tokens, when the configuration states it (else
     /// the server is asked, see [`Provider::context_tokens`]).
     pub context_tokens: Option<u32>,
+    /// Its models see images (a run's attached images are sent to them).
+    pub vision: bool,
 }
 
 impl Route {
@@ -214,6 +216,7 @@ impl Route {
             max_tokens: None,
             structured_output: StructuredOutput::Off,
             context_tokens: None,
+            vision: false,
         }
     }
 }
@@ -241,6 +244,7 @@ struct Served {
     /// Set once the server refused `response_format`: the route sends none until restart.
     structured_refused: Arc<AtomicBool>,
     context_tokens: Option<u32>,
+    vision: bool,
 }
 
 /// Where a call goes: the route's provider and what the route says of the call.
@@ -277,6 +281,7 @@ impl Providers {
                 structured: r.structured_output,
                 structured_refused: Arc::new(AtomicBool::new(false)),
                 context_tokens: r.context_tokens,
+                vision: r.vision,
             })
             .collect();
         Self {
@@ -311,6 +316,12 @@ impl Providers {
             Some(r) => Some(r.prefix.clone()),
             None => self.fallback.as_ref().map(|_| "*".to_string()),
         }
+    }
+
+    /// Whether `model`'s route declares that its models see images (the default provider,
+    /// which routes many models, does not).
+    pub fn vision(&self, model: &str) -> bool {
+        self.routes.iter().find(|r| model.starts_with(r.prefix.as_str())).is_some_and(|r| r.vision)
     }
 
     /// The provider and provider-side model id for `model`, or a message saying why none serves it.

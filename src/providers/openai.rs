@@ -144,7 +144,7 @@ impl OpenAiCompatible {
         let cap = |field| request.max_tokens.filter(|_| self.token_field == field);
         RequestBody {
             model: &request.model,
-            messages: &request.messages,
+            messages: request.messages.iter().map(Wire).collect(),
             stream,
             stream_options: stream.then_some(StreamOptions { include_usage: true }),
             max_tokens: cap(TokenField::MaxTokens),
@@ -395,7 +395,7 @@ fn scrub(text: &str, key: Option<&str>) -> String {
 #[derive(Serialize)]
 struct RequestBody<'a> {
     model: &'a str,
-    messages: &'a [ChatMessage],
+    messages: Vec<Wire<'a>>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
@@ -407,6 +407,32 @@ struct RequestBody<'a> {
     usage: Option<UsageOptions>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<Value>,
+}
+
+/// A message as the server reads it: its text alone, or (with images) a list of parts, the
+/// text first and each image as a `data:` URL.
+struct Wire<'a>(&'a ChatMessage);
+
+impl Serialize for Wire<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine as _;
+        use serde::ser::SerializeMap;
+        let m = self.0;
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("role", &m.role)?;
+        if m.images.is_empty() {
+            map.serialize_entry("content", &m.content)?;
+        } else {
+            let mut parts = vec![serde_json::json!({ "type": "text", "text": m.content })];
+            parts.extend(m.images.iter().map(|i| {
+                let data = base64::engine::general_purpose::STANDARD.encode(&i.bytes);
+                let url = format!("data:{};base64,{data}", i.media_type);
+                serde_json::json!({ "type": "image_url", "image_url": { "url": url } })
+            }));
+            map.serialize_entry("content", &parts)?;
+        }
+        map.end()
+    }
 }
 
 #[derive(Serialize)]

@@ -240,13 +240,41 @@ fn reply(request: &ChatRequest, malformed: bool) -> String {
         .and_then(|first| first(&request.model, &request.messages))
         .unwrap_or_else(|| respond_to(&request.model, &request.messages, malformed, schema));
     let name = request.model.strip_prefix("sim/").unwrap_or(&request.model);
-    let text = if name.starts_with("thinker") {
+    let text = if name.starts_with("reader") {
+        reader_answer(&request.messages)
+    } else if name.starts_with("thinker") {
         let trace = reasoning_trace(&request.model, &request.messages, malformed, &answer);
         with_reasoning(&trace, &answer)
     } else {
         answer
     };
     capped(&text, request.max_tokens).to_string()
+}
+
+/// What a `sim/reader…` model answers, whatever it is asked: the files it was given (by the
+/// `<attachment name=…>` lines before the prompt) with their lengths, and the images it was
+/// shown, so a test sees what reached the model.
+fn reader_answer(messages: &[ChatMessage]) -> String {
+    let Some(last) = messages.iter().rev().find(|m| m.role == "user") else {
+        return "Simulated reader: no question.".into();
+    };
+    let mut files = Vec::new();
+    let mut rest = last.content.as_str();
+    while let Some(at) = rest.find("<attachment name=") {
+        let after = &rest[at..];
+        let head_end = after.find(">\n").unwrap_or(after.len());
+        let body_start = (head_end + 2).min(after.len());
+        let body_end = after.find("\n</attachment>").unwrap_or(after.len()).max(body_start);
+        let chars = after[body_start..body_end].chars().count();
+        files.push(format!("{} ({chars} characters)", &after["<attachment ".len()..head_end]));
+        rest = &after[body_end..];
+    }
+    let images: usize = messages.iter().map(|m| m.images.len()).sum();
+    if files.is_empty() {
+        format!("Simulated reader: no attached files. Images shown: {images}.")
+    } else {
+        format!("Simulated reader: attached {}. Images shown: {images}.", files.join("; "))
+    }
 }
 
 /// A reply of the `<think>\n…\n</think>\n\n…` shape [`with_reasoning`] gives, as a server

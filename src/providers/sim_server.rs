@@ -142,7 +142,7 @@ pub fn build(listener: TcpListener, sim: SimProvider) -> std::io::Result<(Server
     let server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
-            .app_data(web::JsonConfig::default().limit(8 << 20).error_handler(|err, _| {
+            .app_data(web::JsonConfig::default().limit(64 << 20).error_handler(|err, _| {
                 let body = json!({ "error": { "message": format!("invalid request: {err}") } });
                 actix_web::error::InternalError::from_response(
                     err,
@@ -198,6 +198,49 @@ fn chunk(model: &str, delta: Value) -> Bytes {
     Bytes::from(format!("data: {v}\n\n"))
 }
 
+/// Messages as an OpenAI-compatible server reads them: `content` a text, or a list of parts
+/// (`text` parts joined, `image_url` parts with a `data:` URL kept as images).
+fn read_messages(value: Value) -> Option<Vec<ChatMessage>> {
+    let Value::Array(items) = value else { return None };
+    items
+        .into_iter()
+        .map(|item| {
+            let role = item.get("role")?.as_str()?;
+            let mut message = match role {
+                "system" => ChatMessage::system(""),
+                "assistant" => ChatMessage::assistant(""),
+                _ => ChatMessage::user(""),
+            };
+            message.role = role.to_string();
+            match item.get("content")? {
+                Value::String(text) => message.content = text.clone(),
+                Value::Array(parts) => {
+                    for part in parts {
+                        match part.get("type").and_then(Value::as_str) {
+                            Some("text") => message.content.push_str(part.get("text")?.as_str()?),
+                            Some("image_url") => {
+                                let url = part.pointer("/image_url/url")?.as_str()?;
+                                message.images.push(image_of(url)?);
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+                _ => return None,
+            }
+            Some(message)
+        })
+        .collect()
+}
+
+fn image_of(url: &str) -> Option<crate::modes::Image> {
+    use base64::Engine as _;
+    let rest = url.strip_prefix("data:")?;
+    let (media_type, data) = rest.split_once(";base64,")?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(data).ok()?;
+    Some(crate::modes::Image { media_type: media_type.to_string(), bytes: bytes.into() })
+}
+
 async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpResponse {
     state.stats.0.requests.fetch_add(1, Ordering::SeqCst);
     let mut flight = InFlight::begin(&state.stats);
@@ -205,11 +248,9 @@ async fn completions(state: web::Data<State>, body: web::Json<Value>) -> HttpRes
     let Some(model) = body.get("model").and_then(Value::as_str).map(str::to_string) else {
         return bad_request("`model` is required");
     };
-    let messages: Vec<ChatMessage> =
-        match body.get_mut("messages").map(|m| serde_json::from_value(m.take())) {
-            Some(Ok(m)) => m,
-            _ => return bad_request("`messages` must be a list of {role, content}"),
-        };
+    let Some(messages) = body.get_mut("messages").and_then(|m| read_messages(m.take())) else {
+        return bad_request("`messages` must be a list of {role, content}");
+    };
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let max_tokens = ["max_tokens", "max_completion_tokens"]
         .iter()

@@ -248,6 +248,8 @@ pub struct NewRun {
     pub lease: Option<(String, i64)>,
     /// The eval a new conversation is started by (its runs are the eval's), else None.
     pub eval_id: Option<String>,
+    /// The uploads the run is given, in order (their ids).
+    pub attachments: Vec<String>,
 }
 
 /// One input a run's mode received, as journaled for crash recovery.
@@ -500,10 +502,12 @@ store_message!(
     |msg, conn| queries::list_conversations(conn, msg.limit, &msg.filter, msg.visible_to.as_deref())
 );
 
+mod attachments;
 mod evals;
 mod shares;
 mod stats;
 mod users;
+pub use attachments::{AttachmentContent, AttachmentInfo, NewAttachment};
 pub use evals::{EvalRecord, EvalRunRecord, NewEval};
 pub use shares::{NewShare, ShareRecord};
 pub use stats::RunCount;

@@ -349,6 +349,7 @@ pub fn create_run(conn: &mut AnyConnection, run: &NewRun) -> Result<(), StoreErr
             lease_until: run.lease.as_ref().map(|(_, until)| Ms(*until)),
         })
         .execute(conn)?;
+    super::attachments::link_run(conn, &run.run_id, &run.attachments)?;
     Ok(())
 }
 

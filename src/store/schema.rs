@@ -203,3 +203,46 @@ diesel::table! {
 
 diesel::joinable!(eval_runs -> evals (eval_id));
 diesel::allow_tables_to_appear_in_same_query!(evals, eval_runs);
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::store::types::Millis;
+
+    attachment_blobs (sha256) {
+        sha256 -> Text,
+        kind -> Text,
+        media_type -> Text,
+        size -> BigInt,
+        content -> Binary,
+        text -> Text,
+        pages -> Nullable<Integer>,
+        created_at -> Millis,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::store::types::Millis;
+
+    attachments (id) {
+        id -> Text,
+        sha256 -> Text,
+        name -> Text,
+        owner -> Nullable<Text>,
+        created_at -> Millis,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+
+    run_attachments (run_id, position) {
+        run_id -> Text,
+        position -> Integer,
+        attachment_id -> Text,
+    }
+}
+
+diesel::joinable!(attachments -> attachment_blobs (sha256));
+diesel::joinable!(run_attachments -> attachments (attachment_id));
+diesel::allow_tables_to_appear_in_same_query!(attachment_blobs, attachments, run_attachments);

@@ -4,6 +4,7 @@
 //! Handlers translate between HTTP and the [`Engine`]; they hold no mode logic and no SQL.
 
 mod assets;
+mod attachments;
 pub mod auth;
 pub mod client_msg;
 pub mod error;
@@ -111,6 +112,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/deliberations/{id}/rerun", web::post().to(rest::rerun))
             .route("/deliberations/{id}/events", web::get().to(sse::events))
             .route("/deliberations/{id}/export", web::get().to(share::export_run))
+            .route("/deliberations/{id}/attachments/{n}", web::get().to(attachments::file))
+            .route("/deliberations/{id}/attachments/{n}/text", web::get().to(attachments::text))
+            .route("/attachments", web::post().to(attachments::upload))
             .route("/deliberations/{id}/shares", web::post().to(share::create_share))
             .route("/deliberations/{id}/shares", web::get().to(share::list_shares))
             .route("/deliberations/{id}/shares/{share}", web::delete().to(share::revoke_share))
@@ -133,6 +137,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .route("/s/{token}", web::get().to(share::page))
     .route("/s/{token}/json", web::get().to(share::page_json))
     .route("/s/{token}/export", web::get().to(share::page_export))
+    .route("/s/{token}/attachments/{n}", web::get().to(attachments::shared_file))
+    .route("/s/{token}/attachments/{n}/text", web::get().to(attachments::shared_text))
     .route("/", web::get().to(assets::index))
     .route("/favicon.ico", web::get().to(assets::favicon))
     .route("/static/{path:.*}", web::get().to(assets::file))

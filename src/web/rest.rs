@@ -259,9 +259,17 @@ pub async fn models(state: web::Data<AppState>, _caller: Caller) -> HttpResponse
             per_mode.insert(mode.as_str().to_string(), config);
         }
     }
+    let files = state.engine.attachment_limits();
     HttpResponse::Ok().json(json!({
         "offline": defaults.offline,
         "stageTimeoutMs": defaults.stage_timeout_ms,
+        // What a run may be given (`[attachments]`).
+        "attachments": {
+            "maxFileBytes": files.file_bytes,
+            "maxRunBytes": files.run_bytes,
+            "maxPdfPages": files.pdf_pages,
+            "maxFiles": crate::attachments::MAX_PER_RUN,
+        },
         "modes": per_mode,
         "simModels": ["sim/alpha", "sim/beta", "sim/gamma", "sim/delta", "sim/epsilon", "sim/zeta"],
         "simBehaviours": {
@@ -274,6 +282,7 @@ pub async fn models(state: web::Data<AppState>, _caller: Caller) -> HttpResponse
             "sim/empty…": "answers an empty completion (200 with empty content)",
             "sim/slowstart…": "sends nothing for 15 s (or its start_delay_ms) before answering",
             "sim/xss…": "answers normally, with hostile HTML and markdown (script, event handlers, javascript: links) in its prose, for testing sanitisers",
+            "sim/reader…": "answers anything with what reached it: the attached files' names, types and lengths, and how many images it was shown",
             "sim/thinker…": "answers normally after a <think> trace holding a draft that differs from its answer (sent in reasoning_content over HTTP), as a reasoning model does",
             "sim/oracle-P…": "answers a question of a `conclave eval` run in the same process right with probability P (0 to 1), independently per call; otherwise like sim/alpha",
         },

@@ -25,7 +25,7 @@ pub fn new_share_token() -> String {
 }
 
 /// Whether `token` has the shape of a share token (else it is not found without a query).
-fn share_token_shape(token: &str) -> bool {
+pub(super) fn share_token_shape(token: &str) -> bool {
     token.strip_prefix(SHARE_PREFIX).is_some_and(|hex| {
         hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })

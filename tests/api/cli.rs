@@ -515,3 +515,55 @@ fn every_file_the_cli_reads_is_refused_past_its_bound_by_name() {
         assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: the error alone: {stderr}");
     }
 }
+
+#[test]
+fn run_with_attached_files_gives_them_to_the_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    std::fs::write(dir.path().join("plan.md"), "# Plan\n\nShip on Friday.\n").unwrap();
+    let mut child = conclave()
+        .current_dir(dir.path())
+        .args(["run", "solo", "When do we ship?", "--model", "sim/reader", "--json", "--quiet"])
+        .args(["--attach", "plan.md", "--attach", "-"])
+        .env("DATABASE_URL", &db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"notes from standard input").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    let names: Vec<&str> =
+        v["attachments"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["plan.md", "stdin.txt"]);
+    let answer = v["answer"].as_str().unwrap();
+    assert!(answer.contains("name=\"plan.md\" type=\"text/markdown\" (24 characters)"), "{answer}");
+    assert!(answer.contains("name=\"stdin.txt\""), "{answer}");
+
+    // A file that is refused is named, with the reason, and nothing runs.
+    std::fs::write(dir.path().join("archive.zip"), b"PK\x03\x04\x14\x00\x00\x00").unwrap();
+    let out = conclave()
+        .current_dir(dir.path())
+        .args(["run", "solo", "What is in it?", "--attach", "archive.zip"])
+        .env("DATABASE_URL", &db)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("archive.zip: "), "{stderr}");
+    let out = conclave()
+        .current_dir(dir.path())
+        .args(["run", "solo", "Where?", "--attach", "missing.txt"])
+        .env("DATABASE_URL", &db)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("missing.txt"), "{stderr}");
+}

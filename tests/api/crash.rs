@@ -145,6 +145,25 @@ async fn kill_mid_run_and_resume(db: &str) {
         let v: Value = r.json().await.unwrap();
         runs.push((v["runId"].as_str().unwrap().to_string(), body["mode"].clone()));
     }
+    // A run given a file: its calls after the restart are given it too (the last step's
+    // answer, a `sim/reader`'s, says what reached it).
+    let (content_type, upload) = crate::attachments::multipart(&[(
+        "brief.md",
+        "text/markdown",
+        b"# Brief\n\nKeep backups off-site.\n",
+    )]);
+    let r =
+        http.post(format!("{}/api/attachments", first.url)).header("content-type", content_type);
+    let up: Value = r.body(upload).send().await.unwrap().json().await.unwrap();
+    let step = |model: &str, mandate: &str| json!({ "model": model, "mandate": mandate });
+    let with_file = json!({ "mode": "chain", "question": "Write a backup guide from the brief.",
+        "attachments": [up["attachments"][0]["id"]],
+        "modeConfig": { "steps": [step("sim/reader-a", "draft"), step("sim/reader-b", "structure_depth"),
+                                  step("sim/reader-c", "accuracy_completeness"), step("sim/reader-d", "polish_format")] } });
+    let r = http.post(format!("{}/api/deliberations", first.url)).json(&with_file).send().await;
+    let v: Value = r.unwrap().json().await.unwrap();
+    let file_run = v["runId"].as_str().expect("the run with a file started").to_string();
+    runs.push((file_run.clone(), json!("chain")));
     let mut ws = first.ws(&token).await;
     let mut seen: HashMap<String, Seen> = HashMap::new();
     for (run, _) in &runs {
@@ -230,6 +249,14 @@ async fn kill_mid_run_and_resume(db: &str) {
         sorted.sort();
         assert_eq!(sorted, (0..rows.len() as i32).collect::<Vec<_>>(), "{mode}: positions");
         check_whole(mode.as_str().unwrap(), &view["result"]);
+        if *run == file_run {
+            assert_eq!(view["attachments"][0]["name"], "brief.md", "{view}");
+            let answer = view["answer"].as_str().unwrap_or("");
+            assert!(
+                answer.contains("name=\"brief.md\""),
+                "the resumed calls had the file: {answer}"
+            );
+        }
     }
 }
 

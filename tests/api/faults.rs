@@ -2325,6 +2325,7 @@ async fn seed_long_run(app: &TestApp, n: i64) -> String {
         created_at: now,
         lease: None,
         eval_id: None,
+        attachments: Vec::new(),
     };
     store.create_run(run).await.unwrap();
     let filler = "x".repeat(1000);

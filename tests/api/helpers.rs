@@ -73,6 +73,8 @@ pub struct Options {
     pub structured: StructuredOutput,
     /// A context the sim models hold and refuse prompts past (`[sim] context_tokens`).
     pub sim_context_tokens: Option<u32>,
+    /// Size limits of attached files (`[attachments]`).
+    pub attachments: conclave::attachments::Limits,
 }
 
 impl Default for Options {
@@ -97,6 +99,7 @@ impl Default for Options {
             lease: Duration::from_secs(10),
             structured: StructuredOutput::Off,
             sim_context_tokens: None,
+            attachments: Default::default(),
         }
     }
 }
@@ -161,6 +164,7 @@ pub async fn spawn_with(opts: Options) -> TestApp {
     config.max_unauthenticated_per_address = opts.max_unauthenticated_per_address;
     config.clock = opts.clock.clone();
     config.token_flush = Duration::from_millis(20);
+    config.attachments = opts.attachments;
     // Failing sim models answer 503, which is retried: keep the backoff short in tests.
     config.retry.base_delay = Duration::from_millis(20);
     let mut sim_stats = None;
@@ -183,6 +187,7 @@ pub async fn spawn_with(opts: Options) -> TestApp {
             openrouter: None,
             structured_output: opts.structured,
             context_tokens: None,
+            vision: true,
         });
     }
     config.routes.extend(opts.routes.clone());

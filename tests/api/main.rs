@@ -3,6 +3,7 @@
 //! real HTTP, WebSocket and SSE clients. One binary keeps link times down.
 
 mod access;
+mod attachments;
 mod bench;
 mod blueprint;
 mod brainstorm;

@@ -461,6 +461,7 @@ fn new_run(id: &str, created_at: i64, lease: Option<(&str, i64)>) -> NewRun {
         created_at,
         lease: lease.map(|(owner, until)| (owner.to_string(), until)),
         eval_id: None,
+        attachments: Vec::new(),
     }
 }
 

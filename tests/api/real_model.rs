@@ -1523,3 +1523,29 @@ async fn eval_of_the_sample_set_on_the_real_model() {
         serde_json::to_string_pretty(&v).unwrap()
     );
 }
+
+#[actix_web::test]
+async fn an_attached_file_reaches_the_real_model_and_its_reply_is_stored() {
+    let Some(url) = real_model().await else { return };
+    let app = app_for(&url, Asked::Text).await;
+    let notes = "Team offsite notes\n\nThe offsite is in Lisbon on 14 May. Budget: 12,000 EUR.\n";
+    let files = [("offsite.md", "text/markdown", notes.as_bytes())];
+    let (status, up) = crate::attachments::upload_as(&app, &app.http, &files).await;
+    assert_eq!(status, 201, "{up}");
+    let id = up["attachments"][0]["id"].as_str().unwrap().to_string();
+    let request = json!({ "mode": "solo", "question": "Where is the offsite, according to the attached notes?",
+                          "modeConfig": { "model": MODEL }, "attachments": [id] });
+    let (stored, events, stages) = run(&app, request).await;
+    // Whatever a 135M model makes of it, the run ends, its reply is stored, and the file is
+    // listed with the run.
+    assert_eq!(stored["status"], "completed", "{stored}");
+    assert_eq!(stored["attachments"][0]["name"], "offsite.md");
+    assert!(!stages.is_empty(), "the reply is stored");
+    let answer = stored["answer"].as_str().unwrap_or("");
+    assert!(!answer.trim().is_empty(), "{stored}");
+    let prompt_tokens = stored["usage"]["promptTokens"].as_u64().unwrap_or(0);
+    // The notes went with the question: the prompt is longer than the question alone.
+    assert!(prompt_tokens > 40, "{}", stored["usage"]);
+    eprintln!("real model, attached notes: {} event(s); answer: {answer}", events.len());
+    app.stop().await;
+}

@@ -1,0 +1,3 @@
+DROP TABLE run_attachments;
+DROP TABLE attachments;
+DROP TABLE attachment_blobs;

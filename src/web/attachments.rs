@@ -1,0 +1,149 @@
+//! Attachment routes: `POST /api/attachments` (a multipart upload: each file read with its
+//! limits as it streams in, refused whole if one file is refused), and a run's files read
+//! back (`GET /api/deliberations/{id}/attachments/{n}` for the file, `…/text` for the text its
+//! models read), for a signed-in reader and for a share link's reader.
+
+use actix_multipart::Multipart;
+use actix_web::{web, HttpResponse};
+use futures_util::StreamExt;
+use serde_json::json;
+
+use super::auth::hash_token;
+use super::auth::Caller;
+use super::error::{run_id, ApiError};
+use super::share::share_token_shape;
+use super::AppState;
+use crate::attachments::limit_words;
+use crate::engine::Upload;
+use crate::store::AttachmentContent;
+
+/// `POST /api/attachments` (multipart/form-data, one or more file parts): 201 with
+/// `{attachments: [{id, name, kind, mediaType, size, pages?, chars}]}`. A file over the size
+/// limit is refused with 413 as soon as its bytes pass it; any other refusal is 400 naming the
+/// file. Nothing of a refused request is stored.
+pub async fn upload(
+    state: web::Data<AppState>,
+    caller: Caller,
+    mut form: Multipart,
+) -> Result<HttpResponse, ApiError> {
+    let limits = state.engine.attachment_limits();
+    let mut files: Vec<Upload> = Vec::new();
+    let mut total: u64 = 0;
+    while let Some(field) = form.next().await {
+        let mut field = field.map_err(|e| unreadable(&e.to_string()))?;
+        let Some(name) =
+            field.content_disposition().and_then(|d| d.get_filename()).map(str::to_string)
+        else {
+            // A plain form field (not a file): read past it.
+            while let Some(chunk) = field.next().await {
+                chunk.map_err(|e| unreadable(&e.to_string()))?;
+            }
+            continue;
+        };
+        let name = crate::attachments::clean_name(&name);
+        let declared = field.content_type().map(|m| m.essence_str().to_string());
+        let mut bytes = bytes::BytesMut::new();
+        while let Some(chunk) = field.next().await {
+            let chunk = chunk.map_err(|e| unreadable(&e.to_string()))?;
+            total += chunk.len() as u64;
+            if bytes.len() as u64 + chunk.len() as u64 > limits.file_bytes {
+                return Err(ApiError::PayloadTooLarge(format!(
+                    "{name}: is larger than {}, the most a file may be",
+                    limit_words(limits.file_bytes)
+                )));
+            }
+            if total > limits.run_bytes {
+                return Err(ApiError::PayloadTooLarge(format!(
+                    "{name}: the files sent together pass {}, the most a run may be given",
+                    limit_words(limits.run_bytes)
+                )));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        files.push(Upload { name, declared, bytes: bytes.freeze() });
+    }
+    let stored = state.engine.upload(files, &caller.viewer()).await?;
+    Ok(HttpResponse::Created().json(json!({ "attachments": stored })))
+}
+
+fn unreadable(why: &str) -> ApiError {
+    ApiError::BadRequest {
+        field: Some("file".into()),
+        message: format!("file: the upload could not be read as multipart/form-data ({why})"),
+    }
+}
+
+/// `GET /api/deliberations/{id}/attachments/{n}`: file `n` (from 0) of a run the caller may
+/// see, as it was uploaded.
+pub async fn file(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<(String, usize)>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, n) = path.into_inner();
+    let f = state.engine.run_file(&run_id(&id)?, n, &caller.viewer()).await?;
+    Ok(original(f))
+}
+
+/// `GET /api/deliberations/{id}/attachments/{n}/text`: the text its models read of it.
+pub async fn text(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<(String, usize)>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, n) = path.into_inner();
+    let f = state.engine.run_file(&run_id(&id)?, n, &caller.viewer()).await?;
+    Ok(as_text(f))
+}
+
+/// `GET /s/{token}/attachments/{n}`: a shared run's file.
+pub async fn shared_file(
+    state: web::Data<AppState>,
+    path: web::Path<(String, usize)>,
+) -> Result<HttpResponse, ApiError> {
+    let (token, n) = path.into_inner();
+    Ok(original(shared(&state, &token, n).await?))
+}
+
+/// `GET /s/{token}/attachments/{n}/text`: a shared run's file's text.
+pub async fn shared_text(
+    state: web::Data<AppState>,
+    path: web::Path<(String, usize)>,
+) -> Result<HttpResponse, ApiError> {
+    let (token, n) = path.into_inner();
+    Ok(as_text(shared(&state, &token, n).await?))
+}
+
+async fn shared(state: &AppState, token: &str, n: usize) -> Result<AttachmentContent, ApiError> {
+    if !share_token_shape(token) {
+        return Err(ApiError::NotFound("share link not found".into()));
+    }
+    Ok(state.engine.shared_file(&hash_token(token), n).await?)
+}
+
+/// The file as uploaded. An image is shown inline; anything else is a download, so a file
+/// never runs as a page of this site (`nosniff`, and a sandbox for good measure).
+fn original(f: AttachmentContent) -> HttpResponse {
+    let disposition = if f.image.is_some() { "inline" } else { "attachment" };
+    let name: String = f.info.name.chars().filter(|c| *c != '"' && *c != '\\').collect();
+    let media_type = match f.info.kind.as_str() {
+        "text" => format!("{}; charset=utf-8", f.info.media_type),
+        _ => f.info.media_type.clone(),
+    };
+    HttpResponse::Ok()
+        .content_type(media_type)
+        .insert_header(("Content-Disposition", format!("{disposition}; filename=\"{name}\"")))
+        .insert_header(("X-Content-Type-Options", "nosniff"))
+        .insert_header(("Content-Security-Policy", "sandbox"))
+        .insert_header(("Cache-Control", "private, no-store"))
+        .body(f.original.to_vec())
+}
+
+/// The text a model read of the file (empty for an image).
+fn as_text(f: AttachmentContent) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain; charset=utf-8")
+        .insert_header(("X-Content-Type-Options", "nosniff"))
+        .insert_header(("Cache-Control", "private, no-store"))
+        .body(f.text.to_string())
+}
