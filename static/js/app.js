@@ -8,6 +8,7 @@ import { fetchJson } from "./api.js";
 import { buildForm } from "./forms.js";
 import { loadModes, modeInfo, allModes } from "./registry.js";
 import { evalsView, evalView } from "./evals.js";
+import { attachArea, setLimits } from "./attach.js";
 
 const { el, $ } = ui;
 
@@ -57,6 +58,7 @@ function loadModels() {
     })
     .then((m) => {
       models = m;
+      setLimits(m.attachments);
       $("#offline").hidden = !m.offline;
       return m;
     });
@@ -348,11 +350,16 @@ async function conversationView({ id, focusRun, known }) {
     el("span", { class: "muted" }, ui.fmtTime(conv.conversation.createdAt))), thread);
 
   let followUp = null;
+  let askBtn = null;
+  let askNote = null;
+  let files = null;
   function refreshFollowUp() {
     if (!followUp) return;
     const busy = views.some((v) => v.status === "running");
-    followUp.querySelector("button").disabled = busy;
-    followUp.querySelector(".muted").textContent = busy ? "You can ask a follow-up once this run ends." : "";
+    const uploading = files ? files.pending() : 0;
+    askBtn.disabled = busy || uploading > 0 || followUp.dataset.sending === "true";
+    askNote.textContent = busy ? "You can ask a follow-up once this run ends."
+      : uploading ? `Waiting for ${uploading === 1 ? "a file" : `${uploading} files`} to upload…` : "";
   }
 
   async function mountRun(detail) {
@@ -383,14 +390,27 @@ async function conversationView({ id, focusRun, known }) {
   if (info && info.multiTurn && (!last || last.canControl !== false)) {
     const q = el("textarea", { id: "follow-up-question", rows: 2, placeholder: "Ask a follow-up in this conversation…", required: true });
     const err = el("div", { class: "error", role: "alert" });
+    askBtn = el("button", { type: "submit", class: "follow-up-ask" }, "Ask");
+    askNote = el("span", { class: "muted", "aria-live": "polite" });
     followUp = el("form", { class: "form-card follow-up", "aria-label": "Follow-up question" },
-      el("label", { for: "follow-up-question" }, "Follow-up question"), q,
-      el("div", { class: "toolbar" }, el("button", { type: "submit" }, "Ask"), el("span", { class: "muted" }), err));
+      el("label", { for: "follow-up-question" }, "Follow-up question"), q);
+    // Files for the follow-up: a picker on one line, and files dropped anywhere on the form.
+    files = attachArea({ compact: true, dropTarget: followUp, onChange: () => { if (!files.refused().length && err.dataset.files) { err.textContent = ""; delete err.dataset.files; } refreshFollowUp(); } });
+    followUp.append(files.el, el("div", { class: "toolbar" }, askBtn, askNote, err));
     followUp.addEventListener("submit", async (e) => {
       e.preventDefault();
       err.textContent = "";
       const question = q.value.trim();
       if (!question) { err.textContent = "Question is required"; q.focus(); return; }
+      if (files.pending()) return;
+      const refused = files.refused();
+      if (refused.length) {
+        err.textContent = refused.length === 1 ? `${refused[0].name} could not be attached: remove it to ask without it.`
+          : `${refused.length} files could not be attached: remove them to ask without them.`;
+        err.dataset.files = "refused";
+        refused[0].focus();
+        return;
+      }
       // The follow-up keeps the panel of the conversation's last run, taken from its stored
       // configuration (`request.config`) into the start body's own fields: the server refuses
       // unknown ones. The timeout is left to the server's default.
@@ -398,17 +418,30 @@ async function conversationView({ id, focusRun, known }) {
       const modeConfig = {};
       for (const role of info.roles) if (role.field && cfg[role.field] !== undefined) modeConfig[role.field] = cfg[role.field];
       const request = { mode, question, conversationId: id, modeConfig };
-      const btn = followUp.querySelector("button");
-      btn.disabled = true;
+      const attachments = files.ready();
+      if (attachments.length) request.attachments = attachments.map((a) => a.id);
+      followUp.dataset.sending = "true";
+      refreshFollowUp();
       try {
         const reply = await startRun(request);
         q.value = "";
-        const view = await mountRun({ id: reply.runId, mode, question, createdAt: Date.now(), status: "running" });
+        files.clear();
+        delete followUp.dataset.sending;
+        // The server gives a follow-up the conversation's earlier files first (each once),
+        // then its own: the chips follow that order, so chip n opens file n.
+        const seen = new Set();
+        const given = [...views.flatMap((v) => (v.detail && v.detail.attachments) || []), ...attachments]
+          .filter((a) => !seen.has(a.id) && seen.add(a.id));
+        const view = await mountRun({ id: reply.runId, mode, question, createdAt: Date.now(), status: "running", attachments: given });
         refreshFollowUp();
         view.el.scrollIntoView({ block: "start" });
       } catch (ex) {
-        err.textContent = ex.message;
-        btn.disabled = false;
+        // A file the server refused says so on its chip; anything else under the form.
+        const at = ex.field && ex.field.match(/^attachments\[(\d+)\]/);
+        const said = ex.field && ex.message.startsWith(`${ex.field}: `) ? ex.message.slice(ex.field.length + 2) : ex.message;
+        if (!(at && files.showError(Number(at[1]), said))) err.textContent = ex.message;
+        delete followUp.dataset.sending;
+        refreshFollowUp();
       }
     });
     main.append(followUp);

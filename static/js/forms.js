@@ -6,6 +6,7 @@
 // facilitator is not a panelist) are checked before sending; the server's own validation errors
 // come back with the field they name and are shown next to that field.
 import { el } from "./ui.js";
+import { attachArea } from "./attach.js";
 
 const SEC = 1000;
 
@@ -466,8 +467,35 @@ export function buildForm(info, models, submit) {
     (group ? group.box : form).append(field.wrap);
   }
 
-  const sendBtn = el("button", { type: "submit", class: "start" }, "Start deliberation");
-  form.append(el("div", { class: "toolbar" }, sendBtn, formError));
+  // Files for the run: uploaded as they are added; Start waits for them. A mode that reads
+  // material (`content`: Jury's answer, Red Team's plan…) may leave it empty when a file is
+  // attached, as the server then gives it the files.
+  const material = Object.values(fieldEls).find((f) => f.spec.from === "content" && f.spec.kind !== "list");
+  const sendNote = el("span", { class: "muted start-note", id: `f-${mode}-start-note`, "aria-live": "polite" });
+  const files = attachArea({
+    dropTarget: form,
+    note: material ? `With a file attached, ${material.spec.label.replace(/ \(.*\)$/, "").toLowerCase()} may be left empty: the file is read instead.` : "",
+    onChange: () => refreshStart(),
+  });
+  // Beside what the person writes about: after the question (or the material, if it follows).
+  const near = [fieldEls.question, material].filter(Boolean)
+    .sort((a, b) => (a.wrap.compareDocumentPosition(b.wrap) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1)).pop();
+  const anchor = near ? near.wrap.closest(".field-group") || near.wrap : null;
+  if (anchor) anchor.after(files.el); else form.append(files.el);
+
+  const sendBtn = el("button", { type: "submit", class: "start", "aria-describedby": sendNote.id }, "Start deliberation");
+  form.append(el("div", { class: "toolbar" }, sendBtn, sendNote, formError));
+  let sending = false;
+
+  /** Start waits while files upload (disabled, saying why). */
+  function refreshStart() {
+    const n = files.pending();
+    sendBtn.disabled = sending || n > 0;
+    sendNote.textContent = n ? `Waiting for ${n === 1 ? "a file" : `${n} files`} to upload…` : "";
+    if (!files.refused().length && formError.dataset.files) { formError.textContent = ""; delete formError.dataset.files; }
+    // A file now stands for the material: its "is required" no longer holds.
+    if (material && files.ids().length && / is required$/.test(material.errEl.textContent)) unmark(material);
+  }
 
   function clearError(path) {
     const f = fieldEls[path];
@@ -508,8 +536,11 @@ export function buildForm(info, models, submit) {
 
   function validate(values) {
     const errors = [];
+    const attached = files.ids().length > 0;
     for (const f of spec.fields) {
-      errors.push(...checkField(f, values[f.path], f.path, values));
+      // The material may be left empty when a file is attached (the server fills it).
+      const checked = attached && f === material?.spec ? { ...f, required: false } : f;
+      errors.push(...checkField(checked, values[f.path], f.path, values));
       if (f.kind === "list") errors.push(...fieldEls[f.path].list.validate(f.path));
     }
     return errors;
@@ -525,6 +556,17 @@ export function buildForm(info, models, submit) {
     clearAll();
     const values = {};
     for (const [path, get] of Object.entries(getters)) values[path] = get();
+    if (files.pending()) return;
+    // A file that could not be attached is removed first: the run would not read it.
+    const refused = files.refused();
+    if (refused.length) {
+      formError.textContent = refused.length === 1
+        ? `${refused[0].name} could not be attached: remove it to start without it.`
+        : `${refused.length} files could not be attached: remove them to start without them.`;
+      formError.dataset.files = "refused";
+      refused[0].focus();
+      return;
+    }
     const errors = validate(values);
     if (errors.length) {
       const targets = errors.map(([p, m]) => showError(p, m));
@@ -533,15 +575,26 @@ export function buildForm(info, models, submit) {
     }
     const request = { mode };
     for (const [path, v] of Object.entries(values)) if (v !== undefined) setPath(request, path, v);
-    sendBtn.disabled = true;
+    const ids = files.ids();
+    if (ids.length) request.attachments = ids;
+    sending = true;
+    refreshStart();
     try {
       await submit(request);
     } catch (err) {
-      const at = err.field ? showError(err.field, err.message) : null;
-      if (at) at.focus();
-      else if (!err.field) formError.textContent = err.message;
+      // The server's word on a file (`attachments[2]: …`) shows on that file's chip.
+      const fileErr = err.field && err.field.match(/^attachments(?:\[(\d+)\])?/);
+      if (fileErr) {
+        const said = plainMessage(fileErr[0], err.message);
+        if (!files.showError(fileErr[1] === undefined ? null : Number(fileErr[1]), said)) formError.textContent = `Attached files: ${said}`;
+      } else {
+        const at = err.field ? showError(err.field, err.message) : null;
+        if (at) at.focus();
+        else if (!err.field) formError.textContent = err.message;
+      }
     } finally {
-      sendBtn.disabled = false;
+      sending = false;
+      refreshStart();
     }
   });
 

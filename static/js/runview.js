@@ -12,6 +12,7 @@ import { TERMINAL } from "./conn.js";
 import { modeInfo } from "./registry.js";
 import { fetchJson } from "./api.js";
 import { addShareTools } from "./share.js";
+import { fileRow, fetchText } from "./attach.js";
 
 const { el } = ui;
 
@@ -241,10 +242,16 @@ export class RunView {
    * `readOnly`: a shared run's public page: no cancel, run again, share, export or permalink,
    * and `loadDetail()` gives the stored run (the signed-in API is not asked).
    */
-  constructor({ conn, detail, onEnded, onFollowUpDone, readOnly = false, loadDetail = null }) {
+  /**
+   * `files`: where the run's files are read (`{url(n), text(n, file)}`); by default the
+   * signed-in API's `…/attachments/{n}` and `…/attachments/{n}/text`.
+   */
+  constructor({ conn, detail, onEnded, onFollowUpDone, readOnly = false, loadDetail = null, files = null }) {
     this.conn = conn;
     this.detail = detail;
     this.readOnly = readOnly;
+    const fileBase = () => `/api/deliberations/${encodeURIComponent(this.runId)}/attachments`;
+    this.files = files || { url: (n) => `${fileBase()}/${n}`, text: (n) => fetchText(`${fileBase()}/${n}/text`) };
     this.loadDetail = loadDetail || (() => fetchJson(`/api/deliberations/${encodeURIComponent(this.runId)}`));
     this.runId = detail.id;
     this.mode = detail.mode;
@@ -283,8 +290,11 @@ export class RunView {
     const question = d.question || (d.request && d.request.question) || "";
     this.question = question;
     this.questionEl = el("div", { class: "question" }, question || "(no question)");
+    // The files the run was given, under its question: a chip each, opening a preview.
+    this.filesEl = el("div", { class: "run-files-slot", hidden: true });
+    this.renderFiles();
     this.head = el("div", { class: "run-head" },
-      this.questionEl,
+      this.questionEl, this.filesEl,
       el("div", { class: "facts" }, this.statusEl, this.partialEl, this.progressEl, this.elapsedEl, this.callsEl, this.usageEl,
         this.readOnly ? null : el("a", { href: `#/run/${encodeURIComponent(this.runId)}`, class: "muted permalink", title: "This run's address, for your team (they sign in to open it)" }, "Permalink"),
         // A run an eval started says so, and leads back to the eval.
@@ -313,6 +323,17 @@ export class RunView {
       this.head, this.liveBar, this.answerRoot, this.stepsEl, this.modeRoot);
     this.ctx = this.makeCtx();
     this.renderFacts();
+  }
+
+  /** The "Attached files" row, from the run's `attachments` (drawn again only if they change). */
+  renderFiles() {
+    const list = this.detail.attachments || [];
+    const sig = JSON.stringify(list.map((a) => [a.name, a.kind, a.size, a.pages]));
+    if (sig === this.filesSig) return;
+    this.filesSig = sig;
+    const row = fileRow(list, { urlOf: (n) => this.files.url(n), textOf: (n, a) => this.files.text(n, a) });
+    this.filesEl.replaceChildren(...(row ? [row] : []));
+    this.filesEl.hidden = !row;
   }
 
   makeCtx() {
@@ -476,6 +497,7 @@ export class RunView {
         this.el.dataset.status = detail.status;
       }
       if (detail.usage) this.usage = detail.usage;
+      this.renderFiles();
       // The outcome heads the answer card, unless it is only the answer's own first words.
       const lead = (detail.answer || "").replace(/^[\s#>*_`-]+/, "");
       const said = (detail.outcome || "").replace(/…$/, "");

@@ -7,6 +7,7 @@
 import { el, modeBadge, statusBadge } from "./ui.js";
 import { registerModes } from "./registry.js";
 import { RunView } from "./runview.js";
+import { fetchText } from "./attach.js";
 
 const main = document.getElementById("main");
 const token = location.pathname.split("/")[2] || "";
@@ -41,7 +42,13 @@ async function load() {
   const note = el("p", { class: "muted shared-note" }, run.status === "running"
     ? "This run is still going: reload the page to see how far it has got."
     : "A read-only copy of one deliberation, shared by its owner.");
-  const view = new RunView({ conn: replayOnly(doc.events || []), detail: { ...run, canControl: false }, readOnly: true, loadDetail: async () => run });
+  // The run's files: their text is in the document already; an image (and a download) is read
+  // through the link.
+  const files = {
+    url: (n) => `${base}/attachments/${n}`,
+    text: async (n, a) => (typeof a.text === "string" ? a.text : fetchText(`${base}/attachments/${n}/text`)),
+  };
+  const view = new RunView({ conn: replayOnly(doc.events || []), detail: { ...run, canControl: false }, readOnly: true, loadDetail: async () => run, files });
   main.replaceChildren(head, note, view.el);
   await view.mount();
   // A run still going when the page was read stops here: the page does not follow it live.
