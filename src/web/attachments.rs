@@ -30,13 +30,13 @@ pub async fn upload(
     let mut files: Vec<Upload> = Vec::new();
     let mut total: u64 = 0;
     while let Some(field) = form.next().await {
-        let mut field = field.map_err(|e| unreadable(&e.to_string()))?;
+        let mut field = field.map_err(unreadable)?;
         let Some(name) =
             field.content_disposition().and_then(|d| d.get_filename()).map(str::to_string)
         else {
             // A plain form field (not a file): read past it.
             while let Some(chunk) = field.next().await {
-                chunk.map_err(|e| unreadable(&e.to_string()))?;
+                chunk.map_err(unreadable)?;
             }
             continue;
         };
@@ -44,7 +44,7 @@ pub async fn upload(
         let declared = field.content_type().map(|m| m.essence_str().to_string());
         let mut bytes = bytes::BytesMut::new();
         while let Some(chunk) = field.next().await {
-            let chunk = chunk.map_err(|e| unreadable(&e.to_string()))?;
+            let chunk = chunk.map_err(unreadable)?;
             total += chunk.len() as u64;
             if bytes.len() as u64 + chunk.len() as u64 > limits.file_bytes {
                 return Err(ApiError::PayloadTooLarge(format!(
@@ -66,10 +66,23 @@ pub async fn upload(
     Ok(HttpResponse::Created().json(json!({ "attachments": stored })))
 }
 
-fn unreadable(why: &str) -> ApiError {
-    ApiError::BadRequest {
-        field: Some("file".into()),
-        message: format!("file: the upload could not be read as multipart/form-data ({why})"),
+/// A body that is not a multipart upload is 415 (send the files as form data); one that
+/// breaks off or is malformed is 400.
+fn unreadable(e: actix_multipart::MultipartError) -> ApiError {
+    use actix_multipart::MultipartError as E;
+    match e {
+        E::ContentTypeMissing
+        | E::ContentTypeParse
+        | E::ContentTypeIncompatible
+        | E::BoundaryMissing => ApiError::UnsupportedMediaType(
+            "files are uploaded as multipart/form-data, each in a part with a filename \
+                 (curl -F file=@notes.md)"
+                .into(),
+        ),
+        other => ApiError::BadRequest {
+            field: Some("file".into()),
+            message: format!("file: the upload could not be read ({other})"),
+        },
     }
 }
 

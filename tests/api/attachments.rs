@@ -235,6 +235,20 @@ async fn every_refusal_names_the_file_and_stores_nothing() {
     // Of everything refused above, nothing is in the database: only the one accepted file.
     assert_eq!(stored(&app), (1, 1), "uploads and stored files");
 
+    // Not a multipart upload: said so, with how to send one.
+    let r = app
+        .http
+        .post(format!("{}/api/attachments", app.base))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415);
+    let v: Value = r.json().await.unwrap();
+    assert!(v["error"].as_str().unwrap().contains("multipart/form-data"), "{v}");
+    let (status, v) = upload(&app, &[]).await;
+    assert_eq!((status, v["error"].as_str()), (400, Some("file: no file was sent")));
+
     // A start: an unknown id, a malformed list, and files over the run's limit together.
     let small = |n: &str| (n.to_string(), vec![b'x'; 1_600]);
     let mut ids = Vec::new();
