@@ -68,7 +68,14 @@ pub enum Refused {
     Unreadable(String),
     #[error("has no text Conclave can read (a scanned PDF?)")]
     NoText,
+    /// A PDF whose compressed parts unpack past [`MAX_INFLATED_BYTES`], or whose text runs past
+    /// twice the file limit: refused before it can fill the memory or every prompt.
+    #[error("unpacks to more than {} of content; a PDF may unpack to at most that", size_rounded_down(*.limit))]
+    TooMuchContent { limit: u64 },
 }
+
+/// What a PDF's compressed streams may unpack to, together.
+pub const MAX_INFLATED_BYTES: u64 = 256 * 1024 * 1024;
 
 /// What `name`'s `bytes` give a model: sniffed from the bytes, then read as a PDF, taken as an
 /// image, or decoded as text (UTF-8, or UTF-16 with a BOM). `declared` is the type the uploader
@@ -433,6 +440,56 @@ const MAX_FAILED_PAGES_FIRST: u32 = 5;
 
 /// A PDF's text, page by page.
 fn pdf(bytes: &[u8], limits: &Limits) -> Result<Extracted, Refused> {
+    // lopdf and pdf-extract unpack streams without a bound: a small file of zeros compressed
+    // a thousandfold would take the memory first.
+    if inflates_past(bytes, MAX_INFLATED_BYTES) {
+        return Err(Refused::TooMuchContent { limit: MAX_INFLATED_BYTES });
+    }
+    let read = pdf_text(bytes, limits)?;
+    if read.text.len() as u64 > limits.max_file_bytes.saturating_mul(2) {
+        return Err(Refused::TooMuchContent { limit: limits.max_file_bytes.saturating_mul(2) });
+    }
+    Ok(read)
+}
+
+/// Whether the Flate-compressed streams of a PDF unpack to more than `cap` bytes together
+/// (each stream's data between `stream` and `endstream`; what is not Flate data stops at once).
+fn inflates_past(bytes: &[u8], cap: u64) -> bool {
+    use std::io::Read;
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    let mut total: u64 = 0;
+    let mut at = 0;
+    while let Some(i) = find(&bytes[at..], b"stream") {
+        let keyword = at + i;
+        at = keyword + b"stream".len();
+        if keyword >= 3 && &bytes[keyword - 3..keyword] == b"end" {
+            continue;
+        }
+        let mut start = at;
+        if bytes.get(start) == Some(&b'\r') {
+            start += 1;
+        }
+        if bytes.get(start) == Some(&b'\n') {
+            start += 1;
+        }
+        let end = find(&bytes[start..], b"endstream").map_or(bytes.len(), |e| start + e);
+        let mut inflater = flate2::read::ZlibDecoder::new(&bytes[start..end]).take(cap - total + 1);
+        let mut sink = [0u8; 64 * 1024];
+        loop {
+            match inflater.read(&mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n as u64,
+            }
+        }
+        if total > cap {
+            return true;
+        }
+        at = end;
+    }
+    false
+}
+
+fn pdf_text(bytes: &[u8], limits: &Limits) -> Result<Extracted, Refused> {
     let loaded = catch_unwind(|| lopdf::Document::load_mem(bytes));
     let mut doc = match loaded {
         Ok(Ok(doc)) => doc,

@@ -496,3 +496,27 @@ fn a_page_with_an_image_keeps_its_text() {
     let got = extract("logo.pdf", None, &bytes, &LIMITS).unwrap();
     assert_eq!(got.text, "--- page 1 ---\nAbove the logo\nBelow the logo\n");
 }
+
+#[test]
+fn a_pdf_that_unpacks_past_the_bound_is_refused_before_it_is_read() {
+    use std::io::Write;
+    // 300 MB of zeros compressed to a few hundred KB, as one stream of an otherwise small PDF.
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1024 * 1024];
+    for _ in 0..300 {
+        z.write_all(&zeros).unwrap();
+    }
+    let packed = z.finish().unwrap();
+    let mut bomb = b"%PDF-1.7\n1 0 obj << /Length 0 /Filter /FlateDecode >>\nstream\n".to_vec();
+    bomb.extend_from_slice(&packed);
+    bomb.extend_from_slice(b"\nendstream\nendobj\ntrailer << /Root 1 0 R >>\n%%EOF\n");
+    assert!(bomb.len() < 2 * 1024 * 1024, "{}", bomb.len());
+    let got = refused("bomb.pdf", &bomb);
+    assert_eq!(got, Refused::TooMuchContent { limit: MAX_INFLATED_BYTES });
+    assert_eq!(
+        got.to_string(),
+        "unpacks to more than 256 MB of content; a PDF may unpack to at most that"
+    );
+    // An ordinary PDF's streams are far below it.
+    assert!(!inflates_past(&report_pdf(), 1024 * 1024));
+}

@@ -124,7 +124,7 @@ impl Given {
             let i = &f.info;
             block.push_str(&format!("<attachment name={:?} type={:?}>\n", i.name, i.media_type));
             if f.image.is_some() {
-                block.push_str("(an image, shown with this message)");
+                block.push_str("(an image: shown with this message to a model that sees images)");
             } else {
                 block.push_str(&f.text);
             }
@@ -175,10 +175,11 @@ impl Given {
         format!("{what} {} (given above, marked as the user's material).", self.names())
     }
 
-    /// Puts the files before the call's prompt (its last user message), an image with it, and
-    /// names each file's text as quoted material, so a prompt too long for its model's
-    /// context is cut there first, and said to be. A title call is left alone.
-    pub fn prepare(&self, spec: &mut CallSpec) {
+    /// Puts the files before the call's prompt (its last user message), an image with it when
+    /// the model `sees_images`, and names each file's text as quoted material, so a prompt too
+    /// long for its model's context is cut there first, and said to be. A title call is left
+    /// alone.
+    pub fn prepare(&self, spec: &mut CallSpec, sees_images: bool) {
         if self.files.is_empty() || spec.role == "title" {
             return;
         }
@@ -189,7 +190,7 @@ impl Given {
         content.push_str(&self.block);
         content.push_str(&message.content);
         message.content = content;
-        message.images.extend(self.files.iter().filter_map(|f| {
+        message.images.extend(self.files.iter().filter(|_| sees_images).filter_map(|f| {
             f.image
                 .as_ref()
                 .map(|bytes| Image { media_type: f.info.media_type.clone(), bytes: bytes.clone() })
@@ -244,14 +245,17 @@ mod tests {
             file("notes.md", "text", "The budget is 40k.", None),
             file("chart.png", "image", "", Some(b"\x89PNG...")),
         ]);
+        let mut blind = call("council");
+        given.prepare(&mut blind, false);
+        assert!(blind.messages[3].images.is_empty(), "no image to a model that sees none");
         let mut spec = call("council");
-        given.prepare(&mut spec);
+        given.prepare(&mut spec, true);
         let last = &spec.messages[3].content;
         assert!(last.starts_with(BLOCK_LEAD), "{last}");
         assert!(last.contains(
             "<attachment name=\"notes.md\" type=\"text/plain\">\nThe budget is 40k.\n</attachment>"
         ));
-        assert!(last.contains("<attachment name=\"chart.png\" type=\"image/png\">\n(an image"));
+        assert!(last.contains("<attachment name=\"chart.png\" type=\"image/png\">\n(an image:"));
         assert!(last.ends_with(&format!("{BLOCK_END}\n\nRank the responses.")));
         assert_eq!(spec.messages[1].content, "earlier", "only the current prompt carries them");
         assert_eq!(spec.messages[3].images.len(), 1);
@@ -266,10 +270,10 @@ mod tests {
     fn a_title_call_and_a_run_without_files_are_left_alone() {
         let given = Given::new(vec![file("a.txt", "text", "x", None)]);
         let mut title = call("title");
-        given.prepare(&mut title);
+        given.prepare(&mut title, true);
         assert_eq!(title, call("title"));
         let mut plain = call("council");
-        Given::default().prepare(&mut plain);
+        Given::default().prepare(&mut plain, true);
         assert_eq!(plain, call("council"));
     }
 

@@ -161,6 +161,44 @@ impl Engine {
         Ok(Given::new(found))
     }
 
+    /// The first of `models` whose route does not take images, when `given` holds one, with
+    /// what to say of it.
+    pub(super) fn blind_to(&self, given: &Given, models: &[String]) -> Option<(String, String)> {
+        let image = given.files().iter().find(|f| f.image.is_some())?;
+        let model = models.iter().find(|m| !self.providers.vision(m))?;
+        let name = &image.info.name;
+        Some((
+            model.clone(),
+            format!(
+                "{name} is an image, and {model}'s route does not take images (a route needs \
+                 `vision = true`); leave the image out or choose a model that sees images"
+            ),
+        ))
+    }
+
+    /// Refuses a set of files past the run's limits (a follow-up's, with the files its
+    /// conversation was given before).
+    pub(super) fn within_file_limits(&self, given: &Given) -> Result<(), EngineError> {
+        let limit = self.settings.attachments.run_bytes;
+        let files = given.files();
+        let total: i64 = files.iter().map(|f| f.info.size).sum();
+        if files.len() > MAX_PER_RUN || total as u64 > limit {
+            return Err(FieldError::new(
+                FIELD,
+                format!(
+                    "with the files this conversation was given before, this run would be \
+                     given {} files, {}; a run may be given at most {MAX_PER_RUN} files, {}: \
+                     start a new conversation for other files",
+                    files.len(),
+                    attachments::size_words(total as u64),
+                    attachments::limit_words(limit)
+                ),
+            )
+            .into());
+        }
+        Ok(())
+    }
+
     /// The files of a run the caller may see, as a list shows them.
     pub async fn run_files(
         &self,
@@ -194,11 +232,10 @@ impl Engine {
     }
 
     async fn nth_file(&self, run_id: &str, n: usize) -> Result<AttachmentContent, EngineError> {
-        let mut files = self.store.run_files_whole(run_id).await?;
-        if n >= files.len() {
-            return Err(EngineError::NotFound(format!("file {n} of run {run_id}")));
-        }
-        Ok(files.swap_remove(n))
+        self.store
+            .run_file(run_id, n)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("file {n} of run {run_id}")))
     }
 }
 

@@ -516,7 +516,9 @@ impl Deliberation {
         let max_tokens = self.providers.max_tokens(&self.mode_name, &spec.role, &spec.model);
         // The run's files go into what is sent, not into what the run keeps of the call.
         let mut sent = spec.clone();
-        self.given.prepare(&mut sent);
+        // (Images only to a model that sees them: a backup model may not.)
+        let sees_images = self.providers.vision(&sent.model);
+        self.given.prepare(&mut sent, sees_images);
         let call = ModelCall::new(sent, max_tokens, self.providers.clone(), self.retry, owner);
         let addr = call.start();
         self.in_flight.insert(spec.key.clone(), (addr, spec));

@@ -27,7 +27,7 @@ impl Engine {
         let mut view = super::views::run_view(&detail);
         if !detail.attachments.is_empty() {
             // The export carries what the models read of each file.
-            let files = self.store.run_attachments(id.as_str()).await?;
+            let files = self.store.run_attachment_texts(id.as_str()).await?;
             if let Some(list) = view.get_mut("attachments").and_then(|l| l.as_array_mut()) {
                 for (item, file) in list.iter_mut().zip(&files) {
                     item["text"] = serde_json::Value::String(file.text.to_string());

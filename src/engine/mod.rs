@@ -18,6 +18,7 @@ pub mod limits;
 pub mod model_call;
 mod reads;
 mod recovery;
+pub use recovery::UNUSED_UPLOAD_KEPT;
 mod rerun;
 pub mod resume;
 pub mod retry;
@@ -141,6 +142,8 @@ pub struct Engine {
     /// Set at shutdown: no new runs.
     draining: Arc<std::sync::atomic::AtomicBool>,
     starts: Arc<limits::StartLimiter>,
+    /// When unused uploads were last deleted (ms; 0: not yet).
+    last_prune: Arc<std::sync::atomic::AtomicI64>,
     /// This process, as the holder of its runs' leases (and its name on the bus).
     instance: Arc<str>,
     bus: Option<bus::Bus>,
@@ -194,6 +197,7 @@ impl Engine {
             next_watcher: Arc::new(AtomicU64::new(1)),
             draining: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             starts,
+            last_prune: Arc::new(std::sync::atomic::AtomicI64::new(0)),
             instance,
             bus: bus_handle,
         };
@@ -327,20 +331,8 @@ impl Engine {
             None => body,
         };
         let req = modes::validate(body, &self.settings.defaults)?;
-        if given.has_images() {
-            if let Some(model) = req.models.iter().find(|m| !self.providers.vision(m)) {
-                let image = given.files().iter().find(|f| f.image.is_some());
-                let name = image.map_or("an image", |f| f.info.name.as_str());
-                return Err(FieldError::new(
-                    &field_naming(body, model),
-                    format!(
-                        "{name} is an image, and {model}'s route does not take images (a route \
-                         needs `vision = true`); leave the image out or choose a model that sees \
-                         images"
-                    ),
-                )
-                .into());
-            }
+        if let Some((model, message)) = self.blind_to(&given, &req.models) {
+            return Err(FieldError::new(&field_naming(body, &model), message).into());
         }
         let requested_visibility = match body.get("visibility") {
             None | Some(Value::Null) => None,
@@ -369,7 +361,8 @@ impl Engine {
     ) -> Result<StartedRun, EngineError> {
         let Started { eval_id, guard, mut given } = started;
         let owner = viewer.name.clone();
-        let mut earlier_runs: Vec<String> = Vec::new();
+        // The conversation's last answered turn: its files are this follow-up's too.
+        let mut answered: Option<String> = None;
         let (conversation_id, new_conversation, history, visibility) = match &req.conversation_id {
             None => (
                 ConversationId::generate().into_string(),
@@ -433,18 +426,28 @@ impl Engine {
                     )
                     .into());
                 }
-                earlier_runs = detail.runs.iter().map(|r| r.id.clone()).collect();
+                answered = detail
+                    .runs
+                    .iter()
+                    .rev()
+                    .find(|r| r.status == RunStatus::Completed)
+                    .map(|r| r.id.clone());
                 (conv.id, false, history_of(&detail.messages), conv.visibility)
             }
         };
         // A follow-up's models read the files the conversation was given before, as they read
-        // its earlier turns (each once, the earliest first).
-        let mut inherited = Vec::new();
-        for run in &earlier_runs {
-            inherited.extend(self.store.run_attachments(run).await?);
-        }
-        if !inherited.is_empty() {
-            given = given.after(inherited);
+        // its earlier answered turns (each once, the earliest first): a run lists the files it
+        // inherited with its own, so the last answered turn's list holds them all.
+        if let Some(run) = &answered {
+            let inherited = self.store.run_attachments(run).await?;
+            if !inherited.is_empty() {
+                given = given.after(inherited);
+                self.within_file_limits(&given)?;
+                if let Some((_, message)) = self.blind_to(&given, &req.models) {
+                    let message = format!("this conversation's files go to every turn: {message}");
+                    return Err(FieldError::new("attachments", message).into());
+                }
+            }
         }
         let run_id = RunId::generate().into_string();
         let message_id = uuid::Uuid::now_v7().to_string();

@@ -133,6 +133,36 @@ struct Prompt {
     max_tokens: u32,
 }
 
+/// A prompt longer than this is fitted off the actor's thread: fitting scans and copies it
+/// a few dozen times (an attached file may make it megabytes long).
+const LONG_PROMPT_BYTES: usize = 256 * 1024;
+
+/// [`Prompt::fitted`], on a blocking thread when the prompt is long, so the runs sharing this
+/// thread keep streaming meanwhile.
+async fn fit_prompt(
+    spec: &CallSpec,
+    max_tokens: u32,
+    context: u32,
+    scale: f64,
+    after_refusal: bool,
+    noted: &Recipient<CallNoted>,
+) -> Prompt {
+    let tell = |to: &Recipient<CallNoted>, key: &str, note| {
+        to.do_send(CallNoted { key: key.to_string(), note })
+    };
+    let long = spec.messages.iter().map(|m| m.content.len()).sum::<usize>() > LONG_PROMPT_BYTES;
+    if !long {
+        let note = |n| tell(noted, &spec.key, n);
+        return Prompt::fitted(spec, max_tokens, context, scale, after_refusal, &note);
+    }
+    let (owned, to) = (spec.clone(), noted.clone());
+    let fitted = tokio::task::spawn_blocking(move || {
+        let note = |n| tell(&to, &owned.key, n);
+        Prompt::fitted(&owned, max_tokens, context, scale, after_refusal, &note)
+    });
+    fitted.await.unwrap_or_else(|_| Prompt { messages: spec.messages.clone(), max_tokens })
+}
+
 impl Prompt {
     /// Fits the call's prompt into `context`, weighed at `scale` (`after_refusal`: the server
     /// refused it for its length); the cuts, if any, are noted.
@@ -178,7 +208,7 @@ impl Actor for ModelCall {
                     .ok()
                     .flatten();
                 let mut prompt = match context {
-                    Some(c) => Prompt::fitted(&spec, max_tokens, c, 1.0, false, &note),
+                    Some(c) => fit_prompt(&spec, max_tokens, c, 1.0, false, &noted).await,
                     None => Prompt { messages: spec.messages.clone(), max_tokens },
                 };
                 // A server that refuses the prompt for its length is asked once more with the
@@ -257,7 +287,7 @@ impl Actor for ModelCall {
                         let scale =
                             tokens.map_or(1.25, |t| t as f64 / weighed.max(1.0) * 1.05).max(1.0);
                         if let Some(c) = said.or(context) {
-                            prompt = Prompt::fitted(&spec, max_tokens, c, scale, true, &note);
+                            prompt = fit_prompt(&spec, max_tokens, c, scale, true, &noted).await;
                             continue;
                         }
                     }

@@ -4,8 +4,14 @@
 use super::*;
 use crate::attachments::Given;
 
+/// How long an upload no run was given is kept (a person may attach a file and start later).
+pub const UNUSED_UPLOAD_KEPT: Duration = Duration::from_secs(24 * 3600);
+/// How often unused uploads are looked for.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
 impl Engine {
     /// Renews this process's leases and (as the server) takes over runs whose lease ran out.
+    /// Also deletes, once an hour, the uploads no run was given within [`UNUSED_UPLOAD_KEPT`].
     pub(super) async fn heartbeat(&self) {
         let until = store::now_ms() + self.settings.lease.as_millis() as i64;
         let running = self.running_here().await.unwrap_or(1);
@@ -19,11 +25,30 @@ impl Engine {
                 log::error!("could not look for runs to resume: {e}");
             }
         }
+        if self.settings.recover && self.prune_due() {
+            let before = store::now_ms() - UNUSED_UPLOAD_KEPT.as_millis() as i64;
+            match self.store.prune_uploads(before).await {
+                Ok(0) => {}
+                Ok(n) => log::info!("deleted {n} upload(s) no run was given within a day"),
+                Err(e) => log::error!("could not delete unused uploads: {e}"),
+            }
+        }
         if self.bus.is_some() {
             if let Err(e) = self.verify_followed().await {
                 log::error!("could not check the runs followed over the bus: {e}");
             }
         }
+    }
+
+    /// Whether unused uploads are due to be deleted (at the first beat, then hourly).
+    fn prune_due(&self) -> bool {
+        let now = store::now_ms();
+        let last = self.last_prune.load(Ordering::SeqCst);
+        now - last >= PRUNE_EVERY.as_millis() as i64
+            && self
+                .last_prune
+                .compare_exchange(last, now, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
     }
 
     /// Compares what the bus brought of each run followed from here with what the store

@@ -90,18 +90,29 @@ fn insert(conn: &mut AnyConnection, a: &NewAttachment) -> Result<(), StoreError>
         .count()
         .get_result(conn)?;
     if stored == 0 {
-        diesel::insert_into(attachment_blobs::table)
-            .values(BlobInsert {
-                sha256: &a.sha256,
-                kind: &a.kind,
-                media_type: &a.media_type,
-                size: a.content.len() as i64,
-                content: &a.content,
-                text: &a.text,
-                pages: a.pages,
-                created_at: Ms(a.created_at),
-            })
-            .execute(conn)?;
+        let blob = BlobInsert {
+            sha256: &a.sha256,
+            kind: &a.kind,
+            media_type: &a.media_type,
+            size: a.content.len() as i64,
+            content: &a.content,
+            text: &a.text,
+            pages: a.pages,
+            created_at: Ms(a.created_at),
+        };
+        // Another instance may store the same file at the same moment: then it is stored. (In
+        // a savepoint, so PostgreSQL's transaction goes on after the refused insert.)
+        let inserted = conn.transaction::<_, diesel::result::Error, _>(|conn| {
+            diesel::insert_into(attachment_blobs::table).values(blob).execute(conn)
+        });
+        match inserted {
+            Ok(_) => {}
+            Err(diesel::result::Error::DatabaseError(
+                diesel::result::DatabaseErrorKind::UniqueViolation,
+                _,
+            )) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     diesel::insert_into(attachments::table)
         .values(UploadInsert {
@@ -133,6 +144,8 @@ diesel::define_sql_function! {
 pub enum Read {
     /// What a list shows: no text, no bytes.
     List,
+    /// The text alone (an export's).
+    TextAlone,
     /// What a model is given: the text, and an image's bytes.
     Text,
     /// The text and the file as uploaded (a download).
@@ -173,13 +186,13 @@ fn load(
                 })
                 .collect()
         }
-        Read::Text | Read::Whole => {
+        Read::TextAlone | Read::Text | Read::Whole => {
             let rows: Vec<TextRow> = query.select((infos, attachment_blobs::text)).load(conn)?;
             let mut out = Vec::with_capacity(rows.len());
             for (row, text) in rows {
                 let info = info(row);
                 // The bytes only where they are sent (an image) or asked for.
-                let bytes = if read == Read::Whole || info.kind == "image" {
+                let bytes = if read == Read::Whole || (read == Read::Text && info.kind == "image") {
                     let b: Vec<u8> = attachment_blobs::table
                         .find(&info.sha256)
                         .select(attachment_blobs::content)
@@ -250,7 +263,41 @@ store_message!(
     }
 );
 
+store_message!(
+    /// File `n` of a run, whole.
+    GetRunFile { run_id: String, n: usize } -> Option<AttachmentContent>,
+    |msg, conn| {
+        let Some(id) = run_ids(conn, &msg.run_id)?.into_iter().nth(msg.n) else { return Ok(None) };
+        Ok(load(conn, &[id], Read::Whole)?.pop())
+    }
+);
+store_message!(
+    /// Deletes the uploads made before `before` that no run was given, then the stored files
+    /// no upload holds any more; answers how many uploads went.
+    PruneUploads { before: i64 } -> usize,
+    |msg, conn| conn.transaction(|conn| {
+        let given = run_attachments::table.select(run_attachments::attachment_id);
+        let gone = diesel::delete(
+            attachments::table
+                .filter(attachments::created_at.lt(Ms(msg.before)))
+                .filter(attachments::id.ne_all(given)),
+        )
+        .execute(conn)?;
+        if gone > 0 {
+            let held = attachments::table.select(attachments::sha256);
+            diesel::delete(attachment_blobs::table.filter(attachment_blobs::sha256.ne_all(held)))
+                .execute(conn)?;
+        }
+        Ok(gone)
+    })
+);
+
 impl super::Store {
+    /// Deletes the uploads made before `before` (ms) that no run was given, and their files
+    /// when no other upload holds them.
+    pub async fn prune_uploads(&self, before: i64) -> Result<usize, StoreError> {
+        self.write(PruneUploads { before }).await?
+    }
     pub async fn store_attachments(&self, items: Vec<NewAttachment>) -> Result<(), StoreError> {
         self.write(StoreAttachments { items }).await?
     }
@@ -266,12 +313,20 @@ impl super::Store {
     ) -> Result<Vec<AttachmentContent>, StoreError> {
         self.read(GetRunAttachments { run_id: run_id.to_string(), read: Read::Text }).await?
     }
-    /// A run's uploads with the files as uploaded (for a download).
-    pub async fn run_files_whole(
+    /// A run's uploads with their text alone, in order (an export's).
+    pub async fn run_attachment_texts(
         &self,
         run_id: &str,
     ) -> Result<Vec<AttachmentContent>, StoreError> {
-        self.read(GetRunAttachments { run_id: run_id.to_string(), read: Read::Whole }).await?
+        self.read(GetRunAttachments { run_id: run_id.to_string(), read: Read::TextAlone }).await?
+    }
+    /// File `n` (from 0) of a run, with the file as uploaded (a download).
+    pub async fn run_file(
+        &self,
+        run_id: &str,
+        n: usize,
+    ) -> Result<Option<AttachmentContent>, StoreError> {
+        self.read(GetRunFile { run_id: run_id.to_string(), n }).await?
     }
     /// A run's uploads as a list shows them (no text, no bytes), in order.
     pub async fn run_attachment_infos(

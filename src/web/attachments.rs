@@ -34,12 +34,27 @@ pub async fn upload(
         let Some(name) =
             field.content_disposition().and_then(|d| d.get_filename()).map(str::to_string)
         else {
-            // A plain form field (not a file): read past it.
+            // A plain form field (not a file): read past it, within the request's bound.
             while let Some(chunk) = field.next().await {
-                chunk.map_err(unreadable)?;
+                total += chunk.map_err(unreadable)?.len() as u64;
+                if total > limits.run_bytes {
+                    return Err(ApiError::PayloadTooLarge(format!(
+                        "the upload passes {}, the most a run may be given",
+                        limit_words(limits.run_bytes)
+                    )));
+                }
             }
             continue;
         };
+        if files.len() == crate::attachments::MAX_PER_RUN {
+            return Err(ApiError::BadRequest {
+                field: Some("file".into()),
+                message: format!(
+                    "file: at most {} files may be sent at once",
+                    crate::attachments::MAX_PER_RUN
+                ),
+            });
+        }
         let name = crate::attachments::clean_name(&name);
         let declared = field.content_type().map(|m| m.essence_str().to_string());
         let mut bytes = bytes::BytesMut::new();
@@ -137,15 +152,40 @@ async fn shared(state: &AppState, token: &str, n: usize) -> Result<AttachmentCon
 /// The file as uploaded. An image is shown inline; anything else is a download, so a file
 /// never runs as a page of this site (`nosniff`, and a sandbox for good measure).
 fn original(f: AttachmentContent) -> HttpResponse {
-    let disposition = if f.image.is_some() { "inline" } else { "attachment" };
-    let name: String = f.info.name.chars().filter(|c| *c != '"' && *c != '\\').collect();
+    use actix_web::http::header::{
+        Charset, ContentDisposition, DispositionParam, DispositionType, ExtendedValue,
+    };
+    // The name as is (RFC 5987, for `отчёт.pdf`), and in plain ASCII for older clients: a
+    // header holds no other bytes.
+    let plain: String = f
+        .info
+        .name
+        .chars()
+        .map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '_' })
+        .filter(|c| *c != '"' && *c != '\\')
+        .collect();
+    let disposition = ContentDisposition {
+        disposition: if f.image.is_some() {
+            DispositionType::Inline
+        } else {
+            DispositionType::Attachment
+        },
+        parameters: vec![
+            DispositionParam::Filename(plain),
+            DispositionParam::FilenameExt(ExtendedValue {
+                charset: Charset::Ext("UTF-8".into()),
+                language_tag: None,
+                value: f.info.name.as_bytes().to_vec(),
+            }),
+        ],
+    };
     let media_type = match f.info.kind.as_str() {
         "text" => format!("{}; charset=utf-8", f.info.media_type),
         _ => f.info.media_type.clone(),
     };
     HttpResponse::Ok()
         .content_type(media_type)
-        .insert_header(("Content-Disposition", format!("{disposition}; filename=\"{name}\"")))
+        .insert_header(disposition)
         .insert_header(("X-Content-Type-Options", "nosniff"))
         .insert_header(("Content-Security-Policy", "sandbox"))
         .insert_header(("Cache-Control", "private, no-store"))

@@ -98,7 +98,7 @@ let areaCounter = 0;
 export function attachArea({ onChange = () => {}, dropTarget = null, compact = false, note = "" } = {}) {
   const id = `attach-${++areaCounter}`;
   const files = []; // {file, name, size, kind, state: uploading|ready|refused, info, error, li}
-  const input = el("input", { type: "file", multiple: true, id: `${id}-input`, class: "visually-hidden", tabindex: "-1", "aria-hidden": "true" });
+  const input = el("input", { type: "file", multiple: true, id: `${id}-input`, class: "visually-hidden", tabindex: "-1", "aria-hidden": "true", "aria-label": "Attach files" });
   const pick = el("button", { type: "button", class: "secondary small attach-pick", "aria-describedby": `${id}-hint` }, compact ? "Attach files" : "Choose files");
   const list = el("ul", { class: "attach-chips", "aria-label": "Attached files", hidden: true });
   const status = el("div", { class: "visually-hidden", role: "status", "aria-live": "polite" });

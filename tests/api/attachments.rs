@@ -121,6 +121,26 @@ async fn a_file_reaches_every_model_marked_as_material_and_stays_with_the_run() 
     assert_eq!(r.headers()["x-content-type-options"], "nosniff");
     assert_eq!(r.bytes().await.unwrap(), NOTES.as_bytes());
     assert_eq!(app.http.get(format!("{base}/1")).send().await.unwrap().status(), 404);
+    // A name in another script comes back whole, and in ASCII for older clients.
+    let up = upload(&app, &[("отчёт Q3.md", "text/markdown", b"# Q3")]).await.1;
+    let named = up["attachments"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(up["attachments"][0]["name"], "отчёт Q3.md");
+    let q3 =
+        started(&app, json!({ "mode": "solo", "question": "q", "attachments": [named] })).await;
+    app.wait_done(&q3).await;
+    let r = app
+        .http
+        .get(format!("{}/api/deliberations/{q3}/attachments/0", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let disposition = r.headers()["content-disposition"].to_str().unwrap().to_string();
+    assert!(disposition.contains("filename=\"_____ Q3.md\""), "{disposition}");
+    assert!(
+        disposition.contains("filename*=UTF-8''%D0%BE%D1%82%D1%87%D1%91%D1%82%20Q3.md"),
+        "{disposition}"
+    );
 
     // The exports: the JSON carries the text, the Markdown the names.
     let exported = app.get(&format!("/api/deliberations/{run}/export?format=json")).await.1;
@@ -340,6 +360,24 @@ async fn an_image_goes_only_to_a_model_that_sees_images() {
             && answer.contains("name=\"notes.md\""),
         "{answer}"
     );
+    // A follow-up keeps the image: a model that sees none may not be asked in it.
+    let first = started(&app, json!({ "question": "What does the chart show?", "attachments": ids,
+                                       "councilModels": ["sim/a", "sim/b"], "chairmanModel": "sim/a" })).await;
+    let done = app.wait_done(&first).await;
+    let conversation = done["conversationId"].as_str().unwrap();
+    let (status, v) = app
+        .post("/api/deliberations", &json!({ "question": "And now?", "conversationId": conversation,
+                                             "councilModels": ["sim/a", "blind/m"], "chairmanModel": "sim/a" }))
+        .await;
+    assert_eq!((status, v["field"].as_str()), (400, Some("attachments")), "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("this conversation's files go to every turn: chart.png is an image"),
+        "{v}"
+    );
+
     let r = app
         .http
         .get(format!("{}/api/deliberations/{run}/attachments/0", app.base))
@@ -457,10 +495,53 @@ async fn a_follow_up_keeps_the_conversations_files_and_adds_its_own() {
         .map(|a| a["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["plan.md", "risks.csv"], "the earlier file first, each once");
+    // A turn that got no answer passes nothing on: its file is not the conversation's.
+    let stray = id_of(upload(&app, &[("stray.txt", "text/plain", b"never answered")]).await.1);
+    let failed = started(&app, json!({ "question": "Fail?", "conversationId": conversation,
+                                        "councilModels": ["sim/fail-a", "sim/fail-b"], "chairmanModel": "sim/fail-c",
+                                        "attachments": [stray] })).await;
+    assert_ne!(app.wait_done(&failed).await["status"], "completed");
+    let last = started(
+        &app,
+        json!({ "question": "Sum up.", "conversationId": conversation,
+                                      "councilModels": panel, "chairmanModel": "sim/reader-d" }),
+    )
+    .await;
+    let done = app.wait_done(&last).await;
+    let names: Vec<&str> = done["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["plan.md", "risks.csv"]);
     let answer = done["answer"].as_str().unwrap();
     assert!(
         answer.contains("name=\"plan.md\"") && answer.contains("name=\"risks.csv\""),
         "{answer}"
     );
+    app.stop().await;
+}
+
+#[actix_web::test]
+async fn uploads_no_run_was_given_are_deleted_after_a_day_and_the_rest_kept() {
+    let app = spawn_with(Options::default()).await;
+    let id_of = |v: Value| v["attachments"][0]["id"].as_str().unwrap().to_string();
+    let used = id_of(upload(&app, &[("used.txt", "text/plain", b"the same words")]).await.1);
+    upload(&app, &[("unused.txt", "text/plain", b"other words")]).await;
+    // The same file uploaded again and never given to a run: its upload goes, its file stays.
+    upload(&app, &[("twin.txt", "text/plain", b"the same words")]).await;
+    let body = json!({ "mode": "solo", "question": "q", "attachments": [used] });
+    let run = started(&app, body).await;
+    app.wait_done(&run).await;
+    assert_eq!(stored(&app), (3, 2));
+    let store = app.engine.store();
+    let day_ago =
+        conclave::store::now_ms() - conclave::engine::UNUSED_UPLOAD_KEPT.as_millis() as i64;
+    assert_eq!(store.prune_uploads(day_ago).await.unwrap(), 0, "none is a day old yet");
+    assert_eq!(store.prune_uploads(conclave::store::now_ms() + 1).await.unwrap(), 2);
+    assert_eq!(stored(&app), (1, 1));
+    let url = format!("{}/api/deliberations/{run}/attachments/0/text", app.base);
+    assert_eq!(text_of(&app.http, &url).await, (200, "the same words".to_string()));
     app.stop().await;
 }
