@@ -66,7 +66,6 @@ pub struct NewAttachment {
 struct BlobInsert<'a> {
     sha256: &'a str,
     kind: &'a str,
-    media_type: &'a str,
     size: i64,
     content: &'a [u8],
     text: &'a str,
@@ -80,6 +79,7 @@ struct UploadInsert<'a> {
     id: &'a str,
     sha256: &'a str,
     name: &'a str,
+    media_type: &'a str,
     owner: Option<&'a str>,
     created_at: Ms,
 }
@@ -93,7 +93,6 @@ fn insert(conn: &mut AnyConnection, a: &NewAttachment) -> Result<(), StoreError>
         let blob = BlobInsert {
             sha256: &a.sha256,
             kind: &a.kind,
-            media_type: &a.media_type,
             size: a.content.len() as i64,
             content: &a.content,
             text: &a.text,
@@ -119,6 +118,7 @@ fn insert(conn: &mut AnyConnection, a: &NewAttachment) -> Result<(), StoreError>
             id: &a.id,
             sha256: &a.sha256,
             name: &a.name,
+            media_type: &a.media_type,
             owner: a.owner.as_deref(),
             created_at: Ms(a.created_at),
         })
@@ -168,7 +168,7 @@ fn load(
         attachments::owner,
         attachments::sha256,
         attachment_blobs::kind,
-        attachment_blobs::media_type,
+        attachments::media_type,
         attachment_blobs::size,
         attachment_blobs::pages,
         length(attachment_blobs::text),

@@ -211,7 +211,6 @@ diesel::table! {
     attachment_blobs (sha256) {
         sha256 -> Text,
         kind -> Text,
-        media_type -> Text,
         size -> BigInt,
         content -> Binary,
         text -> Text,
@@ -228,6 +227,7 @@ diesel::table! {
         id -> Text,
         sha256 -> Text,
         name -> Text,
+        media_type -> Text,
         owner -> Nullable<Text>,
         created_at -> Millis,
     }

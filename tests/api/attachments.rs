@@ -545,3 +545,22 @@ async fn uploads_no_run_was_given_are_deleted_after_a_day_and_the_rest_kept() {
     assert_eq!(text_of(&app.http, &url).await, (200, "the same words".to_string()));
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn the_same_bytes_under_two_names_keep_each_its_own_type() {
+    let app = spawn_with(Options::default()).await;
+    let md = upload(&app, &[("notes.md", "text/markdown", b"# Same words")]).await.1;
+    let txt = upload(&app, &[("notes.txt", "text/plain", b"# Same words")]).await.1;
+    assert_eq!(stored(&app), (2, 1), "two uploads, one stored file");
+    let ids: Vec<Value> = [md, txt].iter().map(|v| v["attachments"][0]["id"].clone()).collect();
+    let run = started(&app, json!({ "mode": "solo", "question": "q", "attachments": ids })).await;
+    let done = app.wait_done(&run).await;
+    let types: Vec<&str> = done["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["mediaType"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["text/markdown", "text/plain"]);
+    app.stop().await;
+}
