@@ -23,7 +23,8 @@ function accepted() {
 /** A size for a person, as the server writes it (1 KB = 1024 bytes): `812 bytes`, `4.2 KB`, `12.3 MB`. */
 export function sizeWords(bytes) {
   const n = Number(bytes) || 0;
-  const tenths = (x) => { const t = Math.round(x * 10) / 10; return Number.isInteger(t) ? String(t) : t.toFixed(1); };
+  // Rounded up to a tenth, as the server says sizes: a file just past a limit never reads as it.
+  const tenths = (x) => { const t = Math.ceil(x * 10 - 1e-9) / 10; return Number.isInteger(t) ? String(t) : t.toFixed(1); };
   if (n < 1024) return `${n} ${n === 1 ? "byte" : "bytes"}`;
   if (n < 1024 * 1024) return `${tenths(n / 1024)} KB`;
   return `${tenths(n / (1024 * 1024))} MB`;

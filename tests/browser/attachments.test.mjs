@@ -181,6 +181,8 @@ test("a file dropped on the drop zone is attached; Start waits while it uploads;
   await page.setInputFiles("form[data-mode=solo] .attach-area input[type=file]", [{ name: "big.txt", mimeType: "text/plain", buffer: Buffer.alloc(10_500_000, "a") }]);
   await page.waitForSelector(chip("big.txt", "refused"), { timeout: 20000 });
   assert.match(await page.textContent(`${chip("big.txt")} .attach-error`), /^big\.txt is larger than 10 MB/);
+  // Its size reads as past the limit, never as the limit itself.
+  assert.equal(await page.textContent(`${chip("big.txt")} .attach-facts`), "10.1 MB");
   assert.equal(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), 0, "nothing scrolls sideways");
   await page.$eval("form .attach-area", (n) => n.scrollIntoView());
   await screenshot(page, "attach-form-phone");
