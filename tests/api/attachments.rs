@@ -64,6 +64,18 @@ fn stored(app: &TestApp) -> (i64, i64) {
     (count("attachments"), count("attachment_blobs"))
 }
 
+/// Uploads one file; answers its id.
+async fn upload_one(app: &TestApp, name: &str, media_type: &str, bytes: &[u8]) -> String {
+    let (status, v) = upload(app, &[(name, media_type, bytes)]).await;
+    assert_eq!(status, 201, "{v}");
+    v["attachments"][0]["id"].as_str().unwrap().to_string()
+}
+
+/// The names of a run's files, in order.
+fn names_of(run: &Value) -> Vec<&str> {
+    run["attachments"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect()
+}
+
 /// Starts `body` over REST and answers its run id.
 async fn started(app: &TestApp, body: Value) -> String {
     app.start(body).await["runId"].as_str().unwrap().to_string()
@@ -463,12 +475,8 @@ async fn a_pdf_goes_in_as_its_text_by_page_and_a_locked_or_long_one_is_refused()
 #[actix_web::test]
 async fn a_follow_up_keeps_the_conversations_files_and_adds_its_own() {
     let app = spawn_with(Options::default()).await;
-    let id_of = |v: Value| v["attachments"][0]["id"].as_str().unwrap().to_string();
-    let plan = id_of(
-        upload(&app, &[("plan.md", "text/markdown", b"# Plan\n\nShip on Friday.\n")]).await.1,
-    );
-    let risks =
-        id_of(upload(&app, &[("risks.csv", "text/csv", b"risk,owner\nlate,ana\n")]).await.1);
+    let plan = upload_one(&app, "plan.md", "text/markdown", b"# Plan\n\nShip on Friday.\n").await;
+    let risks = upload_one(&app, "risks.csv", "text/csv", b"risk,owner\nlate,ana\n").await;
     let panel = json!(["sim/reader-a", "sim/reader-b", "sim/reader-c"]);
     let first = started(
         &app,
@@ -488,15 +496,10 @@ async fn a_follow_up_keeps_the_conversations_files_and_adds_its_own() {
     .await;
     let done = app.wait_done(&next).await;
     assert_eq!(done["status"], "completed", "{done}");
-    let names: Vec<&str> = done["attachments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["name"].as_str().unwrap())
-        .collect();
+    let names = names_of(&done);
     assert_eq!(names, ["plan.md", "risks.csv"], "the earlier file first, each once");
     // A turn that got no answer passes nothing on: its file is not the conversation's.
-    let stray = id_of(upload(&app, &[("stray.txt", "text/plain", b"never answered")]).await.1);
+    let stray = upload_one(&app, "stray.txt", "text/plain", b"never answered").await;
     let failed = started(&app, json!({ "question": "Fail?", "conversationId": conversation,
                                         "councilModels": ["sim/fail-a", "sim/fail-b"], "chairmanModel": "sim/fail-c",
                                         "attachments": [stray] })).await;
@@ -508,12 +511,7 @@ async fn a_follow_up_keeps_the_conversations_files_and_adds_its_own() {
     )
     .await;
     let done = app.wait_done(&last).await;
-    let names: Vec<&str> = done["attachments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["name"].as_str().unwrap())
-        .collect();
+    let names = names_of(&done);
     assert_eq!(names, ["plan.md", "risks.csv"]);
     let answer = done["answer"].as_str().unwrap();
     assert!(
@@ -526,8 +524,7 @@ async fn a_follow_up_keeps_the_conversations_files_and_adds_its_own() {
 #[actix_web::test]
 async fn uploads_no_run_was_given_are_deleted_after_a_day_and_the_rest_kept() {
     let app = spawn_with(Options::default()).await;
-    let id_of = |v: Value| v["attachments"][0]["id"].as_str().unwrap().to_string();
-    let used = id_of(upload(&app, &[("used.txt", "text/plain", b"the same words")]).await.1);
+    let used = upload_one(&app, "used.txt", "text/plain", b"the same words").await;
     upload(&app, &[("unused.txt", "text/plain", b"other words")]).await;
     // The same file uploaded again and never given to a run: its upload goes, its file stays.
     upload(&app, &[("twin.txt", "text/plain", b"the same words")]).await;
