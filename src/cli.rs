@@ -419,11 +419,11 @@ fn plural(n: u64) -> &'static str {
 /// Runs a deliberation in-process. Returns the process exit code: 0 completed, 1 failed,
 /// 130 cancelled.
 /// Reads and stores the `--attach` files (`-`: standard input), each bounded by the file
-/// limit as it is read; their ids, in order. A refused file is named with the reason.
+/// limit as it is read; what was stored, in order. A refused file is named with the reason.
 async fn attach(
     engine: &crate::engine::Engine,
     paths: &[std::path::PathBuf],
-) -> Result<Vec<String>, CliError> {
+) -> Result<Vec<crate::store::AttachmentInfo>, CliError> {
     let limit = engine.attachment_limits().file_bytes;
     let mut files = Vec::with_capacity(paths.len());
     for path in paths {
@@ -437,7 +437,7 @@ async fn attach(
         files.push(crate::engine::Upload { name, declared: None, bytes: bytes.into() });
     }
     match engine.upload(files, &Viewer::local()).await {
-        Ok(stored) => Ok(stored.into_iter().map(|a| a.id).collect()),
+        Ok(stored) => Ok(stored),
         Err(crate::engine::EngineError::Invalid(e)) => {
             Err(CliError::Usage(format!("--attach: {}", e.message)))
         }
@@ -461,8 +461,22 @@ pub async fn run(config: Config, args: RunArgs) -> Result<i32, CliError> {
     let mut body = request_body(&args)?;
     let engine = start_engine(&config, Role::Cli).await?;
     if !args.attach.is_empty() {
-        let ids = attach(&engine, &args.attach).await?;
-        body["attachments"] = json!(ids);
+        let stored = attach(&engine, &args.attach).await?;
+        if !args.quiet {
+            // What the models will read, before the run's own progress.
+            let files: Vec<String> = stored
+                .iter()
+                .map(|a| {
+                    let size = crate::attachments::size_words(a.size as u64);
+                    match a.pages {
+                        Some(p) => format!("{} (PDF, {p} pages, {size})", a.name),
+                        None => format!("{} ({}, {size})", a.name, a.kind),
+                    }
+                })
+                .collect();
+            eprintln!("attached: {}", files.join(", "));
+        }
+        body["attachments"] = json!(stored.iter().map(|a| &a.id).collect::<Vec<_>>());
     }
     let started = match engine.start_run(&body, &Viewer::local()).await {
         Ok(s) => s,

@@ -523,7 +523,7 @@ fn run_with_attached_files_gives_them_to_the_models() {
     std::fs::write(dir.path().join("plan.md"), "# Plan\n\nShip on Friday.\n").unwrap();
     let mut child = conclave()
         .current_dir(dir.path())
-        .args(["run", "solo", "When do we ship?", "--model", "sim/reader", "--json", "--quiet"])
+        .args(["run", "solo", "When do we ship?", "--model", "sim/reader", "--json"])
         .args(["--attach", "plan.md", "--attach", "-"])
         .env("DATABASE_URL", &db)
         .stdin(Stdio::piped())
@@ -539,6 +539,11 @@ fn run_with_attached_files_gives_them_to_the_models() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stderr: {stderr}");
+    // The files are named before the run's progress, with what they were read as.
+    assert!(
+        stderr.starts_with("attached: plan.md (text, 24 bytes), stdin.txt (text, 25 bytes)\n"),
+        "{stderr}"
+    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
     let names: Vec<&str> =
         v["attachments"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
