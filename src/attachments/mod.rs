@@ -198,7 +198,7 @@ impl Given {
         spec.material.extend(self.files.iter().filter(|f| f.image.is_none()).map(|f| {
             crate::modes::Material {
                 name: format!("the attached file {}", f.info.name),
-                text: f.text.to_string(),
+                text: f.text.clone(),
             }
         }));
     }
@@ -262,7 +262,7 @@ mod tests {
         assert_eq!(spec.messages[3].images[0].media_type, "image/png");
         assert_eq!(spec.material.len(), 1, "the image is not text to cut");
         assert_eq!(spec.material[0].name, "the attached file notes.md");
-        assert!(last.contains(&spec.material[0].text));
+        assert!(last.contains(&*spec.material[0].text));
         assert_eq!(given.as_material(), "The attached files notes.md and chart.png (given above, marked as the user's material).");
     }
 

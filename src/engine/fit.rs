@@ -92,8 +92,8 @@ fn cut_to(
         let left_out = m.text[kept.len()..].chars().count();
         let cut_text = format!("{kept}{}", marker(left_out));
         for msg in out.iter_mut() {
-            if msg.content.contains(&m.text) {
-                msg.content = msg.content.replace(&m.text, &cut_text);
+            if msg.content.contains(&*m.text) {
+                msg.content = msg.content.replace(&*m.text, &cut_text);
             }
         }
         cuts.push(Cut {
@@ -125,7 +125,7 @@ pub fn fit(
     for m in material {
         if m.text.len() > MIN_KEPT
             && !present.iter().any(|p| p.text == m.text)
-            && messages.iter().any(|msg| msg.content.contains(&m.text))
+            && messages.iter().any(|msg| msg.content.contains(&*m.text))
         {
             present.push(m);
         }

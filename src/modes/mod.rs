@@ -122,8 +122,9 @@ pub struct CallSpec {
 pub struct Material {
     /// What it is, in words for a person (`Response A`, `the jurors' assessments`).
     pub name: String,
-    /// The text exactly as it stands in the messages.
-    pub text: String,
+    /// The text exactly as it stands in the messages (shared: an attached file's text may be
+    /// megabytes, quoted by every call of a run).
+    pub text: Arc<str>,
 }
 
 impl CallSpec {
@@ -160,7 +161,7 @@ impl CallSpec {
             material
                 .into_iter()
                 .filter(|(_, text)| !text.trim().is_empty())
-                .map(|(name, text)| Material { name, text }),
+                .map(|(name, text)| Material { name, text: text.into() }),
         );
         self
     }

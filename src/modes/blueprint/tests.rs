@@ -859,7 +859,7 @@ fn an_architect_that_takes_json_is_asked_for_it_and_read_from_it() {
     // The material is named, for fitting a small context.
     let names: Vec<&str> = outline.material.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["the source material"]);
-    assert!(p.contains(&outline.material[0].text));
+    assert!(p.contains(&*outline.material[0].text));
 
     let all = drive(&mut m, |c| match c.key.as_str() {
         "outline" => Some(json_outline(four_sections()).to_string()),
@@ -880,14 +880,14 @@ fn an_architect_that_takes_json_is_asked_for_it_and_read_from_it() {
         assert!(c.schema.is_none());
         assert!(c.messages[0].content.starts_with(SECTION_HEAD));
         assert_eq!(c.material.len(), 1);
-        assert!(c.messages[0].content.contains(&c.material[0].text));
+        assert!(c.messages[0].content.contains(&*c.material[0].text));
     }
     let asm = calls.iter().find(|c| c.key == "assembly").unwrap();
     assert!(asm.schema.is_none());
     let names: Vec<&str> = asm.material.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names[..2], ["Section 1: Context and Goals", "Section 2: Sync Engine"]);
     assert_eq!(names.last(), Some(&"the source material"));
-    assert!(asm.material.iter().all(|m| asm.messages[0].content.contains(&m.text)));
+    assert!(asm.material.iter().all(|m| asm.messages[0].content.contains(&*m.text)));
     assert!(finished(&all).is_some());
     assert_reloads(&all);
 

@@ -1199,7 +1199,7 @@ fn every_machine_read_call_carries_its_schema_and_the_prompt_its_route_takes() {
     // The quoted material is named, as it stands in the prompt, for fitting a small context.
     for c in cs.iter().filter(|c| c.role != "ideator" && c.key != "title") {
         assert_eq!(c.material.len(), 1, "{}", c.role);
-        assert!(c.messages[0].content.contains(&c.material[0].text), "{}", c.role);
+        assert!(c.messages[0].content.contains(&*c.material[0].text), "{}", c.role);
     }
     let curator = cs.iter().find(|c| c.role == "curator").unwrap();
     assert_eq!(curator.material[0].name, "the ideas");

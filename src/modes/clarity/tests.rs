@@ -907,7 +907,7 @@ fn roles_that_take_json_are_asked_for_their_schemas_and_the_others_for_text() {
     assert!(disc
         .iter()
         .chain(&evals)
-        .all(|c| c.material.iter().all(|m| c.messages[1].content.contains(&m.text))));
+        .all(|c| c.material.iter().all(|m| c.messages[1].content.contains(&*m.text))));
 }
 
 #[test]

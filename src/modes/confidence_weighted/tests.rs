@@ -607,7 +607,7 @@ fn answers_are_read_from_json_when_it_fits_else_from_text_and_say_which() {
     assert!(p.contains("---\nAbout five hours.\n\n"), "{p}");
     assert!(!p.contains("\"response\"") && p.contains("Response: Six hours."), "{p}");
     assert_eq!(synth.material.len(), 3);
-    assert!(synth.material.iter().all(|m| p.contains(&m.text)));
+    assert!(synth.material.iter().all(|m| p.contains(&*m.text)));
     // Stored rows say it too, and the result rebuilt from them matches what went out.
     let stored = rows(&all);
     let a0 = stored.iter().find(|r| r.stage_type == "answer_0").unwrap();

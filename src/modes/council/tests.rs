@@ -611,7 +611,7 @@ fn members_that_take_json_are_asked_for_the_ranking_schema_and_the_others_for_te
     assert!(text_prompt.contains("FINAL RANKING:") && !text_prompt.contains("JSON"));
     // The quoted answers are named, for fitting into a small context.
     assert_eq!(s2[0].material.len(), 3);
-    assert!(s2[0].material.iter().all(|m| json_prompt.contains(&m.text)));
+    assert!(s2[0].material.iter().all(|m| json_prompt.contains(&*m.text)));
 }
 
 #[test]

@@ -618,7 +618,7 @@ fn debaters_that_take_json_are_asked_for_the_revision_schema_and_the_others_for_
     assert!(names[1..].iter().all(|n| n.starts_with("Response ")), "{names:?}");
     assert!(revs
         .iter()
-        .all(|c| c.material.iter().all(|m| c.messages[0].content.contains(&m.text))));
+        .all(|c| c.material.iter().all(|m| c.messages[0].content.contains(&*m.text))));
 }
 
 #[test]

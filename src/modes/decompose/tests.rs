@@ -1255,14 +1255,14 @@ fn a_planner_that_takes_json_is_asked_for_it_and_read_from_it() {
     assert!(pricing.schema.is_none());
     let names: Vec<&str> = pricing.material.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["the question", "the output of task_1", "the output of task_2"]);
-    assert!(pricing.material.iter().all(|m| pricing.messages[0].content.contains(&m.text)));
+    assert!(pricing.material.iter().all(|m| pricing.messages[0].content.contains(&*m.text)));
     let asm = calls.iter().find(|c| c.key == "assembly").unwrap();
     assert!(asm.schema.is_none());
     assert_eq!(asm.material.len(), 5);
     assert_eq!(asm.material[0].name, "the question");
     assert_eq!(plan.material.len(), 1);
-    assert!(p.contains(&plan.material[0].text));
-    assert!(asm.material.iter().all(|m| asm.messages[0].content.contains(&m.text)));
+    assert!(p.contains(&*plan.material[0].text));
+    assert!(asm.material.iter().all(|m| asm.messages[0].content.contains(&*m.text)));
     assert!(finished(&all).is_some());
     assert_reloads(&all);
 
@@ -1301,7 +1301,7 @@ fn a_json_planner_asked_again_is_asked_for_json_and_each_reading_is_said() {
     assert!(again
         .material
         .iter()
-        .all(|m| again.messages.iter().any(|x| x.content.contains(&m.text))));
+        .all(|m| again.messages.iter().any(|x| x.content.contains(&*m.text))));
     assert!(ask.contains("Reply with a single JSON object") && !ask.contains("TASK task_1:"));
     let d = emitted(&all, "plan_complete").unwrap()["data"].clone();
     assert_eq!((d["replanned"].clone(), d["readFrom"].clone()), (json!(true), json!("json")));

@@ -577,7 +577,7 @@ fn models_that_take_json_are_asked_for_it_and_the_content_is_named() {
     );
     assert!(p.find("\"reasoning\"").unwrap() < p.find("\"claims\"").unwrap());
     assert_eq!(ext[0].material.len(), 1);
-    assert!(p.contains(&ext[0].material[0].text));
+    assert!(p.contains(&*ext[0].material[0].text));
     let reply = json!({ "reasoning": "two figures", "claims": [
         { "claim": "The tower was completed in 1889.", "context": "The tower was completed in 1889.", "type": "DATE" },
         { "claim": "It is 330 metres tall.", "context": "", "type": "STATISTIC" } ] });
@@ -598,7 +598,7 @@ fn models_that_take_json_are_asked_for_it_and_the_content_is_named() {
     );
     assert!(checks
         .iter()
-        .all(|c| c.material.len() == 1 && c.messages[0].content.contains(&c.material[0].text)));
+        .all(|c| c.material.len() == 1 && c.messages[0].content.contains(&*c.material[0].text)));
 }
 
 #[test]
@@ -666,7 +666,7 @@ fn replies_are_read_from_json_when_it_fits_else_from_text_and_say_which() {
     let rep = stage_calls(&all).into_iter().find(|c| c.key == "report").unwrap();
     assert!(rep.schema.is_none(), "the report is text a person reads");
     assert_eq!(rep.material.len(), 2);
-    assert!(rep.material.iter().all(|x| rep.messages[0].content.contains(&x.text)));
+    assert!(rep.material.iter().all(|x| rep.messages[0].content.contains(&*x.text)));
     // Rows: one readFrom per reply read; the reloaded result is what went out.
     let stored = rows(&all);
     let from: Vec<(&str, Option<&Value>)> = stored

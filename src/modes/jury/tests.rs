@@ -761,7 +761,7 @@ fn jurors_that_take_json_are_asked_for_the_verdict_schema_and_the_others_for_tex
     assert_eq!(named, ["the content under review", "the original question"]);
     assert!(jurors
         .iter()
-        .all(|c| c.material.iter().all(|m| c.messages[0].content.contains(&m.text))));
+        .all(|c| c.material.iter().all(|m| c.messages[0].content.contains(&*m.text))));
 }
 
 #[test]
@@ -901,7 +901,7 @@ fn json_jurors_are_stored_with_read_from_and_the_foreman_reads_them_as_fields() 
             "Juror 3's assessment (j3)"
         ]
     );
-    assert!(foreman[0].material.iter().all(|m| prompt.contains(&m.text)));
+    assert!(foreman[0].material.iter().all(|m| prompt.contains(&*m.text)));
     all.extend(e);
     all.extend(j.on_reply(ok(&foreman[0], "## Jury Verdict Report\n### Final Verdict: APPROVE")));
     // Rebuilt from the rows, the jurors are what went out live.

@@ -759,7 +759,7 @@ fn reviews_are_read_from_json_or_text_and_say_which_and_the_consolidator_reads_f
     assert!(calls.iter().all(|c| c.schema.as_ref().is_some_and(|s| s.name == REVIEW_SCHEMA)));
     assert!(calls[0].messages[0].content.contains("Reply with a single JSON object"));
     assert!(calls[2].messages[0].content.contains("### Scores"), "c's route takes text");
-    assert_eq!(calls[0].material[0].text, "Review our upload service");
+    assert_eq!(&*calls[0].material[0].text, "Review our upload service");
     let mut all = start.clone();
     all.extend(
         m.on_reply(ok(&calls[0], &json_review(all_scores([2, 4, 4, 5, 3, 1]), three_findings()))),
@@ -785,7 +785,7 @@ fn reviews_are_read_from_json_or_text_and_say_which_and_the_consolidator_reads_f
     );
     assert!(!prompt.contains("\"scores\""));
     assert_eq!(con[0].material.len(), 4, "the work and three reviews");
-    assert!(con[0].material.iter().all(|m| prompt.contains(&m.text)));
+    assert!(con[0].material.iter().all(|m| prompt.contains(&*m.text)));
     all.extend(m.on_reply(ok(&con[0], REPORT)));
     let stored = rows(&all);
     let read: Vec<(&str, &Value)> = stored

@@ -851,7 +851,7 @@ fn a_run_asks_for_json_where_the_route_takes_it_and_says_how_each_reply_was_read
     let prompt = &attack2.messages[0].content;
     assert!(prompt.contains("Reply with a single JSON object"));
     assert!(prompt.contains("fn login() { prepared() }"), "the JSON's revised content is attacked");
-    assert!(attack2.material.iter().any(|m| m.text == "## 1. Login\nfn login() { prepared() }"));
+    assert!(attack2.material.iter().any(|m| &*m.text == "## 1. Login\nfn login() { prepared() }"));
     // The defense's schema counts the round's findings.
     let defend1 = calls.iter().find(|c| c.key == "defend:1").unwrap();
     assert_eq!(defend1.schema.as_ref().unwrap().schema["properties"]["responses"]["maxItems"], 2);

@@ -822,7 +822,7 @@ fn a_specialist_that_takes_json_is_asked_for_its_report_schema_in_the_system_mes
     assert_eq!(text, &specialist_system(&library_role(&LIBRARY[2], "m1".into())));
     // The user message and the quoted material are the same for both.
     assert_eq!(calls[0].messages[1], calls[1].messages[1]);
-    assert_eq!(calls[0].material[0].text, "Assess our EKS migration plan");
+    assert_eq!(&*calls[0].material[0].text, "Assess our EKS migration plan");
 }
 
 #[test]
@@ -862,7 +862,7 @@ fn reports_are_read_from_json_or_text_and_say_which_and_the_synthesizer_reads_fi
     assert!(!prompt.contains("\"keyFindings\""));
     assert!(synth.schema.is_none(), "the synthesis is text a person reads");
     assert_eq!(synth.material.len(), 4, "the material and three reports");
-    assert!(synth.material.iter().all(|m| prompt.contains(&m.text)));
+    assert!(synth.material.iter().all(|m| prompt.contains(&*m.text)));
 }
 
 #[test]

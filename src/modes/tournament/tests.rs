@@ -627,7 +627,7 @@ fn every_judge_call_carries_the_schema_and_the_prompt_its_route_takes() {
         // The two answers are named, for fitting a small context.
         let names: Vec<&str> = c.material.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["Response A", "Response B"]);
-        assert!(c.material.iter().all(|m| c.messages[0].content.contains(&m.text)));
+        assert!(c.material.iter().all(|m| c.messages[0].content.contains(&*m.text)));
     }
     let m = all_emitted(&all, "matchup_complete");
     assert!(m.iter().all(|m| m["data"]["readFrom"] == "text"), "{m:?}");
