@@ -114,6 +114,13 @@ impl Engine {
             .ok_or_else(|| EngineError::NotFound(format!("share link {share_id}")))
     }
 
+    /// Whether a share token reads a run (its link is neither unknown nor revoked, and the run
+    /// is there), without building the run's export: what the public page's address checks.
+    pub async fn share_link_works(&self, token_hash: &str) -> Result<bool, EngineError> {
+        let Some(share) = self.store.share_by_token(token_hash).await? else { return Ok(false) };
+        Ok(self.store.run_access(&share.run_id).await?.is_some())
+    }
+
     /// The one run a share token reads, read-only: no owner, no control, model names hidden
     /// when the link says so. Not found for a revoked or unknown token.
     pub async fn shared_run(&self, token_hash: &str) -> Result<SharedRun, EngineError> {

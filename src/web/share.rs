@@ -203,9 +203,14 @@ async fn shared(state: &AppState, token: &str) -> Result<crate::engine::SharedRu
 
 /// `GET /s/{token}`: the public page (the page fetches `/s/{token}/json`).
 pub async fn page(state: web::Data<AppState>, token: web::Path<String>) -> HttpResponse {
-    match shared(&state, &token).await {
-        Ok(_) => super::assets::shared_page(),
-        Err(ApiError::NotFound(_)) => HttpResponse::NotFound()
+    // Only whether the link works: the page reads the run itself from `/s/{token}/json`.
+    let works = match share_token_shape(&token) {
+        false => Ok(false),
+        true => state.engine.share_link_works(&hash_token(&token)).await.map_err(ApiError::from),
+    };
+    match works {
+        Ok(true) => super::assets::shared_page(),
+        Ok(false) => HttpResponse::NotFound()
             .content_type("text/html; charset=utf-8")
             .insert_header(("Referrer-Policy", "no-referrer"))
             .body(

@@ -493,8 +493,14 @@ export function buildForm(info, models, submit) {
     sendBtn.disabled = sending || n > 0;
     sendNote.textContent = n ? `Waiting for ${n === 1 ? "a file" : `${n} files`} to upload…` : "";
     if (!files.refused().length && formError.dataset.files) { formError.textContent = ""; delete formError.dataset.files; }
-    // A file now stands for the material: its "is required" no longer holds.
+    // A file now stands for the material: its "is required" no longer holds, nor its mark.
     if (material && files.ids().length && / is required$/.test(material.errEl.textContent)) unmark(material);
+    if (material && material.spec.required) {
+      const needed = files.ids().length === 0;
+      const label = material.wrap.querySelector(":scope > label");
+      if (label) label.textContent = material.spec.label + (needed ? " *" : "");
+      material.control.required = needed;
+    }
   }
 
   function clearError(path) {

@@ -211,6 +211,14 @@ test("a Jury with a file attached may leave its content empty", { skip }, async 
   await page.waitForSelector(chip("notes.md", "ready"));
   assert.match(await page.textContent("form .attach-hint"), /may be left empty: the file is read instead/);
   assert.equal(await page.$('form[data-mode=jury] .field.invalid[data-field="modeConfig.content"]'), null, "the file stands for the content");
+  const contentLabel = () => page.textContent('form[data-mode=jury] [data-field="modeConfig.content"] > label');
+  assert.equal(await contentLabel(), "Content to evaluate", "no longer marked required");
+  // Removing the file makes the content required again; attaching it again does not.
+  await page.click(`${chip("notes.md")} .attach-remove`);
+  assert.equal(await contentLabel(), "Content to evaluate *");
+  await page.setInputFiles("form[data-mode=jury] .attach-area input[type=file]", [notes]);
+  await page.waitForSelector(chip("notes.md", "ready"));
+  assert.equal(await contentLabel(), "Content to evaluate");
   await screenshot(page, "attach-jury-form");
   await page.click("button.start");
   const id = await started(page);
