@@ -158,7 +158,9 @@ fn check_run(
     }
     if NOTHING_MACHINE_READ.contains(&mode) {
         assert_eq!(reads.machine_read, 0, "{mode}: {reads}");
-    } else {
+    } else if !(status == "failed" && asked == Asked::Text) {
+        // (A text run that failed for its unreadable replies may have had none answered at
+        // all: the 135M model's calls fail now and then, and then none is there to read.)
         assert!(reads.machine_read > 0, "{mode} ({}) read no reply: {reads}", asked.word());
     }
     let reasked = events
