@@ -142,7 +142,7 @@ fn csv_json_and_code_keep_their_text_and_get_their_media_types() {
     let json = text_of("config.json", r#"{"a": [1, 2], "b": "é"}"#.as_bytes());
     assert_eq!(json.media_type, "application/json");
     assert_eq!(json.text, r#"{"a": [1, 2], "b": "é"}"#);
-    let code = "fn main() {\n\tprintln!(\"héllo\");\n}\n";
+    let code = "fn main() {\n\tlet greeting = \"héllo\";\n}\n";
     let rs = text_of("src/main.rs", code.as_bytes());
     assert_eq!((rs.media_type.as_str(), rs.text.as_str()), ("text/x-rust", code));
     assert_eq!(text_of("run.py", b"print(1)").media_type, "text/x-python");
