@@ -330,6 +330,13 @@ impl TitleTracker {
         }
     }
 
+    /// The title call with the usual prompt ([`title_prompt`]) over the question it was made
+    /// with.
+    pub fn ask(&mut self, model: &str, timeout_ms: u64) -> Option<super::Effect> {
+        let prompt = title_prompt(&self.source);
+        self.call(model, prompt, timeout_ms)
+    }
+
     /// The title call to start (once), if a title is wanted.
     pub fn call(&mut self, model: &str, prompt: String, timeout_ms: u64) -> Option<super::Effect> {
         if self.state != TitleState::Idle {

@@ -47,13 +47,8 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         shout: cfg.shout.unwrap_or(false),
         timeout_ms: defaults.stage_timeout_ms,
     };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id: None,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models: request::distinct(&[&models], &[]),
-    })
+    let asked = request::Asked { question, conversation_id: None };
+    Ok(asked.valid(SPEC.kind(), &config, request::distinct(&[&models], &[])))
 }
 
 /// Echo in the registry.
@@ -63,13 +58,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     description: "A demonstration: every model answers once and the longest answer is picked.",
     multi_turn: false,
     question: Question { label: "Question", required: Some("Question is required") },
-    roles: &[Role {
-        id: "answerer",
-        label: "Answerers",
-        field: Some("models"),
-        panel: true,
-        fallback: None,
-    }],
+    roles: &[Role::panel("answerer", "Answerers", "models")],
     top_level: &[],
     schema: schema_of::<EchoRequest>,
     validate,

@@ -41,6 +41,26 @@ impl Role {
     pub const fn internal(id: &'static str, label: &'static str) -> Role {
         Role { id, label, field: None, panel: false, fallback: None }
     }
+
+    /// A role of one model, named by `field` of `modeConfig`.
+    pub const fn model(id: &'static str, label: &'static str, field: &'static str) -> Role {
+        Role { id, label, field: Some(field), panel: false, fallback: None }
+    }
+
+    /// A role of several models, named by `field` of `modeConfig`.
+    pub const fn panel(id: &'static str, label: &'static str, field: &'static str) -> Role {
+        Role { id, label, field: Some(field), panel: true, fallback: None }
+    }
+
+    /// The same role played by several models.
+    pub const fn several(self) -> Role {
+        Role { panel: true, ..self }
+    }
+
+    /// The same role with a backup model, under its older `[fallback]` name.
+    pub const fn backed_by(self, fallback: &'static str) -> Role {
+        Role { fallback: Some(fallback), ..self }
+    }
 }
 
 /// What the run's `question` is in this mode.

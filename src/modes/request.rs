@@ -460,6 +460,68 @@ fn expected(types: &[&str]) -> &'static str {
     }
 }
 
+/// What every mode's request says before its own settings: the question and the conversation
+/// it continues. [`start`] reads it; [`Asked::valid`] makes the checked request.
+#[derive(Debug)]
+pub struct Asked {
+    pub question: String,
+    pub conversation_id: Option<String>,
+}
+
+/// The start of every mode's `validate`: the question (`missing`: the mode's words when there
+/// is none), the conversation it continues, and `modeConfig` read as the mode's typed request
+/// (`config_required`: an absent one is an error), in that order.
+pub fn start<T: serde::de::DeserializeOwned>(
+    body: &Value,
+    missing: &str,
+    config_required: bool,
+) -> Result<(Asked, T), FieldError> {
+    let question = question(body, missing)?;
+    let conversation_id = opt_string(body, "conversationId", "conversationId")?;
+    let cfg = typed(&mode_config(body, config_required)?, "modeConfig")?;
+    Ok((Asked { question, conversation_id }, cfg))
+}
+
+impl Asked {
+    /// The checked request: the mode's stored `config` and every model the run may call.
+    pub fn valid(
+        self,
+        mode: super::ModeKind,
+        config: &impl serde::Serialize,
+        models: Vec<String>,
+    ) -> super::ValidRequest {
+        super::ValidRequest {
+            mode,
+            question: self.question,
+            conversation_id: self.conversation_id,
+            config: serde_json::to_value(config).unwrap_or(Value::Null),
+            models,
+        }
+    }
+}
+
+/// A required text, as given (not trimmed), refused with `missing` when absent or blank.
+pub fn required<const MAX: usize>(
+    text: Option<&Text<MAX>>,
+    field: &str,
+    missing: &str,
+) -> Result<String, FieldError> {
+    text.filter(|t| !t.0.trim().is_empty())
+        .map(|t| t.0.clone())
+        .ok_or_else(|| FieldError::new(field, missing))
+}
+
+/// An optional text: trimmed, and not empty when given.
+pub fn opt_text<const MAX: usize>(
+    text: Option<&Text<MAX>>,
+    field: &str,
+) -> Result<Option<String>, FieldError> {
+    match text {
+        None => Ok(None),
+        Some(t) => t.trimmed().map(Some).ok_or_else(|| FieldError::new(field, "must not be empty")),
+    }
+}
+
 /// `question`: a non-empty string (`message` is the mode's wording for a missing one).
 pub fn question(body: &Value, message: &str) -> Result<String, FieldError> {
     match body.get("question") {

@@ -414,12 +414,7 @@ impl Staged for Blueprint {
             .quoting([material(&self.material)]);
         let backup = self.config.facilitator_fallback_model.clone();
         out.push(self.kit.calls.solo(spec, OUTLINE_ORDER, backup.as_deref()));
-        let model = self.config.architect_model.clone();
-        out.extend(self.kit.title.call(
-            &model,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&self.config.architect_model, self.config.timeout_ms));
         out
     }
 

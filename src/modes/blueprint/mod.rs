@@ -35,9 +35,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{
-    role_failed, title_prompt, word_count, Answered, Routed, SplitMix64, CALL_FAILED,
-};
+use super::common::{role_failed, word_count, Answered, Routed, SplitMix64, CALL_FAILED};
 use super::reading::answer_text;
 use super::reading::{bare, between, re, unbold};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
@@ -163,16 +161,8 @@ pub struct BlueprintConfig {
 }
 
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: BlueprintRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let content = match &cfg.content {
-        None => None,
-        Some(c) => Some(
-            c.trimmed()
-                .ok_or_else(|| FieldError::new("modeConfig.content", "must not be empty"))?,
-        ),
-    };
+    let (asked, cfg): (_, BlueprintRequest) = request::start(body, "Question is required", false)?;
+    let content = request::opt_text(cfg.content.as_ref(), "modeConfig.content")?;
     let architect_model =
         request::model(cfg.architect_model.as_ref(), "modeConfig.architectModel")?
             .unwrap_or_else(|| defaults.model(SPEC.id, "architect"));
@@ -193,13 +183,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         assembler_model,
         timeout_ms,
     };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, models))
 }
 
 /// Blueprint in the registry.
@@ -210,29 +194,11 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: false,
     question: Question { label: "What document to write", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "author",
-            label: "Authors (one section each, in turn)",
-            field: Some("authorModels"),
-            panel: true,
-            fallback: None,
-        },
+        Role::panel("author", "Authors (one section each, in turn)", "authorModels"),
         // The assembler, which writes the result, comes before the architect: `conclave run`'s
         // `--chairman` names the first single-model role with a backup.
-        Role {
-            id: "assembler",
-            label: "Assembler (default: the architect)",
-            field: Some("assemblerModel"),
-            panel: false,
-            fallback: Some("chairman"),
-        },
-        Role {
-            id: "architect",
-            label: "Architect (the outline)",
-            field: Some("architectModel"),
-            panel: false,
-            fallback: Some("facilitator"),
-        },
+        Role::model("assembler", "Assembler (default: the architect)", "assemblerModel").backed_by("chairman"),
+        Role::model("architect", "Architect (the outline)", "architectModel").backed_by("facilitator"),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

@@ -667,12 +667,7 @@ impl Staged for Brainstorm {
                 self.config.timeout_ms,
             )));
         }
-        let title_model = self.config.curator_model.clone();
-        out.extend(self.kit.title.call(
-            &title_model,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&self.config.curator_model, self.config.timeout_ms));
         out
     }
 

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    create_label_map, failed_from_rows, label, title_prompt, Batch, FailedModel, Routed, SplitMix64,
+    create_label_map, failed_from_rows, label, Batch, FailedModel, Routed, SplitMix64,
 };
 use super::payload::{parsed, Data, Failures, Marked};
 use super::reading::{answer_text, bare, between, re, unmark, Unparsed};
@@ -107,9 +107,7 @@ pub struct BrainstormConfig {
 }
 
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: BrainstormRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let (asked, cfg): (_, BrainstormRequest) = request::start(body, "Question is required", false)?;
     let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
         .unwrap_or_else(|| defaults.models(SPEC.id, "ideator"));
     let curator_model = request::model(cfg.curator_model.as_ref(), "modeConfig.curatorModel")?
@@ -132,13 +130,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         timeout_ms,
         global_timeout_ms,
     };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models: all,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, all))
 }
 
 /// Brainstorm in the registry.
@@ -149,29 +141,11 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: false,
     question: Question { label: "Challenge", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "ideator",
-            label: "Brainstormers (they also score the clusters)",
-            field: Some("models"),
-            panel: true,
-            fallback: None,
-        },
+        Role::panel("ideator", "Brainstormers (they also score the clusters)", "models"),
         // The refiner before the curator: `conclave run`'s `--chairman` names the first
         // single-model role with a backup, and the refiner is the one that writes the result.
-        Role {
-            id: "refiner",
-            label: "Refiner",
-            field: Some("refinerModel"),
-            panel: false,
-            fallback: Some("chairman"),
-        },
-        Role {
-            id: "curator",
-            label: "Curator",
-            field: Some("curatorModel"),
-            panel: false,
-            fallback: Some("facilitator"),
-        },
+        Role::model("refiner", "Refiner", "refinerModel").backed_by("chairman"),
+        Role::model("curator", "Curator", "curatorModel").backed_by("facilitator"),
         Role::internal("scorer", "Scorers (the brainstormers)"),
         Role::internal("title", "Title"),
     ],

@@ -248,11 +248,7 @@ impl Staged for Chain {
         ];
         out.extend(self.run_step(1));
         let model = self.config.steps[0].model.clone();
-        out.extend(self.kit.title.call(
-            &model,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&model, self.config.timeout_ms));
         out
     }
 

@@ -28,7 +28,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{title_prompt, word_count, SplitMix64};
+use super::common::{word_count, SplitMix64};
 use super::reading::answer_text;
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::{ModelId, Text};
@@ -180,9 +180,7 @@ fn default_steps(defaults: &Defaults) -> Vec<StepConfig> {
 }
 
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: ChainRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let (asked, cfg): (_, ChainRequest) = request::start(body, "Question is required", false)?;
     let steps = match &cfg.steps {
         None => default_steps(defaults),
         Some(list) => {
@@ -225,13 +223,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let global_timeout_ms = request::given(cfg.global_timeout_ms, 600_000);
     let models: Vec<String> = steps.iter().map(|s| s.model.clone()).collect();
     let config = ChainConfig { steps, timeout_ms, global_timeout_ms };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models: request::distinct(&[&models], &[]),
-    })
+    Ok(asked.valid(SPEC.kind(), &config, request::distinct(&[&models], &[])))
 }
 
 const MANDATES: [Mandate; 9] = [
@@ -254,20 +246,8 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: false,
     question: Question { label: "What to write", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "drafter",
-            label: "Step 1 (draft)",
-            field: None,
-            panel: false,
-            fallback: None,
-        },
-        Role {
-            id: "improver",
-            label: "Steps 2-6 (improve)",
-            field: None,
-            panel: true,
-            fallback: None,
-        },
+        Role::internal("drafter", "Step 1 (draft)"),
+        Role::internal("improver", "Steps 2-6 (improve)").several(),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

@@ -189,28 +189,18 @@ pub struct ClarityRequest {
 /// advocate, generalist, arbiter}, discussion?: auto|always|never, timeoutMs?}}`.
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let cfg: ClarityRequest = request::typed(&request::mode_config(body, true)?, "modeConfig")?;
-    let content = cfg
-        .content
-        .as_ref()
-        .filter(|c| !c.0.trim().is_empty())
-        .map(|c| c.0.clone())
-        .ok_or_else(|| FieldError::new("modeConfig.content", "Content to score is required"))?;
+    let content = request::required(
+        cfg.content.as_ref(),
+        "modeConfig.content",
+        "Content to score is required",
+    )?;
     let question = match body.get("question") {
         None | Some(Value::Null) => "Score this brief".to_string(),
         _ => request::question(body, "Question is required")?,
     };
     let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let non_empty = |t: &Option<Text<{ MAX_TEXT_CHARS }>>, field: &str| match t {
-        None => Ok(None),
-        Some(t) => t.trimmed().map(Some).ok_or_else(|| FieldError::new(field, "must not be empty")),
-    };
-    let context = non_empty(&cfg.context, "modeConfig.context")?;
-    let title = match &cfg.title {
-        None => None,
-        Some(t) => Some(
-            t.trimmed().ok_or_else(|| FieldError::new("modeConfig.title", "must not be empty"))?,
-        ),
-    };
+    let context = request::opt_text(cfg.context.as_ref(), "modeConfig.context")?;
+    let title = request::opt_text(cfg.title.as_ref(), "modeConfig.title")?;
     let given = cfg.models.unwrap_or_default();
     let mut models = BTreeMap::new();
     for (role, id) in [
@@ -243,34 +233,10 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: false,
     question: Question { label: "What to score (optional)", required: None },
     roles: &[
-        Role {
-            id: "skeptic",
-            label: "Skeptic",
-            field: Some("models.skeptic"),
-            panel: false,
-            fallback: None,
-        },
-        Role {
-            id: "advocate",
-            label: "Advocate",
-            field: Some("models.advocate"),
-            panel: false,
-            fallback: None,
-        },
-        Role {
-            id: "generalist",
-            label: "Generalist",
-            field: Some("models.generalist"),
-            panel: false,
-            fallback: None,
-        },
-        Role {
-            id: "arbiter",
-            label: "Arbiter",
-            field: Some("models.arbiter"),
-            panel: false,
-            fallback: Some("arbiter"),
-        },
+        Role::model("skeptic", "Skeptic", "models.skeptic"),
+        Role::model("advocate", "Advocate", "models.advocate"),
+        Role::model("generalist", "Generalist", "models.generalist"),
+        Role::model("arbiter", "Arbiter", "models.arbiter").backed_by("arbiter"),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

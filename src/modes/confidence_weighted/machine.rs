@@ -293,12 +293,7 @@ impl Staged for ConfidenceWeighted {
             );
             out.push(Effect::Call(call.with_schema(schema)));
         }
-        let model = self.config.synthesis_model.clone();
-        out.extend(self.kit.title.call(
-            &model,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&self.config.synthesis_model, self.config.timeout_ms));
         out
     }
 

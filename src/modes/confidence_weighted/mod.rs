@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    empty_is_failure, member_names, role_failed, title_prompt, with_history, Routed, SplitMix64,
+    empty_is_failure, member_names, role_failed, with_history, Routed, SplitMix64,
 };
 use super::reading::{answer_text, readable};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
@@ -97,10 +97,8 @@ pub struct ConfidenceWeightedConfig {
 }
 
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: ConfidenceWeightedRequest =
-        request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let (asked, cfg): (_, ConfidenceWeightedRequest) =
+        request::start(body, "Question is required", false)?;
     let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
         .unwrap_or_else(|| defaults.models(SPEC.id, "respondent"));
     let synthesis_model =
@@ -117,13 +115,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         timeout_ms,
         synthesis_fallback_model,
     };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models: all,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, all))
 }
 
 /// Confidence-Weighted in the registry.
@@ -134,20 +126,8 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: true,
     question: Question { label: "Question", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "respondent",
-            label: "Respondents",
-            field: Some("models"),
-            panel: true,
-            fallback: None,
-        },
-        Role {
-            id: "synthesizer",
-            label: "Synthesizer",
-            field: Some("synthesisModel"),
-            panel: false,
-            fallback: Some("chairman"),
-        },
+        Role::panel("respondent", "Respondents", "models"),
+        Role::model("synthesizer", "Synthesizer", "synthesisModel").backed_by("chairman"),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

@@ -200,11 +200,7 @@ impl Council {
         .quoting(material);
         let backup = self.config.chairman_fallback_model.clone();
         out.push(self.kit.calls.solo(spec, 3, backup.as_deref()));
-        out.extend(self.kit.title.call(
-            &chairman,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&chairman, self.config.timeout_ms));
         self.phase = Phase::Synthesising;
         out
     }

@@ -32,8 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, named, role_failed, title_prompt, with_history, Batch,
-    Routed,
+    answer_of, create_label_map, label, named, role_failed, with_history, Batch, Routed,
 };
 use super::ranking;
 use super::reading::{answer_text, readable, Unparsed};
@@ -112,13 +111,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let chairman_fallback_model = defaults.backup(SPEC.id, "chairman", &chairman_model);
     let config =
         CouncilConfig { council_models, chairman_model, timeout_ms, chairman_fallback_model };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models,
-    })
+    Ok(request::Asked { question, conversation_id }.valid(SPEC.kind(), &config, models))
 }
 
 /// Council in the registry.
@@ -130,20 +123,8 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: true,
     question: Question { label: "Question", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "council",
-            label: "Council members",
-            field: Some("councilModels"),
-            panel: true,
-            fallback: None,
-        },
-        Role {
-            id: "chairman",
-            label: "Chairman",
-            field: Some("chairmanModel"),
-            panel: false,
-            fallback: Some("chairman"),
-        },
+        Role::panel("council", "Council members", "councilModels"),
+        Role::model("chairman", "Chairman", "chairmanModel").backed_by("chairman"),
         Role::internal("title", "Title"),
     ],
     top_level: TOP_LEVEL,

@@ -190,11 +190,7 @@ impl Debate {
             out.push(Effect::Call(call.quoting(labeled.clone())));
         }
         let first = self.model_of(&self.round1[0].model).to_string();
-        out.extend(self.kit.title.call(
-            &first,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&first, self.config.timeout_ms));
         self.phase = Phase::Voting;
         out
     }

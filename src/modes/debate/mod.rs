@@ -24,8 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, member_names, named, title_prompt, word_count, Answer,
-    Batch, Routed,
+    answer_of, create_label_map, label, member_names, named, word_count, Answer, Batch, Routed,
 };
 use super::reading::{answer_text, between, json_values, split_reasoning, Unparsed};
 use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
@@ -65,21 +64,13 @@ pub struct DebateRequest {
 /// `{question, modeConfig?: {models (3-6), timeoutMs}}`; follow-ups are refused by the engine
 /// (Debate is not multi-turn).
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: DebateRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let (asked, cfg): (_, DebateRequest) = request::start(body, "Question is required", false)?;
     let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
         .unwrap_or_else(|| defaults.models(SPEC.id, "respondent"));
     let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let all = request::distinct(&[&models], &[]);
     let config = DebateConfig { models, timeout_ms };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models: all,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, all))
 }
 
 /// Debate in the registry.
@@ -90,13 +81,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: false,
     question: Question { label: "Question", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "respondent",
-            label: "Debaters",
-            field: Some("models"),
-            panel: true,
-            fallback: None,
-        },
+        Role::panel("respondent", "Debaters", "models"),
         Role::internal("debater", "Revisions"),
         Role::internal("voter", "Votes"),
         Role::internal("title", "Title"),

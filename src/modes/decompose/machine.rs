@@ -665,12 +665,7 @@ impl Staged for Decompose {
             .quoting([self.question()]);
         let backup = self.config.facilitator_fallback_model.clone();
         out.push(self.kit.calls.solo(spec, PLAN_ORDER, backup.as_deref()));
-        let model = self.config.planner_model.clone();
-        out.extend(self.kit.title.call(
-            &model,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&self.config.planner_model, self.config.timeout_ms));
         out
     }
 

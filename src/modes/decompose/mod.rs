@@ -24,7 +24,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{role_failed, title_prompt, word_count, Answered, Routed, SplitMix64};
+use super::common::{role_failed, word_count, Answered, Routed, SplitMix64};
 use super::reading::{answer_text, bare, json_values, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
@@ -103,9 +103,7 @@ pub struct DecomposeConfig {
 }
 
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: DecomposeRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let (asked, cfg): (_, DecomposeRequest) = request::start(body, "Question is required", false)?;
     let planner_model = request::model(cfg.planner_model.as_ref(), "modeConfig.plannerModel")?
         .unwrap_or_else(|| defaults.model(SPEC.id, "planner"));
     let worker_models = request::panel(cfg.worker_models.as_deref(), "modeConfig.workerModels")?
@@ -127,13 +125,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         timeout_ms,
         global_timeout_ms,
     };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, models))
 }
 
 /// Decompose in the registry.
@@ -147,29 +139,11 @@ pub static SPEC: ModeSpec = ModeSpec {
         required: Some("Question is required"),
     },
     roles: &[
-        Role {
-            id: "worker",
-            label: "Workers (the sub-tasks, in turn)",
-            field: Some("workerModels"),
-            panel: true,
-            fallback: None,
-        },
+        Role::panel("worker", "Workers (the sub-tasks, in turn)", "workerModels"),
         // The assembler, which writes the result, comes before the planner: `conclave run`'s
         // `--chairman` names the first single-model role with a backup.
-        Role {
-            id: "assembler",
-            label: "Assembler (default: the planner)",
-            field: Some("assemblerModel"),
-            panel: false,
-            fallback: Some("chairman"),
-        },
-        Role {
-            id: "planner",
-            label: "Planner (the sub-task graph)",
-            field: Some("plannerModel"),
-            panel: false,
-            fallback: Some("facilitator"),
-        },
+        Role::model("assembler", "Assembler (default: the planner)", "assemblerModel").backed_by("chairman"),
+        Role::model("planner", "Planner (the sub-task graph)", "plannerModel").backed_by("facilitator"),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::modes::common::{title_prompt, Batch, Routed};
+use crate::modes::common::{Batch, Routed};
 use crate::modes::payload::{Data, Marked};
 use crate::modes::reading::Unparsed;
 use crate::modes::registry::stored_config;
@@ -324,11 +324,7 @@ impl Delphi {
             Effect::empty("synthesis_start"),
             self.kit.calls.solo(spec, 99, backup.as_deref()),
         ];
-        out.extend(self.kit.title.call(
-            &facilitator,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&facilitator, self.config.timeout_ms));
         out
     }
 

@@ -151,9 +151,7 @@ pub struct DelphiRequest {
 /// (2-5), numericConvergenceThreshold (0.01-1), qualitativeConvergenceThreshold (50-100),
 /// questionType, options (2-10), timeoutMs (30 000-180 000), globalTimeoutMs}}`.
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: DelphiRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let (asked, cfg): (_, DelphiRequest) = request::start(body, "Question is required", false)?;
     let panelist_models =
         request::panel(cfg.panelist_models.as_deref(), "modeConfig.panelistModels")?
             .unwrap_or_else(|| defaults.models(SPEC.id, "panelist"));
@@ -193,13 +191,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         global_timeout_ms,
         facilitator_fallback_model,
     };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, models))
 }
 
 /// Delphi in the registry.
@@ -210,20 +202,8 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: false,
     question: Question { label: "Question to estimate", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "panelist",
-            label: "Panelists",
-            field: Some("panelistModels"),
-            panel: true,
-            fallback: None,
-        },
-        Role {
-            id: "facilitator",
-            label: "Facilitator",
-            field: Some("facilitatorModel"),
-            panel: false,
-            fallback: Some("facilitator"),
-        },
+        Role::panel("panelist", "Panelists", "panelistModels"),
+        Role::model("facilitator", "Facilitator", "facilitatorModel").backed_by("facilitator"),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

@@ -690,11 +690,7 @@ impl Staged for FactCheck {
                 model
             }
         };
-        out.extend(self.kit.title.call(
-            &title_model,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&title_model, self.config.timeout_ms));
         out
     }
 

@@ -21,7 +21,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{role_failed, title_prompt, Batch, Routed, SplitMix64};
+use super::common::{role_failed, Batch, Routed, SplitMix64};
 use super::reading::answer_text;
 use super::reading::{bare, between, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
@@ -107,16 +107,8 @@ pub fn norm(text: &str) -> String {
 }
 
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: FactCheckRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let content = match &cfg.content {
-        None => None,
-        Some(c) => Some(
-            c.trimmed()
-                .ok_or_else(|| FieldError::new("modeConfig.content", "must not be empty"))?,
-        ),
-    };
+    let (asked, cfg): (_, FactCheckRequest) = request::start(body, "Question is required", false)?;
+    let content = request::opt_text(cfg.content.as_ref(), "modeConfig.content")?;
     let generator_model =
         request::model(cfg.generator_model.as_ref(), "modeConfig.generatorModel")?
             .unwrap_or_else(|| defaults.model(SPEC.id, "generator"));
@@ -159,13 +151,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         timeout_ms,
         global_timeout_ms,
     };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, models))
 }
 
 /// Fact-Check in the registry.
@@ -176,36 +162,12 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: false,
     question: Question { label: "What to fact-check", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "checker",
-            label: "Checkers",
-            field: Some("checkerModels"),
-            panel: true,
-            fallback: None,
-        },
-        Role {
-            id: "generator",
-            label: "Generator (answers the question when no content is given)",
-            field: Some("generatorModel"),
-            panel: false,
-            fallback: None,
-        },
+        Role::panel("checker", "Checkers", "checkerModels"),
+        Role::model("generator", "Generator (answers the question when no content is given)", "generatorModel"),
         // The reporter before the extractor: `conclave run`'s `--chairman` names the first
         // single-model role with a backup, and the reporter is the one that writes the result.
-        Role {
-            id: "reporter",
-            label: "Reporter",
-            field: Some("reporterModel"),
-            panel: false,
-            fallback: Some("chairman"),
-        },
-        Role {
-            id: "extractor",
-            label: "Extractor",
-            field: Some("extractorModel"),
-            panel: false,
-            fallback: Some("facilitator"),
-        },
+        Role::model("reporter", "Reporter", "reporterModel").backed_by("chairman"),
+        Role::model("extractor", "Extractor", "extractorModel").backed_by("facilitator"),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

@@ -97,20 +97,15 @@ pub struct JuryRequest {
 /// `{question, mode:"jury", modeConfig: {content, originalQuestion?, jurorModels (3-6),
 /// foremanModel (not a juror), timeoutMs (10 000-300 000)}}`.
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Content to evaluate is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: JuryRequest = request::typed(&request::mode_config(body, true)?, "modeConfig")?;
-    let content =
-        cfg.content.as_ref().filter(|c| !c.0.trim().is_empty()).map(|c| c.0.clone()).ok_or_else(
-            || FieldError::new("modeConfig.content", "Content to evaluate is required"),
-        )?;
+    let (asked, cfg): (_, JuryRequest) =
+        request::start(body, "Content to evaluate is required", true)?;
+    let content = request::required(
+        cfg.content.as_ref(),
+        "modeConfig.content",
+        "Content to evaluate is required",
+    )?;
     let original_question =
-        match &cfg.original_question {
-            None => None,
-            Some(q) => Some(q.trimmed().ok_or_else(|| {
-                FieldError::new("modeConfig.originalQuestion", "must not be empty")
-            })?),
-        };
+        request::opt_text(cfg.original_question.as_ref(), "modeConfig.originalQuestion")?;
     let juror_models = request::panel(cfg.juror_models.as_deref(), "modeConfig.jurorModels")?
         .unwrap_or_else(|| defaults.models(SPEC.id, "juror"));
     let foreman_model = match &cfg.foreman_model {
@@ -137,13 +132,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         timeout_ms,
         foreman_fallback_model,
     };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, models))
 }
 
 /// Jury in the registry.
@@ -154,20 +143,8 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: false,
     question: Question { label: "What to evaluate", required: Some("Content to evaluate is required") },
     roles: &[
-        Role {
-            id: "juror",
-            label: "Jurors",
-            field: Some("jurorModels"),
-            panel: true,
-            fallback: None,
-        },
-        Role {
-            id: "foreman",
-            label: "Foreman",
-            field: Some("foremanModel"),
-            panel: false,
-            fallback: Some("foreman"),
-        },
+        Role::panel("juror", "Jurors", "jurorModels"),
+        Role::model("foreman", "Foreman", "foremanModel").backed_by("foreman"),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

@@ -296,12 +296,7 @@ impl Staged for PeerReview {
                 .quoting([("the work under review".to_string(), self.work().to_string())]);
             out.push(Effect::Call(call));
         }
-        let model = self.config.consolidator_model.clone();
-        out.extend(self.kit.title.call(
-            &model,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&self.config.consolidator_model, self.config.timeout_ms));
         out
     }
 

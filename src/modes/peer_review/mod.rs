@@ -30,7 +30,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{role_failed, title_prompt, Batch, Routed, SplitMix64};
+use super::common::{role_failed, Batch, Routed, SplitMix64};
 use super::reading::{answer_text, readable};
 use super::reading::{bare, re, unmark};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
@@ -348,16 +348,8 @@ fn custom_rubric(r: &RubricRequest) -> Result<Rubric, FieldError> {
 }
 
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: PeerReviewRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let content = match &cfg.content {
-        None => None,
-        Some(c) => Some(
-            c.trimmed()
-                .ok_or_else(|| FieldError::new("modeConfig.content", "must not be empty"))?,
-        ),
-    };
+    let (asked, cfg): (_, PeerReviewRequest) = request::start(body, "Question is required", false)?;
+    let content = request::opt_text(cfg.content.as_ref(), "modeConfig.content")?;
     let review_type = cfg.review_type;
     let rubric = match (review_type.rubric(), &cfg.custom_rubric) {
         (Some(r), None) => r,
@@ -393,13 +385,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         timeout_ms,
         foreman_fallback_model,
     };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, models))
 }
 
 /// Peer Review in the registry.
@@ -410,20 +396,8 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: false,
     question: Question { label: "What to review", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "reviewer",
-            label: "Reviewers",
-            field: Some("reviewerModels"),
-            panel: true,
-            fallback: None,
-        },
-        Role {
-            id: "consolidator",
-            label: "Consolidator (default: the first reviewer)",
-            field: Some("consolidatorModel"),
-            panel: false,
-            fallback: Some("foreman"),
-        },
+        Role::panel("reviewer", "Reviewers", "reviewerModels"),
+        Role::model("consolidator", "Consolidator (default: the first reviewer)", "consolidatorModel").backed_by("foreman"),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

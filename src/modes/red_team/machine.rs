@@ -390,11 +390,7 @@ impl Staged for RedTeam {
             .call("generate".into(), &model, prompt, "generate", "generator")
             .quoting([("the material".to_string(), self.material.text.clone())]);
         out.push(Effect::Call(spec));
-        out.extend(self.kit.title.call(
-            &model,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&model, self.config.timeout_ms));
         out
     }
 

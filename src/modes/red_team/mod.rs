@@ -30,7 +30,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{role_failed, title_prompt, Routed, SplitMix64};
+use super::common::{role_failed, Routed, SplitMix64};
 use super::reading::{answer_text, readable};
 use super::reading::{bare, re, unbold};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
@@ -88,16 +88,8 @@ pub struct RedTeamConfig {
 }
 
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: RedTeamRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let content = match &cfg.content {
-        None => None,
-        Some(c) => Some(
-            c.trimmed()
-                .ok_or_else(|| FieldError::new("modeConfig.content", "must not be empty"))?,
-        ),
-    };
+    let (asked, cfg): (_, RedTeamRequest) = request::start(body, "Question is required", false)?;
+    let content = request::opt_text(cfg.content.as_ref(), "modeConfig.content")?;
     let generator_model =
         request::model(cfg.generator_model.as_ref(), "modeConfig.generatorModel")?
             .unwrap_or_else(|| defaults.model(SPEC.id, "generator"));
@@ -129,13 +121,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         global_timeout_ms,
         chairman_fallback_model,
     };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, models))
 }
 
 /// Red Team in the registry.
@@ -146,27 +132,9 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: false,
     question: Question { label: "What to red-team", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "generator",
-            label: "Generator (structures and defends)",
-            field: Some("generatorModel"),
-            panel: false,
-            fallback: None,
-        },
-        Role {
-            id: "attacker",
-            label: "Attacker",
-            field: Some("attackerModel"),
-            panel: false,
-            fallback: None,
-        },
-        Role {
-            id: "synthesizer",
-            label: "Synthesizer (default: the generator)",
-            field: Some("synthesizerModel"),
-            panel: false,
-            fallback: Some("chairman"),
-        },
+        Role::model("generator", "Generator (structures and defends)", "generatorModel"),
+        Role::model("attacker", "Attacker", "attackerModel"),
+        Role::model("synthesizer", "Synthesizer (default: the generator)", "synthesizerModel").backed_by("chairman"),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

@@ -45,13 +45,8 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         .unwrap_or_else(|| defaults.model(SPEC.id, "answerer"));
     let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let config = SoloConfig { model: model.clone(), timeout_ms };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id: None,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models: vec![model],
-    })
+    let asked = request::Asked { question, conversation_id: None };
+    Ok(asked.valid(SPEC.kind(), &config, vec![model]))
 }
 
 /// Solo in the registry.
@@ -61,13 +56,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     description: "One model answers once, with no panel: the baseline the panels are measured against (conclave eval).",
     multi_turn: false,
     question: Question { label: "Question", required: Some("Question is required") },
-    roles: &[Role {
-        id: "answerer",
-        label: "Model",
-        field: Some("model"),
-        panel: false,
-        fallback: None,
-    }],
+    roles: &[Role::model("answerer", "Model", "model")],
     top_level: &[],
     schema: schema_of::<SoloRequest>,
     validate,

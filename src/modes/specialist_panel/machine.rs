@@ -281,12 +281,7 @@ impl Staged for SpecialistPanel {
             .quoting([("the material".to_string(), self.material.text.clone())]);
             out.push(Effect::Call(call));
         }
-        let model = self.config.synthesizer_model.clone();
-        out.extend(self.kit.title.call(
-            &model,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&self.config.synthesizer_model, self.config.timeout_ms));
         out
     }
 

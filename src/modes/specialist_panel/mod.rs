@@ -31,7 +31,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{role_failed, title_prompt, Routed, SplitMix64, CALL_FAILED};
+use super::common::{role_failed, Routed, SplitMix64, CALL_FAILED};
 use super::reading::re;
 use super::reading::{answer_text, readable};
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
@@ -449,17 +449,9 @@ fn default_panel(defaults: &Defaults) -> Vec<SpecialistConfig> {
 }
 
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: SpecialistPanelRequest =
-        request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let content = match &cfg.content {
-        None => None,
-        Some(c) => Some(
-            c.trimmed()
-                .ok_or_else(|| FieldError::new("modeConfig.content", "must not be empty"))?,
-        ),
-    };
+    let (asked, cfg): (_, SpecialistPanelRequest) =
+        request::start(body, "Question is required", false)?;
+    let content = request::opt_text(cfg.content.as_ref(), "modeConfig.content")?;
     let specialists = match &cfg.specialists {
         None => default_panel(defaults),
         Some(list) => {
@@ -523,13 +515,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         timeout_ms,
         chairman_fallback_model,
     };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, models))
 }
 
 /// Specialist Panel in the registry.
@@ -540,20 +526,8 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: false,
     question: Question { label: "What to assess", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "specialist",
-            label: "Specialists",
-            field: None,
-            panel: true,
-            fallback: None,
-        },
-        Role {
-            id: "synthesizer",
-            label: "Synthesizer (default: the first specialist's model)",
-            field: Some("synthesizerModel"),
-            panel: false,
-            fallback: Some("chairman"),
-        },
+        Role::internal("specialist", "Specialists").several(),
+        Role::model("synthesizer", "Synthesizer (default: the first specialist's model)", "synthesizerModel").backed_by("chairman"),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

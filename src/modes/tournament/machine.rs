@@ -503,12 +503,7 @@ impl Staged for Tournament {
                 self.config.timeout_ms,
             )));
         }
-        let judge = self.config.judge_model.clone();
-        out.extend(self.kit.title.call(
-            &judge,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&self.config.judge_model, self.config.timeout_ms));
         out
     }
 

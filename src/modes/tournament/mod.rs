@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::{empty_is_failure, title_prompt, Routed, SplitMix64};
+use super::common::{empty_is_failure, Routed, SplitMix64};
 use super::reading::answer_text;
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
 use super::request::ModelId;
@@ -60,9 +60,7 @@ pub struct TournamentConfig {
 }
 
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: TournamentRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let (asked, cfg): (_, TournamentRequest) = request::start(body, "Question is required", false)?;
     let contestant_models =
         request::panel(cfg.contestant_models.as_deref(), "modeConfig.contestantModels")?
             .unwrap_or_else(|| defaults.models(SPEC.id, "contestant"));
@@ -77,13 +75,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let models = request::distinct(&[&contestant_models], &[&judge_model]);
     let config = TournamentConfig { contestant_models, judge_model, timeout_ms };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, models))
 }
 
 /// Tournament in the registry.
@@ -94,20 +86,8 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: false,
     question: Question { label: "Question", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "contestant",
-            label: "Contestants",
-            field: Some("contestantModels"),
-            panel: true,
-            fallback: None,
-        },
-        Role {
-            id: "judge",
-            label: "Judge",
-            field: Some("judgeModel"),
-            panel: false,
-            fallback: None,
-        },
+        Role::panel("contestant", "Contestants", "contestantModels"),
+        Role::model("judge", "Judge", "judgeModel"),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

@@ -118,11 +118,7 @@ impl Vote {
             out.push(Effect::Call(call.quoting(labeled.clone())));
         }
         self.ballot_schema = Some(asking.schema);
-        out.extend(self.kit.title.call(
-            &self.config.chairman_model,
-            title_prompt(&self.ctx.question),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.title.ask(&self.config.chairman_model, self.config.timeout_ms));
         self.phase = Phase::Voting;
         out
     }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::common::{
-    answer_of, create_label_map, label, named, title_prompt, with_history, Answer, Batch, Routed,
+    answer_of, create_label_map, label, named, with_history, Answer, Batch, Routed,
 };
 use super::reading::answer_text;
 use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
@@ -64,9 +64,7 @@ pub struct VoteRequest {
 
 /// `{question, conversationId?, modeConfig?: {models (3-7), chairmanModel, timeoutMs}}`.
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
-    let question = request::question(body, "Question is required")?;
-    let conversation_id = request::opt_string(body, "conversationId", "conversationId")?;
-    let cfg: VoteRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
+    let (asked, cfg): (_, VoteRequest) = request::start(body, "Question is required", false)?;
     let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
         .unwrap_or_else(|| defaults.models(SPEC.id, "voter"));
     let chairman_model = request::model(cfg.chairman_model.as_ref(), "modeConfig.chairmanModel")?
@@ -75,13 +73,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     let all = request::distinct(&[&models], &[&chairman_model]);
     let chairman_fallback_model = defaults.backup(SPEC.id, "chairman", &chairman_model);
     let config = VoteConfig { models, chairman_model, timeout_ms, chairman_fallback_model };
-    Ok(ValidRequest {
-        mode: SPEC.kind(),
-        question,
-        conversation_id,
-        config: serde_json::to_value(&config).unwrap_or(Value::Null),
-        models: all,
-    })
+    Ok(asked.valid(SPEC.kind(), &config, all))
 }
 
 /// Vote in the registry.
@@ -92,20 +84,8 @@ pub static SPEC: ModeSpec = ModeSpec {
     multi_turn: true,
     question: Question { label: "Question", required: Some("Question is required") },
     roles: &[
-        Role {
-            id: "voter",
-            label: "Voters",
-            field: Some("models"),
-            panel: true,
-            fallback: None,
-        },
-        Role {
-            id: "chairman",
-            label: "Chairman (tiebreak)",
-            field: Some("chairmanModel"),
-            panel: false,
-            fallback: Some("chairman"),
-        },
+        Role::panel("voter", "Voters", "models"),
+        Role::model("chairman", "Chairman (tiebreak)", "chairmanModel").backed_by("chairman"),
         Role::internal("title", "Title"),
     ],
     top_level: &[],
