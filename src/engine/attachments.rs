@@ -213,8 +213,7 @@ impl Engine {
         token_hash: &str,
         n: usize,
     ) -> Result<AttachmentContent, EngineError> {
-        let not_found = || EngineError::NotFound("share link".into());
-        let share = self.store.share_by_token(token_hash).await?.ok_or_else(not_found)?;
+        let share = self.working_share(token_hash).await?;
         self.nth_file(&share.run_id, n).await
     }
 
