@@ -25,10 +25,18 @@ pub fn new_share_token() -> String {
 }
 
 /// Whether `token` has the shape of a share token (else it is not found without a query).
-pub(super) fn share_token_shape(token: &str) -> bool {
+fn share_token_shape(token: &str) -> bool {
     token.strip_prefix(SHARE_PREFIX).is_some_and(|hex| {
         hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
+}
+
+/// The stored hash of a share token, or 404 (without a query) for one not of its shape.
+pub(super) fn share_hash(token: &str) -> Result<String, ApiError> {
+    if !share_token_shape(token) {
+        return Err(ApiError::NotFound("share link not found".into()));
+    }
+    Ok(hash_token(token))
 }
 
 #[derive(Deserialize)]
@@ -195,18 +203,15 @@ pub async fn revoke_share(
 
 /// The run a share token reads, or 404 (an unknown, malformed or revoked token alike).
 async fn shared(state: &AppState, token: &str) -> Result<crate::engine::SharedRun, ApiError> {
-    if !share_token_shape(token) {
-        return Err(ApiError::NotFound("share link not found".into()));
-    }
-    Ok(state.engine.shared_run(&hash_token(token)).await?)
+    Ok(state.engine.shared_run(&share_hash(token)?).await?)
 }
 
 /// `GET /s/{token}`: the public page (the page fetches `/s/{token}/json`).
 pub async fn page(state: web::Data<AppState>, token: web::Path<String>) -> HttpResponse {
     // Only whether the link works: the page reads the run itself from `/s/{token}/json`.
-    let works = match share_token_shape(&token) {
-        false => Ok(false),
-        true => state.engine.share_link_works(&hash_token(&token)).await.map_err(ApiError::from),
+    let works = match share_hash(&token) {
+        Err(_) => Ok(false),
+        Ok(hash) => state.engine.share_link_works(&hash).await.map_err(ApiError::from),
     };
     match works {
         Ok(true) => super::assets::shared_page(),
