@@ -9,7 +9,7 @@ use super::{Engine, EngineError, Viewer};
 use crate::attachments::{self, Given, MAX_PER_RUN};
 use crate::ids::RunId;
 use crate::modes::{FieldError, ModeKind};
-use crate::store::{AttachmentContent, AttachmentInfo};
+use crate::store::{AttachmentContent, AttachmentInfo, NewAttachment};
 
 /// An uploaded file as it arrived.
 #[derive(Debug, Clone)]
@@ -85,20 +85,7 @@ impl Engine {
         .await
         .map_err(|_| EngineError::Unavailable)?
         .map_err(|message| FieldError::new("file", message))?;
-        let infos = read
-            .iter()
-            .map(|a| AttachmentInfo {
-                id: a.id.clone(),
-                name: a.name.clone(),
-                kind: a.kind.clone(),
-                media_type: a.media_type.clone(),
-                size: a.content.len() as i64,
-                pages: a.pages,
-                chars: a.text.chars().count() as i64,
-                owner: a.owner.clone(),
-                sha256: a.sha256.clone(),
-            })
-            .collect();
+        let infos = read.iter().map(NewAttachment::info).collect();
         self.store.store_attachments(read).await?;
         Ok(infos)
     }
@@ -226,8 +213,7 @@ impl Engine {
         token_hash: &str,
         n: usize,
     ) -> Result<AttachmentContent, EngineError> {
-        let not_found = || EngineError::NotFound("share link".into());
-        let share = self.store.share_by_token(token_hash).await?.ok_or_else(not_found)?;
+        let share = self.working_share(token_hash).await?;
         self.nth_file(&share.run_id, n).await
     }
 

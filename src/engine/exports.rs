@@ -121,16 +121,21 @@ impl Engine {
         Ok(self.store.run_access(&share.run_id).await?.is_some())
     }
 
+    /// The link a share token names, or not found (an unknown or a revoked token alike): what
+    /// a share link's run and its files are read through.
+    pub(super) async fn working_share(&self, token_hash: &str) -> Result<ShareRecord, EngineError> {
+        self.store.share_by_token(token_hash).await?.ok_or_else(share_not_found)
+    }
+
     /// The one run a share token reads, read-only: no owner, no control, model names hidden
     /// when the link says so. Not found for a revoked or unknown token.
     pub async fn shared_run(&self, token_hash: &str) -> Result<SharedRun, EngineError> {
-        let not_found = || EngineError::NotFound("share link".into());
-        let share = self.store.share_by_token(token_hash).await?.ok_or_else(not_found)?;
+        let share = self.working_share(token_hash).await?;
         let id = RunId::from_stored(share.run_id.clone());
         // The link is the grant: it reads its run whoever owns it, and nothing else.
         let mut export = match self.export_run(&id, &Viewer::local()).await {
             Ok(e) => e,
-            Err(EngineError::NotFound(_)) => return Err(not_found()),
+            Err(EngineError::NotFound(_)) => return Err(share_not_found()),
             Err(e) => return Err(e),
         };
         if let Some(o) = export.view.as_object_mut() {
@@ -164,4 +169,9 @@ impl Engine {
         }
         Ok(SharedRun { export, hide_models: share.hide_models })
     }
+}
+
+/// What a share token that reads no run is: not found, whatever the reason.
+fn share_not_found() -> EngineError {
+    EngineError::NotFound("share link".into())
 }

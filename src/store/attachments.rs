@@ -61,6 +61,23 @@ pub struct NewAttachment {
     pub created_at: i64,
 }
 
+impl NewAttachment {
+    /// The upload as its owner sees it once it is stored.
+    pub fn info(&self) -> AttachmentInfo {
+        AttachmentInfo {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            kind: self.kind.clone(),
+            media_type: self.media_type.clone(),
+            size: self.content.len() as i64,
+            pages: self.pages,
+            chars: self.text.chars().count() as i64,
+            owner: self.owner.clone(),
+            sha256: self.sha256.clone(),
+        }
+    }
+}
+
 #[derive(Insertable)]
 #[diesel(table_name = attachment_blobs)]
 struct BlobInsert<'a> {

@@ -8,10 +8,9 @@ use actix_web::{web, HttpResponse};
 use futures_util::StreamExt;
 use serde_json::json;
 
-use super::auth::hash_token;
 use super::auth::Caller;
 use super::error::{run_id, ApiError};
-use super::share::share_token_shape;
+use super::share::share_hash;
 use super::AppState;
 use crate::attachments::limit_words;
 use crate::engine::Upload;
@@ -101,52 +100,42 @@ fn unreadable(e: actix_multipart::MultipartError) -> ApiError {
     }
 }
 
+/// What names a file of a run the caller may read: the caller, and `{id}` and `{n}`.
+type FromRun = (web::Data<AppState>, Caller, web::Path<(String, usize)>);
+/// What names a file of the run a share link reads: `{token}` and `{n}`.
+type FromShare = (web::Data<AppState>, web::Path<(String, usize)>);
+
 /// `GET /api/deliberations/{id}/attachments/{n}`: file `n` (from 0) of a run the caller may
 /// see, as it was uploaded.
-pub async fn file(
-    state: web::Data<AppState>,
-    caller: Caller,
-    path: web::Path<(String, usize)>,
-) -> Result<HttpResponse, ApiError> {
-    let (id, n) = path.into_inner();
-    let f = state.engine.run_file(&run_id(&id)?, n, &caller.viewer()).await?;
-    Ok(original(f))
+pub async fn file(req: FromRun) -> Result<HttpResponse, ApiError> {
+    Ok(original(run_file(req).await?))
 }
 
 /// `GET /api/deliberations/{id}/attachments/{n}/text`: the text its models read of it.
-pub async fn text(
-    state: web::Data<AppState>,
-    caller: Caller,
-    path: web::Path<(String, usize)>,
-) -> Result<HttpResponse, ApiError> {
-    let (id, n) = path.into_inner();
-    let f = state.engine.run_file(&run_id(&id)?, n, &caller.viewer()).await?;
-    Ok(as_text(f))
+pub async fn text(req: FromRun) -> Result<HttpResponse, ApiError> {
+    Ok(as_text(run_file(req).await?))
 }
 
 /// `GET /s/{token}/attachments/{n}`: a shared run's file.
-pub async fn shared_file(
-    state: web::Data<AppState>,
-    path: web::Path<(String, usize)>,
-) -> Result<HttpResponse, ApiError> {
-    let (token, n) = path.into_inner();
-    Ok(original(shared(&state, &token, n).await?))
+pub async fn shared_file(req: FromShare) -> Result<HttpResponse, ApiError> {
+    Ok(original(shared(req).await?))
 }
 
 /// `GET /s/{token}/attachments/{n}/text`: a shared run's file's text.
-pub async fn shared_text(
-    state: web::Data<AppState>,
-    path: web::Path<(String, usize)>,
-) -> Result<HttpResponse, ApiError> {
-    let (token, n) = path.into_inner();
-    Ok(as_text(shared(&state, &token, n).await?))
+pub async fn shared_text(req: FromShare) -> Result<HttpResponse, ApiError> {
+    Ok(as_text(shared(req).await?))
 }
 
-async fn shared(state: &AppState, token: &str, n: usize) -> Result<AttachmentContent, ApiError> {
-    if !share_token_shape(token) {
-        return Err(ApiError::NotFound("share link not found".into()));
-    }
-    Ok(state.engine.shared_file(&hash_token(token), n).await?)
+/// File `n` of a run the caller may see.
+async fn run_file((state, caller, path): FromRun) -> Result<AttachmentContent, ApiError> {
+    let (id, n) = path.into_inner();
+    Ok(state.engine.run_file(&run_id(&id)?, n, &caller.viewer()).await?)
+}
+
+/// File `n` of the run a share link reads (404 for a token of the wrong shape, unasked).
+async fn shared((state, path): FromShare) -> Result<AttachmentContent, ApiError> {
+    let (token, n) = path.into_inner();
+    Ok(state.engine.shared_file(&share_hash(&token)?, n).await?)
 }
 
 /// The file as uploaded. An image is shown inline; anything else is a download, so a file

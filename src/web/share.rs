@@ -13,7 +13,8 @@ use serde_json::json;
 use super::auth::{hash_token, Caller};
 use super::error::{conversation_id, run_id, ApiError};
 use super::AppState;
-use crate::export::Format;
+use crate::engine::{Engine, EngineError, Viewer};
+use crate::export::{ConversationExport, Format, RunExport};
 use crate::store::ShareRecord;
 
 /// The start of every share token.
@@ -25,10 +26,18 @@ pub fn new_share_token() -> String {
 }
 
 /// Whether `token` has the shape of a share token (else it is not found without a query).
-pub(super) fn share_token_shape(token: &str) -> bool {
+fn share_token_shape(token: &str) -> bool {
     token.strip_prefix(SHARE_PREFIX).is_some_and(|hex| {
         hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
+}
+
+/// The stored hash of a share token, or 404 (without a query) for one not of its shape.
+pub(super) fn share_hash(token: &str) -> Result<String, ApiError> {
+    if !share_token_shape(token) {
+        return Err(ApiError::NotFound("share link not found".into()));
+    }
+    Ok(hash_token(token))
 }
 
 #[derive(Deserialize)]
@@ -49,8 +58,37 @@ fn format_of(q: &ExportQuery) -> Result<Format, ApiError> {
     }
 }
 
-/// An export as a download named `name`.
-fn download(format: Format, name: &str, body: String) -> HttpResponse {
+/// A run's or a conversation's export, in either format.
+trait Export {
+    fn markdown(&self) -> String;
+    fn json(&self, events: bool) -> serde_json::Value;
+}
+
+impl Export for RunExport {
+    fn markdown(&self) -> String {
+        self.to_markdown()
+    }
+    fn json(&self, events: bool) -> serde_json::Value {
+        self.to_json(events)
+    }
+}
+
+impl Export for ConversationExport {
+    fn markdown(&self) -> String {
+        self.to_markdown()
+    }
+    fn json(&self, events: bool) -> serde_json::Value {
+        self.to_json(events)
+    }
+}
+
+/// An export as a download named `name`, in `format` (only the one asked for is made), with
+/// its events in JSON when `events`.
+fn download(format: Format, name: &str, export: &impl Export, events: bool) -> HttpResponse {
+    let body = match format {
+        Format::Markdown => export.markdown(),
+        Format::Json => serde_json::to_string_pretty(&export.json(events)).unwrap_or_default(),
+    };
     HttpResponse::Ok()
         .content_type(format.content_type())
         .insert_header((
@@ -61,46 +99,32 @@ fn download(format: Format, name: &str, body: String) -> HttpResponse {
         .body(body)
 }
 
-/// The body of an export in `format`: only the one asked for is made.
-fn rendered(
-    format: Format,
-    markdown: impl FnOnce() -> String,
-    json: impl FnOnce() -> serde_json::Value,
-) -> String {
-    match format {
-        Format::Markdown => markdown(),
-        Format::Json => serde_json::to_string_pretty(&json()).unwrap_or_default(),
-    }
-}
+/// What an export route is given: the caller, the `{id}` of what it exports, and the query.
+type ExportRequest = (web::Data<AppState>, Caller, web::Path<String>, web::Query<ExportQuery>);
 
 /// `GET /api/deliberations/{id}/export?format=md|json[&events=true]`.
-pub async fn export_run(
-    state: web::Data<AppState>,
-    caller: Caller,
-    id: web::Path<String>,
-    q: web::Query<ExportQuery>,
-) -> Result<HttpResponse, ApiError> {
-    let format = format_of(&q)?;
-    let id = run_id(&id)?;
-    let e = state.engine.export_run(&id, &caller.viewer()).await?;
-    let events = q.events.unwrap_or(false);
-    let body = rendered(format, || e.to_markdown(), || e.to_json(events));
-    Ok(download(format, &format!("conclave-run-{}", id.as_str()), body))
+pub async fn export_run(req: ExportRequest) -> Result<HttpResponse, ApiError> {
+    export(req, "run", run_id, Engine::export_run).await
 }
 
 /// `GET /api/conversations/{id}/export?format=md|json[&events=true]`: every run, in order.
-pub async fn export_conversation(
-    state: web::Data<AppState>,
-    caller: Caller,
-    id: web::Path<String>,
-    q: web::Query<ExportQuery>,
+pub async fn export_conversation(req: ExportRequest) -> Result<HttpResponse, ApiError> {
+    export(req, "conversation", conversation_id, Engine::export_conversation).await
+}
+
+/// The export `read` makes of what `{id}` names (`what`: `run` or `conversation`), as the
+/// download `conclave-{what}-{id}`: the format is checked first, then the id, then the access.
+async fn export<Id: AsRef<str>, E: Export>(
+    (state, caller, id, q): ExportRequest,
+    what: &str,
+    parse: fn(&str) -> Result<Id, ApiError>,
+    read: impl AsyncFnOnce(&Engine, &Id, &Viewer) -> Result<E, EngineError>,
 ) -> Result<HttpResponse, ApiError> {
     let format = format_of(&q)?;
-    let id = conversation_id(&id)?;
-    let e = state.engine.export_conversation(&id, &caller.viewer()).await?;
-    let events = q.events.unwrap_or(false);
-    let body = rendered(format, || e.to_markdown(), || e.to_json(events));
-    Ok(download(format, &format!("conclave-conversation-{}", id.as_str()), body))
+    let id = parse(&id)?;
+    let e = read(&state.engine, &id, &caller.viewer()).await?;
+    let name = format!("conclave-{what}-{}", id.as_ref());
+    Ok(download(format, &name, &e, q.events.unwrap_or(false)))
 }
 
 #[derive(Deserialize, Default)]
@@ -195,18 +219,15 @@ pub async fn revoke_share(
 
 /// The run a share token reads, or 404 (an unknown, malformed or revoked token alike).
 async fn shared(state: &AppState, token: &str) -> Result<crate::engine::SharedRun, ApiError> {
-    if !share_token_shape(token) {
-        return Err(ApiError::NotFound("share link not found".into()));
-    }
-    Ok(state.engine.shared_run(&hash_token(token)).await?)
+    Ok(state.engine.shared_run(&share_hash(token)?).await?)
 }
 
 /// `GET /s/{token}`: the public page (the page fetches `/s/{token}/json`).
 pub async fn page(state: web::Data<AppState>, token: web::Path<String>) -> HttpResponse {
     // Only whether the link works: the page reads the run itself from `/s/{token}/json`.
-    let works = match share_token_shape(&token) {
-        false => Ok(false),
-        true => state.engine.share_link_works(&hash_token(&token)).await.map_err(ApiError::from),
+    let works = match share_hash(&token) {
+        Err(_) => Ok(false),
+        Ok(hash) => state.engine.share_link_works(&hash).await.map_err(ApiError::from),
     };
     match works {
         Ok(true) => super::assets::shared_page(),
@@ -255,8 +276,7 @@ pub async fn page_export(
 ) -> Result<HttpResponse, ApiError> {
     let format = format_of(&q)?;
     let s = shared(&state, &token).await?;
-    let body = rendered(format, || s.export.to_markdown(), || s.export.to_json(false));
-    Ok(download(format, &format!("conclave-run-{}", s.export.run_id()), body))
+    Ok(download(format, &format!("conclave-run-{}", s.export.run_id()), &s.export, false))
 }
 
 #[cfg(test)]
