@@ -27,6 +27,7 @@ pub mod jury;
 pub mod numbers;
 pub mod payload;
 pub mod peer_review;
+pub mod prelude;
 pub mod ranking;
 pub mod reading;
 pub mod red_team;

@@ -2,7 +2,6 @@
 
 use super::*;
 use crate::modes::payload::RunStart;
-use crate::modes::runner::{Kit, Staged};
 
 const OUTLINE_ORDER: i32 = 0;
 /// After section 20, the most a run writes.

@@ -27,24 +27,10 @@ pub use read::*;
 pub use result::*;
 use sim::*;
 
+use super::common::{word_count, Answered, CALL_FAILED};
+use super::prelude::*;
+use super::reading::{between, unbold};
 use std::collections::HashSet;
-use std::sync::{Arc, OnceLock};
-
-use regex::Regex;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{role_failed, word_count, Answered, Routed, SplitMix64, CALL_FAILED};
-use super::reading::answer_text;
-use super::reading::{bare, between, re, unbold};
-use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
-use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
-use super::schema::{self, Asking, ReadFrom, ReplySchema};
-use super::{
-    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
-    StageRow, ValidRequest,
-};
 
 /// The row of the document type and the material, stored at the start (content: the material).
 const SETUP: &str = "blueprint_setup";

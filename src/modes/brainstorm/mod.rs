@@ -18,27 +18,13 @@
 //! same rules as the text, else by the text readers; each ideator, the clustering and each
 //! scorer say which (`readFrom`). The proposal is text a person reads and carries none.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
-
-use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{
-    create_label_map, failed_from_rows, label, Batch, FailedModel, Routed, SplitMix64,
-};
+use super::common::{create_label_map, failed_from_rows, label, FailedModel};
 use super::payload::{parsed, Data, Failures, Marked};
-use super::reading::{answer_text, bare, between, re, unmark, Unparsed};
-use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
-use super::request::ModelId;
-use super::runner::{Kit, Staged, GLOBAL_TIMER};
-use super::schema::{self, Asking, ReadFrom, ReplySchema};
-use super::{
-    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
-    StageRow, ValidRequest,
-};
+use super::prelude::*;
+use super::reading::{between, unmark, Unparsed};
+use super::runner::GLOBAL_TIMER;
+use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
 
 mod machine;
 mod prompts;

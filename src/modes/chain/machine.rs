@@ -1,9 +1,8 @@
 //! The chain's state machine: one step at a time, each stored as it completes or is skipped.
 
 use super::*;
-use crate::modes::common::Routed;
 use crate::modes::payload::{Marked, RunStart};
-use crate::modes::runner::{Kit, Staged, GLOBAL_TIMER};
+use crate::modes::runner::GLOBAL_TIMER;
 
 pub struct Chain {
     config: ChainConfig,

@@ -21,21 +21,8 @@ pub use read::*;
 pub use result::*;
 use sim::*;
 
-use std::sync::OnceLock;
-
-use regex::Regex;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{word_count, SplitMix64};
-use super::reading::answer_text;
-use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
-use super::request::{ModelId, Text};
-use super::{
-    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
-    StageRow, ValidRequest,
-};
+use super::common::word_count;
+use super::prelude::*;
 
 /// The row of the chain's plan, stored at the start.
 const PLAN: &str = "chain_plan";

@@ -5,17 +5,8 @@ use super::*;
 use crate::modes::payload::RunStart;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use crate::modes::common::{Batch, Routed};
 use crate::modes::reading::Unparsed;
-use crate::modes::registry::stored_config;
-use crate::modes::runner::{Kit, Staged};
-use crate::modes::schema::ReplySchema;
-use crate::modes::{to_json, CallReply, CallSpec, ChatMessage, Effect, RunContext, StageRow};
 
 // ---- disagreement, final score, critique ----------------------------------------------------
 

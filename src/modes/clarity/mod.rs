@@ -14,15 +14,9 @@
 //! is first replaced once by the configured backup (`[fallback] arbiter`); the arbiter entry
 //! then says `fallbackFrom`.
 
+use super::prelude::*;
+use super::request::{MAX_SHORT_CHARS, MAX_TEXT_CHARS};
 use std::collections::BTreeMap;
-
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::registry::{schema_of, ModeSpec, Question, Role};
-use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_SHORT_CHARS, MAX_TEXT_CHARS};
-use super::{request, Defaults, FieldError, ValidRequest};
 
 mod machine;
 mod prompts;

@@ -3,8 +3,6 @@
 
 use super::*;
 
-use crate::modes::schema::ReplySchema;
-
 // ---- prompts --------------------------------------------------------------------------------
 
 fn brief_block(cfg: &ClarityConfig) -> String {

@@ -4,14 +4,8 @@
 use super::*;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::modes::reading::{split_reasoning, Unparsed};
-use crate::modes::schema::{self, ReadFrom, ReplySchema};
-use crate::modes::CallReply;
 
 // ---- parsing --------------------------------------------------------------------------------
 

@@ -4,11 +4,7 @@
 use super::*;
 use crate::modes::payload::Failures;
 
-use serde_json::Value;
-
 use crate::modes::reading::Unparsed;
-use crate::modes::schema::ReadFrom;
-use crate::modes::{to_json, StageRow};
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 

@@ -3,14 +3,8 @@
 
 use super::*;
 
-use serde_json::Value;
-
-use crate::modes::common::SplitMix64;
 use crate::modes::reading::between;
-use crate::modes::registry::SimAsk;
-use crate::modes::schema::{self, ReplySchema};
 use crate::modes::sim_text::{self, rng, seed_of, Prompt};
-use crate::modes::to_json;
 
 // ---- the sim ----------------------------------------------------------------------------------
 

@@ -20,25 +20,9 @@
 //!   answer says where its confidence was read from (`readFrom`), none when none was stated.
 //!   The synthesis is text a person reads.
 
-use std::sync::{Arc, OnceLock};
-
-use regex::Regex;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{
-    empty_is_failure, member_names, role_failed, with_history, Routed, SplitMix64,
-};
-use super::reading::{answer_text, readable};
-use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
-use super::request::ModelId;
-use super::runner::{Kit, Staged};
-use super::schema::{self, ReadFrom, ReplySchema};
-use super::{
-    request, to_json, CallError, CallErrorKind, CallReply, CallSpec, Defaults, Effect, FieldError,
-    RunContext, StageRow, ValidRequest,
-};
+use super::common::{empty_is_failure, member_names, with_history};
+use super::prelude::*;
+use super::{CallError, CallErrorKind};
 
 mod machine;
 mod prompts;

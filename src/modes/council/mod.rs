@@ -24,25 +24,11 @@ pub use prompts::*;
 pub use read::*;
 pub use result::*;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{
-    answer_of, create_label_map, label, named, role_failed, with_history, Batch, Routed,
-};
+use super::common::{answer_of, create_label_map, label, named, with_history};
+use super::prelude::*;
 use super::ranking;
-use super::reading::{answer_text, readable, Unparsed};
-use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role};
-use super::request::ModelId;
-use super::schema::{Asking, ReadFrom, ReplySchema};
-use super::{
-    request, to_json, CallReply, CallSpec, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
-};
+use super::reading::Unparsed;
+use std::collections::BTreeMap;
 
 /// History a follow-up carries (the seed: "truncated to the last 10 turns").
 pub const HISTORY_TURNS: usize = 10;

@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::modes::payload::{Data, Marked, RunStart};
-use crate::modes::runner::{Kit, Staged};
 use crate::modes::voting::WinnerRow;
 
 #[derive(Debug, Clone, Copy, PartialEq)]

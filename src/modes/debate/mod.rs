@@ -15,29 +15,14 @@ pub use read::*;
 pub use result::*;
 use sim::sim_answer;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
-
-use regex::Regex;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{
-    answer_of, create_label_map, label, member_names, named, word_count, Answer, Batch, Routed,
-};
-use super::reading::{answer_text, between, json_values, split_reasoning, Unparsed};
-use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
-use super::request::ModelId;
-use super::schema::{self, Asking, ReadFrom, ReplySchema};
+use super::common::{answer_of, create_label_map, label, member_names, named, word_count, Answer};
+use super::prelude::*;
+use super::reading::{between, json_values, split_reasoning, Unparsed};
 use super::stated::{last_stated, Labels};
 use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, vote_prompt_as, vote_schema, Round,
 };
-use super::{
-    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
-    StageRow, ValidRequest,
-};
+use std::collections::BTreeMap;
 
 /// Mixed into the run seed so the vote's label map is a fresh shuffle.
 const VOTE_SALT: u64 = 0x5eed_0fd0_be7e;

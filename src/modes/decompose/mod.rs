@@ -16,25 +16,12 @@
 //! it fits the schema and else from its text, under the same rules; the plan's data says which
 //! (`readFrom`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
-
-use regex::Regex;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{role_failed, word_count, Answered, Routed, SplitMix64};
-use super::reading::{answer_text, bare, json_values, re, unmark};
-use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
-use super::request::ModelId;
-use super::runner::{Kit, Staged, GLOBAL_TIMER};
-use super::schema::{self, Asking, ReadFrom, ReplySchema};
+use super::common::{word_count, Answered};
+use super::prelude::*;
+use super::reading::{json_values, unmark};
+use super::runner::GLOBAL_TIMER;
 use super::stated::{last_stated, Labels};
-use super::{
-    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
-    StageRow, ValidRequest,
-};
+use std::collections::HashMap;
 
 mod machine;
 mod prompts;

@@ -3,17 +3,9 @@
 
 use super::*;
 
-use std::sync::Arc;
-
-use serde_json::Value;
-
-use crate::modes::common::{Batch, Routed};
 use crate::modes::payload::{Data, Marked};
 use crate::modes::reading::Unparsed;
-use crate::modes::registry::stored_config;
-use crate::modes::runner::{Kit, Staged, GLOBAL_TIMER};
-use crate::modes::schema::{ReadFrom, ReplySchema};
-use crate::modes::{to_json, CallReply, CallSpec, ChatMessage, Effect, RunContext, StageRow};
+use crate::modes::runner::GLOBAL_TIMER;
 
 // ---- the state machine ----------------------------------------------------------------------
 

@@ -21,13 +21,8 @@
 //! they were read from (`readFrom`); an estimate carried forward says nothing, as it was not
 //! read this round.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::registry::{schema_of, ModeSpec, Question, Role};
-use super::request::{ModelId, Text, MAX_SHORT_CHARS};
-use super::{request, Defaults, FieldError, ValidRequest};
+use super::prelude::*;
+use super::request::MAX_SHORT_CHARS;
 
 mod machine;
 mod prompts;

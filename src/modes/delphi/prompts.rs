@@ -3,8 +3,6 @@
 
 use super::*;
 
-use crate::modes::schema::ReplySchema;
-
 // ---- prompts (verbatim from the seed) -------------------------------------------------------
 
 pub fn classify_prompt(question: &str) -> String {

@@ -3,12 +3,6 @@
 
 use super::*;
 
-use std::sync::OnceLock;
-
-use regex::Regex;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
 use crate::modes::numbers;
 use crate::modes::reading;
 
@@ -48,10 +42,6 @@ impl Confidence {
             Confidence::High => "HIGH",
         }
     }
-}
-
-pub(super) fn re(pattern: &'static str, cell: &'static OnceLock<Regex>) -> &'static Regex {
-    cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
 }
 
 /// Words that may stand before a label: `Final estimate:`, `My answer:`, `Your numeric
@@ -538,13 +528,14 @@ fn json_number(v: &Value) -> Option<numbers::Stated> {
 
 fn estimated_line() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    re(r"(?im)^(?:[\s>*_#•+\-–]|\d{1,2}[.)]\s)*[*_\s]*estimated(?:\s+[^\s:]+){1,10}?[*_\s]*:", &RE)
+    re(&RE, r"(?im)^(?:[\s>*_#•+\-–]|\d{1,2}[.)]\s)*[*_\s]*estimated(?:\s+[^\s:]+){1,10}?[*_\s]*:")
 }
 
 /// Sentences that state an estimate, ending right before the value.
 fn stated_estimate_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     re(
+        &RE,
         r"(?imx)
         \b(?:my|our)\s+(?:(?:final|best|revised|updated|overall|current|own|point|numeric)\s+)*
             (?:estimate|guess|answer|prediction|forecast)\s*(?:is\b|would\s+be\b|will\s+be\b|remains\b|stands\s+at\b|:)
@@ -554,7 +545,6 @@ fn stated_estimate_re() -> &'static Regex {
             (?:(?:it|this|the\s+(?:number|total|value|figure))\s+(?:at|to\s+be|is|will\s+be|would\s+be)\s+
               |there\s+(?:are|is|will\s+be|would\s+be)\s+)?
         | \b(?:estimate|answer)\s*[≈=]",
-        &RE,
     )
 }
 

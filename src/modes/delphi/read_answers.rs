@@ -3,11 +3,6 @@
 
 use super::*;
 
-use std::sync::OnceLock;
-
-use regex::Regex;
-use serde_json::Value;
-
 use crate::modes::reading;
 
 /// Text compared with an option: lower case, markup and quotes gone, spaces collapsed.
@@ -34,22 +29,22 @@ fn leading_option(s: &str, opts: &[String]) -> Option<usize> {
 fn option_number_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     re(
-        r"^(?:(?:option|opción|opcion|opção|opcao|opzione|choice|number|no\.?|n°|nº)\s*)?[#(]?\s*(\d{1,2})\b",
         &RE,
+        r"^(?:(?:option|opción|opcion|opção|opcao|opzione|choice|number|no\.?|n°|nº)\s*)?[#(]?\s*(\d{1,2})\b",
     )
 }
 
 /// `or 2`, `/ Polyrepo`, `and option 3`: a second choice named right after the first.
 fn alternative_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    re(r"^\s*\)?\s*(?:or|and|/|,|&|vs\.?|versus|-|–|to)\s*(.*)$", &RE)
+    re(&RE, r"^\s*\)?\s*(?:or|and|/|,|&|vs\.?|versus|-|–|to)\s*(.*)$")
 }
 
 fn negation_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     re(
-        r"(?i)\b(?:not|no|never|neither|nor|against|except|instead|rather|without|avoid|don't|do\s+not|none|both)\b",
         &RE,
+        r"(?i)\b(?:not|no|never|neither|nor|against|except|instead|rather|without|avoid|don't|do\s+not|none|both)\b",
     )
 }
 
@@ -57,8 +52,8 @@ fn negation_re() -> &'static Regex {
 fn names_nothing(v: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     let r = re(
-        r"(?i)^(?:n/a|none|unknown|unsure|undecided|both|neither|all|no\s+answer|not\s+sure|it\s+is\s+unclear)\b",
         &RE,
+        r"(?i)^(?:n/a|none|unknown|unsure|undecided|both|neither|all|no\s+answer|not\s+sure|it\s+is\s+unclear)\b",
     );
     r.is_match(v) || reading::declines(v)
 }
@@ -158,11 +153,11 @@ fn match_option(value: &str, options: &[String], loose: bool) -> Option<String> 
 fn stated_choice_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     re(
+        &RE,
         r"(?imx)
         (?:^|[.!?]\s)\s*(?:(?:so|thus|therefore|hence|overall|finally|in\s+conclusion|in\s+short|in\s+summary)\s*,?\s+)?
             (?:the|my)\s+(?:(?:final|best)\s+)?(?:answer|choice|recommendation)\s+(?:is|would\s+be|will\s+be)\b\s*:?
         | \bI(?:\s+would|\s+will|'d|’d|'ll|’ll)?\s+(?:choose|pick|select|recommend|go\s+with|vote\s+for|opt\s+for)\b\s*:?",
-        &RE,
     )
 }
 
@@ -228,8 +223,8 @@ fn kind_of(value: &str) -> Option<QuestionType> {
 fn stated_kind_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     re(
-        r"(?i)\bthis\s+(?:question\s+)?is\s+(?:a|an)\s+(numeric|numerical|quantitative|qualitative)\s+question\b",
         &RE,
+        r"(?i)\bthis\s+(?:question\s+)?is\s+(?:a|an)\s+(numeric|numerical|quantitative|qualitative)\s+question\b",
     )
 }
 
@@ -255,7 +250,7 @@ fn split_options(value: &str) -> Vec<String> {
 
 fn list_item_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    re(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+(.+)$", &RE)
+    re(&RE, r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+(.+)$")
 }
 
 /// The options under `OPTIONS:`: on its line, comma-separated, or as a list below it.

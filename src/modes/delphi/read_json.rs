@@ -3,12 +3,6 @@
 
 use super::*;
 
-use std::sync::Arc;
-
-use serde_json::Value;
-
-use crate::modes::schema::{self, ReadFrom, ReplySchema};
-
 // ---- structured replies ---------------------------------------------------------------------
 //
 // A model whose route takes structured output is asked for JSON instead of the seed's text

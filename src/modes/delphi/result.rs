@@ -2,11 +2,8 @@
 
 use super::*;
 
-use serde_json::Value;
-
 use crate::modes::payload::{parsed, Failures};
 use crate::modes::reading::Unparsed;
-use crate::modes::{to_json, StageRow};
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 

@@ -3,12 +3,7 @@
 
 use super::*;
 
-use serde_json::Value;
-
-use crate::modes::registry::SimAsk;
-use crate::modes::schema::{self, ReplySchema};
 use crate::modes::sim_text::{between, seed_of, Prompt};
-use crate::modes::to_json;
 
 // ---- sim answers ----------------------------------------------------------------------------
 //

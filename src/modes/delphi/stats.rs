@@ -5,10 +5,7 @@ use super::*;
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::modes::reading::Unparsed;
-use crate::modes::schema::ReadFrom;
 
 // ---- statistics -----------------------------------------------------------------------------
 

@@ -14,24 +14,9 @@
 //! under the same rules, and the extraction and each check say where they were read from
 //! (`readFrom`). The generated content and the report are text a person reads.
 
-use std::sync::{Arc, OnceLock};
-
-use regex::Regex;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{role_failed, Batch, Routed, SplitMix64};
-use super::reading::answer_text;
-use super::reading::{bare, between, re, unmark};
-use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
-use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
-use super::runner::{Kit, Staged, GLOBAL_TIMER};
-use super::schema::{self, ReadFrom, ReplySchema};
-use super::{
-    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
-    StageRow, ValidRequest,
-};
+use super::prelude::*;
+use super::reading::{between, unmark};
+use super::runner::GLOBAL_TIMER;
 
 mod machine;
 mod prompts;

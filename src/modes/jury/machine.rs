@@ -2,7 +2,6 @@
 
 use super::*;
 use crate::modes::payload::{Data, Marked, RunStart};
-use crate::modes::runner::{Kit, Staged};
 
 // ---- the state machine ----------------------------------------------------------------------
 

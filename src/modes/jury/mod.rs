@@ -24,26 +24,11 @@ pub use read::*;
 pub use result::*;
 use sim::sim_answer;
 
-use std::sync::{Arc, OnceLock};
-
-use regex::Regex;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{member_names, role_failed, Batch, Routed, SplitMix64};
-use super::reading::{
-    answer_text, between, json_field, json_values, readable, split_reasoning, Unparsed,
-};
-use super::registry::{schema_of, stored_config, ModeSpec, Question, Role, SimAsk};
-use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_TEXT_CHARS};
-use super::schema::{self, Asking, ReadFrom, ReplySchema};
+use super::common::member_names;
+use super::prelude::*;
+use super::reading::{between, json_field, json_values, split_reasoning, Unparsed};
+use super::request::MAX_TEXT_CHARS;
 use super::stated::{last_stated, Labels};
-
-use super::{
-    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
-    StageRow, ValidRequest,
-};
 
 /// The five dimensions, as the prompts name them.
 pub const DIMENSIONS: [&str; 5] =

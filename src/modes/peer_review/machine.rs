@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::modes::payload::RunStart;
-use crate::modes::runner::{Kit, Staged};
 
 const REVIEW_ORDER: i32 = 1;
 const STATS_ORDER: i32 = 2;

@@ -23,23 +23,9 @@ pub use read::*;
 pub use result::*;
 pub use sim::*;
 
-use std::sync::{Arc, OnceLock};
-
-use regex::Regex;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{role_failed, Batch, Routed, SplitMix64};
-use super::reading::{answer_text, readable};
-use super::reading::{bare, re, unmark};
-use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
-use super::request::{ModelId, Text, MAX_CONTENT_CHARS, MAX_SHORT_CHARS};
-use super::schema::{self, Asking, ReadFrom, ReplySchema};
-use super::{
-    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
-    StageRow, ValidRequest,
-};
+use super::prelude::*;
+use super::reading::unmark;
+use super::request::MAX_SHORT_CHARS;
 
 const MAX_CRITERION_NAME: usize = 100;
 const MAX_RUBRIC_TEXT: usize = 2000;

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::modes::payload::{Marked, RunStart};
-use crate::modes::runner::{Kit, Staged, GLOBAL_TIMER};
+use crate::modes::runner::GLOBAL_TIMER;
 
 const SYNTHESIS_ORDER: i32 = 99;
 

@@ -23,23 +23,8 @@ pub use read::*;
 pub use result::*;
 use sim::*;
 
-use std::sync::{Arc, OnceLock};
-
-use regex::Regex;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{role_failed, Routed, SplitMix64};
-use super::reading::{answer_text, readable};
-use super::reading::{bare, re, unbold};
-use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
-use super::request::{ModelId, Text, MAX_CONTENT_CHARS};
-use super::schema::{self, Asking, ReadFrom, ReplySchema};
-use super::{
-    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
-    StageRow, ValidRequest,
-};
+use super::prelude::*;
+use super::reading::unbold;
 
 /// Red Team's `modeConfig`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]

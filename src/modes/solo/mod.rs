@@ -5,16 +5,8 @@
 //! One call, one stored row (`answer`), the reply as the run's answer; a failed call fails
 //! the run.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role};
-use super::request::ModelId;
-use super::{
-    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, Mode,
-    RunContext, StageRow, ValidRequest,
-};
+use super::prelude::*;
+use super::Mode;
 
 /// The stage (and stored row) of the one answer.
 const STAGE: &str = "answer";

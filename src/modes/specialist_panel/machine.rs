@@ -2,7 +2,6 @@
 
 use super::*;
 use crate::modes::payload::{Data, Marked, RunStart};
-use crate::modes::runner::{Kit, Staged};
 
 const PANEL_ORDER: i32 = 0;
 const SPECIALIST_ORDER: i32 = 1;

@@ -24,23 +24,9 @@ pub use read::*;
 pub use result::*;
 use sim::*;
 
-use std::sync::{Arc, OnceLock};
-
-use regex::Regex;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{role_failed, Routed, SplitMix64, CALL_FAILED};
-use super::reading::re;
-use super::reading::{answer_text, readable};
-use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
-use super::request::{ModelId, Text, MAX_SHORT_CHARS};
-use super::schema::{self, ReadFrom, ReplySchema};
-use super::{
-    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
-    StageRow, ValidRequest,
-};
+use super::common::CALL_FAILED;
+use super::prelude::*;
+use super::request::MAX_SHORT_CHARS;
 
 const DEFAULT_ROLES: [RoleId; 3] =
     [RoleId::SecurityExpert, RoleId::ScalabilityArchitect, RoleId::CostAnalyst];

@@ -7,23 +7,8 @@
 //! seeds and the run id, so a resumed run draws them the same. Each match is stored the moment
 //! it is decided, so a cancelled or interrupted run keeps every finished match.
 
-use std::sync::{Arc, OnceLock};
-
-use regex::Regex;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{empty_is_failure, Routed, SplitMix64};
-use super::reading::answer_text;
-use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
-use super::request::ModelId;
-use super::runner::{Kit, Staged};
-use super::schema::{self, Asking, ReadFrom, ReplySchema};
-use super::{
-    request, to_json, CallReply, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext,
-    StageRow, ValidRequest,
-};
+use super::common::empty_is_failure;
+use super::prelude::*;
 
 mod machine;
 mod prompts;

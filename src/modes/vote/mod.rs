@@ -10,28 +10,13 @@ pub(crate) mod sim;
 pub use machine::*;
 pub use result::*;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
-use super::common::{
-    answer_of, create_label_map, label, named, with_history, Answer, Batch, Routed,
-};
-use super::reading::answer_text;
-use super::registry::{schema_of, stored_config, ModeSpec, Question, Role};
-use super::request::ModelId;
-use super::schema::{Asking, ReplySchema};
+use super::common::{answer_of, create_label_map, label, named, with_history, Answer};
+use super::prelude::*;
 use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, read_vote_reply, tally,
     tiebreaker_prompt_as, vote_prompt_as, vote_schema, Ballot, Round, Tally, VoteRow,
 };
-use super::{
-    request, to_json, CallSpec, ChatMessage, Defaults, Effect, FieldError, RunContext, StageRow,
-    ValidRequest,
-};
+use std::collections::BTreeMap;
 
 pub const HISTORY_TURNS: usize = 10;
 
