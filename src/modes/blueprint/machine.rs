@@ -1,7 +1,6 @@
 //! The blueprint's state machine: the outline, every section in parallel, then the assembly.
 
 use super::*;
-use crate::modes::payload::RunStart;
 
 const OUTLINE_ORDER: i32 = 0;
 /// After section 20, the most a run writes.

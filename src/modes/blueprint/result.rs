@@ -3,11 +3,9 @@
 
 use super::*;
 use crate::modes::common::FailedModel;
-use crate::modes::payload::Failures;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-use crate::modes::payload::parsed;
 pub use crate::modes::payload::Data;
 
 /// Where the material came from.

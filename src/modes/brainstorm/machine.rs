@@ -2,7 +2,6 @@
 //! scoring and refinement.
 
 use super::*;
-use crate::modes::payload::RunStart;
 
 /// One cluster in the ranking.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -19,7 +19,6 @@
 //! scorer say which (`readFrom`). The proposal is text a person reads and carries none.
 
 use super::common::{create_label_map, failed_from_rows, label, FailedModel};
-use super::payload::{parsed, Data, Failures, Marked};
 use super::prelude::*;
 use super::reading::{between, unmark, Unparsed};
 use super::runner::GLOBAL_TIMER;

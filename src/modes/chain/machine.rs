@@ -1,7 +1,6 @@
 //! The chain's state machine: one step at a time, each stored as it completes or is skipped.
 
 use super::*;
-use crate::modes::payload::{Marked, RunStart};
 use crate::modes::runner::GLOBAL_TIMER;
 
 pub struct Chain {

@@ -1,7 +1,6 @@
 //! What a chain stores and reads back: the step rows, the result, and the export's report.
 
 use super::*;
-use crate::modes::payload::Failures;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 

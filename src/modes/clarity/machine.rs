@@ -2,7 +2,6 @@
 //! disagreement, the final scores and the consolidated critique.
 
 use super::*;
-use crate::modes::payload::RunStart;
 
 use std::collections::BTreeMap;
 

@@ -2,13 +2,11 @@
 //! `load_result` and the export's report.
 
 use super::*;
-use crate::modes::payload::Failures;
 
 use crate::modes::reading::Unparsed;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-use crate::modes::payload::parsed;
 pub use crate::modes::payload::Data;
 
 /// `clarity_start`: the run and the model of each persona.

@@ -2,7 +2,6 @@
 //! answers, the weights row and the synthesis (with its backup).
 
 use super::*;
-use crate::modes::payload::RunStart;
 
 /// Softmax weights of `(index, model, confidence)` at temperature `t`, heaviest first (ties by
 /// index).

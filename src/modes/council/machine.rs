@@ -1,7 +1,6 @@
 //! Council's state machine: the answers, the rankings and the chairman's synthesis.
 
 use super::*;
-use crate::modes::payload::{Data, Marked};
 
 // ---- the state machine ----------------------------------------------------------------------
 

@@ -2,7 +2,6 @@
 //! and the export's report.
 
 use super::*;
-use crate::modes::payload::{parsed, Failures};
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 

@@ -2,7 +2,6 @@
 //! answers.
 
 use super::*;
-use crate::modes::payload::{Data, Marked, RunStart};
 use crate::modes::voting::WinnerRow;
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -2,7 +2,6 @@
 //! from the stored rows and the export's report.
 
 use super::*;
-use crate::modes::payload::{parsed, Failures};
 use crate::modes::voting::{winner_as_stored, StoredWinner, WinnerKeys};
 
 /// A debater's decision after reading the others' answers.

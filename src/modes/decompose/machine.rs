@@ -1,7 +1,6 @@
 //! Decompose's state machine: the plan (with its re-asks), the waves of tasks and the assembly.
 
 use super::*;
-use crate::modes::payload::RunStart;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {

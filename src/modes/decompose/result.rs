@@ -2,11 +2,9 @@
 //! from the stored rows, its outcome and the export's report.
 
 use super::*;
-use crate::modes::payload::Failures;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-use crate::modes::payload::parsed;
 pub use crate::modes::payload::Data;
 
 /// An event of a wave (`wave_start`, `task_complete`, `wave_complete`).

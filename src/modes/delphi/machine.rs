@@ -3,7 +3,6 @@
 
 use super::*;
 
-use crate::modes::payload::{Data, Marked};
 use crate::modes::reading::Unparsed;
 use crate::modes::runner::GLOBAL_TIMER;
 

@@ -2,7 +2,6 @@
 
 use super::*;
 
-use crate::modes::payload::{parsed, Failures};
 use crate::modes::reading::Unparsed;
 
 // ---- payloads (one definition for live events and stored results) --------------------------

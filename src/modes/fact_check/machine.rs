@@ -2,7 +2,6 @@
 //! extract, verify and report.
 
 use super::*;
-use crate::modes::payload::{Marked, RunStart};
 
 /// A claim's consensus over the usable checkers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

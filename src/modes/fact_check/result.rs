@@ -2,11 +2,9 @@
 //! the export's report.
 
 use super::*;
-use crate::modes::payload::Failures;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-use crate::modes::payload::parsed;
 pub use crate::modes::payload::Data;
 
 /// What the run checks with (`factcheck_start`'s `config`).

@@ -1,7 +1,6 @@
 //! Jury's state machine: the jurors' deliberation, then the foreman's verdict.
 
 use super::*;
-use crate::modes::payload::{Data, Marked, RunStart};
 
 // ---- the state machine ----------------------------------------------------------------------
 

@@ -2,7 +2,6 @@
 //! foreman's report, the result from the stored rows and the export's report.
 
 use super::*;
-use crate::modes::payload::Failures;
 
 /// The jurors' verdicts, counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -2,7 +2,6 @@
 //! the consolidation.
 
 use super::*;
-use crate::modes::payload::RunStart;
 
 const REVIEW_ORDER: i32 = 1;
 const STATS_ORDER: i32 = 2;

@@ -2,7 +2,6 @@
 //! its outcome and the export's report.
 
 use super::*;
-use crate::modes::payload::Failures;
 
 pub(super) fn round_to(v: f64, places: i32) -> f64 {
     let f = 10f64.powi(places);
@@ -210,7 +209,6 @@ pub struct FailedReviewer {
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-use crate::modes::payload::parsed;
 pub use crate::modes::payload::Data;
 
 /// `review_start`: the run, its review type and rubric.

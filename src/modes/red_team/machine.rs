@@ -1,7 +1,6 @@
 //! The red-team state machine: generate, then attack and defend round by round, then synthesize.
 
 use super::*;
-use crate::modes::payload::{Marked, RunStart};
 use crate::modes::runner::GLOBAL_TIMER;
 
 const SYNTHESIS_ORDER: i32 = 99;

@@ -1,7 +1,6 @@
 //! The panel's state machine: every specialist in parallel, then the synthesis.
 
 use super::*;
-use crate::modes::payload::{Data, Marked, RunStart};
 
 const PANEL_ORDER: i32 = 0;
 const SPECIALIST_ORDER: i32 = 1;

@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::modes::common::FailedModel;
-use crate::modes::payload::{parsed, Failures};
 
 /// A finished report, as `specialist_complete` gives it (the stored row: less the report).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -2,7 +2,6 @@
 //! contestants' answers, the matches round by round and the champion.
 
 use super::*;
-use crate::modes::payload::RunStart;
 
 /// One pairing of a round: `seed_b` None is a bye.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,11 +2,9 @@
 //! from the stored rows and the export's report.
 
 use super::*;
-use crate::modes::payload::Failures;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-use crate::modes::payload::parsed;
 pub use crate::modes::payload::Data;
 
 /// `tournament_start`: the run and its contestants and judge.

@@ -1,7 +1,6 @@
 //! Vote's state machine: the answers, the anonymous vote and the chairman's tiebreak.
 
 use super::*;
-use crate::modes::payload::{Data, Marked, RunStart};
 use crate::modes::voting::WinnerRow;
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -2,7 +2,6 @@
 //! and the export's report.
 
 use super::*;
-use crate::modes::payload::{parsed, Failures};
 use crate::modes::voting::{winner_as_stored, StoredWinner, WinnerKeys};
 
 /// The labels' models in a vote round (`labelToModel`).
