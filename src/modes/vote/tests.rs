@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
+    ctx, emitted, err, events, failed, feed, finished, offline_defaults, ok, rows, stage_calls,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -297,12 +297,7 @@ fn duplicate_models_are_separate_participants() {
 
 #[test]
 fn validation_follows_the_spec() {
-    let d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Fallbacks::default(),
-        ..Default::default()
-    };
+    let d = offline_defaults();
     let ok = validate(&json!({ "question": "q", "mode": "vote" }), &d).unwrap();
     assert_eq!(ok.config["models"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
     let field = |b: Value| validate(&b, &d).unwrap_err().field;
