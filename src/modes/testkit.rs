@@ -85,6 +85,11 @@ pub fn emitted(effects: &[Effect], name: &str) -> Option<Value> {
     })
 }
 
+/// The values of `keys` in `v`, in that order.
+pub fn fields<const N: usize>(v: &Value, keys: [&str; N]) -> [Value; N] {
+    keys.map(|k| v[k].clone())
+}
+
 /// The data of every `name` event, in the order they went out.
 pub fn all_emitted(effects: &[Effect], name: &str) -> Vec<Value> {
     effects

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    all_emitted, assert_contains_all, ctx, drive_on_sim_text, emitted, events, failed, finished,
-    machine_read_stages, offline_defaults, ok, readable_report, rows, sim_ask, sim_call_ask,
-    stage_calls,
+    all_emitted, assert_contains_all, ctx, drive_on_sim_text, emitted, events, failed, fields,
+    finished, machine_read_stages, offline_defaults, ok, readable_report, rows, sim_ask,
+    sim_call_ask, stage_calls,
 };
 use crate::modes::{validate, Defaults, Mode};
 
@@ -224,7 +224,7 @@ fn failed_and_empty_sections_are_listed_and_the_assembler_is_told() {
         _ => answer_all(c),
     });
     let done = emitted(&all, "all_sections_complete").unwrap()["data"].clone();
-    assert_eq!((done["totalSucceeded"].clone(), done["totalFailed"].clone()), (json!(2), json!(2)));
+    assert_eq!(fields(&done, ["totalSucceeded", "totalFailed"]), [json!(2), json!(2)]);
     assert_eq!(done["failedSections"][0]["sectionTitle"], "Sync Engine");
     assert_eq!(done["failedSections"][1]["error"], "empty reply");
     assert_eq!(all_emitted(&all, "section_failed").len(), 2);
@@ -263,9 +263,9 @@ fn the_architect_falls_back_and_an_unreadable_outline_fails_the_run() {
         _ => answer_all(c),
     });
     let fb = emitted(&all, "fallback_start").unwrap();
-    assert_eq!((fb["key"].clone(), fb["model"].clone()), (json!("outline:backup"), json!("spare")));
+    assert_eq!(fields(&fb, ["key", "model"]), [json!("outline:backup"), json!("spare")]);
     let o = emitted(&all, "outline_complete").unwrap()["data"].clone();
-    assert_eq!((o["model"].clone(), o["fallbackFrom"].clone()), (json!("spare"), json!("arch")));
+    assert_eq!(fields(&o, ["model", "fallbackFrom"]), [json!("spare"), json!("arch")]);
     assert!(finished(&all).is_some());
     assert_eq!(emitted(&all, "assembly_complete").unwrap()["partial"], true);
     assert_reloads(&all);

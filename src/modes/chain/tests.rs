@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    all_emitted, assert_contains_all, ctx, emitted, events, failed, finished, offline_defaults, ok,
-    readable_report, rows, sim_ask, sim_call_ask, stage_calls,
+    all_emitted, assert_contains_all, ctx, emitted, events, failed, fields, finished,
+    offline_defaults, ok, readable_report, rows, sim_ask, sim_call_ask, stage_calls,
 };
 use crate::modes::{validate, Mode};
 
@@ -97,8 +97,8 @@ fn steps_run_in_order_each_seeing_only_the_latest_version() {
     });
     let s3 = s3.unwrap();
     assert_eq!(
-        (s3["wordCount"].clone(), s3["previousWordCount"].clone(), s3["wordCountDelta"].clone()),
-        (json!(10), json!(20), json!(-10))
+        fields(&s3, ["wordCount", "previousWordCount", "wordCountDelta"]),
+        [json!(10), json!(20), json!(-10)]
     );
     assert_eq!(s3["editorNotes"], json!(["cut the intro."]));
     assert_eq!(finished(&all), Some(words(40, "v4")));
@@ -137,10 +137,7 @@ fn failed_and_empty_steps_are_skipped_and_named_to_the_next() {
         _ => None,
     });
     let start4 = start4.unwrap();
-    assert_eq!(
-        (start4["basedOnStep"].clone(), start4["skippedBefore"].clone()),
-        (json!(1), json!([2, 3]))
-    );
+    assert_eq!(fields(&start4, ["basedOnStep", "skippedBefore"]), [json!(1), json!([2, 3])]);
     let p4 = stage_calls(&all).into_iter().find(|c| c.key == "step:4").unwrap().messages[0]
         .content
         .clone();
@@ -196,7 +193,7 @@ fn the_global_timeout_skips_the_remaining_steps() {
     assert_eq!(emitted(&out, "chain_step_skipped").unwrap()["data"]["reason"], "global timeout");
     assert_eq!(finished(&out).as_deref(), Some("a draft"));
     let r = load_result(&rows(&out));
-    assert_eq!((r["totalSteps"].clone(), r["completedSteps"].clone()), (json!(3), json!(1)));
+    assert_eq!(fields(&r, ["totalSteps", "completedSteps"]), [json!(3), json!(1)]);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use crate::modes::reading::Unparsed;
 use crate::modes::schema::{self, ReadFrom, ReplySchema};
 use crate::modes::testkit::{
     all_emitted_data, assert_contains_all, assert_report_free_of, ctx, drive_on_sim_text, emitted,
-    err, events, failed, feed, finished, fits_a_closed_think_block, offline_defaults, ok,
+    err, events, failed, feed, fields, finished, fits_a_closed_think_block, offline_defaults, ok,
     parsed_of, rows, sim_ask, stage_calls,
 };
 use crate::modes::validate;
@@ -363,8 +363,8 @@ fn close_scores_skip_the_discussion_and_take_the_median() {
     assert_eq!(events(&e).iter().filter(|x| *x == "evaluator_complete").count(), 3);
     let score = emitted(&e, "score_complete").unwrap()["data"].clone();
     assert_eq!(
-        (score["method"].clone(), score["score"].clone(), score["needsHumanReview"].clone()),
-        (json!("median"), json!(7.5), json!(false))
+        fields(&score, ["method", "score", "needsHumanReview"]),
+        [json!("median"), json!(7.5), json!(false)]
     );
     assert!(finished(&e).unwrap().starts_with("Clarity score: 7.5/10"));
     assert!(!events(&all).contains(&"discussion_start".to_string()));
@@ -454,10 +454,7 @@ fn a_failing_arbiter_still_scores_and_flags_and_too_few_evaluators_fail() {
     let e = feed_cards(&mut c, &calls, [low, [7.0; 7], [7.0; 7]]);
     let out = c.on_reply(err(&stage_calls(&e)[0]));
     let score = emitted(&out, "score_complete").unwrap()["data"].clone();
-    assert_eq!(
-        (score["needsHumanReview"].clone(), score["method"].clone()),
-        (json!(true), json!("median"))
-    );
+    assert_eq!(fields(&score, ["needsHumanReview", "method"]), [json!(true), json!("median")]);
     let mut c = clarity("auto");
     let calls = stage_calls(&c.start());
     let e = feed(

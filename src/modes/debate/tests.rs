@@ -7,8 +7,8 @@ use serde_json::json;
 use super::*;
 use crate::modes::testkit::{
     assert_contains_all, assert_report_free_of, ctx, drive_on_sim_text, emitted, err, events,
-    failed, feed, finished, fits_a_closed_think_block, offline_defaults, ok, parsed_of, rows,
-    sim_ask, stage_calls,
+    failed, feed, fields, finished, fits_a_closed_think_block, offline_defaults, ok, parsed_of,
+    rows, sim_ask, stage_calls,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -133,8 +133,8 @@ fn the_full_debate_follows_the_seed() {
     assert_eq!(finished(&e3).as_deref(), Some("merged m3"));
     let w = emitted(&e3, "winner_declared").unwrap()["data"].clone();
     assert_eq!(
-        (w["winnerDecision"].clone(), w["voteCount"].clone(), w["tiebroken"].clone()),
-        (json!("MERGE"), json!(3), json!(false))
+        fields(&w, ["winnerDecision", "voteCount", "tiebroken"]),
+        [json!("MERGE"), json!(3), json!(false)]
     );
     assert_eq!(
         events(&all),
@@ -268,8 +268,8 @@ fn ties_go_to_the_first_label_alphabetically() {
     );
     let w = emitted(&fin, "winner_declared").unwrap()["data"].clone();
     assert_eq!(
-        (w["winnerLabel"].clone(), w["tiebroken"].clone(), w["tiebreakerMethod"].clone()),
-        (json!("Response A"), json!(true), json!("alphabetical"))
+        fields(&w, ["winnerLabel", "tiebroken", "tiebreakerMethod"]),
+        [json!("Response A"), json!(true), json!("alphabetical")]
     );
     assert_eq!(
         emitted(&fin, "vote_complete").unwrap()["data"]["tiedLabels"],

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::*;
 use crate::modes::testkit::{
     self, all_emitted, assert_contains_all, ctx, drive_on_sim_text, emitted, events, failed,
-    finished, machine_read_stages, offline_defaults, ok, readable_report, rows, sim_ask,
+    fields, finished, machine_read_stages, offline_defaults, ok, readable_report, rows, sim_ask,
     sim_call_ask, stage_calls,
 };
 use crate::modes::validate;
@@ -702,7 +702,7 @@ fn the_planner_falls_back_and_an_unreadable_plan_is_asked_once_more() {
     assert_eq!(again.messages[1].role, "assistant");
     assert!(again.messages[2].content.starts_with(REMINDER_HEAD));
     let p = emitted(&all, "plan_complete").unwrap()["data"].clone();
-    assert_eq!((p["replanned"].clone(), p["reasked"].clone()), (json!(true), json!("format")));
+    assert_eq!(fields(&p, ["replanned", "reasked"]), [json!(true), json!("format")]);
     let plan_row = stored(&all).into_iter().find(|r| r.stage_type == "plan").unwrap();
     assert_eq!(plan_row.content, PLAN);
     assert!(plan_row.parsed_data.unwrap()["firstReply"]
@@ -748,7 +748,7 @@ fn a_cycle_is_asked_about_once_then_replaced_or_repaired_never_run_as_written() 
     let again = stage_calls(&all).into_iter().find(|c| c.key == REPLAN_KEY).unwrap();
     assert!(again.messages[2].content.contains("task_2, task_3"), "{}", again.messages[2].content);
     let p = emitted(&all, "plan_complete").unwrap()["data"].clone();
-    assert_eq!((p["replanned"].clone(), p["reasked"].clone()), (json!(true), json!("cycle")));
+    assert_eq!(fields(&p, ["replanned", "reasked"]), [json!(true), json!("cycle")]);
     assert_eq!(p["tasks"].as_array().unwrap().len(), 4);
     assert_eq!(p["droppedDependencies"], json!([]));
     assert_reloads(&all);
@@ -956,7 +956,7 @@ fn the_sim_plans_works_and_assembles_in_format_and_now_and_then_messily() {
     // The planners by name: a cycle fixed when asked, a cycle repaired, prose reminded.
     let all = sim_drive("sim/cyclic", 1, false, false);
     let p = emitted(&all, "plan_complete").unwrap()["data"].clone();
-    assert_eq!((p["replanned"].clone(), p["reasked"].clone()), (json!(true), json!("cycle")));
+    assert_eq!(fields(&p, ["replanned", "reasked"]), [json!(true), json!("cycle")]);
     let all = sim_drive("sim/loop", 1, false, false);
     let p = emitted(&all, "plan_complete").unwrap()["data"].clone();
     assert_eq!(p["droppedDependencies"].as_array().unwrap().len(), 1, "{p}");
@@ -1292,7 +1292,7 @@ fn a_json_planner_asked_again_is_asked_for_json_and_each_reading_is_said() {
         .all(|m| again.messages.iter().any(|x| x.content.contains(&*m.text))));
     assert!(ask.contains("Reply with a single JSON object") && !ask.contains("TASK task_1:"));
     let d = emitted(&all, "plan_complete").unwrap()["data"].clone();
-    assert_eq!((d["replanned"].clone(), d["readFrom"].clone()), (json!(true), json!("json")));
+    assert_eq!(fields(&d, ["replanned", "readFrom"]), [json!(true), json!("json")]);
     let row = stored(&all).into_iter().find(|r| r.stage_type == "plan").unwrap();
     assert_eq!(row.parsed_data.unwrap()["firstReadFrom"], "json");
     assert_reloads(&all);
@@ -1302,7 +1302,7 @@ fn a_json_planner_asked_again_is_asked_for_json_and_each_reading_is_said() {
     let (all, again) = plan_after_prose(&mut m, "I would look at the market first.");
     assert!(again.messages[2].content.starts_with(REMINDER_HEAD));
     let d = emitted(&all, "plan_complete").unwrap()["data"].clone();
-    assert_eq!((d["reasked"].clone(), d["readFrom"].clone()), (json!("format"), json!("text")));
+    assert_eq!(fields(&d, ["reasked", "readFrom"]), [json!("format"), json!("text")]);
     let row = stored(&all).into_iter().find(|r| r.stage_type == "plan").unwrap();
     assert!(row.parsed_data.unwrap().get("firstReadFrom").is_none(), "the prose was not read");
 
