@@ -64,6 +64,21 @@ pub fn stage_calls(effects: &[Effect]) -> Vec<CallSpec> {
     calls(effects).into_iter().filter(|c| c.key != "title").collect()
 }
 
+/// The stage call keyed `key` among `effects`; there must be one.
+pub fn call_keyed(effects: &[Effect], key: &str) -> CallSpec {
+    stage_calls(effects).into_iter().find(|c| c.key == key).unwrap()
+}
+
+/// The name of the schema `c` asks for, if any.
+pub fn schema_name(c: &CallSpec) -> Option<&str> {
+    c.schema.as_ref().map(|s| s.name.as_str())
+}
+
+/// Whether the first message of `c` quotes every piece of its material.
+pub fn quotes_its_material(c: &CallSpec) -> bool {
+    c.material.iter().all(|m| c.messages[0].content.contains(&*m.text))
+}
+
 pub fn events(effects: &[Effect]) -> Vec<String> {
     effects
         .iter()

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    all_emitted, assert_contains_all, ctx, drive_on_sim_text, emitted, events, failed, fields,
-    finished, machine_read_stages, offline_defaults, ok, readable_report, rows, sim_ask,
-    sim_call_ask, stage_calls,
+    all_emitted, assert_contains_all, call_keyed, ctx, drive_on_sim_text, emitted, events, failed,
+    fields, finished, machine_read_stages, offline_defaults, ok, quotes_its_material,
+    readable_report, rows, schema_name, sim_ask, sim_call_ask, stage_calls,
 };
 use crate::modes::{validate, Defaults, Mode};
 
@@ -177,7 +177,7 @@ fn a_run_outlines_writes_every_section_at_once_round_robin_and_assembles() {
     assert_eq!(s1["wordCount"], 14);
     let s3 = all_emitted(&all, "section_complete")[1]["data"].clone();
     assert_eq!(s3["keyTopicsMissing"], json!(["Notifications"]));
-    let asm = stage_calls(&all).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&all, "assembly");
     let p = &asm.messages[0].content;
     assert!(
         p.contains("--- Section 1: Context and Goals (by a) ---")
@@ -228,7 +228,7 @@ fn failed_and_empty_sections_are_listed_and_the_assembler_is_told() {
     assert_eq!(done["failedSections"][0]["sectionTitle"], "Sync Engine");
     assert_eq!(done["failedSections"][1]["error"], "empty reply");
     assert_eq!(all_emitted(&all, "section_failed").len(), 2);
-    let asm = stage_calls(&all).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&all, "assembly");
     let p = &asm.messages[0].content;
     assert!(p.contains("- Section 2: Sync Engine\n- Section 4: History"), "{p}");
     assert!(!p.contains("(by bad)"));
@@ -352,7 +352,7 @@ fn huge_sections_go_to_the_assembler_condensed() {
         "outline" | "assembly" => answer_all(c),
         _ => Some(format!("## Section\n\n{long}")),
     });
-    let asm = stage_calls(&all).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&all, "assembly");
     let p = &asm.messages[0].content;
     assert!(
         p.contains("first 200 words")
@@ -812,8 +812,8 @@ fn the_json_prompt_keeps_the_rules_and_swaps_the_format() {
 fn an_architect_that_takes_json_is_asked_for_it_and_read_from_it() {
     let mut m = structured(config(&["a", "b"]));
     let start = m.start();
-    let outline = stage_calls(&start).into_iter().find(|c| c.key == "outline").unwrap();
-    assert_eq!(outline.schema.as_ref().map(|s| s.name.as_str()), Some(OUTLINE_SCHEMA));
+    let outline = call_keyed(&start, "outline");
+    assert_eq!(schema_name(&outline), Some(OUTLINE_SCHEMA));
     let p = &outline.messages[0].content;
     assert!(p.contains("Reply with a single JSON object") && !p.contains("DOCUMENT TITLE:"));
     // The material is named, for fitting a small context.
@@ -847,7 +847,7 @@ fn an_architect_that_takes_json_is_asked_for_it_and_read_from_it() {
     let names: Vec<&str> = asm.material.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names[..2], ["Section 1: Context and Goals", "Section 2: Sync Engine"]);
     assert_eq!(names.last(), Some(&"the source material"));
-    assert!(asm.material.iter().all(|m| asm.messages[0].content.contains(&*m.text)));
+    assert!(quotes_its_material(asm));
     assert!(finished(&all).is_some());
     assert_reloads(&all);
 
@@ -855,8 +855,8 @@ fn an_architect_that_takes_json_is_asked_for_it_and_read_from_it() {
     // named (the engine sends it only where the route takes it), read from the text.
     let mut m = blueprint(config(&["a"]));
     let all = drive(&mut m, answer_all);
-    let outline = stage_calls(&all).into_iter().find(|c| c.key == "outline").unwrap();
-    assert_eq!(outline.schema.as_ref().map(|s| s.name.as_str()), Some(OUTLINE_SCHEMA));
+    let outline = call_keyed(&all, "outline");
+    assert_eq!(schema_name(&outline), Some(OUTLINE_SCHEMA));
     assert!(outline.messages[0].content.contains("DOCUMENT TITLE: <title>"));
     assert_eq!(emitted(&all, "outline_complete").unwrap()["data"]["readFrom"], "text");
 

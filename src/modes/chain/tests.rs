@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    all_emitted, assert_contains_all, ctx, emitted, events, failed, fields, finished,
+    all_emitted, assert_contains_all, call_keyed, ctx, emitted, events, failed, fields, finished,
     offline_defaults, ok, readable_report, rows, sim_ask, sim_call_ask, stage_calls,
 };
 use crate::modes::{validate, Mode};
@@ -138,9 +138,7 @@ fn failed_and_empty_steps_are_skipped_and_named_to_the_next() {
     });
     let start4 = start4.unwrap();
     assert_eq!(fields(&start4, ["basedOnStep", "skippedBefore"]), [json!(1), json!([2, 3])]);
-    let p4 = stage_calls(&all).into_iter().find(|c| c.key == "step:4").unwrap().messages[0]
-        .content
-        .clone();
+    let p4 = call_keyed(&all, "step:4").messages[0].content.clone();
     assert!(p4.contains("step 2 (Structure & Depth)") && p4.contains("step 3 (Security Review)"));
     assert!(p4.contains("version of step:1"));
     let done = emitted(&all, "chain_complete").unwrap();

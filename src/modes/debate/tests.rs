@@ -8,7 +8,7 @@ use super::*;
 use crate::modes::testkit::{
     assert_contains_all, assert_report_free_of, ctx, drive_on_sim_text, emitted, err, events,
     failed, feed, fields, finished, fits_a_closed_think_block, offline_defaults, ok, parsed_of,
-    rows, sim_ask, stage_calls,
+    quotes_its_material, rows, sim_ask, stage_calls,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -614,9 +614,7 @@ fn debaters_that_take_json_are_asked_for_the_revision_schema_and_the_others_for_
     assert_eq!(names.len(), 3);
     assert_eq!(names[0], "your original response");
     assert!(names[1..].iter().all(|n| n.starts_with("Response ")), "{names:?}");
-    assert!(revs
-        .iter()
-        .all(|c| c.material.iter().all(|m| c.messages[0].content.contains(&*m.text))));
+    assert!(revs.iter().all(quotes_its_material));
 }
 
 #[test]

@@ -8,9 +8,9 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    self, all_emitted, assert_contains_all, ctx, drive_on_sim_text, emitted, events, failed,
-    fields, finished, machine_read_stages, offline_defaults, ok, readable_report, rows, sim_ask,
-    sim_call_ask, stage_calls,
+    self, all_emitted, assert_contains_all, call_keyed, ctx, drive_on_sim_text, emitted, events,
+    failed, fields, finished, machine_read_stages, offline_defaults, ok, quotes_its_material,
+    readable_report, rows, schema_name, sim_ask, sim_call_ask, stage_calls,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -532,7 +532,7 @@ fn a_run_plans_schedules_runs_the_waves_in_order_and_assembles() {
         ]
     );
     assert_eq!(finished(&all).as_deref(), Some("The bakery plan, in one answer."));
-    let asm = stage_calls(&all).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&all, "assembly");
     let ap = &asm.messages[0].content;
     assert!(ap.contains("- task_3: Pricing (complexity HIGH; depends on: task_1, task_2)"), "{ap}");
     assert!(ap.find("--- task_1").unwrap() < ap.find("--- task_2").unwrap());
@@ -565,7 +565,7 @@ fn plan_after_prose(m: &mut Decompose, prose: &str) -> (Vec<Effect>, CallSpec) {
         k if k == REPLAN_KEY => Some(PLAN.into()),
         _ => answer_all(c),
     });
-    let again = stage_calls(&all).into_iter().find(|c| c.key == REPLAN_KEY).unwrap();
+    let again = call_keyed(&all, REPLAN_KEY);
     (all, again)
 }
 
@@ -592,9 +592,9 @@ fn a_failed_task_leaves_a_gap_its_dependants_are_told_about() {
         all_emitted(&all, "wave_complete")[0]["data"],
         json!({ "completed": 1, "failed": 1 })
     );
-    let p3 = stage_calls(&all).into_iter().find(|c| c.key == "task:task_3").unwrap();
+    let p3 = call_keyed(&all, "task:task_3");
     assert!(p3.messages[0].content.contains("=== task_2: Menu FAILED ==="));
-    let asm = stage_calls(&all).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&all, "assembly");
     assert!(asm.messages[0].content.contains("- task_2: Menu: failed (down)"));
     let done = emitted(&all, "assembly_complete").unwrap();
     assert_eq!(done["partial"], true);
@@ -655,7 +655,7 @@ fn the_time_limit_lets_the_wave_finish_skips_the_rest_and_assembles() {
         skipped.iter().map(|r| (r.stage_type.as_str(), r.stage_order)).collect::<Vec<_>>(),
         [("task_3", 2), ("task_4", 3)]
     );
-    let asm = stage_calls(&last).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&last, "assembly");
     assert!(asm.messages[0].content.contains("task_3: Pricing: skipped"));
     all.extend(last);
     all.extend(m.on_reply(ok(&asm, "Answer with gaps.")));
@@ -745,7 +745,7 @@ fn a_cycle_is_asked_about_once_then_replaced_or_repaired_never_run_as_written() 
         k if k == REPLAN_KEY => Some(PLAN.into()),
         _ => answer_all(c),
     });
-    let again = stage_calls(&all).into_iter().find(|c| c.key == REPLAN_KEY).unwrap();
+    let again = call_keyed(&all, REPLAN_KEY);
     assert!(again.messages[2].content.contains("task_2, task_3"), "{}", again.messages[2].content);
     let p = emitted(&all, "plan_complete").unwrap()["data"].clone();
     assert_eq!(fields(&p, ["replanned", "reasked"]), [json!(true), json!("cycle")]);
@@ -1227,8 +1227,8 @@ fn a_planner_that_takes_json_is_asked_for_it_and_read_from_it() {
         "plan" => Some(json_plan(four_tasks())),
         _ => answer_all(c),
     });
-    let plan = stage_calls(&all).into_iter().find(|c| c.key == "plan").unwrap();
-    assert_eq!(plan.schema.as_ref().map(|s| s.name.as_str()), Some(PLAN_SCHEMA));
+    let plan = call_keyed(&all, "plan");
+    assert_eq!(schema_name(&plan), Some(PLAN_SCHEMA));
     let p = &plan.messages[0].content;
     assert!(p.contains("Reply with a single JSON object") && !p.contains("TASK task_1:"));
     let d = emitted(&all, "plan_complete").unwrap()["data"].clone();
@@ -1243,14 +1243,14 @@ fn a_planner_that_takes_json_is_asked_for_it_and_read_from_it() {
     assert!(pricing.schema.is_none());
     let names: Vec<&str> = pricing.material.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["the question", "the output of task_1", "the output of task_2"]);
-    assert!(pricing.material.iter().all(|m| pricing.messages[0].content.contains(&*m.text)));
+    assert!(quotes_its_material(pricing));
     let asm = calls.iter().find(|c| c.key == "assembly").unwrap();
     assert!(asm.schema.is_none());
     assert_eq!(asm.material.len(), 5);
     assert_eq!(asm.material[0].name, "the question");
     assert_eq!(plan.material.len(), 1);
     assert!(p.contains(&*plan.material[0].text));
-    assert!(asm.material.iter().all(|m| asm.messages[0].content.contains(&*m.text)));
+    assert!(quotes_its_material(asm));
     assert!(finished(&all).is_some());
     assert_reloads(&all);
 
@@ -1258,8 +1258,8 @@ fn a_planner_that_takes_json_is_asked_for_it_and_read_from_it() {
     // named (the engine sends it only where the route takes it), read from the text.
     let mut m = decompose(config(&["a"]));
     let all = drive(&mut m, answer_all);
-    let plan = stage_calls(&all).into_iter().find(|c| c.key == "plan").unwrap();
-    assert_eq!(plan.schema.as_ref().map(|s| s.name.as_str()), Some(PLAN_SCHEMA));
+    let plan = call_keyed(&all, "plan");
+    assert_eq!(schema_name(&plan), Some(PLAN_SCHEMA));
     assert!(plan.messages[0].content.contains("TASK task_1:"));
     assert_eq!(emitted(&all, "plan_complete").unwrap()["data"]["readFrom"], "text");
 }
@@ -1278,8 +1278,8 @@ fn a_json_planner_asked_again_is_asked_for_json_and_each_reading_is_said() {
         k if k == REPLAN_KEY => Some(json_plan(four_tasks())),
         _ => answer_all(c),
     });
-    let again = stage_calls(&all).into_iter().find(|c| c.key == REPLAN_KEY).unwrap();
-    assert_eq!(again.schema.as_ref().map(|s| s.name.as_str()), Some(PLAN_SCHEMA));
+    let again = call_keyed(&all, REPLAN_KEY);
+    assert_eq!(schema_name(&again), Some(PLAN_SCHEMA));
     assert!(again.messages[0].content.contains("Reply with a single JSON object"));
     let ask = &again.messages[2].content;
     assert!(ask.starts_with(CYCLE_HEAD) && ask.contains("task_2, task_3"));
@@ -1404,7 +1404,7 @@ fn the_report_tables_the_sub_tasks_and_gives_the_critical_path() {
     all.extend(out);
     all.extend(m.on_reply(ok(&wave1[0], "Market.")));
     let last = m.on_reply(ok(&wave1[1], "Menu."));
-    let asm = stage_calls(&last).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&last, "assembly");
     all.extend(last);
     all.extend(m.on_reply(ok(&asm, "Answer with gaps.")));
     let r = readable(&load_result(&stored(&all)));

@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    all_emitted_data, ctx, emitted, err, events, failed, finished, offline_defaults, ok, rows,
-    sim_ask, stage_calls,
+    all_emitted_data, call_keyed, ctx, emitted, err, events, failed, finished, offline_defaults,
+    ok, rows, schema_name, sim_ask, stage_calls,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -544,7 +544,7 @@ fn models_that_take_json_are_asked_for_it_and_the_content_is_named() {
     let content = "The tower was completed in 1889. It is 330 metres tall.";
     let mut m = structured(content, &["a", "b"], &["ext", "a"]);
     let ext = stage_calls(&m.start());
-    assert_eq!(ext[0].schema.as_ref().map(|s| s.name.as_str()), Some("fact_check_claims"));
+    assert_eq!(schema_name(&ext[0]), Some("fact_check_claims"));
     let p = &ext[0].messages[0].content;
     assert!(
         p.contains("Leave out opinions, hedges, definitions and predictions.")
@@ -642,7 +642,7 @@ fn replies_are_read_from_json_when_it_fits_else_from_text_and_say_which() {
     assert_eq!(live[3]["readFrom"], "text");
     assert_eq!(emitted(&all, "all_checkers_complete").unwrap()["data"]["usableCheckers"], 3);
     // The report quotes the content and the verdicts, each named for fitting.
-    let rep = stage_calls(&all).into_iter().find(|c| c.key == "report").unwrap();
+    let rep = call_keyed(&all, "report");
     assert!(rep.schema.is_none(), "the report is text a person reads");
     assert_eq!(rep.material.len(), 2);
     assert!(rep.material.iter().all(|x| rep.messages[0].content.contains(&*x.text)));

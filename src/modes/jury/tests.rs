@@ -9,7 +9,7 @@ use super::*;
 use crate::modes::testkit::{
     all_emitted_data, assert_contains_all, assert_report_free_of, ctx, drive_on_sim_text, emitted,
     err, events, failed, feed, finished, fits_a_closed_think_block, offline_defaults, ok,
-    parsed_of, rows, sim_ask, stage_calls,
+    parsed_of, quotes_its_material, rows, sim_ask, stage_calls,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -708,9 +708,7 @@ fn jurors_that_take_json_are_asked_for_the_verdict_schema_and_the_others_for_tex
     // The content (and the question) are named, for fitting into a small context.
     let named: Vec<&str> = jurors[0].material.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(named, ["the content under review", "the original question"]);
-    assert!(jurors
-        .iter()
-        .all(|c| c.material.iter().all(|m| c.messages[0].content.contains(&*m.text))));
+    assert!(jurors.iter().all(quotes_its_material));
 }
 
 #[test]

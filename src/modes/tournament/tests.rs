@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    all_emitted, ctx, emitted, events, failed, finished, first_asked, offline_defaults, ok, rows,
-    sim_ask, stage_calls,
+    all_emitted, ctx, emitted, events, failed, finished, first_asked, offline_defaults, ok,
+    quotes_its_material, rows, schema_name, sim_ask, stage_calls,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -577,12 +577,12 @@ fn every_judge_call_carries_the_schema_and_the_prompt_its_route_takes() {
         crate::modes::testkit::calls(&all).into_iter().filter(|c| c.role == "judge").collect();
     assert_eq!(judges.len(), 3);
     for c in &judges {
-        assert_eq!(c.schema.as_ref().map(|s| s.name.as_str()), Some(JUDGEMENT_SCHEMA));
+        assert_eq!(schema_name(c), Some(JUDGEMENT_SCHEMA));
         assert!(c.messages[0].content.contains("WINNER: Response A"));
         // The two answers are named, for fitting a small context.
         let names: Vec<&str> = c.material.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["Response A", "Response B"]);
-        assert!(c.material.iter().all(|m| c.messages[0].content.contains(&*m.text)));
+        assert!(quotes_its_material(c));
     }
     let m = all_emitted(&all, "matchup_complete");
     assert!(m.iter().all(|m| m["data"]["readFrom"] == "text"), "{m:?}");
