@@ -1388,7 +1388,7 @@ fn the_curators_prompt_of_many_long_ideas_fits_a_small_context_by_cutting_the_id
     assert!(fitted.cuts.iter().all(|c| c.what == "the ideas"), "{:?}", fitted.cuts);
     let prompt = &fitted.messages[0].content;
     assert_contains_all(
-        &prompt,
+        prompt,
         &[
             CLUSTER_HEAD,
             "Group related ideas into 3 to 6 themed clusters of 2 to 10 ideas each",

@@ -35,7 +35,7 @@ fn words(n: usize, tag: &str) -> String {
 
 fn assert_reloads(all: &[Effect]) {
     let r = load_result(&rows(all));
-    let completes: Vec<Value> = all_emitted(&all, "chain_step_complete");
+    let completes: Vec<Value> = all_emitted(all, "chain_step_complete");
     for c in completes {
         let i = c["step"].as_u64().unwrap() as usize - 1;
         let step = &r["steps"][i];

@@ -830,7 +830,7 @@ fn roles_that_take_json_are_asked_for_their_schemas_and_the_others_for_text() {
     let (json_prompt, text_prompt) = (&evals[0].messages[1].content, &evals[1].messages[1].content);
     assert!(evals[0].messages[0].content.starts_with("You are the Skeptic"));
     assert_contains_all(
-        &json_prompt,
+        json_prompt,
         &[
             "CLARITY EVALUATION",
             "DIMENSIONS:\n- First-Principles Coherence",
@@ -1208,9 +1208,19 @@ fn the_report_gives_the_scorecards_the_arbiters_ruling_and_the_review_flag() {
     let md = report(&result);
     assert!(md.contains("|---"), "{md}");
     let total = result["score"]["score"].as_f64().unwrap();
-    assert_contains_all(&md, &[&format!(
-            "**Clarity score:** {total}/10, the evaluators' scores with the Arbiter's"
-        ), "**Flagged for human review:** Evaluators still disagreed", "| dimension | weight | Skeptic (s) | Advocate (a) | Generalist (g) | Arbiter | final |", "| Evidence Quality | 15% | 2 | 7 | 7 (was 8) | 5 | 5.2 |", "| Accessibility | 15% | 7 | 7 | 7 (was 8) | — | 7 |", "- Advocate (a): its revised scorecard could not be read", "**Arbiter** (arb): ruled Evidence Quality 5.", "1. Evidence Quality (high priority, raised by Skeptic and Advocate): No sources for the key claim; suggested fix: fix it"]);
+    assert_contains_all(
+        &md,
+        &[
+            &format!("**Clarity score:** {total}/10, the evaluators' scores with the Arbiter's"),
+            "**Flagged for human review:** Evaluators still disagreed",
+            "| dimension | weight | Skeptic (s) | Advocate (a) | Generalist (g) | Arbiter | final |",
+            "| Evidence Quality | 15% | 2 | 7 | 7 (was 8) | 5 | 5.2 |",
+            "| Accessibility | 15% | 7 | 7 | 7 (was 8) | — | 7 |",
+            "- Advocate (a): its revised scorecard could not be read",
+            "**Arbiter** (arb): ruled Evidence Quality 5.",
+            "1. Evidence Quality (high priority, raised by Skeptic and Advocate): No sources for the key claim; suggested fix: fix it",
+        ],
+    );
     assert_reads_well(&md);
 
     // Close scores: the median, not flagged.

@@ -593,7 +593,7 @@ fn debaters_that_take_json_are_asked_for_the_revision_schema_and_the_others_for_
     // text one is the seed's, verbatim.
     let (json_prompt, text_prompt) = (&revs[0].messages[0].content, &revs[1].messages[0].content);
     assert_contains_all(
-        &json_prompt,
+        json_prompt,
         &[
             "YOUR ORIGINAL RESPONSE:\noriginal of m1",
             "2. Identify any errors or omissions in your original response.",

@@ -690,7 +690,7 @@ fn jurors_that_take_json_are_asked_for_the_verdict_schema_and_the_others_for_tex
     let (json_prompt, text_prompt) =
         (&jurors[0].messages[0].content, &jurors[1].messages[0].content);
     assert_contains_all(
-        &json_prompt,
+        json_prompt,
         &[
             "5. **Actionability** — Does it provide concrete",
             "- A score (1-10)",
@@ -821,7 +821,13 @@ fn json_jurors_are_stored_with_read_from_and_the_foreman_reads_them_as_fields() 
     let foreman = stage_calls(&e);
     assert!(foreman[0].schema.is_none(), "the report is text a person reads");
     let prompt = &foreman[0].messages[0].content;
-    assert_contains_all(&prompt, &["--- Juror 1 (j1) ---\nReasoning: Accurate but thin on examples.\nScores:\n  Accuracy: 8\n", "Verdict: APPROVE\nRecommendations:\n1. Add examples"]);
+    assert_contains_all(
+        prompt,
+        &[
+            "--- Juror 1 (j1) ---\nReasoning: Accurate but thin on examples.\nScores:\n  Accuracy: 8\n",
+            "Verdict: APPROVE\nRecommendations:\n1. Add examples",
+        ],
+    );
     assert!(!prompt.contains(r#"{"reasoning""#), "{prompt}");
     let names: Vec<&str> = foreman[0].material.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(
@@ -942,7 +948,7 @@ fn the_foremans_prompt_fits_a_small_context_by_cutting_what_it_quotes() {
     // What was cut is the quoted material; the instructions, the tally and the format stay.
     assert!(fitted.cuts.iter().any(|c| c.what == "the content under review"), "{:?}", fitted.cuts);
     assert_contains_all(
-        &prompt,
+        prompt,
         &[
             "VOTE TALLY:\n- APPROVE: 2\n- REVISE: 1",
             "- Majority Verdict: APPROVE",
@@ -973,7 +979,22 @@ fn the_report_gives_the_verdict_the_jurors_scores_and_the_foremans_findings() {
     all.extend(j.on_reply(ok(&foreman[0], text)));
     let result = load_result(&rows(&all));
     let md = report(&result);
-    assert_contains_all(&md, &["|---", "**Verdict:** approve (the jurors' votes: 2 approve, 0 revise, 0 reject)", "**Overall average:** 7.6/10", "| juror | accuracy | completeness | clarity | relevance | actionability | average | verdict |", "| j1 | 8 | 7 | 9 | 8 | 6 | 7.6 | approve |", "| j3 | unread | unread | unread | unread | unread | — | unread |", "| panel average | 8.0 | 7.0 | 9.0 | 8.0 | 6.0 | 7.6 | approve |", "- j3: neither scores nor a verdict could be read; it gave no readable answer", "**Foreman's report** by f: final verdict approve.", "Key strengths:\n\n- Clear\n", "Dissenting opinions:\n\n- Juror 3 gave no scores.\n"]);
+    assert_contains_all(
+        &md,
+        &[
+            "|---",
+            "**Verdict:** approve (the jurors' votes: 2 approve, 0 revise, 0 reject)",
+            "**Overall average:** 7.6/10",
+            "| juror | accuracy | completeness | clarity | relevance | actionability | average | verdict |",
+            "| j1 | 8 | 7 | 9 | 8 | 6 | 7.6 | approve |",
+            "| j3 | unread | unread | unread | unread | unread | — | unread |",
+            "| panel average | 8.0 | 7.0 | 9.0 | 8.0 | 6.0 | 7.6 | approve |",
+            "- j3: neither scores nor a verdict could be read; it gave no readable answer",
+            "**Foreman's report** by f: final verdict approve.",
+            "Key strengths:\n\n- Clear\n",
+            "Dissenting opinions:\n\n- Juror 3 gave no scores.\n",
+        ],
+    );
     assert_reads_well(&md);
     // A run that stopped early, or nothing at all: no panic, nothing made up.
     assert!(report(&json!({})).is_empty());

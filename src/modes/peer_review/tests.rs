@@ -843,7 +843,26 @@ fn the_report_tables_the_scores_per_criterion_and_the_action_items() {
     stored.sort_by_key(|r| r.stage_order);
     let result = load_result(&stored);
     let r = readable(&result);
-    assert_contains_all(&r, &["|---", "| criterion | weight | reviewer 1 (a) | reviewer 2 (b) | reviewer 3 (a) | average | agreement |", "| Scalability | 5 | 4 | unread | 2 | 3 | medium |", "| Security | 5 | 5 | unread | 4 | 4.5 | medium |", "| Reliability | 4 | unread | unread | unread | — | — |", "| overall (weighted) | — | 4.5 | unread |", "- reviewer 2 (b): no score could be read from the review", "**Consensus:** 4 of 5 overall", "medium agreement between the reviewers (mean standard deviation 0.75)", "weighted by the Architecture Review rubric", "**Findings:** 3 findings in all the reviews: 1 critical,", "**Action items (by con):**", "| 1 | critical | Add a replica | medium |", "| 2 | major | Test restores | low |", "| 3 | not stated | Write a diagram | not stated |"]);
+    assert_contains_all(
+        &r,
+        &[
+            "|---",
+            "| criterion | weight | reviewer 1 (a) | reviewer 2 (b) | reviewer 3 (a) | average | agreement |",
+            "| Scalability | 5 | 4 | unread | 2 | 3 | medium |",
+            "| Security | 5 | 5 | unread | 4 | 4.5 | medium |",
+            "| Reliability | 4 | unread | unread | unread | — | — |",
+            "| overall (weighted) | — | 4.5 | unread |",
+            "- reviewer 2 (b): no score could be read from the review",
+            "**Consensus:** 4 of 5 overall",
+            "medium agreement between the reviewers (mean standard deviation 0.75)",
+            "weighted by the Architecture Review rubric",
+            "**Findings:** 3 findings in all the reviews: 1 critical,",
+            "**Action items (by con):**",
+            "| 1 | critical | Add a replica | medium |",
+            "| 2 | major | Test restores | low |",
+            "| 3 | not stated | Write a diagram | not stated |",
+        ],
+    );
     assert!(
         r.contains("| 4 | not stated | [note] Tidy up — Effort: enormous | not stated |"),
         "what was not read stays as written: {r}"

@@ -210,8 +210,8 @@ fn assert_reloads(all: &[Effect]) {
     if let Some(g) = emitted(all, "generate_complete") {
         assert_eq!(result["generate"], g["data"]);
     }
-    let attacks: Vec<Value> = all_emitted_data(&all, "attack_complete");
-    let defenses: Vec<Value> = all_emitted(&all, "defend_complete");
+    let attacks: Vec<Value> = all_emitted_data(all, "attack_complete");
+    let defenses: Vec<Value> = all_emitted(all, "defend_complete");
     assert_eq!(result["rounds"].as_array().unwrap().len(), attacks.len());
     for (i, a) in attacks.iter().enumerate() {
         assert_eq!(&result["rounds"][i]["attack"], a);
@@ -929,7 +929,19 @@ fn the_report_tables_each_rounds_findings_with_the_defense_and_the_totals() {
     let mut m = mode(2);
     let all = drive(&mut m, scripted);
     let r = readable(&load_result(&rows(&all)));
-    assert_contains_all(&r, &["|---", "**Hardened output:** by syn; hardening confidence high.", "**Round 1** (attacker att, defender gen)", "**Round 2**", "| 1 | critical | SQL injection | Section 1, `login` | accepted | Use a prepared statement. |", "| 2 | high | Plain-text passwords | Section 1 | rebutted | Hashing happens upstream. |", "Overall risk as the attacker put it: high.", "**Totals:** 4 findings (2 critical, 2 high): 2 accepted, 2 rebutted, 0 not answered."]);
+    assert_contains_all(
+        &r,
+        &[
+            "|---",
+            "**Hardened output:** by syn; hardening confidence high.",
+            "**Round 1** (attacker att, defender gen)",
+            "**Round 2**",
+            "| 1 | critical | SQL injection | Section 1, `login` | accepted | Use a prepared statement. |",
+            "| 2 | high | Plain-text passwords | Section 1 | rebutted | Hashing happens upstream. |",
+            "Overall risk as the attacker put it: high.",
+            "**Totals:** 4 findings (2 critical, 2 high): 2 accepted, 2 rebutted, 0 not answered.",
+        ],
+    );
     assert!(!r.contains("ended early"), "{r}");
 
     // No flaws in round 1: said, and why the rounds ended.

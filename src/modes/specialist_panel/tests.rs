@@ -250,7 +250,7 @@ fn scripted(c: &CallSpec) -> Option<String> {
 /// The result rebuilt from the rows equals what went out live.
 fn assert_reloads(all: &[Effect]) {
     let result = load_result(&rows(all));
-    let completes: Vec<Value> = all_emitted_data(&all, "specialist_complete");
+    let completes: Vec<Value> = all_emitted_data(all, "specialist_complete");
     let mut sorted = completes.clone();
     sorted.sort_by_key(|c| c["index"].as_u64());
     assert_eq!(result["specialists"], json!(sorted));
@@ -904,7 +904,15 @@ fn the_report_tables_the_ratings_and_the_risk_matrix() {
         r.contains("- Scalability Architect (m1): no rating could be read from the report"),
         "the security report rates none of the architect's criteria: {r}"
     );
-    assert_contains_all(&r, &["**Did not report:**\n\n- Cost Analyst (m2): the call failed (down)", "| Security | high | Secrets | Vault | Security Expert, DevOps Engineer |", "| Ops | not stated | Paging | Rota | DevOps Engineer |", "**Synthesis** by syn: 2 convergent findings, 2 divergent findings and 2 recommendations."]);
+    assert_contains_all(
+        &r,
+        &[
+            "**Did not report:**\n\n- Cost Analyst (m2): the call failed (down)",
+            "| Security | high | Secrets | Vault | Security Expert, DevOps Engineer |",
+            "| Ops | not stated | Paging | Rota | DevOps Engineer |",
+            "**Synthesis** by syn: 2 convergent findings, 2 divergent findings and 2 recommendations.",
+        ],
+    );
 }
 
 #[test]
