@@ -5,8 +5,8 @@ use serde_json::Value;
 use super::common::seed_from_run_id;
 use super::registry::SimAsk;
 use super::{
-    CallError, CallErrorKind, CallReply, CallSpec, ChatMessage, Defaults, Effect, Mode,
-    ReplySchema, RunContext, StageRow,
+    validate, CallError, CallErrorKind, CallReply, CallSpec, ChatMessage, Defaults, Effect,
+    FieldError, Mode, ReplySchema, RunContext, StageRow, ValidRequest,
 };
 
 pub fn ctx(question: &str, history: Vec<ChatMessage>, new_conversation: bool) -> RunContext {
@@ -30,6 +30,14 @@ pub fn offline_defaults() -> Defaults {
         fallback: Default::default(),
         ..Default::default()
     }
+}
+
+/// Validates a request of `mode` asking "q" with the modeConfig `cfg`, under offline defaults.
+pub fn validate_config(mode: &str, cfg: Value) -> Result<ValidRequest, FieldError> {
+    validate(
+        &serde_json::json!({ "mode": mode, "question": "q", "modeConfig": cfg }),
+        &offline_defaults(),
+    )
 }
 
 pub fn ok(spec: &CallSpec, text: &str) -> CallReply {

@@ -9,7 +9,7 @@ use super::*;
 use crate::modes::testkit::{
     all_emitted, assert_contains_all, call_keyed, ctx, drive_on_sim_text, emitted, events, failed,
     fields, finished, machine_read_stages, offline_defaults, ok, quotes_its_material,
-    readable_report, rows, schema_name, sim_ask, sim_call_ask, stage_calls,
+    readable_report, rows, schema_name, sim_ask, sim_call_ask, stage_calls, validate_config,
 };
 use crate::modes::{validate, Defaults, Mode};
 
@@ -485,10 +485,7 @@ fn todo_markers_are_collected_where_written() {
 #[test]
 fn requests_are_checked_field_by_field() {
     let d = offline_defaults();
-    let bad = |cfg: Value| {
-        validate(&json!({ "mode": "blueprint", "question": "q", "modeConfig": cfg }), &d)
-            .unwrap_err()
-    };
+    let bad = |cfg: Value| validate_config("blueprint", cfg).unwrap_err();
     assert_eq!(bad(json!({ "authorModels": [] })).field, "modeConfig.authorModels");
     assert_eq!(bad(json!({ "authorModels": vec!["a"; 7] })).field, "modeConfig.authorModels");
     assert_eq!(bad(json!({ "authorModels": ["a", " "] })).field, "modeConfig.authorModels");

@@ -9,7 +9,7 @@ use super::*;
 use crate::modes::testkit::{
     all_emitted, assert_contains_all, calls, ctx, drive_on_sim_text, emitted, events, failed,
     fields, finished, first_asked, offline_defaults, ok, readable_report, rows, sim_ask,
-    stage_calls,
+    stage_calls, validate_config,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -279,8 +279,7 @@ proptest! {
 // ---- validation ----------------------------------------------------------------------------
 
 fn field_of(cfg: Value) -> String {
-    let body = json!({ "mode": "brainstorm", "question": "q", "modeConfig": cfg });
-    validate(&body, &offline_defaults()).unwrap_err().field
+    validate_config("brainstorm", cfg).unwrap_err().field
 }
 
 #[test]

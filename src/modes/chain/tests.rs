@@ -8,6 +8,7 @@ use super::*;
 use crate::modes::testkit::{
     all_emitted, assert_contains_all, call_keyed, ctx, emitted, events, failed, fields, finished,
     offline_defaults, ok, readable_report, rows, sim_ask, sim_call_ask, stage_calls,
+    validate_config,
 };
 use crate::modes::{validate, Mode};
 
@@ -245,9 +246,7 @@ proptest! {
 #[test]
 fn requests_are_checked_field_by_field() {
     let d = offline_defaults();
-    let bad = |cfg: Value| {
-        validate(&json!({ "mode": "chain", "question": "q", "modeConfig": cfg }), &d).unwrap_err()
-    };
+    let bad = |cfg: Value| validate_config("chain", cfg).unwrap_err();
     let one = json!({ "model": "a", "mandate": "draft" });
     assert_eq!(bad(json!({ "steps": [one] })).field, "modeConfig.steps");
     assert_eq!(bad(json!({ "steps": vec![one.clone(); 7] })).field, "modeConfig.steps");

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::*;
 use crate::modes::testkit::{
     all_emitted_data, assert_contains_all, assert_report_free_of, ctx, emitted, events, failed,
-    finished, offline_defaults, rows, sim_ask, stage_calls,
+    finished, offline_defaults, rows, sim_ask, stage_calls, validate_config,
 };
 use crate::modes::Mode;
 use crate::modes::{validate, ChatMessage};
@@ -198,11 +198,7 @@ fn a_follow_up_carries_the_history_into_both_prompts() {
 #[test]
 fn validation_names_each_field() {
     let d = offline_defaults();
-    let bad = |cfg: Value| {
-        validate(&json!({ "mode": "confidence_weighted", "question": "q", "modeConfig": cfg }), &d)
-            .unwrap_err()
-            .field
-    };
+    let bad = |cfg: Value| validate_config("confidence_weighted", cfg).unwrap_err().field;
     assert_eq!(bad(json!({ "models": ["a"] })), "modeConfig.models");
     assert_eq!(bad(json!({ "models": ["a", "b", "c", "d", "e", "f", "g"] })), "modeConfig.models");
     assert_eq!(bad(json!({ "models": ["a", " "] })), "modeConfig.models");

@@ -7,7 +7,7 @@ use serde_json::json;
 use super::*;
 use crate::modes::testkit::{
     all_emitted_data, call_keyed, ctx, emitted, err, events, failed, finished, offline_defaults,
-    ok, rows, schema_name, sim_ask, stage_calls,
+    ok, rows, schema_name, sim_ask, stage_calls, validate_config,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -227,8 +227,7 @@ proptest! {
 // ---- validation ----------------------------------------------------------------------------
 
 fn field_of(cfg: Value) -> String {
-    let body = json!({ "mode": "fact_check", "question": "q", "modeConfig": cfg });
-    validate(&body, &offline_defaults()).unwrap_err().field
+    validate_config("fact_check", cfg).unwrap_err().field
 }
 
 #[test]

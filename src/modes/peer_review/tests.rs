@@ -6,10 +6,10 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    assert_contains_all, ctx, emitted, err, events, failed, finished, offline_defaults, ok,
-    readable_report, rows, sim_ask, stage_calls,
+    assert_contains_all, ctx, emitted, err, events, failed, finished, ok, readable_report, rows,
+    sim_ask, stage_calls, validate_config,
 };
-use crate::modes::{validate, Mode};
+use crate::modes::Mode;
 
 fn rubric() -> Rubric {
     ReviewType::ArchitectureReview.rubric().unwrap()
@@ -239,8 +239,7 @@ fn agreement_thresholds_are_the_specs() {
 // ---- validation ----------------------------------------------------------------------------
 
 fn check(cfg: Value) -> Result<ValidRequest, FieldError> {
-    let d = offline_defaults();
-    validate(&json!({ "mode": "peer_review", "question": "q", "modeConfig": cfg }), &d)
+    validate_config("peer_review", cfg)
 }
 
 fn criteria(n: usize) -> Vec<Value> {

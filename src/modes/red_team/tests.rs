@@ -7,7 +7,7 @@ use super::*;
 use crate::modes::testkit::{
     all_emitted, all_emitted_data, assert_contains_all, assert_the_backup_synthesizer_failed_too,
     ctx, emitted, err, events, finished, offline_defaults, ok, readable_report, rows, sim_ask,
-    sim_call_ask, stage_calls,
+    sim_call_ask, stage_calls, validate_config,
 };
 use crate::modes::{validate, Mode};
 
@@ -399,11 +399,7 @@ fn the_global_timeout_lets_the_call_in_flight_finish_then_synthesizes() {
 #[test]
 fn requests_are_checked_field_by_field() {
     let defaults = offline_defaults();
-    let bad = |cfg: Value| {
-        validate(&json!({ "mode": "red_team", "question": "q", "modeConfig": cfg }), &defaults)
-            .unwrap_err()
-            .field
-    };
+    let bad = |cfg: Value| validate_config("red_team", cfg).unwrap_err().field;
     assert_eq!(
         bad(json!({ "generatorModel": "a", "attackerModel": "a" })),
         "modeConfig.attackerModel"

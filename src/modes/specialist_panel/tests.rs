@@ -8,7 +8,7 @@ use super::*;
 use crate::modes::testkit::{
     all_emitted_data, assert_contains_all, assert_the_backup_synthesizer_failed_too, ctx, emitted,
     events, failed, fields, finished, offline_defaults, ok, readable_report, rows, sim_ask,
-    sim_call_ask, stage_calls,
+    sim_call_ask, stage_calls, validate_config,
 };
 use crate::modes::{validate, Mode};
 
@@ -429,10 +429,7 @@ fn a_cancelled_run_keeps_the_reports_that_arrived() {
 #[test]
 fn requests_are_checked_field_by_field() {
     let d = offline_defaults();
-    let bad = |cfg: Value| {
-        validate(&json!({ "mode": "specialist_panel", "question": "q", "modeConfig": cfg }), &d)
-            .unwrap_err()
-    };
+    let bad = |cfg: Value| validate_config("specialist_panel", cfg).unwrap_err();
     let sec = json!({ "roleId": "security_expert", "model": "a" });
     let cost = json!({ "roleId": "cost_analyst", "model": "b" });
     let custom = |role: Value| json!({ "specialists": [sec, { "roleId": "custom", "model": "c", "customRole": role }] });

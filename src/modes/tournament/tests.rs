@@ -8,7 +8,7 @@ use serde_json::json;
 use super::*;
 use crate::modes::testkit::{
     all_emitted, ctx, emitted, events, failed, finished, first_asked, offline_defaults, ok,
-    quotes_its_material, rows, schema_name, sim_ask, stage_calls,
+    quotes_its_material, rows, schema_name, sim_ask, stage_calls, validate_config,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -274,9 +274,7 @@ fn a_cancelled_run_keeps_its_finished_matches() {
 #[test]
 fn validation_names_each_field() {
     let d = offline_defaults();
-    let v = |cfg: Value| {
-        validate(&json!({ "mode": "tournament", "question": "q", "modeConfig": cfg }), &d)
-    };
+    let v = |cfg: Value| validate_config("tournament", cfg);
     let ok = v(json!({})).unwrap();
     assert_eq!(
         ok.config["contestantModels"],
