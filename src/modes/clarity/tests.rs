@@ -340,6 +340,14 @@ fn sevens_but(i: usize, score: f64) -> [f64; 7] {
     s
 }
 
+/// A run of `discussion` whose evaluators sent cards with these scores: it and the effects.
+fn evaluated(discussion: &str, scores: [[f64; 7]; 3]) -> (Clarity, Vec<Effect>) {
+    let mut c = clarity(discussion);
+    let calls = stage_calls(&c.start());
+    let e = feed_cards(&mut c, &calls, scores);
+    (c, e)
+}
+
 /// Feeds the three evaluators' calls their cards with these scores, and no issues.
 fn feed_cards(c: &mut Clarity, calls: &[CallSpec], scores: [[f64; 7]; 3]) -> Vec<Effect> {
     feed(c, calls.iter().zip(scores).map(|(s, x)| ok(s, &card(x, ""))).collect())
@@ -378,10 +386,8 @@ fn close_scores_skip_the_discussion_and_take_the_median() {
 
 #[test]
 fn a_discussion_that_resolves_uses_the_revised_scores() {
-    let mut c = clarity("auto");
-    let calls = stage_calls(&c.start());
     let low = sevens_but(2, 3.0);
-    let e = feed_cards(&mut c, &calls, [low, [7.0; 7], [7.0; 7]]);
+    let (mut c, e) = evaluated("auto", [low, [7.0; 7], [7.0; 7]]);
     assert!(events(&e).contains(&"disagreement_detected".to_string()));
     let disc = stage_calls(&e);
     assert_eq!(disc.len(), 3);
@@ -408,10 +414,8 @@ fn a_discussion_that_resolves_uses_the_revised_scores() {
 #[test]
 fn lasting_disagreement_calls_the_arbiter_and_flags_the_run() {
     for discussion in ["auto", "never"] {
-        let mut c = clarity(discussion);
-        let calls = stage_calls(&c.start());
         let low = sevens_but(2, 2.0);
-        let mut e = feed_cards(&mut c, &calls, [low, [7.0; 7], [8.0; 7]]);
+        let (mut c, mut e) = evaluated(discussion, [low, [7.0; 7], [8.0; 7]]);
         if discussion == "auto" {
             let disc = stage_calls(&e);
             e = feed(
@@ -448,10 +452,8 @@ fn lasting_disagreement_calls_the_arbiter_and_flags_the_run() {
 
 #[test]
 fn a_failing_arbiter_still_scores_and_flags_and_too_few_evaluators_fail() {
-    let mut c = clarity("never");
-    let calls = stage_calls(&c.start());
     let low = sevens_but(0, 1.0);
-    let e = feed_cards(&mut c, &calls, [low, [7.0; 7], [7.0; 7]]);
+    let (mut c, e) = evaluated("never", [low, [7.0; 7], [7.0; 7]]);
     let out = c.on_reply(err(&stage_calls(&e)[0]));
     let score = emitted(&out, "score_complete").unwrap()["data"].clone();
     assert_eq!(fields(&score, ["needsHumanReview", "method"]), [json!(true), json!("median")]);
@@ -1224,9 +1226,7 @@ fn the_report_gives_the_scorecards_the_arbiters_ruling_and_the_review_flag() {
     assert_reads_well(&md);
 
     // Close scores: the median, not flagged.
-    let mut c = clarity("auto");
-    let calls = stage_calls(&c.start());
-    let e = feed_cards(&mut c, &calls, [[7.0; 7], [7.5; 7], [8.0; 7]]);
+    let (_, e) = evaluated("auto", [[7.0; 7], [7.5; 7], [8.0; 7]]);
     let md = report(&load_result(&rows(&e)));
     assert_contains_all(
         &md,

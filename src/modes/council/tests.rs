@@ -252,12 +252,18 @@ fn the_happy_path_follows_the_seed() {
     assert_eq!((&result["partial"], &result["failedModels"]), (&json!(false), &json!([])));
 }
 
-#[test]
-fn a_title_that_arrives_first_waits_for_stage_three() {
+/// A new two-member council answered `a` and ranked `ranking`: it and its stage 3 calls.
+fn at_stage_three(ranking: &str) -> (Council, Vec<CallSpec>) {
     let mut c = council(&["m1", "m2"], vec![], true);
     let s1 = calls(&c.start());
     let s2 = calls(&feed(&mut c, s1.iter().map(|s| ok(s, "a")).collect()));
-    let s3 = calls(&feed(&mut c, s2.iter().map(|s| ok(s, "no ranking")).collect()));
+    let s3 = calls(&feed(&mut c, s2.iter().map(|s| ok(s, ranking)).collect()));
+    (c, s3)
+}
+
+#[test]
+fn a_title_that_arrives_first_waits_for_stage_three() {
+    let (mut c, s3) = at_stage_three("no ranking");
     let early = c.on_reply(ok(&s3[1], "Early Title"));
     assert!(events(&early).is_empty(), "held until stage 3");
     let done = c.on_reply(ok(&s3[0], "syn"));
@@ -266,10 +272,7 @@ fn a_title_that_arrives_first_waits_for_stage_three() {
 
 #[test]
 fn a_failed_title_falls_back_to_the_question() {
-    let mut c = council(&["m1", "m2"], vec![], true);
-    let s1 = calls(&c.start());
-    let s2 = calls(&feed(&mut c, s1.iter().map(|s| ok(s, "a")).collect()));
-    let s3 = calls(&feed(&mut c, s2.iter().map(|s| ok(s, "x")).collect()));
+    let (mut c, s3) = at_stage_three("x");
     c.on_reply(ok(&s3[0], "syn"));
     let t = c.on_reply(err(&s3[1]));
     assert!(t.contains(&Effect::SetTitle("What is best".into())));
