@@ -7,7 +7,9 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    calls, ctx, emitted, err, events, failed, finished, ok, rows, stage_calls,
+    all_emitted, assert_contains_all, call_keyed, ctx, drive_on_sim_text, emitted, events, failed,
+    fields, finished, machine_read_stages, offline_defaults, ok, quotes_its_material,
+    readable_report, rows, schema_name, sim_ask, sim_call_ask, stage_calls, validate_config,
 };
 use crate::modes::{validate, Defaults, Mode};
 
@@ -60,20 +62,7 @@ fn blueprint(cfg: Value) -> Blueprint {
 /// Drives a run; `answer` gives each call's reply (None: the call fails). Section calls are
 /// answered in reverse order, so completion order differs from outline order.
 fn drive(m: &mut Blueprint, answer: impl Fn(&CallSpec) -> Option<String>) -> Vec<Effect> {
-    let mut all = m.start();
-    let mut pending = stage_calls(&all);
-    while let Some(c) = pending.pop() {
-        let out = m.on_reply(match answer(&c) {
-            Some(t) => ok(&c, &t),
-            None => err(&c),
-        });
-        pending.extend(stage_calls(&out));
-        all.extend(out);
-    }
-    for c in calls(&all).into_iter().filter(|c| c.key == "title") {
-        all.extend(m.on_reply(ok(&c, "Editor Design")));
-    }
-    all
+    crate::modes::testkit::drive(m, answer, "Editor Design")
 }
 
 fn section_text(c: &CallSpec) -> String {
@@ -89,15 +78,6 @@ fn answer_all(c: &CallSpec) -> Option<String> {
     }
 }
 
-fn all_events(all: &[Effect], name: &str) -> Vec<Value> {
-    all.iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == name => Some(data.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The stored rows give back exactly what went out live.
 fn assert_reloads(all: &[Effect]) {
     let r = load_result(&rows(all));
@@ -106,7 +86,7 @@ fn assert_reloads(all: &[Effect]) {
         assert_eq!(r["documentType"], o["data"]["documentType"]);
         assert!(r["material"]["text"].is_string());
     }
-    for c in all_events(all, "section_complete") {
+    for c in all_emitted(all, "section_complete") {
         let n = c["data"]["sectionNumber"].as_u64().unwrap();
         let s = r["sections"].as_array().unwrap().iter().find(|s| s["sectionNumber"] == n);
         assert_eq!(s, Some(&c["data"]), "section {n}");
@@ -187,17 +167,17 @@ fn a_run_outlines_writes_every_section_at_once_round_robin_and_assembles() {
             "title_complete",
         ]
     );
-    let order: Vec<Value> = all_events(&all, "section_complete")
+    let order: Vec<Value> = all_emitted(&all, "section_complete")
         .iter()
         .map(|s| s["data"]["sectionNumber"].clone())
         .collect();
     assert_eq!(order, [json!(4), json!(3), json!(2), json!(1)], "as they finish");
-    let s1 = &all_events(&all, "section_complete")[3]["data"];
+    let s1 = &all_emitted(&all, "section_complete")[3]["data"];
     assert_eq!(s1["keyTopicsCovered"], json!(["Offline editing", "Presence cursors"]));
     assert_eq!(s1["wordCount"], 14);
-    let s3 = all_events(&all, "section_complete")[1]["data"].clone();
+    let s3 = all_emitted(&all, "section_complete")[1]["data"].clone();
     assert_eq!(s3["keyTopicsMissing"], json!(["Notifications"]));
-    let asm = stage_calls(&all).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&all, "assembly");
     let p = &asm.messages[0].content;
     assert!(
         p.contains("--- Section 1: Context and Goals (by a) ---")
@@ -244,11 +224,11 @@ fn failed_and_empty_sections_are_listed_and_the_assembler_is_told() {
         _ => answer_all(c),
     });
     let done = emitted(&all, "all_sections_complete").unwrap()["data"].clone();
-    assert_eq!((done["totalSucceeded"].clone(), done["totalFailed"].clone()), (json!(2), json!(2)));
+    assert_eq!(fields(&done, ["totalSucceeded", "totalFailed"]), [json!(2), json!(2)]);
     assert_eq!(done["failedSections"][0]["sectionTitle"], "Sync Engine");
     assert_eq!(done["failedSections"][1]["error"], "empty reply");
-    assert_eq!(all_events(&all, "section_failed").len(), 2);
-    let asm = stage_calls(&all).into_iter().find(|c| c.key == "assembly").unwrap();
+    assert_eq!(all_emitted(&all, "section_failed").len(), 2);
+    let asm = call_keyed(&all, "assembly");
     let p = &asm.messages[0].content;
     assert!(p.contains("- Section 2: Sync Engine\n- Section 4: History"), "{p}");
     assert!(!p.contains("(by bad)"));
@@ -283,9 +263,9 @@ fn the_architect_falls_back_and_an_unreadable_outline_fails_the_run() {
         _ => answer_all(c),
     });
     let fb = emitted(&all, "fallback_start").unwrap();
-    assert_eq!((fb["key"].clone(), fb["model"].clone()), (json!("outline:backup"), json!("spare")));
+    assert_eq!(fields(&fb, ["key", "model"]), [json!("outline:backup"), json!("spare")]);
     let o = emitted(&all, "outline_complete").unwrap()["data"].clone();
-    assert_eq!((o["model"].clone(), o["fallbackFrom"].clone()), (json!("spare"), json!("arch")));
+    assert_eq!(fields(&o, ["model", "fallbackFrom"]), [json!("spare"), json!("arch")]);
     assert!(finished(&all).is_some());
     assert_eq!(emitted(&all, "assembly_complete").unwrap()["partial"], true);
     assert_reloads(&all);
@@ -372,7 +352,7 @@ fn huge_sections_go_to_the_assembler_condensed() {
         "outline" | "assembly" => answer_all(c),
         _ => Some(format!("## Section\n\n{long}")),
     });
-    let asm = stage_calls(&all).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&all, "assembly");
     let p = &asm.messages[0].content;
     assert!(
         p.contains("first 200 words")
@@ -504,16 +484,8 @@ fn todo_markers_are_collected_where_written() {
 
 #[test]
 fn requests_are_checked_field_by_field() {
-    let d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Default::default(),
-        ..Default::default()
-    };
-    let bad = |cfg: Value| {
-        validate(&json!({ "mode": "blueprint", "question": "q", "modeConfig": cfg }), &d)
-            .unwrap_err()
-    };
+    let d = offline_defaults();
+    let bad = |cfg: Value| validate_config("blueprint", cfg).unwrap_err();
     assert_eq!(bad(json!({ "authorModels": [] })).field, "modeConfig.authorModels");
     assert_eq!(bad(json!({ "authorModels": vec!["a"; 7] })).field, "modeConfig.authorModels");
     assert_eq!(bad(json!({ "authorModels": ["a", " "] })).field, "modeConfig.authorModels");
@@ -563,15 +535,9 @@ fn the_sim_plans_writes_and_assembles_and_now_and_then_half_follows_the_format()
         for seed in 0..6u64 {
             let mut m = blueprint(config(&["sim/a", "sim/b"]));
             let all = drive(&mut m, |c| {
-                sim_answer(&SimAsk {
-                    model: &c.model,
-                    prompt: &c.messages[0].content,
-                    messages: &c.messages,
-                    seed: seed + c.key.len() as u64,
-                    malformed,
-                    hostile: seed == 3,
-                    schema: None,
-                })
+                let call_seed = seed + c.key.len() as u64;
+                let prompt = &c.messages[0].content;
+                sim_answer(&sim_call_ask(c, prompt, call_seed, malformed, seed == 3, None))
             });
             let doc = finished(&all).unwrap_or_else(|| panic!("{:?}", failed(&all)));
             assert!(doc.contains("Executive Summary") && doc.contains("simulated section"));
@@ -589,16 +555,7 @@ fn the_sim_plans_writes_and_assembles_and_now_and_then_half_follows_the_format()
             assert_reloads(&all);
         }
     }
-    let other = SimAsk {
-        model: "sim/a",
-        prompt: "Write a poem.",
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: None,
-    };
-    assert_eq!(sim_answer(&other), None);
+    assert_eq!(sim_answer(&sim_ask("sim/a", "Write a poem.", 1, false, None)), None);
 }
 
 proptest! {
@@ -852,8 +809,8 @@ fn the_json_prompt_keeps_the_rules_and_swaps_the_format() {
 fn an_architect_that_takes_json_is_asked_for_it_and_read_from_it() {
     let mut m = structured(config(&["a", "b"]));
     let start = m.start();
-    let outline = stage_calls(&start).into_iter().find(|c| c.key == "outline").unwrap();
-    assert_eq!(outline.schema.as_ref().map(|s| s.name.as_str()), Some(OUTLINE_SCHEMA));
+    let outline = call_keyed(&start, "outline");
+    assert_eq!(schema_name(&outline), Some(OUTLINE_SCHEMA));
     let p = &outline.messages[0].content;
     assert!(p.contains("Reply with a single JSON object") && !p.contains("DOCUMENT TITLE:"));
     // The material is named, for fitting a small context.
@@ -887,7 +844,7 @@ fn an_architect_that_takes_json_is_asked_for_it_and_read_from_it() {
     let names: Vec<&str> = asm.material.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names[..2], ["Section 1: Context and Goals", "Section 2: Sync Engine"]);
     assert_eq!(names.last(), Some(&"the source material"));
-    assert!(asm.material.iter().all(|m| asm.messages[0].content.contains(&*m.text)));
+    assert!(quotes_its_material(asm));
     assert!(finished(&all).is_some());
     assert_reloads(&all);
 
@@ -895,8 +852,8 @@ fn an_architect_that_takes_json_is_asked_for_it_and_read_from_it() {
     // named (the engine sends it only where the route takes it), read from the text.
     let mut m = blueprint(config(&["a"]));
     let all = drive(&mut m, answer_all);
-    let outline = stage_calls(&all).into_iter().find(|c| c.key == "outline").unwrap();
-    assert_eq!(outline.schema.as_ref().map(|s| s.name.as_str()), Some(OUTLINE_SCHEMA));
+    let outline = call_keyed(&all, "outline");
+    assert_eq!(schema_name(&outline), Some(OUTLINE_SCHEMA));
     assert!(outline.messages[0].content.contains("DOCUMENT TITLE: <title>"));
     assert_eq!(emitted(&all, "outline_complete").unwrap()["data"]["readFrom"], "text");
 
@@ -911,7 +868,6 @@ fn an_architect_that_takes_json_is_asked_for_it_and_read_from_it() {
 
 #[test]
 fn a_blueprint_run_on_the_sim_reads_its_outline_from_json() {
-    use crate::modes::sim_text::respond_to;
     for n in 0..4 {
         let cfg = json!({ "documentType": "architecture_blueprint", "architectModel": "sim/alpha",
                           "authorModels": ["sim/beta", "sim/xss-gamma"], "assemblerModel": "sim/alpha",
@@ -919,11 +875,7 @@ fn a_blueprint_run_on_the_sim_reads_its_outline_from_json() {
         let mut c = ctx("Design doc for our collaborative editor", vec![], true);
         c.structured = crate::modes::Structured::models(["sim/alpha", "sim/beta", "sim/xss-gamma"]);
         let mut m = Blueprint::new(&cfg, c).unwrap();
-        let all = crate::modes::testkit::drive(
-            &mut m,
-            |s| Some(respond_to(&s.model, &s.messages, false, s.schema.as_deref())),
-            "t",
-        );
+        let all = drive_on_sim_text(&mut m);
         let doc = finished(&all).unwrap_or_else(|| panic!("{:?}", failed(&all)));
         assert!(doc.contains("Executive Summary"));
         let o = emitted(&all, "outline_complete").unwrap()["data"].clone();
@@ -931,12 +883,7 @@ fn a_blueprint_run_on_the_sim_reads_its_outline_from_json() {
         assert!((6..=8).contains(&o["sections"].as_array().unwrap().len()));
         assert_eq!(o["documentTitle"], format!("Notes {n}: an editor for teams,"));
         // Only the outline is machine-read: one row says so.
-        let read: Vec<String> = rows(&all)
-            .iter()
-            .filter(|r| r.parsed_data.as_ref().is_some_and(|d| d.get("readFrom").is_some()))
-            .map(|r| r.stage_type.clone())
-            .collect();
-        assert_eq!(read, ["outline"]);
+        assert_eq!(machine_read_stages(&all), ["outline"]);
         assert_reloads(&all);
     }
 }
@@ -950,53 +897,28 @@ fn the_sim_architect_answers_its_schema_in_json_and_no_other() {
         Some(&s),
     );
     for (seed, hostile) in (0..12u64).zip([false, true].into_iter().cycle()) {
-        let ask = SimAsk {
-            model: "sim/alpha",
-            prompt: &prompt,
-            messages: &[],
-            seed,
-            malformed: false,
-            hostile,
-            schema: Some(&s),
-        };
-        let reply = sim_answer(&ask).unwrap();
+        let reply = sim_answer(&sim_ask("sim/alpha", &prompt, seed, hostile, Some(&s))).unwrap();
         let (o, from) = read_outline_reply(&reply, &s);
         assert_eq!(from, Some(ReadFrom::Json), "{reply}");
         assert_eq!(o.document_title, "Six words of material for the");
         assert!(o.sections.iter().all(|s| s.key_topics.len() == 3 && s.description.is_some()));
     }
     let other = ReplySchema::new("decompose_plan", schema::reasoned([]));
-    let ask = SimAsk {
-        model: "sim/alpha",
-        prompt: &prompt,
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: Some(&other),
-    };
-    assert_eq!(sim_answer(&ask), None);
+    assert_eq!(sim_answer(&sim_ask("sim/alpha", &prompt, 1, false, Some(&other))), None);
 }
 
 // ---- the export's report -------------------------------------------------------------------
 
-/// What a reader never sees in a report: JSON, missing values, protocol words, type keys,
-/// the result's keys.
-fn assert_readable(report: &str, result: &Value) {
-    crate::modes::testkit::assert_report_readable(
-        report,
-        result,
-        &["technical_design_document", "section_", "TODO"],
-    );
+/// The report of `result`, checked to show no JSON, missing value, type key or result key.
+fn readable(result: &Value) -> String {
+    readable_report(result, report, &["technical_design_document", "section_", "TODO"])
 }
 
 #[test]
 fn the_report_tables_the_outlines_sections_and_who_wrote_each() {
     let mut m = blueprint(config(&["a", "b", "a"]));
     let all = drive(&mut m, answer_all);
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
+    let r = readable(&load_result(&rows(&all)));
     assert!(r.contains("|---"), "{r}");
     assert!(
         r.contains(
@@ -1005,21 +927,17 @@ fn the_report_tables_the_outlines_sections_and_who_wrote_each() {
         ),
         "{r}"
     );
-    assert!(r.contains("**Assembled by:** asm, 9 words."), "{r}");
-    assert!(
-        r.contains("| 1 | Context and Goals | short (200-500 words) | a | 14 | 2 of 2 | written |"),
-        "{r}"
+    assert_contains_all(
+        &r,
+        &[
+            "**Assembled by:** asm, 9 words.",
+            "| 1 | Context and Goals | short (200-500 words) | a | 14 | 2 of 2 | written |",
+            "| 2 | Sync Engine | long (1000-2000 words) | b | 14 | 1 of 2 | written |",
+            "**Key topics a section left out:**\n\n- section 2 (Sync Engine): CRDT choice",
+            "- The outline has only 4 sections",
+            "| 2 | Sync Engine | long (1000-2000 words) | b |",
+        ],
     );
-    assert!(
-        r.contains("| 2 | Sync Engine | long (1000-2000 words) | b | 14 | 1 of 2 | written |"),
-        "{r}"
-    );
-    assert!(
-        r.contains("**Key topics a section left out:**\n\n- section 2 (Sync Engine): CRDT choice"),
-        "{r}"
-    );
-    assert!(r.contains("- The outline has only 4 sections"), "{r}");
-    assert!(r.contains("| 2 | Sync Engine | long (1000-2000 words) | b |"), "{r}");
     assert!(r.contains("| 4 | History | short (200-500 words) | a |"), "round-robin: {r}");
     assert!(r.contains("**Still to do in the document:**\n\n- budget figures"), "{r}");
 
@@ -1030,16 +948,13 @@ fn the_report_tables_the_outlines_sections_and_who_wrote_each() {
         "bad" => Some("<think>nothing</think>  ".into()),
         _ => answer_all(c),
     });
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(
-        r.contains("| 2 | Sync Engine | long (1000-2000 words) | bad | — | — | failed (down) |"),
-        "{r}"
-    );
-    assert!(
-        r.contains("| 4 | History | short (200-500 words) | bad | — | — | failed (empty reply) |"),
-        "{r}"
+    let r = readable(&load_result(&rows(&all)));
+    assert_contains_all(
+        &r,
+        &[
+            "| 2 | Sync Engine | long (1000-2000 words) | bad | — | — | failed (down) |",
+            "| 4 | History | short (200-500 words) | bad | — | — | failed (empty reply) |",
+        ],
     );
 }
 
@@ -1049,19 +964,14 @@ fn an_empty_or_partial_result_reports_what_there_is() {
     // The architect failed: the document type, and no outline.
     let mut m = blueprint(config(&["a"]));
     let all = drive(&mut m, |_| None);
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
+    let r = readable(&load_result(&rows(&all)));
     assert_eq!(r, "**Document:** Technical Design Document; no outline was written.\n\n");
     // Every author failed: the outline's sections, each failed; nothing assembled.
     let mut m = blueprint(config(&["bad"]));
     let all = drive(&mut m, |c| (c.key == "outline").then(|| OUTLINE.to_string()));
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
+    let r = readable(&load_result(&rows(&all)));
     assert!(r.contains("|---") && r.contains("failed (down)") && !r.contains("Assembled"), "{r}");
     let partial = json!({ "outline": { "sections": [{ "title": "Intro" }] } });
-    let r = report(&partial);
-    assert_readable(&r, &partial);
+    let r = readable(&partial);
     assert!(r.contains("| 1 | Intro | — | — | — | — | not written |"), "{r}");
 }

@@ -7,7 +7,9 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    calls, ctx, emitted, err, events, failed, finished, ok, rows, stage_calls,
+    all_emitted, assert_contains_all, calls, ctx, drive_on_sim_text, emitted, events, failed,
+    fields, finished, first_asked, offline_defaults, ok, readable_report, rows, sim_ask,
+    stage_calls, validate_config,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -276,18 +278,8 @@ proptest! {
 
 // ---- validation ----------------------------------------------------------------------------
 
-fn defaults() -> Defaults {
-    Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Default::default(),
-        ..Default::default()
-    }
-}
-
 fn field_of(cfg: Value) -> String {
-    let body = json!({ "mode": "brainstorm", "question": "q", "modeConfig": cfg });
-    validate(&body, &defaults()).unwrap_err().field
+    validate_config("brainstorm", cfg).unwrap_err().field
 }
 
 #[test]
@@ -310,8 +302,9 @@ fn every_rule_is_a_400_naming_its_field_and_defaults_fill_in() {
     assert_eq!(field_of(json!({ "globalTimeoutMs": 1800001 })), "modeConfig.globalTimeoutMs");
     assert_eq!(field_of(json!({ "bogus": 1 })), "modeConfig.bogus");
     let body = json!({ "mode": "brainstorm", "question": " " });
-    assert_eq!(validate(&body, &defaults()).unwrap_err().field, "question");
-    let ok = validate(&json!({ "mode": "brainstorm", "question": "q" }), &defaults()).unwrap();
+    assert_eq!(validate(&body, &offline_defaults()).unwrap_err().field, "question");
+    let ok =
+        validate(&json!({ "mode": "brainstorm", "question": "q" }), &offline_defaults()).unwrap();
     assert_eq!(ok.config["models"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
     assert_eq!(ok.config["curatorModel"], "sim/alpha");
     assert_eq!(ok.config["refinerModel"], "sim/alpha");
@@ -325,7 +318,7 @@ fn every_rule_is_a_400_naming_its_field_and_defaults_fill_in() {
             facilitator: Some("sim/f".into()),
             ..Fallbacks::default()
         },
-        ..defaults()
+        ..offline_defaults()
     };
     let ok = validate(&json!({ "mode": "brainstorm", "question": "q" }), &backups).unwrap();
     assert_eq!(ok.config["chairmanFallbackModel"], "sim/c");
@@ -336,21 +329,9 @@ fn every_rule_is_a_400_naming_its_field_and_defaults_fill_in() {
 
 /// Drives a run: `answer(call)` gives each reply (None: the call fails); the title last.
 fn drive(m: &mut Brainstorm, answer: impl Fn(&CallSpec) -> Option<String>) -> Vec<Effect> {
-    let mut all = m.start();
-    let mut pending = stage_calls(&all);
-    while !pending.is_empty() {
-        let c = pending.remove(0);
-        let out = m.on_reply(match answer(&c) {
-            Some(t) => ok(&c, &t),
-            None => err(&c),
-        });
-        pending.extend(stage_calls(&out));
-        all.extend(out);
-    }
-    for c in calls(&all).into_iter().filter(|c| c.key == "title") {
-        all.extend(m.on_reply(ok(&c, "Library Ideas")));
-    }
-    all
+    let start = m.start();
+    let first = stage_calls(&start);
+    crate::modes::testkit::drive_from(m, start, first, first_asked, answer, "Library Ideas")
 }
 
 fn ideas_of(model: &str) -> String {
@@ -372,15 +353,6 @@ Cluster 2: Novelty=3 Feasibility=3 Impact=3\nCluster 3: Novelty=2 Feasibility=2 
             .into(),
         _ => format!("## Proposal: People\nBuilt by {}.", c.model),
     })
-}
-
-fn all_emitted(all: &[Effect], name: &str) -> Vec<Value> {
-    all.iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == name => Some(data.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn stored(all: &[Effect]) -> Vec<StageRow> {
@@ -456,10 +428,7 @@ fn a_run_goes_ideate_cluster_score_rank_refine_and_reloads_as_it_ran() {
     assert_eq!(result["scores"], json!(scores));
     assert_eq!(result["ranking"], ranking["data"]);
     assert_eq!(result["refinement"], done["data"]);
-    assert_eq!(
-        (result["partial"].clone(), result["failedModels"].clone()),
-        (json!(false), json!([]))
-    );
+    assert_eq!(fields(&result, ["partial", "failedModels"]), [json!(false), json!([])]);
     let line = (SPEC.outcome)(&result).unwrap();
     assert!(
         line == "Proposal from the cluster \"People\", ranked first by the panel's scores",
@@ -703,15 +672,7 @@ fn replies_after_the_stage_or_twice_change_nothing() {
 #[test]
 fn sim_answers_follow_the_format_and_the_messy_ones_do_not_mislead() {
     let ask = |prompt: &str, malformed: bool, seed: u64| {
-        let s = SimAsk {
-            model: "sim/beta",
-            prompt,
-            messages: &[],
-            seed,
-            malformed,
-            hostile: true,
-            schema: None,
-        };
+        let s = SimAsk { malformed, ..sim_ask("sim/beta", prompt, seed, true, None) };
         sim_answer(&s).unwrap()
     };
     let text = ask(&ideate_prompt("q", 5), false, 3);
@@ -738,16 +699,7 @@ fn sim_answers_follow_the_format_and_the_messy_ones_do_not_mislead() {
     assert!(messy.contains(&0) && messy.contains(&c.clusters.len()), "{messy:?}");
     let rp = refine_prompt("q", &c.clusters[0], &all, None);
     assert!(ask(&rp, false, 1).starts_with(&format!("## Proposal: {}", c.clusters[0].name)));
-    assert!(sim_answer(&SimAsk {
-        model: "m",
-        prompt: "other",
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: None
-    })
-    .is_none());
+    assert!(sim_answer(&sim_ask("m", "other", 1, false, None)).is_none());
 }
 
 // ---- structured replies --------------------------------------------------------------------
@@ -1166,8 +1118,13 @@ fn the_json_prompts_keep_the_instructions_and_swap_the_format() {
         assert!(json.contains("- \"reasoning\": your reasoning, briefly"), "{json}");
     }
     let json = cluster_prompt_as("q", &listed, 3, 6, Some(&clusters_schema(&ids, 6)));
-    assert!(json.contains("[model_0_idea_1] idea 0.1 — about 0.1 (Model A)"), "{json}");
-    assert!(json.contains("Group related ideas into 3 to 6 themed clusters"), "{json}");
+    assert_contains_all(
+        &json,
+        &[
+            "[model_0_idea_1] idea 0.1 — about 0.1 (Model A)",
+            "Group related ideas into 3 to 6 themed clusters",
+        ],
+    );
     assert!(json.contains(r#""model_2_idea_4""#) && json.contains(r#""HIGH", "MEDIUM", "LOW""#));
     let json = score_prompt_as("q", &cs, &all, Some(&scores_schema(2)));
     assert!(json.contains("Cluster 2: C2\nTheme: (not stated)\nIdeas:\n- idea 1.1 — about 1.1"));
@@ -1329,7 +1286,6 @@ fn strip_read_from(v: &mut Value) {
 
 #[test]
 fn a_brainstorm_on_the_sim_reads_every_machine_read_reply_from_json() {
-    use crate::modes::sim_text::respond_to;
     let models = ["sim/alpha", "sim/beta", "sim/xss-gamma", "sim/delta"];
     let mut read = 0;
     for n in 0..6 {
@@ -1340,11 +1296,7 @@ fn a_brainstorm_on_the_sim_reads_every_machine_read_reply_from_json() {
             ctx(&format!("Challenge {n}: how could a library attract teenagers?"), vec![], false);
         c.structured = crate::modes::Structured::models(models);
         let mut m = Brainstorm::new(&cfg, c).unwrap();
-        let all = crate::modes::testkit::drive(
-            &mut m,
-            |s| Some(respond_to(&s.model, &s.messages, false, s.schema.as_deref())),
-            "t",
-        );
+        let all = drive_on_sim_text(&mut m);
         assert!(finished(&all).is_some(), "{:?}", failed(&all));
         let machine: Vec<StageRow> = rows(&all)
             .into_iter()
@@ -1376,15 +1328,7 @@ fn the_sim_answers_its_own_schemas_in_json_and_no_other() {
     let ip = ideate_prompt_as("q", 5, Some(&is));
     let cp = cluster_prompt_as("q", &listed, 3, 6, Some(&cs_schema));
     let ask = |prompt: &str, schema: Option<&ReplySchema>, seed: u64, hostile: bool| {
-        sim_answer(&SimAsk {
-            model: "sim/beta",
-            prompt,
-            messages: &[],
-            seed,
-            malformed: false,
-            hostile,
-            schema,
-        })
+        sim_answer(&sim_ask("sim/beta", prompt, seed, hostile, schema))
     };
     for seed in 0..12 {
         let hostile = seed % 2 == 1;
@@ -1442,50 +1386,44 @@ fn the_curators_prompt_of_many_long_ideas_fits_a_small_context_by_cutting_the_id
     assert!(!fitted.cuts.is_empty(), "the ideas were cut");
     assert!(fitted.cuts.iter().all(|c| c.what == "the ideas"), "{:?}", fitted.cuts);
     let prompt = &fitted.messages[0].content;
-    for kept in [
-        CLUSTER_HEAD,
-        "Group related ideas into 3 to 6 themed clusters of 2 to 10 ideas each",
-        schema::ASKS_FOR_JSON,
-        r#""model_5_idea_10""#,
-    ] {
-        assert!(prompt.contains(kept), "{kept}");
-    }
+    assert_contains_all(
+        prompt,
+        &[
+            CLUSTER_HEAD,
+            "Group related ideas into 3 to 6 themed clusters of 2 to 10 ideas each",
+            schema::ASKS_FOR_JSON,
+            r#""model_5_idea_10""#,
+        ],
+    );
 }
 
 // ---- the export's report -------------------------------------------------------------------
 
-/// What a reader never sees in a report: JSON, missing values, idea and cluster ids, protocol
-/// words, the result's keys.
-fn assert_readable(report: &str, result: &Value) {
-    crate::modes::testkit::assert_report_readable(
-        report,
-        result,
-        &["cluster_", "_idea_", "HIGH", "LOW", "single_"],
-    );
+/// The report of `result`, checked to show no JSON, missing value, id, protocol word or key.
+fn readable(result: &Value) -> String {
+    readable_report(result, report, &["cluster_", "_idea_", "HIGH", "LOW", "single_"])
 }
 
 #[test]
 fn the_report_tables_the_clusters_in_rank_order_and_the_ideas_left_out() {
     let mut m = mode(&["m0", "m1", "m2"]);
     let all = drive(&mut m, good);
-    let result = load_result(&stored(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(r.contains("|---"), "{r}");
-    assert!(r.contains("**Ideas:** 12 ideas from 3 models: Model "), "{r}");
-    assert!(r.contains("(m0) 4"), "{r}");
-    assert!(
-        r.contains(
-            "**The clusters, in rank order**, ranked by the panel's scores (from 3 scorers):"
-        ),
-        "{r}"
+    let r = readable(&load_result(&stored(&all)));
+    assert_contains_all(
+        &r,
+        &[
+            "|---",
+            "**Ideas:** 12 ideas from 3 models: Model ",
+            "(m0) 4",
+            "**The clusters, in rank order**, ranked by the panel's scores (from 3 scorers):",
+            "| 1 | People | 3 | low | 5 | 4 | 5 | 14 | total |",
+            "| 2 | Tech | 2 | high | 3 | 3 | 3 | 9 | total |",
+            "| 3 | Money | 2 | medium | 2 | 2 | 2 | 6 | — |",
+            "**Ideas left out of every cluster** (5):",
+            "- m0 idea 4 (Model ",
+            "**Proposal:** written by ref from the cluster “People”.",
+        ],
     );
-    assert!(r.contains("| 1 | People | 3 | low | 5 | 4 | 5 | 14 | total |"), "{r}");
-    assert!(r.contains("| 2 | Tech | 2 | high | 3 | 3 | 3 | 9 | total |"), "{r}");
-    assert!(r.contains("| 3 | Money | 2 | medium | 2 | 2 | 2 | 6 | — |"), "{r}");
-    assert!(r.contains("**Ideas left out of every cluster** (5):"), "{r}");
-    assert!(r.contains("- m0 idea 4 (Model "), "{r}");
-    assert!(r.contains("**Proposal:** written by ref from the cluster “People”."), "{r}");
 
     // Few valid scorers: ranked by promise, the unreadable scorer named.
     let mut m = mode(&["m0", "m1", "m2"]);
@@ -1494,12 +1432,15 @@ fn the_report_tables_the_clusters_in_rank_order_and_the_ideas_left_out() {
         ("scorer", "m2") => Some("| Cluster | Novelty |\n| 1 | 5 |".into()),
         _ => good(c),
     });
-    let result = load_result(&stored(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(r.contains("ranked by the curator's promise (fewer than two"), "{r}");
-    assert!(r.contains("| 1 | Tech | 2 | high |"), "{r}");
-    assert!(r.contains("- m2: no score could be read (it gave no readable answer)"), "{r}");
+    let r = readable(&load_result(&stored(&all)));
+    assert_contains_all(
+        &r,
+        &[
+            "ranked by the curator's promise (fewer than two",
+            "| 1 | Tech | 2 | high |",
+            "- m2: no score could be read (it gave no readable answer)",
+        ],
+    );
 }
 
 #[test]
@@ -1508,11 +1449,14 @@ fn an_empty_or_partial_result_reports_what_there_is() {
     // The curator failed: no clusters, the proposal from all the ideas.
     let mut m = mode(&["m0", "m1", "m2"]);
     let all = drive(&mut m, |c| if c.role == "curator" { None } else { good(c) });
-    let result = load_result(&stored(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(r.contains("**Clustering:** The curator (cur) and its backup (spare2) failed"), "{r}");
-    assert!(r.contains("from all the ideas (no cluster could be read)"), "{r}");
+    let r = readable(&load_result(&stored(&all)));
+    assert_contains_all(
+        &r,
+        &[
+            "**Clustering:** The curator (cur) and its backup (spare2) failed",
+            "from all the ideas (no cluster could be read)",
+        ],
+    );
     assert!(!r.contains("left out"), "{r}");
     // Too few ideas: the run failed after the ideation.
     let mut m = mode(&["m0", "m1", "m2"]);
@@ -1521,9 +1465,7 @@ fn an_empty_or_partial_result_reports_what_there_is() {
         "m1" => None,
         _ => Some("I can't help brainstorm this.".into()),
     });
-    let result = load_result(&stored(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
+    let r = readable(&load_result(&stored(&all)));
     assert!(r.contains("**About the ideas:**") && r.contains("declined to answer"), "{r}");
     // One cluster, not scored.
     let mut m = mode(&["m0", "m1", "m2"]);
@@ -1534,12 +1476,12 @@ fn an_empty_or_partial_result_reports_what_there_is() {
             good(c)
         }
     });
-    let result = load_result(&stored(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(r.contains("there was one cluster, so none was scored"), "{r}");
-    assert!(
-        r.contains("| 1 | Only | 2 | not stated (medium used) | not scored | not scored |"),
-        "{r}"
+    let r = readable(&load_result(&stored(&all)));
+    assert_contains_all(
+        &r,
+        &[
+            "there was one cluster, so none was scored",
+            "| 1 | Only | 2 | not stated (medium used) | not scored | not scored |",
+        ],
     );
 }

@@ -5,8 +5,12 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
-use crate::modes::{validate, Defaults, Mode};
+use crate::modes::testkit::{
+    all_emitted, assert_contains_all, call_keyed, ctx, emitted, events, failed, fields, finished,
+    offline_defaults, ok, readable_report, rows, sim_ask, sim_call_ask, stage_calls,
+    validate_config,
+};
+use crate::modes::{validate, Mode};
 
 fn config(mandates: &[&str]) -> Value {
     let steps: Vec<Value> = mandates
@@ -23,20 +27,7 @@ fn chain(mandates: &[&str]) -> Chain {
 
 /// Drives a run; `answer` gives each step's reply (None: the call fails).
 fn drive(m: &mut Chain, answer: impl Fn(&CallSpec) -> Option<String>) -> Vec<Effect> {
-    let mut all = m.start();
-    let mut pending = stage_calls(&all);
-    while let Some(c) = pending.pop() {
-        let out = m.on_reply(match answer(&c) {
-            Some(t) => ok(&c, &t),
-            None => err(&c),
-        });
-        pending.extend(stage_calls(&out));
-        all.extend(out);
-    }
-    for c in crate::modes::testkit::calls(&all).into_iter().filter(|c| c.key == "title") {
-        all.extend(m.on_reply(ok(&c, "Backup Guide")));
-    }
-    all
+    crate::modes::testkit::drive(m, answer, "Backup Guide")
 }
 
 fn words(n: usize, tag: &str) -> String {
@@ -45,13 +36,7 @@ fn words(n: usize, tag: &str) -> String {
 
 fn assert_reloads(all: &[Effect]) {
     let r = load_result(&rows(all));
-    let completes: Vec<Value> = all
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == "chain_step_complete" => Some(data.clone()),
-            _ => None,
-        })
-        .collect();
+    let completes: Vec<Value> = all_emitted(all, "chain_step_complete");
     for c in completes {
         let i = c["step"].as_u64().unwrap() as usize - 1;
         let step = &r["steps"][i];
@@ -113,8 +98,8 @@ fn steps_run_in_order_each_seeing_only_the_latest_version() {
     });
     let s3 = s3.unwrap();
     assert_eq!(
-        (s3["wordCount"].clone(), s3["previousWordCount"].clone(), s3["wordCountDelta"].clone()),
-        (json!(10), json!(20), json!(-10))
+        fields(&s3, ["wordCount", "previousWordCount", "wordCountDelta"]),
+        [json!(10), json!(20), json!(-10)]
     );
     assert_eq!(s3["editorNotes"], json!(["cut the intro."]));
     assert_eq!(finished(&all), Some(words(40, "v4")));
@@ -145,13 +130,7 @@ fn failed_and_empty_steps_are_skipped_and_named_to_the_next() {
         "step:3" => Some("<think>nothing to add</think>\n  ".into()),
         k => Some(format!("version of {k}")),
     });
-    let skipped: Vec<Value> = all
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == "chain_step_skipped" => Some(data.clone()),
-            _ => None,
-        })
-        .collect();
+    let skipped: Vec<Value> = all_emitted(&all, "chain_step_skipped");
     assert_eq!(skipped.len(), 2);
     assert_eq!(skipped[1]["data"]["reason"], "empty reply");
     let start4 = all.iter().rev().find_map(|e| match e {
@@ -159,13 +138,8 @@ fn failed_and_empty_steps_are_skipped_and_named_to_the_next() {
         _ => None,
     });
     let start4 = start4.unwrap();
-    assert_eq!(
-        (start4["basedOnStep"].clone(), start4["skippedBefore"].clone()),
-        (json!(1), json!([2, 3]))
-    );
-    let p4 = stage_calls(&all).into_iter().find(|c| c.key == "step:4").unwrap().messages[0]
-        .content
-        .clone();
+    assert_eq!(fields(&start4, ["basedOnStep", "skippedBefore"]), [json!(1), json!([2, 3])]);
+    let p4 = call_keyed(&all, "step:4").messages[0].content.clone();
     assert!(p4.contains("step 2 (Structure & Depth)") && p4.contains("step 3 (Security Review)"));
     assert!(p4.contains("version of step:1"));
     let done = emitted(&all, "chain_complete").unwrap();
@@ -218,7 +192,7 @@ fn the_global_timeout_skips_the_remaining_steps() {
     assert_eq!(emitted(&out, "chain_step_skipped").unwrap()["data"]["reason"], "global timeout");
     assert_eq!(finished(&out).as_deref(), Some("a draft"));
     let r = load_result(&rows(&out));
-    assert_eq!((r["totalSteps"].clone(), r["completedSteps"].clone()), (json!(3), json!(1)));
+    assert_eq!(fields(&r, ["totalSteps", "completedSteps"]), [json!(3), json!(1)]);
 }
 
 #[test]
@@ -271,15 +245,8 @@ proptest! {
 
 #[test]
 fn requests_are_checked_field_by_field() {
-    let d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Default::default(),
-        ..Default::default()
-    };
-    let bad = |cfg: Value| {
-        validate(&json!({ "mode": "chain", "question": "q", "modeConfig": cfg }), &d).unwrap_err()
-    };
+    let d = offline_defaults();
+    let bad = |cfg: Value| validate_config("chain", cfg).unwrap_err();
     let one = json!({ "model": "a", "mandate": "draft" });
     assert_eq!(bad(json!({ "steps": [one] })).field, "modeConfig.steps");
     assert_eq!(bad(json!({ "steps": vec![one.clone(); 7] })).field, "modeConfig.steps");
@@ -321,15 +288,14 @@ fn the_sim_drafts_and_improves_and_sometimes_adds_meta_commentary() {
             let mut m =
                 chain(&["draft", "structure_depth", "accuracy_completeness", "polish_format"]);
             let all = drive(&mut m, |c| {
-                sim_answer(&SimAsk {
-                    model: &c.model,
-                    prompt: &c.messages[0].content,
-                    messages: &c.messages,
-                    seed: seed + c.key.len() as u64,
+                sim_answer(&sim_call_ask(
+                    c,
+                    &c.messages[0].content,
+                    seed + c.key.len() as u64,
                     malformed,
-                    hostile: false,
-                    schema: None,
-                })
+                    false,
+                    None,
+                ))
             });
             let answer = finished(&all).unwrap();
             assert!(answer.contains("simulated draft"), "the draft is built on, not replaced");
@@ -346,28 +312,27 @@ fn the_sim_drafts_and_improves_and_sometimes_adds_meta_commentary() {
             assert_reloads(&all);
         }
     }
-    let other = SimAsk {
-        model: "sim/a",
-        prompt: "Write a poem.",
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: None,
-    };
+    let other = sim_ask("sim/a", "Write a poem.", 1, false, None);
     assert_eq!(sim_answer(&other), None);
 }
 
 // ---- the export's report -------------------------------------------------------------------
 
-/// What a reader never sees in a report: JSON, missing values, mandate keys, the result's
-/// keys.
-fn assert_readable(report: &str, result: &Value) {
-    crate::modes::testkit::assert_report_readable(
-        report,
-        result,
-        &["structure_depth", "polish_format", "step:"],
-    );
+/// The report of `result`, checked to show no JSON, missing value, mandate key or result key.
+fn readable(result: &Value) -> String {
+    readable_report(result, report, &["structure_depth", "polish_format", "step:"])
+}
+
+/// The report once a three-step chain's draft is in, the run's time limit passed before or not.
+fn report_after_the_draft(time_limit_passed: bool) -> String {
+    let mut m = chain(&["draft", "structure_depth", "polish_format"]);
+    let mut all = m.start();
+    if time_limit_passed {
+        m.on_timer("global");
+    }
+    let out = m.on_reply(ok(&stage_calls(&all)[0], "a draft"));
+    all.extend(out);
+    readable(&load_result(&rows(&all)))
 }
 
 #[test]
@@ -378,34 +343,30 @@ fn the_report_tables_each_step_what_it_was_asked_and_how_it_ended() {
         "step:3" => Some(format!("[Editor's Note: cut the intro.] {}", words(5, "v3"))),
         k => Some(words(if k == "step:1" { 10 } else { 12 }, "w")),
     });
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(r.contains("|---"), "{r}");
-    assert!(
-        r.contains("**Final version:** step 4 of 4 (Polish & Format, m4); 3 of 4 steps completed."),
-        "{r}"
+    let r = readable(&load_result(&rows(&all)));
+    assert_contains_all(
+        &r,
+        &[
+            "|---",
+            "**Final version:** step 4 of 4 (Polish & Format, m4); 3 of 4 steps completed.",
+            "| 1 | m1 | Draft: cover every aspect of the request | 10 | done |",
+            "| 2 | m2 | Structure & Depth: reorder for flow",
+            "| — | skipped: its call failed (down) |",
+            "| 3 | m3 | Security Review: point out risky patterns",
+        ],
     );
-    assert!(r.contains("| 1 | m1 | Draft: cover every aspect of the request | 10 | done |"), "{r}");
-    assert!(r.contains("| 2 | m2 | Structure & Depth: reorder for flow"), "{r}");
-    assert!(r.contains("| — | skipped: its call failed (down) |"), "{r}");
-    assert!(r.contains("| 3 | m3 | Security Review: point out risky patterns"), "{r}");
     assert!(r.contains("| 10 (+0) | done |"), "the note's words count too: {r}");
-    assert!(r.contains("| 12 (+2) | done |"), "{r}");
-    assert!(r.contains("**Editor's notes:**\n\n- step 3: cut the intro."), "{r}");
+    assert_contains_all(
+        &r,
+        &["| 12 (+2) | done |", "**Editor's notes:**\n\n- step 3: cut the intro."],
+    );
 
     // The time limit: the steps left are skipped, said so.
-    let mut m = chain(&["draft", "structure_depth", "polish_format"]);
-    let start = m.start();
-    m.on_timer("global");
-    let out = m.on_reply(ok(&stage_calls(&start)[0], "a draft"));
-    let mut all = start;
-    all.extend(out);
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(r.contains("skipped: the run's time limit passed first"), "{r}");
-    assert!(r.contains("1 of 3 steps completed"), "{r}");
+    let r = report_after_the_draft(true);
+    assert_contains_all(
+        &r,
+        &["skipped: the run's time limit passed first", "1 of 3 steps completed"],
+    );
 }
 
 #[test]
@@ -414,26 +375,18 @@ fn an_empty_or_partial_result_reports_what_there_is() {
     // A failed draft: no step completed, the plan says how long the chain was.
     let mut m = chain(&["draft", "polish_format"]);
     let all = drive(&mut m, |_| None);
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
+    let r = readable(&load_result(&rows(&all)));
     assert_eq!(r, "**No step completed.**\n\n");
     // A cancelled run: the steps that ran, and those that never did.
-    let mut m = chain(&["draft", "structure_depth", "polish_format"]);
-    let start = m.start();
-    let out = m.on_reply(ok(&stage_calls(&start)[0], "a draft"));
-    let mut all = start;
-    all.extend(out);
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(
-        r.contains("**Final version:** step 1 of 3 (Draft, m1); 1 of 3 steps completed."),
-        "{r}"
+    let r = report_after_the_draft(false);
+    assert_contains_all(
+        &r,
+        &[
+            "**Final version:** step 1 of 3 (Draft, m1); 1 of 3 steps completed.",
+            "2 steps of the 3 never ran.",
+        ],
     );
-    assert!(r.contains("2 steps of the 3 never ran."), "{r}");
     let partial = json!({ "steps": [{ "step": 2, "skipped": true }], "finalStep": null });
-    let r = report(&partial);
-    assert_readable(&r, &partial);
+    let r = readable(&partial);
     assert!(r.contains("**No step completed.**") && r.contains("| 2 |"), "{r}");
 }

@@ -6,9 +6,12 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::testkit::{
+    all_emitted_data, assert_contains_all, assert_report_free_of, ctx, emitted, events, failed,
+    finished, offline_defaults, rows, sim_ask, stage_calls, validate_config,
+};
 use crate::modes::Mode;
-use crate::modes::{validate, ChatMessage, Defaults};
+use crate::modes::{validate, ChatMessage};
 
 fn config(models: &[&str], backup: Option<&str>) -> Value {
     let mut c = json!({ "models": models, "synthesisModel": "synth", "temperature": 1.0,
@@ -33,30 +36,10 @@ fn reply(c: f64) -> String {
 
 /// Drives a run; `answer` gives each call's reply (None: the call fails).
 fn drive(m: &mut ConfidenceWeighted, answer: impl Fn(&CallSpec) -> Option<String>) -> Vec<Effect> {
-    let mut all = m.start();
-    let mut pending = stage_calls(&all);
-    pending.reverse();
-    while let Some(c) = pending.pop() {
-        let out = m.on_reply(match answer(&c) {
-            Some(t) => ok(&c, &t),
-            None => err(&c),
-        });
-        pending.extend(stage_calls(&out));
-        all.extend(out);
-    }
-    for c in crate::modes::testkit::calls(&all).into_iter().filter(|c| c.key == "title") {
-        all.extend(m.on_reply(ok(&c, "Caffeine Half Life")));
-    }
-    all
-}
-
-fn defaults() -> Defaults {
-    Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Default::default(),
-        ..Default::default()
-    }
+    let start = m.start();
+    let mut first = stage_calls(&start);
+    first.reverse();
+    crate::modes::testkit::drive_from(m, start, first, Vec::pop, answer, "Caffeine Half Life")
 }
 
 #[test]
@@ -117,15 +100,7 @@ fn a_run_answers_weighs_and_synthesises_and_the_stored_result_equals_the_events(
     let r = load_result(&stored);
     assert_eq!(r["weights"], w);
     assert_eq!(r["synthesis"], s["data"]);
-    let live: Vec<Value> = all
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == "answer_complete" => {
-                Some(data["data"].clone())
-            }
-            _ => None,
-        })
-        .collect();
+    let live: Vec<Value> = all_emitted_data(&all, "answer_complete");
     assert_eq!(r["answers"], json!(live));
     assert_eq!(r["answers"][2]["confidence"], 0.3);
     let a0 = stored.iter().find(|r| r.stage_type == "answer_0").unwrap();
@@ -222,12 +197,8 @@ fn a_follow_up_carries_the_history_into_both_prompts() {
 
 #[test]
 fn validation_names_each_field() {
-    let d = defaults();
-    let bad = |cfg: Value| {
-        validate(&json!({ "mode": "confidence_weighted", "question": "q", "modeConfig": cfg }), &d)
-            .unwrap_err()
-            .field
-    };
+    let d = offline_defaults();
+    let bad = |cfg: Value| validate_config("confidence_weighted", cfg).unwrap_err().field;
     assert_eq!(bad(json!({ "models": ["a"] })), "modeConfig.models");
     assert_eq!(bad(json!({ "models": ["a", "b", "c", "d", "e", "f", "g"] })), "modeConfig.models");
     assert_eq!(bad(json!({ "models": ["a", " "] })), "modeConfig.models");
@@ -367,13 +338,9 @@ fn the_sim_answers_in_format_and_messily() {
     let ask = |malformed: bool, hostile: bool, seed: u64| {
         let messages = [ChatMessage::user(prompt.clone())];
         sim_answer(&SimAsk {
-            model: "sim/alpha",
-            prompt: &prompt,
             messages: &messages,
-            seed,
             malformed,
-            hostile,
-            schema: None,
+            ..sim_ask("sim/alpha", &prompt, seed, hostile, None)
         })
         .unwrap()
     };
@@ -394,29 +361,13 @@ fn the_sim_answers_in_format_and_messily() {
         1.0,
     );
     let messages = [ChatMessage::user(sp.clone())];
-    let s = sim_answer(&SimAsk {
-        model: "sim/beta",
-        prompt: &sp,
-        messages: &messages,
-        seed: 3,
-        malformed: false,
-        hostile: false,
-        schema: None,
-    })
-    .unwrap();
+    let s = sim_answer(&SimAsk { messages: &messages, ..sim_ask("sim/beta", &sp, 3, false, None) })
+        .unwrap();
     let (synth, notes) = parse_synthesis(&s);
     assert!(!synth.is_empty() && notes.contains("sim/alpha"));
     let other = [ChatMessage::user("hello")];
-    assert!(sim_answer(&SimAsk {
-        model: "sim/a",
-        prompt: "hello",
-        messages: &other,
-        seed: 0,
-        malformed: false,
-        hostile: false,
-        schema: None
-    })
-    .is_none());
+    assert!(sim_answer(&SimAsk { messages: &other, ..sim_ask("sim/a", "hello", 0, false, None) })
+        .is_none());
 }
 
 proptest! {
@@ -573,15 +524,7 @@ fn answers_are_read_from_json_when_it_fits_else_from_text_and_say_which() {
         }
         _ => None,
     });
-    let live: Vec<Value> = all
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == "answer_complete" => {
-                Some(data["data"].clone())
-            }
-            _ => None,
-        })
-        .collect();
+    let live: Vec<Value> = all_emitted_data(&all, "answer_complete");
     assert_eq!(live.len(), 3, "the empty JSON answer is a failure");
     assert_eq!(
         (
@@ -636,41 +579,20 @@ fn the_sim_answers_the_schema_in_json_and_the_text_prompt_in_text() {
     let s = answer_schema();
     let prompt = answer_prompt_as("What is caffeine's half-life?", Some(&s));
     for hostile in [false, true] {
-        let ask = SimAsk {
-            model: "sim/beta",
-            prompt: &prompt,
-            messages: &[],
-            seed: 9,
-            malformed: false,
-            hostile,
-            schema: Some(&s),
-        };
+        let ask = sim_ask("sim/beta", &prompt, 9, hostile, Some(&s));
         let text = sim_answer(&ask).unwrap();
         let a = read_answer_reply(0, "sim/beta", &text, 1, &s);
         assert_eq!(a.read_from, Some(ReadFrom::Json), "{text}");
         assert!((0.4..1.0).contains(&a.confidence) && !a.response.is_empty());
     }
     let other = ReplySchema::new("council_ranking", json!({}));
-    let ask = SimAsk {
-        model: "sim/beta",
-        prompt: &prompt,
-        messages: &[],
-        seed: 9,
-        malformed: false,
-        hostile: false,
-        schema: Some(&other),
-    };
+    let ask = sim_ask("sim/beta", &prompt, 9, false, Some(&other));
     assert!(sim_answer(&ask).is_none());
 }
 
 /// What no report may show: raw values, JSON, stored keys, protocol words, headings.
 fn assert_reads_well(md: &str) {
-    for bad in
-        ["null", "NaN", "undefined", "{\"", "CONFIDENCE:", "parsedSuccessfully", "weightPercent"]
-    {
-        assert!(!md.contains(bad), "{bad:?} in the report: {md}");
-    }
-    assert!(!md.lines().any(|l| l.starts_with('#')), "a heading in the report: {md}");
+    assert_report_free_of(md, &["CONFIDENCE:", "parsedSuccessfully", "weightPercent"]);
 }
 
 #[test]
@@ -691,23 +613,26 @@ fn the_report_gives_each_answers_confidence_and_weight() {
     let result = load_result(&rows(&all));
     let md = report(&result);
     let w = |i: usize| result["weights"]["weights"][i]["weightPercent"].as_f64().unwrap();
-    assert!(md.contains("|---"), "{md}");
-    assert!(md.contains("| model | confidence | weight | confidence stated |"), "{md}");
+    assert_contains_all(&md, &["|---", "| model | confidence | weight | confidence stated |"]);
     assert!(md.contains(&format!("| a | 99% (unusually high) | {}% | yes |", w(0))), "{md}");
     assert!(md.contains(&format!("| b | 60% | {}% | yes |", w(1))), "{md}");
     assert!(md.contains(&format!("| c | not stated | {}% | no |", w(2))), "{md}");
     assert!(md.contains(&format!("the heaviest answer is a's, at {}%", w(0))), "{md}");
-    assert!(md.contains("weighed at the default of 50%"), "{md}");
-    assert!(md.contains("**Synthesis** written by synth, favouring the heavier answers."), "{md}");
-    assert!(md.contains("> Notes\n> - a: sure and right\n"), "{md}");
+    assert_contains_all(
+        &md,
+        &[
+            "weighed at the default of 50%",
+            "**Synthesis** written by synth, favouring the heavier answers.",
+            "> Notes\n> - a: sure and right\n",
+        ],
+    );
     assert_reads_well(&md);
 
     // One answer stands alone.
     let mut m = cw(&["a", "b"], None);
     let all = drive(&mut m, |c| (c.key == "answer:1").then(|| reply(0.7)));
     let md = report(&load_result(&rows(&all)));
-    assert!(md.contains("| b | 70% | 100% | yes |"), "{md}");
-    assert!(md.contains("**Synthesis:** only b answered"), "{md}");
+    assert_contains_all(&md, &["| b | 70% | 100% | yes |", "**Synthesis:** only b answered"]);
     assert_reads_well(&md);
 
     // A run that stopped early, or nothing at all: no panic, nothing made up.

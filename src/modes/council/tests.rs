@@ -1,12 +1,14 @@
 //! Council mode on recorded and adversarial model outputs, and driven as a state machine.
 
-use crate::modes::Fallbacks;
 use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
 use crate::modes::common::seed_from_run_id;
-use crate::modes::testkit::{self, calls, emitted, err, events, feed, ok, rows};
+use crate::modes::testkit::{
+    self, assert_contains_all, assert_report_free_of, calls, emitted, err, events, feed,
+    offline_defaults, ok, rows,
+};
 use crate::modes::validate;
 use crate::modes::Mode;
 use crate::modes::{CallSpec, ChatMessage};
@@ -250,12 +252,18 @@ fn the_happy_path_follows_the_seed() {
     assert_eq!((&result["partial"], &result["failedModels"]), (&json!(false), &json!([])));
 }
 
-#[test]
-fn a_title_that_arrives_first_waits_for_stage_three() {
+/// A new two-member council answered `a` and ranked `ranking`: it and its stage 3 calls.
+fn at_stage_three(ranking: &str) -> (Council, Vec<CallSpec>) {
     let mut c = council(&["m1", "m2"], vec![], true);
     let s1 = calls(&c.start());
     let s2 = calls(&feed(&mut c, s1.iter().map(|s| ok(s, "a")).collect()));
-    let s3 = calls(&feed(&mut c, s2.iter().map(|s| ok(s, "no ranking")).collect()));
+    let s3 = calls(&feed(&mut c, s2.iter().map(|s| ok(s, ranking)).collect()));
+    (c, s3)
+}
+
+#[test]
+fn a_title_that_arrives_first_waits_for_stage_three() {
+    let (mut c, s3) = at_stage_three("no ranking");
     let early = c.on_reply(ok(&s3[1], "Early Title"));
     assert!(events(&early).is_empty(), "held until stage 3");
     let done = c.on_reply(ok(&s3[0], "syn"));
@@ -264,10 +272,7 @@ fn a_title_that_arrives_first_waits_for_stage_three() {
 
 #[test]
 fn a_failed_title_falls_back_to_the_question() {
-    let mut c = council(&["m1", "m2"], vec![], true);
-    let s1 = calls(&c.start());
-    let s2 = calls(&feed(&mut c, s1.iter().map(|s| ok(s, "a")).collect()));
-    let s3 = calls(&feed(&mut c, s2.iter().map(|s| ok(s, "x")).collect()));
+    let (mut c, s3) = at_stage_three("x");
     c.on_reply(ok(&s3[0], "syn"));
     let t = c.on_reply(err(&s3[1]));
     assert!(t.contains(&Effect::SetTitle("What is best".into())));
@@ -522,12 +527,7 @@ fn a_failed_member_marks_the_run_partial_live_and_from_rows() {
 
 #[test]
 fn the_backup_chairman_comes_from_the_server_configuration() {
-    let mut d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Fallbacks::default(),
-        ..Default::default()
-    };
+    let mut d = offline_defaults();
     let plain = validate(&json!({ "question": "q" }), &d).unwrap();
     assert!(plain.config.get("chairmanFallbackModel").is_none());
     d.fallback.chairman = Some("sim/beta".into());
@@ -544,22 +544,12 @@ fn the_backup_chairman_comes_from_the_server_configuration() {
 
 #[test]
 fn validation_follows_the_schema() {
-    let d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Fallbacks::default(),
-        ..Default::default()
-    };
+    let d = offline_defaults();
     let v = validate(&json!({ "question": " Why? " }), &d).unwrap();
     assert_eq!(v.question, "Why?");
     assert_eq!(v.config["councilModels"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
     assert_eq!(v.models, vec!["sim/alpha", "sim/beta", "sim/gamma"]);
-    let online = Defaults {
-        offline: false,
-        stage_timeout_ms: 120_000,
-        fallback: Fallbacks::default(),
-        ..Default::default()
-    };
+    let online = Defaults { offline: false, ..offline_defaults() };
     assert_eq!(
         validate(&json!({ "question": "q" }), &online).unwrap().config["chairmanModel"],
         "anthropic/claude-opus-4-6"
@@ -692,10 +682,7 @@ fn a_stated_tie_is_stored_as_a_tie_and_shares_its_places() {
 
 /// What no report may show: raw values, JSON, stored keys, headings.
 fn assert_reads_well(md: &str) {
-    for bad in ["null", "NaN", "undefined", "{\"", "parsedRanking", "labelToModel", "averageRank"] {
-        assert!(!md.contains(bad), "{bad:?} in the report: {md}");
-    }
-    assert!(!md.lines().any(|l| l.starts_with('#')), "a heading in the report: {md}");
+    assert_report_free_of(md, &["parsedRanking", "labelToModel", "averageRank"]);
 }
 
 #[test]
@@ -721,11 +708,16 @@ fn the_report_gives_the_aggregate_ranking_and_each_members_ranking() {
     let md = report(&result);
     assert!(md.contains("|---"), "{md}");
     let b = result["stage2Metadata"]["labelToModel"]["Response B"].as_str().unwrap();
-    assert!(md.contains(&format!("| 1 | Response B | {b} | 1 |")), "{md}");
-    assert!(md.contains("over 2 rankings"), "{md}");
-    assert!(md.contains(&format!("- m1: Response B ({b}), then Response A")), "{md}");
-    assert!(md.contains("- m3: no ranking could be read; it gave no readable answer"), "{md}");
-    assert!(md.contains("written by the chairman, chair"), "{md}");
+    assert_contains_all(
+        &md,
+        &[
+            &format!("| 1 | Response B | {b} | 1 |"),
+            "over 2 rankings",
+            &format!("- m1: Response B ({b}), then Response A"),
+            "- m3: no ranking could be read; it gave no readable answer",
+            "written by the chairman, chair",
+        ],
+    );
     assert_reads_well(&md);
     // A run that stopped early, or nothing at all: no panic, nothing made up.
     for partial in [json!({}), json!({ "stage2": [], "stage2Metadata": null, "stage3": null })] {

@@ -6,28 +6,31 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
+    assert_contains_all, assert_report_free_of, ctx, drive_on_sim_text, emitted, err, events,
+    failed, feed, fields, finished, fits_a_closed_think_block, offline_defaults, ok, parsed_of,
+    quotes_its_material, rows, sim_ask, stage_calls,
 };
 use crate::modes::validate;
-use crate::modes::Fallbacks;
 use crate::modes::Mode;
+
+/// Asserts the decision, reasoning and revised response `parse_revision` reads in `text`.
+fn assert_reads(text: &str, decision: &str, reasoning: &str, response: &str) {
+    let p = parse_revision(text);
+    assert_eq!(p.decision.as_deref(), Some(decision));
+    assert_eq!(p.reasoning.as_deref(), Some(reasoning));
+    assert_eq!(p.revised_response.as_deref(), Some(response));
+}
 
 #[test]
 fn reads_a_well_formed_revision() {
     let t = "DECISION: REVISE\nREASONING: Response B covered caching.\n\nREVISED RESPONSE:\nUse a cache.\n\nAnd measure.";
-    let p = parse_revision(t);
-    assert_eq!(p.decision.as_deref(), Some("REVISE"));
-    assert_eq!(p.reasoning.as_deref(), Some("Response B covered caching."));
-    assert_eq!(p.revised_response.as_deref(), Some("Use a cache.\n\nAnd measure."));
+    assert_reads(t, "REVISE", "Response B covered caching.", "Use a cache.\n\nAnd measure.");
 }
 
 #[test]
 fn tolerates_markdown_case_and_a_quoted_template() {
     let t = "**Decision:** **merge**\n**Reasoning:** both had merit\n\n## Revised Response:\nCombined text";
-    let p = parse_revision(t);
-    assert_eq!(p.decision.as_deref(), Some("MERGE"));
-    assert_eq!(p.reasoning.as_deref(), Some("both had merit"));
-    assert_eq!(p.revised_response.as_deref(), Some("Combined text"));
+    assert_reads(t, "MERGE", "both had merit", "Combined text");
     // The template quoted first, then the model's own block: the last block counts.
     let quoted = "You asked for:\nDECISION: [REVISE|STAND|MERGE]\nREVISED RESPONSE:\n[...]\n\nDECISION: STAND\nREASONING: Mine was complete.\n\nREVISED RESPONSE:\nOriginal text.";
     let p = parse_revision(quoted);
@@ -76,14 +79,28 @@ fn revised_label(effects: &[Effect], model: &str) -> String {
         .unwrap()
 }
 
+/// Starts `d` and answers its first round `original of <model>`: every effect and the revisions.
+fn answer_round_one(d: &mut Debate) -> (Vec<Effect>, Vec<CallSpec>) {
+    let mut all = d.start();
+    let r1 = stage_calls(&all);
+    let e1 = feed(d, r1.iter().map(|s| ok(s, &format!("original of {}", s.model))).collect());
+    let revs = stage_calls(&e1);
+    all.extend(e1);
+    (all, revs)
+}
+
+/// A debate of m1, m2 and m3 whose first round is answered `answer`: it and its revision calls.
+fn past_round_one(answer: impl Fn(&CallSpec) -> String) -> (Debate, Vec<CallSpec>) {
+    let mut d = debate(&["m1", "m2", "m3"]);
+    let r1 = stage_calls(&d.start());
+    let revs = stage_calls(&feed(&mut d, r1.iter().map(|s| ok(s, &answer(s))).collect()));
+    (d, revs)
+}
+
 #[test]
 fn the_full_debate_follows_the_seed() {
     let mut d = debate(&["m1", "m2", "m3"]);
-    let mut all = d.start();
-    let r1 = stage_calls(&all);
-    let e1 = feed(&mut d, r1.iter().map(|s| ok(s, &format!("original of {}", s.model))).collect());
-    let revs = stage_calls(&e1);
-    all.extend(e1);
+    let (mut all, revs) = answer_round_one(&mut d);
     // Unique prompts: each debater sees its own answer and the two others, anonymised.
     assert_eq!(revs.len(), 3);
     let p0 = &revs[0].messages[0].content;
@@ -116,8 +133,8 @@ fn the_full_debate_follows_the_seed() {
     assert_eq!(finished(&e3).as_deref(), Some("merged m3"));
     let w = emitted(&e3, "winner_declared").unwrap()["data"].clone();
     assert_eq!(
-        (w["winnerDecision"].clone(), w["voteCount"].clone(), w["tiebroken"].clone()),
-        (json!("MERGE"), json!(3), json!(false))
+        fields(&w, ["winnerDecision", "voteCount", "tiebroken"]),
+        [json!("MERGE"), json!(3), json!(false)]
     );
     assert_eq!(
         events(&all),
@@ -200,12 +217,7 @@ fn failed_debaters_mark_the_run_partial_live_and_from_rows() {
 
 #[test]
 fn a_failed_revision_keeps_the_original_and_still_votes() {
-    let mut d = debate(&["m1", "m2", "m3"]);
-    let r1 = stage_calls(&d.start());
-    let revs = stage_calls(&feed(
-        &mut d,
-        r1.iter().map(|s| ok(s, &format!("orig {}", s.model))).collect(),
-    ));
+    let (mut d, revs) = past_round_one(|s| format!("orig {}", s.model));
     let e = feed(
         &mut d,
         vec![
@@ -243,12 +255,7 @@ fn all_revisions_failing_votes_on_the_originals() {
 
 #[test]
 fn ties_go_to_the_first_label_alphabetically() {
-    let mut d = debate(&["m1", "m2", "m3"]);
-    let r1 = stage_calls(&d.start());
-    let revs = stage_calls(&feed(
-        &mut d,
-        r1.iter().map(|s| ok(s, &format!("orig {}", s.model))).collect(),
-    ));
+    let (mut d, revs) = past_round_one(|s| format!("orig {}", s.model));
     let e = feed(
         &mut d,
         revs.iter().map(|s| ok(s, &revision_text("STAND", &format!("orig {}", s.model)))).collect(),
@@ -261,8 +268,8 @@ fn ties_go_to_the_first_label_alphabetically() {
     );
     let w = emitted(&fin, "winner_declared").unwrap()["data"].clone();
     assert_eq!(
-        (w["winnerLabel"].clone(), w["tiebroken"].clone(), w["tiebreakerMethod"].clone()),
-        (json!("Response A"), json!(true), json!("alphabetical"))
+        fields(&w, ["winnerLabel", "tiebroken", "tiebreakerMethod"]),
+        [json!("Response A"), json!(true), json!("alphabetical")]
     );
     assert_eq!(
         emitted(&fin, "vote_complete").unwrap()["data"]["tiedLabels"],
@@ -272,9 +279,7 @@ fn ties_go_to_the_first_label_alphabetically() {
 
 #[test]
 fn unparseable_votes_are_excluded_and_none_at_all_is_an_error() {
-    let mut d = debate(&["m1", "m2", "m3"]);
-    let r1 = stage_calls(&d.start());
-    let revs = stage_calls(&feed(&mut d, r1.iter().map(|s| ok(s, "x")).collect()));
+    let (mut d, revs) = past_round_one(|_| "x".into());
     let votes = stage_calls(&feed(
         &mut d,
         revs.iter().map(|s| ok(s, &revision_text("STAND", "x"))).collect(),
@@ -303,12 +308,7 @@ fn two_answers_are_enough_and_one_is_not() {
 
 #[test]
 fn validation_follows_the_seed() {
-    let d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Fallbacks::default(),
-        ..Default::default()
-    };
+    let d = offline_defaults();
     assert!(validate(&json!({ "question": "q", "mode": "debate" }), &d).is_ok());
     let field = |b: Value| validate(&b, &d).unwrap_err().field;
     assert_eq!(
@@ -506,9 +506,7 @@ proptest! {
     /// alone gives.
     #[test]
     fn a_closed_think_block_never_changes_the_parse(inside in "\\PC{0,300}", answer in answers()) {
-        let low = inside.to_lowercase();
-        prop_assume!(!low.contains("think>") && !low.contains("<think"));
-        prop_assume!(!answer.contains('<') && !answer.trim().is_empty());
+        prop_assume!(fits_a_closed_think_block(&inside, &answer));
         let text = format!("<think>{inside}</think>\n{answer}");
         prop_assert_eq!(parse_revision(&text), parse_revision(answer.trim()));
     }
@@ -571,8 +569,7 @@ fn json_revision(decision: &str, body: &str) -> String {
 
 /// The revision calls of a debate whose first answers were `original of <model>`.
 fn revision_calls(d: &mut Debate) -> Vec<CallSpec> {
-    let r1 = stage_calls(&d.start());
-    stage_calls(&feed(d, r1.iter().map(|s| ok(s, &format!("original of {}", s.model))).collect()))
+    answer_round_one(d).1
 }
 
 #[test]
@@ -595,13 +592,14 @@ fn debaters_that_take_json_are_asked_for_the_revision_schema_and_the_others_for_
     // The JSON prompt keeps the instructions and the three options and swaps the format; the
     // text one is the seed's, verbatim.
     let (json_prompt, text_prompt) = (&revs[0].messages[0].content, &revs[1].messages[0].content);
-    for kept in [
-        "YOUR ORIGINAL RESPONSE:\noriginal of m1",
-        "2. Identify any errors or omissions in your original response.",
-        "c) MERGE: Substantially rewrite by combining the best elements of all responses",
-    ] {
-        assert!(json_prompt.contains(kept), "{kept}");
-    }
+    assert_contains_all(
+        json_prompt,
+        &[
+            "YOUR ORIGINAL RESPONSE:\noriginal of m1",
+            "2. Identify any errors or omissions in your original response.",
+            "c) MERGE: Substantially rewrite by combining the best elements of all responses",
+        ],
+    );
     assert!(json_prompt.contains("Reply with a single JSON object"));
     assert!(
         !json_prompt.contains("DECISION: [REVISE|STAND|MERGE]")
@@ -616,9 +614,7 @@ fn debaters_that_take_json_are_asked_for_the_revision_schema_and_the_others_for_
     assert_eq!(names.len(), 3);
     assert_eq!(names[0], "your original response");
     assert!(names[1..].iter().all(|n| n.starts_with("Response ")), "{names:?}");
-    assert!(revs
-        .iter()
-        .all(|c| c.material.iter().all(|m| c.messages[0].content.contains(&*m.text))));
+    assert!(revs.iter().all(quotes_its_material));
 }
 
 #[test]
@@ -679,11 +675,7 @@ fn a_revision_is_read_from_json_that_fits_else_by_the_text_reader_and_says_which
 #[test]
 fn json_revisions_are_stored_with_read_from_and_a_blank_stand_keeps_the_original() {
     let mut d = structured_debate(&["m1", "m2", "m3"], &["m1", "m2", "m3"]);
-    let mut all = d.start();
-    let r1 = stage_calls(&all);
-    let e1 = feed(&mut d, r1.iter().map(|s| ok(s, &format!("original of {}", s.model))).collect());
-    let revs = stage_calls(&e1);
-    all.extend(e1);
+    let (mut all, revs) = answer_round_one(&mut d);
     let e2 = feed(
         &mut d,
         vec![
@@ -709,11 +701,7 @@ fn json_revisions_are_stored_with_read_from_and_a_blank_stand_keeps_the_original
         "a STAND left blank repeats the original"
     );
     assert_eq!(revisions[2]["unparsed"], "no_answer");
-    let stored: Vec<Value> = rows(&e2)
-        .iter()
-        .filter(|r| r.stage_type == "revision")
-        .map(|r| r.parsed_data.clone().unwrap())
-        .collect();
+    let stored = parsed_of(&e2, |r| r.stage_type == "revision");
     assert_eq!((&stored[0]["readFrom"], &stored[1]["readFrom"]), (&json!("json"), &json!("json")));
     assert!(stored[2].get("readFrom").is_none());
     all.extend(e2);
@@ -723,20 +711,11 @@ fn json_revisions_are_stored_with_read_from_and_a_blank_stand_keeps_the_original
 
 #[test]
 fn a_debate_on_the_sim_reads_every_revision_and_vote_from_json() {
-    use crate::modes::sim_text::respond_to;
     let models = ["sim/alpha", "sim/beta", "sim/gamma", "sim/xss-d"];
     let mut d = structured_debate(&models, &models);
-    let all = crate::modes::testkit::drive(
-        &mut d,
-        |c| Some(respond_to(&c.model, &c.messages, false, c.schema.as_deref())),
-        "t",
-    );
+    let all = drive_on_sim_text(&mut d);
     assert!(finished(&all).is_some(), "{:?}", failed(&all));
-    let read: Vec<Value> = rows(&all)
-        .iter()
-        .filter(|r| r.stage_type == "revision" || r.stage_type == "debate_vote")
-        .map(|r| r.parsed_data.clone().unwrap())
-        .collect();
+    let read = parsed_of(&all, |r| r.stage_type == "revision" || r.stage_type == "debate_vote");
     assert_eq!(read.len(), 8);
     assert!(read.iter().all(|pd| pd["readFrom"] == "json"), "{read:?}");
     // The sim's debaters lean differently: a debate shows more than one decision.
@@ -754,7 +733,7 @@ fn the_sim_answers_only_its_own_schema() {
         schema: Option<&'a ReplySchema>,
         hostile: bool,
     ) -> SimAsk<'a> {
-        SimAsk { model: "sim/alpha", prompt, messages, seed: 7, malformed: false, hostile, schema }
+        SimAsk { messages, ..sim_ask("sim/alpha", prompt, 7, hostile, schema) }
     }
     let schema = revision_schema();
     let others = [("Response A".to_string(), "another answer".to_string())];
@@ -789,22 +768,13 @@ proptest! {
 
 /// What no report may show: raw values, JSON, stored keys, protocol words, headings.
 fn assert_reads_well(md: &str) {
-    for bad in
-        ["null", "NaN", "undefined", "{\"", "VOTE:", "DECISION", "labelToModel", "winnerLabel"]
-    {
-        assert!(!md.contains(bad), "{bad:?} in the report: {md}");
-    }
-    assert!(!md.lines().any(|l| l.starts_with('#')), "a heading in the report: {md}");
+    assert_report_free_of(md, &["VOTE:", "DECISION", "labelToModel", "winnerLabel"]);
 }
 
 #[test]
 fn the_report_gives_each_decision_the_vote_and_the_winner() {
     let mut d = debate(&["m1", "m2", "m3"]);
-    let mut all = d.start();
-    let r1 = stage_calls(&all);
-    let e1 = feed(&mut d, r1.iter().map(|s| ok(s, &format!("original of {}", s.model))).collect());
-    let revs = stage_calls(&e1);
-    all.extend(e1);
+    let (mut all, revs) = answer_round_one(&mut d);
     let e2 = feed(
         &mut d,
         vec![
@@ -827,15 +797,20 @@ fn the_report_gives_each_decision_the_vote_and_the_winner() {
     all.extend(e3);
     let result = load_result(&rows(&all));
     let md = report(&result);
-    assert!(md.contains("|---"), "{md}");
-    assert!(md.contains("1 revised, 1 stood by their answer, 0 merged"), "{md}");
-    assert!(md.contains("| m1 | revised | 3 | 5 |"), "{md}");
-    assert!(md.contains("| m2 | stood by its answer | 3 | 3 |"), "{md}");
-    assert!(md.contains("| m3 | no revision (its call failed; its first answer stands) |"), "{md}");
-    assert!(md.contains(&format!("| {l1} | m1 | 2 (winner) |")), "{md}");
-    assert!(md.contains(&format!("**Winner:** {l1} (m1), 2 of 2 votes.")), "{md}");
-    assert!(md.contains("- m3: no readable vote"), "{md}");
-    assert!(md.contains("The winner, m1, had revised its first answer"), "{md}");
+    assert_contains_all(
+        &md,
+        &[
+            "|---",
+            "1 revised, 1 stood by their answer, 0 merged",
+            "| m1 | revised | 3 | 5 |",
+            "| m2 | stood by its answer | 3 | 3 |",
+            "| m3 | no revision (its call failed; its first answer stands) |",
+            &format!("| {l1} | m1 | 2 (winner) |"),
+            &format!("**Winner:** {l1} (m1), 2 of 2 votes."),
+            "- m3: no readable vote",
+            "The winner, m1, had revised its first answer",
+        ],
+    );
     assert_reads_well(&md);
     // A run that stopped early, or nothing at all: no panic, nothing made up.
     assert!(report(&json!({})).is_empty());

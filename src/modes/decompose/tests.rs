@@ -7,9 +7,13 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::modes::testkit::{self, ctx, emitted, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::testkit::{
+    self, all_emitted, assert_contains_all, call_keyed, ctx, drive_on_sim_text, emitted, events,
+    failed, fields, finished, machine_read_stages, offline_defaults, ok, quotes_its_material,
+    readable_report, rows, schema_name, sim_ask, sim_call_ask, stage_calls,
+};
+use crate::modes::validate;
 use crate::modes::Mode;
-use crate::modes::{validate, Defaults};
 
 const PLAN: &str = "\
 Here is my plan.
@@ -81,15 +85,6 @@ fn answer_all(c: &CallSpec) -> Option<String> {
     }
 }
 
-fn all_events(all: &[Effect], name: &str) -> Vec<Value> {
-    all.iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == name => Some(data.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The rows as the store hands them back: by stage order, then as written.
 fn stored(all: &[Effect]) -> Vec<StageRow> {
     let mut r = rows(all);
@@ -108,7 +103,7 @@ fn assert_reloads(all: &[Effect]) {
     if let Some(a) = emitted(all, "assignment_complete") {
         assert_eq!(r["assignments"], a["data"]["assignments"]);
     }
-    for e in all_events(all, "task_complete") {
+    for e in all_emitted(all, "task_complete") {
         let wave = r["waves"].as_array().unwrap().iter().find(|w| w["wave"] == e["wave"]).unwrap();
         let task = wave["tasks"]
             .as_array()
@@ -236,16 +231,17 @@ TASK 5:\nTitle: E\n";
     assert!(p.tasks[0].dependencies.is_empty());
     assert!(p.tasks[3].dependencies.is_empty(), "task_5 was dropped: unknown");
     let w = p.warnings.join("\n");
-    for needle in [
-        "task_1 appears twice",
-        "more than 4 tasks: task_5 dropped",
-        "task_1 depended on itself",
-        "task_1 depended on task_7",
-        "task_3's dependencies (\"the first one\") name no task",
-        "task_4 depended on task_5, which is not in the plan",
-    ] {
-        assert!(w.contains(needle), "{needle} in {w}");
-    }
+    assert_contains_all(
+        &w,
+        &[
+            "task_1 appears twice",
+            "more than 4 tasks: task_5 dropped",
+            "task_1 depended on itself",
+            "task_1 depended on task_7",
+            "task_3's dependencies (\"the first one\") name no task",
+            "task_4 depended on task_5, which is not in the plan",
+        ],
+    );
 }
 
 #[test]
@@ -536,7 +532,7 @@ fn a_run_plans_schedules_runs_the_waves_in_order_and_assembles() {
         ]
     );
     assert_eq!(finished(&all).as_deref(), Some("The bakery plan, in one answer."));
-    let asm = stage_calls(&all).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&all, "assembly");
     let ap = &asm.messages[0].content;
     assert!(ap.contains("- task_3: Pricing (complexity HIGH; depends on: task_1, task_2)"), "{ap}");
     assert!(ap.find("--- task_1").unwrap() < ap.find("--- task_2").unwrap());
@@ -562,6 +558,22 @@ fn a_run_plans_schedules_runs_the_waves_in_order_and_assembles() {
     );
 }
 
+/// Drives `m` with prose for a plan and [`PLAN`] when asked again: every effect and the ask.
+fn plan_after_prose(m: &mut Decompose, prose: &str) -> (Vec<Effect>, CallSpec) {
+    let all = drive(m, |c| match c.key.as_str() {
+        "plan" => Some(prose.into()),
+        k if k == REPLAN_KEY => Some(PLAN.into()),
+        _ => answer_all(c),
+    });
+    let again = call_keyed(&all, REPLAN_KEY);
+    (all, again)
+}
+
+/// The `task_complete` event of the task `id`.
+fn task_completed(all: &[Effect], id: &str) -> Value {
+    all_emitted(all, "task_complete").into_iter().find(|e| e["data"]["taskId"] == id).unwrap()
+}
+
 #[test]
 fn a_failed_task_leaves_a_gap_its_dependants_are_told_about() {
     let mut m = decompose(config(&["a", "dead"]));
@@ -573,19 +585,16 @@ fn a_failed_task_leaves_a_gap_its_dependants_are_told_about() {
             answer_all(c)
         }
     });
-    let t2 = all_events(&all, "task_complete")
-        .into_iter()
-        .find(|e| e["data"]["taskId"] == "task_2")
-        .unwrap();
+    let t2 = task_completed(&all, "task_2");
     assert_eq!(t2["data"]["status"], "failed");
     assert_eq!(t2["data"]["output"], "");
     assert_eq!(
-        all_events(&all, "wave_complete")[0]["data"],
+        all_emitted(&all, "wave_complete")[0]["data"],
         json!({ "completed": 1, "failed": 1 })
     );
-    let p3 = stage_calls(&all).into_iter().find(|c| c.key == "task:task_3").unwrap();
+    let p3 = call_keyed(&all, "task:task_3");
     assert!(p3.messages[0].content.contains("=== task_2: Menu FAILED ==="));
-    let asm = stage_calls(&all).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&all, "assembly");
     assert!(asm.messages[0].content.contains("- task_2: Menu: failed (down)"));
     let done = emitted(&all, "assembly_complete").unwrap();
     assert_eq!(done["partial"], true);
@@ -605,10 +614,7 @@ fn a_failed_task_leaves_a_gap_its_dependants_are_told_about() {
             answer_all(c)
         }
     });
-    let t4 = all_events(&all, "task_complete")
-        .into_iter()
-        .find(|e| e["data"]["taskId"] == "task_4")
-        .unwrap();
+    let t4 = task_completed(&all, "task_4");
     assert_eq!(t4["data"]["error"], "empty reply");
     assert_reloads(&all);
 }
@@ -649,7 +655,7 @@ fn the_time_limit_lets_the_wave_finish_skips_the_rest_and_assembles() {
         skipped.iter().map(|r| (r.stage_type.as_str(), r.stage_order)).collect::<Vec<_>>(),
         [("task_3", 2), ("task_4", 3)]
     );
-    let asm = stage_calls(&last).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&last, "assembly");
     assert!(asm.messages[0].content.contains("task_3: Pricing: skipped"));
     all.extend(last);
     all.extend(m.on_reply(ok(&asm, "Answer with gaps.")));
@@ -691,17 +697,12 @@ fn the_planner_falls_back_and_an_unreadable_plan_is_asked_once_more() {
 
     // Prose first, the format when reminded: the second plan is used.
     let mut m = decompose(config(&["a"]));
-    let all = drive(&mut m, |c| match c.key.as_str() {
-        "plan" => Some("I would first look at the market, then the menu.".into()),
-        k if k == REPLAN_KEY => Some(PLAN.into()),
-        _ => answer_all(c),
-    });
-    let again = stage_calls(&all).into_iter().find(|c| c.key == REPLAN_KEY).unwrap();
+    let (all, again) = plan_after_prose(&mut m, "I would first look at the market, then the menu.");
     assert_eq!(again.messages.len(), 3);
     assert_eq!(again.messages[1].role, "assistant");
     assert!(again.messages[2].content.starts_with(REMINDER_HEAD));
     let p = emitted(&all, "plan_complete").unwrap()["data"].clone();
-    assert_eq!((p["replanned"].clone(), p["reasked"].clone()), (json!(true), json!("format")));
+    assert_eq!(fields(&p, ["replanned", "reasked"]), [json!(true), json!("format")]);
     let plan_row = stored(&all).into_iter().find(|r| r.stage_type == "plan").unwrap();
     assert_eq!(plan_row.content, PLAN);
     assert!(plan_row.parsed_data.unwrap()["firstReply"]
@@ -744,10 +745,10 @@ fn a_cycle_is_asked_about_once_then_replaced_or_repaired_never_run_as_written() 
         k if k == REPLAN_KEY => Some(PLAN.into()),
         _ => answer_all(c),
     });
-    let again = stage_calls(&all).into_iter().find(|c| c.key == REPLAN_KEY).unwrap();
+    let again = call_keyed(&all, REPLAN_KEY);
     assert!(again.messages[2].content.contains("task_2, task_3"), "{}", again.messages[2].content);
     let p = emitted(&all, "plan_complete").unwrap()["data"].clone();
-    assert_eq!((p["replanned"].clone(), p["reasked"].clone()), (json!(true), json!("cycle")));
+    assert_eq!(fields(&p, ["replanned", "reasked"]), [json!(true), json!("cycle")]);
     assert_eq!(p["tasks"].as_array().unwrap().len(), 4);
     assert_eq!(p["droppedDependencies"], json!([]));
     assert_reloads(&all);
@@ -778,7 +779,7 @@ fn a_cycle_is_asked_about_once_then_replaced_or_repaired_never_run_as_written() 
         (Some("text"), Some("text"))
     );
     let started: Vec<String> =
-        all_events(&all, "wave_start").iter().map(|w| w["data"]["tasks"].to_string()).collect();
+        all_emitted(&all, "wave_start").iter().map(|w| w["data"]["tasks"].to_string()).collect();
     assert_eq!(started.len(), 2);
     assert!(finished(&all).is_some());
     assert_reloads(&all);
@@ -860,12 +861,7 @@ fn late_and_unknown_replies_change_nothing() {
 
 #[test]
 fn requests_are_checked_field_by_field() {
-    let d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Default::default(),
-        ..Default::default()
-    };
+    let d = offline_defaults();
     let body = |cfg: Value| json!({ "mode": "decompose", "question": "q", "modeConfig": cfg });
     let ok = validate(&body(json!({})), &d).unwrap();
     assert_eq!(
@@ -917,15 +913,14 @@ fn sim_drive(planner: &str, seed: u64, malformed: bool, hostile: bool) -> Vec<Ef
     cfg["assemblerModel"] = json!("sim/c");
     let mut m = decompose(cfg);
     drive(&mut m, |c| {
-        sim_answer(&SimAsk {
-            model: &c.model,
-            prompt: &c.messages.last().unwrap().content,
-            messages: &c.messages,
-            seed: seed + c.key.len() as u64,
+        sim_answer(&sim_call_ask(
+            c,
+            &c.messages.last().unwrap().content,
+            seed + c.key.len() as u64,
             malformed,
             hostile,
-            schema: None,
-        })
+            None,
+        ))
     })
 }
 
@@ -961,7 +956,7 @@ fn the_sim_plans_works_and_assembles_in_format_and_now_and_then_messily() {
     // The planners by name: a cycle fixed when asked, a cycle repaired, prose reminded.
     let all = sim_drive("sim/cyclic", 1, false, false);
     let p = emitted(&all, "plan_complete").unwrap()["data"].clone();
-    assert_eq!((p["replanned"].clone(), p["reasked"].clone()), (json!(true), json!("cycle")));
+    assert_eq!(fields(&p, ["replanned", "reasked"]), [json!(true), json!("cycle")]);
     let all = sim_drive("sim/loop", 1, false, false);
     let p = emitted(&all, "plan_complete").unwrap()["data"].clone();
     assert_eq!(p["droppedDependencies"].as_array().unwrap().len(), 1, "{p}");
@@ -971,15 +966,7 @@ fn the_sim_plans_works_and_assembles_in_format_and_now_and_then_messily() {
     assert!(finished(&all).is_some());
     let all = sim_drive("sim/planless", 1, false, false);
     assert!(failed(&all).is_some());
-    let other = SimAsk {
-        model: "sim/a",
-        prompt: "Write a poem.",
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: None,
-    };
+    let other = sim_ask("sim/a", "Write a poem.", 1, false, None);
     assert_eq!(sim_answer(&other), None);
 }
 
@@ -1110,14 +1097,15 @@ fn a_plan_is_read_from_json_when_it_fits_and_cleaned_as_text_is() {
     assert!(p.tasks[0].dependencies.is_empty());
     assert_eq!(p.tasks[1].dependencies, ["task_1"]);
     let w = p.warnings.join("\n");
-    for needle in [
-        "task_1 appears twice",
-        "more than 3 tasks: task_4 dropped",
-        "task_1 depended on itself",
-        "task_1 depended on task_6, which is not in the plan",
-    ] {
-        assert!(w.contains(needle), "{needle} in {w}");
-    }
+    assert_contains_all(
+        &w,
+        &[
+            "task_1 appears twice",
+            "more than 3 tasks: task_4 dropped",
+            "task_1 depended on itself",
+            "task_1 depended on task_6, which is not in the plan",
+        ],
+    );
     // A cycle is read as stated (the run asks about it); it is never hidden.
     let (p, from) = read_plan_reply(
         &json_plan(vec![
@@ -1239,8 +1227,8 @@ fn a_planner_that_takes_json_is_asked_for_it_and_read_from_it() {
         "plan" => Some(json_plan(four_tasks())),
         _ => answer_all(c),
     });
-    let plan = stage_calls(&all).into_iter().find(|c| c.key == "plan").unwrap();
-    assert_eq!(plan.schema.as_ref().map(|s| s.name.as_str()), Some(PLAN_SCHEMA));
+    let plan = call_keyed(&all, "plan");
+    assert_eq!(schema_name(&plan), Some(PLAN_SCHEMA));
     let p = &plan.messages[0].content;
     assert!(p.contains("Reply with a single JSON object") && !p.contains("TASK task_1:"));
     let d = emitted(&all, "plan_complete").unwrap()["data"].clone();
@@ -1255,14 +1243,14 @@ fn a_planner_that_takes_json_is_asked_for_it_and_read_from_it() {
     assert!(pricing.schema.is_none());
     let names: Vec<&str> = pricing.material.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["the question", "the output of task_1", "the output of task_2"]);
-    assert!(pricing.material.iter().all(|m| pricing.messages[0].content.contains(&*m.text)));
+    assert!(quotes_its_material(pricing));
     let asm = calls.iter().find(|c| c.key == "assembly").unwrap();
     assert!(asm.schema.is_none());
     assert_eq!(asm.material.len(), 5);
     assert_eq!(asm.material[0].name, "the question");
     assert_eq!(plan.material.len(), 1);
     assert!(p.contains(&*plan.material[0].text));
-    assert!(asm.material.iter().all(|m| asm.messages[0].content.contains(&*m.text)));
+    assert!(quotes_its_material(asm));
     assert!(finished(&all).is_some());
     assert_reloads(&all);
 
@@ -1270,8 +1258,8 @@ fn a_planner_that_takes_json_is_asked_for_it_and_read_from_it() {
     // named (the engine sends it only where the route takes it), read from the text.
     let mut m = decompose(config(&["a"]));
     let all = drive(&mut m, answer_all);
-    let plan = stage_calls(&all).into_iter().find(|c| c.key == "plan").unwrap();
-    assert_eq!(plan.schema.as_ref().map(|s| s.name.as_str()), Some(PLAN_SCHEMA));
+    let plan = call_keyed(&all, "plan");
+    assert_eq!(schema_name(&plan), Some(PLAN_SCHEMA));
     assert!(plan.messages[0].content.contains("TASK task_1:"));
     assert_eq!(emitted(&all, "plan_complete").unwrap()["data"]["readFrom"], "text");
 }
@@ -1290,8 +1278,8 @@ fn a_json_planner_asked_again_is_asked_for_json_and_each_reading_is_said() {
         k if k == REPLAN_KEY => Some(json_plan(four_tasks())),
         _ => answer_all(c),
     });
-    let again = stage_calls(&all).into_iter().find(|c| c.key == REPLAN_KEY).unwrap();
-    assert_eq!(again.schema.as_ref().map(|s| s.name.as_str()), Some(PLAN_SCHEMA));
+    let again = call_keyed(&all, REPLAN_KEY);
+    assert_eq!(schema_name(&again), Some(PLAN_SCHEMA));
     assert!(again.messages[0].content.contains("Reply with a single JSON object"));
     let ask = &again.messages[2].content;
     assert!(ask.starts_with(CYCLE_HEAD) && ask.contains("task_2, task_3"));
@@ -1304,22 +1292,17 @@ fn a_json_planner_asked_again_is_asked_for_json_and_each_reading_is_said() {
         .all(|m| again.messages.iter().any(|x| x.content.contains(&*m.text))));
     assert!(ask.contains("Reply with a single JSON object") && !ask.contains("TASK task_1:"));
     let d = emitted(&all, "plan_complete").unwrap()["data"].clone();
-    assert_eq!((d["replanned"].clone(), d["readFrom"].clone()), (json!(true), json!("json")));
+    assert_eq!(fields(&d, ["replanned", "readFrom"]), [json!(true), json!("json")]);
     let row = stored(&all).into_iter().find(|r| r.stage_type == "plan").unwrap();
     assert_eq!(row.parsed_data.unwrap()["firstReadFrom"], "json");
     assert_reloads(&all);
 
     // Prose, then the text format when reminded in JSON: read from the text.
     let mut m = structured(config(&["a"]));
-    let all = drive(&mut m, |c| match c.key.as_str() {
-        "plan" => Some("I would look at the market first.".into()),
-        k if k == REPLAN_KEY => Some(PLAN.into()),
-        _ => answer_all(c),
-    });
-    let again = stage_calls(&all).into_iter().find(|c| c.key == REPLAN_KEY).unwrap();
+    let (all, again) = plan_after_prose(&mut m, "I would look at the market first.");
     assert!(again.messages[2].content.starts_with(REMINDER_HEAD));
     let d = emitted(&all, "plan_complete").unwrap()["data"].clone();
-    assert_eq!((d["reasked"].clone(), d["readFrom"].clone()), (json!("format"), json!("text")));
+    assert_eq!(fields(&d, ["reasked", "readFrom"]), [json!("format"), json!("text")]);
     let row = stored(&all).into_iter().find(|r| r.stage_type == "plan").unwrap();
     assert!(row.parsed_data.unwrap().get("firstReadFrom").is_none(), "the prose was not read");
 
@@ -1332,7 +1315,6 @@ fn a_json_planner_asked_again_is_asked_for_json_and_each_reading_is_said() {
 
 #[test]
 fn a_decompose_run_on_the_sim_reads_its_plan_from_json() {
-    use crate::modes::sim_text::respond_to;
     for (planner, max) in
         [("sim/alpha", 6), ("sim/xss-beta", 4), ("sim/cyclic-a", 8), ("sim/alpha", 3)]
     {
@@ -1343,11 +1325,7 @@ fn a_decompose_run_on_the_sim_reads_its_plan_from_json() {
         let mut c = ctx("Launch an online bakery", vec![], true);
         c.structured = crate::modes::Structured::models([planner, "sim/a", "sim/b", "sim/c"]);
         let mut m = Decompose::new(&cfg, c).unwrap();
-        let all = testkit::drive(
-            &mut m,
-            |s| Some(respond_to(&s.model, &s.messages, false, s.schema.as_deref())),
-            "t",
-        );
+        let all = drive_on_sim_text(&mut m);
         assert!(finished(&all).is_some(), "{:?}", failed(&all));
         let d = emitted(&all, "plan_complete").unwrap()["data"].clone();
         assert_eq!(d["readFrom"], "json", "{d}");
@@ -1356,12 +1334,7 @@ fn a_decompose_run_on_the_sim_reads_its_plan_from_json() {
         assert!(d["warnings"].as_array().unwrap().is_empty(), "{d}");
         // The cyclic planner is asked again, in JSON, and its second plan is read from it.
         assert_eq!(d["replanned"], planner.starts_with("sim/cyclic"), "{d}");
-        let read: Vec<String> = rows(&all)
-            .iter()
-            .filter(|r| r.parsed_data.as_ref().is_some_and(|d| d.get("readFrom").is_some()))
-            .map(|r| r.stage_type.clone())
-            .collect();
-        assert_eq!(read, ["plan"]);
+        assert_eq!(machine_read_stages(&all), ["plan"]);
         assert_reloads(&all);
     }
 }
@@ -1372,15 +1345,7 @@ fn the_sim_planner_answers_its_schema_in_json_and_no_other() {
         let s = plan_schema(max);
         let prompt = plan_prompt_as("q", max, Some(&s));
         for (seed, hostile) in (0..6u64).zip([false, true].into_iter().cycle()) {
-            let ask = SimAsk {
-                model: "sim/alpha",
-                prompt: &prompt,
-                messages: &[],
-                seed,
-                malformed: false,
-                hostile,
-                schema: Some(&s),
-            };
+            let ask = sim_ask("sim/alpha", &prompt, seed, hostile, Some(&s));
             let reply = sim_answer(&ask).unwrap();
             let (p, from) = read_plan_reply(&reply, max, &s);
             assert_eq!(from, Some(ReadFrom::Json), "{reply}");
@@ -1392,29 +1357,16 @@ fn the_sim_planner_answers_its_schema_in_json_and_no_other() {
     let s = plan_schema(6);
     let prompt = plan_prompt_as("q", 6, Some(&s));
     for (prompt, schema) in [(prompt.as_str(), &other), ("You are one of the workers", &s)] {
-        let ask = SimAsk {
-            model: "sim/alpha",
-            prompt,
-            messages: &[],
-            seed: 1,
-            malformed: false,
-            hostile: false,
-            schema: Some(schema),
-        };
+        let ask = sim_ask("sim/alpha", prompt, 1, false, Some(schema));
         assert_eq!(sim_answer(&ask), None);
     }
 }
 
 // ---- the export's report -------------------------------------------------------------------
 
-/// What a reader never sees in a report: JSON, missing values, task ids, protocol words, the
-/// result's keys.
-fn assert_readable(report: &str, result: &Value) {
-    crate::modes::testkit::assert_report_readable(
-        report,
-        result,
-        &["task_", "TASK", "HIGH", "completed"],
-    );
+/// The report of `result`, checked to show no JSON, missing value, task id or result key.
+fn readable(result: &Value) -> String {
+    readable_report(result, report, &["task_", "TASK", "HIGH", "completed"])
 }
 
 #[test]
@@ -1426,26 +1378,21 @@ fn the_report_tables_the_sub_tasks_and_gives_the_critical_path() {
         "task:task_2" => None,
         _ => answer_all(c),
     });
-    let result = load_result(&stored(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(r.contains("|---"), "{r}");
-    assert!(
-        r.contains("**Plan:** 4 sub-tasks in 3 waves, at most 2 at once; planned by plan."),
-        "{r}"
+    let r = readable(&load_result(&stored(&all)));
+    assert_contains_all(
+        &r,
+        &[
+            "|---",
+            "**Plan:** 4 sub-tasks in 3 waves, at most 2 at once; planned by plan.",
+            "**Assembled by:** asm.",
+            "| 1 | Market research | — | 1 | a | medium | done (3 words) |",
+            "| 2 | Menu | — | 1 | dead | low | failed (down) |",
+            "| 3 | Pricing | 1, 2 | 2 | a | high | done (3 words) |",
+            "| 4 | Budget | 3 | 3 |",
+            "**Critical path** (3 sub-tasks): Market research (1) → Pricing (3) → Budget (4).",
+            "- task 4 depended on task 7, which is not in the plan: removed.",
+        ],
     );
-    assert!(r.contains("**Assembled by:** asm."), "{r}");
-    assert!(r.contains("| 1 | Market research | — | 1 | a | medium | done (3 words) |"), "{r}");
-    assert!(r.contains("| 2 | Menu | — | 1 | dead | low | failed (down) |"), "{r}");
-    assert!(r.contains("| 3 | Pricing | 1, 2 | 2 | a | high | done (3 words) |"), "{r}");
-    assert!(r.contains("| 4 | Budget | 3 | 3 |"), "{r}");
-    assert!(
-        r.contains(
-            "**Critical path** (3 sub-tasks): Market research (1) → Pricing (3) → Budget (4)."
-        ),
-        "{r}"
-    );
-    assert!(r.contains("- task 4 depended on task 7, which is not in the plan: removed."), "{r}");
 
     // The time limit: the waves not started are skipped, and said why.
     let mut m = decompose(config(&["a", "b"]));
@@ -1457,12 +1404,10 @@ fn the_report_tables_the_sub_tasks_and_gives_the_critical_path() {
     all.extend(out);
     all.extend(m.on_reply(ok(&wave1[0], "Market.")));
     let last = m.on_reply(ok(&wave1[1], "Menu."));
-    let asm = stage_calls(&last).into_iter().find(|c| c.key == "assembly").unwrap();
+    let asm = call_keyed(&last, "assembly");
     all.extend(last);
     all.extend(m.on_reply(ok(&asm, "Answer with gaps.")));
-    let result = load_result(&stored(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
+    let r = readable(&load_result(&stored(&all)));
     assert!(
         r.contains("| 3 | Pricing | 1, 2 | 2 | a | high | skipped: the run's time limit (600 s) passed before its wave |"),
         "{r}"
@@ -1475,13 +1420,10 @@ fn an_empty_or_partial_result_reports_what_there_is() {
     // No output at all: the plan and every task failed, nothing assembled.
     let mut m = decompose(config(&["a"]));
     let all = drive(&mut m, |c| if c.key.starts_with("task:") { None } else { answer_all(c) });
-    let result = load_result(&stored(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
+    let r = readable(&load_result(&stored(&all)));
     assert!(r.contains("|---") && r.contains("failed (down)") && !r.contains("Assembled"), "{r}");
     // A plan as far as it was read: a task with no title, no outcome yet.
     let partial = json!({ "plan": { "tasks": [{ "id": "task_2", "title": "task_2" }] } });
-    let r = report(&partial);
-    assert_readable(&r, &partial);
+    let r = readable(&partial);
     assert!(r.contains("| 2 | task 2 | — | — | — | — | not run |"), "{r}");
 }

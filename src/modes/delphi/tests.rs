@@ -10,7 +10,8 @@ use super::*;
 use crate::modes::reading::Unparsed;
 use crate::modes::schema::{self, ReadFrom, ReplySchema};
 use crate::modes::testkit::{
-    ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
+    all_emitted, assert_contains_all, assert_report_free_of, ctx, emitted, err, events, failed,
+    feed, fields, finished, offline_defaults, ok, rows, sim_ask, stage_calls,
 };
 use crate::modes::validate;
 use crate::modes::{CallSpec, Defaults, Effect, Fallbacks, Mode, StageRow};
@@ -366,8 +367,8 @@ fn numeric_rounds_show_only_aggregates_and_converge() {
     assert!(finished(&done).is_some());
     let report = emitted(&done, "synthesis_complete").unwrap()["data"].clone();
     assert_eq!(
-        (report["totalRounds"].clone(), report["converged"].clone(), report["finalValue"].clone()),
-        (json!(2), json!(true), json!(2000.0))
+        fields(&report, ["totalRounds", "converged", "finalValue"]),
+        [json!(2), json!(true), json!(2000.0)]
     );
     assert_eq!(
         events(&all),
@@ -394,10 +395,7 @@ fn numeric_rounds_show_only_aggregates_and_converge() {
         loaded["rounds"][0]["stats"],
         emitted(&all, "round_complete").unwrap()["data"]["stats"]
     );
-    assert_eq!(
-        (loaded["converged"].clone(), loaded["convergenceRound"].clone()),
-        (json!(true), json!(2))
-    );
+    assert_eq!(fields(&loaded, ["converged", "convergenceRound"]), [json!(true), json!(2)]);
     assert_eq!(loaded["report"], report);
     let types: Vec<String> =
         rows(&all).iter().map(|r| format!("{}:{}", r.stage_type, r.stage_order)).collect();
@@ -512,13 +510,7 @@ fn an_unreadable_reply_says_why_live_stored_and_reloaded() {
     );
     // A reload gives back what ran.
     let loaded = load_result(&rows(&all));
-    let rounds_live: Vec<Value> = all
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == "round_complete" => Some(data.clone()),
-            _ => None,
-        })
-        .collect();
+    let rounds_live: Vec<Value> = all_emitted(&all, "round_complete");
     for (n, live) in rounds_live.iter().enumerate() {
         let stored = &loaded["rounds"][n];
         assert_eq!(stored["stats"], live["data"]["stats"]);
@@ -653,12 +645,7 @@ fn classification_falls_back_and_overrides_follow_the_conflict_rules() {
     let e = d.on_reply(ok(&c[0], "TYPE: NUMERIC\nOPTIONS: N/A\nREASONING: x"));
     assert_eq!(emitted(&e, "classify_complete").unwrap()["data"]["type"], "qualitative");
     // Validation: a numeric override drops options; the facilitator may not sit on the panel.
-    let defaults = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Fallbacks::default(),
-        ..Default::default()
-    };
+    let defaults = offline_defaults();
     let v = validate(&json!({ "question": "q", "mode": "delphi", "modeConfig": { "questionType": "numeric", "options": ["a", "b"] } }), &defaults).unwrap();
     assert_eq!(v.config["options"], json!(null));
     let field = |cfg: Value| {
@@ -686,22 +673,21 @@ fn classification_falls_back_and_overrides_follow_the_conflict_rules() {
     assert_eq!(field(json!({ "timeoutMs": 10000 })), "modeConfig.timeoutMs");
 }
 
-#[test]
-fn qualitative_rounds_consolidate_and_a_failing_facilitator_keeps_the_rounds() {
+/// A run over Go, Rust and Python whose first round gave Go twice: it, its effects, round 2 calls.
+fn qualitative_round_two() -> (Delphi, Vec<Effect>, Vec<CallSpec>) {
     let mut d = delphi(json!({ "options": ["Go", "Rust", "Python"] }));
     let mut all = d.start();
     let r1 = stage_calls(&all);
-    let e = feed(
-        &mut d,
-        vec![
-            ok(&r1[0], "ANSWER: 1"),
-            ok(&r1[1], "ANSWER: rust"),
-            ok(&r1[2], "ANSWER: Go"),
-            ok(&r1[3], "ANSWER: Python"),
-        ],
-    );
+    let answers = ["ANSWER: 1", "ANSWER: rust", "ANSWER: Go", "ANSWER: Python"];
+    let e = feed(&mut d, r1.iter().zip(answers).map(|(c, a)| ok(c, a)).collect());
     let r2 = stage_calls(&e);
     all.extend(e);
+    (d, all, r2)
+}
+
+#[test]
+fn qualitative_rounds_consolidate_and_a_failing_facilitator_keeps_the_rounds() {
+    let (mut d, mut all, r2) = qualitative_round_two();
     let p = &r2[1].messages[0].content;
     assert!(
         p.contains("YOUR PREVIOUS ANSWER: Rust")
@@ -830,10 +816,8 @@ fn a_failing_backup_facilitator_keeps_todays_failure_paths() {
 #[test]
 fn the_backup_facilitator_comes_from_the_server_configuration() {
     let defaults = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
         fallback: Fallbacks { facilitator: Some("sim/zeta".into()), ..Fallbacks::default() },
-        ..Default::default()
+        ..offline_defaults()
     };
     let v = validate(&json!({ "question": "q", "mode": "delphi" }), &defaults).unwrap();
     assert_eq!(v.config["facilitatorFallbackModel"], "sim/zeta");
@@ -1223,17 +1207,8 @@ proptest! {
 
 #[test]
 fn the_sim_answers_its_schemas_and_converges() {
-    use crate::modes::registry::SimAsk;
     let ask = |model: &str, prompt: &str, schema: &ReplySchema| {
-        let s = SimAsk {
-            model,
-            prompt,
-            messages: &[],
-            seed: 1,
-            malformed: false,
-            hostile: false,
-            schema: Some(schema),
-        };
+        let s = sim_ask(model, prompt, 1, false, Some(schema));
         sim_answer(&s).expect("an answer")
     };
     let q = "How many cats live in Rome?";
@@ -1293,46 +1268,24 @@ fn the_sim_answers_its_schemas_and_converges() {
         opts.iter().any(|o| r.value.as_answer() == Some(o)) && r.read_from == Some(ReadFrom::Json)
     );
     let other = ReplySchema::new("council_ranking", json!({}));
-    assert!(sim_answer(&SimAsk {
-        model: "sim/alpha",
-        prompt: &p1,
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: Some(&other)
-    })
-    .is_none());
-    assert!(sim_answer(&SimAsk {
-        model: "sim/alpha",
-        prompt: &p1,
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: None
-    })
-    .is_none());
+    assert!(sim_answer(&sim_ask("sim/alpha", &p1, 1, false, Some(&other))).is_none());
+    assert!(sim_answer(&sim_ask("sim/alpha", &p1, 1, false, None)).is_none());
 }
 
 /// What no report may show: raw values, JSON, stored keys, protocol words, headings.
 fn assert_reads_well(md: &str) {
-    for bad in [
-        "null",
-        "NaN",
-        "undefined",
-        "Infinity",
-        "{\"",
-        "ESTIMATE:",
-        "CONFIDENCE:",
-        "previousEstimate",
-        "confidenceDefaulted",
-        "HIGH",
-        "MEDIUM",
-    ] {
-        assert!(!md.contains(bad), "{bad:?} in the report: {md}");
-    }
-    assert!(!md.lines().any(|l| l.starts_with('#')), "a heading in the report: {md}");
+    assert_report_free_of(
+        md,
+        &[
+            "Infinity",
+            "ESTIMATE:",
+            "CONFIDENCE:",
+            "previousEstimate",
+            "confidenceDefaulted",
+            "HIGH",
+            "MEDIUM",
+        ],
+    );
 }
 
 #[test]
@@ -1368,16 +1321,21 @@ fn the_report_gives_each_rounds_estimates_and_where_they_converged() {
     all.extend(d.on_reply(ok(&synth[0], "## Delphi Consensus Report\n...")));
     let result = load_result(&rows(&all));
     let md = report(&result);
-    assert!(md.contains("|---"), "{md}");
-    assert!(md.contains("**Consensus:** 2,000, converged in round 2"), "{md}");
-    assert!(md.contains("**Question** read as numeric."), "{md}");
-    assert!(md.contains("**Round 1**\n\n| panelist | estimate | confidence | note |"), "{md}");
-    assert!(md.contains("| p1 | 1,000 | low | — |"), "{md}");
-    assert!(md.contains("| p4 | unread |"), "{md}");
-    assert!(md.contains("declined to answer"), "{md}");
-    assert!(md.contains("| p1 | 2,000 | high | changed from 1,000 |"), "{md}");
-    assert!(md.contains("| p4 | 2,000 | not stated |"), "{md}");
-    assert!(md.contains("range 1,000 to 2,500"), "{md}");
+    assert_contains_all(
+        &md,
+        &[
+            "|---",
+            "**Consensus:** 2,000, converged in round 2",
+            "**Question** read as numeric.",
+            "**Round 1**\n\n| panelist | estimate | confidence | note |",
+            "| p1 | 1,000 | low | — |",
+            "| p4 | unread |",
+            "declined to answer",
+            "| p1 | 2,000 | high | changed from 1,000 |",
+            "| p4 | 2,000 | not stated |",
+            "range 1,000 to 2,500",
+        ],
+    );
     assert!(md.contains(": not converged.") && md.contains(": converged."), "{md}");
     assert!(md.contains("**Report** written by the facilitator, fac."), "{md}");
     assert_reads_well(&md);
@@ -1390,31 +1348,23 @@ fn the_report_gives_each_rounds_estimates_and_where_they_converged() {
 
 #[test]
 fn the_report_of_a_qualitative_run_gives_the_answers_and_the_agreement() {
-    let mut d = delphi(json!({ "options": ["Go", "Rust", "Python"] }));
-    let mut all = d.start();
-    let r1 = stage_calls(&all);
-    let e = feed(
-        &mut d,
-        vec![
-            ok(&r1[0], "ANSWER: 1"),
-            ok(&r1[1], "ANSWER: rust"),
-            ok(&r1[2], "ANSWER: Go"),
-            ok(&r1[3], "ANSWER: Python"),
-        ],
-    );
-    let r2 = stage_calls(&e);
-    all.extend(e);
+    let (mut d, mut all, r2) = qualitative_round_two();
     let e = feed(&mut d, r2.iter().map(|s| ok(s, "ANSWER: Go\nCONFIDENCE: HIGH")).collect());
     let s = stage_calls(&e);
     all.extend(e);
     // The facilitator fails: the rounds stand, and so does their consensus.
     all.extend(d.on_reply(err(&s[0])));
     let md = report(&load_result(&rows(&all)));
-    assert!(md.contains("**Consensus:** Go, converged in round 2"), "{md}");
-    assert!(md.contains("| panelist | answer | confidence | note |"), "{md}");
-    assert!(md.contains("| p2 | Rust | not stated | — |"), "{md}");
-    assert!(md.contains("Agreement 50% (Go 50%, Python 25%, Rust 25%): not converged."), "{md}");
-    assert!(md.contains("Agreement 100% (Go 100%): converged."), "{md}");
+    assert_contains_all(
+        &md,
+        &[
+            "**Consensus:** Go, converged in round 2",
+            "| panelist | answer | confidence | note |",
+            "| p2 | Rust | not stated | — |",
+            "Agreement 50% (Go 50%, Python 25%, Rust 25%): not converged.",
+            "Agreement 100% (Go 100%): converged.",
+        ],
+    );
     assert!(!md.contains("**Report**"), "{md}");
     assert_reads_well(&md);
 }

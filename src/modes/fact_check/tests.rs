@@ -5,7 +5,10 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::testkit::{
+    all_emitted_data, call_keyed, ctx, emitted, err, events, failed, finished, offline_defaults,
+    ok, rows, schema_name, sim_ask, stage_calls, validate_config,
+};
 use crate::modes::validate;
 use crate::modes::Mode;
 
@@ -223,18 +226,8 @@ proptest! {
 
 // ---- validation ----------------------------------------------------------------------------
 
-fn defaults() -> Defaults {
-    Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Default::default(),
-        ..Default::default()
-    }
-}
-
 fn field_of(cfg: Value) -> String {
-    let body = json!({ "mode": "fact_check", "question": "q", "modeConfig": cfg });
-    validate(&body, &defaults()).unwrap_err().field
+    validate_config("fact_check", cfg).unwrap_err().field
 }
 
 #[test]
@@ -254,7 +247,8 @@ fn every_rule_is_a_400_naming_its_field() {
     assert_eq!(field_of(json!({ "content": "   " })), "modeConfig.content");
     assert_eq!(field_of(json!({ "extractorModel": " " })), "modeConfig.extractorModel");
     assert_eq!(field_of(json!({ "bogus": 1 })), "modeConfig.bogus");
-    let ok = validate(&json!({ "mode": "fact_check", "question": "q" }), &defaults()).unwrap();
+    let ok =
+        validate(&json!({ "mode": "fact_check", "question": "q" }), &offline_defaults()).unwrap();
     assert_eq!(ok.config["checkerModels"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
     assert_eq!(ok.config["maxContentLength"], 20000);
     assert_eq!(ok.config["globalTimeoutMs"], 600000);
@@ -321,15 +315,7 @@ fn the_run_is_stored_as_it_goes_and_reloads_as_it_ran() {
     let mut stored = rows(&all);
     stored.sort_by_key(|r| r.stage_order);
     let result = load_result(&stored);
-    let live_checks: Vec<Value> = all
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == "checker_complete" => {
-                Some(data["data"].clone())
-            }
-            _ => None,
-        })
-        .collect();
+    let live_checks: Vec<Value> = all_emitted_data(&all, "checker_complete");
     let mut sorted = live_checks.clone();
     sorted.sort_by_key(|c| c["checkerIndex"].as_u64());
     assert_eq!(result["checks"], json!(sorted));
@@ -455,15 +441,7 @@ fn long_content_is_cut_with_a_note() {
 fn sim_answers_follow_the_format_and_the_messy_ones_do_not_mislead() {
     let content = "The tower was completed in 1889. It is 330 metres tall. It is lovely.";
     let ask = |prompt: &str, malformed: bool| {
-        let s = SimAsk {
-            model: "sim/beta",
-            prompt,
-            messages: &[],
-            seed: 7,
-            malformed,
-            hostile: true,
-            schema: None,
-        };
+        let s = SimAsk { malformed, ..sim_ask("sim/beta", prompt, 7, true, None) };
         sim_answer(&s).unwrap()
     };
     let e = read_claims(&ask(&extract_prompt(content), false));
@@ -565,7 +543,7 @@ fn models_that_take_json_are_asked_for_it_and_the_content_is_named() {
     let content = "The tower was completed in 1889. It is 330 metres tall.";
     let mut m = structured(content, &["a", "b"], &["ext", "a"]);
     let ext = stage_calls(&m.start());
-    assert_eq!(ext[0].schema.as_ref().map(|s| s.name.as_str()), Some("fact_check_claims"));
+    assert_eq!(schema_name(&ext[0]), Some("fact_check_claims"));
     let p = &ext[0].messages[0].content;
     assert!(
         p.contains("Leave out opinions, hedges, definitions and predictions.")
@@ -663,7 +641,7 @@ fn replies_are_read_from_json_when_it_fits_else_from_text_and_say_which() {
     assert_eq!(live[3]["readFrom"], "text");
     assert_eq!(emitted(&all, "all_checkers_complete").unwrap()["data"]["usableCheckers"], 3);
     // The report quotes the content and the verdicts, each named for fitting.
-    let rep = stage_calls(&all).into_iter().find(|c| c.key == "report").unwrap();
+    let rep = call_keyed(&all, "report");
     assert!(rep.schema.is_none(), "the report is text a person reads");
     assert_eq!(rep.material.len(), 2);
     assert!(rep.material.iter().all(|x| rep.messages[0].content.contains(&*x.text)));
@@ -747,15 +725,7 @@ proptest! {
 fn the_sim_answers_its_schemas_with_claims_from_the_content() {
     let content = "The tower was completed in 1889. It is 330 metres tall. It is lovely.";
     let ask = |prompt: &str, schema: &ReplySchema| {
-        let s = SimAsk {
-            model: "sim/beta",
-            prompt,
-            messages: &[],
-            seed: 7,
-            malformed: false,
-            hostile: true,
-            schema: Some(schema),
-        };
+        let s = sim_ask("sim/beta", prompt, 7, true, Some(schema));
         sim_answer(&s).unwrap()
     };
     let s = claims_schema();
@@ -771,16 +741,7 @@ fn the_sim_answers_its_schemas_with_claims_from_the_content() {
     // Another mode's schema is not this sim's to answer.
     let other = ReplySchema::new("council_ranking", json!({}));
     let p = extract_prompt(content);
-    assert!(sim_answer(&SimAsk {
-        model: "sim/beta",
-        prompt: &p,
-        messages: &[],
-        seed: 7,
-        malformed: false,
-        hostile: false,
-        schema: Some(&other)
-    })
-    .is_none());
+    assert!(sim_answer(&sim_ask("sim/beta", &p, 7, false, Some(&other))).is_none());
 }
 
 /// The offline sim's claims are the content's sentences that state a number; a decimal point

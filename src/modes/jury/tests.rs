@@ -7,7 +7,9 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::modes::testkit::{
-    ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
+    all_emitted_data, assert_contains_all, assert_report_free_of, ctx, drive_on_sim_text, emitted,
+    err, events, failed, feed, finished, fits_a_closed_think_block, offline_defaults, ok,
+    parsed_of, quotes_its_material, rows, sim_ask, stage_calls,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -273,14 +275,20 @@ fn a_failing_foreman_is_replaced_by_its_backup_and_a_failed_juror_marks_the_run_
     );
 }
 
+/// Starts `j` and has every juror answer the seed's card: every effect and the foreman's call.
+fn jurors_answer_the_card(j: &mut Jury) -> (Vec<Effect>, Vec<CallSpec>) {
+    let mut all = j.start();
+    let jurors = stage_calls(&all);
+    let e = feed(j, jurors.iter().map(|s| ok(s, CARD)).collect());
+    let foreman = stage_calls(&e);
+    all.extend(e);
+    (all, foreman)
+}
+
 #[test]
 fn a_failing_backup_foreman_fails_the_run_with_both_named() {
     let mut j = jury_with_backup();
-    let mut all = j.start();
-    let jurors = stage_calls(&all);
-    let e = feed(&mut j, jurors.iter().map(|s| ok(s, CARD)).collect());
-    let foreman = stage_calls(&e);
-    all.extend(e);
+    let (mut all, foreman) = jurors_answer_the_card(&mut j);
     let e = j.on_reply(err(&foreman[0]));
     let retry = stage_calls(&e);
     all.extend(e);
@@ -302,13 +310,7 @@ fn an_unparseable_juror_is_kept_but_left_out_of_the_averages() {
         &mut j,
         vec![ok(&jurors[0], CARD), ok(&jurors[1], "It is fine, I suppose."), ok(&jurors[2], CARD)],
     );
-    let assessments: Vec<_> = e
-        .iter()
-        .filter_map(|x| match x {
-            Effect::Emit { event, data } if event == "juror_complete" => Some(data["data"].clone()),
-            _ => None,
-        })
-        .collect();
+    let assessments: Vec<_> = all_emitted_data(&e, "juror_complete");
     assert_eq!(assessments.len(), 3);
     assert_eq!(assessments[1]["parseSuccess"], false);
     let summary = emitted(&e, "all_jurors_complete").unwrap()["data"].clone();
@@ -329,11 +331,7 @@ fn fewer_than_two_jurors_or_a_failing_foreman_is_an_error() {
         Some("All juror evaluations failed.")
     );
     let mut j = jury(true);
-    let mut all = j.start();
-    let jurors = stage_calls(&all);
-    let e = feed(&mut j, jurors.iter().map(|s| ok(s, CARD)).collect());
-    let f = stage_calls(&e);
-    all.extend(e);
+    let (all, f) = jurors_answer_the_card(&mut j);
     let out = j.on_reply(err(&f[0]));
     assert!(failed(&out).is_some_and(|m| m.contains("foreman")));
     let stored = rows(&all);
@@ -351,12 +349,7 @@ fn fewer_than_two_jurors_or_a_failing_foreman_is_an_error() {
 
 #[test]
 fn validation_follows_the_seed() {
-    let d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Fallbacks::default(),
-        ..Default::default()
-    };
+    let d = offline_defaults();
     let body = |cfg: Value| json!({ "question": "Evaluate", "mode": "jury", "modeConfig": cfg });
     let ok = validate(&body(json!({ "content": "x" })), &d).unwrap();
     assert_eq!(ok.config["foremanModel"], "sim/delta");
@@ -400,12 +393,7 @@ fn validation_follows_the_seed() {
 
 #[test]
 fn long_content_is_passed_in_full_and_a_missing_question_is_left_out() {
-    let d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Fallbacks::default(),
-        ..Default::default()
-    };
+    let d = offline_defaults();
     let long = "word ".repeat(4_000);
     let v = validate(
         &json!({ "question": "q", "mode": "jury", "modeConfig": { "content": long } }),
@@ -456,65 +444,33 @@ fn check_corpus(cases: &[(&str, &str, Expect)]) {
     }
 }
 
+/// A corpus case in which a careful reader finds no score, no verdict and no answer.
+fn no_answer<'a>(name: &'a str, text: &'a str) -> (&'a str, &'a str, Expect) {
+    (name, text, expect(NO_SCORES, None, Some(Unparsed::NoAnswer)))
+}
+
 /// Replies of SmolLM2-135M-Instruct (llama.cpp's llama-server) to the seed's juror prompt,
 /// verbatim (`corpus/jury/SOURCES.md`). The model rarely follows the format: it echoes the
 /// template, drifts off topic or repeats itself to its token cap. A careful reader finds no
 /// verdict in any of them, and no score but a last `Accuracy: 0.99` (off the 1-10 scale).
 #[test]
 fn real_replies_parse_as_a_careful_reader_reads_them() {
-    use Unparsed::NoAnswer;
     let cases = [
         // A letter to "Your Honor" about a panel of experts.
-        (
-            "smollm2-01",
-            include_str!("../corpus/jury/smollm2-01.txt"),
-            expect(NO_SCORES, None, Some(NoAnswer)),
-        ),
+        no_answer("smollm2-01", include_str!("../corpus/jury/smollm2-01.txt")),
         // The template echoed three times: `[1-10]` is no score, `### Verdict` has no word.
-        (
-            "smollm2-02",
-            include_str!("../corpus/jury/smollm2-02.txt"),
-            expect(NO_SCORES, None, Some(NoAnswer)),
-        ),
-        (
-            "smollm2-03",
-            include_str!("../corpus/jury/smollm2-03.txt"),
-            expect(NO_SCORES, None, Some(NoAnswer)),
-        ),
+        no_answer("smollm2-02", include_str!("../corpus/jury/smollm2-02.txt")),
+        no_answer("smollm2-03", include_str!("../corpus/jury/smollm2-03.txt")),
         // `Accuracy: 1`, then `Accuracy: 0.99` to the end: the last stated value is off the
         // scale, so the dimension is null (and the reply unparsed).
-        (
-            "smollm2-04",
-            include_str!("../corpus/jury/smollm2-04.txt"),
-            expect(NO_SCORES, None, Some(NoAnswer)),
-        ),
-        (
-            "smollm2-05",
-            include_str!("../corpus/jury/smollm2-05.txt"),
-            expect(NO_SCORES, None, Some(NoAnswer)),
-        ),
-        (
-            "smollm2-06",
-            include_str!("../corpus/jury/smollm2-06.txt"),
-            expect(NO_SCORES, None, Some(NoAnswer)),
-        ),
-        (
-            "smollm2-07",
-            include_str!("../corpus/jury/smollm2-07.txt"),
-            expect(NO_SCORES, None, Some(NoAnswer)),
-        ),
+        no_answer("smollm2-04", include_str!("../corpus/jury/smollm2-04.txt")),
+        no_answer("smollm2-05", include_str!("../corpus/jury/smollm2-05.txt")),
+        no_answer("smollm2-06", include_str!("../corpus/jury/smollm2-06.txt")),
+        no_answer("smollm2-07", include_str!("../corpus/jury/smollm2-07.txt")),
         // `| Verdict | [Verdienst] |`: a labelled cell, but no verdict word in it.
-        (
-            "smollm2-08",
-            include_str!("../corpus/jury/smollm2-08.txt"),
-            expect(NO_SCORES, None, Some(NoAnswer)),
-        ),
+        no_answer("smollm2-08", include_str!("../corpus/jury/smollm2-08.txt")),
         // "The content is fundamentally flawed" is the prompt's gloss of REJECT, not a verdict.
-        (
-            "smollm2-09",
-            include_str!("../corpus/jury/smollm2-09.txt"),
-            expect(NO_SCORES, None, Some(NoAnswer)),
-        ),
+        no_answer("smollm2-09", include_str!("../corpus/jury/smollm2-09.txt")),
     ];
     check_corpus(&cases);
 }
@@ -608,9 +564,7 @@ proptest! {
         inside in "\\PC{0,300}",
         answer in answers(),
     ) {
-        let low = inside.to_lowercase();
-        prop_assume!(!low.contains("think>") && !low.contains("<think"));
-        prop_assume!(!answer.contains('<') && !answer.trim().is_empty());
+        prop_assume!(fits_a_closed_think_block(&inside, &answer));
         let text = format!("<think>{inside}</think>\n{answer}");
         let (with, alone) = (assess("m", &text, 1), assess("m", answer.trim(), 1));
         prop_assert_eq!(&with.scores, &alone.scores);
@@ -658,13 +612,7 @@ fn unparsed_jurors_say_why_live_and_from_rows_and_reasoning_is_not_handed_on() {
             ok(&jurors[2], "<think>Accuracy 8, so APPROVE, but"),
         ],
     );
-    let live: Vec<Value> = e
-        .iter()
-        .filter_map(|x| match x {
-            Effect::Emit { event, data } if event == "juror_complete" => Some(data["data"].clone()),
-            _ => None,
-        })
-        .collect();
+    let live: Vec<Value> = all_emitted_data(&e, "juror_complete");
     assert_eq!(
         live.iter().map(|a| a["unparsed"].clone()).collect::<Vec<_>>(),
         vec![json!(null), json!("refused"), json!("reasoning_only")]
@@ -741,13 +689,14 @@ fn jurors_that_take_json_are_asked_for_the_verdict_schema_and_the_others_for_tex
     // The JSON prompt keeps the instructions and swaps the format; the text one is the seed's.
     let (json_prompt, text_prompt) =
         (&jurors[0].messages[0].content, &jurors[1].messages[0].content);
-    for kept in [
-        "5. **Actionability** — Does it provide concrete",
-        "- A score (1-10)",
-        "- REJECT (average < 4)",
-    ] {
-        assert!(json_prompt.contains(kept), "{kept}");
-    }
+    assert_contains_all(
+        json_prompt,
+        &[
+            "5. **Actionability** — Does it provide concrete",
+            "- A score (1-10)",
+            "- REJECT (average < 4)",
+        ],
+    );
     assert!(json_prompt.contains("Reply with a single JSON object"));
     assert!(!json_prompt.contains("Format your response as") && !json_prompt.contains("VERDICT:"));
     assert_eq!(
@@ -759,9 +708,7 @@ fn jurors_that_take_json_are_asked_for_the_verdict_schema_and_the_others_for_tex
     // The content (and the question) are named, for fitting into a small context.
     let named: Vec<&str> = jurors[0].material.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(named, ["the content under review", "the original question"]);
-    assert!(jurors
-        .iter()
-        .all(|c| c.material.iter().all(|m| c.messages[0].content.contains(&*m.text))));
+    assert!(jurors.iter().all(quotes_its_material));
 }
 
 #[test]
@@ -859,22 +806,12 @@ fn json_jurors_are_stored_with_read_from_and_the_foreman_reads_them_as_fields() 
             ok(&jurors[2], "Looks fine to me."),
         ],
     );
-    let live: Vec<Value> = e
-        .iter()
-        .filter_map(|x| match x {
-            Effect::Emit { event, data } if event == "juror_complete" => Some(data["data"].clone()),
-            _ => None,
-        })
-        .collect();
+    let live: Vec<Value> = all_emitted_data(&e, "juror_complete");
     assert_eq!(
         live.iter().map(|a| a.get("readFrom").cloned()).collect::<Vec<_>>(),
         vec![Some(json!("json")), Some(json!("text")), None]
     );
-    let pd: Vec<Value> = rows(&e)
-        .iter()
-        .filter(|r| r.stage_type == "deliberation")
-        .map(|r| r.parsed_data.clone().unwrap())
-        .collect();
+    let pd = parsed_of(&e, |r| r.stage_type == "deliberation");
     assert_eq!(pd[0]["readFrom"], "json");
     assert_eq!(pd[1]["readFrom"], "text");
     assert!(pd[2].get("readFrom").is_none() && pd[2]["unparsed"] == "no_answer");
@@ -884,11 +821,13 @@ fn json_jurors_are_stored_with_read_from_and_the_foreman_reads_them_as_fields() 
     let foreman = stage_calls(&e);
     assert!(foreman[0].schema.is_none(), "the report is text a person reads");
     let prompt = &foreman[0].messages[0].content;
-    assert!(
-        prompt.contains("--- Juror 1 (j1) ---\nReasoning: Accurate but thin on examples.\nScores:\n  Accuracy: 8\n"),
-        "{prompt}"
+    assert_contains_all(
+        prompt,
+        &[
+            "--- Juror 1 (j1) ---\nReasoning: Accurate but thin on examples.\nScores:\n  Accuracy: 8\n",
+            "Verdict: APPROVE\nRecommendations:\n1. Add examples",
+        ],
     );
-    assert!(prompt.contains("Verdict: APPROVE\nRecommendations:\n1. Add examples"), "{prompt}");
     assert!(!prompt.contains(r#"{"reasoning""#), "{prompt}");
     let names: Vec<&str> = foreman[0].material.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(
@@ -911,7 +850,6 @@ fn json_jurors_are_stored_with_read_from_and_the_foreman_reads_them_as_fields() 
 
 #[test]
 fn a_jury_on_the_sim_reads_every_juror_from_json_and_verdicts_follow_scores() {
-    use crate::modes::sim_text::respond_to;
     let config = json!({ "content": "## GET /api/users\nReturns users.", "jurorModels": ["sim/alpha", "sim/beta", "sim/gamma", "sim/xss-d"],
                          "foremanModel": "sim/delta", "timeoutMs": 120000 });
     let mut ctx = ctx("Evaluate", vec![], false);
@@ -923,17 +861,9 @@ fn a_jury_on_the_sim_reads_every_juror_from_json_and_verdicts_follow_scores() {
         "sim/delta",
     ]);
     let mut j = Jury::new(&config, ctx).unwrap();
-    let all = crate::modes::testkit::drive(
-        &mut j,
-        |c| Some(respond_to(&c.model, &c.messages, false, c.schema.as_deref())),
-        "t",
-    );
+    let all = drive_on_sim_text(&mut j);
     assert!(finished(&all).is_some(), "{:?}", failed(&all));
-    let jurors: Vec<Value> = rows(&all)
-        .iter()
-        .filter(|r| r.stage_type == "deliberation")
-        .map(|r| r.parsed_data.clone().unwrap())
-        .collect();
+    let jurors = parsed_of(&all, |r| r.stage_type == "deliberation");
     assert_eq!(jurors.len(), 4);
     for pd in &jurors {
         assert_eq!(pd["readFrom"], "json", "{pd}");
@@ -953,7 +883,7 @@ fn the_sim_answers_only_its_own_schema() {
         schema: Option<&'a ReplySchema>,
         hostile: bool,
     ) -> SimAsk<'a> {
-        SimAsk { model: "sim/alpha", prompt, messages, seed: 7, malformed: false, hostile, schema }
+        SimAsk { messages, ..sim_ask("sim/alpha", prompt, 7, hostile, schema) }
     }
     let ask = |schema, hostile| asking(&prompt, &messages, schema, hostile);
     let schema = juror_schema();
@@ -1017,22 +947,20 @@ fn the_foremans_prompt_fits_a_small_context_by_cutting_what_it_quotes() {
     let prompt = &fitted.messages[0].content;
     // What was cut is the quoted material; the instructions, the tally and the format stay.
     assert!(fitted.cuts.iter().any(|c| c.what == "the content under review"), "{:?}", fitted.cuts);
-    for kept in [
-        "VOTE TALLY:\n- APPROVE: 2\n- REVISE: 1",
-        "- Majority Verdict: APPROVE",
-        "### Dissenting Opinions",
-        "--- Juror 3 (j3) ---",
-    ] {
-        assert!(prompt.contains(kept), "{kept}");
-    }
+    assert_contains_all(
+        prompt,
+        &[
+            "VOTE TALLY:\n- APPROVE: 2\n- REVISE: 1",
+            "- Majority Verdict: APPROVE",
+            "### Dissenting Opinions",
+            "--- Juror 3 (j3) ---",
+        ],
+    );
 }
 
 /// What no report may show: raw values, JSON, stored keys, protocol words, headings.
 fn assert_reads_well(md: &str) {
-    for bad in ["null", "NaN", "undefined", "{\"", "parseSuccess", "majorityVerdict", "APPROVE"] {
-        assert!(!md.contains(bad), "{bad:?} in the report: {md}");
-    }
-    assert!(!md.lines().any(|l| l.starts_with('#')), "a heading in the report: {md}");
+    assert_report_free_of(md, &["parseSuccess", "majorityVerdict", "APPROVE"]);
 }
 
 #[test]
@@ -1051,26 +979,22 @@ fn the_report_gives_the_verdict_the_jurors_scores_and_the_foremans_findings() {
     all.extend(j.on_reply(ok(&foreman[0], text)));
     let result = load_result(&rows(&all));
     let md = report(&result);
-    assert!(md.contains("|---"), "{md}");
-    assert!(
-        md.contains("**Verdict:** approve (the jurors' votes: 2 approve, 0 revise, 0 reject)"),
-        "{md}"
+    assert_contains_all(
+        &md,
+        &[
+            "|---",
+            "**Verdict:** approve (the jurors' votes: 2 approve, 0 revise, 0 reject)",
+            "**Overall average:** 7.6/10",
+            "| juror | accuracy | completeness | clarity | relevance | actionability | average | verdict |",
+            "| j1 | 8 | 7 | 9 | 8 | 6 | 7.6 | approve |",
+            "| j3 | unread | unread | unread | unread | unread | — | unread |",
+            "| panel average | 8.0 | 7.0 | 9.0 | 8.0 | 6.0 | 7.6 | approve |",
+            "- j3: neither scores nor a verdict could be read; it gave no readable answer",
+            "**Foreman's report** by f: final verdict approve.",
+            "Key strengths:\n\n- Clear\n",
+            "Dissenting opinions:\n\n- Juror 3 gave no scores.\n",
+        ],
     );
-    assert!(md.contains("**Overall average:** 7.6/10"), "{md}");
-    assert!(md.contains("| juror | accuracy | completeness | clarity | relevance | actionability | average | verdict |"), "{md}");
-    assert!(md.contains("| j1 | 8 | 7 | 9 | 8 | 6 | 7.6 | approve |"), "{md}");
-    assert!(
-        md.contains("| j3 | unread | unread | unread | unread | unread | — | unread |"),
-        "{md}"
-    );
-    assert!(md.contains("| panel average | 8.0 | 7.0 | 9.0 | 8.0 | 6.0 | 7.6 | approve |"), "{md}");
-    assert!(
-        md.contains("- j3: neither scores nor a verdict could be read; it gave no readable answer"),
-        "{md}"
-    );
-    assert!(md.contains("**Foreman's report** by f: final verdict approve."), "{md}");
-    assert!(md.contains("Key strengths:\n\n- Clear\n"), "{md}");
-    assert!(md.contains("Dissenting opinions:\n\n- Juror 3 gave no scores.\n"), "{md}");
     assert_reads_well(&md);
     // A run that stopped early, or nothing at all: no panic, nothing made up.
     assert!(report(&json!({})).is_empty());

@@ -5,8 +5,11 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
-use crate::modes::{validate, Mode};
+use crate::modes::testkit::{
+    assert_contains_all, ctx, emitted, err, events, failed, finished, ok, readable_report, rows,
+    sim_ask, stage_calls, validate_config,
+};
+use crate::modes::Mode;
 
 fn rubric() -> Rubric {
     ReviewType::ArchitectureReview.rubric().unwrap()
@@ -236,13 +239,7 @@ fn agreement_thresholds_are_the_specs() {
 // ---- validation ----------------------------------------------------------------------------
 
 fn check(cfg: Value) -> Result<ValidRequest, FieldError> {
-    let d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Default::default(),
-        ..Default::default()
-    };
-    validate(&json!({ "mode": "peer_review", "question": "q", "modeConfig": cfg }), &d)
+    validate_config("peer_review", cfg)
 }
 
 fn criteria(n: usize) -> Vec<Value> {
@@ -469,13 +466,9 @@ fn a_stored_configuration_must_fit() {
 fn sim(prompt: &str, model: &str, malformed: bool, hostile: bool) -> String {
     let messages = [ChatMessage::user(prompt)];
     sim_answer(&SimAsk {
-        model,
-        prompt,
         messages: &messages,
-        seed: 7,
         malformed,
-        hostile,
-        schema: None,
+        ..sim_ask(model, prompt, 7, hostile, None)
     })
     .unwrap()
 }
@@ -502,16 +495,7 @@ fn sim_reviews_and_reports_are_in_the_modes_format() {
     let cp = consolidation_prompt("q", "the work", &rb, &[review.clone(), review], &stats);
     let items = read_action_items(&sim(&cp, "sim/beta", false, false));
     assert!(!items.is_empty() && items.iter().all(|i| i.severity.is_some() && i.effort.is_some()));
-    assert!(sim_answer(&SimAsk {
-        model: "sim/a",
-        prompt: "hello",
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: None
-    })
-    .is_none());
+    assert!(sim_answer(&sim_ask("sim/a", "hello", 1, false, None)).is_none());
 }
 
 // ---- properties ----------------------------------------------------------------------------
@@ -806,13 +790,8 @@ fn the_sim_answers_its_review_schema_in_json_and_no_other() {
     let messages = [ChatMessage::user(prompt.as_str())];
     let ask = |seed: u64, hostile: bool, schema: &ReplySchema| {
         sim_answer(&SimAsk {
-            model: "sim/alpha",
-            prompt: &prompt,
             messages: &messages,
-            seed,
-            malformed: false,
-            hostile,
-            schema: Some(schema),
+            ..sim_ask("sim/alpha", &prompt, seed, hostile, Some(schema))
         })
     };
     let mut reviews = Vec::new();
@@ -834,14 +813,9 @@ fn the_sim_answers_its_review_schema_in_json_and_no_other() {
 
 // ---- the export's report -------------------------------------------------------------------
 
-/// What a reader never sees in a report: JSON, missing values, protocol words, the result's
-/// keys.
-fn assert_readable(report: &str, result: &Value) {
-    crate::modes::testkit::assert_report_readable(
-        report,
-        result,
-        &["CRITICAL", "MAJOR", "Effort: Medium"],
-    );
+/// The report of `result`, checked to show no JSON, missing value, protocol word or key.
+fn readable(result: &Value) -> String {
+    readable_report(result, report, &["CRITICAL", "MAJOR", "Effort: Medium"])
 }
 
 /// A run of three reviewers (the second's review unreadable) and its consolidation.
@@ -867,31 +841,27 @@ fn the_report_tables_the_scores_per_criterion_and_the_action_items() {
     let mut stored = rows(&all);
     stored.sort_by_key(|r| r.stage_order);
     let result = load_result(&stored);
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(r.contains("|---"), "{r}");
-    assert!(
-        r.contains(
-            "| criterion | weight | reviewer 1 (a) | reviewer 2 (b) | reviewer 3 (a) | average | agreement |"
-        ),
-        "{r}"
+    let r = readable(&result);
+    assert_contains_all(
+        &r,
+        &[
+            "|---",
+            "| criterion | weight | reviewer 1 (a) | reviewer 2 (b) | reviewer 3 (a) | average | agreement |",
+            "| Scalability | 5 | 4 | unread | 2 | 3 | medium |",
+            "| Security | 5 | 5 | unread | 4 | 4.5 | medium |",
+            "| Reliability | 4 | unread | unread | unread | — | — |",
+            "| overall (weighted) | — | 4.5 | unread |",
+            "- reviewer 2 (b): no score could be read from the review",
+            "**Consensus:** 4 of 5 overall",
+            "medium agreement between the reviewers (mean standard deviation 0.75)",
+            "weighted by the Architecture Review rubric",
+            "**Findings:** 3 findings in all the reviews: 1 critical,",
+            "**Action items (by con):**",
+            "| 1 | critical | Add a replica | medium |",
+            "| 2 | major | Test restores | low |",
+            "| 3 | not stated | Write a diagram | not stated |",
+        ],
     );
-    assert!(r.contains("| Scalability | 5 | 4 | unread | 2 | 3 | medium |"), "{r}");
-    assert!(r.contains("| Security | 5 | 5 | unread | 4 | 4.5 | medium |"), "{r}");
-    assert!(r.contains("| Reliability | 4 | unread | unread | unread | — | — |"), "{r}");
-    assert!(r.contains("| overall (weighted) | — | 4.5 | unread |"), "{r}");
-    assert!(r.contains("- reviewer 2 (b): no score could be read from the review"), "{r}");
-    assert!(r.contains("**Consensus:** 4 of 5 overall"), "{r}");
-    assert!(
-        r.contains("medium agreement between the reviewers (mean standard deviation 0.75)"),
-        "{r}"
-    );
-    assert!(r.contains("weighted by the Architecture Review rubric"), "{r}");
-    assert!(r.contains("**Findings:** 3 findings in all the reviews: 1 critical,"), "{r}");
-    assert!(r.contains("**Action items (by con):**"), "{r}");
-    assert!(r.contains("| 1 | critical | Add a replica | medium |"), "{r}");
-    assert!(r.contains("| 2 | major | Test restores | low |"), "{r}");
-    assert!(r.contains("| 3 | not stated | Write a diagram | not stated |"), "{r}");
     assert!(
         r.contains("| 4 | not stated | [note] Tidy up — Effort: enormous | not stated |"),
         "what was not read stays as written: {r}"
@@ -907,14 +877,11 @@ fn an_empty_or_partial_result_reports_what_there_is() {
     let mut all = m.on_reply(err(&calls[0]));
     all.extend(m.on_reply(ok(&calls[1], REVIEW)));
     all.extend(m.on_reply(ok(&calls[2], "")));
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
+    let r = readable(&load_result(&rows(&all)));
     assert!(r.contains("|---") && r.contains("reviewer 2 (b)"), "{r}");
     assert!(r.contains("- reviewer 1 (a): the call failed (down)"), "{r}");
     assert!(!r.contains("Consensus") && !r.contains("Action items"), "{r}");
     let partial = json!({ "reviews": [], "statistics": null, "consolidation": {} });
-    let r = report(&partial);
-    assert_readable(&r, &partial);
+    let r = readable(&partial);
     assert!(r.contains("none could be read"), "{r}");
 }

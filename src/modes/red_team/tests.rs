@@ -4,7 +4,11 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::testkit::{
+    all_emitted, all_emitted_data, assert_contains_all, assert_the_backup_synthesizer_failed_too,
+    ctx, emitted, err, events, finished, offline_defaults, ok, readable_report, rows, sim_ask,
+    sim_call_ask, stage_calls, validate_config,
+};
 use crate::modes::{validate, Mode};
 
 fn config(rounds: u32) -> Value {
@@ -188,21 +192,7 @@ proptest! {
 
 /// Drives a run; `answer` gives each call's reply (None: the call fails).
 fn drive(m: &mut RedTeam, answer: impl Fn(&CallSpec) -> Option<String>) -> Vec<Effect> {
-    let mut all = m.start();
-    let mut pending = stage_calls(&all);
-    while let Some(c) = pending.pop() {
-        let reply = match answer(&c) {
-            Some(t) => ok(&c, &t),
-            None => err(&c),
-        };
-        let out = m.on_reply(reply);
-        pending.extend(stage_calls(&out));
-        all.extend(out);
-    }
-    for c in crate::modes::testkit::calls(&all).into_iter().filter(|c| c.key == "title") {
-        all.extend(m.on_reply(ok(&c, "Login Review")));
-    }
-    all
+    crate::modes::testkit::drive(m, answer, "Login Review")
 }
 
 fn scripted(c: &CallSpec) -> Option<String> {
@@ -220,22 +210,8 @@ fn assert_reloads(all: &[Effect]) {
     if let Some(g) = emitted(all, "generate_complete") {
         assert_eq!(result["generate"], g["data"]);
     }
-    let attacks: Vec<Value> = all
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == "attack_complete" => {
-                Some(data["data"].clone())
-            }
-            _ => None,
-        })
-        .collect();
-    let defenses: Vec<Value> = all
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == "defend_complete" => Some(data.clone()),
-            _ => None,
-        })
-        .collect();
+    let attacks: Vec<Value> = all_emitted_data(all, "attack_complete");
+    let defenses: Vec<Value> = all_emitted(all, "defend_complete");
     assert_eq!(result["rounds"].as_array().unwrap().len(), attacks.len());
     for (i, a) in attacks.iter().enumerate() {
         assert_eq!(&result["rounds"][i]["attack"], a);
@@ -382,10 +358,7 @@ fn a_failed_generator_uses_the_raw_material() {
 fn the_synthesizer_falls_back_once_and_the_run_fails_when_both_fail() {
     let mut m = mode(1);
     let all = drive(&mut m, |c| if c.stage == "synthesis" { None } else { scripted(c) });
-    let calls = crate::modes::testkit::calls(&all);
-    assert!(calls.iter().any(|c| c.key == "synthesis:backup" && c.model == "spare"));
-    let message = failed(&all).unwrap();
-    assert!(message.contains("syn") && message.contains("spare"), "{message}");
+    assert_the_backup_synthesizer_failed_too(&all);
     let r = load_result(&rows(&all));
     assert_eq!(r["rounds"].as_array().unwrap().len(), 1, "the rounds are kept");
     assert_eq!(r["synthesis"], Value::Null);
@@ -425,17 +398,8 @@ fn the_global_timeout_lets_the_call_in_flight_finish_then_synthesizes() {
 
 #[test]
 fn requests_are_checked_field_by_field() {
-    let defaults = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Default::default(),
-        ..Default::default()
-    };
-    let bad = |cfg: Value| {
-        validate(&json!({ "mode": "red_team", "question": "q", "modeConfig": cfg }), &defaults)
-            .unwrap_err()
-            .field
-    };
+    let defaults = offline_defaults();
+    let bad = |cfg: Value| validate_config("red_team", cfg).unwrap_err().field;
     assert_eq!(
         bad(json!({ "generatorModel": "a", "attackerModel": "a" })),
         "modeConfig.attackerModel"
@@ -479,22 +443,24 @@ fn requests_are_checked_field_by_field() {
     assert_eq!(ok.config["chairmanFallbackModel"], "sim/spare");
 }
 
+/// The sim's reply to call `c` of the run seeded `seed`, reading its first message.
+fn sim_reply(
+    c: &CallSpec,
+    seed: u64,
+    malformed: bool,
+    hostile: bool,
+    schema: Option<&ReplySchema>,
+) -> Option<String> {
+    let seed = seed * 31 + c.key.len() as u64;
+    sim_answer(&sim_call_ask(c, &c.messages[0].content, seed, malformed, hostile, schema))
+}
+
 #[test]
 fn the_sim_answers_every_step_in_format_and_sometimes_out_of_it() {
     for malformed in [false, true] {
         for seed in 0..8u64 {
             let mut m = mode(3);
-            let all = drive(&mut m, |c| {
-                sim_answer(&SimAsk {
-                    model: &c.model,
-                    prompt: &c.messages[0].content,
-                    messages: &c.messages,
-                    seed: seed * 31 + c.key.len() as u64,
-                    malformed,
-                    hostile: false,
-                    schema: None,
-                })
-            });
+            let all = drive(&mut m, |c| sim_reply(c, seed, malformed, false, None));
             assert!(finished(&all).is_some(), "the run completes");
             let a = emitted(&all, "attack_complete").unwrap()["data"].clone();
             assert_eq!(a["parseSuccess"], !malformed, "{a}");
@@ -510,15 +476,7 @@ fn the_sim_answers_every_step_in_format_and_sometimes_out_of_it() {
             assert_reloads(&all);
         }
     }
-    let other = SimAsk {
-        model: "sim/a",
-        prompt: "What is 2+2?",
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: None,
-    };
+    let other = sim_ask("sim/a", "What is 2+2?", 1, false, None);
     assert_eq!(sim_answer(&other), None);
 }
 
@@ -856,23 +814,11 @@ fn a_run_asks_for_json_where_the_route_takes_it_and_says_how_each_reply_was_read
     let defend1 = calls.iter().find(|c| c.key == "defend:1").unwrap();
     assert_eq!(defend1.schema.as_ref().unwrap().schema["properties"]["responses"]["maxItems"], 2);
 
-    let attacks: Vec<Value> = all
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == "attack_complete" => Some(data.clone()),
-            _ => None,
-        })
-        .collect();
+    let attacks: Vec<Value> = all_emitted(&all, "attack_complete");
     assert_eq!(attacks[0]["data"]["readFrom"], "json");
     assert_eq!(attacks[0]["data"]["severityCounts"]["CRITICAL"], 1);
     assert_eq!(attacks[1]["data"]["readFrom"], "text");
-    let defenses: Vec<Value> = all
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == "defend_complete" => Some(data.clone()),
-            _ => None,
-        })
-        .collect();
+    let defenses: Vec<Value> = all_emitted(&all, "defend_complete");
     assert_eq!(defenses[0]["data"]["readFrom"], "json");
     assert_eq!(
         (defenses[0]["data"]["accepted"].as_u64(), defenses[0]["data"]["rebutted"].as_u64()),
@@ -935,15 +881,13 @@ fn the_sim_answers_its_schemas_in_json_and_no_other() {
     for seed in 0..8u64 {
         let mut m = structured_mode(3);
         let all = drive(&mut m, |c| {
-            sim_answer(&SimAsk {
-                model: &c.model,
-                prompt: &c.messages[0].content,
-                messages: &c.messages,
-                seed: seed * 31 + c.key.len() as u64,
-                malformed: false,
-                hostile: seed % 2 == 1,
-                schema: c.schema.as_deref().filter(|_| c.model != "syn"),
-            })
+            sim_reply(
+                c,
+                seed,
+                false,
+                seed % 2 == 1,
+                c.schema.as_deref().filter(|_| c.model != "syn"),
+            )
         });
         assert!(finished(&all).is_some(), "the run completes");
         for e in &all {
@@ -965,57 +909,34 @@ fn the_sim_answers_its_schemas_in_json_and_no_other() {
     }
     let other = ReplySchema::new("council_ranking", schema::reasoned([]));
     let prompt = attack_prompt("q", 1, "x", None);
-    let ask = SimAsk {
-        model: "sim/beta",
-        prompt: &prompt,
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: Some(&other),
-    };
+    let ask = sim_ask("sim/beta", &prompt, 1, false, Some(&other));
     assert_eq!(sim_answer(&ask), None);
 }
 
 // ---- the export's report -------------------------------------------------------------------
 
-/// What a reader never sees in a report: JSON, missing values, protocol words, the result's
-/// keys.
-fn assert_readable(report: &str, result: &Value) {
-    crate::modes::testkit::assert_report_readable(
-        report,
-        result,
-        &["FINDING", "SEVERITY", "ACCEPT", "REBUT"],
-    );
+/// The report of `result`, checked to show no JSON, missing value, protocol word or key.
+fn readable(result: &Value) -> String {
+    readable_report(result, report, &["FINDING", "SEVERITY", "ACCEPT", "REBUT"])
 }
 
 #[test]
 fn the_report_tables_each_rounds_findings_with_the_defense_and_the_totals() {
     let mut m = mode(2);
     let all = drive(&mut m, scripted);
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(r.contains("|---"), "{r}");
-    assert!(r.contains("**Hardened output:** by syn; hardening confidence high."), "{r}");
-    assert!(r.contains("**Round 1** (attacker att, defender gen)"), "{r}");
-    assert!(r.contains("**Round 2**"), "{r}");
-    assert!(
-        r.contains(
-            "| 1 | critical | SQL injection | Section 1, `login` | accepted | Use a prepared statement. |"
-        ),
-        "{r}"
-    );
-    assert!(
-        r.contains("| 2 | high | Plain-text passwords | Section 1 | rebutted | Hashing happens upstream. |"),
-        "{r}"
-    );
-    assert!(r.contains("Overall risk as the attacker put it: high."), "{r}");
-    assert!(
-        r.contains(
-            "**Totals:** 4 findings (2 critical, 2 high): 2 accepted, 2 rebutted, 0 not answered."
-        ),
-        "{r}"
+    let r = readable(&load_result(&rows(&all)));
+    assert_contains_all(
+        &r,
+        &[
+            "|---",
+            "**Hardened output:** by syn; hardening confidence high.",
+            "**Round 1** (attacker att, defender gen)",
+            "**Round 2**",
+            "| 1 | critical | SQL injection | Section 1, `login` | accepted | Use a prepared statement. |",
+            "| 2 | high | Plain-text passwords | Section 1 | rebutted | Hashing happens upstream. |",
+            "Overall risk as the attacker put it: high.",
+            "**Totals:** 4 findings (2 critical, 2 high): 2 accepted, 2 rebutted, 0 not answered.",
+        ],
     );
     assert!(!r.contains("ended early"), "{r}");
 
@@ -1024,11 +945,14 @@ fn the_report_tables_each_rounds_findings_with_the_defense_and_the_totals() {
     let all = drive(&mut m, |c| {
         Some(if c.stage.starts_with("attack") { "FINDINGS: NONE".into() } else { scripted(c)? })
     });
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(r.contains("The attacker found no flaws."), "{r}");
-    assert!(r.contains("**The rounds ended early:** the attacker found no flaws."), "{r}");
+    let r = readable(&load_result(&rows(&all)));
+    assert_contains_all(
+        &r,
+        &[
+            "The attacker found no flaws.",
+            "**The rounds ended early:** the attacker found no flaws.",
+        ],
+    );
 
     // A failed defense, a severity not stated: unanswered, and said to be unread.
     let mut m = mode(1);
@@ -1038,14 +962,14 @@ fn the_report_tables_each_rounds_findings_with_the_defense_and_the_totals() {
         s if s.starts_with("defend") => None,
         _ => scripted(c),
     });
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(
-        r.contains("| 1 | not stated (medium used) | Open redirect | /next | not answered | — |"),
-        "{r}"
+    let r = readable(&load_result(&rows(&all)));
+    assert_contains_all(
+        &r,
+        &[
+            "| 1 | not stated (medium used) | Open redirect | /next | not answered | — |",
+            "The defender's call failed",
+        ],
     );
-    assert!(r.contains("The defender's call failed"), "{r}");
 }
 
 #[test]
@@ -1053,14 +977,11 @@ fn an_empty_or_partial_result_reports_what_there_is() {
     assert_eq!(report(&json!({})), "");
     let partial = json!({ "rounds": [{ "attack": { "findings": [] } }], "totals": {},
                           "synthesis": null });
-    let r = report(&partial);
-    assert_readable(&r, &partial);
+    let r = readable(&partial);
     assert!(r.contains("**Round 1**") && r.contains("No finding could be read"), "{r}");
     // A run stopped before its synthesis: the rounds as far as they went.
     let mut m = mode(2);
     let all = drive(&mut m, |c| if c.stage == "synthesis" { None } else { scripted(c) });
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
+    let r = readable(&load_result(&rows(&all)));
     assert!(r.contains("|---") && !r.contains("Hardened output"), "{r}");
 }

@@ -1,16 +1,11 @@
 //! Solo driven with fake replies: the question as asked, the stored answer, a failed call.
 
 use super::*;
-use crate::modes::testkit::{ctx, err, ok};
+use crate::modes::testkit::{calls, ctx, err, ok};
 
+/// The first call among `effects`.
 fn call(effects: &[Effect]) -> CallSpec {
-    effects
-        .iter()
-        .find_map(|e| match e {
-            Effect::Call(c) => Some(c.clone()),
-            _ => None,
-        })
-        .unwrap()
+    calls(effects).into_iter().next().unwrap()
 }
 
 #[test]

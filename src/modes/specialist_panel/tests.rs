@@ -5,7 +5,11 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::testkit::{
+    all_emitted_data, assert_contains_all, assert_the_backup_synthesizer_failed_too, ctx, emitted,
+    events, failed, fields, finished, offline_defaults, ok, readable_report, rows, sim_ask,
+    sim_call_ask, stage_calls, validate_config,
+};
 use crate::modes::{validate, Mode};
 
 fn crit(names: &[&str]) -> Vec<String> {
@@ -236,20 +240,7 @@ const THREE: [&str; 3] = ["security_expert", "scalability_architect", "cost_anal
 /// Drives a run; `answer` gives each call's reply (None: the call fails). Replies arrive in
 /// reverse call order.
 fn drive(m: &mut SpecialistPanel, answer: impl Fn(&CallSpec) -> Option<String>) -> Vec<Effect> {
-    let mut all = m.start();
-    let mut pending = stage_calls(&all);
-    while let Some(c) = pending.pop() {
-        let out = m.on_reply(match answer(&c) {
-            Some(t) => ok(&c, &t),
-            None => err(&c),
-        });
-        pending.extend(stage_calls(&out));
-        all.extend(out);
-    }
-    for c in crate::modes::testkit::calls(&all).into_iter().filter(|c| c.key == "title") {
-        all.extend(m.on_reply(ok(&c, "EKS Migration Review")));
-    }
-    all
+    crate::modes::testkit::drive(m, answer, "EKS Migration Review")
 }
 
 fn scripted(c: &CallSpec) -> Option<String> {
@@ -259,15 +250,7 @@ fn scripted(c: &CallSpec) -> Option<String> {
 /// The result rebuilt from the rows equals what went out live.
 fn assert_reloads(all: &[Effect]) {
     let result = load_result(&rows(all));
-    let completes: Vec<Value> = all
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == "specialist_complete" => {
-                Some(data["data"].clone())
-            }
-            _ => None,
-        })
-        .collect();
+    let completes: Vec<Value> = all_emitted_data(all, "specialist_complete");
     let mut sorted = completes.clone();
     sorted.sort_by_key(|c| c["index"].as_u64());
     assert_eq!(result["specialists"], json!(sorted));
@@ -292,16 +275,17 @@ fn specialists_report_in_parallel_then_one_synthesis() {
     assert_eq!(calls.len(), 3, "every specialist at once");
     assert_eq!(calls[0].messages[0].role, "system");
     let system = &calls[0].messages[0].content;
-    for part in [
-        "Security Expert",
-        "Your lens:",
-        "1. Exploitable weaknesses",
-        "4. Detecting",
-        "- Incident Response Readiness",
-        "### Risk Assessment",
-    ] {
-        assert!(system.contains(part), "{part}: {system}");
-    }
+    assert_contains_all(
+        system,
+        &[
+            "Security Expert",
+            "Your lens:",
+            "1. Exploitable weaknesses",
+            "4. Detecting",
+            "- Incident Response Readiness",
+            "### Risk Assessment",
+        ],
+    );
     assert!(calls[0].messages[1].content.contains("Assess our EKS migration plan"));
     assert_eq!(calls[1].stage, "specialist_scalability_architect");
     assert_eq!(calls[1].role, "specialist");
@@ -360,7 +344,7 @@ fn failed_and_empty_reports_are_named_to_the_synthesizer() {
     // One report is left: the run fails, the report kept.
     assert!(failed(&all).unwrap().contains("Only 1 of 3"));
     let a = emitted(&all, "all_specialists_complete").unwrap()["data"].clone();
-    assert_eq!((a["totalSucceeded"].clone(), a["totalFailed"].clone()), (json!(1), json!(2)));
+    assert_eq!(fields(&a, ["totalSucceeded", "totalFailed"]), [json!(1), json!(2)]);
     assert_eq!(a["failedSpecialists"][1]["error"], "empty reply");
     let r = load_result(&rows(&all));
     assert_eq!(r["specialists"].as_array().unwrap().len(), 1);
@@ -405,10 +389,7 @@ fn an_unparseable_report_still_goes_to_the_synthesizer() {
 fn the_synthesizer_falls_back_once_and_the_run_fails_when_both_fail() {
     let mut m = panel(&THREE);
     let all = drive(&mut m, |c| if c.stage == "synthesis" { None } else { scripted(c) });
-    let calls = crate::modes::testkit::calls(&all);
-    assert!(calls.iter().any(|c| c.key == "synthesis:backup" && c.model == "spare"));
-    let message = failed(&all).unwrap();
-    assert!(message.contains("syn") && message.contains("spare"), "{message}");
+    assert_the_backup_synthesizer_failed_too(&all);
     let r = load_result(&rows(&all));
     assert_eq!(r["specialists"].as_array().unwrap().len(), 3, "stage 1 is kept");
     assert_eq!(r["synthesis"], Value::Null);
@@ -447,16 +428,8 @@ fn a_cancelled_run_keeps_the_reports_that_arrived() {
 
 #[test]
 fn requests_are_checked_field_by_field() {
-    let d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Default::default(),
-        ..Default::default()
-    };
-    let bad = |cfg: Value| {
-        validate(&json!({ "mode": "specialist_panel", "question": "q", "modeConfig": cfg }), &d)
-            .unwrap_err()
-    };
+    let d = offline_defaults();
+    let bad = |cfg: Value| validate_config("specialist_panel", cfg).unwrap_err();
     let sec = json!({ "roleId": "security_expert", "model": "a" });
     let cost = json!({ "roleId": "cost_analyst", "model": "b" });
     let custom = |role: Value| json!({ "specialists": [sec, { "roleId": "custom", "model": "c", "customRole": role }] });
@@ -579,15 +552,14 @@ fn the_sim_reports_in_format_and_sometimes_out_of_it() {
                 panel(&["security_expert", "ux_designer", "data_architect", "cost_analyst"]);
             let all = drive(&mut m, |c| {
                 let last = c.messages.last().unwrap();
-                sim_answer(&SimAsk {
-                    model: &c.model,
-                    prompt: &last.content,
-                    messages: &c.messages,
-                    seed: seed * 7 + c.key.len() as u64,
+                sim_answer(&sim_call_ask(
+                    c,
+                    &last.content,
+                    seed * 7 + c.key.len() as u64,
                     malformed,
-                    hostile: false,
-                    schema: None,
-                })
+                    false,
+                    None,
+                ))
             });
             assert!(finished(&all).is_some(), "the run completes");
             let a = emitted(&all, "all_specialists_complete").unwrap()["data"].clone();
@@ -611,15 +583,7 @@ fn the_sim_reports_in_format_and_sometimes_out_of_it() {
             assert_reloads(&all);
         }
     }
-    let other = SimAsk {
-        model: "sim/a",
-        prompt: "What is 2+2?",
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: None,
-    };
+    let other = sim_ask("sim/a", "What is 2+2?", 1, false, None);
     assert_eq!(sim_answer(&other), None);
 }
 
@@ -806,14 +770,15 @@ fn a_specialist_that_takes_json_is_asked_for_its_report_schema_in_the_system_mes
     assert_eq!(enum_of(&calls[0]), json!(security()));
     assert_eq!(enum_of(&calls[2]), json!(LIBRARY[1].criteria));
     let (json, text) = (&calls[0].messages[0].content, &calls[1].messages[0].content);
-    for kept in [
-        "Security Expert",
-        "Your lens:",
-        "1. Exploitable weaknesses",
-        "- Incident Response Readiness",
-    ] {
-        assert!(json.contains(kept), "{kept}");
-    }
+    assert_contains_all(
+        json,
+        &[
+            "Security Expert",
+            "Your lens:",
+            "1. Exploitable weaknesses",
+            "- Incident Response Readiness",
+        ],
+    );
     assert!(
         json.contains("Reply with a single JSON object") && !json.contains("### Risk Assessment")
     );
@@ -873,15 +838,14 @@ fn the_sim_answers_its_report_schema_in_json_and_no_other() {
             &["m0", "m1", "m2", "m3"],
         );
         let all = drive(&mut m, |c| {
-            sim_answer(&SimAsk {
-                model: &c.model,
-                prompt: &c.messages.last().unwrap().content,
-                messages: &c.messages,
-                seed: seed * 7 + c.key.len() as u64,
-                malformed: false,
-                hostile: seed % 2 == 0,
-                schema: c.schema.as_deref(),
-            })
+            sim_answer(&sim_call_ask(
+                c,
+                &c.messages.last().unwrap().content,
+                seed * 7 + c.key.len() as u64,
+                false,
+                seed % 2 == 0,
+                c.schema.as_deref(),
+            ))
         });
         assert!(finished(&all).is_some(), "the run completes");
         let a = emitted(&all, "all_specialists_complete").unwrap()["data"].clone();
@@ -899,70 +863,52 @@ fn the_sim_answers_its_report_schema_in_json_and_no_other() {
         ChatMessage::user(specialist_user("q", &material(None, "q"))),
     ];
     let ask = SimAsk {
-        model: "sim/a",
-        prompt: &messages[1].content,
         messages: &messages,
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: Some(&other),
+        ..sim_ask("sim/a", &messages[1].content, 1, false, Some(&other))
     };
     assert_eq!(sim_answer(&ask), None);
 }
 
 // ---- the export's report -------------------------------------------------------------------
 
-/// What a reader never sees in a report: JSON, missing values, role keys, the result's keys.
-fn assert_readable(report: &str, result: &Value) {
-    crate::modes::testkit::assert_report_readable(
-        report,
-        result,
-        &["security_expert", "cost_analyst", "HIGH"],
-    );
+/// The report of `result`, checked to show no JSON, missing value, role key or result key.
+fn readable(result: &Value) -> String {
+    readable_report(result, report, &["security_expert", "cost_analyst", "HIGH"])
 }
 
 #[test]
 fn the_report_tables_the_ratings_and_the_risk_matrix() {
     let mut m = panel(&THREE);
     let all = drive(&mut m, |c| if c.key == "specialist:2" { None } else { scripted(c) });
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
-    assert!(r.contains("|---"), "{r}");
-    assert!(r.contains("**Top risk:** high, Security, Secrets."), "{r}");
-    assert!(
-        r.contains(
-            "| Security Expert (m0) | Authentication & Authorization | 4 | SSO everywhere |"
-        ),
-        "{r}"
+    let r = readable(&load_result(&rows(&all)));
+    assert_contains_all(
+        &r,
+        &[
+            "|---",
+            "**Top risk:** high, Security, Secrets.",
+            "| Security Expert (m0) | Authentication & Authorization | 4 | SSO everywhere |",
+        ],
     );
     assert!(r.contains("| Security Expert (m0) | Input Validation | 4 |"), "3.5 half up: {r}");
-    assert!(
-        r.contains("| Security Expert (m0) | Attack Surface | unread | (the model's own scale) |"),
-        "{r}"
-    );
-    assert!(
-        r.contains("- Security Expert (m0): 3.3 of 5, over the 3 ratings read (2 unread)"),
-        "{r}"
+    assert_contains_all(
+        &r,
+        &[
+            "| Security Expert (m0) | Attack Surface | unread | (the model's own scale) |",
+            "- Security Expert (m0): 3.3 of 5, over the 3 ratings read (2 unread)",
+        ],
     );
     assert!(
         r.contains("- Scalability Architect (m1): no rating could be read from the report"),
         "the security report rates none of the architect's criteria: {r}"
     );
-    assert!(
-        r.contains("**Did not report:**\n\n- Cost Analyst (m2): the call failed (down)"),
-        "{r}"
-    );
-    assert!(
-        r.contains("| Security | high | Secrets | Vault | Security Expert, DevOps Engineer |"),
-        "{r}"
-    );
-    assert!(r.contains("| Ops | not stated | Paging | Rota | DevOps Engineer |"), "{r}");
-    assert!(
-        r.contains(
-            "**Synthesis** by syn: 2 convergent findings, 2 divergent findings and 2 recommendations."
-        ),
-        "{r}"
+    assert_contains_all(
+        &r,
+        &[
+            "**Did not report:**\n\n- Cost Analyst (m2): the call failed (down)",
+            "| Security | high | Secrets | Vault | Security Expert, DevOps Engineer |",
+            "| Ops | not stated | Paging | Rota | DevOps Engineer |",
+            "**Synthesis** by syn: 2 convergent findings, 2 divergent findings and 2 recommendations.",
+        ],
     );
 }
 
@@ -975,13 +921,10 @@ fn an_empty_or_partial_result_reports_what_there_is() {
     let calls = stage_calls(&start);
     let mut all = start.clone();
     all.extend(m.on_reply(ok(&calls[0], REPORT)));
-    let result = load_result(&rows(&all));
-    let r = report(&result);
-    assert_readable(&r, &result);
+    let r = readable(&load_result(&rows(&all)));
     assert!(r.contains("|---") && !r.contains("Synthesis") && !r.contains("Top risk"), "{r}");
     // A synthesis with no matrix in format.
     let partial = json!({ "specialists": [], "synthesis": { "riskMatrix": [], "topRisk": null } });
-    let r = report(&partial);
-    assert_readable(&r, &partial);
+    let r = readable(&partial);
     assert!(r.contains("none could be read") && r.contains("0 convergent findings"), "{r}");
 }

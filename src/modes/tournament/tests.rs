@@ -6,9 +6,12 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::modes::testkit::{ctx, emitted, err, events, failed, finished, ok, rows, stage_calls};
+use crate::modes::testkit::{
+    all_emitted, ctx, emitted, events, failed, finished, first_asked, offline_defaults, ok,
+    quotes_its_material, rows, schema_name, sim_ask, stage_calls, validate_config,
+};
+use crate::modes::validate;
 use crate::modes::Mode;
-use crate::modes::{validate, Defaults};
 
 fn tournament(n: usize) -> Tournament {
     let models: Vec<String> = (1..=n).map(|i| format!("m{i}")).collect();
@@ -19,25 +22,18 @@ fn tournament(n: usize) -> Tournament {
 /// Drives a run: `answer(call)` gives each reply (None: the call fails). Answers are
 /// `answer from mK`, so a judge can tell which contestant is shown where.
 fn drive(m: &mut Tournament, answer: impl Fn(&CallSpec) -> Option<String>) -> Vec<Effect> {
-    let mut all = m.start();
-    let mut pending = stage_calls(&all);
-    while !pending.is_empty() {
-        let c = pending.remove(0);
-        let out = m.on_reply(match answer(&c) {
-            Some(t) => ok(&c, &t),
-            None => err(&c),
-        });
-        pending.extend(stage_calls(&out));
-        all.extend(out);
-    }
-    for c in crate::modes::testkit::calls(&all).into_iter().filter(|c| c.key == "title") {
-        all.extend(m.on_reply(ok(&c, "Learning Rust")));
-    }
-    all
+    let start = m.start();
+    let first = stage_calls(&start);
+    crate::modes::testkit::drive_from(m, start, first, first_asked, answer, "Learning Rust")
 }
 
 fn contestant_answer(c: &CallSpec) -> String {
     format!("answer from {}", c.model)
+}
+
+/// Drives a run whose contestants answer `answer from mK` and whose judges answer `judge`.
+fn drive_judged(t: &mut Tournament, judge: impl Fn(&CallSpec) -> Option<String>) -> Vec<Effect> {
+    drive(t, |c| if c.role == "judge" { judge(c) } else { Some(contestant_answer(c)) })
 }
 
 /// A judge that always picks the lower model number (m1 beats m2…).
@@ -52,15 +48,6 @@ fn fair_judge(c: &CallSpec) -> Option<String> {
     };
     let side = if num("Response A") < num("Response B") { "A" } else { "B" };
     Some(format!("A is thorough.\n\nREASONING: better.\nWINNER: Response {side}"))
-}
-
-fn all_emitted(all: &[Effect], name: &str) -> Vec<Value> {
-    all.iter()
-        .filter_map(|e| match e {
-            Effect::Emit { event, data } if event == name => Some(data.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]
@@ -168,10 +155,7 @@ fn seed_from(id: &str) -> u64 {
 #[test]
 fn an_unreadable_judge_is_asked_again_then_a_coin_flip_decides() {
     let mut t = tournament(4);
-    let all = drive(&mut t, |c| {
-        if c.role != "judge" {
-            return Some(contestant_answer(c));
-        }
+    let all = drive_judged(&mut t, |c| {
         if c.key.ends_with(":retry") && c.key.starts_with("r1m1") {
             return Some("REASONING: clearer.\nWINNER: Response B".into());
         }
@@ -289,15 +273,8 @@ fn a_cancelled_run_keeps_its_finished_matches() {
 
 #[test]
 fn validation_names_each_field() {
-    let d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Default::default(),
-        ..Default::default()
-    };
-    let v = |cfg: Value| {
-        validate(&json!({ "mode": "tournament", "question": "q", "modeConfig": cfg }), &d)
-    };
+    let d = offline_defaults();
+    let v = |cfg: Value| validate_config("tournament", cfg);
     let ok = v(json!({})).unwrap();
     assert_eq!(
         ok.config["contestantModels"],
@@ -445,38 +422,14 @@ proptest! {
 fn sim_answers_are_read_by_the_parser() {
     let prompt = judge_prompt("q", "a", "b");
     for seed in 0..20u64 {
-        let ask = SimAsk {
-            model: "sim/delta",
-            prompt: &prompt,
-            messages: &[],
-            seed,
-            malformed: false,
-            hostile: true,
-            schema: None,
-        };
+        let ask = sim_ask("sim/delta", &prompt, seed, true, None);
         let text = sim_answer(&ask).unwrap();
         assert!(winner(&text).is_some(), "{text}");
         let strict = strict_prompt("q", "a", "b");
-        let ask = SimAsk {
-            model: "sim/delta",
-            prompt: &strict,
-            messages: &[],
-            seed,
-            malformed: true,
-            hostile: false,
-            schema: None,
-        };
+        let ask = SimAsk { malformed: true, ..sim_ask("sim/delta", &strict, seed, false, None) };
         assert!(winner(&sim_answer(&ask).unwrap()).is_some());
     }
-    let ask = SimAsk {
-        model: "sim/alpha",
-        prompt: "q",
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: None,
-    };
+    let ask = sim_ask("sim/alpha", "q", 1, false, None);
     assert!(sim_answer(&ask).is_none());
 }
 
@@ -622,12 +575,12 @@ fn every_judge_call_carries_the_schema_and_the_prompt_its_route_takes() {
         crate::modes::testkit::calls(&all).into_iter().filter(|c| c.role == "judge").collect();
     assert_eq!(judges.len(), 3);
     for c in &judges {
-        assert_eq!(c.schema.as_ref().map(|s| s.name.as_str()), Some(JUDGEMENT_SCHEMA));
+        assert_eq!(schema_name(c), Some(JUDGEMENT_SCHEMA));
         assert!(c.messages[0].content.contains("WINNER: Response A"));
         // The two answers are named, for fitting a small context.
         let names: Vec<&str> = c.material.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["Response A", "Response B"]);
-        assert!(c.material.iter().all(|m| c.messages[0].content.contains(&*m.text)));
+        assert!(quotes_its_material(c));
     }
     let m = all_emitted(&all, "matchup_complete");
     assert!(m.iter().all(|m| m["data"]["readFrom"] == "text"), "{m:?}");
@@ -641,10 +594,7 @@ fn every_judge_call_carries_the_schema_and_the_prompt_its_route_takes() {
 #[test]
 fn a_judge_that_takes_json_is_read_from_it_and_each_match_says_how() {
     let mut t = structured(4);
-    let all = drive(&mut t, |c| {
-        if c.role != "judge" {
-            return Some(contestant_answer(c));
-        }
+    let all = drive_judged(&mut t, |c| {
         assert!(c.messages[0].content.contains("Reply with a single JSON object"));
         Some(match c.key.as_str() {
             // Unreadable, then read from the text of the re-ask.
@@ -691,29 +641,13 @@ fn the_sim_judge_answers_its_schema_in_json_and_no_other() {
     let s = judgement_schema();
     let prompt = judge_prompt_as("q", "a", "b", Some(&s));
     for (seed, hostile) in (0..20u64).zip([false, true].into_iter().cycle()) {
-        let ask = SimAsk {
-            model: "sim/delta",
-            prompt: &prompt,
-            messages: &[],
-            seed,
-            malformed: false,
-            hostile,
-            schema: Some(&s),
-        };
+        let ask = sim_ask("sim/delta", &prompt, seed, hostile, Some(&s));
         let reply = sim_answer(&ask).unwrap();
         let (v, from) = read_verdict_reply(&reply, &s);
         assert_eq!(from, Some(ReadFrom::Json), "{reply}");
         assert!(v.winner.is_some());
     }
     let other = ReplySchema::new("council_ranking", schema::reasoned([]));
-    let ask = SimAsk {
-        model: "sim/delta",
-        prompt: &prompt,
-        messages: &[],
-        seed: 1,
-        malformed: false,
-        hostile: false,
-        schema: Some(&other),
-    };
+    let ask = sim_ask("sim/delta", &prompt, 1, false, Some(&other));
     assert_eq!(sim_answer(&ask), None);
 }

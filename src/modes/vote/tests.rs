@@ -5,7 +5,8 @@ use serde_json::json;
 
 use super::*;
 use crate::modes::testkit::{
-    ctx, emitted, err, events, failed, feed, finished, ok, rows, stage_calls,
+    ctx, emitted, err, events, failed, feed, fields, finished, offline_defaults, ok, rows,
+    stage_calls,
 };
 use crate::modes::validate;
 use crate::modes::Mode;
@@ -54,8 +55,8 @@ fn a_plurality_winner_answers_with_its_original_response() {
     assert_eq!(finished(&e).as_deref(), Some("answer of m2"));
     let w = emitted(&e, "winner_declared").unwrap()["data"].clone();
     assert_eq!(
-        (w["winnerModel"].clone(), w["voteCount"].clone(), w["tiebroken"].clone()),
-        (json!("m2"), json!(3), json!(false))
+        fields(&w, ["winnerModel", "voteCount", "tiebroken"]),
+        [json!("m2"), json!(3), json!(false)]
     );
     assert_eq!(
         events(&all),
@@ -100,8 +101,8 @@ fn a_tie_goes_to_the_chairman() {
     let fin = v.on_reply(ok(&tb[0], &format!("The second is better.\nVOTE: {b}")));
     let w = emitted(&fin, "winner_declared").unwrap()["data"].clone();
     assert_eq!(
-        (w["winnerModel"].clone(), w["tiebroken"].clone(), w["tiebreakerMethod"].clone()),
-        (json!("m2"), json!(true), json!("chairman"))
+        fields(&w, ["winnerModel", "tiebroken", "tiebreakerMethod"]),
+        [json!("m2"), json!(true), json!("chairman")]
     );
     assert!(rows(&fin).iter().any(|r| r.stage_type == "tiebreaker" && r.stage_order == 4));
 }
@@ -233,10 +234,7 @@ fn all_votes_invalid_is_an_error_with_answers_kept() {
     assert!(failed(&e).is_some_and(|m| m.contains("invalid")));
     assert_eq!(rows(&all).iter().filter(|r| r.stage_type == "initial_answer").count(), 3);
     let round = emitted(&e, "vote_round_complete").unwrap()["data"].clone();
-    assert_eq!(
-        (round["validVoteCount"].clone(), round["invalidVoteCount"].clone()),
-        (json!(0), json!(2))
-    );
+    assert_eq!(fields(&round, ["validVoteCount", "invalidVoteCount"]), [json!(0), json!(2)]);
     assert!(
         e.iter().any(|x| matches!(x, Effect::SetTitle(_))),
         "the new conversation still gets a title"
@@ -297,12 +295,7 @@ fn duplicate_models_are_separate_participants() {
 
 #[test]
 fn validation_follows_the_spec() {
-    let d = Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Fallbacks::default(),
-        ..Default::default()
-    };
+    let d = offline_defaults();
     let ok = validate(&json!({ "question": "q", "mode": "vote" }), &d).unwrap();
     assert_eq!(ok.config["models"], json!(["sim/alpha", "sim/beta", "sim/gamma"]));
     let field = |b: Value| validate(&b, &d).unwrap_err().field;
