@@ -167,7 +167,8 @@ pub(super) fn free_answer(value: &str) -> Option<String> {
         return None;
     }
     let v = clean(value).trim_end_matches('.').trim();
-    if v.is_empty() || names_nothing(v) {
+    // Punctuation alone (",", "-", "...") names nothing either.
+    if !v.chars().any(char::is_alphanumeric) || names_nothing(v) {
         return None;
     }
     Some(v.chars().take(120).collect())

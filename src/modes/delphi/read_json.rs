@@ -176,8 +176,8 @@ pub struct Reading {
     pub read_from: Option<ReadFrom>,
 }
 
-/// A panelist's reply read from its JSON when that fits `schema` and states an answer, else
-/// from its text: an estimate for a numeric question, an answer among `options` (or a
+/// A panelist's reply read from its JSON when that fits `schema` (no answer when its fields
+/// hold no usable one), else from its text: an estimate for a numeric question, an answer among `options` (or a
 /// free-form one when there are none) for a qualitative one.
 pub fn read_panelist(
     text: &str,
@@ -185,8 +185,19 @@ pub fn read_panelist(
     options: &[String],
     schema: &ReplySchema,
 ) -> Reading {
-    if let Some(r) = panelist_json(text, kind, options, schema) {
-        return r;
+    if let Some(v) = schema.read(text) {
+        // A reply that fits its schema states its answer in its fields; when they hold no
+        // usable one it has none (its reasoning may name an answer in passing, and the text
+        // readers would read the JSON's own punctuation).
+        return panelist_json(&v, kind, options).unwrap_or_else(|| {
+            let (confidence, confidence_stated) = match json_confidence(&v) {
+                Some(c) => (c, true),
+                None => (Confidence::Medium, false),
+            };
+            let reasoning = json_reasoning(&v);
+            let value = EstimateValue::Unreadable;
+            Reading { value, confidence, confidence_stated, reasoning, read_from: None }
+        });
     }
     let (confidence, confidence_stated) = parse_confidence(text);
     let mut reasoning = parse_reasoning(text);
@@ -213,13 +224,17 @@ pub fn read_panelist(
     Reading { value, confidence, confidence_stated, reasoning, read_from }
 }
 
-fn panelist_json(
-    text: &str,
-    kind: QuestionType,
-    options: &[String],
-    schema: &ReplySchema,
-) -> Option<Reading> {
-    let v = schema.read(text)?;
+/// The confidence a reply's JSON states.
+fn json_confidence(v: &Value) -> Option<Confidence> {
+    match v.get("confidence")?.as_str()? {
+        "LOW" => Some(Confidence::Low),
+        "MEDIUM" => Some(Confidence::Medium),
+        "HIGH" => Some(Confidence::High),
+        _ => None,
+    }
+}
+
+fn panelist_json(v: &Value, kind: QuestionType, options: &[String]) -> Option<Reading> {
     let value = match kind {
         QuestionType::Numeric => {
             EstimateValue::Number(v.get("estimate")?.as_f64().filter(|x| x.is_finite())?)
@@ -233,17 +248,11 @@ fn panelist_json(
             EstimateValue::Answer(options.iter().find(|o| o.as_str() == a)?.clone())
         }
     };
-    let confidence = match v.get("confidence")?.as_str()? {
-        "LOW" => Confidence::Low,
-        "MEDIUM" => Confidence::Medium,
-        "HIGH" => Confidence::High,
-        _ => return None,
-    };
     Some(Reading {
         value,
-        confidence,
+        confidence: json_confidence(v)?,
         confidence_stated: true,
-        reasoning: json_reasoning(&v),
+        reasoning: json_reasoning(v),
         read_from: Some(ReadFrom::Json),
     })
 }

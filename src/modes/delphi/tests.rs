@@ -1368,3 +1368,27 @@ fn the_report_of_a_qualitative_run_gives_the_answers_and_the_agreement() {
     assert!(!md.contains("**Report**"), "{md}");
     assert_reads_well(&md);
 }
+
+#[test]
+fn a_json_reply_that_states_no_answer_is_not_read_from_its_punctuation() {
+    // The real model once answered a free-form question with an empty JSON answer; the text
+    // reader then read the JSON's own syntax and reported "," as the panelist's answer.
+    let free = answer_schema(&[], 1);
+    for reply in [
+        r#"{"reasoning": "The answer is 3.", "answer": "", "confidence": "LOW"}"#,
+        r#"{"reasoning": "", "answer": ",", "confidence": "MEDIUM"}"#,
+        r#"{"answer": "-", "confidence": "LOW", "reasoning": "unsure"}"#,
+        "ANSWER: ,\nCONFIDENCE: LOW",
+        "ANSWER: ...\nCONFIDENCE: LOW",
+    ] {
+        let r = read_panelist(reply, QuestionType::Qualitative, &[], &free);
+        assert_eq!((&r.value, r.read_from), (&EstimateValue::Unreadable, None), "{reply}");
+    }
+    // A reply that fits its schema states its answer in its field, not in its reasoning.
+    let reply =
+        r#"{"reasoning": "The answer is Tokyo, I think.", "answer": "", "confidence": "HIGH"}"#;
+    let r = read_panelist(reply, QuestionType::Qualitative, &[], &free);
+    assert_eq!((&r.value, r.read_from), (&EstimateValue::Unreadable, None));
+    assert_eq!((r.confidence, r.confidence_stated), (Confidence::High, true));
+    assert_eq!(r.reasoning, "The answer is Tokyo, I think.");
+}
