@@ -728,6 +728,13 @@ async fn modes(sizes: Sizes) -> Result<Report, BenchError> {
     }
     let calls: Vec<String> =
         cases.iter().zip(&measured).map(|(c, id)| format!("{} {}", c.mode, id.calls)).collect();
+    // What a run waited before the server said `started`: the runs are started at once, in
+    // this order, so a short run started late shows it in its ratio.
+    let starts: Vec<String> = cases
+        .iter()
+        .zip(&finished)
+        .map(|(c, f)| format!("{} {:.1} ms", c.mode, ms(f.started_after)))
+        .collect();
     let latencies: Vec<String> =
         drawn.iter().map(|(m, l)| format!("{} {:.1} s", &m[4..], *l as f64 / 1000.0)).collect();
     r.note(format!(
@@ -735,6 +742,7 @@ async fn modes(sizes: Sizes) -> Result<Report, BenchError> {
         latencies.join(", "),
         calls.join(", ")
     ));
+    r.note(format!("from sending start to started: {}", starts.join(", ")));
     Ok(r.finish())
 }
 
