@@ -29,9 +29,10 @@ pub struct Role {
     pub field: Option<&'static str>,
     /// Several models (a panel), or one.
     pub panel: bool,
-    /// The older `[fallback]` name of the backup model that stands in when its call fails
-    /// (a backup may also be named by the role's own id, `mode.role`; see
-    /// [`super::defaults`]). Its default models are in [`super::defaults::TABLE`].
+    /// Set when a backup model may stand in when its call fails: the name the backup is
+    /// configured under besides the role's own id (`[fallback] "mode.role"`, see
+    /// [`super::defaults`]), an older shared name (`chairman`…) or the role's id itself
+    /// ([`Role::backed_up`]). Its default models are in [`super::defaults::TABLE`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<&'static str>,
 }
@@ -57,9 +58,17 @@ impl Role {
         Role { panel: true, ..self }
     }
 
-    /// The same role with a backup model, under its older `[fallback]` name.
+    /// The same role with a backup model, configured by its own id (`[fallback]
+    /// "mode.role"`) or by the older shared name `fallback`.
     pub const fn backed_by(self, fallback: &'static str) -> Role {
         Role { fallback: Some(fallback), ..self }
+    }
+
+    /// The same role with a backup model, configured by its own id (`[fallback]
+    /// "mode.role"`), and by its id alone where that is one of the older shared names
+    /// (`chairman`, `foreman`, `facilitator`, `arbiter`): a new role borrows no name.
+    pub const fn backed_up(self) -> Role {
+        Role { fallback: Some(self.id), ..self }
     }
 }
 

@@ -230,7 +230,7 @@ pub static SPEC: ModeSpec = ModeSpec {
         Role::model("skeptic", "Skeptic", "models.skeptic"),
         Role::model("advocate", "Advocate", "models.advocate"),
         Role::model("generalist", "Generalist", "models.generalist"),
-        Role::model("arbiter", "Arbiter", "models.arbiter").backed_by("arbiter"),
+        Role::model("arbiter", "Arbiter", "models.arbiter").backed_up(),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

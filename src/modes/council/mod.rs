@@ -110,7 +110,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     question: Question { label: "Question", required: Some("Question is required") },
     roles: &[
         Role::panel("council", "Council members", "councilModels"),
-        Role::model("chairman", "Chairman", "chairmanModel").backed_by("chairman"),
+        Role::model("chairman", "Chairman", "chairmanModel").backed_up(),
         Role::internal("title", "Title"),
     ],
     top_level: TOP_LEVEL,

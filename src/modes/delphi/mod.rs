@@ -198,7 +198,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     question: Question { label: "Question to estimate", required: Some("Question is required") },
     roles: &[
         Role::panel("panelist", "Panelists", "panelistModels"),
-        Role::model("facilitator", "Facilitator", "facilitatorModel").backed_by("facilitator"),
+        Role::model("facilitator", "Facilitator", "facilitatorModel").backed_up(),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

@@ -129,7 +129,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     question: Question { label: "What to evaluate", required: Some("Content to evaluate is required") },
     roles: &[
         Role::panel("juror", "Jurors", "jurorModels"),
-        Role::model("foreman", "Foreman", "foremanModel").backed_by("foreman"),
+        Role::model("foreman", "Foreman", "foremanModel").backed_up(),
         Role::internal("title", "Title"),
     ],
     top_level: &[],

@@ -70,7 +70,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     question: Question { label: "Question", required: Some("Question is required") },
     roles: &[
         Role::panel("voter", "Voters", "models"),
-        Role::model("chairman", "Chairman (tiebreak)", "chairmanModel").backed_by("chairman"),
+        Role::model("chairman", "Chairman (tiebreak)", "chairmanModel").backed_up(),
         Role::internal("title", "Title"),
     ],
     top_level: &[],
