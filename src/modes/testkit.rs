@@ -24,12 +24,7 @@ pub fn ctx(question: &str, history: Vec<ChatMessage>, new_conversation: bool) ->
 
 /// Offline defaults with a stage timeout of 120 s and no backup models.
 pub fn offline_defaults() -> Defaults {
-    Defaults {
-        offline: true,
-        stage_timeout_ms: 120_000,
-        fallback: Default::default(),
-        ..Default::default()
-    }
+    Defaults { offline: true, stage_timeout_ms: 120_000, ..Default::default() }
 }
 
 /// Validates a request of `mode` asking "q" with the modeConfig `cfg`, under offline defaults.

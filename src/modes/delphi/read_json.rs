@@ -177,8 +177,8 @@ pub struct Reading {
 }
 
 /// A panelist's reply read from its JSON when that fits `schema` (no answer when its fields
-/// hold no usable one), else from its text: an estimate for a numeric question, an answer among `options` (or a
-/// free-form one when there are none) for a qualitative one.
+/// hold no usable one), else from its text: an estimate for a numeric question, an answer
+/// among `options` (or a free-form one when there are none) for a qualitative one.
 pub fn read_panelist(
     text: &str,
     kind: QuestionType,
