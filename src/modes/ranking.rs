@@ -585,18 +585,18 @@ pub fn ranking_schema(name: &str, labels: &[String]) -> Arc<ReplySchema> {
 /// Reads a ranking reply: from its JSON when it fits `schema` (its labels in the order given,
 /// each a place of its own), else by its text ([`read_ranking`]).
 pub fn read_ranking_reply(text: &str, labels: &[String], schema: &ReplySchema) -> ReadRanking {
-    let from_json = schema.read(text).and_then(|v| {
+    let from_json = |v: &Value| {
         let order: Vec<String> = serde_json::from_value(v.get("ranking")?.clone()).ok()?;
-        order.iter().all(|l| labels.contains(l)).then_some(order)
-    });
-    match from_json {
-        Some(order) => ReadRanking {
+        order.iter().all(|l| labels.contains(l)).then(|| ReadRanking {
             places: order.into_iter().map(|l| vec![l]).collect(),
             unparsed: None,
-            read_from: Some(ReadFrom::Json),
-        },
-        None => read_ranking(text, labels),
-    }
+            read_from: None,
+        })
+    };
+    let read = |t: &str| read_ranking(t, labels);
+    let (mut ranking, from) = schema.read_reply(text, from_json, read, |r| !r.places.is_empty());
+    ranking.read_from = from;
+    ranking
 }
 
 /// The labels of a stated ranking in order (empty when none is stated).

@@ -95,6 +95,29 @@ impl ReplySchema {
         reading::json_values(answer).into_iter().rev().find(|v| self.validate(v).is_ok())
     }
 
+    /// Reads a machine-read reply the one way every mode reads one. A reply that states a JSON
+    /// object fitting the schema ([`ReplySchema::read`]) is read from that object's fields
+    /// alone (`from_json`), and when they hold nothing usable (`from_json` gives None) it
+    /// states nothing: the reading is what `from_text` makes of no text. The text readers never
+    /// see such a reply: its reasoning may name an answer in passing, and a lenient reader
+    /// would take the JSON's own keys and punctuation for one. Any other reply is read by
+    /// `from_text`. The second value says where a reading was taken from, when `usable` says
+    /// there is one.
+    pub fn read_reply<T>(
+        &self,
+        reply: &str,
+        from_json: impl FnOnce(&Value) -> Option<T>,
+        from_text: impl FnOnce(&str) -> T,
+        usable: impl FnOnce(&T) -> bool,
+    ) -> (T, Option<ReadFrom>) {
+        let (reading, from) = match self.read(reply) {
+            Some(v) => (from_json(&v).unwrap_or_else(|| from_text("")), ReadFrom::Json),
+            None => (from_text(reply), ReadFrom::Text),
+        };
+        let from = usable(&reading).then_some(from);
+        (reading, from)
+    }
+
     /// What the prompt says instead of a seed's text format: answer with this JSON and
     /// nothing else, its fields in order with what each must hold.
     pub fn instruction(&self) -> String {
@@ -771,6 +794,44 @@ mod tests {
         assert_eq!(f["type"], "json_schema");
         assert_eq!(f["json_schema"]["name"], "ranking");
         assert_eq!(f["json_schema"]["schema"]["properties"]["ranking"]["maxItems"], 3);
+    }
+
+    /// A reader that notes every text it is given and reads a ranking's first label from it.
+    fn noting_reader(
+        seen: &std::cell::RefCell<Vec<String>>,
+    ) -> impl Fn(&str) -> Option<String> + '_ {
+        |t: &str| {
+            seen.borrow_mut().push(t.to_string());
+            ["Response A", "Response B", "Response C"]
+                .into_iter()
+                .find(|l| t.contains(l))
+                .map(str::to_string)
+        }
+    }
+
+    #[test]
+    fn a_reply_that_fits_is_read_from_its_fields_alone() {
+        let s = ranking_schema();
+        let seen = std::cell::RefCell::new(Vec::new());
+        let first = |v: &Value| Some(v["ranking"][0].as_str().map(str::to_string));
+        let fitting =
+            r#"{"reasoning": "B is weak", "ranking": ["Response C", "Response A", "Response B"]}"#;
+        let read = s.read_reply(fitting, first, noting_reader(&seen), Option::is_some);
+        assert_eq!(read, (Some("Response C".to_string()), Some(ReadFrom::Json)));
+        // Its fields hold nothing the mode can use: nothing is read, and the text reader,
+        // which would find a label in the reasoning, is given no text.
+        let refuse = |_: &Value| None::<Option<String>>;
+        let read = s.read_reply(fitting, refuse, noting_reader(&seen), Option::is_some);
+        assert_eq!(read, (None, None));
+        assert_eq!(*seen.borrow(), vec![String::new()]);
+        // Text, or JSON that does not fit, goes to the text reader.
+        let unfit = r#"{"reasoning": "B is weak", "ranking": ["Response C"]}"#;
+        let read = s.read_reply(unfit, first, noting_reader(&seen), Option::is_some);
+        assert_eq!(read, (Some("Response C".to_string()), Some(ReadFrom::Text)));
+        let read =
+            s.read_reply("I cannot rank these.", first, noting_reader(&seen), Option::is_some);
+        assert_eq!(read, (None, None));
+        assert_eq!(seen.borrow().len(), 3);
     }
 
     proptest! {

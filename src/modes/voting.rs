@@ -92,18 +92,11 @@ pub fn read_vote_reply(
     labels: &[String],
     schema: &ReplySchema,
 ) -> (Result<String, Unparsed>, Option<ReadFrom>) {
-    let from_json = schema
-        .read(text)
-        .and_then(|v| v.get("vote").and_then(Value::as_str).map(str::to_string))
-        .filter(|l| labels.contains(l));
-    match from_json {
-        Some(l) => (Ok(l), Some(ReadFrom::Json)),
-        None => {
-            let read = read_vote(text, labels);
-            let from = read.is_ok().then_some(ReadFrom::Text);
-            (read, from)
-        }
-    }
+    let from_json = |v: &Value| {
+        let vote = v.get("vote").and_then(Value::as_str).filter(|l| labels.iter().any(|x| x == l));
+        vote.map(|l| Ok(l.to_string()))
+    };
+    schema.read_reply(text, from_json, |t| read_vote(t, labels), Result::is_ok)
 }
 
 fn vote_re() -> &'static Regex {

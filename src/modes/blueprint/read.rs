@@ -491,14 +491,8 @@ fn outline_from_json(v: &Value) -> Option<OutlineReading> {
 /// ([`read_outline`]). Says where it was read from; None when too few sections were read to
 /// go on (the run fails on it).
 pub fn read_outline_reply(reply: &str, schema: &ReplySchema) -> (OutlineReading, Option<ReadFrom>) {
-    if let Some(reading) = schema.read(reply).and_then(|v| outline_from_json(&v)) {
-        if reading.sections.len() >= MIN_SECTIONS {
-            return (reading, Some(ReadFrom::Json));
-        }
-    }
-    let reading = read_outline(reply);
-    let from = (reading.sections.len() >= MIN_SECTIONS).then_some(ReadFrom::Text);
-    (reading, from)
+    let enough = |r: &OutlineReading| r.sections.len() >= MIN_SECTIONS;
+    schema.read_reply(reply, outline_from_json, read_outline, enough)
 }
 
 // ---- computing on the sections -------------------------------------------------------------

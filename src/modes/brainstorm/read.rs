@@ -507,7 +507,7 @@ fn json_str<'a>(v: &'a Value, key: &str) -> &'a str {
 /// title (an idea without one is none, as a heading without a title is none in text), else
 /// by its text ([`read_ideas`]); with where it was read from when it gave ideas.
 pub fn read_ideas_reply(reply: &str, schema: &ReplySchema) -> (IdeaList, Option<ReadFrom>) {
-    let from_json = schema.read(reply).and_then(|v| {
+    let from_json = |v: &Value| {
         let ideas: Vec<(String, String)> = v
             .get("ideas")?
             .as_array()?
@@ -518,16 +518,9 @@ pub fn read_ideas_reply(reply: &str, schema: &ReplySchema) -> (IdeaList, Option<
                     .then(|| (title.to_string(), json_str(i, "description").to_string()))
             })
             .collect();
-        (!ideas.is_empty()).then_some(IdeaList { ideas, dropped: 0 })
-    });
-    match from_json {
-        Some(l) => (l, Some(ReadFrom::Json)),
-        None => {
-            let l = read_ideas(reply);
-            let from = (!l.ideas.is_empty()).then_some(ReadFrom::Text);
-            (l, from)
-        }
-    }
+        Some(IdeaList { ideas, dropped: 0 })
+    };
+    schema.read_reply(reply, from_json, read_ideas, |l| !l.ideas.is_empty())
 }
 
 /// The curator's reply read from its JSON when it fits `schema` (the clusters under the text's
@@ -540,7 +533,7 @@ pub fn read_clusters_reply(
     schema: &ReplySchema,
 ) -> (Clustering, Option<ReadFrom>) {
     let known: Vec<&str> = ideas.iter().map(|i| i.id.as_str()).collect();
-    let from_json = schema.read(reply).and_then(|v| {
+    let from_json = |v: &Value| {
         let stated = v
             .get("clusters")?
             .as_array()?
@@ -559,17 +552,10 @@ pub fn read_clusters_reply(
                     .collect(),
             })
             .collect();
-        let c = place(stated, &known, k);
-        (!c.clusters.is_empty()).then_some(c)
-    });
-    match from_json {
-        Some(c) => (c, Some(ReadFrom::Json)),
-        None => {
-            let c = read_clusters(reply, ideas, k);
-            let from = (!c.clusters.is_empty()).then_some(ReadFrom::Text);
-            (c, from)
-        }
-    }
+        Some(place(stated, &known, k))
+    };
+    let read = |t: &str| read_clusters(t, ideas, k);
+    schema.read_reply(reply, from_json, read, |c| !c.clusters.is_empty())
 }
 
 /// A scorer's reply read from its JSON when it fits `schema` (each cluster by the last rating
@@ -580,7 +566,7 @@ pub fn read_scores_reply(
     clusters: &[Cluster],
     schema: &ReplySchema,
 ) -> (Vec<ClusterScore>, Option<ReadFrom>) {
-    let from_json = schema.read(reply).and_then(|v| {
+    let from_json = |v: &Value| {
         let items = v.get("scores")?.as_array()?;
         let scores: Vec<ClusterScore> = clusters
             .iter()
@@ -604,14 +590,8 @@ pub fn read_scores_reply(
                 })
             })
             .collect();
-        (!scores.is_empty()).then_some(scores)
-    });
-    match from_json {
-        Some(s) => (s, Some(ReadFrom::Json)),
-        None => {
-            let s = read_scores(reply, clusters);
-            let from = (!s.is_empty()).then_some(ReadFrom::Text);
-            (s, from)
-        }
-    }
+        Some(scores)
+    };
+    let read = |t: &str| read_scores(t, clusters);
+    schema.read_reply(reply, from_json, read, |s| !s.is_empty())
 }

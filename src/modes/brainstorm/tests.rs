@@ -875,6 +875,10 @@ fn ideas_are_read_from_json_when_it_fits_else_from_text() {
     // Only blank titles: no idea from JSON, none from text either.
     let blank = reply(vec![item("", "x"), item(" ", "y"), item("", "z")]);
     assert_eq!(read_ideas_reply(&blank, &s), (IdeaList { ideas: vec![], dropped: 0 }, None));
+    // A reply whose JSON fits states its ideas there: headings written before it are not read
+    // in place of the blank titles it gives.
+    let both = format!("{IDEAS}\n{blank}");
+    assert_eq!(read_ideas_reply(&both, &s), (IdeaList { ideas: vec![], dropped: 0 }, None));
     // Eleven ideas do not fit the schema and the text reader reads no JSON: unparsed.
     let eleven = reply((0..11).map(|k| item(&format!("t{k}"), "d")).collect());
     assert_eq!(read_ideas_reply(&eleven, &s).1, None);

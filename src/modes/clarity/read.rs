@@ -471,31 +471,28 @@ pub struct Ruling {
 /// The Arbiter's reply read from its JSON when it fits `schema` (every disputed dimension
 /// scored 0-10), else by the text reader, which keeps the disputed dimensions it finds.
 pub fn read_ruling(text: &str, disputed: &[String], schema: &ReplySchema) -> Ruling {
-    let from_json = schema.read(text).and_then(|obj| {
+    let from_json = |obj: &Value| {
         let given = obj.get("scores")?;
         let scores = disputed
             .iter()
             .map(|k| given.get(k).and_then(score_value).map(|s| (k.clone(), s)))
             .collect::<Option<BTreeMap<_, _>>>()?;
         let reasoning = obj.get(schema::REASONING).and_then(Value::as_str).map(str::to_string);
-        (!scores.is_empty()).then_some(Ruling {
-            scores,
-            reasoning,
-            read_from: Some(ReadFrom::Json),
-        })
-    });
-    if let Some(r) = from_json {
-        return r;
-    }
-    let (scores, obj) = parse_scores(text);
-    let scores: BTreeMap<String, f64> = DIMENSIONS
-        .iter()
-        .zip(scores)
-        .filter(|(dim, _)| disputed.iter().any(|k| k == dim.key))
-        .filter_map(|(dim, s)| s.map(|s| (dim.key.to_string(), s)))
-        .collect();
-    let reasoning =
-        obj.as_ref().and_then(|o| o.get("reasoning")).and_then(Value::as_str).map(str::to_string);
-    let read_from = (!scores.is_empty()).then_some(ReadFrom::Text);
-    Ruling { scores, reasoning, read_from }
+        Some(Ruling { scores, reasoning, read_from: None })
+    };
+    let from_text = |text: &str| {
+        let (scores, obj) = parse_scores(text);
+        let scores: BTreeMap<String, f64> = DIMENSIONS
+            .iter()
+            .zip(scores)
+            .filter(|(dim, _)| disputed.iter().any(|k| k == dim.key))
+            .filter_map(|(dim, s)| s.map(|s| (dim.key.to_string(), s)))
+            .collect();
+        let reasoning = obj.as_ref().and_then(|o| o.get("reasoning")).and_then(Value::as_str);
+        Ruling { scores, reasoning: reasoning.map(str::to_string), read_from: None }
+    };
+    let (mut ruling, from) =
+        schema.read_reply(text, from_json, from_text, |r| !r.scores.is_empty());
+    ruling.read_from = from;
+    ruling
 }

@@ -267,7 +267,7 @@ pub fn read_answer_reply(
     ms: i64,
     schema: &ReplySchema,
 ) -> AnswerData {
-    let from_json = schema.read(reply).and_then(|v| {
+    let from_json = |v: &Value| {
         let confidence = v.get("confidence")?.as_f64().filter(|c| (0.0..=1.0).contains(c))?;
         let field = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").trim().to_string();
         Some(AnswerData {
@@ -279,14 +279,13 @@ pub fn read_answer_reply(
             parsed_successfully: true,
             clamped: false,
             response_time_ms: ms,
-            read_from: Some(ReadFrom::Json),
+            read_from: None,
         })
-    });
-    from_json.unwrap_or_else(|| {
-        let mut a = read_answer(index, model, reply, ms);
-        a.read_from = a.parsed_successfully.then_some(ReadFrom::Text);
-        a
-    })
+    };
+    let read = |t: &str| read_answer(index, model, t, ms);
+    let (mut answer, from) = schema.read_reply(reply, from_json, read, |a| a.parsed_successfully);
+    answer.read_from = from;
+    answer
 }
 
 /// A reply read as an answer by its text.

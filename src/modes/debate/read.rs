@@ -51,10 +51,10 @@ pub fn revision_schema() -> Arc<ReplySchema> {
     )
 }
 
-/// A revision's JSON, when it fits `schema` and states a decision the text reader would read
-/// (the schema's words are all such): reasoning and response as stated, blank ones as none.
-fn schema_revision(raw: &str, schema: &ReplySchema) -> Option<ParsedRevision> {
-    let v = schema.read(raw)?;
+/// A revision from a reply's JSON (one fitting the schema), when it states a decision the text
+/// reader would read (the schema's words are all such): reasoning and response as stated, blank
+/// ones as none.
+fn schema_revision(v: &Value) -> Option<ParsedRevision> {
     let decision = decision_word(v.get("decision")?.as_str()?)?;
     let field = |k: &str| {
         v.get(k).and_then(Value::as_str).map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
@@ -70,14 +70,7 @@ fn schema_revision(raw: &str, schema: &ReplySchema) -> Option<ParsedRevision> {
 /// Reads a revision from its JSON when it fits `schema`, else by its text ([`parse_revision`]);
 /// with where its decision was read from, when one was.
 pub fn parse_revision_reply(raw: &str, schema: &ReplySchema) -> (ParsedRevision, Option<ReadFrom>) {
-    match schema_revision(raw, schema) {
-        Some(p) => (p, Some(ReadFrom::Json)),
-        None => {
-            let p = parse_revision(raw);
-            let from = p.decision.is_some().then_some(ReadFrom::Text);
-            (p, from)
-        }
-    }
+    schema.read_reply(raw, schema_revision, parse_revision, |p| p.decision.is_some())
 }
 
 /// A decision word, in English or a few other languages (`REVISAR`, `MAINTENIR`,

@@ -497,13 +497,7 @@ pub fn read_plan_reply(
     max_tasks: usize,
     schema: &ReplySchema,
 ) -> (PlanReading, Option<ReadFrom>) {
-    if let Some(drafts) = schema.read(reply).and_then(|v| drafts_from_json(&v)) {
-        let reading = clean(drafts, max_tasks);
-        if !reading.tasks.is_empty() {
-            return (reading, Some(ReadFrom::Json));
-        }
-    }
-    let reading = read_plan(reply, max_tasks);
-    let from = (!reading.tasks.is_empty()).then_some(ReadFrom::Text);
-    (reading, from)
+    let from_json = |v: &Value| drafts_from_json(v).map(|drafts| clean(drafts, max_tasks));
+    let read = |t: &str| read_plan(t, max_tasks);
+    schema.read_reply(reply, from_json, read, |r| !r.tasks.is_empty())
 }

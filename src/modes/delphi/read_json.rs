@@ -129,7 +129,7 @@ fn json_reasoning(v: &Value) -> String {
 /// The classification a reply states, and where it was read from: its JSON when that fits
 /// `schema`, else its text ([`parse_classification`]). None when neither states one.
 pub fn read_classification(text: &str, schema: &ReplySchema) -> Option<(Classification, ReadFrom)> {
-    let from_json = schema.read(text).and_then(|v| {
+    let from_json = |v: &Value| {
         let kind = match v["type"].as_str()? {
             "NUMERIC" => QuestionType::Numeric,
             "QUALITATIVE" => QuestionType::Qualitative,
@@ -145,20 +145,18 @@ pub fn read_classification(text: &str, schema: &ReplySchema) -> Option<(Classifi
                     .collect(),
             ),
         };
-        let reasoning = json_reasoning(&v).lines().next().unwrap_or("").trim().to_string();
-        Some(Classification {
+        let reasoning = json_reasoning(v).lines().next().unwrap_or("").trim().to_string();
+        Some(Some(Classification {
             kind,
             options,
             reasoning,
             fallback_from: None,
             unparsed: None,
             read_from: None,
-        })
-    });
-    let (mut c, from) = match from_json {
-        Some(c) => (c, ReadFrom::Json),
-        None => (parse_classification(text)?, ReadFrom::Text),
+        }))
     };
+    let (c, from) = schema.read_reply(text, from_json, parse_classification, Option::is_some);
+    let (mut c, from) = (c?, from?);
     c.read_from = Some(from);
     Some((c, from))
 }

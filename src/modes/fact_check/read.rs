@@ -425,7 +425,7 @@ fn numbered_claims(stated: Vec<(String, Option<String>, Option<String>)>) -> Vec
 /// there are none with an empty list), else by its text ([`read_claims`]); with where it was
 /// read from when it followed a format.
 pub fn read_claims_reply(reply: &str, schema: &ReplySchema) -> (Extraction, Option<ReadFrom>) {
-    let from_json = schema.read(reply).and_then(|v| {
+    let from_json = |v: &Value| {
         let items = v.get("claims")?.as_array()?;
         let stated = items
             .iter()
@@ -435,17 +435,9 @@ pub fn read_claims_reply(reply: &str, schema: &ReplySchema) -> (Extraction, Opti
                 (field("claim").to_string(), context, type_of(field("type")))
             })
             .collect();
-        let e = Extraction { claims: numbered_claims(stated), none_stated: items.is_empty() };
-        e.parse_success().then_some(e)
-    });
-    match from_json {
-        Some(e) => (e, Some(ReadFrom::Json)),
-        None => {
-            let e = read_claims(reply);
-            let from = e.parse_success().then_some(ReadFrom::Text);
-            (e, from)
-        }
-    }
+        Some(Extraction { claims: numbered_claims(stated), none_stated: items.is_empty() })
+    };
+    schema.read_reply(reply, from_json, read_claims, Extraction::parse_success)
 }
 
 /// A checker's reply read from its JSON when it fits `schema`, else by its text
@@ -455,7 +447,7 @@ pub fn read_check_reply(
     claims: &[Claim],
     schema: &ReplySchema,
 ) -> (CheckReading, Option<ReadFrom>) {
-    let from_json = schema.read(reply).and_then(|v| {
+    let from_json = |v: &Value| {
         let items = v.get("verifications")?.as_array()?;
         let verifications: Vec<Verification> = claims
             .iter()
@@ -488,14 +480,7 @@ pub fn read_check_reply(
             })
             .collect();
         let parse_success = verifications.iter().any(|v| v.addressed);
-        parse_success.then_some(CheckReading { verifications, parse_success })
-    });
-    match from_json {
-        Some(r) => (r, Some(ReadFrom::Json)),
-        None => {
-            let r = read_check(reply, claims);
-            let from = r.parse_success.then_some(ReadFrom::Text);
-            (r, from)
-        }
-    }
+        Some(CheckReading { verifications, parse_success })
+    };
+    schema.read_reply(reply, from_json, |t| read_check(t, claims), |r| r.parse_success)
 }

@@ -562,21 +562,26 @@ pub fn assess_reply(
     response_time_ms: i64,
     schema: &ReplySchema,
 ) -> JurorAssessment {
-    let Some((scores, verdict, recommendations)) =
-        schema.read(text).as_ref().and_then(json_assessment)
-    else {
-        return assess(model, text, response_time_ms);
+    let from_json = |v: &Value| {
+        let (scores, verdict, recommendations) = json_assessment(v)?;
+        Some(JurorAssessment {
+            model: model.to_string(),
+            assessment_text: String::new(),
+            average: average(&scores),
+            verdict: Some(verdict),
+            recommendations,
+            scores,
+            response_time_ms,
+            parse_success: true,
+            unparsed: None,
+            read_from: None,
+        })
     };
-    JurorAssessment {
-        model: model.to_string(),
-        assessment_text: text.to_string(),
-        average: average(&scores),
-        verdict: Some(verdict),
-        recommendations,
-        scores,
-        response_time_ms,
-        parse_success: true,
-        unparsed: None,
-        read_from: Some(ReadFrom::Json),
-    }
+    let read = |t: &str| assess(model, t, response_time_ms);
+    let usable = |a: &JurorAssessment| a.parse_success || a.verdict.is_some();
+    let (mut assessment, from) = schema.read_reply(text, from_json, read, usable);
+    // What the juror wrote, whichever way it was read.
+    assessment.assessment_text = text.to_string();
+    assessment.read_from = from;
+    assessment
 }

@@ -330,7 +330,7 @@ fn json_text(v: &Value, key: &str) -> Option<String> {
 /// numbered 1..k; none listed is no flaws), else by its text ([`read_attack`]). Says where
 /// it was read from; None when nothing was read (`parseSuccess: false`).
 pub fn read_attack_reply(reply: &str, schema: &ReplySchema) -> (AttackReading, Option<ReadFrom>) {
-    let from_json = schema.read(reply).and_then(|v| {
+    let from_json = |v: &Value| {
         let findings = v
             .get("findings")?
             .as_array()?
@@ -355,19 +355,12 @@ pub fn read_attack_reply(reply: &str, schema: &ReplySchema) -> (AttackReading, O
         Some(AttackReading {
             findings,
             reported_summary: None,
-            overall_risk: json_text(&v, "overallRisk"),
+            overall_risk: json_text(v, "overallRisk"),
             no_flaws,
             parse_success: true,
         })
-    });
-    match from_json {
-        Some(r) => (r, Some(ReadFrom::Json)),
-        None => {
-            let r = read_attack(reply);
-            let from = r.parse_success.then_some(ReadFrom::Text);
-            (r, from)
-        }
-    }
+    };
+    schema.read_reply(reply, from_json, read_attack, |r| r.parse_success)
 }
 
 /// A revision that says there is none (`N/A`, `none`, `-`, empty).
@@ -384,7 +377,7 @@ pub fn read_defense_reply(
     findings: &[Finding],
     schema: &ReplySchema,
 ) -> (DefenseReading, Option<ReadFrom>) {
-    let from_json = schema.read(reply).map(|v| {
+    let from_json = |v: &Value| {
         let given: Vec<&Value> =
             v.get("responses").and_then(Value::as_array).into_iter().flatten().collect();
         let responses = findings
@@ -412,17 +405,12 @@ pub fn read_defense_reply(
                 }
             })
             .collect();
-        DefenseReading { responses, revised_content: json_text(&v, "revisedContent") }
-    });
-    match from_json {
-        Some(r) => (r, Some(ReadFrom::Json)),
-        None => {
-            let r = read_defense(reply, findings);
-            let answered = r.responses.iter().any(|x| x.verdict != "UNADDRESSED");
-            let from = (answered || r.revised_content.is_some()).then_some(ReadFrom::Text);
-            (r, from)
-        }
-    }
+        Some(DefenseReading { responses, revised_content: json_text(v, "revisedContent") })
+    };
+    let answered = |r: &DefenseReading| {
+        r.responses.iter().any(|x| x.verdict != "UNADDRESSED") || r.revised_content.is_some()
+    };
+    schema.read_reply(reply, from_json, |t| read_defense(t, findings), answered)
 }
 
 /// The defender's answer to one finding.

@@ -124,7 +124,7 @@ pub fn parse_verdict(reply: &str) -> Verdict {
 /// reasoning), else by its text ([`parse_verdict`]). Says where the side was read from; None
 /// when no side was read.
 pub fn read_verdict_reply(reply: &str, schema: &ReplySchema) -> (Verdict, Option<ReadFrom>) {
-    let from_json = schema.read(reply).and_then(|v| {
+    let from_json = |v: &Value| {
         let winner = match v.get("winner")?.as_str()? {
             w if w == Side::A.label() => Side::A,
             w if w == Side::B.label() => Side::B,
@@ -132,15 +132,8 @@ pub fn read_verdict_reply(reply: &str, schema: &ReplySchema) -> (Verdict, Option
         };
         let reasoning = v.get(schema::REASONING)?.as_str()?.trim().to_string();
         Some(Verdict { winner: Some(winner), reasoning })
-    });
-    match from_json {
-        Some(v) => (v, Some(ReadFrom::Json)),
-        None => {
-            let v = parse_verdict(reply);
-            let from = v.winner.map(|_| ReadFrom::Text);
-            (v, from)
-        }
-    }
+    };
+    schema.read_reply(reply, from_json, parse_verdict, |v| v.winner.is_some())
 }
 
 fn find_last_ci(hay: &str, needle: &str) -> Option<usize> {
