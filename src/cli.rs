@@ -660,7 +660,7 @@ async fn export_text(
     with_events: bool,
     viewer: &Viewer,
 ) -> Result<Option<String>, EngineError> {
-    use crate::export::Format;
+    use crate::export::{Export, Format};
     let render = |json: Value, md: String| match format {
         Format::Json => serde_json::to_string_pretty(&json).unwrap_or_default() + "\n",
         Format::Markdown => md,

@@ -35,15 +35,28 @@ pub struct RunExport {
     pub events: Vec<StoredEvent>,
 }
 
+/// What a run's and a conversation's exports both are: a JSON document and Markdown.
+pub trait Export {
+    /// The JSON document, with its stored events when `with_events`.
+    fn to_json(&self, with_events: bool) -> Value;
+    /// Markdown a person reads.
+    fn to_markdown(&self) -> String;
+}
+
 impl RunExport {
     /// `view` is the run record as the API gives it (the engine's `run_view`).
     pub fn new(view: Value, stages: Vec<StageRecord>, events: Vec<StoredEvent>) -> Self {
         RunExport { view, stages, events }
     }
 
-    /// The JSON document: the run as the API gives it, its stage rows and (with
-    /// `with_events`) its events.
-    pub fn to_json(&self, with_events: bool) -> Value {
+    pub fn run_id(&self) -> &str {
+        self.view["id"].as_str().unwrap_or("run")
+    }
+}
+
+impl Export for RunExport {
+    /// The run as the API gives it, its stage rows and (with `with_events`) its events.
+    fn to_json(&self, with_events: bool) -> Value {
         let mut doc = json!({
             "format": RUN_FORMAT,
             "version": VERSION,
@@ -56,12 +69,8 @@ impl RunExport {
         doc
     }
 
-    pub fn to_markdown(&self) -> String {
+    fn to_markdown(&self) -> String {
         run_markdown(self, 1)
-    }
-
-    pub fn run_id(&self) -> &str {
-        self.view["id"].as_str().unwrap_or("run")
     }
 }
 
@@ -72,8 +81,8 @@ pub struct ConversationExport {
     pub runs: Vec<RunExport>,
 }
 
-impl ConversationExport {
-    pub fn to_json(&self, with_events: bool) -> Value {
+impl Export for ConversationExport {
+    fn to_json(&self, with_events: bool) -> Value {
         let runs: Vec<Value> = self.runs.iter().map(|r| r.to_json(with_events)).collect();
         json!({
             "format": CONVERSATION_FORMAT,
@@ -83,7 +92,7 @@ impl ConversationExport {
         })
     }
 
-    pub fn to_markdown(&self) -> String {
+    fn to_markdown(&self) -> String {
         conversation_markdown(self)
     }
 }

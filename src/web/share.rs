@@ -14,7 +14,7 @@ use super::auth::{hash_token, Caller};
 use super::error::{conversation_id, run_id, ApiError};
 use super::AppState;
 use crate::engine::{Engine, EngineError, Viewer};
-use crate::export::{ConversationExport, Format, RunExport};
+use crate::export::{Export, Format};
 use crate::store::ShareRecord;
 
 /// The start of every share token.
@@ -58,36 +58,12 @@ fn format_of(q: &ExportQuery) -> Result<Format, ApiError> {
     }
 }
 
-/// A run's or a conversation's export, in either format.
-trait Export {
-    fn markdown(&self) -> String;
-    fn json(&self, events: bool) -> serde_json::Value;
-}
-
-impl Export for RunExport {
-    fn markdown(&self) -> String {
-        self.to_markdown()
-    }
-    fn json(&self, events: bool) -> serde_json::Value {
-        self.to_json(events)
-    }
-}
-
-impl Export for ConversationExport {
-    fn markdown(&self) -> String {
-        self.to_markdown()
-    }
-    fn json(&self, events: bool) -> serde_json::Value {
-        self.to_json(events)
-    }
-}
-
 /// An export as a download named `name`, in `format` (only the one asked for is made), with
 /// its events in JSON when `events`.
 fn download(format: Format, name: &str, export: &impl Export, events: bool) -> HttpResponse {
     let body = match format {
-        Format::Markdown => export.markdown(),
-        Format::Json => serde_json::to_string_pretty(&export.json(events)).unwrap_or_default(),
+        Format::Markdown => export.to_markdown(),
+        Format::Json => serde_json::to_string_pretty(&export.to_json(events)).unwrap_or_default(),
     };
     HttpResponse::Ok()
         .content_type(format.content_type())
