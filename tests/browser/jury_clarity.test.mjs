@@ -151,6 +151,9 @@ test("a jury from the form: juror cards with radar charts and verdicts, the aggr
   await c.page.waitForFunction((sel) => { const box = document.querySelectorAll(sel)[1]; return box && box.querySelector("canvas").clientWidth > 100; }, `${run} [data-section="deliberation"] .jury-radar`);
   const overflow = await c.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert.ok(overflow <= 1, `no sideways scrolling on a phone (${overflow}px)`);
+  // The dimension table fits too: its consensus words wrap rather than leave the card.
+  const table = await c.page.$eval(`${run} table.jury-dimensions`, (t) => t.scrollWidth - t.clientWidth);
+  assert.ok(table <= 1, `the dimension table fits a phone (${table}px over)`);
   await c.page.click(`${tabs} >> nth=0`);
   await c.page.evaluate(() => window.scrollTo(0, 0));
   await screenshot(c.page, "jury-phone");
