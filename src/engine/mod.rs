@@ -157,6 +157,7 @@ impl Engine {
     /// `settings.recover`, also takes over runs whose lease ran out). Must run inside an
     /// actix System.
     pub fn launch(store: Store, providers: Providers, settings: EngineSettings) -> Self {
+        modes::request::prepare();
         let instance: Arc<str> = uuid::Uuid::new_v4().to_string().into();
         let mut bus_handle = None;
         let starts = Arc::new(limits::StartLimiter::default());
