@@ -743,6 +743,15 @@ async fn modes(sizes: Sizes) -> Result<Report, BenchError> {
         calls.join(", ")
     ));
     r.note(format!("from sending start to started: {}", starts.join(", ")));
+    // The same overhead is a larger ratio on a short run: Solo's one call is under a second,
+    // and its ideal itself varies by a few percent between runs of this scenario.
+    let over: Vec<String> = cases
+        .iter()
+        .zip(&finished)
+        .zip(&measured)
+        .map(|((c, f), id)| format!("{} {:.1} ms", c.mode, ms(f.wall) - ms(id.critical_path)))
+        .collect();
+    r.note(format!("wall over the ideal: {}", over.join(", ")));
     Ok(r.finish())
 }
 
