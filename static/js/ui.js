@@ -348,11 +348,13 @@ export function plural(n, one, many) {
 }
 
 /** A table from rows of cells; `num` marks right-aligned columns. */
-export function table(headers, rows, { num = [], caption } = {}) {
-  const t = el("table", { class: "data" });
+export function table(headers, rows, { num = [], caption, stack = false } = {}) {
+  // `stack`: on a phone each row is a block of labelled lines (a table of long texts cannot fit).
+  const t = el("table", { class: stack ? "data stack" : "data" });
   if (caption) t.append(el("caption", { class: "visually-hidden" }, caption));
+  const label = (i) => (stack ? (typeof headers[i] === "string" ? headers[i] : headers[i].textContent) : null);
   const thead = el("thead", null, el("tr", null, headers.map((h, i) => el("th", { scope: "col", class: num.includes(i) ? "num" : null }, h))));
-  const tbody = el("tbody", null, rows.map((r) => el("tr", null, r.map((c, i) => el("td", { class: num.includes(i) ? "num" : null }, c)))));
+  const tbody = el("tbody", null, rows.map((r) => el("tr", null, r.map((c, i) => el("td", { class: num.includes(i) ? "num" : null, "data-label": label(i) }, c)))));
   t.append(thead, tbody);
   return t;
 }

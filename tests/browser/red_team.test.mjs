@@ -76,6 +76,19 @@ test("a red team run from the form shows its rounds, severity chart and audit, l
     return [document.documentElement.scrollWidth - w, over.slice(-3).map((n) => `${n.tagName}.${n.className}`)];
   });
   assert.ok(overflow <= 1, `no sideways scroll on a phone (${overflow}px: ${wide.join(", ")})`);
+  // A defense's table of long texts hides no column, on a phone or in its card on a desktop:
+  // each row is a block of lines, each under its column's name.
+  for (const p of [phone.page, fresh.page]) {
+    const tables = await p.$$eval('section[data-section^="defend_round_"] table.data', (ts) => ts.map((t) => ({
+      over: t.scrollWidth - t.clientWidth,
+      labels: [...t.querySelectorAll("tbody tr:first-child td")].map((td) => getComputedStyle(td, "::before").content),
+    })));
+    assert.ok(tables.length > 0);
+    for (const t of tables) {
+      assert.ok(t.over <= 1, `the defense table fits (${t.over}px over)`);
+      assert.deepEqual(t.labels, ['"# · "', '"Finding · "', '"Severity · "', '"Verdict · "', '"Reasoning · "', '"Revision · "']);
+    }
+  }
   assert.deepEqual(errors, []);
   assert.deepEqual(fresh.errors, []);
   assert.deepEqual(phone.errors, []);

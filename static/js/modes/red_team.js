@@ -66,7 +66,7 @@ export function createView(ctx) {
       el("p", { class: "rt-verdicts" }, `${d.accepted ?? 0} accepted, ${d.rebutted ?? 0} rebutted, ${d.unaddressed ?? 0} unaddressed.`),
     ];
     if (d.failed) nodes.unshift(el("div", { class: "callout rt-failed" }, "The defender's call failed: the content carries forward and the findings stay unaddressed."));
-    if (rows.length) nodes.push(el("div", { class: "table-wrap" }, ui.table(["#", "Finding", "Severity", "Verdict", "Reasoning", "Revision"], rows)));
+    if (rows.length) nodes.push(el("div", { class: "table-wrap" }, ui.table(["#", "Finding", "Severity", "Verdict", "Reasoning", "Revision"], rows, { stack: true })));
     nodes.push(el("details", { class: "rt-revised" },
       el("summary", null, d.revisedContentFound ? "Revised content" : "Content carried forward (no revised content given)"),
       ui.markdown(d.revisedContent || "")));
