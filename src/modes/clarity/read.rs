@@ -302,14 +302,18 @@ pub fn weighted(scores: &[Option<f64>; 7]) -> Option<f64> {
 /// An evaluator's scorecard read by the text readers (the JSON object the spec's format asks
 /// for, found in any prose, else `Dimension: N` lines); None when the call failed.
 pub fn read_verdict(role: &str, reply: &CallReply) -> Option<Verdict> {
-    let text = reply.result.as_ref().ok()?;
+    Some(text_verdict(role, reply, reply.result.as_ref().ok()?))
+}
+
+/// [`read_verdict`] of `text`, `reply`'s text or none.
+fn text_verdict(role: &str, reply: &CallReply, text: &str) -> Verdict {
     let (scores, obj) = parse_scores(text);
     let readable = scores.iter().filter(|s| s.is_some()).count();
     let s =
         |k: &str| obj.as_ref().and_then(|o| o.get(k)).and_then(Value::as_str).map(str::to_string);
     // Without a critique field, the start of the answer (never of the reasoning).
     let answer = split_reasoning(text).answer;
-    Some(Verdict {
+    Verdict {
         role: role.to_string(),
         model: reply.model.clone(),
         overall: weighted(&scores),
@@ -321,7 +325,7 @@ pub fn read_verdict(role: &str, reply: &CallReply) -> Option<Verdict> {
         parse_success: readable >= 4,
         unparsed: (readable < 4).then(|| Unparsed::of(text)),
         read_from: (readable >= 4).then_some(ReadFrom::Text),
-    })
+    }
 }
 
 /// The name of an evaluator's first scorecard's schema.
@@ -423,15 +427,9 @@ pub fn ruling_schema(disputed: &[String]) -> Arc<ReplySchema> {
     )
 }
 
-/// A scorecard from the reply's JSON, when it fits `schema` and every score reads as the text
+/// A scorecard from a reply's JSON (one fitting the schema), when every score reads as the text
 /// reader reads it (0 to 10, one decimal): all seven dimensions, so it always counts.
-fn json_verdict(
-    role: &str,
-    reply: &CallReply,
-    text: &str,
-    schema: &ReplySchema,
-) -> Option<Verdict> {
-    let obj = schema.read(text)?;
+fn json_verdict(role: &str, reply: &CallReply, obj: &Value) -> Option<Verdict> {
     let given = obj.get("scores")?;
     let read: Vec<f64> =
         DIMENSIONS.iter().map(|d| given.get(d.key).and_then(score_value)).collect::<Option<_>>()?;
@@ -442,7 +440,7 @@ fn json_verdict(
         model: reply.model.clone(),
         overall: weighted(&scores),
         critique: s("critique").unwrap_or_default(),
-        issues: issues_of(Some(&obj)),
+        issues: issues_of(Some(obj)),
         justification: s("justification"),
         scores,
         response_time_ms: reply.response_time_ms as i64,
@@ -456,7 +454,11 @@ fn json_verdict(
 /// readers ([`read_verdict`]); None when the call failed.
 pub fn read_verdict_reply(role: &str, reply: &CallReply, schema: &ReplySchema) -> Option<Verdict> {
     let text = reply.result.as_ref().ok()?;
-    json_verdict(role, reply, text, schema).or_else(|| read_verdict(role, reply))
+    let from_json = |obj: &Value| json_verdict(role, reply, obj);
+    let from_text = |t: &str| text_verdict(role, reply, t);
+    let (mut verdict, from) = schema.read_reply(text, from_json, from_text, |v| v.parse_success);
+    verdict.read_from = from;
+    Some(verdict)
 }
 
 /// What the Arbiter ruled: its score per disputed dimension it scored, its reasoning, and
