@@ -86,7 +86,7 @@ test("a red team run from the form shows its rounds, severity chart and audit, l
     assert.ok(tables.length > 0);
     for (const t of tables) {
       assert.ok(t.over <= 1, `the defense table fits (${t.over}px over)`);
-      assert.deepEqual(t.labels, ['"# · "', '"Finding · "', '"Severity · "', '"Verdict · "', '"Reasoning · "', '"Revision · "']);
+      assert.deepEqual(t.labels, ['"#"', '"Finding · "', '"Severity · "', '"Verdict · "', '"Reasoning · "', '"Revision · "']);
     }
   }
   assert.deepEqual(errors, []);
