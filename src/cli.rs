@@ -661,20 +661,20 @@ async fn export_text(
     viewer: &Viewer,
 ) -> Result<Option<String>, EngineError> {
     use crate::export::{Export, Format};
-    let render = |json: Value, md: String| match format {
-        Format::Json => serde_json::to_string_pretty(&json).unwrap_or_default() + "\n",
-        Format::Markdown => md,
+    let render = |e: &dyn Export| match format {
+        Format::Json => e.render(format, with_events) + "\n",
+        Format::Markdown => e.render(format, with_events),
     };
     if let Some(run) = crate::ids::RunId::parse(id) {
         match engine.export_run(&run, viewer).await {
-            Ok(e) => return Ok(Some(render(e.to_json(with_events), e.to_markdown()))),
+            Ok(e) => return Ok(Some(render(&e))),
             Err(EngineError::NotFound(_)) => {}
             Err(e) => return Err(e),
         }
     }
     if let Some(conv) = crate::ids::ConversationId::parse(id) {
         match engine.export_conversation(&conv, viewer).await {
-            Ok(e) => return Ok(Some(render(e.to_json(with_events), e.to_markdown()))),
+            Ok(e) => return Ok(Some(render(&e))),
             Err(EngineError::NotFound(_)) => {}
             Err(e) => return Err(e),
         }

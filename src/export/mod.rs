@@ -41,6 +41,16 @@ pub trait Export {
     fn to_json(&self, with_events: bool) -> Value;
     /// Markdown a person reads.
     fn to_markdown(&self) -> String;
+
+    /// The export in `format`, only that one made (the JSON pretty-printed).
+    fn render(&self, format: Format, with_events: bool) -> String {
+        match format {
+            Format::Markdown => self.to_markdown(),
+            Format::Json => {
+                serde_json::to_string_pretty(&self.to_json(with_events)).unwrap_or_default()
+            }
+        }
+    }
 }
 
 impl RunExport {

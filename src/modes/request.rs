@@ -149,14 +149,23 @@ pub fn check_fields(
 /// run's start waits for it: made on the first start instead, it took a few milliseconds and
 /// every start arriving meanwhile waited behind it.
 pub fn prepare() {
-    compiled(ModeKind::default_mode());
+    validators();
 }
 
-/// The mode's body schema, with every list bounded, and its validator: made once.
+/// The mode's body schema, with every list bounded, and its validator.
 fn compiled(mode: ModeKind) -> &'static (Value, jsonschema::Validator) {
-    type Compiled = Vec<(&'static str, (Value, jsonschema::Validator))>;
+    let all = validators();
+    // Every registered mode was compiled; the first stands in for none.
+    all.iter().find(|(id, _)| *id == mode.as_str()).map_or(&all[0].1, |(_, c)| c)
+}
+
+/// Every registered mode's id, body schema and validator.
+type Compiled = Vec<(&'static str, (Value, jsonschema::Validator))>;
+
+/// Every registered mode's body schema and validator: made once.
+fn validators() -> &'static Compiled {
     static ALL: std::sync::OnceLock<Compiled> = std::sync::OnceLock::new();
-    let all = ALL.get_or_init(|| {
+    ALL.get_or_init(|| {
         ModeKind::all()
             .into_iter()
             .map(|m| {
@@ -169,9 +178,7 @@ fn compiled(mode: ModeKind) -> &'static (Value, jsonschema::Validator) {
                 (m.as_str(), (schema, validator))
             })
             .collect()
-    });
-    // Every registered mode was compiled above; the first stands in for none.
-    all.iter().find(|(id, _)| *id == mode.as_str()).map_or(&all[0].1, |(_, c)| c)
+    })
 }
 
 /// The schema as checked: every list that sets no `maxItems` takes at most

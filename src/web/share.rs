@@ -61,10 +61,7 @@ fn format_of(q: &ExportQuery) -> Result<Format, ApiError> {
 /// An export as a download named `name`, in `format` (only the one asked for is made), with
 /// its events in JSON when `events`.
 fn download(format: Format, name: &str, export: &impl Export, events: bool) -> HttpResponse {
-    let body = match format {
-        Format::Markdown => export.to_markdown(),
-        Format::Json => serde_json::to_string_pretty(&export.to_json(events)).unwrap_or_default(),
-    };
+    let body = export.render(format, events);
     HttpResponse::Ok()
         .content_type(format.content_type())
         .insert_header((
