@@ -349,7 +349,8 @@ export function plural(n, one, many) {
 
 /** A table from rows of cells; `num` marks right-aligned columns. */
 export function table(headers, rows, { num = [], caption, stack = false } = {}) {
-  // `stack`: on a phone each row is a block of labelled lines (a table of long texts cannot fit).
+  // `stack`: wherever the table is narrow (a phone, a panel's card) each row is a block of
+  // lines under their column's names, as a table of long texts cannot fit (app.css).
   const t = el("table", { class: stack ? "data stack" : "data" });
   if (caption) t.append(el("caption", { class: "visually-hidden" }, caption));
   const label = (i) => (stack ? (typeof headers[i] === "string" ? headers[i] : headers[i].textContent) : null);
