@@ -5,7 +5,8 @@
 //! 1. under the last ranking header (`FINAL RANKING:`, `**Final ranking**:`, `Ranking:` at the
 //!    start of a line, `CLASSEMENT FINAL :`, `CLASIFICACIÓN FINAL:`, `ENDGÜLTIGE RANGFOLGE:`…):
 //!    its numbered items (on separate lines or one line), else the labels of its first
-//!    paragraph in the order written (`Response B > Response A = Response C`);
+//!    paragraph in the order written (`Response B > Response A = Response C`); a header's name
+//!    quoted in a sentence after it, with no label or refusal following, is not a header;
 //! 2. without a header: JSON, fenced or bare (a `ranking` list or map, or an array of labels on
 //!    its own), a Markdown table with a rank column and a response column in either order
 //!    (bold or not, bare letters in the response column), a line that is only labels joined by
@@ -329,9 +330,28 @@ fn from_chain(text: &str, labels: &[String]) -> Places {
 }
 
 /// The section under the last header: numbered items, else the chain of its first paragraph.
+/// A header inside a line of prose, followed by no label and no refusal, is the header's name
+/// quoted (`the section is marked "FINAL RANKING: FINAL"`), not a section: the one before it
+/// is read.
 fn under_header(answer: &str, labels: &[String]) -> Result<Option<Places>, Unparsed> {
-    let Some(header) = header_re().find_iter(answer).last() else { return Ok(None) };
-    let section = &answer[header.end()..];
+    let headers: Vec<_> = header_re().find_iter(answer).collect();
+    for (i, header) in headers.iter().enumerate().rev() {
+        let section = &answer[header.end()..];
+        let before = answer[..header.start()].rsplit('\n').next().unwrap_or_default();
+        let in_prose = !before.trim_start_matches(|c: char| " \t>#*_-".contains(c)).is_empty();
+        let quoted = in_prose
+            && i > 0
+            && mentions(section, labels).is_empty()
+            && !reading::declines(section);
+        if !quoted {
+            return section_under(section, labels);
+        }
+    }
+    Ok(None)
+}
+
+/// What a section under a header states.
+fn section_under(section: &str, labels: &[String]) -> Result<Option<Places>, Unparsed> {
     let items = numbered_items(section);
     if cut_off(section, &items, labels) {
         return Err(Unparsed::NoAnswer);

@@ -57,6 +57,14 @@ fn hand_written() -> Vec<Case> {
         ("ENDGÜLTIGE RANGFOLGE:\n1. Antwort A\n2. Antwort C\n3. Antwort B", places(&[&["A"], &["C"], &["B"]]), None),
         // The prompt's list without its header, closing the reply.
         ("C is the most accurate.\n\n1. Response C\n2. Response B\n3. Response A", places(&[&["C"], &["B"], &["A"]]), None),
+        // The header's name quoted in a sentence after the section (SmolLM2, structured output
+        // off) is no second section; a later ranking, or a refusal, after a header in prose is.
+        ("FINAL RANKING:\n1. Response C\n2. Response B\n3. Response A\n\nThe FINAL RANKING section is marked with \"FINAL RANKING: FINAL\"",
+            places(&[&["C"], &["B"], &["A"]]), None),
+        ("FINAL RANKING:\n1. Response A\n2. Response B\n3. Response C\n\nOn reflection, my final ranking: Response C > Response A > Response B",
+            places(&[&["C"], &["A"], &["B"]]), None),
+        ("FINAL RANKING:\n1. Response A\n2. Response B\n3. Response C\n\nOn reflection, my final ranking: I cannot decide between them.",
+            vec![], Some(Unparsed::Refused)),
         // A label ranked twice is contradictory.
         ("FINAL RANKING:\n1. Response A\n2. Response B\n3. Response A", vec![], Some(Unparsed::Inconsistent)),
     ]
