@@ -262,6 +262,19 @@ pub struct Tally {
     pub tied_labels: Vec<String>,
 }
 
+impl Tally {
+    /// Why a round with no valid vote fails, when it has none: `unreadable` when ballots came
+    /// back and none named a response, else that no ballot came back (every voter's call
+    /// failed), which no reader could have mended.
+    pub fn no_winner(&self, unreadable: &'static str) -> Option<&'static str> {
+        match (self.valid_vote_count, self.invalid_vote_count) {
+            (0, 0) => Some("No vote came back: every voter's call failed."),
+            (0, _) => Some(unreadable),
+            _ => None,
+        }
+    }
+}
+
 /// Counts votes (`None` = invalid). No valid vote gives no winner.
 pub fn tally(votes: &[Option<String>]) -> Tally {
     let mut tallies: BTreeMap<String, usize> = BTreeMap::new();

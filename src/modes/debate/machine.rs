@@ -215,8 +215,8 @@ impl Debate {
         let (result, t) = Round::new(&ballots, RevisedLabelToModel { revised_label_to_model: map });
         out.push(Effect::Store(StageRow::computed("debate_vote_tally", 6, to_json(&t))));
         out.push(Effect::event("vote_complete", &Data { data: result }));
-        if t.valid_vote_count == 0 {
-            out.extend(self.fail("All votes failed to parse."));
+        if let Some(why) = t.no_winner("All votes failed to parse.") {
+            out.extend(self.fail(why));
             return out;
         }
         // N-way ties go to the first label alphabetically: peers only, no chairman.

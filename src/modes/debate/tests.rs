@@ -290,6 +290,17 @@ fn unparseable_votes_are_excluded_and_none_at_all_is_an_error() {
 }
 
 #[test]
+fn no_vote_coming_back_is_an_error_that_says_so() {
+    let (mut d, revs) = past_round_one(|_| "x".into());
+    let votes = stage_calls(&feed(
+        &mut d,
+        revs.iter().map(|s| ok(s, &revision_text("STAND", "x"))).collect(),
+    ));
+    let e = feed(&mut d, votes.iter().map(err).collect());
+    assert_eq!(failed(&e).as_deref(), Some("No vote came back: every voter's call failed."));
+}
+
+#[test]
 fn two_answers_are_enough_and_one_is_not() {
     let mut d = debate(&["m1", "m2", "m3"]);
     let r1 = stage_calls(&d.start());

@@ -131,10 +131,10 @@ impl Vote {
             Round::new(&self.ballots, LabelToModel { label_to_model: self.label_to_model() });
         out.push(Effect::Store(StageRow::computed("vote_tally", 3, to_json(&t))));
         out.push(Effect::event("vote_round_complete", &Data { data: round }));
-        if t.valid_vote_count == 0 {
-            out.extend(
-                self.fail("All votes were invalid: no vote named a response of this round."),
-            );
+        if let Some(why) =
+            t.no_winner("All votes were invalid: no vote named a response of this round.")
+        {
+            out.extend(self.fail(why));
             return out;
         }
         if t.is_tie {

@@ -242,6 +242,15 @@ fn all_votes_invalid_is_an_error_with_answers_kept() {
 }
 
 #[test]
+fn no_vote_coming_back_is_an_error_that_says_so() {
+    let mut v = vote_mode(&["m1", "m2", "m3"], true);
+    let (votes, all) = answered(&mut v);
+    let e = feed(&mut v, votes.iter().map(err).collect());
+    assert_eq!(failed(&e).as_deref(), Some("No vote came back: every voter's call failed."));
+    assert_eq!(rows(&all).iter().filter(|r| r.stage_type == "initial_answer").count(), 3);
+}
+
+#[test]
 fn fewer_than_two_answers_is_an_error() {
     let mut v = vote_mode(&["m1", "m2", "m3"], false);
     let s1 = stage_calls(&v.start());
