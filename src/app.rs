@@ -12,7 +12,6 @@ use actix_web::{middleware, web, App, HttpServer};
 use crate::config::Config;
 use crate::engine::bus::BusSettings;
 use crate::engine::{Engine, EngineSettings};
-use crate::modes::Defaults;
 use crate::providers::openai::install_crypto;
 use crate::secrets::redact_url_in;
 use crate::store::{Store, StoreError};
@@ -54,12 +53,7 @@ pub async fn start_engine(config: &Config, role: Role) -> Result<Engine, AppErro
     };
     let store = Store::start(&config.database_url)?;
     let settings = EngineSettings {
-        defaults: Defaults {
-            offline: config.offline(),
-            stage_timeout_ms: config.stage_timeout_ms,
-            fallback: config.fallback.clone(),
-            default_models: config.default_models.clone(),
-        },
+        defaults: config.mode_defaults(),
         token_flush: config.token_flush,
         retention: config.retention,
         finish_grace: config.finish_grace,

@@ -446,7 +446,18 @@ impl Config {
                 )));
             }
         }
+        crate::modes::defaults::check_usable(&c.mode_defaults()).map_err(ConfigError::Invalid)?;
         Ok(c)
+    }
+
+    /// What request validation needs to know of this configuration.
+    pub fn mode_defaults(&self) -> crate::modes::Defaults {
+        crate::modes::Defaults {
+            offline: self.offline(),
+            stage_timeout_ms: self.stage_timeout_ms,
+            fallback: self.fallback.clone(),
+            default_models: self.default_models.clone(),
+        }
     }
 
     /// Whether some provider would serve `model` (the routing rule of [`Config::providers`],

@@ -86,12 +86,7 @@ fn default_models_and_backups_by_role_id_are_read_checked_and_used() {
         )
         .unwrap();
     let c = Config::from_parts(file, &Overrides::default(), None, None, None).unwrap();
-    let d = modes::Defaults {
-        offline: true,
-        stage_timeout_ms: 60_000,
-        fallback: c.fallback.clone(),
-        default_models: c.default_models.clone(),
-    };
+    let d = c.mode_defaults();
     let council = modes::validate(&serde_json::json!({ "question": "q" }), &d).unwrap();
     assert_eq!(council.config["councilModels"], serde_json::json!(["sim/x", "sim/y"]));
     assert_eq!(council.config["chairmanModel"], "sim/z");
@@ -106,6 +101,17 @@ fn default_models_and_backups_by_role_id_are_read_checked_and_used() {
         ("[defaults]\n\"council.chairman\" = [\"sim/a\", \"sim/b\"]", "one model"),
         ("[defaults]\n\"council.chairman\" = \"openai/o3\"", "no provider serves"),
         ("[fallback]\n\"council.council\" = \"sim/x\"", "fallback.council.council:"),
+        // Defaults that no run of their mode could start with are refused at start, not on
+        // every run: a Jury foreman among its jurors, a Red Team attacker that is its generator.
+        (
+            "[defaults]\n\"jury.juror\" = [\"sim/a\", \"sim/b\"]\n\"jury.foreman\" = \"sim/a\"",
+            "defaults.jury.foreman, defaults.jury.juror: a Jury run that names no models would \
+             be refused: Foreman model must not be one of the juror models",
+        ),
+        (
+            "[defaults]\n\"red_team.attacker\" = \"sim/alpha\"",
+            "defaults.red_team.attacker: a Red Team run that names no models would be refused",
+        ),
     ] {
         let err = match toml::from_str::<FileConfig>(text) {
             Err(e) => e.to_string(),

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::registry::{ModeKind, Role};
 
@@ -119,7 +120,9 @@ impl ModelDefaults {
         let mut overrides = BTreeMap::new();
         for (key, value) in entries {
             let Some((_, role)) = role(&key).filter(|_| TABLE.iter().any(|e| e.role == key)) else {
-                let known: Vec<&str> = TABLE.iter().map(|e| e.role).collect();
+                // Only the registered modes' (the test modes are not in a release build).
+                let known: Vec<&str> =
+                    TABLE.iter().map(|e| e.role).filter(|r| role(r).is_some()).collect();
                 return Err(format!(
                     "defaults.{key}: no such role with default models; the roles are {}",
                     known.join(", ")
@@ -177,6 +180,47 @@ impl ModelDefaults {
             .map(|m| m.to_string())
             .collect()
     }
+}
+
+/// Checks that with `defaults` a run that names no models can start in every mode: each mode's
+/// example, its model fields left out, is validated with the built-in table and with the
+/// configured `[defaults]`, and must not be refused by the second alone (Jury's foreman among
+/// its jurors would refuse every Jury run that names none, with an error about a field the
+/// person never set). The error names the mode, its `[defaults]` keys and the refusal.
+pub fn check_usable(defaults: &super::Defaults) -> Result<(), String> {
+    if defaults.default_models.overrides.is_empty() {
+        return Ok(());
+    }
+    let built_in = super::Defaults { default_models: ModelDefaults::default(), ..defaults.clone() };
+    for kind in ModeKind::all() {
+        let spec = kind.spec();
+        let mut body = (spec.example)();
+        if let Some(config) = body.get_mut("modeConfig").and_then(Value::as_object_mut) {
+            for field in spec.roles.iter().filter_map(|r| r.field) {
+                config.remove(field);
+            }
+        }
+        if super::validate(&body, &built_in).is_err() {
+            continue;
+        }
+        if let Err(e) = super::validate(&body, defaults) {
+            let prefix = format!("{}.", spec.id);
+            let keys: Vec<String> = defaults
+                .default_models
+                .overrides
+                .keys()
+                .filter(|k| k.starts_with(&prefix))
+                .map(|k| format!("defaults.{k}"))
+                .collect();
+            return Err(format!(
+                "{}: a {} run that names no models would be refused: {}",
+                keys.join(", "),
+                spec.label,
+                e.message
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Backup models for the roles one model fills (`[fallback]` in the configuration file). When
