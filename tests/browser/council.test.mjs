@@ -23,11 +23,17 @@ test("a council runs live, a second person joins from the dashboard, reopens ide
   // the notice shows: wait for its panel too. It starts with the server's default panel.
   await page.waitForSelector('[data-field="councilModels"] .chip', { timeout: 10000 });
   assert.deepEqual(await page.$$eval('[data-field="councilModels"] .chip', (c) => c.map((x) => x.firstChild.textContent)), ["sim/alpha", "sim/beta", "sim/gamma"]);
+  // A second person has their dashboard open when the run starts: the run appears there under
+  // "Running now" as it starts (opened only later, on a loaded machine the run could be over
+  // before the dashboard loaded, and its row already under "Recent").
+  const b = await openPage(browser, server.base, "/");
   await page.fill("#f-council-question", "What are the trade-offs between microservices and monoliths?");
   await page.click("button.start");
   await page.waitForSelector("article.run[data-run]");
   const runId = await page.$eval("article.run", (n) => n.dataset.run);
   assert.match(page.url(), new RegExp(`#/run/${runId}$`));
+  // Its row is read as it appears: when the run ends it moves from "Running now" to "Recent".
+  const liveRow = b.page.waitForSelector(`#live-runs [data-run="${runId}"]`).then((h) => h.textContent(), (e) => e);
 
   // Progress per model while stage 1 runs, and text streaming into the cards.
   await page.waitForSelector('[data-section="stage1"] .chip-call.running');
@@ -38,12 +44,10 @@ test("a council runs live, a second person joins from the dashboard, reopens ide
   assert.equal(await page.getAttribute("article.run .run-steps .step.live", "aria-current"), "step");
   await screenshot(page, "council-live");
 
-  // A second person opens it from their dashboard while it runs.
-  const b = await openPage(browser, server.base, "/");
-  // The row is read as it appears: on a loaded machine the run may end a moment later and
-  // its row move from "Running now" to "Recent", where it is opened from then.
-  const liveRow = await b.page.waitForSelector(`#live-runs [data-run="${runId}"]`);
-  const row = await liveRow.textContent();
+  // The second person saw it running, and opens it from their dashboard (from "Recent" if it
+  // has ended meanwhile).
+  const row = await liveRow;
+  if (row instanceof Error) throw row;
   assert.match(row, /microservices/);
   await b.page.click(`:is(#live-runs, #recent-runs) [data-run="${runId}"] .q a`);
   await b.page.waitForSelector(`article.run[data-run="${runId}"]`);
