@@ -330,21 +330,22 @@ fn from_chain(text: &str, labels: &[String]) -> Places {
 }
 
 /// The section under the last header: numbered items, else the chain of its first paragraph.
-/// A header inside a line of prose, followed by no label and no refusal, is the header's name
-/// quoted (`the section is marked "FINAL RANKING: FINAL"`), not a section: the one before it
-/// is read.
+/// A header inside a line of prose under which nothing is stated (no ranking, no label, no
+/// refusal) is the header's name quoted (`the section is marked "FINAL RANKING: FINAL"`), not a
+/// section: the one before it is read.
 fn under_header(answer: &str, labels: &[String]) -> Result<Option<Places>, Unparsed> {
     let headers: Vec<_> = header_re().find_iter(answer).collect();
     for (i, header) in headers.iter().enumerate().rev() {
         let section = &answer[header.end()..];
+        let read = section_under(section, labels);
+        // What `header_re` allows before a header that starts its line.
         let before = answer[..header.start()].rsplit('\n').next().unwrap_or_default();
         let in_prose = !before.trim_start_matches(|c: char| " \t>#*_-".contains(c)).is_empty();
-        let quoted = in_prose
-            && i > 0
+        let states_nothing = matches!(read, Ok(None))
             && mentions(section, labels).is_empty()
             && !reading::declines(section);
-        if !quoted {
-            return section_under(section, labels);
+        if i == 0 || !(in_prose && states_nothing) {
+            return read;
         }
     }
     Ok(None)

@@ -65,6 +65,8 @@ fn hand_written() -> Vec<Case> {
             places(&[&["C"], &["A"], &["B"]]), None),
         ("FINAL RANKING:\n1. Response A\n2. Response B\n3. Response C\n\nOn reflection, my final ranking: I cannot decide between them.",
             vec![], Some(Unparsed::Refused)),
+        ("FINAL RANKING:\n1. Response A\n2. Response B\n3. Response C\n\nOn reflection, my final ranking:\n1. C\n2. A\n3. B",
+            places(&[&["C"], &["A"], &["B"]]), None),
         // A label ranked twice is contradictory.
         ("FINAL RANKING:\n1. Response A\n2. Response B\n3. Response A", vec![], Some(Unparsed::Inconsistent)),
     ]
