@@ -277,13 +277,19 @@ fn ties_go_to_the_first_label_alphabetically() {
     );
 }
 
-#[test]
-fn unparseable_votes_are_excluded_and_none_at_all_is_an_error() {
+/// A debate whose debaters all stood by their first answers: it and its vote calls.
+fn at_the_vote() -> (Debate, Vec<CallSpec>) {
     let (mut d, revs) = past_round_one(|_| "x".into());
     let votes = stage_calls(&feed(
         &mut d,
         revs.iter().map(|s| ok(s, &revision_text("STAND", "x"))).collect(),
     ));
+    (d, votes)
+}
+
+#[test]
+fn unparseable_votes_are_excluded_and_none_at_all_is_an_error() {
+    let (mut d, votes) = at_the_vote();
     let e = feed(&mut d, votes.iter().map(|s| ok(s, "I like them all")).collect());
     assert_eq!(failed(&e).as_deref(), Some("All votes failed to parse."));
     assert_eq!(emitted(&e, "vote_complete").unwrap()["data"]["invalidVoteCount"], 3);
@@ -291,11 +297,7 @@ fn unparseable_votes_are_excluded_and_none_at_all_is_an_error() {
 
 #[test]
 fn no_vote_coming_back_is_an_error_that_says_so() {
-    let (mut d, revs) = past_round_one(|_| "x".into());
-    let votes = stage_calls(&feed(
-        &mut d,
-        revs.iter().map(|s| ok(s, &revision_text("STAND", "x"))).collect(),
-    ));
+    let (mut d, votes) = at_the_vote();
     let e = feed(&mut d, votes.iter().map(err).collect());
     assert_eq!(failed(&e).as_deref(), Some("No vote came back: every voter's call failed."));
 }
