@@ -6,7 +6,7 @@
 //!    start of a line, `CLASSEMENT FINAL :`, `CLASIFICACIÓN FINAL:`, `ENDGÜLTIGE RANGFOLGE:`…):
 //!    its numbered items (on separate lines or one line), else the labels of its first
 //!    paragraph in the order written (`Response B > Response A = Response C`); a header's name
-//!    quoted in a sentence after it, with no label or refusal following, is not a header;
+//!    quoted in a sentence after it, with no ranking, label or refusal following, is not a header;
 //! 2. without a header: JSON, fenced or bare (a `ranking` list or map, or an array of labels on
 //!    its own), a Markdown table with a rank column and a response column in either order
 //!    (bold or not, bare letters in the response column), a line that is only labels joined by
