@@ -1,6 +1,7 @@
 // Shared by the browser tests: a real server (the binary `cargo test` built) on an ephemeral
 // port with its own SQLite file and sim models, and real headless Chromium (Debian's package)
-// driven by playwright-core. Tests skip with a reason when Chromium or the binary is missing,
+// driven by playwright-core (the binary under $CARGO_TARGET_DIR when that is set, as `.ci/run`
+// sets it). Tests skip with a reason when Chromium or the binary is missing,
 // unless CONCLAVE_REQUIRE_BROWSER is set (CI sets it). Screenshots go to
 // target/browser-artifacts/ so a person can look at them.
 import { spawn, execFileSync } from "node:child_process";
@@ -14,7 +15,8 @@ import { before, after } from "node:test";
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
 export const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
-export const BIN = process.env.CONCLAVE_BIN || join(root, "target", "debug", "conclave");
+export const BIN = process.env.CONCLAVE_BIN
+  || join(process.env.CARGO_TARGET_DIR || join(root, "target"), "debug", "conclave");
 export const ARTIFACTS = process.env.CONCLAVE_ARTIFACTS || join(root, "target", "browser-artifacts");
 
 export const missing = !existsSync(CHROMIUM) ? `no Chromium at ${CHROMIUM}`
