@@ -609,6 +609,7 @@ fn run_mode(body: &Value, replies: &[Option<String>]) {
         new_conversation: true,
         seed: common::seed_from_run_id("fuzz-run"),
         structured: Default::default(),
+        material: "".into(),
     };
     // A request that passed validation always builds its mode: a validated config that the
     // mode then refuses is a bug the fuzzer must report.

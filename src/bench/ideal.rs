@@ -67,6 +67,7 @@ pub async fn measure(
         } else {
             Structured::default()
         },
+        material: "".into(),
     };
     let mut mode = modes::instantiate(&req, ctx).map_err(BenchError::Run)?;
     let mut pending: FuturesUnordered<BoxFuture<'static, Done>> = FuturesUnordered::new();

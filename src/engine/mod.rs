@@ -462,6 +462,7 @@ impl Engine {
             new_conversation,
             seed: modes::common::seed_from_run_id(&run_id),
             structured: self.providers.structured(&req.models),
+            material: given.text(),
         };
         let structured = ctx.structured.clone();
         // Built before anything is stored: a configuration that does not fit is refused

@@ -131,6 +131,8 @@ impl Engine {
             },
             None => self.providers.structured(&req.models),
         };
+        // Its files, as it was given them (they are linked to the run, never copied into it).
+        let given = Given::new(self.store.run_attachments(run_id).await.map_err(err)?);
         let ctx = RunContext {
             run_id: run.id.clone(),
             conversation_id: run.conversation_id.clone(),
@@ -140,6 +142,7 @@ impl Engine {
             new_conversation: detail.runs.first().is_some_and(|r| r.id == run.id),
             seed: modes::common::seed_from_run_id(&run.id),
             structured: structured.clone(),
+            material: given.text(),
         };
         let mut mode = modes::instantiate(&req, ctx)?;
         if journal.first().is_some_and(|j| j.kind == resume::START && j.data["guarded"] == true) {
@@ -196,8 +199,6 @@ impl Engine {
             outcome: None,
             eval_id: detail.conversation.eval_id.clone(),
         };
-        // Its files, as it was given them (they are linked to the run, never copied into it).
-        let given = Given::new(self.store.run_attachments(run_id).await.map_err(err)?);
         let how = HowRun { resume, place: None, guard: None, structured, given };
         self.run_actor(summary, log, mode, how).await.map_err(|e| e.to_string())
     }

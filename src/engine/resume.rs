@@ -165,6 +165,7 @@ mod tests {
             new_conversation: true,
             seed: modes::common::seed_from_run_id("0196a1b2-run"),
             structured: Default::default(),
+            material: "".into(),
         }
     }
 

@@ -326,6 +326,9 @@ pub struct RunContext {
     pub seed: u64,
     /// The models whose routes take structured output: their machine-read calls ask for JSON.
     pub structured: Structured,
+    /// The text of the files the run was given, as it precedes each prompt (empty when none): a
+    /// mode that holds its models to what the user's material states reads the files here.
+    pub material: Arc<str>,
 }
 
 /// The models of a run whose routes take structured output (`structured_output` other than

@@ -19,6 +19,7 @@ pub fn ctx(question: &str, history: Vec<ChatMessage>, new_conversation: bool) ->
         new_conversation,
         seed: seed_from_run_id("run-1"),
         structured: Default::default(),
+        material: "".into(),
     }
 }
 

@@ -959,7 +959,8 @@ async fn fact_check_against_the_real_model() {
         show(
             "fact-check extraction",
             result["extract"]["model"].as_str().unwrap_or(""),
-            &json!({ "claims": claims, "parseSuccess": result["extract"]["parseSuccess"] }),
+            &json!({ "claims": claims, "parseSuccess": result["extract"]["parseSuccess"],
+                     "notInContent": result["extract"]["notInContent"] }),
         );
         for (i, c) in claims.iter().enumerate() {
             assert_eq!(c["id"], format!("claim_{}", i + 1));

@@ -395,7 +395,10 @@ impl FactCheck {
         };
         let schema = self.claims_schema.clone().unwrap_or_else(claims_schema);
         let (reading, read_from) = read_claims_reply(&text, &schema);
-        self.claims = reading.claims.clone();
+        // The content, and the files the run was given (the content may name them).
+        let material = format!("{}\n{}", self.content, self.ctx.material);
+        let (claims, not_in_content) = stated_in(reading.claims.clone(), &material);
+        self.claims = claims;
         let ms = reply.response_time_ms as i64;
         let data = Extracted {
             model: reply.model.clone(),
@@ -406,6 +409,7 @@ impl FactCheck {
             response_time_ms: ms,
             fallback_from: routed.fallback_from.clone(),
             read_from,
+            not_in_content: not_in_content.clone(),
             content: None,
             content_source: None,
         };
@@ -430,11 +434,22 @@ impl FactCheck {
             let note = if reading.none_stated {
                 "No checkable claims were found in the content: the extractor listed none, so \
                  nothing was checked."
+                    .to_string()
+            } else if !not_in_content.is_empty() {
+                format!(
+                    "The extractor listed {}, but the content states none of them (their words \
+                     or figures are not in it), so nothing was checked.",
+                    match not_in_content.len() {
+                        1 => "one claim".to_string(),
+                        n => format!("{n} claims"),
+                    }
+                )
             } else {
                 "No checkable claims could be read from the extractor's reply (it did not list \
                  them in the expected format), so nothing was checked."
+                    .to_string()
             };
-            out.extend(self.finish_report(None, note.to_string(), None, false, None, None));
+            out.extend(self.finish_report(None, note, None, false, None, None));
             return out;
         }
         if self.kit.deadline_passed {

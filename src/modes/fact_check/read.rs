@@ -2,6 +2,7 @@
 //! JSON (`fact_check_claims`, `fact_check_verifications`), and the reply score.
 
 use super::*;
+use std::collections::HashSet;
 
 /// A numbered heading `<word> 3:` (also `#3`, `claim_3`, `Claim 3`, then `:`, `.` or a dash):
 /// the number and the rest of the line.
@@ -419,6 +420,59 @@ fn numbered_claims(stated: Vec<(String, Option<String>, Option<String>)>) -> Vec
         claims.push(Claim { id: format!("claim_{n}"), number: n, text: t, context, claim_type });
     }
     claims
+}
+
+/// The share of a claim's words the content must hold for the claim to be the content's.
+pub const IN_CONTENT_SHARE: f64 = 0.6;
+
+/// A text's words, lower-cased, for comparing a claim with the content: runs of letters or
+/// digits, a thousands separator inside a figure dropped (`10,100` is `10100`).
+fn words_of(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut word = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        let separator = c == ','
+            && i > 0
+            && chars[i - 1].is_ascii_digit()
+            && chars.get(i + 1..i + 4).is_some_and(|d| d.iter().all(char::is_ascii_digit))
+            && !chars.get(i + 4).is_some_and(char::is_ascii_digit);
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        } else if !separator && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// Whether `content` states `claim`, as the extractor is asked to word it: every figure the
+/// claim gives is in the content, and at least [`IN_CONTENT_SHARE`] of its words are. A small
+/// model may list claims the content never makes (a figure it made up, a sentence in another
+/// language); checking those would report on what the content did not say.
+pub fn in_content(claim: &str, content: &str) -> bool {
+    let held: HashSet<String> = words_of(content).into_iter().collect();
+    let words = words_of(claim);
+    if words.is_empty() {
+        return false;
+    }
+    let figures_held =
+        words.iter().filter(|w| w.chars().any(|c| c.is_ascii_digit())).all(|w| held.contains(w));
+    let share = words.iter().filter(|w| held.contains(*w)).count() as f64 / words.len() as f64;
+    figures_held && share >= IN_CONTENT_SHARE
+}
+
+/// The claims `content` states ([`in_content`]), renumbered in order, and the wording of those
+/// it does not, set aside.
+pub fn stated_in(claims: Vec<Claim>, content: &str) -> (Vec<Claim>, Vec<String>) {
+    let (kept, aside): (Vec<Claim>, Vec<Claim>) =
+        claims.into_iter().partition(|c| in_content(&c.text, content));
+    let kept =
+        numbered_claims(kept.into_iter().map(|c| (c.text, c.context, c.claim_type)).collect());
+    (kept, aside.into_iter().map(|c| c.text).collect())
 }
 
 /// The extractor's reply read from its JSON when it fits `schema` and lists claims (or says

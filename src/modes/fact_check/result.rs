@@ -101,6 +101,10 @@ pub struct Extracted {
     /// Whether the claims were read from the reply's JSON or its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_from: Option<ReadFrom>,
+    /// Claims the extractor listed that the content does not state (a figure, or most of their
+    /// words, not in it), as it worded them: set aside, not checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_in_content: Vec<String>,
     /// In the stored row only (the result gives it at its top).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(skip)]

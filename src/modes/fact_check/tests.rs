@@ -753,3 +753,84 @@ fn the_sims_claims_are_whole_sentences() {
     );
     assert_eq!(claims, ["The tower is 330 metres tall.", "Paris has 2.1 million people."]);
 }
+
+/// What SmolLM2 listed as claims of a three-sentence paragraph about the Eiffel Tower (run with
+/// structured output, November 2026): a claim the content makes is checked, one it never makes
+/// (a made-up figure, words in another language) is set aside.
+const EIFFEL: &str = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It \
+                      is about 330 metres tall. It weighs about 10,100 tonnes.";
+
+#[test]
+fn a_claim_is_checked_only_when_the_content_states_it() {
+    for (claim, stated) in [
+        ("The Eiffel Tower was completed in 1889", true),
+        ("the tower is about 330 metres tall.", true),
+        // A paraphrase that keeps the figures and most words.
+        ("The Eiffel Tower was finished in 1889 for the World's Fair", true),
+        ("It weighs about 10100 tonnes", true),
+        ("It weighs 10,100 tonnes", true),
+        // A figure the content never gives.
+        ("The Eiffel Tower is the third largest, 2", false),
+        ("It is about 300 metres tall", false),
+        ("The Eiffel Tower was completed in 1887", false),
+        // Words the content does not hold.
+        ("Cours de la Complication en développe de", false),
+        ("L'art de leur construction", false),
+        ("", false),
+    ] {
+        assert_eq!(in_content(claim, EIFFEL), stated, "{claim}");
+    }
+}
+
+#[test]
+fn claims_the_content_does_not_make_are_set_aside_and_said() {
+    let mut m = mode(Some(EIFFEL), &["a"]);
+    let ext = stage_calls(&m.start());
+    let out = m.on_reply(ok(
+        &ext[0],
+        "CLAIM 1: Cours de la Complication en développe de\nType: COMPARISON\n\n\
+         CLAIM 2: It is about 330 metres tall.\nType: STATISTIC\n\n\
+         CLAIM 3: The Eiffel Tower is the third largest, 2\nType: STATISTIC",
+    ));
+    let data = &emitted(&out, "extract_complete").unwrap()["data"];
+    assert_eq!(data["claims"].as_array().unwrap().len(), 1, "{data}");
+    assert_eq!(data["claims"][0]["id"], "claim_1");
+    assert_eq!(data["claims"][0]["text"], "It is about 330 metres tall.");
+    assert_eq!(
+        data["notInContent"],
+        json!([
+            "Cours de la Complication en développe de",
+            "The Eiffel Tower is the third largest, 2"
+        ])
+    );
+    assert_eq!(data["parseSuccess"], true);
+    let checks = stage_calls(&out);
+    assert_eq!(checks.len(), 1);
+    let prompt = &checks[0].messages[0].content;
+    assert!(prompt.contains("CLAIM 1: It is about 330 metres tall."), "{prompt}");
+    assert!(!prompt.contains("third largest") && !prompt.contains("CLAIM 2"), "{prompt}");
+
+    // None of them stated: nothing is checked, and the note says why.
+    let mut m = mode(Some(EIFFEL), &["a"]);
+    let ext = stage_calls(&m.start());
+    let out = m.on_reply(ok(&ext[0], "CLAIM 1: L'art de leur construction\nType: COMPARISON"));
+    assert!(stage_calls(&out).is_empty());
+    let answer = finished(&out).unwrap();
+    assert!(answer.contains("listed one claim, but the content states none of them"), "{answer}");
+    // A claim from a file the run was given is the content's too (the content may only name
+    // the file).
+    let mut ctx = ctx("Fact-check this", vec![], true);
+    ctx.material =
+        "<attachment name=\"tower.txt\">\nThe tower has 1,665 steps.\n</attachment>".into();
+    let mut m = FactCheck::new(&config(Some("The attached file tower.txt."), &["a"]), ctx).unwrap();
+    let ext = stage_calls(&m.start());
+    let out = m.on_reply(ok(&ext[0], "CLAIM 1: The tower has 1665 steps.\nType: STATISTIC"));
+    let data = &emitted(&out, "extract_complete").unwrap()["data"];
+    assert_eq!(data["claims"][0]["text"], "The tower has 1665 steps.", "{data}");
+    assert_eq!(stage_calls(&out).len(), 1);
+    // One that says it lists none keeps its own note.
+    let mut m = mode(Some(EIFFEL), &["a"]);
+    let ext = stage_calls(&m.start());
+    let answer = finished(&m.on_reply(ok(&ext[0], "CLAIMS: NONE"))).unwrap();
+    assert!(answer.contains("the extractor listed none"), "{answer}");
+}

@@ -132,11 +132,18 @@ export function createView(ctx) {
           const types = Object.entries(d.typeBreakdown || {}).map(([t, n]) => ui.badge(ui.plural(n, ...(TYPE_NOUNS[t] || ["untyped claim"])), "gray"));
           extract.lead.replaceChildren(el("div", { class: "fc-types" }, ...types,
             d.truncated ? ui.badge("the content was cut to fit", "yellow") : null));
+          // Claims the extractor listed that the content does not state: shown, never checked.
+          const aside = d.notInContent || [];
           extract.body.replaceChildren(el("ol", { class: "fc-extracted" }, claims.map((c) => {
             const li = el("li");
             li.textContent = c.text;
             return li;
           })));
+          if (aside.length) {
+            extract.body.append(el("div", { class: "fc-aside" },
+              el("p", { class: "muted" }, `Set aside, not checked: ${ui.plural(aside.length, "claim")} the content does not state.`),
+              el("ul", { class: "muted" }, aside.map((t) => el("li", { text: t })))));
+          }
           extract.show();
           extract.done();
           break;
