@@ -512,6 +512,8 @@ export class RunView {
     } catch (err) {
       console.warn("loading the stored result", err);
     }
+    // Ready once the mode's own stylesheet has loaded too: until then its view is unstyled.
+    await ui.stylesheetsLoaded();
     this.el.dataset.ready = "true";
     if (this.onEnded) this.onEnded(this);
   }

@@ -380,9 +380,27 @@ export function statusBadge(status) {
   return badge(status, STATUS_COLORS[status] || "gray");
 }
 
-/** Adds a mode's own stylesheet (`/static/css/<name>.css`) once, so modes need not edit app.css. */
+const sheets = new Map();
+
+/**
+ * Adds a mode's own stylesheet (`/static/css/<name>.css`) once, so modes need not edit app.css;
+ * resolves when it has loaded (or failed to).
+ */
 export function ensureStylesheet(name) {
   const href = `/static/css/${name}.css`;
-  if (document.querySelector(`link[href="${href}"]`)) return;
-  document.head.append(el("link", { rel: "stylesheet", href }));
+  if (sheets.has(href)) return sheets.get(href);
+  if (document.querySelector(`link[href="${href}"]`)) return Promise.resolve();
+  const link = el("link", { rel: "stylesheet", href });
+  const loaded = new Promise((resolve) => {
+    link.addEventListener("load", resolve, { once: true });
+    link.addEventListener("error", resolve, { once: true });
+  });
+  sheets.set(href, loaded);
+  document.head.append(link);
+  return loaded;
+}
+
+/** Resolves once every stylesheet added so far has loaded: a view reads as it looks only then. */
+export function stylesheetsLoaded() {
+  return Promise.all(sheets.values());
 }
