@@ -292,6 +292,85 @@ pub fn json_values(text: &str) -> Vec<Value> {
     out
 }
 
+/// The complete objects of the list under `key` in a JSON object cut off before its end, as a
+/// reply is when it reaches its token cap inside its JSON: `{"reasoning": "…", "items": [{…},
+/// {…}, {"a": 1, "b` gives the first two. `text` must open with the object (a code fence before
+/// it is passed over); the key counts only at the object's top level, never inside a string or
+/// a nested value. None when the text is no such object or the list holds no complete object.
+pub fn cut_list_items(text: &str, key: &str) -> Option<Vec<Value>> {
+    let text = text.trim_start();
+    let text = match text.strip_prefix("```") {
+        Some(rest) => &rest[rest.find('\n')? + 1..],
+        None => text,
+    };
+    let text = text.trim_start();
+    if !text.starts_with('{') {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    // The brackets open, innermost last: a `}` that closes a `[` is no JSON.
+    let mut open: Vec<u8> = Vec::new();
+    let (mut in_str, mut escaped, mut str_start) = (false, false, 0);
+    // The last string closed at the object's top level, the key its `:` made of it, and whether
+    // the list under `key` is open.
+    let (mut last_str, mut pending): (Option<&str>, Option<&str>) = (None, None);
+    let mut in_list = false;
+    let mut item_start = None;
+    let mut items = Vec::new();
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_str {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => {
+                    in_str = false;
+                    if open.len() == 1 {
+                        last_str = Some(&text[str_start + 1..i]);
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => (in_str, str_start) = (true, i),
+            b':' if open.len() == 1 => pending = last_str.take(),
+            b',' if open.len() == 1 => (last_str, pending) = (None, None),
+            b'{' | b'[' => {
+                if open.len() == 1 && b == b'[' && pending == Some(key) {
+                    in_list = true;
+                }
+                open.push(b);
+                if in_list && open.len() == 3 && b == b'{' {
+                    item_start = Some(i);
+                }
+            }
+            b'}' | b']' => {
+                let opener = if b == b'}' { b'{' } else { b'[' };
+                if open.pop() != Some(opener) {
+                    return None;
+                }
+                let depth = open.len();
+                if in_list && depth == 2 && b == b'}' {
+                    if let Some(start) = item_start.take() {
+                        items.push(serde_json::from_str::<Value>(&text[start..=i]).ok()?);
+                    }
+                }
+                if in_list && depth == 1 {
+                    // The list closed: every item of it is here, and the cut comes later.
+                    in_list = false;
+                }
+                if depth == 0 {
+                    // The object closed: it was not cut off.
+                    return None;
+                }
+            }
+            _ => {}
+        }
+    }
+    (!items.is_empty()).then_some(items)
+}
+
 /// The outermost `{…}` spans that parse as JSON objects, in order. Braces are counted
 /// outside JSON strings; a `{` that never closes is passed over, so a stray brace in prose
 /// does not hide the object after it. Linear in the text: each span is parsed once (spans
@@ -427,6 +506,32 @@ fn unwrap_marks(value: &str, code: bool) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_cut_off_list_gives_its_complete_items_and_nothing_else() {
+        let cut = r#"{"reasoning": "the \"items\": [{\"a\": 9}] are", "items": [{"a": 1, "b": "}"}, {"a": 2, "b": [1, {"c": 3}]}, {"a": 3, "b"#;
+        let items = cut_list_items(cut, "items").unwrap();
+        assert_eq!(items, vec![json!({"a": 1, "b": "}"}), json!({"a": 2, "b": [1, {"c": 3}]})]);
+        // In a fence, opened and never closed.
+        let fenced = format!("```json\n{cut}");
+        assert_eq!(cut_list_items(&fenced, "items").unwrap().len(), 2);
+        // A list that closed before the cut: all of it.
+        let closed = r#"{"items": [{"a": 1}], "note": "and then"#;
+        assert_eq!(cut_list_items(closed, "items").unwrap(), vec![json!({"a": 1})]);
+        for (text, why) in [
+            (r#"{"items": [{"a": 1}]}"#, "a whole object is not cut off"),
+            (r#"{"items": [{"a": 1, "b"#, "no complete item"),
+            (r#"{"reasoning": "\"items\": [{\"a\": 1}, "#, "the key inside a string"),
+            (r#"{"other": {"items": [{"a": 1}, {"#, "the key below the top level"),
+            (r#"{"other": [{"a": 1}, {"#, "another list"),
+            (r#"Sure! {"items": [{"a": 1}, {"#, "prose before the object"),
+            (r#"{"items": [{"a": 1}}, {"#, "a broken item"),
+            ("", "nothing"),
+        ] {
+            assert_eq!(cut_list_items(text, "items"), None, "{why}: {text}");
+        }
+    }
 
     #[test]
     fn closed_blocks_are_set_aside_wherever_they_stand() {

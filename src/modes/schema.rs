@@ -59,6 +59,9 @@ pub enum ReadFrom {
     Json,
     /// The reply was read by the careful text readers.
     Text,
+    /// The reply's JSON was cut off (it reached its token cap inside the object): the complete
+    /// items of its list before the cut were read, each valid against the schema.
+    JsonCut,
 }
 
 impl ReplySchema {
@@ -116,6 +119,45 @@ impl ReplySchema {
         };
         let from = usable(&reading).then_some(from);
         (reading, from)
+    }
+
+    /// [`ReplySchema::read_reply`] for a reply whose answer is the list under `key`: one whose
+    /// JSON was cut off before its end ([`reading::cut_list_items`]) is read from the complete
+    /// items before the cut, when each fits the list's item schema and they are usable, rather
+    /// than by its text (a text reader would take the JSON's words for an answer).
+    pub fn read_reply_or_cut<T>(
+        &self,
+        reply: &str,
+        key: &str,
+        from_json: impl Fn(&Value) -> Option<T>,
+        from_text: impl FnOnce(&str) -> T,
+        usable: impl Fn(&T) -> bool,
+    ) -> (T, Option<ReadFrom>) {
+        if self.read(reply).is_none() {
+            if let Some(reading) = self.read_cut(reply, key).and_then(|v| from_json(&v)) {
+                if usable(&reading) {
+                    return (reading, Some(ReadFrom::JsonCut));
+                }
+            }
+        }
+        self.read_reply(reply, from_json, from_text, usable)
+    }
+
+    /// The object `{key: [items]}` of a cut-off reply's complete items, each valid against the
+    /// list's item schema; None when the reply was not cut off inside that list, or an item
+    /// does not fit.
+    fn read_cut(&self, reply: &str, key: &str) -> Option<Value> {
+        let split = reading::split_reasoning(reply);
+        if split.unclosed {
+            return None;
+        }
+        let items = reading::cut_list_items(&split.answer, key)?;
+        let item_schema = self.schema.get("properties")?.get(key)?.get("items")?;
+        items.iter().all(|i| check(item_schema, i, "$").is_ok()).then(|| {
+            let mut v = Map::new();
+            v.insert(key.to_string(), Value::Array(items));
+            Value::Object(v)
+        })
     }
 
     /// What the prompt says instead of a seed's text format: answer with this JSON and

@@ -495,7 +495,8 @@ impl Reads {
                 })
                 .sum::<usize>()
         };
-        let (json, text) = (from("json"), from("text"));
+        // A reply whose JSON was cut off at its cap and read up to the cut was read from JSON.
+        let (json, text) = (from("json") + from("json_cut"), from("text"));
         assert!(
             json + text <= machine_read,
             "more reads than replies: {json} + {text} of {machine_read}"

@@ -952,7 +952,7 @@ async fn fact_check_against_the_real_model() {
                           "modeConfig": { "content": "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is about 330 metres tall. It was the tallest structure in the world until 1930.",
                                           "extractorModel": MODEL, "checkerModels": [MODEL, CHAIR],
                                           "reporterModel": CHAIR } });
-    let text_failures = ["checkers gave a usable check"];
+    let text_failures = ["checkers gave a usable check", "checker gave no usable check"];
     for ran in both(&url, "fact_check", request, &text_failures).await {
         let result = &ran.stored["result"];
         let claims = result["claims"].as_array().cloned().unwrap_or_default();

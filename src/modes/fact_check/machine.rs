@@ -538,12 +538,19 @@ impl FactCheck {
         let usable = self.checks.iter().filter(|c| c.parse_success).count();
         if usable == 0 {
             self.phase = Phase::Done;
-            return self.kit.title.fail(format!(
-                "None of the {} checkers gave a usable check (each failed or addressed no \
-                 claim); the {} claims are kept.",
-                self.checks.len(),
-                self.claims.len()
-            ));
+            let checkers = match self.checks.len() {
+                1 => "The one checker gave no usable check (it failed or addressed no claim)"
+                    .to_string(),
+                n => format!(
+                    "None of the {n} checkers gave a usable check (each failed or addressed no \
+                     claim)"
+                ),
+            };
+            let kept = match self.claims.len() {
+                1 => "the claim is kept".to_string(),
+                n => format!("the {n} claims are kept"),
+            };
+            return self.kit.title.fail(format!("{checkers}; {kept}."));
         }
         let (consensus, counts) = consensus(&self.claims, &self.checks);
         self.consensus = consensus;

@@ -476,8 +476,9 @@ pub fn stated_in(claims: Vec<Claim>, content: &str) -> (Vec<Claim>, Vec<String>)
 }
 
 /// The extractor's reply read from its JSON when it fits `schema` and lists claims (or says
-/// there are none with an empty list), else by its text ([`read_claims`]); with where it was
-/// read from when it followed a format.
+/// there are none with an empty list), from the claims complete before the cut when its JSON
+/// was cut off, else by its text ([`read_claims`]); with where it was read from when it
+/// followed a format.
 pub fn read_claims_reply(reply: &str, schema: &ReplySchema) -> (Extraction, Option<ReadFrom>) {
     let from_json = |v: &Value| {
         let items = v.get("claims")?.as_array()?;
@@ -491,11 +492,13 @@ pub fn read_claims_reply(reply: &str, schema: &ReplySchema) -> (Extraction, Opti
             .collect();
         Some(Extraction { claims: numbered_claims(stated), none_stated: items.is_empty() })
     };
-    schema.read_reply(reply, from_json, read_claims, Extraction::parse_success)
+    schema.read_reply_or_cut(reply, "claims", from_json, read_claims, Extraction::parse_success)
 }
 
-/// A checker's reply read from its JSON when it fits `schema`, else by its text
-/// ([`read_check`]); with where it was read from when it was usable.
+/// A checker's reply read from its JSON when it fits `schema`, from the judgements complete
+/// before the cut when its JSON was cut off (at its token cap: the claims after it are not
+/// addressed), else by its text ([`read_check`]); with where it was read from when it was
+/// usable.
 pub fn read_check_reply(
     reply: &str,
     claims: &[Claim],
@@ -536,5 +539,11 @@ pub fn read_check_reply(
         let parse_success = verifications.iter().any(|v| v.addressed);
         Some(CheckReading { verifications, parse_success })
     };
-    schema.read_reply(reply, from_json, |t| read_check(t, claims), |r| r.parse_success)
+    schema.read_reply_or_cut(
+        reply,
+        "verifications",
+        from_json,
+        |t| read_check(t, claims),
+        |r| r.parse_success,
+    )
 }

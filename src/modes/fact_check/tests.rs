@@ -358,7 +358,11 @@ fn failures_fail_where_the_spec_says_and_keep_the_rest() {
     let checks = stage_calls(&m.on_reply(ok(&ext[0], "CLAIM 1: x is 1")));
     m.on_reply(err(&checks[0]));
     let out = m.on_reply(ok(&checks[1], "No idea."));
-    assert!(failed(&out).unwrap().contains("usable"));
+    assert_eq!(
+        failed(&out).unwrap(),
+        "None of the 2 checkers gave a usable check (each failed or addressed no claim); the \
+         claim is kept."
+    );
     // Reporter and its backup fail: the server's table, fallback, no score.
     let mut m = mode(Some("x 1"), &["a"]);
     let ext = stage_calls(&m.start());
@@ -833,4 +837,44 @@ fn claims_the_content_does_not_make_are_set_aside_and_said() {
     let ext = stage_calls(&m.start());
     let answer = finished(&m.on_reply(ok(&ext[0], "CLAIMS: NONE"))).unwrap();
     assert!(answer.contains("the extractor listed none"), "{answer}");
+}
+
+#[test]
+fn a_reply_cut_off_inside_its_json_is_read_up_to_the_cut() {
+    // What a small model does with many claims and a token cap: its JSON stops mid-judgement.
+    let claims = read_claims(
+        "CLAIM 1: The tower was completed in 1889.\nCLAIM 2: It is 330 metres tall.\n\
+         CLAIM 3: It weighs 10,100 tonnes.",
+    )
+    .claims;
+    assert_eq!(claims.len(), 3);
+    let schema = verifications_schema(3);
+    let cut = r#"{"reasoning": "two I know", "verifications": [{"claim": 1, "evidence": "Opened in 1889.", "verdict": "VERIFIED", "correction": "N/A", "confidence": "HIGH"}, {"claim": 2, "evidence": "300 m without antennas.", "verdict": "DISPUTED", "correction": "It is 300 metres without antennas.", "confidence": "MEDIUM"}, {"claim": 3, "evidence": "It wei"#;
+    let (reading, from) = read_check_reply(cut, &claims, &schema);
+    assert_eq!(from, Some(ReadFrom::JsonCut));
+    assert!(reading.parse_success);
+    let v = &reading.verifications;
+    assert_eq!((v[0].verdict.as_str(), v[0].addressed), ("VERIFIED", true));
+    assert_eq!(
+        (v[1].verdict.as_str(), v[1].correction.as_deref()),
+        ("DISPUTED", Some("It is 300 metres without antennas."))
+    );
+    // The claim the cut reached is not judged: unaddressed, as a skipped claim is.
+    assert_eq!(
+        (v[2].verdict.as_str(), v[2].confidence.as_str(), v[2].addressed),
+        ("UNVERIFIABLE", "LOW", false)
+    );
+    // An item the schema refuses (claim 9 of 3) reads nothing from the cut.
+    let bad = cut.replace(r#""claim": 2"#, r#""claim": 9"#);
+    assert_ne!(read_check_reply(&bad, &claims, &schema).1, Some(ReadFrom::JsonCut));
+    // A whole reply that does not fit (two judgements of three) is not a cut one.
+    let whole = format!("{}]}}", cut.rsplit_once(", {\"claim\": 3").unwrap().0);
+    assert!(serde_json::from_str::<Value>(&whole).is_ok(), "{whole}");
+    assert_ne!(read_check_reply(&whole, &claims, &schema).1, Some(ReadFrom::JsonCut));
+    // The extraction, cut in its third claim: the two before it.
+    let cut = r#"{"reasoning": "figures", "claims": [{"claim": "The tower was completed in 1889.", "context": "", "type": "DATE"}, {"claim": "It is 330 metres tall.", "context": "", "type": "STATISTIC"}, {"claim": "It weighs"#;
+    let (reading, from) = read_claims_reply(cut, &claims_schema());
+    assert_eq!(from, Some(ReadFrom::JsonCut));
+    let texts: Vec<&str> = reading.claims.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(texts, ["The tower was completed in 1889.", "It is 330 metres tall."]);
 }
