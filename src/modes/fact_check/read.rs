@@ -449,20 +449,38 @@ fn words_of(text: &str) -> Vec<String> {
     out
 }
 
-/// Whether `content` states `claim`, as the extractor is asked to word it: every figure the
-/// claim gives is in the content, and at least [`IN_CONTENT_SHARE`] of its words are. A small
-/// model may list claims the content never makes (a figure it made up, a sentence in another
-/// language); checking those would report on what the content did not say.
+/// Whether `content` states `claim`, as the extractor is asked to word it: the claim's words
+/// stand in the content as they are (a quote, also in a script written without spaces), or
+/// every figure the claim gives is in the content and at least [`IN_CONTENT_SHARE`] of its
+/// words are. A small model may list claims the content never makes (a figure it made up, a
+/// sentence in another language); checking those would report on what the content did not say.
 pub fn in_content(claim: &str, content: &str) -> bool {
-    let held: HashSet<String> = words_of(content).into_iter().collect();
     let words = words_of(claim);
     if words.is_empty() {
         return false;
     }
+    let content_words = words_of(content);
+    if quoted(&words.join(" "), &content_words.join(" ")) {
+        return true;
+    }
+    let held: HashSet<String> = content_words.into_iter().collect();
     let figures_held =
         words.iter().filter(|w| w.chars().any(|c| c.is_ascii_digit())).all(|w| held.contains(w));
     let share = words.iter().filter(|w| held.contains(*w)).count() as f64 / words.len() as f64;
     figures_held && share >= IN_CONTENT_SHARE
+}
+
+/// Whether `quote` stands in `text` without cutting a run of Latin letters or digits (`188` is no
+/// quote of `1889`; a part of a sentence written without spaces is).
+fn quoted(quote: &str, text: &str) -> bool {
+    let cuts = |a: Option<char>, b: Option<char>| {
+        a.zip(b).is_some_and(|(a, b)| a.is_ascii_alphanumeric() && b.is_ascii_alphanumeric())
+    };
+    text.match_indices(quote).any(|(at, _)| {
+        let end = at + quote.len();
+        !cuts(text[..at].chars().next_back(), quote.chars().next())
+            && !cuts(quote.chars().next_back(), text[end..].chars().next())
+    })
 }
 
 /// The claims `content` states ([`in_content`]), renumbered in order, and the wording of those

@@ -784,6 +784,16 @@ fn a_claim_is_checked_only_when_the_content_states_it() {
     ] {
         assert_eq!(in_content(claim, EIFFEL), stated, "{claim}");
     }
+    // A script written without spaces: a quote of part of a sentence is stated, a made-up
+    // figure is not.
+    let content = "埃菲尔铁塔于1889年建成，高约330米。";
+    assert!(in_content("埃菲尔铁塔于1889年建成", content));
+    assert!(in_content("铁塔于1889年建成", content));
+    assert!(!in_content("埃菲尔铁塔于1887年建成", content));
+    assert!(!in_content("889年建成", content));
+    // A quote never cuts a figure or a word short.
+    assert!(!in_content("It was completed in 188", "It was completed in 1889."));
+    assert!(!in_content("ower was completed in 1889 2", "The tower was completed in 1889."));
 }
 
 #[test]
