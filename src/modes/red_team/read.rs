@@ -369,8 +369,9 @@ pub(super) fn no_revision(r: &str) -> bool {
 }
 
 /// Reads a defense against `findings`: from its JSON when it fits `schema` (each finding
-/// answered by the first response naming its number, as in text; the revised content), else
-/// by its text ([`read_defense`]). Says where it was read from; None when it answered no
+/// answered by the first response naming its number, as in text; the revised content), from
+/// the responses complete before the cut when its JSON was cut off at its token cap (the
+/// findings after it unaddressed, no revised content), else by its text ([`read_defense`]). Says where it was read from; None when it answered no
 /// finding and gave no revised content.
 pub fn read_defense_reply(
     reply: &str,
@@ -410,7 +411,7 @@ pub fn read_defense_reply(
     let answered = |r: &DefenseReading| {
         r.responses.iter().any(|x| x.verdict != "UNADDRESSED") || r.revised_content.is_some()
     };
-    schema.read_reply(reply, from_json, |t| read_defense(t, findings), answered)
+    schema.read_reply_or_cut(reply, "responses", from_json, |t| read_defense(t, findings), answered)
 }
 
 /// The defender's answer to one finding.

@@ -645,6 +645,17 @@ fn a_defense_is_read_from_json_when_it_fits_else_from_text() {
     let v: Vec<&str> = d.responses.iter().map(|r| r.verdict.as_str()).collect();
     assert_eq!(v, ["REBUT", "UNADDRESSED"]);
     assert_eq!(d.revised_content, None);
+    // Cut off at its token cap inside its responses (SmolLM2 filled each string with
+    // "A.S.R.A.K.…" until the cap): the response complete before the cut is read.
+    let whole =
+        json_defense(vec![json_response(1, "ACCEPT", "x"), json_response(2, "REBUT", "")], "y");
+    let cut =
+        &whole[..whole.find("\"finding\": 2").or_else(|| whole.find("\"finding\":2")).unwrap() + 5];
+    let (d, from) = read_defense_reply(cut, &findings, &s);
+    assert_eq!(from, Some(ReadFrom::JsonCut), "{cut}");
+    let v: Vec<&str> = d.responses.iter().map(|r| r.verdict.as_str()).collect();
+    assert_eq!(v, ["ACCEPT", "UNADDRESSED"]);
+    assert_eq!(d.revised_content, None);
     // A finding outside the round is refused, and the text states nothing: unparsed.
     let (d, from) = read_defense_reply(
         &json_defense(vec![json_response(1, "ACCEPT", ""), json_response(3, "REBUT", "")], "x"),
