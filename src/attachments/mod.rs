@@ -168,13 +168,13 @@ impl Given {
         }
     }
 
-    /// What a mode's material field says when the files are its material (the request left
-    /// it empty): where the material is, in words a model reads.
     /// The files' text as it precedes each prompt (empty when there is none).
     pub fn text(&self) -> Arc<str> {
         self.block.clone()
     }
 
+    /// What a mode's material field says when the files are its material (the request left
+    /// it empty): where the material is, in words a model reads.
     pub fn as_material(&self) -> String {
         let what = if self.files.len() == 1 { "The attached file" } else { "The attached files" };
         format!("{what} {} (given above, marked as the user's material).", self.names())

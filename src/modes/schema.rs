@@ -113,7 +113,18 @@ impl ReplySchema {
         from_text: impl FnOnce(&str) -> T,
         usable: impl FnOnce(&T) -> bool,
     ) -> (T, Option<ReadFrom>) {
-        let (reading, from) = match self.read(reply) {
+        Self::reading_of(self.read(reply), reply, from_json, from_text, usable)
+    }
+
+    /// [`ReplySchema::read_reply`] given what [`ReplySchema::read`] found in `reply`.
+    fn reading_of<T>(
+        fitted: Option<Value>,
+        reply: &str,
+        from_json: impl FnOnce(&Value) -> Option<T>,
+        from_text: impl FnOnce(&str) -> T,
+        usable: impl FnOnce(&T) -> bool,
+    ) -> (T, Option<ReadFrom>) {
+        let (reading, from) = match fitted {
             Some(v) => (from_json(&v).unwrap_or_else(|| from_text("")), ReadFrom::Json),
             None => (from_text(reply), ReadFrom::Text),
         };
@@ -133,14 +144,15 @@ impl ReplySchema {
         from_text: impl FnOnce(&str) -> T,
         usable: impl Fn(&T) -> bool,
     ) -> (T, Option<ReadFrom>) {
-        if self.read(reply).is_none() {
+        let fitted = self.read(reply);
+        if fitted.is_none() {
             if let Some(reading) = self.read_cut(reply, key).and_then(|v| from_json(&v)) {
                 if usable(&reading) {
                     return (reading, Some(ReadFrom::JsonCut));
                 }
             }
         }
-        self.read_reply(reply, from_json, from_text, usable)
+        Self::reading_of(fitted, reply, from_json, from_text, usable)
     }
 
     /// The object `{key: [items]}` of a cut-off reply's complete items, each valid against the

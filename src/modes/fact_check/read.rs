@@ -455,19 +455,38 @@ fn words_of(text: &str) -> Vec<String> {
 /// words are. A small model may list claims the content never makes (a figure it made up, a
 /// sentence in another language); checking those would report on what the content did not say.
 pub fn in_content(claim: &str, content: &str) -> bool {
-    let words = words_of(claim);
-    if words.is_empty() {
-        return false;
+    Stated::of(content).states(claim)
+}
+
+/// A content's words, read once for all its claims ([`in_content`]).
+struct Stated {
+    /// Its words, one space between each.
+    joined: String,
+    held: HashSet<String>,
+}
+
+impl Stated {
+    fn of(content: &str) -> Stated {
+        let words = words_of(content);
+        Stated { joined: words.join(" "), held: words.into_iter().collect() }
     }
-    let content_words = words_of(content);
-    if quoted(&words.join(" "), &content_words.join(" ")) {
-        return true;
+
+    fn states(&self, claim: &str) -> bool {
+        let words = words_of(claim);
+        if words.is_empty() {
+            return false;
+        }
+        if quoted(&words.join(" "), &self.joined) {
+            return true;
+        }
+        let held = &self.held;
+        let figures_held = words
+            .iter()
+            .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+            .all(|w| held.contains(w));
+        let share = words.iter().filter(|w| held.contains(*w)).count() as f64 / words.len() as f64;
+        figures_held && share >= IN_CONTENT_SHARE
     }
-    let held: HashSet<String> = content_words.into_iter().collect();
-    let figures_held =
-        words.iter().filter(|w| w.chars().any(|c| c.is_ascii_digit())).all(|w| held.contains(w));
-    let share = words.iter().filter(|w| held.contains(*w)).count() as f64 / words.len() as f64;
-    figures_held && share >= IN_CONTENT_SHARE
 }
 
 /// Whether `quote` stands in `text` without cutting a run of Latin letters or digits (`188` is no
@@ -486,8 +505,9 @@ fn quoted(quote: &str, text: &str) -> bool {
 /// The claims `content` states ([`in_content`]), renumbered in order, and the wording of those
 /// it does not, set aside.
 pub fn stated_in(claims: Vec<Claim>, content: &str) -> (Vec<Claim>, Vec<String>) {
+    let stated = Stated::of(content);
     let (kept, aside): (Vec<Claim>, Vec<Claim>) =
-        claims.into_iter().partition(|c| in_content(&c.text, content));
+        claims.into_iter().partition(|c| stated.states(&c.text));
     let kept =
         numbered_claims(kept.into_iter().map(|c| (c.text, c.context, c.claim_type)).collect());
     (kept, aside.into_iter().map(|c| c.text).collect())
