@@ -1,4 +1,5 @@
-//! One ModelCall actor per model per stage: runs a provider request with the call's timeout,
+//! One ModelCall actor per model per stage: waits for its turn at a server that caps its
+//! concurrent calls, runs a provider request with the call's timeout (timed from that turn),
 //! forwards streamed deltas to its Deliberation, reports the outcome, and stops.
 //!
 //! Transient failures (429, 5xx, broken connections) are retried with backoff inside the call's
@@ -195,9 +196,14 @@ impl Actor for ModelCall {
         let retrying = self.retrying.clone();
         let noted = self.noted.clone();
         let timeout = Duration::from_millis(spec.timeout_ms);
-        let started = Instant::now();
         ctx.spawn(
             async move {
+                // A call to a server that caps its concurrent calls waits for its turn before
+                // its clock starts: other runs' calls queued ahead of it are not this model being
+                // slow. A cancelled run stops waiting (this future is dropped); a retry's wait
+                // for a turn counts.
+                let mut turn = Some(providers.turn(&spec.model).await);
+                let started = Instant::now();
                 let deadline = started + timeout;
                 let note =
                     |note: CallNote| noted.do_send(CallNoted { key: spec.key.clone(), note });
@@ -239,6 +245,7 @@ impl Actor for ModelCall {
                         max_tokens: prompt.max_tokens,
                         // A reply the schema allows must fit the cap, or it ends cut off.
                         schema: spec.schema.as_ref().map(|s| s.within(prompt.max_tokens)),
+                        turn: turn.take(),
                     };
                     let listen = Listeners { deltas: Some(tx), notices: Some(ntx.clone()) };
                     let request = providers.chat_capped(ask, listen);

@@ -7,9 +7,10 @@
 //!
 //! Each route (and the fallback) may cap its concurrent calls: a call first waits for a permit
 //! of its provider's semaphore, holds it for the whole request (streaming included) and gives it
-//! back when the request ends or is dropped. The wait is part of the call's future, so it counts
-//! against the call's timeout and a cancelled call stops waiting. A completion with no text is
-//! `Malformed` whichever provider sent it.
+//! back when the request ends or is dropped. The wait is part of the call's future, so a
+//! cancelled call stops waiting; a caller that times its calls from their turn waits for one
+//! first ([`Providers::turn`]) and hands it in with the call ([`Ask::turn`]). A completion with
+//! no text is `Malformed` whichever provider sent it.
 //!
 //! Every call through [`Providers`] carries an output cap (`max_tokens`): the one configured
 //! for its mode and role ([`OutputCaps`]), lowered to its route's ceiling when it has one, so
@@ -97,13 +98,23 @@ pub enum Notice {
 }
 
 /// One call as [`Providers::chat_capped`] makes it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Ask {
     pub model: String,
     pub messages: Vec<ChatMessage>,
     pub max_tokens: u32,
     /// The reply's schema, when the mode asks this model for JSON.
     pub schema: Option<Arc<ReplySchema>>,
+    /// A turn at the model's provider already waited for ([`Providers::turn`]); without one
+    /// the call waits for its own.
+    pub turn: Option<Turn>,
+}
+
+/// A turn at a provider that caps its concurrent calls: held, one of its permits (none when it
+/// has no cap). Given back when dropped.
+#[derive(Debug)]
+pub struct Turn {
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// Where a call's streamed text and notices go.
@@ -409,8 +420,22 @@ impl Providers {
         deltas: Option<UnboundedSender<String>>,
     ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
         let max_tokens = self.lowered(self.caps.default, model);
-        let ask = Ask { model: model.to_string(), messages, max_tokens, schema: None };
+        let ask = Ask { model: model.to_string(), messages, max_tokens, schema: None, turn: None };
         self.chat_capped(ask, Listeners { deltas, notices: None })
+    }
+
+    /// Waits for a turn at the provider that serves `model`: at once when it caps nothing (or
+    /// nothing serves the model: the call itself will say so). Dropping the wait gives up its
+    /// place in the queue.
+    pub fn turn(&self, model: &str) -> BoxFuture<'static, Turn> {
+        let permits = self.target(model).ok().and_then(|t| t.capped.permits);
+        Box::pin(async move {
+            match permits {
+                // The semaphore is never closed.
+                Some(p) => Turn { _permit: p.acquire_owned().await.ok() },
+                None => Turn { _permit: None },
+            }
+        })
     }
 
     /// Runs one chat request, its answer capped at `ask.max_tokens`, against whichever provider
@@ -422,14 +447,15 @@ impl Providers {
         ask: Ask,
         listen: Listeners,
     ) -> BoxFuture<'static, Result<ChatResponse, CallError>> {
-        let Ask { model, messages, max_tokens, schema } = ask;
+        let Ask { model, messages, max_tokens, schema, turn } = ask;
         match self.target(&model) {
             Ok(Target { capped: Capped { provider, permits }, id, route, structured, refused }) => {
                 Box::pin(async move {
                     // Held until the request ends or is dropped; the semaphore is never closed.
-                    let _permit = match permits {
-                        Some(p) => p.acquire_owned().await.ok(),
-                        None => None,
+                    let _turn = match (turn, permits) {
+                        (Some(turn), _) => turn,
+                        (None, Some(p)) => Turn { _permit: p.acquire_owned().await.ok() },
+                        (None, None) => Turn { _permit: None },
                     };
                     // Read now, not when the call was made: a refusal seen meanwhile holds.
                     let refused_now = refused.as_ref().is_some_and(|f| f.load(Ordering::Relaxed));
@@ -557,6 +583,34 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_call_handed_its_turn_runs_at_once_and_gives_it_back() {
+        let (providers, _) = capped(Some(1));
+        let turn = providers.turn("c/a").await;
+        // The one permit is held: a call that waits for its own does not start.
+        let own = tokio::time::timeout(
+            Duration::from_millis(50),
+            providers.chat("c/b", Vec::new(), None),
+        );
+        assert!(own.await.is_err(), "the turn is held");
+        let ask = Ask {
+            model: "c/a".into(),
+            messages: Vec::new(),
+            max_tokens: 8,
+            schema: None,
+            turn: Some(turn),
+        };
+        let started = tokio::time::Instant::now();
+        let reply = providers.chat_capped(ask, Listeners::default()).await.unwrap();
+        assert_eq!((reply.text.as_str(), started.elapsed()), ("c/a", Duration::from_millis(100)));
+        let next = providers.chat("c/c", Vec::new(), None).await.unwrap();
+        assert_eq!(next.text, "c/c", "the turn was given back with the request");
+        // A provider without a cap gives a turn at once.
+        let (uncapped, _) = capped(None);
+        let waited = tokio::time::timeout(Duration::from_millis(1), uncapped.turn("c/a")).await;
+        assert!(waited.is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn an_empty_completion_is_malformed() {
         let sim = sim::SimProvider::new(sim::SimConfig::default());
         let route = Route::new("sim/", Arc::new(sim));
@@ -595,8 +649,13 @@ mod tests {
                 .with_caps(caps);
         let asked = |mode: &str, role: &str, model: &str| {
             let cap = providers.max_tokens(mode, role, model);
-            let ask =
-                Ask { model: model.into(), messages: Vec::new(), max_tokens: cap, schema: None };
+            let ask = Ask {
+                model: model.into(),
+                messages: Vec::new(),
+                max_tokens: cap,
+                schema: None,
+                turn: None,
+            };
             providers.chat_capped(ask, Listeners::default())
         };
         assert_eq!(asked("council", "chairman", "a/m").await.unwrap().text, "Some(4000)");

@@ -163,3 +163,30 @@ async fn the_sim_works_through_the_sim_server_over_http() {
     );
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn calls_queued_behind_a_capped_server_wait_their_turn_instead_of_timing_out() {
+    // One call at a time, 700 ms each, a 1 s call timeout: a stage's third call (and the
+    // title's) waits longer than the timeout for its turn, then answers well within it.
+    let app = spawn_with(Options {
+        sim_latency_ms: 700,
+        stage_timeout_ms: 1_000,
+        max_concurrent_calls: Some(1),
+        ..Options::default()
+    })
+    .await;
+    let started = app.start(council_request("What are the trade-offs of microservices?")).await;
+    let run = app.wait_done(started["runId"].as_str().unwrap()).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    let result = &run["result"];
+    for stage in ["stage1", "stage2"] {
+        let rows = result[stage].as_array().unwrap();
+        assert_eq!(rows.len(), 3, "no call timed out in its queue: {result}");
+        for r in rows {
+            let ms = r["responseTimeMs"].as_u64().unwrap();
+            assert!(ms < 1_000, "timed from its turn, not from the queue: {r}");
+        }
+    }
+    assert_eq!(result["stage3"]["model"], "sim/alpha", "{result}");
+    app.stop().await;
+}

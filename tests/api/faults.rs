@@ -94,7 +94,7 @@ async fn the_sim_server_serves_each_fault_on_the_wire() {
 async fn a_route_capped_at_two_never_has_more_than_two_calls_in_flight() {
     let app = spawn_with(Options {
         sim_over_http: true,
-        sim_latency_ms: 150,
+        sim_latency_ms: 300,
         max_concurrent_calls: Some(2),
         ..Options::default()
     })
@@ -110,7 +110,8 @@ async fn a_route_capped_at_two_never_has_more_than_two_calls_in_flight() {
     assert_eq!(run["result"]["stage1"].as_array().unwrap().len(), 5);
     let s = app.sim_stats.as_ref().unwrap().snapshot();
     assert_eq!(s.max_in_flight, 2, "five calls at a time were asked for: {s:?}");
-    // The fifth answer waited for two waves of 150 ms before its own.
+    // The fifth answer waited for two waves of 300 ms before its own, but its time (and its
+    // timeout) runs from its turn: the wait is not its model being slow.
     let slowest = run["result"]["stage1"]
         .as_array()
         .unwrap()
@@ -118,7 +119,7 @@ async fn a_route_capped_at_two_never_has_more_than_two_calls_in_flight() {
         .filter_map(|a| a["responseTimeMs"].as_i64())
         .max()
         .unwrap();
-    assert!(slowest >= 400, "the wait for a permit counts in the call's time: {slowest}");
+    assert!(slowest < 750, "the wait for a permit is not counted in the call's time: {slowest}");
     app.stop().await;
 }
 
