@@ -252,6 +252,7 @@ fn decline_re() -> &'static Regex {
             \bI\s*(?:'m|\s+am)\s+(?:not\s+able|unable|not\s+comfortable|not\s+in\s+a\s+position)\s+to\b
             | \bI\s+(?:can(?:not|'t|’t)|can\s+not|won(?:'t|’t)|will\s+not|must\s+decline|decline|refuse|have\s+to\s+decline)\b
             | \bI\s+(?:abstain|pass)\b
+            | \bI\s*(?:'d|’d|\s+would)\s+rather\s+not\b
             | \b(?:abstain(?:ing)?|no\s+vote|no\s+ranking|no\s+verdict|no\s+estimate)\b
             | \bunable\s+to\s+(?:rank|vote|decide|choose|estimate|judge|evaluate|assess|determine|answer)\b
             | \bnot\s+possible\s+to\s+(?:rank|vote|decide|choose|estimate|judge|determine)\b
@@ -586,11 +587,17 @@ mod tests {
             "I'm unable to choose between them.",
             "I won’t vote on this.",
             "As an AI, I am not able to judge this.",
+            "I'd rather not rate this.",
+            "I would rather not say which is better.",
         ] {
             assert!(declines(t), "{t}");
             assert_eq!(Unparsed::of(t), Unparsed::Refused, "{t}");
         }
-        for t in ["Response A is clearer. VOTE: Response A", "The canal opened in 1914."] {
+        for t in [
+            "Response A is clearer. VOTE: Response A",
+            "The canal opened in 1914.",
+            "I'd rather use a queue than a lock.",
+        ] {
             assert!(!declines(t), "{t}");
         }
         assert_eq!(Unparsed::of("Response A is nice."), Unparsed::NoAnswer);

@@ -86,10 +86,10 @@ test("a peer review from the form shows the report, the agreement chart and ever
   assert.deepEqual(phone.errors, []);
 });
 
-test("a failing reviewer is named and the review still completes", { skip }, async () => {
+test("a failing reviewer is named, an unread one says why, and the review still completes", { skip }, async () => {
   const started = await startRest(base, { mode: "peer_review", question: "Review this plan.",
     modeConfig: { content: "Deploy on Friday evenings without a rollback plan.", reviewType: "design_spec_review",
-      reviewerModels: ["sim/alpha", "sim/fail-2", "sim/gamma"] } });
+      reviewerModels: ["sim/alpha", "sim/fail-2", "sim/malformed-3"] } });
   const { page, errors } = await openPage(browser, base, `/#/run/${encodeURIComponent(started.runId)}`);
   await waitRunReady(page, started.runId);
   const d = await detail(started.runId);
@@ -97,6 +97,12 @@ test("a failing reviewer is named and the review still completes", { skip }, asy
   assert.equal(d.result.partial, true);
   const stats = await page.textContent('section[data-section="review_stats"]');
   assert.ok(stats.includes("reviewer 2 (sim/fail-2)"), stats);
+  // The review whose scores could not be read says so, and why, in words.
+  const unread = d.result.reviews.find((r) => r.model === "sim/malformed-3");
+  assert.equal(unread.parseSuccess, false, JSON.stringify(unread));
+  const callout = await page.textContent('section[data-section="review"] .pr-unparsed');
+  assert.ok(callout.includes("No score could be read from this review"), callout);
+  assert.ok(callout.includes("does not state an answer in a form that can be read"), callout);
   assert.ok((await page.textContent(".primary")).length > 0);
   await screenshot(page, "peer_review-reviewer-failed");
   assert.deepEqual(errors, []);

@@ -504,8 +504,9 @@ fn json_str<'a>(v: &'a Value, key: &str) -> &'a str {
 }
 
 /// An ideator's reply read from its JSON when it fits `schema` and holds an idea with a
-/// title (an idea without one is none, as a heading without a title is none in text), else
-/// by its text ([`read_ideas`]); with where it was read from when it gave ideas.
+/// title (an idea without one is none, as a heading without a title is none in text), or
+/// from the ideas complete before a cut when its JSON stopped inside the list (`json_cut`),
+/// else by its text ([`read_ideas`]); with where it was read from when it gave ideas.
 pub fn read_ideas_reply(reply: &str, schema: &ReplySchema) -> (IdeaList, Option<ReadFrom>) {
     let from_json = |v: &Value| {
         let ideas: Vec<(String, String)> = v
@@ -520,7 +521,7 @@ pub fn read_ideas_reply(reply: &str, schema: &ReplySchema) -> (IdeaList, Option<
             .collect();
         Some(IdeaList { ideas, dropped: 0 })
     };
-    schema.read_reply(reply, from_json, read_ideas, |l| !l.ideas.is_empty())
+    schema.read_reply_or_cut(reply, "ideas", from_json, read_ideas, |l| !l.ideas.is_empty())
 }
 
 /// The curator's reply read from its JSON when it fits `schema` (the clusters under the text's
@@ -559,8 +560,10 @@ pub fn read_clusters_reply(
 }
 
 /// A scorer's reply read from its JSON when it fits `schema` (each cluster by the last rating
-/// naming its number, as a repeated block in text), else by its text ([`read_scores`]); with
-/// where it was read from when it scored a cluster.
+/// naming its number, as a repeated block in text), or from the ratings complete before a cut
+/// when its JSON stopped inside the list (`json_cut`: the clusters after it are unscored, as
+/// a cluster a text reply skips), else by its text ([`read_scores`]); with where it was read
+/// from when it scored a cluster.
 pub fn read_scores_reply(
     reply: &str,
     clusters: &[Cluster],
@@ -593,5 +596,5 @@ pub fn read_scores_reply(
         Some(scores)
     };
     let read = |t: &str| read_scores(t, clusters);
-    schema.read_reply(reply, from_json, read, |s| !s.is_empty())
+    schema.read_reply_or_cut(reply, "scores", from_json, read, |s| !s.is_empty())
 }

@@ -885,9 +885,14 @@ fn ideas_are_read_from_json_when_it_fits_else_from_text() {
     // A model that ignored the schema and wrote the text format.
     let (l, from) = read_ideas_reply(IDEAS, &s);
     assert_eq!((l.ideas.len(), from), (3, Some(ReadFrom::Text)));
-    // Unfinished JSON, or JSON only inside an unclosed reasoning block: nothing.
+    // Cut off at its token cap inside its list: the ideas complete before the cut.
+    let cut = r#"{"reasoning": "", "ideas": [{"title": "a", "description": "b"}, {"title": "c"#;
+    let (l, from) = read_ideas_reply(cut, &s);
+    assert_eq!(from, Some(ReadFrom::JsonCut));
+    assert_eq!(l.ideas, [("a".to_string(), "b".to_string())]);
+    // Cut inside its first idea, or JSON only inside an unclosed reasoning block: nothing.
     for nothing in [
-        r#"{"reasoning": "", "ideas": [{"title": "a", "description": "b"}, {"title": "c"#,
+        r#"{"reasoning": "", "ideas": [{"title": "a", "descr"#,
         format!("<think>{three}").as_str(),
         "I would rather not.",
     ] {
@@ -991,6 +996,17 @@ fn scores_are_read_from_json_when_it_fits_else_from_text() {
     let (scores, from) = read_scores_reply(text, &cs, &s);
     assert_eq!((scores.len(), from), (1, Some(ReadFrom::Text)));
     assert_eq!(scores, read_scores(text, &cs));
+    // Cut off at its token cap in the third rating: the two before it; cluster 3 unscored.
+    let whole = reply(vec![r(1, 2, 3, 4, "a"), r(2, 5, 4, 3, "b"), r(3, 1, 1, 1, "c")]);
+    let cut = &whole[..whole.rfind("\"cluster\"").unwrap() + 3];
+    let (scores, from) = read_scores_reply(cut, &cs, &s);
+    assert_eq!(from, Some(ReadFrom::JsonCut), "{cut}");
+    let ids: Vec<&str> = scores.iter().map(|c| c.cluster_id.as_str()).collect();
+    assert_eq!(ids, ["cluster_1", "cluster_2"]);
+    // A complete rating out of range before the cut reads nothing from it.
+    let bad = cut.replacen("\"novelty\":2", "\"novelty\":9", 1);
+    assert_ne!(bad, cut);
+    assert_eq!(read_scores_reply(&bad, &cs, &s), (vec![], None));
 }
 
 proptest! {

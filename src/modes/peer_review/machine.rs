@@ -25,6 +25,7 @@ pub(super) fn review_of(
         findings: reading.findings,
         strengths: reading.strengths,
         parse_success: reading.parse_success,
+        unparsed: (!reading.parse_success).then(|| Unparsed::of(raw)),
         read_from: reading.read_from,
         response_time_ms: ms,
     }

@@ -24,7 +24,7 @@ pub use result::*;
 pub use sim::*;
 
 use super::prelude::*;
-use super::reading::unmark;
+use super::reading::{unmark, Unparsed};
 use super::request::MAX_SHORT_CHARS;
 
 const MAX_CRITERION_NAME: usize = 100;

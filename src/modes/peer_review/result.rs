@@ -190,6 +190,10 @@ pub struct Review {
     pub strengths: Vec<String>,
     /// Its scores could be read.
     pub parse_success: bool,
+    /// Why no score could be read (it declined, stopped while reasoning, or stated none in a
+    /// form that can be read), when none could.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<Unparsed>,
     /// Where the scores were read from (the review's JSON or its text), when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_from: Option<ReadFrom>,

@@ -180,6 +180,7 @@ fn review(index: usize, scores: &[Option<u32>]) -> Review {
         findings: Vec::new(),
         strengths: Vec::new(),
         parse_success: true,
+        unparsed: None,
         read_from: Some(ReadFrom::Text),
         response_time_ms: 1,
     }
@@ -355,6 +356,9 @@ fn a_run_reviews_in_parallel_then_consolidates_and_stores_what_it_sent() {
     );
     let done = emitted(&out, "all_reviewers_complete").unwrap();
     assert_eq!(done["data"]["reviews"][1]["parseSuccess"], false);
+    // It says why none was read; a review that was read says nothing of the kind.
+    assert_eq!(done["data"]["reviews"][1]["unparsed"], "refused");
+    assert!(done["data"]["reviews"][0].get("unparsed").is_none());
     assert_eq!(done["data"]["reviews"][0]["reviewText"], "| Security | 5 | 5 | ok |");
     all.extend(out.clone());
     let con = stage_calls(&out);

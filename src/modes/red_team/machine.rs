@@ -148,6 +148,7 @@ impl RedTeam {
             overall_risk: reading.overall_risk.clone(),
             no_flaws: reading.no_flaws,
             parse_success: reading.parse_success,
+            unparsed: (!failed && !reading.parse_success).then(|| Unparsed::of(&raw)),
             failed,
             response_time_ms: reply.response_time_ms,
             read_from,

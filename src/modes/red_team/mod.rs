@@ -24,7 +24,7 @@ pub use result::*;
 use sim::*;
 
 use super::prelude::*;
-use super::reading::unbold;
+use super::reading::{unbold, Unparsed};
 
 /// Red Team's `modeConfig`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]

@@ -327,8 +327,10 @@ fn json_text(v: &Value, key: &str) -> Option<String> {
 }
 
 /// Reads an attack report: from its JSON when it fits `schema` (its findings in order,
-/// numbered 1..k; none listed is no flaws), else by its text ([`read_attack`]). Says where
-/// it was read from; None when nothing was read (`parseSuccess: false`).
+/// numbered 1..k; none listed is no flaws), or from the findings complete before a cut when
+/// its JSON stopped inside the list (`json_cut`: never "no flaws", a cut list holds at least
+/// one), else by its text ([`read_attack`]). Says where it was read from; None when nothing
+/// was read (`parseSuccess: false`).
 pub fn read_attack_reply(reply: &str, schema: &ReplySchema) -> (AttackReading, Option<ReadFrom>) {
     let from_json = |v: &Value| {
         let findings = v
@@ -360,7 +362,7 @@ pub fn read_attack_reply(reply: &str, schema: &ReplySchema) -> (AttackReading, O
             parse_success: true,
         })
     };
-    schema.read_reply(reply, from_json, read_attack, |r| r.parse_success)
+    schema.read_reply_or_cut(reply, "findings", from_json, read_attack, |r| r.parse_success)
 }
 
 /// A revision that says there is none (`N/A`, `none`, `-`, empty).

@@ -73,6 +73,10 @@ pub struct Attack {
     pub no_flaws: bool,
     /// The report could be read.
     pub parse_success: bool,
+    /// Why a report that came back could not be read (it declined, stopped while reasoning, or
+    /// stated no finding in a form that can be read), when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<Unparsed>,
     /// The attacker's call failed (the rounds end).
     pub failed: bool,
     pub response_time_ms: u64,

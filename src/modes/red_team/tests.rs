@@ -464,6 +464,7 @@ fn the_sim_answers_every_step_in_format_and_sometimes_out_of_it() {
             assert!(finished(&all).is_some(), "the run completes");
             let a = emitted(&all, "attack_complete").unwrap()["data"].clone();
             assert_eq!(a["parseSuccess"], !malformed, "{a}");
+            assert_eq!(a.get("unparsed").is_some(), malformed, "{a}");
             if !malformed {
                 let s = emitted(&all, "synthesize_complete").unwrap()["data"].clone();
                 assert!(s["hardeningConfidence"].is_string(), "{s}");
@@ -604,9 +605,20 @@ fn an_attack_is_read_from_json_when_it_fits_else_from_text() {
     assert_eq!((a.findings.len(), from), (2, Some(ReadFrom::Text)));
     let (a, from) = read_attack_reply("FINDINGS: NONE", &s);
     assert!(a.no_flaws && from == Some(ReadFrom::Text));
-    // Unfinished JSON states nothing.
+    // Unfinished JSON states nothing: cut before its first finding closed, it is neither a
+    // finding nor "no flaws".
     let cut = &json_attack(vec![json_finding("x", "LOW")])[..40];
-    assert_eq!(read_attack_reply(cut, &s).1, None);
+    let (a, from) = read_attack_reply(cut, &s);
+    assert!(from.is_none() && !a.parse_success && !a.no_flaws, "{cut}");
+    // Cut off at its token cap inside its second finding: the first is read.
+    let whole =
+        json_attack(vec![json_finding("SQL injection", "HIGH"), json_finding("Logs", "LOW")]);
+    let cut = &whole[..whole.find("Logs").unwrap()];
+    let (a, from) = read_attack_reply(cut, &s);
+    assert_eq!(from, Some(ReadFrom::JsonCut), "{cut}");
+    assert!(a.parse_success && !a.no_flaws);
+    let titles: Vec<&str> = a.findings.iter().map(|f| f.title.as_str()).collect();
+    assert_eq!(titles, ["SQL injection"]);
 }
 
 #[test]

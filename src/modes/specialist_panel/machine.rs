@@ -104,6 +104,7 @@ impl SpecialistPanel {
                     key_findings: reading.key_findings,
                     top_recommendations: reading.top_recommendations,
                     parse_success: reading.parse_success,
+                    unparsed: (!reading.parse_success).then(|| Unparsed::of(text)),
                     read_from: reading.read_from,
                     response_time_ms: reply.response_time_ms as i64,
                 };

@@ -26,6 +26,7 @@ use sim::*;
 
 use super::common::CALL_FAILED;
 use super::prelude::*;
+use super::reading::Unparsed;
 use super::request::MAX_SHORT_CHARS;
 
 const DEFAULT_ROLES: [RoleId; 3] =

@@ -29,6 +29,10 @@ pub struct SpecialistReport {
     pub top_recommendations: Vec<String>,
     /// At least one rating was read.
     pub parse_success: bool,
+    /// Why no rating could be read (it declined, stopped while reasoning, or stated none in a
+    /// form that can be read), when none could.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unparsed: Option<Unparsed>,
     /// Where the ratings were read from (the report's JSON or its text), when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_from: Option<ReadFrom>,
@@ -56,6 +60,9 @@ impl Serialize for SpecialistRow<'_> {
         m.serialize_entry("keyFindings", &r.key_findings)?;
         m.serialize_entry("topRecommendations", &r.top_recommendations)?;
         m.serialize_entry("parseSuccess", &r.parse_success)?;
+        if let Some(why) = &r.unparsed {
+            m.serialize_entry("unparsed", why)?;
+        }
         if let Some(from) = &r.read_from {
             m.serialize_entry("readFrom", from)?;
         }

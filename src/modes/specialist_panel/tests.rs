@@ -378,6 +378,7 @@ fn an_unparseable_report_still_goes_to_the_synthesizer() {
     let off =
         a["specialists"].as_array().unwrap().iter().find(|s| s["index"] == 2).unwrap().clone();
     assert_eq!(off["parseSuccess"], false);
+    assert_eq!(off["unparsed"], "refused", "why no rating was read");
     assert_eq!(off["averageScore"], Value::Null);
     assert!(off["criteriaScores"].as_array().unwrap().iter().all(|c| c["score"].is_null()));
     let synth = crate::modes::testkit::calls(&all).into_iter().find(|c| c.key == "synthesis");

@@ -63,7 +63,7 @@ export function createView(ctx) {
       ? ui.badge("no scores could be read", "gray")
       : ui.badge(`overall ${ui.fmtNum(r.overallScore)} / 5`, "blue"));
     const nodes = [];
-    if (!r.parseSuccess) nodes.push(el("div", { class: "callout pr-unparsed" }, "No score could be read from this review: it counts for its findings only."));
+    if (!r.parseSuccess) nodes.push(el("div", { class: "callout pr-unparsed" }, "No score could be read from this review: it counts for its findings only.", r.unparsed ? ` ${ui.unparsedWhy(r.unparsed)}` : ""));
     nodes.push(scoresTable(r.scores));
     nodes.push(el("h4", null, "Findings"), findingsList(r.findings));
     if ((r.strengths || []).length) nodes.push(el("h4", null, "Strengths"), el("ul", { class: "pr-strengths" }, r.strengths.map((s) => el("li", null, s))));

@@ -44,7 +44,7 @@ export function createView(ctx) {
     const nodes = [];
     if (a.failed) nodes.push(el("div", { class: "callout rt-failed" }, "The attacker's call failed: the rounds end here and the synthesis follows."));
     else if (a.noFlaws) nodes.push(el("div", { class: "callout rt-noflaws" }, "The attacker found no flaws (FINDINGS: NONE): the rounds end here."));
-    else if (!a.parseSuccess) nodes.push(el("div", { class: "callout rt-unparsed" }, "No finding could be read from the report; the defender was given the report as written."));
+    else if (!a.parseSuccess) nodes.push(el("div", { class: "callout rt-unparsed" }, "No finding could be read from the report; the defender was given the report as written.", a.unparsed ? ` ${ui.unparsedWhy(a.unparsed)}` : ""));
     if ((a.findings || []).length) {
       nodes.push(counts(a.severityCounts), findingsList(a.findings));
     }

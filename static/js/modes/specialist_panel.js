@@ -83,7 +83,8 @@ export function createView(ctx) {
     const parts = [];
     if (!d.parseSuccess) {
       parts.push(el("div", { class: "callout sp-unparsed" },
-        "No 1-5 rating could be read from this report; it went to the synthesizer as written."));
+        "No 1-5 rating could be read from this report; it went to the synthesizer as written.",
+        d.unparsed ? ` ${ui.unparsedWhy(d.unparsed)}` : ""));
     }
     if ((d.keyFindings || []).length) {
       parts.push(el("h4", null, "Key findings"), el("ol", { class: "sp-list" }, d.keyFindings.map((f) => el("li", null, ui.markdown(f)))));
