@@ -353,6 +353,36 @@ mod tests {
     }
 
     #[test]
+    fn a_server_runs_on_sims_by_default_until_every_role_is_sent_elsewhere() {
+        let defaults =
+            |offline: bool, entries: &BTreeMap<String, OneOrMany>| super::super::Defaults {
+                offline,
+                default_models: ModelDefaults::from_config(entries.clone()).unwrap(),
+                ..Default::default()
+            };
+        let none = BTreeMap::new();
+        assert!(defaults(true, &none).sim_by_default(), "no key, no [defaults]: the sims");
+        // Every role of every registered mode sent to a local server.
+        let mut local: BTreeMap<String, OneOrMany> = TABLE
+            .iter()
+            .filter_map(|e| Some((e.role, role(e.role)?.1)))
+            .map(|(key, r)| {
+                let models = match r.panel {
+                    true => {
+                        OneOrMany::Many(vec!["local/a".into(), "local/b".into(), "local/c".into()])
+                    }
+                    false => OneOrMany::One("local/a".into()),
+                };
+                (key.to_string(), models)
+            })
+            .collect();
+        assert!(!defaults(true, &local).sim_by_default(), "no role defaults to a sim");
+        // One role left to the table's sim model is enough to say so.
+        local.remove("jury.foreman");
+        assert!(defaults(true, &local).sim_by_default());
+    }
+
+    #[test]
     fn a_backup_by_role_id_wins_over_its_older_name() {
         let f = Fallbacks::from_config(BTreeMap::from([
             ("facilitator".to_string(), "sim/f".to_string()),

@@ -411,6 +411,17 @@ impl Defaults {
         self.default_models.models(mode, role, self.offline)
     }
 
+    /// Whether a run that names no models would run on some sim model: a role of some mode
+    /// defaults to one (offline, the built-in table's; a `[defaults]` entry may name one too).
+    pub fn sim_by_default(&self) -> bool {
+        ModeKind::all().into_iter().any(|k| {
+            let spec = k.spec();
+            spec.roles
+                .iter()
+                .any(|r| self.models(spec.id, r.id).iter().any(|m| m.starts_with("sim/")))
+        })
+    }
+
     /// The model of `mode`'s single-model `role` when a request names none.
     pub fn model(&self, mode: &str, role: &str) -> String {
         self.models(mode, role).into_iter().next().unwrap_or_default()

@@ -262,6 +262,8 @@ pub async fn models(state: web::Data<AppState>, _caller: Caller) -> HttpResponse
     let files = state.engine.attachment_limits();
     HttpResponse::Ok().json(json!({
         "offline": defaults.offline,
+        // A run that names no models would use a sim model somewhere (the page says so).
+        "simDefaults": defaults.sim_by_default(),
         "stageTimeoutMs": defaults.stage_timeout_ms,
         // What a run may be given (`[attachments]`).
         "attachments": {

@@ -59,7 +59,7 @@ function loadModels() {
     .then((m) => {
       models = m;
       setLimits(m.attachments);
-      $("#offline").hidden = !m.offline;
+      $("#offline").hidden = !m.simDefaults;
       return m;
     });
   return loadingModels;

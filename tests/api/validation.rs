@@ -88,6 +88,7 @@ async fn bad_requests_name_the_field_and_start_nothing() {
     assert_eq!((status, health["status"].as_str()), (200, Some("ok")));
     let (_, models) = app.get("/api/models").await;
     assert_eq!(models["offline"], true);
+    assert_eq!(models["simDefaults"], true, "a run naming no models runs on the sims");
     assert_eq!(models["modes"]["council"]["chairmanModel"], "sim/alpha");
     assert_eq!(models["modes"]["jury"]["foremanModel"], "sim/delta");
     assert_eq!(models["modes"]["vote"]["models"].as_array().map(Vec::len), Some(3));
