@@ -191,6 +191,16 @@ pub fn progress_line(
                 if cuts == 1 { "" } else { "s" }
             ))
         }
+        "call_waiting" => Some(format!(
+            "  ⧗ {} · {}: waiting for a free slot on {} (its time starts when it is sent)",
+            who(data, roles),
+            s("model"),
+            match s("route").as_str() {
+                "*" => "the model provider".to_string(),
+                r => r.to_string(),
+            }
+        )),
+        "call_turn" => Some(format!("  … {} · {}: sent", who(data, roles), s("model"))),
         "structured_output_refused" => Some(format!(
             "  ! {} · {}: its server does not take structured (JSON) replies; asked again without",
             who(data, roles),
@@ -849,6 +859,17 @@ mod tests {
         let line = progress_line("call_start", &json!({"stage": "stage3", "model": "m"}), &[], &[])
             .unwrap();
         assert_eq!(line, "  … synthesis · m");
+        // A call waiting for a turn at a capped server, then sent.
+        let waits =
+            json!({"stage": "stage1", "role": "council", "model": "local/a", "route": "local/"});
+        assert_eq!(
+            progress_line("call_waiting", &waits, council, &[]).unwrap(),
+            "  ⧗ Council members · local/a: waiting for a free slot on local/ (its time starts when it is sent)"
+        );
+        assert_eq!(
+            progress_line("call_turn", &waits, council, &[]).unwrap(),
+            "  … Council members · local/a: sent"
+        );
         assert_eq!(
             progress_line("stage2_start", &json!({}), council, &[]).unwrap(),
             "▶ peer ranking"

@@ -828,6 +828,15 @@ impl Handler<CallNoted> for Deliberation {
                 data["afterRefusal"] = json!(after_refusal);
                 "prompt_fitted"
             }
+            CallNote::Waiting { route } => {
+                log::debug!("run {}: call {} waits for a turn at {route}", self.run_id, msg.key);
+                data["route"] = json!(route);
+                "call_waiting"
+            }
+            CallNote::Turn => {
+                log::debug!("run {}: call {} got its turn", self.run_id, msg.key);
+                "call_turn"
+            }
         };
         self.publish(vec![(event.to_string(), data)]);
         self.commit(ctx);

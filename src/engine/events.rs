@@ -47,6 +47,8 @@ pub enum ProgressMark {
     CallStarted(CallRef),
     /// `call_retry`.
     CallRetrying(CallRef),
+    /// `call_waiting`: every turn at its server is taken.
+    CallWaiting(CallRef),
     /// `call_complete`.
     CallFinished { call: CallRef, ok: bool, response_time_ms: Option<u64> },
     /// `title_complete`.
@@ -54,8 +56,9 @@ pub enum ProgressMark {
 }
 
 impl ProgressMark {
-    /// The mark of an event, if it has one (`call_start`, `call_retry`, `call_complete`,
-    /// `title_complete` with the payloads the engine and the modes give them).
+    /// The mark of an event, if it has one (`call_start`, `call_retry`, `call_waiting`,
+    /// `call_turn`, `call_complete`, `title_complete` with the payloads the engine and the
+    /// modes give them). A call's turn coming marks it running again, as its start did.
     pub fn of(event: &str, data: &Value) -> Option<ProgressMark> {
         let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
         let call = || {
@@ -67,7 +70,8 @@ impl ProgressMark {
             })
         };
         match event {
-            "call_start" => call().map(ProgressMark::CallStarted),
+            "call_start" | "call_turn" => call().map(ProgressMark::CallStarted),
+            "call_waiting" => call().map(ProgressMark::CallWaiting),
             "call_retry" => call().map(ProgressMark::CallRetrying),
             "call_complete" => Some(ProgressMark::CallFinished {
                 call: call()?,

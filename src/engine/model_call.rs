@@ -80,6 +80,11 @@ pub enum CallNote {
     /// The prompt was fitted into the model's context: what was cut, and whether the server
     /// had refused it for its length first.
     Fitted { context_tokens: u32, cuts: Vec<Cut>, fits: bool, after_refusal: bool },
+    /// Every turn at the model's server is taken (its route caps its concurrent calls): the
+    /// call waits for one, its time not yet running.
+    Waiting { route: String },
+    /// The waiting call's turn came: it is sent, and its time runs from now.
+    Turn,
 }
 
 /// Abandon the call now.
@@ -198,15 +203,25 @@ impl Actor for ModelCall {
         let timeout = Duration::from_millis(spec.timeout_ms);
         ctx.spawn(
             async move {
-                // A call to a server that caps its concurrent calls waits for its turn before
-                // its clock starts: other runs' calls queued ahead of it are not this model being
-                // slow. A cancelled run stops waiting (this future is dropped); a retry's wait
-                // for a turn counts.
-                let mut turn = Some(providers.turn(&spec.model).await);
-                let started = Instant::now();
-                let deadline = started + timeout;
                 let note =
                     |note: CallNote| noted.do_send(CallNoted { key: spec.key.clone(), note });
+                // A call to a server that caps its concurrent calls waits for its turn before
+                // its clock starts: other runs' calls queued ahead of it are not this model being
+                // slow. Watchers are told it waits, and when it is sent. A cancelled run stops
+                // waiting (this future is dropped); a retry's wait for a turn counts.
+                let turn = match providers.try_turn(&spec.model) {
+                    Some(turn) => turn,
+                    None => {
+                        let route = providers.route_of(&spec.model).unwrap_or_default();
+                        note(CallNote::Waiting { route });
+                        let turn = providers.turn(&spec.model).await;
+                        note(CallNote::Turn);
+                        turn
+                    }
+                };
+                let mut turn = Some(turn);
+                let started = Instant::now();
+                let deadline = started + timeout;
                 // The context is asked once per model (and remembered); the wait counts
                 // against the call's time.
                 let context = tokio::time::timeout(timeout, providers.context_tokens(&spec.model))

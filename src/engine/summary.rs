@@ -59,6 +59,9 @@ pub enum CallState {
     Running,
     /// An attempt failed with a transient error and the call waits to try again.
     Retrying,
+    /// Every turn at its server is taken (its route caps its concurrent calls): it waits for
+    /// one before it is sent.
+    Waiting,
     Ok,
     Failed,
     /// The run ended while the call was still going.
@@ -75,6 +78,7 @@ impl RunSummary {
             ProgressMark::Title(title) => self.title = Some(title.clone()),
             ProgressMark::CallStarted(call) => self.set_call(call, CallState::Running, None),
             ProgressMark::CallRetrying(call) => self.set_call(call, CallState::Retrying, None),
+            ProgressMark::CallWaiting(call) => self.set_call(call, CallState::Waiting, None),
             ProgressMark::CallFinished { call, ok, response_time_ms } => {
                 let state = if *ok { CallState::Ok } else { CallState::Failed };
                 self.set_call(call, state, *response_time_ms)
@@ -109,7 +113,7 @@ impl RunSummary {
         self.finished_at = Some(finished_at);
         self.outcome = outcome;
         for c in &mut self.calls {
-            if matches!(c.state, CallState::Running | CallState::Retrying) {
+            if matches!(c.state, CallState::Running | CallState::Retrying | CallState::Waiting) {
                 c.state = CallState::Stopped;
             }
         }
@@ -138,5 +142,39 @@ impl RunSummary {
             outcome: None,
             eval_id: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state_after(events: &[&str]) -> Vec<CallState> {
+        let mut s = RunSummary::sample("r");
+        let data = serde_json::json!({ "key": "stage1:0", "model": "local/a", "stage": "stage1",
+                                       "role": "council", "route": "local/" });
+        let mut states = Vec::new();
+        for e in events {
+            if *e == "end" {
+                s.end(RunStatus::Cancelled, 1, None);
+            } else if let Some(mark) = ProgressMark::of(e, &data) {
+                s.apply(&mark);
+            }
+            states.push(s.calls[0].state);
+        }
+        states
+    }
+
+    #[test]
+    fn a_call_waiting_for_its_turn_shows_waiting_then_running_and_stops_with_the_run() {
+        use CallState::*;
+        assert_eq!(
+            state_after(&["call_start", "call_waiting", "call_turn"]),
+            [Running, Waiting, Running]
+        );
+        assert_eq!(
+            state_after(&["call_start", "call_waiting", "end"]),
+            [Running, Waiting, Stopped]
+        );
     }
 }

@@ -424,6 +424,15 @@ impl Providers {
         self.chat_capped(ask, Listeners { deltas, notices: None })
     }
 
+    /// A turn at the provider that serves `model` if one is free now (always, when it caps
+    /// nothing or nothing serves the model); None when the call would wait for one.
+    pub fn try_turn(&self, model: &str) -> Option<Turn> {
+        match self.target(model).ok().and_then(|t| t.capped.permits) {
+            Some(p) => p.try_acquire_owned().ok().map(|p| Turn { _permit: Some(p) }),
+            None => Some(Turn { _permit: None }),
+        }
+    }
+
     /// Waits for a turn at the provider that serves `model`: at once when it caps nothing (or
     /// nothing serves the model: the call itself will say so). Dropping the wait gives up its
     /// place in the queue.

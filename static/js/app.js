@@ -151,7 +151,7 @@ const STAGE_LABELS = {
   round_start: "estimating", round_complete: "round done", convergence_reached: "converged", max_rounds_reached: "max rounds reached",
   synthesis_start: "facilitator writing", synthesis_complete: "report in", clarity_start: "evaluating", evaluator_complete: "evaluating",
   disagreement_detected: "disagreement", discussion_start: "discussing", discussion_complete: "discussed", arbiter_start: "arbiter scoring",
-  arbiter_complete: "arbiter done", score_complete: "scored", title_complete: "titled", call_start: "", call_complete: "", call_retry: "retrying a call",
+  arbiter_complete: "arbiter done", score_complete: "scored", title_complete: "titled", call_start: "", call_complete: "", call_retry: "retrying a call", call_waiting: "", call_turn: "",
   complete: "done", error: "failed", cancelled: "cancelled",
 };
 
@@ -164,7 +164,7 @@ function stageLabel(run) {
   if (calls.length) {
     const last = calls[calls.length - 1];
     const now = calls.filter((c) => c.stage === last.stage && c.role === last.role);
-    const done = now.filter((c) => c.state !== "running" && c.state !== "retrying").length;
+    const done = now.filter((c) => !["running", "retrying", "waiting"].includes(c.state)).length;
     const role = ((modeInfo(run.mode) || {}).roles || []).find((r) => r.id === last.role);
     const who = role ? role.label.replace(/\s*\(.*$/, "") : last.stage.replace(/_/g, " ");
     return now.length > 1 ? `${who} ${done}/${now.length}` : who;

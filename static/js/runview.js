@@ -16,7 +16,7 @@ import { fileRow, fetchText } from "./attach.js";
 
 const { el } = ui;
 
-const CALL_STATE_LABEL = { running: "running", retrying: "retrying", ok: "done", failed: "failed", stopped: "stopped" };
+const CALL_STATE_LABEL = { running: "running", retrying: "retrying", waiting: "waiting", ok: "done", failed: "failed", stopped: "stopped" };
 
 /** A model's call: header with model, role and state; its streamed or final text. */
 export class ModelCard {
@@ -45,6 +45,11 @@ export class ModelCard {
     this.extra = el("div", { class: "card-extra" });
     this.el = el("article", { class: "card model-card", "aria-label": `${this.model} ${this.role}`.trim(), dataset: { key: key || "", model: this.model } },
       this.head, this.errorEl, this.noteEl, this.pre, this.body, this.extra);
+  }
+
+  /** The call has not ended: running, retrying, or waiting for its turn. */
+  inFlight() {
+    return this.state === "running" || this.state === "retrying" || this.state === "waiting";
   }
 
   appendDelta(delta) {
@@ -121,6 +126,20 @@ export class ModelCard {
     this.chip.className = "chip-call retrying";
     this.noteEl.textContent = `Attempt ${attempt} failed (${(error && error.message) || "error"}); retrying in ${ui.fmtMs(delayMs)}`;
     this.noteEl.hidden = false;
+  }
+
+  /** Every turn at its model's server is taken: the call waits for one (`call_waiting`). */
+  waiting({ route }) {
+    this.setState("waiting");
+    this.noteEl.textContent = `Waiting for a free slot on ${route === "*" ? "the model provider" : route} (it is busy with other calls); its time limit starts when it is sent.`;
+    this.noteEl.hidden = false;
+  }
+
+  /** Its turn came (`call_turn`): it is sent now. */
+  sent() {
+    this.setState("running");
+    this.noteEl.hidden = true;
+    this.md.classList.add("streaming");
   }
 
   /** The call is made again: the run was resumed after a server restart. */
@@ -406,6 +425,8 @@ export class RunView {
       case "call_start": return this.callStart(data);
       case "token": { const c = this.calls.get(data.key); if (c) c.appendDelta(data.delta || ""); return; }
       case "call_retry": { const c = this.calls.get(data.key); if (c) c.retry(data); return; }
+      case "call_waiting": { const c = this.calls.get(data.key); if (c) c.waiting(data); return; }
+      case "call_turn": { const c = this.calls.get(data.key); if (c) c.sent(); return; }
       case "call_complete": return this.callComplete(data);
       default: break;
     }
@@ -444,7 +465,7 @@ export class RunView {
   callStart(data) {
     if (data.stage === "title") return;
     const earlier = this.calls.get(data.key);
-    if (earlier && (earlier.state === "running" || earlier.state === "retrying")) {
+    if (earlier && earlier.inFlight()) {
       // The same call again after the run resumed: its card starts over.
       earlier.restart();
       return;
@@ -482,7 +503,7 @@ export class RunView {
     this.finishedAt = Date.now();
     this.el.dataset.status = status;
     for (const card of this.calls.values()) {
-      if (card.state === "running" || card.state === "retrying") card.setState("stopped");
+      if (card.inFlight()) card.setState("stopped");
     }
     for (const s of this.sections.values()) s.done();
     this.pendingEl.hidden = true;
@@ -534,7 +555,7 @@ export class RunView {
     this.stepsEl.replaceChildren(...shown.map((s, i) => {
       const live = this.status === "running" && s.el.classList.contains("running");
       const cards = s.cards;
-      const finished = cards.filter((c) => c.state !== "running" && c.state !== "retrying").length;
+      const finished = cards.filter((c) => !c.inFlight()).length;
       const failed = cards.some((c) => c.state === "failed");
       const title = s.heading.textContent;
       if (live) current = { title, finished, total: cards.length };

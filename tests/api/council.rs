@@ -175,9 +175,23 @@ async fn calls_queued_behind_a_capped_server_wait_their_turn_instead_of_timing_o
         ..Options::default()
     })
     .await;
-    let started = app.start(council_request("What are the trade-offs of microservices?")).await;
-    let run = app.wait_done(started["runId"].as_str().unwrap()).await;
+    let (id, events) = watch(&app, council_request("Trade-offs of microservices?")).await;
+    let (_, run) = app.get(&format!("/api/deliberations/{id}")).await;
     assert_eq!(run["status"], "completed", "{run}");
+    // Watchers see which calls wait, and when each is sent: for a call, its start, that it
+    // waits (on the sim's route), that it is sent, and its end, in that order.
+    let waiting = all_of(&events, "call_waiting");
+    assert!(waiting.len() >= 2, "calls queued behind one slot say so: {waiting:?}");
+    for w in &waiting {
+        assert_eq!(w["route"], "sim/", "{w}");
+        let key = &w["key"];
+        let of_call: Vec<&str> = events
+            .iter()
+            .filter(|e| e["data"]["key"] == *key && e["event"] != "token")
+            .map(|e| e["event"].as_str().unwrap())
+            .collect();
+        assert_eq!(of_call, ["call_start", "call_waiting", "call_turn", "call_complete"], "{key}");
+    }
     let result = &run["result"];
     for stage in ["stage1", "stage2"] {
         let rows = result[stage].as_array().unwrap();

@@ -101,7 +101,7 @@ export function createView(ctx) {
   function showFailed(d) {
     const n = d.sectionNumber;
     const card = sectionCard(n, d.model);
-    if (card.state === "running") card.setState("failed", { error: { message: d.error } });
+    if (card.inFlight()) card.setState("failed", { error: { message: d.error } });
     card.extra.replaceChildren(el("div", { class: "callout bp-failed" }, `This section was not written (${d.error || "failed"}); the document marks it as missing.`));
     const p = plan[n];
     if (p) {
