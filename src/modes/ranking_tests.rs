@@ -61,6 +61,9 @@ fn hand_written() -> Vec<Case> {
         // off) is no second section; a later ranking, or a refusal, after a header in prose is.
         ("FINAL RANKING:\n1. Response C\n2. Response B\n3. Response A\n\nThe FINAL RANKING section is marked with \"FINAL RANKING: FINAL\"",
             places(&[&["C"], &["B"], &["A"]]), None),
+        // The same on a header line of its own (a CI run's SmolLM2 reply).
+        ("FINAL RANKING:\n1. Response C\n2. Response A\n3. Response B\n\nTo conclude, we must include the final part of the response with a numbered list.\n\nThe FINAL RANKING:\nThe final part of the response must include the number \"3\" and include the phrase \"FINAL RANKING\" or another phrase that describes the FINAL ROUND.",
+            places(&[&["C"], &["A"], &["B"]]), None),
         ("FINAL RANKING:\n1. Response A\n2. Response B\n3. Response C\n\nOn reflection, my final ranking: Response C > Response A > Response B",
             places(&[&["C"], &["A"], &["B"]]), None),
         ("FINAL RANKING:\n1. Response A\n2. Response B\n3. Response C\n\nOn reflection, my final ranking: I cannot decide between them.",

@@ -288,7 +288,11 @@ fn states_ranking(text: &str, from: &str, order: &[String]) -> bool {
     }
     let t = answer_text(text).into_owned();
     let header = regex::Regex::new(r"(?i)ranking[\s*_]*:").expect("regex");
-    let (section, first) = match header.find_iter(&t).last() {
+    // The last header with a label after it: one with none (its name quoted in a later
+    // sentence, "The FINAL RANKING: … must include the phrase") is no header, as the Council
+    // page says the reader has it.
+    let last = header.find_iter(&t).filter(|h| !mentions(&t[h.end()..]).is_empty()).last();
+    let (section, first) = match last {
         Some(h) => (&t[h.end()..], true),
         None => (t.as_str(), false),
     };
@@ -506,6 +510,10 @@ fn the_stated_checks_fail_on_readings_the_text_does_not_state() {
     let ranking = "A is long, B is short.\n\nFINAL RANKING:\n1. Response C\n2. Response A\n3. Response B\n\nC was best.";
     assert!(states_ranking(ranking, "text", &l(&["Response C", "Response A", "Response B"])));
     assert!(!states_ranking(ranking, "text", &l(&["Response B", "Response A", "Response C"])));
+    // CI's SmolLM2 reply: the header's name again later, with no label after it, is no header.
+    let twice = "FINAL RANKING:\n1. Response C\n2. Response A\n3. Response B\n\nTo conclude, we must include the final part.\n\nThe FINAL RANKING:\nThe final part must include the phrase \"FINAL RANKING\".";
+    assert!(states_ranking(twice, "text", &l(&["Response C", "Response A", "Response B"])));
+    assert!(!states_ranking(twice, "text", &l(&["Response A", "Response B", "Response C"])));
     let prose = "Response A is fine, Response B too. My ranking from best to worst is: Response C > Response A > Response B";
     assert!(states_ranking(prose, "text", &l(&["Response C", "Response A", "Response B"])));
     assert!(!states_ranking(prose, "text", &l(&["Response A", "Response B", "Response C"])));
