@@ -47,6 +47,10 @@ pub struct ReplySchema {
     pub name: String,
     /// The JSON Schema of the reply (an object).
     pub schema: Value,
+    /// The key of the list that is the reply's answer when each of its items stands on its own
+    /// ([`ReplySchema::listing`]): a reply cut off inside that list is read up to the cut.
+    #[serde(skip)]
+    pub cut_list: Option<&'static str>,
 }
 
 /// Whose reply was read, and how: stored in a stage's parsed data as `readFrom`.
@@ -72,7 +76,17 @@ impl ReplySchema {
             .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
             .take(64)
             .collect();
-        Arc::new(ReplySchema { name, schema })
+        Arc::new(ReplySchema { name, schema, cut_list: None })
+    }
+
+    /// This schema, whose answer is the list under `key`, each of its items standing on its own
+    /// (claims, findings, ideas — not a ranking, whose half is no ranking): a reply whose JSON
+    /// was cut off inside that list (at its token cap) is read from the items complete before
+    /// the cut ([`ReplySchema::read_reply`], `readFrom: "json_cut"`).
+    pub fn listing(self: Arc<Self>, key: &'static str) -> Arc<ReplySchema> {
+        let mut s = Arc::unwrap_or_clone(self);
+        s.cut_list = Some(key);
+        Arc::new(s)
     }
 
     /// Checks `value` against the schema; the error names the first place that does not fit.
@@ -103,7 +117,10 @@ impl ReplySchema {
     /// alone (`from_json`), and when they hold nothing usable (`from_json` gives None) it
     /// states nothing: the reading is what `from_text` makes of no text. The text readers never
     /// see such a reply: its reasoning may name an answer in passing, and a lenient reader
-    /// would take the JSON's own keys and punctuation for one. Any other reply is read by
+    /// would take the JSON's own keys and punctuation for one. A reply of a
+    /// [`ReplySchema::listing`] whose JSON was cut off inside its list is read from the items
+    /// complete before the cut, when each fits the list's item schema and they are usable
+    /// (a text reader would take the JSON's words for an answer). Any other reply is read by
     /// `from_text`. The second value says where a reading was taken from, when `usable` says
     /// there is one.
     pub fn read_reply<T>(
@@ -111,54 +128,24 @@ impl ReplySchema {
         reply: &str,
         from_json: impl FnOnce(&Value) -> Option<T>,
         from_text: impl FnOnce(&str) -> T,
-        usable: impl FnOnce(&T) -> bool,
+        usable: impl Fn(&T) -> bool,
     ) -> (T, Option<ReadFrom>) {
-        Self::reading_of(self.read(reply), reply, from_json, from_text, usable)
-    }
-
-    /// [`ReplySchema::read_reply`] given what [`ReplySchema::read`] found in `reply`.
-    fn reading_of<T>(
-        fitted: Option<Value>,
-        reply: &str,
-        from_json: impl FnOnce(&Value) -> Option<T>,
-        from_text: impl FnOnce(&str) -> T,
-        usable: impl FnOnce(&T) -> bool,
-    ) -> (T, Option<ReadFrom>) {
-        let (reading, from) = match fitted {
+        let (reading, from) = match self.read(reply) {
             Some(v) => (from_json(&v).unwrap_or_else(|| from_text("")), ReadFrom::Json),
-            None => (from_text(reply), ReadFrom::Text),
+            None => match self.read_cut(reply).and_then(|v| from_json(&v)).filter(&usable) {
+                Some(cut) => (cut, ReadFrom::JsonCut),
+                None => (from_text(reply), ReadFrom::Text),
+            },
         };
         let from = usable(&reading).then_some(from);
         (reading, from)
     }
 
-    /// [`ReplySchema::read_reply`] for a reply whose answer is the list under `key`: one whose
-    /// JSON was cut off before its end ([`reading::cut_list_items`]) is read from the complete
-    /// items before the cut, when each fits the list's item schema and they are usable, rather
-    /// than by its text (a text reader would take the JSON's words for an answer).
-    pub fn read_reply_or_cut<T>(
-        &self,
-        reply: &str,
-        key: &str,
-        from_json: impl Fn(&Value) -> Option<T>,
-        from_text: impl FnOnce(&str) -> T,
-        usable: impl Fn(&T) -> bool,
-    ) -> (T, Option<ReadFrom>) {
-        let fitted = self.read(reply);
-        if fitted.is_none() {
-            if let Some(reading) = self.read_cut(reply, key).and_then(|v| from_json(&v)) {
-                if usable(&reading) {
-                    return (reading, Some(ReadFrom::JsonCut));
-                }
-            }
-        }
-        Self::reading_of(fitted, reply, from_json, from_text, usable)
-    }
-
     /// The object `{key: [items]}` of a cut-off reply's complete items, each valid against the
-    /// list's item schema; None when the reply was not cut off inside that list, or an item
-    /// does not fit.
-    fn read_cut(&self, reply: &str, key: &str) -> Option<Value> {
+    /// list's item schema; None when the schema is no listing, the reply was not cut off inside
+    /// its list, or an item does not fit.
+    fn read_cut(&self, reply: &str) -> Option<Value> {
+        let key = self.cut_list?;
         let split = reading::split_reasoning(reply);
         if split.unclosed {
             return None;
@@ -377,7 +364,7 @@ impl ReplySchema {
                 scale(&mut schema, 1.0 / over);
             }
         }
-        Arc::new(ReplySchema { name: self.name.clone(), schema })
+        Arc::new(ReplySchema { name: self.name.clone(), schema, cut_list: self.cut_list })
     }
 }
 

@@ -117,6 +117,17 @@ pub struct Turn {
     _permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
+impl Turn {
+    /// Waits for one of `permits` (at once when there is no cap). The semaphore is never
+    /// closed.
+    async fn wait(permits: Option<Arc<Semaphore>>) -> Turn {
+        match permits {
+            Some(p) => Turn { _permit: p.acquire_owned().await.ok() },
+            None => Turn { _permit: None },
+        }
+    }
+}
+
 /// Where a call's streamed text and notices go.
 #[derive(Debug, Clone, Default)]
 pub struct Listeners {
@@ -437,14 +448,7 @@ impl Providers {
     /// nothing serves the model: the call itself will say so). Dropping the wait gives up its
     /// place in the queue.
     pub fn turn(&self, model: &str) -> BoxFuture<'static, Turn> {
-        let permits = self.target(model).ok().and_then(|t| t.capped.permits);
-        Box::pin(async move {
-            match permits {
-                // The semaphore is never closed.
-                Some(p) => Turn { _permit: p.acquire_owned().await.ok() },
-                None => Turn { _permit: None },
-            }
-        })
+        Box::pin(Turn::wait(self.target(model).ok().and_then(|t| t.capped.permits)))
     }
 
     /// Runs one chat request, its answer capped at `ask.max_tokens`, against whichever provider
@@ -460,11 +464,10 @@ impl Providers {
         match self.target(&model) {
             Ok(Target { capped: Capped { provider, permits }, id, route, structured, refused }) => {
                 Box::pin(async move {
-                    // Held until the request ends or is dropped; the semaphore is never closed.
-                    let _turn = match (turn, permits) {
-                        (Some(turn), _) => turn,
-                        (None, Some(p)) => Turn { _permit: p.acquire_owned().await.ok() },
-                        (None, None) => Turn { _permit: None },
+                    // Held until the request ends or is dropped.
+                    let _turn = match turn {
+                        Some(turn) => turn,
+                        None => Turn::wait(permits).await,
                     };
                     // Read now, not when the call was made: a refusal seen meanwhile holds.
                     let refused_now = refused.as_ref().is_some_and(|f| f.load(Ordering::Relaxed));

@@ -432,6 +432,7 @@ pub fn ideas_schema(min: usize) -> Arc<ReplySchema> {
             schema::described(schema::list(idea, min, MAX_IDEAS), "your distinct ideas"),
         )]),
     )
+    .listing("ideas")
 }
 
 /// The curator's reply as JSON over the ideas `ids` of this run, with at most `k` clusters:
@@ -496,6 +497,7 @@ pub fn scores_schema(k: usize) -> Arc<ReplySchema> {
             ),
         )]),
     )
+    .listing("scores")
 }
 
 /// A JSON string field, trimmed.
@@ -521,7 +523,7 @@ pub fn read_ideas_reply(reply: &str, schema: &ReplySchema) -> (IdeaList, Option<
             .collect();
         Some(IdeaList { ideas, dropped: 0 })
     };
-    schema.read_reply_or_cut(reply, "ideas", from_json, read_ideas, |l| !l.ideas.is_empty())
+    schema.read_reply(reply, from_json, read_ideas, |l| !l.ideas.is_empty())
 }
 
 /// The curator's reply read from its JSON when it fits `schema` (the clusters under the text's
@@ -596,5 +598,5 @@ pub fn read_scores_reply(
         Some(scores)
     };
     let read = |t: &str| read_scores(t, clusters);
-    schema.read_reply_or_cut(reply, "scores", from_json, read, |s| !s.is_empty())
+    schema.read_reply(reply, from_json, read, |s| !s.is_empty())
 }

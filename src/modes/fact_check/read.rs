@@ -368,6 +368,7 @@ pub fn claims_schema() -> Arc<ReplySchema> {
             ),
         )]),
     )
+    .listing("claims")
 }
 
 /// A check's schema for `n` claims: the reasoning, then one judgement per claim.
@@ -405,6 +406,7 @@ pub fn verifications_schema(n: usize) -> Arc<ReplySchema> {
             ),
         )]),
     )
+    .listing("verifications")
 }
 
 /// Claims as stated (text, context, type), each kept once (ignoring case and spacing) and
@@ -530,7 +532,7 @@ pub fn read_claims_reply(reply: &str, schema: &ReplySchema) -> (Extraction, Opti
             .collect();
         Some(Extraction { claims: numbered_claims(stated), none_stated: items.is_empty() })
     };
-    schema.read_reply_or_cut(reply, "claims", from_json, read_claims, Extraction::parse_success)
+    schema.read_reply(reply, from_json, read_claims, Extraction::parse_success)
 }
 
 /// A checker's reply read from its JSON when it fits `schema`, from the judgements complete
@@ -577,11 +579,5 @@ pub fn read_check_reply(
         let parse_success = verifications.iter().any(|v| v.addressed);
         Some(CheckReading { verifications, parse_success })
     };
-    schema.read_reply_or_cut(
-        reply,
-        "verifications",
-        from_json,
-        |t| read_check(t, claims),
-        |r| r.parse_success,
-    )
+    schema.read_reply(reply, from_json, |t| read_check(t, claims), |r| r.parse_success)
 }

@@ -259,6 +259,7 @@ pub fn attack_schema() -> Arc<ReplySchema> {
             ),
         ]),
     )
+    .listing("findings")
 }
 
 /// The longest revised content a defense's JSON may carry: room to grow the content it
@@ -317,7 +318,7 @@ pub fn defense_schema(findings: usize, current_chars: usize) -> Arc<ReplySchema>
             "the complete revised content, all of it, with the accepted fixes applied",
         ),
     ));
-    ReplySchema::new(DEFENSE_SCHEMA, schema::reasoned(fields))
+    ReplySchema::new(DEFENSE_SCHEMA, schema::reasoned(fields)).listing("responses")
 }
 
 /// A JSON string field, trimmed, when not empty.
@@ -362,7 +363,7 @@ pub fn read_attack_reply(reply: &str, schema: &ReplySchema) -> (AttackReading, O
             parse_success: true,
         })
     };
-    schema.read_reply_or_cut(reply, "findings", from_json, read_attack, |r| r.parse_success)
+    schema.read_reply(reply, from_json, read_attack, |r| r.parse_success)
 }
 
 /// A revision that says there is none (`N/A`, `none`, `-`, empty).
@@ -413,7 +414,7 @@ pub fn read_defense_reply(
     let answered = |r: &DefenseReading| {
         r.responses.iter().any(|x| x.verdict != "UNADDRESSED") || r.revised_content.is_some()
     };
-    schema.read_reply_or_cut(reply, "responses", from_json, |t| read_defense(t, findings), answered)
+    schema.read_reply(reply, from_json, |t| read_defense(t, findings), answered)
 }
 
 /// The defender's answer to one finding.
