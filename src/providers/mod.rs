@@ -393,6 +393,15 @@ impl Providers {
         }
     }
 
+    /// The provider that serves `model`, with its cap, found without building a [`Target`] (a
+    /// call asks it for its turn on every attempt's path).
+    fn capped_of(&self, model: &str) -> Option<&Capped> {
+        match self.routes.iter().find(|r| model.starts_with(r.prefix.as_str())) {
+            Some(r) => Some(&r.target),
+            None => self.fallback.as_ref(),
+        }
+    }
+
     fn target(&self, model: &str) -> Result<Target, String> {
         for route in self.routes.iter() {
             if let Some(rest) = model.strip_prefix(route.prefix.as_str()) {
@@ -438,7 +447,7 @@ impl Providers {
     /// A turn at the provider that serves `model` if one is free now (always, when it caps
     /// nothing or nothing serves the model); None when the call would wait for one.
     pub fn try_turn(&self, model: &str) -> Option<Turn> {
-        match self.target(model).ok().and_then(|t| t.capped.permits) {
+        match self.capped_of(model).and_then(|c| c.permits.clone()) {
             Some(p) => p.try_acquire_owned().ok().map(|p| Turn { _permit: Some(p) }),
             None => Some(Turn { _permit: None }),
         }
@@ -448,7 +457,7 @@ impl Providers {
     /// nothing serves the model: the call itself will say so). Dropping the wait gives up its
     /// place in the queue.
     pub fn turn(&self, model: &str) -> BoxFuture<'static, Turn> {
-        Box::pin(Turn::wait(self.target(model).ok().and_then(|t| t.capped.permits)))
+        Box::pin(Turn::wait(self.capped_of(model).and_then(|c| c.permits.clone())))
     }
 
     /// Runs one chat request, its answer capped at `ask.max_tokens`, against whichever provider
