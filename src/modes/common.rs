@@ -608,15 +608,12 @@ impl Calls {
                 error: e.clone(),
                 fallback_to: t.backup.as_ref().map(|b| b.model.clone()),
             };
-            out.push(super::Effect::Store(super::StageRow {
-                stage_type: CALL_FAILED.into(),
-                stage_order: t.order,
-                model: Some(failed.model.clone()),
-                role: Some(failed.role.clone()),
-                content: e.message.clone(),
-                parsed_data: Some(serde_json::json!(failed)),
-                response_time_ms: Some(reply.response_time_ms as i64),
-            }));
+            out.push(super::Effect::Store(
+                super::StageRow::new(CALL_FAILED, t.order, e.message.clone())
+                    .by(&failed.model, &failed.role)
+                    .parsed(serde_json::json!(failed))
+                    .took(reply.response_time_ms as i64),
+            ));
             self.failed.push((t.order, failed));
             if let Some(backup) = t.backup.clone() {
                 out.push(super::Effect::emit(
@@ -731,15 +728,13 @@ impl Calls {
             o.remove(a.text_key);
         }
         let mut out = vec![
-            super::Effect::Store(super::StageRow {
-                stage_type: a.stage.into(),
-                stage_order: a.order,
-                model: a.model,
-                role: Some(a.role.into()),
-                content: a.answer.clone(),
-                parsed_data: Some(stored),
-                response_time_ms: a.response_time_ms,
-            }),
+            super::Effect::Store(
+                super::StageRow::new(a.stage, a.order, &a.answer)
+                    .model(a.model)
+                    .role(a.role)
+                    .parsed(stored)
+                    .took(a.response_time_ms),
+            ),
             super::Effect::emit(a.event, event),
         ];
         out.extend(title.on_answer());

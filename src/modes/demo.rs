@@ -173,15 +173,12 @@ impl Mode for Echo {
                 response: text.clone(),
                 response_time_ms: reply.response_time_ms as i64,
             };
-            out.push(Effect::Store(StageRow {
-                stage_type: "answers".into(),
-                stage_order: 1,
-                model: Some(reply.model),
-                role: Some("answerer".into()),
-                content: text,
-                parsed_data: Some(to_json(&Place { index: i })),
-                response_time_ms: Some(reply.response_time_ms as i64),
-            }));
+            out.push(Effect::Store(
+                StageRow::new("answers", 1, text)
+                    .by(&reply.model, "answerer")
+                    .data(&Place { index: i })
+                    .took(reply.response_time_ms as i64),
+            ));
             self.replies[i] = Some(answer);
         }
         self.pending -= 1;

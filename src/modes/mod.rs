@@ -250,18 +250,62 @@ pub struct StageRow {
 }
 
 impl StageRow {
-    /// A row of data computed by the mode (a label map, a tally, a summary): no model, the
-    /// JSON text as content and the same value as parsed data.
-    pub fn computed(stage_type: &str, stage_order: i32, data: Value) -> Self {
+    /// A row holding `content`, with no model, role, data or time yet: a mode adds what the
+    /// stage has (`StageRow::new("stage2", 2, &text).by(&model, "council").data(&row).took(ms)`).
+    pub fn new(
+        stage_type: impl Into<String>,
+        stage_order: i32,
+        content: impl Into<String>,
+    ) -> Self {
         StageRow {
-            stage_type: stage_type.to_string(),
+            stage_type: stage_type.into(),
             stage_order,
             model: None,
             role: None,
-            content: data.to_string(),
-            parsed_data: Some(data),
+            content: content.into(),
+            parsed_data: None,
             response_time_ms: None,
         }
+    }
+
+    /// Written by `model` in `role`.
+    pub fn by(self, model: &str, role: &str) -> Self {
+        self.model(Some(model.to_string())).role(role)
+    }
+
+    /// Written by this model (None: by the server, standing in for one).
+    pub fn model(mut self, model: Option<String>) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// Written in this role.
+    pub fn role(mut self, role: &str) -> Self {
+        self.role = Some(role.to_string());
+        self
+    }
+
+    /// What the mode read from the content, or keeps beside it.
+    pub fn data<T: Serialize + ?Sized>(self, data: &T) -> Self {
+        self.parsed(to_json(data))
+    }
+
+    /// The same as [`StageRow::data`], for data that is JSON already.
+    pub fn parsed(mut self, data: Value) -> Self {
+        self.parsed_data = Some(data);
+        self
+    }
+
+    /// How long its call took, in milliseconds (None: no call).
+    pub fn took(mut self, response_time_ms: impl Into<Option<i64>>) -> Self {
+        self.response_time_ms = response_time_ms.into();
+        self
+    }
+
+    /// A row of data computed by the mode (a label map, a tally, a summary): no model, the
+    /// JSON text as content and the same value as parsed data.
+    pub fn computed(stage_type: &str, stage_order: i32, data: Value) -> Self {
+        StageRow::new(stage_type, stage_order, data.to_string()).parsed(data)
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::payload::parsed;
 use super::reading::{self, Unparsed};
 use super::schema::{self, ReadFrom, ReplySchema};
-use super::{to_json, CallReply, Effect, StageRow};
+use super::{CallReply, Effect, StageRow};
 
 /// The debate spec's vote-on-revised prompt, verbatim (Vote mode uses it too).
 pub fn vote_prompt(question: &str, labeled: &[(String, String)]) -> String {
@@ -355,20 +355,17 @@ pub fn ballot_rows(ballots: &[Ballot], stage_type: &str, stage_order: i32) -> Ve
     ballots
         .iter()
         .map(|b| {
-            Effect::Store(StageRow {
-                stage_type: stage_type.into(),
-                stage_order,
-                model: Some(b.model.clone()),
-                role: Some("voter".into()),
-                content: b.vote_text.clone(),
-                parsed_data: Some(to_json(&VoteRow {
-                    voted_for: b.voted_for.clone(),
-                    unparsed: b.unparsed,
-                    read_from: b.read_from.filter(|_| b.unparsed.is_none()),
-                    fallback_from: None,
-                })),
-                response_time_ms: Some(b.response_time_ms),
-            })
+            Effect::Store(
+                StageRow::new(stage_type, stage_order, b.vote_text.clone())
+                    .by(&b.model, "voter")
+                    .data(&VoteRow {
+                        voted_for: b.voted_for.clone(),
+                        unparsed: b.unparsed,
+                        read_from: b.read_from.filter(|_| b.unparsed.is_none()),
+                        fallback_from: None,
+                    })
+                    .took(b.response_time_ms),
+            )
         })
         .collect()
 }

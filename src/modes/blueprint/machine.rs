@@ -116,15 +116,12 @@ impl Blueprint {
         }
         // The material is in the setup row (stored at the start), not here.
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "outline".into(),
-                stage_order: OUTLINE_ORDER,
-                model: Some(reply.model.clone()),
-                role: Some("architect".into()),
-                content: text,
-                parsed_data: Some(to_json(&data)),
-                response_time_ms: Some(reply.response_time_ms as i64),
-            }),
+            Effect::Store(
+                StageRow::new("outline", OUTLINE_ORDER, text)
+                    .by(&reply.model, "architect")
+                    .data(&data)
+                    .took(reply.response_time_ms as i64),
+            ),
             Effect::event("outline_complete", &Data { data: &data }),
         ];
         if sections.len() < MIN_SECTIONS {
@@ -340,15 +337,16 @@ fn section_row(s: &SectionResult) -> Effect {
         key_topics_missing: s.key_topics_missing.clone(),
         word_count: s.word_count,
     });
-    Effect::Store(StageRow {
-        stage_type: format!("section_{}", s.section_number),
-        stage_order: s.section_number as i32,
-        model: Some(s.model.clone()),
-        role: Some("author".into()),
-        content: s.content.clone(),
-        parsed_data: Some(parsed),
-        response_time_ms: s.response_time_ms,
-    })
+    Effect::Store(
+        StageRow::new(
+            format!("section_{}", s.section_number),
+            s.section_number as i32,
+            s.content.clone(),
+        )
+        .by(&s.model, "author")
+        .parsed(parsed)
+        .took(s.response_time_ms),
+    )
 }
 
 impl Staged for Blueprint {
@@ -385,15 +383,10 @@ impl Staged for Blueprint {
             ),
             // The document type and the material, so a run whose architect fails still has
             // them when it is reloaded.
-            Effect::Store(StageRow {
-                stage_type: SETUP.into(),
-                stage_order: OUTLINE_ORDER,
-                model: None,
-                role: None,
-                content: self.material.clone(),
-                parsed_data: Some(to_json(&SetupRow { document_type: kind, source: Some(source) })),
-                response_time_ms: None,
-            }),
+            Effect::Store(
+                StageRow::new(SETUP, OUTLINE_ORDER, self.material.clone())
+                    .data(&SetupRow { document_type: kind, source: Some(source) }),
+            ),
             Effect::event("outline_start", &ModelStart { model: &self.config.architect_model }),
         ];
         // Asked for the outline's JSON when the architect's route takes it (the backup takes

@@ -310,15 +310,16 @@ impl Brainstorm {
             ideas,
         };
         let out = vec![
-            Effect::Store(StageRow {
-                stage_type: format!("ideation_{i}"),
-                stage_order: IDEATION_ORDER,
-                model: Some(reply.model.clone()),
-                role: Some("ideator".into()),
-                content: answer_text(text).trim().to_string(),
-                parsed_data: Some(to_json(&data)),
-                response_time_ms: Some(ms),
-            }),
+            Effect::Store(
+                StageRow::new(
+                    format!("ideation_{i}"),
+                    IDEATION_ORDER,
+                    answer_text(text).trim().to_string(),
+                )
+                .by(&reply.model, "ideator")
+                .data(&data)
+                .took(ms),
+            ),
             Effect::event("ideation_complete", &Data { data: &data }),
         ];
         self.ideated[i] = Some(data);
@@ -436,15 +437,13 @@ impl Brainstorm {
             read_from,
         };
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "clustering".into(),
-                stage_order: CLUSTERING_ORDER,
-                model,
-                role: Some("curator".into()),
-                content,
-                parsed_data: Some(to_json(&data)),
-                response_time_ms: ms,
-            }),
+            Effect::Store(
+                StageRow::new("clustering", CLUSTERING_ORDER, content)
+                    .model(model)
+                    .role("curator")
+                    .data(&data)
+                    .took(ms),
+            ),
             Effect::event("clustering_complete", &Data { data: &data }),
         ];
         self.clusters = data.clusters;
@@ -502,15 +501,16 @@ impl Brainstorm {
             unparsed: (!valid).then(|| Unparsed::of(text).describe().into()),
         };
         let out = vec![
-            Effect::Store(StageRow {
-                stage_type: format!("scoring_{i}"),
-                stage_order: SCORING_ORDER,
-                model: Some(reply.model.clone()),
-                role: Some("scorer".into()),
-                content: answer_text(text).trim().to_string(),
-                parsed_data: Some(to_json(&data)),
-                response_time_ms: Some(ms),
-            }),
+            Effect::Store(
+                StageRow::new(
+                    format!("scoring_{i}"),
+                    SCORING_ORDER,
+                    answer_text(text).trim().to_string(),
+                )
+                .by(&reply.model, "scorer")
+                .data(&data)
+                .took(ms),
+            ),
             Effect::event("scorer_complete", &Data { data: &data }),
         ];
         if valid {
@@ -596,15 +596,13 @@ impl Brainstorm {
             fallback_from: from,
         };
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "refinement".into(),
-                stage_order: REFINEMENT_ORDER,
-                model,
-                role: Some("refiner".into()),
-                content: proposal.clone(),
-                parsed_data: Some(to_json(&RefinementRow(&data))),
-                response_time_ms: ms,
-            }),
+            Effect::Store(
+                StageRow::new("refinement", REFINEMENT_ORDER, proposal.clone())
+                    .model(model)
+                    .role("refiner")
+                    .data(&RefinementRow(&data))
+                    .took(ms),
+            ),
             Effect::event("refinement_complete", &Marked::new(data, self.kit.calls.failed())),
         ];
         out.extend(self.kit.title.on_answer());

@@ -46,15 +46,12 @@ impl Chain {
     }
 
     fn step_row(&self, s: &StepResult) -> Effect {
-        Effect::Store(StageRow {
-            stage_type: format!("chain_step_{}", s.step),
-            stage_order: s.step as i32,
-            model: Some(s.model.clone()),
-            role: Some(Self::role(s.step).into()),
-            content: s.content.clone(),
-            parsed_data: Some(to_json(&StepRowData::of(s))),
-            response_time_ms: s.response_time_ms,
-        })
+        Effect::Store(
+            StageRow::new(format!("chain_step_{}", s.step), s.step as i32, s.content.clone())
+                .by(&s.model, Self::role(s.step))
+                .data(&StepRowData::of(s))
+                .took(s.response_time_ms),
+        )
     }
 
     /// Step `k` starts (or, past the deadline, it and every later one are skipped).
@@ -233,15 +230,9 @@ impl Staged for Chain {
             ),
             // The plan, so a run that stops before any step is stored still says how long
             // its chain was.
-            Effect::Store(StageRow {
-                stage_type: PLAN.into(),
-                stage_order: 0,
-                model: None,
-                role: None,
-                content: String::new(),
-                parsed_data: Some(to_json(&PlanData { total_steps: self.total() })),
-                response_time_ms: None,
-            }),
+            Effect::Store(
+                StageRow::new(PLAN, 0, String::new()).data(&PlanData { total_steps: self.total() }),
+            ),
             Effect::Timer { key: GLOBAL_TIMER.into(), after_ms: self.config.global_timeout_ms },
         ];
         out.extend(self.run_step(1));

@@ -316,15 +316,12 @@ impl Clarity {
     }
 
     fn verdict_row(stage_type: &str, order: i32, v: &Verdict, text: &str) -> Effect {
-        Effect::Store(StageRow {
-            stage_type: stage_type.into(),
-            stage_order: order,
-            model: Some(v.model.clone()),
-            role: Some(v.role.clone()),
-            content: text.to_string(),
-            parsed_data: Some(to_json(v)),
-            response_time_ms: Some(v.response_time_ms),
-        })
+        Effect::Store(
+            StageRow::new(stage_type, order, text.to_string())
+                .by(&v.model, &v.role)
+                .data(v)
+                .took(v.response_time_ms),
+        )
     }
 
     fn on_evaluation(&mut self, reply: CallReply) -> Vec<Effect> {
@@ -544,15 +541,12 @@ impl Clarity {
             fallback_from: fallback_from.filter(|_| reply.result.is_ok()),
         };
         if let Ok(text) = &reply.result {
-            out.push(Effect::Store(StageRow {
-                stage_type: "arbiter".into(),
-                stage_order: 4,
-                model: Some(reply.model.clone()),
-                role: Some("arbiter".into()),
-                content: text.clone(),
-                parsed_data: Some(to_json(&data)),
-                response_time_ms: Some(reply.response_time_ms as i64),
-            }));
+            out.push(Effect::Store(
+                StageRow::new("arbiter", 4, text.clone())
+                    .by(&reply.model, "arbiter")
+                    .data(&data)
+                    .took(reply.response_time_ms as i64),
+            ));
         }
         out.push(Effect::event("arbiter_complete", &Data { data: &data }));
         out.extend(self.score(&arbiter, Some(review_reason(&d)), &d));
@@ -672,18 +666,10 @@ impl Staged for Clarity {
                 "clarity_start",
                 &RunStart::new(&self.ctx, "clarity", Start { models: &self.config.models }),
             ),
-            Effect::Store(StageRow {
-                stage_type: "brief".into(),
-                stage_order: 0,
-                model: None,
-                role: None,
-                content: self.config.content.clone(),
-                parsed_data: Some(to_json(&BriefRow {
-                    title: self.config.title.clone(),
-                    context: self.config.context.clone(),
-                })),
-                response_time_ms: None,
-            }),
+            Effect::Store(StageRow::new("brief", 0, self.config.content.clone()).data(&BriefRow {
+                title: self.config.title.clone(),
+                context: self.config.context.clone(),
+            })),
         ];
         let schema = self.evaluation_schema.clone();
         for (i, p) in PERSONAS.iter().enumerate() {

@@ -114,15 +114,12 @@ impl ConfidenceWeighted {
             Ok(text) => {
                 let ms = reply.response_time_ms as i64;
                 let a = read_answer_reply(i, &self.names[i], text, ms, &self.answer_schema);
-                out.push(Effect::Store(StageRow {
-                    stage_type: format!("answer_{i}"),
-                    stage_order: 0,
-                    model: Some(a.model.clone()),
-                    role: Some("respondent".into()),
-                    content: text.clone(),
-                    parsed_data: Some(to_json(&AnswerRow::of(&a))),
-                    response_time_ms: Some(a.response_time_ms),
-                }));
+                out.push(Effect::Store(
+                    StageRow::new(format!("answer_{i}"), 0, text.clone())
+                        .by(&a.model, "respondent")
+                        .data(&AnswerRow::of(&a))
+                        .took(a.response_time_ms),
+                ));
                 out.push(Effect::event("answer_complete", &Data { data: &a }));
                 self.answers[i] = Some(a);
             }
@@ -219,15 +216,13 @@ impl ConfidenceWeighted {
         self.phase = Phase::Done;
         let event = Marked::new(&s, self.kit.calls.failed());
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "synthesis".into(),
-                stage_order: 2,
-                model: s.model.clone(),
-                role: Some("synthesizer".into()),
-                content: s.synthesis.clone(),
-                parsed_data: Some(to_json(&SynthesisRow::of(&s))),
-                response_time_ms: s.response_time_ms,
-            }),
+            Effect::Store(
+                StageRow::new("synthesis", 2, s.synthesis.clone())
+                    .model(s.model.clone())
+                    .role("synthesizer")
+                    .data(&SynthesisRow::of(&s))
+                    .took(s.response_time_ms),
+            ),
             Effect::event("synthesis_complete", &event),
         ];
         out.extend(self.kit.title.on_answer());

@@ -89,15 +89,11 @@ impl Council {
             .stage1
             .iter()
             .map(|r| {
-                Effect::Store(StageRow {
-                    stage_type: "stage1".into(),
-                    stage_order: 1,
-                    model: Some(r.model.clone()),
-                    role: Some("council".into()),
-                    content: r.response.clone(),
-                    parsed_data: None,
-                    response_time_ms: Some(r.response_time_ms),
-                })
+                Effect::Store(
+                    StageRow::new("stage1", 1, r.response.clone())
+                        .by(&r.model, "council")
+                        .took(r.response_time_ms),
+                )
             })
             .collect();
         out.push(Effect::event("stage1_complete", &Data { data: &self.stage1 }));
@@ -109,15 +105,11 @@ impl Council {
             let l = label(k);
             let answer = &self.stage1[idx];
             self.label_to_model.insert(l.clone(), answer.model.clone());
-            out.push(Effect::Store(StageRow {
-                stage_type: "label_map".into(),
-                stage_order: 2,
-                model: Some(answer.model.clone()),
-                role: None,
-                content: l.clone(),
-                parsed_data: Some(to_json(&LabelRow { label: l.clone() })),
-                response_time_ms: None,
-            }));
+            out.push(Effect::Store(
+                StageRow::new("label_map", 2, l.clone())
+                    .model(Some(answer.model.clone()))
+                    .data(&LabelRow { label: l.clone() }),
+            ));
             // Rankers read the answer, not the reasoning behind it.
             labeled.push((l, answer_text(&answer.response).into_owned()));
         }
@@ -159,15 +151,12 @@ impl Council {
             .stage2
             .iter()
             .map(|r| {
-                Effect::Store(StageRow {
-                    stage_type: "stage2".into(),
-                    stage_order: 2,
-                    model: Some(r.model.clone()),
-                    role: Some("council".into()),
-                    content: r.ranking.clone(),
-                    parsed_data: Some(to_json(&Stage2Row::of(r))),
-                    response_time_ms: Some(r.response_time_ms),
-                })
+                Effect::Store(
+                    StageRow::new("stage2", 2, r.ranking.clone())
+                        .by(&r.model, "council")
+                        .data(&Stage2Row::of(r))
+                        .took(r.response_time_ms),
+                )
             })
             .collect();
         let metadata = metadata(&self.stage2, &self.label_to_model);
@@ -217,16 +206,13 @@ impl Council {
         };
         let mut out = vec![
             Effect::Store(StageRow {
-                stage_type: "stage3".into(),
-                stage_order: 3,
-                model: Some(synthesis.model.clone()),
-                role: Some("chairman".into()),
-                content: synthesis.response.clone(),
                 parsed_data: synthesis
                     .fallback_from
                     .clone()
                     .map(|fallback_from| to_json(&FallbackRow { fallback_from })),
-                response_time_ms: Some(synthesis.response_time_ms),
+                ..StageRow::new("stage3", 3, &synthesis.response)
+                    .by(&synthesis.model, "chairman")
+                    .took(synthesis.response_time_ms)
             }),
             Effect::event("stage3_complete", &Marked::new(&synthesis, self.kit.calls.failed())),
         ];

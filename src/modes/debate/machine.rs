@@ -88,15 +88,12 @@ impl Debate {
         let map = map_models(&self.round1_labels, |i| self.round1[i].model.clone());
         let mut out = vec![Effect::Store(StageRow::computed("round1_label_map", 0, to_json(&map)))];
         out.extend(self.round1.iter().map(|a| {
-            Effect::Store(StageRow {
-                stage_type: "initial_answer".into(),
-                stage_order: 1,
-                model: Some(a.model.clone()),
-                role: Some("respondent".into()),
-                content: a.response.clone(),
-                parsed_data: Some(to_json(&AnswerRow { response_time_ms: a.response_time_ms })),
-                response_time_ms: Some(a.response_time_ms),
-            })
+            Effect::Store(
+                StageRow::new("initial_answer", 1, a.response.clone())
+                    .by(&a.model, "respondent")
+                    .data(&AnswerRow { response_time_ms: a.response_time_ms })
+                    .took(a.response_time_ms),
+            )
         }));
         out.push(Effect::event("round1_complete", &Data { data: &self.round1 }));
         out.push(Effect::event(
@@ -140,15 +137,12 @@ impl Debate {
         for (i, original) in self.round1.iter().enumerate() {
             let (rev, text) = revision_of(original, replies.get(i), &self.revision_schema);
             if let Some(text) = text {
-                out.push(Effect::Store(StageRow {
-                    stage_type: "revision".into(),
-                    stage_order: 2,
-                    model: Some(rev.model.clone()),
-                    role: Some("debater".into()),
-                    content: text,
-                    parsed_data: Some(to_json(&RevisionRow::of(i, &rev))),
-                    response_time_ms: Some(rev.response_time_ms),
-                }));
+                out.push(Effect::Store(
+                    StageRow::new("revision", 2, text)
+                        .by(&rev.model, "debater")
+                        .data(&RevisionRow::of(i, &rev))
+                        .took(rev.response_time_ms),
+                ));
             }
             self.revisions.push(rev);
         }
@@ -240,15 +234,11 @@ impl Debate {
             tiebroken,
             tiebreaker_method: tiebroken.then(|| "alphabetical".to_string()),
         };
-        out.push(Effect::Store(StageRow {
-            stage_type: "debate_winner".into(),
-            stage_order: 7,
-            model: Some(w.model.clone()),
-            role: Some("winner".into()),
-            content: w.revised_response.clone(),
-            parsed_data: Some(to_json(&WinnerRow(&winner))),
-            response_time_ms: None,
-        }));
+        out.push(Effect::Store(
+            StageRow::new("debate_winner", 7, w.revised_response.clone())
+                .by(&w.model, "winner")
+                .data(&WinnerRow(&winner)),
+        ));
         let declared = Marked::new(&winner, self.kit.calls.failed());
         out.push(Effect::event("winner_declared", &declared));
         self.phase = Phase::Done;

@@ -265,15 +265,12 @@ impl Decompose {
             set_aside_read_from: plan.set_aside.as_ref().and_then(|(_, from)| *from),
         };
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "plan".into(),
-                stage_order: PLAN_ORDER,
-                model: Some(plan.model.clone()),
-                role: Some("planner".into()),
-                content: plan.reply.clone(),
-                parsed_data: Some(to_json(&stored)),
-                response_time_ms: Some(plan.response_time_ms as i64),
-            }),
+            Effect::Store(
+                StageRow::new("plan", PLAN_ORDER, plan.reply.clone())
+                    .by(&plan.model, "planner")
+                    .data(&stored)
+                    .took(plan.response_time_ms as i64),
+            ),
             Effect::event("plan_complete", &Data { data: &stored.data }),
         ];
         if schedule.is_some() {
@@ -586,15 +583,13 @@ fn task_row(o: &Outcome, wave: usize) -> Effect {
         word_count: o.word_count,
         error: o.error.clone(),
     };
-    Effect::Store(StageRow {
-        stage_type: o.task_id.clone(),
-        stage_order: wave as i32,
-        model: Some(o.model.clone()).filter(|m| !m.is_empty()),
-        role: Some("worker".into()),
-        content: o.output.clone(),
-        parsed_data: Some(to_json(&parsed)),
-        response_time_ms: o.response_time_ms,
-    })
+    Effect::Store(
+        StageRow::new(o.task_id.clone(), wave as i32, o.output.clone())
+            .model(Some(o.model.clone()).filter(|m| !m.is_empty()))
+            .role("worker")
+            .data(&parsed)
+            .took(o.response_time_ms),
+    )
 }
 
 /// The answer when the assembler and its backup failed: the outputs in schedule order, each

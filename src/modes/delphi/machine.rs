@@ -230,15 +230,12 @@ impl Delphi {
         let kind = self.kind();
         for (e, from) in estimates.iter().zip(&read_from) {
             let pd = to_json(&EstimateRow { estimate: &e.full(kind, *from), round, kind });
-            out.push(Effect::Store(StageRow {
-                stage_type: format!("round_{round}"),
-                stage_order: (2 * round - 1) as i32,
-                model: Some(e.model.clone()),
-                role: Some("panelist".into()),
-                content: e.text.clone(),
-                parsed_data: Some(pd),
-                response_time_ms: Some(e.response_time_ms),
-            }));
+            out.push(Effect::Store(
+                StageRow::new(format!("round_{round}"), (2 * round - 1) as i32, e.text.clone())
+                    .by(&e.model, "panelist")
+                    .parsed(pd)
+                    .took(e.response_time_ms),
+            ));
         }
         if valid < MIN_ESTIMATES {
             let message = if round == 1 && estimates.is_empty() {
@@ -251,20 +248,11 @@ impl Delphi {
         }
         let stats = stats_of(kind, &estimates);
         let converged = stats.converged(&self.config);
-        out.push(Effect::Store(StageRow {
-            stage_type: format!("round_{round}_stats"),
-            stage_order: (2 * round) as i32,
-            model: None,
-            role: Some("stats".into()),
-            content: stats.summary(round),
-            parsed_data: Some(to_json(&StatsRow {
-                stats: stats.clone(),
-                round,
-                kind: "stats".into(),
-                converged,
-            })),
-            response_time_ms: None,
-        }));
+        out.push(Effect::Store(
+            StageRow::new(format!("round_{round}_stats"), (2 * round) as i32, stats.summary(round))
+                .role("stats")
+                .data(&StatsRow { stats: stats.clone(), round, kind: "stats".into(), converged }),
+        ));
         let summaries =
             estimates.iter().zip(&read_from).map(|(e, from)| e.summary(kind, *from)).collect();
         let data = RoundData { estimates: summaries, stats: &stats, converged };
@@ -346,15 +334,12 @@ impl Delphi {
         let time = reply.response_time_ms as i64;
         let report = DelphiReport::of(&reply.model, &text, time, row.clone());
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "synthesis".into(),
-                stage_order: 99,
-                model: Some(reply.model.clone()),
-                role: Some("facilitator".into()),
-                content: text.clone(),
-                parsed_data: Some(to_json(&row)),
-                response_time_ms: Some(time),
-            }),
+            Effect::Store(
+                StageRow::new("synthesis", 99, text.clone())
+                    .by(&reply.model, "facilitator")
+                    .data(&row)
+                    .took(time),
+            ),
             Effect::event("synthesis_complete", &Marked::new(report, self.kit.calls.failed())),
         ];
         self.phase = Phase::Done;
@@ -392,15 +377,10 @@ impl Delphi {
         if c.kind == QuestionType::Numeric {
             c.options = None;
         }
-        let row = StageRow {
-            stage_type: "classify".into(),
-            stage_order: 0,
-            model: Some(reply.model.clone()),
-            role: Some("facilitator".into()),
-            content: reply.result.clone().unwrap_or_default(),
-            parsed_data: Some(to_json(&c)),
-            response_time_ms: Some(reply.response_time_ms as i64),
-        };
+        let row = StageRow::new("classify", 0, reply.result.clone().unwrap_or_default())
+            .by(&reply.model, "facilitator")
+            .data(&c)
+            .took(reply.response_time_ms as i64);
         self.classified(c, row)
     }
 }
@@ -445,15 +425,8 @@ impl Staged for Delphi {
                 unparsed: None,
                 read_from: None,
             };
-            let row = StageRow {
-                stage_type: "classify".into(),
-                stage_order: 0,
-                model: None,
-                role: Some("facilitator".into()),
-                content: "Set by the request.".into(),
-                parsed_data: Some(to_json(&c)),
-                response_time_ms: None,
-            };
+            let row =
+                StageRow::new("classify", 0, "Set by the request.").role("facilitator").data(&c);
             out.extend(self.classified(c, row));
             return out;
         }

@@ -359,18 +359,12 @@ impl FactCheck {
             response_time_ms: ms,
         };
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "generate".into(),
-                stage_order: GENERATE_ORDER,
-                model: Some(reply.model.clone()),
-                role: Some("generator".into()),
-                content: text.clone(),
-                parsed_data: Some(to_json(&Generated {
-                    model: reply.model.clone(),
-                    response_time_ms: ms,
-                })),
-                response_time_ms: Some(ms),
-            }),
+            Effect::Store(
+                StageRow::new("generate", GENERATE_ORDER, text.clone())
+                    .by(&reply.model, "generator")
+                    .data(&Generated { model: reply.model.clone(), response_time_ms: ms })
+                    .took(ms),
+            ),
             Effect::event("generate_complete", &Data { data }),
         ];
         if self.kit.deadline_passed {
@@ -419,15 +413,12 @@ impl FactCheck {
             ..data.clone()
         };
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "extract".into(),
-                stage_order: EXTRACT_ORDER,
-                model: Some(reply.model.clone()),
-                role: Some("extractor".into()),
-                content: answer_text(&text).trim().to_string(),
-                parsed_data: Some(to_json(&stored)),
-                response_time_ms: Some(ms),
-            }),
+            Effect::Store(
+                StageRow::new("extract", EXTRACT_ORDER, answer_text(&text).trim().to_string())
+                    .by(&reply.model, "extractor")
+                    .data(&stored)
+                    .took(ms),
+            ),
             Effect::event("extract_complete", &Data { data }),
         ];
         if self.claims.is_empty() {
@@ -518,15 +509,12 @@ impl FactCheck {
             ),
         };
         let out = vec![
-            Effect::Store(StageRow {
-                stage_type: format!("verify_{i}"),
-                stage_order: VERIFY_ORDER,
-                model: Some(reply.model.clone()),
-                role: Some("checker".into()),
-                content,
-                parsed_data: Some(to_json(&check)),
-                response_time_ms: Some(ms),
-            }),
+            Effect::Store(
+                StageRow::new(format!("verify_{i}"), VERIFY_ORDER, content)
+                    .by(&reply.model, "checker")
+                    .data(&check)
+                    .took(ms),
+            ),
             Effect::event("checker_complete", &Data { data: &check }),
         ];
         self.checks.push(check);
@@ -634,15 +622,13 @@ impl FactCheck {
         let stored = data.row();
         let event = Marked::new(data, self.kit.calls.failed());
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "report".into(),
-                stage_order: REPORT_ORDER,
-                model: model.clone(),
-                role: Some("reporter".into()),
-                content: report.clone(),
-                parsed_data: Some(stored),
-                response_time_ms,
-            }),
+            Effect::Store(
+                StageRow::new("report", REPORT_ORDER, report.clone())
+                    .model(model.clone())
+                    .role("reporter")
+                    .parsed(stored)
+                    .took(response_time_ms),
+            ),
             Effect::event("report_complete", &event),
         ];
         out.extend(self.kit.title.on_answer());

@@ -55,15 +55,12 @@ impl Jury {
             let names = member_names(&self.config.juror_models);
             let name = index.and_then(|i| names.get(i)).unwrap_or(&reply.model);
             let a = assess_reply(name, text, reply.response_time_ms as i64, &self.juror_schema);
-            out.push(Effect::Store(StageRow {
-                stage_type: "deliberation".into(),
-                stage_order: 2,
-                model: Some(a.model.clone()),
-                role: Some("juror".into()),
-                content: a.assessment_text.clone(),
-                parsed_data: Some(to_json(&JurorRow::of(&a))),
-                response_time_ms: Some(a.response_time_ms),
-            }));
+            out.push(Effect::Store(
+                StageRow::new("deliberation", 2, a.assessment_text.clone())
+                    .by(&a.model, "juror")
+                    .data(&JurorRow::of(&a))
+                    .took(a.response_time_ms),
+            ));
             out.push(Effect::event("juror_complete", &Data { data: &a }));
             self.jurors.push(a);
         }
@@ -136,15 +133,12 @@ impl Jury {
             foreman_report(&reply.model, &text, reply.response_time_ms as i64, &summary);
         report.fallback_from = routed.fallback_from;
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "verdict".into(),
-                stage_order: 4,
-                model: Some(report.model.clone()),
-                role: Some("foreman".into()),
-                content: text.clone(),
-                parsed_data: Some(to_json(&ForemanRow(&report))),
-                response_time_ms: Some(report.response_time_ms),
-            }),
+            Effect::Store(
+                StageRow::new("verdict", 4, text.clone())
+                    .by(&report.model, "foreman")
+                    .data(&ForemanRow(&report))
+                    .took(report.response_time_ms),
+            ),
             Effect::event("verdict_complete", &Marked::new(&report, self.kit.calls.failed())),
         ];
         self.phase = Phase::Done;
@@ -180,17 +174,10 @@ impl Staged for Jury {
         let mut out = vec![
             Effect::event("jury_start", &RunStart::new(&self.ctx, "jury", ())),
             Effect::empty("present_start"),
-            Effect::Store(StageRow {
-                stage_type: "present".into(),
-                stage_order: 1,
-                model: None,
-                role: None,
-                content: self.config.content.clone(),
-                parsed_data: Some(to_json(&PresentRow {
-                    original_question: self.config.original_question.clone(),
-                })),
-                response_time_ms: None,
-            }),
+            Effect::Store(
+                StageRow::new("present", 1, self.config.content.clone())
+                    .data(&PresentRow { original_question: self.config.original_question.clone() }),
+            ),
             Effect::event("present_complete", &Data { data: presentation }),
             Effect::empty("deliberation_start"),
         ];

@@ -100,15 +100,12 @@ impl PeerReview {
                 // The row keeps the review's text as its content.
                 let parsed = without(to_json(&review), "reviewText");
                 let out = vec![
-                    Effect::Store(StageRow {
-                        stage_type: format!("review_{index}"),
-                        stage_order: REVIEW_ORDER,
-                        model: Some(reply.model.clone()),
-                        role: Some("reviewer".into()),
-                        content: text.clone(),
-                        parsed_data: Some(parsed),
-                        response_time_ms: Some(ms),
-                    }),
+                    Effect::Store(
+                        StageRow::new(format!("review_{index}"), REVIEW_ORDER, text.clone())
+                            .by(&reply.model, "reviewer")
+                            .parsed(parsed)
+                            .took(ms),
+                    ),
                     Effect::event("reviewer_complete", &Data { data: &review }),
                 ];
                 self.reviews.push(review);
@@ -119,15 +116,12 @@ impl PeerReview {
                     FailedReviewer { reviewer_index: index, model, error: e.message.clone() };
                 let data = to_json(&FailedRow { reviewer: &failed, failed: true });
                 self.failed_reviewers.push(failed);
-                vec![Effect::Store(StageRow {
-                    stage_type: format!("review_{index}"),
-                    stage_order: REVIEW_ORDER,
-                    model: Some(reply.model.clone()),
-                    role: Some("reviewer".into()),
-                    content: e.message.clone(),
-                    parsed_data: Some(data),
-                    response_time_ms: Some(ms),
-                })]
+                vec![Effect::Store(
+                    StageRow::new(format!("review_{index}"), REVIEW_ORDER, e.message.clone())
+                        .by(&reply.model, "reviewer")
+                        .parsed(data)
+                        .took(ms),
+                )]
             }
         }
     }
@@ -217,15 +211,12 @@ impl PeerReview {
         let mut event = to_json(&Data { data });
         self.kit.calls.mark(&mut event);
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "consolidation".into(),
-                stage_order: CONSOLIDATION_ORDER,
-                model: Some(reply.model.clone()),
-                role: Some("consolidator".into()),
-                content: report.clone(),
-                parsed_data: Some(stored),
-                response_time_ms: Some(reply.response_time_ms as i64),
-            }),
+            Effect::Store(
+                StageRow::new("consolidation", CONSOLIDATION_ORDER, report.clone())
+                    .by(&reply.model, "consolidator")
+                    .parsed(stored)
+                    .took(reply.response_time_ms as i64),
+            ),
             Effect::emit("consolidation_complete", event),
         ];
         out.extend(self.kit.title.on_answer());
@@ -260,20 +251,12 @@ impl Staged for PeerReview {
                     },
                 ),
             ),
-            Effect::Store(StageRow {
-                stage_type: SETUP.into(),
-                stage_order: 0,
-                model: None,
-                role: None,
-                content: self.work().to_string(),
-                parsed_data: Some(to_json(&Setup {
-                    review_type: self.config.review_type.key().to_string(),
-                    rubric: self.config.rubric.clone(),
-                    source: if self.config.content.is_some() { "content" } else { "question" }
-                        .to_string(),
-                })),
-                response_time_ms: None,
-            }),
+            Effect::Store(StageRow::new(SETUP, 0, self.work().to_string()).data(&Setup {
+                review_type: self.config.review_type.key().to_string(),
+                rubric: self.config.rubric.clone(),
+                source:
+                    if self.config.content.is_some() { "content" } else { "question" }.to_string(),
+            })),
             Effect::event(
                 "reviewers_start",
                 &ReviewersStart { total_reviewers: self.config.reviewer_models.len() },

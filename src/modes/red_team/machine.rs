@@ -80,15 +80,12 @@ impl RedTeam {
             ..data.clone()
         };
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "generate".into(),
-                stage_order: 0,
-                model: Some(reply.model.clone()),
-                role: Some("generator".into()),
-                content: self.structured.clone(),
-                parsed_data: Some(to_json(&parsed)),
-                response_time_ms: Some(reply.response_time_ms as i64),
-            }),
+            Effect::Store(
+                StageRow::new("generate", 0, self.structured.clone())
+                    .by(&reply.model, "generator")
+                    .data(&parsed)
+                    .took(reply.response_time_ms as i64),
+            ),
             Effect::event("generate_complete", &Data { data }),
         ];
         out.extend(self.next_round(1));
@@ -154,15 +151,12 @@ impl RedTeam {
             read_from,
         };
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: format!("attack_round_{r}"),
-                stage_order: (2 * r - 1) as i32,
-                model: Some(reply.model.clone()),
-                role: Some("attacker".into()),
-                content: raw.clone(),
-                parsed_data: Some(to_json(&data)),
-                response_time_ms: Some(reply.response_time_ms as i64),
-            }),
+            Effect::Store(
+                StageRow::new(format!("attack_round_{r}"), (2 * r - 1) as i32, raw.clone())
+                    .by(&reply.model, "attacker")
+                    .data(&data)
+                    .took(reply.response_time_ms as i64),
+            ),
             Effect::event("attack_complete", &RoundData { round: r, data }),
         ];
         self.rounds.push(Round {
@@ -244,15 +238,12 @@ impl RedTeam {
             read_from,
         };
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: format!("defend_round_{r}"),
-                stage_order: (2 * r) as i32,
-                model: Some(reply.model.clone()),
-                role: Some("generator".into()),
-                content: raw,
-                parsed_data: Some(data.row(self.current.chars().count())),
-                response_time_ms: Some(reply.response_time_ms as i64),
-            }),
+            Effect::Store(
+                StageRow::new(format!("defend_round_{r}"), (2 * r) as i32, raw)
+                    .by(&reply.model, "generator")
+                    .parsed(data.row(self.current.chars().count()))
+                    .took(reply.response_time_ms as i64),
+            ),
             Effect::event("defend_complete", &RoundData { round: r, data }),
         ];
         if let Some(last) = self.rounds.last_mut() {
@@ -323,15 +314,12 @@ impl RedTeam {
         let event = Marked::new(data.clone(), self.kit.calls.failed());
         self.phase = Phase::Done;
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "synthesis".into(),
-                stage_order: SYNTHESIS_ORDER,
-                model: Some(reply.model.clone()),
-                role: Some("synthesizer".into()),
-                content: text.clone(),
-                parsed_data: Some(to_json(&data)),
-                response_time_ms: Some(reply.response_time_ms as i64),
-            }),
+            Effect::Store(
+                StageRow::new("synthesis", SYNTHESIS_ORDER, text.clone())
+                    .by(&reply.model, "synthesizer")
+                    .data(&data)
+                    .took(reply.response_time_ms as i64),
+            ),
             Effect::event("synthesize_complete", &event),
         ];
         out.extend(self.kit.title.on_answer());

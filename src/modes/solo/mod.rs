@@ -144,15 +144,9 @@ impl Mode for Solo {
                     response_time_ms: ms,
                 };
                 vec![
-                    Effect::Store(StageRow {
-                        stage_type: STAGE.into(),
-                        stage_order: 1,
-                        model: Some(reply.model),
-                        role: Some("answerer".into()),
-                        content: text.clone(),
-                        parsed_data: None,
-                        response_time_ms: Some(ms),
-                    }),
+                    Effect::Store(
+                        StageRow::new(STAGE, 1, text.clone()).by(&reply.model, "answerer").took(ms),
+                    ),
                     Effect::event(
                         "answer_complete",
                         &SoloEvent { kind: "answer_complete", data: Some(&answer) },

@@ -108,15 +108,16 @@ impl SpecialistPanel {
                     read_from: reading.read_from,
                     response_time_ms: reply.response_time_ms as i64,
                 };
-                out.push(Effect::Store(StageRow {
-                    stage_type: format!("{SPECIALIST_PREFIX}{}", s.role_key),
-                    stage_order: SPECIALIST_ORDER,
-                    model: Some(r.model.clone()),
-                    role: Some(s.role_key.clone()),
-                    content: r.report.clone(),
-                    parsed_data: Some(to_json(&SpecialistRow(&r))),
-                    response_time_ms: Some(r.response_time_ms),
-                }));
+                out.push(Effect::Store(
+                    StageRow::new(
+                        format!("{SPECIALIST_PREFIX}{}", s.role_key),
+                        SPECIALIST_ORDER,
+                        r.report.clone(),
+                    )
+                    .by(&r.model, &s.role_key)
+                    .data(&SpecialistRow(&r))
+                    .took(r.response_time_ms),
+                ));
                 out.push(Effect::event("specialist_complete", &Data { data: &r }));
                 Outcome::Reported(Box::new(r))
             }
@@ -207,15 +208,12 @@ impl SpecialistPanel {
             fallback_from: routed.fallback_from.clone(),
             integrated_assessment: None,
         };
-        let row = Effect::Store(StageRow {
-            stage_type: SYNTHESIS_KEY.into(),
-            stage_order: SYNTHESIS_ORDER,
-            model: Some(reply.model.clone()),
-            role: Some("synthesizer".into()),
-            content: text.clone(),
-            parsed_data: Some(to_json(&data)),
-            response_time_ms: Some(reply.response_time_ms as i64),
-        });
+        let row = Effect::Store(
+            StageRow::new(SYNTHESIS_KEY, SYNTHESIS_ORDER, text.clone())
+                .by(&reply.model, "synthesizer")
+                .data(&data)
+                .took(reply.response_time_ms as i64),
+        );
         data.integrated_assessment = Some(text.clone());
         let event = Marked::new(&data, self.kit.calls.failed());
         let mut out = vec![row, Effect::event("synthesis_complete", &event)];

@@ -140,15 +140,12 @@ impl Tournament {
                 response: answer_text(text).trim().to_string(),
                 response_time_ms: Some(r.response_time_ms as i64),
             };
-            out.push(Effect::Store(StageRow {
-                stage_type: "collect".into(),
-                stage_order: 0,
-                model: Some(c.model.clone()),
-                role: Some("contestant".into()),
-                content: c.response.clone(),
-                parsed_data: Some(to_json(&Seeding { seed: c.seed, contestant: i + 1 })),
-                response_time_ms: c.response_time_ms,
-            }));
+            out.push(Effect::Store(
+                StageRow::new("collect", 0, c.response.clone())
+                    .by(&c.model, "contestant")
+                    .data(&Seeding { seed: c.seed, contestant: i + 1 })
+                    .took(c.response_time_ms),
+            ));
             self.contestants.push(c);
         }
         out.push(Effect::event("collect_complete", &Data { data: &self.contestants }));
@@ -180,20 +177,11 @@ impl Tournament {
         out.push(Effect::Store(StageRow::computed("bracket_seed", 1, to_json(&bracket))));
         out.push(Effect::event("bracket_seeded", &Data { data: &bracket }));
         for p in first.iter().filter(|p| p.seed_b.is_none()) {
-            out.push(Effect::Store(StageRow {
-                stage_type: format!("round_1_match_{}", p.match_index),
-                stage_order: 2,
-                model: None,
-                role: None,
-                content: String::new(),
-                parsed_data: Some(to_json(&ByeRow {
-                    is_bye: true,
-                    seed: p.seed_a,
-                    round: 1,
-                    match_index: p.match_index,
-                })),
-                response_time_ms: None,
-            }));
+            out.push(Effect::Store(
+                StageRow::new(format!("round_1_match_{}", p.match_index), 2, String::new()).data(
+                    &ByeRow { is_bye: true, seed: p.seed_a, round: 1, match_index: p.match_index },
+                ),
+            ));
         }
         let played: Vec<Pairing> = first.into_iter().filter(|p| p.seed_b.is_some()).collect();
         out.extend(self.start_round(1, &played));
@@ -344,15 +332,16 @@ impl Tournament {
         };
         self.decided[self.round - 1].push(Match { first_reply: None, ..parsed.clone() });
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: format!("round_{}_match_{}", self.round, m.match_index),
-                stage_order: self.round as i32 + 1,
-                model: Some(reply.model.clone()),
-                role: Some("judge".into()),
-                content,
-                parsed_data: Some(to_json(&parsed)),
-                response_time_ms: Some(ms),
-            }),
+            Effect::Store(
+                StageRow::new(
+                    format!("round_{}_match_{}", self.round, m.match_index),
+                    self.round as i32 + 1,
+                    content,
+                )
+                .by(&reply.model, "judge")
+                .data(&parsed)
+                .took(ms),
+            ),
             Effect::event(
                 "matchup_complete",
                 &MatchEvent {
@@ -407,15 +396,12 @@ impl Tournament {
         let mut event = to_json(&Data { data: &data });
         self.kit.calls.mark(&mut event);
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "winner".into(),
-                stage_order: 99,
-                model: Some(c.model.clone()),
-                role: Some("contestant".into()),
-                content: c.response.clone(),
-                parsed_data: Some(to_json(&data)),
-                response_time_ms: c.response_time_ms,
-            }),
+            Effect::Store(
+                StageRow::new("winner", 99, c.response.clone())
+                    .by(&c.model, "contestant")
+                    .data(&data)
+                    .took(c.response_time_ms),
+            ),
             Effect::emit("winner_declared", event),
         ];
         out.extend(self.kit.title.on_answer());

@@ -77,15 +77,11 @@ impl Vote {
             .answers
             .iter()
             .map(|a| {
-                Effect::Store(StageRow {
-                    stage_type: "initial_answer".into(),
-                    stage_order: 1,
-                    model: Some(a.model.clone()),
-                    role: Some("voter".into()),
-                    content: a.response.clone(),
-                    parsed_data: None,
-                    response_time_ms: Some(a.response_time_ms),
-                })
+                Effect::Store(
+                    StageRow::new("initial_answer", 1, a.response.clone())
+                        .by(&a.model, "voter")
+                        .took(a.response_time_ms),
+                )
             })
             .collect();
         out.push(Effect::event("stage1_complete", &Data { data: &self.answers }));
@@ -194,15 +190,12 @@ impl Vote {
                 read_from: read.as_ref().filter(|(r, _)| r.is_ok()).and_then(|(_, from)| *from),
                 fallback_from: fallback_from.clone(),
             };
-            out.push(Effect::Store(StageRow {
-                stage_type: "tiebreaker".into(),
-                stage_order: 4,
-                model: Some(reply.model.clone()),
-                role: Some("chairman".into()),
-                content: text.clone(),
-                parsed_data: Some(to_json(&parsed)),
-                response_time_ms: Some(reply.response_time_ms as i64),
-            }));
+            out.push(Effect::Store(
+                StageRow::new("tiebreaker", 4, text.clone())
+                    .by(&reply.model, "chairman")
+                    .data(&parsed)
+                    .took(reply.response_time_ms as i64),
+            ));
         }
         let (winner, method) = match chosen.clone() {
             Some(l) => (l, "chairman"),
@@ -239,15 +232,11 @@ impl Vote {
         };
         let answer = w.response.clone();
         let mut out = vec![
-            Effect::Store(StageRow {
-                stage_type: "vote_winner".into(),
-                stage_order: 5,
-                model: Some(w.model.clone()),
-                role: Some("winner".into()),
-                content: w.response.clone(),
-                parsed_data: Some(to_json(&WinnerRow(&result))),
-                response_time_ms: None,
-            }),
+            Effect::Store(
+                StageRow::new("vote_winner", 5, w.response.clone())
+                    .by(&w.model, "winner")
+                    .data(&WinnerRow(&result)),
+            ),
             Effect::event("winner_declared", &Marked::new(&result, self.kit.calls.failed())),
         ];
         self.phase = Phase::Done;
