@@ -439,6 +439,40 @@ pub fn no_single_value(text: &str) -> bool {
     .is_match(text)
 }
 
+/// Whether a value only echoes a placeholder of the format a prompt asked for, and so states
+/// nothing: all of it in angle brackets (`<short title>`, `<…>`), or in square brackets with
+/// no figure and a template's word (`[Your idea]`, `[short title]`, `[number]`). Markup and
+/// quotes around it are set aside; a bracketed name (`[Solar roads]`) is a value.
+pub fn echoed_placeholder(value: &str) -> bool {
+    let t = value.trim().trim_matches(|c: char| "*_`.\"'“”".contains(c) || c.is_whitespace());
+    if let Some(inner) = t.strip_prefix('<').and_then(|x| x.strip_suffix('>')) {
+        return !inner.contains(['<', '>']);
+    }
+    let Some(inner) = t.strip_prefix('[').and_then(|x| x.strip_suffix(']')) else {
+        return false;
+    };
+    let lower = inner.to_lowercase();
+    !inner.contains(['[', ']'])
+        && !inner.chars().any(|c| c.is_ascii_digit())
+        && [
+            "your",
+            "title",
+            "description",
+            "describing",
+            "number",
+            "answer",
+            "option",
+            "reasoning",
+            "estimate",
+            "comma-separated",
+            "sentence",
+            "value",
+            "insert",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
 /// A regex compiled once into `cell` (the patterns are the modes' own constants).
 pub fn re(
     cell: &'static std::sync::OnceLock<regex::Regex>,
@@ -657,6 +691,26 @@ mod tests {
             let text = format!("<think>{inside}</think>{after}");
             let split = split_reasoning(&text);
             prop_assert_eq!(split.answer.as_ref(), after.trim());
+        }
+    }
+
+    #[test]
+    fn an_echoed_placeholder_states_nothing_and_a_bracketed_value_does() {
+        for echo in [
+            "<short title>",
+            "**<…>**",
+            "[Your idea idea]",
+            "\"[short title]\"",
+            "[number]",
+            "[your answer or option number].",
+            "`<one or two sentences describing the idea>`",
+        ] {
+            assert!(echoed_placeholder(echo), "{echo}");
+        }
+        for value in
+            ["Solar roads", "[Solar roads]", "[3]", "[5 years]", "<b>bold</b>", "a <tag>", ""]
+        {
+            assert!(!echoed_placeholder(value), "{value}");
         }
     }
 

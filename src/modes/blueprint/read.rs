@@ -80,11 +80,7 @@ pub struct OutlineReading {
 /// format echoed back (`<title>`, `<section title>`), which states nothing.
 fn stated(value: &str) -> String {
     let v = unbold(value);
-    let placeholder = v.starts_with('<')
-        && v.ends_with('>')
-        && v.matches('<').count() == 1
-        && v.matches('>').count() == 1;
-    if placeholder {
+    if echoed_placeholder(&v) {
         String::new()
     } else {
         v

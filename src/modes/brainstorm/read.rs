@@ -61,7 +61,8 @@ fn is_rule(line: &str) -> bool {
 }
 
 /// Reads a model's ideas (its answer part only): an `IDEA <n>` heading with a title starts
-/// one; its description is the lines after it up to the next heading.
+/// one; its description is the lines after it up to the next heading. A title or a line that
+/// only echoes the prompt's placeholder (`<short title>`, `[Your idea]`) states nothing.
 pub fn read_ideas(reply: &str) -> IdeaList {
     static DESC: OnceLock<regex::Regex> = OnceLock::new();
     let desc_label = re(&DESC, r"(?i)^(?:description|desc)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?");
@@ -72,7 +73,8 @@ pub fn read_ideas(reply: &str) -> IdeaList {
         let line = bare(raw);
         if let Some((_, title)) = idea_heading(line) {
             let title = title.trim_matches(['"', '“', '”']).trim().to_string();
-            open = !title.is_empty();
+            // A heading whose title only echoes the prompt's `<short title>` names no idea.
+            open = !title.is_empty() && !echoed_placeholder(&title);
             if open {
                 all.push((title, Vec::new()));
             }
@@ -92,7 +94,7 @@ pub fn read_ideas(reply: &str) -> IdeaList {
             None => line,
         };
         let line = unmark(line);
-        if !line.is_empty() {
+        if !line.is_empty() && !echoed_placeholder(&line) {
             idea.1.push(line);
         }
     }
@@ -517,8 +519,10 @@ pub fn read_ideas_reply(reply: &str, schema: &ReplySchema) -> (IdeaList, Option<
             .iter()
             .filter_map(|i| {
                 let title = json_str(i, "title").trim_matches(['"', '“', '”']).trim();
-                (!title.is_empty())
-                    .then(|| (title.to_string(), json_str(i, "description").to_string()))
+                let description = json_str(i, "description");
+                let description = if echoed_placeholder(description) { "" } else { description };
+                (!title.is_empty() && !echoed_placeholder(title))
+                    .then(|| (title.to_string(), description.to_string()))
             })
             .collect();
         Some(IdeaList { ideas, dropped: 0 })

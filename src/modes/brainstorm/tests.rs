@@ -88,6 +88,35 @@ fn refusals_json_tables_and_lists_give_no_ideas() {
 }
 
 #[test]
+fn a_heading_that_echoes_the_template_names_no_idea() {
+    // SmolLM2-135M, asked for `IDEA 1: <short title>`, wrote the template back garbled.
+    for text in [
+        "IDEA 1: [Your idea idea]\n[Your description]",
+        "IDEA 1: <short title>\n<one or two sentences describing the idea>\n\nIDEA 2: <short title>\n<…>",
+        "**IDEA 1:** *[Short title]*",
+    ] {
+        assert!(read_ideas(text).ideas.is_empty(), "{text}");
+    }
+    // A bracketed name is a title; a description line that echoes the template is no line of it.
+    let l = read_ideas(
+        "IDEA 1: [Solar roads]\n<one or two sentences describing the idea>\nPanels under glass.",
+    );
+    assert_eq!(l.ideas, vec![("[Solar roads]".to_string(), "Panels under glass.".to_string())]);
+    let s = ideas_schema(3);
+    let json = r#"{"reasoning": "r", "ideas": [{"title": "<short title>", "description": "x"},
+        {"title": "Night buses", "description": "[Your description]"}, {"title": "Free Sundays", "description": "No fare."}]}"#;
+    let (l, from) = read_ideas_reply(json, &s);
+    assert_eq!(from, Some(ReadFrom::Json));
+    assert_eq!(
+        l.ideas,
+        vec![
+            ("Night buses".to_string(), String::new()),
+            ("Free Sundays".to_string(), "No fare.".to_string())
+        ]
+    );
+}
+
+#[test]
 fn clusters_follow_the_placement_rules() {
     let all = ideas(2, 3);
     let reply = "<think>CLUSTER 1: Draft\nIdeas: model_0_idea_1, model_0_idea_2</think>\

@@ -114,7 +114,7 @@ enum Field {
 /// requested format (`<short title>`).
 fn stated(value: &str) -> String {
     let v = unmark(value);
-    if v.starts_with('<') && v.ends_with('>') && v.matches('<').count() == 1 {
+    if echoed_placeholder(&v) {
         String::new()
     } else {
         v

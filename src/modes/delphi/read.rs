@@ -374,29 +374,7 @@ pub(super) fn clean(value: &str) -> &str {
 /// `[your answer or option number]`, `<number>`.
 pub(super) fn placeholder(value: &str) -> bool {
     let t = value.trim().trim_matches(|c: char| "*_`.".contains(c) || c.is_whitespace());
-    if t.is_empty() || t.contains('|') {
-        return true;
-    }
-    let inner = t
-        .strip_prefix('[')
-        .and_then(|x| x.strip_suffix(']'))
-        .or_else(|| t.strip_prefix('<').and_then(|x| x.strip_suffix('>')));
-    let Some(inner) = inner else { return false };
-    let lower = inner.to_lowercase();
-    !inner.chars().any(|c| c.is_ascii_digit())
-        && [
-            "your",
-            "number",
-            "answer",
-            "option",
-            "reasoning",
-            "estimate",
-            "comma-separated",
-            "sentence",
-            "value",
-        ]
-        .iter()
-        .any(|w| lower.contains(w))
+    t.is_empty() || t.contains('|') || echoed_placeholder(t)
 }
 
 fn table_cells(line: &str) -> Option<Vec<&str>> {
