@@ -29,8 +29,11 @@ const ARMS = [
 /** The form that starts an eval in the server (admins): a set, members, arms, a budget. */
 async function newEvalForm() {
   const models = await fetchJson("/api/models").catch(() => ({}));
-  const members = models.offline ? ["sim/oracle-0.8-a", "sim/oracle-0.5-b", "sim/oracle-0.5-c"]
-    : ((models.modes || {}).council || {}).councilModels || [];
+  // Council's default panel when it is made of real models; where any of it is a sim, the
+  // oracle sims, which know the sample set's answers (a plain sim does not answer arithmetic).
+  const council = ((models.modes || {}).council || {}).councilModels || [];
+  const members = council.length && !council.some((m) => m.startsWith("sim/")) ? council
+    : ["sim/oracle-0.8-a", "sim/oracle-0.5-b", "sim/oracle-0.5-c"];
   const set = el("select", { id: "eval-set" }, el("option", { value: "sample" }, "The sample set (arithmetic with known answers)"),
     el("option", { value: "upload" }, "A JSON-lines file of my own…"));
   const file = el("input", { id: "eval-file", type: "file", accept: ".jsonl,.json,.txt,application/json", hidden: true, "aria-label": "The question set's file" });

@@ -27,6 +27,8 @@ test("an eval started from the page runs live to its table, and another is stopp
   const { page, errors } = await openPage(browser, base, "/#/evals", { viewport: { width: 1400, height: 900 } });
   await page.waitForSelector("#eval-form");
   await screenshot(page, "eval-form");
+  // On the sim models, the members offered are the oracle sims, which know the sample's answers.
+  assert.equal(await page.inputValue("#eval-members"), "sim/oracle-0.8-a, sim/oracle-0.5-b, sim/oracle-0.5-c");
   // A refusal names what is wrong, and nothing starts.
   await page.fill("#eval-members", "");
   await page.click("#eval-start");
