@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::request::{self, ModelId};
 use super::{Defaults, FieldError, Mode, RunContext, StageRow, ValidRequest};
 
 /// One role the calls of a mode play (`council`, `chairman`, `juror`…).
@@ -173,6 +174,53 @@ impl ModeSpec {
     /// This mode as a handle.
     pub fn kind(&'static self) -> ModeKind {
         ModeKind(self)
+    }
+
+    /// Where in a request `role`'s models are named (`modeConfig.checkerModels`), as an error
+    /// names it: the field its [`Role`] declares.
+    pub fn field_of(&self, role: &str) -> String {
+        let field = self.roles.iter().find(|r| r.id == role).and_then(|r| r.field);
+        format!("modeConfig.{}", field.unwrap_or(role))
+    }
+
+    /// `role`'s models: those the request names (`given`: trimmed, an empty id refused naming
+    /// the role's field), else the role's defaults.
+    pub fn panel_of(
+        &self,
+        given: Option<&[ModelId]>,
+        role: &str,
+        defaults: &Defaults,
+    ) -> Result<Vec<String>, FieldError> {
+        let named = request::panel(given, &self.field_of(role))?;
+        Ok(named.unwrap_or_else(|| defaults.models(self.id, role)))
+    }
+
+    /// `role`'s one model: the one the request names, else the role's default.
+    pub fn model_of(
+        &self,
+        given: Option<&ModelId>,
+        role: &str,
+        defaults: &Defaults,
+    ) -> Result<String, FieldError> {
+        Ok(self.named(given, role)?.unwrap_or_else(|| defaults.model(self.id, role)))
+    }
+
+    /// `role`'s one model: the one the request names, else `[defaults]`'s for it, else
+    /// `derived` (the built-in default of a role that shares another role's model).
+    pub fn model_or(
+        &self,
+        given: Option<&ModelId>,
+        role: &str,
+        defaults: &Defaults,
+        derived: &str,
+    ) -> Result<String, FieldError> {
+        Ok(self.named(given, role)?.unwrap_or_else(|| defaults.model_or(self.id, role, derived)))
+    }
+
+    /// `role`'s one model when the request names one (trimmed; an empty id refused, naming the
+    /// role's field): a mode whose role defaults to another role's model takes that one else.
+    pub fn named(&self, given: Option<&ModelId>, role: &str) -> Result<Option<String>, FieldError> {
+        request::model(given, &self.field_of(role))
     }
 }
 
@@ -362,6 +410,42 @@ mod tests {
             assert_eq!(schema["type"], "object", "{}: {schema}", spec.id);
             assert!(!spec.roles.is_empty());
         }
+    }
+
+    /// An empty model id in a role's field is refused naming that field, the one the role
+    /// declares (`field_of`), in every mode.
+    #[test]
+    fn an_empty_model_id_is_refused_naming_the_roles_own_field() {
+        let defaults = Defaults { offline: true, stage_timeout_ms: 120_000, ..Default::default() };
+        let mut checked = 0;
+        for kind in ModeKind::all() {
+            let spec = kind.spec();
+            for role in spec.roles.iter().filter(|r| r.field.is_some()) {
+                let mut body = (spec.example)();
+                let path: Vec<&str> = role.field.unwrap_or_default().split('.').collect();
+                let mut at = &mut body["modeConfig"];
+                for key in &path[..path.len() - 1] {
+                    at = &mut at[*key];
+                }
+                let last = path[path.len() - 1];
+                at[last] = if role.panel {
+                    let mut ids = at[last].as_array().cloned().unwrap_or_else(|| {
+                        defaults.models(spec.id, role.id).into_iter().map(Value::from).collect()
+                    });
+                    let end = ids.len() - 1;
+                    ids[end] = Value::from(" ");
+                    Value::Array(ids)
+                } else {
+                    Value::from(" ")
+                };
+                let e = super::super::validate(&body, &defaults)
+                    .err()
+                    .unwrap_or_else(|| panic!("{}.{}: an empty id was taken", spec.id, role.id));
+                assert_eq!(e.field, spec.field_of(role.id), "{}.{}: {e}", spec.id, role.id);
+                checked += 1;
+            }
+        }
+        assert!(checked >= 30, "{checked} roles checked");
     }
 
     #[test]

@@ -149,14 +149,11 @@ pub struct BlueprintConfig {
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let (asked, cfg): (_, BlueprintRequest) = request::start(body, "Question is required", false)?;
     let content = request::opt_text(cfg.content.as_ref(), "modeConfig.content")?;
-    let architect_model =
-        request::model(cfg.architect_model.as_ref(), "modeConfig.architectModel")?
-            .unwrap_or_else(|| defaults.model(SPEC.id, "architect"));
-    let author_models = request::panel(cfg.author_models.as_deref(), "modeConfig.authorModels")?
-        .unwrap_or_else(|| defaults.models(SPEC.id, "author"));
-    let assembler_model =
-        request::model(cfg.assembler_model.as_ref(), "modeConfig.assemblerModel")?
-            .unwrap_or_else(|| architect_model.clone());
+    let architect_model = SPEC.model_of(cfg.architect_model.as_ref(), "architect", defaults)?;
+    let author_models = SPEC.panel_of(cfg.author_models.as_deref(), "author", defaults)?;
+    let assembler_model = SPEC
+        .named(cfg.assembler_model.as_ref(), "assembler")?
+        .unwrap_or_else(|| architect_model.clone());
     let timeout_ms = request::given(cfg.timeout_ms, 300_000);
     let models = request::distinct(&[&author_models], &[&architect_model, &assembler_model]);
     let config = BlueprintConfig {

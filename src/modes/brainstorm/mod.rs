@@ -93,12 +93,11 @@ pub struct BrainstormConfig {
 
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let (asked, cfg): (_, BrainstormRequest) = request::start(body, "Question is required", false)?;
-    let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
-        .unwrap_or_else(|| defaults.models(SPEC.id, "ideator"));
-    let curator_model = request::model(cfg.curator_model.as_ref(), "modeConfig.curatorModel")?
-        .unwrap_or_else(|| defaults.model_or(SPEC.id, "curator", &models[0]));
-    let refiner_model = request::model(cfg.refiner_model.as_ref(), "modeConfig.refinerModel")?
-        .unwrap_or_else(|| defaults.model_or(SPEC.id, "refiner", &models[0]));
+    let models = SPEC.panel_of(cfg.models.as_deref(), "ideator", defaults)?;
+    let curator_model =
+        SPEC.model_or(cfg.curator_model.as_ref(), "curator", defaults, &models[0])?;
+    let refiner_model =
+        SPEC.model_or(cfg.refiner_model.as_ref(), "refiner", defaults, &models[0])?;
     let min_ideas = cfg.min_ideas_per_model.unwrap_or(5);
     let max_clusters = cfg.max_clusters.unwrap_or(6);
     let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);

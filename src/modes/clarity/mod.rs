@@ -203,8 +203,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
         ("generalist", &given.generalist),
         ("arbiter", &given.arbiter),
     ] {
-        let m = request::model(id.as_ref(), &format!("modeConfig.models.{role}"))?;
-        models.insert(role.to_string(), m.unwrap_or_else(|| defaults.model(SPEC.id, role)));
+        models.insert(role.to_string(), SPEC.model_of(id.as_ref(), role, defaults)?);
     }
     let discussion = cfg.discussion.unwrap_or(Discussion::Auto);
     let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);

@@ -83,11 +83,9 @@ pub struct ConfidenceWeightedConfig {
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let (asked, cfg): (_, ConfidenceWeightedRequest) =
         request::start(body, "Question is required", false)?;
-    let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
-        .unwrap_or_else(|| defaults.models(SPEC.id, "respondent"));
+    let models = SPEC.panel_of(cfg.models.as_deref(), "respondent", defaults)?;
     let synthesis_model =
-        request::model(cfg.synthesis_model.as_ref(), "modeConfig.synthesisModel")?
-            .unwrap_or_else(|| defaults.model_or(SPEC.id, "synthesizer", &models[0]));
+        SPEC.model_or(cfg.synthesis_model.as_ref(), "synthesizer", defaults, &models[0])?;
     let temperature = cfg.temperature.unwrap_or(DEFAULT_TEMPERATURE);
     let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let synthesis_fallback_model = defaults.backup(SPEC.id, "synthesizer", &synthesis_model);

@@ -50,8 +50,7 @@ pub struct DebateRequest {
 /// (Debate is not multi-turn).
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let (asked, cfg): (_, DebateRequest) = request::start(body, "Question is required", false)?;
-    let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
-        .unwrap_or_else(|| defaults.models(SPEC.id, "respondent"));
+    let models = SPEC.panel_of(cfg.models.as_deref(), "respondent", defaults)?;
     let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let all = request::distinct(&[&models], &[]);
     let config = DebateConfig { models, timeout_ms };

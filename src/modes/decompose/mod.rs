@@ -91,13 +91,11 @@ pub struct DecomposeConfig {
 
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let (asked, cfg): (_, DecomposeRequest) = request::start(body, "Question is required", false)?;
-    let planner_model = request::model(cfg.planner_model.as_ref(), "modeConfig.plannerModel")?
-        .unwrap_or_else(|| defaults.model(SPEC.id, "planner"));
-    let worker_models = request::panel(cfg.worker_models.as_deref(), "modeConfig.workerModels")?
-        .unwrap_or_else(|| defaults.models(SPEC.id, "worker"));
-    let assembler_model =
-        request::model(cfg.assembler_model.as_ref(), "modeConfig.assemblerModel")?
-            .unwrap_or_else(|| planner_model.clone());
+    let planner_model = SPEC.model_of(cfg.planner_model.as_ref(), "planner", defaults)?;
+    let worker_models = SPEC.panel_of(cfg.worker_models.as_deref(), "worker", defaults)?;
+    let assembler_model = SPEC
+        .named(cfg.assembler_model.as_ref(), "assembler")?
+        .unwrap_or_else(|| planner_model.clone());
     let max_tasks = cfg.max_tasks.unwrap_or(6);
     let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let global_timeout_ms = request::given(cfg.global_timeout_ms, 600_000);

@@ -147,12 +147,9 @@ pub struct DelphiRequest {
 /// questionType, options (2-10), timeoutMs (30 000-180 000), globalTimeoutMs}}`.
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let (asked, cfg): (_, DelphiRequest) = request::start(body, "Question is required", false)?;
-    let panelist_models =
-        request::panel(cfg.panelist_models.as_deref(), "modeConfig.panelistModels")?
-            .unwrap_or_else(|| defaults.models(SPEC.id, "panelist"));
+    let panelist_models = SPEC.panel_of(cfg.panelist_models.as_deref(), "panelist", defaults)?;
     let facilitator_model =
-        request::model(cfg.facilitator_model.as_ref(), "modeConfig.facilitatorModel")?
-            .unwrap_or_else(|| defaults.model(SPEC.id, "facilitator"));
+        SPEC.model_of(cfg.facilitator_model.as_ref(), "facilitator", defaults)?;
     if panelist_models.contains(&facilitator_model) {
         return Err(FieldError::new(
             "modeConfig.facilitatorModel",

@@ -94,16 +94,10 @@ pub fn norm(text: &str) -> String {
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let (asked, cfg): (_, FactCheckRequest) = request::start(body, "Question is required", false)?;
     let content = request::opt_text(cfg.content.as_ref(), "modeConfig.content")?;
-    let generator_model =
-        request::model(cfg.generator_model.as_ref(), "modeConfig.generatorModel")?
-            .unwrap_or_else(|| defaults.model(SPEC.id, "generator"));
-    let extractor_model =
-        request::model(cfg.extractor_model.as_ref(), "modeConfig.extractorModel")?
-            .unwrap_or_else(|| defaults.model(SPEC.id, "extractor"));
-    let reporter_model = request::model(cfg.reporter_model.as_ref(), "modeConfig.reporterModel")?
-        .unwrap_or_else(|| defaults.model(SPEC.id, "reporter"));
-    let checker_models = request::panel(cfg.checker_models.as_deref(), "modeConfig.checkerModels")?
-        .unwrap_or_else(|| defaults.models(SPEC.id, "checker"));
+    let generator_model = SPEC.model_of(cfg.generator_model.as_ref(), "generator", defaults)?;
+    let extractor_model = SPEC.model_of(cfg.extractor_model.as_ref(), "extractor", defaults)?;
+    let reporter_model = SPEC.model_of(cfg.reporter_model.as_ref(), "reporter", defaults)?;
+    let checker_models = SPEC.panel_of(cfg.checker_models.as_deref(), "checker", defaults)?;
     for (i, m) in checker_models.iter().enumerate() {
         if let Some(j) = checker_models[..i].iter().position(|x| x == m) {
             return Err(FieldError::new(

@@ -91,8 +91,7 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
     )?;
     let original_question =
         request::opt_text(cfg.original_question.as_ref(), "modeConfig.originalQuestion")?;
-    let juror_models = request::panel(cfg.juror_models.as_deref(), "modeConfig.jurorModels")?
-        .unwrap_or_else(|| defaults.models(SPEC.id, "juror"));
+    let juror_models = SPEC.panel_of(cfg.juror_models.as_deref(), "juror", defaults)?;
     let foreman_model = match &cfg.foreman_model {
         None => defaults.model(SPEC.id, "foreman"),
         Some(m) if m.0.trim().is_empty() => {

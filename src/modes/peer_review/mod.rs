@@ -353,12 +353,10 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
             ))
         }
     };
-    let reviewer_models =
-        request::panel(cfg.reviewer_models.as_deref(), "modeConfig.reviewerModels")?
-            .unwrap_or_else(|| defaults.models(SPEC.id, "reviewer"));
-    let consolidator_model =
-        request::model(cfg.consolidator_model.as_ref(), "modeConfig.consolidatorModel")?
-            .unwrap_or_else(|| reviewer_models[0].clone());
+    let reviewer_models = SPEC.panel_of(cfg.reviewer_models.as_deref(), "reviewer", defaults)?;
+    let consolidator_model = SPEC
+        .named(cfg.consolidator_model.as_ref(), "consolidator")?
+        .unwrap_or_else(|| reviewer_models[0].clone());
     let timeout_ms = request::given(cfg.timeout_ms, 150_000);
     let models = request::distinct(&[&reviewer_models], &[&consolidator_model]);
     let foreman_fallback_model = defaults.backup(SPEC.id, "consolidator", &consolidator_model);

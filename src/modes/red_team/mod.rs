@@ -75,20 +75,17 @@ pub struct RedTeamConfig {
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let (asked, cfg): (_, RedTeamRequest) = request::start(body, "Question is required", false)?;
     let content = request::opt_text(cfg.content.as_ref(), "modeConfig.content")?;
-    let generator_model =
-        request::model(cfg.generator_model.as_ref(), "modeConfig.generatorModel")?
-            .unwrap_or_else(|| defaults.model(SPEC.id, "generator"));
-    let attacker_model = request::model(cfg.attacker_model.as_ref(), "modeConfig.attackerModel")?
-        .unwrap_or_else(|| defaults.model(SPEC.id, "attacker"));
+    let generator_model = SPEC.model_of(cfg.generator_model.as_ref(), "generator", defaults)?;
+    let attacker_model = SPEC.model_of(cfg.attacker_model.as_ref(), "attacker", defaults)?;
     if attacker_model == generator_model {
         return Err(FieldError::new(
             "modeConfig.attackerModel",
             "The attacker must be a different model from the generator",
         ));
     }
-    let synthesizer_model =
-        request::model(cfg.synthesizer_model.as_ref(), "modeConfig.synthesizerModel")?
-            .unwrap_or_else(|| generator_model.clone());
+    let synthesizer_model = SPEC
+        .named(cfg.synthesizer_model.as_ref(), "synthesizer")?
+        .unwrap_or_else(|| generator_model.clone());
     let rounds = cfg.rounds.unwrap_or(2);
     let max_input_length = cfg.max_input_length.unwrap_or(25_000);
     let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);

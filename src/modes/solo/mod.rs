@@ -33,8 +33,7 @@ pub struct SoloConfig {
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let question = request::question(body, "Question is required")?;
     let cfg: SoloRequest = request::typed(&request::mode_config(body, false)?, "modeConfig")?;
-    let model = request::model(cfg.model.as_ref(), "modeConfig.model")?
-        .unwrap_or_else(|| defaults.model(SPEC.id, "answerer"));
+    let model = SPEC.model_of(cfg.model.as_ref(), "answerer", defaults)?;
     let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let config = SoloConfig { model: model.clone(), timeout_ms };
     let asked = request::Asked { question, conversation_id: None };

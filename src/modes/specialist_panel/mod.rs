@@ -488,9 +488,9 @@ fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldErro
             panel
         }
     };
-    let synthesizer_model =
-        request::model(cfg.synthesizer_model.as_ref(), "modeConfig.synthesizerModel")?
-            .unwrap_or_else(|| specialists[0].model.clone());
+    let synthesizer_model = SPEC
+        .named(cfg.synthesizer_model.as_ref(), "synthesizer")?
+        .unwrap_or_else(|| specialists[0].model.clone());
     let timeout_ms = request::given(cfg.timeout_ms, DEFAULT_TIMEOUT_MS);
     let models: Vec<String> = specialists.iter().map(|s| s.model.clone()).collect();
     let chairman_fallback_model = defaults.backup(SPEC.id, "synthesizer", &synthesizer_model);

@@ -47,10 +47,8 @@ pub struct TournamentConfig {
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let (asked, cfg): (_, TournamentRequest) = request::start(body, "Question is required", false)?;
     let contestant_models =
-        request::panel(cfg.contestant_models.as_deref(), "modeConfig.contestantModels")?
-            .unwrap_or_else(|| defaults.models(SPEC.id, "contestant"));
-    let judge_model = request::model(cfg.judge_model.as_ref(), "modeConfig.judgeModel")?
-        .unwrap_or_else(|| defaults.model(SPEC.id, "judge"));
+        SPEC.panel_of(cfg.contestant_models.as_deref(), "contestant", defaults)?;
+    let judge_model = SPEC.model_of(cfg.judge_model.as_ref(), "judge", defaults)?;
     if contestant_models.contains(&judge_model) {
         return Err(FieldError::new(
             "modeConfig.judgeModel",

@@ -50,10 +50,9 @@ pub struct VoteRequest {
 /// `{question, conversationId?, modeConfig?: {models (3-7), chairmanModel, timeoutMs}}`.
 fn validate(body: &Value, defaults: &Defaults) -> Result<ValidRequest, FieldError> {
     let (asked, cfg): (_, VoteRequest) = request::start(body, "Question is required", false)?;
-    let models = request::panel(cfg.models.as_deref(), "modeConfig.models")?
-        .unwrap_or_else(|| defaults.models(SPEC.id, "voter"));
-    let chairman_model = request::model(cfg.chairman_model.as_ref(), "modeConfig.chairmanModel")?
-        .unwrap_or_else(|| models[0].clone());
+    let models = SPEC.panel_of(cfg.models.as_deref(), "voter", defaults)?;
+    let chairman_model =
+        SPEC.named(cfg.chairman_model.as_ref(), "chairman")?.unwrap_or_else(|| models[0].clone());
     let timeout_ms = request::given(cfg.timeout_ms, defaults.stage_timeout_ms);
     let all = request::distinct(&[&models], &[&chairman_model]);
     let chairman_fallback_model = defaults.backup(SPEC.id, "chairman", &chairman_model);
