@@ -334,7 +334,7 @@ impl Providers {
     /// None when nothing serves it: callers that bound their own concurrency per provider count
     /// by this, as the route's `max_concurrent_calls` does.
     pub fn route_of(&self, model: &str) -> Option<String> {
-        match self.routes.iter().find(|r| model.starts_with(r.prefix.as_str())) {
+        match self.served_by(model) {
             Some(r) => Some(r.prefix.clone()),
             None => self.fallback.as_ref().map(|_| "*".to_string()),
         }
@@ -343,7 +343,7 @@ impl Providers {
     /// Whether `model`'s route declares that its models see images (the default provider,
     /// which routes many models, does not).
     pub fn vision(&self, model: &str) -> bool {
-        self.routes.iter().find(|r| model.starts_with(r.prefix.as_str())).is_some_and(|r| r.vision)
+        self.served_by(model).is_some_and(|r| r.vision)
     }
 
     /// The provider and provider-side model id for `model`, or a message saying why none serves it.
@@ -366,11 +366,7 @@ impl Providers {
     /// How many tokens a request to `model` may hold (prompt and reply): its route's
     /// `context_tokens`, else what its server says, else None (nothing is fitted).
     pub fn context_tokens(&self, model: &str) -> BoxFuture<'static, Option<u32>> {
-        let stated = self
-            .routes
-            .iter()
-            .find(|r| model.starts_with(r.prefix.as_str()))
-            .and_then(|r| r.context_tokens);
+        let stated = self.served_by(model).and_then(|r| r.context_tokens);
         match (stated, self.target(model)) {
             (Some(n), _) => Box::pin(async move { Some(n) }),
             (None, Ok(t)) => t.capped.provider.context_tokens(&t.id),
@@ -387,7 +383,7 @@ impl Providers {
     /// `cap`, lowered to the ceiling of the route that serves `model` (the first match, as in
     /// [`Providers::target`]).
     fn lowered(&self, cap: u32, model: &str) -> u32 {
-        match self.routes.iter().find(|r| model.starts_with(r.prefix.as_str())) {
+        match self.served_by(model) {
             Some(Served { max_tokens: Some(ceiling), .. }) => cap.min(*ceiling),
             _ => cap,
         }
@@ -396,25 +392,32 @@ impl Providers {
     /// The provider that serves `model`, with its cap, found without building a [`Target`] (a
     /// call asks it for its turn on every attempt's path).
     fn capped_of(&self, model: &str) -> Option<&Capped> {
-        match self.routes.iter().find(|r| model.starts_with(r.prefix.as_str())) {
+        match self.served_by(model) {
             Some(r) => Some(&r.target),
             None => self.fallback.as_ref(),
         }
     }
 
+    /// The route that serves `model`: the first whose prefix it starts with (None: the default
+    /// provider, if any, serves it). Every question about a model's route asks this.
+    fn served_by(&self, model: &str) -> Option<&Served> {
+        self.routes.iter().find(|r| model.starts_with(r.prefix.as_str()))
+    }
+
     fn target(&self, model: &str) -> Result<Target, String> {
-        for route in self.routes.iter() {
-            if let Some(rest) = model.strip_prefix(route.prefix.as_str()) {
-                let id = if route.strip_prefix { rest.to_string() } else { model.to_string() };
-                let refused = route.structured_refused.load(Ordering::Relaxed);
-                return Ok(Target {
-                    capped: route.target.clone(),
-                    id,
-                    route: route.prefix.clone(),
-                    structured: if refused { StructuredOutput::Off } else { route.structured },
-                    refused: Some(route.structured_refused.clone()),
-                });
-            }
+        if let Some(route) = self.served_by(model) {
+            let id = match route.strip_prefix {
+                true => model[route.prefix.len()..].to_string(),
+                false => model.to_string(),
+            };
+            let refused = route.structured_refused.load(Ordering::Relaxed);
+            return Ok(Target {
+                capped: route.target.clone(),
+                id,
+                route: route.prefix.clone(),
+                structured: if refused { StructuredOutput::Off } else { route.structured },
+                refused: Some(route.structured_refused.clone()),
+            });
         }
         match &self.fallback {
             Some(p) => Ok(Target {
