@@ -310,16 +310,7 @@ impl Brainstorm {
             ideas,
         };
         let out = vec![
-            Effect::Store(
-                StageRow::new(
-                    format!("ideation_{i}"),
-                    IDEATION_ORDER,
-                    answer_text(text).trim().to_string(),
-                )
-                .by(&reply.model, "ideator")
-                .data(&data)
-                .took(ms),
-            ),
+            member_row((format!("ideation_{i}"), IDEATION_ORDER, "ideator"), reply, text, &data),
             Effect::event("ideation_complete", &Data { data: &data }),
         ];
         self.ideated[i] = Some(data);
@@ -501,16 +492,7 @@ impl Brainstorm {
             unparsed: (!valid).then(|| Unparsed::of(text).describe().into()),
         };
         let out = vec![
-            Effect::Store(
-                StageRow::new(
-                    format!("scoring_{i}"),
-                    SCORING_ORDER,
-                    answer_text(text).trim().to_string(),
-                )
-                .by(&reply.model, "scorer")
-                .data(&data)
-                .took(ms),
-            ),
+            member_row((format!("scoring_{i}"), SCORING_ORDER, "scorer"), reply, text, &data),
             Effect::event("scorer_complete", &Data { data: &data }),
         ];
         if valid {
@@ -609,6 +591,22 @@ impl Brainstorm {
         out.push(Effect::Finish { answer: proposal });
         out
     }
+}
+
+/// A member's reply (an ideator's list, a scorer's scores) as its row: its answer without the
+/// reasoning, under `(stage, order, role)`, with what was read from it.
+fn member_row<T: Serialize>(
+    (stage, order, role): (String, i32, &str),
+    reply: &CallReply,
+    text: &str,
+    data: &T,
+) -> Effect {
+    Effect::Store(
+        StageRow::new(stage, order, answer_text(text).trim())
+            .by(&reply.model, role)
+            .data(data)
+            .took(reply.response_time_ms as i64),
+    )
 }
 
 impl Staged for Brainstorm {
