@@ -8,30 +8,59 @@
 //! its phase ([`Staged::on_routed`]), and what it does once the deadline has passed.
 
 use super::common::{empty_is_failure, Calls, Routed, TitleTracker, TITLE_KEY};
-use super::{CallReply, Effect, Mode, RunContext};
+use super::{CallReply, CallSpec, ChatMessage, Effect, Mode, RunContext};
 
 /// The key of the timer that ends a run's time (`globalTimeoutMs`).
 pub const GLOBAL_TIMER: &str = "global";
 
-/// What the runner keeps for a mode: its title call, its panel calls and its deadline.
+/// What the runner keeps for a mode: its title call, its panel calls, each call's time limit
+/// and its deadline.
 #[derive(Debug, Clone)]
 pub struct Kit {
     pub title: TitleTracker,
     pub calls: Calls,
+    /// Each call's time limit (the run's `timeoutMs`).
+    pub timeout_ms: u64,
     /// The global deadline has passed: the stage in flight finishes, and no new one starts
     /// except the one that answers.
     pub deadline_passed: bool,
 }
 
 impl Kit {
-    /// A run's kit, its title asked for (from the question) when the conversation is new.
-    pub fn new(ctx: &RunContext) -> Kit {
-        Kit::titled(TitleTracker::new(ctx.new_conversation, &ctx.question))
+    /// A run's kit, its title asked for (from the question) when the conversation is new, each
+    /// call given `timeout_ms`.
+    pub fn new(ctx: &RunContext, timeout_ms: u64) -> Kit {
+        let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
+        Kit { title, calls: Calls::default(), timeout_ms, deadline_passed: false }
     }
 
-    /// A run's kit with a title tracker of the mode's own making.
-    pub fn titled(title: TitleTracker) -> Kit {
-        Kit { title, calls: Calls::default(), deadline_passed: false }
+    /// A call of this run with the run's time limit.
+    pub fn call(
+        &self,
+        key: impl Into<String>,
+        model: &str,
+        messages: Vec<ChatMessage>,
+        stage: &str,
+        role: &str,
+    ) -> CallSpec {
+        CallSpec::new(key, model, messages, stage, role, self.timeout_ms)
+    }
+
+    /// A call of this run that sends one user message, `prompt`.
+    pub fn ask(
+        &self,
+        key: impl Into<String>,
+        model: &str,
+        prompt: impl Into<String>,
+        stage: &str,
+        role: &str,
+    ) -> CallSpec {
+        self.call(key, model, vec![ChatMessage::user(prompt)], stage, role)
+    }
+
+    /// The title call, by `model` with the run's time limit, when the run needs a title.
+    pub fn ask_title(&mut self, model: &str) -> Option<Effect> {
+        self.title.ask(model, self.timeout_ms)
     }
 }
 

@@ -66,7 +66,7 @@ impl Blueprint {
             return Err("the stored blueprint configuration has no 1 to 6 authors".into());
         }
         let material = config.content.clone().unwrap_or_else(|| ctx.question.clone());
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         Ok(Blueprint {
             config,
             ctx,
@@ -145,13 +145,12 @@ impl Blueprint {
         // Every section at once: the engine queues them under the provider's concurrency cap.
         for s in &self.sections {
             let prompt = section_prompt(self.kind(), &self.title_text, &outline, s, &self.material);
-            let call = CallSpec::new(
+            let call = self.kit.ask(
                 format!("section:{}", s.number),
                 &s.assigned_model,
-                vec![ChatMessage::user(prompt)],
+                prompt,
                 &format!("section_{}", s.number),
                 "author",
-                self.config.timeout_ms,
             );
             out.push(Effect::Call(call.quoting([material(&self.material)])));
         }
@@ -258,15 +257,10 @@ impl Blueprint {
             .map(|w| (format!("Section {}: {}", w.number, w.title), w.text.clone()))
             .chain([material(&self.material)])
             .collect();
-        let spec = CallSpec::new(
-            "assembly",
-            &self.config.assembler_model,
-            vec![ChatMessage::user(prompt)],
-            "assembly",
-            "assembler",
-            self.config.timeout_ms,
-        )
-        .quoting(quoted);
+        let spec = self
+            .kit
+            .ask("assembly", &self.config.assembler_model, prompt, "assembly", "assembler")
+            .quoting(quoted);
         let backup = self.config.chairman_fallback_model.clone();
         out.push(Effect::event(
             "assembly_start",
@@ -405,7 +399,7 @@ impl Staged for Blueprint {
             .quoting([material(&self.material)]);
         let backup = self.config.facilitator_fallback_model.clone();
         out.push(self.kit.calls.solo(spec, OUTLINE_ORDER, backup.as_deref()));
-        out.extend(self.kit.title.ask(&self.config.architect_model, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&self.config.architect_model));
         out
     }
 

@@ -242,7 +242,7 @@ impl Brainstorm {
         for (k, &i) in map.iter().enumerate() {
             labels[i] = source_label(k);
         }
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         Ok(Brainstorm {
             ideas_schema: ideas_schema(config.min_ideas_per_model),
             ideation: Batch::new("ideate", n),
@@ -260,17 +260,6 @@ impl Brainstorm {
             scores_schema: None,
             kit,
         })
-    }
-
-    fn call(&self, key: &str, model: &str, prompt: String, stage: &str, role: &str) -> CallSpec {
-        CallSpec::new(
-            key,
-            model,
-            vec![ChatMessage::user(prompt)],
-            stage,
-            role,
-            self.config.timeout_ms,
-        )
     }
 
     fn index_of(key: &str) -> Option<usize> {
@@ -546,7 +535,8 @@ impl Brainstorm {
             ),
         };
         let spec = self
-            .call("refine", &self.config.refiner_model.clone(), prompt, "refinement", "refiner")
+            .kit
+            .ask("refine", &self.config.refiner_model.clone(), prompt, "refinement", "refiner")
             .quoting([quoted]);
         let backup = self.config.chairman_fallback_model.clone();
         let data = RefinementStart { all_ideas: cluster.is_none(), cluster };
@@ -662,7 +652,7 @@ impl Staged for Brainstorm {
                 self.config.timeout_ms,
             )));
         }
-        out.extend(self.kit.title.ask(&self.config.curator_model, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&self.config.curator_model));
         out
     }
 

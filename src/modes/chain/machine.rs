@@ -18,7 +18,7 @@ impl Chain {
         if !(2..=6).contains(&config.steps.len()) {
             return Err("the stored chain configuration has no 2 to 6 steps".into());
         }
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         Ok(Chain { config, ctx, current: 0, steps: Vec::new(), kit })
     }
 
@@ -104,13 +104,12 @@ impl Chain {
                 skipped_before: skipped.iter().map(|s| s.step).collect(),
             },
         )];
-        out.push(Effect::Call(CallSpec::new(
+        out.push(Effect::Call(self.kit.ask(
             format!("step:{k}"),
             &step.model,
-            vec![ChatMessage::user(prompt)],
+            prompt,
             &format!("chain_step_{k}"),
             Self::role(k),
-            self.config.timeout_ms,
         )));
         out
     }
@@ -237,7 +236,7 @@ impl Staged for Chain {
         ];
         out.extend(self.run_step(1));
         let model = self.config.steps[0].model.clone();
-        out.extend(self.kit.title.ask(&model, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&model));
         out
     }
 

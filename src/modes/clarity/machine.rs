@@ -253,9 +253,10 @@ impl Clarity {
         let arbiter_fallback =
             config.get(ARBITER_FALLBACK_KEY).and_then(Value::as_str).map(str::to_string);
         let config: ClarityConfig = stored_config("clarity", config)?;
+        let timeout_ms = config.timeout_ms;
         Ok(Clarity {
             config,
-            kit: Kit::new(&ctx),
+            kit: Kit::new(&ctx, timeout_ms),
             ctx,
             phase: Phase::Evaluating,
             batch: Batch::new("evaluate", 3),
@@ -289,16 +290,16 @@ impl Clarity {
         let system =
             PERSONAS.iter().find(|p| p.role == role).map_or(ARBITER_PROMPT, |p| p.system_prompt);
         let asked = self.ctx.structured.json(&model).then_some(schema.as_ref());
-        CallSpec::new(
-            key,
-            &model,
-            vec![ChatMessage::system(system), ChatMessage::user(prompt(asked))],
-            stage,
-            role,
-            self.config.timeout_ms,
-        )
-        .with_schema(schema)
-        .quoting(self.brief_material().into_iter().chain(quoted))
+        self.kit
+            .call(
+                key,
+                &model,
+                vec![ChatMessage::system(system), ChatMessage::user(prompt(asked))],
+                stage,
+                role,
+            )
+            .with_schema(schema)
+            .quoting(self.brief_material().into_iter().chain(quoted))
     }
 
     /// The brief (and its context) as every Clarity prompt quotes it.

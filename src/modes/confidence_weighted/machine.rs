@@ -80,7 +80,7 @@ impl ConfidenceWeighted {
             return Err("the stored confidence_weighted temperature is out of range".into());
         }
         let n = config.models.len();
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         Ok(ConfidenceWeighted {
             names: member_names(&config.models),
             config,
@@ -175,15 +175,16 @@ impl ConfidenceWeighted {
             .iter()
             .map(|a| (format!("{}'s answer", a.model), readable(a.response).into_owned()))
             .collect();
-        let spec = CallSpec::new(
-            "synthesis",
-            &self.config.synthesis_model,
-            with_history(&self.ctx.history, HISTORY_TURNS, &prompt),
-            "synthesis",
-            "synthesizer",
-            self.config.timeout_ms,
-        )
-        .quoting(material);
+        let spec = self
+            .kit
+            .call(
+                "synthesis",
+                &self.config.synthesis_model,
+                with_history(&self.ctx.history, HISTORY_TURNS, &prompt),
+                "synthesis",
+                "synthesizer",
+            )
+            .quoting(material);
         let backup = self.config.synthesis_fallback_model.clone();
         out.push(self.kit.calls.solo(spec, 2, backup.as_deref()));
         self.phase = Phase::Synthesising;
@@ -277,17 +278,11 @@ impl Staged for ConfidenceWeighted {
         );
         for (i, model) in self.config.models.iter().enumerate() {
             let messages = self.ctx.structured.pick(model, &text, &json).clone();
-            let call = CallSpec::new(
-                format!("answer:{i}"),
-                model,
-                messages,
-                "answer",
-                "respondent",
-                self.config.timeout_ms,
-            );
+            let call =
+                self.kit.call(format!("answer:{i}"), model, messages, "answer", "respondent");
             out.push(Effect::Call(call.with_schema(schema)));
         }
-        out.extend(self.kit.title.ask(&self.config.synthesis_model, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&self.config.synthesis_model));
         out
     }
 

@@ -30,7 +30,7 @@ impl Council {
     pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let config: CouncilConfig = stored_config("council", config)?;
         let members = config.council_models.len();
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         Ok(Council {
             config,
             ctx,
@@ -52,14 +52,7 @@ impl Council {
         stage: &str,
         role: &str,
     ) -> Effect {
-        Effect::Call(CallSpec::new(
-            key,
-            model,
-            prompt_messages,
-            stage,
-            role,
-            self.config.timeout_ms,
-        ))
+        Effect::Call(self.kit.call(key, model, prompt_messages, stage, role))
     }
 
     fn fail(&mut self, message: String) -> Vec<Effect> {
@@ -176,18 +169,11 @@ impl Council {
                 .chain(self.stage2.iter().map(|r| {
                     (format!("{}'s ranking", r.model), readable(&r.ranking).into_owned())
                 }));
-        let spec = CallSpec::new(
-            "stage3",
-            &chairman,
-            messages,
-            "stage3",
-            "chairman",
-            self.config.timeout_ms,
-        )
-        .quoting(material);
+        let spec =
+            self.kit.call("stage3", &chairman, messages, "stage3", "chairman").quoting(material);
         let backup = self.config.chairman_fallback_model.clone();
         out.push(self.kit.calls.solo(spec, 3, backup.as_deref()));
-        out.extend(self.kit.title.ask(&chairman, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&chairman));
         self.phase = Phase::Synthesising;
         out
     }

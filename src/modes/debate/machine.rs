@@ -36,7 +36,7 @@ fn map_models(
 impl Debate {
     pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let config: DebateConfig = stored_config("debate", config)?;
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         let n = config.models.len();
         Ok(Debate {
             config,
@@ -60,14 +60,7 @@ impl Debate {
     }
 
     fn call(&self, key: String, member: &str, prompt: String, stage: &str, role: &str) -> Effect {
-        Effect::Call(CallSpec::new(
-            key,
-            self.model_of(member),
-            vec![ChatMessage::user(prompt)],
-            stage,
-            role,
-            self.config.timeout_ms,
-        ))
+        Effect::Call(self.kit.ask(key, self.model_of(member), prompt, stage, role))
     }
 
     fn fail(&mut self, message: &str) -> Vec<Effect> {
@@ -114,16 +107,13 @@ impl Debate {
             let model = self.model_of(&own.model).to_string();
             let asked = self.ctx.structured.json(&model).then_some(self.revision_schema.as_ref());
             let prompt = revision_prompt_as(&self.ctx.question, &mine, &others, asked);
-            let call = CallSpec::new(
-                self.batch.key(i),
-                &model,
-                vec![ChatMessage::user(prompt)],
-                "revision",
-                "debater",
-                self.config.timeout_ms,
-            )
-            .with_schema(&self.revision_schema)
-            .quoting(std::iter::once(("your original response".to_string(), mine)).chain(others));
+            let call = self
+                .kit
+                .ask(self.batch.key(i), &model, prompt, "revision", "debater")
+                .with_schema(&self.revision_schema)
+                .quoting(
+                    std::iter::once(("your original response".to_string(), mine)).chain(others),
+                );
             out.push(Effect::Call(call));
         }
         self.phase = Phase::Revising;
@@ -182,7 +172,7 @@ impl Debate {
             out.push(Effect::Call(call.quoting(labeled.clone())));
         }
         let first = self.model_of(&self.round1[0].model).to_string();
-        out.extend(self.kit.title.ask(&first, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&first));
         self.phase = Phase::Voting;
         out
     }

@@ -50,7 +50,7 @@ impl Decompose {
         if !(MIN_TASKS..=MAX_TASKS).contains(&config.max_tasks) {
             return Err("the stored decompose configuration has no maxTasks from 3 to 8".into());
         }
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         let plan = plan_schema(config.max_tasks);
         Ok(Decompose {
             plan,
@@ -73,8 +73,7 @@ impl Decompose {
             "assembly" => "assembler",
             _ => "worker",
         };
-        CallSpec::new(key, model, messages, stage, role, self.config.timeout_ms)
-            .quoting([self.question()])
+        self.kit.call(key, model, messages, stage, role).quoting([self.question()])
     }
 
     /// The question as quoted material of a prompt (see [`CallSpec::quoting`]).
@@ -659,7 +658,7 @@ impl Staged for Decompose {
             .quoting([self.question()]);
         let backup = self.config.facilitator_fallback_model.clone();
         out.push(self.kit.calls.solo(spec, PLAN_ORDER, backup.as_deref()));
-        out.extend(self.kit.title.ask(&self.config.planner_model, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&self.config.planner_model));
         out
     }
 

@@ -35,6 +35,7 @@ pub struct Delphi {
 impl Delphi {
     pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let config: DelphiConfig = stored_config("delphi", config)?;
+        let timeout_ms = config.timeout_ms;
         let panel =
             config.panelist_models.iter().enumerate().map(|(i, m)| (i + 1, m.clone())).collect();
         Ok(Delphi {
@@ -46,7 +47,7 @@ impl Delphi {
             rounds: Vec::new(),
             classify_schema: None,
             round_schema: None,
-            kit: Kit::new(&ctx),
+            kit: Kit::new(&ctx, timeout_ms),
             ctx,
         })
     }
@@ -129,13 +130,12 @@ impl Delphi {
                     }
                 }
             };
-            let call = CallSpec::new(
+            let call = self.kit.ask(
                 self.batch.key(i),
                 &model,
-                vec![ChatMessage::user(prompt)],
+                prompt,
                 &format!("round_{round}"),
                 "panelist",
-                self.config.timeout_ms,
             );
             out.push(Effect::Call(call.with_schema(&schema)));
         }
@@ -290,20 +290,13 @@ impl Delphi {
         let prompt =
             synthesis_prompt(&self.ctx.question, &self.rounds, n, converged, &self.final_value());
         let facilitator = self.config.facilitator_model.clone();
-        let spec = CallSpec::new(
-            "synthesis",
-            &facilitator,
-            vec![ChatMessage::user(prompt)],
-            "synthesis",
-            "facilitator",
-            self.config.timeout_ms,
-        );
+        let spec = self.kit.ask("synthesis", &facilitator, prompt, "synthesis", "facilitator");
         let backup = self.config.facilitator_fallback_model.clone();
         let mut out = vec![
             Effect::empty("synthesis_start"),
             self.kit.calls.solo(spec, 99, backup.as_deref()),
         ];
-        out.extend(self.kit.title.ask(&facilitator, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&facilitator));
         out
     }
 
@@ -434,15 +427,10 @@ impl Staged for Delphi {
         let schema = classify_schema();
         let prompt =
             classify_prompt_as(&self.ctx.question, self.asked(&cfg.facilitator_model, &schema));
-        let spec = CallSpec::new(
-            self.batch.key(0),
-            &cfg.facilitator_model,
-            vec![ChatMessage::user(prompt)],
-            "classify",
-            "facilitator",
-            cfg.timeout_ms,
-        )
-        .with_schema(&schema);
+        let spec = self
+            .kit
+            .ask(self.batch.key(0), &cfg.facilitator_model, prompt, "classify", "facilitator")
+            .with_schema(&schema);
         self.classify_schema = Some(schema);
         out.push(self.kit.calls.solo(spec, 0, cfg.facilitator_fallback_model.as_deref()));
         out

@@ -267,7 +267,7 @@ impl FactCheck {
         if !(1..=4).contains(&config.checker_models.len()) {
             return Err("the stored fact_check configuration has no 1 to 4 checkers".into());
         }
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         let batch = Batch::new("verify", config.checker_models.len());
         Ok(FactCheck {
             config,
@@ -294,17 +294,6 @@ impl FactCheck {
         }
     }
 
-    fn call(&self, key: &str, model: &str, prompt: String, stage: &str, role: &str) -> CallSpec {
-        CallSpec::new(
-            key,
-            model,
-            vec![ChatMessage::user(prompt)],
-            stage,
-            role,
-            self.config.timeout_ms,
-        )
-    }
-
     fn deadline_fail(&mut self, stage: &str) -> Vec<Effect> {
         self.phase = Phase::Done;
         self.kit.title.fail(format!(
@@ -324,13 +313,8 @@ impl FactCheck {
         // The backup takes the same prompt: it is asked as the extractor is.
         let asked = self.ctx.structured.json(&model).then_some(schema.as_ref());
         let spec = self
-            .call(
-                "extract",
-                &model,
-                extract_prompt_as(&self.content, asked),
-                "extract",
-                "extractor",
-            )
+            .kit
+            .ask("extract", &model, extract_prompt_as(&self.content, asked), "extract", "extractor")
             .with_schema(&schema)
             .quoting([("the content".to_string(), self.content.clone())]);
         self.claims_schema = Some(schema);
@@ -459,7 +443,8 @@ impl FactCheck {
         for (i, model) in self.config.checker_models.clone().iter().enumerate() {
             let prompt = self.ctx.structured.pick(model, &text, &json).clone();
             let call = self
-                .call(&self.batch.key(i), model, prompt, "verify", "checker")
+                .kit
+                .ask(self.batch.key(i), model, prompt, "verify", "checker")
                 .with_schema(&schema)
                 .quoting([("the content".to_string(), self.content.clone())]);
             out.push(Effect::Call(call));
@@ -552,7 +537,8 @@ impl FactCheck {
             report_prompt(&self.content, &self.claims, &self.consensus, &self.checks, &self.counts);
         let verdicts = consensus_text(&self.claims, &self.consensus, &self.checks);
         let spec = self
-            .call("report", &self.config.reporter_model.clone(), prompt, "report", "reporter")
+            .kit
+            .ask("report", &self.config.reporter_model.clone(), prompt, "report", "reporter")
             .quoting([
                 ("the content".to_string(), self.content.clone()),
                 ("the checkers' verdicts".to_string(), verdicts),
@@ -687,7 +673,7 @@ impl Staged for FactCheck {
             None => {
                 out.push(Effect::empty("generate_start"));
                 let model = self.config.generator_model.clone();
-                out.push(Effect::Call(self.call(
+                out.push(Effect::Call(self.kit.ask(
                     "generate",
                     &model,
                     generate_prompt(&self.ctx.question),
@@ -697,7 +683,7 @@ impl Staged for FactCheck {
                 model
             }
         };
-        out.extend(self.kit.title.ask(&title_model, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&title_model));
         out
     }
 

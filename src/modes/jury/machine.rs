@@ -27,7 +27,7 @@ pub struct Jury {
 impl Jury {
     pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let config: JuryConfig = stored_config("jury", config)?;
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         let n = config.juror_models.len();
         Ok(Jury {
             config,
@@ -99,15 +99,8 @@ impl Jury {
         );
         let foreman = self.config.foreman_model.clone();
         // The report is text a person reads: no schema.
-        let spec = CallSpec::new(
-            "verdict",
-            &foreman,
-            vec![ChatMessage::user(prompt)],
-            "verdict",
-            "foreman",
-            self.config.timeout_ms,
-        )
-        .quoting(material);
+        let spec =
+            self.kit.ask("verdict", &foreman, prompt, "verdict", "foreman").quoting(material);
         let backup = self.config.foreman_fallback_model.clone();
         out.push(self.kit.calls.solo(spec, 4, backup.as_deref()));
         out.extend(self.kit.title.call(

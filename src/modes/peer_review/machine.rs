@@ -59,7 +59,7 @@ impl PeerReview {
         if config.rubric.criteria.is_empty() {
             return Err("the stored peer_review configuration has an empty rubric".into());
         }
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         let batch = Batch::new("review", config.reviewer_models.len());
         let review_schema = review_schema(&config.rubric);
         Ok(PeerReview {
@@ -158,15 +158,16 @@ impl PeerReview {
                     }),
                 )
                 .collect::<Vec<_>>();
-        let spec = CallSpec::new(
-            CONSOLIDATION_KEY,
-            &self.config.consolidator_model,
-            vec![ChatMessage::user(prompt)],
-            "consolidation",
-            "consolidator",
-            self.config.timeout_ms,
-        )
-        .quoting(material);
+        let spec = self
+            .kit
+            .ask(
+                CONSOLIDATION_KEY,
+                &self.config.consolidator_model,
+                prompt,
+                "consolidation",
+                "consolidator",
+            )
+            .quoting(material);
         self.phase = Phase::Consolidating;
         let backup = self.config.foreman_fallback_model.clone();
         vec![
@@ -278,7 +279,7 @@ impl Staged for PeerReview {
                 .quoting([("the work under review".to_string(), self.work().to_string())]);
             out.push(Effect::Call(call));
         }
-        out.extend(self.kit.title.ask(&self.config.consolidator_model, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&self.config.consolidator_model));
         out
     }
 

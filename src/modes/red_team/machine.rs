@@ -35,7 +35,7 @@ impl RedTeam {
     pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let config: RedTeamConfig = stored_config("red_team", config)?;
         let material = material(config.content.as_deref(), &ctx.question, config.max_input_length);
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         Ok(RedTeam {
             config,
             ctx,
@@ -49,17 +49,6 @@ impl RedTeam {
             defense_schema: None,
             kit,
         })
-    }
-
-    fn call(&self, key: String, model: &str, prompt: String, stage: &str, role: &str) -> CallSpec {
-        CallSpec::new(
-            key,
-            model,
-            vec![ChatMessage::user(prompt)],
-            stage,
-            role,
-            self.config.timeout_ms,
-        )
     }
 
     fn on_generate(&mut self, reply: CallReply) -> Vec<Effect> {
@@ -272,8 +261,9 @@ impl RedTeam {
             &audit,
         );
         let spec = self
-            .call(
-                "synthesis".into(),
+            .kit
+            .ask(
+                "synthesis",
                 &self.config.synthesizer_model.clone(),
                 prompt,
                 "synthesis",
@@ -375,10 +365,11 @@ impl Staged for RedTeam {
         let prompt = generate_prompt(&self.ctx.question, &self.material);
         let model = self.config.generator_model.clone();
         let spec = self
-            .call("generate".into(), &model, prompt, "generate", "generator")
+            .kit
+            .ask("generate", &model, prompt, "generate", "generator")
             .quoting([("the material".to_string(), self.material.text.clone())]);
         out.push(Effect::Call(spec));
-        out.extend(self.kit.title.ask(&model, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&model));
         out
     }
 

@@ -52,7 +52,7 @@ impl SpecialistPanel {
             );
         }
         let material = material(config.content.as_deref(), &ctx.question);
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         let n = config.specialists.len();
         let schemas = config.specialists.iter().map(|s| report_schema(&s.criteria)).collect();
         Ok(SpecialistPanel {
@@ -174,15 +174,16 @@ impl SpecialistPanel {
                     .map(|(r, text)| (format!("the {}'s report", r.role_title), text.clone())),
             )
             .collect::<Vec<_>>();
-        let spec = CallSpec::new(
-            SYNTHESIS_KEY,
-            &self.config.synthesizer_model,
-            vec![ChatMessage::user(prompt)],
-            SYNTHESIS_KEY,
-            "synthesizer",
-            self.config.timeout_ms,
-        )
-        .quoting(material);
+        let spec = self
+            .kit
+            .ask(
+                SYNTHESIS_KEY,
+                &self.config.synthesizer_model,
+                prompt,
+                SYNTHESIS_KEY,
+                "synthesizer",
+            )
+            .quoting(material);
         self.phase = Phase::Synthesizing;
         let backup = self.config.chairman_fallback_model.clone();
         out.push(Effect::empty("synthesis_start"));
@@ -266,19 +267,20 @@ impl Staged for SpecialistPanel {
             let schema = &self.schemas[i];
             let (text, json) = (specialist_system(s), specialist_system_as(s, Some(schema)));
             let system = self.ctx.structured.pick(&s.model, &text, &json);
-            let call = CallSpec::new(
-                format!("specialist:{i}"),
-                &s.model,
-                vec![ChatMessage::system(system.as_str()), ChatMessage::user(user.clone())],
-                &format!("{SPECIALIST_PREFIX}{}", s.role_key),
-                "specialist",
-                self.config.timeout_ms,
-            )
-            .with_schema(schema)
-            .quoting([("the material".to_string(), self.material.text.clone())]);
+            let call = self
+                .kit
+                .call(
+                    format!("specialist:{i}"),
+                    &s.model,
+                    vec![ChatMessage::system(system.as_str()), ChatMessage::user(user.clone())],
+                    &format!("{SPECIALIST_PREFIX}{}", s.role_key),
+                    "specialist",
+                )
+                .with_schema(schema)
+                .quoting([("the material".to_string(), self.material.text.clone())]);
             out.push(Effect::Call(call));
         }
-        out.extend(self.kit.title.ask(&self.config.synthesizer_model, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&self.config.synthesizer_model));
         out
     }
 

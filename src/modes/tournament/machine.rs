@@ -94,7 +94,7 @@ impl Tournament {
         if !(2..=8).contains(&config.contestant_models.len()) {
             return Err("the stored tournament configuration has no 2 to 8 contestants".into());
         }
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         let n = config.contestant_models.len();
         Ok(Tournament {
             config,
@@ -479,16 +479,15 @@ impl Staged for Tournament {
             Effect::event("collect_start", &serde_json::Map::new()),
         ];
         for (i, m) in self.config.contestant_models.iter().enumerate() {
-            out.push(Effect::Call(CallSpec::new(
+            out.push(Effect::Call(self.kit.ask(
                 format!("answer:{i}"),
                 m,
-                vec![ChatMessage::user(self.ctx.question.clone())],
+                self.ctx.question.clone(),
                 "collect",
                 "contestant",
-                self.config.timeout_ms,
             )));
         }
-        out.extend(self.kit.title.ask(&self.config.judge_model, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&self.config.judge_model));
         out
     }
 

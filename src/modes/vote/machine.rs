@@ -30,7 +30,7 @@ pub struct Vote {
 impl Vote {
     pub fn new(config: &Value, ctx: RunContext) -> Result<Self, String> {
         let config: VoteConfig = stored_config("vote", config)?;
-        let kit = Kit::new(&ctx);
+        let kit = Kit::new(&ctx, config.timeout_ms);
         let n = config.models.len();
         Ok(Vote {
             config,
@@ -45,17 +45,6 @@ impl Vote {
             tiebreak_schema: None,
             kit,
         })
-    }
-
-    fn call(
-        &self,
-        key: String,
-        model: &str,
-        messages: Vec<ChatMessage>,
-        stage: &str,
-        role: &str,
-    ) -> Effect {
-        Effect::Call(CallSpec::new(key, model, messages, stage, role, self.config.timeout_ms))
     }
 
     fn fail(&mut self, message: &str) -> Vec<Effect> {
@@ -112,7 +101,7 @@ impl Vote {
             out.push(Effect::Call(call.quoting(labeled.clone())));
         }
         self.ballot_schema = Some(asking.schema);
-        out.extend(self.kit.title.ask(&self.config.chairman_model, self.config.timeout_ms));
+        out.extend(self.kit.ask_title(&self.config.chairman_model));
         self.phase = Phase::Voting;
         out
     }
@@ -150,16 +139,11 @@ impl Vote {
             // The backup takes the same prompt: it is asked as the chairman is.
             let asked = self.ctx.structured.json(&chairman).then_some(schema.as_ref());
             let prompt = tiebreaker_prompt_as(&self.ctx.question, &tied, asked);
-            let spec = CallSpec::new(
-                "tiebreaker",
-                &chairman,
-                vec![ChatMessage::user(prompt)],
-                "tiebreaker",
-                "chairman",
-                self.config.timeout_ms,
-            )
-            .with_schema(&schema)
-            .quoting(tied.clone());
+            let spec = self
+                .kit
+                .ask("tiebreaker", &chairman, prompt, "tiebreaker", "chairman")
+                .with_schema(&schema)
+                .quoting(tied.clone());
             self.tiebreak_schema = Some(schema);
             let backup = self.config.chairman_fallback_model.clone();
             out.push(self.kit.calls.solo(spec, 4, backup.as_deref()));
@@ -268,7 +252,13 @@ impl Staged for Vote {
         ];
         let messages = with_history(&self.ctx.history, HISTORY_TURNS, &self.ctx.question);
         for (i, model) in self.config.models.iter().enumerate() {
-            out.push(self.call(self.batch.key(i), model, messages.clone(), "stage1", "voter"));
+            out.push(Effect::Call(self.kit.call(
+                self.batch.key(i),
+                model,
+                messages.clone(),
+                "stage1",
+                "voter",
+            )));
         }
         out
     }
