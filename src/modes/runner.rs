@@ -8,7 +8,7 @@
 //! its phase ([`Staged::on_routed`]), and what it does once the deadline has passed.
 
 use super::common::{empty_is_failure, Calls, Routed, TitleTracker, TITLE_KEY};
-use super::{CallReply, CallSpec, ChatMessage, Effect, Mode, RunContext};
+use super::{CallReply, CallSpec, ChatMessage, Effect, Mode, RunContext, Structured};
 
 /// The key of the timer that ends a run's time (`globalTimeoutMs`).
 pub const GLOBAL_TIMER: &str = "global";
@@ -21,6 +21,8 @@ pub struct Kit {
     pub calls: Calls,
     /// Each call's time limit (the run's `timeoutMs`).
     pub timeout_ms: u64,
+    /// The models asked for JSON (the run's).
+    pub structured: Structured,
     /// The global deadline has passed: the stage in flight finishes, and no new one starts
     /// except the one that answers.
     pub deadline_passed: bool,
@@ -31,7 +33,8 @@ impl Kit {
     /// call given `timeout_ms`.
     pub fn new(ctx: &RunContext, timeout_ms: u64) -> Kit {
         let title = TitleTracker::new(ctx.new_conversation, &ctx.question);
-        Kit { title, calls: Calls::default(), timeout_ms, deadline_passed: false }
+        let structured = ctx.structured.clone();
+        Kit { title, calls: Calls::default(), timeout_ms, structured, deadline_passed: false }
     }
 
     /// A call of this run with the run's time limit.

@@ -212,15 +212,13 @@ impl Asking {
     /// read by the schema.
     pub fn call(
         &self,
-        ctx: &super::RunContext,
+        kit: &super::runner::Kit,
         key: impl Into<String>,
         model: &str,
         stage: &str,
         role: &str,
-        timeout_ms: u64,
     ) -> super::CallSpec {
-        let messages = vec![super::ChatMessage::user(self.prompt(&ctx.structured, model))];
-        super::CallSpec::new(key, model, messages, stage, role, timeout_ms)
+        kit.ask(key, model, self.prompt(&kit.structured, model), stage, role)
             .with_schema(&self.schema)
     }
 }

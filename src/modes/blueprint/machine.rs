@@ -388,14 +388,7 @@ impl Staged for Blueprint {
         let asking =
             Asking::new(self.outline.clone(), |json| outline_prompt_as(kind, &self.material, json));
         let spec = asking
-            .call(
-                &self.ctx,
-                "outline",
-                &self.config.architect_model,
-                "outline",
-                "architect",
-                self.config.timeout_ms,
-            )
+            .call(&self.kit, "outline", &self.config.architect_model, "outline", "architect")
             .quoting([material(&self.material)]);
         let backup = self.config.facilitator_fallback_model.clone();
         out.push(self.kit.calls.solo(spec, OUTLINE_ORDER, backup.as_deref()));

@@ -336,14 +336,7 @@ impl Brainstorm {
             cluster_prompt_as(&self.ctx.question, &listed, producing, k, json)
         });
         let spec = asking
-            .call(
-                &self.ctx,
-                "cluster",
-                &self.config.curator_model,
-                "clustering",
-                "curator",
-                self.config.timeout_ms,
-            )
+            .call(&self.kit, "cluster", &self.config.curator_model, "clustering", "curator")
             .quoting([("the ideas".to_string(), ideas_text(&listed))]);
         self.clusters_schema = Some(asking.schema);
         self.phase = Phase::Clustering;
@@ -447,14 +440,7 @@ impl Brainstorm {
         });
         let listed = clusters_text(&self.clusters, &self.ideas);
         for (i, model) in self.config.models.iter().enumerate() {
-            let call = asking.call(
-                &self.ctx,
-                self.scoring.key(i),
-                model,
-                "scoring",
-                "scorer",
-                self.config.timeout_ms,
-            );
+            let call = asking.call(&self.kit, self.scoring.key(i), model, "scoring", "scorer");
             out.push(Effect::Call(call.quoting([("the clusters".to_string(), listed.clone())])));
         }
         self.scores_schema = Some(asking.schema);
@@ -644,12 +630,11 @@ impl Staged for Brainstorm {
         });
         for (i, model) in self.config.models.iter().enumerate() {
             out.push(Effect::Call(asking.call(
-                &self.ctx,
+                &self.kit,
                 self.ideation.key(i),
                 model,
                 "ideation",
                 "ideator",
-                self.config.timeout_ms,
             )));
         }
         out.extend(self.kit.ask_title(&self.config.curator_model));

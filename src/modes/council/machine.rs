@@ -114,8 +114,7 @@ impl Council {
         self.batch = Batch::new("stage2", self.config.council_models.len());
         for (i, model) in self.config.council_models.iter().enumerate() {
             let key = self.batch.key(i);
-            let call =
-                asking.call(&self.ctx, key, model, "stage2", "council", self.config.timeout_ms);
+            let call = asking.call(&self.kit, key, model, "stage2", "council");
             out.push(Effect::Call(call.quoting(labeled.clone())));
         }
         self.ranking_schema = Some(asking.schema);

@@ -161,14 +161,7 @@ impl Debate {
         self.batch = Batch::new("vote", self.revisions.len());
         for i in 0..self.revisions.len() {
             let model = self.model_of(&self.revisions[i].model).to_string();
-            let call = asking.call(
-                &self.ctx,
-                self.batch.key(i),
-                &model,
-                "vote",
-                "voter",
-                self.config.timeout_ms,
-            );
+            let call = asking.call(&self.kit, self.batch.key(i), &model, "vote", "voter");
             out.push(Effect::Call(call.quoting(labeled.clone())));
         }
         let first = self.model_of(&self.round1[0].model).to_string();

@@ -647,14 +647,7 @@ impl Staged for Decompose {
         let (q, max) = (&self.ctx.question, self.config.max_tasks);
         let asking = Asking::new(self.plan.clone(), |json| plan_prompt_as(q, max, json));
         let spec = asking
-            .call(
-                &self.ctx,
-                "plan",
-                &self.config.planner_model,
-                "plan",
-                "planner",
-                self.config.timeout_ms,
-            )
+            .call(&self.kit, "plan", &self.config.planner_model, "plan", "planner")
             .quoting([self.question()]);
         let backup = self.config.facilitator_fallback_model.clone();
         out.push(self.kit.calls.solo(spec, PLAN_ORDER, backup.as_deref()));

@@ -183,14 +183,7 @@ impl Staged for Jury {
             material.push(("the original question".to_string(), q.to_string()));
         }
         for (i, model) in self.config.juror_models.iter().enumerate() {
-            let call = asking.call(
-                &self.ctx,
-                self.batch.key(i),
-                model,
-                "deliberation",
-                "juror",
-                self.config.timeout_ms,
-            );
+            let call = asking.call(&self.kit, self.batch.key(i), model, "deliberation", "juror");
             out.push(Effect::Call(call.quoting(material.clone())));
         }
         out

@@ -268,14 +268,7 @@ impl Staged for PeerReview {
         });
         for (i, model) in self.config.reviewer_models.iter().enumerate() {
             let call = asking
-                .call(
-                    &self.ctx,
-                    self.batch.key(i),
-                    model,
-                    "review",
-                    "reviewer",
-                    self.config.timeout_ms,
-                )
+                .call(&self.kit, self.batch.key(i), model, "review", "reviewer")
                 .quoting([("the work under review".to_string(), self.work().to_string())]);
             out.push(Effect::Call(call));
         }

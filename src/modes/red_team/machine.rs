@@ -97,12 +97,11 @@ impl RedTeam {
         self.phase = Phase::Attacking(r);
         let call = asking
             .call(
-                &self.ctx,
+                &self.kit,
                 format!("attack:{r}"),
                 &self.config.attacker_model,
                 &format!("attack_round_{r}"),
                 "attacker",
-                self.config.timeout_ms,
             )
             .quoting([
                 ("the content".to_string(), self.current.clone()),
@@ -179,12 +178,11 @@ impl RedTeam {
         let raw_quoted = if reading.findings.is_empty() { report.clone() } else { String::new() };
         let call = asking
             .call(
-                &self.ctx,
+                &self.kit,
                 format!("defend:{r}"),
                 &self.config.generator_model,
                 &format!("defend_round_{r}"),
                 "generator",
-                self.config.timeout_ms,
             )
             .quoting([
                 ("the content".to_string(), self.current.clone()),

@@ -245,12 +245,11 @@ impl Tournament {
             format!("r{}m{}", self.round, m.match_index)
         };
         let call = asking.call(
-            &self.ctx,
+            &self.kit,
             key,
             &self.config.judge_model,
             &format!("round_{}", self.round),
             "judge",
-            self.config.timeout_ms,
         );
         Effect::Call(call.quoting([
             (Side::A.label().to_string(), a.clone()),

@@ -90,14 +90,7 @@ impl Vote {
         });
         self.batch = Batch::new("vote", self.config.models.len());
         for (i, model) in self.config.models.iter().enumerate() {
-            let call = asking.call(
-                &self.ctx,
-                self.batch.key(i),
-                model,
-                "vote",
-                "voter",
-                self.config.timeout_ms,
-            );
+            let call = asking.call(&self.kit, self.batch.key(i), model, "vote", "voter");
             out.push(Effect::Call(call.quoting(labeled.clone())));
         }
         self.ballot_schema = Some(asking.schema);
