@@ -119,7 +119,7 @@ pub async fn clarity(
             discussion: Discussion::Auto,
             timeout_ms: 60_000,
         };
-        let messages = vec![ChatMessage::user(evaluation_prompt(&cfg, &PERSONAS[2]))];
+        let messages = vec![ChatMessage::user(evaluation_prompt(&cfg, &PERSONAS[2], None))];
         let t = Instant::now();
         let _ = engine.providers().chat("sim/haiku", messages, None).await;
         figures.baseline.push(t.elapsed());

@@ -85,20 +85,20 @@ fn votes_tiebreaks_and_matches_pick_the_response_stating_the_answer_drawn() {
         (labels[2].clone(), "I could not say.".to_string()),
     ];
     for prompt_of in [vote_prompt, tiebreaker_prompt] {
-        let p = prompt_of(&asked, &responses);
+        let p = prompt_of(&asked, &responses, None);
         assert_eq!(read_vote(&ask("sim/oracle-1", p.clone()), &labels).unwrap(), labels[1]);
         assert_eq!(read_vote(&ask("sim/oracle-0", p), &labels).unwrap(), labels[0]);
     }
     // No response states the answer drawn: a response stating one is chosen.
     let only_wrong = vec![responses[2].clone(), responses[0].clone()];
-    let p = vote_prompt(&asked, &only_wrong);
+    let p = vote_prompt(&asked, &only_wrong, None);
     assert_eq!(read_vote(&ask("sim/oracle-1", p), &labels).unwrap(), labels[0]);
 
     use crate::modes::tournament::{judge_prompt, parse_verdict, Side};
     for (a, b, right_side) in
         [(said(&q.answer), said(&wrong), Side::A), (said(&wrong), said(&q.answer), Side::B)]
     {
-        let p = judge_prompt(&asked, &a, &b);
+        let p = judge_prompt(&asked, &a, &b, None);
         let wrong_side = if right_side == Side::A { Side::B } else { Side::A };
         assert_eq!(parse_verdict(&ask("sim/oracle-1", p.clone())).winner, Some(right_side));
         assert_eq!(parse_verdict(&ask("sim/oracle-0", p)).winner, Some(wrong_side));
@@ -111,7 +111,7 @@ fn debate_revisions_state_the_answer_drawn_and_stand_on_their_own() {
     let (q, asked, wrong) = registered("oracle debate test");
     let own = format!("Final answer: {}", q.answer);
     let others = vec![("Response A".to_string(), format!("Final answer: {wrong}"))];
-    let p = revision_prompt(&asked, &own, &others);
+    let p = revision_prompt(&asked, &own, &others, None);
     let right = parse_revision(&ask("sim/oracle-1", p.clone()));
     assert_eq!(right.decision.as_deref(), Some("STAND"));
     assert_eq!(graded(&right.revised_response.unwrap(), &q), Some(q.answer.clone()));
@@ -129,7 +129,7 @@ fn confidence_weighted_answers_and_syntheses_read_with_the_modes_parsers() {
     for (model, value, confidence) in
         [("sim/oracle-1", &q.answer, 1.0), ("sim/oracle-0", &wrong, 0.0)]
     {
-        let a = read_answer(0, model, &ask(model, answer_prompt(&asked)), 1);
+        let a = read_answer(0, model, &ask(model, answer_prompt(&asked, None)), 1);
         assert!(a.parsed_successfully, "{a:?}");
         assert_eq!(a.confidence, confidence);
         assert_eq!(graded(&a.response, &q).as_ref(), Some(value));
@@ -143,7 +143,7 @@ fn confidence_weighted_answers_and_syntheses_read_with_the_modes_parsers() {
 fn delphi_classifies_estimates_and_reports_a_number_question() {
     use crate::modes::delphi::*;
     let (q, asked, wrong) = registered("oracle delphi test");
-    let c = parse_classification(&ask("sim/oracle-0", classify_prompt(&asked))).unwrap();
+    let c = parse_classification(&ask("sim/oracle-0", classify_prompt(&asked, None))).unwrap();
     assert_eq!(c.kind, QuestionType::Numeric);
     let stats = numeric_stats(&[1.0, 2.0, 3.0], ConfidenceCounts::default());
     let previous = Estimate {
@@ -160,9 +160,9 @@ fn delphi_classifies_estimates_and_reports_a_number_question() {
         response_time_ms: 1,
         text: String::new(),
     };
-    let later = round_n_numeric_prompt(&asked, 2, 3, &previous, &stats, 3);
+    let later = round_n_numeric_prompt(&asked, 2, 3, &previous, &stats, 3, None);
     for (model, value) in [("sim/oracle-1", &q.answer), ("sim/oracle-0", &wrong)] {
-        for p in [round1_numeric_prompt(&asked), later.clone()] {
+        for p in [round1_numeric_prompt(&asked, None), later.clone()] {
             let (estimate, _) = parse_estimate(&ask(model, p)).unwrap();
             assert_eq!(number_text(estimate), *value);
         }
@@ -173,7 +173,7 @@ fn delphi_classifies_estimates_and_reports_a_number_question() {
     let choice = sample()[45].clone();
     let choice_asked = format!("{} (oracle delphi test)", prompt(&choice));
     register(&choice_asked, key(&choice, 7));
-    let p = round1_numeric_prompt(&choice_asked);
+    let p = round1_numeric_prompt(&choice_asked, None);
     assert_eq!(answer("sim/oracle-1", &[ChatMessage::user(p)]), None);
 }
 
@@ -207,7 +207,7 @@ fn specialist_reports_and_syntheses_read_with_the_modes_parsers() {
     let m = material(None, &asked);
     for (model, value) in [("sim/oracle-1", &q.answer), ("sim/oracle-0", &wrong)] {
         let messages = [
-            ChatMessage::system(specialist_system(&specialist)),
+            ChatMessage::system(specialist_system(&specialist, None)),
             ChatMessage::user(specialist_user(&asked, &m)),
         ];
         let report = answer(model, &messages).unwrap();
@@ -231,7 +231,7 @@ fn peer_reviews_consolidations_and_assemblies_read_with_the_modes_parsers() {
     let (q, asked, wrong) = registered("oracle review test");
     let rubric = ReviewType::CodeReview.rubric().unwrap();
     for (model, value) in [("sim/oracle-1", &q.answer), ("sim/oracle-0", &wrong)] {
-        let review = ask(model, review_prompt(&asked, work(None, &asked), &rubric));
+        let review = ask(model, review_prompt(&asked, work(None, &asked), &rubric, None));
         let read = read_review(&review, &rubric);
         assert!(read.parse_success && read.scores.iter().all(|s| s.score == Some(4)), "{review}");
         assert_eq!(read.findings.len(), 3);
@@ -244,7 +244,7 @@ fn peer_reviews_consolidations_and_assemblies_read_with_the_modes_parsers() {
         assert_eq!(graded(&assembled, &q).as_ref(), Some(value));
     }
     // Decompose's plan and its tasks are the ordinary sim's; so are titles.
-    let plan = crate::modes::decompose::plan_prompt(&asked, 5);
+    let plan = crate::modes::decompose::plan_prompt(&asked, 5, None);
     assert_eq!(answer("sim/oracle-1", &[ChatMessage::user(plan)]), None);
     let title = crate::modes::common::title_prompt(&asked);
     assert_eq!(answer("sim/oracle-1", &[ChatMessage::user(title)]), None);
@@ -264,14 +264,14 @@ fn a_juror_approves_a_right_answer_and_rejects_a_wrong_or_missing_one() {
         ("sim/oracle-0", &wrong, Verdict::Approve),
     ];
     for (model, content, verdict) in cases {
-        let text = ask(model, evaluation_prompt(content, Some(&asked)));
+        let text = ask(model, evaluation_prompt(content, Some(&asked), None));
         let a = assess(model, &text, 1);
         assert_eq!(a.verdict, Some(verdict), "{model} on {content}");
         assert!(a.parse_success && a.unparsed.is_none());
         assert_eq!(Verdict::from_average(a.average.unwrap()), verdict);
     }
     // Content about a question no one registered is left to the sim.
-    let p = evaluation_prompt(&right, Some("An unregistered question?"));
+    let p = evaluation_prompt(&right, Some("An unregistered question?"), None);
     assert_eq!(answer("sim/oracle-1", &[ChatMessage::user(p)]), None);
 }
 
@@ -322,8 +322,10 @@ fn three_jurors_of_0_6_reach_the_right_majority_at_0_648() {
         let verdicts: Vec<Option<Verdict>> = ["a", "b", "c"]
             .iter()
             .map(|m| {
-                let text =
-                    ask(&format!("sim/oracle-0.6-{m}"), evaluation_prompt(content, Some(&asked)));
+                let text = ask(
+                    &format!("sim/oracle-0.6-{m}"),
+                    evaluation_prompt(content, Some(&asked), None),
+                );
                 parse_verdict(&text)
             })
             .collect();

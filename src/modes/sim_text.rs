@@ -332,7 +332,7 @@ mod tests {
         let labeled: Vec<(String, String)> = (0..4)
             .map(|i| (crate::modes::common::label(i), format!("answer number {i}")))
             .collect();
-        let prompt = ranking_prompt("Q?", &labeled);
+        let prompt = ranking_prompt("Q?", &labeled, None);
         let labels: Vec<String> = labeled.iter().map(|(l, _)| l.clone()).collect();
         let mut orders = std::collections::HashSet::new();
         for m in ["sim/alpha", "sim/beta", "sim/gamma", "sim/delta"] {
@@ -372,7 +372,7 @@ mod tests {
         for q in 0..40 {
             let answers: Vec<(String, String)> =
                 labels.iter().map(|l| (l.clone(), format!("answer {l} to question {q}"))).collect();
-            let prompt = voting::vote_prompt(&format!("question {q}"), &answers);
+            let prompt = voting::vote_prompt(&format!("question {q}"), &answers, None);
             let votes: Vec<Option<String>> = panel
                 .iter()
                 .map(|m| {
@@ -388,14 +388,15 @@ mod tests {
                 (false, Some(3)) => unanimous += 1,
                 _ => split += 1,
             }
-            let rev = debate::revision_prompt(&format!("question {q}"), "my answer", &answers[1..]);
+            let rev =
+                debate::revision_prompt(&format!("question {q}"), "my answer", &answers[1..], None);
             for m in panel {
                 decisions.extend(
                     debate::parse_revision(&respond(m, &[ChatMessage::user(rev.clone())], false))
                         .decision,
                 );
             }
-            let eval = jury::evaluation_prompt(&format!("content number {q}"), None);
+            let eval = jury::evaluation_prompt(&format!("content number {q}"), None, None);
             let verdicts: std::collections::HashSet<_> = panel
                 .iter()
                 .map(|m| {
@@ -439,27 +440,28 @@ mod tests {
         for model in ["sim/xss", "sim/xss-b", "xss-c"] {
             let answer = ask(model, "How do I scale a database?");
             assert!(answer.contains(XSS_PAYLOAD), "{answer}");
-            let ranking = ask(model, &council::ranking_prompt("Q?", &labeled));
+            let ranking = ask(model, &council::ranking_prompt("Q?", &labeled, None));
             assert!(ranking.contains(XSS_PAYLOAD));
             assert_eq!(council::parse_ranking(&ranking, &labels).len(), 3, "{ranking}");
-            let vote = ask(model, &voting::vote_prompt("Q?", &labeled));
+            let vote = ask(model, &voting::vote_prompt("Q?", &labeled, None));
             assert!(vote.contains(XSS_PAYLOAD));
             assert!(voting::parse_vote(&vote, &labels).is_some(), "{vote}");
-            let rev = ask(model, &debate::revision_prompt("Q?", "my answer", &labeled[1..]));
+            let rev = ask(model, &debate::revision_prompt("Q?", "my answer", &labeled[1..], None));
             let parsed = debate::parse_revision(&rev);
             assert!(parsed.decision.is_some(), "{rev}");
             assert!(parsed.reasoning.is_some_and(|r| r.contains(XSS_PAYLOAD)), "{rev}");
             assert!(parsed.revised_response.is_some_and(|r| r.contains(XSS_PAYLOAD)), "{rev}");
-            let juror = ask(model, &jury::evaluation_prompt("Some content to judge.", None));
+            let juror = ask(model, &jury::evaluation_prompt("Some content to judge.", None, None));
             assert!(juror.contains(XSS_PAYLOAD));
             let scores = jury::parse_scores(&juror);
             assert!((0..5).all(|i| scores.get(i).is_some()), "{juror}");
             assert!(jury::parse_verdict(&juror).is_some(), "{juror}");
-            let classify = ask(model, &delphi::classify_prompt("How many cats live in Rome?"));
+            let classify =
+                ask(model, &delphi::classify_prompt("How many cats live in Rome?", None));
             let c = delphi::parse_classification(&classify).expect("classification");
             assert!(c.reasoning.contains(XSS_PAYLOAD), "{classify}");
             let estimate =
-                ask(model, &delphi::round1_numeric_prompt("How many cats live in Rome?"));
+                ask(model, &delphi::round1_numeric_prompt("How many cats live in Rome?", None));
             assert!(estimate.contains(XSS_PAYLOAD));
             assert!(delphi::parse_estimate(&estimate).is_some(), "{estimate}");
             let title = common::clean_title(

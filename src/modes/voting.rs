@@ -14,14 +14,9 @@ use super::reading::{self, Unparsed};
 use super::schema::{self, ReadFrom, ReplySchema};
 use super::{CallReply, Effect, StageRow};
 
-/// The debate spec's vote-on-revised prompt, verbatim (Vote mode uses it too).
-pub fn vote_prompt(question: &str, labeled: &[(String, String)]) -> String {
-    vote_prompt_as(question, labeled, None)
-}
-
 /// The vote prompt asking for the spec's `VOTE:` line, or, given the round's schema, for its
 /// JSON instead (the same instructions otherwise).
-pub fn vote_prompt_as(
+pub fn vote_prompt(
     question: &str,
     labeled: &[(String, String)],
     schema: Option<&ReplySchema>,
@@ -52,13 +47,9 @@ fn vote_instructions(schema: Option<&ReplySchema>) -> String {
 }
 
 /// Vote mode's tiebreaker prompt (the spec gives none): the chairman sees only the tied
-/// responses, under their labels, and answers in the same vote format.
-pub fn tiebreaker_prompt(question: &str, tied: &[(String, String)]) -> String {
-    tiebreaker_prompt_as(question, tied, None)
-}
-
-/// [`tiebreaker_prompt`], or its JSON form given the tiebreak's schema.
-pub fn tiebreaker_prompt_as(
+/// responses, under their labels, and answers in the same vote format, or in the JSON of the
+/// tiebreak's schema when given one.
+pub fn tiebreaker_prompt(
     question: &str,
     tied: &[(String, String)],
     schema: Option<&ReplySchema>,

@@ -632,7 +632,7 @@ mod tests {
             labels.iter().map(|l| (l.clone(), format!("answer {l}"))).collect();
         let mut differs = 0;
         for q in 0..12 {
-            let prompt = vote_prompt(&format!("Question {q}?"), &answers);
+            let prompt = vote_prompt(&format!("Question {q}?"), &answers, None);
             let request = ChatRequest::new("sim/thinker", vec![ChatMessage::user(prompt)]);
             let text = sim.chat(request, None).await.unwrap().text;
             let split = split_reasoning(&text);

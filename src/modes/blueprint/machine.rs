@@ -386,7 +386,7 @@ impl Staged for Blueprint {
         // Asked for the outline's JSON when the architect's route takes it (the backup takes
         // the same prompt: it is asked as the architect is).
         let asking =
-            Asking::new(self.outline.clone(), |json| outline_prompt_as(kind, &self.material, json));
+            Asking::new(self.outline.clone(), |json| outline_prompt(kind, &self.material, json));
         let spec = asking
             .call(&self.kit, "outline", &self.config.architect_model, "outline", "architect")
             .quoting([material(&self.material)]);

@@ -16,17 +16,9 @@ fn material_block(material: &str) -> String {
     format!("{MATERIAL_START}\n{material}\n{MATERIAL_END}")
 }
 
-pub fn outline_prompt(kind: DocumentType, material: &str) -> String {
-    outline_prompt_as(kind, material, None)
-}
-
 /// The outline prompt ending in the spec's `DOCUMENT TITLE:` / `SECTION <n>:` format, or, given
 /// the outline's schema, in its JSON (the same instructions otherwise).
-pub fn outline_prompt_as(
-    kind: DocumentType,
-    material: &str,
-    schema: Option<&ReplySchema>,
-) -> String {
+pub fn outline_prompt(kind: DocumentType, material: &str, schema: Option<&ReplySchema>) -> String {
     let format = match schema {
         Some(s) => s.instruction(),
         None => "Reply in exactly this format:\n\n\

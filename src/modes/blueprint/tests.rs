@@ -788,7 +788,7 @@ fn the_json_prompt_keeps_the_rules_and_swaps_the_format() {
     let s = outline_schema();
     let kind = DocumentType::TechnicalDesignDocument;
     let (json, text) =
-        (outline_prompt_as(kind, "the notes", Some(&s)), outline_prompt(kind, "the notes"));
+        (outline_prompt(kind, "the notes", Some(&s)), outline_prompt(kind, "the notes", None));
     for kept in [
         OUTLINE_HEAD,
         "Plan a Technical Design Document from the source material below.",
@@ -891,11 +891,8 @@ fn a_blueprint_run_on_the_sim_reads_its_outline_from_json() {
 #[test]
 fn the_sim_architect_answers_its_schema_in_json_and_no_other() {
     let s = outline_schema();
-    let prompt = outline_prompt_as(
-        DocumentType::Custom,
-        "Six words of material for the title here",
-        Some(&s),
-    );
+    let prompt =
+        outline_prompt(DocumentType::Custom, "Six words of material for the title here", Some(&s));
     for (seed, hostile) in (0..12u64).zip([false, true].into_iter().cycle()) {
         let reply = sim_answer(&sim_ask("sim/alpha", &prompt, seed, hostile, Some(&s))).unwrap();
         let (o, from) = read_outline_reply(&reply, &s);

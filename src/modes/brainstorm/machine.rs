@@ -333,7 +333,7 @@ impl Brainstorm {
         let listed: Vec<&Idea> = by_label(&self.ideas).into_iter().flat_map(|(_, g)| g).collect();
         let ids: Vec<&str> = listed.iter().map(|i| i.id.as_str()).collect();
         let asking = Asking::new(clusters_schema(&ids, k), |json| {
-            cluster_prompt_as(&self.ctx.question, &listed, producing, k, json)
+            cluster_prompt(&self.ctx.question, &listed, producing, k, json)
         });
         let spec = asking
             .call(&self.kit, "cluster", &self.config.curator_model, "clustering", "curator")
@@ -436,7 +436,7 @@ impl Brainstorm {
         let data = ScoringStart { cluster_count: self.clusters.len() };
         out.push(Effect::event("scoring_start", &Data { data }));
         let asking = Asking::new(scores_schema(self.clusters.len()), |json| {
-            score_prompt_as(&self.ctx.question, &self.clusters, &self.ideas, json)
+            score_prompt(&self.ctx.question, &self.clusters, &self.ideas, json)
         });
         let listed = clusters_text(&self.clusters, &self.ideas);
         for (i, model) in self.config.models.iter().enumerate() {
@@ -626,7 +626,7 @@ impl Staged for Brainstorm {
         ];
         let min = self.config.min_ideas_per_model;
         let asking = Asking::new(self.ideas_schema.clone(), |json| {
-            ideate_prompt_as(&self.ctx.question, min, json)
+            ideate_prompt(&self.ctx.question, min, json)
         });
         for (i, model) in self.config.models.iter().enumerate() {
             out.push(Effect::Call(asking.call(

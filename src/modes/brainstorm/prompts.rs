@@ -13,13 +13,9 @@ pub const CLUSTERS_START: &str = "=== CLUSTERS ===";
 pub const CLUSTERS_END: &str = "=== END OF CLUSTERS ===";
 pub const PROMISES: [&str; 3] = ["HIGH", "MEDIUM", "LOW"];
 
-pub fn ideate_prompt(question: &str, min: usize) -> String {
-    ideate_prompt_as(question, min, None)
-}
-
 /// The ideation prompt asking for the spec's `IDEA <n>:` headings, or, given the ideas'
 /// schema, for its JSON (the same instructions otherwise).
-pub fn ideate_prompt_as(question: &str, min: usize, schema: Option<&ReplySchema>) -> String {
+pub fn ideate_prompt(question: &str, min: usize, schema: Option<&ReplySchema>) -> String {
     let format = match schema {
         Some(s) => format!(
             "Give each idea a short title and one or two sentences describing it.\n\n{}",
@@ -52,13 +48,9 @@ pub(super) fn ideas_text(ideas: &[&Idea]) -> String {
     s
 }
 
-pub fn cluster_prompt(question: &str, ideas: &[&Idea], models: usize, k: usize) -> String {
-    cluster_prompt_as(question, ideas, models, k, None)
-}
-
 /// The curator's prompt asking for the spec's `CLUSTER <n>:` blocks, or, given the clusters'
 /// schema, for its JSON (the same instructions otherwise).
-pub fn cluster_prompt_as(
+pub fn cluster_prompt(
     question: &str,
     ideas: &[&Idea],
     models: usize,
@@ -113,13 +105,9 @@ pub(super) fn clusters_text(clusters: &[Cluster], ideas: &[Idea]) -> String {
     listed
 }
 
-pub fn score_prompt(question: &str, clusters: &[Cluster], ideas: &[Idea]) -> String {
-    score_prompt_as(question, clusters, ideas, None)
-}
-
 /// The scorer's prompt asking for the spec's `Cluster <n>:` lines, or, given the scores'
 /// schema, for its JSON (the same instructions otherwise).
-pub fn score_prompt_as(
+pub fn score_prompt(
     question: &str,
     clusters: &[Cluster],
     ideas: &[Idea],

@@ -704,24 +704,25 @@ fn sim_answers_follow_the_format_and_the_messy_ones_do_not_mislead() {
         let s = SimAsk { malformed, ..sim_ask("sim/beta", prompt, seed, true, None) };
         sim_answer(&s).unwrap()
     };
-    let text = ask(&ideate_prompt("q", 5), false, 3);
+    let text = ask(&ideate_prompt("q", 5, None), false, 3);
     let l = read_ideas(&text);
     assert!((5..=8).contains(&l.ideas.len()), "{text}");
     assert!(l.ideas.iter().all(|(t, _)| !t.contains('<')), "hostile text never in a title");
     assert!(text.contains("<script") || text.contains("<img"));
     // Messy ideation: readable, unreadable or over ten, never a guess.
-    let outcomes: Vec<usize> =
-        (0..12).map(|s| read_ideas(&ask(&ideate_prompt("q", 5), true, s)).ideas.len()).collect();
+    let outcomes: Vec<usize> = (0..12)
+        .map(|s| read_ideas(&ask(&ideate_prompt("q", 5, None), true, s)).ideas.len())
+        .collect();
     assert!(outcomes.contains(&0) && outcomes.contains(&10), "{outcomes:?}");
     let all = ideas(3, 4);
     let listed: Vec<&Idea> = all.iter().collect();
-    let cp = cluster_prompt("q", &listed, 3, 6);
+    let cp = cluster_prompt("q", &listed, 3, 6, None);
     let c = read_clusters(&ask(&cp, false, 1), &all, 6);
     assert!(c.clusters.len() >= 3, "{c:?}");
     let messy: Vec<usize> =
         (0..12).map(|s| read_clusters(&ask(&cp, true, s), &all, 6).clusters.len()).collect();
     assert!(messy.contains(&0) && messy.iter().any(|n| *n >= 3), "{messy:?}");
-    let sp = score_prompt("q", &c.clusters, &all);
+    let sp = score_prompt("q", &c.clusters, &all, None);
     assert_eq!(read_scores(&ask(&sp, false, 2), &c.clusters).len(), c.clusters.len());
     let messy: Vec<usize> =
         (0..12).map(|s| read_scores(&ask(&sp, true, s), &c.clusters).len()).collect();
@@ -1146,15 +1147,15 @@ fn the_json_prompts_keep_the_instructions_and_swap_the_format() {
     let ids = idea_ids(&all);
     let cs = vec![cluster(1, "HIGH", &["model_0_idea_1"]), cluster(2, "LOW", &["model_1_idea_1"])];
     let pairs = [
-        (ideate_prompt("q", 4), ideate_prompt_as("q", 4, Some(&ideas_schema(4))), "IDEA 1:"),
+        (ideate_prompt("q", 4, None), ideate_prompt("q", 4, Some(&ideas_schema(4))), "IDEA 1:"),
         (
-            cluster_prompt("q", &listed, 3, 6),
-            cluster_prompt_as("q", &listed, 3, 6, Some(&clusters_schema(&ids, 6))),
+            cluster_prompt("q", &listed, 3, 6, None),
+            cluster_prompt("q", &listed, 3, 6, Some(&clusters_schema(&ids, 6))),
             "CLUSTER 1:",
         ),
         (
-            score_prompt("q", &cs, &all),
-            score_prompt_as("q", &cs, &all, Some(&scores_schema(2))),
+            score_prompt("q", &cs, &all, None),
+            score_prompt("q", &cs, &all, Some(&scores_schema(2))),
             "Novelty=<1-5>",
         ),
     ];
@@ -1166,7 +1167,7 @@ fn the_json_prompts_keep_the_instructions_and_swap_the_format() {
         assert!(json.contains(schema::ASKS_FOR_JSON) && !json.contains(format), "{json}");
         assert!(json.contains("- \"reasoning\": your reasoning, briefly"), "{json}");
     }
-    let json = cluster_prompt_as("q", &listed, 3, 6, Some(&clusters_schema(&ids, 6)));
+    let json = cluster_prompt("q", &listed, 3, 6, Some(&clusters_schema(&ids, 6)));
     assert_contains_all(
         &json,
         &[
@@ -1175,10 +1176,10 @@ fn the_json_prompts_keep_the_instructions_and_swap_the_format() {
         ],
     );
     assert!(json.contains(r#""model_2_idea_4""#) && json.contains(r#""HIGH", "MEDIUM", "LOW""#));
-    let json = score_prompt_as("q", &cs, &all, Some(&scores_schema(2)));
+    let json = score_prompt("q", &cs, &all, Some(&scores_schema(2)));
     assert!(json.contains("Cluster 2: C2\nTheme: (not stated)\nIdeas:\n- idea 1.1 — about 1.1"));
     assert!(json.contains("a whole number from 1 to 5"), "{json}");
-    assert!(ideate_prompt_as("q", 4, Some(&ideas_schema(4))).contains("a list of 4 to 10 items"));
+    assert!(ideate_prompt("q", 4, Some(&ideas_schema(4))).contains("a list of 4 to 10 items"));
 }
 
 #[test]
@@ -1374,8 +1375,8 @@ fn the_sim_answers_its_own_schemas_in_json_and_no_other() {
     let listed: Vec<&Idea> = all.iter().collect();
     let ids = idea_ids(&all);
     let (is, cs_schema) = (ideas_schema(5), clusters_schema(&ids, 6));
-    let ip = ideate_prompt_as("q", 5, Some(&is));
-    let cp = cluster_prompt_as("q", &listed, 3, 6, Some(&cs_schema));
+    let ip = ideate_prompt("q", 5, Some(&is));
+    let cp = cluster_prompt("q", &listed, 3, 6, Some(&cs_schema));
     let ask = |prompt: &str, schema: Option<&ReplySchema>, seed: u64, hostile: bool| {
         sim_answer(&sim_ask("sim/beta", prompt, seed, hostile, schema))
     };
@@ -1392,14 +1393,14 @@ fn the_sim_answers_its_own_schemas_in_json_and_no_other() {
         assert!(c.clusters.len() >= 3 && c.clusters.iter().all(|c| c.idea_ids.len() >= 2), "{c:?}");
         assert!(!c.clusters[0].name.starts_with("Ideas"), "named after an idea: {c:?}");
         let ss = scores_schema(c.clusters.len());
-        let sp = score_prompt_as("q", &c.clusters, &all, Some(&ss));
+        let sp = score_prompt("q", &c.clusters, &all, Some(&ss));
         let reply = ask(&sp, Some(&ss), seed, hostile).unwrap();
         let (s, from) = read_scores_reply(&reply, &c.clusters, &ss);
         assert_eq!((s.len(), from), (c.clusters.len(), Some(ReadFrom::Json)), "{reply}");
     }
     // Asked for the most ideas: ten.
     let ten = ideas_schema(10);
-    let reply = ask(&ideate_prompt_as("q", 10, Some(&ten)), Some(&ten), 1, false).unwrap();
+    let reply = ask(&ideate_prompt("q", 10, Some(&ten)), Some(&ten), 1, false).unwrap();
     assert_eq!(read_ideas_reply(&reply, &ten).0.ideas.len(), 10);
     // Another mode's schema is not ours; a schema on another prompt of this mode neither.
     let other = ReplySchema::new("council_ranking", schema::reasoned([]));

@@ -376,7 +376,7 @@ impl Clarity {
                 let Some(p) = PERSONAS.iter().find(|p| p.role == v.role) else { continue };
                 let call = self.call(
                     (self.batch.key(i), p.role, "discussion"),
-                    |json| discussion_prompt_as(&self.config, p, &self.current, json),
+                    |json| discussion_prompt(&self.config, p, &self.current, json),
                     &schema,
                     quoted.clone(),
                 );
@@ -492,7 +492,7 @@ impl Clarity {
         // The backup takes the same prompt and schema: it is asked as the Arbiter is.
         let spec = self.call(
             ("arbiter".to_string(), "arbiter", "arbiter"),
-            |json| arbiter_prompt_as(&self.config, &self.current, &disputed, &summary, json),
+            |json| arbiter_prompt(&self.config, &self.current, &disputed, &summary, json),
             &schema,
             vec![("the discussion summary".to_string(), summary.clone())],
         );
@@ -676,7 +676,7 @@ impl Staged for Clarity {
         for (i, p) in PERSONAS.iter().enumerate() {
             let call = self.call(
                 (self.batch.key(i), p.role, "evaluation"),
-                |json| evaluation_prompt_as(&self.config, p, json),
+                |json| evaluation_prompt(&self.config, p, json),
                 &schema,
                 Vec::new(),
             );

@@ -32,13 +32,9 @@ pub(super) const FORMAT: &str = "Reply with one JSON object and nothing after it
 \"critique\": \"a short paragraph explaining your scores\",\n \
 \"issues\": [{\"dimension\": \"<dimension key>\", \"issue\": \"what is wrong\", \"suggestedFix\": \"how to fix it\", \"quote\": \"the exact words of the brief concerned\", \"severity\": \"high|medium|low\"}]}";
 
-pub fn evaluation_prompt(cfg: &ClarityConfig, persona: &Persona) -> String {
-    evaluation_prompt_as(cfg, persona, None)
-}
-
 /// The evaluation prompt asking for the spec's JSON in words ([`FORMAT`]), or, given the
 /// stage's schema, for the schema's fields instead (the same instructions otherwise).
-pub fn evaluation_prompt_as(
+pub fn evaluation_prompt(
     cfg: &ClarityConfig,
     persona: &Persona,
     schema: Option<&ReplySchema>,
@@ -70,10 +66,6 @@ fn positions(verdicts: &[Verdict]) -> String {
         .join("\n")
 }
 
-pub fn discussion_prompt(cfg: &ClarityConfig, persona: &Persona, verdicts: &[Verdict]) -> String {
-    discussion_prompt_as(cfg, persona, verdicts, None)
-}
-
 /// The critiques the discussion prompt quotes, one line per evaluator.
 pub(super) fn critiques(verdicts: &[Verdict]) -> String {
     verdicts.iter().map(|v| format!("{}: {}", v.role, v.critique)).collect::<Vec<_>>().join("\n")
@@ -81,7 +73,7 @@ pub(super) fn critiques(verdicts: &[Verdict]) -> String {
 
 /// The discussion prompt asking for the spec's JSON in words, or, given the stage's schema,
 /// for the schema's fields instead (its `justification` among them).
-pub fn discussion_prompt_as(
+pub fn discussion_prompt(
     cfg: &ClarityConfig,
     persona: &Persona,
     verdicts: &[Verdict],
@@ -100,18 +92,9 @@ pub fn discussion_prompt_as(
     )
 }
 
-pub fn arbiter_prompt(
-    cfg: &ClarityConfig,
-    verdicts: &[Verdict],
-    disputed: &[String],
-    summary: &str,
-) -> String {
-    arbiter_prompt_as(cfg, verdicts, disputed, summary, None)
-}
-
 /// The arbiter's prompt asking for the spec's JSON in words, or, given the stage's schema (its
 /// scores exactly the disputed dimensions), for the schema's fields instead.
-pub fn arbiter_prompt_as(
+pub fn arbiter_prompt(
     cfg: &ClarityConfig,
     verdicts: &[Verdict],
     disputed: &[String],

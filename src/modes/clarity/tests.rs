@@ -848,7 +848,11 @@ fn roles_that_take_json_are_asked_for_their_schemas_and_the_others_for_text() {
         "models": {}, "discussion": "always", "timeoutMs": 60000 }),
     )
     .unwrap();
-    assert_eq!(text_prompt, &evaluation_prompt(&cfg, &PERSONAS[1]), "the text form is the spec's");
+    assert_eq!(
+        text_prompt,
+        &evaluation_prompt(&cfg, &PERSONAS[1], None),
+        "the text form is the spec's"
+    );
     // The brief and its context are named, for fitting into a small context.
     let names: Vec<&str> = evals[0].material.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["the brief", "the brief's context"]);
@@ -1109,14 +1113,14 @@ fn the_sim_answers_only_its_own_schemas() {
     let disputed = vec!["objectivity".to_string()];
     let v = [verdict("skeptic", [3.0; 7]), verdict("advocate", [9.0; 7])];
     for (schema, prompt) in [
-        (evaluation_schema(), evaluation_prompt_as(&cfg, &PERSONAS[0], Some(&evaluation_schema()))),
+        (evaluation_schema(), evaluation_prompt(&cfg, &PERSONAS[0], Some(&evaluation_schema()))),
         (
             discussion_schema(),
-            discussion_prompt_as(&cfg, &PERSONAS[0], &v, Some(&discussion_schema())),
+            discussion_prompt(&cfg, &PERSONAS[0], &v, Some(&discussion_schema())),
         ),
         (
             ruling_schema(&disputed),
-            arbiter_prompt_as(&cfg, &v, &disputed, "s", Some(&ruling_schema(&disputed))),
+            arbiter_prompt(&cfg, &v, &disputed, "s", Some(&ruling_schema(&disputed))),
         ),
     ] {
         let messages =

@@ -269,12 +269,15 @@ impl Staged for ConfidenceWeighted {
             Effect::empty("answers_start"),
         ];
         let schema = &self.answer_schema;
-        let text =
-            with_history(&self.ctx.history, HISTORY_TURNS, &answer_prompt(&self.ctx.question));
+        let text = with_history(
+            &self.ctx.history,
+            HISTORY_TURNS,
+            &answer_prompt(&self.ctx.question, None),
+        );
         let json = with_history(
             &self.ctx.history,
             HISTORY_TURNS,
-            &answer_prompt_as(&self.ctx.question, Some(schema)),
+            &answer_prompt(&self.ctx.question, Some(schema)),
         );
         for (i, model) in self.config.models.iter().enumerate() {
             let messages = self.ctx.structured.pick(model, &text, &json).clone();

@@ -8,13 +8,9 @@ pub const ANSWER_HEAD: &str = "then rate honestly how confident you are in it.";
 pub const SYNTHESIS_HEAD: &str =
     "You are writing one answer from several answers weighted by their authors' confidence.";
 
-pub fn answer_prompt(question: &str) -> String {
-    answer_prompt_as(question, None)
-}
-
 /// The answer prompt asking for the spec's `RESPONSE:` / `CONFIDENCE:` format, or, given the
 /// stage's schema, for its JSON instead (the same instructions otherwise).
-pub fn answer_prompt_as(question: &str, schema: Option<&ReplySchema>) -> String {
+pub fn answer_prompt(question: &str, schema: Option<&ReplySchema>) -> String {
     let format = match schema {
         Some(s) => s.instruction(),
         None => "Reply in exactly this format:\n\nRESPONSE:\n<your answer>\n\nCONFIDENCE: <a \

@@ -334,7 +334,7 @@ fn weights_follow_the_softmax_and_its_limits() {
 
 #[test]
 fn the_sim_answers_in_format_and_messily() {
-    let prompt = answer_prompt("Why is the sky blue?");
+    let prompt = answer_prompt("Why is the sky blue?", None);
     let ask = |malformed: bool, hostile: bool, seed: u64| {
         let messages = [ChatMessage::user(prompt.clone())];
         sim_answer(&SimAsk {
@@ -505,7 +505,7 @@ fn respondents_that_take_json_are_asked_for_it_with_the_history_kept() {
         "{p}"
     );
     assert!(p.find("\"reasoning\"").unwrap() < p.find("\"confidence\"").unwrap(), "{p}");
-    assert_eq!(text_p[2].content, answer_prompt("What is caffeine's half-life?"));
+    assert_eq!(text_p[2].content, answer_prompt("What is caffeine's half-life?", None));
 }
 
 #[test]
@@ -577,7 +577,7 @@ proptest! {
 #[test]
 fn the_sim_answers_the_schema_in_json_and_the_text_prompt_in_text() {
     let s = answer_schema();
-    let prompt = answer_prompt_as("What is caffeine's half-life?", Some(&s));
+    let prompt = answer_prompt("What is caffeine's half-life?", Some(&s));
     for hostile in [false, true] {
         let ask = sim_ask("sim/beta", &prompt, 9, hostile, Some(&s));
         let text = sim_answer(&ask).unwrap();

@@ -109,7 +109,7 @@ impl Council {
         out.push(Effect::empty("stage2_start"));
         let labels: Vec<String> = labeled.iter().map(|(l, _)| l.clone()).collect();
         let asking = Asking::new(ranking::ranking_schema("council_ranking", &labels), |json| {
-            ranking_prompt_as(&self.ctx.question, &labeled, json)
+            ranking_prompt(&self.ctx.question, &labeled, json)
         });
         self.batch = Batch::new("stage2", self.config.council_models.len());
         for (i, model) in self.config.council_models.iter().enumerate() {

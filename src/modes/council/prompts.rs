@@ -5,14 +5,9 @@ use super::*;
 
 // ---- prompts (verbatim from the seed) -------------------------------------------------------
 
-/// The seed's ranking prompt; `labeled` is (label, response) in label order.
-pub fn ranking_prompt(question: &str, labeled: &[(String, String)]) -> String {
-    ranking_prompt_as(question, labeled, None)
-}
-
 /// The ranking prompt asking for the seed's `FINAL RANKING:` section, or, given the stage's
 /// schema, for its JSON instead (the same instructions otherwise).
-pub fn ranking_prompt_as(
+pub fn ranking_prompt(
     question: &str,
     labeled: &[(String, String)],
     schema: Option<&ReplySchema>,

@@ -139,6 +139,7 @@ fn prompts_are_the_seeds_verbatim() {
     let p = ranking_prompt(
         "Q?",
         &[("Response A".into(), "one".into()), ("Response B".into(), "two".into())],
+        None,
     );
     assert!(p.starts_with("You are an expert evaluator. Below is a question and several responses from different sources. Your task is to evaluate each response and rank them from best to worst.\n\nQuestion: Q?\n\n--- Response A ---\none\n\n--- Response B ---\ntwo\n\nInstructions:\n1. Evaluate each response"));
     assert!(p.ends_with("FINAL RANKING:\n1. Response C\n2. Response A\n3. Response B\n\nDo not include any other text in the FINAL RANKING section."));

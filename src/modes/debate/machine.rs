@@ -106,7 +106,7 @@ impl Debate {
             // Each prompt is its debater's own, so each is built in the one form it is asked in.
             let model = self.model_of(&own.model).to_string();
             let asked = self.ctx.structured.json(&model).then_some(self.revision_schema.as_ref());
-            let prompt = revision_prompt_as(&self.ctx.question, &mine, &others, asked);
+            let prompt = revision_prompt(&self.ctx.question, &mine, &others, asked);
             let call = self
                 .kit
                 .ask(self.batch.key(i), &model, prompt, "revision", "debater")
@@ -156,7 +156,7 @@ impl Debate {
             .collect();
         let labels: Vec<String> = labeled.iter().map(|(l, _)| l.clone()).collect();
         let asking = Asking::new(vote_schema("debate_vote", &labels), |json| {
-            vote_prompt_as(&self.ctx.question, &labeled, json)
+            vote_prompt(&self.ctx.question, &labeled, json)
         });
         self.batch = Batch::new("vote", self.revisions.len());
         for i in 0..self.revisions.len() {

@@ -20,7 +20,7 @@ use super::prelude::*;
 use super::reading::{between, json_values, split_reasoning, Unparsed};
 use super::stated::{last_stated, Labels};
 use super::voting::{
-    ballot_rows, ballots_from_rows, cast, first_alphabetically, vote_prompt_as, vote_schema, Round,
+    ballot_rows, ballots_from_rows, cast, first_alphabetically, vote_prompt, vote_schema, Round,
 };
 use std::collections::BTreeMap;
 

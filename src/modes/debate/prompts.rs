@@ -2,15 +2,10 @@
 
 use super::*;
 
-/// The seed's revision prompt, verbatim.
-pub fn revision_prompt(question: &str, own: &str, others: &[(String, String)]) -> String {
-    revision_prompt_as(question, own, others, None)
-}
-
 /// The revision prompt asking for the seed's `DECISION:` / `REASONING:` / `REVISED RESPONSE:`
 /// sections, or, given the stage's schema, for its JSON instead (the same instructions and
 /// three options, the seed's "State your choice…" section swapped for the schema's fields).
-pub fn revision_prompt_as(
+pub fn revision_prompt(
     question: &str,
     own: &str,
     others: &[(String, String)],

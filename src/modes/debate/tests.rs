@@ -750,7 +750,7 @@ fn the_sim_answers_only_its_own_schema() {
     }
     let schema = revision_schema();
     let others = [("Response A".to_string(), "another answer".to_string())];
-    let prompt = revision_prompt_as("Q?", "my answer", &others, Some(&schema));
+    let prompt = revision_prompt("Q?", "my answer", &others, Some(&schema));
     let messages = [ChatMessage::user(prompt.clone())];
     for hostile in [false, true] {
         let reply = sim_answer(&asking(&prompt, &messages, Some(&schema), hostile)).unwrap();

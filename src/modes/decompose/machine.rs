@@ -122,12 +122,12 @@ impl Decompose {
         let json = self.plan_json();
         let max = self.config.max_tasks;
         let ask = match reason {
-            Reask::Format => reminder_prompt_as(max, json),
-            Reask::Cycle => cycle_prompt_as(&unschedulable(&reading.tasks), max, json),
+            Reask::Format => reminder_prompt(max, json),
+            Reask::Cycle => cycle_prompt(&unschedulable(&reading.tasks), max, json),
         };
         let first_plan = answer_text(&text).trim().to_string();
         let messages = vec![
-            ChatMessage::user(plan_prompt_as(&self.ctx.question, max, json)),
+            ChatMessage::user(plan_prompt(&self.ctx.question, max, json)),
             ChatMessage::assistant(first_plan.clone()),
             ChatMessage::user(ask),
         ];
@@ -645,7 +645,7 @@ impl Staged for Decompose {
         // Asked for the plan's JSON when the planner's route takes it (the backup takes the
         // same prompt: it is asked as the planner is).
         let (q, max) = (&self.ctx.question, self.config.max_tasks);
-        let asking = Asking::new(self.plan.clone(), |json| plan_prompt_as(q, max, json));
+        let asking = Asking::new(self.plan.clone(), |json| plan_prompt(q, max, json));
         let spec = asking
             .call(&self.kit, "plan", &self.config.planner_model, "plan", "planner")
             .quoting([self.question()]);

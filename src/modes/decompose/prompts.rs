@@ -45,13 +45,9 @@ fn plan_format() -> &'static str {
      `none`. You may end with an EXECUTION SUMMARY:, but it is not used."
 }
 
-pub fn plan_prompt(question: &str, max_tasks: usize) -> String {
-    plan_prompt_as(question, max_tasks, None)
-}
-
 /// The planner's prompt ending in the spec's format, or, given the plan's schema, in its JSON
 /// (the same rules otherwise).
-pub fn plan_prompt_as(question: &str, max_tasks: usize, schema: Option<&ReplySchema>) -> String {
+pub fn plan_prompt(question: &str, max_tasks: usize, schema: Option<&ReplySchema>) -> String {
     format!(
         "{PLAN_HEAD} Split the question or task below into sub-tasks. Other models will carry \
          them out, and their outputs will be assembled into one answer.\n\n{q}\n\n\
@@ -68,13 +64,9 @@ pub fn plan_prompt_as(question: &str, max_tasks: usize, schema: Option<&ReplySch
     )
 }
 
-/// The planner asked once more when no task could be read.
-pub fn reminder_prompt(max_tasks: usize) -> String {
-    reminder_prompt_as(max_tasks, None)
-}
-
-/// [`reminder_prompt`], or, given the plan's schema, asking for its JSON.
-pub fn reminder_prompt_as(max_tasks: usize, schema: Option<&ReplySchema>) -> String {
+/// The planner asked once more when no task could be read, or, given the plan's schema,
+/// asking for its JSON.
+pub fn reminder_prompt(max_tasks: usize, schema: Option<&ReplySchema>) -> String {
     let how = match schema {
         Some(_) => "as the single JSON object described below",
         None => "each starting with a line `TASK task_<n>:`",
@@ -85,13 +77,9 @@ pub fn reminder_prompt_as(max_tasks: usize, schema: Option<&ReplySchema>) -> Str
     )
 }
 
-/// The planner asked once more when its dependencies form a cycle.
-pub fn cycle_prompt(unscheduled: &[String], max_tasks: usize) -> String {
-    cycle_prompt_as(unscheduled, max_tasks, None)
-}
-
-/// [`cycle_prompt`], or, given the plan's schema, asking for its JSON.
-pub fn cycle_prompt_as(
+/// The planner asked once more when its dependencies form a cycle, or, given the plan's
+/// schema, asking for its JSON.
+pub fn cycle_prompt(
     unscheduled: &[String],
     max_tasks: usize,
     schema: Option<&ReplySchema>,

@@ -1193,7 +1193,7 @@ proptest! {
 #[test]
 fn the_json_prompts_keep_the_rules_and_swap_the_format() {
     let s = plan_schema(5);
-    let (json, text) = (plan_prompt_as("q?", 5, Some(&s)), plan_prompt("q?", 5));
+    let (json, text) = (plan_prompt("q?", 5, Some(&s)), plan_prompt("q?", 5, None));
     for kept in [
         PLAN_HEAD,
         "=== QUESTION ===\nq?\n=== END OF QUESTION ===",
@@ -1207,12 +1207,12 @@ fn the_json_prompts_keep_the_rules_and_swap_the_format() {
     assert!(json.contains(r#""task_1", "task_2", "task_3", "task_4", "task_5""#), "{json}");
     assert!(json.find("\"reasoning\"").unwrap() < json.find("\"tasks\"").unwrap());
     assert!(text.contains("TASK task_1:\nTitle: <short title>") && !text.contains("JSON"));
-    let (json, text) = (reminder_prompt_as(5, Some(&s)), reminder_prompt(5));
+    let (json, text) = (reminder_prompt(5, Some(&s)), reminder_prompt(5, None));
     assert!(json.starts_with(REMINDER_HEAD) && json.contains("Reply with a single JSON object"));
     assert!(!json.contains("TASK task_<n>:"));
     assert!(text.contains("each starting with a line `TASK task_<n>:`") && !text.contains("JSON"));
     let ids = ["task_2".to_string(), "task_3".to_string()];
-    let (json, text) = (cycle_prompt_as(&ids, 5, Some(&s)), cycle_prompt(&ids, 5));
+    let (json, text) = (cycle_prompt(&ids, 5, Some(&s)), cycle_prompt(&ids, 5, None));
     for p in [&json, &text] {
         assert!(p.starts_with(CYCLE_HEAD) && p.contains("task_2, task_3"));
     }
@@ -1343,7 +1343,7 @@ fn a_decompose_run_on_the_sim_reads_its_plan_from_json() {
 fn the_sim_planner_answers_its_schema_in_json_and_no_other() {
     for max in 3..=8 {
         let s = plan_schema(max);
-        let prompt = plan_prompt_as("q", max, Some(&s));
+        let prompt = plan_prompt("q", max, Some(&s));
         for (seed, hostile) in (0..6u64).zip([false, true].into_iter().cycle()) {
             let ask = sim_ask("sim/alpha", &prompt, seed, hostile, Some(&s));
             let reply = sim_answer(&ask).unwrap();
@@ -1355,7 +1355,7 @@ fn the_sim_planner_answers_its_schema_in_json_and_no_other() {
     }
     let other = ReplySchema::new("blueprint_outline", schema::reasoned([]));
     let s = plan_schema(6);
-    let prompt = plan_prompt_as("q", 6, Some(&s));
+    let prompt = plan_prompt("q", 6, Some(&s));
     for (prompt, schema) in [(prompt.as_str(), &other), ("You are one of the workers", &s)] {
         let ask = sim_ask("sim/alpha", prompt, 1, false, Some(schema));
         assert_eq!(sim_answer(&ask), None);

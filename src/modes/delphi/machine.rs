@@ -98,9 +98,9 @@ impl Delphi {
             let json = self.asked(&model, &schema);
             // Round 2+: only the aggregates and this panelist's own previous answer.
             let prompt = match (&previous, kind) {
-                (None, QuestionType::Numeric) => round1_numeric_prompt_as(&self.ctx.question, json),
+                (None, QuestionType::Numeric) => round1_numeric_prompt(&self.ctx.question, json),
                 (None, QuestionType::Qualitative) => {
-                    round1_qualitative_prompt_as(&self.ctx.question, &options, json)
+                    round1_qualitative_prompt(&self.ctx.question, &options, json)
                 }
                 (Some(prev), _) => {
                     let Some(own) = prev.estimates.iter().find(|e| e.participant == participant)
@@ -109,7 +109,7 @@ impl Delphi {
                     };
                     let n = prev.estimates.iter().filter(|e| e.valid()).count();
                     match &prev.stats {
-                        Stats::Numeric(s) => round_n_numeric_prompt_as(
+                        Stats::Numeric(s) => round_n_numeric_prompt(
                             &self.ctx.question,
                             round,
                             self.config.max_rounds,
@@ -118,7 +118,7 @@ impl Delphi {
                             n,
                             json,
                         ),
-                        Stats::Qualitative(s) => round_n_qualitative_prompt_as(
+                        Stats::Qualitative(s) => round_n_qualitative_prompt(
                             &self.ctx.question,
                             round,
                             self.config.max_rounds,
@@ -426,7 +426,7 @@ impl Staged for Delphi {
         // The backup takes the same prompt: it is asked as the facilitator is.
         let schema = classify_schema();
         let prompt =
-            classify_prompt_as(&self.ctx.question, self.asked(&cfg.facilitator_model, &schema));
+            classify_prompt(&self.ctx.question, self.asked(&cfg.facilitator_model, &schema));
         let spec = self
             .kit
             .ask(self.batch.key(0), &cfg.facilitator_model, prompt, "classify", "facilitator")

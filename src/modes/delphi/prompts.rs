@@ -5,10 +5,6 @@ use super::*;
 
 // ---- prompts (verbatim from the seed) -------------------------------------------------------
 
-pub fn classify_prompt(question: &str) -> String {
-    classify_prompt_as(question, None)
-}
-
 /// The seed's `Format:` section of the classification prompt.
 const CLASSIFY_FORMAT: &str = "Format:\n\
 TYPE: [NUMERIC|QUALITATIVE]\n\
@@ -17,7 +13,7 @@ REASONING: [one sentence explaining your classification]";
 
 /// The classification prompt asking for the seed's `Format:` section, or, given the stage's
 /// schema, for its JSON instead (the same instructions otherwise).
-pub fn classify_prompt_as(question: &str, schema: Option<&ReplySchema>) -> String {
+pub fn classify_prompt(question: &str, schema: Option<&ReplySchema>) -> String {
     format!(
         "Classify the following question for a Delphi estimation exercise.\n\nQUESTION:\n{question}\n\n\
 Determine:\n\
@@ -37,12 +33,8 @@ fn format_or(schema: Option<&ReplySchema>, text: &str) -> String {
 const ROUND1_NUMERIC_FORMAT: &str =
     "Format:\nESTIMATE: [number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [your reasoning]";
 
-pub fn round1_numeric_prompt(question: &str) -> String {
-    round1_numeric_prompt_as(question, None)
-}
-
-/// [`round1_numeric_prompt`], or its JSON form given the round's schema.
-pub fn round1_numeric_prompt_as(question: &str, schema: Option<&ReplySchema>) -> String {
+/// The seed's round-1 prompt for a quantity, or its JSON form given the round's schema.
+pub fn round1_numeric_prompt(question: &str, schema: Option<&ReplySchema>) -> String {
     format!(
         "You are participating in a Delphi estimation exercise. You will provide your independent estimate for a question. In later rounds, you will see aggregate statistics from all participants (but never individual responses).\n\n\
 QUESTION:\n{question}\n\n\
@@ -53,12 +45,8 @@ Provide:\n1. Your numeric estimate\n2. Your confidence level (LOW/MEDIUM/HIGH)\n
 
 const ROUND1_QUALITATIVE_FORMAT: &str = "Format:\nANSWER: [your answer or option number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [your reasoning]";
 
-pub fn round1_qualitative_prompt(question: &str, options: &[String]) -> String {
-    round1_qualitative_prompt_as(question, options, None)
-}
-
-/// [`round1_qualitative_prompt`], or its JSON form given the round's schema.
-pub fn round1_qualitative_prompt_as(
+/// The seed's round-1 prompt for a choice, or its JSON form given the round's schema.
+pub fn round1_qualitative_prompt(
     question: &str,
     options: &[String],
     schema: Option<&ReplySchema>,
@@ -101,21 +89,11 @@ pub fn fmt_num(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-pub fn round_n_numeric_prompt(
-    question: &str,
-    round: u32,
-    max: u32,
-    prev: &Estimate,
-    stats: &NumericStats,
-    n: usize,
-) -> String {
-    round_n_numeric_prompt_as(question, round, max, prev, stats, n, None)
-}
-
 const ROUND_N_NUMERIC_FORMAT: &str = "ESTIMATE: [number]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [why you revised or maintained — reference the aggregates]";
 
-/// [`round_n_numeric_prompt`], or its JSON form given the round's schema.
-pub fn round_n_numeric_prompt_as(
+/// The seed's later-round prompt for a quantity (the panel's statistics), or its JSON form
+/// given the round's schema.
+pub fn round_n_numeric_prompt(
     question: &str,
     round: u32,
     max: u32,
@@ -149,21 +127,11 @@ You may revise your estimate based on these aggregates, or maintain your positio
     )
 }
 
-pub fn round_n_qualitative_prompt(
-    question: &str,
-    round: u32,
-    max: u32,
-    prev: &Estimate,
-    stats: &QualitativeStats,
-    n: usize,
-) -> String {
-    round_n_qualitative_prompt_as(question, round, max, prev, stats, n, None)
-}
-
 const ROUND_N_QUALITATIVE_FORMAT: &str = "ANSWER: [your answer]\nCONFIDENCE: [LOW|MEDIUM|HIGH]\nREASONING: [why you revised or maintained — reference the distribution]";
 
-/// [`round_n_qualitative_prompt`], or its JSON form given the round's schema.
-pub fn round_n_qualitative_prompt_as(
+/// The seed's later-round prompt for a choice (the panel's distribution), or its JSON form
+/// given the round's schema.
+pub fn round_n_qualitative_prompt(
     question: &str,
     round: u32,
     max: u32,

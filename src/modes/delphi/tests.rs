@@ -937,7 +937,7 @@ fn models_that_take_json_are_asked_for_the_schema_and_the_others_for_the_seeds_f
             && !json_prompt.contains("ESTIMATE: [number]")
     );
     assert!(json_prompt.contains("in the question's own unit"), "{json_prompt}");
-    assert_eq!(text_prompt, &round1_numeric_prompt("How many engineers by 2030?"));
+    assert_eq!(text_prompt, &round1_numeric_prompt("How many engineers by 2030?", None));
     // Round 2: the aggregates and the panelist's own previous estimate, in either form.
     let e = feed(
         &mut d,
@@ -1214,10 +1214,10 @@ fn the_sim_answers_its_schemas_and_converges() {
     let q = "How many cats live in Rome?";
     let c = classify_schema();
     let (cl, from) =
-        read_classification(&ask("sim/alpha", &classify_prompt_as(q, Some(&c)), &c), &c).unwrap();
+        read_classification(&ask("sim/alpha", &classify_prompt(q, Some(&c)), &c), &c).unwrap();
     assert_eq!((cl.kind, from), (QuestionType::Numeric, ReadFrom::Json));
     let e = estimate_schema(1);
-    let p1 = round1_numeric_prompt_as(q, Some(&e));
+    let p1 = round1_numeric_prompt(q, Some(&e));
     let first: Vec<f64> = ["sim/alpha", "sim/beta", "sim/gamma", "sim/epsilon"]
         .iter()
         .map(|m| {
@@ -1244,7 +1244,7 @@ fn the_sim_answers_its_schemas_and_converges() {
             response_time_ms: 1,
             text: String::new(),
         };
-        let p = round_n_numeric_prompt_as(q, 2, 3, &prev, &stats, 4, Some(&e2));
+        let p = round_n_numeric_prompt(q, 2, 3, &prev, &stats, 4, Some(&e2));
         let after = read_panelist(&ask(m, &p, &e2), QuestionType::Numeric, &[], &e2)
             .value
             .as_number()
@@ -1259,7 +1259,7 @@ fn the_sim_answers_its_schemas_and_converges() {
     let opts: Vec<String> = ["Go", "Rust"].map(String::from).to_vec();
     let a = answer_schema(&opts, 1);
     let r = read_panelist(
-        &ask("sim/beta", &round1_qualitative_prompt_as("Which?", &opts, Some(&a)), &a),
+        &ask("sim/beta", &round1_qualitative_prompt("Which?", &opts, Some(&a)), &a),
         QuestionType::Qualitative,
         &opts,
         &a,

@@ -314,7 +314,7 @@ impl FactCheck {
         let asked = self.ctx.structured.json(&model).then_some(schema.as_ref());
         let spec = self
             .kit
-            .ask("extract", &model, extract_prompt_as(&self.content, asked), "extract", "extractor")
+            .ask("extract", &model, extract_prompt(&self.content, asked), "extract", "extractor")
             .with_schema(&schema)
             .quoting([("the content".to_string(), self.content.clone())]);
         self.claims_schema = Some(schema);
@@ -438,8 +438,8 @@ impl FactCheck {
         };
         out.push(Effect::event("verify_start", &Data { data }));
         let schema = verifications_schema(self.claims.len());
-        let text = verify_prompt(&self.content, &self.claims);
-        let json = verify_prompt_as(&self.content, &self.claims, Some(&schema));
+        let text = verify_prompt(&self.content, &self.claims, None);
+        let json = verify_prompt(&self.content, &self.claims, Some(&schema));
         for (i, model) in self.config.checker_models.clone().iter().enumerate() {
             let prompt = self.ctx.structured.pick(model, &text, &json).clone();
             let call = self

@@ -24,13 +24,9 @@ pub fn generate_prompt(question: &str) -> String {
     )
 }
 
-pub fn extract_prompt(content: &str) -> String {
-    extract_prompt_as(content, None)
-}
-
 /// The extraction prompt asking for the spec's `CLAIM <n>:` blocks, or, given the stage's
 /// schema, for its JSON instead (the same instructions otherwise).
-pub fn extract_prompt_as(content: &str, schema: Option<&ReplySchema>) -> String {
+pub fn extract_prompt(content: &str, schema: Option<&ReplySchema>) -> String {
     let format = match schema {
         Some(s) => s.instruction(),
         None => "Reply with one block per claim, numbered from 1, in exactly this format:\n\n\
@@ -59,13 +55,9 @@ fn claims_text(claims: &[Claim]) -> String {
     s
 }
 
-pub fn verify_prompt(content: &str, claims: &[Claim]) -> String {
-    verify_prompt_as(content, claims, None)
-}
-
 /// The verification prompt asking for the spec's `VERIFICATION <n>:` blocks, or, given the
 /// stage's schema, for its JSON instead (the same instructions otherwise).
-pub fn verify_prompt_as(content: &str, claims: &[Claim], schema: Option<&ReplySchema>) -> String {
+pub fn verify_prompt(content: &str, claims: &[Claim], schema: Option<&ReplySchema>) -> String {
     let format = match schema {
         Some(s) => s.instruction(),
         None => "Reply with one block per claim, using its number, in exactly this format:\n\n\

@@ -448,12 +448,14 @@ fn sim_answers_follow_the_format_and_the_messy_ones_do_not_mislead() {
         let s = SimAsk { malformed, ..sim_ask("sim/beta", prompt, 7, true, None) };
         sim_answer(&s).unwrap()
     };
-    let e = read_claims(&ask(&extract_prompt(content), false));
+    let e = read_claims(&ask(&extract_prompt(content, None), false));
     assert_eq!(e.claims.len(), 2);
-    assert!(!read_claims(&ask(&extract_prompt(content), true)).parse_success());
-    let r = read_check(&ask(&verify_prompt(content, &e.claims), false), &e.claims);
+    assert!(!read_claims(&ask(&extract_prompt(content, None), true)).parse_success());
+    let r = read_check(&ask(&verify_prompt(content, &e.claims, None), false), &e.claims);
     assert!(r.parse_success && r.verifications.iter().all(|v| v.addressed));
-    assert!(!read_check(&ask(&verify_prompt(content, &e.claims), true), &e.claims).parse_success);
+    assert!(
+        !read_check(&ask(&verify_prompt(content, &e.claims, None), true), &e.claims).parse_success
+    );
     let (k, counts) = consensus(&e.claims, &[]);
     let report = ask(&report_prompt(content, &e.claims, &k, &[], &counts), false);
     assert!(read_score(&report).is_some());
@@ -733,18 +735,18 @@ fn the_sim_answers_its_schemas_with_claims_from_the_content() {
         sim_answer(&s).unwrap()
     };
     let s = claims_schema();
-    let (e, from) = read_claims_reply(&ask(&extract_prompt_as(content, Some(&s)), &s), &s);
+    let (e, from) = read_claims_reply(&ask(&extract_prompt(content, Some(&s)), &s), &s);
     assert_eq!(from, Some(ReadFrom::Json));
     let texts: Vec<&str> = e.claims.iter().map(|c| c.text.as_str()).collect();
     assert_eq!(texts, ["The tower was completed in 1889.", "It is 330 metres tall."]);
     let v = verifications_schema(e.claims.len());
     let (r, from) =
-        read_check_reply(&ask(&verify_prompt_as(content, &e.claims, Some(&v)), &v), &e.claims, &v);
+        read_check_reply(&ask(&verify_prompt(content, &e.claims, Some(&v)), &v), &e.claims, &v);
     assert_eq!(from, Some(ReadFrom::Json));
     assert!(r.verifications.iter().all(|x| x.addressed));
     // Another mode's schema is not this sim's to answer.
     let other = ReplySchema::new("council_ranking", json!({}));
-    let p = extract_prompt(content);
+    let p = extract_prompt(content, None);
     assert!(sim_answer(&sim_ask("sim/beta", &p, 7, false, Some(&other))).is_none());
 }
 

@@ -176,7 +176,7 @@ impl Staged for Jury {
         ];
         let (content, question) = (&self.config.content, self.config.original_question.as_deref());
         let asking = Asking::new(self.juror_schema.clone(), |json| {
-            evaluation_prompt_as(content, question, json)
+            evaluation_prompt(content, question, json)
         });
         let mut material = vec![("the content under review".to_string(), content.clone())];
         if let Some(q) = question {

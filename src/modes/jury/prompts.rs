@@ -8,14 +8,10 @@ use super::*;
 /// How a juror's prompt begins (what the sim models recognise it by).
 pub const JUROR_HEAD: &str = "You are a juror evaluating";
 
-pub fn evaluation_prompt(content: &str, original_question: Option<&str>) -> String {
-    evaluation_prompt_as(content, original_question, None)
-}
-
 /// The juror's prompt asking for the seed's scorecard, or, given the stage's schema, for its
 /// JSON instead: the same instructions (dimensions, scale, verdict thresholds), the seed's
 /// `Format your response as:` section swapped for the schema's fields.
-pub fn evaluation_prompt_as(
+pub fn evaluation_prompt(
     content: &str,
     original_question: Option<&str>,
     schema: Option<&ReplySchema>,

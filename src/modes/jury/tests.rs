@@ -701,7 +701,7 @@ fn jurors_that_take_json_are_asked_for_the_verdict_schema_and_the_others_for_tex
     assert!(!json_prompt.contains("Format your response as") && !json_prompt.contains("VERDICT:"));
     assert_eq!(
         text_prompt,
-        &evaluation_prompt("GET /users returns users.", Some("Document /users")),
+        &evaluation_prompt("GET /users returns users.", Some("Document /users"), None),
         "the text form is the seed's, verbatim"
     );
     assert_eq!(&jurors[2].messages[0].content, json_prompt);
@@ -875,7 +875,7 @@ fn a_jury_on_the_sim_reads_every_juror_from_json_and_verdicts_follow_scores() {
 #[test]
 fn the_sim_answers_only_its_own_schema() {
     use crate::modes::registry::SimAsk;
-    let prompt = evaluation_prompt_as("Some content.", None, Some(&juror_schema()));
+    let prompt = evaluation_prompt("Some content.", None, Some(&juror_schema()));
     let messages = [ChatMessage::user(prompt.clone())];
     fn asking<'a>(
         prompt: &'a str,

@@ -264,7 +264,7 @@ impl Staged for PeerReview {
             ),
         ];
         let asking = Asking::new(self.review_schema.clone(), |json| {
-            review_prompt_as(&self.ctx.question, self.work(), &self.config.rubric, json)
+            review_prompt(&self.ctx.question, self.work(), &self.config.rubric, json)
         });
         for (i, model) in self.config.reviewer_models.iter().enumerate() {
             let call = asking

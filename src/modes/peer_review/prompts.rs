@@ -30,13 +30,9 @@ pub(super) const SEVERITY_TEXT: &str =
     "Severities: CRITICAL (blocks progress), MAJOR (fix now), MINOR (fix \
 when convenient), SUGGESTION (optional).";
 
-pub fn review_prompt(question: &str, work: &str, rubric: &Rubric) -> String {
-    review_prompt_as(question, work, rubric, None)
-}
-
 /// The review prompt asking for the spec's sections, or, given the review's schema, for its
 /// JSON (the work, rubric, scale and severities stated the same).
-pub fn review_prompt_as(
+pub fn review_prompt(
     question: &str,
     work: &str,
     rubric: &Rubric,

@@ -480,7 +480,7 @@ fn sim(prompt: &str, model: &str, malformed: bool, hostile: bool) -> String {
 #[test]
 fn sim_reviews_and_reports_are_in_the_modes_format() {
     let rb = rubric();
-    let prompt = review_prompt("q", "the work", &rb);
+    let prompt = review_prompt("q", "the work", &rb, None);
     let r = read_review(&sim(&prompt, "sim/alpha", false, false), &rb);
     assert!(r.parse_success && r.scores.iter().all(|s| s.score.is_some()));
     assert!(r.findings.len() >= 3 && r.findings.iter().all(|f| f.criterion.is_some()));
@@ -718,7 +718,7 @@ fn the_json_prompt_keeps_the_work_and_rubric_and_swaps_the_format() {
     let rb = rubric();
     let s = review_schema(&rb);
     let (json, text) =
-        (review_prompt_as("q", "the work", &rb, Some(&s)), review_prompt("q", "the work", &rb));
+        (review_prompt("q", "the work", &rb, Some(&s)), review_prompt("q", "the work", &rb, None));
     for kept in [
         REVIEW_HEAD,
         "=== WORK UNDER REVIEW ===\nthe work\n=== END OF WORK ===",
@@ -790,7 +790,7 @@ fn reviews_are_read_from_json_or_text_and_say_which_and_the_consolidator_reads_f
 fn the_sim_answers_its_review_schema_in_json_and_no_other() {
     let rb = rubric();
     let s = review_schema(&rb);
-    let prompt = review_prompt_as("q", "the work", &rb, Some(&s));
+    let prompt = review_prompt("q", "the work", &rb, Some(&s));
     let messages = [ChatMessage::user(prompt.as_str())];
     let ask = |seed: u64, hostile: bool, schema: &ReplySchema| {
         sim_answer(&SimAsk {

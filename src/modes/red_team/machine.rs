@@ -92,7 +92,7 @@ impl RedTeam {
         }
         let previous = self.rounds.last().map(|p| previous_round_text(&p.findings, &p.responses));
         let asking = Asking::new(self.attack_schema.clone(), |json| {
-            attack_prompt_as(&self.ctx.question, r, &self.current, previous.as_deref(), json)
+            attack_prompt(&self.ctx.question, r, &self.current, previous.as_deref(), json)
         });
         self.phase = Phase::Attacking(r);
         let call = asking
@@ -172,7 +172,7 @@ impl RedTeam {
         let report = readable(&raw).into_owned();
         let schema = defense_schema(reading.findings.len(), self.current.chars().count());
         let asking = Asking::new(schema, |json| {
-            defend_prompt_as(&self.ctx.question, &self.current, &reading.findings, &report, json)
+            defend_prompt(&self.ctx.question, &self.current, &reading.findings, &report, json)
         });
         self.phase = Phase::Defending(r);
         let raw_quoted = if reading.findings.is_empty() { report.clone() } else { String::new() };

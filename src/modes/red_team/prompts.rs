@@ -60,13 +60,9 @@ pub(super) fn previous_round_text(findings: &[Finding], responses: &[Response]) 
     s
 }
 
-pub fn attack_prompt(question: &str, round: u32, content: &str, previous: Option<&str>) -> String {
-    attack_prompt_as(question, round, content, previous, None)
-}
-
 /// The attack prompt asking for the spec's finding blocks, or, given the attack's schema, for
 /// its JSON (the same instructions otherwise).
-pub fn attack_prompt_as(
+pub fn attack_prompt(
     question: &str,
     round: u32,
     content: &str,
@@ -97,10 +93,6 @@ pub fn attack_prompt_as(
     )
 }
 
-pub fn defend_prompt(question: &str, content: &str, findings: &[Finding], raw: &str) -> String {
-    defend_prompt_as(question, content, findings, raw, None)
-}
-
 /// What the defend prompt lists: the findings one by one, else the raw report.
 fn listed_findings(findings: &[Finding], raw: &str) -> String {
     if findings.is_empty() {
@@ -112,7 +104,7 @@ fn listed_findings(findings: &[Finding], raw: &str) -> String {
 
 /// The defend prompt asking for the spec's response blocks and revised content, or, given
 /// the defense's schema, for its JSON (the same instructions otherwise).
-pub fn defend_prompt_as(
+pub fn defend_prompt(
     question: &str,
     content: &str,
     findings: &[Finding],

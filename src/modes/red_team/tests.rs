@@ -750,8 +750,8 @@ fn the_json_prompts_keep_the_instructions_and_swap_the_format() {
     let a = attack_schema();
     let previous = "FINDING 1: x\nSeverity: LOW\nDefense verdict: REBUT\n";
     let (json, text) = (
-        attack_prompt_as("q", 2, "fn login() {}", Some(previous), Some(&a)),
-        attack_prompt("q", 2, "fn login() {}", Some(previous)),
+        attack_prompt("q", 2, "fn login() {}", Some(previous), Some(&a)),
+        attack_prompt("q", 2, "fn login() {}", Some(previous), None),
     );
     for kept in [
         ATTACK_HEAD,
@@ -777,8 +777,8 @@ fn the_json_prompts_keep_the_instructions_and_swap_the_format() {
     let findings = read_attack(ATTACK).findings;
     let d = defense_schema(findings.len(), 13);
     let (json, text) = (
-        defend_prompt_as("q", "fn login() {}", &findings, "raw", Some(&d)),
-        defend_prompt("q", "fn login() {}", &findings, "raw"),
+        defend_prompt("q", "fn login() {}", &findings, "raw", Some(&d)),
+        defend_prompt("q", "fn login() {}", &findings, "raw", None),
     );
     for kept in
         [DEFEND_HEAD, "FINDING 1: SQL injection\nSeverity: CRITICAL", "FINDING 2: Plain-text"]
@@ -931,7 +931,7 @@ fn the_sim_answers_its_schemas_in_json_and_no_other() {
         assert_reloads(&all);
     }
     let other = ReplySchema::new("council_ranking", schema::reasoned([]));
-    let prompt = attack_prompt("q", 1, "x", None);
+    let prompt = attack_prompt("q", 1, "x", None, None);
     let ask = sim_ask("sim/beta", &prompt, 1, false, Some(&other));
     assert_eq!(sim_answer(&ask), None);
 }

@@ -265,7 +265,7 @@ impl Staged for SpecialistPanel {
             // The system message states the reply's format: the sections, or the report's
             // JSON for a model whose route takes structured output.
             let schema = &self.schemas[i];
-            let (text, json) = (specialist_system(s), specialist_system_as(s, Some(schema)));
+            let (text, json) = (specialist_system(s, None), specialist_system(s, Some(schema)));
             let system = self.ctx.structured.pick(&s.model, &text, &json);
             let call = self
                 .kit

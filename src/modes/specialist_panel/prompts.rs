@@ -11,13 +11,9 @@ pub const MATERIAL_END: &str = "=== END MATERIAL ===";
 pub const REPORT_START: &str = "=== REPORT:";
 pub const REPORT_END: &str = "=== END REPORT ===";
 
-pub fn specialist_system(s: &SpecialistConfig) -> String {
-    specialist_system_as(s, None)
-}
-
 /// The specialist's system message asking for the four sections, or, given its report's
 /// schema, for its JSON (the role, priorities and criteria stated the same).
-pub fn specialist_system_as(s: &SpecialistConfig, schema: Option<&ReplySchema>) -> String {
+pub fn specialist_system(s: &SpecialistConfig, schema: Option<&ReplySchema>) -> String {
     let priorities: Vec<String> =
         s.priorities.iter().enumerate().map(|(i, p)| format!("{}. {p}", i + 1)).collect();
     let criteria: Vec<String> = s.criteria.iter().map(|c| format!("- {c}")).collect();

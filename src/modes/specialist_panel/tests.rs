@@ -785,7 +785,7 @@ fn a_specialist_that_takes_json_is_asked_for_its_report_schema_in_the_system_mes
     );
     assert!(json.find("\"reasoning\"").unwrap() < json.find("\"ratings\"").unwrap());
     assert!(text.contains("### Risk Assessment") && !text.contains("JSON"));
-    assert_eq!(text, &specialist_system(&library_role(&LIBRARY[2], "m1".into())));
+    assert_eq!(text, &specialist_system(&library_role(&LIBRARY[2], "m1".into()), None));
     // The user message and the quoted material are the same for both.
     assert_eq!(calls[0].messages[1], calls[1].messages[1]);
     assert_eq!(&*calls[0].material[0].text, "Assess our EKS migration plan");
@@ -860,7 +860,7 @@ fn the_sim_answers_its_report_schema_in_json_and_no_other() {
     let other = ReplySchema::new("council_ranking", schema::reasoned([]));
     let s = library_role(&LIBRARY[0], "m".into());
     let messages = [
-        ChatMessage::system(specialist_system(&s)),
+        ChatMessage::system(specialist_system(&s, None)),
         ChatMessage::user(specialist_user("q", &material(None, "q"))),
     ];
     let ask = SimAsk {

@@ -234,9 +234,9 @@ impl Tournament {
         let q = &self.ctx.question;
         let asking = Asking::new(self.judgement.clone(), |json| {
             if strict {
-                strict_prompt_as(q, a, b, json)
+                strict_prompt(q, a, b, json)
             } else {
-                judge_prompt_as(q, a, b, json)
+                judge_prompt(q, a, b, json)
             }
         });
         let key = if strict {

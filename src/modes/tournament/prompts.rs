@@ -12,13 +12,9 @@ pub(super) fn material(question: &str, a: &str, b: &str) -> String {
     )
 }
 
-pub fn judge_prompt(question: &str, a: &str, b: &str) -> String {
-    judge_prompt_as(question, a, b, None)
-}
-
 /// The judge's prompt ending in the spec's `REASONING:`/`WINNER:` lines, or, given the
 /// judgement's schema, in its JSON (the same instructions otherwise).
-pub fn judge_prompt_as(question: &str, a: &str, b: &str, schema: Option<&ReplySchema>) -> String {
+pub fn judge_prompt(question: &str, a: &str, b: &str, schema: Option<&ReplySchema>) -> String {
     let format = match schema {
         Some(s) => format!("Explain your decision in 2-3 sentences.\n\n{}", s.instruction()),
         None => "Explain your decision in 2-3 sentences, then end your reply with exactly these \
@@ -33,12 +29,8 @@ pub fn judge_prompt_as(question: &str, a: &str, b: &str, schema: Option<&ReplySc
     )
 }
 
-pub fn strict_prompt(question: &str, a: &str, b: &str) -> String {
-    strict_prompt_as(question, a, b, None)
-}
-
 /// The strict re-ask demanding the two lines, or, given the judgement's schema, its JSON.
-pub fn strict_prompt_as(question: &str, a: &str, b: &str, schema: Option<&ReplySchema>) -> String {
+pub fn strict_prompt(question: &str, a: &str, b: &str, schema: Option<&ReplySchema>) -> String {
     let format = match schema {
         Some(s) => s.instruction(),
         None => "Reply with exactly two lines and nothing else:\nREASONING: <one sentence>\n\

@@ -420,12 +420,12 @@ proptest! {
 
 #[test]
 fn sim_answers_are_read_by_the_parser() {
-    let prompt = judge_prompt("q", "a", "b");
+    let prompt = judge_prompt("q", "a", "b", None);
     for seed in 0..20u64 {
         let ask = sim_ask("sim/delta", &prompt, seed, true, None);
         let text = sim_answer(&ask).unwrap();
         assert!(winner(&text).is_some(), "{text}");
-        let strict = strict_prompt("q", "a", "b");
+        let strict = strict_prompt("q", "a", "b", None);
         let ask = SimAsk { malformed: true, ..sim_ask("sim/delta", &strict, seed, false, None) };
         assert!(winner(&sim_answer(&ask).unwrap()).is_some());
     }
@@ -540,7 +540,7 @@ proptest! {
 #[test]
 fn the_json_prompts_keep_the_instructions_and_swap_the_format() {
     let s = judgement_schema();
-    let (json, text) = (judge_prompt_as("q", "a", "b", Some(&s)), judge_prompt("q", "a", "b"));
+    let (json, text) = (judge_prompt("q", "a", "b", Some(&s)), judge_prompt("q", "a", "b", None));
     for kept in [
         JUDGE_HEAD,
         "=== Response A ===\na\n=== End of Response A ===",
@@ -556,7 +556,7 @@ fn the_json_prompts_keep_the_instructions_and_swap_the_format() {
          WINNER: Response A  (or: WINNER: Response B)"
     ));
     assert!(!text.contains("JSON"));
-    let (json, text) = (strict_prompt_as("q", "a", "b", Some(&s)), strict_prompt("q", "a", "b"));
+    let (json, text) = (strict_prompt("q", "a", "b", Some(&s)), strict_prompt("q", "a", "b", None));
     assert!(json.contains(STRICT_HEAD) && json.contains("=== Response B ===\nb\n"));
     assert!(json.contains("Reply with a single JSON object") && !json.contains("WINNER:"));
     assert!(text.ends_with(
@@ -639,7 +639,7 @@ fn a_judge_that_takes_json_is_read_from_it_and_each_match_says_how() {
 #[test]
 fn the_sim_judge_answers_its_schema_in_json_and_no_other() {
     let s = judgement_schema();
-    let prompt = judge_prompt_as("q", "a", "b", Some(&s));
+    let prompt = judge_prompt("q", "a", "b", Some(&s));
     for (seed, hostile) in (0..20u64).zip([false, true].into_iter().cycle()) {
         let ask = sim_ask("sim/delta", &prompt, seed, hostile, Some(&s));
         let reply = sim_answer(&ask).unwrap();

@@ -86,7 +86,7 @@ impl Vote {
             .collect();
         let labels: Vec<String> = labeled.iter().map(|(l, _)| l.clone()).collect();
         let asking = Asking::new(vote_schema("vote_ballot", &labels), |json| {
-            vote_prompt_as(&self.ctx.question, &labeled, json)
+            vote_prompt(&self.ctx.question, &labeled, json)
         });
         self.batch = Batch::new("vote", self.config.models.len());
         for (i, model) in self.config.models.iter().enumerate() {
@@ -131,7 +131,7 @@ impl Vote {
             let schema = vote_schema("vote_tiebreak", &t.tied_labels);
             // The backup takes the same prompt: it is asked as the chairman is.
             let asked = self.ctx.structured.json(&chairman).then_some(schema.as_ref());
-            let prompt = tiebreaker_prompt_as(&self.ctx.question, &tied, asked);
+            let prompt = tiebreaker_prompt(&self.ctx.question, &tied, asked);
             let spec = self
                 .kit
                 .ask("tiebreaker", &chairman, prompt, "tiebreaker", "chairman")

@@ -14,7 +14,7 @@ use super::common::{answer_of, create_label_map, label, named, with_history, Ans
 use super::prelude::*;
 use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, read_vote_reply, tally,
-    tiebreaker_prompt_as, vote_prompt_as, vote_schema, Ballot, Round, Tally, VoteRow,
+    tiebreaker_prompt, vote_prompt, vote_schema, Ballot, Round, Tally, VoteRow,
 };
 use std::collections::BTreeMap;
 
