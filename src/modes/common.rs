@@ -699,46 +699,73 @@ pub fn role_failed(role: &str, routed: &Routed, error: &super::CallError) -> Str
     }
 }
 
-/// The stage that writes a run's answer (an assembly, a document), as a mode hands it over.
-pub struct Answered<'a> {
-    /// Its stage type, stage order and role.
-    pub stage: &'a str,
-    pub order: i32,
-    pub role: &'a str,
-    /// The model that wrote it; None for the server's fallback text.
+/// What a run's assembler gave: its answer, or, when it and its backup failed, the server's
+/// stand-in (the parts as written, in order).
+pub struct Assembled {
+    pub text: String,
+    /// The model that wrote it; None for the stand-in.
     pub model: Option<String>,
-    /// The event that carries it (`assembly_complete`).
-    pub event: &'a str,
-    /// The event's data; under `text_key` the answer itself, which the row keeps as its content
-    /// rather than twice.
-    pub data: serde_json::Value,
-    pub text_key: &'a str,
-    pub answer: String,
     pub response_time_ms: Option<i64>,
+    /// The assembler its backup stood in for, when the backup wrote it.
+    pub fallback_from: Option<String>,
+}
+
+impl Assembled {
+    /// The assembler's reply, or `stand_in()` when the call failed.
+    pub fn of(routed: &Routed, stand_in: impl FnOnce() -> String) -> Assembled {
+        let reply = &routed.reply;
+        match &reply.result {
+            Ok(t) => Assembled {
+                text: super::reading::answer_text(t).trim().to_string(),
+                model: Some(reply.model.clone()),
+                response_time_ms: Some(reply.response_time_ms as i64),
+                fallback_from: routed.fallback_from.clone(),
+            },
+            Err(_) => Assembled {
+                text: stand_in(),
+                model: None,
+                response_time_ms: None,
+                fallback_from: None,
+            },
+        }
+    }
+
+    /// The parts stand in for the assembly.
+    pub fn stood_in(&self) -> bool {
+        self.model.is_none()
+    }
 }
 
 impl Calls {
-    /// The last effects of a run that answers: the answer's row, its event (the data with
+    /// The last effects of a run that ends in an assembly: its `assembly` row (`order`; the
+    /// answer its content, `data` less `text_key` its data), `assembly_complete` (`data` with
     /// `partial` and `failedModels`), the title held back until now, then the answer.
-    pub fn answered(&self, a: Answered, title: &mut TitleTracker) -> Vec<super::Effect> {
-        let mut event = serde_json::json!({ "data": a.data });
+    pub fn assembled(
+        &self,
+        a: Assembled,
+        order: i32,
+        data: serde_json::Value,
+        text_key: &str,
+        title: &mut TitleTracker,
+    ) -> Vec<super::Effect> {
+        let mut event = serde_json::json!({ "data": data });
         self.mark(&mut event);
-        let mut stored = a.data;
+        let mut stored = data;
         if let Some(o) = stored.as_object_mut() {
-            o.remove(a.text_key);
+            o.remove(text_key);
         }
         let mut out = vec![
             super::Effect::Store(
-                super::StageRow::new(a.stage, a.order, &a.answer)
+                super::StageRow::new("assembly", order, &a.text)
                     .model(a.model)
-                    .role(a.role)
+                    .role("assembler")
                     .parsed(stored)
                     .took(a.response_time_ms),
             ),
-            super::Effect::emit(a.event, event),
+            super::Effect::emit("assembly_complete", event),
         ];
         out.extend(title.on_answer());
-        out.push(super::Effect::Finish { answer: a.answer });
+        out.push(super::Effect::Finish { answer: a.text });
         out
     }
 }

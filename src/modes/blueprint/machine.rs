@@ -276,45 +276,20 @@ impl Blueprint {
 
     fn on_assembly(&mut self, routed: Routed) -> Vec<Effect> {
         self.phase = Phase::Done;
-        let reply = &routed.reply;
-        let (document, fallback, model, ms) = match &reply.result {
-            Ok(t) => (
-                answer_text(t).trim().to_string(),
-                None,
-                Some(reply.model.clone()),
-                Some(reply.response_time_ms as i64),
-            ),
-            Err(_) => (
-                concatenated(&self.title_text, &self.sections, &self.written),
-                Some(Fallback::Concatenated),
-                None,
-                None,
-            ),
-        };
-        let data = to_json(&Assembly {
-            model: model.clone(),
-            document: document.clone(),
-            word_count: word_count(&document),
-            todo_markers: todo_markers(&document),
-            condensed: self.condensed,
-            fallback,
-            response_time_ms: ms,
-            fallback_from: routed.fallback_from.clone().filter(|_| fallback.is_none()),
+        let a = Assembled::of(&routed, || {
+            concatenated(&self.title_text, &self.sections, &self.written)
         });
-        self.kit.calls.answered(
-            Answered {
-                stage: "assembly",
-                order: ASSEMBLY_ORDER,
-                role: "assembler",
-                model,
-                event: "assembly_complete",
-                data,
-                text_key: "document",
-                answer: document,
-                response_time_ms: ms,
-            },
-            &mut self.kit.title,
-        )
+        let data = to_json(&Assembly {
+            model: a.model.clone(),
+            document: a.text.clone(),
+            word_count: word_count(&a.text),
+            todo_markers: todo_markers(&a.text),
+            condensed: self.condensed,
+            fallback: a.stood_in().then_some(Fallback::Concatenated),
+            response_time_ms: a.response_time_ms,
+            fallback_from: a.fallback_from.clone(),
+        });
+        self.kit.calls.assembled(a, ASSEMBLY_ORDER, data, "document", &mut self.kit.title)
     }
 }
 

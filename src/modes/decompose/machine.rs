@@ -520,40 +520,15 @@ impl Decompose {
 
     fn on_assembly(&mut self, routed: Routed) -> Vec<Effect> {
         self.phase = Phase::Done;
-        let reply = &routed.reply;
-        let (response, fallback, model, ms) = match &reply.result {
-            Ok(t) => (
-                answer_text(t).trim().to_string(),
-                None,
-                Some(reply.model.clone()),
-                Some(reply.response_time_ms as i64),
-            ),
-            Err(_) => {
-                let ordered: Vec<&Outcome> = self.in_schedule_order();
-                (concatenated(&ordered), Some(Fallback::Concatenated), None, None)
-            }
-        };
+        let a = Assembled::of(&routed, || concatenated(&self.in_schedule_order()));
         let data = to_json(&Assembly {
-            model: model.clone(),
-            response: response.clone(),
-            fallback,
-            response_time_ms: ms,
-            fallback_from: routed.fallback_from.clone().filter(|_| fallback.is_none()),
+            model: a.model.clone(),
+            response: a.text.clone(),
+            fallback: a.stood_in().then_some(Fallback::Concatenated),
+            response_time_ms: a.response_time_ms,
+            fallback_from: a.fallback_from.clone(),
         });
-        self.kit.calls.answered(
-            Answered {
-                stage: "assembly",
-                order: ASSEMBLY_ORDER,
-                role: "assembler",
-                model,
-                event: "assembly_complete",
-                data,
-                text_key: "response",
-                answer: response,
-                response_time_ms: ms,
-            },
-            &mut self.kit.title,
-        )
+        self.kit.calls.assembled(a, ASSEMBLY_ORDER, data, "response", &mut self.kit.title)
     }
 }
 
