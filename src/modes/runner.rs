@@ -65,6 +65,12 @@ impl Kit {
     pub fn ask_title(&mut self, model: &str) -> Option<Effect> {
         self.title.ask(model, self.timeout_ms)
     }
+
+    /// The title call with a prompt of the mode's own (a title of the material, not of the
+    /// question), when the run needs a title.
+    pub fn ask_title_with(&mut self, model: &str, prompt: String) -> Option<Effect> {
+        self.title.call(model, prompt, self.timeout_ms)
+    }
 }
 
 /// A mode run by the shared runner (see the module documentation).

@@ -683,11 +683,7 @@ impl Staged for Clarity {
             out.push(Effect::Call(call));
         }
         let model = self.model("generalist");
-        out.extend(self.kit.title.call(
-            &model,
-            title_prompt(&self.config.content),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.ask_title_with(&model, title_prompt(&self.config.content)));
         out
     }
 

@@ -103,11 +103,7 @@ impl Jury {
             self.kit.ask("verdict", &foreman, prompt, "verdict", "foreman").quoting(material);
         let backup = self.config.foreman_fallback_model.clone();
         out.push(self.kit.calls.solo(spec, 4, backup.as_deref()));
-        out.extend(self.kit.title.call(
-            &foreman,
-            title_prompt(&self.config.content),
-            self.config.timeout_ms,
-        ));
+        out.extend(self.kit.ask_title_with(&foreman, title_prompt(&self.config.content)));
         self.summary = Some(summary);
         self.phase = Phase::Verdict;
         out
