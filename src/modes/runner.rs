@@ -21,7 +21,7 @@ pub struct Kit {
     pub calls: Calls,
     /// Each call's time limit (the run's `timeoutMs`).
     pub timeout_ms: u64,
-    /// The models asked for JSON (the run's).
+    /// The models asked for JSON (the run's, copied once): where a mode picks a prompt's form.
     pub structured: Structured,
     /// The global deadline has passed: the stage in flight finishes, and no new one starts
     /// except the one that answers.

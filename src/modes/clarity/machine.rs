@@ -289,7 +289,7 @@ impl Clarity {
         let model = self.model(role);
         let system =
             PERSONAS.iter().find(|p| p.role == role).map_or(ARBITER_PROMPT, |p| p.system_prompt);
-        let asked = self.ctx.structured.json(&model).then_some(schema.as_ref());
+        let asked = self.kit.structured.json(&model).then_some(schema.as_ref());
         self.kit
             .call(
                 key,

@@ -280,7 +280,7 @@ impl Staged for ConfidenceWeighted {
             &answer_prompt(&self.ctx.question, Some(schema)),
         );
         for (i, model) in self.config.models.iter().enumerate() {
-            let messages = self.ctx.structured.pick(model, &text, &json).clone();
+            let messages = self.kit.structured.pick(model, &text, &json).clone();
             let call =
                 self.kit.call(format!("answer:{i}"), model, messages, "answer", "respondent");
             out.push(Effect::Call(call.with_schema(schema)));

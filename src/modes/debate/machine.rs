@@ -105,7 +105,7 @@ impl Debate {
             let mine = plain(&own.response);
             // Each prompt is its debater's own, so each is built in the one form it is asked in.
             let model = self.model_of(&own.model).to_string();
-            let asked = self.ctx.structured.json(&model).then_some(self.revision_schema.as_ref());
+            let asked = self.kit.structured.json(&model).then_some(self.revision_schema.as_ref());
             let prompt = revision_prompt(&self.ctx.question, &mine, &others, asked);
             let call = self
                 .kit

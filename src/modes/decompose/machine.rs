@@ -89,7 +89,7 @@ impl Decompose {
     /// The plan's schema when the planner is asked for its JSON (its route takes structured
     /// output). A backup, and the planner asked again, are asked as the planner was.
     fn plan_json(&self) -> Option<&ReplySchema> {
-        self.ctx.structured.json(&self.config.planner_model).then_some(self.plan.as_ref())
+        self.kit.structured.json(&self.config.planner_model).then_some(self.plan.as_ref())
     }
 
     /// The planner's reply (or its backup's).

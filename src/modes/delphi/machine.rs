@@ -54,7 +54,7 @@ impl Delphi {
 
     /// The schema `model` is asked for: `schema` when its route takes structured output.
     fn asked<'a>(&self, model: &str, schema: &'a ReplySchema) -> Option<&'a ReplySchema> {
-        self.ctx.structured.json(model).then_some(schema)
+        self.kit.structured.json(model).then_some(schema)
     }
 
     /// The schema of a round of this question.

@@ -311,7 +311,7 @@ impl FactCheck {
         let schema = claims_schema();
         let model = self.config.extractor_model.clone();
         // The backup takes the same prompt: it is asked as the extractor is.
-        let asked = self.ctx.structured.json(&model).then_some(schema.as_ref());
+        let asked = self.kit.structured.json(&model).then_some(schema.as_ref());
         let spec = self
             .kit
             .ask("extract", &model, extract_prompt(&self.content, asked), "extract", "extractor")
@@ -441,7 +441,7 @@ impl FactCheck {
         let text = verify_prompt(&self.content, &self.claims, None);
         let json = verify_prompt(&self.content, &self.claims, Some(&schema));
         for (i, model) in self.config.checker_models.clone().iter().enumerate() {
-            let prompt = self.ctx.structured.pick(model, &text, &json).clone();
+            let prompt = self.kit.structured.pick(model, &text, &json).clone();
             let call = self
                 .kit
                 .ask(self.batch.key(i), model, prompt, "verify", "checker")

@@ -266,7 +266,7 @@ impl Staged for SpecialistPanel {
             // JSON for a model whose route takes structured output.
             let schema = &self.schemas[i];
             let (text, json) = (specialist_system(s, None), specialist_system(s, Some(schema)));
-            let system = self.ctx.structured.pick(&s.model, &text, &json);
+            let system = self.kit.structured.pick(&s.model, &text, &json);
             let call = self
                 .kit
                 .call(

@@ -130,7 +130,7 @@ impl Vote {
             let chairman = self.config.chairman_model.clone();
             let schema = vote_schema("vote_tiebreak", &t.tied_labels);
             // The backup takes the same prompt: it is asked as the chairman is.
-            let asked = self.ctx.structured.json(&chairman).then_some(schema.as_ref());
+            let asked = self.kit.structured.json(&chairman).then_some(schema.as_ref());
             let prompt = tiebreaker_prompt(&self.ctx.question, &tied, asked);
             let spec = self
                 .kit
