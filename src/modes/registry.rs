@@ -165,6 +165,15 @@ impl SimAsk<'_> {
             String::new()
         }
     }
+
+    /// The payload to append to a line of prose, for a hostile model; else nothing.
+    pub fn hostile_inline(&self) -> String {
+        if self.hostile {
+            format!(" {}", crate::modes::sim_text::XSS_PAYLOAD)
+        } else {
+            String::new()
+        }
+    }
 }
 
 /// A mode's sim answers: Some(text) for a prompt of this mode, None for any other.

@@ -13,26 +13,11 @@ use crate::modes::sim_text::{between, seed_of, Prompt};
 // out), and later rounds move toward the panel's median (the stubborn ones barely), so runs
 // converge as they do in text.
 
-/// A sim model that holds its ground in later rounds (as the text sim's).
-fn sim_stubborn(model: &str) -> bool {
-    crate::modes::sim_text::seed_of(&[model, "stubborn"]).is_multiple_of(4)
-}
-
-/// A sim panelist's confidence in a round (0 for round 1), as the text sim's.
-fn sim_level(model: &str, round: usize) -> &'static str {
-    let seed = crate::modes::sim_text::seed_of(&[model, "confidence"]);
-    LEVELS[((seed % 2) as usize + round).min(2)]
-}
-
-/// The text after `start` up to `end` in `text`, trimmed ("" when `start` is not in it).
-fn sim_between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
-    crate::modes::sim_text::section(text, start, end).map_or("", str::trim)
-}
-
 pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
     let schema = ask.schema?;
     let reasoning = |why: &str| -> String {
-        let said = format!("[simulated reasoning from {}] {why}{}", ask.model, sim_hostile(ask));
+        let said =
+            format!("[simulated reasoning from {}] {why}{}", ask.model, ask.hostile_inline());
         said.chars().take(schema::REASONING_MAX_CHARS).collect()
     };
     let reply = match schema.name.as_str() {
@@ -42,15 +27,6 @@ pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
         _ => return None,
     };
     Some(reply.to_string())
-}
-
-/// The hostile payload a `sim/xss…` model puts in its prose (here: its reasoning).
-fn sim_hostile(ask: &SimAsk) -> String {
-    if ask.hostile {
-        format!(" {}", crate::modes::sim_text::XSS_PAYLOAD)
-    } else {
-        String::new()
-    }
 }
 
 /// A sim classification in `delphi_classify`.
@@ -72,7 +48,7 @@ struct SimEstimate {
 }
 
 fn sim_classify(prompt: &str, reasoning: &dyn Fn(&str) -> String) -> Value {
-    let q = sim_between(prompt, "QUESTION:\n", "\n\nDetermine:").to_lowercase();
+    let q = between(prompt, "QUESTION:\n", "\n\nDetermine:").to_lowercase();
     if asks_for_quantity(&q) {
         let reasoning = reasoning("The question asks for a quantity.");
         return to_json(&SimClassification { reasoning, kind: "NUMERIC", options: &[] });
@@ -95,11 +71,11 @@ fn sim_estimate(ask: &SimAsk, reasoning: &dyn Fn(&str) -> String) -> Value {
     use crate::modes::sim_text::seed_of;
     let p = ask.prompt;
     let stated = |line: &str| {
-        parse_estimate(&format!("ESTIMATE: {}", sim_between(p, line, "\n"))).map(|(v, _)| v)
+        parse_estimate(&format!("ESTIMATE: {}", between(p, line, "\n"))).map(|(v, _)| v)
     };
     let (value, round, why) = if p.starts_with("DELPHI ROUND") {
-        let round = sim_between(p, "DELPHI ROUND ", " ").parse::<usize>().unwrap_or(2);
-        let stubborn = sim_stubborn(ask.model);
+        let round = between(p, "DELPHI ROUND ", " ").parse::<usize>().unwrap_or(2);
+        let stubborn = stubborn(ask.model);
         match (stated("YOUR PREVIOUS ESTIMATE: "), stated("- Median: ")) {
             (Some(prev), Some(median)) => {
                 let pull = if stubborn { 0.05 } else { 0.65 };
@@ -114,17 +90,17 @@ fn sim_estimate(ask: &SimAsk, reasoning: &dyn Fn(&str) -> String) -> Value {
             _ => (1.0, round, "No aggregate to go on."),
         }
     } else {
-        let q = sim_between(p, "QUESTION:\n", "\n\nProvide:");
+        let q = between(p, "QUESTION:\n", "\n\nProvide:");
         let s = seed_of(&[q]);
         let base = 10f64.powi(1 + (s % 7) as i32) * (1 + (s >> 8) % 9) as f64;
         // Each model's own bias; stubborn ones sit far out.
         let bias = 0.6 + (seed_of(&[ask.model, q]) % 100) as f64 / 100.0;
-        let factor = if sim_stubborn(ask.model) { bias * 2.5 } else { bias };
+        let factor = if stubborn(ask.model) { bias * 2.5 } else { bias };
         (base * factor, 0, "Based on the available indicators and typical growth rates.")
     };
     // In the question's unit, to two decimals, as a JSON number.
     let value = (value * 100.0).round() / 100.0;
-    let confidence = sim_level(ask.model, round);
+    let confidence = level(ask.model, round);
     to_json(&SimEstimate {
         reasoning: reasoning(why),
         said: Said::Estimate(Some(value)),
@@ -140,18 +116,18 @@ fn sim_choice(ask: &SimAsk, schema: &ReplySchema, reasoning: &dyn Fn(&str) -> St
         .map(|v| v.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     let fits = |a: &str| !a.is_empty() && (allowed.is_empty() || allowed.contains(&a));
-    let round = sim_between(p, "DELPHI ROUND ", " ").parse::<usize>().unwrap_or(1);
+    let round = between(p, "DELPHI ROUND ", " ").parse::<usize>().unwrap_or(1);
     let answer = if p.starts_with("DELPHI ROUND") {
         // `none (your previous answer could not be read)` is no answer to hold on to.
-        let prev = Some(sim_between(p, "YOUR PREVIOUS ANSWER: ", "\n"))
+        let prev = Some(between(p, "YOUR PREVIOUS ANSWER: ", "\n"))
             .filter(|a| !a.starts_with("none ("))
             .unwrap_or("")
             .to_string();
-        let top = sim_between(p, "- Distribution:\n", "\n")
+        let top = between(p, "- Distribution:\n", "\n")
             .rsplit_once(": ")
             .map_or("", |(a, _)| a.trim())
             .to_string();
-        if (sim_stubborn(ask.model) && fits(&prev)) || !fits(&top) {
+        if (stubborn(ask.model) && fits(&prev)) || !fits(&top) {
             prev
         } else {
             top
@@ -171,7 +147,7 @@ fn sim_choice(ask: &SimAsk, schema: &ReplySchema, reasoning: &dyn Fn(&str) -> St
         allowed.first().map_or("Wait and see".to_string(), |o| o.to_string())
     };
     let reasoning = reasoning("Weighing the trade-offs and the panel's view.");
-    let confidence = sim_level(ask.model, round);
+    let confidence = level(ask.model, round);
     to_json(&SimEstimate { reasoning, said: Said::Answer(Some(answer)), confidence })
 }
 
@@ -218,8 +194,9 @@ fn styled(model: &str, v: f64) -> String {
     }
 }
 
+/// A panelist's confidence in a round (0 for round 1).
 fn level(model: &str, round: usize) -> &'static str {
-    ["LOW", "MEDIUM", "HIGH"][((seed_of(&[model, "confidence"]) % 2) as usize + round).min(2)]
+    LEVELS[((seed_of(&[model, "confidence"]) % 2) as usize + round).min(2)]
 }
 
 pub(crate) fn delphi_numeric(p: &Prompt) -> Option<String> {
