@@ -12,9 +12,9 @@ enum Phase {
     Done,
 }
 
-/// The planner's first answer, kept while it is asked again.
+/// A plan as the planner (or its backup) wrote it, and as it was read.
 #[derive(Debug, Clone)]
-struct FirstPlan {
+struct PlanReply {
     reply: String,
     reading: PlanReading,
     /// Where its tasks were read from (None: none could be read).
@@ -22,6 +22,26 @@ struct FirstPlan {
     model: String,
     response_time_ms: u64,
     fallback_from: Option<String>,
+}
+
+impl PlanReply {
+    /// `text`, read as `read`, from `reply`'s call (a backup's for `fallback_from`).
+    fn of(
+        text: String,
+        read: (PlanReading, Option<ReadFrom>),
+        reply: &CallReply,
+        fallback_from: Option<String>,
+    ) -> PlanReply {
+        let (reading, read_from) = read;
+        let (model, response_time_ms) = (reply.model.clone(), reply.response_time_ms);
+        PlanReply { reply: text, reading, read_from, model, response_time_ms, fallback_from }
+    }
+}
+
+/// The planner's first answer, kept while it is asked again.
+#[derive(Debug, Clone)]
+struct FirstPlan {
+    plan: PlanReply,
     reason: Reask,
 }
 
@@ -99,33 +119,26 @@ impl Decompose {
             Ok(t) => t.clone(),
             Err(e) => return self.fail(role_failed("planner", &routed, e)),
         };
-        let (reading, read_from) = read_plan_reply(&text, self.config.max_tasks, &self.plan);
-        let reason = if reading.tasks.is_empty() {
+        let read = read_plan_reply(&text, self.config.max_tasks, &self.plan);
+        let plan = PlanReply::of(text, read, reply, routed.fallback_from.clone());
+        let tasks = &plan.reading.tasks;
+        let reason = if tasks.is_empty() {
             Some(Reask::Format)
-        } else if !unschedulable(&reading.tasks).is_empty() {
+        } else if !unschedulable(tasks).is_empty() {
             Some(Reask::Cycle)
         } else {
             None
         };
         let Some(reason) = reason else {
-            return self.accept(PlanUse {
-                reply: text,
-                reading,
-                read_from,
-                model: reply.model.clone(),
-                response_time_ms: reply.response_time_ms,
-                fallback_from: routed.fallback_from.clone(),
-                first: None,
-                set_aside: None,
-            });
+            return self.accept(PlanUse { plan, first: None, set_aside: None });
         };
         let json = self.plan_json();
         let max = self.config.max_tasks;
         let ask = match reason {
             Reask::Format => reminder_prompt(max, json),
-            Reask::Cycle => cycle_prompt(&unschedulable(&reading.tasks), max, json),
+            Reask::Cycle => cycle_prompt(&unschedulable(tasks), max, json),
         };
-        let first_plan = answer_text(&text).trim().to_string();
+        let first_plan = answer_text(&plan.reply).trim().to_string();
         let messages = vec![
             ChatMessage::user(plan_prompt(&self.ctx.question, max, json)),
             ChatMessage::assistant(first_plan.clone()),
@@ -136,15 +149,7 @@ impl Decompose {
             .call(REPLAN_KEY, &reply.model, messages, "plan")
             .with_schema(&self.plan)
             .quoting([("the first plan".to_string(), first_plan)]);
-        self.first = Some(FirstPlan {
-            reply: text,
-            reading,
-            read_from,
-            model: reply.model.clone(),
-            response_time_ms: reply.response_time_ms,
-            fallback_from: routed.fallback_from.clone(),
-            reason,
-        });
+        self.first = Some(FirstPlan { plan, reason });
         self.phase = Phase::Replanning;
         vec![
             Effect::event(
@@ -160,61 +165,36 @@ impl Decompose {
     /// when no task could be read from either.
     fn on_replan(&mut self, reply: CallReply) -> Vec<Effect> {
         let Some(first) = self.first.clone() else { return Vec::new() };
-        let second = match &reply.result {
-            Ok(t) => {
-                let (reading, from) = read_plan_reply(t, self.config.max_tasks, &self.plan);
-                Some((t.clone(), reading, from))
-            }
-            Err(_) => None,
-        };
-        let usable = second.as_ref().filter(|(_, r, _)| {
-            !r.tasks.is_empty()
-                && (first.reason == Reask::Format || unschedulable(&r.tasks).is_empty())
+        let fallback_from = first.plan.fallback_from.clone();
+        let second = reply.result.as_ref().ok().map(|t| {
+            let read = read_plan_reply(t, self.config.max_tasks, &self.plan);
+            PlanReply::of(t.clone(), read, &reply, fallback_from.clone())
         });
-        if let Some((text, reading, read_from)) = usable.cloned() {
-            return self.accept(PlanUse {
-                reply: text,
-                reading,
-                read_from,
-                model: reply.model.clone(),
-                response_time_ms: reply.response_time_ms,
-                fallback_from: first.fallback_from.clone(),
-                first: Some(first),
-                set_aside: None,
-            });
+        let usable = second.as_ref().filter(|p| {
+            let tasks = &p.reading.tasks;
+            !tasks.is_empty() && (first.reason == Reask::Format || unschedulable(tasks).is_empty())
+        });
+        if let Some(plan) = usable.cloned() {
+            return self.accept(PlanUse { plan, first: Some(first), set_aside: None });
         }
         if first.reason == Reask::Cycle {
+            let set_aside = second.map(|p| (p.reply, p.read_from));
             return self.accept(PlanUse {
-                reply: first.reply.clone(),
-                reading: first.reading.clone(),
-                read_from: first.read_from,
-                model: first.model.clone(),
-                response_time_ms: first.response_time_ms,
-                fallback_from: first.fallback_from.clone(),
+                plan: first.plan.clone(),
                 first: Some(first),
-                set_aside: second.map(|(t, _, from)| (t, from)),
+                set_aside,
             });
         }
         // Nothing readable twice: the plan row keeps what the planner wrote, then the run fails.
-        let (text, reading) =
-            second.map(|(t, r, _)| (t, r)).unwrap_or((first.reply.clone(), PlanReading::default()));
-        let mut out = self.store_plan(
-            &PlanUse {
-                reply: text,
-                reading,
-                read_from: None,
-                model: reply.model.clone(),
-                response_time_ms: reply.response_time_ms,
-                fallback_from: first.fallback_from.clone(),
-                first: Some(first.clone()),
-                set_aside: None,
-            },
-            None,
-        );
+        let (text, reading) = second
+            .map(|p| (p.reply, p.reading))
+            .unwrap_or((first.plan.reply.clone(), PlanReading::default()));
+        let plan = PlanReply::of(text, (reading, None), &reply, fallback_from);
+        let model = first.plan.model.clone();
+        let mut out = self.store_plan(&PlanUse { plan, first: Some(first), set_aside: None }, None);
         out.extend(self.fail(format!(
-            "No task could be read from the planner's plan ({}), even after a reminder of the \
-             format.",
-            first.model
+            "No task could be read from the planner's plan ({model}), even after a reminder of \
+             the format."
         )));
         out
     }
@@ -229,6 +209,7 @@ impl Decompose {
             dropped: Vec::new(),
         };
         let s = schedule.unwrap_or(&empty);
+        let (first, set_aside, plan) = (plan.first.as_ref(), &plan.set_aside, &plan.plan);
         let mut warnings = plan.reading.warnings.clone();
         if !s.dropped.is_empty() {
             warnings.push(format!(
@@ -237,7 +218,7 @@ impl Decompose {
                 if s.dropped.len() == 1 { "y" } else { "ies" }
             ));
         }
-        let replanned = plan.first.as_ref().is_some_and(|f| f.reply != plan.reply);
+        let replanned = first.is_some_and(|f| f.plan.reply != plan.reply);
         let data = PlanData {
             model: plan.model.clone(),
             tasks: s.tasks.clone(),
@@ -246,7 +227,7 @@ impl Decompose {
             max_parallelism: s.max_parallelism,
             warnings,
             replanned,
-            reasked: plan.first.as_ref().map(|f| f.reason),
+            reasked: first.map(|f| f.reason),
             dropped_dependencies: s.dropped.clone(),
             response_time_ms: plan.response_time_ms,
             fallback_from: plan.fallback_from.clone(),
@@ -256,12 +237,12 @@ impl Decompose {
         let stored = Plan {
             data,
             assignments: self.assignments.clone(),
-            first_reply: plan.first.as_ref().map(|f| f.reply.clone()),
-            first_read_from: plan.first.as_ref().and_then(|f| f.read_from).filter(|_| replanned),
+            first_reply: first.map(|f| f.plan.reply.clone()),
+            first_read_from: first.and_then(|f| f.plan.read_from).filter(|_| replanned),
             // The plan asked for again and set aside (the first plan kept): kept too, and how
             // it was read.
-            set_aside_reply: plan.set_aside.as_ref().map(|(text, _)| text.clone()),
-            set_aside_read_from: plan.set_aside.as_ref().and_then(|(_, from)| *from),
+            set_aside_reply: set_aside.as_ref().map(|(text, _)| text.clone()),
+            set_aside_read_from: set_aside.as_ref().and_then(|(_, from)| *from),
         };
         let mut out = vec![
             Effect::Store(
@@ -283,7 +264,7 @@ impl Decompose {
 
     /// Runs a plan: scheduled (a cycle repaired), stored, and its first wave started.
     fn accept(&mut self, plan: PlanUse) -> Vec<Effect> {
-        let Some(schedule) = schedule(&plan.reading.tasks, true) else { return Vec::new() };
+        let Some(schedule) = schedule(&plan.plan.reading.tasks, true) else { return Vec::new() };
         let tasks = schedule.tasks.clone();
         let index: Vec<Vec<usize>> = schedule
             .waves
@@ -534,13 +515,7 @@ impl Decompose {
 
 /// The plan a run goes on with (or stores before it fails).
 struct PlanUse {
-    reply: String,
-    reading: PlanReading,
-    /// Where its tasks were read from (None: none could be read).
-    read_from: Option<ReadFrom>,
-    model: String,
-    response_time_ms: u64,
-    fallback_from: Option<String>,
+    plan: PlanReply,
     first: Option<FirstPlan>,
     /// The reply asked for again, when it was set aside for the first (it still had a cycle,
     /// or could not be read): its text and where it was read from.
