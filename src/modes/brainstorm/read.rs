@@ -306,6 +306,15 @@ pub struct ClusterScore {
     pub justification: Option<String>,
 }
 
+impl ClusterScore {
+    /// `cluster`'s score from its novelty, feasibility and impact (each 1-5), totalled.
+    fn of(cluster: &Cluster, [novelty, feasibility, impact]: [u8; 3], why: Option<String>) -> Self {
+        let total = novelty + feasibility + impact;
+        let cluster_id = cluster.id.clone();
+        ClusterScore { cluster_id, novelty, feasibility, impact, total, justification: why }
+    }
+}
+
 /// A stated 1-5 value: half up, then clamped to 1-5. None for a template echoed back (`1-5`).
 fn dimension(block: &str, name: &str) -> Option<u8> {
     static NOVELTY: OnceLock<regex::Regex> = OnceLock::new();
@@ -362,19 +371,11 @@ pub fn read_scores(reply: &str, clusters: &[Cluster]) -> Vec<ClusterScore> {
         .enumerate()
         .filter_map(|(i, c)| {
             let block = blocks.get(&(i as u64 + 1))?;
-            let n = dimension(block, "novelty")?;
-            let f = dimension(block, "feasibility")?;
-            let im = dimension(block, "impact")?;
+            let value = |name: &str| dimension(block, name);
+            let dims = [value("novelty")?, value("feasibility")?, value("impact")?];
             let justification =
                 just.captures(block).map(|c| unmark(&c[1])).filter(|j| !j.is_empty());
-            Some(ClusterScore {
-                cluster_id: c.id.clone(),
-                novelty: n,
-                feasibility: f,
-                impact: im,
-                total: n + f + im,
-                justification,
-            })
+            Some(ClusterScore::of(c, dims, justification))
         })
         .collect()
 }
@@ -585,18 +586,10 @@ pub fn read_scores_reply(
                     items.iter().rev().find(|s| s["cluster"].as_u64() == Some(i as u64 + 1))?;
                 let value =
                     |k: &str| item.get(k).and_then(Value::as_u64).filter(|v| (1..=5).contains(v));
-                let (n, f, im) =
-                    (value("novelty")? as u8, value("feasibility")? as u8, value("impact")? as u8);
+                let dims = [value("novelty")?, value("feasibility")?, value("impact")?];
                 let justification =
                     Some(json_str(item, "justification").to_string()).filter(|j| !j.is_empty());
-                Some(ClusterScore {
-                    cluster_id: c.id.clone(),
-                    novelty: n,
-                    feasibility: f,
-                    impact: im,
-                    total: n + f + im,
-                    justification,
-                })
+                Some(ClusterScore::of(c, dims.map(|d| d as u8), justification))
             })
             .collect();
         Some(scores)
