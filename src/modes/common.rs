@@ -734,6 +734,21 @@ impl Assembled {
     pub fn stood_in(&self) -> bool {
         self.model.is_none()
     }
+
+    /// What stood in for the assembly, when something did.
+    pub fn fallback(&self) -> Option<Fallback> {
+        self.stood_in().then_some(Fallback::Concatenated)
+    }
+}
+
+/// What stood in for an assembly.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Fallback {
+    /// The assembler failed: the parts as written stand in, in order.
+    Concatenated,
 }
 
 impl Calls {

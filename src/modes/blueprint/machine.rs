@@ -285,7 +285,7 @@ impl Blueprint {
             word_count: word_count(&a.text),
             todo_markers: todo_markers(&a.text),
             condensed: self.condensed,
-            fallback: a.stood_in().then_some(Fallback::Concatenated),
+            fallback: a.fallback(),
             response_time_ms: a.response_time_ms,
             fallback_from: a.fallback_from.clone(),
         });

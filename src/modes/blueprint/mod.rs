@@ -27,7 +27,7 @@ pub use read::*;
 pub use result::*;
 use sim::*;
 
-use super::common::{word_count, Assembled, CALL_FAILED};
+use super::common::{word_count, Assembled, Fallback, CALL_FAILED};
 use super::prelude::*;
 use super::reading::{between, unbold};
 use std::collections::HashSet;

@@ -213,14 +213,6 @@ pub struct AssemblyStart<'a> {
     pub missing_sections: Vec<usize>,
 }
 
-/// What stood in for the assembly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Fallback {
-    /// The assembler failed: the document is the sections in order under their headings.
-    Concatenated,
-}
-
 /// The assembly: `assembly_complete`'s data (its row keeps the same without `document`, its
 /// content) and the result's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -505,7 +505,7 @@ impl Decompose {
         let data = to_json(&Assembly {
             model: a.model.clone(),
             response: a.text.clone(),
-            fallback: a.stood_in().then_some(Fallback::Concatenated),
+            fallback: a.fallback(),
             response_time_ms: a.response_time_ms,
             fallback_from: a.fallback_from.clone(),
         });

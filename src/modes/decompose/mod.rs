@@ -16,7 +16,7 @@
 //! it fits the schema and else from its text, under the same rules; the plan's data says which
 //! (`readFrom`).
 
-use super::common::{word_count, Assembled};
+use super::common::{word_count, Assembled, Fallback};
 use super::prelude::*;
 use super::reading::{json_values, unmark};
 use super::runner::GLOBAL_TIMER;

@@ -187,14 +187,6 @@ pub struct AssemblyStart<'a> {
     pub skipped: Vec<&'a str>,
 }
 
-/// What stood in for the assembly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Fallback {
-    /// The assembler failed: the answer is the sub-tasks' outputs in order.
-    Concatenated,
-}
-
 /// The assembly: `assembly_complete`'s data (its row keeps the same without `response`, its
 /// content) and the result's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
