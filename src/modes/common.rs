@@ -79,9 +79,14 @@ pub fn truncate_history(history: &[ChatMessage], max_turns: usize) -> Vec<ChatMe
     history[from..].to_vec()
 }
 
-/// Truncated history followed by `prompt` as the last user message.
-pub fn with_history(history: &[ChatMessage], max_turns: usize, prompt: &str) -> Vec<ChatMessage> {
-    let mut messages = truncate_history(history, max_turns);
+/// How many earlier turns a multi-turn mode's follow-up carries (the seed: "truncated to the
+/// last 10 turns").
+pub const HISTORY_TURNS: usize = 10;
+
+/// The conversation's last [`HISTORY_TURNS`] turns followed by `prompt` as the last user
+/// message.
+pub fn with_history(history: &[ChatMessage], prompt: &str) -> Vec<ChatMessage> {
+    let mut messages = truncate_history(history, HISTORY_TURNS);
     messages.push(ChatMessage::user(prompt));
     messages
 }

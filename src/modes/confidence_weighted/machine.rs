@@ -180,7 +180,7 @@ impl ConfidenceWeighted {
             .call(
                 "synthesis",
                 &self.config.synthesis_model,
-                with_history(&self.ctx.history, HISTORY_TURNS, &prompt),
+                with_history(&self.ctx.history, &prompt),
                 "synthesis",
                 "synthesizer",
             )
@@ -269,16 +269,9 @@ impl Staged for ConfidenceWeighted {
             Effect::empty("answers_start"),
         ];
         let schema = &self.answer_schema;
-        let text = with_history(
-            &self.ctx.history,
-            HISTORY_TURNS,
-            &answer_prompt(&self.ctx.question, None),
-        );
-        let json = with_history(
-            &self.ctx.history,
-            HISTORY_TURNS,
-            &answer_prompt(&self.ctx.question, Some(schema)),
-        );
+        let text = with_history(&self.ctx.history, &answer_prompt(&self.ctx.question, None));
+        let json =
+            with_history(&self.ctx.history, &answer_prompt(&self.ctx.question, Some(schema)));
         for (i, model) in self.config.models.iter().enumerate() {
             let messages = self.kit.structured.pick(model, &text, &json).clone();
             let call =

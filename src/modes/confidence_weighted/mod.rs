@@ -36,8 +36,6 @@ pub use read::*;
 pub use result::*;
 use sim::*;
 
-/// History a follow-up carries (as Council).
-pub const HISTORY_TURNS: usize = 10;
 pub const MIN_MODELS: usize = 2;
 pub const MAX_MODELS: usize = 6;
 pub const TEMPERATURE_RANGE: std::ops::RangeInclusive<f64> = 0.1..=5.0;

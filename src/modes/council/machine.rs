@@ -159,7 +159,7 @@ impl Council {
 
         out.push(Effect::empty("stage3_start"));
         let prompt = synthesis_prompt(&self.ctx.question, &self.stage1, &self.stage2);
-        let messages = with_history(&self.ctx.history, HISTORY_TURNS, &prompt);
+        let messages = with_history(&self.ctx.history, &prompt);
         let chairman = self.config.chairman_model.clone();
         let material =
             self.stage1
@@ -229,7 +229,7 @@ impl Staged for Council {
             message_id: &self.ctx.message_id,
         };
         let mut out = vec![Effect::event("stage1_start", &start)];
-        let messages = with_history(&self.ctx.history, HISTORY_TURNS, &self.ctx.question);
+        let messages = with_history(&self.ctx.history, &self.ctx.question);
         for (i, model) in self.config.council_models.iter().enumerate() {
             out.push(self.call(
                 format!("stage1:{i}"),

@@ -30,9 +30,6 @@ use super::ranking;
 use super::reading::Unparsed;
 use std::collections::BTreeMap;
 
-/// History a follow-up carries (the seed: "truncated to the last 10 turns").
-pub const HISTORY_TURNS: usize = 10;
-
 /// The normalised configuration stored with a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -243,7 +243,7 @@ impl Staged for Vote {
             Effect::event("vote_start", &RunStart::new(&self.ctx, "vote", ())),
             Effect::empty("stage1_start"),
         ];
-        let messages = with_history(&self.ctx.history, HISTORY_TURNS, &self.ctx.question);
+        let messages = with_history(&self.ctx.history, &self.ctx.question);
         for (i, model) in self.config.models.iter().enumerate() {
             out.push(Effect::Call(self.kit.call(
                 self.batch.key(i),

@@ -18,8 +18,6 @@ use super::voting::{
 };
 use std::collections::BTreeMap;
 
-pub const HISTORY_TURNS: usize = 10;
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VoteConfig {
