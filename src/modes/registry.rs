@@ -159,20 +159,12 @@ impl SimAsk<'_> {
     /// Hostile HTML and markdown as a paragraph of its own (ending in a blank line) for a
     /// `sim/xss…` model; else nothing.
     pub fn hostile_paragraph(&self) -> String {
-        if self.hostile {
-            format!("{}\n\n", crate::modes::sim_text::XSS_PAYLOAD)
-        } else {
-            String::new()
-        }
+        super::sim_text::hostile_paragraph(self.hostile)
     }
 
     /// The payload to append to a line of prose, for a hostile model; else nothing.
     pub fn hostile_inline(&self) -> String {
-        if self.hostile {
-            format!(" {}", crate::modes::sim_text::XSS_PAYLOAD)
-        } else {
-            String::new()
-        }
+        super::sim_text::hostile_inline(self.hostile)
     }
 }
 

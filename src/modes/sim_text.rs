@@ -57,23 +57,34 @@ pub struct Prompt<'a> {
     pub hostile: bool,
 }
 
+/// [`XSS_PAYLOAD`] as a paragraph of its own (ending in a blank line) when `hostile`; else
+/// nothing.
+pub(crate) fn hostile_paragraph(hostile: bool) -> String {
+    if hostile {
+        format!("{XSS_PAYLOAD}\n\n")
+    } else {
+        String::new()
+    }
+}
+
+/// [`XSS_PAYLOAD`] to append to a line of prose when `hostile`; else nothing.
+pub(crate) fn hostile_inline(hostile: bool) -> String {
+    if hostile {
+        format!(" {XSS_PAYLOAD}")
+    } else {
+        String::new()
+    }
+}
+
 impl Prompt<'_> {
     /// The payload as a paragraph of its own, for a hostile model; else nothing.
     pub(crate) fn hostile_paragraph(&self) -> String {
-        if self.hostile {
-            format!("{XSS_PAYLOAD}\n\n")
-        } else {
-            String::new()
-        }
+        hostile_paragraph(self.hostile)
     }
 
     /// The payload to append to a line of prose, for a hostile model; else nothing.
     pub(crate) fn hostile_inline(&self) -> String {
-        if self.hostile {
-            format!(" {XSS_PAYLOAD}")
-        } else {
-            String::new()
-        }
+        hostile_inline(self.hostile)
     }
 
     /// Like [`Prompt::hostile_inline`], escaped for the inside of a JSON string.

@@ -68,7 +68,6 @@ fn sim_classify(prompt: &str, reasoning: &dyn Fn(&str) -> String) -> Value {
 }
 
 fn sim_estimate(ask: &SimAsk, reasoning: &dyn Fn(&str) -> String) -> Value {
-    use crate::modes::sim_text::seed_of;
     let p = ask.prompt;
     let stated = |line: &str| {
         parse_estimate(&format!("ESTIMATE: {}", between(p, line, "\n"))).map(|(v, _)| v)
@@ -109,7 +108,6 @@ fn sim_estimate(ask: &SimAsk, reasoning: &dyn Fn(&str) -> String) -> Value {
 }
 
 fn sim_choice(ask: &SimAsk, schema: &ReplySchema, reasoning: &dyn Fn(&str) -> String) -> Value {
-    use crate::modes::sim_text::seed_of;
     let p = ask.prompt;
     let allowed: Vec<&str> = schema.schema["properties"]["answer"]["enum"]
         .as_array()
