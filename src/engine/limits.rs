@@ -75,14 +75,15 @@ pub struct StartLimiter {
 }
 
 /// A place held for a start that passed the limits, from the check until the run is registered
-/// with the Hub (which gives it back in the same step as it starts counting the run, see
-/// [`Place::release`]) or the start fails; given back when dropped at the latest.
+/// with the Hub (it travels with the registration, and the Hub gives it back in the same step
+/// as it starts counting the run, see [`Reserved::accept`]) or the start fails; given back when
+/// dropped at the latest.
 #[derive(Debug)]
-pub struct Reserved(Arc<Place>);
+pub struct Reserved(Place);
 
-/// What a [`Reserved`] holds; the Hub gives it back when the run is registered.
+/// What a [`Reserved`] holds.
 #[derive(Debug)]
-pub struct Place {
+struct Place {
     limiter: Arc<StartLimiter>,
     user: String,
     clock: Clock,
@@ -116,9 +117,9 @@ impl Place {
 }
 
 impl Reserved {
-    /// The place, for the Hub to give back when it registers the run.
-    pub fn place(&self) -> Arc<Place> {
-        self.0.clone()
+    /// The run is registered (the Hub says so as it starts counting it): see [`Place::accept`].
+    pub fn accept(&self) {
+        self.0.accept();
     }
 }
 
@@ -158,12 +159,12 @@ impl StartLimiter {
             .unwrap_or_else(|p| p.into_inner())
             .entry(user.to_string())
             .or_default() += 1;
-        Ok(Reserved(Arc::new(Place {
+        Ok(Reserved(Place {
             limiter: self.clone(),
             user: user.to_string(),
             clock: clock.clone(),
             released: AtomicBool::new(false),
-        })))
+        }))
     }
 
     /// The places `user` holds for starts not yet registered.
@@ -279,8 +280,8 @@ mod tests {
         // One fails (its place is given back); the other is registered: accepted (counted in
         // the minute's budget) and its place given back once; it now counts as running.
         drop(a);
-        b.place().accept();
-        b.place().accept();
+        b.accept();
+        b.accept();
         drop(b);
         assert_eq!(limiter.pending("alice"), 0);
         assert!(reserve("alice", 1, limits).is_ok());

@@ -125,7 +125,7 @@ struct Started {
 /// owner's limits reserved, its spending guard, and the models it asks for JSON.
 struct HowRun {
     resume: Option<Resumed>,
-    place: Option<Arc<limits::Place>>,
+    place: Option<limits::Reserved>,
     guard: Option<Arc<dyn spend::SpendGuard>>,
     structured: modes::Structured,
     given: Given,
@@ -214,25 +214,24 @@ impl Engine {
     }
 
     /// Registers a run with the Hub (with the events it already has) and starts its actor.
-    async fn run_actor(
+    fn run_actor(
         &self,
         summary: RunSummary,
         log: Vec<Arc<EventFrame>>,
         mode: Box<dyn modes::Mode>,
         how: HowRun,
-    ) -> Result<(), EngineError> {
+    ) {
         let HowRun { resume, place, guard, structured, given } = how;
         // Register with the Hub before the actor runs, so a watch sent right after this call
-        // returns finds the run.
+        // returns finds the run: the registration is queued in the Hub's mailbox now, ahead of
+        // anything sent after this call (the actor's events, a watch). It is not waited for: in
+        // a burst of starts the Hub is busy, and the client's `started` need not wait its turn.
         let actor_ctx = Context::<Deliberation>::new();
         let addr = actor_ctx.address();
         let (run_id, message_id, conversation_id) =
             (summary.id.clone(), summary.message_id.clone(), summary.conversation_id.clone());
         let mode_name = summary.mode.clone();
-        self.hub
-            .send(RegisterRun { summary, log, cancel: addr.recipient(), place })
-            .await
-            .map_err(|_| EngineError::Unavailable)?;
+        self.hub.do_send(RegisterRun { summary, log, cancel: addr.recipient(), place });
         actor_ctx.run(Deliberation::new(DeliberationSetup {
             run_id,
             message_id,
@@ -250,7 +249,6 @@ impl Engine {
             structured,
             given,
         }));
-        Ok(())
     }
 
     pub fn store(&self) -> &Store {
@@ -517,9 +515,10 @@ impl Engine {
             outcome: None,
             eval_id,
         };
-        let place = reserved.as_ref().map(limits::Reserved::place);
-        let how = HowRun { resume: None, place, guard, structured, given };
-        self.run_actor(summary, Vec::new(), mode, how).await?;
+        // The reserved place goes with the registration: the Hub gives it back as it starts
+        // counting the run (dropped unregistered, it is given back all the same).
+        let how = HowRun { resume: None, place: reserved, guard, structured, given };
+        self.run_actor(summary, Vec::new(), mode, how);
         crate::metrics::global().run_started(req.mode.as_str());
         Ok(StartedRun {
             run_id: RunId::from_stored(run_id),

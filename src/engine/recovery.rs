@@ -200,7 +200,8 @@ impl Engine {
             eval_id: detail.conversation.eval_id.clone(),
         };
         let how = HowRun { resume, place: None, guard: None, structured, given };
-        self.run_actor(summary, log, mode, how).await.map_err(|e| e.to_string())
+        self.run_actor(summary, log, mode, how);
+        Ok(())
     }
 
     /// Where a resumed run's numbering continues: after every number its dead process may have

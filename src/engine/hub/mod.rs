@@ -67,7 +67,7 @@ pub struct RegisterRun {
     pub cancel: Recipient<CancelRun>,
     /// The place its start reserved under the user's limits: given back as the run starts
     /// being counted, in the same step (see [`CountRunning`]).
-    pub place: Option<Arc<crate::engine::limits::Place>>,
+    pub place: Option<crate::engine::limits::Reserved>,
 }
 
 /// Publish a run's events, in sequence order.
