@@ -79,18 +79,14 @@ pub struct StartLimiter {
 /// as it starts counting the run, see [`Reserved::accept`]) or the start fails; given back when
 /// dropped at the latest.
 #[derive(Debug)]
-pub struct Reserved(Place);
-
-/// What a [`Reserved`] holds.
-#[derive(Debug)]
-struct Place {
+pub struct Reserved {
     limiter: Arc<StartLimiter>,
     user: String,
     clock: Clock,
     released: AtomicBool,
 }
 
-impl Place {
+impl Reserved {
     /// The run is registered: counted against the per-minute budget (first, so a check in
     /// between counts it twice rather than not at all), then the place is given back.
     pub fn accept(&self) {
@@ -102,7 +98,7 @@ impl Place {
     }
 
     /// Gives the place back (once; later calls do nothing).
-    pub fn release(&self) {
+    fn release(&self) {
         if self.released.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -116,16 +112,9 @@ impl Place {
     }
 }
 
-impl Reserved {
-    /// The run is registered (the Hub says so as it starts counting it): see [`Place::accept`].
-    pub fn accept(&self) {
-        self.0.accept();
-    }
-}
-
 impl Drop for Reserved {
     fn drop(&mut self) {
-        self.0.release();
+        self.release();
     }
 }
 
@@ -159,12 +148,12 @@ impl StartLimiter {
             .unwrap_or_else(|p| p.into_inner())
             .entry(user.to_string())
             .or_default() += 1;
-        Ok(Reserved(Place {
+        Ok(Reserved {
             limiter: self.clone(),
             user: user.to_string(),
             clock: clock.clone(),
             released: AtomicBool::new(false),
-        }))
+        })
     }
 
     /// The places `user` holds for starts not yet registered.
