@@ -278,6 +278,13 @@ pub fn text(max_chars: usize) -> Value {
     json!({ "type": "string", "maxLength": max_chars })
 }
 
+/// A string of 1 to `max_chars` characters, for a field whose emptiness fails the call (an
+/// answer): a server that holds its reply to the schema cannot leave it empty, and a reply from
+/// one that does not is asked for again.
+pub fn filled_text(max_chars: usize) -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": max_chars })
+}
+
 /// One of `values`, exactly as written.
 pub fn one_of<S: AsRef<str>>(values: &[S]) -> Value {
     let values: Vec<&str> = values.iter().map(AsRef::as_ref).collect();

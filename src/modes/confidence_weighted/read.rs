@@ -20,7 +20,7 @@ pub fn answer_schema() -> Arc<ReplySchema> {
             (
                 "response",
                 schema::described(
-                    schema::text(RESPONSE_MAX_CHARS),
+                    schema::filled_text(RESPONSE_MAX_CHARS),
                     "your answer to the question, in full",
                 ),
             ),

@@ -475,6 +475,10 @@ fn the_schema_takes_a_confidence_from_0_to_1_after_the_reasoning() {
     assert!(s
         .validate(&serde_json::from_str(&json_reply(&long, json!(0.5), "x")).unwrap())
         .is_err());
+    // An empty answer fails the call (seen on SmolLM2 held to the schema): the schema asks for
+    // at least one character, so a server that holds its reply to it cannot leave it empty.
+    assert!(s.validate(&serde_json::from_str(&json_reply("", json!(0.5), "x")).unwrap()).is_err());
+    assert_eq!(s.schema["properties"]["response"]["minLength"], 1);
     assert!(
         s.schema["properties"]
             .as_object()
