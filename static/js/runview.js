@@ -533,10 +533,18 @@ export class RunView {
     } catch (err) {
       console.warn("loading the stored result", err);
     }
-    // Ready once the mode's own stylesheet has loaded too: until then its view is unstyled.
+    // Ready once the mode's own stylesheet has loaded too (until then its view is unstyled), and
+    // the page has done what the run's end asks of it (the conversation's title fetched): the
+    // view then reads as the run reopened would.
     await ui.stylesheetsLoaded();
+    if (this.onEnded) {
+      try {
+        await this.onEnded(this);
+      } catch (err) {
+        console.warn("after the run ended", err);
+      }
+    }
     this.el.dataset.ready = "true";
-    if (this.onEnded) this.onEnded(this);
   }
 
   /**

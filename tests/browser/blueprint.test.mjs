@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { openPage, waitRunReady, runText, screenshot, skip, useServer, api, startRest } from "./harness.mjs";
 
 let server, base, browser;
-useServer({ latencyMs: 600 }, (env) => ({ server, base, browser } = env));
+useServer({ latencyMs: 1000 }, (env) => ({ server, base, browser } = env));
 
 async function detail(id) {
   const res = await api(`${base}/api/deliberations/${encodeURIComponent(id)}`);
@@ -32,8 +32,12 @@ test("a blueprint from the form shows the document first, the outline and every 
   const id = decodeURIComponent(page.url().split("#/run/")[1]);
   // Live: the outline lists the sections, and they are all being written at once.
   await page.waitForSelector(".bp-plan .bp-plan-item", { timeout: 30000 });
-  await page.waitForFunction(() => document.querySelectorAll('section[data-section="sections"] .model-card').length >= 6, null, { timeout: 30000 });
-  const running = await page.$$eval('section[data-section="sections"] .model-card .chip-call.running', (n) => n.length);
+  // Watched in the page itself (a poll from here can miss the moment on a busy machine).
+  const running = await page.waitForFunction(() => {
+    const cards = document.querySelectorAll('section[data-section="sections"] .model-card');
+    const now = document.querySelectorAll('section[data-section="sections"] .model-card .chip-call.running').length;
+    return cards.length >= 6 && now >= 2 && now;
+  }, null, { timeout: 30000 }).then((h) => h.jsonValue()).catch(() => 0);
   assert.ok(running >= 2, `several sections are written at once (${running} running)`);
   const streaming = await page.$$eval('section[data-section="sections"] .model-card .model', (n) => n.map((x) => x.textContent));
   assert.ok(streaming.every((t) => /^Section \d+ · /.test(t)), `each card is named after its section: ${streaming}`);

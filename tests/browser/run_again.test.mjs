@@ -89,7 +89,10 @@ test("a live run keeps a status bar in view at the bottom; on a phone its questi
     assert.ok(seen.tall && seen.scrolled > 0, `the page scrolled; ${about}`);
     // Just below the one-row header, inside the screen: where the run is, the time, Cancel.
     assert.ok(seen.barTop >= seen.topbarBottom - 1 && seen.barTop <= seen.topbarBottom + 2 && seen.barBottom <= viewport.height, `bar in view; ${about}`);
-    assert.match(seen.barText, /[0-6] of 6 models done/, about);
+    // Where the run is: its stage, and in a stage of six members how many are done (on a busy
+    // machine the run may be at its one-model synthesis by the time the page is measured).
+    assert.match(seen.barText, /Stage [1-3] · /, about);
+    if (!/Stage 3 · /.test(seen.barText)) assert.match(seen.barText, /[0-6] of 6 models done/, about);
     assert.match(seen.barText, /\d+s/, about);
     assert.equal(await page.isVisible(`${article} .run-live-bar button.live-cancel`), true, `${where}: Cancel within reach`);
     assert.ok(seen.sideways <= 1, `no sideways scroll; ${about}`);
