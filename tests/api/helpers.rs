@@ -75,6 +75,8 @@ pub struct Options {
     pub sim_context_tokens: Option<u32>,
     /// Size limits of attached files (`[attachments]`).
     pub attachments: conclave::attachments::Limits,
+    /// Output caps by mode and role (`[max_tokens]`).
+    pub max_tokens: conclave::providers::OutputCaps,
 }
 
 impl Default for Options {
@@ -100,6 +102,7 @@ impl Default for Options {
             structured: StructuredOutput::Off,
             sim_context_tokens: None,
             attachments: Default::default(),
+            max_tokens: Default::default(),
         }
     }
 }
@@ -165,6 +168,7 @@ pub async fn spawn_with(opts: Options) -> TestApp {
     config.clock = opts.clock.clone();
     config.token_flush = Duration::from_millis(20);
     config.attachments = opts.attachments;
+    config.max_tokens = opts.max_tokens.clone();
     // Failing sim models answer 503, which is retried: keep the backoff short in tests.
     config.retry.base_delay = Duration::from_millis(20);
     let mut sim_stats = None;

@@ -9,7 +9,7 @@
 //! (`http://127.0.0.1:8093/v1`), and are skipped with a printed reason otherwise;
 //! `CONCLAVE_REQUIRE_REAL_MODEL=1` (set by `.ci/run`) makes a missing server a failure.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use conclave::modes::reading::answer_text;
 use serde_json::{json, Value};
@@ -75,9 +75,41 @@ async fn app_for(url: &str, asked: Asked) -> TestApp {
          max_tokens = {max_tokens}\nstructured_output = \"{structured}\"\n"
     ))
     .expect("route");
-    spawn_with(Options { stage_timeout_ms: 600_000, routes: vec![route], ..Options::default() })
-        .await
+    // The calls whose prose a person reads and no machine does (the sections, syntheses and
+    // reports) are capped as in a text run: asked for JSON or not they write the same prose,
+    // which a 135M model runs on to whatever cap it is given. Read from a `[max_tokens]` table,
+    // as a user's file would give it (a role it does not know is refused).
+    let caps: String = PROSE_ROLES.iter().map(|r| format!("\"{r}\" = 256\n")).collect();
+    let file: conclave::config::FileConfig =
+        toml::from_str(&format!("[max_tokens]\n{caps}")).expect("[max_tokens]");
+    let caps = conclave::config::Config::from_parts(file, &Default::default(), None, None, None)
+        .expect("the caps name the modes' roles")
+        .max_tokens;
+    spawn_with(Options {
+        stage_timeout_ms: 600_000,
+        routes: vec![route],
+        max_tokens: caps,
+        ..Options::default()
+    })
+    .await
 }
+
+/// The roles (`mode.role`) whose replies are prose no reader reads: the output cap keys
+/// (`[max_tokens]`) a JSON run gives the text runs' cap.
+const PROSE_ROLES: &[&str] = &[
+    "blueprint.author",
+    "blueprint.assembler",
+    "brainstorm.refiner",
+    "chain.drafter",
+    "chain.improver",
+    "confidence_weighted.synthesizer",
+    "council.chairman",
+    "decompose.assembler",
+    "fact_check.reporter",
+    "peer_review.consolidator",
+    "red_team.synthesizer",
+    "specialist_panel.synthesizer",
+];
 
 /// Runs a request over the WebSocket; answers the stored run, its events and its stage rows.
 async fn run(app: &TestApp, request: Value) -> (Value, Vec<Value>, Vec<Value>) {
@@ -120,7 +152,14 @@ async fn both(url: &str, mode: &str, request: Value, text_failures: &[&str]) -> 
     let mut out = Vec::new();
     for asked in [Asked::Json, Asked::Text] {
         let app = app_for(url, asked).await;
+        let began = Instant::now();
         let (stored, events, stages) = run(&app, request.clone()).await;
+        // How long the run took, so that a slow CI phase says which mode its time went to.
+        eprintln!(
+            "real model, {mode} ({}): ran in {:.1} s",
+            asked.word(),
+            began.elapsed().as_secs_f64()
+        );
         let reads = Reads::of(&events, &stages);
         check_run(mode, asked, &stored, &events, &stages, reads, text_failures);
         app.stop().await;
@@ -232,6 +271,20 @@ fn check_run(
         let m = e["data"]["error"]["message"].as_str().unwrap_or("");
         assert!(!m.contains("context size"), "{mode}: a prompt overflowed its context: {m}");
     }
+    // Each call's completion tokens, so that a slow run says which of its calls wrote the most.
+    let written: Vec<String> = events
+        .iter()
+        .filter(|e| e["event"] == "call_complete" && e["data"]["ok"] == true)
+        .map(|e| {
+            let d = &e["data"];
+            format!("{} {}", d["key"].as_str().unwrap_or("?"), d["usage"]["completionTokens"])
+        })
+        .collect();
+    eprintln!(
+        "real model, {mode} ({}): tokens written by call: {}",
+        asked.word(),
+        written.join(", ")
+    );
     let fitted = events.iter().filter(|e| e["event"] == "prompt_fitted").count();
     let calls = events.iter().filter(|e| e["event"] == "call_complete").count();
     eprintln!(
