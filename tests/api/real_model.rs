@@ -249,20 +249,23 @@ fn check_run(
         assert_eq!(p.as_bool(), Some(failed > 0), "{mode}: {}", stored["result"]);
     }
     // Every call that answered reports its tokens, and the run's totals are their sums.
+    // Each answered call's completion tokens are also listed, so that a slow run says which of
+    // its calls wrote the most.
     let (mut prompt, mut completion) = (0u64, 0u64);
-    let mut answered = 0;
+    let mut written = Vec::new();
     for e in events.iter().filter(|e| e["event"] == "call_complete") {
         let d = &e["data"];
         if d["ok"] == true {
-            answered += 1;
             let u = &d["usage"];
             let p = u["promptTokens"].as_u64().unwrap_or(0);
             let c = u["completionTokens"].as_u64().unwrap_or(0);
             assert!(p > 0 && c > 0, "{mode}: call {} recorded no tokens: {d}", d["key"]);
             prompt += p;
             completion += c;
+            written.push(format!("{} {c}", d["key"].as_str().unwrap_or("?")));
         }
     }
+    let answered = written.len();
     assert!(answered > 0, "{mode}: no call answered");
     assert_eq!(stored["usage"]["promptTokens"].as_u64(), Some(prompt), "{mode}");
     assert_eq!(stored["usage"]["completionTokens"].as_u64(), Some(completion), "{mode}");
@@ -271,15 +274,6 @@ fn check_run(
         let m = e["data"]["error"]["message"].as_str().unwrap_or("");
         assert!(!m.contains("context size"), "{mode}: a prompt overflowed its context: {m}");
     }
-    // Each call's completion tokens, so that a slow run says which of its calls wrote the most.
-    let written: Vec<String> = events
-        .iter()
-        .filter(|e| e["event"] == "call_complete" && e["data"]["ok"] == true)
-        .map(|e| {
-            let d = &e["data"];
-            format!("{} {}", d["key"].as_str().unwrap_or("?"), d["usage"]["completionTokens"])
-        })
-        .collect();
     eprintln!(
         "real model, {mode} ({}): tokens written by call: {}",
         asked.word(),

@@ -16,8 +16,8 @@
 //! - Structured replies: a respondent whose route takes structured output is asked for
 //!   `confidence_weighted_answer` (its reasoning, answer, confidence from 0 to 1 and what it is
 //!   sure of) instead of the `RESPONSE:` format. Its answer holds at least one character, so a
-//!   server held to the schema cannot leave it empty. A JSON confidence has no scale to read, so it
-//!   is held to 0-1: one outside it does not fit, and the reply goes to the text reader. The
+//!   server held to the schema cannot leave it empty. A JSON confidence has no scale to read, so
+//!   it is held to 0-1: one outside it does not fit, and the reply goes to the text reader. The
 //!   answer says where its confidence was read from (`readFrom`), none when none was stated.
 //!   The synthesis is text a person reads.
 
