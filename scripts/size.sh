@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The size figures issue 29 judges the tree by, measured the same way every time:
-#   - the non-test lines of src/modes/ (test files, the test kit and inline test modules left
+#   - the non-test lines of src/modes/ (test files, modules declared under `#[cfg(test)]` such as
+#     the test kit and the golden recordings, and inline test modules left
 #     out; a `#[cfg(test)] mod x;` declaration is one test line, not the end of the file),
 #   - the `json!` lines among them,
 #   - the non-test source files of src/ over 900 lines.
@@ -12,13 +13,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Prints a Rust file's non-test lines: everything but `*tests.rs`/`testkit.rs` files,
+# Prints a Rust file's non-test lines: everything but `*tests.rs` files and test-only modules,
 # `#[cfg(test)]` with the item after it when that item is one line (`mod tests;`), and an
 # inline `#[cfg(test)] mod … {` to the end of the file (the project keeps those last).
 non_test() {
   case "$1" in
-    *tests.rs | */testkit.rs) return ;;
+    *tests.rs) return ;;
   esac
+  if grep -qxF "$1" <<<"$test_only"; then return; fi
   awk '
     skip_next { skip_next = 0; if ($0 ~ /^[[:space:]]*(pub(\([a-z]+\))? )?mod [a-z_0-9]+;/) next }
     /^[[:space:]]*#\[cfg\(test\)\][[:space:]]*$/ { skip_next = 1; held = $0; next }
@@ -26,6 +28,22 @@ non_test() {
     { held = ""; print }
   ' "$1"
 }
+
+# The files of the modules declared under `#[cfg(test)]` (`mod golden;` is `golden.rs` or
+# `golden/mod.rs` beside the declaring file): test code wherever it is named.
+test_only=$(find src -name '*.rs' -print0 | xargs -0 awk '
+  /^[[:space:]]*#\[cfg\(test\)\][[:space:]]*$/ { held = 1; next }
+  held && match($0, /^[[:space:]]*(pub(\([a-z]+\))? )?mod [a-z_0-9]+;/) {
+    name = $0; sub(/^.*mod /, "", name); sub(/;.*$/, "", name)
+    dir = FILENAME; sub(/[^\/]*$/, "", dir)
+    base = FILENAME; sub(/^.*\//, "", base)
+    if (base != "mod.rs" && base != "lib.rs" && base != "main.rs") {
+      stem = base; sub(/\.rs$/, "", stem); dir = dir stem "/"
+    }
+    print dir name ".rs"; print dir name "/mod.rs"
+  }
+  { held = 0 }
+')
 
 total=0
 json=0
