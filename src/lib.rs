@@ -20,6 +20,18 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+/// A regex compiled once, on first use, where it is written: `regex!(r"…")`, or
+/// `regex!(format!(…))` for a pattern built from constants. Every module below sees it.
+macro_rules! regex {
+    ($pattern:expr $(,)?) => {{
+        static RE: ::std::sync::OnceLock<::regex::Regex> = ::std::sync::OnceLock::new();
+        RE.get_or_init(|| {
+            ::regex::Regex::new(::std::convert::AsRef::<str>::as_ref(&$pattern))
+                .unwrap_or_else(|e| unreachable!("a pattern of the source: {e}"))
+        })
+    }};
+}
+
 pub mod app;
 pub mod attachments;
 pub mod bench;

@@ -150,10 +150,7 @@ pub fn redact_url_in(text: &str, url: &str) -> String {
 /// `shr_…` share tokens, the underscore percent-encoded too) cut to its prefix: for whatever
 /// the server logs of a request (a path, an id it was given, an error quoting either).
 pub fn redact_tokens(text: &str) -> std::borrow::Cow<'_, str> {
-    static TOKEN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = TOKEN.get_or_init(|| {
-        regex::Regex::new(r"(?i)(cnv|shr)(?:_|%5f)[0-9a-z]+").unwrap_or_else(|_| unreachable!())
-    });
+    let re = regex!(r"(?i)(cnv|shr)(?:_|%5f)[0-9a-z]+");
     re.replace_all(text, |c: &regex::Captures| format!("{}_{REDACTED}", &c[1]))
 }
 
@@ -165,14 +162,10 @@ const SECRET_KEY_WORDS: &[&str] =
 /// The values of `source` (a configuration file's text, which may not parse) given to keys
 /// that name a secret, as written: quoted or bare, an unclosed quote running to the line's end.
 fn secret_values(source: &str) -> Vec<&str> {
-    static ASSIGN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = ASSIGN.get_or_init(|| {
-        regex::Regex::new(
-            r#"([A-Za-z0-9_\-]+)["']?\s*=[ 	]*([^
-]*)"#,
-        )
-        .unwrap_or_else(|_| unreachable!())
-    });
+    let re = regex!(
+        r#"([A-Za-z0-9_\-]+)["']?\s*=[ 	]*([^
+]*)"#
+    );
     let mut found = Vec::new();
     for c in re.captures_iter(source) {
         let key = c[1].to_ascii_lowercase();
@@ -200,14 +193,10 @@ fn secret_values(source: &str) -> Vec<&str> {
 /// secret left in it: URL passwords, Conclave tokens, and every value `source` gives a key that
 /// names a secret (`api_key = "sk-…"`), wherever the message quotes it.
 pub fn redact_config_text(message: &str, source: &str) -> String {
-    static KEY_SHAPED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     // Keys in their providers' shapes, wherever they were put (`latency_ms = "sk-…"`).
-    let key_shaped = KEY_SHAPED.get_or_init(|| {
-        regex::Regex::new(
-            r"\b(?:(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}|(?:hf|gh[pousr])_[A-Za-z0-9]{16,}|AKIA[0-9A-Z]{16})",
-        )
-        .unwrap_or_else(|_| unreachable!())
-    });
+    let key_shaped = regex!(
+        r"\b(?:(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}|(?:hf|gh[pousr])_[A-Za-z0-9]{16,}|AKIA[0-9A-Z]{16})"
+    );
     let out = redact_tokens(&redact_urls(message)).into_owned();
     let mut out = key_shaped.replace_all(&out, REDACTED).into_owned();
     let mut values = secret_values(source);

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::questions::{Kind, Question};
 use crate::modes::numbers::{read_stated, Lead};
-use crate::modes::reading::{declines, re, split_reasoning, unmark, Unparsed};
+use crate::modes::reading::{declines, split_reasoning, unmark, Unparsed};
 use crate::modes::stated::{last_stated, Labels};
 
 /// How one reply was graded.
@@ -69,16 +69,13 @@ impl Graded {
 
 fn final_line_re() -> &'static Regex {
     // `Final answer: 42`, `**ANSWER:** B`, `The final answer is 42`, `Answer = 7`.
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(
-        &RE,
-        r"(?im)^[ \t>#*_\-]*(?:the[ \t]+)?(?:final[ \t]+answer|answer)[ \t*_]*(?:(?:is|[:：=])[ \t*_]*)+(.*)$",
+    regex!(
+        r"(?im)^[ \t>#*_\-]*(?:the[ \t]+)?(?:final[ \t]+answer|answer)[ \t*_]*(?:(?:is|[:：=])[ \t*_]*)+(.*)$"
     )
 }
 
 fn boxed_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"\\boxed\{([^{}]*)\}")
+    regex!(r"\\boxed\{([^{}]*)\}")
 }
 
 /// The most characters a reply may have to be read as nothing but its answer.
@@ -196,8 +193,7 @@ fn canonical(value: &str, kind: &Kind) -> Result<String, Unparsed> {
 
 /// How many different numbers a stated value writes (`1,131` is one, `391 or 392` two).
 fn numbers_in(value: &str) -> usize {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let number = re(&RE, r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?");
+    let number = regex!(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?");
     let mut seen: Vec<String> =
         number.find_iter(value).map(|m| m.as_str().replace(',', "")).collect();
     seen.sort();
@@ -216,13 +212,11 @@ pub fn number_text(v: f64) -> String {
 
 fn letter_re() -> &'static Regex {
     // `B`, `(B)`, `B)`, `B.`, `B: Paris`, `Option B`, `b` alone.
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"^(?i:option|choice|letter)?[ \t]*[(\[]?([A-Za-z])(?:[)\].:,]|[ \t]|$)")
+    regex!(r"^(?i:option|choice|letter)?[ \t]*[(\[]?([A-Za-z])(?:[)\].:,]|[ \t]|$)")
 }
 
 fn another_letter_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"(?i)(?:\bor\b|\band\b|/|,)[ \t]*[(\[]?[A-Z]\b[)\]]?")
+    regex!(r"(?i)(?:\bor\b|\band\b|/|,)[ \t]*[(\[]?[A-Z]\b[)\]]?")
 }
 
 /// The letter a choice answer names. A lower-case letter counts only alone (`b`, `(b)`): in

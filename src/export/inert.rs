@@ -91,19 +91,12 @@ fn escape_line(line: &str, spans: bool, out: &mut String) -> bool {
 /// Text outside code: `<` as `&lt;` (no tag, comment or autolink is left), and a link to a
 /// `javascript:`, `vbscript:` or `data:` address left as the text it was written as.
 fn inert_text(text: &str, out: &mut String) {
-    static LINK: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    static DEFINITION: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     const SCHEMES: &str = r"\s*(?:&lt;)?\s*(?:javascript|vbscript|data):";
-    let link = LINK.get_or_init(|| regex(&format!(r"(?i)\]\(({SCHEMES})")));
-    let definition =
-        DEFINITION.get_or_init(|| regex(&format!(r"(?i)^([\s>]*)\[([^\]]*\]:{SCHEMES})")));
+    let link = regex!(format!(r"(?i)\]\(({SCHEMES})"));
+    let definition = regex!(format!(r"(?i)^([\s>]*)\[([^\]]*\]:{SCHEMES})"));
     let text = text.replace('<', "&lt;");
     let text = link.replace_all(&text, "]\\($1");
     out.push_str(&definition.replace_all(&text, "$1\\[$2"));
-}
-
-fn regex(pattern: &str) -> regex::Regex {
-    regex::Regex::new(pattern).unwrap_or_else(|_| unreachable!())
 }
 
 /// Where the run of exactly `n` backticks that closes a span ends in `text`, if any.

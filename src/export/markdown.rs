@@ -585,16 +585,11 @@ const SHORT_LABELS: &[&str] = &["TYPE", "TASK", "VOTE", "RANK", "NAME", "ROLE", 
 /// headed by the label in words (`**Estimate:** ~63`), labels run together on one line split
 /// apart. Fenced and indented code, prose and labels mid-sentence stay as written.
 fn labelled_lines(text: &str) -> String {
-    static LINE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    static SPLIT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let line_re = crate::modes::reading::re(
-        &LINE,
-        r"^(\s*)(?:\*\*|__)?([A-Z]+(?:[ _][A-Z]+){0,4})(?:\*\*|__)?\s*:(?:\*\*|__)?[ \t]*(.*)$",
+    let line_re = regex!(
+        r"^(\s*)(?:\*\*|__)?([A-Z]+(?:[ _][A-Z]+){0,4})(?:\*\*|__)?\s*:(?:\*\*|__)?[ \t]*(.*)$"
     );
-    let split_re = crate::modes::reading::re(
-        &SPLIT,
-        &format!(r"\s+(?:\*\*)?(?:{})(?:\*\*)?\s*:", SHARED_LINE_LABELS.join("|")),
-    );
+    let split_re =
+        regex!(format!(r"\s+(?:\*\*)?(?:{})(?:\*\*)?\s*:", SHARED_LINE_LABELS.join("|")));
     let is_label = |key: &str| {
         key.len() >= 5 || SHORT_LABELS.contains(&key) || SHARED_LINE_LABELS.contains(&key)
     };

@@ -639,18 +639,14 @@ fn words(s: &str) -> Vec<String> {
 }
 
 fn hedge_re() -> &'static regex::Regex {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    RE.get_or_init(|| {
-        regex::Regex::new(
-            r"(?ix)\b(?:unknown|unclear|uncertain|unsure|undetermined|n/a|none|tbd|
+    regex!(
+        r"(?ix)\b(?:unknown|unclear|uncertain|unsure|undetermined|n/a|none|tbd|
             not\s+(?:sure|known|available|possible|applicable|clear|certain|enough)|
             no\s+(?:idea|data|estimate|answer|number|way|reliable)|
             cannot|can't|can’t|unable|impossible|insufficient|hard\s+to\s+(?:say|tell)|
             don't\s+know|do\s+not\s+know|inconnu|desconocido|unbekannt|sconosciuto|desconhecido)\b
-            |\?",
-        )
-        .unwrap_or_else(|_| unreachable!())
-    })
+            |\?"
+    )
 }
 
 /// `v` times a power of ten, rounded as the decimal written would be (`2.03` × 10⁶ is
@@ -688,17 +684,13 @@ fn hedges(text: &str) -> bool {
 }
 
 fn likely_re() -> &'static regex::Regex {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    RE.get_or_init(|| {
-        regex::Regex::new(
-            r"(?ix)\b(?:most\s+likely|likeliest|most\s+probabl[ey]|best\s+(?:estimate|guess)|
+    regex!(
+        r"(?ix)\b(?:most\s+likely|likeliest|most\s+probabl[ey]|best\s+(?:estimate|guess)|
             point\s+estimate|central\s+estimate|median\s+estimate|expected\s+value|
             más\s+probable|plus\s+probable|am\s+wahrscheinlichsten|più\s+probabile|mais\s+provável)
             (?:\s+(?:value|figure|number))?
-            (?:\s*(?:[:=≈~(]|is|of|at|would\s+be|around|about|roughly|approximately))*",
-        )
-        .unwrap_or_else(|_| unreachable!())
-    })
+            (?:\s*(?:[:=≈~(]|is|of|at|would\s+be|around|about|roughly|approximately))*"
+    )
 }
 
 /// Only hedging words and markup stand in `lead`.

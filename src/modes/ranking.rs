@@ -33,7 +33,7 @@
 //! ranking weighs the same. A label's average rank is the mean of its positions.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -72,53 +72,40 @@ impl ReadRanking {
     }
 }
 
-fn compile(pattern: &str) -> Regex {
-    Regex::new(pattern).unwrap_or_else(|_| unreachable!())
-}
-
 /// A label in any of the languages a final section may be written in: `Response C`,
 /// `Réponse C`, `Respuesta C`, `Resposta C`, `Risposta C`, `Antwort C`. Letters must end at a
 /// word boundary, so `Response AB` is never read as `Response A`.
 fn label_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        compile(
-            r"(?i)\b(?:response|r[ée]ponse|respuesta|resposta|risposta|antwort)[\s*_]+([a-z]{1,3})\b",
-        )
-    })
+    regex!(
+        r"(?i)\b(?:response|r[ée]ponse|respuesta|resposta|risposta|antwort)[\s*_]+([a-z]{1,3})\b"
+    )
 }
 
 /// Ranking headers. `final ranking` (and its translations, which all say "final") may stand
 /// anywhere; a bare `Ranking:` / `My ranking:` only at the start of a line.
 fn header_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
+    regex!({
         let s = r"[\s*_]+";
-        compile(&format!(
+        format!(
             r"(?im)(?:final{s}ranking|ranking{s}final[e]?|finales{s}ranking|classement{s}final|clasificaci[oó]n{s}final|classifica{s}finale|classifica[cç][aã]o{s}final|endg[uü]ltige{s}(?:rangfolge|reihenfolge|rangliste)|^[\s>#*_-]*(?:(?:my|overall|the){s})?(?:ranking|rangfolge|classement|clasificaci[oó]n|classifica)){s2}:",
             s2 = r"[\s*_]*"
-        ))
+        )
     })
 }
 
 /// The start of a numbered item: `1.`, `2)`, `**3.**`, `#1:`, `4 -`, at a line start or after
 /// a space (a whole list on one line).
 fn item_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| compile(r"(?m)(?:^|[\s(])[>*_#-]*\s*[*_]*#?(\d{1,2})[*_]*\s*[.):\]]"))
+    regex!(r"(?m)(?:^|[\s(])[>*_#-]*\s*[*_]*#?(\d{1,2})[*_]*\s*[.):\]]")
 }
 
 /// What may stand between two labels that share a place.
 fn tie_joint_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| compile(r"(?i)^[\s*_]*(?:=+|&|and|et|y|und|e|/|\+)[\s*_]*$"))
+    regex!(r"(?i)^[\s*_]*(?:=+|&|and|et|y|und|e|/|\+)[\s*_]*$")
 }
 
 fn tie_word_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        compile(r"(?i)\b(?:tie|tied|ties|equal|equally|ex[\s-]?aequo|empate|gleich)\b|=")
-    })
+    regex!(r"(?i)\b(?:tie|tied|ties|equal|equally|ex[\s-]?aequo|empate|gleich)\b|=")
 }
 
 /// One label mention: where it stands and its canonical form (`Response C`), if it is one
@@ -227,12 +214,9 @@ fn numbered_items(section: &str) -> Vec<(u32, &str)> {
 /// An item that says only that its label is tied (`1. Response A (tie)`, `2. Response C -
 /// tied for second`): what it holds besides its label.
 fn tie_mark_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        compile(
-            r"(?i)^[\s*_.:,;(\[–—-]*(?:tie|tied|joint|ex[\s-]?aequo|equal)(?:\s+(?:for|at|in)(?:\s+\w+){1,2})?[\s*_.:)\]]*$",
-        )
-    })
+    regex!(
+        r"(?i)^[\s*_.:,;(\[–—-]*(?:tie|tied|joint|ex[\s-]?aequo|equal)(?:\s+(?:for|at|in)(?:\s+\w+){1,2})?[\s*_.:)\]]*$"
+    )
 }
 
 /// The item says its one label is tied, and with whom is left to the items around it.
@@ -294,8 +278,7 @@ fn from_items(items: &[(u32, &str)], labels: &[String]) -> Result<Places, Unpars
 /// An item that is a bare label letter (`1. C`, `2. **A**`, `3. B - short but right`), the
 /// letter in capitals and alone or before a colon or a dash.
 fn bare_item(body: &str, labels: &[String]) -> Option<String> {
-    static BARE: OnceLock<Regex> = OnceLock::new();
-    let re = reading::re(&BARE, r"^[\s*_]*([A-Z]{1,3})[\s*_]*(?:$|[.:]\s|[.:]?$|\s[-–—]\s)");
+    let re = regex!(r"^[\s*_]*([A-Z]{1,3})[\s*_]*(?:$|[.:]\s|[.:]?$|\s[-–—]\s)");
     let l = format!("Response {}", re.captures(body)?.get(1)?.as_str());
     labels.contains(&l).then_some(l)
 }

@@ -7,7 +7,6 @@
 //! and shown. A mention is never a vote.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -29,18 +28,11 @@ pub struct Split<'a> {
 const TAGS: [&str; 3] = ["think", "thinking", "reasoning"];
 
 fn open_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(&format!(r"(?i)<({})\s*>", TAGS.join("|"))).unwrap_or_else(|_| unreachable!())
-    })
+    regex!(format!(r"(?i)<({})\s*>", TAGS.join("|")))
 }
 
 fn close_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(&format!(r"(?i)</\s*({})\s*>", TAGS.join("|")))
-            .unwrap_or_else(|_| unreachable!())
-    })
+    regex!(format!(r"(?i)</\s*({})\s*>", TAGS.join("|")))
 }
 
 /// Splits a reply into reasoning and answer.
@@ -245,10 +237,8 @@ impl Unparsed {
 }
 
 fn decline_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(
-            r"(?ix)
+    regex!(
+        r"(?ix)
             \bI\s*(?:'m|\s+am)\s+(?:not\s+able|unable|not\s+comfortable|not\s+in\s+a\s+position)\s+to\b
             | \bI\s+(?:can(?:not|'t|’t)|can\s+not|won(?:'t|’t)|will\s+not|must\s+decline|decline|refuse|have\s+to\s+decline)\b
             | \bI\s+(?:abstain|pass)\b
@@ -256,10 +246,8 @@ fn decline_re() -> &'static Regex {
             | \b(?:abstain(?:ing)?|no\s+vote|no\s+ranking|no\s+verdict|no\s+estimate)\b
             | \bunable\s+to\s+(?:rank|vote|decide|choose|estimate|judge|evaluate|assess|determine|answer)\b
             | \bnot\s+possible\s+to\s+(?:rank|vote|decide|choose|estimate|judge|determine)\b
-            ",
-        )
-        .unwrap_or_else(|_| unreachable!())
-    })
+            "
+    )
 }
 
 /// The text says the model declines (refuses, abstains, cannot answer). Only a hint for
@@ -431,11 +419,7 @@ pub fn json_field(text: &str, keys: &[&str]) -> Option<Value> {
 /// (`<1-5>`, `<a number from 0.0 to 1.0>`, `[score]`) or a range (`3-4`, `0.6 to 0.8`,
 /// `5-6 hours`). A reader takes neither's first number as the value.
 pub fn no_single_value(text: &str) -> bool {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(
-        &RE,
-        r"(?i)^[\s*_`'\x22]*(?:<[^>]*>?|\[[^\]]*[a-z][^\]]*\]|\d+(?:[.,]\d+)?\s*%?\s*(?:[-–—]|to\b)\s*\d)",
-    )
+    regex!(r"(?i)^[\s*_`'\x22]*(?:<[^>]*>?|\[[^\]]*[a-z][^\]]*\]|\d+(?:[.,]\d+)?\s*%?\s*(?:[-–—]|to\b)\s*\d)")
     .is_match(text)
 }
 
@@ -471,14 +455,6 @@ pub fn echoed_placeholder(value: &str) -> bool {
         ]
         .iter()
         .any(|w| lower.contains(w))
-}
-
-/// A regex compiled once into `cell` (the patterns are the modes' own constants).
-pub fn re(
-    cell: &'static std::sync::OnceLock<regex::Regex>,
-    pattern: &str,
-) -> &'static regex::Regex {
-    cell.get_or_init(|| regex::Regex::new(pattern).unwrap_or_else(|_| unreachable!()))
 }
 
 /// The text between the first `start` marker and the next `end` after it, trimmed ("" when

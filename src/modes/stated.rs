@@ -14,8 +14,6 @@
 //! The last stated value wins: a model quoting a template or the content before its own
 //! answer is read by its answer.
 
-use std::sync::OnceLock;
-
 use regex::Regex;
 
 /// A value stated in a text, and the byte offset just after it.
@@ -51,40 +49,25 @@ impl Labels {
 }
 
 fn negation_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(
-            r"(?i)\b(?:no|not|never|cannot|can\s+not|without|neither|nor|if|whether|unless|would|could|should|might|may|ni|non|pas|ne|sans|nicht|kein\w*|weder|ohne|não|nao|nem|sin|senza|se|si|wenn|ob|falls)\b|n['’]t\b",
-        )
-        .unwrap_or_else(|_| unreachable!())
-    })
+    regex!(
+        r"(?i)\b(?:no|not|never|cannot|can\s+not|without|neither|nor|if|whether|unless|would|could|should|might|may|ni|non|pas|ne|sans|nicht|kein\w*|weder|ohne|não|nao|nem|sin|senza|se|si|wenn|ob|falls)\b|n['’]t\b"
+    )
 }
 
 fn alternative_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(
-            r#"(?i)^(?:\||/|,|;|\bor\b|\bnor\b|\band\b|\bvs\b\.?|\bversus\b|\bo\b|\bou\b|\boder\b|\by\b|\bet\b|\bund\b|\be\b|\bni\b|\bnoch\b)[ \t*_\["'`]*(\p{L}+)"#,
-        )
-        .unwrap_or_else(|_| unreachable!())
-    })
+    regex!(
+        r#"(?i)^(?:\||/|,|;|\bor\b|\bnor\b|\band\b|\bvs\b\.?|\bversus\b|\bo\b|\bou\b|\boder\b|\by\b|\bet\b|\bund\b|\be\b|\bni\b|\bnoch\b)[ \t*_\["'`]*(\p{L}+)"#
+    )
 }
 
 fn hedge_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(
-            r"(?i)^(?:\?|(?:would|could|might|may|should|is|isn['’]t|was|seems?|if|unless|when|whether|only|not|maybe|perhaps|probably|possibly)\b)",
-        )
-        .unwrap_or_else(|_| unreachable!())
-    })
+    regex!(
+        r"(?i)^(?:\?|(?:would|could|might|may|should|is|isn['’]t|was|seems?|if|unless|when|whether|only|not|maybe|perhaps|probably|possibly)\b)"
+    )
 }
 
 fn lone_word_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r#"^[ \t>*_\["'`]*(\p{L}+)[ \t*_\]"'`.!]*$"#).unwrap_or_else(|_| unreachable!())
-    })
+    regex!(r#"^[ \t>*_\["'`]*(\p{L}+)[ \t*_\]"'`.!]*$"#)
 }
 
 /// The start of the sentence holding `at`: after the last line break or `.`, `!`, `?`, `;`.

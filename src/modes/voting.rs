@@ -2,7 +2,7 @@
 //! ties, and the alphabetical tie rule.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use regex::Regex;
 use schemars::JsonSchema;
@@ -91,37 +91,27 @@ pub fn read_vote_reply(
 }
 
 fn vote_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
     // `VOTE: Response B`, `**VOTE:** Response B`, `Vote: **Response B**`, `VOTE: B.`, and the
     // same headed in another language (`VOTO: Respuesta B`, `VOTE : Réponse B`, `STIMME: Antwort B`).
-    RE.get_or_init(|| {
-        Regex::new(
-            r"(?im)\b(?:vote|voto|stimme|votaci[oó]n|vota[cç][aã]o)[*_\s]*:[*_\s]*(?:(response|r[ée]ponse|respuesta|resposta|risposta|antwort)[*_\s]+)?([a-z]{1,2})\b([^\n]*)$",
-        )
-        .unwrap_or_else(|_| unreachable!())
-    })
+    regex!(
+        r"(?im)\b(?:vote|voto|stimme|votaci[oó]n|vota[cç][aã]o)[*_\s]*:[*_\s]*(?:(response|r[ée]ponse|respuesta|resposta|risposta|antwort)[*_\s]+)?([a-z]{1,2})\b([^\n]*)$"
+    )
 }
 
 fn mention_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?i)\b(?:response|r[ée]ponse|respuesta|resposta|risposta|antwort)[*_\s]+([a-z]{1,2})\b")
-            .unwrap_or_else(|_| unreachable!())
-    })
+    regex!(
+        r"(?i)\b(?:response|r[ée]ponse|respuesta|resposta|risposta|antwort)[*_\s]+([a-z]{1,2})\b"
+    )
 }
 
 fn stated_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
     // A vote said in words: `My vote is Response B`, `I vote for Response B`, `I choose
     // Response B`, `The best response is Response B`, `Final answer: B`. Each phrase is
     // contiguous, so `I can't choose…` or `I would not vote for…` never match. A bare label is
     // a capital letter standing alone (`I vote for B.`), so `I choose a…` is no vote.
-    RE.get_or_init(|| {
-        Regex::new(
-            r"(?i)\b(?:my\s+vote\s+(?:is|goes\s+to)|i\s+vote\s+for|i\s+choose|i\s+pick|i\s+select|the\s+best\s+response\s+is|(?:my\s+)?final\s+answer(?:\s+is)?\s*:?)[\s:*_-]*(?:(?:response|r[ée]ponse|respuesta)[*_\s]+([a-z]{1,2})\b|(?-i:([A-Z]{1,2}))\b(?:[\s*_.!)]*(?m:$)|[\s*_]*[.!,;]))",
-        )
-        .unwrap_or_else(|_| unreachable!())
-    })
+    regex!(
+        r"(?i)\b(?:my\s+vote\s+(?:is|goes\s+to)|i\s+vote\s+for|i\s+choose|i\s+pick|i\s+select|the\s+best\s+response\s+is|(?:my\s+)?final\s+answer(?:\s+is)?\s*:?)[\s:*_-]*(?:(?:response|r[ée]ponse|respuesta)[*_\s]+([a-z]{1,2})\b|(?-i:([A-Z]{1,2}))\b(?:[\s*_.!)]*(?m:$)|[\s*_]*[.!,;]))"
+    )
 }
 
 fn canonical(letters: &str) -> String {

@@ -23,8 +23,7 @@ impl Length {
 
     /// The one length a value names; None when it names none, or more than one.
     pub fn named_in(value: &str) -> Option<Length> {
-        static RE: OnceLock<Regex> = OnceLock::new();
-        let named: HashSet<String> = re(&RE, r"(?i)\b(short|medium|long)\b")
+        let named: HashSet<String> = regex!(r"(?i)\b(short|medium|long)\b")
             .find_iter(value)
             .map(|m| m.as_str().to_lowercase())
             .collect();
@@ -89,8 +88,7 @@ fn stated(value: &str) -> String {
 
 /// `SECTION <n>` followed by `:`, `.` or a dash: the number and the rest of the line.
 pub(super) fn section_heading(line: &str) -> Option<(u64, String)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let c = re(&RE, r"(?i)^section\s+#?\s*(\d{1,6})\s*(?:\*\*|__)?\s*[:.\-–—]\s*(.*)$")
+    let c = regex!(r"(?i)^section\s+#?\s*(\d{1,6})\s*(?:\*\*|__)?\s*[:.\-–—]\s*(.*)$")
         .captures(line)?;
     Some((c[1].parse().ok()?, stated(&c[2])))
 }
@@ -104,42 +102,35 @@ fn labelled<'a>(line: &'a str, labels: &Regex) -> Option<(String, &'a str)> {
 }
 
 fn section_field(line: &str) -> Option<(String, &str)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
     labelled(
         line,
-        re(
-            &RE,
-            r"(?i)^(description|key\s+topics|length|source\s+coverage)\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?",
+        regex!(
+            r"(?i)^(description|key\s+topics|length|source\s+coverage)\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?"
         ),
     )
 }
 
 fn summary_field(line: &str) -> Option<(String, &str)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
     labelled(
         line,
-        re(
-            &RE,
-            r"(?i)^(total\s+sections|estimated\s+total\s+length|key\s+themes)\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?",
+        regex!(
+            r"(?i)^(total\s+sections|estimated\s+total\s+length|key\s+themes)\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?"
         ),
     )
 }
 
 fn title_line(line: &str) -> Option<&str> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    labelled(line, re(&RE, r"(?i)^(document\s+title)\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?"))
+    labelled(line, regex!(r"(?i)^(document\s+title)\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?"))
         .map(|(_, v)| v)
 }
 
 fn is_summary_marker(line: &str) -> bool {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"(?i)^document\s+summary\s*(?:\*\*|__)?\s*:").is_match(line)
+    regex!(r"(?i)^document\s+summary\s*(?:\*\*|__)?\s*:").is_match(line)
 }
 
 /// A list line (`- x`, `* x`, `• x`, `1. x`, `2) x`): its item.
 fn list_item(raw: &str) -> Option<String> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let c = re(&RE, r"^\s*(?:[-*+•·]|\d{1,3}[.)])\s+(.*)$").captures(raw)?;
+    let c = regex!(r"^\s*(?:[-*+•·]|\d{1,3}[.)])\s+(.*)$").captures(raw)?;
     // Bold inside an item (`**Sync**: how edits merge`) is markup, not part of the topic.
     Some(stated(&c[1].replace("**", "").replace("__", "")))
 }
@@ -296,10 +287,9 @@ fn finish_outline(
             }
         })
         .collect();
-    static NUM: OnceLock<Regex> = OnceLock::new();
     let total_sections_stated = total
         .as_deref()
-        .and_then(|t| re(&NUM, r"^\D{0,20}?(\d{1,6})\b").captures(t))
+        .and_then(|t| regex!(r"^\D{0,20}?(\d{1,6})\b").captures(t))
         .and_then(|c| c[1].parse().ok());
     let title = title.filter(|t| !t.is_empty());
     OutlineReading {
@@ -519,8 +509,7 @@ pub fn topic_coverage(section: &str, topics: &[String]) -> (Vec<String>, Vec<Str
 
 /// Every `[TODO: …]` span of a document (up to its first `]`), its words only.
 pub fn todo_markers(document: &str) -> Vec<String> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"(?i)\[\s*todo\s*:([^\]]*)\]")
+    regex!(r"(?i)\[\s*todo\s*:([^\]]*)\]")
         .captures_iter(document)
         .map(|c| c[1].trim().to_string())
         .collect()

@@ -148,8 +148,7 @@ pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
         return Some(s);
     }
     if p.starts_with(SECTION_HEAD) {
-        static HEAD: OnceLock<Regex> = OnceLock::new();
-        let c = re(&HEAD, r"Write ONLY section (\d+): (.*)").captures(p)?;
+        let c = regex!(r"Write ONLY section (\d+): (.*)").captures(p)?;
         let (n, title) = (c[1].to_string(), c[2].trim_end_matches('.').to_string());
         let topics: Vec<String> = p
             .split_once("Key topics:\n")
@@ -190,15 +189,11 @@ pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
         return Some(s);
     }
     if p.starts_with(ASSEMBLY_HEAD) {
-        static TITLE: OnceLock<Regex> = OnceLock::new();
-        let title = re(&TITLE, r#"titled "(.*)"\."#)
-            .captures(p)
-            .map_or(String::new(), |c| c[1].to_string());
+        let title =
+            regex!(r#"titled "(.*)"\."#).captures(p).map_or(String::new(), |c| c[1].to_string());
         let body = between(p, SECTIONS_START, SECTIONS_END);
-        static SEC: OnceLock<Regex> = OnceLock::new();
-        let sec = re(
-            &SEC,
-            r"(?s)--- Section (\d+): (.*?) \(by [^\n]*\) ---\n(.*?)\n--- end of section \d+ ---",
+        let sec = regex!(
+            r"(?s)--- Section (\d+): (.*?) \(by [^\n]*\) ---\n(.*?)\n--- end of section \d+ ---"
         );
         let mut parts: Vec<(usize, String, String)> = sec
             .captures_iter(body)

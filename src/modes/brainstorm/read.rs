@@ -29,29 +29,22 @@ pub struct IdeaList {
 
 /// A numbered heading `<word> 3:` (also `#3`, then `:`, `.` or a dash): the number and the
 /// rest of the line (markup removed).
-fn numbered(
-    cell: &'static OnceLock<regex::Regex>,
-    word: &str,
-    line: &str,
-) -> Option<(u64, String)> {
-    let r = re(
-        cell,
-        &format!(
-            r"(?i)^{word}\s*(?:\*\*|__)?\s*#?\s*(\d{{1,6}})\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(.*))?$"
-        ),
-    );
+fn numbered(r: &Regex, line: &str) -> Option<(u64, String)> {
     let c = r.captures(line)?;
     Some((c[1].parse().ok()?, unmark(c.get(2).map_or("", |m| m.as_str()))))
 }
 
+/// The pattern of a numbered heading that starts with `word`.
+fn numbered_heading(word: &str) -> String {
+    format!(r"(?i)^{word}\s*(?:\*\*|__)?\s*#?\s*(\d{{1,6}})\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(.*))?$")
+}
+
 fn idea_heading(line: &str) -> Option<(u64, String)> {
-    static RE: OnceLock<regex::Regex> = OnceLock::new();
-    numbered(&RE, "idea", line)
+    numbered(regex!(numbered_heading("idea")), line)
 }
 
 fn cluster_heading(line: &str) -> Option<(u64, String)> {
-    static RE: OnceLock<regex::Regex> = OnceLock::new();
-    numbered(&RE, "cluster", line)
+    numbered(regex!(numbered_heading("cluster")), line)
 }
 
 /// A rule (`---`, `***`) or a line of markup only.
@@ -64,8 +57,7 @@ fn is_rule(line: &str) -> bool {
 /// one; its description is the lines after it up to the next heading. A title or a line that
 /// only echoes the prompt's placeholder (`<short title>`, `[Your idea]`) states nothing.
 pub fn read_ideas(reply: &str) -> IdeaList {
-    static DESC: OnceLock<regex::Regex> = OnceLock::new();
-    let desc_label = re(&DESC, r"(?i)^(?:description|desc)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?");
+    let desc_label = regex!(r"(?i)^(?:description|desc)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?");
     let text = answer_text(reply);
     let mut all: Vec<(String, Vec<String>)> = Vec::new();
     let mut open = false;
@@ -106,8 +98,7 @@ pub fn read_ideas(reply: &str) -> IdeaList {
 /// A promise as stated: exactly one of HIGH, MEDIUM, LOW; None for anything else (an echoed
 /// `HIGH|MEDIUM|LOW` states none).
 pub fn promise_of(value: &str) -> Option<&'static str> {
-    static RE: OnceLock<regex::Regex> = OnceLock::new();
-    let found: Vec<String> = re(&RE, r"(?i)\b(high|medium|low)\b")
+    let found: Vec<String> = regex!(r"(?i)\b(high|medium|low)\b")
         .find_iter(value)
         .map(|m| m.as_str().to_uppercase())
         .collect();
@@ -160,10 +151,8 @@ pub struct Clustering {
 }
 
 fn cluster_field(line: &str) -> Option<(String, &str)> {
-    static RE: OnceLock<regex::Regex> = OnceLock::new();
-    let r = re(
-        &RE,
-        r"(?i)^(theme|promise|ideas|clustering\s+summary)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?",
+    let r = regex!(
+        r"(?i)^(theme|promise|ideas|clustering\s+summary)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?"
     );
     let c = r.captures(line)?;
     let name = c.get(1)?.as_str().to_lowercase();
@@ -317,20 +306,16 @@ impl ClusterScore {
 
 /// A stated 1-5 value: half up, then clamped to 1-5. None for a template echoed back (`1-5`).
 fn dimension(block: &str, name: &str) -> Option<u8> {
-    static NOVELTY: OnceLock<regex::Regex> = OnceLock::new();
-    static FEASIBILITY: OnceLock<regex::Regex> = OnceLock::new();
-    static IMPACT: OnceLock<regex::Regex> = OnceLock::new();
-    let cell = match name {
-        "novelty" => &NOVELTY,
-        "feasibility" => &FEASIBILITY,
-        _ => &IMPACT,
-    };
-    let r = re(
-        cell,
-        &format!(
+    let pattern = || {
+        format!(
             r"(?i)\b{name}\b[*_ \t]*(?:\([^)\n]{{0,20}}\))?[*_ \t]*[=:：][*_ \t]*(-?\d{{1,3}}(?:\.\d+)?)(\s*(?:[-–]|to)\s*\d)?"
-        ),
-    );
+        )
+    };
+    let r = match name {
+        "novelty" => regex!(pattern()),
+        "feasibility" => regex!(pattern()),
+        _ => regex!(pattern()),
+    };
     let c = r.captures(block)?;
     if c.get(2).is_some() {
         return None;
@@ -343,9 +328,7 @@ fn dimension(block: &str, name: &str) -> Option<u8> {
 /// line to the next, the first Novelty, Feasibility and Impact values; a repeated number takes
 /// the last block; a cluster missing a dimension is unscored. In cluster order.
 pub fn read_scores(reply: &str, clusters: &[Cluster]) -> Vec<ClusterScore> {
-    static JUST: OnceLock<regex::Regex> = OnceLock::new();
-    let just =
-        re(&JUST, r"(?im)^[ \t>*_#-]*justification\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?(.*)$");
+    let just = regex!(r"(?im)^[ \t>*_#-]*justification\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?(.*)$");
     let text = answer_text(reply);
     let mut blocks: BTreeMap<u64, String> = BTreeMap::new();
     let mut current: Option<(u64, String)> = None;
@@ -382,8 +365,7 @@ pub fn read_scores(reply: &str, clusters: &[Cluster]) -> Vec<ClusterScore> {
 
 /// A `Cluster <n>` line: the number and the rest of the line (its values, when on one line).
 pub(super) fn cluster_line(line: &str) -> Option<(u64, String)> {
-    static RE: OnceLock<regex::Regex> = OnceLock::new();
-    let r = re(&RE, r"(?i)^cluster\s*(?:\*\*|__)?\s*#?\s*(\d{1,6})\b(.*)$");
+    let r = regex!(r"(?i)^cluster\s*(?:\*\*|__)?\s*#?\s*(\d{1,6})\b(.*)$");
     let c = r.captures(line)?;
     Some((c[1].parse().ok()?, c[2].to_string()))
 }

@@ -95,13 +95,9 @@ pub struct Confidence {
 
 /// A number and the suffix that gives its scale, read from the start of a confidence line.
 fn number_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(
-            r"(?i)(-\s*)?([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*(%|percent\b|/\s*([0-9]+(?:\.[0-9]+)?)|out\s+of\s+([0-9]+(?:\.[0-9]+)?))?",
-        )
-        .unwrap_or_else(|_| unreachable!())
-    })
+    regex!(
+        r"(?i)(-\s*)?([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*(%|percent\b|/\s*([0-9]+(?:\.[0-9]+)?)|out\s+of\s+([0-9]+(?:\.[0-9]+)?))?"
+    )
 }
 
 /// A confidence from the rest of a `CONFIDENCE:` line: its first number with its suffix.

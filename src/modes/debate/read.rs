@@ -99,18 +99,11 @@ fn decision_labels() -> &'static Labels {
 }
 
 fn reasoning_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?i)reasoning[*_\s]*:[*_\s]*").unwrap_or_else(|_| unreachable!())
-    })
+    regex!(r"(?i)reasoning[*_\s]*:[*_\s]*")
 }
 
 fn revised_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?im)^[#>*_\s]*revised\s+response[*_\s]*:[*_]*[ \t]*")
-            .unwrap_or_else(|_| unreachable!())
-    })
+    regex!(r"(?im)^[#>*_\s]*revised\s+response[*_\s]*:[*_]*[ \t]*")
 }
 
 /// A revision written as JSON: `{"decision": "REVISE", "reasoning": …, "revised_response":

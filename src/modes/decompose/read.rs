@@ -57,38 +57,28 @@ pub struct PlanReading {
 /// `task_3`, `task 3`, `Task-3`, `#3` or `3` (marks and brackets around it allowed) as
 /// `task_3`; None for anything else.
 pub fn task_id(token: &str) -> Option<String> {
-    static RE: OnceLock<Regex> = OnceLock::new();
     let t = unmark(token);
     let t = t.trim_matches(|c: char| matches!(c, '(' | ')' | '[' | ']' | '.' | ',' | ';' | ':'));
-    let c = re(&RE, r"(?i)^(?:tasks?[\s_\-]*#?\s*|#\s*)?(\d{1,6})$").captures(t.trim())?;
+    let c = regex!(r"(?i)^(?:tasks?[\s_\-]*#?\s*|#\s*)?(\d{1,6})$").captures(t.trim())?;
     Some(format!("task_{}", c[1].parse::<u64>().ok()?))
 }
 
 /// `TASK <id>` opening a task (optional `:`, or a dash, then maybe its title): the id and the
 /// rest of the line. `Task 3 depends on task 1` is prose, not a heading.
 fn task_heading(line: &str) -> Option<(String, String)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let c = re(
-        &RE,
-        r"(?i)^task[\s_\-]*(?:task[\s_\-]*)?#?\s*(\d{1,6})\b\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(?:\*\*|__)?\s*(.*))?$",
-    )
+    let c = regex!(r"(?i)^task[\s_\-]*(?:task[\s_\-]*)?#?\s*(\d{1,6})\b\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(?:\*\*|__)?\s*(.*))?$")
     .captures(line)?;
     let id = format!("task_{}", c[1].parse::<u64>().ok()?);
     Some((id, c.get(2).map_or(String::new(), |m| stated(m.as_str()))))
 }
 
 fn is_summary(line: &str) -> bool {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"(?i)^execution\s+summary\b").is_match(line)
+    regex!(r"(?i)^execution\s+summary\b").is_match(line)
 }
 
 /// `Title:`, `Description:`… at the start of a bare line: the field and the value after it.
 fn field(line: &str) -> Option<(Field, &str)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let c = re(
-        &RE,
-        r"(?i)^(title|description|dependencies|dependency|depends\s+on|complexity|expertise)\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?",
-    )
+    let c = regex!(r"(?i)^(title|description|dependencies|dependency|depends\s+on|complexity|expertise)\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?")
     .captures(line)?;
     let name = c.get(1)?.as_str().to_lowercase();
     let f = match name.as_str() {
@@ -136,10 +126,9 @@ struct Draft {
 /// Every id a dependency value refers to, in order, once each; None when the value names
 /// none although it says something other than "none".
 pub fn dependency_ids(value: &str) -> Option<Vec<String>> {
-    static RE: OnceLock<Regex> = OnceLock::new();
     let v = unmark(value);
     let mut ids: Vec<String> = Vec::new();
-    for c in re(&RE, r"(?i)(?:\btasks?[\s_\-]*#?\s*|#\s*|\b)(\d{1,6})\b").captures_iter(&v) {
+    for c in regex!(r"(?i)(?:\btasks?[\s_\-]*#?\s*|#\s*|\b)(\d{1,6})\b").captures_iter(&v) {
         if let Ok(n) = c[1].parse::<u64>() {
             let id = format!("task_{n}");
             if !ids.contains(&id) {

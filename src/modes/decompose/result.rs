@@ -361,8 +361,7 @@ fn task_number(id: &str) -> String {
 
 /// A sentence with the task ids in it (`task_3`) as a reader writes them (`task 3`).
 fn plain_ids(text: &str) -> String {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"\btask_(\d+)\b").replace_all(text, "task $1").into_owned()
+    regex!(r"\btask_(\d+)\b").replace_all(text, "task $1").into_owned()
 }
 
 /// The result as the export's report: the plan (how many sub-tasks, waves, who planned it and

@@ -117,16 +117,13 @@ pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
         return None;
     }
     if plan_asked {
-        static MAX: OnceLock<Regex> = OnceLock::new();
         // Asked for JSON, the most tasks the schema allows; else as the prompt says.
         let listed = ask
             .schema
             .and_then(|s| s.schema.pointer("/properties/tasks/maxItems")?.as_u64())
             .map(|m| m as usize);
         let max = listed
-            .or_else(|| {
-                re(&MAX, r"3 to (\d+) sub-tasks").captures(p).and_then(|c| c[1].parse().ok())
-            })
+            .or_else(|| regex!(r"3 to (\d+) sub-tasks").captures(p).and_then(|c| c[1].parse().ok()))
             .unwrap_or(6)
             .clamp(MIN_TASKS, MAX_TASKS);
         let n = 4.max(max - rng.below(2)).min(max);
@@ -147,11 +144,9 @@ pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
         return Some(sim_plan(n, cyclic, ask.malformed, who));
     }
     if p.starts_with(TASK_HEAD) {
-        static HEAD: OnceLock<Regex> = OnceLock::new();
-        let c = re(&HEAD, r"Your sub-task: (task_\d+): (.*)").captures(p)?;
+        let c = regex!(r"Your sub-task: (task_\d+): (.*)").captures(p)?;
         let title = c[2].trim().to_string();
-        static DEP: OnceLock<Regex> = OnceLock::new();
-        let used: Vec<String> = re(&DEP, r"=== OUTPUT OF task_\d+: (.*) ===")
+        let used: Vec<String> = regex!(r"=== OUTPUT OF task_\d+: (.*) ===")
             .captures_iter(p)
             .map(|c| c[1].to_lowercase())
             .collect();
@@ -181,23 +176,22 @@ pub(super) fn sim_answer(ask: &SimAsk) -> Option<String> {
         return Some(s);
     }
     if p.starts_with(ASSEMBLY_HEAD) {
-        static OUT: OnceLock<Regex> = OnceLock::new();
         let body = p
             .split_once(OUTPUTS_START)
             .and_then(|(_, r)| r.split_once(OUTPUTS_END))
             .map_or("", |(b, _)| b);
-        let parts: Vec<(String, String)> = re(
-            &OUT,
-            r"(?s)--- (task_\d+): (.*?) \(by [^\n]*\) ---\n(.*?)\n--- end of task_\d+ ---",
-        )
-        .captures_iter(body)
-        .map(|c| {
-            // The worker's own heading and preamble give way to the assembler's.
-            let kept: Vec<&str> =
-                c[3].lines().filter(|l| !l.starts_with('#') && !l.starts_with("Sure!")).collect();
-            (c[2].to_string(), kept.join("\n"))
-        })
-        .collect();
+        let parts: Vec<(String, String)> =
+            regex!(r"(?s)--- (task_\d+): (.*?) \(by [^\n]*\) ---\n(.*?)\n--- end of task_\d+ ---")
+                .captures_iter(body)
+                .map(|c| {
+                    // The worker's own heading and preamble give way to the assembler's.
+                    let kept: Vec<&str> = c[3]
+                        .lines()
+                        .filter(|l| !l.starts_with('#') && !l.starts_with("Sure!"))
+                        .collect();
+                    (c[2].to_string(), kept.join("\n"))
+                })
+                .collect();
         let missing: Vec<String> = p
             .split_once(MISSING_HEAD)
             .map(|(_, r)| {

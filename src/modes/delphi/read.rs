@@ -505,15 +505,12 @@ fn json_number(v: &Value) -> Option<numbers::Stated> {
 }
 
 fn estimated_line() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"(?im)^(?:[\s>*_#•+\-–]|\d{1,2}[.)]\s)*[*_\s]*estimated(?:\s+[^\s:]+){1,10}?[*_\s]*:")
+    regex!(r"(?im)^(?:[\s>*_#•+\-–]|\d{1,2}[.)]\s)*[*_\s]*estimated(?:\s+[^\s:]+){1,10}?[*_\s]*:")
 }
 
 /// Sentences that state an estimate, ending right before the value.
 fn stated_estimate_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(
-        &RE,
+    regex!(
         r"(?imx)
         \b(?:my|our)\s+(?:(?:final|best|revised|updated|overall|current|own|point|numeric)\s+)*
             (?:estimate|guess|answer|prediction|forecast)\s*(?:is\b|would\s+be\b|will\s+be\b|remains\b|stands\s+at\b|:)
@@ -522,7 +519,7 @@ fn stated_estimate_re() -> &'static Regex {
         | \bI(?:\s+would|'d|’d)?\s+estimate\s+(?:that\s+)?
             (?:(?:it|this|the\s+(?:number|total|value|figure))\s+(?:at|to\s+be|is|will\s+be|would\s+be)\s+
               |there\s+(?:are|is|will\s+be|would\s+be)\s+)?
-        | \b(?:estimate|answer)\s*[≈=]",
+        | \b(?:estimate|answer)\s*[≈=]"
     )
 }
 

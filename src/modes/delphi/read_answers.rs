@@ -27,33 +27,26 @@ fn leading_option(s: &str, opts: &[String]) -> Option<usize> {
 }
 
 fn option_number_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(
-        &RE,
-        r"^(?:(?:option|opción|opcion|opção|opcao|opzione|choice|number|no\.?|n°|nº)\s*)?[#(]?\s*(\d{1,2})\b",
+    regex!(
+        r"^(?:(?:option|opción|opcion|opção|opcao|opzione|choice|number|no\.?|n°|nº)\s*)?[#(]?\s*(\d{1,2})\b"
     )
 }
 
 /// `or 2`, `/ Polyrepo`, `and option 3`: a second choice named right after the first.
 fn alternative_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"^\s*\)?\s*(?:or|and|/|,|&|vs\.?|versus|-|–|to)\s*(.*)$")
+    regex!(r"^\s*\)?\s*(?:or|and|/|,|&|vs\.?|versus|-|–|to)\s*(.*)$")
 }
 
 fn negation_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(
-        &RE,
-        r"(?i)\b(?:not|no|never|neither|nor|against|except|instead|rather|without|avoid|don't|do\s+not|none|both)\b",
+    regex!(
+        r"(?i)\b(?:not|no|never|neither|nor|against|except|instead|rather|without|avoid|don't|do\s+not|none|both)\b"
     )
 }
 
 /// Says no option: `none`, `N/A`, `unknown`, `both`, `neither`, or declines.
 fn names_nothing(v: &str) -> bool {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let r = re(
-        &RE,
-        r"(?i)^(?:n/a|none|unknown|unsure|undecided|both|neither|all|no\s+answer|not\s+sure|it\s+is\s+unclear)\b",
+    let r = regex!(
+        r"(?i)^(?:n/a|none|unknown|unsure|undecided|both|neither|all|no\s+answer|not\s+sure|it\s+is\s+unclear)\b"
     );
     r.is_match(v) || reading::declines(v)
 }
@@ -151,13 +144,11 @@ fn match_option(value: &str, options: &[String], loose: bool) -> Option<String> 
 
 /// Sentences that state a choice, ending right before it.
 fn stated_choice_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(
-        &RE,
+    regex!(
         r"(?imx)
         (?:^|[.!?]\s)\s*(?:(?:so|thus|therefore|hence|overall|finally|in\s+conclusion|in\s+short|in\s+summary)\s*,?\s+)?
             (?:the|my)\s+(?:(?:final|best)\s+)?(?:answer|choice|recommendation)\s+(?:is|would\s+be|will\s+be)\b\s*:?
-        | \bI(?:\s+would|\s+will|'d|’d|'ll|’ll)?\s+(?:choose|pick|select|recommend|go\s+with|vote\s+for|opt\s+for)\b\s*:?",
+        | \bI(?:\s+would|\s+will|'d|’d|'ll|’ll)?\s+(?:choose|pick|select|recommend|go\s+with|vote\s+for|opt\s+for)\b\s*:?"
     )
 }
 
@@ -222,10 +213,8 @@ fn kind_of(value: &str) -> Option<QuestionType> {
 }
 
 fn stated_kind_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(
-        &RE,
-        r"(?i)\bthis\s+(?:question\s+)?is\s+(?:a|an)\s+(numeric|numerical|quantitative|qualitative)\s+question\b",
+    regex!(
+        r"(?i)\bthis\s+(?:question\s+)?is\s+(?:a|an)\s+(numeric|numerical|quantitative|qualitative)\s+question\b"
     )
 }
 
@@ -250,8 +239,7 @@ fn split_options(value: &str) -> Vec<String> {
 }
 
 fn list_item_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+(.+)$")
+    regex!(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+(.+)$")
 }
 
 /// The options under `OPTIONS:`: on its line, comma-separated, or as a list below it.

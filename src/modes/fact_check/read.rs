@@ -7,16 +7,14 @@ use std::collections::HashSet;
 /// A numbered heading `<word> 3:` (also `#3`, `claim_3`, `Claim 3`, then `:`, `.` or a dash):
 /// the number and the rest of the line.
 pub(super) fn numbered(word: &str, line: &str) -> Option<(u64, String)> {
-    static CLAIM: OnceLock<Regex> = OnceLock::new();
-    static VERIFY: OnceLock<Regex> = OnceLock::new();
     let pattern = |w: &str| {
         format!(
             r"(?i)^{w}\s*(?:\*\*|__)?\s*(?:#\s*|claim[_\s]*)?(\d{{1,6}})\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(.*))?$"
         )
     };
     let r = match word {
-        "claim" => re(&CLAIM, &pattern("claim")),
-        _ => re(&VERIFY, &pattern("verification")),
+        "claim" => regex!(&pattern("claim")),
+        _ => regex!(&pattern("verification")),
     };
     let c = r.captures(line)?;
     Some((c[1].parse().ok()?, unmark(c.get(2).map_or("", |m| m.as_str()))))
@@ -24,15 +22,12 @@ pub(super) fn numbered(word: &str, line: &str) -> Option<(u64, String)> {
 
 /// A `Name: value` field line among `names`: the lower-case name and the value.
 fn field<'a>(line: &'a str, names: &str) -> Option<(String, &'a str)> {
-    static CLAIM: OnceLock<Regex> = OnceLock::new();
-    static CHECK: OnceLock<Regex> = OnceLock::new();
-    static SUMMARY: OnceLock<Regex> = OnceLock::new();
-    let cell = match names {
-        "context|type" => &CLAIM,
-        "extraction summary" => &SUMMARY,
-        _ => &CHECK,
+    let pattern = || format!(r"(?i)^({names})\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?");
+    let r = match names {
+        "context|type" => regex!(pattern()),
+        "extraction summary" => regex!(pattern()),
+        _ => regex!(pattern()),
     };
-    let r = re(cell, &format!(r"(?i)^({names})\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?"));
     let c = r.captures(line)?;
     Some((c.get(1)?.as_str().to_lowercase(), &line[c.get(0)?.end()..]))
 }
@@ -77,8 +72,7 @@ pub fn type_of(value: &str) -> Option<String> {
 
 /// Reads the extractor's claims (its answer part only).
 pub fn read_claims(reply: &str) -> Extraction {
-    static NONE: OnceLock<Regex> = OnceLock::new();
-    let none_re = re(&NONE, r"(?i)^claims\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*none\b");
+    let none_re = regex!(r"(?i)^claims\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*none\b");
     let text = answer_text(reply);
     struct Block {
         text: String,
@@ -146,8 +140,7 @@ pub fn type_breakdown(claims: &[Claim]) -> TypeBreakdown {
 /// The one verdict a text states; None when it states none, several, or a negated one
 /// (`not verified`, `unverified`).
 pub fn verdict_of(text: &str) -> Option<&'static str> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let r = re(&RE, r"(?i)\b(not\s+|un)?(verified|disputed|unverifiable)\b");
+    let r = regex!(r"(?i)\b(not\s+|un)?(verified|disputed|unverifiable)\b");
     let mut found: Option<&'static str> = None;
     for c in r.captures_iter(text) {
         if c.get(1).is_some() {
@@ -164,8 +157,7 @@ pub fn verdict_of(text: &str) -> Option<&'static str> {
 
 /// The one confidence a value states (`HIGH`, `medium.`); None otherwise.
 pub fn confidence_of(value: &str) -> Option<&'static str> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let r = re(&RE, r"(?i)\b(high|medium|low)\b");
+    let r = regex!(r"(?i)\b(high|medium|low)\b");
     let found: Vec<String> = r.find_iter(value).map(|m| m.as_str().to_uppercase()).collect();
     let first = found.first()?;
     if found.iter().any(|f| f != first) {
@@ -308,10 +300,8 @@ pub fn read_check(reply: &str, claims: &[Claim]) -> CheckReading {
 /// last line naming it (rounded, clamped to 0-100); None when that line states none, or only
 /// the template's range (`<0-100>`).
 pub fn read_score(reply: &str) -> Option<u32> {
-    static NAME: OnceLock<Regex> = OnceLock::new();
-    static NUM: OnceLock<Regex> = OnceLock::new();
-    let name = re(&NAME, r"(?i)reliability\s+score");
-    let num = re(&NUM, r"^[^0-9]*?(-?\d+(?:\.\d+)?)\s*(-\s*\d)?");
+    let name = regex!(r"(?i)reliability\s+score");
+    let num = regex!(r"^[^0-9]*?(-?\d+(?:\.\d+)?)\s*(-\s*\d)?");
     let text = answer_text(reply);
     let line = text.lines().rev().find(|l| name.is_match(l))?;
     let at = name.find_iter(line).next()?.end();

@@ -65,22 +65,12 @@ fn inline_res() -> &'static [Regex; 5] {
 }
 
 fn heading_score_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?i)\bscore[*_]*[ \t]*[:=—–-][ \t*_]*(-?\d+(?:\.\d+)?)")
-            .unwrap_or_else(|_| unreachable!())
-    })
+    regex!(r"(?i)\bscore[*_]*[ \t]*[:=—–-][ \t*_]*(-?\d+(?:\.\d+)?)")
 }
 
 fn tail_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
     // What may follow a number: a scale (`/10`, ` out of 10`, ` of 10`) or a range (`-8`).
-    RE.get_or_init(|| {
-        Regex::new(
-            r"(?i)^[ \t*_]*(?:(?:/|out[ \t]+of\b|of\b)[ \t*_]*(\d+(?:\.\d+)?)|([-–][ \t]*\d))",
-        )
-        .unwrap_or_else(|_| unreachable!())
-    })
+    regex!(r"(?i)^[ \t*_]*(?:(?:/|out[ \t]+of\b|of\b)[ \t*_]*(\d+(?:\.\d+)?)|([-–][ \t]*\d))")
 }
 
 /// A score: null outside 1-10 (`0.99`, `10.5`, `11`), else rounded to the nearest integer
@@ -105,8 +95,7 @@ fn score_at(number: &str, after: &str) -> Found {
 }
 
 fn number_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"^-?\d+(?:\.\d+)?").unwrap_or_else(|_| unreachable!()))
+    regex!(r"^-?\d+(?:\.\d+)?")
 }
 
 /// A table cell or JSON string holding a score: `8`, `**8/10**`, `8 out of 10`.
@@ -411,10 +400,7 @@ pub fn section_items(text: &str, heading: &str) -> Vec<String> {
 }
 
 fn item_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"^\s*(?:\d+[.)]|[-*•])\s+(.+)$").unwrap_or_else(|_| unreachable!())
-    })
+    regex!(r"^\s*(?:\d+[.)]|[-*•])\s+(.+)$")
 }
 
 /// Mean of present values, rounded to one decimal.

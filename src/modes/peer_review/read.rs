@@ -133,8 +133,7 @@ pub fn score_of(text: &str) -> Option<u32> {
     if crate::modes::reading::no_single_value(text) {
         return None;
     }
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let m = re(&RE, r"-?\d+(?:[.,]\d+)?").find(text)?;
+    let m = regex!(r"-?\d+(?:[.,]\d+)?").find(text)?;
     let v: f64 = m.as_str().replace(',', ".").parse().ok()?;
     if !(1.0..=5.0).contains(&v) {
         return None;
@@ -197,9 +196,8 @@ fn read_scores(lines: &[&str], rubric: &Rubric) -> Vec<Score> {
             found[i] = Some((score, justification));
         }
     }
-    static LINE: OnceLock<Regex> = OnceLock::new();
     let line_re =
-        re(&LINE, r"^(.{2,100}?)\s*(?:\*\*|__)?\s*:(?:\s*(?:\*\*|__))*\s*(-?\d+(?:[.,]\d+)?)");
+        regex!(r"^(.{2,100}?)\s*(?:\*\*|__)?\s*:(?:\s*(?:\*\*|__))*\s*(-?\d+(?:[.,]\d+)?)");
     rubric
         .criteria
         .iter()
@@ -219,8 +217,7 @@ fn read_scores(lines: &[&str], rubric: &Rubric) -> Vec<Score> {
 
 /// The most severe level a value names; None when it names none.
 pub fn severity_of(value: &str) -> Option<&'static str> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let found: Vec<String> = re(&RE, r"(?i)\b(critical|major|minor|suggestion)\b")
+    let found: Vec<String> = regex!(r"(?i)\b(critical|major|minor|suggestion)\b")
         .find_iter(value)
         .map(|m| m.as_str().to_uppercase())
         .collect();
@@ -242,8 +239,7 @@ pub fn criterion_of(category: &str, rubric: &Rubric) -> Option<String> {
 }
 
 pub(super) fn finding_heading(line: &str) -> Option<(u64, String)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let c = re(&RE, r"(?i)^finding\s*#?\s*(\d{1,6})\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(.*))?$")
+    let c = regex!(r"(?i)^finding\s*#?\s*(\d{1,6})\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(.*))?$")
         .captures(line)?;
     Some((c[1].parse().ok()?, unmark(c.get(2).map_or("", |m| m.as_str()))))
 }
@@ -251,11 +247,7 @@ pub(super) fn finding_heading(line: &str) -> Option<(u64, String)> {
 const SPANNING: [&str; 3] = ["description", "impact", "recommendation"];
 
 fn finding_field(line: &str) -> Option<(String, &str)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let c = re(
-        &RE,
-        r"(?i)^(category|severity|location|description|impact|recommendation)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?",
-    )
+    let c = regex!(r"(?i)^(category|severity|location|description|impact|recommendation)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?")
     .captures(line)?;
     let name = c.get(1)?.as_str().to_lowercase();
     Some((name, &line[c.get(0)?.end()..]))
@@ -334,8 +326,7 @@ fn read_findings(lines: &[&str], rubric: &Rubric) -> Vec<Finding> {
 
 /// A list item's text (`- x`, `* x`, `1. x`, `2) x`), when the line is one.
 fn list_item(raw: &str) -> Option<String> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let c = re(&RE, r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(.+)$").captures(raw)?;
+    let c = regex!(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(.+)$").captures(raw)?;
     let t = unmark(&c[1]);
     (!t.is_empty()).then_some(t)
 }
@@ -457,15 +448,11 @@ pub struct ActionItem {
 
 /// The numbered items under `Prioritized Action Items` (answer part only).
 pub fn read_action_items(reply: &str) -> Vec<ActionItem> {
-    static HEAD: OnceLock<Regex> = OnceLock::new();
-    static ITEM: OnceLock<Regex> = OnceLock::new();
-    static TAG: OnceLock<Regex> = OnceLock::new();
-    static EFFORT: OnceLock<Regex> = OnceLock::new();
-    let head = re(&HEAD, r"(?i)^prioriti[sz]ed\s+action\s+items\b");
-    let item = re(&ITEM, r"^\s*(?:\*\*|__)?\d{1,3}[.)](?:\*\*|__)?\s+(.+)$");
-    let tag = re(&TAG, r"\[([^\]\n]{1,40})\]");
+    let head = regex!(r"(?i)^prioriti[sz]ed\s+action\s+items\b");
+    let item = regex!(r"^\s*(?:\*\*|__)?\d{1,3}[.)](?:\*\*|__)?\s+(.+)$");
+    let tag = regex!(r"\[([^\]\n]{1,40})\]");
     let effort =
-        re(&EFFORT, r"(?i)\beffort\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(low|medium|high)\b");
+        regex!(r"(?i)\beffort\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(low|medium|high)\b");
     let text = answer_text(reply);
     let mut under = false;
     let mut out: Vec<ActionItem> = Vec::new();

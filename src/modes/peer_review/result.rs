@@ -396,18 +396,15 @@ fn figure(v: &Value) -> Option<String> {
 /// An action item's text without the severity tag it opens with and the effort it closes
 /// with (both have their own columns).
 fn action_text(item: &Value) -> String {
-    static TAG: OnceLock<Regex> = OnceLock::new();
-    static EFFORT: OnceLock<Regex> = OnceLock::new();
     let text = item["text"].as_str().unwrap_or("");
     let text = if item["severity"].is_string() {
-        re(&TAG, r"^(?:\*\*|__)?\[[^\]\n]{1,40}\](?:\*\*|__)?\s*").replace(text, "").into_owned()
+        regex!(r"^(?:\*\*|__)?\[[^\]\n]{1,40}\](?:\*\*|__)?\s*").replace(text, "").into_owned()
     } else {
         text.to_string()
     };
     if item["effort"].is_string() {
-        let effort = re(
-            &EFFORT,
-            r"(?i)\s*(?:[—–-]\s*)?\(?\s*effort\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(?:low|medium|high)\b\s*\)?\s*$",
+        let effort = regex!(
+            r"(?i)\s*(?:[—–-]\s*)?\(?\s*effort\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(?:low|medium|high)\b\s*\)?\s*$"
         );
         effort.replace(&text, "").trim().to_string()
     } else {

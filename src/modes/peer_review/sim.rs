@@ -11,8 +11,7 @@ fn carried(prompt: &str) -> &str {
 
 /// The rubric's criteria as the prompt lists them (`- Name (weight n): …`).
 pub fn prompt_criteria(prompt: &str) -> Vec<(String, u32)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let r = re(&RE, r"^- (.+) \(weight (\d)\): ");
+    let r = regex!(r"^- (.+) \(weight (\d)\): ");
     let rubric_part = prompt.split_once("Rubric: ").map_or("", |(_, rest)| rest);
     rubric_part
         .lines()

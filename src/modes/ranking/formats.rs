@@ -150,22 +150,20 @@ pub(super) fn from_closing_list(
 /// A ranking introduced in prose: `my ranking from best to worst is:`, `Final answer:`,
 /// `from best to worst:`, `I would rank them as follows:`, `ranking (worst to best):`.
 pub(super) fn intro_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
+    regex!({
         let dir = r"\(?\s*(?:from\s+)?(?:best|worst|highest|lowest|strongest|weakest)\s+to\s+(?:worst|best|lowest|highest|weakest|strongest)\s*\)?";
-        compile(&format!(
+        format!(
             r"(?i)(?:\b(?:(?:(?:my|the|our)\s+)?(?:(?:final|overall)\s+)?(?:ranking|answer)|(?:my|final)\s+order(?:ing)?)(?:\s+of\s+the\s+responses)?(?:\s*,?\s*{dir})?|\bI\s+(?:would\s+)?rank\s+them(?:\s+as\s+follows)?(?:\s*,?\s*{dir})?|\b{dir})(?:\s+(?:is|would\s+be)\s*:?|\s*[:=])"
-        ))
+        )
     })
 }
 
 /// A label in prose: `Response C`, or the bare letter in capitals (`C`) of one of the run's
 /// labels (`(?-i)` : a lower-case `a` is a word).
 pub(super) fn prose_label_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        compile(r"(?i:\b(?:response|r[ée]ponse|respuesta|resposta|risposta|antwort)[\s*_]+([a-z]{1,3})\b)|\b([A-Z]{1,3})\b")
-    })
+    regex!(
+        r"(?i:\b(?:response|r[ée]ponse|respuesta|resposta|risposta|antwort)[\s*_]+([a-z]{1,3})\b)|\b([A-Z]{1,3})\b"
+    )
 }
 
 /// The place a position word names (`first` 1, `second` 2, `last` n), if it is one.
@@ -194,19 +192,15 @@ pub(super) fn from_prose(answer: &str, labels: &[String]) -> Result<Option<Place
     let rest = answer[intro.end()..].trim_start_matches([' ', '\t']);
     let rest = rest.strip_prefix('\n').map_or(rest, |r| r.trim_start());
     let line = rest.split('\n').next().unwrap_or("");
-    static DIRECTION: OnceLock<Regex> = OnceLock::new();
-    let direction = reading::re(
-        &DIRECTION,
-        r"(?i)\b(best|worst|highest|lowest|strongest|weakest)\s+to\s+(?:worst|best|lowest|highest|weakest|strongest)\b",
+    let direction = regex!(
+        r"(?i)\b(best|worst|highest|lowest|strongest|weakest)\s+to\s+(?:worst|best|lowest|highest|weakest|strongest)\b"
     );
     let worst_first = |d: &str| matches!(d.to_lowercase().as_str(), "worst" | "lowest" | "weakest");
     let stated_dir = direction.captures(intro.as_str()).map(|c| worst_first(&c[1]));
     let mut reversed = stated_dir == Some(true);
     // A direction said after the chain: `C > A > B (best to worst)`.
-    static TRAILING: OnceLock<Regex> = OnceLock::new();
-    let trailing = reading::re(
-        &TRAILING,
-        r"(?i)\(?\s*(?:from\s+)?(best|worst|highest|lowest)\s+to\s+(?:worst|best|lowest|highest)\s*\)?",
+    let trailing = regex!(
+        r"(?i)\(?\s*(?:from\s+)?(best|worst|highest|lowest)\s+to\s+(?:worst|best|lowest|highest)\s*\)?"
     );
     let mut chain = line.to_string();
     if let Some(c) = trailing.captures(line) {
@@ -279,10 +273,8 @@ pub(super) fn from_prose(answer: &str, labels: &[String]) -> Result<Option<Place
     }
     // A label joins the place before it when `=` or `tied with` stands between them, or
     // `and` with a tie word right after it (`A and C (tied), then B`).
-    static TIED_WITH: OnceLock<Regex> = OnceLock::new();
-    let tied_with = reading::re(&TIED_WITH, r"(?i)^\W*(?:tied|equal|equally)\s+(?:with|to)\W*$");
-    static TIE_AFTER: OnceLock<Regex> = OnceLock::new();
-    let tie_after = reading::re(&TIE_AFTER, r"(?i)^\W*(?:tie|tied|equal|equally)\b");
+    let tied_with = regex!(r"(?i)^\W*(?:tied|equal|equally)\s+(?:with|to)\W*$");
+    let tie_after = regex!(r"(?i)^\W*(?:tie|tied|equal|equally)\b");
     let mut places = Places::default();
     for (i, l) in found.into_iter().enumerate() {
         let gap = gaps[i];

@@ -46,32 +46,27 @@ fn field<'a>(line: &'a str, labels: &Regex) -> Option<(String, &'a str)> {
 }
 
 pub(super) fn finding_heading(line: &str) -> Option<(u64, String)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let c = re(&RE, r"(?i)^finding\s*#?\s*(\d{1,6})\s*(?:\*\*|__)?\s*[:.\-–—]\s*(.*)$")
+    let c = regex!(r"(?i)^finding\s*#?\s*(\d{1,6})\s*(?:\*\*|__)?\s*[:.\-–—]\s*(.*)$")
         .captures(line)?;
     Some((c[1].parse().ok()?, unbold(&c[2])))
 }
 
 fn attack_field(line: &str) -> Option<(String, &str)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
     field(
         line,
-        re(
-            &RE,
-            r"(?i)^(severity|location|vulnerability|exploit\s+scenario)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?",
+        regex!(
+            r"(?i)^(severity|location|vulnerability|exploit\s+scenario)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?"
         ),
     )
 }
 
 fn is_summary(line: &str) -> bool {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"(?i)^summary\s*(?:\*\*|__)?\s*:").is_match(line)
+    regex!(r"(?i)^summary\s*(?:\*\*|__)?\s*:").is_match(line)
 }
 
 /// The most severe level a value names; None when it names none.
 pub fn severity_of(value: &str) -> Option<&'static str> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let found: Vec<&str> = re(&RE, r"(?i)\b(critical|high|medium|low)\b")
+    let found: Vec<&str> = regex!(r"(?i)\b(critical|high|medium|low)\b")
         .find_iter(value)
         .map(|m| m.as_str())
         .collect();
@@ -146,8 +141,7 @@ fn read_blocks<H>(
 pub fn read_attack(reply: &str) -> AttackReading {
     let text = answer_text(reply);
     let lines: Vec<&str> = text.lines().collect();
-    static NONE: OnceLock<Regex> = OnceLock::new();
-    let none_re = re(&NONE, r"(?i)^findings\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*none\b");
+    let none_re = regex!(r"(?i)^findings\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*none\b");
     let none_stated = lines.iter().any(|l| none_re.is_match(bare(l)));
     let summary_at = lines.iter().position(|l| is_summary(bare(l)));
     let blocks = read_blocks(
@@ -176,8 +170,7 @@ pub fn read_attack(reply: &str) -> AttackReading {
         })
         .collect();
     let reported_summary = summary_at.map(|i| lines[i..].join("\n").trim().to_string());
-    static RISK: OnceLock<Regex> = OnceLock::new();
-    let risk_re = re(&RISK, r"(?i)^overall\s+risk\s*(?:\*\*|__)?\s*:\s*(.*)$");
+    let risk_re = regex!(r"(?i)^overall\s+risk\s*(?:\*\*|__)?\s*:\s*(.*)$");
     let overall_risk = lines
         .iter()
         .rev()
@@ -448,10 +441,8 @@ pub struct DefenseReading {
 }
 
 fn response_heading(line: &str) -> Option<(Option<u64>, String)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let c = re(
-        &RE,
-        r"(?i)^response\s+to\s+finding\s*#?\s*(\d{1,6})?\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(.*))?$",
+    let c = regex!(
+        r"(?i)^response\s+to\s+finding\s*#?\s*(\d{1,6})?\s*(?:\*\*|__)?\s*(?:[:.\-–—]\s*(.*))?$"
     )
     .captures(line)?;
     let number = c.get(1).and_then(|n| n.as_str().parse().ok());
@@ -463,18 +454,15 @@ fn response_heading(line: &str) -> Option<(Option<u64>, String)> {
 }
 
 fn defense_field(line: &str) -> Option<(String, &str)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    field(line, re(&RE, r"(?i)^(verdict|reasoning|revision)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?"))
+    field(line, regex!(r"(?i)^(verdict|reasoning|revision)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?"))
 }
 
 fn revised_marker(line: &str) -> Option<usize> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"(?i)^revised\s+content\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?").find(line).map(|m| m.end())
+    regex!(r"(?i)^revised\s+content\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?").find(line).map(|m| m.end())
 }
 
 fn is_defense_summary(line: &str) -> bool {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    re(&RE, r"(?i)^defen[cs]e\s+summary\s*(?:\*\*|__)?\s*:").is_match(line)
+    regex!(r"(?i)^defen[cs]e\s+summary\s*(?:\*\*|__)?\s*:").is_match(line)
 }
 
 /// ACCEPT or REBUT, whichever the value names first.
@@ -599,8 +587,7 @@ pub fn read_synthesis(reply: &str) -> SynthesisReading {
         _ => text.trim().to_string(),
     };
     let audit_summary = audit.map(|a| join(a + 1, lines.len())).filter(|s| !s.is_empty());
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let conf = re(&RE, r"(?i)^hardening\s+confidence\s*(?:\*\*|__)?\s*:\s*(.*)$");
+    let conf = regex!(r"(?i)^hardening\s+confidence\s*(?:\*\*|__)?\s*:\s*(.*)$");
     let hardening_confidence = lines
         .iter()
         .rev()

@@ -49,10 +49,8 @@ pub fn heading_name(line: &str) -> Option<String> {
     };
     let inner = unbold(inner.trim_end_matches(':').trim_end());
     let inner = inner.trim_end_matches(':').trim();
-    static NUM: OnceLock<Regex> = OnceLock::new();
-    let inner = re(&NUM, r"^\d{1,2}[.)]\s+").replace(inner, "");
-    static PAREN: OnceLock<Regex> = OnceLock::new();
-    let inner = re(&PAREN, r"\s*\([^)]*\)\s*$").replace(&inner, "");
+    let inner = regex!(r"^\d{1,2}[.)]\s+").replace(inner, "");
+    let inner = regex!(r"\s*\([^)]*\)\s*$").replace(&inner, "");
     let name = inner.split_whitespace().collect::<Vec<_>>().join(" ");
     (!name.is_empty()).then_some(name)
 }
@@ -79,9 +77,8 @@ pub fn sections(text: &str, names: &[&str]) -> Vec<Option<String>> {
 
 /// A list item's marker (`1.`, `1)`, `-`, `*`, `•`) and the text after it.
 fn list_item(line: &str) -> Option<&str> {
-    static RE: OnceLock<Regex> = OnceLock::new();
     let t = line.trim_start();
-    let m = re(&RE, r"^(?:\d{1,3}[.)]|[-*•])(?:\s+|$)").find(t)?;
+    let m = regex!(r"^(?:\d{1,3}[.)]|[-*•])(?:\s+|$)").find(t)?;
     Some(t[m.end()..].trim())
 }
 
@@ -180,8 +177,7 @@ pub fn rating_of(text: &str) -> Option<u8> {
     if crate::modes::reading::no_single_value(text) {
         return None;
     }
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let m = re(&RE, r"-?\d+(?:\.\d+)?").find(text)?;
+    let m = regex!(r"-?\d+(?:\.\d+)?").find(text)?;
     let v: f64 = m.as_str().parse().ok()?;
     if !(1.0..=5.0).contains(&v) {
         return None;
@@ -211,9 +207,8 @@ fn rating_line(line: &str, criterion: &str) -> Option<(Option<u8>, Option<String
         return None;
     }
     let rest = unbold(rest.trim_start().trim_start_matches("**").trim_start());
-    static RE: OnceLock<Regex> = OnceLock::new();
     let c =
-        re(&RE, r"^(-?\d+(?:\.\d+)?)(?:\s*/\s*5(?:\.0)?)?(?:\s*(?:[-–—,;(.:]|\*\*)\s*(.*)|\s*)$")
+        regex!(r"^(-?\d+(?:\.\d+)?)(?:\s*/\s*5(?:\.0)?)?(?:\s*(?:[-–—,;(.:]|\*\*)\s*(.*)|\s*)$")
             .captures(rest)?;
     let notes = c
         .get(2)
@@ -415,8 +410,7 @@ pub struct RiskRow {
 
 /// The most severe level a text names (`High`, `**CRITICAL**`, `Medium-High` → High).
 pub fn level_of(text: &str) -> Option<&'static str> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let found: Vec<String> = re(&RE, r"(?i)\b(critical|high|medium|low)\b")
+    let found: Vec<String> = regex!(r"(?i)\b(critical|high|medium|low)\b")
         .find_iter(text)
         .map(|m| m.as_str().to_lowercase())
         .collect();

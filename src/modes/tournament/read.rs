@@ -63,22 +63,14 @@ fn strip_ci_prefix<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
 /// The side a `WINNER:` value names: `Response A`, `Response B`, bare `A` or `B`, with
 /// markup around it and trailing punctuation allowed; anything else names none.
 fn side_of_value(value: &str) -> Option<Side> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(r#"(?i)^[\s*_`"'\[(]*(?:response\s+)?([ab])[\s*_`"'\])]*[.!,;:]*[\s*_`"']*$"#)
-            .unwrap_or_else(|_| unreachable!())
-    });
+    let re = regex!(r#"(?i)^[\s*_`"'\[(]*(?:response\s+)?([ab])[\s*_`"'\])]*[.!,;:]*[\s*_`"']*$"#);
     let c = re.captures(value.trim())?;
     Some(if c[1].eq_ignore_ascii_case("a") { Side::A } else { Side::B })
 }
 
 /// Words that make a closing paragraph's mention of a side something other than a choice.
 fn hedged(text: &str) -> bool {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?i)\b(?:not|no|neither|nor|cannot|tie|tied|equal|equally|unsure|unclear|if|whether|would|could|might)\b|n['’]t\b")
-            .unwrap_or_else(|_| unreachable!())
-    })
+    regex!(r"(?i)\b(?:not|no|neither|nor|cannot|tie|tied|equal|equally|unsure|unclear|if|whether|would|could|might)\b|n['’]t\b")
     .is_match(text)
 }
 
@@ -147,13 +139,9 @@ fn find_last_ci(hay: &str, needle: &str) -> Option<usize> {
 /// good way to…", "Response B shows the best practices") or praised less than an unnamed one
 /// ("Response A is good, but the other one is better") is not chosen.
 fn preferred_sides(p: &str) -> Vec<Side> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(
-            r"(?i)\bresponse\s+([ab])\b[*_]*\s+(?:(?:is|was|seems|looks|appears|remains)\s+(?:(?:the|a|clearly|much|slightly|far|overall|somewhat|definitely)\s+){0,3}(?:clear\s+|overall\s+)?(?:winner|better|stronger|best|superior|preferable|preferred|more\s+(?:accurate|complete|helpful|useful|practical|thorough)|the\s+one\s+i\s+(?:prefer|choose|pick))\b|(?:wins|outperforms|edges\s+out|comes\s+out\s+ahead)\b)|\b(?:prefer|choose|chose|pick|picked|select|selected|favou?r|go\s+with|recommend)\s+(?:\w+\s+)?response\s+([ab])\b",
-        )
-        .unwrap_or_else(|_| unreachable!())
-    });
+    let re = regex!(
+        r"(?i)\bresponse\s+([ab])\b[*_]*\s+(?:(?:is|was|seems|looks|appears|remains)\s+(?:(?:the|a|clearly|much|slightly|far|overall|somewhat|definitely)\s+){0,3}(?:clear\s+|overall\s+)?(?:winner|better|stronger|best|superior|preferable|preferred|more\s+(?:accurate|complete|helpful|useful|practical|thorough)|the\s+one\s+i\s+(?:prefer|choose|pick))\b|(?:wins|outperforms|edges\s+out|comes\s+out\s+ahead)\b)|\b(?:prefer|choose|chose|pick|picked|select|selected|favou?r|go\s+with|recommend)\s+(?:\w+\s+)?response\s+([ab])\b"
+    );
     re.captures_iter(p)
         .filter_map(|c| c.get(1).or(c.get(2)))
         .map(|m| if m.as_str().eq_ignore_ascii_case("a") { Side::A } else { Side::B })
@@ -165,10 +153,7 @@ fn preferred_sides(p: &str) -> Vec<Side> {
 /// choosing it: a reply that describes Response B last (or was cut off while doing so) states
 /// no winner.
 fn last_paragraph_side(p: &str) -> Option<Side> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(r"(?i)\bresponse\s+([ab])\b").unwrap_or_else(|_| unreachable!())
-    });
+    let re = regex!(r"(?i)\bresponse\s+([ab])\b");
     let mut found = None;
     for c in re.captures_iter(p) {
         let s = if c[1].eq_ignore_ascii_case("a") { Side::A } else { Side::B };
