@@ -661,7 +661,7 @@ pub fn failed_from_rows(rows: &[super::StageRow]) -> Vec<FailedModel> {
         .iter()
         .filter(|r| r.stage_type == CALL_FAILED)
         .filter_map(|r| {
-            let m = serde_json::from_value(r.parsed_data.clone()?).ok()?;
+            let m = super::payload::parsed(r)?;
             Some((r.stage_order, m))
         })
         .collect();

@@ -284,7 +284,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         .iter()
         .filter(|r| r.stage_type.starts_with("chain_step_"))
         .filter_map(|r| {
-            let data: StepRowData = serde_json::from_value(r.parsed_data.clone()?).ok()?;
+            let data: StepRowData = parsed(r)?;
             Some(data.into_step(r))
         })
         .collect();
@@ -293,7 +293,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     let planned = rows
         .iter()
         .find(|r| r.stage_type == PLAN)
-        .and_then(|r| serde_json::from_value::<PlanData>(r.parsed_data.clone()?).ok())
+        .and_then(parsed::<PlanData>)
         .map(|p| p.total_steps);
     let total = planned.or(steps.first().map(|s| s.total_steps)).unwrap_or(0);
     to_json(&ChainResult {

@@ -198,20 +198,16 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         .iter()
         .filter(|r| r.stage_type.starts_with("answer_"))
         .filter_map(|r| {
-            let mut a: AnswerData = serde_json::from_value(r.parsed_data.clone()?).ok()?;
+            let mut a: AnswerData = parsed(r)?;
             // The answer is read again from the stored reply, as it was read live.
             a.response = read_answer_reply(0, "", &r.content, 0, &schema).response;
             Some(a)
         })
         .collect();
     answers.sort_by_key(|a| a.index);
-    let weights = rows
-        .iter()
-        .find(|r| r.stage_type == "weights")
-        .and_then(|r| serde_json::from_value(r.parsed_data.clone()?).ok());
+    let weights = rows.iter().find(|r| r.stage_type == "weights").and_then(parsed);
     let synthesis = rows.iter().find(|r| r.stage_type == "synthesis").map(|r| {
-        let p: SynthesisRow =
-            r.parsed_data.clone().and_then(|p| serde_json::from_value(p).ok()).unwrap_or_default();
+        let p: SynthesisRow = parsed(r).unwrap_or_default();
         SynthesisData {
             model: r.model.clone(),
             synthesis: r.content.clone(),

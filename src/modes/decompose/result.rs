@@ -285,7 +285,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         .iter()
         .filter(|r| is_task(&r.stage_type))
         .filter_map(|r| {
-            let d: TaskRow = serde_json::from_value(r.parsed_data.clone()?).ok()?;
+            let d: TaskRow = parsed(r)?;
             Some(Outcome {
                 task_id: r.stage_type.clone(),
                 title: d.title,

@@ -346,16 +346,13 @@ pub struct JuryResult {
 /// `JuryResult` from stored rows.
 pub fn load_result(rows: &[StageRow]) -> Value {
     let of = |t: &'static str| rows.iter().filter(move |r| r.stage_type == t);
-    fn data<T: serde::de::DeserializeOwned>(r: &StageRow) -> Option<T> {
-        serde_json::from_value(r.parsed_data.clone()?).ok()
-    }
     let presentation = of("present").next().map(|r| Presentation {
         content: r.content.clone(),
-        original_question: data::<PresentRow>(r).unwrap_or_default().original_question,
+        original_question: parsed::<PresentRow>(r).unwrap_or_default().original_question,
     });
     let jurors: Vec<JurorAssessment> = of("deliberation")
         .map(|r| {
-            let pd: JurorRow = data(r).unwrap_or_default();
+            let pd: JurorRow = parsed(r).unwrap_or_default();
             JurorAssessment {
                 model: r.model.clone().unwrap_or_default(),
                 assessment_text: r.content.clone(),
@@ -370,9 +367,9 @@ pub fn load_result(rows: &[StageRow]) -> Value {
             }
         })
         .collect();
-    let summary: Option<JurorSummary> = of("juror_summary").next().and_then(data);
+    let summary: Option<JurorSummary> = of("juror_summary").next().and_then(parsed);
     let foreman = of("verdict").next().and_then(|r| {
-        let f: ForemanReport = data(r)?;
+        let f: ForemanReport = parsed(r)?;
         Some(ForemanReport { report_text: r.content.clone(), ..f })
     });
     to_json(&JuryResult {
