@@ -211,8 +211,9 @@ pub(crate) fn clarity_evaluate(p: &Prompt) -> Option<String> {
     } else {
         brief
     };
-    let level = 5.0 + (seed_of(&[brief]) % 4) as f64; // 5..8: the brief's quality
-                                                      // For about half the briefs the Skeptic finds the evidence far weaker than the others do.
+    // 5..8: the brief's quality.
+    let level = 5.0 + (seed_of(&[brief]) % 4) as f64;
+    // For about half the briefs the Skeptic finds the evidence far weaker than the others do.
     let contested = seed_of(&[brief, "contested"]).is_multiple_of(2);
     let mut r = rng(p, "clarity");
     let mut scores = Vec::new();
@@ -221,16 +222,7 @@ pub(crate) fn clarity_evaluate(p: &Prompt) -> Option<String> {
         let mut score: f64 = (level + bias + r.below(3) as f64 - 1.0).clamp(0.0, 10.0);
         if discussion {
             // Move toward the panel's middle: the others' scores are in the prompt.
-            let line = p.last.lines().find(|l| l.contains(&format!("({k}):"))).unwrap_or("");
-            let mut others: Vec<f64> = line
-                .split(": ")
-                .nth(1)
-                .unwrap_or("")
-                .split(", ")
-                .filter_map(|x| x.split(' ').nth(1)?.parse().ok())
-                .collect();
-            others.sort_by(f64::total_cmp);
-            if let Some(mid) = others.get(others.len() / 2) {
+            if let Some(mid) = panel_middle(p.last, k) {
                 let pull = if who == "Skeptic" { 0.3 } else { 0.6 };
                 score = (score + (mid - score) * pull).round();
             }
@@ -258,6 +250,21 @@ pub(crate) fn clarity_evaluate(p: &Prompt) -> Option<String> {
     ))
 }
 
+/// The panel's middle score for dimension `k`, read from the prompt's line of scores for it
+/// (`… (clarity): Model 7, Model 5`; the upper middle of an even count); None without one.
+fn panel_middle(prompt: &str, k: &str) -> Option<f64> {
+    let line = prompt.lines().find(|l| l.contains(&format!("({k}):"))).unwrap_or("");
+    let mut scores: Vec<f64> = line
+        .split(": ")
+        .nth(1)
+        .unwrap_or("")
+        .split(", ")
+        .filter_map(|x| x.split(' ').nth(1)?.parse().ok())
+        .collect();
+    scores.sort_by(f64::total_cmp);
+    scores.get(scores.len() / 2).copied()
+}
+
 pub(crate) fn clarity_arbitrate(p: &Prompt) -> Option<String> {
     if !p.last.starts_with("CLARITY ARBITRATION") {
         return None;
@@ -265,16 +272,7 @@ pub(crate) fn clarity_arbitrate(p: &Prompt) -> Option<String> {
     let disputed = sim_text::between(p.last, "DISPUTED DIMENSIONS: ", "\n");
     let mut scores = Vec::new();
     for k in CLARITY_KEYS.iter().filter(|k| disputed.contains(&format!("`{k}`"))) {
-        let line = p.last.lines().find(|l| l.contains(&format!("({k}):"))).unwrap_or("");
-        let mut v: Vec<f64> = line
-            .split(": ")
-            .nth(1)
-            .unwrap_or("")
-            .split(", ")
-            .filter_map(|x| x.split(' ').nth(1)?.parse().ok())
-            .collect();
-        v.sort_by(f64::total_cmp);
-        let mid = v.get(v.len() / 2).copied().unwrap_or(5.0);
+        let mid = panel_middle(p.last, k).unwrap_or(5.0);
         scores.push(format!("\"{k}\": {mid}"));
     }
     Some(format!(
