@@ -66,8 +66,7 @@ fn sim_scorecard(ask: &SimAsk, discussion: bool) -> Value {
         let bias = clarity_bias(who, i, contested);
         let mut score: f64 = (level + bias + r.below(3) as f64 - 1.0).clamp(0.0, 10.0);
         if discussion {
-            let others = panel_scores(ask.prompt, d.key);
-            if let Some(mid) = others.get(others.len() / 2) {
+            if let Some(mid) = panel_middle(ask.prompt, d.key) {
                 let pull = if who == "Skeptic" { 0.3 } else { 0.6 };
                 score = (score + (mid - score) * pull).round();
             }
@@ -125,10 +124,7 @@ fn sim_ruling(ask: &SimAsk, schema: &ReplySchema) -> Value {
     let scores: serde_json::Map<String, Value> = keys
         .into_iter()
         .flatten()
-        .map(|(k, _)| {
-            let v = panel_scores(ask.prompt, k);
-            (k.clone(), Value::from(v.get(v.len() / 2).copied().unwrap_or(5.0)))
-        })
+        .map(|(k, _)| (k.clone(), Value::from(panel_middle(ask.prompt, k).unwrap_or(5.0))))
         .collect();
     to_json(&SimRuling {
         reasoning: cut(format!("[simulated arbitration from {}] {}Weighing the evaluators' positions against the brief itself.", ask.model, ask.hostile_paragraph()), schema::REASONING_MAX_CHARS),
@@ -250,18 +246,10 @@ pub(crate) fn clarity_evaluate(p: &Prompt) -> Option<String> {
     ))
 }
 
-/// The panel's middle score for dimension `k`, read from the prompt's line of scores for it
-/// (`… (clarity): Model 7, Model 5`; the upper middle of an even count); None without one.
-fn panel_middle(prompt: &str, k: &str) -> Option<f64> {
-    let line = prompt.lines().find(|l| l.contains(&format!("({k}):"))).unwrap_or("");
-    let mut scores: Vec<f64> = line
-        .split(": ")
-        .nth(1)
-        .unwrap_or("")
-        .split(", ")
-        .filter_map(|x| x.split(' ').nth(1)?.parse().ok())
-        .collect();
-    scores.sort_by(f64::total_cmp);
+/// The panel's middle score for dimension `key` (the upper middle of an even count); None when
+/// the prompt lists none.
+fn panel_middle(prompt: &str, key: &str) -> Option<f64> {
+    let scores = panel_scores(prompt, key);
     scores.get(scores.len() / 2).copied()
 }
 
