@@ -73,3 +73,25 @@ impl<T> Marked<T> {
 pub fn parsed<T: DeserializeOwned>(row: &StageRow) -> Option<T> {
     T::deserialize(row.parsed_data.as_ref()?).ok()
 }
+
+/// `value` as its stored row has always held it: `taken` (the row's content, kept outside its
+/// data) removed the way the first rows were written, its place going to the object's last key.
+pub fn without<T: Serialize>(value: &T, taken: &str) -> serde_json::Value {
+    let mut v = super::to_json(value);
+    if let Some(m) = v.as_object_mut() {
+        m.swap_remove(taken);
+    }
+    v
+}
+
+/// `value` as a result has always given it: its stored row's keys ([`without`]), then `taken`
+/// last. `None` stays null.
+pub fn taken_last<T: Serialize>(value: Option<&T>, taken: &str) -> serde_json::Value {
+    let Some(value) = value else { return serde_json::Value::Null };
+    let whole = super::to_json(value);
+    let mut v = without(value, taken);
+    if let (Some(m), Some(t)) = (v.as_object_mut(), whole.get(taken)) {
+        m.insert(taken.to_string(), t.clone());
+    }
+    v
+}

@@ -240,11 +240,7 @@ pub struct Assembly {
 /// The result's assembly: its row's (serde_json's `remove` put the last key in the
 /// document's place), with the document at the end.
 fn document_last<S: serde::Serializer>(a: &Option<Assembly>, s: S) -> Result<S::Ok, S::Error> {
-    let mut v = to_json(a);
-    if let Some(document) = v.as_object_mut().and_then(|o| o.remove("document")) {
-        v["document"] = document;
-    }
-    v.serialize(s)
+    taken_last(a.as_ref(), "document").serialize(s)
 }
 
 /// A blueprint run's result, rebuilt from its stored rows.

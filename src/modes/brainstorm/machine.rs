@@ -558,7 +558,7 @@ impl Brainstorm {
                 StageRow::new("refinement", REFINEMENT_ORDER, proposal.clone())
                     .model(model)
                     .role("refiner")
-                    .data(&RefinementRow(&data))
+                    .data(&without(&data, "proposal"))
                     .took(ms),
             ),
             Effect::event("refinement_complete", &Marked::new(data, self.kit.calls.failed())),

@@ -189,50 +189,14 @@ pub struct Refinement {
     pub fallback_from: Option<String>,
 }
 
-/// The refinement as the rows have always kept it: its keys in the order they were left after
-/// taking `proposal` out of the event's data (its place went to the last key, `fallbackFrom`
-/// else `clusterName`); the result's refinement then has its proposal last.
-fn refinement_in_stored_order<S: serde::Serializer>(
-    r: &Refinement,
-    with_proposal: bool,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let mut m = s.serialize_map(None)?;
-    m.serialize_entry("model", &r.model)?;
-    match &r.fallback_from {
-        Some(from) => m.serialize_entry("fallbackFrom", from)?,
-        None => m.serialize_entry("clusterName", &r.cluster_name)?,
-    }
-    m.serialize_entry("fallback", &r.fallback)?;
-    m.serialize_entry("responseTimeMs", &r.response_time_ms)?;
-    m.serialize_entry("clusterId", &r.cluster_id)?;
-    if r.fallback_from.is_some() {
-        m.serialize_entry("clusterName", &r.cluster_name)?;
-    }
-    if with_proposal {
-        m.serialize_entry("proposal", &r.proposal)?;
-    }
-    m.end()
-}
-
-/// The `refinement` row's data: the refinement without its proposal.
-pub struct RefinementRow<'a>(pub &'a Refinement);
-
-impl Serialize for RefinementRow<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        refinement_in_stored_order(self.0, false, s)
-    }
-}
-
+/// The refinement as the rows have always kept it (the row's content, the proposal, taken out
+/// of it: its place went to the last key, `fallbackFrom` else `clusterName`); the result's
+/// refinement then has its proposal last.
 fn refinement_as_stored<S: serde::Serializer>(
     r: &Option<Refinement>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
-    match r {
-        Some(r) => refinement_in_stored_order(r, true, s),
-        None => s.serialize_none(),
-    }
+    taken_last(r.as_ref(), "proposal").serialize(s)
 }
 
 /// The ideation in the result: the summary, then every ideator's list.

@@ -117,7 +117,8 @@ impl ConfidenceWeighted {
                 out.push(Effect::Store(
                     StageRow::new(format!("answer_{i}"), 0, text.clone())
                         .by(&a.model, "respondent")
-                        .data(&AnswerRow::of(&a))
+                        // The text is the row's content (read again when the result is rebuilt).
+                        .data(&without(&a, "response"))
                         .took(a.response_time_ms),
                 ));
                 out.push(Effect::event("answer_complete", &Data { data: &a }));

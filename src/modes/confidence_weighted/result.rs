@@ -74,58 +74,6 @@ impl SynthesisRow {
     }
 }
 
-/// An answer's row data: the answer without its text (the row's content, read again). Its
-/// keys keep the order the rows have always had ([`Serialize`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct AnswerRow<'a> {
-    pub index: usize,
-    pub model: &'a str,
-    pub confidence: f64,
-    pub confidence_reasoning: &'a str,
-    pub parsed_successfully: bool,
-    pub clamped: bool,
-    pub response_time_ms: i64,
-    pub read_from: Option<ReadFrom>,
-}
-
-/// The stored order: the answer's keys as they were once left after taking `response` out of
-/// the whole answer (its place went to the last key: `readFrom`, else `responseTimeMs`).
-impl Serialize for AnswerRow<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("index", &self.index)?;
-        m.serialize_entry("model", self.model)?;
-        match self.read_from {
-            Some(from) => m.serialize_entry("readFrom", &from)?,
-            None => m.serialize_entry("responseTimeMs", &self.response_time_ms)?,
-        }
-        m.serialize_entry("confidence", &self.confidence)?;
-        m.serialize_entry("confidenceReasoning", self.confidence_reasoning)?;
-        m.serialize_entry("parsedSuccessfully", &self.parsed_successfully)?;
-        m.serialize_entry("clamped", &self.clamped)?;
-        if self.read_from.is_some() {
-            m.serialize_entry("responseTimeMs", &self.response_time_ms)?;
-        }
-        m.end()
-    }
-}
-
-impl<'a> AnswerRow<'a> {
-    pub(super) fn of(a: &'a AnswerData) -> Self {
-        AnswerRow {
-            index: a.index,
-            model: &a.model,
-            confidence: a.confidence,
-            confidence_reasoning: &a.confidence_reasoning,
-            parsed_successfully: a.parsed_successfully,
-            clamped: a.clamped,
-            response_time_ms: a.response_time_ms,
-            read_from: a.read_from,
-        }
-    }
-}
-
 /// `weights_calculated`'s data (and the `weights` row), and the result's `weights`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

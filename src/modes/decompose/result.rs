@@ -217,11 +217,7 @@ fn key_last(mut v: Value, key: &str) -> Value {
 
 /// The result's plan: its row's, less the assignments (which the result gives on their own).
 fn plan_of_row<S: serde::Serializer>(plan: &Option<Plan>, s: S) -> Result<S::Ok, S::Error> {
-    let mut v = to_json(plan);
-    if let Some(o) = v.as_object_mut() {
-        o.remove("assignments");
-    }
-    v.serialize(s)
+    plan.as_ref().map(|p| without(p, "assignments")).serialize(s)
 }
 
 /// The result's assembly: its row's, with the answer at the end.

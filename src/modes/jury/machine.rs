@@ -125,7 +125,7 @@ impl Jury {
             Effect::Store(
                 StageRow::new("verdict", 4, text.clone())
                     .by(&report.model, "foreman")
-                    .data(&ForemanRow(&report))
+                    .data(&without(&report, "reportText"))
                     .took(report.response_time_ms),
             ),
             Effect::event("verdict_complete", &Marked::new(&report, self.kit.calls.failed())),

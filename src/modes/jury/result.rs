@@ -222,53 +222,14 @@ pub fn foreman_report(
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
-/// The report as the rows have always kept it: its keys in the order they were once left after
-/// taking `reportText` out of the whole report (its place went to the last key, `fallbackFrom`
-/// else `responseTimeMs`); the result's report then has its text last.
-fn foreman_in_stored_order<S: serde::Serializer>(
-    f: &ForemanReport,
-    with_text: bool,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let mut m = s.serialize_map(None)?;
-    m.serialize_entry("model", &f.model)?;
-    match &f.fallback_from {
-        Some(from) => m.serialize_entry("fallbackFrom", from)?,
-        None => m.serialize_entry("responseTimeMs", &f.response_time_ms)?,
-    }
-    m.serialize_entry("finalVerdict", &f.final_verdict)?;
-    m.serialize_entry("dimensionAnalysis", &f.dimension_analysis)?;
-    m.serialize_entry("keyStrengths", &f.key_strengths)?;
-    m.serialize_entry("keyWeaknesses", &f.key_weaknesses)?;
-    m.serialize_entry("recommendations", &f.recommendations)?;
-    m.serialize_entry("dissentingOpinions", &f.dissenting_opinions)?;
-    if f.fallback_from.is_some() {
-        m.serialize_entry("responseTimeMs", &f.response_time_ms)?;
-    }
-    if with_text {
-        m.serialize_entry("reportText", &f.report_text)?;
-    }
-    m.end()
-}
-
-/// The `verdict` row's data: the report without its text (the row's content).
-pub struct ForemanRow<'a>(pub &'a ForemanReport);
-
-impl Serialize for ForemanRow<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        foreman_in_stored_order(self.0, false, s)
-    }
-}
-
+/// The report as the rows have always kept it (the row's content, `reportText`, taken out of
+/// it: its place went to the last key, `fallbackFrom` else `responseTimeMs`); the result's
+/// report then has its text last.
 fn foreman_as_stored<S: serde::Serializer>(
     f: &Option<ForemanReport>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
-    match f {
-        Some(f) => foreman_in_stored_order(f, true, s),
-        None => s.serialize_none(),
-    }
+    taken_last(f.as_ref(), "reportText").serialize(s)
 }
 
 /// A juror's `deliberation` row data: the assessment without the model, text and time the row

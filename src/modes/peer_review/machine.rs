@@ -98,7 +98,7 @@ impl PeerReview {
                     ms,
                 );
                 // The row keeps the review's text as its content.
-                let parsed = without(to_json(&review), "reviewText");
+                let parsed = without(&review, "reviewText");
                 let out = vec![
                     Effect::Store(
                         StageRow::new(format!("review_{index}"), REVIEW_ORDER, text.clone())
@@ -208,7 +208,7 @@ impl PeerReview {
             fallback_from: routed.fallback_from.clone(),
         };
         // The row keeps the report as its content.
-        let stored = without(to_json(&data), "consolidatedReport");
+        let stored = without(&data, "consolidatedReport");
         let mut event = to_json(&Data { data });
         self.kit.calls.mark(&mut event);
         let mut out = vec![

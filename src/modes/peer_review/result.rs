@@ -284,22 +284,9 @@ pub struct Consolidation {
     pub fallback_from: Option<String>,
 }
 
-/// `v` without `key`, as serde_json's `remove` leaves it (the last key in its place): the
-/// order stored rows have always had.
-pub(super) fn without(mut v: Value, key: &str) -> Value {
-    if let Some(o) = v.as_object_mut() {
-        o.remove(key);
-    }
-    v
-}
-
 /// The result's consolidation: its row's, with the report at the end.
 fn report_last<S: serde::Serializer>(c: &Option<Consolidation>, s: S) -> Result<S::Ok, S::Error> {
-    let mut v = to_json(c);
-    if let Some(report) = v.as_object_mut().and_then(|o| o.remove("consolidatedReport")) {
-        v["consolidatedReport"] = report;
-    }
-    v.serialize(s)
+    taken_last(c.as_ref(), "consolidatedReport").serialize(s)
 }
 
 // ---- the stored result ---------------------------------------------------------------------

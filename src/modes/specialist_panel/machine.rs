@@ -115,7 +115,9 @@ impl SpecialistPanel {
                         r.report.clone(),
                     )
                     .by(&r.model, &s.role_key)
-                    .data(&SpecialistRow(&r))
+                    // The text is the row's content; its data is the rest of the report, in the
+                    // order rows have always had (`responseTimeMs` in the text's place).
+                    .data(&without(&r, "report"))
                     .took(r.response_time_ms),
                 ));
                 out.push(Effect::event("specialist_complete", &Data { data: &r }));

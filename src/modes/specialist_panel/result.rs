@@ -40,36 +40,6 @@ pub struct SpecialistReport {
     pub response_time_ms: i64,
 }
 
-/// A specialist's row data: the report without its text (the row's content), its keys in the
-/// order they were once left after taking `report` out of the whole report (its place went to
-/// the last key, `responseTimeMs`).
-pub struct SpecialistRow<'a>(pub &'a SpecialistReport);
-
-impl Serialize for SpecialistRow<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let r = self.0;
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("index", &r.index)?;
-        m.serialize_entry("roleKey", &r.role_key)?;
-        m.serialize_entry("roleTitle", &r.role_title)?;
-        m.serialize_entry("model", &r.model)?;
-        m.serialize_entry("responseTimeMs", &r.response_time_ms)?;
-        m.serialize_entry("criteriaScores", &r.criteria_scores)?;
-        m.serialize_entry("averageScore", &r.average_score)?;
-        m.serialize_entry("keyFindings", &r.key_findings)?;
-        m.serialize_entry("topRecommendations", &r.top_recommendations)?;
-        m.serialize_entry("parseSuccess", &r.parse_success)?;
-        if let Some(why) = &r.unparsed {
-            m.serialize_entry("unparsed", why)?;
-        }
-        if let Some(from) = &r.read_from {
-            m.serialize_entry("readFrom", from)?;
-        }
-        m.end()
-    }
-}
-
 /// A specialist whose call failed (or whose reply was empty).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
