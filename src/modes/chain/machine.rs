@@ -49,7 +49,7 @@ impl Chain {
         Effect::Store(
             StageRow::new(format!("chain_step_{}", s.step), s.step as i32, s.content.clone())
                 .by(&s.model, Self::role(s.step))
-                .data(&StepRowData::of(s))
+                .data(&s.row_data())
                 .took(s.response_time_ms),
         )
     }

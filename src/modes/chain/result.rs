@@ -44,93 +44,31 @@ pub struct StepResult {
     pub total_steps: usize,
 }
 
-/// A step's stored row data: the step without what the row holds itself (its model, content
-/// and response time). Its keys keep the order the rows have always had ([`Serialize`]).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StepRowData {
-    pub step: usize,
-    pub mandate: Mandate,
-    pub mandate_display: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub custom_mandate: Option<String>,
-    pub based_on_step: Option<usize>,
-    pub word_count: usize,
-    pub previous_word_count: usize,
-    pub word_count_delta: i64,
-    pub editor_notes: Vec<String>,
-    pub skipped: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub skip_reason: Option<String>,
-    pub total_steps: usize,
-}
-
-/// The stored order: the step's keys as they were once left after taking its model, content
-/// and time out of the whole step (each taken key's place went to the last key).
-impl Serialize for StepRowData {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("step", &self.step)?;
-        m.serialize_entry("totalSteps", &self.total_steps)?;
-        m.serialize_entry("mandate", &self.mandate)?;
-        m.serialize_entry("mandateDisplay", &self.mandate_display)?;
-        if let Some(c) = &self.custom_mandate {
-            m.serialize_entry("customMandate", c)?;
+impl StepResult {
+    /// Its row's data: the whole step as the run first kept it (`totalSteps` last) without
+    /// what the row holds itself (its model, content and response time), each taken key's place
+    /// gone to the last key, as rows have always been written.
+    pub(super) fn row_data(&self) -> Value {
+        let mut v = to_json(self);
+        if let Some(m) = v.as_object_mut() {
+            m.insert("totalSteps".into(), self.total_steps.into());
+            for taken in ["model", "content", "responseTimeMs"] {
+                m.swap_remove(taken);
+            }
         }
-        m.serialize_entry("basedOnStep", &self.based_on_step)?;
-        match &self.skip_reason {
-            Some(why) => m.serialize_entry("skipReason", why)?,
-            None => m.serialize_entry("skipped", &self.skipped)?,
-        }
-        m.serialize_entry("wordCount", &self.word_count)?;
-        m.serialize_entry("previousWordCount", &self.previous_word_count)?;
-        m.serialize_entry("wordCountDelta", &self.word_count_delta)?;
-        m.serialize_entry("editorNotes", &self.editor_notes)?;
-        if self.skip_reason.is_some() {
-            m.serialize_entry("skipped", &self.skipped)?;
-        }
-        m.end()
-    }
-}
-
-impl StepRowData {
-    pub(super) fn of(s: &StepResult) -> Self {
-        StepRowData {
-            step: s.step,
-            mandate: s.mandate,
-            mandate_display: s.mandate_display.clone(),
-            custom_mandate: s.custom_mandate.clone(),
-            based_on_step: s.based_on_step,
-            word_count: s.word_count,
-            previous_word_count: s.previous_word_count,
-            word_count_delta: s.word_count_delta,
-            editor_notes: s.editor_notes.clone(),
-            skipped: s.skipped,
-            skip_reason: s.skip_reason.clone(),
-            total_steps: s.total_steps,
-        }
+        v
     }
 
-    /// The step again, with what its row holds.
-    fn into_step(self, row: &StageRow) -> StepResult {
-        StepResult {
-            step: self.step,
-            model: row.model.clone().unwrap_or_default(),
-            mandate: self.mandate,
-            mandate_display: self.mandate_display,
-            custom_mandate: self.custom_mandate,
-            based_on_step: self.based_on_step,
-            content: row.content.clone(),
-            word_count: self.word_count,
-            previous_word_count: self.previous_word_count,
-            word_count_delta: self.word_count_delta,
-            editor_notes: self.editor_notes,
-            response_time_ms: row.response_time_ms,
-            skipped: self.skipped,
-            skip_reason: self.skip_reason,
-            total_steps: self.total_steps,
-        }
+    /// The step again from its row: the row's data with what the row holds.
+    fn from_row(row: &StageRow) -> Option<StepResult> {
+        let mut v = row.parsed_data.clone()?;
+        let m = v.as_object_mut()?;
+        m.insert("model".into(), row.model.clone().unwrap_or_default().into());
+        m.insert("content".into(), row.content.clone().into());
+        m.insert("responseTimeMs".into(), row.response_time_ms.into());
+        let total_steps = usize::deserialize(m.get("totalSteps")?).ok()?;
+        let step = StepResult::deserialize(&v).ok()?;
+        Some(StepResult { total_steps, ..step })
     }
 }
 
@@ -283,10 +221,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     let mut steps: Vec<StepResult> = rows
         .iter()
         .filter(|r| r.stage_type.starts_with("chain_step_"))
-        .filter_map(|r| {
-            let data: StepRowData = parsed(r)?;
-            Some(data.into_step(r))
-        })
+        .filter_map(StepResult::from_row)
         .collect();
     steps.sort_by_key(|s| s.step);
     // The plan row (stored at the start), else the steps (runs stored before it existed).
