@@ -475,72 +475,14 @@ pub fn tally_report(round: &Value, winner: &Value, tiebreaker: &Value) -> String
 
 // ---- the winner as its row keeps it ---------------------------------------------------------
 
-/// A vote's winner, as Vote and Debate keep it in their winner row and result.
-pub trait StoredWinner {
-    fn keys(&self) -> WinnerKeys<'_>;
-}
-
-/// A winner's keys, for [`WinnerRow`] and [`winner_as_stored`].
-pub struct WinnerKeys<'a> {
-    pub label: &'a str,
-    pub model: &'a str,
-    pub response: &'a str,
-    /// Debate's: what the winning debater had decided (a key even when null).
-    pub decision: Option<&'a Option<String>>,
-    pub vote_count: usize,
-    pub total_votes: usize,
-    pub tiebroken: bool,
-    pub method: Option<&'a str>,
-}
-
-/// The winner as its row has always kept it: its keys in the order they were left after taking
-/// `winnerResponse` (the row's content) out of the whole winner (its place went to the last
-/// key, `tiebreakerMethod` else `tiebroken`); the result's winner then has its response last.
-fn in_stored_order<S: serde::Serializer>(
-    w: &WinnerKeys,
-    with_response: bool,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let mut m = s.serialize_map(None)?;
-    m.serialize_entry("winnerLabel", w.label)?;
-    m.serialize_entry("winnerModel", w.model)?;
-    match w.method {
-        Some(method) => m.serialize_entry("tiebreakerMethod", method)?,
-        None => m.serialize_entry("tiebroken", &w.tiebroken)?,
-    }
-    if let Some(decision) = w.decision {
-        m.serialize_entry("winnerDecision", decision)?;
-    }
-    m.serialize_entry("voteCount", &w.vote_count)?;
-    m.serialize_entry("totalVotes", &w.total_votes)?;
-    if w.method.is_some() {
-        m.serialize_entry("tiebroken", &w.tiebroken)?;
-    }
-    if with_response {
-        m.serialize_entry("winnerResponse", w.response)?;
-    }
-    m.end()
-}
-
-/// The winner row's data: the winner without its response (the row's content).
-pub struct WinnerRow<'a, W>(pub &'a W);
-
-impl<W: StoredWinner> Serialize for WinnerRow<'_, W> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        in_stored_order(&self.0.keys(), false, s)
-    }
-}
-
-/// The result's winner (`serialize_with`): as stored, its response last.
-pub fn winner_as_stored<W: StoredWinner, S: serde::Serializer>(
+/// The result's winner (`serialize_with`), Vote's and Debate's: as its row keeps it (the row's
+/// content, `winnerResponse`, taken out: its place went to the last key, `tiebreakerMethod` else
+/// `tiebroken`), then its response last.
+pub fn winner_as_stored<W: Serialize, S: serde::Serializer>(
     w: &Option<W>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
-    match w {
-        Some(w) => in_stored_order(&w.keys(), true, s),
-        None => s.serialize_none(),
-    }
+    super::payload::taken_last(w.as_ref(), "winnerResponse").serialize(s)
 }
 
 #[cfg(test)]

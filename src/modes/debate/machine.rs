@@ -2,7 +2,6 @@
 //! answers.
 
 use super::*;
-use crate::modes::voting::WinnerRow;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
@@ -220,7 +219,7 @@ impl Debate {
         out.push(Effect::Store(
             StageRow::new("debate_winner", 7, w.revised_response.clone())
                 .by(&w.model, "winner")
-                .data(&WinnerRow(&winner)),
+                .data(&without(&winner, "winnerResponse")),
         ));
         let declared = Marked::new(&winner, self.kit.calls.failed());
         out.push(Effect::event("winner_declared", &declared));

@@ -2,7 +2,7 @@
 //! from the stored rows and the export's report.
 
 use super::*;
-use crate::modes::voting::{winner_as_stored, StoredWinner, WinnerKeys};
+use crate::modes::voting::winner_as_stored;
 
 /// A debater's decision after reading the others' answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -99,21 +99,6 @@ pub struct DebateWinnerResult {
     /// How the tie was broken (`alphabetical`), when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tiebreaker_method: Option<String>,
-}
-
-impl StoredWinner for DebateWinnerResult {
-    fn keys(&self) -> WinnerKeys<'_> {
-        WinnerKeys {
-            label: &self.winner_label,
-            model: &self.winner_model,
-            response: &self.winner_response,
-            decision: Some(&self.winner_decision),
-            vote_count: self.vote_count,
-            total_votes: self.total_votes,
-            tiebroken: self.tiebroken,
-            method: self.tiebreaker_method.as_deref(),
-        }
-    }
 }
 
 // ---- payloads (one definition for live events and stored results) --------------------------

@@ -1,7 +1,6 @@
 //! Vote's state machine: the answers, the anonymous vote and the chairman's tiebreak.
 
 use super::*;
-use crate::modes::voting::WinnerRow;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
@@ -212,7 +211,7 @@ impl Vote {
             Effect::Store(
                 StageRow::new("vote_winner", 5, w.response.clone())
                     .by(&w.model, "winner")
-                    .data(&WinnerRow(&result)),
+                    .data(&without(&result, "winnerResponse")),
             ),
             Effect::event("winner_declared", &Marked::new(&result, self.kit.calls.failed())),
         ];

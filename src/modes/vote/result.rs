@@ -2,7 +2,7 @@
 //! and the export's report.
 
 use super::*;
-use crate::modes::voting::{winner_as_stored, StoredWinner, WinnerKeys};
+use crate::modes::voting::winner_as_stored;
 
 /// The labels' models in a vote round (`labelToModel`).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -69,21 +69,6 @@ pub struct VoteWinnerResult {
     /// `chairman` or `alphabetical`, when tiebroken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tiebreaker_method: Option<String>,
-}
-
-impl StoredWinner for VoteWinnerResult {
-    fn keys(&self) -> WinnerKeys<'_> {
-        WinnerKeys {
-            label: &self.winner_label,
-            model: &self.winner_model,
-            response: &self.winner_response,
-            decision: None,
-            vote_count: self.vote_count,
-            total_votes: self.total_votes,
-            tiebroken: self.tiebroken,
-            method: self.tiebreaker_method.as_deref(),
-        }
-    }
 }
 
 /// Vote's result.
