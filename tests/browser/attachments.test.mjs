@@ -52,6 +52,12 @@ const realErrors = (errors) => errors.filter((e) => !REFUSED_LOAD.test(e));
 const chip = (name, state = "") => `.attach-area .attach-chip[data-name="${name}"]${state ? `[data-state="${state}"]` : ""}`;
 
 /** Opens a mode's form and waits until it is drawn. */
+/** The text an open preview shows once its file has loaded (it says "Loading…" until then). */
+async function previewText(page) {
+  await page.waitForFunction(() => { const p = document.querySelector("dialog.attach-preview[open] pre"); return p && p.textContent !== "Loading…"; });
+  return page.textContent("dialog.attach-preview pre");
+}
+
 async function openForm(mode, opts) {
   const opened = await openPage(browser, server.base, `/#/new/${mode}`, opts);
   await opened.page.waitForSelector(`form[data-mode="${mode}"] .attach-area`);
@@ -110,9 +116,7 @@ test("files attached on the form reach the model; a refusal is said on its chip;
 
   // The chip opens the text the model read, as text (the markup in it is not markup).
   await page.click(`${run} .file-chip[data-name="notes.md"]`);
-  await page.waitForSelector("dialog.attach-preview[open]");
-  await page.waitForFunction(() => document.querySelector("dialog.attach-preview pre").textContent !== "Loading…");
-  assert.equal(await page.textContent("dialog.attach-preview pre"), NOTES);
+  assert.equal(await previewText(page), NOTES);
   assert.equal(await page.$("dialog.attach-preview pre b"), null, "the file's markup stays text");
   assert.equal(await page.textContent("dialog.attach-preview h2"), "notes.md");
   assert.match(await page.getAttribute("dialog.attach-preview a.attach-download", "href"), new RegExp(`/api/deliberations/${runId}/attachments/0$`));
@@ -134,7 +138,7 @@ test("files attached on the form reach the model; a refusal is said on its chip;
   const phone = await openPage(browser, server.base, `/#/run/${runId}`, { viewport: { width: 390, height: 844 } });
   await waitRunReady(phone.page, runId);
   await phone.page.click(`${run} .file-chip[data-name="notes.md"]`);
-  await phone.page.waitForFunction(() => { const p = document.querySelector("dialog.attach-preview[open] pre"); return p && p.textContent !== "Loading…"; });
+  await previewText(phone.page);
   const box = await phone.page.$eval("dialog.attach-preview", (d) => { const r = d.getBoundingClientRect(); return { left: r.left, right: r.right }; });
   assert.ok(box.left >= 0 && box.right <= 390, `the preview fits the screen: ${JSON.stringify(box)}`);
   assert.equal(await phone.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), 0);
@@ -253,8 +257,7 @@ test("a follow-up takes files too, and keeps the conversation's earlier ones", {
   assert.equal(await page.$$eval(".follow-up .attach-chip", (n) => n.length), 0);
   // Each chip opens its own file, while the run goes and after.
   await page.click(`article.run[data-run="${second}"] .file-chip[data-name="notes.md"]`);
-  await page.waitForSelector("dialog.attach-preview[open] pre");
-  assert.equal(await page.textContent("dialog.attach-preview pre"), NOTES);
+  assert.equal(await previewText(page), NOTES);
   await page.keyboard.press("Escape");
   await page.waitForSelector("dialog.attach-preview", { state: "detached" });
   await waitRunReady(page, second);
@@ -280,8 +283,7 @@ test("a share link shows the run's files and their previews to a reader never si
     await p.waitForSelector(`article.run[data-ready="true"]`);
     assert.deepEqual(await p.$$eval(".run-files .file-chip .attach-name", (n) => n.map((x) => x.textContent)), ["notes.md", "chart.png"]);
     await p.click('.file-chip[data-name="notes.md"]');
-    await p.waitForSelector("dialog.attach-preview[open] pre");
-    assert.equal(await p.textContent("dialog.attach-preview pre"), NOTES);
+    assert.equal(await previewText(p), NOTES);
     assert.match(await p.getAttribute("dialog.attach-preview a.attach-download", "href"), /^\/s\/shr_[0-9a-f]+\/attachments\/0$/);
     await screenshot(p, `${name}-preview`);
     await p.keyboard.press("Escape");
