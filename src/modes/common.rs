@@ -394,6 +394,14 @@ impl TitleTracker {
         }
     }
 
+    /// The effects of a run's answer, once its answer event is out: the title (for a new
+    /// conversation), then `Finish`.
+    pub fn finish(&mut self, answer: String) -> Vec<super::Effect> {
+        let mut out = self.on_answer();
+        out.push(super::Effect::Finish { answer });
+        out
+    }
+
     /// The effects of a failing run: the fallback title (for a new conversation), then `Fail`.
     pub fn fail(&mut self, message: String) -> Vec<super::Effect> {
         let mut out = self.on_fail();
@@ -784,8 +792,7 @@ impl Calls {
             ),
             super::Effect::emit("assembly_complete", event),
         ];
-        out.extend(title.on_answer());
-        out.push(super::Effect::Finish { answer: a.text });
+        out.extend(title.finish(a.text));
         out
     }
 }

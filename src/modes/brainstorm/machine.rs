@@ -563,8 +563,7 @@ impl Brainstorm {
             ),
             Effect::event("refinement_complete", &Marked::new(data, self.kit.calls.failed())),
         ];
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer: proposal });
+        out.extend(self.kit.title.finish(proposal));
         out
     }
 }

@@ -194,8 +194,7 @@ impl Chain {
         };
         let event = Marked::new(summary(&self.steps), self.kit.calls.failed());
         let mut out = vec![Effect::event("chain_complete", &event)];
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer: last.content });
+        out.extend(self.kit.title.finish(last.content));
         out
     }
 }

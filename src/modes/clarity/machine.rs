@@ -639,8 +639,7 @@ impl Clarity {
             out.push(Effect::FlagForReview { reason: r });
         }
         self.phase = Phase::Done;
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer });
+        out.extend(self.kit.title.finish(answer));
         out
     }
 

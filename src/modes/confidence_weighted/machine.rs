@@ -227,8 +227,7 @@ impl ConfidenceWeighted {
             ),
             Effect::event("synthesis_complete", &event),
         ];
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer: s.synthesis });
+        out.extend(self.kit.title.finish(s.synthesis));
         out
     }
 }

@@ -202,8 +202,7 @@ impl Council {
             Effect::event("stage3_complete", &Marked::new(&synthesis, self.kit.calls.failed())),
         ];
         self.phase = Phase::Done;
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer: text });
+        out.extend(self.kit.title.finish(text));
         out
     }
 }

@@ -224,8 +224,7 @@ impl Debate {
         let declared = Marked::new(&winner, self.kit.calls.failed());
         out.push(Effect::event("winner_declared", &declared));
         self.phase = Phase::Done;
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer: winner.winner_response });
+        out.extend(self.kit.title.finish(winner.winner_response));
         out
     }
 }

@@ -336,8 +336,7 @@ impl Delphi {
             Effect::event("synthesis_complete", &Marked::new(report, self.kit.calls.failed())),
         ];
         self.phase = Phase::Done;
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer: text });
+        out.extend(self.kit.title.finish(text));
         out
     }
 

@@ -617,8 +617,7 @@ impl FactCheck {
             ),
             Effect::event("report_complete", &event),
         ];
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer: report });
+        out.extend(self.kit.title.finish(report));
         out
     }
 }

@@ -131,11 +131,10 @@ impl Jury {
             Effect::event("verdict_complete", &Marked::new(&report, self.kit.calls.failed())),
         ];
         self.phase = Phase::Done;
-        out.extend(self.kit.title.on_answer());
         // The conversation keeps the report without its reasoning (the row keeps it all).
         let answer = answer_text(&text);
         let answer = if answer.trim().is_empty() { text.clone() } else { answer.into_owned() };
-        out.push(Effect::Finish { answer });
+        out.extend(self.kit.title.finish(answer));
         out
     }
 }

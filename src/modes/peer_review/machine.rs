@@ -220,8 +220,7 @@ impl PeerReview {
             ),
             Effect::emit("consolidation_complete", event),
         ];
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer: report });
+        out.extend(self.kit.title.finish(report));
         out
     }
 }

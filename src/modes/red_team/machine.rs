@@ -310,8 +310,7 @@ impl RedTeam {
             ),
             Effect::event("synthesize_complete", &event),
         ];
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer: text });
+        out.extend(self.kit.title.finish(text));
         out
     }
 }

@@ -220,8 +220,7 @@ impl SpecialistPanel {
         data.integrated_assessment = Some(text.clone());
         let event = Marked::new(&data, self.kit.calls.failed());
         let mut out = vec![row, Effect::event("synthesis_complete", &event)];
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer: text });
+        out.extend(self.kit.title.finish(text));
         out
     }
 }

@@ -403,8 +403,7 @@ impl Tournament {
             ),
             Effect::emit("winner_declared", event),
         ];
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer: c.response });
+        out.extend(self.kit.title.finish(c.response));
         out
     }
 }

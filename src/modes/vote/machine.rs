@@ -216,8 +216,7 @@ impl Vote {
             Effect::event("winner_declared", &Marked::new(&result, self.kit.calls.failed())),
         ];
         self.phase = Phase::Done;
-        out.extend(self.kit.title.on_answer());
-        out.push(Effect::Finish { answer });
+        out.extend(self.kit.title.finish(answer));
         out
     }
 }
