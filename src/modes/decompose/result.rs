@@ -206,15 +206,6 @@ pub struct Assembly {
     pub fallback_from: Option<String>,
 }
 
-/// `v` with `key` moved to the end, as a row that dropped it (serde_json's `remove` puts the
-/// last key in its place) and the result that added it back have always ordered them.
-fn key_last(mut v: Value, key: &str) -> Value {
-    if let Some(x) = v.as_object_mut().and_then(|o| o.remove(key)) {
-        v[key] = x;
-    }
-    v
-}
-
 /// The result's plan: its row's, less the assignments (which the result gives on their own).
 fn plan_of_row<S: serde::Serializer>(plan: &Option<Plan>, s: S) -> Result<S::Ok, S::Error> {
     plan.as_ref().map(|p| without(p, "assignments")).serialize(s)
@@ -222,7 +213,7 @@ fn plan_of_row<S: serde::Serializer>(plan: &Option<Plan>, s: S) -> Result<S::Ok,
 
 /// The result's assembly: its row's, with the answer at the end.
 fn answer_last<S: serde::Serializer>(a: &Option<Assembly>, s: S) -> Result<S::Ok, S::Error> {
-    key_last(to_json(a), "response").serialize(s)
+    taken_last(a.as_ref(), "response").serialize(s)
 }
 
 /// A wave's tasks as carried out.

@@ -174,12 +174,10 @@ impl Report {
     /// moves the last key (`fallbackFrom`, else `responseTimeMs`) into its place.
     fn swapped(&self) -> serde_json::Map<String, Value> {
         let live = Report { report: Some(String::new()), ..self.clone() };
-        let mut keys = match to_json(&live) {
+        match without(&live, "report") {
             Value::Object(o) => o,
             _ => serde_json::Map::new(),
-        };
-        keys.remove("report");
-        keys
+        }
     }
 
     /// The stored row's parsed data.

@@ -121,12 +121,10 @@ impl Defense {
     /// `preserve_order` moves the last key (`readFrom`, else `responseTimeMs`) into its place.
     fn swapped(&self) -> serde_json::Map<String, Value> {
         let live = Defense { revised_content: Some(String::new()), ..self.clone() };
-        let mut keys = match to_json(&live) {
+        match without(&live, "revisedContent") {
             Value::Object(o) => o,
             _ => serde_json::Map::new(),
-        };
-        keys.remove("revisedContent");
-        keys
+        }
     }
 
     /// The stored row's parsed data: the revised content's length in place of the text.
