@@ -88,10 +88,11 @@ pub fn without<T: Serialize>(value: &T, taken: &str) -> serde_json::Value {
 /// last. `None` stays null.
 pub fn taken_last<T: Serialize>(value: Option<&T>, taken: &str) -> serde_json::Value {
     let Some(value) = value else { return serde_json::Value::Null };
-    let whole = super::to_json(value);
-    let mut v = without(value, taken);
-    if let (Some(m), Some(t)) = (v.as_object_mut(), whole.get(taken)) {
-        m.insert(taken.to_string(), t.clone());
+    let mut v = super::to_json(value);
+    if let Some(m) = v.as_object_mut() {
+        if let Some(t) = m.swap_remove(taken) {
+            m.insert(taken.to_string(), t);
+        }
     }
     v
 }
