@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::common::{failed_from_rows, FailedModel};
+use super::common::{FailedModel, CALL_FAILED};
 use super::{RunContext, StageRow};
 
 /// A payload under `data` (`answer_complete`, `generate_complete`, `task_complete`…).
@@ -72,6 +72,20 @@ impl<T> Marked<T> {
 /// row has none or it does not read as `T`.
 pub fn parsed<T: DeserializeOwned>(row: &StageRow) -> Option<T> {
     T::deserialize(row.parsed_data.as_ref()?).ok()
+}
+
+/// The failed panel calls of a run, from its stored rows (in stored order).
+pub fn failed_from_rows(rows: &[StageRow]) -> Vec<FailedModel> {
+    let mut f: Vec<(i32, FailedModel)> = rows
+        .iter()
+        .filter(|r| r.stage_type == CALL_FAILED)
+        .filter_map(|r| {
+            let m = parsed(r)?;
+            Some((r.stage_order, m))
+        })
+        .collect();
+    f.sort_by_key(|(order, _)| *order);
+    f.into_iter().map(|(_, m)| m).collect()
 }
 
 /// `value` as its stored row has always held it: `taken` (the row's content, kept outside its

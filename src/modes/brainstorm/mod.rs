@@ -18,7 +18,8 @@
 //! same rules as the text, else by the text readers; each ideator, the clustering and each
 //! scorer say which (`readFrom`). The proposal is text a person reads and carries none.
 
-use super::common::{create_label_map, failed_from_rows, label, FailedModel};
+use super::common::{create_label_map, label, FailedModel};
+use super::payload::failed_from_rows;
 use super::prelude::*;
 use super::reading::{between, unmark, Unparsed};
 use super::runner::GLOBAL_TIMER;
