@@ -128,8 +128,8 @@ pub struct ModeSpec {
     /// A small valid request, for documentation, the CLI's help and tests.
     pub example: fn() -> Value,
     /// How the offline sim models answer this mode's prompts (in its format, and now and then
-    /// in a messy one), or None: the sim's general answers (the first six modes' sim answers
-    /// live in `modes/sim_text.rs`).
+    /// in a messy one), or None: the sim's general answers. A mode whose sims read a text prompt
+    /// as a `sim_text::Prompt` hands them to `sim_text::text_answer`.
     pub sim: Option<SimFn>,
 }
 

@@ -1,8 +1,9 @@
 //! What the sim models say: pure functions from (model, messages) to text.
 //!
-//! Each recogniser spots one prompt format and answers in it; [`respond`] tries them in
-//! order and falls back to a plain answer. A later mode adds a recogniser and a line in
-//! [`RECOGNISERS`]. Everything is deterministic: the same model and prompt give the same text,
+//! [`respond`] gives a title prompt its title, then asks every mode's own sim
+//! (`ModeSpec::sim`), then fills in a reply schema, and falls back to a plain answer. A mode
+//! whose sims read text prompts lists them in its `ModeSpec::sim` through [`text_answer`]: each
+//! recogniser spots one prompt format and answers in it. Everything is deterministic: the same model and prompt give the same text,
 //! and each model name has its own tendencies (which answers it prefers, how much it writes).
 //!
 //! `sim/xss…` models answer like the others but with [`XSS_PAYLOAD`] in their prose (never in
@@ -10,6 +11,7 @@
 //! that complete normally.
 
 use crate::modes::common::SplitMix64;
+use crate::modes::registry::SimAsk;
 use crate::modes::{ChatMessage, ReplySchema};
 
 /// A seed from several strings: FNV-1a, then a SplitMix64 step so that texts differing in
@@ -94,23 +96,27 @@ impl Prompt<'_> {
     }
 }
 
-type Recogniser = fn(&Prompt) -> Option<String>;
+/// Answers a text prompt it recognises (a mode's prompt format), else None.
+pub(crate) type Recogniser = fn(&Prompt) -> Option<String>;
 
-/// Tried in order; the first that recognises its prompt answers.
-const RECOGNISERS: &[Recogniser] = &[
-    super::jury::sim::juror,
-    super::jury::sim::foreman,
-    super::debate::sim::revision,
-    super::vote::sim::vote,
-    super::council::sim::ranking,
-    super::council::sim::synthesis,
-    super::delphi::delphi_classify,
-    super::delphi::delphi_numeric,
-    super::delphi::delphi_qualitative,
-    super::delphi::delphi_report,
-    super::clarity::clarity_evaluate,
-    super::clarity::clarity_arbitrate,
-];
+/// A mode's answer to a prompt asked for in text (no reply schema): the first of
+/// `recognisers` that knows the prompt answers. For a mode's [`ModeSpec::sim`] whose sims read
+/// the prompt as text (`Prompt`), next to its JSON answers.
+///
+/// [`ModeSpec::sim`]: crate::modes::registry::ModeSpec::sim
+pub(crate) fn text_answer(ask: &SimAsk, recognisers: &[Recogniser]) -> Option<String> {
+    if ask.schema.is_some() {
+        return None;
+    }
+    let p = Prompt {
+        model: ask.model,
+        messages: ask.messages,
+        last: ask.prompt,
+        malformed: ask.malformed,
+        hostile: ask.hostile,
+    };
+    recognisers.iter().find_map(|r| r(&p))
+}
 
 /// The sim's reply to a chat.
 pub fn respond(model: &str, messages: &[ChatMessage], malformed: bool) -> String {
@@ -135,7 +141,7 @@ pub fn respond_to(
     }
     let schema = schema.filter(|_| !malformed);
     // A mode that answers its own prompts offline (see `ModeSpec::sim`).
-    let ask = crate::modes::registry::SimAsk {
+    let ask = SimAsk {
         model,
         prompt: last,
         messages,
@@ -151,7 +157,7 @@ pub fn respond_to(
     if let Some(schema) = schema {
         return json_reply(&p, schema);
     }
-    RECOGNISERS.iter().find_map(|r| r(&p)).unwrap_or_else(|| answer(&p))
+    answer(&p)
 }
 
 /// JSON that fits `schema`, drawn deterministically from the model and prompt: enums and

@@ -16,6 +16,7 @@
 
 use super::prelude::*;
 use super::request::{MAX_SHORT_CHARS, MAX_TEXT_CHARS};
+use super::sim_text::text_answer;
 use std::collections::BTreeMap;
 
 mod machine;
@@ -250,6 +251,8 @@ pub static SPEC: ModeSpec = ModeSpec {
     example: || {
         json!({ "mode": "clarity", "modeConfig": { "content": "Brief: a mobile app for reporting potholes with a photo; the city fixes them within 14 days." } })
     },
-    sim: Some(sim_answer),
+    sim: Some(|ask| {
+        sim_answer(ask).or_else(|| text_answer(ask, &[clarity_evaluate, clarity_arbitrate]))
+    }),
     result_schema: schema_of::<ClarityResult>,
 };

@@ -1,5 +1,5 @@
 //! Clarity's sim answers: its schemas in JSON (`ModeSpec::sim`) and the text sim's recognisers
-//! for its prompts (listed in `sim_text::RECOGNISERS`).
+//! for its prompts (its `ModeSpec::sim` tries them through `sim_text::text_answer`).
 
 use super::*;
 
@@ -132,7 +132,7 @@ fn sim_ruling(ask: &SimAsk, schema: &ReplySchema) -> Value {
     })
 }
 
-// ---- the text sim's recognisers (tried in `sim_text::RECOGNISERS`) -------------------------
+// ---- the text sim's recognisers (tried by `sim_text::text_answer`) -------------------------
 
 /// The persona a Clarity call speaks as, from its system prompt.
 fn persona(p: &Prompt) -> &'static str {

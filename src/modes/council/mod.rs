@@ -17,7 +17,7 @@ mod machine;
 mod prompts;
 mod read;
 mod result;
-pub(crate) mod sim;
+mod sim;
 
 pub use machine::*;
 pub use prompts::*;
@@ -28,6 +28,7 @@ use super::common::{answer_of, create_label_map, label, named, with_history};
 use super::prelude::*;
 use super::ranking;
 use super::reading::Unparsed;
+use super::sim_text::text_answer;
 use std::collections::BTreeMap;
 
 /// The normalised configuration stored with a run.
@@ -119,7 +120,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     stages: &[],
     report: Some(report),
     example: || json!({ "mode": "council", "question": "Monolith or microservices for a team of five?" }),
-    sim: None,
+    sim: Some(|ask| text_answer(ask, &[sim::ranking, sim::synthesis])),
     result_schema: schema_of::<CouncilResult>,
 };
 

@@ -7,7 +7,7 @@ mod machine;
 mod prompts;
 mod read;
 mod result;
-pub(crate) mod sim;
+mod sim;
 
 pub use machine::*;
 pub use prompts::*;
@@ -18,6 +18,7 @@ use sim::sim_answer;
 use super::common::{answer_of, create_label_map, label, member_names, named, word_count, Answer};
 use super::prelude::*;
 use super::reading::{between, json_values, split_reasoning, Unparsed};
+use super::sim_text::text_answer;
 use super::stated::{last_stated, Labels};
 use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, vote_prompt, vote_schema, Round,
@@ -79,7 +80,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     stages: &[("revision", "the revisions"), ("vote", "the vote")],
     report: Some(report),
     example: || json!({ "mode": "debate", "question": "Should companies adopt a 4-day work week?" }),
-    sim: Some(sim_answer),
+    sim: Some(|ask| sim_answer(ask).or_else(|| text_answer(ask, &[sim::revision]))),
     result_schema: schema_of::<DebateResult>,
 };
 

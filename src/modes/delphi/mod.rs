@@ -23,6 +23,7 @@
 
 use super::prelude::*;
 use super::request::MAX_SHORT_CHARS;
+use super::sim_text::text_answer;
 
 mod machine;
 mod prompts;
@@ -219,6 +220,9 @@ pub static SPEC: ModeSpec = ModeSpec {
     example: || {
         json!({ "mode": "delphi", "question": "How many software engineers will be employed globally by 2030?" })
     },
-    sim: Some(sim_answer),
+    sim: Some(|ask| {
+        let text = [delphi_classify, delphi_numeric, delphi_qualitative, delphi_report];
+        sim_answer(ask).or_else(|| text_answer(ask, &text))
+    }),
     result_schema: schema_of::<DelphiResult>,
 };

@@ -1,5 +1,5 @@
 //! Delphi's sim answers: its schemas in JSON (`ModeSpec::sim`) and the text sim's recognisers
-//! for its prompts (listed in `sim_text::RECOGNISERS`).
+//! for its prompts (its `ModeSpec::sim` tries them through `sim_text::text_answer`).
 
 use super::*;
 
@@ -149,7 +149,7 @@ fn sim_choice(ask: &SimAsk, schema: &ReplySchema, reasoning: &dyn Fn(&str) -> St
     to_json(&SimEstimate { reasoning, said: Said::Answer(Some(answer)), confidence })
 }
 
-// ---- the text sim's recognisers (tried in `sim_text::RECOGNISERS`) -------------------------
+// ---- the text sim's recognisers (tried by `sim_text::text_answer`) -------------------------
 
 /// A few models hold their ground in Delphi rounds: panels keep an outlier.
 fn stubborn(model: &str) -> bool {

@@ -16,7 +16,7 @@ mod machine;
 mod prompts;
 mod read;
 mod result;
-pub(crate) mod sim;
+mod sim;
 
 pub use machine::*;
 pub use prompts::*;
@@ -28,6 +28,7 @@ use super::common::member_names;
 use super::prelude::*;
 use super::reading::{between, json_field, json_values, split_reasoning, Unparsed};
 use super::request::MAX_TEXT_CHARS;
+use super::sim_text::text_answer;
 use super::stated::{last_stated, Labels};
 
 /// The five dimensions, as the prompts name them.
@@ -153,7 +154,7 @@ pub static SPEC: ModeSpec = ModeSpec {
         json!({ "mode": "jury", "question": "Evaluate this API documentation",
                 "modeConfig": { "content": "## GET /api/users\nReturns users. Accepts limit and offset." } })
     },
-    sim: Some(sim_answer),
+    sim: Some(|ask| sim_answer(ask).or_else(|| text_answer(ask, &[sim::juror, sim::foreman]))),
     result_schema: schema_of::<JuryResult>,
 };
 

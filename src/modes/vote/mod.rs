@@ -5,13 +5,14 @@
 
 mod machine;
 mod result;
-pub(crate) mod sim;
+mod sim;
 
 pub use machine::*;
 pub use result::*;
 
 use super::common::{answer_of, create_label_map, label, named, with_history, Answer};
 use super::prelude::*;
+use super::sim_text::text_answer;
 use super::voting::{
     ballot_rows, ballots_from_rows, cast, first_alphabetically, read_vote_reply, tally,
     tiebreaker_prompt, vote_prompt, vote_schema, Ballot, Round, Tally, VoteRow,
@@ -79,7 +80,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     stages: &[("vote_round", "the vote")],
     report: Some(report),
     example: || json!({ "mode": "vote", "question": "Which database should a team of five use?" }),
-    sim: None,
+    sim: Some(|ask| text_answer(ask, &[sim::vote])),
     result_schema: schema_of::<VoteResult>,
 };
 
