@@ -1,7 +1,8 @@
 //! Per-user limits on starting runs: how many may run at once, and how many may start in a
 //! minute. Over either, a start is refused with when to try again, before anything is stored.
-//! One user's starts pass a gate one at a time from the count of their running runs to the new
-//! run's registration, and only accepted starts are counted. The local CLI (no user name) is not
+//! The Hub counts one user's running runs and reserves the new run's place in one step
+//! (`hub::ReserveStart`), the place is held until the run is registered, and only accepted
+//! starts are counted. The local CLI (no user name) is not
 //! limited. The time comes from a [`Clock`] (the system's, or a test's), never read directly.
 
 use std::collections::{HashMap, VecDeque};
@@ -62,16 +63,14 @@ impl Clock {
     }
 }
 
-/// The start times of each user's accepted runs in the last minute, the starts each user has
-/// in flight (checked, not yet registered), and one gate per user that makes counting their
-/// running runs and reserving a place for a new one a single step.
+/// The start times of each user's accepted runs in the last minute, and the starts each user
+/// has in flight (checked, not yet registered).
 #[derive(Debug, Default)]
 pub struct StartLimiter {
     starts: Mutex<HashMap<String, VecDeque<Instant>>>,
     /// Starts that passed the check and are being stored and registered: they count as running
     /// (and against the per-minute budget) until they are, or fail.
     pending: Mutex<HashMap<String, usize>>,
-    gates: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// A place held for a start that passed the limits, from the check until the run is registered
@@ -119,20 +118,9 @@ impl Drop for Reserved {
 }
 
 impl StartLimiter {
-    /// Waits for `user`'s gate. Held from the count of the user's running runs until a place is
-    /// reserved (or the start refused), so a burst of starts cannot all count the same runs;
-    /// the database write that follows is not under it. Other users' starts are not held up.
-    pub async fn gate(&self, user: &str) -> tokio::sync::OwnedMutexGuard<()> {
-        let gate = {
-            let mut gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
-            gates.entry(user.to_string()).or_default().clone()
-        };
-        gate.lock_owned().await
-    }
-
-    /// Checks the limits with `running` runs going, places reserved included (the Hub counts
-    /// both in one step: [`StartLimiter::pending`]), and reserves one more. Call it under the
-    /// user's gate.
+    /// Checks the limits with `running` runs going, places reserved included
+    /// ([`StartLimiter::pending`]), and reserves one more. The Hub calls it as it counts the
+    /// runs, so that no other start of the user's counts in between.
     pub fn reserve(
         self: &Arc<Self>,
         user: &str,

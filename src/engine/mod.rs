@@ -141,7 +141,6 @@ pub struct Engine {
     next_watcher: Arc<AtomicU64>,
     /// Set at shutdown: no new runs.
     draining: Arc<std::sync::atomic::AtomicBool>,
-    starts: Arc<limits::StartLimiter>,
     /// When unused uploads were last deleted (ms; 0: not yet).
     last_prune: Arc<std::sync::atomic::AtomicI64>,
     /// This process, as the holder of its runs' leases (and its name on the bus).
@@ -160,8 +159,7 @@ impl Engine {
         modes::request::prepare();
         let instance: Arc<str> = uuid::Uuid::new_v4().to_string().into();
         let mut bus_handle = None;
-        let starts = Arc::new(limits::StartLimiter::default());
-        let mut hub = Hub::new(settings.retention).with_starts(starts.clone());
+        let mut hub = Hub::new(settings.retention);
         let mut inbound = None;
         if let Some(config) = &settings.bus {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -197,7 +195,6 @@ impl Engine {
             settings: Arc::new(settings),
             next_watcher: Arc::new(AtomicU64::new(1)),
             draining: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            starts,
             last_prune: Arc::new(std::sync::atomic::AtomicI64::new(0)),
             instance,
             bus: bus_handle,
@@ -529,23 +526,17 @@ impl Engine {
     }
 
     /// Checks `user`'s limits and reserves a place for the new run, to be held until it is
-    /// registered. The user's gate is held only while their runs are counted and the place
-    /// reserved (one Hub round trip), not while the run is stored: one user's burst of starts
+    /// registered: counted and reserved in one step by the Hub, so one user's burst of starts
     /// is counted one at a time but written to the database together.
     async fn within_limits(&self, user: &str) -> Result<limits::Reserved, EngineError> {
-        let _gate = self.starts.gate(user).await;
-        // The user's runs and reserved places, counted in one step by the Hub.
-        let running = self
-            .hub
-            .send(hub::CountRunning { owner: Some(user.to_string()) })
-            .await
-            .map_err(|_| EngineError::Unavailable)?;
-        self.starts.reserve(user, running, self.settings.user_limits, &self.settings.clock).map_err(
-            |r| EngineError::RateLimited {
-                message: r.message,
-                retry_after_secs: r.retry_after_secs,
-            },
-        )
+        let ask = hub::ReserveStart {
+            owner: user.to_string(),
+            limits: self.settings.user_limits,
+            clock: self.settings.clock.clone(),
+        };
+        self.hub.send(ask).await.map_err(|_| EngineError::Unavailable)?.map_err(|r| {
+            EngineError::RateLimited { message: r.message, retry_after_secs: r.retry_after_secs }
+        })
     }
 
     /// Who owns a run and who may see it; a run `viewer` may not see is not found.
@@ -720,7 +711,7 @@ impl Engine {
 
     /// How many runs this instance executes now.
     async fn running_here(&self) -> Result<usize, EngineError> {
-        self.hub.send(hub::CountRunning { owner: None }).await.map_err(|_| EngineError::Unavailable)
+        self.hub.send(hub::CountRunning).await.map_err(|_| EngineError::Unavailable)
     }
 
     /// A run's record and the mode's result rebuilt from its stored stage rows, when the caller

@@ -37,6 +37,7 @@ use actix::prelude::*;
 use super::access::Viewer;
 use super::bus::{Bus, Control, Inbound};
 use super::events::{EventBatch, EventFrame, FrameSender};
+use super::limits::{Clock, Refused, Reserved, StartLimiter, UserLimits};
 use crate::store::RunStatus;
 use dashboards::Dashboards;
 pub use fanout::{WatcherId, REPLAY_BATCH};
@@ -66,8 +67,8 @@ pub struct RegisterRun {
     pub log: Vec<Arc<EventFrame>>,
     pub cancel: Recipient<CancelRun>,
     /// The place its start reserved under the user's limits: given back as the run starts
-    /// being counted, in the same step (see [`CountRunning`]).
-    pub place: Option<crate::engine::limits::Reserved>,
+    /// being counted, in the same step (see [`ReserveStart`]).
+    pub place: Option<Reserved>,
 }
 
 /// Publish a run's events, in sequence order.
@@ -178,14 +179,22 @@ pub struct ListLive {
     pub viewer: Viewer,
 }
 
-/// How many runs are running: those of `owner` on every instance (known from the bus) plus the
-/// places their starts hold (reserved, not yet registered: counted with the runs in one step),
-/// or with no owner given, every run this instance executes. Counted without copying summaries:
-/// a start asks this, and the Hub holds every run of the retention period.
+/// How many runs this instance executes.
 #[derive(Message)]
 #[rtype(result = "usize")]
-pub struct CountRunning {
-    pub owner: Option<String>,
+pub struct CountRunning;
+
+/// Checks `owner`'s limits for a new run and reserves a place for it, in one step: their runs
+/// running on every instance (known from the bus) and the places their other starts hold
+/// (checked, not yet registered) count as running. A burst of one user's starts queues here,
+/// each counted after the one before reserved its place, without waiting on each other's round
+/// trips. Counted without copying summaries: the Hub holds every run of the retention period.
+#[derive(Message)]
+#[rtype(result = "Result<Reserved, Refused>")]
+pub struct ReserveStart {
+    pub owner: String,
+    pub limits: UserLimits,
+    pub clock: Clock,
 }
 
 /// The runs an actor of this instance is executing (not ended yet): its own runs are never
@@ -234,7 +243,7 @@ pub const RETAINED_BYTES: usize = 64 << 20;
 
 pub struct Hub {
     /// The start limits whose reserved places count as running runs.
-    starts: Option<Arc<crate::engine::limits::StartLimiter>>,
+    starts: Arc<StartLimiter>,
     live: LiveRuns,
     followed: FollowedRuns,
     remote: RemoteRuns,
@@ -247,7 +256,7 @@ impl Hub {
     /// `retention`: how long an ended run's events stay in memory for late watchers.
     pub fn new(retention: Duration) -> Self {
         Hub {
-            starts: None,
+            starts: Arc::default(),
             live: LiveRuns::new(retention, RETAINED_BYTES),
             followed: FollowedRuns::default(),
             remote: RemoteRuns::default(),
@@ -255,12 +264,6 @@ impl Hub {
             retention,
             bus: None,
         }
-    }
-
-    /// Counts the places `starts` holds for each user with their running runs.
-    pub fn with_starts(mut self, starts: Arc<crate::engine::limits::StartLimiter>) -> Self {
-        self.starts = Some(starts);
-        self
     }
 
     /// Exchanges with other instances over `link`.
@@ -587,20 +590,23 @@ impl Handler<InterruptAll> for Hub {
 
 impl Handler<CountRunning> for Hub {
     type Result = usize;
-    fn handle(&mut self, msg: CountRunning, _: &mut Context<Self>) -> usize {
-        match &msg.owner {
-            None => self.live.summaries().filter(|s| s.status == RunStatus::Running).count(),
-            Some(owner) => {
-                let local = self.live.summaries().filter(|s| remote::running_of(s, owner)).count();
-                let elsewhere = self
-                    .remote
-                    .summaries()
-                    .filter(|s| remote::running_of(s, owner) && !self.live.contains(&s.id))
-                    .count();
-                let held = self.starts.as_ref().map_or(0, |s| s.pending(owner));
-                local + elsewhere + held
-            }
-        }
+    fn handle(&mut self, _: CountRunning, _: &mut Context<Self>) -> usize {
+        self.live.summaries().filter(|s| s.status == RunStatus::Running).count()
+    }
+}
+
+impl Handler<ReserveStart> for Hub {
+    type Result = MessageResult<ReserveStart>;
+    fn handle(&mut self, msg: ReserveStart, _: &mut Context<Self>) -> Self::Result {
+        let owner = msg.owner.as_str();
+        let local = self.live.summaries().filter(|s| remote::running_of(s, owner)).count();
+        let elsewhere = self
+            .remote
+            .summaries()
+            .filter(|s| remote::running_of(s, owner) && !self.live.contains(&s.id))
+            .count();
+        let running = local + elsewhere + self.starts.pending(owner);
+        MessageResult(self.starts.reserve(owner, running, msg.limits, &msg.clock))
     }
 }
 

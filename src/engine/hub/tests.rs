@@ -29,7 +29,7 @@ async fn next_frame(hub: &Addr<Hub>, rx: &mut mpsc::Receiver<Frame>) -> Option<F
     if let Ok(f) = rx.try_recv() {
         return Some(f);
     }
-    hub.send(CountRunning { owner: None }).await.unwrap();
+    hub.send(CountRunning).await.unwrap();
     rx.try_recv().ok()
 }
 
