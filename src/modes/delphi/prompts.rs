@@ -190,18 +190,11 @@ pub fn synthesis_prompt(
                 fmt_num(s.min),
                 fmt_num(s.max)
             )),
-            Stats::Qualitative(s) => {
-                let d: Vec<String> = s
-                    .distribution
-                    .iter()
-                    .map(|d| format!("{} {}%", d.answer, fmt_num(d.percentage)))
-                    .collect();
-                p.push_str(&format!(
-                    "- Distribution: {}\n- Agreement: {}%\n",
-                    d.join(", "),
-                    fmt_num(s.agreement_percentage)
-                ));
-            }
+            Stats::Qualitative(s) => p.push_str(&format!(
+                "- Distribution: {}\n- Agreement: {}%\n",
+                s.shares(),
+                fmt_num(s.agreement_percentage)
+            )),
         }
         let c = r.stats.confidence_counts();
         p.push_str(&format!("- Confidence: {}L / {}M / {}H\n", c.low, c.medium, c.high));

@@ -112,6 +112,18 @@ pub struct QualitativeStats {
     pub confidence_counts: ConfidenceCounts,
 }
 
+impl QualitativeStats {
+    /// The shares in one line, most common first: `Yes 60%, No 40%`.
+    pub(super) fn shares(&self) -> String {
+        let d: Vec<String> = self
+            .distribution
+            .iter()
+            .map(|d| format!("{} {}%", d.answer, fmt_num(d.percentage)))
+            .collect();
+        d.join(", ")
+    }
+}
+
 fn round1(v: f64) -> f64 {
     (v * 10.0).round() / 10.0
 }
@@ -177,18 +189,11 @@ impl Stats {
                 fmt_num(s.min),
                 fmt_num(s.max)
             ),
-            Stats::Qualitative(s) => {
-                let d: Vec<String> = s
-                    .distribution
-                    .iter()
-                    .map(|d| format!("{} {}%", d.answer, fmt_num(d.percentage)))
-                    .collect();
-                format!(
-                    "Round {round} Statistics: {}. Agreement: {}%.",
-                    d.join(", "),
-                    fmt_num(s.agreement_percentage)
-                )
-            }
+            Stats::Qualitative(s) => format!(
+                "Round {round} Statistics: {}. Agreement: {}%.",
+                s.shares(),
+                fmt_num(s.agreement_percentage)
+            ),
         }
     }
 }

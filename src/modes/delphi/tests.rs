@@ -1392,3 +1392,19 @@ fn a_json_reply_that_states_no_answer_is_not_read_from_its_punctuation() {
     assert_eq!((r.confidence, r.confidence_stated), (Confidence::High, true));
     assert_eq!(r.reasoning, "The answer is Tokyo, I think.");
 }
+
+/// A qualitative round's shares read the same in the round's summary and in the facilitator's
+/// trajectory: most common first, answers grouped whatever their case.
+#[test]
+fn a_qualitative_round_is_summed_up_most_common_first_in_the_summary_and_the_synthesis_prompt() {
+    let answers: Vec<String> = ["Yes", "No", "yes"].iter().map(|s| s.to_string()).collect();
+    let counts = ConfidenceCounts { low: 1, medium: 1, high: 1 };
+    let stats = Stats::Qualitative(qualitative_stats(&answers, counts));
+    assert_eq!(stats.summary(2), "Round 2 Statistics: Yes 66.7%, No 33.3%. Agreement: 66.7%.");
+    let round = RoundRecord { round: 2, estimates: Vec::new(), stats, converged: false };
+    let p = synthesis_prompt("Ship it?", &[round], 3, false, &FinalValue::Answer("Yes".into()));
+    assert!(
+        p.contains("Round 2:\n- Distribution: Yes 66.7%, No 33.3%\n- Agreement: 66.7%\n- Confidence: 1L / 1M / 1H\n"),
+        "{p}"
+    );
+}
