@@ -59,6 +59,11 @@ pub fn label(i: usize) -> String {
     format!("Response {}", letters.into_iter().collect::<String>())
 }
 
+/// Labelled responses as the prompts show them: `--- Response A ---`, the text, a blank line.
+pub fn response_blocks(labeled: &[(String, String)]) -> String {
+    labeled.iter().map(|(l, response)| format!("--- {l} ---\n{response}\n\n")).collect()
+}
+
 /// A shuffled assignment of `n` participants to labels: entry `k` is the participant index
 /// shown as `label(k)`. Deterministic from the seed, so a stored run can be explained later.
 pub fn create_label_map(n: usize, seed: u64) -> Vec<usize> {
@@ -430,6 +435,11 @@ pub struct Answer {
     pub response_time_ms: i64,
 }
 
+/// The participant index of a call keyed `{prefix}:{index}` (`review:2` is 2 of `review`).
+pub fn indexed(key: &str, prefix: &str) -> Option<usize> {
+    key.strip_prefix(prefix)?.strip_prefix(':')?.parse().ok()
+}
+
 /// Collects one reply per participant of a batch; `complete` once every slot has one.
 #[derive(Debug, Clone)]
 pub struct Batch {
@@ -449,12 +459,7 @@ impl Batch {
 
     /// Records a reply of this batch; returns false for a key that is not one of its calls.
     pub fn accept(&mut self, reply: super::CallReply) -> bool {
-        let index = reply
-            .key
-            .strip_prefix(self.prefix.as_str())
-            .and_then(|rest| rest.strip_prefix(':'))
-            .and_then(|n| n.parse::<usize>().ok());
-        match index.and_then(|i| self.replies.get_mut(i)) {
+        match indexed(&reply.key, &self.prefix).and_then(|i| self.replies.get_mut(i)) {
             Some(slot) if slot.is_none() => {
                 *slot = Some(reply);
                 true
@@ -790,6 +795,16 @@ mod calls_tests {
 
     fn spec(key: &str, model: &str, stage: &str) -> CallSpec {
         CallSpec::new(key, model, vec![ChatMessage::user("p")], stage, "member", 1000)
+    }
+
+    /// A participant's reply is known by its key's prefix and index, and only by both.
+    #[test]
+    fn a_call_key_gives_its_index_only_under_its_own_prefix() {
+        assert_eq!(indexed("review:2", "review"), Some(2));
+        assert_eq!(indexed("review:10", "review"), Some(10));
+        for other in ["review2", "reviews:1", "review:", "review:x", "review:-1", "answer:1"] {
+            assert_eq!(indexed(other, "review"), None, "{other}");
+        }
     }
 
     #[test]

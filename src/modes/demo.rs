@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::common::Answer;
+use super::common::{indexed, Answer};
 use super::payload::parsed;
 use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role};
 use super::request::ModelId;
@@ -159,8 +159,7 @@ impl Mode for Echo {
     }
 
     fn on_reply(&mut self, reply: CallReply) -> Vec<Effect> {
-        let Some(i) = reply.key.strip_prefix("answers:").and_then(|i| i.parse::<usize>().ok())
-        else {
+        let Some(i) = indexed(&reply.key, "answers") else {
             return Vec::new();
         };
         if i >= self.replies.len() || self.pending == 0 {

@@ -11,7 +11,7 @@ pub use schemars::JsonSchema;
 pub use serde::{Deserialize, Serialize};
 pub use serde_json::{json, Value};
 
-pub use super::common::{role_failed, Batch, Routed, SplitMix64};
+pub use super::common::{indexed, role_failed, Batch, Routed, SplitMix64};
 pub use super::payload::{parsed, taken_last, without, Data, Failures, Marked, RunStart};
 pub use super::reading::{answer_text, bare, echoed_placeholder, readable};
 pub use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::common::response_blocks;
 use super::payload::parsed;
 use super::reading::{self, Unparsed};
 use super::schema::{self, ReadFrom, ReplySchema};
@@ -25,9 +26,7 @@ pub fn vote_prompt(
         "After a round of deliberation, all respondents have finalized their answers. Vote for the single best response.\n\n",
     );
     p.push_str(&format!("Question: {question}\n\n"));
-    for (l, response) in labeled {
-        p.push_str(&format!("--- {l} ---\n{response}\n\n"));
-    }
+    p.push_str(&response_blocks(labeled));
     p.push_str(&vote_instructions(schema));
     p
 }
@@ -58,9 +57,7 @@ pub fn tiebreaker_prompt(
         "You are the chairman of a panel whose vote ended in a tie. Choose the single best response among the tied ones.\n\n",
     );
     p.push_str(&format!("Question: {question}\n\n"));
-    for (l, response) in tied {
-        p.push_str(&format!("--- {l} ---\n{response}\n\n"));
-    }
+    p.push_str(&response_blocks(tied));
     p.push_str(&vote_instructions(schema));
     p
 }

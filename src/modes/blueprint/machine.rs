@@ -373,7 +373,7 @@ impl Staged for Blueprint {
 
     fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
         let key = routed.reply.key.clone();
-        let section = key.strip_prefix("section:").and_then(|n| n.parse::<usize>().ok());
+        let section = indexed(&key, "section");
         match (self.phase, section) {
             (Phase::Outlining, _) if key == "outline" => self.on_outline(routed),
             (Phase::Expanding, Some(n)) => self.on_section(n, routed.reply),

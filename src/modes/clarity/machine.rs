@@ -327,8 +327,7 @@ impl Clarity {
 
     fn on_evaluation(&mut self, reply: CallReply) -> Vec<Effect> {
         let mut out = Vec::new();
-        let index =
-            reply.key.strip_prefix("evaluate:").and_then(|i| i.parse::<usize>().ok()).unwrap_or(0);
+        let index = indexed(&reply.key, "evaluate").unwrap_or(0);
         let schema = self.evaluation_schema.clone();
         if let Some(v) =
             PERSONAS.get(index).and_then(|p| read_verdict_reply(p.role, &reply, &schema))

@@ -101,8 +101,7 @@ impl ConfidenceWeighted {
     }
 
     fn on_answer(&mut self, reply: CallReply) -> Vec<Effect> {
-        let Some(i) = reply.key.strip_prefix("answer:").and_then(|n| n.parse::<usize>().ok())
-        else {
+        let Some(i) = indexed(&reply.key, "answer") else {
             return Vec::new();
         };
         if i >= self.answers.len() || self.answers[i].is_some() {

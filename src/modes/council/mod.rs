@@ -24,7 +24,7 @@ pub use prompts::*;
 pub use read::*;
 pub use result::*;
 
-use super::common::{answer_of, create_label_map, label, named, with_history};
+use super::common::{answer_of, create_label_map, label, named, response_blocks, with_history};
 use super::prelude::*;
 use super::ranking;
 use super::reading::Unparsed;

@@ -16,9 +16,7 @@ pub fn ranking_prompt(
         "You are an expert evaluator. Below is a question and several responses from different sources. Your task is to evaluate each response and rank them from best to worst.\n\n",
     );
     p.push_str(&format!("Question: {question}\n\n"));
-    for (l, response) in labeled {
-        p.push_str(&format!("--- {l} ---\n{response}\n\n"));
-    }
+    p.push_str(&response_blocks(labeled));
     p.push_str(
         "Instructions:\n\
 1. Evaluate each response for accuracy, completeness, clarity, and helpfulness.\n\

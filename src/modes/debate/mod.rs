@@ -15,7 +15,9 @@ pub use read::*;
 pub use result::*;
 use sim::sim_answer;
 
-use super::common::{answer_of, create_label_map, label, member_names, named, word_count, Answer};
+use super::common::{
+    answer_of, create_label_map, label, member_names, named, response_blocks, word_count, Answer,
+};
 use super::prelude::*;
 use super::reading::{between, json_values, split_reasoning, Unparsed};
 use super::sim_text::text_answer;

@@ -17,9 +17,7 @@ pub fn revision_prompt(
     p.push_str(&format!(
         "ORIGINAL QUESTION:\n{question}\n\nYOUR ORIGINAL RESPONSE:\n{own}\n\nOTHER RESPONSES:\n"
     ));
-    for (l, response) in others {
-        p.push_str(&format!("--- {l} ---\n{response}\n\n"));
-    }
+    p.push_str(&response_blocks(others));
     p.push_str(
         "Instructions:\n\
 1. Carefully consider the other responses. What insights do they offer that yours missed?\n\

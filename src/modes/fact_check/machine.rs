@@ -454,8 +454,7 @@ impl FactCheck {
     }
 
     fn on_check(&mut self, reply: &CallReply) -> Vec<Effect> {
-        let Some(i) = reply.key.strip_prefix("verify:").and_then(|n| n.parse::<usize>().ok())
-        else {
+        let Some(i) = indexed(&reply.key, "verify") else {
             return Vec::new();
         };
         let ms = reply.response_time_ms as i64;

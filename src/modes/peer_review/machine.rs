@@ -80,8 +80,7 @@ impl PeerReview {
 
     /// One reviewer's reply, stored and announced on arrival.
     fn on_review(&mut self, reply: &CallReply) -> Vec<Effect> {
-        let Some(i) = reply.key.strip_prefix("review:").and_then(|n| n.parse::<usize>().ok())
-        else {
+        let Some(i) = indexed(&reply.key, "review") else {
             return Vec::new();
         };
         let index = i + 1;

@@ -287,7 +287,7 @@ impl Staged for SpecialistPanel {
 
     fn on_routed(&mut self, routed: Routed) -> Vec<Effect> {
         let key = routed.reply.key.clone();
-        let index = key.strip_prefix("specialist:").and_then(|n| n.parse::<usize>().ok());
+        let index = indexed(&key, "specialist");
         match (self.phase, index) {
             (Phase::Analysing, Some(i))
                 if i < self.outcomes.len() && self.outcomes[i].is_none() =>

@@ -505,7 +505,7 @@ impl Staged for Tournament {
         }
         let mut out = Vec::new();
         let key = routed.reply.key.clone();
-        if let Some(i) = key.strip_prefix("answer:").and_then(|i| i.parse().ok()) {
+        if let Some(i) = indexed(&key, "answer") {
             out.extend(self.on_answer(i, routed.reply));
         } else if let Some(rest) = key.strip_prefix(&format!("r{}m", self.round)) {
             let (m, strict) = match rest.strip_suffix(":retry") {
