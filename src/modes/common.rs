@@ -435,6 +435,17 @@ pub struct Answer {
     pub response_time_ms: i64,
 }
 
+impl Answer {
+    /// An answer as its row stored it (the text is the row's content).
+    pub fn of_row(r: &super::StageRow) -> Self {
+        Answer {
+            model: r.model.clone().unwrap_or_default(),
+            response: r.content.clone(),
+            response_time_ms: r.response_time_ms.unwrap_or(0),
+        }
+    }
+}
+
 /// The participant index of a call keyed `{prefix}:{index}` (`review:2` is 2 of `review`).
 pub fn indexed(key: &str, prefix: &str) -> Option<usize> {
     key.strip_prefix(prefix)?.strip_prefix(':')?.parse().ok()

@@ -110,14 +110,7 @@ fn load_result(rows: &[StageRow]) -> Value {
     // Rows are stored as replies arrive; the live event lists them in call order.
     let mut rows: Vec<&StageRow> = rows.iter().filter(|r| r.stage_type == "answers").collect();
     rows.sort_by_key(|r| parsed::<Place>(r).map(|p| p.index));
-    let answers: Vec<Answer> = rows
-        .iter()
-        .map(|r| Answer {
-            model: r.model.clone().unwrap_or_default(),
-            response: r.content.clone(),
-            response_time_ms: r.response_time_ms.unwrap_or(0),
-        })
-        .collect();
+    let answers: Vec<Answer> = rows.iter().map(|r| Answer::of_row(r)).collect();
     to_json(&EchoResult { answers: &answers, picked: pick(&answers) })
 }
 

@@ -168,13 +168,7 @@ pub struct CouncilResult {
 /// Rebuilds the result from stored rows, with the same payload shapes as the live events.
 pub fn load_result(rows: &[StageRow]) -> Value {
     let of = |t: &'static str| rows.iter().filter(move |r| r.stage_type == t);
-    let stage1: Vec<Stage1Response> = of("stage1")
-        .map(|r| Stage1Response {
-            model: r.model.clone().unwrap_or_default(),
-            response: r.content.clone(),
-            response_time_ms: r.response_time_ms.unwrap_or(0),
-        })
-        .collect();
+    let stage1: Vec<Stage1Response> = of("stage1").map(Stage1Response::of_row).collect();
     let label_to_model: BTreeMap<String, String> = of("label_map")
         .map(|r| {
             let l = parsed::<LabelRow>(r).map_or_else(|| r.content.clone(), |d| d.label);

@@ -195,13 +195,7 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     let map_of = |t: &'static str| -> BTreeMap<String, String> {
         of(t).next().and_then(parsed).unwrap_or_default()
     };
-    let round1: Vec<Answer> = of("initial_answer")
-        .map(|r| Answer {
-            model: r.model.clone().unwrap_or_default(),
-            response: r.content.clone(),
-            response_time_ms: r.response_time_ms.unwrap_or(0),
-        })
-        .collect();
+    let round1: Vec<Answer> = of("initial_answer").map(Answer::of_row).collect();
     let revised_map = map_of("revised_label_map");
     let revision_rows: Vec<(&StageRow, RevisionRow)> =
         of("revision").filter_map(|r| Some((r, parsed(r)?))).collect();

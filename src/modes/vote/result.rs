@@ -94,13 +94,7 @@ pub struct VoteResult {
 /// Vote's result from its stored rows.
 pub fn load_result(rows: &[StageRow]) -> Value {
     let of = |t: &'static str| rows.iter().filter(move |r| r.stage_type == t);
-    let stage1: Vec<Answer> = of("initial_answer")
-        .map(|r| Answer {
-            model: r.model.clone().unwrap_or_default(),
-            response: r.content.clone(),
-            response_time_ms: r.response_time_ms.unwrap_or(0),
-        })
-        .collect();
+    let stage1: Vec<Answer> = of("initial_answer").map(Answer::of_row).collect();
     let label_to_model: BTreeMap<String, String> =
         of("label_map").next().and_then(parsed).unwrap_or_default();
     let ballots = ballots_from_rows(rows, "vote");
