@@ -2,8 +2,8 @@
 //! minute. Over either, a start is refused with when to try again, before anything is stored.
 //! The Hub counts one user's running runs and reserves the new run's place in one step
 //! (`hub::ReserveStart`), the place is held until the run is registered, and only accepted
-//! starts are counted. The local CLI (no user name) is not
-//! limited. The time comes from a [`Clock`] (the system's, or a test's), never read directly.
+//! starts are counted. The local CLI (no user name) is not limited. The time comes from a
+//! [`Clock`] (the system's, or a test's), never read directly.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -387,7 +387,7 @@ impl TitleTracker {
     }
 
     /// The mode's answer event has just been emitted.
-    pub fn on_answer(&mut self) -> Vec<super::Effect> {
+    fn on_answer(&mut self) -> Vec<super::Effect> {
         self.answered = true;
         match self.state.clone() {
             TitleState::Arrived(title) => self.send(title),
@@ -415,7 +415,7 @@ impl TitleTracker {
     }
 
     /// The run is failing: a new conversation still gets a name.
-    pub fn on_fail(&mut self) -> Vec<super::Effect> {
+    fn on_fail(&mut self) -> Vec<super::Effect> {
         match self.state {
             TitleState::NotWanted | TitleState::Sent => Vec::new(),
             _ => {

@@ -3,8 +3,9 @@
 //! [`respond`] gives a title prompt its title, then asks every mode's own sim
 //! (`ModeSpec::sim`), then fills in a reply schema, and falls back to a plain answer. A mode
 //! whose sims read text prompts lists them in its `ModeSpec::sim` through [`text_answer`]: each
-//! recogniser spots one prompt format and answers in it. Everything is deterministic: the same model and prompt give the same text,
-//! and each model name has its own tendencies (which answers it prefers, how much it writes).
+//! recogniser spots one prompt format and answers in it. Everything is deterministic: the same
+//! model and prompt give the same text, and each model name has its own tendencies (which
+//! answers it prefers, how much it writes).
 //!
 //! `sim/xss…` models answer like the others but with [`XSS_PAYLOAD`] in their prose (never in
 //! the lines a mode's parser reads), so the browser client's sanitiser can be tested on runs
