@@ -37,11 +37,22 @@ test("a council runs live, a second person joins from the dashboard, reopens ide
 
   // Progress per model while stage 1 runs, and text streaming into the cards.
   await page.waitForSelector('[data-section="stage1"] .chip-call.running');
-  await page.waitForFunction(() => [...document.querySelectorAll('[data-section="stage1"] .md.streaming')].some((m) => m.textContent.length > 20), null, { timeout: 10000 });
-  assert.equal(await page.isVisible("article.run .run-live-bar button.live-cancel"), true, "a running run can be cancelled");
+  // What the page shows is read in the same instant as the streaming text: read one step at a
+  // time, stage 1 could end between the reads on a loaded machine.
+  const during = await (await page.waitForFunction(() => {
+    const streaming = [...document.querySelectorAll('[data-section="stage1"] .md.streaming')].some((m) => m.textContent.length > 20);
+    if (!streaming) return false;
+    const cancel = document.querySelector("article.run .run-live-bar button.live-cancel");
+    return {
+      cancel: !!cancel && cancel.getClientRects().length > 0,
+      pending: document.querySelector("article.run .answer-pending")?.textContent ?? "",
+      step: document.querySelector("article.run .run-steps .step.live")?.getAttribute("aria-current"),
+    };
+  }, null, { timeout: 10000 })).jsonValue();
+  assert.equal(during.cancel, true, "a running run can be cancelled");
   // While it runs, the answer card says where the run is; the steps show the live stage.
-  assert.match(await page.textContent("article.run .answer-pending"), /^Working on stage 1/);
-  assert.equal(await page.getAttribute("article.run .run-steps .step.live", "aria-current"), "step");
+  assert.match(during.pending, /^Working on stage 1/);
+  assert.equal(during.step, "step");
   await screenshot(page, "council-live");
 
   // The second person saw it running, and opens it from their dashboard (from "Recent" if it
