@@ -3,7 +3,7 @@
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::common::{FailedModel, CALL_FAILED};
 use super::{RunContext, StageRow};
@@ -33,7 +33,7 @@ impl<'a, T> RunStart<'a, T> {
 }
 
 /// Whether some call failed, and which: the last keys of a result and of its final event.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Failures {
     /// True when some call failed (even one a backup then replaced).

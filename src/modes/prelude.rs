@@ -15,6 +15,7 @@ pub use super::common::{indexed, role_failed, Batch, Routed, SplitMix64};
 pub use super::payload::{parsed, taken_last, without, Data, Failures, Marked, RunStart};
 pub use super::reading::{answer_text, bare, echoed_placeholder, readable};
 pub use super::registry::{schema_of, short, stored_config, ModeSpec, Question, Role, SimAsk};
+pub use super::report::typed;
 pub use super::request::{self, ModelId, Text, MAX_CONTENT_CHARS};
 pub use super::runner::{Kit, Staged};
 pub use super::schema::{self, Asking, ReadFrom, ReplySchema};

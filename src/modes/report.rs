@@ -29,6 +29,13 @@ pub fn cell(text: &str) -> String {
     }
 }
 
+/// A result read back as its mode's result type, for its outcome line and its report: what
+/// they are given is the value that type wrote (in an export, with its model names perhaps
+/// anonymised). None when it does not read as `T`.
+pub fn typed<T: serde::de::DeserializeOwned>(result: &serde_json::Value) -> Option<T> {
+    T::deserialize(result).ok()
+}
+
 /// `1 claim`, `2 claims`.
 pub fn count(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

@@ -292,7 +292,7 @@ fn report_last<S: serde::Serializer>(c: &Option<Consolidation>, s: S) -> Result<
 // ---- the stored result ---------------------------------------------------------------------
 
 /// A peer review's result, rebuilt from its stored rows.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PeerReviewResult {
     /// The work under review.
@@ -358,38 +358,40 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {
-    let c = result.get("consolidation").filter(|c| !c.is_null())?;
-    let s = &result["statistics"];
-    let score = match &s["consensusOverall"] {
-        Value::Null => "no consensus score".to_string(),
-        v => format!("consensus {v}/5"),
+    let r: PeerReviewResult = typed(result)?;
+    let c = r.consolidation.as_ref()?;
+    let score = match r.statistics.and_then(|s| s.consensus_overall) {
+        None => "no consensus score".to_string(),
+        Some(v) => format!("consensus {}/5", Value::from(v)),
     };
     Some(format!(
         "{} reviews, {score}, {} action items: {}",
-        result["reviews"].as_array().map_or(0, Vec::len),
-        c["actionItems"].as_array().map_or(0, Vec::len),
-        short(c["consolidatedReport"].as_str().unwrap_or(""), 60)
+        r.reviews.len(),
+        c.action_items.len(),
+        short(&c.consolidated_report, 60)
     ))
 }
 
 // ---- the export's report -------------------------------------------------------------------
 
 /// A score or an average as a reader reads it: `4`, `3.5`.
-fn figure(v: &Value) -> Option<String> {
-    let f = v.as_f64()?;
-    Some(if f.fract() == 0.0 { format!("{f:.0}") } else { format!("{f}") })
+fn figure(f: f64) -> String {
+    if f.fract() == 0.0 {
+        format!("{f:.0}")
+    } else {
+        format!("{f}")
+    }
 }
 
 /// An action item's text without the severity tag it opens with and the effort it closes
 /// with (both have their own columns).
-fn action_text(item: &Value) -> String {
-    let text = item["text"].as_str().unwrap_or("");
-    let text = if item["severity"].is_string() {
-        regex!(r"^(?:\*\*|__)?\[[^\]\n]{1,40}\](?:\*\*|__)?\s*").replace(text, "").into_owned()
+fn action_text(item: &ActionItem) -> String {
+    let text = if item.severity.is_some() {
+        regex!(r"^(?:\*\*|__)?\[[^\]\n]{1,40}\](?:\*\*|__)?\s*").replace(&item.text, "")
     } else {
-        text.to_string()
+        item.text.as_str().into()
     };
-    if item["effort"].is_string() {
+    if item.effort.is_some() {
         let effort = regex!(
             r"(?i)\s*(?:[—–-]\s*)?\(?\s*effort\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(?:low|medium|high)\b\s*\)?\s*$"
         );
@@ -399,18 +401,25 @@ fn action_text(item: &Value) -> String {
     }
 }
 
+/// `reviewer 2 (model)`.
+fn who(index: usize, model: &str) -> String {
+    format!("reviewer {index} ({model})")
+}
+
 /// The result as the export's report: the consensus, the reviewers' scores per criterion as a
 /// table (with each criterion's average and agreement, and each reviewer's weighted overall),
 /// the reviewers whose scores could not be read or who failed, the findings by severity, and
 /// the consolidator's action items as a table.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::{count, table};
+    let Some(r) = typed::<PeerReviewResult>(result) else { return String::new() };
     let mut out = String::new();
-    let stats = &result["statistics"];
-    if let Some(c) = figure(&stats["consensusOverall"]) {
-        let rubric = result["rubric"]["name"].as_str().map_or(String::new(), |n| format!(" {n}"));
-        let mut line = format!("**Consensus:** {c} of 5 overall, weighted by the{rubric} rubric");
-        if let Some(sd) = stats["meanStdDev"].as_f64() {
+    let stats = r.statistics.as_ref();
+    if let Some(c) = stats.and_then(|s| s.consensus_overall) {
+        let rubric = r.rubric.as_ref().map_or(String::new(), |r| format!(" {}", r.name));
+        let mut line =
+            format!("**Consensus:** {} of 5 overall, weighted by the{rubric} rubric", figure(c));
+        if let Some(sd) = stats.and_then(|s| s.mean_std_dev) {
             line.push_str(&format!(
                 "; {} agreement between the reviewers (mean standard deviation {sd:.2})",
                 agreement(sd).to_lowercase()
@@ -418,72 +427,38 @@ pub fn report(result: &Value) -> String {
         }
         out.push_str(&format!("{line}.\n\n"));
     }
-    let reviews = result["reviews"].as_array().cloned().unwrap_or_default();
-    let consensus = stats["consensusScores"].as_array().cloned().unwrap_or_default();
+    let consensus = stats.map_or(&[][..], |s| &s.consensus_scores);
     // The criteria: the rubric's, else those the reviews scored.
-    let mut criteria: Vec<(String, Value)> = result["rubric"]["criteria"]
-        .as_array()
-        .map(|c| {
-            c.iter()
-                .filter_map(|c| Some((c["name"].as_str()?.to_string(), c["weight"].clone())))
-                .collect()
-        })
-        .unwrap_or_default();
-    if criteria.is_empty() {
-        if let Some(first) = reviews.first() {
-            criteria = first["scores"]
-                .as_array()
-                .map(|s| {
-                    s.iter()
-                        .filter_map(|s| {
-                            Some((s["criterion"].as_str()?.to_string(), s["weight"].clone()))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-        }
+    let mut criteria: Vec<(&str, u32)> =
+        r.rubric.iter().flat_map(|r| &r.criteria).map(|c| (c.name.as_str(), c.weight)).collect();
+    if let (true, Some(first)) = (criteria.is_empty(), r.reviews.first()) {
+        criteria = first.scores.iter().map(|s| (s.criterion.as_str(), s.weight)).collect();
     }
-    let who = |r: &Value| {
-        let n = r["reviewerIndex"].as_u64().map_or(String::new(), |n| format!(" {n}"));
-        match r["model"].as_str() {
-            Some(m) => format!("reviewer{n} ({m})"),
-            None => format!("reviewer{n}"),
-        }
-    };
-    if !reviews.is_empty() && !criteria.is_empty() {
+    if !r.reviews.is_empty() && !criteria.is_empty() {
         let mut head: Vec<String> = vec!["criterion".into(), "weight".into()];
-        head.extend(reviews.iter().map(who));
+        head.extend(r.reviews.iter().map(|r| who(r.reviewer_index, &r.model)));
         head.extend(["average".to_string(), "agreement".to_string()]);
         let mut rows: Vec<Vec<String>> = criteria
             .iter()
-            .map(|(name, weight)| {
-                let mut row = vec![name.clone(), figure(weight).unwrap_or_default()];
-                for r in &reviews {
-                    let s = r["scores"]
-                        .as_array()
-                        .and_then(|s| s.iter().find(|s| s["criterion"] == name.as_str()));
-                    row.push(
-                        s.and_then(|s| figure(&s["score"])).unwrap_or_else(|| "unread".into()),
-                    );
+            .map(|&(name, weight)| {
+                let mut row = vec![name.to_string(), weight.to_string()];
+                for r in &r.reviews {
+                    let s = r.scores.iter().find(|s| s.criterion == name).and_then(|s| s.score);
+                    row.push(s.map_or_else(|| "unread".into(), |s| s.to_string()));
                 }
-                let k = consensus.iter().find(|k| k["criterion"] == name.as_str());
-                row.push(k.and_then(|k| figure(&k["average"])).unwrap_or_default());
-                let agreement = match k.and_then(|k| k["agreement"].as_str()) {
-                    Some(a) if k.is_some_and(|k| k["disputed"] == true) => {
-                        format!("{}, disputed", a.to_lowercase())
-                    }
-                    Some(a) => a.to_lowercase(),
+                let k = consensus.iter().find(|k| k.criterion == name);
+                row.push(k.and_then(|k| k.average).map(figure).unwrap_or_default());
+                row.push(match k.and_then(|k| k.agreement.as_ref().map(|a| (a, k.disputed))) {
+                    Some((a, true)) => format!("{}, disputed", a.to_lowercase()),
+                    Some((a, false)) => a.to_lowercase(),
                     None => String::new(),
-                };
-                row.push(agreement);
+                });
                 row
             })
             .collect();
         let mut overall = vec!["overall (weighted)".to_string(), String::new()];
-        overall.extend(
-            reviews.iter().map(|r| figure(&r["overallScore"]).unwrap_or_else(|| "unread".into())),
-        );
-        overall.push(figure(&stats["consensusOverall"]).unwrap_or_default());
+        overall.extend(r.reviews.iter().map(|r| r.overall_score.map_or("unread".into(), figure)));
+        overall.push(stats.and_then(|s| s.consensus_overall).map(figure).unwrap_or_default());
         overall.push(String::new());
         rows.push(overall);
         let head: Vec<&str> = head.iter().map(String::as_str).collect();
@@ -492,59 +467,61 @@ pub fn report(result: &Value) -> String {
         out.push_str(&table(&head, &rows, &right));
         out.push('\n');
     }
-    let mut notes: Vec<String> = reviews
+    let mut notes: Vec<String> = r
+        .reviews
         .iter()
-        .filter(|r| r["parseSuccess"] == false)
-        .map(|r| format!("- {}: no score could be read from the review", who(r)))
+        .filter(|r| !r.parse_success)
+        .map(|r| {
+            format!("- {}: no score could be read from the review", who(r.reviewer_index, &r.model))
+        })
         .collect();
-    for f in result["failedReviewers"].as_array().cloned().unwrap_or_default() {
-        let why = f["error"].as_str().map_or(String::new(), |e| format!(" ({e})"));
-        notes.push(format!("- {}: the call failed{why}", who(&f)));
+    for f in &r.failed_reviewers {
+        notes.push(format!("- {}: the call failed ({})", who(f.reviewer_index, &f.model), f.error));
     }
     if !notes.is_empty() {
         out.push_str(&format!("{}\n\n", notes.join("\n")));
     }
-    let totals = &stats["findingTotals"];
-    if let Some(n) = totals["total"].as_u64() {
+    if let Some(t) = stats.map(|s| &s.finding_totals) {
+        let by = [t.critical, t.major, t.minor, t.suggestion];
         let parts: Vec<String> = SEVERITIES
             .iter()
-            .filter_map(|s| {
-                let n = totals[*s].as_u64().filter(|n| *n > 0)?;
-                Some(match *s {
-                    "SUGGESTION" => count(n, "suggestion", "suggestions"),
-                    other => format!("{n} {}", other.to_lowercase()),
-                })
+            .zip(by)
+            .filter(|(_, n)| *n > 0)
+            .map(|(s, n)| match *s {
+                "SUGGESTION" => count(n as u64, "suggestion", "suggestions"),
+                other => format!("{n} {}", other.to_lowercase()),
             })
             .collect();
         let split =
             if parts.is_empty() { String::new() } else { format!(": {}", parts.join(", ")) };
         out.push_str(&format!(
             "**Findings:** {} in all the reviews{split}.\n\n",
-            count(n, "finding", "findings")
+            count(t.total as u64, "finding", "findings")
         ));
     }
-    let c = &result["consolidation"];
-    if c.is_object() {
-        let items = c["actionItems"].as_array().cloned().unwrap_or_default();
-        let by = match (c["model"].as_str(), c["fallbackFrom"].as_str()) {
-            (Some(m), Some(f)) => format!(" (by {m}, in place of {f})"),
-            (Some(m), None) => format!(" (by {m})"),
-            _ => String::new(),
+    if let Some(c) = &r.consolidation {
+        let by = match &c.fallback_from {
+            Some(f) => format!(" (by {}, in place of {f})", c.model),
+            None => format!(" (by {})", c.model),
         };
-        if items.is_empty() {
+        if c.action_items.is_empty() {
             out.push_str(&format!(
                 "**Action items{by}:** none could be read from the consolidated report.\n"
             ));
         } else {
-            let rows: Vec<Vec<String>> = items
+            let rows: Vec<Vec<String>> = c
+                .action_items
                 .iter()
                 .enumerate()
                 .map(|(i, it)| {
+                    let stated = |v: &Option<String>| {
+                        v.as_deref().map_or("not stated".into(), str::to_lowercase)
+                    };
                     vec![
                         (i + 1).to_string(),
-                        it["severity"].as_str().map_or("not stated".into(), str::to_lowercase),
+                        stated(&it.severity),
                         action_text(it),
-                        it["effort"].as_str().map_or("not stated".into(), str::to_lowercase),
+                        stated(&it.effort),
                     ]
                 })
                 .collect();

@@ -885,7 +885,14 @@ fn an_empty_or_partial_result_reports_what_there_is() {
     assert!(r.contains("|---") && r.contains("reviewer 2 (b)"), "{r}");
     assert!(r.contains("- reviewer 1 (a): the call failed (down)"), "{r}");
     assert!(!r.contains("Consensus") && !r.contains("Action items"), "{r}");
-    let partial = json!({ "reviews": [], "statistics": null, "consolidation": {} });
-    let r = readable(&partial);
-    assert!(r.contains("none could be read"), "{r}");
+    // A consolidation with no action items read says so.
+    let mut m = mode(&["a", "b"]);
+    let calls = stage_calls(&m.start());
+    let mut all = m.on_reply(ok(&calls[0], REVIEW));
+    all.extend(m.on_reply(ok(&calls[1], REVIEW)));
+    let c = stage_calls(&all);
+    all.extend(m.on_reply(ok(&c[0], "The reviews agree; nothing to add.")));
+    let r = readable(&load_result(&rows(&all)));
+    assert!(r.contains("**Action items (by "), "{r}");
+    assert!(r.contains("none could be read from the consolidated report"), "{r}");
 }
