@@ -137,17 +137,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     validate,
     build: |config, ctx| Ok(Box::new(Jury::new(config, ctx)?)),
     load_result,
-    outcome: |r| {
-        let s = r.get("jurorSummary").filter(|s| !s.is_null())?;
-        let verdict = r["foreman"]["finalVerdict"]
-            .as_str()
-            .or_else(|| s["majorityVerdict"].as_str())
-            .unwrap_or("no verdict");
-        Some(match s["overallAverage"].as_f64() {
-            Some(avg) => format!("{verdict} · average {avg:.1}/10"),
-            None => verdict.to_string(),
-        })
-    },
+    outcome,
     stages: &[("present", "presenting the content"), ("deliberation", "the jurors' deliberation"), ("verdict", "the foreman's verdict")],
     report: Some(report),
     example: || {

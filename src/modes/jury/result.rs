@@ -262,7 +262,7 @@ impl JurorRow {
 }
 
 /// The content under review (`present_complete`'s data, and the result's `presentation`).
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Presentation {
     /// The content the jurors assessed.
@@ -281,7 +281,7 @@ pub struct PresentRow {
 }
 
 /// Jury's result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JuryResult {
     /// The content under review; null when the run stored none.
@@ -347,14 +347,26 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 
 // ---- the export's report -------------------------------------------------------------------
 
-/// A stored verdict (`APPROVE`) as a word (`approve`).
-fn verdict_in_words(v: &Value) -> Option<String> {
-    v.as_str().filter(|s| !s.is_empty()).map(str::to_lowercase)
+/// A verdict (`APPROVE`) as a word (`approve`).
+fn verdict_in_words(v: Option<Verdict>) -> Option<String> {
+    v.map(|v| v.as_str().to_lowercase())
 }
 
 /// A one-decimal figure (`7.6`, `8.0`).
-fn one_decimal(v: &Value) -> Option<String> {
-    v.as_f64().filter(|x| x.is_finite()).map(|x| format!("{x:.1}"))
+fn one_decimal(v: Option<f64>) -> Option<String> {
+    v.filter(|x| x.is_finite()).map(|x| format!("{x:.1}"))
+}
+
+/// The one line a list shows: the verdict, with the average score when there is one.
+pub(super) fn outcome(result: &Value) -> Option<String> {
+    let r: JuryResult = typed(result)?;
+    let s = r.juror_summary?;
+    let verdict = r.foreman.and_then(|f| f.final_verdict).or(s.majority_verdict);
+    let verdict = verdict.map_or("no verdict", Verdict::as_str);
+    Some(match s.overall_average {
+        Some(avg) => format!("{verdict} · average {avg:.1}/10"),
+        None => verdict.to_string(),
+    })
 }
 
 /// The result as the export's report: the panel's verdict and how it was reached, a table of
@@ -363,21 +375,17 @@ fn one_decimal(v: &Value) -> Option<String> {
 /// weaknesses, recommendations, dissent).
 pub fn report(result: &Value) -> String {
     use crate::modes::report::{count, table};
+    let Some(r) = typed::<JuryResult>(result) else { return String::new() };
     let mut out = String::new();
-    let summary = &result["jurorSummary"];
-    let foreman = &result["foreman"];
-    let verdict = verdict_in_words(&foreman["finalVerdict"])
-        .or_else(|| verdict_in_words(&summary["majorityVerdict"]));
-    if summary.is_object() {
-        let t = &summary["voteTally"];
-        let tally = format!(
-            "{} approve, {} revise, {} reject",
-            t["approve"].as_u64().unwrap_or(0),
-            t["revise"].as_u64().unwrap_or(0),
-            t["reject"].as_u64().unwrap_or(0)
-        );
-        match (verdict.as_deref(), summary["verdictSource"].as_str()) {
-            (Some(v), Some("scores")) => out.push_str(&format!(
+    let summary = r.juror_summary.as_ref();
+    let foreman = r.foreman.as_ref();
+    let verdict = verdict_in_words(foreman.and_then(|f| f.final_verdict))
+        .or_else(|| verdict_in_words(summary.and_then(|s| s.majority_verdict)));
+    if let Some(s) = summary {
+        let t = &s.vote_tally;
+        let tally = format!("{} approve, {} revise, {} reject", t.approve, t.revise, t.reject);
+        match (verdict.as_deref(), s.verdict_source.as_str()) {
+            (Some(v), "scores") => out.push_str(&format!(
                 "**Verdict:** {v}, inferred from the average score (no juror's verdict could be read).\n"
             )),
             (Some(v), _) => out.push_str(&format!("**Verdict:** {v} (the jurors' votes: {tally}).\n")),
@@ -385,106 +393,95 @@ pub fn report(result: &Value) -> String {
                 "**No verdict:** neither the jurors' verdicts nor their scores could be read.\n",
             ),
         }
-        if let Some(avg) = one_decimal(&summary["overallAverage"]) {
+        if let Some(avg) = one_decimal(s.overall_average) {
             out.push_str(&format!("\n**Overall average:** {avg}/10\n"));
         }
         out.push('\n');
     }
-    let jurors = result["jurors"].as_array().cloned().unwrap_or_default();
-    if !jurors.is_empty() {
+    if !r.jurors.is_empty() {
         let dims: Vec<String> = DIMENSIONS.iter().map(|d| d.to_lowercase()).collect();
         let mut head = vec!["juror"];
         head.extend(dims.iter().map(String::as_str));
         head.extend(["average", "verdict"]);
-        let mut rows: Vec<Vec<String>> = jurors
+        let mut rows: Vec<Vec<String>> = r
+            .jurors
             .iter()
             .map(|j| {
-                let mut row = vec![j["model"].as_str().unwrap_or("").to_string()];
-                for d in &dims {
-                    let score = &j["scores"][d];
-                    row.push(score.as_i64().map_or("unread".into(), |s| s.to_string()));
+                let mut row = vec![j.model.clone()];
+                for i in 0..DIMENSIONS.len() {
+                    row.push(j.scores.get(i).map_or("unread".into(), |s| s.to_string()));
                 }
-                row.push(one_decimal(&j["average"]).unwrap_or_default());
-                row.push(verdict_in_words(&j["verdict"]).unwrap_or("unread".into()));
+                row.push(one_decimal(j.average).unwrap_or_default());
+                row.push(verdict_in_words(j.verdict).unwrap_or("unread".into()));
                 row
             })
             .collect();
-        if summary.is_object() {
+        if let Some(s) = summary {
             let mut avg = vec!["panel average".to_string()];
             let mut range = vec!["range".to_string()];
-            for key in &dims {
-                avg.push(one_decimal(&summary["dimensionAverages"][key]).unwrap_or_default());
-                let r = &summary["dimensionRanges"][key];
-                range.push(match (r["min"].as_i64(), r["max"].as_i64()) {
-                    (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
-                    (Some(lo), Some(hi)) => format!("{lo}–{hi}"),
-                    _ => String::new(),
+            for i in 0..DIMENSIONS.len() {
+                avg.push(one_decimal(*s.dimension_averages.get(i)).unwrap_or_default());
+                range.push(match s.dimension_ranges.get(i) {
+                    Some(Range { min, max }) if min == max => min.to_string(),
+                    Some(Range { min, max }) => format!("{min}–{max}"),
+                    None => String::new(),
                 });
             }
-            avg.push(one_decimal(&summary["overallAverage"]).unwrap_or_default());
+            avg.push(one_decimal(s.overall_average).unwrap_or_default());
             avg.push(verdict.clone().unwrap_or_default());
             range.extend([String::new(), String::new()]);
             rows.push(avg);
             rows.push(range);
         }
         out.push_str(&table(&head, &rows, &[1, 2, 3, 4, 5, 6]));
-        let unread: Vec<String> = jurors
+        let unread: Vec<String> = r
+            .jurors
             .iter()
-            .filter(|j| j["parseSuccess"] != true || j["verdict"].is_null())
+            .filter(|j| !j.parse_success || j.verdict.is_none())
             .map(|j| {
-                let model = j["model"].as_str().unwrap_or("a juror");
-                let what = match (j["parseSuccess"] == true, j["verdict"].is_null()) {
+                let what = match (j.parse_success, j.verdict.is_none()) {
                     (false, true) => "neither scores nor a verdict could be read",
                     (false, false) => "no scores could be read",
                     _ => "no verdict could be read",
                 };
-                let why = serde_json::from_value::<Unparsed>(j["unparsed"].clone())
-                    .map_or(String::new(), |u| format!("; it {}", u.describe()));
-                format!("- {model}: {what}{why}\n")
+                let why = j.unparsed.map_or(String::new(), |u| format!("; it {}", u.describe()));
+                format!("- {}: {what}{why}\n", j.model)
             })
             .collect();
         if !unread.is_empty() {
             out.push_str("\n**Could not be read in full:**\n\n");
             out.push_str(&unread.concat());
         }
-        if let (Some(asked), Some(done)) =
-            (summary["jurorCount"].as_u64(), summary["successfulJurors"].as_u64())
-        {
-            if done < asked {
-                out.push_str(&format!(
-                    "\n{} of {} answered.\n",
-                    done,
-                    count(asked, "juror", "jurors")
-                ));
-            }
+        if let Some(s) = summary.filter(|s| s.successful_jurors < s.juror_count) {
+            out.push_str(&format!(
+                "\n{} of {} answered.\n",
+                s.successful_jurors,
+                count(s.juror_count as u64, "juror", "jurors")
+            ));
         }
         out.push('\n');
     }
-    if let Some(model) = foreman["model"].as_str().filter(|m| !m.is_empty()) {
-        let standing_in = foreman["fallbackFrom"]
-            .as_str()
-            .map_or(String::new(), |f| format!(", the backup standing in for {f}"));
-        let said = match verdict_in_words(&foreman["finalVerdict"]) {
+    if let Some(f) = foreman.filter(|f| !f.model.is_empty()) {
+        let standing_in = f
+            .fallback_from
+            .as_ref()
+            .map_or(String::new(), |b| format!(", the backup standing in for {b}"));
+        let said = match verdict_in_words(f.final_verdict) {
             Some(v) => format!(": final verdict {v}"),
             None => String::new(),
         };
-        out.push_str(&format!("**Foreman's report** by {model}{standing_in}{said}.\n"));
-        for (key, lead) in [
-            ("keyStrengths", "Key strengths"),
-            ("keyWeaknesses", "Key weaknesses"),
-            ("recommendations", "Recommendations"),
-            ("dissentingOpinions", "Dissenting opinions"),
+        out.push_str(&format!("**Foreman's report** by {}{standing_in}{said}.\n", f.model));
+        for (items, lead) in [
+            (&f.key_strengths, "Key strengths"),
+            (&f.key_weaknesses, "Key weaknesses"),
+            (&f.recommendations, "Recommendations"),
+            (&f.dissenting_opinions, "Dissenting opinions"),
         ] {
-            let items: Vec<String> = foreman[key]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
-                        .filter(|t| !t.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default();
+            let items: Vec<String> = items
+                .iter()
+                .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+                .filter(|t| !t.is_empty())
+                .collect();
             if !items.is_empty() {
                 out.push_str(&format!("\n{lead}:\n\n"));
                 for i in items {
