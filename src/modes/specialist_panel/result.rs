@@ -128,7 +128,7 @@ pub struct Synthesis {
 }
 
 /// Specialist Panel's result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SpecialistPanelResult {
     /// What the panel analysed; null when the run stored none.
@@ -194,30 +194,36 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {
-    let s = result.get("synthesis").filter(|s| !s.is_null())?;
-    let n = result["specialists"].as_array().map_or(0, Vec::len);
-    let risk = match s.get("topRisk").filter(|t| !t.is_null()) {
-        Some(t) => format!(
-            "top risk {} ({})",
-            t["level"].as_str().unwrap_or("?"),
-            short(t["domain"].as_str().unwrap_or(""), 40)
-        ),
+    let r: SpecialistPanelResult = typed(result)?;
+    let s = r.synthesis?;
+    let risk = match &s.top_risk {
+        Some(t) => {
+            format!("top risk {} ({})", t.level.as_deref().unwrap_or("?"), short(&t.domain, 40))
+        }
         None => "no risk level stated".to_string(),
     };
-    let summary = s["sections"]["executiveSummary"]
+    let summary = s.sections["executiveSummary"]
         .as_str()
         .filter(|t| !t.trim().is_empty())
-        .or_else(|| s["integratedAssessment"].as_str())
+        .or(s.integrated_assessment.as_deref())
         .unwrap_or("");
-    Some(format!("{n} specialists; {risk}: {}", short(summary, 80)))
+    Some(format!("{} specialists; {risk}: {}", r.specialists.len(), short(summary, 80)))
 }
 
 // ---- the export's report -------------------------------------------------------------------
 
 /// A rating or an average as a reader reads it: `4`, `3.3`.
-fn figure(v: &Value) -> Option<String> {
-    let f = v.as_f64()?;
-    Some(if f.fract() == 0.0 { format!("{f:.0}") } else { format!("{f:.1}") })
+fn figure(f: f64) -> String {
+    if f.fract() == 0.0 {
+        format!("{f:.0}")
+    } else {
+        format!("{f:.1}")
+    }
+}
+
+/// `Security reviewer (model)`.
+fn name(title: &str, model: &str) -> String {
+    format!("{title} ({model})")
 }
 
 /// The result as the export's report: the top risk, the specialists' ratings as a table
@@ -226,36 +232,28 @@ fn figure(v: &Value) -> Option<String> {
 /// holds.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::{count, table};
+    let Some(r) = typed::<SpecialistPanelResult>(result) else { return String::new() };
     let mut out = String::new();
-    let s = &result["synthesis"];
-    if let Some(t) = s.get("topRisk").filter(|t| t.is_object()) {
-        let level = t["level"].as_str().map_or("not stated".into(), str::to_lowercase);
+    let s = r.synthesis.as_ref();
+    if let Some(t) = s.and_then(|s| s.top_risk.as_ref()) {
+        let level = t.level.as_deref().map_or("not stated".into(), str::to_lowercase);
         let mut line = format!("**Top risk:** {level}");
-        for part in [&t["domain"], &t["concern"]] {
-            if let Some(p) = part.as_str().filter(|p| !p.trim().is_empty()) {
-                line.push_str(&format!(", {}", p.trim()));
-            }
+        for part in [&t.domain, &t.concern].into_iter().filter(|p| !p.trim().is_empty()) {
+            line.push_str(&format!(", {}", part.trim()));
         }
         out.push_str(&format!("{line}.\n\n"));
     }
-    let specialists = result["specialists"].as_array().cloned().unwrap_or_default();
-    let name = |sp: &Value| {
-        let title = sp["roleTitle"].as_str().unwrap_or("A specialist");
-        match sp["model"].as_str() {
-            Some(m) => format!("{title} ({m})"),
-            None => title.to_string(),
-        }
-    };
-    let rows: Vec<Vec<String>> = specialists
+    let rows: Vec<Vec<String>> = r
+        .specialists
         .iter()
         .flat_map(|sp| {
-            let who = name(sp);
-            sp["criteriaScores"].as_array().cloned().unwrap_or_default().into_iter().map(move |c| {
+            let who = name(&sp.role_title, &sp.model);
+            sp.criteria_scores.iter().map(move |c| {
                 vec![
                     who.clone(),
-                    c["criterion"].as_str().unwrap_or("").to_string(),
-                    figure(&c["score"]).unwrap_or_else(|| "unread".into()),
-                    c["notes"].as_str().unwrap_or("").to_string(),
+                    c.criterion.clone(),
+                    c.score.map_or("unread".into(), |s| figure(s.into())),
+                    c.notes.clone().unwrap_or_default(),
                 ]
             })
         })
@@ -265,71 +263,64 @@ pub fn report(result: &Value) -> String {
         out.push_str(&table(&["specialist", "criterion", "rating", "notes"], &rows, &[2]));
         out.push('\n');
     }
-    if !specialists.is_empty() {
+    if !r.specialists.is_empty() {
         out.push_str("**Average ratings:**\n\n");
-        for sp in &specialists {
-            let scores = sp["criteriaScores"].as_array().cloned().unwrap_or_default();
-            let read = scores.iter().filter(|c| c["score"].is_number()).count() as u64;
-            let line = match figure(&sp["averageScore"]) {
-                Some(a) if read < scores.len() as u64 => format!(
+        for sp in &r.specialists {
+            let all = sp.criteria_scores.len() as u64;
+            let read = sp.criteria_scores.iter().filter(|c| c.score.is_some()).count() as u64;
+            let line = match sp.average_score.map(figure) {
+                Some(a) if read < all => format!(
                     "{a} of 5, over the {} read ({} unread)",
                     count(read, "rating", "ratings"),
-                    scores.len() as u64 - read
+                    all - read
                 ),
                 Some(a) => format!("{a} of 5"),
                 None => "no rating could be read from the report".into(),
             };
-            out.push_str(&format!("- {}: {line}\n", name(sp)));
+            out.push_str(&format!("- {}: {line}\n", name(&sp.role_title, &sp.model)));
         }
         out.push('\n');
     }
-    let failed = result["failedSpecialists"].as_array().cloned().unwrap_or_default();
-    if !failed.is_empty() {
+    if !r.failed_specialists.is_empty() {
         out.push_str("**Did not report:**\n\n");
-        for f in &failed {
-            let why = f["error"].as_str().map_or(String::new(), |e| format!(" ({e})"));
-            out.push_str(&format!("- {}: the call failed{why}\n", name(f)));
+        for f in &r.failed_specialists {
+            let who = name(&f.role_title, &f.model);
+            out.push_str(&format!("- {who}: the call failed ({})\n", f.error));
         }
         out.push('\n');
     }
-    let matrix = s["riskMatrix"].as_array().cloned().unwrap_or_default();
-    if !matrix.is_empty() {
-        let rows: Vec<Vec<String>> = matrix
+    let Some(s) = s else { return out };
+    if s.risk_matrix.is_empty() {
+        out.push_str("**Risk matrix:** none could be read from the synthesis.\n\n");
+    } else {
+        let rows: Vec<Vec<String>> = s
+            .risk_matrix
             .iter()
             .map(|r| {
-                let sources: Vec<&str> = r["sources"]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
                 vec![
-                    r["domain"].as_str().unwrap_or("").to_string(),
-                    r["level"].as_str().map_or("not stated".into(), str::to_lowercase),
-                    r["concern"].as_str().unwrap_or("").to_string(),
-                    r["action"].as_str().unwrap_or("").to_string(),
-                    sources.join(", "),
+                    r.domain.clone(),
+                    r.level.as_deref().map_or("not stated".into(), str::to_lowercase),
+                    r.concern.clone(),
+                    r.action.clone(),
+                    r.sources.join(", "),
                 ]
             })
             .collect();
         out.push_str("**Risk matrix:**\n\n");
         out.push_str(&table(&["area", "level", "concern", "action", "raised by"], &rows, &[]));
         out.push('\n');
-    } else if s.is_object() {
-        out.push_str("**Risk matrix:** none could be read from the synthesis.\n\n");
     }
-    if s.is_object() {
-        let c = &s["counts"];
-        let n = |k: &str, one: &str, many: &str| count(c[k].as_u64().unwrap_or(0), one, many);
-        let by = match (s["model"].as_str(), s["fallbackFrom"].as_str()) {
-            (Some(m), Some(f)) => format!(" by {m} (in place of {f})"),
-            (Some(m), None) => format!(" by {m}"),
-            _ => String::new(),
-        };
-        out.push_str(&format!(
-            "**Synthesis**{by}: {}, {} and {}.\n",
-            n("convergentFindings", "convergent finding", "convergent findings"),
-            n("divergentFindings", "divergent finding", "divergent findings"),
-            n("unifiedRecommendations", "recommendation", "recommendations"),
-        ));
-    }
+    let c = &s.counts;
+    let n = |k: usize, one: &str, many: &str| count(k as u64, one, many);
+    let by = match &s.fallback_from {
+        Some(f) => format!(" by {} (in place of {f})", s.model),
+        None => format!(" by {}", s.model),
+    };
+    out.push_str(&format!(
+        "**Synthesis**{by}: {}, {} and {}.\n",
+        n(c.convergent_findings, "convergent finding", "convergent findings"),
+        n(c.divergent_findings, "divergent finding", "divergent findings"),
+        n(c.unified_recommendations, "recommendation", "recommendations"),
+    ));
     out
 }
