@@ -238,14 +238,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     validate,
     build: |config, ctx| Ok(Box::new(Clarity::new(config, ctx)?)),
     load_result,
-    outcome: |r| {
-        let score = r.get("score").filter(|s| !s.is_null())?;
-        let mut line = format!("score {:.1}/10", score["score"].as_f64()?);
-        if score["needsHumanReview"] == true {
-            line.push_str(" · flagged for review");
-        }
-        Some(line)
-    },
+    outcome,
     stages: &[("discussion", "the evaluators' discussion"), ("arbiter", "the arbiter's ruling")],
     report: Some(report),
     example: || {

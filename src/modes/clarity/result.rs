@@ -25,7 +25,7 @@ pub struct BriefRow {
 }
 
 /// The brief scored.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Brief {
     pub content: String,
     pub title: Option<String>,
@@ -159,7 +159,7 @@ pub struct Score {
 }
 
 /// A Clarity run's result, rebuilt from its stored rows.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClarityResult {
     /// The brief scored; null before it was stored.
@@ -219,30 +219,55 @@ fn dimension_name(key: &str) -> &str {
     DIMENSIONS.iter().find(|d| d.key == key).map_or(key, |d| d.name)
 }
 
+/// `Skeptic (model)`, or the role's name alone when the model is not known.
+fn evaluator(v: &Verdict) -> String {
+    let role = role_name(&v.role);
+    if v.model.is_empty() {
+        role
+    } else {
+        format!("{role} ({})", v.model)
+    }
+}
+
+/// `; it declined` when a reply was not read for a reason that has words.
+fn why(unparsed: Option<Unparsed>) -> String {
+    unparsed.map_or(String::new(), |u| format!("; it {}", u.describe()))
+}
+
+/// The one line a list shows: the score, and whether it was flagged for review.
+pub(super) fn outcome(result: &Value) -> Option<String> {
+    let score = typed::<ClarityResult>(result)?.score?;
+    let mut line = format!("score {:.1}/10", score.score);
+    if score.needs_human_review {
+        line.push_str(" · flagged for review");
+    }
+    Some(line)
+}
+
 /// The result as the export's report: the score and how it was reached, whether the run was
 /// flagged for human review and why, the scorecards as a table (each dimension with its
 /// weight, each evaluator's score, changes made in discussion, the Arbiter's ruling and the
 /// final score), the scorecards that could not be read, and the top issues.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::table;
+    let Some(r) = typed::<ClarityResult>(result) else { return String::new() };
     let mut out = String::new();
-    let score = &result["score"];
-    if let Some(total) = score["score"].as_f64() {
-        let method = match score["method"].as_str() {
-            Some("median") => "the median of the evaluators' scores on each dimension, weighted",
-            Some("post_discussion") => {
+    let score = r.score.as_ref();
+    if let Some(score) = score {
+        let method = match score.method {
+            Method::Median => "the median of the evaluators' scores on each dimension, weighted",
+            Method::PostDiscussion => {
                 "the median of the evaluators' scores on each dimension after their discussion, weighted"
             }
-            Some("arbiter") => {
+            Method::Arbiter => {
                 "the evaluators' scores with the Arbiter's counted one and a half times on the disputed dimensions, weighted"
             }
-            _ => "the dimensions' scores, weighted",
         };
-        out.push_str(&format!("**Clarity score:** {}/10, {method}.\n", score_words(total)));
-        if score["needsHumanReview"] == true {
-            let reason = score["reviewReason"].as_str().unwrap_or("").trim();
+        out.push_str(&format!("**Clarity score:** {}/10, {method}.\n", score_words(score.score)));
+        if score.needs_human_review {
+            let reason = score.review_reason.as_deref().unwrap_or("").trim();
             out.push_str(&format!("\n**Flagged for human review:** {reason}\n"));
-        } else if score["needsHumanReview"] == false {
+        } else {
             out.push_str(&format!(
                 "\n**Not flagged for review:** the evaluators' scores were within {} points of each other on every dimension.\n",
                 score_words(DISAGREEMENT_SPREAD)
@@ -250,33 +275,20 @@ pub fn report(result: &Value) -> String {
         }
         out.push('\n');
     }
-    let evaluations = result["evaluations"].as_array().cloned().unwrap_or_default();
     // The scorecards that count: as they stood at the end, else the first readable ones.
-    let current: Vec<Value> = match score["verdicts"].as_array() {
-        Some(v) if !v.is_empty() => v.clone(),
-        _ => evaluations.iter().filter(|e| e["parseSuccess"] == true).cloned().collect(),
+    let current: Vec<&Verdict> = match score.map(|s| &s.verdicts) {
+        Some(v) if !v.is_empty() => v.iter().collect(),
+        _ => r.evaluations.iter().filter(|e| e.parse_success).collect(),
     };
     if !current.is_empty() {
-        let first = |role: &Value| evaluations.iter().find(|e| e["role"] == *role);
-        let breakdown = score["breakdown"].as_array().cloned().unwrap_or_default();
-        let arbiter: Vec<Option<f64>> = DIMENSIONS
-            .iter()
-            .map(|d| {
-                breakdown
-                    .iter()
-                    .find(|b| b["dimension"] == d.key)
-                    .and_then(|b| b["arbiterScore"].as_f64())
-            })
-            .collect();
+        let first = |role: &str| r.evaluations.iter().find(|e| e.role == role);
+        let breakdown = score.map_or(&[][..], |s| &s.breakdown);
+        let of = |key: &str| breakdown.iter().find(|b| b.dimension == key);
+        let arbiter: Vec<Option<f64>> =
+            DIMENSIONS.iter().map(|d| of(d.key).and_then(|b| b.arbiter_score)).collect();
         let ruled = arbiter.iter().any(Option::is_some);
         let mut head: Vec<String> = vec!["dimension".into(), "weight".into()];
-        for v in &current {
-            let role = role_name(v["role"].as_str().unwrap_or("evaluator"));
-            head.push(match v["model"].as_str().filter(|m| !m.is_empty()) {
-                Some(m) => format!("{role} ({m})"),
-                None => role,
-            });
-        }
+        head.extend(current.iter().map(|v| evaluator(v)));
         if ruled {
             head.push("Arbiter".into());
         }
@@ -289,9 +301,8 @@ pub fn report(result: &Value) -> String {
             .map(|(i, d)| {
                 let mut row = vec![d.name.to_string(), format!("{:.0}%", d.weight * 100.0)];
                 for v in &current {
-                    let now = v["scores"][d.key].as_f64();
-                    let before = first(&v["role"]).and_then(|e| e["scores"][d.key].as_f64());
-                    row.push(match (now, before) {
+                    let before = first(&v.role).and_then(|e| e.scores[i]);
+                    row.push(match (v.scores[i], before) {
                         (Some(n), Some(b)) if n != b => {
                             format!("{} (was {})", score_words(n), score_words(b))
                         }
@@ -303,30 +314,25 @@ pub fn report(result: &Value) -> String {
                     row.push(arbiter[i].map_or(String::new(), score_words));
                 }
                 if !breakdown.is_empty() {
-                    let fin = breakdown
-                        .iter()
-                        .find(|b| b["dimension"] == d.key)
-                        .and_then(|b| b["score"].as_f64());
+                    let fin = of(d.key).and_then(|b| b.score);
                     row.push(fin.map_or("unread".into(), score_words));
                 }
                 row
             })
             .collect();
         let mut overall = vec!["overall".to_string(), "100%".to_string()];
-        for v in &current {
-            overall.push(v["overall"].as_f64().map_or(String::new(), score_words));
-        }
+        overall.extend(current.iter().map(|v| v.overall.map_or(String::new(), score_words)));
         if ruled {
             overall.push(String::new());
         }
-        if !breakdown.is_empty() {
-            overall.push(score["score"].as_f64().map_or(String::new(), score_words));
+        if let Some(s) = score.filter(|_| !breakdown.is_empty()) {
+            overall.push(score_words(s.score));
         }
         rows.push(overall);
         let right: Vec<usize> = (1..head.len()).collect();
         let head: Vec<&str> = head.iter().map(String::as_str).collect();
         out.push_str(&table(&head, &rows, &right));
-        if score["discussionRan"] == true {
+        if score.is_some_and(|s| s.discussion_ran) {
             out.push_str(
                 "\nThe evaluators discussed their scores after reading each other's; a score they changed shows what it was.\n",
             );
@@ -335,21 +341,11 @@ pub fn report(result: &Value) -> String {
     }
     let mut unread = Vec::new();
     for (list, what) in [
-        (&result["evaluations"], "its scorecard could not be read"),
-        (
-            &result["discussion"],
-            "its revised scorecard could not be read, so its first scores stand",
-        ),
+        (&r.evaluations, "its scorecard could not be read"),
+        (&r.discussion, "its revised scorecard could not be read, so its first scores stand"),
     ] {
-        for v in list.as_array().into_iter().flatten().filter(|v| v["parseSuccess"] == false) {
-            let role = role_name(v["role"].as_str().unwrap_or("evaluator"));
-            let who = match v["model"].as_str().filter(|m| !m.is_empty()) {
-                Some(m) => format!("{role} ({m})"),
-                None => role,
-            };
-            let why = serde_json::from_value::<Unparsed>(v["unparsed"].clone())
-                .map_or(String::new(), |u| format!("; it {}", u.describe()));
-            unread.push(format!("- {who}: {what}{why}\n"));
+        for v in list.iter().filter(|v| !v.parse_success) {
+            unread.push(format!("- {}: {what}{}\n", evaluator(v), why(v.unparsed)));
         }
     }
     if !unread.is_empty() {
@@ -357,49 +353,34 @@ pub fn report(result: &Value) -> String {
         out.push_str(&unread.concat());
         out.push('\n');
     }
-    let arb = &result["arbiter"];
-    if let Some(model) = arb["model"].as_str() {
-        let standing_in = arb["fallbackFrom"]
-            .as_str()
+    if let Some(arb) = &r.arbiter {
+        let standing_in = arb
+            .fallback_from
+            .as_ref()
             .map_or(String::new(), |f| format!(", the backup standing in for {f}"));
-        let ruled: Vec<String> = arb["scores"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| {
-                        Some(format!("{} {}", dimension_name(k), score_words(v.as_f64()?)))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let ruled: Vec<String> = arb
+            .scores
+            .iter()
+            .map(|(k, v)| format!("{} {}", dimension_name(k), score_words(*v)))
+            .collect();
         let said = if ruled.is_empty() {
-            let why = serde_json::from_value::<Unparsed>(arb["unparsed"].clone())
-                .map_or(String::new(), |u| format!("; it {}", u.describe()));
-            format!("no ruling could be read{why}, so the evaluators' scores stand")
+            format!("no ruling could be read{}, so the evaluators' scores stand", why(arb.unparsed))
         } else {
             format!("ruled {}", ruled.join(", "))
         };
-        out.push_str(&format!("**Arbiter** ({model}{standing_in}): {said}.\n\n"));
-    } else if score["needsHumanReview"] == true {
+        out.push_str(&format!("**Arbiter** ({}{standing_in}): {said}.\n\n", arb.model));
+    } else if score.is_some_and(|s| s.needs_human_review) {
         out.push_str(
             "**Arbiter:** no ruling (its call failed), so the evaluators' scores stand.\n\n",
         );
     }
-    let critique = score["critique"].as_array().cloned().unwrap_or_default();
+    let critique = score.map_or(&[][..], |s| &s.critique);
     if !critique.is_empty() {
         out.push_str("**Top issues:**\n\n");
         for (n, c) in critique.iter().enumerate() {
-            let flat = |k: &str| {
-                c[k].as_str().unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" ")
-            };
-            let by: Vec<String> = c["flaggedBy"]
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_str).map(role_name).collect())
-                .unwrap_or_default();
-            let mut about = Vec::new();
-            if let Some(p) = c["priority"].as_str() {
-                about.push(format!("{p} priority"));
-            }
+            let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+            let by: Vec<String> = c.flagged_by.iter().map(|r| role_name(r)).collect();
+            let mut about = vec![format!("{} priority", c.priority)];
             if !by.is_empty() {
                 let by = match by.split_last() {
                     Some((last, rest)) if !rest.is_empty() => {
@@ -409,15 +390,14 @@ pub fn report(result: &Value) -> String {
                 };
                 about.push(format!("raised by {by}"));
             }
-            let about =
-                if about.is_empty() { String::new() } else { format!(" ({})", about.join(", ")) };
             let mut line = format!(
-                "{}. {}{about}: {}",
+                "{}. {} ({}): {}",
                 n + 1,
-                dimension_name(&flat("dimension")),
-                flat("issue")
+                dimension_name(&flat(&c.dimension)),
+                about.join(", "),
+                flat(&c.issue)
             );
-            let fix = flat("suggestedFix");
+            let fix = flat(&c.suggested_fix);
             if !fix.is_empty() {
                 line.push_str(&format!("; suggested fix: {fix}"));
             }
