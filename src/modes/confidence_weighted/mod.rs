@@ -116,10 +116,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     validate,
     build: |config, ctx| Ok(Box::new(ConfidenceWeighted::new(config, ctx)?)),
     load_result,
-    outcome: |r| {
-        let text = r.pointer("/synthesis/synthesis").and_then(Value::as_str)?;
-        Some(short(text, 160))
-    },
+    outcome,
     stages: &[("answers", "the answers"), ("answer", "an answer with its confidence"), ("all_answers", "every answer in"), ("synthesis", "the weighted synthesis")],
     report: Some(report),
     example: || {

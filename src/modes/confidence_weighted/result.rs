@@ -123,7 +123,7 @@ pub struct ConfidenceStart<'a> {
 }
 
 /// Confidence-Weighted's result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfidenceWeightedResult {
     /// The answers that came in, in request order.
@@ -184,49 +184,42 @@ fn percent(v: f64, places: usize) -> String {
 /// stated), who wrote the synthesis, and the synthesizer's notes on calibration.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::table;
+    let Some(r) = typed::<ConfidenceWeightedResult>(result) else { return String::new() };
     let mut out = String::new();
-    let answers = result["answers"].as_array().cloned().unwrap_or_default();
-    let weights = &result["weights"];
-    let list = weights["weights"].as_array().cloned().unwrap_or_default();
-    let answer_of = |index: &Value| answers.iter().find(|a| a["index"] == *index);
-    if let Some(heaviest) = list.first() {
-        let t = weights["temperature"]
-            .as_f64()
-            .map_or(String::new(), |t| format!(" at temperature {}", fmt_temperature(t)));
-        let at = heaviest["weightPercent"]
-            .as_f64()
-            .map_or(String::new(), |w| format!(", at {}", percent(w, 2)));
+    let list = r.weights.as_ref().map_or(&[][..], |w| &w.weights);
+    if let (Some(heaviest), Some(w)) = (list.first(), &r.weights) {
         out.push_str(&format!(
-            "**Weights** from the confidence each model stated (a softmax{t}): the heaviest answer is {}'s{at}.\n\n",
-            heaviest["model"].as_str().unwrap_or("one model"),
+            "**Weights** from the confidence each model stated (a softmax at temperature {}): the heaviest answer is {}'s, at {}.\n\n",
+            fmt_temperature(w.temperature),
+            heaviest.model,
+            percent(heaviest.weight_percent, 2),
         ));
     }
     // Heaviest first when weighed; else the answers in the order asked.
-    let rows_of: Vec<(Value, Option<Value>)> = if list.is_empty() {
-        answers.iter().map(|a| (a.clone(), None)).collect()
+    let rows_of: Vec<(&AnswerData, Option<&Weight>)> = if list.is_empty() {
+        r.answers.iter().map(|a| (a, None)).collect()
     } else {
         list.iter()
-            .filter_map(|w| Some((answer_of(&w["index"])?.clone(), Some(w.clone()))))
+            .filter_map(|w| Some((r.answers.iter().find(|a| a.index == w.index)?, Some(w))))
             .collect()
     };
     let mut defaulted = false;
     let rows: Vec<Vec<String>> = rows_of
         .iter()
         .map(|(a, w)| {
-            let stated = a["parsedSuccessfully"] == true;
-            let confidence = match a["confidence"].as_f64().filter(|_| stated) {
-                Some(c) => {
-                    let mut s = percent(c * 100.0, 1);
-                    if c > OUTLIER_HIGH {
-                        s.push_str(" (unusually high)");
-                    } else if c < OUTLIER_LOW {
-                        s.push_str(" (unusually low)");
-                    }
-                    s
+            let confidence = if a.parsed_successfully {
+                let c = a.confidence;
+                let mut s = percent(c * 100.0, 1);
+                if c > OUTLIER_HIGH {
+                    s.push_str(" (unusually high)");
+                } else if c < OUTLIER_LOW {
+                    s.push_str(" (unusually low)");
                 }
-                None => "not stated".to_string(),
+                s
+            } else {
+                "not stated".to_string()
             };
-            let said = match (stated, a["clamped"] == true) {
+            let said = match (a.parsed_successfully, a.clamped) {
                 (true, true) => "yes, outside the scale and held to it",
                 (true, false) => "yes",
                 (false, _) => {
@@ -235,11 +228,9 @@ pub fn report(result: &Value) -> String {
                 }
             };
             vec![
-                a["model"].as_str().unwrap_or("").to_string(),
+                a.model.clone(),
                 confidence,
-                w.as_ref()
-                    .and_then(|w| w["weightPercent"].as_f64())
-                    .map_or(String::new(), |p| percent(p, 2)),
+                w.map_or(String::new(), |w| percent(w.weight_percent, 2)),
                 said.to_string(),
             ]
         })
@@ -258,21 +249,22 @@ pub fn report(result: &Value) -> String {
         }
         out.push('\n');
     }
-    let s = &result["synthesis"];
-    if s["singleAnswer"] == true {
-        let who = answers.first().and_then(|a| a["model"].as_str()).unwrap_or("one model");
+    let Some(s) = &r.synthesis else { return out };
+    if s.single_answer {
+        let who = r.answers.first().map_or("one model", |a| a.model.as_str());
         out.push_str(&format!(
             "**Synthesis:** only {who} answered, so its answer stands as the synthesis.\n"
         ));
-    } else if let Some(model) = s["model"].as_str().filter(|m| !m.is_empty()) {
-        let standing_in = s["fallbackFrom"]
-            .as_str()
+    } else if let Some(model) = s.model.as_deref().filter(|m| !m.is_empty()) {
+        let standing_in = s
+            .fallback_from
+            .as_ref()
             .map_or(String::new(), |f| format!(", the backup standing in for {f}"));
         out.push_str(&format!(
             "**Synthesis** written by {model}{standing_in}, favouring the heavier answers.\n"
         ));
     }
-    let notes = s["calibrationNotes"].as_str().unwrap_or("").trim();
+    let notes = s.calibration_notes.trim();
     if !notes.is_empty() {
         out.push_str("\n**Calibration notes** from the synthesizer:\n\n");
         for line in notes.lines() {
@@ -284,6 +276,12 @@ pub fn report(result: &Value) -> String {
         }
     }
     out
+}
+
+/// The one line a list shows: the start of the synthesis.
+pub(super) fn outcome(result: &Value) -> Option<String> {
+    let synthesis = typed::<ConfidenceWeightedResult>(result)?.synthesis?;
+    Some(short(&synthesis.synthesis, 160))
 }
 
 /// A temperature as set (`1`, `0.5`).
