@@ -100,7 +100,7 @@ pub struct Stage2Complete<'a> {
 }
 
 /// A label's place in the aggregate ranking.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AggregateRanking {
     /// The member whose answer the label stands for.
@@ -116,7 +116,7 @@ pub struct AggregateRanking {
 }
 
 /// What the rankings say together.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stage2Metadata {
     /// Each label and the member whose answer it stands for.
@@ -149,7 +149,7 @@ pub struct Stage3Response {
 
 /// Council's result (the seed's `CouncilResult`, without `title`, which lives on the
 /// conversation).
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CouncilResult {
     /// Each member's answer.
@@ -217,65 +217,59 @@ fn average_words(v: f64) -> String {
 /// average place), each member's ranking in a line, and who wrote the synthesis.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::{count, table};
+    let Some(r) = typed::<CouncilResult>(result) else { return String::new() };
     let mut out = String::new();
-    let meta = &result["stage2Metadata"];
-    let labels = meta["labelToModel"].as_object().cloned().unwrap_or_default();
-    let whose = |label: &str| match labels.get(label).and_then(Value::as_str) {
+    let meta = r.stage2_metadata.as_ref();
+    let whose = |label: &str| match meta.and_then(|m| m.label_to_model.get(label)) {
         Some(m) if !m.is_empty() => format!("{label} ({m})"),
         _ => label.to_string(),
     };
-    let aggregate = meta["aggregateRankings"].as_array().cloned().unwrap_or_default();
-    let stage2 = result["stage2"].as_array().cloned().unwrap_or_default();
-    if !aggregate.is_empty() {
-        let counted = meta["rankingsCounted"].as_u64().unwrap_or(0);
-        out.push_str(&format!(
-            "**Aggregate ranking** (the average place each answer was given, over {}):\n\n",
-            count(counted, "ranking", "rankings")
-        ));
-        // Equal averages share a rank.
-        let (mut rank, mut last) = (0, None);
-        let rows: Vec<Vec<String>> = aggregate
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let avg = a["averageRank"].as_f64();
-                if avg.is_none() || avg != last {
-                    rank = i + 1;
-                    last = avg;
-                }
-                vec![
-                    rank.to_string(),
-                    a["label"].as_str().unwrap_or("").to_string(),
-                    a["model"].as_str().unwrap_or("").to_string(),
-                    avg.map_or(String::new(), average_words),
-                ]
-            })
-            .collect();
-        out.push_str(&table(&["rank", "answer", "model", "average place"], &rows, &[0, 3]));
-        if let Some(n) = meta["partialRankings"].as_u64().filter(|n| *n > 0) {
+    match meta.filter(|m| !m.aggregate_rankings.is_empty()) {
+        Some(meta) => {
             out.push_str(&format!(
-                "\n{} named only some of the answers; the answers left out share the places left.\n",
-                count(n, "ranking", "rankings")
+                "**Aggregate ranking** (the average place each answer was given, over {}):\n\n",
+                count(meta.rankings_counted as u64, "ranking", "rankings")
             ));
-        }
-        out.push('\n');
-    } else if !stage2.is_empty() {
-        out.push_str("**No aggregate ranking:** no member's ranking could be read.\n\n");
-    }
-    if !stage2.is_empty() {
-        out.push_str("**Each member's ranking**, best first:\n\n");
-        for r in &stage2 {
-            let model = r["model"].as_str().filter(|m| !m.is_empty()).unwrap_or("a member");
-            let mut places: Vec<Vec<String>> =
-                serde_json::from_value(r["places"].clone()).unwrap_or_default();
-            if places.is_empty() {
-                let order: Vec<String> =
-                    serde_json::from_value(r["parsedRanking"].clone()).unwrap_or_default();
-                places = order.into_iter().map(|l| vec![l]).collect();
+            // Equal averages share a rank.
+            let (mut rank, mut last) = (0, None);
+            let rows: Vec<Vec<String>> = meta
+                .aggregate_rankings
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    if last != Some(a.average_rank) {
+                        rank = i + 1;
+                        last = Some(a.average_rank);
+                    }
+                    vec![
+                        rank.to_string(),
+                        a.label.clone(),
+                        a.model.clone(),
+                        average_words(a.average_rank),
+                    ]
+                })
+                .collect();
+            out.push_str(&table(&["rank", "answer", "model", "average place"], &rows, &[0, 3]));
+            if meta.partial_rankings > 0 {
+                out.push_str(&format!(
+                    "\n{} named only some of the answers; the answers left out share the places left.\n",
+                    count(meta.partial_rankings as u64, "ranking", "rankings")
+                ));
             }
+            out.push('\n');
+        }
+        None if !r.stage2.is_empty() => {
+            out.push_str("**No aggregate ranking:** no member's ranking could be read.\n\n");
+        }
+        None => {}
+    }
+    if !r.stage2.is_empty() {
+        out.push_str("**Each member's ranking**, best first:\n\n");
+        for s in &r.stage2 {
+            let model = if s.model.is_empty() { "a member" } else { &s.model };
+            let places = s.places();
             if places.is_empty() {
-                let why = serde_json::from_value::<Unparsed>(r["unparsed"].clone())
-                    .map_or(String::new(), |u| format!("; it {}", u.describe()));
+                let why = s.unparsed.map_or(String::new(), |u| format!("; it {}", u.describe()));
                 out.push_str(&format!("- {model}: no ranking could be read{why}\n"));
                 continue;
             }
@@ -290,16 +284,20 @@ pub fn report(result: &Value) -> String {
                     }
                 })
                 .collect();
-            let partial = if r["partial"] == true { " (names only some answers)" } else { "" };
+            let partial = if s.partial { " (names only some answers)" } else { "" };
             out.push_str(&format!("- {model}: {}{partial}\n", said.join(", then ")));
         }
         out.push('\n');
     }
-    if let Some(chair) = result["stage3"]["model"].as_str().filter(|m| !m.is_empty()) {
-        let standing_in = result["stage3"]["fallbackFrom"]
-            .as_str()
+    if let Some(chair) = r.stage3.as_ref().filter(|c| !c.model.is_empty()) {
+        let standing_in = chair
+            .fallback_from
+            .as_ref()
             .map_or(String::new(), |f| format!(", the backup standing in for {f}"));
-        out.push_str(&format!("**Synthesis** written by the chairman, {chair}{standing_in}.\n"));
+        out.push_str(&format!(
+            "**Synthesis** written by the chairman, {}{standing_in}.\n",
+            chair.model
+        ));
     }
     out
 }
