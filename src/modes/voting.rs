@@ -369,7 +369,7 @@ pub fn ballots_from_rows(rows: &[StageRow], stage_type: &str) -> Vec<Ballot> {
 /// A round's result as the modes publish it: the ballots, their count, then the labels'
 /// models under the mode's name for them (`M`: Vote's `labelToModel`, Debate's
 /// `revisedLabelToModel`).
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Round<M> {
     /// Each voter's ballot (voters whose call failed cast none).
@@ -411,39 +411,54 @@ pub fn first_alphabetically(labels: &[String]) -> Option<String> {
     labels.iter().min_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b))).cloned()
 }
 
+/// The winner as a vote round's report names it.
+pub struct Won<'a> {
+    pub label: &'a str,
+    pub model: &'a str,
+    pub votes: usize,
+    pub total: usize,
+    pub tiebroken: bool,
+}
+
 /// A vote round as the export's report: a table of the answers (label, whose, votes, the
-/// winner marked), the winner and how a tie was broken, and each voter's vote.
-pub fn tally_report(round: &Value, winner: &Value, tiebreaker: &Value) -> String {
+/// winner marked), the winner and how a tie was broken (by `chairman` when one voted, else by
+/// the labels' order), and each voter's vote. `round` comes with its labels' members.
+pub fn tally_report<M>(
+    round: Option<(&Round<M>, &BTreeMap<String, String>)>,
+    won: Option<Won>,
+    chairman: Option<&str>,
+) -> String {
     use super::report::{count, table};
     let mut out = String::new();
-    let labels = round["labelToModel"].as_object().cloned().unwrap_or_default();
-    let tallies = &round["tallies"];
-    let won = winner["winnerLabel"].as_str();
-    let mut rows: Vec<(u64, Vec<String>)> = labels
-        .iter()
-        .map(|(label, model)| {
-            let n = tallies[label.as_str()].as_u64().unwrap_or(0);
-            let mark = if Some(label.as_str()) == won { " (winner)" } else { "" };
-            (n, vec![label.clone(), model.as_str().unwrap_or("").to_string(), format!("{n}{mark}")])
-        })
-        .collect();
-    // Most votes first; the labels' order breaks ties.
-    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1[0].cmp(&b.1[0])));
-    if !rows.is_empty() {
-        let rows: Vec<Vec<String>> = rows.into_iter().map(|(_, r)| r).collect();
-        out.push_str(&table(&["answer", "model", "votes"], &rows, &[2]));
-        out.push('\n');
+    if let Some((round, labels)) = round {
+        let mut rows: Vec<(usize, Vec<String>)> = labels
+            .iter()
+            .map(|(label, model)| {
+                let n = round.tallies.get(label).copied().unwrap_or(0);
+                let mark =
+                    if won.as_ref().is_some_and(|w| w.label == label) { " (winner)" } else { "" };
+                (n, vec![label.clone(), model.clone(), format!("{n}{mark}")])
+            })
+            .collect();
+        // Most votes first; the labels' order breaks ties.
+        rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1[0].cmp(&b.1[0])));
+        if !rows.is_empty() {
+            let rows: Vec<Vec<String>> = rows.into_iter().map(|(_, r)| r).collect();
+            out.push_str(&table(&["answer", "model", "votes"], &rows, &[2]));
+            out.push('\n');
+        }
     }
     match won {
-        Some(label) => {
+        Some(w) => {
             out.push_str(&format!(
-                "**Winner:** {label} ({}), {} of {}",
-                winner["winnerModel"].as_str().unwrap_or("?"),
-                winner["voteCount"].as_u64().unwrap_or(0),
-                count(winner["totalVotes"].as_u64().unwrap_or(0), "vote", "votes")
+                "**Winner:** {} ({}), {} of {}",
+                w.label,
+                w.model,
+                w.votes,
+                count(w.total as u64, "vote", "votes")
             ));
-            if winner["tiebroken"] == true {
-                let by = match tiebreaker["model"].as_str() {
+            if w.tiebroken {
+                let by = match chairman {
                     Some(m) => format!("the chairman ({m})"),
                     None => "the labels' order".to_string(),
                 };
@@ -453,19 +468,21 @@ pub fn tally_report(round: &Value, winner: &Value, tiebreaker: &Value) -> String
         }
         None => out.push_str("**No winner:** no valid vote named an answer.\n"),
     }
-    let votes = round["votes"].as_array().cloned().unwrap_or_default();
-    if !votes.is_empty() {
+    let Some((round, _)) = round else { return out };
+    if !round.votes.is_empty() {
         out.push_str("\n**The votes:**\n\n");
-        for v in &votes {
-            let model = v["model"].as_str().unwrap_or("a voter");
-            match v["votedFor"].as_str() {
-                Some(l) => out.push_str(&format!("- {model} voted for {l}\n")),
-                None => out.push_str(&format!("- {model}: no readable vote\n")),
+        for v in &round.votes {
+            match &v.voted_for {
+                Some(l) => out.push_str(&format!("- {} voted for {l}\n", v.model)),
+                None => out.push_str(&format!("- {}: no readable vote\n", v.model)),
             }
         }
     }
-    if let Some(n) = round["invalidVoteCount"].as_u64().filter(|n| *n > 0) {
-        out.push_str(&format!("\n{} did not count.\n", count(n, "vote", "votes")));
+    if round.invalid_vote_count > 0 {
+        out.push_str(&format!(
+            "\n{} did not count.\n",
+            count(round.invalid_vote_count as u64, "vote", "votes")
+        ));
     }
     out
 }

@@ -2,7 +2,7 @@
 //! from the stored rows and the export's report.
 
 use super::*;
-use crate::modes::voting::winner_as_stored;
+use crate::modes::voting::{tally_report, winner_as_stored, Won};
 
 /// A debater's decision after reading the others' answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -43,7 +43,7 @@ pub(super) fn plain(response: &str) -> String {
 }
 
 /// The decisions, counted.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RevisionSummary {
     /// Debaters in the revision round.
@@ -70,7 +70,7 @@ pub fn summarize(revisions: &[RevisionResponse]) -> RevisionSummary {
 }
 
 /// A debate vote round's map: the revised answers' labels to their debaters.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RevisedLabelToModel {
     /// Each label and the debater whose revised answer it stands for.
@@ -165,7 +165,7 @@ pub struct VoteStart<'a> {
 }
 
 /// Debate's result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DebateResult {
     /// The first answers, in the panel's order (members whose call failed are not in it).
@@ -256,42 +256,38 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 /// each vote) and what the winner's debater had done.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::table;
+    let Some(r) = typed::<DebateResult>(result) else { return String::new() };
     let mut out = String::new();
-    let revisions = result["revisions"].as_array().cloned().unwrap_or_default();
-    if !revisions.is_empty() {
-        let s = &result["revisionSummary"];
-        let n = |k: &str| s[k].as_u64().unwrap_or(0);
+    if let (false, Some(s)) = (r.revisions.is_empty(), &r.revision_summary) {
         let mut parts = vec![
-            format!("{} revised", n("revised")),
-            format!("{} stood by their answer", n("stood")),
-            format!("{} merged", n("merged")),
+            format!("{} revised", s.revised),
+            format!("{} stood by their answer", s.stood),
+            format!("{} merged", s.merged),
         ];
-        if n("parseFailed") > 0 {
-            parts.push(format!("{} without a readable decision", n("parseFailed")));
+        if s.parse_failed > 0 {
+            parts.push(format!("{} without a readable decision", s.parse_failed));
         }
         out.push_str(&format!(
             "**Revisions** after reading the others' answers: {}.\n\n",
             parts.join(", ")
         ));
-        let rows: Vec<Vec<String>> = revisions
+        let rows: Vec<Vec<String>> = r
+            .revisions
             .iter()
             .map(|r| {
-                let decision = match r["decision"].as_str() {
-                    Some("REVISE") => "revised".to_string(),
-                    Some("STAND") => "stood by its answer".to_string(),
-                    Some("MERGE") => "merged".to_string(),
-                    Some(other) => other.to_lowercase(),
-                    None => match serde_json::from_value::<Unparsed>(r["unparsed"].clone()) {
-                        Ok(u) => format!("unread (it {})", u.describe()),
-                        Err(_) => "no revision (its call failed; its first answer stands)".into(),
-                    },
+                let decision = match (r.decision.as_deref(), r.unparsed) {
+                    (Some("REVISE"), _) => "revised".to_string(),
+                    (Some("STAND"), _) => "stood by its answer".to_string(),
+                    (Some("MERGE"), _) => "merged".to_string(),
+                    (Some(other), _) => other.to_lowercase(),
+                    (None, Some(u)) => format!("unread (it {})", u.describe()),
+                    (None, None) => "no revision (its call failed; its first answer stands)".into(),
                 };
-                let words = |k: &str| r[k].as_u64().map_or(String::new(), |n| n.to_string());
                 vec![
-                    r["model"].as_str().unwrap_or("").to_string(),
+                    r.model.clone(),
                     decision,
-                    words("originalWordCount"),
-                    words("revisedWordCount"),
+                    r.original_word_count.to_string(),
+                    r.revised_word_count.to_string(),
                 ]
             })
             .collect();
@@ -302,24 +298,25 @@ pub fn report(result: &Value) -> String {
         ));
         out.push('\n');
     }
-    let votes = &result["votes"];
-    if votes.is_object() {
-        let mut round = votes.clone();
-        round["labelToModel"] = votes["revisedLabelToModel"].clone();
-        if !round["labelToModel"].is_object() {
-            round["labelToModel"] = result["revisedLabelMap"].clone();
-        }
-        let winner = &result["winner"];
+    if let Some(votes) = &r.votes {
+        let winner = r.winner.as_ref();
+        let won = winner.map(|w| Won {
+            label: &w.winner_label,
+            model: &w.winner_model,
+            votes: w.vote_count,
+            total: w.total_votes,
+            tiebroken: w.tiebroken,
+        });
         out.push_str("**The vote on the revised answers:**\n\n");
-        out.push_str(&crate::modes::voting::tally_report(&round, winner, &Value::Null));
-        let done = match winner["winnerDecision"].as_str() {
+        out.push_str(&tally_report(Some((votes, &votes.map.revised_label_to_model)), won, None));
+        let done = match winner.and_then(|w| w.winner_decision.as_deref()) {
             Some("REVISE") => Some("revised its first answer after reading the others"),
             Some("STAND") => Some("stood by its first answer"),
             Some("MERGE") => Some("merged the others' points into its answer"),
             _ => None,
         };
-        if let (Some(model), Some(done)) = (winner["winnerModel"].as_str(), done) {
-            out.push_str(&format!("\nThe winner, {model}, had {done}.\n"));
+        if let (Some(w), Some(done)) = (winner, done) {
+            out.push_str(&format!("\nThe winner, {}, had {done}.\n", w.winner_model));
         }
     }
     out

@@ -2,10 +2,10 @@
 //! and the export's report.
 
 use super::*;
-use crate::modes::voting::winner_as_stored;
+use crate::modes::voting::{tally_report, winner_as_stored, Won};
 
 /// The labels' models in a vote round (`labelToModel`).
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelToModel {
     /// Each label and the model whose answer it stands for.
@@ -35,7 +35,7 @@ pub struct TiebreakerComplete<'a> {
 }
 
 /// The chairman's tiebreak as the result keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Tiebreaker {
     /// The model that broke the tie.
@@ -72,7 +72,7 @@ pub struct VoteWinnerResult {
 }
 
 /// Vote's result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VoteResult {
     /// Each model's answer.
@@ -128,9 +128,14 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 /// The result as the export's report: the tally (each answer, whose it was, its votes), the
 /// winner and how it was decided, and each voter's vote.
 pub fn report(result: &Value) -> String {
-    crate::modes::voting::tally_report(
-        &result["voteRound"],
-        &result["winner"],
-        &result["tiebreaker"],
-    )
+    let Some(r) = typed::<VoteResult>(result) else { return String::new() };
+    let won = r.winner.as_ref().map(|w| Won {
+        label: &w.winner_label,
+        model: &w.winner_model,
+        votes: w.vote_count,
+        total: w.total_votes,
+        tiebroken: w.tiebroken,
+    });
+    let chairman = r.tiebreaker.as_ref().and_then(|t| t.model.as_deref());
+    tally_report(r.vote_round.as_ref().map(|v| (v, &v.map.label_to_model)), won, chairman)
 }
