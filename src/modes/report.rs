@@ -31,9 +31,16 @@ pub fn cell(text: &str) -> String {
 
 /// A result read back as its mode's result type, for its outcome line and its report: what
 /// they are given is the value that type wrote (in an export, with its model names perhaps
-/// anonymised). None when it does not read as `T`.
+/// anonymised). None when it does not read as `T`, which is logged: a result always reads as
+/// the type that wrote it, so a miss is a bug.
 pub fn typed<T: serde::de::DeserializeOwned>(result: &serde_json::Value) -> Option<T> {
-    T::deserialize(result).ok()
+    T::deserialize(result)
+        .map_err(|e| {
+            if !result.is_null() {
+                log::warn!("a result does not read as {}: {e}", std::any::type_name::<T>());
+            }
+        })
+        .ok()
 }
 
 /// `1 claim`, `2 claims`.

@@ -333,6 +333,10 @@ pub(crate) async fn check_share_life_cycle(app: &TestApp) {
     assert_eq!(chairman, "Model A", "the chairman is sim/alpha, the first member");
     let md = doc["markdown"].as_str().unwrap();
     assert!(md.contains("Model A") && !md.contains("sim/"), "{md}");
+    // The mode's report is read from the anonymised result, and names the aliases.
+    let report = md.split("## Result\n").nth(1).unwrap_or_else(|| panic!("no result: {md}"));
+    assert!(report.contains("**Aggregate ranking**") && report.contains("| Model "), "{report}");
+    assert!(report.contains("written by the chairman, Model A."), "{report}");
 
     // What a share link never grants: the API, control, events, other runs.
     let as_bearer = client_with(&token);
