@@ -127,10 +127,15 @@ pub struct Cluster {
     pub idea_ids: Vec<String>,
 }
 
+/// A cluster's 1-based position from its id (`cluster_2` is 2); 0 for an id not of that form.
+pub fn cluster_number(id: &str) -> usize {
+    id.strip_prefix("cluster_").and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
 impl Cluster {
     /// 1-based position.
     pub fn number(&self) -> usize {
-        self.id.strip_prefix("cluster_").and_then(|n| n.parse().ok()).unwrap_or(0)
+        cluster_number(&self.id)
     }
 
     pub(super) fn display_name(&self) -> String {

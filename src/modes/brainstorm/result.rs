@@ -62,7 +62,7 @@ pub struct Ideation {
 }
 
 /// The ideation in sum (`all_ideation_complete`'s data).
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IdeationSummary {
     /// Ideas listed, all ideators together.
@@ -200,7 +200,7 @@ fn refinement_as_stored<S: serde::Serializer>(
 }
 
 /// The ideation in the result: the summary, then every ideator's list.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Ideas {
     #[serde(flatten)]
     pub summary: IdeationSummary,
@@ -209,7 +209,7 @@ pub struct Ideas {
 }
 
 /// Brainstorm's result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BrainstormResult {
     /// The ideas listed, in sum and by ideator.
@@ -256,9 +256,10 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {
-    let r = result.get("refinement").filter(|r| !r.is_null())?;
-    let name = r["clusterName"].as_str();
-    if r["fallback"] == true {
+    let r: BrainstormResult = typed(result)?;
+    let f = r.refinement.as_ref()?;
+    let name = f.cluster_name.as_deref();
+    if f.fallback {
         return Some(match name {
             Some(n) => format!("No proposal written (the refiner failed); best cluster: \"{n}\""),
             None => "No proposal written (the refiner failed)".to_string(),
@@ -267,7 +268,7 @@ pub(super) fn outcome(result: &Value) -> Option<String> {
     // The proposal itself is the answer shown under this line: the line says where it came from.
     Some(match name {
         Some(n) => {
-            let how = match result["ranking"]["rankingMethod"].as_str() {
+            let how = match r.ranking.as_ref().map(|k| k.ranking_method.as_str()) {
                 Some("scores") => "ranked first by the panel's scores",
                 _ => "ranked first by its promise",
             };
@@ -280,10 +281,9 @@ pub(super) fn outcome(result: &Value) -> Option<String> {
 // ---- the export's report -------------------------------------------------------------------
 
 /// An average as a reader reads it: `4.33`, `3.5`, `14`.
-fn average_words(v: &Value) -> Option<String> {
-    let f = v.as_f64()?;
+fn average_words(f: f64) -> String {
     let s = format!("{f:.2}");
-    Some(s.trim_end_matches('0').trim_end_matches('.').to_string())
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// What put a cluster above the next one down, in words.
@@ -300,12 +300,39 @@ fn decided_words(key: &str) -> &'static str {
 }
 
 /// A promise as a reader reads it: `high`, or `not stated (medium used)`.
-fn promise_words(promise: &Value, stated: bool) -> String {
-    let p = promise.as_str().unwrap_or("").to_lowercase();
+fn promise_words(promise: &str, stated: bool) -> String {
+    let p = promise.to_lowercase();
     if !stated {
         format!("not stated ({p} used)")
     } else {
         p
+    }
+}
+
+/// A cluster's name, or `Cluster 2` when the curator gave none.
+fn name_or_number(name: &str, number: usize) -> String {
+    if name.is_empty() {
+        format!("Cluster {number}")
+    } else {
+        name.to_string()
+    }
+}
+
+/// How the clusters were ranked, in words: `by the panel's scores (from 3 scorers)`.
+fn method_words(ranking: &Ranking) -> String {
+    use crate::modes::report::count;
+    match (ranking.ranking_method.as_str(), ranking.scoring_skipped.as_deref()) {
+        ("scores", _) => format!(
+            "by the panel's scores (from {})",
+            count(ranking.valid_scorers as u64, "scorer", "scorers")
+        ),
+        (_, Some("single_cluster")) => {
+            "by the curator's promise (there was one cluster, so none was scored)".into()
+        }
+        (_, Some("timeout")) => {
+            "by the curator's promise (the time limit passed before the scoring)".into()
+        }
+        _ => "by the curator's promise (fewer than two scorers' scores could be read)".into(),
     }
 }
 
@@ -315,23 +342,14 @@ fn promise_words(promise: &Value, stated: bool) -> String {
 /// whose scores could not be read, and where the proposal came from.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::{count, table};
+    let Some(r) = typed::<BrainstormResult>(result) else { return String::new() };
     let mut out = String::new();
-    let ideas = &result["ideas"];
-    let models = ideas["models"].as_array().cloned().unwrap_or_default();
-    let all_ideas: Vec<Value> =
-        models.iter().flat_map(|m| m["ideas"].as_array().cloned().unwrap_or_default()).collect();
+    let models = &r.ideas.models;
+    let all_ideas: Vec<&Idea> = models.iter().flat_map(|m| &m.ideas).collect();
     if !models.is_empty() {
         let by: Vec<String> = models
             .iter()
-            .map(|m| {
-                let who = match (m["sourceLabel"].as_str(), m["model"].as_str()) {
-                    (Some(l), Some(x)) => format!("{l} ({x})"),
-                    (Some(l), None) => l.to_string(),
-                    (None, Some(x)) => x.to_string(),
-                    (None, None) => "a model".to_string(),
-                };
-                format!("{who} {}", m["ideaCount"].as_u64().unwrap_or(0))
-            })
+            .map(|m| format!("{} ({}) {}", m.source_label, m.model, m.idea_count))
             .collect();
         out.push_str(&format!(
             "**Ideas:** {} from {}: {}.\n\n",
@@ -340,60 +358,35 @@ pub fn report(result: &Value) -> String {
             by.join(", ")
         ));
     }
-    let clustering = &result["clustering"];
-    let clusters = clustering["clusters"].as_array().cloned().unwrap_or_default();
-    let cluster_of = |id: &Value| clusters.iter().find(|c| c["id"] == *id);
-    let name_of = |c: &Value, number: usize| match c["name"].as_str().filter(|n| !n.is_empty()) {
-        Some(n) => n.to_string(),
-        None => format!("Cluster {number}"),
-    };
-    let number_of = |id: &Value| {
-        id.as_str()
-            .and_then(|i| i.strip_prefix("cluster_"))
-            .and_then(|n| n.parse::<usize>().ok())
-            .unwrap_or(0)
-    };
-    let ideas_in = |id: &Value| {
-        cluster_of(id).and_then(|c| c["ideaIds"].as_array()).map_or(0, Vec::len) as u64
-    };
-    let ranking = &result["ranking"];
-    let ranked = ranking["rankedClusters"].as_array().cloned().unwrap_or_default();
-    if !ranked.is_empty() {
-        let method = match (ranking["rankingMethod"].as_str(), ranking["scoringSkipped"].as_str()) {
-            (Some("scores"), _) => format!(
-                "by the panel's scores (from {})",
-                count(ranking["validScorers"].as_u64().unwrap_or(0), "scorer", "scorers")
-            ),
-            (_, Some("single_cluster")) => {
-                "by the curator's promise (there was one cluster, so none was scored)".into()
-            }
-            (_, Some("timeout")) => {
-                "by the curator's promise (the time limit passed before the scoring)".into()
-            }
-            _ => "by the curator's promise (fewer than two scorers' scores could be read)".into(),
-        };
-        out.push_str(&format!("**The clusters, in rank order**, ranked {method}:\n\n"));
-        let rows: Vec<Vec<String>> = ranked
+    let clustering = r.clustering.as_ref();
+    let clusters = clustering.map_or(&[][..], |c| &c.clusters);
+    let cluster_of = |id: &str| clusters.iter().find(|c| c.id == id);
+    let ideas_in = |id: &str| cluster_of(id).map_or(0, |c| c.idea_ids.len());
+    if let Some(ranking) = r.ranking.as_ref().filter(|k| !k.ranked_clusters.is_empty()) {
+        out.push_str(&format!(
+            "**The clusters, in rank order**, ranked {}:\n\n",
+            method_words(ranking)
+        ));
+        let rows: Vec<Vec<String>> = ranking
+            .ranked_clusters
             .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let number = number_of(&r["id"]);
-                let stated = cluster_of(&r["id"]).is_none_or(|c| c["promiseStated"] != false);
-                let avg = |k: &str| match average_words(&r[k]) {
-                    Some(a) => a,
-                    None if r["scoreCount"].as_u64() == Some(0) => "not scored".into(),
+            .map(|k| {
+                let stated = cluster_of(&k.id).is_none_or(|c| c.promise_stated);
+                let avg = |a: Option<f64>| match a {
+                    Some(a) => average_words(a),
+                    None if k.score_count == 0 => "not scored".into(),
                     None => String::new(),
                 };
                 vec![
-                    r["rank"].as_u64().unwrap_or(i as u64 + 1).to_string(),
-                    name_of(r, number),
-                    ideas_in(&r["id"]).to_string(),
-                    promise_words(&r["promise"], stated),
-                    avg("averageNovelty"),
-                    avg("averageFeasibility"),
-                    avg("averageImpact"),
-                    avg("averageScore"),
-                    r["decidedBy"].as_str().map_or("", decided_words).to_string(),
+                    k.rank.to_string(),
+                    name_or_number(&k.name, cluster_number(&k.id)),
+                    ideas_in(&k.id).to_string(),
+                    promise_words(&k.promise, stated),
+                    avg(k.average_novelty),
+                    avg(k.average_feasibility),
+                    avg(k.average_impact),
+                    avg(k.average_score),
+                    k.decided_by.as_deref().map_or("", decided_words).to_string(),
                 ]
             })
             .collect();
@@ -420,36 +413,27 @@ pub fn report(result: &Value) -> String {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let number = number_of(&c["id"]).max(i + 1);
+                let number = c.number().max(i + 1);
                 vec![
                     number.to_string(),
-                    name_of(c, number),
-                    ideas_in(&c["id"]).to_string(),
-                    promise_words(&c["promise"], c["promiseStated"] != false),
+                    name_or_number(&c.name, number),
+                    c.idea_ids.len().to_string(),
+                    promise_words(&c.promise, c.promise_stated),
                 ]
             })
             .collect();
         out.push_str(&table(&["#", "cluster", "ideas", "promise"], &rows, &[0, 2]));
         out.push('\n');
     }
-    if let Some(note) = clustering["note"].as_str() {
+    if let Some(note) = clustering.and_then(|c| c.note.as_ref()) {
         out.push_str(&format!("**Clustering:** {note}\n\n"));
     }
-    let left_out: Vec<String> = clustering["unclusteredIds"]
-        .as_array()
-        .map(|ids| {
-            ids.iter()
-                .filter_map(|id| all_ideas.iter().find(|i| i["id"] == *id))
-                .map(|i| {
-                    let title = i["title"].as_str().unwrap_or("");
-                    match i["sourceLabel"].as_str() {
-                        Some(l) => format!("- {title} ({l})"),
-                        None => format!("- {title}"),
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let left_out: Vec<String> = clustering
+        .map_or(&[][..], |c| &c.unclustered_ids)
+        .iter()
+        .filter_map(|id| all_ideas.iter().find(|i| i.id == *id))
+        .map(|i| format!("- {} ({})", i.title, i.source_label))
+        .collect();
     if !left_out.is_empty() && !clusters.is_empty() {
         out.push_str(&format!(
             "**Ideas left out of every cluster** ({}):\n\n{}\n\n",
@@ -457,46 +441,35 @@ pub fn report(result: &Value) -> String {
             left_out.join("\n")
         ));
     }
-    let unread: Vec<String> = result["scores"]
-        .as_array()
+    let unread: Vec<String> = r
+        .scores
+        .iter()
+        .filter(|s| !s.valid)
         .map(|s| {
-            s.iter()
-                .filter(|s| s["valid"] == false)
-                .map(|s| {
-                    let why =
-                        s["unparsed"].as_str().map_or(String::new(), |u| format!(" (it {u})"));
-                    format!(
-                        "- {}: no score could be read{why}",
-                        s["model"].as_str().unwrap_or("a scorer")
-                    )
-                })
-                .collect()
+            let why = s.unparsed.as_ref().map_or(String::new(), |u| format!(" (it {u})"));
+            format!("- {}: no score could be read{why}", s.model)
         })
-        .unwrap_or_default();
+        .collect();
     if !unread.is_empty() {
         out.push_str(&format!("**Scores not counted:**\n\n{}\n\n", unread.join("\n")));
     }
-    let warnings: Vec<String> = ideas["warnings"]
-        .as_array()
-        .map(|w| w.iter().filter_map(Value::as_str).map(|w| format!("- {w}")).collect())
-        .unwrap_or_default();
+    let warnings: Vec<String> = r.ideas.summary.warnings.iter().map(|w| format!("- {w}")).collect();
     if !warnings.is_empty() {
         out.push_str(&format!("**About the ideas:**\n\n{}\n\n", warnings.join("\n")));
     }
-    let r = &result["refinement"];
-    if r.is_object() {
-        let from = match r["clusterName"].as_str() {
-            Some(n) if !n.is_empty() => format!("the cluster \u{201c}{n}\u{201d}"),
-            Some(_) => "the best cluster".to_string(),
+    if let Some(f) = &r.refinement {
+        let from = match f.cluster_name.as_deref() {
+            Some("") => "the best cluster".to_string(),
+            Some(n) => format!("the cluster \u{201c}{n}\u{201d}"),
             None => "all the ideas (no cluster could be read)".to_string(),
         };
-        if r["fallback"] == true {
+        if f.fallback {
             out.push_str(&format!(
                 "**No proposal:** the refiner failed, so the answer gives {from} as it stands.\n"
             ));
         } else {
-            let by = match (r["model"].as_str(), r["fallbackFrom"].as_str()) {
-                (Some(m), Some(f)) => format!(" by {m} (in place of {f})"),
+            let by = match (&f.model, &f.fallback_from) {
+                (Some(m), Some(b)) => format!(" by {m} (in place of {b})"),
                 (Some(m), None) => format!(" by {m}"),
                 _ => String::new(),
             };
