@@ -208,7 +208,7 @@ pub(super) fn totals(rounds: &[Round]) -> Totals {
 // ---- the stored result ---------------------------------------------------------------------
 
 /// A round of the result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResultRound {
     /// The round's number, from 1.
     pub round: u32,
@@ -220,7 +220,7 @@ pub struct ResultRound {
 
 /// A defense in the result: as it went out live (in its stored row's order), with the content
 /// as revised so far last.
-#[derive(Debug, Clone, PartialEq, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResultDefense {
     #[serde(flatten)]
@@ -239,7 +239,7 @@ impl Serialize for ResultDefense {
 
 /// A red-team run's result: the material, its structured version, each round's attack and
 /// defense, the totals and the hardened output.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RedTeamResult {
     /// What the run red-teamed (null before the generator answered).
@@ -308,16 +308,17 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {
-    let s = result.get("synthesis").filter(|s| !s.is_null())?;
-    let t = &result["totals"];
-    let confidence = s["hardeningConfidence"].as_str().unwrap_or("not stated");
+    let r: RedTeamResult = typed(result)?;
+    let s = r.synthesis.as_ref()?;
+    let t = &r.totals;
+    let confidence = s.hardening_confidence.as_deref().unwrap_or("not stated");
     Some(format!(
         "{} findings ({} accepted, {} rebutted, {} unaddressed); hardening confidence {confidence}: {}",
-        t["findings"],
-        t["accepted"],
-        t["rebutted"],
-        t["unaddressed"],
-        short(s["hardenedOutput"].as_str().unwrap_or(""), 60)
+        t.findings,
+        t.accepted,
+        t.rebutted,
+        t.unaddressed,
+        short(&s.hardened_output, 60)
     ))
 }
 
@@ -325,9 +326,9 @@ pub(super) fn outcome(result: &Value) -> Option<String> {
 
 /// A severity as a reader reads it: `critical`, or `not stated (medium used)` when the attacker
 /// stated none.
-fn severity_words(f: &Value) -> String {
-    let s = f["severity"].as_str().unwrap_or("").to_lowercase();
-    if f["severityDefaulted"] == true {
+fn severity_words(f: &Finding) -> String {
+    let s = f.severity.to_lowercase();
+    if f.severity_defaulted {
         format!("not stated ({s} used)")
     } else if s.is_empty() {
         "not stated".into()
@@ -337,30 +338,30 @@ fn severity_words(f: &Value) -> String {
 }
 
 /// `2 critical, 1 high` from severity counts (the levels with none left out).
-fn by_severity(counts: &Value) -> String {
+fn by_severity(c: &SeverityCounts) -> String {
     SEVERITIES
         .iter()
-        .filter_map(|s| {
-            counts[*s].as_u64().filter(|n| *n > 0).map(|n| format!("{n} {}", s.to_lowercase()))
-        })
+        .zip([c.critical, c.high, c.medium, c.low])
+        .filter(|(_, n)| *n > 0)
+        .map(|(s, n)| format!("{n} {}", s.to_lowercase()))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
 /// The defender's verdict on one finding and what it said: `accepted` with the revision,
 /// `rebutted` with the reasoning.
-fn defense_words(response: Option<&Value>, defended: bool) -> (String, String) {
+fn defense_words(response: Option<&Response>, defended: bool) -> (String, String) {
     let Some(r) = response else {
         let v = if defended { "not answered" } else { "no defense" };
         return (v.into(), String::new());
     };
-    let text = |k: &str| r[k].as_str().unwrap_or("").to_string();
-    match r["verdict"].as_str() {
-        Some("ACCEPT") => ("accepted".into(), text("revision")),
-        Some("REBUT") if r["verdictDefaulted"] == true => {
-            ("rebutted (no verdict stated)".into(), text("reasoning"))
+    let text = |t: &Option<String>| t.clone().unwrap_or_default();
+    match r.verdict.as_str() {
+        "ACCEPT" => ("accepted".into(), text(&r.revision)),
+        "REBUT" if r.verdict_defaulted => {
+            ("rebutted (no verdict stated)".into(), text(&r.reasoning))
         }
-        Some("REBUT") => ("rebutted".into(), text("reasoning")),
+        "REBUT" => ("rebutted".into(), text(&r.reasoning)),
         _ => ("not answered".into(), String::new()),
     }
 }
@@ -370,18 +371,16 @@ fn defense_words(response: Option<&Value>, defended: bool) -> (String, String) {
 /// defender's verdict and answer), and the totals.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::{count, table};
+    let Some(r) = typed::<RedTeamResult>(result) else { return String::new() };
     let mut out = String::new();
-    let s = &result["synthesis"];
-    if s.is_object() {
+    if let Some(s) = &r.synthesis {
         let confidence =
-            s["hardeningConfidence"].as_str().map_or("not stated".into(), str::to_lowercase);
-        match s["model"].as_str() {
-            Some(m) => out.push_str(&format!(
-                "**Hardened output:** by {m}; hardening confidence {confidence}.\n\n"
-            )),
-            None => out.push_str(&format!("**Hardening confidence:** {confidence}.\n\n")),
-        }
-        let stop = match s["stopReason"].as_str() {
+            s.hardening_confidence.as_deref().map_or("not stated".into(), str::to_lowercase);
+        out.push_str(&format!(
+            "**Hardened output:** by {}; hardening confidence {confidence}.\n\n",
+            s.model
+        ));
+        let stop = match s.stop_reason.as_deref() {
             Some("no flaws") => Some("the attacker found no flaws"),
             Some("attacker failed") => Some("the attacker's call failed"),
             Some("global timeout") => Some("the run's time limit passed"),
@@ -391,45 +390,34 @@ pub fn report(result: &Value) -> String {
             out.push_str(&format!("**The rounds ended early:** {why}.\n\n"));
         }
     }
-    let rounds = result["rounds"].as_array().cloned().unwrap_or_default();
-    for (i, r) in rounds.iter().enumerate() {
-        let number = r["round"].as_u64().unwrap_or(i as u64 + 1);
-        let (a, d) = (&r["attack"], &r["defense"]);
-        let mut lead = format!("**Round {number}**");
-        let who: Vec<String> = [("attacker", &a["model"]), ("defender", &d["model"])]
-            .iter()
-            .filter_map(|(role, m)| m.as_str().map(|m| format!("{role} {m}")))
-            .collect();
-        if !who.is_empty() {
-            lead.push_str(&format!(" ({})", who.join(", ")));
-        }
-        out.push_str(&format!("{lead}\n\n"));
-        let findings = a["findings"].as_array().cloned().unwrap_or_default();
-        if a["failed"] == true {
+    for round in &r.rounds {
+        let (a, d) = (&round.attack, round.defense.as_ref().map(|d| &d.defense));
+        let defender = d.map_or(String::new(), |d| format!(", defender {}", d.model));
+        out.push_str(&format!("**Round {}** (attacker {}{defender})\n\n", round.round, a.model));
+        if a.failed {
             out.push_str("The attacker's call failed.\n\n");
             continue;
         }
-        if findings.is_empty() {
-            out.push_str(if a["noFlaws"] == true {
+        if a.findings.is_empty() {
+            out.push_str(if a.no_flaws {
                 "The attacker found no flaws.\n\n"
             } else {
                 "No finding could be read from the attacker's report.\n\n"
             });
             continue;
         }
-        let responses = d["responses"].as_array().cloned().unwrap_or_default();
-        let rows: Vec<Vec<String>> = findings
+        let responses = d.map_or(&[][..], |d| &d.responses);
+        let rows: Vec<Vec<String>> = a
+            .findings
             .iter()
-            .enumerate()
-            .map(|(k, f)| {
-                let n = f["number"].as_u64().unwrap_or(k as u64 + 1);
-                let resp = responses.iter().find(|x| x["finding"].as_u64() == Some(n));
-                let (verdict, answer) = defense_words(resp, d.is_object());
+            .map(|f| {
+                let resp = responses.iter().find(|x| x.finding == f.number);
+                let (verdict, answer) = defense_words(resp, d.is_some());
                 vec![
-                    n.to_string(),
+                    f.number.to_string(),
                     severity_words(f),
-                    f["title"].as_str().unwrap_or("").to_string(),
-                    f["location"].as_str().unwrap_or("").to_string(),
+                    f.title.clone(),
+                    f.location.clone().unwrap_or_default(),
                     verdict,
                     answer,
                 ]
@@ -442,33 +430,34 @@ pub fn report(result: &Value) -> String {
         ));
         out.push('\n');
         let mut notes = Vec::new();
-        if let Some(risk) = a["overallRisk"].as_str() {
+        if let Some(risk) = &a.overall_risk {
             notes.push(format!("Overall risk as the attacker put it: {}.", risk.to_lowercase()));
         }
-        if d["failed"] == true {
-            notes.push("The defender's call failed: the findings went unanswered.".into());
-        } else if d.is_object() && d["revisedContentFound"] == false {
-            notes.push(
+        match d {
+            Some(d) if d.failed => {
+                notes.push("The defender's call failed: the findings went unanswered.".into())
+            }
+            Some(d) if !d.revised_content_found => notes.push(
                 "The defender gave no revised content: the content went on as it was.".into(),
-            );
-        } else if d.is_object() {
-            notes.push("The defender revised the content.".into());
+            ),
+            Some(_) => notes.push("The defender revised the content.".into()),
+            None => {}
         }
         if !notes.is_empty() {
             out.push_str(&format!("{}\n\n", notes.join(" ")));
         }
     }
-    let t = &result["totals"];
-    if let Some(n) = t["findings"].as_u64().filter(|n| *n > 0) {
-        let severities = by_severity(&t["bySeverity"]);
+    let t = &r.totals;
+    if t.findings > 0 {
+        let severities = by_severity(&t.by_severity);
         let severities =
             if severities.is_empty() { String::new() } else { format!(" ({severities})") };
         out.push_str(&format!(
             "**Totals:** {}{severities}: {} accepted, {} rebutted, {} not answered.\n",
-            count(n, "finding", "findings"),
-            t["accepted"].as_u64().unwrap_or(0),
-            t["rebutted"].as_u64().unwrap_or(0),
-            t["unaddressed"].as_u64().unwrap_or(0),
+            count(t.findings as u64, "finding", "findings"),
+            t.accepted,
+            t.rebutted,
+            t.unaddressed,
         ));
     }
     out

@@ -998,9 +998,11 @@ fn the_report_tables_each_rounds_findings_with_the_defense_and_the_totals() {
 #[test]
 fn an_empty_or_partial_result_reports_what_there_is() {
     assert_eq!(report(&json!({})), "");
-    let partial = json!({ "rounds": [{ "attack": { "findings": [] } }], "totals": {},
-                          "synthesis": null });
-    let r = readable(&partial);
+    // An attack report with no finding that can be read says so.
+    let mut m = mode(1);
+    let prose = || Some("There is a critical SQL injection and a high severity XSS.".into());
+    let all = drive(&mut m, |c| if c.stage.starts_with("attack") { prose() } else { scripted(c) });
+    let r = readable(&load_result(&rows(&all)));
     assert!(r.contains("**Round 1**") && r.contains("No finding could be read"), "{r}");
     // A run stopped before its synthesis: the rounds as far as they went.
     let mut m = mode(2);
