@@ -49,7 +49,7 @@ pub struct Generated {
 }
 
 /// The generator's answer in the result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GenerateResult {
     /// The generator's model.
@@ -187,7 +187,7 @@ impl Report {
 }
 
 /// The report in the result: as stored, with its text last.
-#[derive(Debug, Clone, PartialEq, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 pub struct ReportResult {
     #[serde(flatten)]
     pub report: Report,
@@ -209,7 +209,7 @@ impl Serialize for ReportResult {
 
 /// A fact-check's result: the content, its claims, each checker's verdicts, each claim's
 /// consensus and the report.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FactCheckResult {
     /// The content checked (cut to `maxContentLength`); null before it was known.
@@ -286,22 +286,19 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {
-    let r = result.get("report").filter(|r| !r.is_null())?;
-    let c = &result["counts"];
-    let score = match &r["reliabilityScore"] {
-        Value::Null => "no reliability score".to_string(),
-        v => format!("reliability {v}/100"),
+    let r: FactCheckResult = typed(result)?;
+    let rep = r.report.as_ref()?;
+    let score = match rep.report.reliability_score {
+        None => "no reliability score".to_string(),
+        Some(v) => format!("reliability {v}/100"),
     };
-    if c.is_null() {
-        return Some(format!(
-            "no checkable claims: {}",
-            short(r["report"].as_str().unwrap_or(""), 60)
-        ));
-    }
-    let noun = if c["total"] == 1 { "claim" } else { "claims" };
+    let Some(c) = &r.counts else {
+        return Some(format!("no checkable claims: {}", short(&rep.text, 60)));
+    };
+    let noun = if c.total == 1 { "claim" } else { "claims" };
     Some(format!(
         "{score}: {} verified, {} disputed, {} unverifiable of {} {noun}",
-        c["verified"], c["disputed"], c["unverifiable"], c["total"]
+        c.verified, c.disputed, c.unverifiable, c.total
     ))
 }
 
@@ -317,51 +314,69 @@ fn verdict_word(v: &str) -> &str {
     }
 }
 
+/// How a claim's consensus was reached, after its verdict: ` (split: 2 verified, 1 disputed)`
+/// when the checkers split, else nothing.
+fn split_words(k: &Consensus) -> String {
+    if !k.split {
+        return String::new();
+    }
+    let v = &k.votes;
+    let split: Vec<String> = ["VERIFIED", "DISPUTED", "UNVERIFIABLE"]
+        .iter()
+        .zip([v.verified, v.disputed, v.unverifiable])
+        .filter(|(_, n)| *n > 0)
+        .map(|(v, n)| format!("{n} {}", verdict_word(v)))
+        .collect();
+    format!(" (split: {})", split.join(", "))
+}
+
+/// A checker's verdicts in a line: `2 verified, 1 disputed, 0 unverifiable`, or why it gave
+/// none.
+fn check_words(ch: &Check) -> String {
+    use crate::modes::report::count;
+    if ch.failed {
+        return "its call failed".to_string();
+    }
+    if !ch.parse_success {
+        return "no verdict could be read from its reply".to_string();
+    }
+    let (verified, disputed, unverifiable, unaddressed) = ch
+        .summary
+        .map_or((0, 0, 0, 0), |s| (s.verified, s.disputed, s.unverifiable, s.unaddressed));
+    let mut l = format!("{verified} verified, {disputed} disputed, {unverifiable} unverifiable");
+    if unaddressed > 0 {
+        l.push_str(&format!(", {} not addressed", count(unaddressed as u64, "claim", "claims")));
+    }
+    l
+}
+
 /// The result as the export's report: the score, a table of the claims with their consensus,
 /// and each checker's verdicts in a line.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::{count, table};
+    let Some(r) = typed::<FactCheckResult>(result) else { return String::new() };
     let mut out = String::new();
-    if let Some(score) = result["report"]["reliabilityScore"].as_i64() {
+    if let Some(score) = r.report.as_ref().and_then(|rep| rep.report.reliability_score) {
         out.push_str(&format!("**Reliability:** {score}/100\n\n"));
     }
-    let claims = result["claims"].as_array().cloned().unwrap_or_default();
-    let consensus = result["consensus"].as_array().cloned().unwrap_or_default();
-    if claims.is_empty() {
+    if r.claims.is_empty() {
         out.push_str("No checkable claims were found.\n");
         return out;
     }
-    let rows: Vec<Vec<String>> = claims
+    let consensus = r.consensus.as_deref().unwrap_or_default();
+    let rows: Vec<Vec<String>> = r
+        .claims
         .iter()
         .map(|c| {
-            let k = consensus.iter().find(|k| k["claimId"] == c["id"]);
-            let verdict = k.and_then(|k| k["verdict"].as_str()).map_or("not checked", verdict_word);
-            let how = k.map_or(String::new(), |k| {
-                let votes = &k["votes"];
-                let split: Vec<String> = ["VERIFIED", "DISPUTED", "UNVERIFIABLE"]
-                    .iter()
-                    .filter_map(|v| {
-                        votes[*v]
-                            .as_u64()
-                            .filter(|n| *n > 0)
-                            .map(|n| format!("{n} {}", verdict_word(v)))
-                    })
-                    .collect();
-                if k["split"] == true {
-                    format!(" (split: {})", split.join(", "))
-                } else {
-                    String::new()
-                }
-            });
+            let k = consensus.iter().find(|k| k.claim_id == c.id);
+            let verdict = k.map_or("not checked", |k| verdict_word(&k.verdict));
             vec![
-                c["number"].to_string(),
-                c["text"].as_str().unwrap_or("").to_string(),
-                format!("{verdict}{how}"),
-                k.and_then(|k| k["agreementRate"].as_u64())
-                    .map_or("—".into(), |a| format!("{a}%")),
-                k.and_then(|k| k["consensusConfidence"].as_str())
-                    .map_or("—".into(), str::to_lowercase),
-                k.and_then(|k| k["correction"].as_str()).unwrap_or("—").to_string(),
+                c.number.to_string(),
+                c.text.clone(),
+                format!("{verdict}{}", k.map_or(String::new(), split_words)),
+                k.map_or("—".into(), |k| format!("{}%", k.agreement_rate)),
+                k.map_or("—".into(), |k| k.consensus_confidence.to_lowercase()),
+                k.and_then(|k| k.correction.clone()).unwrap_or_else(|| "—".into()),
             ]
         })
         .collect();
@@ -370,38 +385,19 @@ pub fn report(result: &Value) -> String {
         &rows,
         &[0, 3],
     ));
-    let c = &result["counts"];
-    let total = c["total"].as_u64().unwrap_or(claims.len() as u64);
+    let total = r.counts.as_ref().map_or(r.claims.len(), |c| c.total);
+    let c = r.counts.unwrap_or_default();
     out.push_str(&format!(
         "\n{} verified, {} disputed, {} unverifiable of {}.\n",
-        c["verified"].as_u64().unwrap_or(0),
-        c["disputed"].as_u64().unwrap_or(0),
-        c["unverifiable"].as_u64().unwrap_or(0),
-        count(total, "claim", "claims")
+        c.verified,
+        c.disputed,
+        c.unverifiable,
+        count(total as u64, "claim", "claims")
     ));
-    let checks = result["checks"].as_array().cloned().unwrap_or_default();
-    if !checks.is_empty() {
+    if !r.checks.is_empty() {
         out.push_str("\n**The checkers:**\n\n");
-        for ch in &checks {
-            let model = ch["model"].as_str().unwrap_or("a checker");
-            let line = if ch["failed"] == true {
-                "its call failed".to_string()
-            } else if ch["parseSuccess"] == false {
-                "no verdict could be read from its reply".to_string()
-            } else {
-                let s = &ch["summary"];
-                let mut l = format!(
-                    "{} verified, {} disputed, {} unverifiable",
-                    s["verified"].as_u64().unwrap_or(0),
-                    s["disputed"].as_u64().unwrap_or(0),
-                    s["unverifiable"].as_u64().unwrap_or(0)
-                );
-                if let Some(n) = s["unaddressed"].as_u64().filter(|n| *n > 0) {
-                    l.push_str(&format!(", {} not addressed", count(n, "claim", "claims")));
-                }
-                l
-            };
-            out.push_str(&format!("- {model}: {line}\n"));
+        for ch in &r.checks {
+            out.push_str(&format!("- {}: {}\n", ch.model, check_words(ch)));
         }
     }
     out
