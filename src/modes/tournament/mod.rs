@@ -79,15 +79,14 @@ pub static SPEC: ModeSpec = ModeSpec {
     build: |config, ctx| Ok(Box::new(Tournament::new(config, ctx)?)),
     load_result,
     outcome: |r| {
-        let c = r.get("champion").filter(|c| !c.is_null())?;
-        let text = c.get("response").and_then(Value::as_str)?;
+        let c = typed::<TournamentResult>(r)?.champion?;
         Some(format!(
             "Seed {} ({}) won {} of {} rounds: {}",
-            c["seed"],
-            c["model"].as_str().unwrap_or(""),
-            c["matchesWon"],
-            c["totalRounds"],
-            short(text, 80)
+            c.seed,
+            c.model,
+            c.matches_won,
+            c.total_rounds,
+            short(&c.response, 80)
         ))
     },
     stages: &[("collect", "the contestants' answers")],

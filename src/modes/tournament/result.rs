@@ -209,7 +209,7 @@ pub struct Champion {
 }
 
 /// A round's decided matches.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Round {
     pub round: usize,
     /// Its matches by index (byes are not matches).
@@ -217,7 +217,7 @@ pub struct Round {
 }
 
 /// A tournament's result, rebuilt from its stored rows.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TournamentResult {
     /// The contestants that answered, by seed.
@@ -277,58 +277,57 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 
 // ---- the export's report -------------------------------------------------------------------
 
+/// A seed as a reader reads it: `seed 2 (model)`, or `seed 2` when its model is not known.
+fn seed_words(seed: usize, model: Option<&str>) -> String {
+    match model {
+        Some(m) => format!("seed {seed} ({m})"),
+        None => format!("seed {seed}"),
+    }
+}
+
+/// What decided a match, in words.
+fn decided_words(by: DecidedBy) -> &'static str {
+    match by {
+        DecidedBy::Judge => "the judge",
+        DecidedBy::JudgeRetry => "the judge, asked again",
+        DecidedBy::CoinFlip => "a coin flip (the judge's verdict could not be read)",
+        DecidedBy::DefaultSeed => "the better seed (the judge's call failed)",
+    }
+}
+
 /// The result as the export's report: the champion, then the bracket round by round (each
 /// match, who won and what decided it).
 pub fn report(result: &Value) -> String {
     use crate::modes::report::{count, table};
-    let seed = |n: &Value, model: &Value| match model.as_str() {
-        Some(m) => format!("seed {n} ({m})"),
-        None => format!("seed {n}"),
-    };
-    let model_of = |n: &Value| {
-        result["contestants"]
-            .as_array()
-            .and_then(|cs| cs.iter().find(|c| c["seed"] == *n))
-            .map_or(Value::Null, |c| c["model"].clone())
-    };
+    let Some(r) = typed::<TournamentResult>(result) else { return String::new() };
+    let model_of = |n: usize| r.contestants.iter().find(|c| c.seed == n).map(|c| c.model.as_str());
+    let seed = |n: usize| seed_words(n, model_of(n));
     let mut out = String::new();
-    let champ = &result["champion"];
-    if !champ.is_null() {
+    if let Some(champ) = &r.champion {
         out.push_str(&format!(
             "**Champion:** {}, {} won\n\n",
-            seed(&champ["seed"], &champ["model"]),
-            count(champ["matchesWon"].as_u64().unwrap_or(0), "match", "matches")
+            seed_words(champ.seed, Some(&champ.model)),
+            count(champ.matches_won as u64, "match", "matches")
         ));
     }
-    let byes: Vec<String> = result["bracket"]["byes"]
-        .as_array()
-        .map(|b| b.iter().map(|s| seed(s, &model_of(s))).collect())
-        .unwrap_or_default();
+    let byes: Vec<String> = r.bracket.iter().flat_map(|b| &b.byes).map(|&s| seed(s)).collect();
     if !byes.is_empty() {
         out.push_str(&format!("Through to round 2 without a match: {}.\n\n", byes.join(", ")));
     }
-    for r in result["rounds"].as_array().cloned().unwrap_or_default() {
-        out.push_str(&format!("**Round {}**\n\n", r["round"]));
-        let rows: Vec<Vec<String>> = r["matches"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
+    for round in &r.rounds {
+        out.push_str(&format!("**Round {}**\n\n", round.round));
+        let rows: Vec<Vec<String>> = round
+            .matches
             .iter()
             .map(|m| {
-                let decided = match m["decidedBy"].as_str() {
-                    Some("judge") => "the judge",
-                    Some("judge_retry") => "the judge, asked again",
-                    Some("coin_flip") => "a coin flip (the judge's verdict could not be read)",
-                    Some("default_seed") => "the better seed (the judge's call failed)",
-                    _ => "—",
-                };
+                let o = &m.outcome;
                 vec![
-                    m["matchIndex"].to_string(),
-                    seed(&m["shownAsA"], &model_of(&m["shownAsA"])),
-                    seed(&m["shownAsB"], &model_of(&m["shownAsB"])),
-                    seed(&m["winnerSeed"], &m["winnerModel"]),
-                    decided.to_string(),
-                    m["reasoning"].as_str().unwrap_or("").to_string(),
+                    m.match_index.to_string(),
+                    seed(o.shown_as_a),
+                    seed(o.shown_as_b),
+                    seed_words(o.winner_seed, Some(&o.winner_model)),
+                    decided_words(o.decided_by).to_string(),
+                    o.reasoning.clone(),
                 ]
             })
             .collect();
