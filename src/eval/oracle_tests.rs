@@ -236,7 +236,7 @@ fn peer_reviews_consolidations_and_assemblies_read_with_the_modes_parsers() {
         assert!(read.parse_success && read.scores.iter().all(|s| s.score == Some(4)), "{review}");
         assert_eq!(read.findings.len(), 3);
         assert_eq!(graded(&review, &q).as_ref(), Some(value));
-        let p = consolidation_prompt(&asked, &asked, &rubric, &[], &serde_json::json!({}));
+        let p = consolidation_prompt(&asked, &asked, &rubric, &[], &statistics(&[], &rubric));
         let report = ask(model, p);
         assert_eq!(read_action_items(&report).len(), 1);
         assert_eq!(graded(&report, &q).as_ref(), Some(value));

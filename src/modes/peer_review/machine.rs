@@ -147,7 +147,7 @@ impl PeerReview {
             self.work(),
             &self.config.rubric,
             &self.reviews,
-            &to_json(&stats),
+            &stats,
         );
         let material =
             std::iter::once(("the work under review".to_string(), self.work().to_string()))

@@ -66,7 +66,7 @@ pub fn consolidation_prompt(
     work: &str,
     rubric: &Rubric,
     reviews: &[Review],
-    statistics: &Value,
+    statistics: &Statistics,
 ) -> String {
     let mut listed = String::new();
     for r in reviews {
@@ -103,45 +103,42 @@ pub(super) fn quoted_review(r: &Review) -> String {
 }
 
 /// The statistics as the consolidator reads them.
-fn stats_text(s: &Value) -> String {
+fn stats_text(s: &Statistics) -> String {
     let mut t = String::new();
-    let num = |v: &Value| if v.is_null() { "n/a".to_string() } else { v.to_string() };
-    for c in s["consensusScores"].as_array().into_iter().flatten() {
-        let scores: Vec<String> = c["scores"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|x| format!("R{}={}", x["reviewerIndex"], x["score"]))
-            .collect();
+    // A figure as JSON writes it (`4.0`, `3.5`), `n/a` when there is none.
+    let num = |v: Option<f64>| v.map_or("n/a".to_string(), |v| Value::from(v).to_string());
+    for c in &s.consensus_scores {
+        let scores: Vec<String> =
+            c.scores.iter().map(|x| format!("R{}={}", x.reviewer_index, x.score)).collect();
         t.push_str(&format!(
             "- {} (weight {}): scores [{}], mean {}, std dev {}, agreement {}{}\n",
-            c["criterion"].as_str().unwrap_or(""),
-            c["weight"],
+            c.criterion,
+            c.weight,
             scores.join(", "),
-            num(&c["average"]),
-            num(&c["stddev"]),
-            c["agreement"].as_str().unwrap_or("n/a"),
-            if c["disputed"] == true { ", DISPUTED" } else { "" }
+            num(c.average),
+            num(c.stddev),
+            c.agreement.as_deref().unwrap_or("n/a"),
+            if c.disputed { ", DISPUTED" } else { "" }
         ));
     }
-    for o in s["reviewerOverallScores"].as_array().into_iter().flatten() {
+    for o in &s.reviewer_overall_scores {
         t.push_str(&format!(
             "- Reviewer {} ({}) overall: {}\n",
-            o["reviewerIndex"],
-            o["model"].as_str().unwrap_or(""),
-            num(&o["overallScore"])
+            o.reviewer_index,
+            o.model,
+            num(o.overall_score)
         ));
     }
     t.push_str(&format!(
         "- Consensus overall (weighted): {}\n- Average of reviewer overalls: {}\n- Mean std dev: {}\n",
-        num(&s["consensusOverall"]),
-        num(&s["averageOverallScore"]),
-        num(&s["meanStdDev"])
+        num(s.consensus_overall),
+        num(s.average_overall_score),
+        num(s.mean_std_dev)
     ));
-    let f = &s["findingTotals"];
+    let f = &s.finding_totals;
     t.push_str(&format!(
         "- Findings: {} CRITICAL, {} MAJOR, {} MINOR, {} SUGGESTION ({} in all)",
-        f["CRITICAL"], f["MAJOR"], f["MINOR"], f["SUGGESTION"], f["total"]
+        f.critical, f.major, f.minor, f.suggestion, f.total
     ));
     t
 }

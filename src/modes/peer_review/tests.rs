@@ -495,7 +495,7 @@ fn sim_reviews_and_reports_are_in_the_modes_format() {
     let schema = review_schema(&rb);
     let review =
         review_of(1, "sim/alpha", &sim(&prompt, "sim/alpha", false, false), &rb, &schema, 1);
-    let stats = to_json(&statistics(&[review.clone(), review.clone()], &rb));
+    let stats = statistics(&[review.clone(), review.clone()], &rb);
     let cp = consolidation_prompt("q", "the work", &rb, &[review.clone(), review], &stats);
     let items = read_action_items(&sim(&cp, "sim/beta", false, false));
     assert!(!items.is_empty() && items.iter().all(|i| i.severity.is_some() && i.effort.is_some()));
@@ -807,7 +807,7 @@ fn the_sim_answers_its_review_schema_in_json_and_no_other() {
         reviews.push(review_of(reviews.len() + 1, "sim/alpha", &reply, &rb, &s, 1));
     }
     // The sim consolidator finds the JSON reviews' findings as they read.
-    let stats = to_json(&statistics(&reviews, &rb));
+    let stats = statistics(&reviews, &rb);
     let cp = consolidation_prompt("q", "the work", &rb, &reviews, &stats);
     let items = read_action_items(&sim(&cp, "sim/beta", false, false));
     assert!(!items.is_empty() && items.iter().all(|i| i.severity.is_some()));
