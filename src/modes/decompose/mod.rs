@@ -145,7 +145,7 @@ pub static SPEC: ModeSpec = ModeSpec {
                 "modeConfig": { "maxTasks": 6 } })
     },
     sim: Some(sim_answer),
-    result_schema: schema_of::<DecomposeResult<'static>>,
+    result_schema: schema_of::<DecomposeResult>,
 };
 
 #[cfg(test)]

@@ -217,15 +217,15 @@ fn answer_last<S: serde::Serializer>(a: &Option<Assembly>, s: S) -> Result<S::Ok
 }
 
 /// A wave's tasks as carried out.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct Wave<'a> {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Wave {
     /// The wave's number, from 1.
     pub wave: usize,
-    pub tasks: Vec<&'a Outcome>,
+    pub tasks: Vec<Outcome>,
 }
 
 /// Counts over the plan and its tasks.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stats {
     /// Sub-tasks planned.
@@ -242,16 +242,16 @@ pub struct Stats {
 }
 
 /// A Decompose run's result, rebuilt from its stored rows.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DecomposeResult<'a> {
+pub struct DecomposeResult {
     /// The plan as run; null before one was stored.
     #[serde(serialize_with = "plan_of_row")]
     pub plan: Option<Plan>,
     /// Who carries out which task (round-robin over the workers, wave by wave).
     pub assignments: Vec<Assignment>,
     /// The waves that ran, each with its tasks as carried out.
-    pub waves: Vec<Wave<'a>>,
+    pub waves: Vec<Wave>,
     /// The assembled answer; null before it was written.
     #[serde(serialize_with = "answer_last")]
     pub assembly: Option<Assembly>,
@@ -290,8 +290,10 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         .iter()
         .enumerate()
         .filter_map(|(i, ids)| {
-            let tasks: Vec<&Outcome> =
-                ids.iter().filter_map(|id| outcomes.iter().find(|o| &o.task_id == id)).collect();
+            let tasks: Vec<Outcome> = ids
+                .iter()
+                .filter_map(|id| outcomes.iter().find(|o| &o.task_id == id).cloned())
+                .collect();
             (!tasks.is_empty()).then_some(Wave { wave: i + 1, tasks })
         })
         .collect();
@@ -320,23 +322,23 @@ pub fn load_result(rows: &[StageRow]) -> Value {
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {
-    let a = result.get("assembly").filter(|a| !a.is_null())?;
-    let s = &result["stats"];
+    let r: DecomposeResult = typed(result)?;
+    let (a, s) = (r.assembly?, r.stats?);
     let mut line = format!(
         "{} of {} sub-tasks in {} wave{}",
-        s["completed"],
-        s["tasks"],
-        s["waves"],
-        if s["waves"] == 1 { "" } else { "s" }
+        s.completed,
+        s.tasks,
+        s.waves,
+        if s.waves == 1 { "" } else { "s" }
     );
-    let missing = s["failed"].as_u64().unwrap_or(0) + s["skipped"].as_u64().unwrap_or(0);
+    let missing = s.failed + s.skipped;
     if missing > 0 {
         line.push_str(&format!(" ({missing} missing)"));
     }
-    if a["fallback"] == "concatenated" {
+    if a.fallback.is_some() {
         line.push_str(", not assembled");
     }
-    Some(format!("{line}: {}", short(a["response"].as_str().unwrap_or(""), 70)))
+    Some(format!("{line}: {}", short(&a.response, 70)))
 }
 
 // ---- the export's report -------------------------------------------------------------------
@@ -351,120 +353,103 @@ fn plain_ids(text: &str) -> String {
     regex!(r"\btask_(\d+)\b").replace_all(text, "task $1").into_owned()
 }
 
+/// A task's cell of the report's result column: done (and its words), failed or skipped (and
+/// why), or not run.
+fn what_became_of(o: Option<&Outcome>) -> String {
+    let Some(o) = o else { return "not run".into() };
+    match (o.status, &o.error) {
+        (Status::Completed, _) => {
+            format!("done ({})", crate::modes::report::count(o.word_count as u64, "word", "words"))
+        }
+        (Status::Failed, None) => "failed".into(),
+        (Status::Failed, Some(e)) => format!("failed ({e})"),
+        (Status::Skipped, None) => "skipped".into(),
+        (Status::Skipped, Some(e)) => format!("skipped: {e}"),
+    }
+}
+
 /// The result as the export's report: the plan (how many sub-tasks, waves, who planned it and
 /// whether it was asked again), who assembled the answer, the sub-tasks as a table (depends
 /// on, wave, worker, complexity, done or failed and why), the critical path and what was
 /// repaired in the plan.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::{count, table};
+    let Some(r) = typed::<DecomposeResult>(result) else { return String::new() };
     let mut out = String::new();
-    let plan = &result["plan"];
-    let tasks = plan["tasks"].as_array().cloned().unwrap_or_default();
-    let waves = plan["executionWaves"].as_array().map_or(0, Vec::len) as u64;
-    if plan.is_object() {
+    let plan = r.plan.as_ref().map(|p| &p.data);
+    let tasks = plan.map_or(&[][..], |p| &p.tasks);
+    if let Some(plan) = plan {
         let mut line = format!("**Plan:** {}", count(tasks.len() as u64, "sub-task", "sub-tasks"));
+        let waves = plan.execution_waves.len() as u64;
         if waves > 0 {
             line.push_str(&format!(" in {}", count(waves, "wave", "waves")));
         }
-        if let Some(p) = plan["maxParallelism"].as_u64().filter(|p| *p > 1) {
-            line.push_str(&format!(", at most {p} at once"));
+        if plan.max_parallelism > 1 {
+            line.push_str(&format!(", at most {} at once", plan.max_parallelism));
         }
-        if let Some(m) = plan["model"].as_str() {
-            line.push_str(&format!("; planned by {m}"));
-            if let Some(f) = plan["fallbackFrom"].as_str() {
-                line.push_str(&format!(" in place of {f}"));
-            }
+        line.push_str(&format!("; planned by {}", plan.model));
+        if let Some(f) = &plan.fallback_from {
+            line.push_str(&format!(" in place of {f}"));
         }
         out.push_str(&format!("{line}.\n\n"));
-        let why = match plan["reasked"].as_str() {
-            Some("format") => Some("its first plan could not be read"),
-            Some("cycle") => Some("the dependencies of its first plan formed a cycle"),
-            _ => None,
-        };
-        if let Some(why) = why {
-            let kept = if plan["replanned"] == true {
-                "its second plan was run"
-            } else {
-                "its first plan was kept"
+        if let Some(reask) = plan.reasked {
+            let why = match reask {
+                Reask::Format => "its first plan could not be read",
+                Reask::Cycle => "the dependencies of its first plan formed a cycle",
             };
+            let kept =
+                if plan.replanned { "its second plan was run" } else { "its first plan was kept" };
             out.push_str(&format!("The planner was asked again because {why}; {kept}.\n\n"));
         }
     }
-    let a = &result["assembly"];
-    if a.is_object() {
-        if a["fallback"] == "concatenated" {
+    if let Some(a) = &r.assembly {
+        if a.fallback.is_some() {
             out.push_str(
                 "**Not assembled:** the assembler failed, so the answer is the sub-tasks' outputs \
                  in order.\n\n",
             );
-        } else if let Some(m) = a["model"].as_str() {
-            match a["fallbackFrom"].as_str() {
+        } else if let Some(m) = &a.model {
+            match &a.fallback_from {
                 Some(f) => out.push_str(&format!("**Assembled by:** {m} (in place of {f}).\n\n")),
                 None => out.push_str(&format!("**Assembled by:** {m}.\n\n")),
             }
         }
     }
-    let outcomes: Vec<Value> = result["waves"]
-        .as_array()
-        .map(|w| {
-            w.iter()
-                .flat_map(|w| {
-                    let n = w["wave"].clone();
-                    w["tasks"].as_array().cloned().unwrap_or_default().into_iter().map(move |t| {
-                        let mut t = t;
-                        t["wave"] = n.clone();
-                        t
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let assignments = result["assignments"].as_array().cloned().unwrap_or_default();
     let title_of = |id: &str| {
         tasks
             .iter()
-            .find(|t| t["id"] == id)
-            .and_then(|t| t["title"].as_str())
-            .map_or_else(|| format!("task {}", task_number(id)), plain_ids)
+            .find(|t| t.id == id)
+            .map_or_else(|| format!("task {}", task_number(id)), |t| plain_ids(&t.title))
     };
     let rows: Vec<Vec<String>> = tasks
         .iter()
         .map(|t| {
-            let id = t["id"].as_str().unwrap_or("");
-            let o = outcomes.iter().find(|o| o["taskId"] == id);
-            let asg = assignments.iter().find(|x| x["taskId"] == id);
-            let deps: Vec<String> = t["dependencies"]
-                .as_array()
-                .map(|d| d.iter().filter_map(Value::as_str).map(task_number).collect())
-                .unwrap_or_default();
-            let wave = o
-                .and_then(|o| o["wave"].as_u64())
-                .or_else(|| asg.and_then(|x| x["wave"].as_u64()))
+            let id = t.id.as_str();
+            let ran = r
+                .waves
+                .iter()
+                .find_map(|w| w.tasks.iter().find(|o| o.task_id == id).map(|o| (w.wave, o)));
+            let o = ran.map(|(_, o)| o);
+            let asg = r.assignments.iter().find(|x| x.task_id == id);
+            let deps: Vec<String> = t.dependencies.iter().map(|d| task_number(d)).collect();
+            let wave = ran
+                .map(|(w, _)| w)
+                .or_else(|| asg.map(|x| x.wave))
                 .map_or(String::new(), |w| w.to_string());
             let worker = o
-                .and_then(|o| o["model"].as_str())
+                .map(|o| o.model.as_str())
                 .filter(|m| !m.is_empty())
-                .or_else(|| asg.and_then(|x| x["model"].as_str()))
+                .or_else(|| asg.map(|x| x.model.as_str()))
                 .unwrap_or("")
                 .to_string();
-            let error = o.and_then(|o| o["error"].as_str());
-            let state = match o.and_then(|o| o["status"].as_str()) {
-                Some("completed") => match o.and_then(|o| o["wordCount"].as_u64()) {
-                    Some(w) => format!("done ({})", count(w, "word", "words")),
-                    None => "done".into(),
-                },
-                Some("failed") => error.map_or("failed".into(), |e| format!("failed ({e})")),
-                Some("skipped") => error.map_or("skipped".into(), |e| format!("skipped: {e}")),
-                _ => "not run".into(),
-            };
             vec![
                 task_number(id),
                 title_of(id),
                 deps.join(", "),
                 wave,
                 worker,
-                t["complexity"].as_str().unwrap_or("").to_lowercase(),
-                state,
+                t.complexity.label().to_lowercase(),
+                what_became_of(o),
             ]
         })
         .collect();
@@ -476,15 +461,11 @@ pub fn report(result: &Value) -> String {
         ));
         out.push('\n');
     }
-    let path: Vec<String> = plan["criticalPath"]
-        .as_array()
-        .map(|p| {
-            p.iter()
-                .filter_map(Value::as_str)
-                .map(|id| format!("{} ({})", title_of(id), task_number(id)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let path: Vec<String> = plan
+        .map_or(&[][..], |p| &p.critical_path)
+        .iter()
+        .map(|id| format!("{} ({})", title_of(id), task_number(id)))
+        .collect();
     if !path.is_empty() {
         out.push_str(&format!(
             "**Critical path** ({}): {}.\n\n",
@@ -492,12 +473,11 @@ pub fn report(result: &Value) -> String {
             path.join(" → ")
         ));
     }
-    let warnings: Vec<String> = plan["warnings"]
-        .as_array()
-        .map(|w| {
-            w.iter().filter_map(Value::as_str).map(|w| format!("- {}", plain_ids(w))).collect()
-        })
-        .unwrap_or_default();
+    let warnings: Vec<String> = plan
+        .map_or(&[][..], |p| &p.warnings)
+        .iter()
+        .map(|w| format!("- {}", plain_ids(w)))
+        .collect();
     if !warnings.is_empty() {
         out.push_str(&format!("**About the plan:**\n\n{}\n", warnings.join("\n")));
     }

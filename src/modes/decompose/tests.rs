@@ -1422,8 +1422,11 @@ fn an_empty_or_partial_result_reports_what_there_is() {
     let all = drive(&mut m, |c| if c.key.starts_with("task:") { None } else { answer_all(c) });
     let r = readable(&load_result(&stored(&all)));
     assert!(r.contains("|---") && r.contains("failed (down)") && !r.contains("Assembled"), "{r}");
-    // A plan as far as it was read: a task with no title, no outcome yet.
-    let partial = json!({ "plan": { "tasks": [{ "id": "task_2", "title": "task_2" }] } });
-    let r = readable(&partial);
-    assert!(r.contains("| 2 | task 2 | — | — | — | — | not run |"), "{r}");
+    // A plan as far as it was stored: a task with no title, no outcome yet.
+    let plan = PLAN.replace("Title: Menu\n", "");
+    let mut m = decompose(config(&["a", "b"]));
+    let mut all = m.start();
+    all.extend(m.on_reply(ok(&stage_calls(&all)[0], &plan)));
+    let r = readable(&load_result(&stored(&all)));
+    assert!(r.contains("| 2 | task 2 | — | 1 | b | low | not run |"), "{r}");
 }
