@@ -205,7 +205,7 @@ impl Blueprint {
         self.failed.sort_by_key(|s| s.section_number);
         let mut out = vec![Effect::event(
             "all_sections_complete",
-            &Data { data: Sections::of(&self.written, &self.failed) },
+            &Data { data: Sections::of(self.written.clone(), self.failed.clone()) },
         )];
         if self.written.is_empty() {
             self.phase = Phase::Done;

@@ -198,5 +198,5 @@ pub static SPEC: ModeSpec = ModeSpec {
                 "modeConfig": { "content": "A web editor where several people edit one document at once. Needs offline edits, presence cursors, comments and a history of versions. Team of four, six months." } })
     },
     sim: Some(sim_answer),
-    result_schema: schema_of::<BlueprintResult<'static>>,
+    result_schema: schema_of::<BlueprintResult>,
 };

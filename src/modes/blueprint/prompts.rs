@@ -57,11 +57,7 @@ pub fn render_outline(title: &str, sections: &[Section]) -> String {
             "\nSection {}: {} ({}, {} words)\n",
             sec.number,
             sec.title,
-            match sec.length {
-                Length::Short => "Short",
-                Length::Medium => "Medium",
-                Length::Long => "Long",
-            },
+            sec.length.name(),
             sec.length.words()
         ));
         if let Some(d) = &sec.description {

@@ -12,6 +12,15 @@ pub enum Length {
 }
 
 impl Length {
+    /// `Short`, `Medium`, `Long`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Length::Short => "Short",
+            Length::Medium => "Medium",
+            Length::Long => "Long",
+        }
+    }
+
     /// The target in words, as the prompts state it.
     pub fn words(self) -> &'static str {
         match self {

@@ -182,24 +182,24 @@ pub struct FailedSection {
 }
 
 /// The sections written and failed (`all_sections_complete`'s data, and in the result).
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Sections<'a> {
+pub struct Sections {
     /// The sections written, in order.
-    pub sections: &'a [SectionResult],
+    pub sections: Vec<SectionResult>,
     /// The sections whose author failed, in order.
-    pub failed_sections: &'a [FailedSection],
+    pub failed_sections: Vec<FailedSection>,
     pub total_succeeded: usize,
     pub total_failed: usize,
 }
 
-impl<'a> Sections<'a> {
-    pub fn of(written: &'a [SectionResult], failed: &'a [FailedSection]) -> Self {
+impl Sections {
+    pub fn of(written: Vec<SectionResult>, failed: Vec<FailedSection>) -> Self {
         Sections {
-            sections: written,
-            failed_sections: failed,
             total_succeeded: written.len(),
             total_failed: failed.len(),
+            sections: written,
+            failed_sections: failed,
         }
     }
 }
@@ -244,16 +244,16 @@ fn document_last<S: serde::Serializer>(a: &Option<Assembly>, s: S) -> Result<S::
 }
 
 /// A blueprint run's result, rebuilt from its stored rows.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct BlueprintResult<'a> {
+pub struct BlueprintResult {
     /// The source material; null before it was stored.
     pub material: Option<Material>,
     pub document_type: Option<DocumentType>,
     /// The outline; null before it was stored.
     pub outline: Option<Outline>,
     #[serde(flatten)]
-    pub sections: Sections<'a>,
+    pub sections: Sections,
     /// The assembled document; null before it was written.
     #[serde(serialize_with = "document_last")]
     pub assembly: Option<Assembly>,
@@ -355,22 +355,22 @@ pub fn load_result(rows: &[StageRow]) -> Value {
         material,
         document_type: kind,
         outline,
-        sections: Sections::of(&written, &failed),
+        sections: Sections::of(written, failed),
         assembly,
         failures: Failures::of(rows),
     })
 }
 
 pub(super) fn outcome(result: &Value) -> Option<String> {
-    let a = result.get("assembly").filter(|a| !a.is_null())?;
-    let title = result.pointer("/outline/documentTitle").and_then(Value::as_str).unwrap_or("");
-    let failed = result["totalFailed"].as_u64().unwrap_or(0);
-    let written = result["totalSucceeded"].as_u64().unwrap_or(0);
-    let mut s = format!("{}: {} sections, {} words", short(title, 80), written, a["wordCount"]);
+    let r: BlueprintResult = typed(result)?;
+    let a = r.assembly?;
+    let title = r.outline.as_ref().map_or("", |o| o.document_title.as_str());
+    let (written, failed) = (r.sections.total_succeeded, r.sections.total_failed);
+    let mut s = format!("{}: {} sections, {} words", short(title, 80), written, a.word_count);
     if failed > 0 {
         s.push_str(&format!(", {failed} missing"));
     }
-    if a["fallback"] == "concatenated" {
+    if a.fallback.is_some() {
         s.push_str(" (not assembled)");
     }
     Some(s)
@@ -384,51 +384,42 @@ pub(super) fn outcome(result: &Value) -> Option<String> {
 /// and what the outline did not state.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::{count, table};
+    let Some(r) = typed::<BlueprintResult>(result) else { return String::new() };
     let mut out = String::new();
-    let o = &result["outline"];
-    let planned = o["sections"].as_array().cloned().unwrap_or_default();
-    let kind = o["documentTypeLabel"].as_str().map(str::to_string).or_else(|| {
-        serde_json::from_value::<DocumentType>(result["documentType"].clone())
-            .ok()
-            .map(|k| k.label().to_string())
-    });
-    if o.is_object() {
-        let title = match o["documentTitle"].as_str() {
-            Some(t) if o["documentTitleDefaulted"] != true => t.to_string(),
-            _ => "no title stated".to_string(),
-        };
+    let o = r.outline.as_ref();
+    let planned = o.map_or(&[][..], |o| &o.sections);
+    let kind = o
+        .map(|o| o.document_type_label.as_str())
+        .or_else(|| r.document_type.map(DocumentType::label));
+    if let Some(o) = o {
+        let title =
+            if o.document_title_defaulted { "no title stated" } else { o.document_title.as_str() };
         let mut line = format!("**Document:** {title}");
-        if let Some(k) = &kind {
+        if let Some(k) = kind {
             line.push_str(&format!(" ({k})"));
         }
-        if let Some(m) = o["model"].as_str() {
-            line.push_str(&format!(", outlined by {m}"));
-            if let Some(f) = o["fallbackFrom"].as_str() {
-                line.push_str(&format!(" in place of {f}"));
-            }
+        line.push_str(&format!(", outlined by {}", o.model));
+        if let Some(f) = &o.fallback_from {
+            line.push_str(&format!(" in place of {f}"));
         }
         line.push_str(&format!("; {}.", count(planned.len() as u64, "section", "sections")));
         out.push_str(&format!("{line}\n\n"));
-    } else if let Some(k) = &kind {
+    } else if let Some(k) = kind {
         out.push_str(&format!("**Document:** {k}; no outline was written.\n\n"));
     }
-    let a = &result["assembly"];
-    if a.is_object() {
-        let words = a["wordCount"].as_u64().map(|w| count(w, "word", "words"));
-        if a["fallback"] == "concatenated" {
+    if let Some(a) = &r.assembly {
+        if a.fallback.is_some() {
             out.push_str(
                 "**Not assembled:** the assembler failed, so the document is the sections as \
                  written, in order.\n\n",
             );
-        } else if let Some(m) = a["model"].as_str() {
+        } else if let Some(m) = &a.model {
             let mut line = format!("**Assembled by:** {m}");
-            if let Some(f) = a["fallbackFrom"].as_str() {
+            if let Some(f) = &a.fallback_from {
                 line.push_str(&format!(" (in place of {f})"));
             }
-            if let Some(w) = &words {
-                line.push_str(&format!(", {w}"));
-            }
-            if a["condensed"] == true {
+            line.push_str(&format!(", {}", count(a.word_count as u64, "word", "words")));
+            if a.condensed {
                 line.push_str(
                     "; the sections were too long to give whole and went to it condensed",
                 );
@@ -436,59 +427,41 @@ pub fn report(result: &Value) -> String {
             out.push_str(&format!("{line}.\n\n"));
         }
     }
-    let written = result["sections"].as_array().cloned().unwrap_or_default();
-    let failed = result["failedSections"].as_array().cloned().unwrap_or_default();
-    let of = |list: &[Value], n: u64| {
-        list.iter().find(|s| s["sectionNumber"].as_u64() == Some(n)).cloned()
-    };
     let mut left_out = Vec::new();
     let rows: Vec<Vec<String>> = planned
         .iter()
-        .enumerate()
-        .map(|(i, sec)| {
-            let n = sec["number"].as_u64().unwrap_or(i as u64 + 1);
-            let title = sec["title"].as_str().unwrap_or("").to_string();
-            let length = sec["length"].as_str().unwrap_or("").to_lowercase();
-            let length = match (sec["lengthDefaulted"] == true, sec["targetWords"].as_str()) {
-                (true, _) => format!("not stated ({length} used)"),
-                (false, Some(w)) => format!("{length} ({w} words)"),
-                (false, None) => length,
+        .map(|sec| {
+            let n = sec.number;
+            let length = sec.length.name().to_lowercase();
+            let length = if sec.length_defaulted {
+                format!("not stated ({length} used)")
+            } else {
+                format!("{length} ({} words)", sec.target_words)
             };
-            let (w, f) = (of(&written, n), of(&failed, n));
-            let author = w
-                .as_ref()
-                .or(f.as_ref())
-                .and_then(|x| x["model"].as_str())
-                .or(sec["assignedModel"].as_str())
-                .unwrap_or("")
-                .to_string();
-            let (words, topics, state) = match (&w, &f) {
+            let w = r.sections.sections.iter().find(|w| w.section_number == n);
+            let f = r.sections.failed_sections.iter().find(|f| f.section_number == n);
+            let author = w.map(|w| &w.model).or(f.map(|f| &f.model)).unwrap_or(&sec.assigned_model);
+            let (words, topics, state) = match (w, f) {
                 (Some(w), _) => {
-                    let covered = w["keyTopicsCovered"].as_array().map_or(0, Vec::len);
-                    let missing: Vec<&str> = w["keyTopicsMissing"]
-                        .as_array()
-                        .map(|m| m.iter().filter_map(Value::as_str).collect())
-                        .unwrap_or_default();
+                    let covered = w.key_topics_covered.len();
+                    let missing = &w.key_topics_missing;
                     if !missing.is_empty() {
-                        left_out.push(format!("- section {n} ({title}): {}", missing.join("; ")));
+                        left_out.push(format!(
+                            "- section {n} ({}): {}",
+                            sec.title,
+                            missing.join("; ")
+                        ));
                     }
                     (
-                        w["wordCount"].as_u64().map_or(String::new(), |c| c.to_string()),
+                        w.word_count.to_string(),
                         format!("{covered} of {}", covered + missing.len()),
                         "written".to_string(),
                     )
                 }
-                (None, Some(f)) => (
-                    String::new(),
-                    String::new(),
-                    match f["error"].as_str() {
-                        Some(e) => format!("failed ({e})"),
-                        None => "failed".into(),
-                    },
-                ),
+                (None, Some(f)) => (String::new(), String::new(), format!("failed ({})", f.error)),
                 (None, None) => (String::new(), String::new(), "not written".into()),
             };
-            vec![n.to_string(), title, length, author, words, topics, state]
+            vec![n.to_string(), sec.title.clone(), length, author.clone(), words, topics, state]
         })
         .collect();
     if !rows.is_empty() {
@@ -502,18 +475,12 @@ pub fn report(result: &Value) -> String {
     if !left_out.is_empty() {
         out.push_str(&format!("**Key topics a section left out:**\n\n{}\n\n", left_out.join("\n")));
     }
-    let todos: Vec<&str> = a["todoMarkers"]
-        .as_array()
-        .map(|t| t.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let todos = r.assembly.as_ref().map_or(&[][..], |a| &a.todo_markers);
     if !todos.is_empty() {
         let list: Vec<String> = todos.iter().map(|t| format!("- {t}")).collect();
         out.push_str(&format!("**Still to do in the document:**\n\n{}\n\n", list.join("\n")));
     }
-    let warnings: Vec<&str> = o["warnings"]
-        .as_array()
-        .map(|w| w.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let warnings = o.map_or(&[][..], |o| &o.warnings);
     if !warnings.is_empty() {
         let list: Vec<String> = warnings.iter().map(|w| format!("- {w}")).collect();
         out.push_str(&format!("**About the outline:**\n\n{}\n", list.join("\n")));

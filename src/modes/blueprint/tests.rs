@@ -968,7 +968,13 @@ fn an_empty_or_partial_result_reports_what_there_is() {
     let all = drive(&mut m, |c| (c.key == "outline").then(|| OUTLINE.to_string()));
     let r = readable(&load_result(&rows(&all)));
     assert!(r.contains("|---") && r.contains("failed (down)") && !r.contains("Assembled"), "{r}");
-    let partial = json!({ "outline": { "sections": [{ "title": "Intro" }] } });
-    let r = readable(&partial);
-    assert!(r.contains("| 1 | Intro | — | — | — | — | not written |"), "{r}");
+    // The outline stored, no section written yet.
+    let mut m = blueprint(config(&["a"]));
+    let mut all = m.start();
+    all.extend(m.on_reply(ok(&call_keyed(&all, "outline"), OUTLINE)));
+    let r = readable(&load_result(&rows(&all)));
+    assert!(
+        r.contains("| 1 | Context and Goals | short (200-500 words) | a | — | — | not written |"),
+        "{r}"
+    );
 }
