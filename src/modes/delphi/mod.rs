@@ -204,17 +204,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     validate,
     build: |config, ctx| Ok(Box::new(Delphi::new(config, ctx)?)),
     load_result,
-    outcome: |r| {
-        let value = match &r["finalValue"] {
-            Value::Number(n) => fmt_num(n.as_f64()?),
-            Value::String(s) => s.clone(),
-            _ => return None,
-        };
-        Some(match r["convergenceRound"].as_u64() {
-            Some(round) => format!("{value} (converged in round {round})"),
-            None => format!("{value} (no convergence)"),
-        })
-    },
+    outcome,
     stages: &[("delphi", "")],
     report: Some(report),
     example: || {

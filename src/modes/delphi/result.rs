@@ -1,8 +1,6 @@
-//! What a Delphi run stores and reads back: `load_result` and the export's report.
+//! What a Delphi run stores and reads back: `load_result`, its outcome and the export's report.
 
 use super::*;
-
-use crate::modes::reading::Unparsed;
 
 // ---- payloads (one definition for live events and stored results) --------------------------
 
@@ -46,7 +44,7 @@ pub struct RoundsEnd<'a> {
 }
 
 /// The facilitator's report (`synthesis_complete`'s data, and the result's `report`).
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DelphiReport {
     /// The model that wrote it.
@@ -66,7 +64,7 @@ pub struct DelphiReport {
     /// How long the facilitator's call took, in milliseconds.
     pub response_time_ms: i64,
     /// The facilitator this report's model stood in for, when the backup wrote it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_from: Option<String>,
 }
 
@@ -100,7 +98,7 @@ impl DelphiReport {
 }
 
 /// A panelist's estimate in the result: as stored, with the reply's whole text.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResultEstimate {
     #[serde(flatten)]
     pub estimate: StoredEstimate,
@@ -109,7 +107,7 @@ pub struct ResultEstimate {
 }
 
 /// A round in the result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RoundResult {
     /// The round's number, from 1.
@@ -123,7 +121,7 @@ pub struct RoundResult {
 }
 
 /// Delphi's result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DelphiResult {
     /// How the question was read; null when the run stopped before.
@@ -181,6 +179,19 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     })
 }
 
+/// The final value, and the round it converged in or that it did not.
+pub(super) fn outcome(result: &Value) -> Option<String> {
+    let r: DelphiResult = typed(result)?;
+    let value = match r.final_value? {
+        FinalValue::Number(n) => fmt_num(n),
+        FinalValue::Answer(a) => a,
+    };
+    Some(match r.convergence_round {
+        Some(round) => format!("{value} (converged in round {round})"),
+        None => format!("{value} (no convergence)"),
+    })
+}
+
 // ---- the export's report -------------------------------------------------------------------
 
 /// A share as a percentage (`12.5%`, `100%`).
@@ -188,49 +199,95 @@ fn percent_words(v: f64) -> String {
     format!("{}%", fmt_num((v * 10.0).round() / 10.0))
 }
 
-/// A stored estimate or answer as the reader read it; None when it was not read.
-fn value_words(v: &Value) -> Option<String> {
-    match v {
-        Value::Number(n) => n.as_f64().map(fmt_num),
-        Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+/// An answer as the report shows it; None when it is blank.
+fn answer_words(a: &str) -> Option<String> {
+    (!a.trim().is_empty()).then(|| a.to_string())
+}
+
+/// What a panelist said, a number or an answer as the question asks; None when it was not
+/// read.
+fn said_words(said: &Said, qualitative: bool) -> Option<String> {
+    match (said, qualitative) {
+        (Said::Estimate(v), false) => v.map(fmt_num),
+        (Said::Answer(a), true) => a.as_deref().and_then(answer_words),
         _ => None,
     }
 }
 
-/// A round's statistics in a sentence.
-fn stats_words(stats: &Value, converged: bool) -> Option<String> {
-    let verdict = if converged { "converged" } else { "not converged" };
-    if let Some(dist) = stats["distribution"].as_array().filter(|d| !d.is_empty()) {
-        let shares: Vec<String> = dist
-            .iter()
-            .filter_map(|d| {
-                Some(format!(
-                    "{} {}",
-                    d["answer"].as_str()?,
-                    percent_words(d["percentage"].as_f64()?)
-                ))
-            })
-            .collect();
-        let agreement = stats["agreementPercentage"].as_f64().map(percent_words)?;
-        return Some(format!("Agreement {agreement} ({}): {verdict}.", shares.join(", ")));
+/// What a panelist said the round before, as [`said_words`].
+fn said_before_words(before: &SaidBefore, qualitative: bool) -> Option<String> {
+    match (before, qualitative) {
+        (SaidBefore::Estimate(v), false) => v.map(fmt_num),
+        (SaidBefore::Answer(a), true) => a.as_deref().and_then(answer_words),
+        _ => None,
     }
-    let n = |k: &str| stats[k].as_f64().map(fmt_num);
-    let (mean, median, sd) = (n("mean")?, n("median")?, n("stdDev")?);
-    let mut line = format!("Mean {mean}, median {median}, standard deviation {sd}");
-    if let (Some(lo), Some(hi)) = (n("min"), n("max")) {
-        line.push_str(&format!(", range {lo} to {hi}"));
-    }
-    match stats["cv"].as_f64() {
-        Some(cv) => line.push_str(&format!(
+}
+
+/// A numeric round's statistics: the mean, median, standard deviation, range and spread.
+fn numeric_words(s: &NumericStats) -> String {
+    let mut line = format!(
+        "Mean {}, median {}, standard deviation {}, range {} to {}",
+        fmt_num(s.mean),
+        fmt_num(s.median),
+        fmt_num(s.std_dev),
+        fmt_num(s.min),
+        fmt_num(s.max)
+    );
+    if s.cv.is_finite() {
+        line.push_str(&format!(
             "; the spread (standard deviation over the mean) is {}",
-            percent_words(cv * 100.0)
-        )),
-        None => line.push_str("; the spread cannot be measured against a mean of 0"),
+            percent_words(s.cv * 100.0)
+        ));
+    } else {
+        line.push_str("; the spread cannot be measured against a mean of 0");
     }
-    if stats["highVariance"] == true {
+    if s.high_variance {
         line.push_str(", a high variance");
     }
+    line
+}
+
+/// A round's statistics in a sentence; None for a qualitative round with no answer.
+fn stats_words(stats: &Stats, converged: bool) -> Option<String> {
+    let line = match stats {
+        Stats::Numeric(s) => numeric_words(s),
+        Stats::Qualitative(q) if q.distribution.is_empty() => return None,
+        Stats::Qualitative(q) => {
+            let shares: Vec<String> = q
+                .distribution
+                .iter()
+                .map(|d| format!("{} {}", d.answer, percent_words(d.percentage)))
+                .collect();
+            let agreement = percent_words(q.agreement_percentage);
+            format!("Agreement {agreement} ({})", shares.join(", "))
+        }
+    };
+    let verdict = if converged { "converged" } else { "not converged" };
     Some(format!("{line}: {verdict}."))
+}
+
+/// An estimate's note: carried over (and why), unread (and why), or changed from what.
+fn estimate_note(e: &StoredEstimate, round: u32, read: bool, qualitative: bool) -> String {
+    let why = e.marks.unparsed;
+    if e.carried_forward {
+        match why {
+            Some(u) => format!(
+                "carried over from the previous round: this round's reply was unread (it {})",
+                u.describe()
+            ),
+            None => "carried over from the previous round: no reply".to_string(),
+        }
+    } else if !read {
+        why.map_or(String::new(), |u| format!("it {}", u.describe()))
+    } else if round > 1 {
+        match (e.changed, said_before_words(&e.before, qualitative)) {
+            (true, Some(p)) => format!("changed from {p}"),
+            (true, None) => "changed".to_string(),
+            (false, _) => "unchanged".to_string(),
+        }
+    } else {
+        String::new()
+    }
 }
 
 /// The result as the export's report: the consensus (the final value, and the round it
@@ -238,46 +295,48 @@ fn stats_words(stats: &Value, converged: bool) -> Option<String> {
 /// as a table (panelist, estimate or answer, confidence, what changed) with its statistics.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::{count, table};
+    let Some(r) = typed::<DelphiResult>(result) else { return String::new() };
     let mut out = String::new();
-    let rounds = result["rounds"].as_array().cloned().unwrap_or_default();
-    let qualitative = result["classification"]["type"] == "qualitative"
-        || rounds.iter().any(|r| r["stats"]["distribution"].is_array());
+    let qualitative =
+        r.classification.as_ref().is_some_and(|c| c.kind == QuestionType::Qualitative)
+            || r.rounds.iter().any(|r| matches!(r.stats, Some(Stats::Qualitative(_))));
     // The final value: the report's, else the last round's (the same rule: its mean or its
     // most common answer).
-    let last_stats = rounds.last().map(|r| &r["stats"]);
-    let final_value = value_words(&result["finalValue"]).or_else(|| {
-        let s = last_stats?;
-        if qualitative {
-            value_words(&s["mode"])
-        } else {
-            value_words(&s["mean"])
-        }
+    let final_value = match &r.final_value {
+        Some(FinalValue::Number(n)) => Some(fmt_num(*n)),
+        Some(FinalValue::Answer(a)) => answer_words(a),
+        None => None,
+    }
+    .or_else(|| match (r.rounds.last()?.stats.as_ref()?, qualitative) {
+        (Stats::Qualitative(q), true) => answer_words(&q.mode),
+        (Stats::Numeric(s), false) => Some(fmt_num(s.mean)),
+        _ => None,
     });
     let how =
         if qualitative { "the answer most panelists gave" } else { "the mean of the estimates" };
     if let Some(v) = final_value {
-        match result["convergenceRound"].as_u64() {
+        match r.convergence_round {
             Some(n) => out.push_str(&format!(
                 "**Consensus:** {v}, converged in round {n} ({how} in that round).\n"
             )),
             None => out.push_str(&format!(
                 "**Final value:** {v}, without convergence after {} ({how} in the last round).\n",
-                count(rounds.len() as u64, "round", "rounds")
+                count(r.rounds.len() as u64, "round", "rounds")
             )),
         }
     }
-    let c = &result["classification"];
-    if let Some(kind) = c["type"].as_str() {
-        let options: Vec<&str> = c["options"]
-            .as_array()
-            .map(|o| o.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+    if let Some(c) = &r.classification {
+        let kind = match c.kind {
+            QuestionType::Numeric => "numeric",
+            QuestionType::Qualitative => "qualitative",
+        };
+        let options = c.options.as_deref().unwrap_or_default();
         let mut line = if options.is_empty() {
             format!("**Question** read as {kind}.")
         } else {
             format!("**Question** read as {kind}, with the options {}.", options.join(", "))
         };
-        if c["unparsed"].is_string() {
+        if c.unparsed.is_some() {
             line.push_str(
                 " (The facilitator's classification could not be read; this is the fallback.)",
             );
@@ -292,43 +351,24 @@ pub fn report(result: &Value) -> String {
         out.push('\n');
     }
     let value_key = if qualitative { "answer" } else { "estimate" };
-    let previous_key = if qualitative { "previousAnswer" } else { "previousEstimate" };
-    for r in &rounds {
-        let estimates = r["estimates"].as_array().cloned().unwrap_or_default();
-        let Some(n) = r["roundNumber"].as_u64() else { continue };
+    for round in &r.rounds {
+        let n = round.round_number;
         out.push_str(&format!("**Round {n}**\n\n"));
-        if !estimates.is_empty() {
-            let rows: Vec<Vec<String>> = estimates
+        if !round.estimates.is_empty() {
+            let rows: Vec<Vec<String>> = round
+                .estimates
                 .iter()
                 .map(|e| {
-                    let why = serde_json::from_value::<Unparsed>(e["unparsed"].clone()).ok();
-                    let value = value_words(&e[value_key]);
-                    let confidence = if e["confidenceDefaulted"] == true {
+                    let e = &e.estimate;
+                    let value = said_words(&e.said, qualitative);
+                    let note = estimate_note(e, n, value.is_some(), qualitative);
+                    let confidence = if e.marks.confidence_defaulted {
                         "not stated".to_string()
                     } else {
-                        e["confidence"].as_str().map(str::to_lowercase).unwrap_or_default()
-                    };
-                    let note = if e["carriedForward"] == true {
-                        match why {
-                            Some(u) => format!(
-                                "carried over from the previous round: this round's reply was unread (it {})",
-                                u.describe()
-                            ),
-                            None => "carried over from the previous round: no reply".to_string(),
-                        }
-                    } else if value.is_none() {
-                        why.map_or(String::new(), |u| format!("it {}", u.describe()))
-                    } else if n > 1 {
-                        match (e["changed"] == true, value_words(&e[previous_key])) {
-                            (true, Some(p)) => format!("changed from {p}"),
-                            (true, None) => "changed".to_string(),
-                            (false, _) => "unchanged".to_string(),
-                        }
-                    } else {
-                        String::new()
+                        e.confidence.as_str().to_lowercase()
                     };
                     vec![
-                        e["model"].as_str().unwrap_or("").to_string(),
+                        e.model.clone(),
                         value.unwrap_or_else(|| "unread".to_string()),
                         confidence,
                         note,
@@ -339,17 +379,20 @@ pub fn report(result: &Value) -> String {
             out.push_str(&table(&["panelist", value_key, "confidence", "note"], &rows, right));
             out.push('\n');
         }
-        let converged = r["converged"] == true;
-        match stats_words(&r["stats"], converged) {
+        match round.stats.as_ref().and_then(|s| stats_words(s, round.converged)) {
             Some(line) => out.push_str(&format!("{line}\n\n")),
             None => out.push_str("Too few estimates could be read for the round to count.\n\n"),
         }
     }
-    if let Some(model) = result["report"]["facilitatorModel"].as_str() {
-        let standing_in = result["report"]["fallbackFrom"]
-            .as_str()
+    if let Some(report) = &r.report {
+        let standing_in = report
+            .fallback_from
+            .as_ref()
             .map_or(String::new(), |f| format!(", the backup standing in for {f}"));
-        out.push_str(&format!("**Report** written by the facilitator, {model}{standing_in}.\n"));
+        out.push_str(&format!(
+            "**Report** written by the facilitator, {}{standing_in}.\n",
+            report.facilitator_model
+        ));
     }
     out
 }
