@@ -242,16 +242,7 @@ pub static SPEC: ModeSpec = ModeSpec {
     validate,
     build: |config, ctx| Ok(Box::new(Chain::new(config, ctx)?)),
     load_result,
-    outcome: |r| {
-        let text = r.get("finalContent").and_then(Value::as_str)?;
-        Some(format!(
-            "{} of {} steps, {} words: {}",
-            r["completedSteps"],
-            r["totalSteps"],
-            word_count(text),
-            short(text, 100)
-        ))
-    },
+    outcome,
     stages: &[("chain_step", "a step of the chain"), ("chain", "the chain")],
     report: Some(report),
     example: || {

@@ -1,4 +1,5 @@
-//! What a chain stores and reads back: the step rows, the result, and the export's report.
+//! What a chain stores and reads back: the step rows, the result, its outcome and the export's
+//! report.
 
 use super::*;
 
@@ -155,7 +156,7 @@ impl Completed {
 }
 
 /// A completed step's length.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepWords {
     /// The step's number.
@@ -165,7 +166,7 @@ pub struct StepWords {
 }
 
 /// `chain_complete`'s data (and the head of the result): the final version and the progression.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChainSummary {
     /// The last completed step, whose version is the answer; null when none completed.
@@ -181,7 +182,7 @@ pub struct ChainSummary {
 }
 
 /// The chain's result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChainResult {
     #[serde(flatten)]
@@ -239,26 +240,55 @@ pub fn load_result(rows: &[StageRow]) -> Value {
     })
 }
 
+/// How many steps completed, and the final version's length and opening.
+pub(super) fn outcome(result: &Value) -> Option<String> {
+    let r: ChainResult = typed(result)?;
+    let text = r.summary.final_content?;
+    Some(format!(
+        "{} of {} steps, {} words: {}",
+        r.summary.completed_steps,
+        r.total_steps,
+        word_count(&text),
+        short(&text, 100)
+    ))
+}
+
 // ---- the export's report -------------------------------------------------------------------
 
 /// What a step was asked to do: its mandate and what that asks for (a custom mandate in its
 /// own words).
-fn asked_to(step: &Value) -> String {
-    let mandate: Option<Mandate> = serde_json::from_value(step["mandate"].clone()).ok();
-    let name = step["mandateDisplay"]
-        .as_str()
-        .map(str::to_string)
-        .or_else(|| mandate.map(|m| m.display().to_string()))
-        .unwrap_or_default();
-    let focus = match (step["customMandate"].as_str(), mandate) {
-        (Some(c), _) => c.to_string(),
-        (None, Some(m)) if m != Mandate::Custom => m.focus().to_string(),
-        _ => String::new(),
+fn asked_to(step: &StepResult) -> String {
+    let name = &step.mandate_display;
+    let focus = match (&step.custom_mandate, step.mandate) {
+        (Some(c), _) => c.as_str(),
+        (None, Mandate::Custom) => "",
+        (None, m) => m.focus(),
     };
     match (name.is_empty(), focus.is_empty()) {
         (false, false) => format!("{name}: {focus}"),
-        (false, true) => name,
-        _ => focus,
+        (false, true) => name.clone(),
+        _ => focus.to_string(),
+    }
+}
+
+/// A step's words (and the change from the version it improved); blank when it was skipped.
+fn words(step: &StepResult) -> String {
+    match (step.skipped, step.based_on_step) {
+        (true, _) => String::new(),
+        (false, Some(_)) => format!("{} ({:+})", step.word_count, step.word_count_delta),
+        (false, None) => step.word_count.to_string(),
+    }
+}
+
+/// How a step ended: done, or skipped and why.
+fn ended(step: &StepResult) -> String {
+    if !step.skipped {
+        return "done".to_string();
+    }
+    match step.skip_reason.as_deref() {
+        Some("global timeout") => "skipped: the run's time limit passed first".into(),
+        Some(why) => format!("skipped: its call failed ({why})"),
+        None => "skipped".into(),
     }
 }
 
@@ -267,23 +297,16 @@ fn asked_to(step: &Value) -> String {
 /// never run, and the editors' notes.
 pub fn report(result: &Value) -> String {
     use crate::modes::report::{count, table};
+    let Some(r) = typed::<ChainResult>(result) else { return String::new() };
     let mut out = String::new();
-    let steps = result["steps"].as_array().cloned().unwrap_or_default();
-    let total = result["totalSteps"].as_u64().filter(|n| *n > 0).unwrap_or(steps.len() as u64);
-    let done = steps.iter().filter(|s| s["skipped"] == false).count() as u64;
-    if let Some(k) = result["finalStep"].as_u64() {
-        let last = steps.iter().find(|s| s["step"].as_u64() == Some(k));
-        let by = last
-            .map(|s| {
-                let parts: Vec<&str> =
-                    [&s["mandateDisplay"], &s["model"]].iter().filter_map(|v| v.as_str()).collect();
-                if parts.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", parts.join(", "))
-                }
-            })
-            .unwrap_or_default();
+    let steps = &r.steps;
+    let total = if r.total_steps > 0 { r.total_steps } else { steps.len() } as u64;
+    let done = steps.iter().filter(|s| !s.skipped).count();
+    if let Some(k) = r.summary.final_step {
+        let by = steps
+            .iter()
+            .find(|s| s.step == k)
+            .map_or(String::new(), |s| format!(" ({}, {})", s.mandate_display, s.model));
         out.push_str(&format!(
             "**Final version:** step {k} of {total}{by}; {done} of {} completed.\n\n",
             count(total, "step", "steps")
@@ -296,34 +319,7 @@ pub fn report(result: &Value) -> String {
     }
     let rows: Vec<Vec<String>> = steps
         .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let skipped = s["skipped"] == true;
-            let words = match (skipped, s["wordCount"].as_u64()) {
-                (true, _) | (_, None) => String::new(),
-                (false, Some(w)) => match (s["basedOnStep"].as_u64(), s["wordCountDelta"].as_i64())
-                {
-                    (Some(_), Some(d)) => format!("{w} ({d:+})"),
-                    _ => w.to_string(),
-                },
-            };
-            let state = if skipped {
-                match s["skipReason"].as_str() {
-                    Some("global timeout") => "skipped: the run's time limit passed first".into(),
-                    Some(why) => format!("skipped: its call failed ({why})"),
-                    None => "skipped".into(),
-                }
-            } else {
-                "done".to_string()
-            };
-            vec![
-                s["step"].as_u64().unwrap_or(i as u64 + 1).to_string(),
-                s["model"].as_str().unwrap_or("").to_string(),
-                asked_to(s),
-                words,
-                state,
-            ]
-        })
+        .map(|s| vec![s.step.to_string(), s.model.clone(), asked_to(s), words(s), ended(s)])
         .collect();
     out.push_str(&table(&["step", "model", "asked to", "words", "result"], &rows, &[0, 3]));
     let missing = total.saturating_sub(steps.len() as u64);
@@ -332,15 +328,7 @@ pub fn report(result: &Value) -> String {
     }
     let notes: Vec<String> = steps
         .iter()
-        .flat_map(|s| {
-            let k = s["step"].as_u64().unwrap_or(0);
-            s["editorNotes"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(move |n| n.as_str().map(|n| format!("- step {k}: {n}")))
-        })
+        .flat_map(|s| s.editor_notes.iter().map(|n| format!("- step {}: {n}", s.step)))
         .collect();
     if !notes.is_empty() {
         out.push_str(&format!("\n**Editor's notes:**\n\n{}\n", notes.join("\n")));

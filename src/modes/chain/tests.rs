@@ -386,7 +386,12 @@ fn an_empty_or_partial_result_reports_what_there_is() {
             "2 steps of the 3 never ran.",
         ],
     );
-    let partial = json!({ "steps": [{ "step": 2, "skipped": true }], "finalStep": null });
-    let r = readable(&partial);
+    // Rows with no completed step (the draft's row lost): no final version, the skipped steps
+    // listed.
+    let mut m = chain(&["draft", "structure_depth", "polish_format"]);
+    let all = drive(&mut m, |c| (c.key == "step:1").then(|| "a draft".to_string()));
+    let kept: Vec<StageRow> =
+        rows(&all).into_iter().filter(|r| r.stage_type != "chain_step_1").collect();
+    let r = readable(&load_result(&kept));
     assert!(r.contains("**No step completed.**") && r.contains("| 2 |"), "{r}");
 }
