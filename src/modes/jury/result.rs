@@ -157,7 +157,9 @@ fn consensus(spread: i64) -> &'static str {
     }
 }
 
-/// The dissent section: its items, or its sentences when it has no list.
+/// The dissent section: its items, or its sentences when it has no list. A line in square
+/// brackets is the prompt's template echoed back (`[If any juror's verdict differed…]`), not a
+/// dissent, as in [`section_items`].
 pub(super) fn dissent(text: &str) -> Vec<String> {
     let items = section_items(text, "dissent");
     if !items.is_empty() {
@@ -178,7 +180,7 @@ pub(super) fn dissent(text: &str) -> Vec<String> {
         .iter()
         .take_while(|l| !l.trim().starts_with('#'))
         .map(|l| l.trim())
-        .filter(|l| !l.is_empty())
+        .filter(|l| !l.is_empty() && !l.starts_with('['))
         .collect();
     if body.is_empty() {
         Vec::new()

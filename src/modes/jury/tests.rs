@@ -225,6 +225,30 @@ fn jurors_are_published_as_each_finishes_and_the_foreman_reports() {
     assert_eq!((&loaded["partial"], &loaded["failedModels"]), (&json!(false), &json!([])));
 }
 
+#[test]
+fn a_foreman_echoing_the_template_states_no_strength_weakness_or_dissent() {
+    // SmolLM2-135M's report as the foreman, recorded: the template's bracketed lines written
+    // back under each heading, the dissent's grown by a sentence of its own.
+    let echoed = "### Key Strengths\n\n[Strengths identified by 2+ jurors — bulleted list]\n\n\
+                  ### Key Weaknesses\n\n[Weaknesses identified by 2+ jurors — bulleted list]\n\n\
+                  ### Improvement Recommendations\n\n[Priority list — only include if verdict is REVISE or REJECT]\n\n\
+                  ### Dissenting Opinions\n\n[If any juror's verdict differed from majority, summarize their \
+                  reasoning here. If unanimous, state \"The jury was unanimous. No other jury has voted the \
+                  opposite of this jury.\"]\n\n### DISCUSSION\n";
+    assert_eq!(dissent(echoed), Vec::<String>::new());
+    for heading in ["strength", "weakness", "recommendation"] {
+        assert_eq!(section_items(echoed, heading), Vec::<String>::new(), "{heading}");
+    }
+    // What a foreman states in prose under the heading is still its dissent.
+    let stated = echoed.replace(
+        "[If any juror's verdict differed from majority, summarize their reasoning here. If \
+         unanimous, state \"The jury was unanimous. No other jury has voted the opposite of this \
+         jury.\"]",
+        "The jury was unanimous.",
+    );
+    assert_eq!(dissent(&stated), vec!["The jury was unanimous.".to_string()]);
+}
+
 fn jury_with_backup() -> Jury {
     let config = json!({ "content": "GET /users returns users.", "jurorModels": ["j1", "j2", "j3"],
                          "foremanModel": "f", "timeoutMs": 120000, "foremanFallbackModel": "f2" });
