@@ -253,13 +253,8 @@ fn stats_words(stats: &Stats, converged: bool) -> Option<String> {
         Stats::Numeric(s) => numeric_words(s),
         Stats::Qualitative(q) if q.distribution.is_empty() => return None,
         Stats::Qualitative(q) => {
-            let shares: Vec<String> = q
-                .distribution
-                .iter()
-                .map(|d| format!("{} {}", d.answer, percent_words(d.percentage)))
-                .collect();
             let agreement = percent_words(q.agreement_percentage);
-            format!("Agreement {agreement} ({})", shares.join(", "))
+            format!("Agreement {agreement} ({})", q.shares())
         }
     };
     let verdict = if converged { "converged" } else { "not converged" };
